@@ -1,0 +1,361 @@
+/* The emulated kernel memory manager: the one interface every other part of thpemu drives.
+ *
+ * Method. A pool of N emulated 4 KiB frames forms one zone. Frames carry a state (free, anon,
+ * part of a huge anon extent, file clean/dirty/writeback, unmovable) and a reverse-map word (the
+ * owner cookie). Free frames sit on buddy free lists (orders 0..10) per migratetype; pageblocks
+ * (order 9) carry a migratetype and a skip bit. A THP fault runs the slow path of the selected
+ * policy profile (freelist at LOW, at MIN, async compaction, direct reclaim, a second compaction
+ * in ASYNC / SYNC_LIGHT / SYNC mode, fallback to a 4 KiB frame), and records what it cost.
+ *
+ * mm/ is pure: no syscalls, no threads, no clock. Time, waiting, locking and the real work of a
+ * decision (copying a migrated page, zeroing a huge extent) come from an environment (struct
+ * mm_env) so that the same code runs live (real time, real waits, real copies, several handler
+ * threads) and in the simulator (virtual time, costs from a cost table, one thread).
+ *
+ * Concurrency contract. Every public function takes the environment lock (ops->lock) itself and
+ * must be called without it. Hooks marked [unlocked] are called with the lock released: mm must
+ * leave its structures consistent before calling them (frames being migrated are ISOLATED, so no
+ * other caller touches them) and re-validate after. Hooks marked [locked] are called with the
+ * lock held and must neither block nor call back into mm.
+ *
+ * Errors: negative errno. Nothing in mm/ aborts.
+ */
+#ifndef THPEMU_MM_H
+#define THPEMU_MM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mm/mm_policy.h"
+
+#define MM_PAGE_SHIFT      12
+#define MM_PAGE_SIZE       (1UL << MM_PAGE_SHIFT)
+#define MM_MAX_ORDER       10 /* orders 0..MM_MAX_ORDER inclusive (the kernel's NR_PAGE_ORDERS = 11) */
+#define MM_NR_ORDERS       (MM_MAX_ORDER + 1)
+#define MM_PAGEBLOCK_ORDER 9
+#define MM_HPAGE_ORDER     9
+#define MM_HPAGE_NR        (1U << MM_HPAGE_ORDER) /* 512 frames per huge extent */
+#define MM_HPAGE_SIZE      (MM_PAGE_SIZE << MM_HPAGE_ORDER)
+#define MM_NO_PFN          UINT32_MAX
+#define MM_COMPACT_CLUSTER_MAX 32
+#define MM_COMPACT_MAX_DEFER_SHIFT 6
+
+/* Migratetypes, in the kernel's 6.12 numbering. THP and page cache are MOVABLE. */
+enum mm_migratetype {
+	MM_MT_UNMOVABLE,
+	MM_MT_MOVABLE,
+	MM_MT_RECLAIMABLE,
+	MM_MT_NR,
+};
+
+/* Owner cookies (the reverse map). mm stores them and hands them back to hooks; apart from the
+ * FOREIGN bit it does not interpret them. Pages of one huge extent get consecutive cookies. */
+#define MM_OWNER_FOREIGN (1ULL << 63) /* anon memory of "other processes" (fragmentation recipes):
+				       * migrating it moves metadata only, no real copy */
+#define MM_OWNER_FILE_BIT (1ULL << 62)
+#define MM_OWNER_FILE(file_id, index) \
+	(MM_OWNER_FILE_BIT | ((uint64_t)(file_id) << 36) | ((uint64_t)(index) & ((1ULL << 36) - 1)))
+#define MM_OWNER_FILE_ID(o)    (((o) & ~MM_OWNER_FILE_BIT & ~MM_OWNER_FOREIGN) >> 36)
+#define MM_OWNER_FILE_INDEX(o) ((o) & ((1ULL << 36) - 1))
+
+/* Migrate modes (enum migrate_mode). */
+enum mm_migrate_mode {
+	MM_MIGRATE_ASYNC,
+	MM_MIGRATE_SYNC_LIGHT,
+	MM_MIGRATE_SYNC,
+};
+
+/* What a fault's service time went to, for stall attribution. mm_cause_chain() names it, e.g.
+ * "fault > sync compaction > migrate > wait on writeback". */
+enum mm_cause {
+	MM_CAUSE_NONE,             /* freelist hit, nothing slow */
+	MM_CAUSE_COMPACT_ASYNC,
+	MM_CAUSE_COMPACT_SYNC_LIGHT,
+	MM_CAUSE_COMPACT_SYNC,
+	MM_CAUSE_COMPACT_WB_WAIT,  /* sync compaction waiting on a frame under writeback */
+	MM_CAUSE_COMPACT_WRITEOUT, /* sync compaction writing a dirty page out */
+	MM_CAUSE_COMPACT_MIGRATE,  /* copying pages (real copies live) */
+	MM_CAUSE_RECLAIM,
+	MM_CAUSE_RECLAIM_WB_WAIT,  /* direct reclaim's synchronous pass waiting on writeback */
+	MM_CAUSE_ZEROING,          /* clearing the 2 MiB extent */
+	MM_CAUSE_NR,
+};
+const char *mm_cause_chain(enum mm_cause c);
+
+/* Slow-path steps, recorded in order per fault (profile step-sequence tests read these). */
+enum mm_step {
+	MM_STEP_FREELIST_LOW,  /* fast path: get_page_from_freelist at the LOW watermark */
+	MM_STEP_FREELIST_MIN,  /* slow path freelist attempt at MIN */
+	MM_STEP_WAKE_KSWAPD,   /* wake kswapd (or kcompactd, per §5.2) */
+	MM_STEP_COMPACT_ASYNC,
+	MM_STEP_COMPACT_SYNC_LIGHT,
+	MM_STEP_COMPACT_SYNC,
+	MM_STEP_COMPACT_DEFERRED, /* compaction skipped: zone deferred */
+	MM_STEP_RECLAIM,
+	MM_STEP_FALLBACK,      /* gave up on order 9, 4 KiB frame instead */
+	MM_STEP_NR,
+};
+const char *mm_step_name(enum mm_step s);
+
+/* Compaction results (modern enum compact_result; 3.x results map onto a subset). */
+enum mm_compact_result {
+	MM_COMPACT_NOT_SUITABLE_ZONE,
+	MM_COMPACT_SKIPPED,
+	MM_COMPACT_DEFERRED,
+	MM_COMPACT_NO_SUITABLE_PAGE,
+	MM_COMPACT_CONTINUE,
+	MM_COMPACT_COMPLETE,
+	MM_COMPACT_PARTIAL_SKIPPED,
+	MM_COMPACT_CONTENDED,
+	MM_COMPACT_SUCCESS,
+	MM_COMPACT_NR,
+};
+const char *mm_compact_result_name(enum mm_compact_result r);
+
+/* Modelled costs charged through ops->alloc_cost (the simulator turns them into virtual time;
+ * live, the real work is its own cost and the hook may do nothing). */
+enum mm_cost {
+	MM_COST_FAULT,        /* fixed per-fault service overhead */
+	MM_COST_BUDDY_OP,     /* one buddy allocation or free */
+	MM_COST_SCAN_PFN,     /* one pfn examined by a compaction scanner */
+	MM_COST_ISOLATE,      /* one page isolated */
+	MM_COST_RECLAIM_PAGE, /* one page scanned by direct reclaim */
+	MM_COST_NR,
+};
+
+/* vmstat counters with kernel names (mm_stat_names[]), plus a few of ours marked (ours). */
+enum mm_stat {
+	MM_STAT_THP_FAULT_ALLOC,
+	MM_STAT_THP_FAULT_FALLBACK,
+	MM_STAT_COMPACT_STALL,
+	MM_STAT_COMPACT_SUCCESS,
+	MM_STAT_COMPACT_FAIL,
+	MM_STAT_COMPACT_MIGRATE_SCANNED,
+	MM_STAT_COMPACT_FREE_SCANNED,
+	MM_STAT_COMPACT_ISOLATED,
+	MM_STAT_COMPACT_DEFERRED,      /* (ours) direct compaction skipped by deferral */
+	MM_STAT_COMPACT_DAEMON_WAKE,
+	MM_STAT_COMPACT_DAEMON_MIGRATE_SCANNED,
+	MM_STAT_COMPACT_DAEMON_FREE_SCANNED,
+	MM_STAT_PGMIGRATE_SUCCESS,
+	MM_STAT_PGMIGRATE_FAIL,
+	MM_STAT_ALLOCSTALL,
+	MM_STAT_PGSCAN_DIRECT,
+	MM_STAT_PGSTEAL_DIRECT,
+	MM_STAT_PGSCAN_KSWAPD,
+	MM_STAT_PGSTEAL_KSWAPD,
+	MM_STAT_KSWAPD_WAKE,           /* (ours) kswapd woken */
+	MM_STAT_PGALLOC,               /* frames allocated (any order, counted in frames) */
+	MM_STAT_PGFREE,
+	MM_STAT_EXTFRAG_STEAL,         /* (ours) mm_page_alloc_extfrag events: fallback allocations */
+	MM_STAT_COMPACT_WB_WAIT,       /* (ours) writeback waits inside compaction */
+	MM_STAT_COMPACT_WRITEOUT,      /* (ours) dirty pages written out by sync migration */
+	MM_STAT_RECLAIM_WB_WAIT,       /* (ours) writeback waits inside direct reclaim */
+	MM_STAT_NOMEM_FALLBACK,        /* (ours) faults the pool could not serve at all */
+	MM_STAT_NR,
+};
+extern const char *const mm_stat_names[MM_STAT_NR];
+
+/* One fault's record: outcome, latency and where the time went. All times in ns of env time. */
+#define MM_FAULT_MAX_STEPS 12
+enum mm_fault_outcome {
+	MM_FAULT_HUGE,  /* pfn is the head of 512 frames, already cleared via ops->clear_huge */
+	MM_FAULT_BASE,  /* pfn is one frame */
+	MM_FAULT_NOMEM, /* the pool could not give a frame; caller serves it unaccounted */
+};
+struct mm_fault_rec {
+	uint64_t t_start;     /* env now() at entry */
+	uint64_t total_ns;    /* time spent in mm_fault, hooks included */
+	uint64_t compact_ns;  /* in direct compaction (includes its waits and copies) */
+	uint64_t reclaim_ns;  /* in direct reclaim (includes its waits) */
+	uint64_t wb_wait_ns;  /* waiting on writeback (compaction + reclaim) */
+	uint64_t migrate_ns;  /* in migrate_anon / copy_file_page hooks */
+	uint64_t zero_ns;     /* in clear_huge */
+	uint32_t wb_waits;    /* number of writeback waits */
+	uint32_t wb_wait_max_us; /* longest single writeback wait, in microseconds */
+	uint32_t migrated;    /* pages migrated successfully for this fault */
+	uint32_t migrate_failed;
+	uint32_t reclaimed;
+	uint8_t outcome;      /* enum mm_fault_outcome */
+	uint8_t cause;        /* enum mm_cause: the largest contributor */
+	uint8_t nsteps;
+	struct {
+		uint8_t step;   /* enum mm_step */
+		uint8_t result; /* compaction: enum mm_compact_result; others: 1 success, 0 failure */
+	} steps[MM_FAULT_MAX_STEPS];
+};
+
+enum mm_vma_advice {
+	MM_VMA_DEFAULT,
+	MM_VMA_HUGEPAGE,   /* MADV_HUGEPAGE */
+	MM_VMA_NOHUGEPAGE, /* MADV_NOHUGEPAGE */
+};
+
+struct mm_fault_req {
+	uint64_t owner;        /* cookie of the faulting 4 KiB page */
+	uint64_t extent_owner; /* cookie of page 0 of its 2 MiB extent (page i = extent_owner + i) */
+	enum mm_vma_advice advice;
+	bool huge_ok;          /* extent aligned, wholly inside the region and still empty */
+	bool write;
+};
+
+struct mm_fault_res {
+	enum mm_fault_outcome outcome;
+	uint32_t pfn;
+	struct mm_fault_rec rec;
+};
+
+/* Optional tracepoints (names and fields as the kernel's, §6.2 of the reference). */
+enum mm_trace_kind {
+	MM_TRACE_COMPACTION_BEGIN,  /* a=migrate_pfn b=free_pfn c=zone_end d=mode */
+	MM_TRACE_COMPACTION_END,    /* a=migrate_pfn b=free_pfn c=zone_end d=status */
+	MM_TRACE_MIGRATEPAGES,      /* a=nr_migrated b=nr_failed */
+	MM_TRACE_DEFERRED,          /* a=considered b=defer_shift c=order_failed */
+	MM_TRACE_DEFER_COMPACTION,  /* a=considered b=defer_shift c=order_failed */
+	MM_TRACE_DEFER_RESET,       /* a=considered b=defer_shift c=order_failed */
+	MM_TRACE_EXTFRAG,           /* a=pfn b=alloc_order c=fallback_order d=change_ownership */
+	MM_TRACE_NR,
+};
+struct mm_trace {
+	enum mm_trace_kind kind;
+	uint32_t order;
+	uint64_t a, b, c, d;
+};
+
+struct mm_env_ops {
+	/* [locked] Current time in ns (monotonic live, virtual in the simulator). */
+	uint64_t (*now)(void *priv, void *call);
+	/* The mm lock. NULL in single-threaded drivers. */
+	void (*lock)(void *priv);
+	void (*unlock)(void *priv);
+	/* [unlocked] Block until frame pfn is no longer under writeback, or timeout_ns elapsed
+	 * (0 = no bound). Returns 0, or -ETIMEDOUT. The live version is the kernel's
+	 * wait_on_page_writeback (hashed futex waitqueue). */
+	int (*wait_writeback)(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns);
+	/* [unlocked] Really migrate a program page: its data moves from frame `from` to frame `to`.
+	 * Returns 0; -EAGAIN/-EBUSY (not migratable now: counts pgmigrate_fail, frames go back);
+	 * -ENOENT (owner gone: mm frees both frames). Not called for MM_OWNER_FOREIGN frames. */
+	int (*migrate_anon)(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to);
+	/* [unlocked] Copy a page-cache page's data from frame `from` to frame `to`. Returns 0 or
+	 * -errno (migration of that page fails). */
+	int (*copy_file_page)(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to);
+	/* [unlocked] Zero the 2 MiB extent just allocated at head for a huge fault. */
+	void (*clear_huge)(void *priv, void *call, uint32_t head, uint64_t extent_owner);
+	/* [locked] Charge a modelled cost of n units. */
+	void (*alloc_cost)(void *priv, void *call, enum mm_cost what, uint64_t n);
+	/* [unlocked] Start writeback of dirty page-cache frame pfn (sync migration's writeout()).
+	 * The implementation calls mm_writeback_begin_one() and submits the I/O. Returns 0 or
+	 * -errno. May be NULL (then dirty pages are simply not migratable in SYNC mode). */
+	int (*writeout)(void *priv, void *call, uint64_t owner, uint32_t pfn);
+	/* [locked] Tracepoint. May be NULL. */
+	void (*trace)(void *priv, void *call, const struct mm_trace *ev);
+};
+
+struct mm_env {
+	const struct mm_env_ops *ops;
+	void *priv;
+};
+
+struct mm_config {
+	uint64_t pool_bytes;           /* rounded down to whole pageblocks; at least 8 MiB */
+	struct mm_policy policy;       /* see mm_policy.h */
+	unsigned extfrag_threshold;    /* vm.extfrag_threshold, 0..1000; 0 in a config means 500 */
+	uint64_t min_free_kbytes;      /* 0: the kernel formula for the policy's era */
+	unsigned watermark_scale_factor; /* 0 means the kernel default 10 (modern era) */
+};
+
+struct mm;
+
+/* Create a pool (all frames free, pageblocks MOVABLE). Returns 0, -EINVAL (bad config: err
+ * says why) or -ENOMEM (host could not allocate the metadata). */
+int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out,
+	      char *err, size_t errlen);
+void mm_destroy(struct mm *mm);
+uint32_t mm_nr_frames(const struct mm *mm);
+/* Bytes of host memory spent on metadata per frame (target: at most 32). */
+double mm_metadata_bytes_per_frame(const struct mm *mm);
+const struct mm_policy *mm_policy(const struct mm *mm);
+
+/* ---- Anonymous memory ------------------------------------------------------------------ */
+
+/* Serve a page fault: decide huge or base per the policy, allocate, clear (huge) and fill res.
+ * Returns 0 (res->outcome may be MM_FAULT_NOMEM) or -EINVAL. */
+int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res *res, void *call);
+/* Free a program's anon frame (order 0) or whole huge extent (order 9, head pfn). The caller
+ * never frees a frame while a migrate_anon call on it is in flight; it makes that call return
+ * -ENOENT instead. */
+void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call);
+/* Split a huge extent into 512 base anon frames (partial munmap / MADV_DONTNEED of a THP). */
+int mm_anon_split(struct mm *mm, uint32_t head);
+
+/* ---- Page cache (driven by core/io and the simulator) ---------------------------------- */
+
+/* Find the page-cache frame of owner (MM_OWNER_FILE), creating it if absent and create is set.
+ * On success the frame is returned locked (compaction and reclaim skip it) in *pfn and
+ * *created says whether it is new (content undefined). Allocation is order 0 MOVABLE and may
+ * direct-reclaim clean file pages. Returns 0, -ENOENT (absent, !create) or -ENOMEM. */
+int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
+		     void *call);
+/* Unlock a frame from mm_pagecache_get; mark it dirty if dirtied; mark it referenced. */
+void mm_pagecache_put(struct mm *mm, uint32_t pfn, bool dirtied);
+/* Drop owner from the page cache (delete/truncate). A frame under writeback is freed when its
+ * writeback ends. */
+void mm_pagecache_remove(struct mm *mm, uint64_t owner);
+/* Move up to max dirty frames, oldest-dirtied first, to WRITEBACK and return them (pfns and
+ * owners). The caller submits their I/O and calls mm_writeback_end() for each. */
+unsigned mm_writeback_begin(struct mm *mm, unsigned max, uint32_t *pfns, uint64_t *owners);
+/* Move one specific dirty frame to WRITEBACK (the writeout hook). Returns 0 or -EBUSY. */
+int mm_writeback_begin_one(struct mm *mm, uint32_t pfn);
+/* Writeback of pfn completed (err 0) or failed (-errno: the page is marked with the error and
+ * counted, and becomes clean, as the kernel's end_page_writeback after an error). The caller
+ * then wakes the frame's waiters. */
+void mm_writeback_end(struct mm *mm, uint32_t pfn, int err);
+/* Lock-free: is pfn under writeback right now? (for the live wait hook's futex loop) */
+bool mm_frame_under_writeback(const struct mm *mm, uint32_t pfn);
+
+/* ---- Other allocations, recipes, background work ---------------------------------------- */
+
+/* Allocate 2^order frames of the given migratetype as UNMOVABLE (mt UNMOVABLE/RECLAIMABLE) or
+ * foreign anon (mt MOVABLE, owner MM_OWNER_FOREIGN). For fragmentation recipes and tests. */
+int mm_alloc_pages(struct mm *mm, unsigned order, enum mm_migratetype mt, uint64_t owner,
+		   uint32_t *pfn, void *call);
+void mm_free_pages(struct mm *mm, uint32_t pfn, unsigned order, void *call);
+
+/* Apply an initial-state recipe: comma-separated items, each one of
+ *   thpcompact          fill, then free half of every 2 MiB, holes filled by clean page cache
+ *   pagecache:F         clean page cache filling fraction F of the pool (e.g. 60%)
+ *   dirty:F             dirty page cache (writeback will start on it)
+ *   unmovable:F         scattered unmovable 4 KiB frames (e.g. 0.5%), one per random pageblock
+ *   anon:F              foreign anon frames scattered through the pool
+ * Deterministic for a seed. Returns 0 or -EINVAL (err names the bad item). */
+int mm_fragment(struct mm *mm, const char *recipe, uint64_t seed, char *err, size_t errlen,
+		void *call);
+
+/* Run due background work (kswapd / kcompactd / proactive compaction per the policy).
+ * Returns the ns until it wants to run again, or UINT64_MAX when idle until woken. */
+uint64_t mm_background(struct mm *mm, void *call);
+
+/* ---- Observation -------------------------------------------------------------------------- */
+
+struct mm_counts {
+	uint32_t nr_frames;
+	uint32_t free;
+	uint32_t anon;          /* program anon frames, base and huge */
+	uint32_t anon_huge;     /* of which in huge extents (frames) */
+	uint32_t foreign;       /* foreign anon frames */
+	uint32_t file;          /* page cache, all states */
+	uint32_t file_dirty;
+	uint32_t file_writeback;
+	uint32_t unmovable;
+	uint32_t isolated;
+	uint32_t wmark_min, wmark_low, wmark_high;
+	uint32_t free_blocks_order9; /* free blocks of order >= 9 */
+	uint32_t nr_free[MM_NR_ORDERS];
+};
+void mm_get_counts(struct mm *mm, struct mm_counts *c);
+void mm_get_stats(struct mm *mm, uint64_t out[MM_STAT_NR]);
+/* Fragmentation index for order (vmstat.c): -1000 if a suitable block exists, else 0..1000. */
+int mm_fragmentation_index(struct mm *mm, unsigned order);
+
+#endif

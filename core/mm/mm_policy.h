@@ -1,0 +1,73 @@
+/* Policy profiles: what a kernel era does on a THP fault, as data.
+ *
+ * A profile says which slow-path steps run, in which migrate mode, which failures defer
+ * compaction, whether a deferred THP fault skips reclaim, how compaction scanners behave in that
+ * era, and what background threads do. Mechanism (core/mm/*.c) reads the table; nothing in the
+ * mechanism tests a profile's name.
+ *
+ * Named profiles (mm_policy_names()):
+ *   linux-3.1            mainline 3.1/3.2: async compaction, reclaim, then full SYNC compaction
+ *                        (waits on writeback from pass 3, writes dirty pages out)
+ *   linux-3.1+nostall    Mel Gorman's Nov 2011 patch (-mm, Fedora 3.1.x): second compaction async
+ *   linux-3.3            sync-light second compaction, only sync failures defer, a deferred
+ *                        THP fault skips direct reclaim
+ *   modern-always, modern-defer, modern-defer+madvise, modern-madvise, modern-never
+ *                        6.12 with transparent_hugepage/enabled=always (never for modern-never)
+ *                        and the named defrag mode (gfp table of vma_thp_gfp_mask)
+ *
+ * Spec strings: NAME[:KEY=VALUE[,KEY=VALUE...]] start from a named profile and override fields
+ * (for example "linux-3.1:wb-wait-max=50ms"). mm_policy_help() lists the keys.
+ */
+#ifndef THPEMU_MM_POLICY_H
+#define THPEMU_MM_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum mm_era {
+	MM_ERA_3_1,    /* 3.1/3.2: bool sync migration, restart-from-scratch scanners */
+	MM_ERA_3_3,    /* 3.3: enum migrate_mode with SYNC_LIGHT, still restart-from-scratch */
+	MM_ERA_MODERN, /* 6.12: cached scanner positions, skip bits, compaction priorities */
+};
+
+enum mm_thp_enabled { MM_THP_ALWAYS, MM_THP_MADVISE, MM_THP_NEVER };
+enum mm_defrag {
+	MM_DEFRAG_ALWAYS,
+	MM_DEFRAG_DEFER,
+	MM_DEFRAG_DEFER_MADVISE,
+	MM_DEFRAG_MADVISE,
+	MM_DEFRAG_NEVER,
+};
+
+struct mm_policy {
+	char name[64];                 /* the named profile it started from */
+	enum mm_era era;
+	enum mm_thp_enabled enabled;   /* transparent_hugepage/enabled */
+	enum mm_defrag defrag;         /* transparent_hugepage/defrag */
+	int second_mode;               /* enum mm_migrate_mode of the second direct compaction, or
+					* -1 for none */
+	bool async_failure_defers;     /* 3.1: every compaction failure defers; 3.3+: only sync */
+	bool deferred_skips_reclaim;   /* 3.3: deferred THP fault goes to nopage without reclaim */
+	bool reclaim_waits_writeback;  /* 3.1/3.3 order>3 reclaim may wait on writeback (2nd pass) */
+	bool numa_two_pass;            /* modern: THISNODE|NORETRY pass before the full slow path */
+	unsigned sync_wait_from_pass;  /* SYNC waits on writeback from this migrate pass (3.1: 3) */
+	unsigned migrate_passes;       /* migrate_pages passes (10) */
+	uint64_t wb_wait_max_ns;       /* bound on one writeback wait in SYNC mode; 0 = unbounded */
+	bool kswapd;                   /* background reclaim thread model */
+	bool kcompactd;                /* background compaction thread model (modern) */
+	unsigned proactiveness;        /* vm.compaction_proactiveness (0 = off) */
+};
+
+/* NULL-terminated list of the named profiles. */
+const char *const *mm_policy_names(void);
+/* Parse NAME[:KEY=VALUE,...]. Returns 0, or -EINVAL with a one-line reason in err. */
+int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t errlen);
+/* Canonical spec string of a policy (name plus every field differing from that name's
+ * defaults); what reports record so that a run can be repeated. */
+void mm_policy_format(const struct mm_policy *p, char *buf, size_t len);
+/* Write the grammar and keys (for --help). */
+void mm_policy_help(FILE *f);
+
+#endif

@@ -1,0 +1,47 @@
+/* Log-linear latency histogram (HdrHistogram-like, fixed size, no allocation).
+ *
+ * Values are nanoseconds. Bucket b covers [2^e, 2^(e+1)) split into OBS_HIST_SUB linear
+ * sub-buckets, so the relative error of a reported percentile is below 1/OBS_HIST_SUB (~3 %).
+ * Range: 0 ns .. ~73 min (2^42 ns); larger values land in the last bucket and still update max.
+ * Recording is lock-free (relaxed atomics) and safe from the fault path and several threads.
+ * Percentiles of an empty histogram are 0, never garbage (HdrHistogram_c#116).
+ */
+#ifndef THPEMU_OBS_HIST_H
+#define THPEMU_OBS_HIST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define OBS_HIST_SUB_BITS 5
+#define OBS_HIST_SUB      (1U << OBS_HIST_SUB_BITS)
+#define OBS_HIST_EXPS     43
+#define OBS_HIST_BUCKETS  (OBS_HIST_EXPS * OBS_HIST_SUB)
+
+struct obs_hist {
+	uint64_t count;
+	uint64_t sum;     /* ns */
+	uint64_t min;     /* UINT64_MAX when empty */
+	uint64_t max;
+	uint64_t counts[OBS_HIST_BUCKETS];
+};
+
+/* Summary in the report's latency_us shape. */
+struct obs_hist_summary {
+	uint64_t count;
+	double mean, p50, p90, p99, p999, max; /* in the unit asked for */
+};
+
+void obs_hist_init(struct obs_hist *h);
+void obs_hist_record(struct obs_hist *h, uint64_t ns);          /* lock-free */
+void obs_hist_merge(struct obs_hist *dst, const struct obs_hist *src);
+/* Value at quantile q in [0, 1] (upper edge of the bucket holding it, clamped to max). */
+uint64_t obs_hist_quantile(const struct obs_hist *h, double q);
+double obs_hist_mean(const struct obs_hist *h);
+/* Summary with values divided by unit_ns (1000 for microseconds). */
+void obs_hist_summarise(const struct obs_hist *h, uint64_t unit_ns, struct obs_hist_summary *s);
+/* Bucket index and bounds, for writing CDFs. */
+unsigned obs_hist_bucket(uint64_t ns);
+uint64_t obs_hist_bucket_lo(unsigned b);
+uint64_t obs_hist_bucket_hi(unsigned b);
+
+#endif
