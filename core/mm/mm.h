@@ -282,9 +282,11 @@ const struct mm_policy *mm_policy(const struct mm *mm);
 /* Serve a page fault: decide huge or base per the policy, allocate, clear (huge) and fill res.
  * Returns 0 (res->outcome may be MM_FAULT_NOMEM) or -EINVAL. */
 int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res *res, void *call);
-/* Free a program's anon frame (order 0) or whole huge extent (order 9, head pfn). The caller
- * never frees a frame while a migrate_anon call on it is in flight; it makes that call return
- * -ENOENT instead. */
+/* Free a program's anon frame (order 0) or whole huge extent (order 9, head pfn).
+ * Races with compaction: if compaction has isolated the frame but not yet called migrate_anon,
+ * mm marks it and frees it (and its migration target) itself without calling the hook. The owner
+ * never calls this for a frame while a migrate_anon call on it is in flight; it makes that call
+ * return -ENOENT instead, and mm then frees both frames. */
 void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call);
 /* Split a huge extent into 512 base anon frames (partial munmap / MADV_DONTNEED of a THP). */
 int mm_anon_split(struct mm *mm, uint32_t head);
