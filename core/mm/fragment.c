@@ -253,3 +253,47 @@ int mm_fragment(struct mm *mm, const char *recipe, uint64_t seed, char *err, siz
 	mm_unlock(mm);
 	return ret;
 }
+
+static void debug_place_file(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner)
+{
+	mark_allocated(mm, pfn, 0, FS_FILE, owner);
+	pc_insert(mm, pfn);
+	lru_add(mm, pfn);
+	mm->nr_file++;
+	if (kind == DBG_FILE_CLEAN)
+		return;
+	set_page_dirty(mm, pfn);
+	if (kind == DBG_FILE_WRITEBACK)
+		start_writeback(mm, pfn);
+}
+
+int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner)
+{
+	int ret = 0;
+
+	mm_lock(mm);
+	if (pfn >= mm->nr_frames || !take_frame_off_buddy(mm, pfn)) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	switch (kind) {
+	case DBG_ANON:
+	case DBG_FOREIGN:
+		mark_allocated(mm, pfn, 0, FS_ANON, kind == DBG_FOREIGN ? owner | MM_OWNER_FOREIGN : owner);
+		if (kind == DBG_FOREIGN)
+			mm->nr_foreign++;
+		else
+			mm->nr_anon++;
+		break;
+	case DBG_UNMOVABLE:
+		mark_allocated(mm, pfn, 0, FS_UNMOVABLE, 0);
+		mm->nr_unmovable++;
+		break;
+	default:
+		debug_place_file(mm, pfn, kind, owner);
+		break;
+	}
+out_unlock:
+	mm_unlock(mm);
+	return ret;
+}
