@@ -88,27 +88,20 @@ static bool place_frame(struct recipe *r, uint32_t pfn, enum frame_state st)
 	return false;
 }
 
-static int recipe_unmovable(struct recipe *r, double frac)
+/* n frames of st at random places (unmovable: a random pageblock each, anywhere in it); a
+ * full block is retried elsewhere, a pool at MIN stops the item. */
+static int recipe_scatter(struct recipe *r, double frac, enum frame_state st)
 {
-	uint32_t n = (uint32_t)(frac * r->mm->nr_frames + 0.5);
+	struct mm *mm = r->mm;
+	uint32_t n = (uint32_t)(frac * mm->nr_frames + 0.5), placed = 0;
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t block = (uint32_t)rng_below(&r->rng, r->mm->nr_blocks);
-		uint32_t off = (uint32_t)rng_below(&r->rng, MM_HPAGE_NR);
+	for (uint64_t tries = 0; placed < n && tries < 8ULL * n + 64; tries++) {
+		uint32_t pfn = (uint32_t)rng_below(&r->rng, mm->nr_frames);
 
-		if (!place_frame(r, block * MM_HPAGE_NR + off, FS_UNMOVABLE))
+		if (mm->nr_free_pages <= wmark_pages(mm, WMARK_MIN))
 			break;
+		placed += place_frame(r, pfn, st);
 	}
-	return 0;
-}
-
-static int recipe_anon(struct recipe *r, double frac)
-{
-	uint32_t n = (uint32_t)(frac * r->mm->nr_frames + 0.5);
-
-	for (uint32_t i = 0; i < n; i++)
-		if (!place_frame(r, (uint32_t)rng_below(&r->rng, r->mm->nr_frames), FS_ANON))
-			break;
 	return 0;
 }
 
@@ -186,9 +179,9 @@ static int apply_item(struct recipe *r, const char *item, char *err, size_t errl
 	if (colon && nlen == 5 && !strncmp(item, "dirty", 5))
 		return recipe_pagecache(r, (uint32_t)(frac * r->mm->nr_frames + 0.5), true);
 	if (colon && nlen == 9 && !strncmp(item, "unmovable", 9))
-		return recipe_unmovable(r, frac);
+		return recipe_scatter(r, frac, FS_UNMOVABLE);
 	if (colon && nlen == 4 && !strncmp(item, "anon", 4))
-		return recipe_anon(r, frac);
+		return recipe_scatter(r, frac, FS_ANON);
 	snprintf(err, errlen, "recipe item '%s' unknown (accepted: thpcompact, pagecache:F, "
 		 "dirty:F, unmovable:F, anon:F)", item);
 	return -EINVAL;
@@ -205,7 +198,7 @@ static int check_recipe(const char *recipe, char *err, size_t errlen)
 		const char *colon;
 		double frac;
 
-		if (len == 0 || len >= sizeof(item)) {
+		if (len == 0 || len >= sizeof(item) || (end && !end[1])) {
 			snprintf(err, errlen, "recipe: empty or overlong item in '%s'", recipe);
 			return -EINVAL;
 		}
