@@ -803,7 +803,7 @@ __stall_frame enum mm_compact_result try_to_compact_pages(struct mm *mm, struct 
 /* ---- Background compaction (kcompactd, proactive) ------------------------------------------ */
 
 /* kcompactd_do_work: SYNC_LIGHT compaction at kcompactd_max_order, honouring deferral. */
-uint64_t kcompactd_do_work(struct mm *mm, void *call)
+__stall_frame uint64_t kcompactd_do_work(struct mm *mm, void *call)
 {
 	struct fault_ctx fc = {.call = call};
 	unsigned order = mm->kcompactd_max_order;

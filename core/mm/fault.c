@@ -57,7 +57,7 @@ static unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advic
 }
 
 /* do_huge_pmd_anonymous_page: allocate, count, clear with the lock released. */
-static uint32_t do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req,
+__stall_frame static uint32_t do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req,
 					   struct fault_ctx *fc)
 {
 	struct alloc_ctx ac = {

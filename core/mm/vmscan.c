@@ -114,8 +114,7 @@ static enum page_verdict dirty_verdict(struct mm *mm, struct scan_control *sc, u
 }
 
 /* shrink_page_list's decision for one isolated page-cache frame. */
-__stall_frame static enum page_verdict shrink_page(struct mm *mm, struct scan_control *sc,
-						     uint32_t pfn)
+static enum page_verdict shrink_page(struct mm *mm, struct scan_control *sc, uint32_t pfn)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 	bool referenced;
@@ -143,8 +142,8 @@ __stall_frame static enum page_verdict shrink_page(struct mm *mm, struct scan_co
 
 /* One shrink_page_list pass over the batch: frees what it can, compacts the rest in place.
  * Returns the number reclaimed. */
-static uint32_t shrink_page_list(struct mm *mm, struct scan_control *sc, uint32_t *pfns,
-				 uint32_t *n)
+__stall_frame static uint32_t shrink_page_list(struct mm *mm, struct scan_control *sc,
+					       uint32_t *pfns, uint32_t *n)
 {
 	uint32_t kept = 0, reclaimed = 0;
 
@@ -390,7 +389,7 @@ static bool pgdat_balanced(struct mm *mm, unsigned order)
 
 /* balance_pgdat: reclaim toward HIGH at the order (dropping to order 0 once compact_gap is
  * reclaimed). Returns frames reclaimed. */
-static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call)
+__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call)
 {
 	struct fault_ctx fc = {.call = call};
 	struct scan_control sc = {.order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true,
