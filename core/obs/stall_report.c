@@ -182,7 +182,14 @@ static int put_stack(struct report *r, FILE *m, const struct obs_stack *st, enum
 	return 0;
 }
 
-/* Key: cause, handler method, app result, syscall, then both stacks' frames. */
+/* How the application stack was obtained ("none" unless the fault was taken in user mode). */
+static enum obs_unwind_method app_method(const struct obs_stall_event *ev)
+{
+	return ev->app == OBS_APP_USER ? (enum obs_unwind_method)ev->app_stack.method
+				       : OBS_UNWIND_NONE;
+}
+
+/* Key: cause, handler method, app result and method, syscall, then both stacks' frames. */
 static char *event_key(struct report *r, const struct obs_stall_event *ev)
 {
 	char *buf = NULL;
@@ -192,8 +199,9 @@ static char *event_key(struct report *r, const struct obs_stall_event *ev)
 
 	if (!m)
 		return NULL;
-	fprintf(m, "%s\n%s\n%s\n%d\n", mm_cause_chain(ev->cause),
+	fprintf(m, "%s\n%s\n%s\n%s\n%d\n", mm_cause_chain(ev->cause),
 		obs_unwind_method_name(ev->handler.method), obs_app_result_name(ev->app),
+		obs_unwind_method_name(app_method(ev)),
 		ev->app == OBS_APP_SYSCALL ? ev->syscall_nr : -1);
 	err = put_stack(r, m, &ev->handler, ev->cause);
 	fputs("--\n", m);
@@ -347,6 +355,7 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 	json_comms(w, r, g);
 	jw_str(w, "unwind", obs_unwind_method_name(ev->handler.method));
 	jw_str(w, "app", obs_app_result_name(ev->app));
+	jw_str(w, "app_unwind", obs_unwind_method_name(app_method(ev)));
 	if (ev->app == OBS_APP_SYSCALL)
 		jw_str(w, "syscall", syscall_label(r, ev->syscall_nr));
 	else
@@ -406,7 +415,8 @@ static void text_app(FILE *f, struct report *r, const struct obs_stall_event *ev
 {
 	switch (ev->app) {
 	case OBS_APP_USER:
-		fprintf(f, "app stack (user-mode fault):\n");
+		fprintf(f, "app stack (user-mode fault, %s):\n",
+			obs_unwind_method_name(ev->app_stack.method));
 		text_stack(f, r, &ev->app_stack, ev->cause);
 		break;
 	case OBS_APP_SYSCALL:
