@@ -10,15 +10,6 @@
 
 #define MS 1000000ULL
 
-/* Stand-in cause names while core/mm's vmstat.c is not yet merged on this branch; mm's strong
- * definition replaces it as soon as it is linked. Expectations use mm_cause_chain() itself. */
-__attribute__((weak)) const char *mm_cause_chain(enum mm_cause c)
-{
-	static const char *const names[] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"};
-
-	return (unsigned)c < 10 ? names[c] : "?";
-}
-
 static struct obs_stalls *s;
 
 /* Render the stalls section (compact) or the text report into buf. */
