@@ -74,7 +74,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 		if (app_prev.sa_sigaction)
 			app_prev.sa_sigaction(sig, si, uc);
 	} else if (app_prev.sa_handler == SIG_DFL) {
-		/* the default for a real-time signal is to terminate: do what would have happened */
+		/* a real-time signal's default is to terminate: do what would have happened */
 		sigaction(sig, &app_prev, NULL);
 		syscall(SYS_tgkill, getpid(), sys_gettid(), sig);
 	} else if (app_prev.sa_handler != SIG_IGN) {

@@ -84,7 +84,8 @@ int obs_log_create(struct obs_log **out, unsigned capacity, enum obs_log_level l
 		cap <<= 1;
 	len = (sizeof(*l) + cap * sizeof(struct obs_log_rec) + 4095) & ~(size_t)4095;
 	/* raw mmap: in the preload library mmap() is the shim's interposed name */
-	p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		    0);
 	if (p < 0 && p > -4096)
 		return -ENOMEM;
 	l = (struct obs_log *)p;

@@ -39,7 +39,7 @@
 #define OBS_COMM_LEN 16
 
 struct obs_stall_event {
-	uint64_t t_start_ns;  /* when the fault arrived (env time: monotonic live, virtual in sim) */
+	uint64_t t_start_ns;  /* when the fault arrived (env time: monotonic live, virtual sim) */
 	uint64_t duration_ns; /* its service time */
 	uint64_t addr;        /* faulting address (0 if unknown) */
 	int32_t tid;          /* faulting thread (0 if unknown) */

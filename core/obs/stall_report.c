@@ -148,7 +148,8 @@ static const char *event_function(struct report *r, const struct obs_stall_event
 	const struct obs_stack *app = &ev->app_stack, *h = &ev->handler;
 
 	if (ev->app == OBS_APP_SYSCALL)
-		return obs_syscall_name(ev->syscall_nr) ? obs_syscall_name(ev->syscall_nr) : "syscall";
+		return obs_syscall_name(ev->syscall_nr) ? obs_syscall_name(ev->syscall_nr)
+							: "syscall";
 	if (ev->app == OBS_APP_USER && app->nr) {
 		for (unsigned i = 0; i < app->nr; i++) {
 			const char *t = frame_text(r, app, i);
@@ -225,7 +226,8 @@ static int cmp_view(const void *a, const void *b)
 		return x->ev->t_start_ns < y->ev->t_start_ns ? -1 : 1;
 	if (x->ev->tid != y->ev->tid)
 		return x->ev->tid < y->ev->tid ? -1 : 1;
-	return x->ev->duration_ns < y->ev->duration_ns ? -1 : x->ev->duration_ns > y->ev->duration_ns;
+	return x->ev->duration_ns < y->ev->duration_ns ? -1
+						       : x->ev->duration_ns > y->ev->duration_ns;
 }
 
 static int cmp_group(const void *a, const void *b, void *views)
@@ -420,7 +422,8 @@ static void text_app(FILE *f, struct report *r, const struct obs_stall_event *ev
 		text_stack(f, r, &ev->app_stack, ev->cause);
 		break;
 	case OBS_APP_SYSCALL:
-		fprintf(f, "app: kernel-mode fault inside %s(2)\n", syscall_label(r, ev->syscall_nr));
+		fprintf(f, "app: kernel-mode fault inside %s(2)\n",
+			syscall_label(r, ev->syscall_nr));
 		break;
 	case OBS_APP_NONE:
 		break;
@@ -436,8 +439,9 @@ static void text_group(FILE *f, struct report *r, const struct group *g)
 	fprintf(f, "Time stalled in this event: %8d ms\n", ms_int(g->total_ns));
 	fprintf(f, "Event count: %8d\n", (int)g->n);
 	for (size_t i = g->first; i < g->first + g->n; i++)
-		fprintf(f, "%-20s %-20s %6d ms\n", r->views[i].ev->comm[0] ? r->views[i].ev->comm : "?",
-			r->views[i].function, ms_int(r->views[i].ev->duration_ns));
+		fprintf(f, "%-20s %-20s %6d ms\n",
+			r->views[i].ev->comm[0] ? r->views[i].ev->comm : "?", r->views[i].function,
+			ms_int(r->views[i].ev->duration_ns));
 	fprintf(f, "cause: %s\n", mm_cause_chain(ev->cause));
 	fprintf(f, "handler stack (%s):\n", obs_unwind_method_name(ev->handler.method));
 	text_stack(f, r, &ev->handler, ev->cause);
@@ -450,8 +454,8 @@ int obs_report_stalls_text(FILE *f, struct obs_stalls *s)
 	struct report r;
 	int err = report_build(&r, s);
 
-	fprintf(f, "Stalls of at least %d ms: %" PRIu64 " events, %d ms in total", ms_int(s->threshold_ns),
-		LOAD(&s->count), ms_int(LOAD(&s->total_ns)));
+	fprintf(f, "Stalls of at least %d ms: %" PRIu64 " events, %d ms in total",
+		ms_int(s->threshold_ns), LOAD(&s->count), ms_int(LOAD(&s->total_ns)));
 	if (LOAD(&s->dropped))
 		fprintf(f, " (%" PRIu64 " not stored: store full)", LOAD(&s->dropped));
 	fprintf(f, "; stacks %s\n\n", s->kind == OBS_STACKS_MODELLED ? "modelled" : "captured");

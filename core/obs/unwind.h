@@ -101,9 +101,9 @@ void obs_appstack_uninstall(void);
 enum obs_app_result {
 	OBS_APP_NONE,        /* not asked (or the simulator) */
 	OBS_APP_USER,        /* user-mode fault: stack captured on the application thread */
-	OBS_APP_SYSCALL,     /* kernel-mode fault inside a syscall: *syscall_nr recorded, no signal */
+	OBS_APP_SYSCALL,     /* kernel-mode fault inside a syscall: syscall recorded, no signal */
 	OBS_APP_TIMEOUT,     /* signalled but the thread did not answer in time */
-	OBS_APP_UNAVAILABLE, /* thread gone, handler not installed, no free slot, or /proc unreadable */
+	OBS_APP_UNAVAILABLE, /* thread gone, no handler or free slot, /proc unreadable */
 	OBS_APP_NR,
 };
 const char *obs_app_result_name(enum obs_app_result r);
