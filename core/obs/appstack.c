@@ -343,13 +343,23 @@ static enum obs_app_result await_slot(struct app_slot *s, struct obs_stack *st, 
 	return OBS_APP_USER;
 }
 
+/* A program that installed its own handler for our signal must not receive our requests. */
+static bool handler_still_ours(void)
+{
+	struct sigaction cur;
+
+	if (sigaction(app_signo, NULL, &cur) < 0)
+		return false;
+	return (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == app_handler;
+}
+
 /* The signal path: claim a slot, send the request, wait. */
 static enum obs_app_result capture_by_signal(pid_t tid, struct obs_stack *st, uint64_t timeout_ns)
 {
 	struct app_slot *s;
 	unsigned idx, gen;
 
-	if (!app_signo)
+	if (!app_signo || !handler_still_ours())
 		return OBS_APP_UNAVAILABLE;
 	s = claim_slot(&idx);
 	if (!s)

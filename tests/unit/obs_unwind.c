@@ -239,6 +239,28 @@ TEST(foreign_signals_are_chained_to_the_previous_handler)
 	EXPECT_EQ(obs_appstack_install(SIGRTMIN - 1), -EINVAL);
 }
 
+TEST(a_program_that_replaces_the_handler_gets_no_requests)
+{
+	struct sigaction sa;
+	pthread_t th;
+	long nr;
+	int sig = obs_appstack_install(0);
+
+	ASSERT_GE(sig, SIGRTMIN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = chained_handler;
+	sa.sa_flags = SA_SIGINFO;
+	ASSERT_EQ(sigaction(sig, &sa, NULL), 0); /* the program takes the signal over */
+	SET(chained_hits, 0);
+	ASSERT_EQ(pthread_create(&th, NULL, obs_test_spinner_main, NULL), 0);
+	ASSERT(wait_nonzero(&spinning));
+	EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, 100000000ULL), OBS_APP_UNAVAILABLE);
+	usleep(20000);
+	EXPECT_EQ(GET(chained_hits), 0); /* nothing was sent to the program's handler */
+	SET(spin_stop, 1);
+	pthread_join(th, NULL);
+}
+
 /* ---- /proc classification -------------------------------------------------------------- */
 
 /* The raw /proc line, for the record (core/obs/README.md quotes these). */
