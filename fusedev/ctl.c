@@ -67,7 +67,8 @@ int fdev_ctl_apply(struct fdev *fs, const char *text, size_t len)
 		return -ENOMEM;
 	memcpy(copy, text, len);
 	copy[len] = '\0';
-	for (line = strtok_r(copy, "\n;", &save); line && !err; line = strtok_r(NULL, "\n;", &save)) {
+	for (line = strtok_r(copy, "\n;", &save); line && !err;
+	     line = strtok_r(NULL, "\n;", &save)) {
 		line = trim(line);
 		if (!*line || *line == '#')
 			continue;

@@ -380,8 +380,8 @@ static int rename_check(struct fdev *fs, struct fdev_inode *src, struct fdev_ino
 	return removable(dst, src->kind == FDEV_DIR);
 }
 
-static int do_rename(struct fdev *fs, struct fdev_inode *od, const char *on,
-		     struct fdev_inode *nd, const char *nn, unsigned flags)
+static int do_rename(struct fdev *fs, struct fdev_inode *od, const char *on, struct fdev_inode *nd,
+		     const char *nn, unsigned flags)
 {
 	struct fdev_inode *src, *dst;
 	int err;
@@ -584,19 +584,33 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_open(req, fi);
 }
 
-/* Adds entries from index off (0 ".", 1 "..", 2 + k = ents[k]); ns_lock held. */
+/* Entry k of directory d: 0 ".", 1 "..", 2 + j = ents[j]. */
+static const struct fdev_inode *dirent_at(const struct fdev_inode *d, size_t k, const char **name)
+{
+	if (k == 0) {
+		*name = ".";
+		return d;
+	}
+	if (k == 1) {
+		*name = "..";
+		return d->parent ? d->parent : d;
+	}
+	*name = d->ents[k - 2].name;
+	return d->ents[k - 2].ino;
+}
+
+/* Adds entries from index off, as many as fit; ns_lock held. */
 static size_t fill_dir(fuse_req_t req, struct fdev_inode *d, char *buf, size_t size, off_t off)
 {
 	size_t pos = 0;
 
 	for (size_t k = (size_t)off; k < d->nents + 2; k++) {
-		const struct fdev_inode *i = k == 0 ? d : k == 1 ? (d->parent ? d->parent : d)
-								 : d->ents[k - 2].ino;
-		const char *name = k == 0 ? "." : k == 1 ? ".." : d->ents[k - 2].name;
+		const char *name;
+		const struct fdev_inode *i = dirent_at(d, k, &name);
 		struct stat st = {.st_ino = i->ino, .st_mode = i->mode};
-		size_t need = fuse_add_direntry(req, buf + pos, size - pos, name, &st,
-						(off_t)(k + 1));
+		size_t need;
 
+		need = fuse_add_direntry(req, buf + pos, size - pos, name, &st, (off_t)(k + 1));
 		if (need > size - pos)
 			break;
 		pos += need;
@@ -674,6 +688,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	fuse_reply_err(req, -err);
 }
 
+/* clang-format off */
 const struct fuse_lowlevel_ops fdev_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
@@ -699,3 +714,4 @@ const struct fuse_lowlevel_ops fdev_ops = {
 	.statfs = op_statfs,
 	.fallocate = op_fallocate,
 };
+/* clang-format on */

@@ -25,9 +25,9 @@
 #include "io/devmodel.h"
 #include "obs/hist.h"
 
-#define FDEV_CTL_NAME   ".thpemu-control"
+#define FDEV_CTL_NAME	".thpemu-control"
 #define FDEV_STATS_NAME ".thpemu-stats"
-#define FDEV_CHUNK      (64 * 1024) /* memory store allocation granule */
+#define FDEV_CHUNK	(64 * 1024) /* memory store allocation granule */
 
 enum fdev_kind { FDEV_DIR, FDEV_REG, FDEV_CTL, FDEV_STATS };
 enum fdev_store_kind { FDEV_STORE_MEMORY, FDEV_STORE_DISCARD, FDEV_STORE_DIR };
@@ -42,33 +42,33 @@ struct fdev_dirent {
 
 /* One file or directory. The FUSE node id is the address of this struct (root: 1). */
 struct fdev_inode {
-	uint64_t ino;             /* st_ino */
+	uint64_t ino; /* st_ino */
 	enum fdev_kind kind;
-	uint64_t nlookup;         /* kernel references; ns lock */
+	uint64_t nlookup;	   /* kernel references; ns lock */
 	struct fdev_inode *parent; /* ns lock; NULL once unlinked (and for the root) */
-	char *name;               /* ns lock; name in parent */
-	struct fdev_dirent *ents; /* ns lock; directory entries (directories only) */
+	char *name;		   /* ns lock; name in parent */
+	struct fdev_dirent *ents;  /* ns lock; directory entries (directories only) */
 	size_t nents, cap;
 
-	pthread_mutex_t lock;     /* attributes and data below */
+	pthread_mutex_t lock; /* attributes and data below */
 	mode_t mode;
 	uid_t uid;
 	gid_t gid;
 	nlink_t nlink;
 	uint64_t size;
 	struct timespec atime, mtime, ctime;
-	uint64_t dev_base;        /* device address of offset 0: files are far apart on the device */
-	uint8_t **chunks;         /* memory store: FDEV_CHUNK-sized, NULL = hole */
+	uint64_t dev_base; /* device address of offset 0: files are far apart on the device */
+	uint8_t **chunks;  /* memory store: FDEV_CHUNK-sized, NULL = hole */
 	size_t nchunks;
-	int fd;                   /* dir store: backing file, -1 until opened */
-	uint64_t allocated;       /* bytes charged to the capacity */
+	int fd;		    /* dir store: backing file, -1 until opened */
+	uint64_t allocated; /* bytes charged to the capacity */
 };
 
 struct fdev_opts {
 	const char *mountpoint;
 	struct devm_params dev;
 	uint64_t seed;
-	uint64_t capacity;        /* 0 = unbounded */
+	uint64_t capacity; /* 0 = unbounded */
 	bool capacity_set;
 	enum fdev_store_kind store;
 	const char *store_dir;
@@ -77,7 +77,7 @@ struct fdev_opts {
 	bool foreground;
 	bool debug;
 	bool auto_unmount;
-	int ready_fd;             /* -1 = none */
+	int ready_fd; /* -1 = none */
 	const char *pidfile;
 	unsigned threads;
 	unsigned max_background;
@@ -85,18 +85,18 @@ struct fdev_opts {
 
 /* Stats the completion thread keeps besides the model's. */
 struct fdev_iostats {
-	struct obs_hist service;  /* t_done - t_start: device service time */
-	struct obs_hist latency;  /* t_done - t_arrive: how long the reply was held */
-	struct obs_hist lag;      /* real reply time - t_done: timer precision */
+	struct obs_hist service; /* t_done - t_start: device service time */
+	struct obs_hist latency; /* t_done - t_arrive: how long the reply was held */
+	struct obs_hist lag;	 /* real reply time - t_done: timer precision */
 	atomic_uint_fast64_t replies_eio, replies_enospc, fs_enospc;
 };
 
 struct fdev_ioq {
-	pthread_mutex_t lock;     /* model, wake_at, stop */
-	pthread_cond_t cond;      /* CLOCK_MONOTONIC; deadline moved earlier, or stop */
+	pthread_mutex_t lock; /* model, wake_at, stop */
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC; deadline moved earlier, or stop */
 	struct devm *dev;
-	uint64_t t0;              /* CLOCK_MONOTONIC at device power-on */
-	uint64_t wake_at;         /* model time the completion thread sleeps until */
+	uint64_t t0;	  /* CLOCK_MONOTONIC at device power-on */
+	uint64_t wake_at; /* model time the completion thread sleeps until */
 	bool stop;
 	bool started;
 	pthread_t thread;
@@ -106,13 +106,13 @@ struct fdev_ioq {
 struct fdev {
 	struct fdev_opts o;
 	struct fuse_session *se;
-	pthread_mutex_t ns_lock;  /* namespace structure, nlookup; taken before inode locks */
+	pthread_mutex_t ns_lock; /* namespace structure, nlookup; taken before inode locks */
 	struct fdev_inode *root, *ctl, *stats;
 	uint64_t next_ino;
 	uint64_t nfiles;
 	atomic_uint_fast64_t used;     /* bytes charged to the capacity */
 	atomic_uint_fast64_t capacity; /* 0 = unbounded; settable at run time */
-	int store_root;           /* dir store: directory fd */
+	int store_root;		       /* dir store: directory fd */
 	struct fdev_ioq q;
 	uint64_t started_ns;
 	bool ready_sent;
@@ -154,8 +154,8 @@ int fdev_store_prepare(struct fdev *fs, struct fdev_inode *ino);
 int fdev_store_mknode(struct fdev *fs, struct fdev_inode *dir, const char *name,
 		      struct fdev_inode *ino);
 int fdev_store_unlink(struct fdev *fs, struct fdev_inode *dir, const char *name, bool is_dir);
-int fdev_store_rename(struct fdev *fs, struct fdev_inode *od, const char *on,
-		      struct fdev_inode *nd, const char *nn);
+int fdev_store_rename(struct fdev *fs, struct fdev_inode *od, const char *on, struct fdev_inode *nd,
+		      const char *nn);
 const char *fdev_store_name(const struct fdev *fs);
 
 /* ioq.c */

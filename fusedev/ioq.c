@@ -20,8 +20,8 @@ struct fdev_io {
 	struct devm_req dr; /* the model's view; dr.cookie points back here */
 	fuse_req_t req;
 	enum io_op op;
-	size_t count;       /* bytes to report (write) or to return (read) */
-	char *buf;          /* read data, owned */
+	size_t count; /* bytes to report (write) or to return (read) */
+	char *buf;    /* read data, owned */
 };
 
 #define BATCH 64
@@ -180,11 +180,11 @@ static void submit(struct fdev *fs, fuse_req_t req, enum io_op op, uint64_t off,
 		return;
 	}
 	*io = (struct fdev_io){
-		.dr = {.off = off, .len = len, .write = op != IO_READ, .cookie = io},
-		.req = req,
-		.op = op,
-		.count = len,
-		.buf = buf,
+	    .dr = {.off = off, .len = len, .write = op != IO_READ, .cookie = io},
+	    .req = req,
+	    .op = op,
+	    .count = len,
+	    .buf = buf,
 	};
 	pthread_mutex_lock(&q->lock);
 	devm_submit(q->dev, fdev_ioq_now(fs), &io->dr);

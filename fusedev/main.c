@@ -13,19 +13,20 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#define PROG "thpemu-fusedev"
-#define EXIT_USAGE 2
+#define PROG	      "thpemu-fusedev"
+#define EXIT_USAGE    2
 #define MAX_OVERRIDES 64
 
 struct override {
-	const char *opt;   /* option as typed, for messages */
-	const char *key;   /* device key */
+	const char *opt; /* option as typed, for messages */
+	const char *key; /* device key */
 	const char *value;
 };
 
@@ -36,6 +37,7 @@ struct cli {
 	unsigned nov;
 };
 
+/* clang-format off */
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -76,6 +78,7 @@ static void usage(FILE *f)
 		"After a SIGKILL: fusermount3 -u -z MOUNTPOINT\n\n");
 	devm_help(f);
 }
+/* clang-format on */
 
 static int bad(const char *opt, const char *what, const char *value)
 {
@@ -83,6 +86,7 @@ static int bad(const char *opt, const char *what, const char *value)
 	return -EINVAL;
 }
 
+/* clang-format off */
 enum {
 	O_PRESET = 256, O_BW, O_LAT, O_JIT, O_SLOTS, O_SEVERY, O_SFOR, O_ERATE, O_SET, O_SEED,
 	O_CAP, O_STORE, O_CACHE, O_READS, O_THREADS, O_MAXBG, O_READY, O_PIDFILE, O_AUTOUM,
@@ -114,6 +118,7 @@ static const struct option longopts[] = {
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
 };
+/* clang-format on */
 
 static int add_override(struct cli *c, const char *opt, const char *key, const char *value)
 {
@@ -154,8 +159,8 @@ static int parse_store(struct fdev_opts *o, const char *v)
 		o->store = FDEV_STORE_DISCARD;
 	} else {
 		if (stat(v, &st) || !S_ISDIR(st.st_mode))
-			return bad("--store", "expected memory, discard or an existing directory, got",
-				   v);
+			return bad("--store",
+				   "expected memory, discard or an existing directory, got", v);
 		o->store = FDEV_STORE_DIR;
 		o->store_dir = v;
 	}
@@ -222,8 +227,9 @@ static int parse_opt(struct cli *c, int ch, char *v)
 		return parse_uint_opt("--seed", v, 0, UINT64_MAX, &o->seed);
 	case O_CAP:
 		o->capacity_set = true;
-		return units_parse_size(v, &o->capacity) ? bad("--capacity",
-			"expected a size like 512M or 4G, got", v) : 0;
+		return units_parse_size(v, &o->capacity)
+			   ? bad("--capacity", "expected a size like 512M or 4G, got", v)
+			   : 0;
 	case O_STORE:
 		return parse_store(o, v);
 	case O_CACHE:
@@ -280,12 +286,14 @@ static const char *override_what(const char *key)
 	return "bad value";
 }
 
-static void list_presets(void)
+/* "--preset: unknown preset 'x' (one of: a b c)" on one line. */
+static int bad_preset(const char *name)
 {
-	fprintf(stderr, PROG ": presets:");
+	fprintf(stderr, PROG ": --preset: unknown preset '%s' (one of:", name);
 	for (const char *const *n = devm_preset_names(); *n; n++)
 		fprintf(stderr, " %s", *n);
-	fputc('\n', stderr);
+	fprintf(stderr, ")\n");
+	return -EINVAL;
 }
 
 /* Preset first, then the overrides in command-line order. */
@@ -293,11 +301,8 @@ static int build_device(struct cli *c)
 {
 	struct devm_params *p = &c->o.dev;
 
-	if (devm_preset(c->preset, p)) {
-		bad("--preset", "unknown preset", c->preset);
-		list_presets();
-		return -EINVAL;
-	}
+	if (devm_preset(c->preset, p))
+		return bad_preset(c->preset);
 	for (unsigned i = 0; i < c->nov; i++) {
 		const struct override *ov = &c->ov[i];
 		int err = devm_params_set(p, ov->key, ov->value);
@@ -348,7 +353,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		}
 		if (ch == '?' || ch == ':') {
 			fprintf(stderr, PROG ": %s '%s' (see --help)\n",
-				ch == '?' ? "unknown option" : "missing value for", argv[optind - 1]);
+				ch == '?' ? "unknown option" : "missing value for",
+				argv[optind - 1]);
 			return -EINVAL;
 		}
 		if (parse_opt(c, ch, optarg))
@@ -388,8 +394,10 @@ static int check_mountpoint(struct fdev_opts *o, char *real)
 
 	if (stat(o->mountpoint, &st)) {
 		if (errno == ENOTCONN)
-			fprintf(stderr, PROG ": %s: a dead FUSE mount (daemon killed?); clear it with "
-				"'fusermount3 -u -z %s'\n", o->mountpoint, o->mountpoint);
+			fprintf(stderr,
+				PROG ": %s: a dead FUSE mount (daemon killed?); clear it with "
+				     "'fusermount3 -u -z %s'\n",
+				o->mountpoint, o->mountpoint);
 		else
 			fprintf(stderr, PROG ": %s: mount point %s\n", o->mountpoint,
 				errno == ENOENT ? "does not exist" : strerror(errno));
@@ -414,12 +422,38 @@ static int check_fuse(void)
 	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 
 	if (fd < 0) {
-		fprintf(stderr, PROG ": /dev/fuse: %s (load the fuse module; in a container, pass "
-			"--device /dev/fuse)\n", strerror(errno));
+		fprintf(stderr,
+			PROG ": /dev/fuse: %s (load the fuse module; in a container, pass "
+			     "--device /dev/fuse)\n",
+			strerror(errno));
 		return -EINVAL;
 	}
 	close(fd);
 	return 0;
+}
+
+/* Kernels >= 6.14 can abort FUSE requests held longer than fs.fuse.*_request_timeout seconds:
+ * a stall, pause or dead device longer than that would kill the connection. */
+static void warn_request_timeout(void)
+{
+	static const char *const names[] = {"default_request_timeout", "max_request_timeout"};
+
+	for (int i = 0; i < 2; i++) {
+		char path[96];
+		long v = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/sys/fs/fuse/%s", names[i]);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%ld", &v) == 1 && v > 0)
+			fprintf(stderr,
+				PROG ": warning: fs.fuse.%s=%ld s: requests held longer "
+				     "(stall, pause, dead) abort the connection\n",
+				names[i], v);
+		fclose(f);
+	}
 }
 
 /* ---- life cycle ---- */
@@ -443,6 +477,31 @@ static struct fuse_session *make_session(struct fdev *fs, const char *argv0)
 	se = fuse_session_new(&args, &fdev_ops, sizeof(fdev_ops), fs);
 	fuse_opt_free_args(&args);
 	return se;
+}
+
+static struct fuse_session *signal_se;
+
+static void on_signal(int sig)
+{
+	if (signal_se)
+		fuse_session_exit(signal_se);
+}
+
+/* libfuse leaves signals alone when they are ignored (as for a background job of a
+ * non-interactive shell); SIGINT/SIGTERM/SIGHUP must unmount whoever started us. */
+static int set_signals(struct fuse_session *se)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	if (fuse_set_signal_handlers(se))
+		return -EIO;
+	signal_se = se;
+	sigemptyset(&sa.sa_mask);
+	for (unsigned i = 0; i < 3; i++)
+		if (sigaction(sigs[i], &sa, NULL))
+			return -errno;
+	return 0;
 }
 
 static void write_pidfile(const struct fdev_opts *o)
@@ -522,10 +581,9 @@ static int run(struct fdev *fs, const char *argv0)
 		err = -EINVAL;
 		goto out_ns;
 	}
-	if (fuse_set_signal_handlers(fs->se)) {
-		err = -EIO;
+	err = set_signals(fs->se);
+	if (err)
 		goto out_session;
-	}
 	if (fuse_session_mount(fs->se, fs->o.mountpoint)) {
 		fprintf(stderr, PROG ": %s: mount failed\n", fs->o.mountpoint);
 		err = -EIO;
@@ -535,6 +593,7 @@ static int run(struct fdev *fs, const char *argv0)
 	fuse_session_unmount(fs->se);
 out_signals:
 	fuse_remove_signal_handlers(fs->se);
+	signal_se = NULL;
 out_session:
 	fuse_session_destroy(fs->se);
 out_ns:
@@ -555,6 +614,7 @@ int main(int argc, char **argv)
 	if (check_mountpoint(&c.o, real) || check_fuse())
 		return EXIT_USAGE;
 	raise_nofile();
+	warn_request_timeout();
 	fs.o = c.o;
 	return run(&fs, argv[0]) ? 1 : 0;
 }

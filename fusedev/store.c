@@ -325,7 +325,8 @@ int fdev_store_truncate(struct fdev *fs, struct fdev_inode *ino, uint64_t size)
 	if (fs->o.store == FDEV_STORE_MEMORY) {
 		mem_truncate(fs, ino, size);
 	} else {
-		if (fs->o.store == FDEV_STORE_DIR && (ino->fd < 0 || ftruncate(ino->fd, (off_t)size)))
+		if (fs->o.store == FDEV_STORE_DIR &&
+		    (ino->fd < 0 || ftruncate(ino->fd, (off_t)size)))
 			err = ino->fd < 0 ? -EIO : -errno;
 		if (!err)
 			set_allocated(fs, ino, size);
@@ -347,7 +348,8 @@ static int falloc_alloc(struct fdev *fs, struct fdev_inode *ino, int mode, uint6
 		err = mem_alloc(fs, ino, off, len);
 	else
 		err = charge_to(fs, ino, off + len);
-	if (!err && fs->o.store == FDEV_STORE_DIR && fallocate(ino->fd, mode, (off_t)off, (off_t)len))
+	if (!err && fs->o.store == FDEV_STORE_DIR &&
+	    fallocate(ino->fd, mode, (off_t)off, (off_t)len))
 		err = -errno;
 	if (!err)
 		written(ino, off + len, !(mode & FALLOC_FL_KEEP_SIZE));
@@ -436,8 +438,8 @@ int fdev_store_unlink(struct fdev *fs, struct fdev_inode *dir, const char *name,
 	return unlinkat(fs->store_root, path, is_dir ? AT_REMOVEDIR : 0) ? -errno : 0;
 }
 
-int fdev_store_rename(struct fdev *fs, struct fdev_inode *od, const char *on,
-		      struct fdev_inode *nd, const char *nn)
+int fdev_store_rename(struct fdev *fs, struct fdev_inode *od, const char *on, struct fdev_inode *nd,
+		      const char *nn)
 {
 	char op[4096], np[4096];
 	int err;
@@ -519,8 +521,8 @@ static int scan_dir(struct fdev *fs, struct fdev_inode *dir, int dfd)
 	}
 	while (!err && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    (dir == fs->root && (!strcmp(de->d_name, FDEV_CTL_NAME) ||
-					 !strcmp(de->d_name, FDEV_STATS_NAME))))
+		    (dir == fs->root &&
+		     (!strcmp(de->d_name, FDEV_CTL_NAME) || !strcmp(de->d_name, FDEV_STATS_NAME))))
 			continue;
 		err = scan_entry(fs, dir, dfd, de->d_name);
 	}
