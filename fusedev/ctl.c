@@ -61,6 +61,7 @@ static int apply_line(struct fdev *fs, char *line)
 int fdev_ctl_apply(struct fdev *fs, const char *text, size_t len)
 {
 	char *copy = malloc(len + 1), *save = NULL, *line;
+	char shown[128];
 	int err = 0;
 
 	if (!copy)
@@ -72,9 +73,10 @@ int fdev_ctl_apply(struct fdev *fs, const char *text, size_t len)
 		line = trim(line);
 		if (!*line || *line == '#')
 			continue;
+		snprintf(shown, sizeof(shown), "%s", line); /* apply_line splits it */
 		err = apply_line(fs, line);
 		if (err)
-			fprintf(stderr, "thpemu-fusedev: control: rejected '%s'\n", line);
+			fprintf(stderr, "thpemu-fusedev: control: rejected '%s'\n", shown);
 	}
 	free(copy);
 	return err;

@@ -607,7 +607,9 @@ static size_t fill_dir(fuse_req_t req, struct fdev_inode *d, char *buf, size_t s
 	for (size_t k = (size_t)off; k < d->nents + 2; k++) {
 		const char *name;
 		const struct fdev_inode *i = dirent_at(d, k, &name);
-		struct stat st = {.st_ino = i->ino, .st_mode = i->mode};
+		/* the type never changes (mode's permission bits may, under i->lock) */
+		struct stat st = {.st_ino = i->ino,
+				  .st_mode = i->kind == FDEV_DIR ? S_IFDIR : S_IFREG};
 		size_t need;
 
 		need = fuse_add_direntry(req, buf + pos, size - pos, name, &st, (off_t)(k + 1));

@@ -39,6 +39,24 @@ busy=$(fd_stat "$MNT" .busy_ms)
 ratio=$(awk -v e="$el" -v b="$busy" 'BEGIN { printf "%.3f", e * 1000 / b }')
 say "jitter 20 %: ${el} s wall for ${busy} ms of model device time: ratio $ratio"
 fcmp "$ratio" ">=" 0.97 && fcmp "$ratio" "<=" 1.10 || fail "wall/model $ratio outside 0.97..1.10"
+fd_umount "$MNT" "$FD_PID"
+
+# Reads are modelled too (read-bandwidth), unless --reads instant.
+for reads in model instant; do
+	fd_mount "$MNT" --preset fast --set read-bandwidth=8MB/s --reads $reads
+	"$FDIO" write "$MNT/r" 8M --direct >/dev/null || fail "write for the read test"
+	out=$("$FDIO" verify "$MNT/r" 8M --direct) || fail "read back: $out"
+	el=$(kv "$out" elapsed_s)
+	ratio=$(awk -v e="$el" 'BEGIN { printf "%.3f", e / (8 * 1048576 / 8000000) }')
+	say "reads $reads: 8 MiB O_DIRECT read in $el s, elapsed/(N/read-bandwidth) = $ratio"
+	if [ $reads = model ]; then
+		fcmp "$ratio" ">=" 0.85 && fcmp "$ratio" "<=" 1.15 || fail "read ratio $ratio"
+		expect_eq "bytes read" "$(fd_stat "$MNT" .bytes_read)" 8388608
+	else
+		fcmp "$ratio" "<" 0.5 || fail "--reads instant still throttles ($ratio)"
+	fi
+	fd_umount "$MNT" "$FD_PID"
+done
 to=$(cat /proc/sys/fs/fuse/default_request_timeout 2>/dev/null || echo 0)
 [ "$to" = 0 ] || say "note: fs.fuse.default_request_timeout=$to: long stalls abort the connection"
 say "ok"

@@ -190,27 +190,32 @@ static int do_write(const struct args *a)
 static int do_verify(const struct args *a)
 {
 	uint64_t t0 = clock_now_ns(), off;
-	char *buf, *want;
-	int fd = open(a->file, O_RDONLY | (a->direct ? O_DIRECT : 0));
+	char *buf = NULL, *want = malloc(a->bs);
+	int fd = open(a->file, O_RDONLY | (a->direct ? O_DIRECT : 0)), err = 0;
 
 	if (fd < 0)
 		return report(a, t0, 0, errno, 0);
-	if (posix_memalign((void **)&buf, 4096, a->bs) || !(want = malloc(a->bs)))
+	if (!want || posix_memalign((void **)&buf, 4096, a->bs))
 		return 2;
-	for (off = 0; off < a->size; off += a->bs) {
+	for (off = 0; off < a->size && !err; off += a->bs) {
 		uint64_t len = a->size - off < a->bs ? a->size - off : a->bs;
 		ssize_t r = pread(fd, buf, len, (off_t)off);
 
-		if (r < 0)
-			return report(a, t0, off, errno, off);
+		if (r < 0) {
+			err = errno;
+			break;
+		}
 		fill(want, off, len, a->seed);
 		if ((uint64_t)r != len || memcmp(buf, want, len)) {
 			printf("mismatch_at=%llu ", (unsigned long long)off);
-			return report(a, t0, off, EILSEQ, off);
+			err = EILSEQ;
+			break;
 		}
 	}
 	close(fd);
-	return report(a, t0, off, 0, 0);
+	free(buf);
+	free(want);
+	return report(a, t0, off, err, off);
 }
 
 static int usage(void)

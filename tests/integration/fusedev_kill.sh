@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A SIGKILLed daemon: the writer gets ENOTCONN/ECONNABORTED instead of hanging, the mount is
 # dead (ENOTCONN), fusedev refuses it with a hint, `fusermount3 -u -z` clears it and a new
-# daemon mounts there again. SIGTERM and SIGINT unmount cleanly even with writes held.
+# daemon mounts there again; with --auto-unmount the mount goes away by itself. SIGTERM and
+# SIGINT unmount cleanly even with writes held; the daemonized mode honours --pidfile.
 . "$(dirname "$0")/fusedev_common.sh"
 
 MNT=$T_TMP/mnt
@@ -42,4 +43,25 @@ for sig in TERM INT; do
 	wait $W
 	say "SIG$sig: clean unmount; writer ended with $(kv "$(cat "$T_TMP/w.out")" error)"
 done
+# --auto-unmount: fusermount3 watches the daemon and unmounts when it dies.
+fd_mount "$MNT" --preset fast --auto-unmount
+kill -KILL "$FD_PID"
+wait "$FD_PID" 2>/dev/null
+for ((i = 0; i < 50; i++)); do mountpoint -q "$MNT" || break; sleep 0.1; done
+mountpoint -q "$MNT" && fail "--auto-unmount left the mount after SIGKILL"
+say "--auto-unmount: mount removed after SIGKILL"
+
+# Daemonized (no --foreground): returns once mounted, pid file names the daemon.
+"$FUSEDEV" "$MNT" --preset fast --pidfile "$T_TMP/pid" 2>>"$T_OUT/fusedev.log" ||
+	fail "daemonized start failed"
+mountpoint -q "$MNT" || fail "not mounted when the launcher returned"
+pid=$(cat "$T_TMP/pid")
+at_exit "kill -KILL $pid; fusermount3 -u -z '$MNT'"
+kill -0 "$pid" || fail "pid file names no process"
+echo data >"$MNT/x" && expect_eq "daemonized read back" "$(cat "$MNT/x")" data
+kill -TERM "$pid"
+for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2>/dev/null && fail "daemon ignores SIGTERM"
+mountpoint -q "$MNT" && fail "still mounted after the daemon exited"
+[ -e "$T_TMP/pid" ] && fail "pid file left behind"
 say "ok"
