@@ -172,7 +172,10 @@ static void submit(struct fdev *fs, fuse_req_t req, enum io_op op, uint64_t off,
 		   char *buf)
 {
 	struct fdev_ioq *q = &fs->q;
-	struct fdev_io *io = malloc(sizeof(*io));
+	struct fdev_io *io = malloc(sizeof(*io)), *due[BATCH];
+	struct devm_req *r;
+	unsigned n = 0;
+	uint64_t now;
 
 	if (!io) {
 		free(buf);
@@ -187,10 +190,17 @@ static void submit(struct fdev *fs, fuse_req_t req, enum io_op op, uint64_t off,
 	    .buf = buf,
 	};
 	pthread_mutex_lock(&q->lock);
-	devm_submit(q->dev, fdev_ioq_now(fs), &io->dr);
+	now = fdev_ioq_now(fs);
+	devm_submit(q->dev, now, &io->dr);
+	/* Whatever is already due (an unthrottled device completes at arrival) is replied
+	 * here, saving the completion thread's wake-up; the rest waits for it. */
+	while (n < BATCH && (r = devm_pop_done(q->dev, now)))
+		due[n++] = r->cookie;
 	if (devm_next_completion(q->dev) < q->wake_at)
 		pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < n; i++)
+		reply(fs, due[i], now);
 }
 
 void fdev_ioq_write(struct fdev *fs, fuse_req_t req, uint64_t dev_off, size_t len)
