@@ -14,7 +14,7 @@ bad() { # bad PATTERN ARGS...: expect exit 2 and one stderr line matching PATTER
 	[ "$rc" = 2 ] || fail "'$*' exited $rc, want 2 (stderr: $(cat "$T_TMP/err"))"
 	[ "$(wc -l <"$T_TMP/err")" = 1 ] || fail "'$*' printed $(wc -l <"$T_TMP/err") lines: $(cat "$T_TMP/err")"
 	grep -q -- "$pat" "$T_TMP/err" || fail "'$*': '$(cat "$T_TMP/err")' does not match '$pat'"
-	mountpoint -q "$MNT" && fail "'$*' mounted something"
+	is_mounted "$MNT" && fail "'$*' mounted something"
 	return 0
 }
 

@@ -6,6 +6,9 @@
 FDIO="$THPEMU_BUILD_DIR/fusedev_io"
 FD_PID=""
 
+# is_mounted DIR: mounted, alive or dead (mountpoint(1) fails on a dead FUSE mount: ENOTCONN)
+is_mounted() { awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; }
+
 fd_umount() { # fd_umount MNT PID
 	local mnt=$1 pid=$2 i
 	kill -TERM "$pid" 2>/dev/null
@@ -15,7 +18,7 @@ fd_umount() { # fd_umount MNT PID
 	done
 	kill -KILL "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
-	if mountpoint -q "$mnt"; then fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"; fi
+	if is_mounted "$mnt"; then fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"; fi
 	return 0
 }
 
@@ -42,6 +45,5 @@ fcmp() { awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"; }
 need_root
 need_fuse
 need_cmd jq
-need_cmd mountpoint
 [ -x "$FUSEDEV" ] || fail "$FUSEDEV not built"
 [ -x "$FDIO" ] || fail "$FDIO not built"

@@ -24,7 +24,7 @@ grep -q "not connected" "$T_TMP/stat.err" || fail "stat: $(cat "$T_TMP/stat.err"
 expect_eq "mount on a dead mount exits" $? 2
 grep -q "fusermount3 -u -z" "$T_TMP/again.err" || fail "no cleanup hint: $(cat "$T_TMP/again.err")"
 fusermount3 -u -z "$MNT" || fail "fusermount3 -u -z failed"
-mountpoint -q "$MNT" && fail "still mounted after fusermount3 -u -z"
+is_mounted "$MNT" && fail "still mounted after fusermount3 -u -z"
 say "dead mount cleared with fusermount3 -u -z"
 
 for sig in TERM INT; do
@@ -37,7 +37,7 @@ for sig in TERM INT; do
 	kill -0 "$FD_PID" 2>/dev/null && fail "daemon still running 10 s after SIG$sig"
 	wait "$FD_PID"
 	expect_eq "exit status after SIG$sig" $? 0
-	mountpoint -q "$MNT" && fail "still mounted after SIG$sig"
+	is_mounted "$MNT" && fail "still mounted after SIG$sig"
 	for ((i = 0; i < 100; i++)); do kill -0 $W 2>/dev/null || break; sleep 0.1; done
 	kill -0 $W 2>/dev/null && fail "writer hangs after SIG$sig"
 	wait $W
@@ -47,14 +47,14 @@ done
 fd_mount "$MNT" --preset fast --auto-unmount
 kill -KILL "$FD_PID"
 wait "$FD_PID" 2>/dev/null
-for ((i = 0; i < 50; i++)); do mountpoint -q "$MNT" || break; sleep 0.1; done
-mountpoint -q "$MNT" && fail "--auto-unmount left the mount after SIGKILL"
+for ((i = 0; i < 50; i++)); do is_mounted "$MNT" || break; sleep 0.1; done
+is_mounted "$MNT" && fail "--auto-unmount left the mount after SIGKILL"
 say "--auto-unmount: mount removed after SIGKILL"
 
 # Daemonized (no --foreground): returns once mounted, pid file names the daemon.
 "$FUSEDEV" "$MNT" --preset fast --pidfile "$T_TMP/pid" 2>>"$T_OUT/fusedev.log" ||
 	fail "daemonized start failed"
-mountpoint -q "$MNT" || fail "not mounted when the launcher returned"
+is_mounted "$MNT" || fail "not mounted when the launcher returned"
 pid=$(cat "$T_TMP/pid")
 at_exit "kill -KILL $pid; fusermount3 -u -z '$MNT'"
 kill -0 "$pid" || fail "pid file names no process"
@@ -62,6 +62,6 @@ echo data >"$MNT/x" && expect_eq "daemonized read back" "$(cat "$MNT/x")" data
 kill -TERM "$pid"
 for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2>/dev/null && fail "daemon ignores SIGTERM"
-mountpoint -q "$MNT" && fail "still mounted after the daemon exited"
+is_mounted "$MNT" && fail "still mounted after the daemon exited"
 [ -e "$T_TMP/pid" ] && fail "pid file left behind"
 say "ok"
