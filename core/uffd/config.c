@@ -152,8 +152,8 @@ static int parse_policy(const struct uffd_opt *o, const char *name, const char *
 	if (strlen(val) >= sizeof(cfg->policy_spec))
 		return bad(o, name, val, "is too long", err, errlen);
 	if (mm_policy_parse(val, &cfg->policy, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "%s%s'%s': %s (accepted: %s)", name,
-			 name[0] == '-' ? ": " : "=", val, why, o->accepted);
+		/* mm's reason names the bad part and what it accepts */
+		snprintf(err, errlen, "%s%s'%s': %s", name, name[0] == '-' ? ": " : "=", val, why);
 		return -EINVAL;
 	}
 	strcpy(cfg->policy_spec, val);

@@ -84,7 +84,7 @@ TEST(config_bad_values)
 {
 	expect_bad("THPEMU_POOL", "12X", "at least 8M");
 	expect_bad("THPEMU_POOL", "1M", "at least 8M");
-	expect_bad("THPEMU_POLICY", "linux-2.6", "modern-always");
+	expect_bad("THPEMU_POLICY", "linux-2.6", "modern-always"); /* mm lists the profiles */
 	expect_bad("THPEMU_HANDLERS", "0", "1..64");
 	expect_bad("THPEMU_HANDLERS", "65", "1..64");
 	expect_bad("THPEMU_STALL_THRESHOLD", "10", "duration");
