@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "shim/shim.h"
-#include "util/clock.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -51,7 +50,6 @@ EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
 EXPORT int thpemu_write_report(const char *path)
 {
 	struct uffd_live *lv = shim_live();
-	struct uffd_program_info prog = {.exit_status = -1, .processes = 1};
 	FILE *f;
 	int rc;
 
@@ -63,9 +61,7 @@ EXPORT int thpemu_write_report(const char *path)
 	f = fopen(path, "w");
 	if (!f)
 		return -1;
-	prog.cmdline = lv->stats->cmdline;
-	prog.wall_s = (double)(clock_now_ns() - lv->stats->start_mono_ns) / 1e9;
-	rc = uffd_report_json(f, &lv->cfg, lv->stats, &prog);
+	rc = uffd_live_report(lv, f, NULL);
 	if (fclose(f) != 0 || rc < 0) {
 		errno = EIO;
 		return -1;

@@ -120,6 +120,14 @@ static struct uffd_live *live(void)
 	return shim_lv;
 }
 
+/* An eligible mapping made on the emulator's own threads or while it was busy stays unmanaged. */
+static void count_reentrant(size_t len, int prot, int flags, int fd)
+{
+	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE &&
+	    uffd_mmap_eligible(shim_lv, len, prot, flags, fd))
+		UFFD_COUNT(shim_lv, reentrant_calls);
+}
+
 static bool tracking_early(void)
 {
 	int s = __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE);
@@ -142,6 +150,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		r = sys_mmap(addr, len, prot, flags, fd, off);
 		if (!lv && tracking_early() && !sys_is_err(r))
 			early_remember((uintptr_t)r, len, prot, flags);
+		else if (!lv)
+			count_reentrant(len, prot, flags, fd);
 	}
 	early_ret(r, &out);
 	return out;

@@ -173,8 +173,8 @@ static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, i
 	int frc = 0;
 
 	UFFD_COUNT(lv, huge_move_fallbacks);
-	if (rc == -EINVAL)
-		r->no_huge_move = 1; /* this region's VMA cannot take staging chunks */
+	if (rc == -EINVAL) /* this region's VMA cannot take staging chunks */
+		__atomic_store_n(&r->no_huge_move, 1, __ATOMIC_RELAXED);
 	else if (rc != -EEXIST && rc != -EBUSY && rc != -ENOENT && rc != -ENOMEM)
 		UFFD_COUNT(lv, uffd_errors);
 	mm_anon_split(lv->mm, head);
@@ -283,11 +283,14 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
+	uint8_t adv = uffd_xadv(r, fc->e);
 	struct mm_fault_req req = {
 		.owner = uffd_cookie(r, fc->p),
 		.extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
-		.advice = (enum mm_vma_advice)r->xadv[fc->e],
-		.huge_ok = huge_ok && !r->no_huge_move,
+		.advice = (enum mm_vma_advice)(adv & UX_ADV_MASK),
+		/* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
+		.huge_ok = huge_ok && !(adv & UX_ADV_SPLIT) &&
+			   !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED),
 		.write = fc->write,
 	};
 
@@ -314,7 +317,7 @@ static void record(struct fault_ctx *fc)
 	struct uffd_host_stats *h = &lv->stats->host;
 
 	obs_faults_record(&lv->stats->faults, &fc->res.rec, lat);
-	uffd_stat_max(&h->stall_max_ns, lat);
+	uffd_stat_max(&h->latency_max_ns, lat);
 	if (lat >= lv->cfg.stall_threshold_ns) {
 		uffd_stat_add(&h->stalls, 1);
 		uffd_stat_add(&h->stall_ns, lat);

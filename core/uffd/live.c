@@ -15,7 +15,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -61,14 +63,13 @@ static size_t put_u64(char *buf, size_t len, size_t cap, uint64_t v)
 
 void uffd_note(struct uffd_live *lv, const char *msg)
 {
-	char expected = '\0';
-
-	/* first note wins; the byte CAS keeps two writers from interleaving */
-	if (!__atomic_compare_exchange_n(&lv->stats->note[0], &expected, '#', false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;
-	put_str(lv->stats->note + 1, 0, sizeof(lv->stats->note) - 1, msg);
-	lv->stats->note[0] = ' ';
+	/* first note wins; the report shows it after the leading space */
+	pthread_mutex_lock(&lv->snap_lock);
+	if (!lv->stats->note[0]) {
+		lv->stats->note[0] = ' ';
+		put_str(lv->stats->note + 1, 0, sizeof(lv->stats->note) - 1, msg);
+	}
+	pthread_mutex_unlock(&lv->snap_lock);
 }
 
 void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num)
@@ -281,9 +282,25 @@ void uffd_live_snapshot(struct uffd_live *lv)
 
 	mm_get_stats(lv->mm, v);
 	mm_get_counts(lv->mm, &c);
+	pthread_mutex_lock(&lv->snap_lock);
 	memcpy(lv->stats->vmstat, v, sizeof(v));
 	lv->stats->counts = c;
 	lv->stats->last_update_mono_ns = clock_now_ns();
+	pthread_mutex_unlock(&lv->snap_lock);
+}
+
+void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out)
+{
+	const uint64_t *h = (const uint64_t *)(const void *)&lv->stats->host;
+	uint64_t *o = (uint64_t *)(void *)&out->host;
+
+	pthread_mutex_lock(&lv->snap_lock);
+	memcpy(out, lv->stats, offsetof(struct uffd_stats, host));
+	pthread_mutex_unlock(&lv->snap_lock);
+	for (unsigned i = 0; i < UFFD_NR_HOST; i++)
+		o[i] = __atomic_load_n(&h[i], __ATOMIC_RELAXED);
+	obs_faults_init(&out->faults);
+	obs_faults_merge(&out->faults, &lv->stats->faults);
 }
 
 /* ---- create / destroy ------------------------------------------------------------------------ */
@@ -361,6 +378,7 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 	lv->nworkers = cfg->handlers ? cfg->handlers : uffd_handlers_auto();
 	lv->may_huge = cfg->policy.enabled != MM_THP_NEVER;
 	pthread_mutex_init(&lv->mm_lock, NULL);
+	pthread_mutex_init(&lv->snap_lock, NULL);
 	waitq_init(&lv->wbq);
 	workers_init(lv);
 	rc = uffd_open_fd(UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID, &lv->features, err, errlen);
@@ -426,6 +444,22 @@ void uffd_live_destroy(struct uffd_live *lv)
 	sys_munmap(lv, sizeof(*lv));
 }
 
+int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
+{
+	struct uffd_stats *st = malloc(sizeof(*st));
+	struct uffd_program_info prog = {.exit_status = -1, .processes = 1};
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	uffd_live_stats_copy(lv, st);
+	prog.cmdline = cmdline ? cmdline : st->cmdline;
+	prog.wall_s = (double)(clock_now_ns() - st->start_mono_ns) / 1e9;
+	rc = uffd_report_json(f, &lv->cfg, st, &prog);
+	free(st);
+	return rc;
+}
+
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	char path[600];
@@ -434,7 +468,9 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 	if (lv->child)
 		return;
 	uffd_live_snapshot(lv);
-	__atomic_store_n(&lv->stats->state, UFFD_PROC_EXITED, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&lv->snap_lock);
+	lv->stats->state = UFFD_PROC_EXITED;
+	pthread_mutex_unlock(&lv->snap_lock);
 	if (!lv->cfg.report[0])
 		return;
 	{
@@ -456,16 +492,7 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 		fprintf(stderr, "thpemu: cannot write the report %s: %s\n", path, strerror(errno));
 		return;
 	}
-	{
-		struct uffd_program_info prog = {
-			.cmdline = cmdline ? cmdline : lv->stats->cmdline,
-			.exit_status = -1,
-			.wall_s = (double)(clock_now_ns() - lv->stats->start_mono_ns) / 1e9,
-			.processes = 1,
-		};
-
-		uffd_report_json(f, &lv->cfg, lv->stats, &prog);
-	}
+	uffd_live_report(lv, f, cmdline);
 	fclose(f);
 }
 

@@ -206,7 +206,7 @@ static void revive_locked(struct uffd_region *r, uint32_t p0, uint32_t p1)
 
 		if (ea >= a0 && ea + UFFD_HPAGE_SIZE <= a1 && uffd_ext_inside(r, e)) {
 			uffd_xstate_set(r, e, UX_EMPTY);
-			r->xadv[e] = MM_VMA_DEFAULT;
+			uffd_xadv_set(r, e, MM_VMA_DEFAULT);
 		}
 	}
 }
@@ -230,10 +230,14 @@ static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 			goto unlock;
 	if (lv->may_huge)
 		sys_madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	revive_locked(r, p0, p1); /* before the first fault can arrive */
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
 	if (rc == 0) {
-		revive_locked(r, p0, p1);
 		uffd_gauge_add(lv, hi - lo);
+	} else {
+		for (uint32_t p = p0; p < p1; p++)
+			uffd_pstate_set(r, p, UP_GONE);
+		uffd_region_recompute_extents(r, uffd_ext_of(r, lo), uffd_ext_of(r, hi - 1));
 	}
 unlock:
 	pthread_rwlock_unlock(&r->busy);
@@ -442,10 +446,9 @@ static void set_advice(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int adv
 		for (uint32_t e = uffd_ext_of(r, x); e <= uffd_ext_of(r, y - 1); e++) {
 			uintptr_t ea = uffd_ext_addr(r, e);
 			bool whole = ea >= lo && ea + UFFD_HPAGE_SIZE <= hi;
-			uint8_t old = __atomic_load_n(&r->xadv[e], __ATOMIC_RELAXED);
+			uint8_t old = uffd_xadv(r, e);
 
-			__atomic_store_n(&r->xadv[e], adv | (whole ? (old & UX_ADV_SPLIT) : UX_ADV_SPLIT),
-					 __ATOMIC_RELAXED);
+			uffd_xadv_set(r, e, adv | (whole ? (old & UX_ADV_SPLIT) : UX_ADV_SPLIT));
 		}
 		uffd_region_put(&lv->table, r);
 	}

@@ -69,7 +69,7 @@ static void copy_extents(struct uffd_live *lv, struct uffd_region *r, struct uff
 			uint32_t e2 = uffd_ext_of(s, ea + (uintptr_t)delta);
 
 			uffd_xstate_set(s, e2, UX_HUGE);
-			s->xadv[e2] = r->xadv[e];
+			uffd_xadv_set(s, e2, uffd_xadv(r, e));
 		} else {
 			mm_anon_split(lv->mm, head); /* the move cannot keep this PMD */
 			UFFD_COUNT(lv, huge_splits);
@@ -83,7 +83,7 @@ static void copy_extents(struct uffd_live *lv, struct uffd_region *r, struct uff
 			uintptr_t ea2 = uffd_ext_addr(r, e) + (uintptr_t)delta;
 
 			if (ea2 >= s->ext_base && uffd_ext_of(s, ea2) < s->nexts)
-				s->xadv[uffd_ext_of(s, ea2)] = r->xadv[e];
+				uffd_xadv_set(s, uffd_ext_of(s, ea2), uffd_xadv(r, e));
 		}
 	}
 }

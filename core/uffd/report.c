@@ -23,7 +23,7 @@ const char *const uffd_host_help[] = {
 
 static bool host_is_max(const char *name)
 {
-	return strcmp(name, "stall_max_ns") == 0 || strcmp(name, "bytes_managed_peak") == 0;
+	return strcmp(name, "latency_max_ns") == 0 || strcmp(name, "bytes_managed_peak") == 0;
 }
 
 void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)

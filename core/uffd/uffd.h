@@ -144,7 +144,7 @@ unsigned uffd_handlers_auto(void);
 	X(huge_splits, "huge extents split by a partial free")                                  \
 	X(stalls, "faults slower than the stall threshold")                                     \
 	X(stall_ns, "total service time of those faults (ns)")                                  \
-	X(stall_max_ns, "longest fault service time (ns)")
+	X(latency_max_ns, "longest fault service time (ns)")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -339,6 +339,14 @@ static inline bool uffd_pstate_cas(struct uffd_region *r, uint32_t p, uint8_t fr
 	return __atomic_compare_exchange_n(&r->pstate[p], &from, to, false, __ATOMIC_SEQ_CST,
 					   __ATOMIC_SEQ_CST);
 }
+static inline uint8_t uffd_xadv(const struct uffd_region *r, uint32_t e)
+{
+	return __atomic_load_n(&r->xadv[e], __ATOMIC_RELAXED);
+}
+static inline void uffd_xadv_set(struct uffd_region *r, uint32_t e, uint8_t adv)
+{
+	__atomic_store_n(&r->xadv[e], adv, __ATOMIC_RELAXED);
+}
 static inline uint8_t uffd_xstate(const struct uffd_region *r, uint32_t e)
 {
 	return __atomic_load_n(&r->xstate[e], __ATOMIC_ACQUIRE);
@@ -470,6 +478,7 @@ struct uffd_live {
 	size_t scratch_len;
 	void *zero_page;             /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
 	struct uffd_stats *stats;    /* shared file (run dir) or private */
+	pthread_mutex_t snap_lock;   /* the stats' non-atomic parts: snapshot, note, state */
 	size_t stats_len;
 	int stats_fd;
 	bool may_huge;               /* the policy can ever decide huge: regions get MADV_HUGEPAGE */
@@ -494,6 +503,10 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 void uffd_live_destroy(struct uffd_live *lv);
 /* Refresh the stats snapshot of mm's counters. */
 void uffd_live_snapshot(struct uffd_live *lv);
+/* A consistent copy of the process's statistics (for writing a report while handlers run). */
+void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out);
+/* Write this process's JSON report to f (a consistent copy of its statistics). */
+int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline);
 /* Exit hook: final snapshot, state EXITED, per-process JSON when configured. */
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline);
 /* In a fork child: forget everything (the kernel unregistered the child's VMAs). */

@@ -126,4 +126,49 @@ TEST(config_help_lists_every_variable)
 	free(buf);
 }
 
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = 0;
+	fclose(f);
+	return buf;
+}
+
+/* core/uffd/README.md carries the table and the host counters verbatim: they cannot drift. */
+TEST(config_readme_is_current)
+{
+	const char *src = getenv("THPEMU_SOURCE_DIR");
+	char path[1024], *readme, *gen = NULL, *line, *save;
+	size_t len = 0;
+	FILE *f;
+
+	if (!src)
+		SKIP("THPEMU_SOURCE_DIR not set");
+	snprintf(path, sizeof(path), "%s/core/uffd/README.md", src);
+	readme = slurp(path);
+	ASSERT(readme != NULL);
+	f = open_memstream(&gen, &len);
+	uffd_opts_help(f, true);
+	for (unsigned i = 0; i < UFFD_NR_HOST; i++)
+		fprintf(f, "| `%s` | %s |\n", uffd_host_names[i], uffd_host_help[i]);
+	fclose(f);
+	for (line = strtok_r(gen, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strstr(readme, line))
+			fprintf(stderr, "  README.md lacks: %s\n", line);
+		EXPECT(strstr(readme, line) != NULL);
+	}
+	free(gen);
+	free(readme);
+}
+
 TEST_MAIN()
