@@ -122,7 +122,7 @@ static uint32_t ring_pop(struct mm *mm)
 }
 
 /* set_page_dirty: count it and queue it for the flusher unless it already has a ring entry. */
-static void set_page_dirty(struct mm *mm, uint32_t pfn)
+void set_page_dirty(struct mm *mm, uint32_t pfn)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 
@@ -299,7 +299,7 @@ void mm_pagecache_remove(struct mm *mm, uint64_t owner)
 }
 
 /* test_set_page_writeback after clear_page_dirty_for_io. */
-static void start_writeback(struct mm *mm, uint32_t pfn)
+void start_writeback(struct mm *mm, uint32_t pfn)
 {
 	clear_page_dirty(mm, pfn);
 	frame_set_wb(pfn_frame(mm, pfn), true);
