@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# usemem under modern-always with an unfragmented pool: >= 90 % of extents huge and really
+# PMD-mapped (AnonHugePages, PAGEMAP_SCAN); under modern-never: none.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_uffd
+need_cmd jq
+size_mb=256
+
+field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" "$1" | tail -1; }
+
+rep="$T_OUT/usemem.always.json"
+"$THPEMU" run --policy modern-always --pool 1G --report "$rep" -- \
+	"$USEMEM" --size ${size_mb}M --quiet >"$T_TMP/always" || fail "usemem failed"
+cat "$T_TMP/always"
+pct=$(field "$T_TMP/always" huge_pct)
+kb=$(field "$T_TMP/always" anonhuge_kb)
+awk -v p="$pct" 'BEGIN { exit !(p >= 90) }' || fail "huge_pct=$pct < 90"
+[ "$kb" -ge $((size_mb * 1024 * 9 / 10)) ] || fail "AnonHugePages ${kb} kB < 90 % of ${size_mb} MiB"
+pmd=$(json "$rep" .host.real_pmd_faults)
+[ "$pmd" -ge $((size_mb / 2 * 9 / 10)) ] || fail "only $pmd huge faults got a real PMD"
+say "modern-always: huge_pct=$pct anonhuge_kb=$kb real_pmd=$pmd"
+
+rep="$T_OUT/usemem.never.json"
+"$THPEMU" run --policy modern-never --pool 1G --report "$rep" -- \
+	"$USEMEM" --size ${size_mb}M --quiet >"$T_TMP/never" || fail "usemem failed"
+cat "$T_TMP/never"
+expect_eq "modern-never huge" "$(field "$T_TMP/never" 'huge')" 0
+expect_eq "modern-never AnonHugePages" "$(field "$T_TMP/never" anonhuge_kb)" 0
+expect_eq "modern-never huge faults" "$(json "$rep" .faults.huge)" 0
+[ "$(json "$rep" .faults.base)" -ge $((size_mb * 256)) ] || fail "too few base faults"
