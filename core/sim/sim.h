@@ -1,0 +1,97 @@
+/* The deterministic simulator: the same core/mm driven by a virtual clock.
+ *
+ * Engine. A discrete-event scheduler over virtual nanoseconds. Events are ordered by (time,
+ * sequence number of insertion), so two events due at the same instant run in the order they
+ * were scheduled: the run is a pure function of its inputs, never of pointers or the host.
+ * Actors (a faulting process, the writer, kswapd) are fibers: they run on their own stacks and
+ * can be suspended anywhere, in particular inside an mm hook (mm releases its lock around the
+ * unlocked hooks, so other actors may call into mm meanwhile, exactly as other CPUs would).
+ *
+ * Time within an actor. Work done by an actor (mm's modelled costs, copying, zeroing) is charged
+ * as debt: the actor's own clock, sim_actor_now(), runs ahead of the global clock by its debt.
+ * sim_settle() passes the debt in virtual time: it suspends the actor until then when any other
+ * event is due first, and otherwise simply advances the clock (no context switch). Waits settle
+ * first. Every latency measured with sim_actor_now() therefore includes all charged work.
+ *
+ * Nothing here sleeps for real, reads a clock or depends on the host: the simulator's output
+ * is byte-identical for identical inputs.
+ */
+#ifndef THPEMU_SIM_H
+#define THPEMU_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct sim_engine;
+struct sim_actor;
+
+/* A FIFO of actors parked in sim_wait(). Zero-initialised or sim_waitq_init(). */
+struct sim_waitq {
+	struct sim_actor *head, *tail;
+};
+
+typedef void (*sim_actor_fn)(struct sim_actor *a, void *arg);
+/* A timed callback: runs on the scheduler's stack, must not sleep or wait. */
+typedef void (*sim_event_fn)(struct sim_engine *e, void *arg);
+
+#define SIM_STACK_DEFAULT (512u << 10)
+#define SIM_NO_TIMEOUT	  0 /* sim_wait() timeout: wait until woken */
+
+/* Create an engine at virtual time 0. stack_bytes 0 means SIM_STACK_DEFAULT. 0 or -ENOMEM. */
+int sim_engine_create(size_t stack_bytes, struct sim_engine **out);
+/* Free the engine, its actors and their stacks (actors still suspended are abandoned). */
+void sim_engine_destroy(struct sim_engine *e);
+
+uint64_t sim_now(const struct sim_engine *e);
+/* Start an actor: fn(a, arg) runs on its own stack from virtual time `start` (>= now).
+ * 0, -EINVAL (start in the past) or -ENOMEM. */
+int sim_spawn(struct sim_engine *e, const char *name, uint64_t start, sim_actor_fn fn, void *arg,
+	      struct sim_actor **out);
+/* Run fn(e, arg) at virtual time t (>= now). 0, -EINVAL or -ENOMEM. */
+int sim_at(struct sim_engine *e, uint64_t t, sim_event_fn fn, void *arg);
+/* Process events due at or before `until`, in order. Returns when the next event is later than
+ * until (the clock is then set to until), when no event is left (the clock stays at the last
+ * event) or when sim_stop() was called. 0, or the first internal error (-ENOMEM). Must be called
+ * from the host thread, not from an actor. May be called again to continue. */
+int sim_run(struct sim_engine *e, uint64_t until);
+/* Make sim_run return after the current event. */
+void sim_stop(struct sim_engine *e);
+
+struct sim_engine_stats {
+	uint64_t events;   /* events processed */
+	uint64_t switches; /* context switches into actors */
+	uint64_t lazy;	   /* settles that advanced the clock without a switch */
+	uint64_t actors;   /* actors spawned */
+};
+void sim_engine_get_stats(const struct sim_engine *e, struct sim_engine_stats *s);
+
+/* ---- Inside an actor -------------------------------------------------------------------- */
+
+/* The running actor, or NULL on the scheduler stack. */
+struct sim_actor *sim_current(const struct sim_engine *e);
+struct sim_engine *sim_actor_engine(const struct sim_actor *a);
+const char *sim_actor_name(const struct sim_actor *a);
+bool sim_actor_done(const struct sim_actor *a);
+/* The actor's own clock: global time plus its unsettled debt. */
+uint64_t sim_actor_now(const struct sim_actor *a);
+uint64_t sim_actor_debt(const struct sim_actor *a);
+/* Add ns of work to the actor's debt (never switches; safe under mm's lock). */
+void sim_charge(struct sim_actor *a, uint64_t ns);
+/* Pass the debt in virtual time (see above). Only the running actor may call it. */
+void sim_settle(struct sim_actor *a);
+/* Charge ns and settle. */
+void sim_sleep(struct sim_actor *a, uint64_t ns);
+/* Settle, then park on wq until sim_wake_*() (returns 0) or until timeout_ns elapsed (returns
+ * -ETIMEDOUT; SIM_NO_TIMEOUT waits forever). */
+int sim_wait(struct sim_actor *a, struct sim_waitq *wq, uint64_t timeout_ns);
+
+void sim_waitq_init(struct sim_waitq *wq);
+bool sim_waitq_empty(const struct sim_waitq *wq);
+/* Make parked actors runnable at the current time, first parked first. Callable from actors
+ * and from callbacks. Return the number woken. */
+unsigned sim_wake_all(struct sim_engine *e, struct sim_waitq *wq);
+unsigned sim_wake_one(struct sim_engine *e, struct sim_waitq *wq);
+
+#endif
