@@ -94,4 +94,40 @@ bool sim_waitq_empty(const struct sim_waitq *wq);
 unsigned sim_wake_all(struct sim_engine *e, struct sim_waitq *wq);
 unsigned sim_wake_one(struct sim_engine *e, struct sim_waitq *wq);
 
+/* ---- Cost table (costs.c) ------------------------------------------------------------------ */
+
+/* What the simulator charges in virtual time. The first five are mm's enum mm_cost units
+ * (charged through the alloc_cost hook); the rest are charged by the simulator's hooks and
+ * actors. Keys, defaults and sources: sim_costs_help() and core/sim/README.md. */
+enum sim_cost {
+	SIM_COST_FAULT,	       /* fixed per-fault service overhead (MM_COST_FAULT) */
+	SIM_COST_BUDDY_OP,     /* one buddy allocation or free (MM_COST_BUDDY_OP) */
+	SIM_COST_SCAN_PFN,     /* one pfn examined by a compaction scanner (MM_COST_SCAN_PFN) */
+	SIM_COST_ISOLATE,      /* one page isolated (MM_COST_ISOLATE) */
+	SIM_COST_RECLAIM_PAGE, /* one page scanned by direct reclaim (MM_COST_RECLAIM_PAGE) */
+	SIM_COST_MIGRATE_PAGE, /* migrate one anon page: unmap, TLB flush, copy, remap */
+	SIM_COST_COPY_4K,      /* copy 4 KiB (page-cache migration, write(2)/read(2) copies) */
+	SIM_COST_CLEAR_2M,     /* zero a 2 MiB huge page */
+	SIM_COST_CLEAR_4K,     /* zero a 4 KiB page on a base fault */
+	SIM_COST_TOUCH_4K,     /* the program writing one faulted 4 KiB page (not fault latency) */
+	SIM_COST_WRITEOUT,     /* ->writepage of one dirty page by sync migration (submission) */
+	SIM_COST_NR,
+};
+
+struct sim_costs {
+	uint64_t ns[SIM_COST_NR]; /* nanoseconds per unit */
+};
+
+/* The documented defaults. */
+void sim_costs_defaults(struct sim_costs *c);
+const char *sim_cost_key(enum sim_cost k);
+/* Set one cost from "key", "value" (a duration with unit, e.g. 20ns, 5us). 0, -ENOENT
+ * (unknown key) or -EINVAL (bad value). */
+int sim_costs_set(struct sim_costs *c, const char *key, const char *value);
+/* Apply a calibration file: key=value lines, '#' comments, blank lines. On error returns
+ * -errno and writes one line naming FILE:LINE and the key into err. */
+int sim_costs_load(struct sim_costs *c, const char *path, char *err, size_t errlen);
+/* One line per key: key, default, what it is, where the default comes from. */
+void sim_costs_help(FILE *f);
+
 #endif
