@@ -2,7 +2,7 @@
  *
  * A profile says which slow-path steps run, in which migrate mode, which failures defer
  * compaction, whether a deferred THP fault skips reclaim, how compaction scanners behave in that
- * era, and what background threads do. Mechanism (core/mm/*.c) reads the table; nothing in the
+ * era, and what background threads do. Mechanism (the core/mm sources) reads the table; nothing in the
  * mechanism tests a profile's name.
  *
  * Named profiles (mm_policy_names()):

@@ -11,7 +11,10 @@
  *   "writeback_waits" {count, total_ms, max_ms}
  *   "time_ms"         {compaction, reclaim, writeback_wait, migrate, zeroing} summed over faults
  *   "vmstat"          {kernel-named counters}
- * Recording is lock-free and allocation-free (fault path safe).
+ * Recording is lock-free and allocation-free (fault path safe). "faults.base" counts every
+ * fault not served huge, NOMEM included; "nomem" says how many of those the pool could not serve.
+ * Output is deterministic: same records, same bytes (fixed decimals: 3 for us and ms, 2 for
+ * huge_pct, 6 for CDF fractions). Empty classes report zeros and an empty CDF.
  */
 #ifndef THPEMU_OBS_FAULTS_H
 #define THPEMU_OBS_FAULTS_H
@@ -24,12 +27,32 @@
 
 enum obs_class { OBS_HUGE, OBS_BASE, OBS_NCLASS };
 
+/* Latency bands (measurement-conventions §4), counted exactly rather than from buckets. */
+enum obs_band {
+	OBS_BAND_10US,   /* < 10 us */
+	OBS_BAND_100US,  /* 10 us .. < 100 us */
+	OBS_BAND_1MS,    /* 100 us .. < 1 ms */
+	OBS_BAND_10MS,   /* 1 ms .. < 10 ms */
+	OBS_BAND_100MS,  /* 10 ms .. < 100 ms */
+	OBS_BAND_1S,     /* 100 ms .. < 1 s */
+	OBS_BAND_SLOWER, /* >= 1 s */
+	OBS_NBANDS,
+};
+
+/* Plain data without pointers: it may live in a MAP_SHARED file that outlives the process. */
 struct obs_faults {
 	struct obs_hist lat[OBS_NCLASS]; /* service latency per outcome class */
+	uint64_t bands[OBS_NCLASS][OBS_NBANDS]; /* fault counts per latency band */
 	uint64_t nomem;                  /* MM_FAULT_NOMEM faults (counted in base latency too) */
-	uint64_t wb_waits, wb_wait_ns, wb_wait_max_ns;
-	uint64_t compact_ns, reclaim_ns, migrate_ns, zero_ns;
+	uint64_t wb_waits;               /* writeback waits, summed over faults */
+	uint64_t wb_wait_ns;             /* time in those waits */
+	uint64_t wb_wait_max_ns;         /* longest single wait (us resolution, from the record) */
+	uint64_t compact_ns, reclaim_ns, migrate_ns, zero_ns; /* summed mm_fault_rec times */
 };
+
+/* The band a latency falls in, and the band's JSON key ("<10us", ..., ">=1s"). */
+enum obs_band obs_band_of(uint64_t ns);
+const char *obs_band_name(enum obs_band b);
 
 void obs_faults_init(struct obs_faults *f);
 /* Record one fault: its mm record and the latency the caller measured for it (live: message
