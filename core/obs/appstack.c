@@ -1,0 +1,373 @@
+/* Application-side stack capture (see unwind.h): where was the program when its fault stalled?
+ *
+ * The 2011 monitor (watch-dstate.pl) read the kernel stack of a task in D state; the user half
+ * of the story (which function of the program touched the memory) was missing. Here a
+ * non-fault-path thread first classifies the faulting thread from /proc/self/task/TID/syscall
+ * (the kernel's proc_pid_syscall / task_current_syscall): blocked outside a syscall means the
+ * fault was taken in user mode, so a queued real-time signal makes the thread unwind itself from
+ * the signal's ucontext into a preallocated slot; inside a syscall means a kernel-mode fault
+ * (e.g. read(2) into a fresh buffer), which is recorded by syscall number and never signalled.
+ */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "obs/unwind.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOAD_ACQ(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define CAS(p, oldp, v)                                                                     \
+	__atomic_compare_exchange_n((p), (oldp), (v), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+
+#define APP_SLOTS     8
+#define APP_IDX_BITS  8
+#define APP_GEN_MASK  0x7fffffU /* keeps sival_int positive */
+#define APP_DEFAULT_SIGNAL_OFFSET 7
+
+/* Slot life cycle: IDLE -> CLAIMED (requester fills tid/gen) -> ARMED (signal sent) -> WRITING
+ * (the target thread's handler owns it) -> DONE (requester copies, back to IDLE). A requester
+ * that times out takes ARMED back to IDLE, or WRITING to ABANDONED, which the writer turns into
+ * IDLE when it finishes. */
+enum slot_state { SLOT_IDLE, SLOT_CLAIMED, SLOT_ARMED, SLOT_WRITING, SLOT_DONE, SLOT_ABANDONED };
+
+struct app_slot {
+	uint32_t state;      /* enum slot_state; also the futex word the requester sleeps on */
+	uint32_t gen;        /* request generation, sent in si_value to reject stale signals */
+	pid_t tid;           /* thread asked */
+	struct obs_stack st; /* filled by the target thread */
+};
+
+static struct app_slot app_slots[APP_SLOTS];
+static int app_signo;               /* 0 while not installed */
+static struct sigaction app_prev;   /* disposition we chain to */
+
+static pid_t sys_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static long sys_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+/* ---- The signal handler (runs on the application thread) ------------------------------- */
+
+static bool is_request(const siginfo_t *si)
+{
+	return si->si_code == SI_QUEUE && si->si_pid == getpid() && si->si_value.sival_int >= 0 &&
+	       (si->si_value.sival_int & ((1 << APP_IDX_BITS) - 1)) < APP_SLOTS;
+}
+
+/* Hand a signal that is not ours to whatever was installed before us. */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	if (app_prev.sa_flags & SA_SIGINFO) {
+		if (app_prev.sa_sigaction)
+			app_prev.sa_sigaction(sig, si, uc);
+	} else if (app_prev.sa_handler == SIG_DFL) {
+		/* the default for a real-time signal is to terminate: do what would have happened */
+		sigaction(sig, &app_prev, NULL);
+		syscall(SYS_tgkill, getpid(), sys_gettid(), sig);
+	} else if (app_prev.sa_handler != SIG_IGN) {
+		app_prev.sa_handler(sig);
+	}
+}
+
+static void unwind_ucontext(struct obs_stack *st, void *uc)
+{
+	unw_cursor_t c;
+	unsigned n = 0;
+
+	if (unw_init_local2(&c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
+		do {
+			unw_word_t ip;
+
+			if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
+				break;
+			st->ips[n++] = (uintptr_t)ip;
+		} while (n < OBS_STACK_MAX && unw_step(&c) > 0);
+	}
+	st->nr = (uint8_t)n;
+	st->method = n ? OBS_UNWIND_LIBUNWIND : OBS_UNWIND_NONE;
+	st->exact_first = 1;
+}
+
+static void app_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved_errno = errno;
+	unsigned idx, gen;
+	struct app_slot *s;
+	uint32_t expect = SLOT_ARMED;
+
+	if (!is_request(si)) {
+		chain(sig, si, uc);
+		goto out;
+	}
+	idx = (unsigned)si->si_value.sival_int & ((1U << APP_IDX_BITS) - 1);
+	gen = (unsigned)si->si_value.sival_int >> APP_IDX_BITS;
+	s = &app_slots[idx];
+	if (!CAS(&s->state, &expect, SLOT_WRITING))
+		goto out; /* stale signal of a request already given up */
+	if (s->gen != gen || s->tid != sys_gettid()) {
+		STORE_REL(&s->state, SLOT_ARMED); /* someone else's request: leave it armed */
+		goto out;
+	}
+	unwind_ucontext(&s->st, uc);
+	expect = SLOT_WRITING;
+	if (!CAS(&s->state, &expect, SLOT_DONE))
+		STORE_REL(&s->state, SLOT_IDLE); /* requester abandoned it: free the slot */
+	sys_futex(&s->state, FUTEX_WAKE_PRIVATE, 1, NULL);
+out:
+	errno = saved_errno;
+}
+
+int obs_appstack_install(int signo)
+{
+	struct sigaction sa;
+
+	if (signo == 0)
+		signo = SIGRTMIN + APP_DEFAULT_SIGNAL_OFFSET;
+	if (signo < SIGRTMIN || signo > SIGRTMAX)
+		return -EINVAL;
+	if (app_signo)
+		return app_signo == signo ? signo : -EBUSY;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = app_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(signo, &sa, &app_prev) < 0)
+		return -errno;
+	app_signo = signo;
+	return signo;
+}
+
+void obs_appstack_uninstall(void)
+{
+	if (!app_signo)
+		return;
+	sigaction(app_signo, &app_prev, NULL);
+	app_signo = 0;
+}
+
+/* ---- /proc classification ---------------------------------------------------------------- */
+
+/* "/proc/self/task/<tid>/<leaf>" without stdio (fault-path callers use obs_task_comm). */
+static void task_path(char *buf, pid_t tid, const char *leaf)
+{
+	static const char head[] = "/proc/self/task/";
+	char digits[16];
+	int nd = 0;
+	size_t len = sizeof(head) - 1;
+
+	memcpy(buf, head, len);
+	do {
+		digits[nd++] = (char)('0' + tid % 10);
+		tid /= 10;
+	} while (tid > 0 && nd < (int)sizeof(digits));
+	while (nd)
+		buf[len++] = digits[--nd];
+	buf[len++] = '/';
+	strcpy(buf + len, leaf);
+}
+
+/* Read a small /proc file into buf (NUL-terminated). Returns length or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+int obs_task_state(pid_t tid, long *nr)
+{
+	char path[64], buf[256];
+	ssize_t n;
+	long v = 0;
+	const char *p = buf;
+	bool neg = false;
+
+	if (tid <= 0)
+		return -EINVAL;
+	task_path(path, tid, "syscall");
+	n = read_small(path, buf, sizeof(buf));
+	if (n == -ENOENT || n == -ESRCH)
+		return OBS_TASK_GONE;
+	if (n < 0)
+		return (int)n;
+	if (strncmp(buf, "running", 7) == 0)
+		return OBS_TASK_RUNNING;
+	if (*p == '-') {
+		neg = true;
+		p++;
+	}
+	if (*p < '0' || *p > '9')
+		return -EPROTO;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (*p++ - '0');
+	if (neg)
+		return OBS_TASK_USER; /* "-1 sp pc": not in a syscall */
+	if (nr)
+		*nr = v;
+	return OBS_TASK_SYSCALL;
+}
+
+int obs_task_comm(pid_t tid, char comm[16])
+{
+	char path[64];
+	ssize_t n;
+
+	task_path(path, tid, "comm");
+	n = read_small(path, comm, 16);
+	if (n < 0)
+		return (int)n;
+	while (n > 0 && comm[n - 1] == '\n')
+		comm[--n] = '\0';
+	return 0;
+}
+
+/* ---- Requester ------------------------------------------------------------------------- */
+
+static struct app_slot *claim_slot(unsigned *idx)
+{
+	for (unsigned i = 0; i < APP_SLOTS; i++) {
+		uint32_t expect = SLOT_IDLE;
+
+		if (CAS(&app_slots[i].state, &expect, SLOT_CLAIMED)) {
+			*idx = i;
+			return &app_slots[i];
+		}
+	}
+	return NULL;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep until the slot leaves state `from` or deadline passes. Returns the state seen. */
+static uint32_t wait_while(struct app_slot *s, uint32_t from, uint64_t deadline)
+{
+	for (;;) {
+		uint32_t cur = LOAD_ACQ(&s->state);
+		uint64_t now = now_ns();
+		struct timespec rel;
+
+		if (cur != from || now >= deadline)
+			return cur;
+		rel.tv_sec = (time_t)((deadline - now) / 1000000000ULL);
+		rel.tv_nsec = (long)((deadline - now) % 1000000000ULL);
+		sys_futex(&s->state, FUTEX_WAIT_PRIVATE, from, &rel);
+	}
+}
+
+static int send_request(pid_t tid, unsigned idx, unsigned gen)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = app_signo;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_int = (int)((gen << APP_IDX_BITS) | idx);
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, app_signo, &si) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Wait for the target thread; on timeout take the slot back, or leave it to the writer. */
+static enum obs_app_result await_slot(struct app_slot *s, struct obs_stack *st, uint64_t timeout_ns)
+{
+	uint32_t cur = wait_while(s, SLOT_ARMED, now_ns() + timeout_ns), expect;
+
+	if (cur == SLOT_ARMED) {
+		expect = SLOT_ARMED;
+		if (CAS(&s->state, &expect, SLOT_IDLE))
+			return OBS_APP_TIMEOUT;
+		cur = expect;
+	}
+	if (cur == SLOT_WRITING) /* the thread is unwinding: give it as long again */
+		cur = wait_while(s, SLOT_WRITING, now_ns() + timeout_ns);
+	if (cur == SLOT_WRITING) {
+		expect = SLOT_WRITING;
+		if (CAS(&s->state, &expect, SLOT_ABANDONED))
+			return OBS_APP_TIMEOUT;
+		cur = expect;
+	}
+	if (cur != SLOT_DONE)
+		return OBS_APP_TIMEOUT;
+	*st = s->st;
+	STORE_REL(&s->state, SLOT_IDLE);
+	return OBS_APP_USER;
+}
+
+enum obs_app_result obs_appstack_capture(pid_t tid, struct obs_stack *st, long *syscall_nr,
+					 uint64_t timeout_ns)
+{
+	struct app_slot *s;
+	unsigned idx, gen;
+	long nr = -1;
+	int state = obs_task_state(tid, &nr);
+
+	st->nr = 0;
+	st->method = OBS_UNWIND_NONE;
+	st->exact_first = 0;
+	if (syscall_nr)
+		*syscall_nr = -1;
+	if (state == OBS_TASK_SYSCALL) {
+		if (syscall_nr)
+			*syscall_nr = nr;
+		return OBS_APP_SYSCALL;
+	}
+	if (state < 0 || state == OBS_TASK_GONE || !app_signo)
+		return OBS_APP_UNAVAILABLE;
+	s = claim_slot(&idx);
+	if (!s)
+		return OBS_APP_UNAVAILABLE;
+	gen = (s->gen + 1) & APP_GEN_MASK;
+	s->gen = gen;
+	s->tid = tid;
+	STORE_REL(&s->state, SLOT_ARMED);
+	if (send_request(tid, idx, gen) < 0) {
+		uint32_t expect = SLOT_ARMED;
+
+		if (CAS(&s->state, &expect, SLOT_IDLE))
+			return OBS_APP_UNAVAILABLE;
+	}
+	return await_slot(s, st, timeout_ns);
+}
+
+static const char *const app_result_names[OBS_APP_NR] = {
+	[OBS_APP_NONE] = "none",
+	[OBS_APP_USER] = "user",
+	[OBS_APP_SYSCALL] = "syscall",
+	[OBS_APP_TIMEOUT] = "timeout",
+	[OBS_APP_UNAVAILABLE] = "unavailable",
+};
+
+const char *obs_app_result_name(enum obs_app_result r)
+{
+	return r < OBS_APP_NR ? app_result_names[r] : "?";
+}

@@ -1,0 +1,454 @@
+/* Stall reports (see stall.h): symbolise, group by unique stack pair, print as in 2011.
+ *
+ * Mirrors mmtests' subreport/stap-dstate-frequency, which read watch-dstate.pl's log, grouped
+ * events by unique stack and printed "Time stalled in this event" / "Event count" / one
+ * "comm function ms" line per event / the stack. Runs at report time only: it allocates, opens
+ * ELF files through the symboliser and sorts.
+ */
+#include "obs/stall.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "obs/stall_internal.h"
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+/* ---- Symbol cache: each (ip, exact) is symbolised once per report ------------------------ */
+
+struct sym_ent {
+	uintptr_t key;  /* ip << 1 | exact; 0 = empty */
+	char *text;     /* "function+0xOFF (object)" */
+	char *func;     /* "function" */
+};
+
+struct sym_cache {
+	size_t cap;          /* power of two */
+	size_t n;
+	struct sym_ent *tab;
+};
+
+static int cache_grow(struct sym_cache *c)
+{
+	size_t ncap = c->cap ? c->cap * 2 : 256;
+	struct sym_ent *nt = calloc(ncap, sizeof(*nt));
+
+	if (!nt)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->cap; i++) {
+		size_t h;
+
+		if (!c->tab[i].key)
+			continue;
+		h = (c->tab[i].key * 0x9e3779b97f4a7c15ULL) & (ncap - 1);
+		while (nt[h].key)
+			h = (h + 1) & (ncap - 1);
+		nt[h] = c->tab[i];
+	}
+	free(c->tab);
+	c->tab = nt;
+	c->cap = ncap;
+	return 0;
+}
+
+static const struct sym_ent *cache_get(struct sym_cache *c, uintptr_t ip, bool exact)
+{
+	uintptr_t key = ((ip << 1) | exact) + 1; /* never 0, the empty marker */
+	char buf[512];
+	size_t h;
+
+	if ((c->n + 1) * 2 > c->cap && cache_grow(c) < 0)
+		return NULL;
+	h = (key * 0x9e3779b97f4a7c15ULL) & (c->cap - 1);
+	while (c->tab[h].key && c->tab[h].key != key)
+		h = (h + 1) & (c->cap - 1);
+	if (c->tab[h].key)
+		return &c->tab[h];
+	c->tab[h].text = strdup(obs_symbolise(ip, exact, buf, sizeof(buf)));
+	c->tab[h].func = strdup(obs_symbolise_function(ip, exact, buf, sizeof(buf)));
+	if (!c->tab[h].text || !c->tab[h].func) {
+		free(c->tab[h].text);
+		free(c->tab[h].func);
+		return NULL;
+	}
+	c->tab[h].key = key;
+	c->n++;
+	return &c->tab[h];
+}
+
+static void cache_free(struct sym_cache *c)
+{
+	for (size_t i = 0; i < c->cap; i++) {
+		free(c->tab[i].text);
+		free(c->tab[i].func);
+	}
+	free(c->tab);
+}
+
+/* ---- Per-event view and grouping ------------------------------------------------------ */
+
+struct ev_view {
+	const struct obs_stall_event *ev;
+	char *key;            /* everything the grouping compares, as text */
+	const char *function; /* the per-event column: app function, syscall, or handler frame */
+};
+
+struct group {
+	size_t first, n;   /* range in the sorted view array */
+	uint64_t total_ns;
+};
+
+struct report {
+	struct sym_cache syms;
+	struct ev_view *views;
+	size_t nviews;
+	struct group *groups;
+	size_t ngroups;
+	char sysname[32]; /* scratch for syscall names without a table entry */
+};
+
+static const char *syscall_label(struct report *r, long nr)
+{
+	const char *name = obs_syscall_name(nr);
+
+	if (name)
+		return name;
+	snprintf(r->sysname, sizeof(r->sysname), "syscall_%ld", nr);
+	return r->sysname;
+}
+
+/* Frame i of a stack as text (NULL on allocation failure). */
+static const char *frame_text(struct report *r, const struct obs_stack *st, unsigned i)
+{
+	const struct sym_ent *e = cache_get(&r->syms, st->ips[i], i == 0 && st->exact_first);
+
+	return e ? e->text : NULL;
+}
+
+static const char *frame_func(struct report *r, const struct obs_stack *st, unsigned i)
+{
+	const struct sym_ent *e = cache_get(&r->syms, st->ips[i], i == 0 && st->exact_first);
+
+	return e ? e->func : NULL;
+}
+
+static bool in_libc(const char *text)
+{
+	const char *p = strrchr(text, '(');
+
+	return p && strncmp(p, "(libc.so", 8) == 0;
+}
+
+/* The application-side function that faulted: the innermost frame outside libc (a fault in
+ * memset is the caller's touch), or the syscall, or failing both the handler's own frame. */
+static const char *event_function(struct report *r, const struct obs_stall_event *ev)
+{
+	const struct obs_stack *app = &ev->app_stack, *h = &ev->handler;
+
+	if (ev->app == OBS_APP_SYSCALL)
+		return obs_syscall_name(ev->syscall_nr) ? obs_syscall_name(ev->syscall_nr) : "syscall";
+	if (ev->app == OBS_APP_USER && app->nr) {
+		for (unsigned i = 0; i < app->nr; i++) {
+			const char *t = frame_text(r, app, i);
+
+			if (t && !in_libc(t))
+				return frame_func(r, app, i);
+		}
+		return frame_func(r, app, 0);
+	}
+	if (h->method == OBS_UNWIND_MODELLED)
+		return obs_stall_modelled_stack(ev->cause)[0];
+	if (h->nr)
+		return frame_func(r, h, 0);
+	return "?";
+}
+
+static int put_stack(struct report *r, FILE *m, const struct obs_stack *st, enum mm_cause cause)
+{
+	if (st->method == OBS_UNWIND_MODELLED) {
+		for (const char *const *f = obs_stall_modelled_stack(cause); *f; f++)
+			fprintf(m, "%s\n", *f);
+		return 0;
+	}
+	for (unsigned i = 0; i < st->nr; i++) {
+		const char *t = frame_text(r, st, i);
+
+		if (!t)
+			return -ENOMEM;
+		fprintf(m, "%s\n", t);
+	}
+	return 0;
+}
+
+/* Key: cause, handler method, app result, syscall, then both stacks' frames. */
+static char *event_key(struct report *r, const struct obs_stall_event *ev)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int err;
+
+	if (!m)
+		return NULL;
+	fprintf(m, "%s\n%s\n%s\n%d\n", mm_cause_chain(ev->cause),
+		obs_unwind_method_name(ev->handler.method), obs_app_result_name(ev->app),
+		ev->app == OBS_APP_SYSCALL ? ev->syscall_nr : -1);
+	err = put_stack(r, m, &ev->handler, ev->cause);
+	fputs("--\n", m);
+	if (!err && ev->app == OBS_APP_USER)
+		err = put_stack(r, m, &ev->app_stack, ev->cause);
+	if (fclose(m) != 0 || err) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int cmp_view(const void *a, const void *b)
+{
+	const struct ev_view *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	if (x->ev->t_start_ns != y->ev->t_start_ns)
+		return x->ev->t_start_ns < y->ev->t_start_ns ? -1 : 1;
+	if (x->ev->tid != y->ev->tid)
+		return x->ev->tid < y->ev->tid ? -1 : 1;
+	return x->ev->duration_ns < y->ev->duration_ns ? -1 : x->ev->duration_ns > y->ev->duration_ns;
+}
+
+static int cmp_group(const void *a, const void *b, void *views)
+{
+	const struct group *x = a, *y = b;
+	const struct ev_view *cmp_base = views;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
+	return strcmp(cmp_base[x->first].key, cmp_base[y->first].key);
+}
+
+static int build_views(struct report *r, struct obs_stalls *s)
+{
+	uint64_t n = LOAD(&s->next);
+
+	if (n > s->capacity)
+		n = s->capacity;
+	r->views = calloc(n ? n : 1, sizeof(*r->views));
+	if (!r->views)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < n; i++) {
+		struct ev_view *v;
+
+		if (!__atomic_load_n(&s->slots[i].ready, __ATOMIC_ACQUIRE))
+			continue; /* reserved but still being written */
+		v = &r->views[r->nviews++];
+		v->ev = &s->slots[i].ev;
+		v->key = event_key(r, v->ev);
+		v->function = event_function(r, v->ev);
+		if (!v->key || !v->function)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int build_groups(struct report *r)
+{
+	qsort(r->views, r->nviews, sizeof(*r->views), cmp_view);
+	r->groups = calloc(r->nviews ? r->nviews : 1, sizeof(*r->groups));
+	if (!r->groups)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nviews; i++) {
+		struct group *g = r->ngroups ? &r->groups[r->ngroups - 1] : NULL;
+
+		if (!g || strcmp(r->views[g->first].key, r->views[i].key) != 0) {
+			g = &r->groups[r->ngroups++];
+			g->first = i;
+		}
+		g->n++;
+		g->total_ns += r->views[i].ev->duration_ns;
+	}
+	qsort_r(r->groups, r->ngroups, sizeof(*r->groups), cmp_group, r->views);
+	return 0;
+}
+
+static void report_free(struct report *r)
+{
+	for (size_t i = 0; i < r->nviews; i++)
+		free(r->views[i].key);
+	free(r->views);
+	free(r->groups);
+	cache_free(&r->syms);
+}
+
+static int report_build(struct report *r, struct obs_stalls *s)
+{
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	err = build_views(r, s);
+	if (!err)
+		err = build_groups(r);
+	return err;
+}
+
+/* ---- JSON ----------------------------------------------------------------------------- */
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static void json_stack(struct json_w *w, struct report *r, const char *key,
+		       const struct obs_stack *st, enum mm_cause cause, bool include)
+{
+	jw_arr_begin(w, key);
+	if (include && st->method == OBS_UNWIND_MODELLED) {
+		for (const char *const *f = obs_stall_modelled_stack(cause); *f; f++)
+			jw_str(w, NULL, *f);
+	} else if (include) {
+		for (unsigned i = 0; i < st->nr; i++)
+			jw_str(w, NULL, frame_text(r, st, i));
+	}
+	jw_arr_end(w);
+}
+
+static void json_comms(struct json_w *w, const struct report *r, const struct group *g)
+{
+	jw_arr_begin(w, "comms");
+	for (size_t i = g->first; i < g->first + g->n; i++) {
+		bool seen = false;
+
+		for (size_t j = g->first; j < i && !seen; j++)
+			seen = strcmp(r->views[j].ev->comm, r->views[i].ev->comm) == 0;
+		if (!seen)
+			jw_str(w, NULL, r->views[i].ev->comm);
+	}
+	jw_arr_end(w);
+}
+
+static void json_group(struct json_w *w, struct report *r, const struct group *g)
+{
+	const struct obs_stall_event *ev = r->views[g->first].ev;
+
+	jw_obj_begin(w, NULL);
+	jw_dbl(w, "total_ms", ms(g->total_ns), 3);
+	jw_u64(w, "count", g->n);
+	jw_arr_begin(w, "events_ms");
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		jw_dbl(w, NULL, ms(r->views[i].ev->duration_ns), 3);
+	jw_arr_end(w);
+	jw_str(w, "cause", mm_cause_chain(ev->cause));
+	jw_str(w, "function", r->views[g->first].function);
+	json_comms(w, r, g);
+	jw_str(w, "unwind", obs_unwind_method_name(ev->handler.method));
+	jw_str(w, "app", obs_app_result_name(ev->app));
+	if (ev->app == OBS_APP_SYSCALL)
+		jw_str(w, "syscall", syscall_label(r, ev->syscall_nr));
+	else
+		jw_null(w, "syscall");
+	json_stack(w, r, "handler_stack", &ev->handler, ev->cause, true);
+	json_stack(w, r, "app_stack", &ev->app_stack, ev->cause, ev->app == OBS_APP_USER);
+	jw_obj_end(w);
+}
+
+static void json_counts(struct json_w *w, struct obs_stalls *s, size_t stored)
+{
+	jw_dbl(w, "threshold_ms", ms(s->threshold_ns), 3);
+	jw_u64(w, "count", LOAD(&s->count));
+	jw_dbl(w, "total_ms", ms(LOAD(&s->total_ns)), 3);
+	jw_u64(w, "stored", stored);
+	jw_u64(w, "dropped", LOAD(&s->dropped));
+	jw_str(w, "stacks", s->kind == OBS_STACKS_MODELLED ? "modelled" : "captured");
+}
+
+int obs_report_stalls(struct json_w *w, struct obs_stalls *s)
+{
+	struct report r;
+	int err = report_build(&r, s);
+
+	jw_obj_begin(w, "stalls");
+	json_counts(w, s, err ? 0 : r.nviews);
+	jw_arr_begin(w, "groups");
+	for (size_t i = 0; !err && i < r.ngroups; i++)
+		json_group(w, &r, &r.groups[i]);
+	jw_arr_end(w);
+	jw_obj_end(w);
+	report_free(&r);
+	return err;
+}
+
+/* ---- Text (the 2011 format) ------------------------------------------------------------- */
+
+static int ms_int(uint64_t ns)
+{
+	uint64_t v = ns / 1000000ULL;
+
+	return v > INT32_MAX ? INT32_MAX : (int)v;
+}
+
+static void text_stack(FILE *f, struct report *r, const struct obs_stack *st, enum mm_cause cause)
+{
+	if (st->method == OBS_UNWIND_MODELLED) {
+		for (const char *const *fn = obs_stall_modelled_stack(cause); *fn; fn++)
+			fprintf(f, "  %s\n", *fn);
+		return;
+	}
+	for (unsigned i = 0; i < st->nr; i++)
+		fprintf(f, "  %s\n", frame_text(r, st, i));
+}
+
+static void text_app(FILE *f, struct report *r, const struct obs_stall_event *ev)
+{
+	switch (ev->app) {
+	case OBS_APP_USER:
+		fprintf(f, "app stack (user-mode fault):\n");
+		text_stack(f, r, &ev->app_stack, ev->cause);
+		break;
+	case OBS_APP_SYSCALL:
+		fprintf(f, "app: kernel-mode fault inside %s(2)\n", syscall_label(r, ev->syscall_nr));
+		break;
+	case OBS_APP_NONE:
+		break;
+	default:
+		fprintf(f, "app stack: %s\n", obs_app_result_name(ev->app));
+	}
+}
+
+static void text_group(FILE *f, struct report *r, const struct group *g)
+{
+	const struct obs_stall_event *ev = r->views[g->first].ev;
+
+	fprintf(f, "Time stalled in this event: %8d ms\n", ms_int(g->total_ns));
+	fprintf(f, "Event count: %8d\n", (int)g->n);
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		fprintf(f, "%-20s %-20s %6d ms\n", r->views[i].ev->comm[0] ? r->views[i].ev->comm : "?",
+			r->views[i].function, ms_int(r->views[i].ev->duration_ns));
+	fprintf(f, "cause: %s\n", mm_cause_chain(ev->cause));
+	fprintf(f, "handler stack (%s):\n", obs_unwind_method_name(ev->handler.method));
+	text_stack(f, r, &ev->handler, ev->cause);
+	text_app(f, r, ev);
+	fputc('\n', f);
+}
+
+int obs_report_stalls_text(FILE *f, struct obs_stalls *s)
+{
+	struct report r;
+	int err = report_build(&r, s);
+
+	fprintf(f, "Stalls of at least %d ms: %" PRIu64 " events, %d ms in total", ms_int(s->threshold_ns),
+		LOAD(&s->count), ms_int(LOAD(&s->total_ns)));
+	if (LOAD(&s->dropped))
+		fprintf(f, " (%" PRIu64 " not stored: store full)", LOAD(&s->dropped));
+	fprintf(f, "; stacks %s\n\n", s->kind == OBS_STACKS_MODELLED ? "modelled" : "captured");
+	for (size_t i = 0; !err && i < r.ngroups; i++)
+		text_group(f, &r, &r.groups[i]);
+	report_free(&r);
+	if (!err && ferror(f))
+		err = -EIO;
+	return err;
+}
