@@ -24,6 +24,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "io/devmodel.h"
+#include "mm/mm_policy.h"
+
 struct sim_engine;
 struct sim_actor;
 
@@ -129,5 +132,112 @@ int sim_costs_set(struct sim_costs *c, const char *key, const char *value);
 int sim_costs_load(struct sim_costs *c, const char *path, char *err, size_t errlen);
 /* One line per key: key, default, what it is, where the default comes from. */
 void sim_costs_help(FILE *f);
+
+/* ---- Scenarios (scenario.c, scen_*.c) ------------------------------------------------------ */
+
+enum sim_param_type {
+	SIM_P_SIZE,	/* bytes: 64M, 1G */
+	SIM_P_DURATION, /* ns: 500ms, 2s */
+	SIM_P_COUNT,	/* a non-negative integer */
+	SIM_P_FRACTION, /* 0.5, 20% */
+	SIM_P_BOOL,	/* 0/1, yes/no, on/off */
+	SIM_P_STRING,	/* free text (an mm_fragment recipe) */
+};
+
+struct sim_param_def {
+	const char *key;
+	enum sim_param_type type;
+	const char *def; /* default, in the same syntax a user writes */
+	const char *help;
+};
+
+#define SIM_MAX_PARAMS 24
+#define SIM_PARAM_STR  128
+
+/* Values of a scenario's parameters, by index into its table. */
+struct sim_params {
+	uint64_t u[SIM_MAX_PARAMS];	       /* SIZE, DURATION, COUNT, BOOL */
+	double f[SIM_MAX_PARAMS];	       /* FRACTION */
+	char s[SIM_MAX_PARAMS][SIM_PARAM_STR]; /* STRING, and every value as given */
+};
+
+struct sim_world;
+
+struct sim_scenario {
+	const char *name;
+	const char *summary;  /* one line for --help */
+	uint64_t pool_bytes;  /* default --pool */
+	uint64_t duration_ns; /* default --duration */
+	const struct sim_param_def *params;
+	unsigned nparams;
+	/* Set up the initial state and spawn the actors at virtual time 0. 0 or -errno (err). */
+	int (*start)(struct sim_world *w, char *err, size_t errlen);
+	/* The scenario ends itself (whole iterations) after --duration; without this flag the
+	 * run is cut at --duration. */
+	bool runs_to_completion;
+};
+
+/* NULL-terminated list of the built-in scenarios. */
+const struct sim_scenario *const *sim_scenarios(void);
+const struct sim_scenario *sim_scenario_find(const char *name);
+void sim_params_defaults(const struct sim_scenario *s, struct sim_params *p);
+/* Apply "key=value" to a scenario's parameters. 0, or -EINVAL with a one-line reason naming
+ * the key and the accepted keys or values in err. */
+int sim_params_set(const struct sim_scenario *s, struct sim_params *p, const char *kv, char *err,
+		   size_t errlen);
+/* Value accessors by key (the key must exist in the scenario's table). */
+uint64_t sim_param_u(const struct sim_world *w, const char *key);
+double sim_param_f(const struct sim_world *w, const char *key);
+const char *sim_param_s(const struct sim_world *w, const char *key);
+/* The scenarios, their defaults and parameters (for --help). */
+void sim_scenarios_help(FILE *f);
+
+/* ---- A run (run.c) and its report (report.c) --------------------------------------------- */
+
+struct sim_config {
+	struct mm_policy policy;
+	const struct sim_scenario *scenario;
+	struct sim_params params;
+	uint64_t seed;
+	uint64_t pool_bytes;   /* 0: the scenario's default */
+	uint64_t duration_ns;  /* 0: the scenario's default */
+	char device_spec[128]; /* PRESET[:key=value,...] as given, for the report */
+	struct devm_params device;
+	struct sim_costs costs;
+	uint64_t stall_threshold_ns; /* faults at least this long are stall events */
+};
+
+#define SIM_DEFAULT_DEVICE	    "usb2-stick-2011"
+#define SIM_DEFAULT_STALL_THRESHOLD 1000000000ULL /* 1 s, as in the 2011 reports */
+
+/* Defaults for everything but policy and scenario (which the caller sets). */
+void sim_config_init(struct sim_config *c);
+/* Parse PRESET[:key=value,...] into p. 0 or -EINVAL with a one-line reason in err. */
+int sim_device_parse(const char *spec, struct devm_params *p, char *err, size_t errlen);
+
+struct sim_result;
+
+/* Run the scenario. 0, or -errno with a one-line reason in err (bad recipe, no memory). */
+int sim_run_scenario(const struct sim_config *c, struct sim_result **out, char *err, size_t errlen);
+void sim_result_free(struct sim_result *r);
+
+/* The run's numbers, for tests and the CLI. */
+struct sim_summary {
+	uint64_t faults, huge, base, nomem;
+	double huge_pct;
+	uint64_t extents, extents_huge; /* THP-eligible 2 MiB extents first touched, served huge */
+	uint64_t wb_waits, compact_wb_waits, reclaim_wb_waits;
+	uint64_t wb_wait_ns, compact_wb_wait_ns, reclaim_wb_wait_ns, wb_wait_max_ns;
+	uint64_t stalls, stall_max_ns;
+	uint64_t duration_ns;
+	uint64_t events;
+};
+void sim_result_summary(const struct sim_result *r, struct sim_summary *s);
+const uint64_t *sim_result_vmstat(const struct sim_result *r);
+
+/* The JSON report (deterministic bytes for identical inputs). 0 or -EIO. */
+int sim_report_json(const struct sim_result *r, FILE *f, bool pretty);
+/* A human summary, stall events in the 2011 format. */
+void sim_report_text(const struct sim_result *r, FILE *f);
 
 #endif
