@@ -66,7 +66,7 @@ int sim_device_parse(const char *spec, struct devm_params *p, char *err, size_t 
 	return 0;
 }
 
-static int world_init(struct sim_world *w, const struct sim_config *c, char *err, size_t errlen)
+int world_init(struct sim_world *w, const struct sim_config *c, char *err, size_t errlen)
 {
 	const struct sim_scenario *s = c->scenario;
 	int rc;
@@ -104,7 +104,7 @@ out_nomem:
 }
 
 /* Free the world; the engine goes first so no actor can run again. */
-static void world_fini(struct sim_world *w)
+void world_fini(struct sim_world *w)
 {
 	sim_engine_destroy(w->e);
 	world_mm_destroy(w);

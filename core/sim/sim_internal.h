@@ -192,6 +192,10 @@ struct sim_result {
 	struct sim_engine_stats eng;
 };
 
+/* run.c: build the machine for a configuration (no actors yet), and tear it down */
+int world_init(struct sim_world *w, const struct sim_config *c, char *err, size_t errlen);
+void world_fini(struct sim_world *w);
+
 /* world.c */
 int world_mm_create(struct sim_world *w, char *err, size_t errlen);
 void world_mm_destroy(struct sim_world *w);
