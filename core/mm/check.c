@@ -257,8 +257,9 @@ static void check_counts(struct check *c)
 	    c->wb != mm->nr_file_writeback)
 		fail(c, -21, "file %u dirty %u writeback %u, counters %u / %u / %u", c->file,
 		     c->dirty, c->wb, mm->nr_file, mm->nr_file_dirty, mm->nr_file_writeback);
-	if (c->isolated != mm->nr_isolated)
-		fail(c, -22, "isolated frames %u, counter %u", c->isolated, mm->nr_isolated);
+	if (c->isolated != mm->nr_isolated || c->isolated_free != mm->nr_isolated_free)
+		fail(c, -22, "isolated frames %u (%u free), counters %u / %u", c->isolated,
+		     c->isolated_free, mm->nr_isolated, mm->nr_isolated_free);
 	if (c->free_pages + c->isolated_free + c->anon + c->huge + c->foreign + c->file + c->unmov !=
 	    mm->nr_frames)
 		fail(c, -23, "frames lost or duplicated: %u accounted of %u",

@@ -366,5 +366,7 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c);
 void mm_get_stats(struct mm *mm, uint64_t out[MM_STAT_NR]);
 /* Fragmentation index for order (vmstat.c): -1000 if a suitable block exists, else 0..1000. */
 int mm_fragmentation_index(struct mm *mm, unsigned order);
+/* Proactive compaction's fragmentation score: % of free memory in blocks smaller than 2 MiB. */
+unsigned mm_fragmentation_score(struct mm *mm);
 
 #endif

@@ -404,7 +404,7 @@ static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o,
 	}
 	boost_watermark(mm);
 	if (alloc_flags & ALLOC_KSWAPD)
-		mm->kswapd_awake = true; /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
+		mm->boost_wake = true; /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
 	if (whole_block) {
 		count_block(mm, pfn, &free_pages, &movable);
 		if (start_mt == MM_MT_MOVABLE)
@@ -492,6 +492,10 @@ uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned al
 		pfn = rmqueue(mm, ac->order, ac->mt, alloc_flags & ~ALLOC_NOFRAGMENT, call);
 	if (pfn != MM_NO_PFN)
 		count_event(mm, MM_STAT_PGALLOC, 1U << ac->order);
+	if (mm->boost_wake) {
+		mm->boost_wake = false;
+		wakeup_kswapd(mm, 0, 0);
+	}
 	return pfn;
 }
 

@@ -134,7 +134,8 @@ TEST(removal_under_writeback_frees_at_end)
 }
 
 /* Writing far more clean data than the pool holds: direct reclaim frees clean pages, dirty
- * ones survive, and nothing is lost from the index. */
+ * ones survive (3.2+ direct reclaim never writes them out), and nothing is lost from the
+ * index. */
 TEST(reclaim_frees_clean_pages_only)
 {
 	struct fakeenv fe;
@@ -143,7 +144,7 @@ TEST(reclaim_frees_clean_pages_only)
 	char err[256];
 	uint32_t nr;
 
-	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.3", 8 * MIB, false, err, sizeof(err)), 0);
 	nr = mm_nr_frames(fe.mm);
 	for (uint32_t i = 0; i < 100; i++)
 		write_page(&fe, MM_OWNER_FILE(2, i)); /* dirty, never written back */
@@ -168,6 +169,33 @@ TEST(reclaim_frees_clean_pages_only)
 		ASSERT_EQ(mm_pagecache_get(fe.mm, MM_OWNER_FILE(2, i), false, &pfn, &created, NULL), 0);
 		mm_pagecache_put(fe.mm, pfn, false);
 	}
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* 3.1's direct reclaim writes unreferenced dirty pages out itself (pageout). */
+TEST(reclaim_31_writes_dirty_pages_out)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	char err[256];
+	uint32_t nr;
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
+	nr = mm_nr_frames(fe.mm);
+	for (uint32_t i = 0; i < 100; i++)
+		write_page(&fe, MM_OWNER_FILE(2, i));
+	for (uint32_t i = 0; i < 3 * nr; i++) {
+		uint32_t pfn;
+		bool created;
+
+		ASSERT_EQ(mm_pagecache_get(fe.mm, OWN(i), true, &pfn, &created, NULL), 0);
+		mm_pagecache_put(fe.mm, pfn, false);
+	}
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file_dirty, 0);
+	EXPECT_EQ(fe.n_writeout, 100);
+	EXPECT_EQ(c.file_writeback, 100); /* nothing completes writeback in this test */
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
 }
