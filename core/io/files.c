@@ -235,19 +235,31 @@ static void delete_locked(struct io *io, struct io_file *f)
 	io_stat_add(&io->st->files_deleted, 1);
 }
 
+/* A manifest line goes to the device like any other write, through the flusher: a write(2)
+ * here would block this thread behind everything queued at a slow device. files_lock held. */
 static void manifest_line(struct io *io, struct io_file *f)
 {
-	char name[64], line[160];
+	char name[64];
+	struct io_req *r;
 	int n;
 
 	if (io->manifest_fd < 0 || f->id < IO_WRITER_ID_BASE || f->id >= IO_READER_ID_BASE)
 		return;
+	r = io_req_get(io);
+	if (!r) {
+		io_note(io, "no request free for a manifest line: the manifest is incomplete");
+		return;
+	}
 	io_file_name(f->id, name, sizeof(name));
-	n = snprintf(line, sizeof(line), "%s %llu %s %d\n", name,
+	n = snprintf(r->meta, sizeof(r->meta), "%s %llu %s %d\n", name,
 		     (unsigned long long)(f->npages * IO_PAGE_SIZE),
 		     f->failed ? "failed" : "complete", -f->first_err);
-	if (write(io->manifest_fd, line, (size_t)n) < 0)
-		io_note(io, "cannot write the manifest: %s", strerror(errno));
+	r->kind = IOR_META;
+	r->meta_len = (uint16_t)n;
+	r->off = io->manifest_off;
+	io->manifest_off += (uint64_t)n;
+	__atomic_fetch_add(&io->meta_pending, 1, __ATOMIC_RELAXED);
+	io_req_queue(io, r);
 }
 
 /* Finished (writer done, nothing pending): account once, delete if asked, free the entry when

@@ -150,16 +150,20 @@ struct io_stats {
 	uint64_t throttle_ns, throttle_max_ns;
 	uint64_t pagecache_retries; /* page-cache lookups retried (locked page, pool exhausted) */
 	uint64_t bytes_read, read_ops, read_errors;
-	uint64_t inflight_max;	  /* most write requests in flight at once */
-	uint64_t dirty_max_pages; /* most dirty + writeback pages seen by the dirtier */
-	uint64_t copies;	  /* page-cache copies for migration */
-	uint64_t dropped_dirty;	  /* dirty pages still unwritten when the process ended */
-	struct obs_hist wb_lat;	  /* write request latency: submission to completion */
-	char device[128];	  /* what stands for the device: the directory, or "model" */
-	char model[64];		  /* the device model's preset name */
-	char note[160];		  /* the first problem (device gone, O_DIRECT refused, ...) */
+	uint64_t inflight_max;	     /* most write requests in flight at once */
+	uint64_t dirty_max_pages;    /* most dirty + writeback pages seen by the dirtier */
+	uint64_t copies;	     /* page-cache copies for migration */
+	uint64_t dropped_dirty;	     /* dirty pages still unwritten when the process ended */
+	uint64_t unfinished_at_exit; /* write requests in flight when io stopped (their pages end
+				      * with -ESHUTDOWN; not counted as device errors) */
+	struct obs_hist wb_lat;	     /* write request latency: submission to completion */
+	char device[128];	     /* what stands for the device: the directory, or "model" */
+	char model[64];		     /* the device model's preset name */
+	char note[160];		     /* the first problem (device gone, O_DIRECT refused, ...) */
 };
 void io_stats_merge(struct io_stats *dst, const struct io_stats *src);
+/* A consistent copy of stats that io threads are updating. */
+void io_stats_copy(struct io_stats *dst, const struct io_stats *src);
 
 /* ---- the engine ------------------------------------------------------------------------------ */
 

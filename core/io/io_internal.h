@@ -22,7 +22,13 @@
 #define IO_TICK_NS	   50000000ULL	 /* flusher wakes at least this often */
 #define IO_FILE_RESERVE	   (64ULL << 20) /* device space reserved for a file of unknown size */
 
-enum io_req_kind { IOR_WRITE, IOR_READ, IOR_FSYNC };
+enum io_req_kind {
+	IOR_WRITE, /* writeback of page-cache pages */
+	IOR_READ,  /* a page-cache miss */
+	IOR_FSYNC,
+	IOR_META, /* a manifest line: asynchronous, so no thread waits behind the device */
+};
+#define IO_META_LEN 120
 
 enum io_req_state {
 	IORS_FREE,
@@ -42,12 +48,14 @@ struct io_req {
 	struct io_file *file; /* holds a reference (file->refs) */
 	uint64_t off;	      /* byte offset in the file */
 	uint64_t t_submit, t_cancel;
-	uint32_t *pfns;	      /* npages frames (writes: under writeback; reads: locked) */
-	struct iovec *iov;    /* one per page, pointing into the arena */
-	struct devm_req dreq; /* the in-process model's view of it */
-	int res;	      /* synchronous requests: the result */
-	uint32_t done;	      /* synchronous requests: futex word, 1 once res is set */
-	struct io_req *next;  /* free list / submission queue link */
+	uint32_t *pfns;		/* npages frames (writes: under writeback; reads: locked) */
+	struct iovec *iov;	/* one per page, pointing into the arena */
+	struct devm_req dreq;	/* the in-process model's view of it */
+	int res;		/* synchronous requests: the result */
+	uint16_t meta_len;	/* IOR_META: bytes in meta */
+	char meta[IO_META_LEN]; /* IOR_META: the line */
+	uint32_t done;		/* synchronous requests: futex word, 1 once res is set */
+	struct io_req *next;	/* free list / submission queue link */
 };
 
 /* A file on the device with page-cache state. Protected by io->files_lock. */
@@ -97,6 +105,8 @@ struct io {
 	char dir[600];	    /* this process's directory on the device ("" = model) */
 	int dir_fd;
 	int manifest_fd;
+	uint64_t manifest_off; /* where the next manifest line goes (files_lock) */
+	uint32_t meta_pending; /* atomic: manifest lines queued or in flight */
 
 	/* requests */
 	struct io_req *reqs; /* pool: nr_requests + IO_EXTRA_REQS */
@@ -173,6 +183,11 @@ void io_file_pages_done(struct io *io, struct io_file *f, unsigned npages, unsig
 			int err);
 void io_files_close_all(struct io *io);
 
+/* Zeroed private memory straight from the kernel (never the allocator's, never through an
+ * interposed mmap): everything fault handlers touch in io must be unmanaged memory, or a handler
+ * could fault on it with no one left to serve the fault. NULL on failure. */
+void *io_map(size_t len);
+void io_unmap(void *p, size_t len);
 void io_note(struct io *io, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void io_block_signals_and_init(struct io *io);
 void *io_dirtier_main(void *arg);

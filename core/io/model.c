@@ -101,7 +101,7 @@ static void mb_destroy(struct io *io)
 	if (!b)
 		return;
 	devm_destroy(b->m);
-	free(b);
+	io_unmap(b, sizeof(*b));
 	io->be_priv = NULL;
 }
 
@@ -116,7 +116,7 @@ static const struct io_backend_ops model_ops = {
 
 int io_model_backend_init(struct io *io, char *err, size_t errlen)
 {
-	struct model_be *b = calloc(1, sizeof(*b));
+	struct model_be *b = io_map(sizeof(*b)); /* handlers kick through it */
 	int rc;
 
 	if (!b)
@@ -125,7 +125,7 @@ int io_model_backend_init(struct io *io, char *err, size_t errlen)
 	if (rc < 0) {
 		snprintf(err, errlen, "device model '%s': %s", io->cfg.dev.model.name,
 			 strerror(-rc));
-		free(b);
+		io_unmap(b, sizeof(*b));
 		return rc;
 	}
 	b->t0 = clock_now_ns();

@@ -71,6 +71,9 @@ static int ub_submit(struct io *io, struct io_req *r)
 	case IOR_READ:
 		io_uring_prep_readv(sqe, fd, r->iov, r->npages, r->off);
 		break;
+	case IOR_META:
+		io_uring_prep_write(sqe, io->manifest_fd, r->meta, r->meta_len, r->off);
+		break;
 	default:
 		io_uring_prep_fsync(sqe, fd, 0);
 		break;
@@ -133,7 +136,7 @@ static void ub_destroy(struct io *io)
 		return;
 	io_uring_queue_exit(&b->ring);
 	close(b->efd);
-	free(b);
+	io_unmap(b, sizeof(*b));
 	io->be_priv = NULL;
 }
 
@@ -148,7 +151,7 @@ static const struct io_backend_ops uring_ops = {
 
 int io_uring_backend_init(struct io *io, char *err, size_t errlen)
 {
-	struct uring_be *b = calloc(1, sizeof(*b));
+	struct uring_be *b = io_map(sizeof(*b)); /* handlers kick through it */
 	unsigned entries = 8;
 	int rc;
 
@@ -163,7 +166,7 @@ int io_uring_backend_init(struct io *io, char *err, size_t errlen)
 			 strerror(-rc));
 		if (b->efd >= 0)
 			close(b->efd);
-		free(b);
+		io_unmap(b, sizeof(*b));
 		return rc;
 	}
 	io->be = &uring_ops;

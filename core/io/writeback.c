@@ -224,6 +224,14 @@ void io_complete(struct io *io, struct io_req *r, int res)
 		complete_write(io, r, res);
 		return;
 	}
+	if (r->kind == IOR_META) { /* nobody waits for it */
+		if (res != r->meta_len)
+			io_note(io, "a manifest line could not be written: %s",
+				strerror(res < 0 ? -res : EIO));
+		__atomic_fetch_sub(&io->meta_pending, 1, __ATOMIC_RELAXED);
+		io_req_put(io, r);
+		return;
+	}
 	req_set_state(r, IORS_FREE); /* the waiter puts it back on the free list */
 	finish_sync(r, res);
 }
@@ -412,19 +420,27 @@ static void writeback_pass(struct io *io, uint64_t now)
 
 /* Give up on r: its pages stop being under writeback (with -ETIMEDOUT) and wake their waiters;
  * a synchronous waiter gets -ETIMEDOUT. The slot stays taken until the late completion. */
-static void abandon(struct io *io, struct io_req *r)
+static void abandon(struct io *io, struct io_req *r, int err)
 {
-	io_stat_add(&io->st->abandoned, 1);
+	bool at_exit = err == -ESHUTDOWN; /* not the device's fault: the program is ending */
+
+	io_stat_add(at_exit ? &io->st->unfinished_at_exit : &io->st->abandoned, 1);
+	if (r->kind == IOR_META) {
+		__atomic_fetch_sub(&io->meta_pending, 1, __ATOMIC_RELAXED);
+		req_set_state(r, IORS_ABANDONED);
+		return;
+	}
 	if (r->kind == IOR_WRITE) {
-		count_error(io, -ETIMEDOUT, r->npages);
-		end_pages(io, r, 0, -ETIMEDOUT);
+		if (!at_exit)
+			count_error(io, err, r->npages);
+		end_pages(io, r, 0, err);
 		if (r->file)
-			io_file_pages_done(io, r->file, r->npages, r->npages, -ETIMEDOUT);
+			io_file_pages_done(io, r->file, r->npages, r->npages, err);
 		req_set_state(r, IORS_ABANDONED);
 		return;
 	}
 	req_set_state(r, IORS_ABANDONED);
-	finish_sync(r, -ETIMEDOUT);
+	finish_sync(r, err);
 }
 
 static void check_timeouts(struct io *io)
@@ -443,7 +459,7 @@ static void check_timeouts(struct io *io)
 				(unsigned long long)(tmo / 1000000));
 			io->be->cancel(io, r);
 		} else if (state == IORS_CANCELLING && now >= r->t_cancel + IO_CANCEL_GRACE_NS) {
-			abandon(io, r);
+			abandon(io, r, -ETIMEDOUT);
 		}
 	}
 }
@@ -466,8 +482,8 @@ static void flusher_shutdown(struct io *io)
 		uint8_t state = req_state(r);
 
 		if (state == IORS_INFLIGHT || state == IORS_CANCELLING)
-			abandon(io, r);
-		else if (state == IORS_QUEUED && r->kind != IOR_WRITE)
+			abandon(io, r, -ESHUTDOWN);
+		else if (state == IORS_QUEUED && (r->kind == IOR_READ || r->kind == IOR_FSYNC))
 			finish_sync(r, -ESHUTDOWN);
 	}
 	mm_get_counts(io->mm, &c);
@@ -478,7 +494,9 @@ static bool flusher_done(struct io *io, uint64_t now)
 {
 	if (!atomic_load_explicit(&io->flusher_stop, memory_order_acquire))
 		return false;
-	return io->inflight_writes == 0 || now >= io->drain_deadline;
+	if (now >= io->drain_deadline)
+		return true;
+	return io->inflight_writes == 0 && !__atomic_load_n(&io->meta_pending, __ATOMIC_RELAXED);
 }
 
 static void *flusher_main(void *arg)
@@ -630,12 +648,18 @@ int io_file_sync(struct io *io, uint64_t file_id)
 
 /* ---- life cycle ------------------------------------------------------------------------------ */
 
-static void *map_noreserve(size_t len)
+void *io_map(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	return p == -1 ? NULL : (void *)p;
+}
+
+void io_unmap(void *p, size_t len)
+{
+	if (p)
+		syscall(SYS_munmap, p, len);
 }
 
 static int reqs_init(struct io *io)
@@ -644,9 +668,9 @@ static int reqs_init(struct io *io)
 	uint8_t *mem;
 
 	io->nreqs = io->cfg.dev.nr_requests + IO_EXTRA_REQS;
-	io->reqs = calloc(io->nreqs, sizeof(*io->reqs));
+	io->reqs = io_map(io->nreqs * sizeof(*io->reqs));
 	io->req_mem_len = (size_t)io->nreqs * mp * (sizeof(uint32_t) + sizeof(struct iovec));
-	io->req_mem = map_noreserve(io->req_mem_len);
+	io->req_mem = io_map(io->req_mem_len);
 	if (!io->reqs || !io->req_mem)
 		return -ENOMEM;
 	mem = io->req_mem;
@@ -714,7 +738,7 @@ static void policy_init(struct io *io)
 int io_create(const struct io_config *cfg, const struct io_env *env, struct io **out, char *err,
 	      size_t errlen)
 {
-	struct io *io = calloc(1, sizeof(*io));
+	struct io *io = io_map(sizeof(*io));
 	int rc;
 
 	if (!io) {
@@ -732,7 +756,7 @@ int io_create(const struct io_config *cfg, const struct io_env *env, struct io *
 	pthread_mutex_init(&io->files_lock, NULL);
 	io_files_init(io);
 	io->arena_len = (size_t)io->nr_frames * IO_PAGE_SIZE;
-	io->arena = map_noreserve(io->arena_len);
+	io->arena = io_map(io->arena_len);
 	if (!io->arena || reqs_init(io) < 0) {
 		snprintf(err, errlen, "io: cannot map the page-cache arena or the requests");
 		rc = -ENOMEM;
@@ -804,14 +828,12 @@ void io_destroy(struct io *io)
 		close(io->manifest_fd);
 	if (io->dir_fd >= 0)
 		close(io->dir_fd);
-	if (io->arena)
-		munmap(io->arena, io->arena_len);
-	if (io->req_mem)
-		munmap(io->req_mem, io->req_mem_len);
-	free(io->reqs);
+	io_unmap(io->arena, io->arena_len);
+	io_unmap(io->req_mem, io->req_mem_len);
+	io_unmap(io->reqs, io->nreqs * sizeof(*io->reqs));
 	pthread_mutex_destroy(&io->q_lock);
 	pthread_mutex_destroy(&io->files_lock);
-	free(io);
+	io_unmap(io, sizeof(*io));
 }
 
 static uint64_t max64(uint64_t a, uint64_t b)
@@ -840,4 +862,23 @@ void io_stats_merge(struct io_stats *dst, const struct io_stats *src)
 		memcpy(dst->model, src->model, sizeof(dst->model));
 	if (!dst->note[0])
 		memcpy(dst->note, src->note, sizeof(dst->note));
+}
+
+void io_stats_copy(struct io_stats *dst, const struct io_stats *src)
+{
+	const uint64_t *s = (const uint64_t *)(const void *)src;
+	uint64_t *d = (uint64_t *)(void *)dst;
+	size_t n = offsetof(struct io_stats, wb_lat) / sizeof(uint64_t);
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+	obs_hist_init(&dst->wb_lat);
+	obs_hist_merge(&dst->wb_lat, &src->wb_lat);
+	memcpy(dst->device, src->device, sizeof(dst->device)); /* set before io threads start */
+	memcpy(dst->model, src->model, sizeof(dst->model));
+	dst->note[0] = __atomic_load_n(&src->note[0], __ATOMIC_ACQUIRE);
+	if (dst->note[0]) /* published by its first byte */
+		memcpy(dst->note + 1, src->note + 1, sizeof(dst->note) - 1);
+	else
+		memset(dst->note, 0, sizeof(dst->note));
 }
