@@ -72,6 +72,62 @@ static void json_efficiency(struct json_w *w, const uint64_t *v)
 	jw_obj_end(w);
 }
 
+static bool step_is_compaction(unsigned s)
+{
+	return s == MM_STEP_COMPACT_ASYNC || s == MM_STEP_COMPACT_SYNC_LIGHT ||
+	       s == MM_STEP_COMPACT_SYNC;
+}
+
+/* "slowpath": {step: {count, results: {...}}}, "huge_from": {step: n} */
+static void json_steps(struct json_w *w, const struct sim_steps *st)
+{
+	jw_obj_begin(w, "slowpath");
+	for (unsigned s = 0; s < MM_STEP_NR; s++) {
+		if (!st->count[s])
+			continue;
+		jw_obj_begin(w, mm_step_name((enum mm_step)s));
+		jw_u64(w, "count", st->count[s]);
+		jw_obj_begin(w, "results");
+		for (unsigned r = 0; r < SIM_STEP_RESULTS; r++) {
+			char key[16];
+
+			if (!st->result[s][r])
+				continue;
+			if (step_is_compaction(s))
+				jw_u64(w, mm_compact_result_name((enum mm_compact_result)r),
+				       st->result[s][r]);
+			else if (r <= 1)
+				jw_u64(w, r ? "success" : "failure", st->result[s][r]);
+			else {
+				snprintf(key, sizeof(key), "%u", r);
+				jw_u64(w, key, st->result[s][r]);
+			}
+		}
+		jw_obj_end(w);
+		jw_obj_end(w);
+	}
+	jw_obj_end(w);
+	/* per attempt: direct compaction before direct reclaim, and after it (3.1: sync;
+	 * 3.1+nostall: async; 3.3: sync-light) */
+	jw_obj_begin(w, "direct_compaction");
+	jw_obj_begin(w, "first");
+	jw_u64(w, "runs", st->first_runs);
+	jw_u64(w, "success", st->first_success);
+	jw_dbl(w, "success_pct", pct(st->first_success, st->first_runs), 2);
+	jw_obj_end(w);
+	jw_obj_begin(w, "second");
+	jw_u64(w, "runs", st->second_runs);
+	jw_u64(w, "success", st->second_success);
+	jw_dbl(w, "success_pct", pct(st->second_success, st->second_runs), 2);
+	jw_obj_end(w);
+	jw_obj_end(w);
+	jw_obj_begin(w, "huge_from");
+	for (unsigned s = 0; s < MM_STEP_NR; s++)
+		if (st->huge_from[s])
+			jw_u64(w, mm_step_name((enum mm_step)s), st->huge_from[s]);
+	jw_obj_end(w);
+}
+
 static void json_io(struct json_w *w, const struct sim_result *r)
 {
 	const struct sim_flusher *fl = &r->fl;
@@ -95,6 +151,13 @@ static void json_io(struct json_w *w, const struct sim_result *r)
 	jw_u64(w, "reads", r->reader.reads);
 	jw_u64(w, "misses", r->reader.misses);
 	jw_dbl(w, "device_ms", ms(r->reader.read_ns), 3);
+	jw_obj_end(w);
+	jw_obj_begin(w, "io_scheduler"); /* deadline: sorted, merged, deadlines 500 ms / 5 s */
+	jw_u64(w, "requests", r->elv.requests);
+	jw_u64(w, "merged", r->elv.merged);
+	jw_u64(w, "dispatched", r->elv.dispatched);
+	jw_u64(w, "expired_first", r->elv.expired);
+	jw_u64(w, "queue_max", r->elv.queue_max);
 	jw_obj_end(w);
 	jw_obj_begin(w, "device_stats");
 	jw_u64(w, "bytes_written", d->bytes_written);
@@ -146,6 +209,7 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	json_wait_stat(&w, "compaction", &r->wb_compact);
 	json_wait_stat(&w, "reclaim", &r->wb_reclaim);
 	jw_obj_end(&w);
+	json_steps(&w, &r->steps);
 	obs_report_vmstat(&w, r->vmstat);
 	json_efficiency(&w, r->vmstat);
 	obs_report_stalls(&w, r->stalls);

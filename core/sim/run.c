@@ -115,7 +115,7 @@ void world_fini(struct sim_world *w)
 	writer_free(w);
 	readers_free(w);
 	free(w->scen_state);
-	free(w->files);
+	files_free(w);
 	obs_stalls_destroy(w->stalls);
 }
 
@@ -132,6 +132,7 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->faults = w->faults;
 	r->extents = w->extents;
 	r->extents_huge = w->extents_huge;
+	r->steps = w->steps;
 	r->stalls = w->stalls; /* moved: the result reports and frees it */
 	w->stalls = NULL;
 	r->nstalls = w->nstalls;
@@ -143,6 +144,7 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->wb_reclaim = w->wb_reclaim;
 	devm_get_stats(w->dev, &r->dev);
 	r->fl = w->fl;
+	r->elv = w->elv;
 	r->writer = w->writer;
 	r->reader = w->reader;
 	mm_get_counts(w->mm, &r->end);

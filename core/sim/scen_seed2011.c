@@ -15,7 +15,8 @@
 #include <stdlib.h>
 
 static const struct sim_param_def params[] = {
-    {"init", SIM_P_STRING, "", "initial pool state: an mm_fragment recipe (empty: all free)"},
+    {"init", SIM_P_STRING, "anon:30%,pagecache:50%,unmovable:0.2%",
+     "initial pool state: an mm_fragment recipe (empty: all free)"},
     {"usemem-procs", SIM_P_COUNT, "4", "usemem processes running at once"},
     {"usemem-min", SIM_P_FRACTION, "1.5%", "smallest usemem mapping, fraction of the pool"},
     {"usemem-max", SIM_P_FRACTION, "6%", "largest usemem mapping, fraction of the pool"},
