@@ -205,7 +205,13 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	jw_u64(&w, "huge", r->extents_huge);
 	jw_dbl(&w, "huge_pct", pct(r->extents_huge, r->extents), 2);
 	jw_obj_end(&w);
-	jw_obj_begin(&w, "writeback_waits_by_path"); /* every actor's waits, not only faults' */
+	/* faults still in service when the run ended: not in the sections above */
+	jw_obj_begin(&w, "faults_unfinished");
+	jw_u64(&w, "count", r->unfinished);
+	jw_dbl(&w, "longest_ms", ms(r->unfinished_max_ns), 3);
+	jw_obj_end(&w);
+	/* every completed wait of every actor (faults, writers, kswapd), by where it happened */
+	jw_obj_begin(&w, "writeback_waits_by_path");
 	json_wait_stat(&w, "compaction", &r->wb_compact);
 	json_wait_stat(&w, "reclaim", &r->wb_reclaim);
 	jw_obj_end(&w);
@@ -253,9 +259,14 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 	fprintf(f, "latency (us):\n");
 	text_latency(f, "huge", &r->faults.lat[OBS_HUGE]);
 	text_latency(f, "base", &r->faults.lat[OBS_BASE]);
-	fprintf(f, "\nwriteback waits in faults: %llu, %.1f ms total, longest %.1f ms\n",
+	if (r->unfinished)
+		fprintf(f, "faults still in service at the end: %llu, the longest for %.1f ms\n",
+			(unsigned long long)r->unfinished, ms(r->unfinished_max_ns));
+	fprintf(f, "\nwriteback waits in completed faults: %llu, %.1f ms total, longest %.1f ms\n",
 		(unsigned long long)s.wb_waits, ms(s.wb_wait_ns), ms(s.wb_wait_max_ns));
-	fprintf(f, "  in compaction: %llu (%.1f ms)   in direct reclaim: %llu (%.1f ms)\n",
+	fprintf(f,
+		"all writeback waits: in compaction %llu (%.1f ms), in direct reclaim %llu "
+		"(%.1f ms)\n",
 		(unsigned long long)r->wb_compact.count, ms(r->wb_compact.total_ns),
 		(unsigned long long)r->wb_reclaim.count, ms(r->wb_reclaim.total_ns));
 	fprintf(f,

@@ -133,6 +133,16 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->extents = w->extents;
 	r->extents_huge = w->extents_huge;
 	r->steps = w->steps;
+	for (struct sim_task *t = w->tasks; t; t = t->next) {
+		uint64_t d;
+
+		if (!t->fault_t0)
+			continue;
+		d = r->duration_ns - t->fault_t0;
+		r->unfinished++;
+		if (d > r->unfinished_max_ns)
+			r->unfinished_max_ns = d;
+	}
 	r->stalls = w->stalls; /* moved: the result reports and frees it */
 	w->stalls = NULL;
 	r->nstalls = w->nstalls;

@@ -53,9 +53,11 @@ struct sim_world;
 /* What an actor is to the hooks: mm passes it back as the `call` argument. */
 struct sim_task {
 	struct sim_world *w;
-	struct sim_actor *a; /* NULL until spawned */
-	char comm[16];	     /* process name in stall reports ("usemem", "postmark") */
-	int in_compaction;   /* between mm_compaction_begin and _end tracepoints */
+	struct sim_actor *a;   /* NULL until spawned */
+	char comm[16];	       /* process name in stall reports ("usemem", "postmark") */
+	int in_compaction;     /* between mm_compaction_begin and _end tracepoints */
+	uint64_t fault_t0;     /* start of the fault in service, 0 if none */
+	struct sim_task *next; /* the world's list of tasks */
 };
 
 /* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact). */
@@ -163,6 +165,7 @@ struct sim_world {
 	struct obs_faults faults;
 	uint64_t extents, extents_huge; /* first touches of THP-eligible extents, served huge */
 	struct sim_steps steps;		/* slow-path steps of every fault */
+	struct sim_task *tasks;		/* every spawned task */
 	struct sim_wait_stat wb_compact, wb_reclaim; /* writeback waits by path */
 	struct obs_stalls *stalls; /* cause-only stall events (obs/stall.h, modelled stacks) */
 	uint64_t nstalls, stall_max_ns;
@@ -214,6 +217,7 @@ struct sim_result {
 	struct obs_faults faults;
 	uint64_t extents, extents_huge;
 	struct sim_steps steps;
+	uint64_t unfinished, unfinished_max_ns; /* faults still in service at the end */
 	struct obs_stalls *stalls;
 	uint64_t nstalls, stall_max_ns;
 	uint64_t vmstat[MM_STAT_NR];

@@ -49,6 +49,9 @@ int world_spawn(struct sim_world *w, struct sim_task *t, const char *comm, uint6
 {
 	t->w = w;
 	t->in_compaction = 0;
+	t->fault_t0 = 0;
+	t->next = w->tasks;
+	w->tasks = t;
 	snprintf(t->comm, sizeof(t->comm), "%s", comm);
 	return sim_spawn(w->e, comm, start, fn, arg, &t->a);
 }
