@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -34,6 +35,29 @@ struct obs_log {
 	struct obs_log_rec recs[];
 };
 
+/* The logging thread's tid, cached (gettid is a real syscall, the costliest part of a record).
+ * Initial-exec TLS: no allocation on first access inside a preloaded library. A fork child's
+ * surviving thread has a new tid, so the atfork hook forgets the cached one. */
+static __thread pid_t tls_tid __attribute__((tls_model("initial-exec")));
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void forget_tid(void)
+{
+	tls_tid = 0;
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, forget_tid);
+}
+
+static pid_t cached_tid(void)
+{
+	if (!tls_tid)
+		tls_tid = (pid_t)syscall(SYS_gettid);
+	return tls_tid;
+}
+
 static const char *const level_names[OBS_LOG_NLEVELS] = {
 	[OBS_LOG_ERR] = "error",
 	[OBS_LOG_WARN] = "warning",
@@ -55,11 +79,13 @@ int obs_log_create(struct obs_log **out, unsigned capacity, enum obs_log_level l
 
 	if (!capacity || capacity > (1U << 24) || level >= OBS_LOG_NLEVELS)
 		return -EINVAL;
+	pthread_once(&atfork_once, register_atfork);
 	while (cap < capacity)
 		cap <<= 1;
 	len = (sizeof(*l) + cap * sizeof(struct obs_log_rec) + 4095) & ~(size_t)4095;
 	/* raw mmap: in the preload library mmap() is the shim's interposed name */
-	p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		    0);
 	if (p < 0 && p > -4096)
 		return -ENOMEM;
 	l = (struct obs_log *)p;
@@ -133,7 +159,7 @@ int obs_log_put(struct obs_log *l, enum obs_log_level level, int code, const cha
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	r->t_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	r->fmt = fmt;
-	r->tid = (int32_t)syscall(SYS_gettid);
+	r->tid = (int32_t)cached_tid();
 	r->code = code;
 	r->level = (uint8_t)level;
 	r->nargs = (uint8_t)(nargs > OBS_LOG_MAX_ARGS ? OBS_LOG_MAX_ARGS : nargs);

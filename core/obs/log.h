@@ -87,7 +87,8 @@ static inline __attribute__((format(printf, 1, 2))) void obs_log_fmt_check_(cons
 #define OBS_LOG_CAT__(a, b) a##b
 #define OBS_LOG_CAT_(a, b) OBS_LOG_CAT__(a, b)
 /* ", (long long)(x), ..." for each argument, nothing for none */
-#define OBS_LOG_CASTS_(...) OBS_LOG_CAT_(OBS_LOG_CAT_(OBS_LOG_C, OBS_LOG_NARGS_(__VA_ARGS__)), _)(__VA_ARGS__)
+#define OBS_LOG_CASTS_(...)                                                                        \
+	OBS_LOG_CAT_(OBS_LOG_CAT_(OBS_LOG_C, OBS_LOG_NARGS_(__VA_ARGS__)), _)(__VA_ARGS__)
 
 #define OBS_LOG(ring, level, code, fmt, ...)                                                 \
 	do {                                                                                 \

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 
 static struct obs_log *lg;
 
@@ -68,6 +69,34 @@ TEST(full_ring_drops_and_counts)
 	EXPECT(strstr(buf, " info: after 1 (code 7)\n") != NULL);
 	EXPECT(strncmp(buf, "thpemu[", 7) == 0);
 	EXPECT(strstr(buf, "dropped") == NULL);
+	obs_log_destroy(lg);
+}
+
+static int32_t last_tid;
+
+static void take_tid(void *arg, const struct obs_log_rec *r)
+{
+	last_tid = r->tid;
+}
+
+TEST(records_carry_the_logging_thread_even_after_fork)
+{
+	pid_t child;
+	int status;
+
+	ASSERT_EQ(obs_log_create(&lg, 8, OBS_LOG_INFO), 0);
+	OBS_LOG(lg, OBS_LOG_INFO, 0, "parent");
+	obs_log_drain(lg, take_tid, NULL);
+	EXPECT_EQ(last_tid, (int32_t)syscall(SYS_gettid));
+	child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		OBS_LOG(lg, OBS_LOG_INFO, 0, "child");
+		obs_log_drain(lg, take_tid, NULL);
+		_exit(last_tid == (int32_t)syscall(SYS_gettid) ? 0 : 1);
+	}
+	ASSERT_EQ(waitpid(child, &status, 0), child);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	obs_log_destroy(lg);
 }
 
