@@ -26,7 +26,7 @@ static uint64_t kcompactd_timer(struct mm *mm, void *call, uint64_t now)
 		return mm->proactive_next_ns - now;
 	r = proactive_compact_node(mm, call);
 	mm->proactive_next_ns = now + (r == 0 ? FRAG_CHECK_INTERVAL_NS << MM_COMPACT_MAX_DEFER_SHIFT
-					     : FRAG_CHECK_INTERVAL_NS);
+					      : FRAG_CHECK_INTERVAL_NS);
 	return mm->proactive_next_ns - now;
 }
 

@@ -8,8 +8,8 @@
 #include "mm/internal.h"
 #include "util/rng.h"
 
-#define MIB (1ULL << 20)
-#define NFAULTERS 3
+#define MIB		 (1ULL << 20)
+#define NFAULTERS	 3
 #define PAGES_PER_THREAD (24 * 512) /* 24 extents of address space per faulter */
 
 enum page_state { P_EMPTY, P_PENDING, P_LIVE, P_HUGE };
@@ -54,8 +54,11 @@ struct faulter {
 
 static void fault_extent(struct faulter *t, uint64_t first)
 {
-	struct mm_fault_req req = {.owner = first + 1, .extent_owner = first + 1, .huge_ok = true,
-				   .advice = MM_VMA_HUGEPAGE, .write = true};
+	struct mm_fault_req req = {.owner = first + 1,
+				   .extent_owner = first + 1,
+				   .huge_ok = true,
+				   .advice = MM_VMA_HUGEPAGE,
+				   .write = true};
 	struct mm_fault_res res;
 
 	pthread_mutex_lock(&PT.lock);
@@ -122,7 +125,8 @@ static void *faulter_main(void *arg)
 			if (empty)
 				fault_extent(t, base + e * 512);
 		}
-		for (uint32_t e = (uint32_t)rng_below(&t->rng, 2); e < PAGES_PER_THREAD / 512; e += 2)
+		for (uint32_t e = (uint32_t)rng_below(&t->rng, 2); e < PAGES_PER_THREAD / 512;
+		     e += 2)
 			unmap_extent(t, base + e * 512);
 	}
 	for (uint32_t e = 0; e < PAGES_PER_THREAD / 512; e++)
@@ -139,8 +143,8 @@ static void *writer_main(void *arg)
 		bool created;
 		int ret;
 
-		while ((ret = mm_pagecache_get(fe->mm, MM_OWNER_FILE(1, i % 3000), true, &pfn, &created,
-					       NULL)) == -EAGAIN)
+		while ((ret = mm_pagecache_get(fe->mm, MM_OWNER_FILE(1, i % 3000), true, &pfn,
+					       &created, NULL)) == -EAGAIN)
 			sched_yield();
 		if (ret == 0)
 			mm_pagecache_put(fe->mm, pfn, i % 3 == 0);
@@ -177,7 +181,8 @@ TEST(threads_fault_free_write_and_flush_concurrently)
 	char err[256];
 
 	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1:async-failure-defers=no", 32 * MIB, true, err,
-			       sizeof(err)), 0);
+			       sizeof(err)),
+		  0);
 	fe.on_migrate = on_migrate;
 	ASSERT_EQ(mm_fragment(fe.mm, "anon:15%,pagecache:25%", 3, err, sizeof(err), NULL), 0);
 	for (uint32_t b = 0; b < fe.nr_frames / 512; b++)
@@ -197,14 +202,15 @@ TEST(threads_fault_free_write_and_flush_concurrently)
 	mm_get_stats(fe.mm, st);
 	mm_get_counts(fe.mm, &c);
 	printf("  huge %u+%u+%u, waits %llu, program pages moved %llu (refused %llu), "
-	       "pgmigrate %llu\n", t[0].huge, t[1].huge, t[2].huge,
-	       (unsigned long long)fe.n_wait, (unsigned long long)PT.moved,
-	       (unsigned long long)PT.refused, (unsigned long long)st[MM_STAT_PGMIGRATE_SUCCESS]);
+	       "pgmigrate %llu\n",
+	       t[0].huge, t[1].huge, t[2].huge, (unsigned long long)fe.n_wait,
+	       (unsigned long long)PT.moved, (unsigned long long)PT.refused,
+	       (unsigned long long)st[MM_STAT_PGMIGRATE_SUCCESS]);
 	EXPECT_EQ(fe.n_lock_violations, 0);
 	EXPECT_GT(fe.n_wait, 0);
 	EXPECT_EQ(st[MM_STAT_COMPACT_WB_WAIT] + st[MM_STAT_RECLAIM_WB_WAIT], fe.n_wait);
 	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
-	EXPECT_EQ(c.anon, 0);     /* every program frame came back */
+	EXPECT_EQ(c.anon, 0); /* every program frame came back */
 	EXPECT_EQ(c.isolated, 0);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
