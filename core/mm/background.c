@@ -33,10 +33,9 @@ static uint64_t kcompactd_timer(struct mm *mm, void *call, uint64_t now)
 uint64_t mm_background(struct mm *mm, void *call)
 {
 	const struct mm_policy *p = &mm->cfg.policy;
-	uint64_t next = UINT64_MAX, now;
+	uint64_t next = UINT64_MAX;
 
 	mm_lock(mm);
-	now = mm_now(mm, call);
 	if (p->kswapd && mm->kswapd_awake)
 		next = min64(next, kswapd_run(mm, call));
 	if (p->kcompactd && mm->kcompactd_awake)
@@ -45,7 +44,6 @@ uint64_t mm_background(struct mm *mm, void *call)
 		next = min64(next, kcompactd_timer(mm, call, mm_now(mm, call)));
 	if (mm->kswapd_awake && next == UINT64_MAX)
 		next = 0;
-	(void)now;
 	mm_unlock(mm);
 	return next;
 }

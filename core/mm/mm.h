@@ -158,6 +158,7 @@ enum mm_stat {
 	MM_STAT_COMPACT_BLOCKS_MOVED,  /* 3.x: migrate_pages batches run by compaction */
 	MM_STAT_PGSCAN_DIRECT_THROTTLE,/* (ours) direct reclaim passes that waited on writeback */
 	MM_STAT_PGWB_ERROR,            /* (ours) writebacks that completed with an error */
+	MM_STAT_NR_VMSCAN_WRITE,       /* dirty pages written out by direct reclaim (3.1 pageout) */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];

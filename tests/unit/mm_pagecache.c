@@ -198,6 +198,13 @@ TEST(reclaim_31_writes_dirty_pages_out)
 	EXPECT_EQ(c.file_dirty, 0);
 	EXPECT_EQ(fe.n_writeout, 100);
 	EXPECT_EQ(c.file_writeback, 100); /* nothing completes writeback in this test */
+	{
+		uint64_t st[MM_STAT_NR];
+
+		mm_get_stats(fe.mm, st);
+		EXPECT_EQ(st[MM_STAT_NR_VMSCAN_WRITE], 100);
+		EXPECT_EQ(st[MM_STAT_COMPACT_WRITEOUT], 0);
+	}
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
 }
