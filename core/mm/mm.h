@@ -185,7 +185,8 @@ struct mm_fault_rec {
 	uint32_t reclaimed;
 	uint8_t outcome;      /* enum mm_fault_outcome */
 	uint8_t cause;        /* enum mm_cause: the largest contributor */
-	uint8_t nsteps;
+	uint8_t nsteps;       /* steps[]: the huge attempt's steps, then FALLBACK if it failed;
+			       * a 4 KiB allocation adds its steps only past its fast path */
 	struct {
 		uint8_t step;   /* enum mm_step */
 		uint8_t result; /* compaction: enum mm_compact_result; others: 1 success, 0 failure */
