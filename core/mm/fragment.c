@@ -88,27 +88,20 @@ static bool place_frame(struct recipe *r, uint32_t pfn, enum frame_state st)
 	return false;
 }
 
-static int recipe_unmovable(struct recipe *r, double frac)
+/* n frames of st at random places (unmovable: a random pageblock each, anywhere in it); a
+ * full block is retried elsewhere, a pool at MIN stops the item. */
+static int recipe_scatter(struct recipe *r, double frac, enum frame_state st)
 {
-	uint32_t n = (uint32_t)(frac * r->mm->nr_frames + 0.5);
+	struct mm *mm = r->mm;
+	uint32_t n = (uint32_t)(frac * mm->nr_frames + 0.5), placed = 0;
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t block = (uint32_t)rng_below(&r->rng, r->mm->nr_blocks);
-		uint32_t off = (uint32_t)rng_below(&r->rng, MM_HPAGE_NR);
+	for (uint64_t tries = 0; placed < n && tries < 8ULL * n + 64; tries++) {
+		uint32_t pfn = (uint32_t)rng_below(&r->rng, mm->nr_frames);
 
-		if (!place_frame(r, block * MM_HPAGE_NR + off, FS_UNMOVABLE))
+		if (mm->nr_free_pages <= wmark_pages(mm, WMARK_MIN))
 			break;
+		placed += place_frame(r, pfn, st);
 	}
-	return 0;
-}
-
-static int recipe_anon(struct recipe *r, double frac)
-{
-	uint32_t n = (uint32_t)(frac * r->mm->nr_frames + 0.5);
-
-	for (uint32_t i = 0; i < n; i++)
-		if (!place_frame(r, (uint32_t)rng_below(&r->rng, r->mm->nr_frames), FS_ANON))
-			break;
 	return 0;
 }
 
@@ -124,7 +117,8 @@ static int recipe_pagecache(struct recipe *r, uint32_t n, bool dirty)
 		int ret;
 
 		mm_unlock(r->mm);
-		ret = mm_pagecache_get(r->mm, MM_OWNER_FILE(file, i), true, &pfn, &created, r->call);
+		ret =
+		    mm_pagecache_get(r->mm, MM_OWNER_FILE(file, i), true, &pfn, &created, r->call);
 		if (!ret)
 			mm_pagecache_put(r->mm, pfn, dirty);
 		mm_lock(r->mm);
@@ -140,8 +134,8 @@ static int recipe_thpcompact(struct recipe *r)
 {
 	struct mm *mm = r->mm;
 	struct fault_ctx fc = {.call = r->call};
-	struct alloc_ctx ac = {.order = 0, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE,
-			       .fc = &fc};
+	struct alloc_ctx ac = {
+	    .order = 0, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE, .fc = &fc};
 	uint32_t pfn, holes;
 
 	while ((pfn = get_page_from_freelist(mm, &ac, WMARK_LOW)) != MM_NO_PFN) {
@@ -156,16 +150,16 @@ static int recipe_thpcompact(struct recipe *r)
 			frame_free_owned(mm, pfn, NULL);
 	}
 	holes = mm->nr_free_pages > wmark_pages(mm, WMARK_HIGH)
-			? mm->nr_free_pages - wmark_pages(mm, WMARK_HIGH)
-			: 0;
+		    ? mm->nr_free_pages - wmark_pages(mm, WMARK_HIGH)
+		    : 0;
 	return recipe_pagecache(r, holes, false);
 }
 
-static int parse_fraction(const char *item, const char *arg, double *frac, char *err,
-			  size_t errlen)
+static int parse_fraction(const char *item, const char *arg, double *frac, char *err, size_t errlen)
 {
 	if (units_parse_fraction(arg, frac) || *frac > 1.0) {
-		snprintf(err, errlen, "recipe item '%s': the fraction must be like 60%% or 0.6", item);
+		snprintf(err, errlen, "recipe item '%s': the fraction must be like 60%% or 0.6",
+			 item);
 		return -EINVAL;
 	}
 	return 0;
@@ -186,11 +180,13 @@ static int apply_item(struct recipe *r, const char *item, char *err, size_t errl
 	if (colon && nlen == 5 && !strncmp(item, "dirty", 5))
 		return recipe_pagecache(r, (uint32_t)(frac * r->mm->nr_frames + 0.5), true);
 	if (colon && nlen == 9 && !strncmp(item, "unmovable", 9))
-		return recipe_unmovable(r, frac);
+		return recipe_scatter(r, frac, FS_UNMOVABLE);
 	if (colon && nlen == 4 && !strncmp(item, "anon", 4))
-		return recipe_anon(r, frac);
-	snprintf(err, errlen, "recipe item '%s' unknown (accepted: thpcompact, pagecache:F, "
-		 "dirty:F, unmovable:F, anon:F)", item);
+		return recipe_scatter(r, frac, FS_ANON);
+	snprintf(err, errlen,
+		 "recipe item '%s' unknown (accepted: thpcompact, pagecache:F, "
+		 "dirty:F, unmovable:F, anon:F)",
+		 item);
 	return -EINVAL;
 }
 
@@ -205,7 +201,7 @@ static int check_recipe(const char *recipe, char *err, size_t errlen)
 		const char *colon;
 		double frac;
 
-		if (len == 0 || len >= sizeof(item)) {
+		if (len == 0 || len >= sizeof(item) || (end && !end[1])) {
 			snprintf(err, errlen, "recipe: empty or overlong item in '%s'", recipe);
 			return -EINVAL;
 		}
@@ -214,11 +210,13 @@ static int check_recipe(const char *recipe, char *err, size_t errlen)
 		colon = strchr(item, ':');
 		if (colon && parse_fraction(item, colon + 1, &frac, err, errlen))
 			return -EINVAL;
-		if (strcmp(item, "thpcompact") && (!colon || (strncmp(item, "pagecache:", 10) &&
-			strncmp(item, "dirty:", 6) && strncmp(item, "unmovable:", 10) &&
-			strncmp(item, "anon:", 5)))) {
-			snprintf(err, errlen, "recipe item '%s' unknown (accepted: thpcompact, "
-				 "pagecache:F, dirty:F, unmovable:F, anon:F)", item);
+		if (strcmp(item, "thpcompact") &&
+		    (!colon || (strncmp(item, "pagecache:", 10) && strncmp(item, "dirty:", 6) &&
+				strncmp(item, "unmovable:", 10) && strncmp(item, "anon:", 5)))) {
+			snprintf(err, errlen,
+				 "recipe item '%s' unknown (accepted: thpcompact, "
+				 "pagecache:F, dirty:F, unmovable:F, anon:F)",
+				 item);
 			return -EINVAL;
 		}
 		s = end ? end + 1 : s + len;
@@ -250,6 +248,51 @@ int mm_fragment(struct mm *mm, const char *recipe, uint64_t seed, char *err, siz
 		ret = apply_item(&r, item, err, errlen);
 		s = end ? end + 1 : s + len;
 	}
+	mm_unlock(mm);
+	return ret;
+}
+
+static void debug_place_file(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner)
+{
+	mark_allocated(mm, pfn, 0, FS_FILE, owner);
+	pc_insert(mm, pfn);
+	lru_add(mm, pfn);
+	mm->nr_file++;
+	if (kind == DBG_FILE_CLEAN)
+		return;
+	set_page_dirty(mm, pfn);
+	if (kind == DBG_FILE_WRITEBACK)
+		start_writeback(mm, pfn);
+}
+
+int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner)
+{
+	int ret = 0;
+
+	mm_lock(mm);
+	if (pfn >= mm->nr_frames || !take_frame_off_buddy(mm, pfn)) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	switch (kind) {
+	case DBG_ANON:
+	case DBG_FOREIGN:
+		mark_allocated(mm, pfn, 0, FS_ANON,
+			       kind == DBG_FOREIGN ? owner | MM_OWNER_FOREIGN : owner);
+		if (kind == DBG_FOREIGN)
+			mm->nr_foreign++;
+		else
+			mm->nr_anon++;
+		break;
+	case DBG_UNMOVABLE:
+		mark_allocated(mm, pfn, 0, FS_UNMOVABLE, 0);
+		mm->nr_unmovable++;
+		break;
+	default:
+		debug_place_file(mm, pfn, kind, owner);
+		break;
+	}
+out_unlock:
 	mm_unlock(mm);
 	return ret;
 }

@@ -304,6 +304,8 @@ uint32_t pc_lookup(struct mm *mm, uint64_t owner);
 void pc_insert(struct mm *mm, uint32_t pfn);
 void pc_delete(struct mm *mm, uint32_t pfn);
 void pc_replace(struct mm *mm, uint32_t oldpfn, uint32_t newpfn);
+void set_page_dirty(struct mm *mm, uint32_t pfn);
+void start_writeback(struct mm *mm, uint32_t pfn);
 void lru_add(struct mm *mm, uint32_t pfn);
 void lru_del(struct mm *mm, uint32_t pfn);
 void putback_frame(struct mm *mm, uint32_t pfn);
@@ -337,6 +339,13 @@ int reclaim_writeout(struct mm *mm, struct fault_ctx *fc, uint32_t pfn);
 uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac);
 void wakeup_kswapd(struct mm *mm, unsigned order, unsigned gfp);
 uint64_t kswapd_run(struct mm *mm, void *call);
+
+/* Debug / tests (fragment.c): put a frame of the given kind at pfn, which must be free; file
+ * kinds take a MM_OWNER_FILE cookie and enter the page cache. Returns 0 or -EBUSY. */
+enum mm_debug_kind {
+	DBG_ANON, DBG_FOREIGN, DBG_UNMOVABLE, DBG_FILE_CLEAN, DBG_FILE_DIRTY, DBG_FILE_WRITEBACK,
+};
+int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner);
 
 /* Debug: walk every frame, list and index; return 0 or a negative number identifying the first
  * broken invariant (and describe it in err). Tests call it after every operation. */

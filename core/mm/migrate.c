@@ -89,8 +89,10 @@ static void account_wait(struct mm *mm, struct fault_ctx *fc, uint64_t ns, enum 
 	struct mm_fault_rec *rec = fc->rec;
 	uint64_t us = ns / 1000;
 
-	count_event(mm, cause == MM_CAUSE_RECLAIM_WB_WAIT ? MM_STAT_RECLAIM_WB_WAIT
-							   : MM_STAT_COMPACT_WB_WAIT, 1);
+	count_event(mm,
+		    cause == MM_CAUSE_RECLAIM_WB_WAIT ? MM_STAT_RECLAIM_WB_WAIT
+						      : MM_STAT_COMPACT_WB_WAIT,
+		    1);
 	fc->cause_ns[cause] += ns;
 	fc->hook_ns += ns;
 	if (!rec)
@@ -135,7 +137,9 @@ __stall_frame static int writeout(struct mm *mm, struct fault_ctx *fc, uint32_t 
 	fc->cause_ns[cause] += dt;
 	fc->hook_ns += dt;
 	if (!ret)
-		count_event(mm, MM_STAT_COMPACT_WRITEOUT, 1);
+		count_event(mm, cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_STAT_COMPACT_WRITEOUT
+								  : MM_STAT_NR_VMSCAN_WRITE,
+			    1);
 	return ret;
 }
 
@@ -151,12 +155,13 @@ static void finish_source(struct mm *mm, struct compact_control *cc, uint32_t pf
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 
-	f->flags &= (uint8_t)~(FF_ISOLATED | FF_MIGRATING);
+	f->flags &= (uint8_t) ~(FF_ISOLATED | FF_MIGRATING);
 	mm->nr_isolated--;
 	frame_free_owned(mm, pfn, cc->capc);
 }
 
-/* Give the target the source's identity (the kernel's migrate_page_copy + remap). */
+/* Give the target the source's identity (the kernel's migrate_page_copy + remap); page cache
+ * and foreign frames. */
 static void commit_migration(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
 {
 	struct mm_frame *s = pfn_frame(mm, src), *d = pfn_frame(mm, dst);
@@ -172,41 +177,84 @@ static void commit_migration(struct mm *mm, struct compact_control *cc, uint32_t
 		pc_replace(mm, src, dst);
 		lru_add(mm, dst);
 		mm->nr_file++; /* finish_source below uncounts the source */
-	} else if (d->owner & MM_OWNER_FOREIGN) {
-		mm->nr_foreign++;
 	} else {
-		mm->nr_anon++;
+		mm->nr_foreign++;
 	}
 	finish_source(mm, cc, src);
 }
 
-/* The copy with the lock released: migrate_anon (program pages), copy_file_page (page cache);
- * foreign frames move as metadata only. */
-static int copy_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
+/* Run a copy hook with the lock released; charge its time to COMPACT_MIGRATE. */
+static int run_copy_hook(struct mm *mm, struct compact_control *cc, bool file, uint64_t owner,
+			 uint32_t src, uint32_t dst)
 {
-	struct mm_frame *s = pfn_frame(mm, src);
 	struct fault_ctx *fc = cc->fc;
-	uint64_t owner = s->owner, t0, dt;
-	bool file = s->state == FS_FILE;
+	uint64_t t0 = mm_now(mm, fc->call), dt;
 	int ret = 0;
 
-	if (!file && (owner & MM_OWNER_FOREIGN))
-		return 0;
-	s->flags |= FF_MIGRATING;
-	t0 = mm_now(mm, fc->call);
 	mm_unlock(mm);
 	if (file && mm->env.ops->copy_file_page)
 		ret = mm->env.ops->copy_file_page(mm->env.priv, fc->call, owner, src, dst);
 	else if (!file && mm->env.ops->migrate_anon)
 		ret = mm->env.ops->migrate_anon(mm->env.priv, fc->call, owner, src, dst);
 	mm_lock(mm);
-	s->flags &= (uint8_t)~FF_MIGRATING;
 	dt = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[MM_CAUSE_COMPACT_MIGRATE] += dt;
 	fc->hook_ns += dt;
 	if (fc->rec)
 		fc->rec->migrate_ns += dt;
 	return ret;
+}
+
+/* A page-cache copy: the source is marked MIGRATING so page-cache lookups wait (-EAGAIN). */
+static int copy_file_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
+{
+	struct mm_frame *s = pfn_frame(mm, src);
+	int ret;
+
+	s->flags |= FF_MIGRATING;
+	ret = run_copy_hook(mm, cc, true, s->owner, src, dst);
+	s->flags &= (uint8_t)~FF_MIGRATING;
+	return ret;
+}
+
+/* A program page: the target takes the page's identity before the hook runs, so that once the
+ * owner has switched its mapping to the target, a free of the target arriving before mm
+ * relocks is recorded (FF_GONE) and honoured. */
+static int move_anon_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
+{
+	struct mm_frame *s = pfn_frame(mm, src), *d = pfn_frame(mm, dst);
+	int ret;
+
+	d->state = FS_ANON;
+	d->owner = s->owner;
+	d->flags = FF_ISOLATED | FF_MIGRATING;
+	mm->nr_isolated_free--;
+	mm->nr_anon++;
+	s->flags |= FF_MIGRATING;
+	ret = run_copy_hook(mm, cc, false, s->owner, src, dst);
+	s->flags &= (uint8_t)~FF_MIGRATING;
+	d->flags &= (uint8_t)~FF_MIGRATING;
+	if (ret && ret != -ENOENT && !(s->flags & FF_GONE)) {
+		/* not moved: the target goes back to being a free target */
+		mm->nr_anon--;
+		d->state = FS_FREE;
+		d->owner = 0;
+		d->flags = FF_ISOLATED;
+		mm->nr_isolated_free++;
+		release_target(mm, cc, dst);
+		return ret == -EBUSY ? -EBUSY : -EAGAIN;
+	}
+	if (ret || (d->flags & FF_GONE)) {
+		/* the owner let go of the page: both frames are free */
+		d->flags &= (uint8_t)~FF_ISOLATED;
+		mm->nr_isolated--;
+		frame_free_owned(mm, dst, cc->capc);
+	} else {
+		d->flags = 0;
+		mm->nr_isolated--;
+	}
+	finish_source(mm, cc, src);
+	return 0;
 }
 
 /* Rules for a page-cache frame under writeback or dirty, per mode and pass. Returns 1 to go
@@ -264,10 +312,12 @@ __stall_frame static int unmap_and_move(struct mm *mm, struct compact_control *c
 	dst = compaction_alloc(mm, cc);
 	if (dst == MM_NO_PFN)
 		return -ENOMEM;
-	ret = copy_frame(mm, cc, src, dst);
-	if (ret == -ENOENT || (f->flags & FF_GONE)) {
+	if (f->state == FS_ANON && !(f->owner & MM_OWNER_FOREIGN))
+		return move_anon_frame(mm, cc, src, dst);
+	ret = f->state == FS_FILE ? copy_file_frame(mm, cc, src, dst) : 0;
+	if (f->flags & FF_GONE) {
 		release_target(mm, cc, dst);
-		finish_source(mm, cc, src); /* owner gone: both frames are free */
+		finish_source(mm, cc, src); /* removed from the page cache meanwhile */
 		return 0;
 	}
 	if (ret) {
