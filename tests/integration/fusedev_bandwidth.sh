@@ -19,6 +19,11 @@ for args in "--bs 1M" "--bs 1M --qd 4" "--bs 8M"; do
 	ratio=$(awk -v e="$el" -v w="$want" 'BEGIN { printf "%.3f", e / w }')
 	say "O_DIRECT $args: ${N} MiB in ${el} s, elapsed/(N/bandwidth) = $ratio"
 	fcmp "$ratio" ">=" 0.85 && fcmp "$ratio" "<=" 1.15 || fail "ratio $ratio outside 0.85..1.15"
+	q=$(fd_stat "$MNT" .queue_depth_max)
+	case $i in
+	1) expect_eq "requests in flight, one pwrite at a time" "$q" 1 ;;
+	2) [ "$q" -ge 4 ] || fail "io_uring qd 4 on a pre-sized file: only $q in flight" ;;
+	esac
 done
 expect_eq bytes_written "$(fd_stat "$MNT" .bytes_written)" $((3 * N * 1048576))
 qmax=$(fd_stat "$MNT" .queue_depth_max)
@@ -44,14 +49,14 @@ fd_umount "$MNT" "$FD_PID"
 # Reads are modelled too (read-bandwidth), unless --reads instant.
 for reads in model instant; do
 	fd_mount "$MNT" --preset fast --set read-bandwidth=8MB/s --reads $reads
-	"$FDIO" write "$MNT/r" 8M --direct >/dev/null || fail "write for the read test"
-	out=$("$FDIO" verify "$MNT/r" 8M --direct) || fail "read back: $out"
+	"$FDIO" write "$MNT/r" 16M --direct >/dev/null || fail "write for the read test"
+	out=$("$FDIO" verify "$MNT/r" 16M --direct --bs 4M) || fail "read back: $out"
 	el=$(kv "$out" elapsed_s)
-	ratio=$(awk -v e="$el" 'BEGIN { printf "%.3f", e / (8 * 1048576 / 8000000) }')
-	say "reads $reads: 8 MiB O_DIRECT read in $el s, elapsed/(N/read-bandwidth) = $ratio"
+	ratio=$(awk -v e="$el" 'BEGIN { printf "%.3f", e / (16 * 1048576 / 8000000) }')
+	say "reads $reads: 16 MiB O_DIRECT read in $el s, elapsed/(N/read-bandwidth) = $ratio"
 	if [ $reads = model ]; then
 		fcmp "$ratio" ">=" 0.85 && fcmp "$ratio" "<=" 1.15 || fail "read ratio $ratio"
-		expect_eq "bytes read" "$(fd_stat "$MNT" .bytes_read)" 8388608
+		expect_eq "bytes read" "$(fd_stat "$MNT" .bytes_read)" 16777216
 	else
 		fcmp "$ratio" "<" 0.5 || fail "--reads instant still throttles ($ratio)"
 	fi
