@@ -131,10 +131,6 @@ static void background_fn(struct sim_actor *a, void *arg)
 	for (;;) {
 		uint64_t next;
 
-		if (!w->mm) { /* between iterations */
-			sim_wait(a, &w->bg_wq, BG_POLL_NS);
-			continue;
-		}
 		next = mm_background(w->mm, &w->bg);
 		sim_settle(a);
 		if (next == 0)
