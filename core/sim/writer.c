@@ -214,53 +214,76 @@ static void submit_runs(struct sim_world *w, const uint32_t *pfns, const uint64_
 	}
 }
 
-/* Submit one request of the head file's next run of dirty pages (write_cache_pages from
- * writeback_index, in index order). Returns the pages submitted; 0 when the list is empty. */
+/* The file at the head of the dirty list that still has pages to submit (b_dirty), dropping
+ * the ones deleted or fully submitted; NULL when there is none. */
+static struct sim_file *dirty_head(struct sim_world *w)
+{
+	while (w->df_len > 0) {
+		struct sim_file *f = file_get(w, w->dirty_files[w->df_head]);
+
+		if (f->live && f->ndirty > 0)
+			return f;
+		w->df_head = (w->df_head + 1) % w->df_cap;
+		w->df_len--;
+		f->on_dirty_list = false;
+		f->wb_index = 0;
+	}
+	return NULL;
+}
+
+/* write_cache_pages for one request: from the file's writeback index (wrapping once), move its
+ * next run of consecutive dirty pages, at most max, to writeback. Returns how many; *first is
+ * the index of the first. */
+static unsigned take_run(struct sim_world *w, struct sim_file *f, unsigned max, uint32_t *pfns,
+			 uint32_t *first)
+{
+	unsigned n = 0;
+	uint32_t i;
+
+	for (i = f->wb_index; i < f->npages && f->dpfn[i] == MM_NO_PFN; i++)
+		;
+	if (i == f->npages)
+		for (i = 0; i < f->npages && f->dpfn[i] == MM_NO_PFN; i++)
+			;
+	*first = i;
+	if (i == f->npages) { /* nothing left after all: never loop on a stale count */
+		f->ndirty = 0;
+		return 0;
+	}
+	for (; i < f->npages && n < max && f->dpfn[i] != MM_NO_PFN; i++) {
+		uint32_t pfn = f->dpfn[i];
+
+		f->dpfn[i] = MM_NO_PFN;
+		f->ndirty--;
+		if (mm_writeback_begin_one(w->mm, pfn) != 0)
+			break; /* no longer dirty (written out): the run ends here */
+		pfns[n++] = pfn;
+	}
+	f->wb_index = i;
+	return n;
+}
+
+/* Submit one request of the dirty files' next run of pages. Returns the pages submitted; 0
+ * when no known file has dirty pages left. */
 static unsigned writeback_head_file(struct sim_world *w, unsigned max)
 {
-	uint32_t pfns[SIM_IO_MAX_PAGES];
-	unsigned n = 0;
+	uint32_t pfns[SIM_IO_MAX_PAGES], first;
+	struct sim_file *f;
+	unsigned n;
 
-	while (w->df_len > 0) {
-		uint32_t id = w->dirty_files[w->df_head], i, first;
-		struct sim_file *f = file_get(w, id);
-
-		if (!f->live || f->ndirty == 0) { /* deleted, or everything submitted */
-			w->df_head = (w->df_head + 1) % w->df_cap;
-			w->df_len--;
-			f->on_dirty_list = false;
-			f->wb_index = 0;
+	while ((f = dirty_head(w))) {
+		n = take_run(w, f, max, pfns, &first);
+		if (n == 0)
 			continue;
+		if (dev_submit(w, SIO_WRITEBACK, f->dev_off + (uint64_t)first * MM_PAGE_SIZE, pfns,
+			       n, NULL) == 0) {
+			w->fl.inflight++;
+			w->fl.reqs++;
+		} else {
+			for (unsigned k = 0; k < n; k++)
+				mm_writeback_end(w->mm, pfns[k], -ENOMEM);
 		}
-		for (i = f->wb_index; i < f->npages && f->dpfn[i] == MM_NO_PFN; i++)
-			;
-		if (i == f->npages) { /* wrap around, as writeback_index does */
-			for (i = 0; i < f->npages && f->dpfn[i] == MM_NO_PFN; i++)
-				;
-		}
-		first = i;
-		for (; i < f->npages && n < max && f->dpfn[i] != MM_NO_PFN; i++) {
-			uint32_t pfn = f->dpfn[i];
-
-			f->dpfn[i] = MM_NO_PFN;
-			f->ndirty--;
-			if (mm_writeback_begin_one(w->mm, pfn) != 0)
-				break; /* no longer dirty (written out): the run ends here */
-			pfns[n++] = pfn;
-		}
-		f->wb_index = i;
-		if (n) {
-			if (dev_submit(w, SIO_WRITEBACK,
-				       f->dev_off + (uint64_t)first * MM_PAGE_SIZE, pfns, n,
-				       NULL) == 0) {
-				w->fl.inflight++;
-				w->fl.reqs++;
-			} else {
-				for (unsigned k = 0; k < n; k++)
-					mm_writeback_end(w->mm, pfns[k], -ENOMEM);
-			}
-			return n;
-		}
+		return n;
 	}
 	return 0;
 }
