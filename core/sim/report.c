@@ -214,6 +214,10 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	jw_obj_begin(&w, "writeback_waits_by_path");
 	json_wait_stat(&w, "compaction", &r->wb_compact);
 	json_wait_stat(&w, "reclaim", &r->wb_reclaim);
+	jw_obj_begin(&w, "in_faults"); /* inside completed faults: sums to writeback_waits */
+	json_wait_stat(&w, "compaction", &r->fault_wb[0]);
+	json_wait_stat(&w, "reclaim", &r->fault_wb[1]);
+	jw_obj_end(&w);
 	jw_obj_end(&w);
 	json_steps(&w, &r->steps);
 	obs_report_vmstat(&w, r->vmstat);

@@ -152,6 +152,8 @@ static void collect(struct sim_world *w, struct sim_result *r)
 		r->vmstat[i] = st[i] + w->stats_done[i];
 	r->wb_compact = w->wb_compact;
 	r->wb_reclaim = w->wb_reclaim;
+	r->fault_wb[0] = w->fault_wb[0];
+	r->fault_wb[1] = w->fault_wb[1];
 	devm_get_stats(w->dev, &r->dev);
 	r->fl = w->fl;
 	r->elv = w->elv;

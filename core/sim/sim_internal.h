@@ -50,14 +50,19 @@ void fiber_finish_switch(struct fiber *to);
 
 struct sim_world;
 
+struct sim_wait_stat {
+	uint64_t count, total_ns, max_ns;
+};
+
 /* What an actor is to the hooks: mm passes it back as the `call` argument. */
 struct sim_task {
 	struct sim_world *w;
-	struct sim_actor *a;   /* NULL until spawned */
-	char comm[16];	       /* process name in stall reports ("usemem", "postmark") */
-	int in_compaction;     /* between mm_compaction_begin and _end tracepoints */
-	uint64_t fault_t0;     /* start of the fault in service, 0 if none */
-	struct sim_task *next; /* the world's list of tasks */
+	struct sim_actor *a;		  /* NULL until spawned */
+	char comm[16];			  /* process name in stall reports ("usemem", "postmark") */
+	int in_compaction;		  /* between mm_compaction_begin and _end tracepoints */
+	uint64_t fault_t0;		  /* start of the fault in service, 0 if none */
+	struct sim_wait_stat fault_wb[2]; /* waits of the fault in service: compaction, reclaim */
+	struct sim_task *next;		  /* the world's list of tasks */
 };
 
 /* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact). */
@@ -122,10 +127,6 @@ struct sim_steps {
 	uint64_t first_runs, first_success, second_runs, second_success;
 };
 
-struct sim_wait_stat {
-	uint64_t count, total_ns, max_ns;
-};
-
 struct sim_flusher {
 	struct wbm_params p;
 	struct wbm_age age;    /* when pages were dirtied (kupdate expiry) */
@@ -167,6 +168,7 @@ struct sim_world {
 	struct sim_steps steps;		/* slow-path steps of every fault */
 	struct sim_task *tasks;		/* every spawned task */
 	struct sim_wait_stat wb_compact, wb_reclaim; /* writeback waits by path */
+	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
 	struct obs_stalls *stalls; /* cause-only stall events (obs/stall.h, modelled stacks) */
 	uint64_t nstalls, stall_max_ns;
 	uint64_t stats_done[MM_STAT_NR]; /* counters of pools already destroyed (iterations) */
@@ -222,6 +224,7 @@ struct sim_result {
 	uint64_t nstalls, stall_max_ns;
 	uint64_t vmstat[MM_STAT_NR];
 	struct sim_wait_stat wb_compact, wb_reclaim;
+	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
 	struct devm_stats dev;
 	struct sim_elv_stats elv;
 	struct sim_flusher fl;
@@ -254,6 +257,7 @@ int dev_submit(struct sim_world *w, enum sim_io_kind kind, uint64_t off, const u
 	       unsigned npages, struct sim_io **out);
 void dev_io_release(struct sim_world *w, struct sim_io *io);
 void dev_free_all(struct sim_world *w);
+void wait_stat_add(struct sim_wait_stat *s, uint64_t ns);
 int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, uint64_t timeout);
 uint64_t dev_offset_of(struct sim_world *w, uint64_t owner);
 

@@ -103,6 +103,15 @@ void world_record_fault(struct sim_world *w, struct sim_task *t, const struct mm
 			uint64_t latency_ns, uint32_t pid, uint64_t addr)
 {
 	obs_faults_record(&w->faults, &res->rec, latency_ns);
+	for (int i = 0; i < 2; i++) {
+		struct sim_wait_stat *f = &w->fault_wb[i], *p = &t->fault_wb[i];
+
+		f->count += p->count;
+		f->total_ns += p->total_ns;
+		if (p->max_ns > f->max_ns)
+			f->max_ns = p->max_ns;
+		*p = (struct sim_wait_stat){0};
+	}
 	count_steps(&w->steps, &res->rec);
 	if (latency_ns >= w->cfg->stall_threshold_ns) {
 		w->nstalls++;

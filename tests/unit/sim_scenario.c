@@ -116,6 +116,11 @@ static void check_sections(const char *text, const char *scenario)
 	}
 	EXPECT(strcmp(json_string_value(get(root, "scenario")), scenario) == 0);
 	EXPECT(json_integer_value(get(root, "faults.total")) > 0);
+	/* the faults-only breakdown adds up to the shared writeback_waits section */
+	EXPECT_EQ(
+	    json_integer_value(get(root, "writeback_waits_by_path.in_faults.compaction.count")) +
+		json_integer_value(get(root, "writeback_waits_by_path.in_faults.reclaim.count")),
+	    json_integer_value(get(root, "writeback_waits.count")));
 	EXPECT(json_integer_value(get(root, "faults.total")) ==
 	       json_integer_value(get(root, "faults.huge")) +
 		   json_integer_value(get(root, "faults.base")));
