@@ -23,6 +23,14 @@
 
 #include "mm/mm.h"
 
+/* Functions a stall report's stack shows (the live emulator unwinds the handler thread): keep
+ * them out of line and unrenamed so their kernel names appear as they are. */
+#if defined(__clang__)
+#define __stall_frame __attribute__((noinline))
+#else
+#define __stall_frame __attribute__((noinline, noclone))
+#endif
+
 /* ---- Frame descriptors ------------------------------------------------------------------- */
 
 enum frame_state {
@@ -120,6 +128,7 @@ struct mm {
 	/* Per-state frame counts (mm_get_counts). */
 	uint32_t nr_anon, nr_anon_huge, nr_foreign, nr_file, nr_file_dirty, nr_file_writeback;
 	uint32_t nr_unmovable, nr_isolated;
+	uint32_t nr_isolated_free;     /* of nr_isolated: free frames held as migration targets */
 
 	/* Per-zone compaction state (struct zone's compact_* fields). */
 	unsigned compact_considered;
@@ -133,6 +142,7 @@ struct mm {
 
 	/* Background actors. */
 	bool kswapd_awake;             /* woken and not yet balanced */
+	bool boost_wake;               /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
 	unsigned kswapd_order;         /* highest order asked of kswapd since it last slept */
 	unsigned kswapd_failures;
 	bool kcompactd_awake;
@@ -246,8 +256,7 @@ struct fault_ctx {
 	struct mm_fault_rec *rec;      /* NULL: not a program fault */
 	void *call;                    /* passed to every hook */
 	uint64_t cause_ns[MM_CAUSE_NR]; /* time per contributor, for rec->cause */
-	enum mm_cause compact_cause;   /* cause bucket of the compaction now running */
-	bool in_reclaim;
+	uint64_t hook_ns;              /* time in waits, writeouts and copies (already attributed) */
 };
 
 void fault_step(struct fault_ctx *fc, enum mm_step step, unsigned result);
@@ -295,6 +304,8 @@ uint32_t pc_lookup(struct mm *mm, uint64_t owner);
 void pc_insert(struct mm *mm, uint32_t pfn);
 void pc_delete(struct mm *mm, uint32_t pfn);
 void pc_replace(struct mm *mm, uint32_t oldpfn, uint32_t newpfn);
+void set_page_dirty(struct mm *mm, uint32_t pfn);
+void start_writeback(struct mm *mm, uint32_t pfn);
 void lru_add(struct mm *mm, uint32_t pfn);
 void lru_del(struct mm *mm, uint32_t pfn);
 void putback_frame(struct mm *mm, uint32_t pfn);
@@ -303,6 +314,7 @@ void frame_free_owned(struct mm *mm, uint32_t pfn, struct capture_control *capc)
 
 /* ---- compaction.c / migrate.c / vmscan.c ---------------------------------------------------- */
 
+/* compaction.c */
 bool compaction_deferred(struct mm *mm, unsigned order);
 void defer_compaction(struct mm *mm, unsigned order);
 void compaction_defer_reset(struct mm *mm, unsigned order, bool alloc_success);
@@ -314,8 +326,26 @@ struct compact_control;
 enum mm_compact_result compact_zone(struct mm *mm, struct compact_control *cc);
 enum mm_compact_result try_to_compact_pages(struct mm *mm, struct alloc_ctx *ac,
 					    enum mm_migrate_mode mode, uint32_t *captured);
+uint64_t kcompactd_do_work(struct mm *mm, void *call);
+void wakeup_kcompactd(struct mm *mm, unsigned order);
+int proactive_compact_node(struct mm *mm, void *call);
+
+/* migrate.c */
+int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn,
+			    uint64_t timeout_ns, enum mm_cause cause);
+int reclaim_writeout(struct mm *mm, struct fault_ctx *fc, uint32_t pfn);
+
+/* vmscan.c */
 uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac);
-uint32_t shrink_lru_for(struct mm *mm, uint32_t nr_to_reclaim, bool kswapd, void *call);
+void wakeup_kswapd(struct mm *mm, unsigned order, unsigned gfp);
+uint64_t kswapd_run(struct mm *mm, void *call);
+
+/* Debug / tests (fragment.c): put a frame of the given kind at pfn, which must be free; file
+ * kinds take a MM_OWNER_FILE cookie and enter the page cache. Returns 0 or -EBUSY. */
+enum mm_debug_kind {
+	DBG_ANON, DBG_FOREIGN, DBG_UNMOVABLE, DBG_FILE_CLEAN, DBG_FILE_DIRTY, DBG_FILE_WRITEBACK,
+};
+int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner);
 
 /* Debug: walk every frame, list and index; return 0 or a negative number identifying the first
  * broken invariant (and describe it in err). Tests call it after every operation. */

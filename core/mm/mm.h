@@ -158,6 +158,7 @@ enum mm_stat {
 	MM_STAT_COMPACT_BLOCKS_MOVED,  /* 3.x: migrate_pages batches run by compaction */
 	MM_STAT_PGSCAN_DIRECT_THROTTLE,/* (ours) direct reclaim passes that waited on writeback */
 	MM_STAT_PGWB_ERROR,            /* (ours) writebacks that completed with an error */
+	MM_STAT_NR_VMSCAN_WRITE,       /* dirty pages written out by direct reclaim (3.1 pageout) */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -184,7 +185,8 @@ struct mm_fault_rec {
 	uint32_t reclaimed;
 	uint8_t outcome;      /* enum mm_fault_outcome */
 	uint8_t cause;        /* enum mm_cause: the largest contributor */
-	uint8_t nsteps;
+	uint8_t nsteps;       /* steps[]: the huge attempt's steps, then FALLBACK if it failed;
+			       * a 4 KiB allocation adds its steps only past its fast path */
 	struct {
 		uint8_t step;   /* enum mm_step */
 		uint8_t result; /* compaction: enum mm_compact_result; others: 1 success, 0 failure */
@@ -291,7 +293,9 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
  * Races with compaction: if compaction has isolated the frame but not yet called migrate_anon,
  * mm marks it and frees it (and its migration target) itself without calling the hook. The owner
  * never calls this for a frame while a migrate_anon call on it is in flight; it makes that call
- * return -ENOENT instead, and mm then frees both frames. */
+ * return -ENOENT instead, and mm then frees both frames. Once migrate_anon(from, to) has
+ * returned 0 the page's frame is `to`; a free of `to` may arrive before mm has retaken its lock
+ * and is honoured (mm frees `to` when it commits). Invalid or stale pfns are ignored. */
 void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call);
 /* Split a huge extent into 512 base anon frames (partial munmap / MADV_DONTNEED of a THP). */
 int mm_anon_split(struct mm *mm, uint32_t head);
@@ -366,5 +370,7 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c);
 void mm_get_stats(struct mm *mm, uint64_t out[MM_STAT_NR]);
 /* Fragmentation index for order (vmstat.c): -1000 if a suitable block exists, else 0..1000. */
 int mm_fragmentation_index(struct mm *mm, unsigned order);
+/* Proactive compaction's fragmentation score: % of free memory in blocks smaller than 2 MiB. */
+unsigned mm_fragmentation_score(struct mm *mm);
 
 #endif

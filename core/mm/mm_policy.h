@@ -57,7 +57,8 @@ struct mm_policy {
 					* -1 for none */
 	bool async_failure_defers;     /* 3.1: every compaction failure defers; 3.3+: only sync */
 	bool deferred_skips_reclaim;   /* 3.3: deferred THP fault goes to nopage without reclaim */
-	bool reclaim_waits_writeback;  /* 3.1/3.3 order>3 reclaim may wait on writeback (2nd pass) */
+	bool reclaim_waits_writeback;  /* 3.1-3.4 order>3 reclaim may wait on writeback (2nd pass) */
+	bool reclaim_writeout;         /* 3.1: direct reclaim writes dirty page cache out itself */
 	bool numa_two_pass;            /* modern: THISNODE|NORETRY pass before the full slow path */
 	unsigned sync_wait_from_pass;  /* SYNC waits on writeback from this migrate pass, counted
 					* from 0 (3.1: 3, the kernel's force = pass > 2) */

@@ -1,23 +1,21 @@
 /* The allocation paths: fast path at the LOW watermark, then the era's slow path.
  *
- * Mirrors mm/page_alloc.c's __alloc_pages / __alloc_pages_slowpath (3.1, 3.3 and 6.12 variants,
- * reference §1.3-§1.7) and mm/mempolicy.c's alloc_pages_mpol NUMA wrapper for PMD-order
- * allocations. What the slow path does is decided by the gfp mask (built from the policy by
- * fault.c) and the policy's fields; nothing here looks at a profile's name.
+ * Mirrors mm/page_alloc.c's __alloc_pages / __alloc_pages_slowpath, __alloc_pages_direct_compact
+ * and __alloc_pages_direct_reclaim in the 3.1, 3.3 and 6.12 variants (reference §1.2-§1.7), and
+ * mm/mempolicy.c's alloc_pages_mpol NUMA wrapper for PMD-order allocations. What runs is decided
+ * by the gfp mask (built from the policy by fault.c) and the policy's fields; nothing here looks
+ * at a profile's name. Every step is recorded in the fault record; time is attributed to the
+ * step's own work, to writeback waits, to writeouts and to page copies separately.
  */
 #include "mm/internal.h"
 
-/* wakeup_kswapd for the order; the per-era details of whom it wakes live in vmscan.c. */
+#define COSTLY_ORDER 3
+
+/* wake_all_kswapds for the allocation (only when its gfp may wake kswapd). */
 void wake_all_kswapds(struct mm *mm, struct alloc_ctx *ac)
 {
-	if (!mm->cfg.policy.kswapd)
-		return;
-	if (ac->order > mm->kswapd_order || !mm->kswapd_awake)
-		mm->kswapd_order = ac->order > mm->kswapd_order ? ac->order : mm->kswapd_order;
-	if (!mm->kswapd_awake) {
-		mm->kswapd_awake = true;
-		count_event(mm, MM_STAT_KSWAPD_WAKE, 1);
-	}
+	wakeup_kswapd(mm, ac->order, ac->gfp);
+	fault_step(ac->fc, MM_STEP_WAKE_KSWAPD, 1);
 }
 
 static uint32_t freelist_step(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags,
@@ -29,17 +27,207 @@ static uint32_t freelist_step(struct mm *mm, struct alloc_ctx *ac, unsigned allo
 	return pfn;
 }
 
-/* The slow path of a costly (THP) allocation. */
-static uint32_t __alloc_pages_slowpath(struct mm *mm, struct alloc_ctx *ac)
+static enum mm_step compact_step(enum mm_migrate_mode mode)
 {
+	static const enum mm_step steps[] = {
+	    [MM_MIGRATE_ASYNC] = MM_STEP_COMPACT_ASYNC,
+	    [MM_MIGRATE_SYNC_LIGHT] = MM_STEP_COMPACT_SYNC_LIGHT,
+	    [MM_MIGRATE_SYNC] = MM_STEP_COMPACT_SYNC,
+	};
+
+	return steps[mode];
+}
+
+static enum mm_cause compact_cause(enum mm_migrate_mode mode)
+{
+	static const enum mm_cause causes[] = {
+	    [MM_MIGRATE_ASYNC] = MM_CAUSE_COMPACT_ASYNC,
+	    [MM_MIGRATE_SYNC_LIGHT] = MM_CAUSE_COMPACT_SYNC_LIGHT,
+	    [MM_MIGRATE_SYNC] = MM_CAUSE_COMPACT_SYNC,
+	};
+
+	return causes[mode];
+}
+
+/* Time accounting around a compaction or reclaim step. */
+struct step_clock {
+	uint64_t t0, hooks0;
+};
+
+static void step_start(struct mm *mm, struct fault_ctx *fc, struct step_clock *c)
+{
+	c->t0 = mm_now(mm, fc->call);
+	c->hooks0 = fc->hook_ns;
+}
+
+/* Returns the step's duration; its own share (without hooks) goes to cause. */
+static uint64_t step_end(struct mm *mm, struct fault_ctx *fc, struct step_clock *c,
+			 enum mm_cause cause)
+{
+	uint64_t dt = mm_now(mm, fc->call) - c->t0, hooks = fc->hook_ns - c->hooks0;
+
+	fc->cause_ns[cause] += dt > hooks ? dt - hooks : 0;
+	fc->hook_ns = c->hooks0; /* the step's hooks now belong to the step's total */
+	return dt;
+}
+
+/* After compaction: the captured block, or a freelist attempt; success resets deferral. */
+static uint32_t compact_outcome(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags,
+				enum mm_migrate_mode mode, uint32_t captured)
+{
+	uint32_t pfn = captured;
+
+	if (era_modern(mm))
+		count_event(mm, MM_STAT_COMPACT_STALL, 1);
+	if (pfn != MM_NO_PFN)
+		count_event(mm, MM_STAT_PGALLOC, 1U << ac->order);
+	else
+		pfn = get_page_from_freelist(mm, ac, alloc_flags);
+	if (pfn != MM_NO_PFN) {
+		if (era_modern(mm)) {
+			mm->compact_blockskip_flush = false;
+			compaction_defer_reset(mm, ac->order, true);
+		} else {
+			mm->compact_considered = mm->compact_defer_shift = 0;
+		}
+		count_event(mm, MM_STAT_COMPACT_SUCCESS, 1);
+		return pfn;
+	}
+	count_event(mm, MM_STAT_COMPACT_FAIL, 1);
+	if (!era_modern(mm) && (mode != MM_MIGRATE_ASYNC || mm->cfg.policy.async_failure_defers))
+		defer_compaction(mm, ac->order);
+	return MM_NO_PFN;
+}
+
+/* __alloc_pages_direct_compact. 3.x checks deferral here (zone-wide); 6.12 inside
+ * try_to_compact_pages, and counts a DEFERRED result as a stall. */
+__stall_frame static uint32_t __alloc_pages_direct_compact(struct mm *mm, struct alloc_ctx *ac,
+							   unsigned alloc_flags,
+							   enum mm_migrate_mode mode,
+							   enum mm_compact_result *result)
+{
+	struct fault_ctx *fc = ac->fc;
+	uint32_t pfn = MM_NO_PFN, captured;
+	struct step_clock clk;
+	uint64_t dt;
+
+	*result = MM_COMPACT_SKIPPED;
+	if (!ac->order)
+		return MM_NO_PFN;
+	if (!era_modern(mm) && compaction_deferred(mm, ac->order)) {
+		*result = MM_COMPACT_DEFERRED;
+		count_event(mm, MM_STAT_COMPACT_DEFERRED, 1);
+		fault_step(fc, MM_STEP_COMPACT_DEFERRED, MM_COMPACT_DEFERRED);
+		return MM_NO_PFN;
+	}
+	step_start(mm, fc, &clk);
+	ac->alloc_flags = alloc_flags;
+	*result = try_to_compact_pages(mm, ac, mode, &captured);
+	if (*result == MM_COMPACT_DEFERRED) {
+		count_event(mm, MM_STAT_COMPACT_DEFERRED, 1);
+		fault_step(fc, MM_STEP_COMPACT_DEFERRED, MM_COMPACT_DEFERRED);
+	} else {
+		fault_step(fc, compact_step(mode), *result);
+	}
+	if (*result != MM_COMPACT_SKIPPED)
+		pfn = compact_outcome(mm, ac, alloc_flags, mode, captured);
+	dt = step_end(mm, fc, &clk, compact_cause(mode));
+	if (fc->rec)
+		fc->rec->compact_ns += dt;
+	return pfn;
+}
+
+/* __alloc_pages_direct_reclaim: reclaim, then one freelist attempt (the drain-and-retry of
+ * per-cpu lists has nothing to drain here). */
+__stall_frame static uint32_t __alloc_pages_direct_reclaim(struct mm *mm, struct alloc_ctx *ac,
+							   unsigned alloc_flags)
+{
+	struct fault_ctx *fc = ac->fc;
+	struct step_clock clk;
+	uint32_t pfn;
+	uint64_t dt;
+
+	step_start(mm, fc, &clk);
+	try_to_free_pages(mm, ac);
+	pfn = get_page_from_freelist(mm, ac, alloc_flags);
+	fault_step(fc, MM_STEP_RECLAIM, pfn != MM_NO_PFN);
+	dt = step_end(mm, fc, &clk, MM_CAUSE_RECLAIM);
+	if (fc->rec)
+		fc->rec->reclaim_ns += dt;
+	return pfn;
+}
+
+/* 3.1 / 3.3 slow path for a THP (reference §1.3-§1.5): MIN, async compaction, direct reclaim,
+ * the second compaction in the policy's mode. NORETRY: no OOM, no retry loop. */
+static uint32_t slowpath_3x(struct mm *mm, struct alloc_ctx *ac)
+{
+	const struct mm_policy *p = &mm->cfg.policy;
 	unsigned alloc_flags = WMARK_MIN;
+	enum mm_compact_result res;
+	uint32_t pfn;
+
+	if (ac->gfp & GFP_KSWAPD_RECLAIM)
+		wake_all_kswapds(mm, ac);
+	pfn = freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
+	if (pfn != MM_NO_PFN || !(ac->gfp & GFP_DIRECT_RECLAIM))
+		return pfn;
+	pfn = __alloc_pages_direct_compact(mm, ac, alloc_flags, MM_MIGRATE_ASYNC, &res);
+	if (pfn != MM_NO_PFN)
+		return pfn;
+	/* 3.3: a deferred THP (__GFP_NO_KSWAPD) allocation goes to nopage without reclaim */
+	if (res == MM_COMPACT_DEFERRED && p->deferred_skips_reclaim &&
+	    !(ac->gfp & GFP_KSWAPD_RECLAIM))
+		return MM_NO_PFN;
+	pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
+	if (pfn != MM_NO_PFN || p->second_mode < 0)
+		return pfn;
+	return __alloc_pages_direct_compact(mm, ac, alloc_flags,
+					    (enum mm_migrate_mode)p->second_mode, &res);
+}
+
+/* 6.12 slow path (reference §1.7). NORETRY and costly non-RETRY_MAYFAIL callers fail after
+ * one reclaim + compaction round; THP never escalates to SYNC_FULL. */
+static uint32_t slowpath_modern(struct mm *mm, struct alloc_ctx *ac)
+{
+	const struct mm_policy *p = &mm->cfg.policy;
+	bool can_direct_reclaim = ac->gfp & GFP_DIRECT_RECLAIM;
+	bool costly = ac->order > COSTLY_ORDER, noretry = ac->gfp & GFP_NORETRY;
+	unsigned alloc_flags = WMARK_MIN;
+	int prio = p->second_mode;
+	enum mm_compact_result res;
+	uint32_t pfn;
 
 	if (ac->gfp & GFP_KSWAPD_RECLAIM) {
 		alloc_flags |= ALLOC_KSWAPD;
 		wake_all_kswapds(mm, ac);
-		fault_step(ac->fc, MM_STEP_WAKE_KSWAPD, 1);
 	}
-	return freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
+	pfn = freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
+	if (pfn != MM_NO_PFN)
+		return pfn;
+	if (can_direct_reclaim && costly && (ac->gfp & GFP_IO)) {
+		pfn = __alloc_pages_direct_compact(mm, ac, alloc_flags, MM_MIGRATE_ASYNC, &res);
+		if (pfn != MM_NO_PFN)
+			return pfn;
+		if (noretry) {
+			if (res == MM_COMPACT_SKIPPED || res == MM_COMPACT_DEFERRED)
+				return MM_NO_PFN;
+			prio = MM_MIGRATE_ASYNC;
+		}
+	}
+	if (alloc_flags & ALLOC_KSWAPD)
+		wake_all_kswapds(mm, ac);
+	pfn = freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
+	if (pfn != MM_NO_PFN || !can_direct_reclaim)
+		return pfn;
+	pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
+	if (pfn != MM_NO_PFN || prio < 0)
+		return pfn;
+	return __alloc_pages_direct_compact(mm, ac, alloc_flags, (enum mm_migrate_mode)prio, &res);
+}
+
+__stall_frame static uint32_t __alloc_pages_slowpath(struct mm *mm, struct alloc_ctx *ac)
+{
+	return era_modern(mm) ? slowpath_modern(mm, ac) : slowpath_3x(mm, ac);
 }
 
 /* __alloc_pages: the fast path at LOW (6.12 adds ALLOC_NOFRAGMENT: our zone models a NORMAL zone
@@ -78,7 +266,7 @@ uint32_t alloc_pages_mpol(struct mm *mm, struct alloc_ctx *ac)
 }
 
 /* An order-0 allocation (program base page, page cache, recipe frames): LOW, wake kswapd, MIN,
- * direct reclaim, MIN; a program fault may then dip below MIN (where the kernel would loop and
+ * direct reclaim; a program fault may then dip below MIN (where the kernel would loop and
  * OOM-kill rather than fail the fault). Slow steps are recorded in the fault record. */
 uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
 {
@@ -95,8 +283,7 @@ uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
 	if (pfn != MM_NO_PFN)
 		return pfn;
 	if (ac->gfp & GFP_DIRECT_RECLAIM) {
-		try_to_free_pages(mm, ac);
-		pfn = freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
+		pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
 		if (pfn != MM_NO_PFN)
 			return pfn;
 	}

@@ -1,29 +1,207 @@
-/* Page reclaim of the page cache: the inactive/active file LRU, direct reclaim and kswapd.
+/* Page reclaim of the page cache: direct reclaim for allocations that failed at MIN, and
+ * kswapd.
  *
- * Mirrors mm/vmscan.c: shrink_inactive_list / shrink_page_list (clean unlocked page-cache
- * frames are freed; dirty and writeback frames are kept), shrink_active_list (deactivation when
- * the inactive list is the smaller), and do_try_to_free_pages' priority loop with
- * nr_to_reclaim = SWAP_CLUSTER_MAX. Anonymous memory is never reclaimed (no swap is modelled).
+ * Mirrors mm/vmscan.c in the eras of reference §1.3-§1.7:
+ *  - do_try_to_free_pages' priority loop (DEF_PRIORITY 12 .. 0), nr_to_reclaim =
+ *    SWAP_CLUSTER_MAX, shrink_zones' costly-order skip (3.2: compaction_suitable ||
+ *    compaction_deferred; 3.3: compaction_ready; 6.12: compaction_ready), shrink_zone /
+ *    shrink_node with should_continue_reclaim (reclaim/compaction keeps going until 2 << order
+ *    pages are reclaimed or compaction could run);
+ *  - shrink_inactive_list + shrink_page_list: clean unlocked page cache is freed; a referenced
+ *    dirty page is kept (PAGEREF_RECLAIM_CLEAN); 3.1 writes dirty pages out from direct reclaim
+ *    (pageout); 3.2+ never does (kept, or activated in 6.12); pages under writeback are kept.
+ *  - the 3.1-3.4 synchronous second pass (set_reclaim_mode / should_reclaim_stall /
+ *    reset_reclaim_mode): for order > PAGE_ALLOC_COSTLY_ORDER, when not every isolated page was
+ *    freed and no page in the batch reset the mode, shrink_page_list runs again in
+ *    RECLAIM_MODE_SYNC and waits on the writeback of the pages it kept (until v3.5, commit
+ *    41ac199 "mm: vmscan: do not stall on writeback during memory compaction");
+ *  - kswapd's balance_pgdat to the HIGH watermark at the woken order (order 0 once
+ *    compact_gap pages are reclaimed), watermark boost reset, and the 6.12 hand-off to
+ *    kcompactd before sleeping.
+ * Anonymous memory is never reclaimed (no swap is modelled). kswapd does not write dirty
+ * pages (the flusher, core/io, does).
  */
 #include "mm/internal.h"
 
 #define SWAP_CLUSTER_MAX 32
-#define DEF_PRIORITY 12
+#define DEF_PRIORITY	 12
+#define COSTLY_ORDER	 3
+
+/* reclaim_mode bits (3.x) */
+#define RM_SINGLE     0x1
+#define RM_ASYNC      0x2
+#define RM_SYNC	      0x4
+#define RM_COMPACTION 0x8
 
 struct scan_control {
 	uint32_t nr_to_reclaim;
 	uint32_t nr_scanned;
 	uint32_t nr_reclaimed;
+	unsigned order;
+	unsigned gfp;
+	int priority;
 	bool kswapd;
-	void *call;
+	bool compaction_ready; /* shrink_zones skipped the zone for compaction */
+	unsigned reclaim_mode; /* 3.x RM_* of the current batch */
+	struct fault_ctx *fc;
 };
 
-static bool frame_reclaimable(const struct mm_frame *f)
+enum page_verdict { PV_RECLAIMED, PV_KEEP, PV_KEEP_LUMPY, PV_ACTIVATE };
+
+/* ---- Per-batch reclaim ---------------------------------------------------------------------- */
+
+static void set_reclaim_mode(struct scan_control *sc, bool sync)
 {
-	return !(f->flags & (FF_DIRTY | FF_LOCKED | FF_GONE | FF_ISOLATED)) && !frame_under_wb(f);
+	unsigned syncmode = sync ? RM_SYNC : RM_ASYNC;
+
+	sc->reclaim_mode = RM_COMPACTION;
+	if (sc->order > COSTLY_ORDER)
+		sc->reclaim_mode |= syncmode;
+	else if (sc->order && sc->priority < DEF_PRIORITY - 2)
+		sc->reclaim_mode |= syncmode;
+	else
+		sc->reclaim_mode = RM_SINGLE | RM_ASYNC;
 }
 
-/* shrink_active_list: move up to nr frames from the active tail to the inactive head. */
+static void reset_reclaim_mode(struct scan_control *sc)
+{
+	sc->reclaim_mode = RM_SINGLE | RM_ASYNC;
+}
+
+/* should_reclaim_stall: a synchronous second pass for lumpy / reclaim-compaction batches that
+ * left pages behind. */
+static bool should_reclaim_stall(struct mm *mm, struct scan_control *sc, uint32_t taken,
+				 uint32_t freed)
+{
+	if (!mm->cfg.policy.reclaim_waits_writeback || sc->kswapd)
+		return false;
+	if ((sc->reclaim_mode & RM_SINGLE) || freed == taken)
+		return false;
+	if (sc->order > COSTLY_ORDER)
+		return true;
+	return sc->priority <= DEF_PRIORITY / 3;
+}
+
+static void reclaim_frame(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	f->flags &= (uint8_t)~FF_ISOLATED;
+	mm->nr_isolated--;
+	if (!(f->flags & FF_GONE))
+		pc_delete(mm, pfn);
+	frame_free_owned(mm, pfn, NULL);
+}
+
+/* A dirty page found by reclaim: 3.1 writes it out itself (pageout), later eras leave it to
+ * the flusher (kept; activated in 6.12). */
+static enum page_verdict dirty_verdict(struct mm *mm, struct scan_control *sc, uint32_t pfn,
+				       bool referenced)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (!mm->cfg.policy.reclaim_writeout || sc->kswapd)
+		return era_modern(mm) ? PV_ACTIVATE : PV_KEEP;
+	if (referenced || !(sc->gfp & GFP_FS))
+		return PV_KEEP;
+	if (reclaim_writeout(mm, sc->fc, pfn))
+		return PV_KEEP;
+	if ((sc->reclaim_mode & RM_SYNC) && frame_under_wb(f))
+		wait_on_frame_writeback(mm, sc->fc, pfn, 0, MM_CAUSE_RECLAIM_WB_WAIT);
+	if (frame_under_wb(f) || (f->flags & (FF_DIRTY | FF_LOCKED)))
+		return frame_under_wb(f) ? PV_KEEP_LUMPY : PV_KEEP;
+	return PV_RECLAIMED;
+}
+
+/* shrink_page_list's decision for one isolated page-cache frame. */
+static enum page_verdict shrink_page(struct mm *mm, struct scan_control *sc, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+	bool referenced;
+
+	if (f->flags & FF_GONE)
+		return frame_under_wb(f) ? PV_KEEP_LUMPY : PV_RECLAIMED;
+	if (f->flags & FF_LOCKED)
+		return PV_KEEP; /* trylock_page failed */
+	sc->nr_scanned++;
+	if (frame_under_wb(f)) {
+		if (!(sc->reclaim_mode & RM_SYNC) || !(sc->gfp & GFP_FS))
+			return era_modern(mm) ? PV_ACTIVATE : PV_KEEP_LUMPY;
+		wait_on_frame_writeback(mm, sc->fc, pfn, 0, MM_CAUSE_RECLAIM_WB_WAIT);
+		if ((f->flags & FF_GONE) && !frame_under_wb(f))
+			return PV_RECLAIMED;
+		if (frame_under_wb(f) || (f->flags & FF_LOCKED))
+			return PV_KEEP;
+	}
+	referenced = f->flags & FF_REFERENCED; /* PAGEREF_RECLAIM_CLEAN */
+	f->flags &= (uint8_t)~FF_REFERENCED;
+	if (f->flags & FF_DIRTY)
+		return dirty_verdict(mm, sc, pfn, referenced);
+	return PV_RECLAIMED;
+}
+
+/* One shrink_page_list pass over the batch: frees what it can, compacts the rest in place.
+ * Returns the number reclaimed. */
+__stall_frame static uint32_t shrink_page_list(struct mm *mm, struct scan_control *sc,
+					       uint32_t *pfns, uint32_t *n)
+{
+	uint32_t kept = 0, reclaimed = 0;
+
+	for (uint32_t i = 0; i < *n; i++) {
+		uint32_t pfn = pfns[i];
+
+		switch (shrink_page(mm, sc, pfn)) {
+		case PV_RECLAIMED:
+			reclaim_frame(mm, pfn);
+			reclaimed++;
+			continue;
+		case PV_ACTIVATE:
+			pfn_frame(mm, pfn)->flags |= FF_ACTIVE;
+			reset_reclaim_mode(sc);
+			break;
+		case PV_KEEP:
+			reset_reclaim_mode(sc);
+			break;
+		case PV_KEEP_LUMPY:
+			break;
+		}
+		pfns[kept++] = pfn;
+	}
+	*n = kept;
+	mm_charge(mm, sc->fc->call, MM_COST_RECLAIM_PAGE, reclaimed);
+	return reclaimed;
+}
+
+/* shrink_inactive_list: isolate up to nr frames from the inactive tail, reclaim them (twice,
+ * synchronously, when should_reclaim_stall says so), put the rest back. */
+static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_t nr)
+{
+	uint32_t pfns[SWAP_CLUSTER_MAX], taken = 0, left, freed;
+	uint32_t head = sentinel(mm, SENT_LRU_INACTIVE);
+
+	while (taken < nr && taken < SWAP_CLUSTER_MAX && !flist_empty(mm, head)) {
+		uint32_t pfn = pfn_frame(mm, head)->prev;
+
+		lru_del(mm, pfn);
+		pfn_frame(mm, pfn)->flags |= FF_ISOLATED;
+		mm->nr_isolated++;
+		pfns[taken++] = pfn;
+	}
+	mm_charge(mm, sc->fc->call, MM_COST_RECLAIM_PAGE, taken);
+	set_reclaim_mode(sc, false);
+	left = taken;
+	freed = shrink_page_list(mm, sc, pfns, &left);
+	if (should_reclaim_stall(mm, sc, taken, freed)) {
+		set_reclaim_mode(sc, true);
+		count_event(mm, MM_STAT_PGSCAN_DIRECT_THROTTLE, 1);
+		freed += shrink_page_list(mm, sc, pfns, &left);
+	}
+	sc->nr_reclaimed += freed;
+	for (uint32_t i = 0; i < left; i++)
+		putback_frame(mm, pfns[i]);
+}
+
+/* shrink_active_list: deactivate up to nr frames from the active tail. */
 static void shrink_active_list(struct mm *mm, uint32_t nr)
 {
 	uint32_t head = sentinel(mm, SENT_LRU_ACTIVE);
@@ -33,83 +211,235 @@ static void shrink_active_list(struct mm *mm, uint32_t nr)
 		struct mm_frame *f = pfn_frame(mm, pfn);
 
 		lru_del(mm, pfn);
-		f->flags &= (uint8_t)~(FF_ACTIVE | FF_REFERENCED);
+		f->flags &= (uint8_t) ~(FF_ACTIVE | FF_REFERENCED);
 		lru_add(mm, pfn);
 	}
 }
 
-/* Free one clean page-cache frame taken off the LRU (__remove_mapping + free). */
-static void reclaim_frame(struct mm *mm, uint32_t pfn)
+/* ---- Reclaim/compaction interplay ------------------------------------------------------------ */
+
+static bool compaction_go(enum mm_compact_result r)
 {
-	pc_delete(mm, pfn);
-	frame_free_owned(mm, pfn, NULL);
+	return r == MM_COMPACT_CONTINUE || r == MM_COMPACT_SUCCESS;
 }
 
-/* shrink_inactive_list + shrink_page_list on up to nr frames from the inactive tail. Frames
- * that cannot be reclaimed now (dirty, under writeback, locked) rotate to the head. */
-static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_t nr)
+/* should_continue_reclaim: for reclaim/compaction, keep going until compaction has the 2 <<
+ * order pages it needs (3.x: or would go ahead; 6.12: or the allocation could succeed). */
+static bool should_continue_reclaim(struct mm *mm, struct scan_control *sc, uint32_t reclaimed)
 {
-	uint32_t head = sentinel(mm, SENT_LRU_INACTIVE);
+	uint32_t gap = 2U << sc->order, inactive = mm->nr_lru[0];
 
-	while (nr-- && !flist_empty(mm, head)) {
-		uint32_t pfn = pfn_frame(mm, head)->prev;
-		struct mm_frame *f = pfn_frame(mm, pfn);
+	if (!reclaimed || sc->kswapd)
+		return false;
+	if (era_modern(mm)) {
+		if (!(sc->order > COSTLY_ORDER || (sc->order && sc->priority < DEF_PRIORITY - 2)))
+			return false;
+		if (zone_watermark_ok(mm, sc->order, wmark_pages(mm, WMARK_MIN), 0) ||
+		    compaction_go(compaction_suitable(mm, sc->order, WMARK_MIN)))
+			return false;
+		return inactive > gap;
+	}
+	if (!(sc->reclaim_mode & RM_COMPACTION))
+		return false;
+	if (sc->nr_reclaimed < gap && inactive > gap)
+		return true;
+	return !compaction_go(compaction_suitable(mm, sc->order, WMARK_MIN));
+}
 
-		sc->nr_scanned++;
-		lru_del(mm, pfn);
-		f->flags &= (uint8_t)~FF_REFERENCED;
-		if (!frame_reclaimable(f)) {
-			lru_add(mm, pfn);
-			continue;
+/* compaction_ready: enough free memory that compaction, not reclaim, should run. 3.3 also
+ * consults (and advances) the deferral state. */
+static bool compaction_ready(struct mm *mm, struct scan_control *sc)
+{
+	uint32_t gap = 2U << sc->order;
+
+	if (era_modern(mm)) {
+		if (zone_watermark_ok(mm, sc->order, wmark_pages(mm, WMARK_MIN), 0))
+			return true;
+		if (!compaction_go(compaction_suitable(mm, sc->order, WMARK_MIN)))
+			return false;
+		return zone_watermark_ok(mm, 0, wmark_pages(mm, WMARK_HIGH) + gap, 0);
+	} else {
+		uint32_t balance_gap = (mm->nr_frames + 99) / 100;
+		bool ok;
+
+		if (balance_gap > wmark_pages(mm, WMARK_LOW))
+			balance_gap = wmark_pages(mm, WMARK_LOW);
+		ok = zone_watermark_ok(mm, 0, wmark_pages(mm, WMARK_HIGH) + balance_gap + gap, 0);
+		if (compaction_deferred(mm, sc->order))
+			return ok;
+		if (!compaction_go(compaction_suitable(mm, sc->order, WMARK_MIN)))
+			return false;
+		return ok;
+	}
+}
+
+/* shrink_zones' costly-order check: skip reclaim because compaction should run instead. */
+static bool skip_zone_for_compaction(struct mm *mm, struct scan_control *sc)
+{
+	if (sc->order <= COSTLY_ORDER || sc->kswapd)
+		return false;
+	switch (mm->cfg.policy.reclaim_skip) {
+	case MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED:
+		return compaction_go(compaction_suitable(mm, sc->order, WMARK_MIN)) ||
+		       compaction_deferred(mm, sc->order);
+	case MM_RECLAIM_SKIP_READY:
+		return compaction_ready(mm, sc);
+	default:
+		return false;
+	}
+}
+
+/* shrink_zone / shrink_node at sc->priority. */
+static void shrink_node(struct mm *mm, struct scan_control *sc)
+{
+	uint32_t before;
+
+	do {
+		uint32_t nr_in = mm->nr_lru[0] >> sc->priority,
+			 nr_act = mm->nr_lru[1] >> sc->priority;
+
+		before = sc->nr_reclaimed;
+		if (!nr_in && mm->nr_lru[0])
+			nr_in = mm->nr_lru[0] < SWAP_CLUSTER_MAX ? mm->nr_lru[0] : SWAP_CLUSTER_MAX;
+		while (nr_in || nr_act) {
+			uint32_t batch;
+
+			if (nr_act) {
+				batch = nr_act < SWAP_CLUSTER_MAX ? nr_act : SWAP_CLUSTER_MAX;
+				if (mm->nr_lru[1] > mm->nr_lru[0])
+					shrink_active_list(mm, batch);
+				nr_act -= batch;
+			}
+			if (nr_in) {
+				batch = nr_in < SWAP_CLUSTER_MAX ? nr_in : SWAP_CLUSTER_MAX;
+				shrink_inactive_list(mm, sc, batch);
+				nr_in -= batch;
+			}
+			if (sc->nr_reclaimed >= sc->nr_to_reclaim && sc->priority < DEF_PRIORITY)
+				break;
 		}
-		reclaim_frame(mm, pfn);
-		sc->nr_reclaimed++;
-	}
-	mm_charge(mm, sc->call, MM_COST_RECLAIM_PAGE, sc->nr_scanned);
-}
-
-/* One priority level of shrink_node: balance the lists, then scan lru_size >> priority. */
-static void shrink_lruvec(struct mm *mm, struct scan_control *sc, int priority)
-{
-	uint32_t nr = mm->nr_lru[0] >> priority;
-
-	if (nr < SWAP_CLUSTER_MAX)
-		nr = SWAP_CLUSTER_MAX;
-	if (mm->nr_lru[1] > mm->nr_lru[0])
-		shrink_active_list(mm, SWAP_CLUSTER_MAX);
-	while (nr && sc->nr_reclaimed < sc->nr_to_reclaim && mm->nr_lru[0]) {
-		uint32_t batch = nr < SWAP_CLUSTER_MAX ? nr : SWAP_CLUSTER_MAX;
-
-		shrink_inactive_list(mm, sc, batch);
-		nr -= batch;
-	}
+	} while (should_continue_reclaim(mm, sc, sc->nr_reclaimed - before));
 }
 
 static void do_try_to_free_pages(struct mm *mm, struct scan_control *sc)
 {
-	for (int priority = DEF_PRIORITY; priority >= 0; priority--) {
-		shrink_lruvec(mm, sc, priority);
-		if (sc->nr_reclaimed >= sc->nr_to_reclaim || !mm->nr_lru[0])
+	for (sc->priority = DEF_PRIORITY; sc->priority >= 0; sc->priority--) {
+		if (skip_zone_for_compaction(mm, sc)) {
+			sc->compaction_ready = true;
 			break;
-		if (mm->nr_lru[1])
-			shrink_active_list(mm, SWAP_CLUSTER_MAX);
+		}
+		shrink_node(mm, sc);
+		if (sc->nr_reclaimed >= sc->nr_to_reclaim || !(mm->nr_lru[0] + mm->nr_lru[1]))
+			break;
 	}
 }
 
-/* try_to_free_pages: direct reclaim for an allocation that failed at MIN. Returns the number
- * of frames reclaimed. */
-uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac)
+/* try_to_free_pages: direct reclaim for an allocation of ac->order. Returns frames freed. */
+__stall_frame uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac)
 {
+	struct fault_ctx none = {0};
 	struct scan_control sc = {
-		.nr_to_reclaim = SWAP_CLUSTER_MAX,
-		.call = ac->fc ? ac->fc->call : NULL,
+	    .nr_to_reclaim = SWAP_CLUSTER_MAX,
+	    .order = ac->order,
+	    .gfp = ac->gfp,
+	    .fc = ac->fc ? ac->fc : &none,
 	};
+	uint32_t scanned;
 
 	count_event(mm, MM_STAT_ALLOCSTALL, 1);
 	do_try_to_free_pages(mm, &sc);
-	count_event(mm, MM_STAT_PGSCAN_DIRECT, sc.nr_scanned);
+	scanned = sc.nr_scanned;
+	count_event(mm, MM_STAT_PGSCAN_DIRECT, scanned);
 	count_event(mm, MM_STAT_PGSTEAL_DIRECT, sc.nr_reclaimed);
-	if (ac->fc && ac->fc->rec)
-		ac->fc->rec->reclaimed += sc.nr_reclaimed;
+	if (sc.fc->rec)
+		sc.fc->rec->reclaimed += sc.nr_reclaimed;
 	return sc.nr_reclaimed;
+}
+
+/* ---- kswapd -----------------------------------------------------------------------------------
+ */
+
+/* wakeup_kswapd: 3.x wakes it unless the zone is fine at LOW for the order; 6.12 records the
+ * order and, when the zone is balanced at HIGH, hands a no-direct-reclaim caller to
+ * kcompactd instead. */
+void wakeup_kswapd(struct mm *mm, unsigned order, unsigned gfp)
+{
+	if (!mm->cfg.policy.kswapd)
+		return;
+	if (order > mm->kswapd_order)
+		mm->kswapd_order = order;
+	if (mm->kswapd_awake)
+		return;
+	if (era_modern(mm)) {
+		if (zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_HIGH), 0) &&
+		    !mm->watermark_boost) {
+			if (!(gfp & GFP_DIRECT_RECLAIM))
+				wakeup_kcompactd(mm, order);
+			return;
+		}
+	} else if (zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_LOW), 0)) {
+		return;
+	}
+	mm->kswapd_awake = true;
+	count_event(mm, MM_STAT_KSWAPD_WAKE, 1);
+}
+
+static bool pgdat_balanced(struct mm *mm, unsigned order)
+{
+	return zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_HIGH), 0);
+}
+
+/* balance_pgdat: reclaim toward HIGH at the order (dropping to order 0 once compact_gap is
+ * reclaimed). Returns frames reclaimed. */
+__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call)
+{
+	struct fault_ctx fc = {.call = call};
+	struct scan_control sc = {
+	    .order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true, .fc = &fc};
+
+	for (sc.priority = DEF_PRIORITY; sc.priority >= 0; sc.priority--) {
+		uint32_t before = sc.nr_scanned;
+
+		if (pgdat_balanced(mm, sc.order) && !mm->watermark_boost)
+			break;
+		sc.nr_to_reclaim = sc.nr_reclaimed + (wmark_pages(mm, WMARK_HIGH) > SWAP_CLUSTER_MAX
+							  ? wmark_pages(mm, WMARK_HIGH)
+							  : SWAP_CLUSTER_MAX);
+		shrink_node(mm, &sc);
+		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)
+			sc.order = 0;
+		if (mm->watermark_boost && pgdat_balanced(mm, 0))
+			mm->watermark_boost = 0;
+		if (sc.nr_scanned == before && !mm->nr_lru[0])
+			break;
+	}
+	count_event(mm, MM_STAT_PGSCAN_KSWAPD, sc.nr_scanned);
+	count_event(mm, MM_STAT_PGSTEAL_KSWAPD, sc.nr_reclaimed);
+	return sc.nr_reclaimed;
+}
+
+/* One kswapd run: balance, then go to sleep (6.12: reset skip bits if a direct compactor
+ * asked for it, and wake kcompactd for the order). Returns ns until it wants to run again. */
+uint64_t kswapd_run(struct mm *mm, void *call)
+{
+	unsigned order = mm->kswapd_order;
+	uint32_t reclaimed = balance_pgdat(mm, order, call);
+	bool balanced = pgdat_balanced(mm, 0);
+
+	mm->watermark_boost = 0;
+	mm->kswapd_awake = false;
+	mm->kswapd_order = 0;
+	if (!reclaimed && !balanced)
+		mm->kswapd_failures++;
+	else
+		mm->kswapd_failures = 0;
+	if (era_modern(mm)) {
+		reset_isolation_suitable(mm);
+		wakeup_kcompactd(mm, order);
+	}
+	if (!balanced && reclaimed) {
+		mm->kswapd_awake = true; /* kswapd_try_to_sleep's short nap, then again */
+		return 100 * 1000000ULL;
+	}
+	return UINT64_MAX;
 }

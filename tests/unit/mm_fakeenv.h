@@ -37,6 +37,10 @@ struct fakeenv {
 	uint64_t *wb_done_at;           /* per pfn: completion time of its writeback (0: at once) */
 	uint32_t nr_frames;
 	int migrate_ret;                /* what migrate_anon returns (0 by default) */
+	/* optional test callbacks, run with the mm lock released (they may call into mm) */
+	int (*on_migrate)(struct fakeenv *fe, uint64_t owner, uint32_t from, uint32_t to);
+	void (*on_wait)(struct fakeenv *fe, uint32_t pfn);
+	void *user;
 	int copy_ret;                   /* what copy_file_page returns */
 	/* observations */
 	uint64_t n_wait, n_wait_timeout, n_writeout, n_migrate, n_copy, n_clear, n_trace;
@@ -118,8 +122,14 @@ static inline int fe_wait_writeback(void *priv, void *call, uint32_t pfn, uint64
 	uint64_t now, done;
 
 	fe_expect_locked(fe, false);
+	if (fe->on_wait)
+		fe->on_wait(fe, pfn);
 	if (fe->threaded)
 		return fe_wait_threaded(fe, pfn, timeout_ns);
+	if (!mm_frame_under_writeback(fe->mm, pfn)) {
+		fe_record_wait(fe, pfn, 0, timeout_ns);
+		return 0;
+	}
 	now = fe->now;
 	done = pfn < fe->nr_frames ? fe->wb_done_at[pfn] : 0;
 	if (done < now)
@@ -136,13 +146,16 @@ static inline int fe_wait_writeback(void *priv, void *call, uint32_t pfn, uint64
 	return 0;
 }
 
-static inline int fe_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+static inline int fe_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from,
+				  uint32_t to)
 {
 	struct fakeenv *fe = priv;
 
 	fe_expect_locked(fe, false);
 	__atomic_add_fetch(&fe->n_migrate, 1, __ATOMIC_RELAXED);
 	fe_advance(fe, fe->migrate_ns);
+	if (fe->on_migrate)
+		return fe->on_migrate(fe, owner, from, to);
 	return fe->migrate_ret;
 }
 
@@ -184,7 +197,7 @@ static inline int fe_writeout(void *priv, void *call, uint64_t owner, uint32_t p
 	if (ret)
 		return ret;
 	__atomic_add_fetch(&fe->n_writeout, 1, __ATOMIC_RELAXED);
-	if (pfn < fe->nr_frames)
+	if (!fe->threaded && pfn < fe->nr_frames) /* threaded: another thread completes it */
 		fe->wb_done_at[pfn] = fe->now + fe->writeout_latency_ns;
 	return 0;
 }

@@ -9,8 +9,11 @@
 static struct mm_fault_req req_at(uint64_t extent, enum mm_vma_advice advice)
 {
 	return (struct mm_fault_req){
-		.owner = extent << 9, .extent_owner = extent << 9, .advice = advice,
-		.huge_ok = true, .write = true,
+	    .owner = extent << 9,
+	    .extent_owner = extent << 9,
+	    .advice = advice,
+	    .huge_ok = true,
+	    .write = true,
 	};
 }
 
@@ -36,7 +39,8 @@ TEST(decision_follows_enabled_and_advice)
 	EXPECT_EQ(fault_once("modern-madvise", MM_VMA_DEFAULT, true), MM_FAULT_HUGE);
 	EXPECT_EQ(fault_once("modern-never", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
 	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_DEFAULT, true), MM_FAULT_BASE);
-	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_HUGEPAGE, true), MM_FAULT_HUGE);
+	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_HUGEPAGE, true),
+		  MM_FAULT_HUGE);
 	EXPECT_EQ(fault_once("linux-3.3:enabled=never", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
 }
 
@@ -80,13 +84,14 @@ TEST(huge_fault_record_and_counters)
 	fakeenv_destroy(&fe);
 }
 
-/* Fill the pool with foreign pages, then keep one in every pageblock: no order-9 block is
- * left though most memory is free. */
-static void fragment_one_per_block(struct fakeenv *fe)
+/* Fill the pool with pages of mt, then keep one in every pageblock: no order-9 block is left
+ * though most memory is free. */
+static void fragment_one_per_block(struct fakeenv *fe, enum mm_migratetype mt)
 {
 	uint32_t n = 0, pfn, *all = malloc(sizeof(uint32_t) * fe->nr_frames);
+	uint64_t owner = mt == MM_MT_MOVABLE ? MM_OWNER_FOREIGN : 0;
 
-	while (mm_alloc_pages(fe->mm, 0, MM_MT_MOVABLE, MM_OWNER_FOREIGN | n, &pfn, NULL) == 0)
+	while (mm_alloc_pages(fe->mm, 0, mt, owner | n, &pfn, NULL) == 0)
 		all[n++] = pfn;
 	for (uint32_t i = 0; i < n; i++)
 		if (all[i] % MM_HPAGE_NR != 0)
@@ -94,7 +99,7 @@ static void fragment_one_per_block(struct fakeenv *fe)
 	free(all);
 }
 
-TEST(fragmented_pool_falls_back_to_base)
+TEST(unmovable_fragmentation_falls_back_to_base)
 {
 	struct fakeenv fe;
 	struct mm_fault_req req = req_at(3, MM_VMA_DEFAULT);
@@ -103,9 +108,8 @@ TEST(fragmented_pool_falls_back_to_base)
 	uint64_t st[MM_STAT_NR];
 	char err[256];
 
-	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1:second-compaction=none,async-failure-defers=no", 16 * MIB,
-			       false, err, sizeof(err)), 0);
-	fragment_one_per_block(&fe);
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 16 * MIB, false, err, sizeof(err)), 0);
+	fragment_one_per_block(&fe, MM_MT_UNMOVABLE);
 	mm_get_counts(fe.mm, &c);
 	ASSERT_EQ(c.free_blocks_order9, 0);
 	ASSERT_GT(c.free, c.nr_frames / 2);
@@ -116,7 +120,34 @@ TEST(fragmented_pool_falls_back_to_base)
 	EXPECT_EQ(res.rec.steps[res.rec.nsteps - 1].step, MM_STEP_FALLBACK);
 	mm_get_stats(fe.mm, st);
 	EXPECT_EQ(st[MM_STAT_THP_FAULT_FALLBACK], 1);
+	EXPECT_EQ(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
 	mm_anon_free(fe.mm, res.pfn, 0, NULL);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* Scattered movable frames: async compaction moves them and the fault gets its huge page. */
+TEST(movable_fragmentation_is_compacted)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(3, MM_VMA_DEFAULT);
+	struct mm_fault_res res;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 16 * MIB, false, err, sizeof(err)), 0);
+	fragment_one_per_block(&fe, MM_MT_MOVABLE);
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_HUGE);
+	EXPECT_EQ(res.rec.nsteps, 3);
+	EXPECT_EQ(res.rec.steps[2].step, MM_STEP_COMPACT_ASYNC);
+	EXPECT_EQ(res.rec.steps[2].result, MM_COMPACT_SUCCESS);
+	EXPECT_GT(res.rec.migrated, 0);
+	EXPECT_EQ(fe.n_migrate, 0); /* foreign frames move as metadata only */
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_COMPACT_STALL], 1);
+	EXPECT_EQ(st[MM_STAT_COMPACT_SUCCESS], 1);
+	EXPECT_EQ(st[MM_STAT_PGMIGRATE_SUCCESS], res.rec.migrated);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
 }
@@ -191,8 +222,8 @@ TEST(bad_arguments)
 
 	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
 	EXPECT_EQ(mm_fault(fe.mm, NULL, &res, NULL), -EINVAL);
-	mm_anon_free(fe.mm, 123456789, 0, NULL);  /* out of range: ignored */
-	mm_anon_free(fe.mm, 0, 0, NULL);          /* a free frame: ignored */
+	mm_anon_free(fe.mm, 123456789, 0, NULL); /* out of range: ignored */
+	mm_anon_free(fe.mm, 0, 0, NULL);	 /* a free frame: ignored */
 	mm_anon_free(fe.mm, 0, 9, NULL);
 	EXPECT_EQ(mm_anon_split(fe.mm, 0), -EINVAL);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);

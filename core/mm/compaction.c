@@ -1,0 +1,893 @@
+/* Memory compaction of the zone: the migrate scanner walks up from the start isolating movable
+ * frames, the free scanner walks down from the end isolating free frames as targets, and
+ * migrate_frames() moves the former into the latter until a block of the requested order is
+ * free or the scanners meet.
+ *
+ * Mirrors mm/compaction.c in two eras (reference §3):
+ *  - 3.1-3.3: restart from the zone's ends on every call, one pageblock per
+ *    isolate_migratepages call, async scans only MOVABLE blocks, free targets are MOVABLE blocks
+ *    or free pageblocks (split_free_page under LOW + 2^order), compact_finished checks the
+ *    LOW watermark; deferral is zone-wide (compaction_deferred / defer_compaction).
+ *  - 6.12: cached scanner positions per async/sync, pageblock skip bits (reset by kswapd or a
+ *    restart), async direct skip_on_failure and the free scanner's stride, finish_pageblock
+ *    rescans, capture of the freed block, per-order deferral (compact_order_failed).
+ * The fast_find_migrateblock / fast_isolate_freepages shortcuts of 6.12 are not modelled.
+ * Isolation follows the era's rules for dirty and writeback page cache (reference §2); the
+ * emulated device's filesystem has no ->migratepage (VFAT), so dirty file frames need writeout.
+ */
+#include <errno.h>
+
+#include "mm/compaction.h"
+
+enum isolate_result { ISOLATE_ABORT, ISOLATE_NONE, ISOLATE_SUCCESS };
+
+/* ---- Deferral (include/linux/compaction.h, mm/compaction.c) -------------------------------- */
+
+/* compaction_deferred: true means skip this attempt. Has a side effect (compact_considered),
+ * so callers call it exactly where the kernel does. 3.x has no per-order tracking. */
+bool compaction_deferred(struct mm *mm, unsigned order)
+{
+	unsigned long limit = 1UL << mm->compact_defer_shift;
+
+	if (era_modern(mm) && order < mm->compact_order_failed)
+		return false;
+	if (++mm->compact_considered >= limit) {
+		mm->compact_considered = (unsigned)limit;
+		return false;
+	}
+	mm_trace(mm, NULL, MM_TRACE_DEFERRED, order, mm->compact_considered,
+		 mm->compact_defer_shift, mm->compact_order_failed, 0);
+	return true;
+}
+
+void defer_compaction(struct mm *mm, unsigned order)
+{
+	mm->compact_considered = 0;
+	if (++mm->compact_defer_shift > MM_COMPACT_MAX_DEFER_SHIFT)
+		mm->compact_defer_shift = MM_COMPACT_MAX_DEFER_SHIFT;
+	if (order < mm->compact_order_failed)
+		mm->compact_order_failed = order;
+	mm_trace(mm, NULL, MM_TRACE_DEFER_COMPACTION, order, mm->compact_considered,
+		 mm->compact_defer_shift, mm->compact_order_failed, 0);
+}
+
+void compaction_defer_reset(struct mm *mm, unsigned order, bool alloc_success)
+{
+	if (alloc_success) {
+		mm->compact_considered = 0;
+		mm->compact_defer_shift = 0;
+	}
+	if (order >= mm->compact_order_failed)
+		mm->compact_order_failed = order + 1;
+	mm_trace(mm, NULL, MM_TRACE_DEFER_RESET, order, mm->compact_considered,
+		 mm->compact_defer_shift, mm->compact_order_failed, 0);
+}
+
+/* compaction_restarting: the zone has failed for the longest deferral and is being retried. */
+bool compaction_restarting(struct mm *mm, unsigned order)
+{
+	if (order < mm->compact_order_failed)
+		return false;
+	return mm->compact_defer_shift == MM_COMPACT_MAX_DEFER_SHIFT &&
+	       mm->compact_considered >= 1U << mm->compact_defer_shift;
+}
+
+/* ---- Suitability -------------------------------------------------------------------------- */
+
+/* compaction_suitable. 3.x: SKIPPED when order-0 free is below LOW + 2 << order or the failure
+ * looks like lack of memory (fragindex <= extfrag_threshold); SUCCESS (3.x's PARTIAL) when
+ * the allocation would already succeed; else CONTINUE. 6.12: the watermark is LOW (costly) or
+ * MIN + the gap; a low fragindex gives NOT_SUITABLE_ZONE. */
+enum mm_compact_result compaction_suitable(struct mm *mm, unsigned order, unsigned alloc_flags)
+{
+	uint32_t gap = 2U << order;
+	int fragindex;
+
+	if (era_modern(mm)) {
+		uint32_t mark = order > 3 ? wmark_pages(mm, WMARK_LOW) : wmark_pages(mm, WMARK_MIN);
+
+		if (!zone_watermark_ok(mm, 0, mark + gap, 0))
+			return MM_COMPACT_SKIPPED;
+		fragindex = fragmentation_index(mm, order);
+		if (order > 3 && fragindex >= 0 && fragindex <= (int)mm->cfg.extfrag_threshold)
+			return MM_COMPACT_NOT_SUITABLE_ZONE;
+		return MM_COMPACT_CONTINUE;
+	}
+	if (!zone_watermark_ok(mm, 0, wmark_pages(mm, WMARK_LOW) + gap, 0))
+		return MM_COMPACT_SKIPPED;
+	fragindex = fragmentation_index(mm, order);
+	if (fragindex >= 0 && fragindex <= (int)mm->cfg.extfrag_threshold)
+		return MM_COMPACT_SKIPPED;
+	if (fragindex == -1000 && zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_LOW) + gap, 0))
+		return MM_COMPACT_SUCCESS;
+	return MM_COMPACT_CONTINUE;
+}
+
+static bool suitable(enum mm_compact_result r)
+{
+	return r == MM_COMPACT_CONTINUE;
+}
+
+/* __reset_isolation_suitable: clear every skip bit and restart both scanners at the ends. */
+static void __reset_isolation_suitable(struct mm *mm)
+{
+	for (uint32_t b = 0; b < mm->nr_blocks; b++)
+		mm->pageblock[b] &= (uint8_t)~PB_SKIP;
+	mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = 0;
+	mm->compact_cached_free_pfn = pageblock_start(mm->nr_frames - 1);
+	mm->compact_init_migrate_pfn = 0;
+	mm->compact_init_free_pfn = mm->compact_cached_free_pfn;
+	mm->compact_blockskip_flush = false;
+}
+
+/* reset_isolation_suitable: kswapd going to sleep honours a request left by a direct
+ * compactor whose scanners met. */
+void reset_isolation_suitable(struct mm *mm)
+{
+	if (mm->compact_blockskip_flush)
+		__reset_isolation_suitable(mm);
+}
+
+/* ---- The migrate scanner -------------------------------------------------------------------- */
+
+/* Which isolation filter ISOLATE_ASYNC_MIGRATE / ISOLATE_CLEAN the era applies in this mode:
+ * 3.1 isolates everything; 3.3 filters async only; 6.12 filters everything but SYNC. */
+bool isolate_skips_dirty_writeback(const struct mm *mm, enum mm_migrate_mode mode)
+{
+	switch (mm->cfg.policy.era) {
+	case MM_ERA_3_1:
+		return false;
+	case MM_ERA_3_3:
+		return mode == MM_MIGRATE_ASYNC;
+	default:
+		return mode != MM_MIGRATE_SYNC;
+	}
+}
+
+/* too_many_isolated: more isolated than half of what is on the LRUs (anon counted as LRU). */
+static bool too_many_isolated(const struct mm *mm)
+{
+	uint32_t lru =
+	    mm->nr_lru[0] + mm->nr_lru[1] + mm->nr_anon - mm->nr_anon_huge + mm->nr_foreign;
+
+	return mm->nr_isolated - mm->nr_isolated_free > lru / 2;
+}
+
+/* Is the frame at pfn an LRU page this compaction may isolate? (__isolate_lru_page with the
+ * mode's filter.) */
+static bool isolatable(struct mm *mm, struct compact_control *cc, const struct mm_frame *f)
+{
+	if (f->flags & (FF_ISOLATED | FF_GONE))
+		return false;
+	if (f->state == FS_ANON)
+		return true;
+	if (f->state != FS_FILE)
+		return false;
+	if (isolate_skips_dirty_writeback(mm, cc->mode) &&
+	    ((f->flags & FF_DIRTY) || frame_under_wb(f)))
+		return false; /* no ->migratepage on VFAT: dirty needs writeout */
+	return true;
+}
+
+static void isolate_frame(struct mm *mm, struct compact_control *cc, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (f->state == FS_FILE)
+		lru_del(mm, pfn);
+	f->flags |= FF_ISOLATED;
+	mm->nr_isolated++;
+	cc->migratepages[cc->nr_migratepages++] = pfn;
+	count_event(mm, MM_STAT_COMPACT_ISOLATED, 1);
+}
+
+static void putback_migratepages(struct mm *mm, struct compact_control *cc)
+{
+	for (unsigned i = 0; i < cc->nr_migratepages; i++)
+		putback_frame(mm, cc->migratepages[i]);
+	cc->nr_migratepages = 0;
+}
+
+/* 3.x isolate_migratepages: from migrate_pfn to the end of its pageblock, one pfn at a time,
+ * stopping at COMPACT_CLUSTER_MAX isolated. */
+static enum isolate_result isolate_migratepages_3x(struct mm *mm, struct compact_control *cc)
+{
+	uint32_t pfn = cc->migrate_pfn, end = pageblock_start(pfn) + MM_HPAGE_NR, scanned = 0;
+
+	if (end > cc->free_pfn) {
+		cc->migrate_pfn = end;
+		return ISOLATE_NONE;
+	}
+	if (too_many_isolated(mm) && cc->mode == MM_MIGRATE_ASYNC)
+		return ISOLATE_ABORT; /* sync would congestion_wait: not modelled */
+	if (cc->mode == MM_MIGRATE_ASYNC && pageblock_mt(mm, pfn) != MM_MT_MOVABLE)
+		pfn = end; /* async: only MOVABLE blocks are migration sources */
+	for (; pfn < end; pfn++) {
+		const struct mm_frame *f = pfn_frame(mm, pfn);
+
+		scanned++;
+		if (f->state == FS_HUGE) {
+			pfn = pageblock_start(pfn) + MM_HPAGE_NR - 1;
+			continue;
+		}
+		if (!isolatable(mm, cc, f))
+			continue;
+		isolate_frame(mm, cc, pfn);
+		if (cc->nr_migratepages == MM_COMPACT_CLUSTER_MAX) {
+			pfn++;
+			break;
+		}
+	}
+	cc->migrate_pfn = pfn;
+	cc->total_migrate_scanned += scanned;
+	mm_charge(mm, cc->fc->call, MM_COST_SCAN_PFN, scanned);
+	return ISOLATE_SUCCESS;
+}
+
+/* update_cached_migrate: where the next async / sync compaction starts. */
+static void update_cached_migrate(struct mm *mm, struct compact_control *cc, uint32_t pfn)
+{
+	if (pfn > mm->compact_cached_migrate_pfn[0])
+		mm->compact_cached_migrate_pfn[0] = pfn;
+	if (cc->mode != MM_MIGRATE_ASYNC && pfn > mm->compact_cached_migrate_pfn[1])
+		mm->compact_cached_migrate_pfn[1] = pfn;
+}
+
+static bool isolation_suitable(const struct mm *mm, const struct compact_control *cc, uint32_t pfn)
+{
+	return cc->ignore_skip_hint || !pageblock_skip(mm, pfn);
+}
+
+/* Scan state of one isolate_migratepages_block call. */
+struct mblock_scan {
+	uint32_t pfn, end;
+	uint32_t next_skip_pfn; /* async direct: end of the current order-aligned chunk */
+	bool skip_on_failure;
+	unsigned nr_isolated;
+	uint64_t scanned;
+};
+
+/* A candidate could not be isolated: under skip_on_failure, give back what this chunk isolated
+ * and jump to the next chunk. */
+static void isolate_fail(struct mm *mm, struct compact_control *cc, struct mblock_scan *s)
+{
+	if (!s->skip_on_failure)
+		return;
+	if (s->nr_isolated) {
+		putback_migratepages(mm, cc);
+		s->nr_isolated = 0;
+	}
+	if (s->pfn < s->next_skip_pfn) {
+		s->pfn = s->next_skip_pfn - 1;
+		s->next_skip_pfn += 1U << cc->order;
+	}
+}
+
+/* One pfn of the modern block scan. Returns false to stop the scan (enough isolated). */
+static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mblock_scan *s)
+{
+	const struct mm_frame *f = pfn_frame(mm, s->pfn);
+
+	s->scanned++;
+	if (frame_is_buddy(f)) {
+		unsigned o = frame_order(f);
+
+		s->pfn += (1U << o) - 1;
+		s->scanned += (1U << o) - 1;
+		return true;
+	}
+	if (f->state == FS_HUGE) {
+		/* skip_isolation_on_order: never migrate a pageblock-order THP */
+		s->pfn = pageblock_start(s->pfn) + MM_HPAGE_NR - 1;
+		isolate_fail(mm, cc, s);
+		return true;
+	}
+	if (!isolatable(mm, cc, f)) {
+		isolate_fail(mm, cc, s);
+		return true;
+	}
+	isolate_frame(mm, cc, s->pfn);
+	s->nr_isolated++;
+	if (cc->nr_migratepages >= MM_COMPACT_CLUSTER_MAX && !cc->finish_pageblock) {
+		s->pfn++;
+		return false;
+	}
+	return true;
+}
+
+/* 6.12 isolate_migratepages_block over [low, end) of one pageblock. */
+static int isolate_migratepages_block(struct mm *mm, struct compact_control *cc, uint32_t low,
+				      uint32_t end)
+{
+	struct mblock_scan s = {.pfn = low, .end = end};
+	bool at_block_start = low == pageblock_start(low);
+
+	if (cc->direct && cc->mode == MM_MIGRATE_ASYNC && cc->order > 0) {
+		s.skip_on_failure = true;
+		s.next_skip_pfn = (low & ~((1U << cc->order) - 1)) + (1U << cc->order);
+	}
+	if (too_many_isolated(mm) && cc->mode == MM_MIGRATE_ASYNC)
+		return -EAGAIN;
+	if (at_block_start && !isolation_suitable(mm, cc, low)) {
+		cc->migrate_pfn = end;
+		return 0;
+	}
+	for (; s.pfn < end; s.pfn++) {
+		if (s.skip_on_failure && s.pfn >= s.next_skip_pfn) {
+			if (s.nr_isolated)
+				break;
+			s.next_skip_pfn = (s.pfn & ~((1U << cc->order) - 1)) + (1U << cc->order);
+		}
+		if (!scan_one_modern(mm, cc, &s))
+			break;
+	}
+	if (s.pfn > end)
+		s.pfn = end;
+	/* a block scanned to its end with nothing isolated (or finished after a failure) gets
+	 * the skip bit */
+	if (s.pfn == end && (!s.nr_isolated || cc->finish_pageblock)) {
+		if (at_block_start || cc->finish_pageblock)
+			set_pageblock_skip(mm, low);
+		update_cached_migrate(mm, cc, end);
+	}
+	cc->total_migrate_scanned += s.scanned;
+	mm_charge(mm, cc->fc->call, MM_COST_SCAN_PFN, s.scanned);
+	cc->migrate_pfn = s.pfn;
+	return 0;
+}
+
+/* suitable_migration_source: not a block held by a THP; async direct compaction only takes
+ * blocks of the allocation's migratetype. */
+static bool suitable_migration_source(struct mm *mm, struct compact_control *cc, uint32_t block)
+{
+	if (pfn_frame(mm, block)->state == FS_HUGE)
+		return false;
+	if (cc->mode != MM_MIGRATE_ASYNC || !cc->direct)
+		return true;
+	return pageblock_mt(mm, block) == cc->migratetype;
+}
+
+/* 6.12 isolate_migratepages: the first suitable block from migrate_pfn up. */
+static enum isolate_result isolate_migratepages_modern(struct mm *mm, struct compact_control *cc)
+{
+	uint32_t low = cc->migrate_pfn;
+	uint32_t block_end = pageblock_start(low) + MM_HPAGE_NR;
+
+	for (; block_end <= cc->free_pfn;
+	     cc->migrate_pfn = low = block_end, block_end += MM_HPAGE_NR) {
+		uint32_t block = pageblock_start(low);
+
+		if (low == block && !isolation_suitable(mm, cc, block))
+			continue;
+		if (!suitable_migration_source(mm, cc, block)) {
+			update_cached_migrate(mm, cc, block_end);
+			continue;
+		}
+		if (isolate_migratepages_block(mm, cc, low, block_end))
+			return ISOLATE_ABORT;
+		break;
+	}
+	return cc->nr_migratepages ? ISOLATE_SUCCESS : ISOLATE_NONE;
+}
+
+__stall_frame static enum isolate_result isolate_migratepages(struct mm *mm,
+							      struct compact_control *cc)
+{
+	if (era_modern(mm))
+		return isolate_migratepages_modern(mm, cc);
+	return isolate_migratepages_3x(mm, cc);
+}
+
+/* ---- The free scanner ----------------------------------------------------------------------- */
+
+/* __isolate_free_page (6.12) / split_free_page (3.x): take a buddy block off the free lists as
+ * a migration target, unless that drops order-0 free below the era's mark + 2^order. */
+static uint32_t isolate_free_block(struct mm *mm, struct compact_control *cc, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+	unsigned order = frame_order(f);
+	enum wmark w = era_modern(mm) ? WMARK_MIN : WMARK_LOW;
+
+	if (!zone_watermark_ok(mm, 0, wmark_pages(mm, w) + (1U << order), 0))
+		return 0;
+	del_free_block(mm, pfn);
+	f->order = (uint8_t)order;
+	f->flags = FF_ISOLATED;
+	f->next = cc->freepages;
+	cc->freepages = pfn;
+	cc->nr_freepages += 1U << order;
+	mm->nr_isolated += 1U << order;
+	mm->nr_isolated_free += 1U << order;
+	count_event(mm, MM_STAT_COMPACT_ISOLATED, 1U << order);
+	if (!era_modern(mm) && order >= MM_PAGEBLOCK_ORDER - 1)
+		for (uint32_t p = pfn; p < pfn + (1U << order); p += MM_HPAGE_NR)
+			set_pageblock_mt(mm, p, MM_MT_MOVABLE);
+	return 1U << order;
+}
+
+/* isolate_freepages_block: isolate the buddy blocks of [*start, end) with the given stride;
+ * non-strict scans stop once enough targets are held. */
+static uint32_t isolate_freepages_block(struct mm *mm, struct compact_control *cc, uint32_t *start,
+					uint32_t end, unsigned stride, bool whole)
+{
+	uint32_t pfn = *start, total = 0;
+	uint64_t scanned = 0;
+
+	for (; pfn < end; pfn += stride) {
+		const struct mm_frame *f = pfn_frame(mm, pfn);
+		uint32_t isolated;
+
+		scanned++;
+		if (!frame_is_buddy(f))
+			continue;
+		isolated = isolate_free_block(mm, cc, pfn);
+		if (!isolated)
+			break;
+		scanned += isolated - 1;
+		total += isolated;
+		if (!whole && cc->nr_migratepages <= cc->nr_freepages) {
+			pfn += isolated;
+			break;
+		}
+		pfn += isolated - 1;
+	}
+	if (pfn > end)
+		pfn = end;
+	*start = pfn;
+	cc->total_free_scanned += scanned;
+	mm_charge(mm, cc->fc->call, MM_COST_SCAN_PFN, scanned);
+	mm_charge(mm, cc->fc->call, MM_COST_ISOLATE, total);
+	return total;
+}
+
+/* 3.x suitable_migration_target: a MOVABLE block or a free pageblock. */
+static bool suitable_target_3x(struct mm *mm, uint32_t block)
+{
+	const struct mm_frame *f = pfn_frame(mm, block);
+
+	if (frame_is_buddy(f) && frame_order(f) >= MM_PAGEBLOCK_ORDER)
+		return true;
+	return pageblock_mt(mm, block) == MM_MT_MOVABLE;
+}
+
+/* 3.x isolate_freepages: whole blocks downward from free_pfn while targets are short; the
+ * scanner restarts next time from the highest block it isolated from. */
+static void isolate_freepages_3x(struct mm *mm, struct compact_control *cc)
+{
+	int64_t pfn = cc->free_pfn, low = (int64_t)cc->migrate_pfn + MM_HPAGE_NR;
+	int64_t high = low < pfn ? low : pfn;
+
+	for (; pfn > low && cc->nr_migratepages > cc->nr_freepages; pfn -= MM_HPAGE_NR) {
+		uint32_t start = (uint32_t)pfn;
+
+		if (!suitable_target_3x(mm, start))
+			continue;
+		if (isolate_freepages_block(mm, cc, &start, start + MM_HPAGE_NR, 1, true) &&
+		    pfn > high)
+			high = pfn;
+	}
+	cc->free_pfn = (uint32_t)high;
+}
+
+/* 6.12 suitable_migration_target: never break up a free block of the requested order. */
+static bool suitable_target_modern(struct mm *mm, struct compact_control *cc, uint32_t block)
+{
+	const struct mm_frame *f = pfn_frame(mm, block);
+	unsigned order = cc->order > 0 ? (unsigned)cc->order : MM_PAGEBLOCK_ORDER;
+
+	if (frame_is_buddy(f) && frame_order(f) >= order)
+		return false;
+	if (cc->mode == MM_MIGRATE_SYNC && cc->whole_zone)
+		return true; /* ignore_block_suitable at SYNC_FULL priority */
+	return pageblock_mt(mm, block) == MM_MT_MOVABLE;
+}
+
+/* update_pageblock_skip for the free scanner: mark and lower the cached free position. */
+static void update_free_skip(struct mm *mm, uint32_t block, uint32_t next)
+{
+	set_pageblock_skip(mm, block);
+	if (next < mm->compact_cached_free_pfn)
+		mm->compact_cached_free_pfn = next;
+}
+
+/* 6.12 isolate_freepages: blocks downward to the migrate scanner's block, async with a
+ * stride that grows over empty blocks. */
+static void isolate_freepages_modern(struct mm *mm, struct compact_control *cc)
+{
+	uint32_t isolate_start = cc->free_pfn;
+	int64_t block = pageblock_start(isolate_start);
+	uint32_t block_end = (uint32_t)block + MM_HPAGE_NR;
+	int64_t low = ((int64_t)cc->migrate_pfn + MM_HPAGE_NR) & ~(int64_t)(MM_HPAGE_NR - 1);
+	unsigned stride = cc->mode == MM_MIGRATE_ASYNC ? MM_COMPACT_CLUSTER_MAX : 1;
+
+	for (; block >= low;
+	     block_end = (uint32_t)block, block -= MM_HPAGE_NR, isolate_start = (uint32_t)block) {
+		uint32_t nr;
+
+		if (!suitable_target_modern(mm, cc, (uint32_t)block) ||
+		    !isolation_suitable(mm, cc, (uint32_t)block))
+			continue;
+		nr = isolate_freepages_block(mm, cc, &isolate_start, block_end, stride, false);
+		if (isolate_start == block_end)
+			update_free_skip(mm, (uint32_t)block, (uint32_t)(block - MM_HPAGE_NR));
+		if (cc->nr_freepages >= cc->nr_migratepages) {
+			if (isolate_start >= block_end)
+				isolate_start = (uint32_t)(block - MM_HPAGE_NR);
+			break;
+		} else if (isolate_start < block_end) {
+			break; /* isolation failed early (watermark) */
+		}
+		stride = nr ? 1
+			    : (stride << 1 > MM_COMPACT_CLUSTER_MAX ? MM_COMPACT_CLUSTER_MAX
+								    : stride << 1);
+	}
+	cc->free_pfn = isolate_start;
+}
+
+__stall_frame void isolate_freepages(struct mm *mm, struct compact_control *cc)
+{
+	if (era_modern(mm))
+		isolate_freepages_modern(mm, cc);
+	else
+		isolate_freepages_3x(mm, cc);
+}
+
+/* ---- compact_zone ------------------------------------------------------------------------- */
+
+static bool scanners_met(const struct compact_control *cc)
+{
+	return (cc->free_pfn >> MM_PAGEBLOCK_ORDER) <= (cc->migrate_pfn >> MM_PAGEBLOCK_ORDER);
+}
+
+/* extfrag_for_order: % of free memory in blocks smaller than the order (proactive score). */
+static unsigned fragmentation_score(struct mm *mm)
+{
+	uint64_t suitable = 0;
+
+	if (!mm->nr_free_pages)
+		return 0;
+	for (unsigned o = MM_HPAGE_ORDER; o <= MM_MAX_ORDER; o++)
+		suitable += (uint64_t)mm->nr_free[o] << o;
+	return (unsigned)((mm->nr_free_pages - suitable) * 100 / mm->nr_free_pages);
+}
+
+/* A free block of at least the order the allocation could take (own list or a stealable
+ * fallback). */
+static bool suitable_page_free(struct mm *mm, const struct compact_control *cc)
+{
+	for (unsigned o = (unsigned)cc->order; o <= MM_MAX_ORDER; o++) {
+		if (mm->nr_free_mt[o][cc->migratetype])
+			return true;
+		if (era_modern(mm) ? mm->nr_free[o] && (o >= 4 || cc->migratetype != MM_MT_MOVABLE)
+				   : o >= MM_PAGEBLOCK_ORDER && mm->nr_free[o])
+			return true;
+	}
+	return false;
+}
+
+static enum mm_compact_result compact_finished_3x(struct mm *mm, struct compact_control *cc)
+{
+	if (cc->free_pfn <= cc->migrate_pfn)
+		return MM_COMPACT_COMPLETE;
+	if (cc->order < 0)
+		return MM_COMPACT_CONTINUE;
+	if (!zone_watermark_ok(mm, (unsigned)cc->order,
+			       wmark_pages(mm, WMARK_LOW) + (1U << cc->order), 0))
+		return MM_COMPACT_CONTINUE;
+	return suitable_page_free(mm, cc) ? MM_COMPACT_SUCCESS : MM_COMPACT_CONTINUE;
+}
+
+static enum mm_compact_result compact_finished_modern(struct mm *mm, struct compact_control *cc)
+{
+	if (cc->contended)
+		return MM_COMPACT_CONTENDED;
+	if (scanners_met(cc)) {
+		mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = 0;
+		mm->compact_cached_free_pfn = pageblock_start(mm->nr_frames - 1);
+		if (cc->direct)
+			mm->compact_blockskip_flush = true;
+		return cc->whole_zone ? MM_COMPACT_COMPLETE : MM_COMPACT_PARTIAL_SKIPPED;
+	}
+	if (cc->proactive) {
+		if (mm->kswapd_awake)
+			return MM_COMPACT_PARTIAL_SKIPPED;
+		return fragmentation_score(mm) > cc->proactive_low ? MM_COMPACT_CONTINUE
+								   : MM_COMPACT_SUCCESS;
+	}
+	if (cc->order < 0 || cc->migrate_pfn % MM_HPAGE_NR)
+		return MM_COMPACT_CONTINUE; /* always finish a pageblock */
+	return suitable_page_free(mm, cc) ? MM_COMPACT_SUCCESS : MM_COMPACT_CONTINUE;
+}
+
+static enum mm_compact_result compact_zone_3x(struct mm *mm, struct compact_control *cc)
+{
+	enum mm_compact_result ret;
+
+	if (cc->order >= 0) {
+		ret = compaction_suitable(mm, (unsigned)cc->order, cc->alloc_flags);
+		if (!suitable(ret))
+			return ret;
+	}
+	cc->migrate_pfn = 0;
+	cc->free_pfn = pageblock_start(mm->nr_frames - 1);
+	mm_trace(mm, cc->fc->call, MM_TRACE_COMPACTION_BEGIN, (unsigned)cc->order, cc->migrate_pfn,
+		 cc->free_pfn, mm->nr_frames, cc->mode);
+	while ((ret = compact_finished_3x(mm, cc)) == MM_COMPACT_CONTINUE) {
+		unsigned ok = 0;
+
+		switch (isolate_migratepages(mm, cc)) {
+		case ISOLATE_ABORT:
+			ret = MM_COMPACT_CONTENDED; /* 3.x's PARTIAL after an aborted isolation */
+			putback_migratepages(mm, cc);
+			goto out;
+		case ISOLATE_NONE:
+			continue;
+		case ISOLATE_SUCCESS:
+			break;
+		}
+		migrate_frames(mm, cc, &ok);
+		count_event(mm, MM_STAT_COMPACT_BLOCKS_MOVED, 1);
+	}
+out:
+	release_freepages(mm, cc);
+	return ret;
+}
+
+/* Scanner start for a modern compaction: cached positions unless whole-zone. */
+static void compact_zone_start_modern(struct mm *mm, struct compact_control *cc)
+{
+	bool sync = cc->mode != MM_MIGRATE_ASYNC;
+	uint32_t last = pageblock_start(mm->nr_frames - 1);
+
+	if (cc->whole_zone) {
+		cc->migrate_pfn = 0;
+		cc->free_pfn = last;
+		return;
+	}
+	cc->migrate_pfn = mm->compact_cached_migrate_pfn[sync];
+	cc->free_pfn = mm->compact_cached_free_pfn;
+	if (cc->free_pfn >= mm->nr_frames)
+		cc->free_pfn = mm->compact_cached_free_pfn = last;
+	if (cc->migrate_pfn >= mm->nr_frames)
+		cc->migrate_pfn = mm->compact_cached_migrate_pfn[0] =
+		    mm->compact_cached_migrate_pfn[1] = 0;
+	if (cc->migrate_pfn <= mm->compact_init_migrate_pfn)
+		cc->whole_zone = true;
+}
+
+/* The modern loop body after a successful isolation: migrate, and on a mid-block failure
+ * rescan the rest of the block so it gets the skip bit. Returns true to rescan. */
+static bool migrate_batch_modern(struct mm *mm, struct compact_control *cc, uint32_t *last_migrated,
+				 enum mm_compact_result *ret)
+{
+	unsigned ok = 0;
+	int err = migrate_frames(mm, cc, &ok);
+
+	if (!err)
+		return false;
+	if (err == -ENOMEM && !scanners_met(cc)) {
+		*ret = MM_COMPACT_CONTENDED;
+		cc->contended = true;
+		return false;
+	}
+	if (cc->migrate_pfn % MM_HPAGE_NR && !cc->ignore_skip_hint && !cc->finish_pageblock &&
+	    cc->mode < MM_MIGRATE_SYNC) {
+		cc->finish_pageblock = true;
+		if (cc->order == MM_HPAGE_ORDER)
+			*last_migrated = MM_NO_PFN;
+		return true;
+	}
+	return false;
+}
+
+static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_control *cc)
+{
+	enum mm_compact_result ret;
+	uint32_t last_migrated = MM_NO_PFN;
+	bool update_cached;
+
+	if (cc->order >= 0 && !cc->proactive) {
+		uint32_t mark = wmark_pages(mm, (enum wmark)(cc->alloc_flags & ALLOC_WMARK_MASK));
+
+		if (zone_watermark_ok(mm, (unsigned)cc->order, mark, cc->alloc_flags))
+			return MM_COMPACT_SUCCESS;
+		if (!suitable(compaction_suitable(mm, (unsigned)cc->order, cc->alloc_flags)))
+			return MM_COMPACT_SKIPPED;
+	}
+	if (cc->order >= 0 && compaction_restarting(mm, (unsigned)cc->order))
+		__reset_isolation_suitable(mm);
+	compact_zone_start_modern(mm, cc);
+	update_cached = cc->mode == MM_MIGRATE_ASYNC &&
+			mm->compact_cached_migrate_pfn[0] == mm->compact_cached_migrate_pfn[1];
+	mm_trace(mm, cc->fc->call, MM_TRACE_COMPACTION_BEGIN, (unsigned)cc->order, cc->migrate_pfn,
+		 cc->free_pfn, mm->nr_frames, cc->mode);
+	while ((ret = compact_finished_modern(mm, cc)) == MM_COMPACT_CONTINUE) {
+		cc->finish_pageblock =
+		    last_migrated != MM_NO_PFN &&
+		    pageblock_start(last_migrated) == pageblock_start(cc->migrate_pfn);
+rescan:
+		switch (isolate_migratepages(mm, cc)) {
+		case ISOLATE_ABORT:
+			ret = MM_COMPACT_CONTENDED;
+			putback_migratepages(mm, cc);
+			goto out;
+		case ISOLATE_NONE:
+			if (update_cached)
+				mm->compact_cached_migrate_pfn[1] =
+				    mm->compact_cached_migrate_pfn[0];
+			continue;
+		case ISOLATE_SUCCESS:
+			update_cached = false;
+			last_migrated = pageblock_start(cc->migrate_pfn ? cc->migrate_pfn - 1 : 0);
+			break;
+		}
+		if (migrate_batch_modern(mm, cc, &last_migrated, &ret))
+			goto rescan;
+		if (cc->contended)
+			goto out;
+		if (cc->capc && cc->capc->pfn != MM_NO_PFN) {
+			ret = MM_COMPACT_SUCCESS;
+			break;
+		}
+	}
+out:
+	if (cc->nr_freepages) {
+		uint32_t free_pfn = pageblock_start(cc->freepages);
+
+		release_freepages(mm, cc);
+		if (free_pfn > mm->compact_cached_free_pfn)
+			mm->compact_cached_free_pfn = free_pfn;
+	}
+	return ret;
+}
+
+/* compact_zone: one compaction run; counts the scanners' work. */
+__stall_frame enum mm_compact_result compact_zone(struct mm *mm, struct compact_control *cc)
+{
+	enum mm_compact_result ret;
+
+	ret = era_modern(mm) ? compact_zone_modern(mm, cc) : compact_zone_3x(mm, cc);
+	count_event(mm,
+		    cc->direct ? MM_STAT_COMPACT_MIGRATE_SCANNED
+			       : MM_STAT_COMPACT_DAEMON_MIGRATE_SCANNED,
+		    cc->total_migrate_scanned);
+	count_event(mm,
+		    cc->direct ? MM_STAT_COMPACT_FREE_SCANNED : MM_STAT_COMPACT_DAEMON_FREE_SCANNED,
+		    cc->total_free_scanned);
+	if (!cc->direct) {
+		count_event(mm, MM_STAT_COMPACT_MIGRATE_SCANNED, cc->total_migrate_scanned);
+		count_event(mm, MM_STAT_COMPACT_FREE_SCANNED, cc->total_free_scanned);
+	}
+	mm_trace(mm, cc->fc->call, MM_TRACE_COMPACTION_END, cc->order < 0 ? 0 : (unsigned)cc->order,
+		 cc->migrate_pfn, cc->free_pfn, mm->nr_frames, ret);
+	return ret;
+}
+
+/* try_to_compact_pages for our one zone: the gfp check, the modern deferral check, then
+ * compact_zone_order; the modern per-zone defer/reset decisions are taken here. *captured gets
+ * a block captured during the run (modern), else MM_NO_PFN. */
+__stall_frame enum mm_compact_result try_to_compact_pages(struct mm *mm, struct alloc_ctx *ac,
+							  enum mm_migrate_mode mode,
+							  uint32_t *captured)
+{
+	struct capture_control capc = {.order = ac->order, .pfn = MM_NO_PFN};
+	struct compact_control cc = {
+	    .order = (int)ac->order,
+	    .migratetype = ac->mt,
+	    .mode = mode,
+	    .alloc_flags = ac->alloc_flags,
+	    .direct = true,
+	    .freepages = MM_NO_PFN,
+	    .fc = ac->fc,
+	};
+	enum mm_compact_result ret;
+
+	*captured = MM_NO_PFN;
+	if (!(ac->gfp & GFP_IO) || (!era_modern(mm) && !(ac->gfp & GFP_FS)))
+		return MM_COMPACT_SKIPPED;
+	if (!era_modern(mm)) {
+		count_event(mm, MM_STAT_COMPACT_STALL, 1);
+		return compact_zone(mm, &cc);
+	}
+	if (mode != MM_MIGRATE_SYNC && compaction_deferred(mm, ac->order))
+		return MM_COMPACT_DEFERRED;
+	if (mode == MM_MIGRATE_SYNC)
+		cc.whole_zone = cc.ignore_skip_hint = true; /* MIN_COMPACT_PRIORITY */
+	cc.capc = &capc;
+	ret = compact_zone(mm, &cc);
+	if (capc.pfn != MM_NO_PFN) {
+		*captured = capc.pfn;
+		ret = MM_COMPACT_SUCCESS;
+	}
+	if (ret == MM_COMPACT_SUCCESS)
+		compaction_defer_reset(mm, ac->order, false);
+	else if ((mode != MM_MIGRATE_ASYNC || mm->cfg.policy.async_failure_defers) &&
+		 (ret == MM_COMPACT_COMPLETE || ret == MM_COMPACT_PARTIAL_SKIPPED))
+		defer_compaction(mm, ac->order);
+	return ret;
+}
+
+/* ---- Background compaction (kcompactd, proactive) ------------------------------------------ */
+
+/* kcompactd_do_work: SYNC_LIGHT compaction at kcompactd_max_order, honouring deferral. */
+__stall_frame uint64_t kcompactd_do_work(struct mm *mm, void *call)
+{
+	struct fault_ctx fc = {.call = call};
+	unsigned order = mm->kcompactd_max_order;
+	struct compact_control cc = {
+	    .order = (int)order,
+	    .migratetype = MM_MT_MOVABLE,
+	    .mode = MM_MIGRATE_SYNC_LIGHT,
+	    .alloc_flags = WMARK_MIN,
+	    .freepages = MM_NO_PFN,
+	    .fc = &fc,
+	};
+	enum mm_compact_result ret;
+
+	count_event(mm, MM_STAT_COMPACT_DAEMON_WAKE, 1);
+	mm->kcompactd_awake = false;
+	mm->kcompactd_max_order = 0;
+	if (compaction_deferred(mm, order) ||
+	    zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_MIN), 0) ||
+	    !suitable(compaction_suitable(mm, order, WMARK_MIN)))
+		return 0;
+	ret = compact_zone(mm, &cc);
+	if (ret == MM_COMPACT_SUCCESS)
+		compaction_defer_reset(mm, order, false);
+	else if (ret == MM_COMPACT_PARTIAL_SKIPPED || ret == MM_COMPACT_COMPLETE)
+		defer_compaction(mm, order);
+	return 1;
+}
+
+/* wakeup_kcompactd: wake it when an order is failing at MIN but compaction could help. */
+void wakeup_kcompactd(struct mm *mm, unsigned order)
+{
+	if (!mm->cfg.policy.kcompactd)
+		return;
+	if (order > mm->kcompactd_max_order)
+		mm->kcompactd_max_order = order;
+	if (mm->kcompactd_awake)
+		return;
+	if (zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_MIN), 0) ||
+	    !suitable(compaction_suitable(mm, order, WMARK_MIN)))
+		return;
+	mm->kcompactd_awake = true;
+}
+
+/* proactive_compact_node: whole zone, SYNC_LIGHT, skip hints ignored, until the
+ * fragmentation score drops to the low threshold. Returns -1 if the score did not call for
+ * it, 1 if the score improved, 0 if not. */
+int proactive_compact_node(struct mm *mm, void *call)
+{
+	unsigned low = mm->cfg.policy.proactiveness >= 95 ? 5 : 100 - mm->cfg.policy.proactiveness;
+	unsigned high = low + 10 > 100 ? 100 : low + 10, before = fragmentation_score(mm);
+	struct fault_ctx fc = {.call = call};
+	struct compact_control cc = {
+	    .order = -1,
+	    .migratetype = MM_MT_MOVABLE,
+	    .mode = MM_MIGRATE_SYNC_LIGHT,
+	    .alloc_flags = WMARK_MIN,
+	    .whole_zone = true,
+	    .ignore_skip_hint = true,
+	    .proactive = true,
+	    .proactive_low = low,
+	    .freepages = MM_NO_PFN,
+	    .fc = &fc,
+	};
+
+	if (!mm->cfg.policy.proactiveness || mm->kswapd_awake || before <= high)
+		return -1;
+	count_event(mm, MM_STAT_COMPACT_DAEMON_WAKE, 1);
+	compact_zone(mm, &cc);
+	return fragmentation_score(mm) < before;
+}
+
+unsigned mm_fragmentation_score(struct mm *mm)
+{
+	unsigned s;
+
+	mm_lock(mm);
+	s = fragmentation_score(mm);
+	mm_unlock(mm);
+	return s;
+}

@@ -1,0 +1,376 @@
+/* Page migration for compaction: move each isolated frame's contents and identity to a free
+ * target frame, under the migrate mode's rules for locked, dirty and writeback frames.
+ *
+ * Mirrors mm/migrate.c's migrate_pages / unmap_and_move (3.1's bool sync with force = pass > 2,
+ * 3.3 / 6.12 enum migrate_mode; reference §2) and fallback_migrate_page's writeout() for a
+ * filesystem without ->migratepage (the emulated VFAT stick), plus compaction_alloc /
+ * compaction_free / release_freepages of mm/compaction.c. The real work of a move (an
+ * unmap + copy + remap of a program page, a page-cache copy) and every writeback wait happen in
+ * environment hooks with the mm lock released; the frames involved stay ISOLATED meanwhile so
+ * no one else touches them, and their state is re-validated afterwards.
+ */
+#include <errno.h>
+
+#include "mm/compaction.h"
+
+/* ---- Targets ------------------------------------------------------------------------------ */
+
+/* compaction_alloc: one order-0 target, splitting an isolated block if needed; runs the free
+ * scanner when none is left. */
+uint32_t compaction_alloc(struct mm *mm, struct compact_control *cc)
+{
+	uint32_t pfn;
+	unsigned order;
+
+	if (cc->freepages == MM_NO_PFN)
+		isolate_freepages(mm, cc);
+	if (cc->freepages == MM_NO_PFN)
+		return MM_NO_PFN;
+	pfn = cc->freepages;
+	cc->freepages = pfn_frame(mm, pfn)->next;
+	order = frame_order(pfn_frame(mm, pfn));
+	while (order > 0) {
+		uint32_t upper;
+
+		order--;
+		upper = pfn + (1U << order);
+		pfn_frame(mm, upper)->order = (uint8_t)order;
+		pfn_frame(mm, upper)->flags = FF_ISOLATED;
+		pfn_frame(mm, upper)->next = cc->freepages;
+		cc->freepages = upper;
+	}
+	pfn_frame(mm, pfn)->order = 0;
+	cc->nr_freepages--;
+	return pfn;
+}
+
+/* A target that was not used: back to the compaction's list (6.12 compaction_free) or, in
+ * 3.x, freed to the buddy allocator (putback_lru_page(newpage)). */
+static void release_target(struct mm *mm, struct compact_control *cc, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (era_modern(mm)) {
+		f->state = FS_FREE;
+		f->order = 0;
+		f->flags = FF_ISOLATED;
+		f->next = cc->freepages;
+		cc->freepages = pfn;
+		cc->nr_freepages++;
+		return;
+	}
+	mm->nr_isolated--;
+	mm->nr_isolated_free--;
+	free_frames(mm, pfn, 0, cc->capc);
+}
+
+/* release_freepages: every isolated target goes back to the buddy allocator. */
+void release_freepages(struct mm *mm, struct compact_control *cc)
+{
+	while (cc->freepages != MM_NO_PFN) {
+		uint32_t pfn = cc->freepages;
+		struct mm_frame *f = pfn_frame(mm, pfn);
+		unsigned order = frame_order(f);
+
+		cc->freepages = f->next;
+		mm->nr_isolated -= 1U << order;
+		mm->nr_isolated_free -= 1U << order;
+		f->flags = 0;
+		f->order = ORDER_TAIL;
+		free_one_block(mm, pfn, order, cc->capc);
+	}
+	cc->nr_freepages = 0;
+}
+
+/* ---- Waiting and writing out, lock released --------------------------------------------- */
+
+static void account_wait(struct mm *mm, struct fault_ctx *fc, uint64_t ns, enum mm_cause cause)
+{
+	struct mm_fault_rec *rec = fc->rec;
+	uint64_t us = ns / 1000;
+
+	count_event(mm,
+		    cause == MM_CAUSE_RECLAIM_WB_WAIT ? MM_STAT_RECLAIM_WB_WAIT
+						      : MM_STAT_COMPACT_WB_WAIT,
+		    1);
+	fc->cause_ns[cause] += ns;
+	fc->hook_ns += ns;
+	if (!rec)
+		return;
+	rec->wb_waits++;
+	rec->wb_wait_ns += ns;
+	if (us > rec->wb_wait_max_us)
+		rec->wb_wait_max_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+/* wait_on_page_writeback for a frame the caller holds isolated: drop the mm lock, block in
+ * the environment (bounded by timeout_ns unless 0), retake the lock. Returns 0 or -ETIMEDOUT. */
+__stall_frame int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn,
+					  uint64_t timeout_ns, enum mm_cause cause)
+{
+	uint64_t t0 = mm_now(mm, fc->call);
+	int ret = 0;
+
+	if (!mm->env.ops->wait_writeback)
+		return -ETIMEDOUT;
+	mm_unlock(mm);
+	ret = mm->env.ops->wait_writeback(mm->env.priv, fc->call, pfn, timeout_ns);
+	mm_lock(mm);
+	account_wait(mm, fc, mm_now(mm, fc->call) - t0, cause);
+	return ret == -ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+/* writeout(): start writeback of a dirty page-cache frame through ->writepage. Returns 0 if
+ * writeback started. */
+__stall_frame static int writeout(struct mm *mm, struct fault_ctx *fc, uint32_t pfn,
+				  enum mm_cause cause)
+{
+	uint64_t owner = pfn_frame(mm, pfn)->owner, t0 = mm_now(mm, fc->call), dt;
+	int ret;
+
+	if (!mm->env.ops->writeout)
+		return -EBUSY;
+	mm_unlock(mm);
+	ret = mm->env.ops->writeout(mm->env.priv, fc->call, owner, pfn);
+	mm_lock(mm);
+	dt = mm_now(mm, fc->call) - t0;
+	fc->cause_ns[cause] += dt;
+	fc->hook_ns += dt;
+	if (!ret)
+		count_event(mm, cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_STAT_COMPACT_WRITEOUT
+								  : MM_STAT_NR_VMSCAN_WRITE,
+			    1);
+	return ret;
+}
+
+int reclaim_writeout(struct mm *mm, struct fault_ctx *fc, uint32_t pfn)
+{
+	return writeout(mm, fc, pfn, MM_CAUSE_RECLAIM);
+}
+
+/* ---- Moving one frame ----------------------------------------------------------------------- */
+
+/* The source is done with: migrated, or its owner let it go. */
+static void finish_source(struct mm *mm, struct compact_control *cc, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	f->flags &= (uint8_t) ~(FF_ISOLATED | FF_MIGRATING);
+	mm->nr_isolated--;
+	frame_free_owned(mm, pfn, cc->capc);
+}
+
+/* Give the target the source's identity (the kernel's migrate_page_copy + remap); page cache
+ * and foreign frames. */
+static void commit_migration(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
+{
+	struct mm_frame *s = pfn_frame(mm, src), *d = pfn_frame(mm, dst);
+
+	d->state = s->state;
+	d->owner = s->owner;
+	d->flags = (uint8_t)(s->flags & (FF_ACTIVE | FF_REFERENCED | FF_ERROR));
+	d->order = ORDER_TAIL;
+	d->hnext = MM_NO_PFN;
+	mm->nr_isolated--; /* the target leaves the isolated free pool */
+	mm->nr_isolated_free--;
+	if (d->state == FS_FILE) {
+		pc_replace(mm, src, dst);
+		lru_add(mm, dst);
+		mm->nr_file++; /* finish_source below uncounts the source */
+	} else {
+		mm->nr_foreign++;
+	}
+	finish_source(mm, cc, src);
+}
+
+/* Run a copy hook with the lock released; charge its time to COMPACT_MIGRATE. */
+static int run_copy_hook(struct mm *mm, struct compact_control *cc, bool file, uint64_t owner,
+			 uint32_t src, uint32_t dst)
+{
+	struct fault_ctx *fc = cc->fc;
+	uint64_t t0 = mm_now(mm, fc->call), dt;
+	int ret = 0;
+
+	mm_unlock(mm);
+	if (file && mm->env.ops->copy_file_page)
+		ret = mm->env.ops->copy_file_page(mm->env.priv, fc->call, owner, src, dst);
+	else if (!file && mm->env.ops->migrate_anon)
+		ret = mm->env.ops->migrate_anon(mm->env.priv, fc->call, owner, src, dst);
+	mm_lock(mm);
+	dt = mm_now(mm, fc->call) - t0;
+	fc->cause_ns[MM_CAUSE_COMPACT_MIGRATE] += dt;
+	fc->hook_ns += dt;
+	if (fc->rec)
+		fc->rec->migrate_ns += dt;
+	return ret;
+}
+
+/* A page-cache copy: the source is marked MIGRATING so page-cache lookups wait (-EAGAIN). */
+static int copy_file_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
+{
+	struct mm_frame *s = pfn_frame(mm, src);
+	int ret;
+
+	s->flags |= FF_MIGRATING;
+	ret = run_copy_hook(mm, cc, true, s->owner, src, dst);
+	s->flags &= (uint8_t)~FF_MIGRATING;
+	return ret;
+}
+
+/* A program page: the target takes the page's identity before the hook runs, so that once the
+ * owner has switched its mapping to the target, a free of the target arriving before mm
+ * relocks is recorded (FF_GONE) and honoured. */
+static int move_anon_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
+{
+	struct mm_frame *s = pfn_frame(mm, src), *d = pfn_frame(mm, dst);
+	int ret;
+
+	d->state = FS_ANON;
+	d->owner = s->owner;
+	d->flags = FF_ISOLATED | FF_MIGRATING;
+	mm->nr_isolated_free--;
+	mm->nr_anon++;
+	s->flags |= FF_MIGRATING;
+	ret = run_copy_hook(mm, cc, false, s->owner, src, dst);
+	s->flags &= (uint8_t)~FF_MIGRATING;
+	d->flags &= (uint8_t)~FF_MIGRATING;
+	if (ret && ret != -ENOENT && !(s->flags & FF_GONE)) {
+		/* not moved: the target goes back to being a free target */
+		mm->nr_anon--;
+		d->state = FS_FREE;
+		d->owner = 0;
+		d->flags = FF_ISOLATED;
+		mm->nr_isolated_free++;
+		release_target(mm, cc, dst);
+		return ret == -EBUSY ? -EBUSY : -EAGAIN;
+	}
+	if (ret || (d->flags & FF_GONE)) {
+		/* the owner let go of the page: both frames are free */
+		d->flags &= (uint8_t)~FF_ISOLATED;
+		mm->nr_isolated--;
+		frame_free_owned(mm, dst, cc->capc);
+	} else {
+		d->flags = 0;
+		mm->nr_isolated--;
+	}
+	finish_source(mm, cc, src);
+	return 0;
+}
+
+/* Rules for a page-cache frame under writeback or dirty, per mode and pass. Returns 1 to go
+ * on with the copy, or 0 / -errno as unmap_and_move's result. */
+static int file_state_rules(struct mm *mm, struct compact_control *cc, uint32_t pfn)
+{
+	const struct mm_policy *p = &mm->cfg.policy;
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (frame_under_wb(f)) {
+		if (cc->mode != MM_MIGRATE_SYNC)
+			return -EBUSY; /* ASYNC and SYNC_LIGHT never wait on writeback */
+		if (cc->pass < p->sync_wait_from_pass)
+			return -EAGAIN;
+		if (wait_on_frame_writeback(mm, cc->fc, pfn, p->wb_wait_max_ns,
+					    MM_CAUSE_COMPACT_WB_WAIT))
+			return -ETIMEDOUT;
+		if (f->flags & (FF_GONE | FF_LOCKED) || frame_under_wb(f))
+			return f->flags & FF_GONE ? 0 : -EAGAIN;
+	}
+	if (f->flags & FF_DIRTY) {
+		/* no ->migratepage: fallback_migrate_page needs writeout() */
+		if (cc->mode != MM_MIGRATE_SYNC)
+			return -EBUSY;
+		if (writeout(mm, cc->fc, pfn, MM_CAUSE_COMPACT_WRITEOUT))
+			return -EBUSY;
+		return -EAGAIN; /* migrate it once the write completes */
+	}
+	return 1;
+}
+
+/* unmap_and_move: 0 migrated (or freed under us), -EAGAIN retry in a later pass, -ENOMEM no
+ * target, other -errno a permanent failure for this call. */
+__stall_frame static int unmap_and_move(struct mm *mm, struct compact_control *cc, uint32_t src)
+{
+	struct mm_frame *f = pfn_frame(mm, src);
+	uint32_t dst;
+	int ret;
+
+	if (f->flags & FF_GONE) {
+		finish_source(mm, cc, src);
+		return 0;
+	}
+	if (f->flags & FF_LOCKED)
+		return -EAGAIN; /* trylock_page failed; direct compaction never sleeps on it */
+	if (f->state == FS_FILE) {
+		ret = file_state_rules(mm, cc, src);
+		if (f->flags & FF_GONE) {
+			finish_source(mm, cc, src);
+			return 0;
+		}
+		if (ret <= 0)
+			return ret;
+	}
+	dst = compaction_alloc(mm, cc);
+	if (dst == MM_NO_PFN)
+		return -ENOMEM;
+	if (f->state == FS_ANON && !(f->owner & MM_OWNER_FOREIGN))
+		return move_anon_frame(mm, cc, src, dst);
+	ret = f->state == FS_FILE ? copy_file_frame(mm, cc, src, dst) : 0;
+	if (f->flags & FF_GONE) {
+		release_target(mm, cc, dst);
+		finish_source(mm, cc, src); /* removed from the page cache meanwhile */
+		return 0;
+	}
+	if (ret) {
+		release_target(mm, cc, dst);
+		return ret == -EBUSY ? -EBUSY : -EAGAIN;
+	}
+	commit_migration(mm, cc, src, dst);
+	return 0;
+}
+
+/* migrate_pages for compaction: up to migrate_passes passes over the isolated frames; frames
+ * still failing are put back. Returns the number not migrated, or -ENOMEM when targets ran
+ * out. */
+__stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succeeded)
+{
+	unsigned n = cc->nr_migratepages, retry = 1, failed = 0, ok = 0;
+	int ret = 0;
+
+	for (cc->pass = 0; cc->pass < mm->cfg.policy.migrate_passes && retry; cc->pass++) {
+		unsigned keep = 0;
+
+		retry = 0;
+		for (unsigned i = 0; i < n; i++) {
+			uint32_t pfn = cc->migratepages[i];
+			int rc = ret ? -ENOMEM : unmap_and_move(mm, cc, pfn);
+
+			if (rc == 0) {
+				ok++;
+			} else if (rc == -EAGAIN || rc == -ENOMEM) {
+				cc->migratepages[keep++] = pfn;
+				retry += rc == -EAGAIN;
+				if (rc == -ENOMEM)
+					ret = -ENOMEM;
+			} else {
+				putback_frame(mm, pfn);
+				failed++;
+			}
+		}
+		n = keep;
+		if (ret)
+			break;
+	}
+	for (unsigned i = 0; i < n; i++)
+		putback_frame(mm, cc->migratepages[i]);
+	failed += n;
+	cc->nr_migratepages = 0;
+	*nr_succeeded = ok;
+	count_event(mm, MM_STAT_PGMIGRATE_SUCCESS, ok);
+	count_event(mm, MM_STAT_PGMIGRATE_FAIL, failed);
+	if (cc->fc->rec) {
+		cc->fc->rec->migrated += ok;
+		cc->fc->rec->migrate_failed += failed;
+	}
+	mm_trace(mm, cc->fc->call, MM_TRACE_MIGRATEPAGES, 0, ok, failed, 0, 0);
+	return ret ? ret : (int)failed;
+}

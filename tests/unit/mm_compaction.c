@@ -1,0 +1,419 @@
+/* core/mm compaction: each era's and migrate mode's isolation / skip / wait / writeout rules on
+ * crafted pageblocks, scanners meeting, skip bits, capture, and the deferral sequence. */
+#include "harness.h"
+#include "mm_fakeenv.h"
+#include "mm/compaction.h"
+
+#define MIB (1ULL << 20)
+#define MS  1000000ULL
+
+/* pfns of block 0's special frames */
+enum { P_DIRTY = 10, P_WB = 11, P_CLEAN = 12, P_ANON = 13, P_FOREIGN = 14 };
+#define ANON_OWNER 0x1000
+
+/* A 16 MiB pool (8 pageblocks): block 0 free but for five frames of different kinds; blocks
+ * 1-3 full of unmovable frames; blocks 4-7 free but for their last frame (unmovable), so no
+ * free 2 MiB block exists while 2551 frames are free. The writeback of P_WB completes at 1 s,
+ * a writeout's 10 ms after it starts. */
+static void craft(struct fakeenv *fe, const char *spec)
+{
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	for (uint32_t pfn = 512; pfn < 2048; pfn++)
+		ASSERT_EQ(mm_debug_place(fe->mm, pfn, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t b = 4; b < 8; b++)
+		ASSERT_EQ(mm_debug_place(fe->mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+	ASSERT_EQ(mm_debug_place(fe->mm, P_DIRTY, DBG_FILE_DIRTY, MM_OWNER_FILE(1, 10)), 0);
+	ASSERT_EQ(mm_debug_place(fe->mm, P_WB, DBG_FILE_WRITEBACK, MM_OWNER_FILE(1, 11)), 0);
+	ASSERT_EQ(mm_debug_place(fe->mm, P_CLEAN, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 12)), 0);
+	ASSERT_EQ(mm_debug_place(fe->mm, P_ANON, DBG_ANON, ANON_OWNER), 0);
+	ASSERT_EQ(mm_debug_place(fe->mm, P_FOREIGN, DBG_FOREIGN, 0x2000), 0);
+	ASSERT_EQ(mm_check(fe->mm, err, sizeof(err)), 0);
+	fe->wb_done_at[P_WB] = 1000 * MS;
+	fe->writeout_latency_ns = 10 * MS;
+}
+
+struct run {
+	enum mm_compact_result result;
+	uint32_t captured;
+	struct mm_fault_rec rec;
+	uint64_t st[MM_STAT_NR];
+};
+
+/* One direct compaction for an order-9 MOVABLE allocation in the given mode. */
+static void compact(struct fakeenv *fe, enum mm_migrate_mode mode, struct run *r)
+{
+	struct fault_ctx fc = {.rec = &r->rec};
+	struct alloc_ctx ac = {.order = 9,
+			       .mt = MM_MT_MOVABLE,
+			       .gfp = GFP_HIGHUSER_MOVABLE,
+			       .alloc_flags = WMARK_MIN,
+			       .fc = &fc};
+	char err[256];
+
+	memset(&r->rec, 0, sizeof(r->rec));
+	r->result = try_to_compact_pages(fe->mm, &ac, mode, &r->captured);
+	if (r->captured != MM_NO_PFN)
+		free_one_block(fe->mm, r->captured, 9, NULL);
+	mm_get_stats(fe->mm, r->st);
+	ASSERT_EQ(mm_check(fe->mm, err, sizeof(err)), 0);
+}
+
+/* The frame of owner now lives where? (page cache index / reverse map) */
+static uint32_t where_file(struct fakeenv *fe, uint64_t idx)
+{
+	return pc_lookup(fe->mm, MM_OWNER_FILE(1, idx));
+}
+
+static bool block0_free(struct fakeenv *fe)
+{
+	for (uint32_t p = 0; p < 512; p++)
+		if (pfn_frame(fe->mm, p)->state != FS_FREE)
+			return false;
+	return true;
+}
+
+/* 3.1 async isolates everything, then fails dirty and writeback pages with -EBUSY. */
+TEST(mode_31_async_isolates_all_fails_dirty_and_writeback)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "linux-3.1");
+	compact(&fe, MM_MIGRATE_ASYNC, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_COMPLETE);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 3);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 2);
+	EXPECT_EQ(fe.n_wait, 0);
+	EXPECT_EQ(fe.n_writeout, 0);
+	EXPECT_EQ(fe.n_copy, 1);    /* the clean page-cache page */
+	EXPECT_EQ(fe.n_migrate, 1); /* the program page; foreign frames need no hook */
+	EXPECT_EQ(where_file(&fe, 10), P_DIRTY);
+	EXPECT_EQ(where_file(&fe, 11), P_WB);
+	EXPECT_NE(where_file(&fe, 12), P_CLEAN);
+	EXPECT_EQ(pfn_frame(fe.mm, where_file(&fe, 12))->owner, MM_OWNER_FILE(1, 12));
+	EXPECT_EQ(pfn_frame(fe.mm, P_ANON)->state, FS_FREE);
+	for (uint32_t pfn = 512; pfn < 2048; pfn++)
+		ASSERT_EQ(pfn_frame(fe.mm, pfn)->state, FS_UNMOVABLE);
+	EXPECT(!block0_free(&fe));
+	fakeenv_destroy(&fe);
+}
+
+/* 3.3 async (ISOLATE_ASYNC_MIGRATE) does not even isolate them; 3.3 sync-light isolates and
+ * fails them without waiting or writing out. */
+TEST(mode_33_async_filters_sync_light_fails)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "linux-3.3");
+	compact(&fe, MM_MIGRATE_ASYNC, &r);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 3);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 0);
+	fakeenv_destroy(&fe);
+
+	craft(&fe, "linux-3.3");
+	compact(&fe, MM_MIGRATE_SYNC_LIGHT, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_COMPLETE);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 3);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 2);
+	EXPECT_EQ(fe.n_wait, 0);
+	EXPECT_EQ(fe.n_writeout, 0);
+	EXPECT(!block0_free(&fe));
+	fakeenv_destroy(&fe);
+}
+
+/* 6.12 sync-light filters at isolation; 6.12 async direct compaction gives up a whole block on
+ * the first frame it cannot isolate (skip_on_failure) and marks it skipped. */
+TEST(mode_modern_sync_light_filters_async_skips_block)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "modern-always");
+	compact(&fe, MM_MIGRATE_SYNC_LIGHT, &r);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 3);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 0);
+	EXPECT_EQ(fe.n_wait, 0);
+	fakeenv_destroy(&fe);
+
+	craft(&fe, "modern-always");
+	compact(&fe, MM_MIGRATE_ASYNC, &r);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 0);
+	EXPECT_EQ(r.st[MM_STAT_COMPACT_ISOLATED], 0);
+	EXPECT(pageblock_skip(fe.mm, 0));
+	EXPECT(pageblock_skip(fe.mm, 512));
+	EXPECT(r.result == MM_COMPACT_COMPLETE || r.result == MM_COMPACT_PARTIAL_SKIPPED);
+	fakeenv_destroy(&fe);
+}
+
+/* 3.1 sync: write the dirty page out at once, retry, and from pass 3 wait on writeback;
+ * everything moves and block 0 becomes a free 2 MiB block. */
+TEST(mode_31_sync_writes_out_and_waits_from_pass_3)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "linux-3.1");
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	/* 3.x compact_finished wants LOW + 2^order with the per-order decay: one free 2 MiB
+	 * block is not enough for it, so the scanners run on and meet; the allocation at MIN
+	 * that follows succeeds */
+	EXPECT_EQ(r.result, MM_COMPACT_COMPLETE);
+	EXPECT(zone_watermark_ok(fe.mm, 9, wmark_pages(fe.mm, WMARK_MIN), 0));
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 5);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 0);
+	EXPECT_EQ(fe.n_writeout, 1);
+	EXPECT_EQ(r.st[MM_STAT_COMPACT_WRITEOUT], 1);
+	ASSERT_EQ(fe.n_wait, 2);
+	EXPECT_EQ(fe.wait_pfn[0], P_DIRTY);
+	EXPECT_EQ(fe.wait_ns[0], 10 * MS);
+	EXPECT_EQ(fe.wait_pfn[1], P_WB);
+	EXPECT_EQ(fe.wait_ns[1], 990 * MS);
+	EXPECT_EQ(fe.wait_timeout[1], 0);
+	EXPECT_EQ(r.st[MM_STAT_COMPACT_WB_WAIT], 2);
+	EXPECT_EQ(r.rec.wb_waits, 2);
+	EXPECT_EQ(r.rec.wb_wait_ns, 1000 * MS);
+	EXPECT_EQ(r.rec.wb_wait_max_us, 990000);
+	EXPECT_EQ(fe.n_copy, 3);
+	EXPECT(block0_free(&fe));
+	EXPECT_GE(mm_fragmentation_index(fe.mm, 9), -1000);
+	EXPECT_EQ(mm_fragmentation_index(fe.mm, 9), -1000);
+	fakeenv_destroy(&fe);
+}
+
+/* A bounded wait gives up on a slow frame: that page fails, the rest still migrate. */
+TEST(mode_31_sync_bounded_wait)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "linux-3.1:wb-wait-max=50ms");
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 4);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 1);
+	EXPECT_EQ(fe.n_wait_timeout, 1);
+	ASSERT_EQ(fe.n_wait, 2);
+	EXPECT_EQ(fe.wait_timeout[1], 50 * MS);
+	EXPECT_EQ(fe.wait_ns[1], 50 * MS);
+	EXPECT_EQ(where_file(&fe, 11), P_WB);
+	EXPECT(mm_frame_under_writeback(fe.mm, P_WB));
+	EXPECT(!block0_free(&fe));
+	fakeenv_destroy(&fe);
+}
+
+/* Without a writeout hook dirty pages cannot migrate even in SYNC. */
+TEST(mode_sync_without_writeout_hook)
+{
+	struct mm_env_ops ops = fe_ops_single;
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "linux-3.1");
+	ops.writeout = NULL;
+	fe.mm->env.ops = &ops;
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 4);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 1);
+	EXPECT_EQ(where_file(&fe, 10), P_DIRTY);
+	fakeenv_destroy(&fe);
+}
+
+/* 6.12 at SYNC priority waits from the first pass (no force gating). */
+TEST(mode_modern_sync_waits_from_first_pass)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "modern-always:second-compaction=sync");
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 5);
+	EXPECT_EQ(fe.n_wait, 2);
+	EXPECT_EQ(fe.wait_pfn[0], P_WB); /* waited in pass 0, before the written-out page */
+	fakeenv_destroy(&fe);
+}
+
+/* 6.12 captures the block the migration frees for the compacting caller. */
+TEST(capture_hands_the_block_to_the_caller)
+{
+	struct fakeenv fe;
+	struct run r;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+	for (uint32_t pfn = 512; pfn < 2048; pfn++)
+		ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t b = 4; b < 8; b++)
+		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t p = 100; p < 110; p++)
+		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
+	compact(&fe, MM_MIGRATE_SYNC_LIGHT, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+	EXPECT_EQ(r.captured, 0);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 10);
+	fakeenv_destroy(&fe);
+}
+
+/* With nothing movable the scanners meet: COMPLETE; 6.12 resets the cached positions, asks
+ * kswapd to flush skip bits, and each pfn is scanned at most once. */
+TEST(scanners_meet)
+{
+	static const char *const specs[] = {"linux-3.1", "linux-3.3", "modern-always"};
+
+	for (int i = 0; i < 3; i++) {
+		struct fakeenv fe;
+		struct run r;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t b = 0; b < 8; b++)
+			ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 7, DBG_UNMOVABLE, 0), 0);
+		compact(&fe, MM_MIGRATE_SYNC_LIGHT, &r);
+		EXPECT_EQ(r.result, MM_COMPACT_COMPLETE);
+		EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS] + r.st[MM_STAT_PGMIGRATE_FAIL], 0);
+		EXPECT_GT(r.st[MM_STAT_COMPACT_MIGRATE_SCANNED], 0);
+		EXPECT_LE(r.st[MM_STAT_COMPACT_MIGRATE_SCANNED], 4096);
+		EXPECT_LE(r.st[MM_STAT_COMPACT_FREE_SCANNED], 4096);
+		if (i == 2) {
+			EXPECT(fe.mm->compact_blockskip_flush);
+			EXPECT_EQ(fe.mm->compact_cached_migrate_pfn[1], 0);
+			EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);
+			EXPECT(pageblock_skip(fe.mm, 0));
+			reset_isolation_suitable(fe.mm); /* kswapd going to sleep */
+			EXPECT(!pageblock_skip(fe.mm, 0));
+			EXPECT(!fe.mm->compact_blockskip_flush);
+		}
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* 6.12 remembers where the scanners stopped (per async / sync); 3.x restarts every time. */
+TEST(cached_positions_modern_only)
+{
+	static const char *const specs[] = {"linux-3.3", "modern-always"};
+
+	for (int i = 0; i < 2; i++) {
+		struct fakeenv fe;
+		struct run r;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
+		/* one unmovable frame in every block but block 1, whose only users are
+		 * movable: compacting it succeeds before the scanners meet */
+		for (uint32_t b = 0; b < 8; b++)
+			if (b != 1)
+				ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 3, DBG_UNMOVABLE, 0), 0);
+		for (uint32_t p = 600; p < 700; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
+		compact(&fe, MM_MIGRATE_SYNC_LIGHT, &r);
+		/* 3.x: see mode_31_sync_writes_out_and_waits_from_pass_3 */
+		EXPECT_EQ(r.result, i ? MM_COMPACT_SUCCESS : MM_COMPACT_COMPLETE);
+		EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 100);
+		if (i == 1) {
+			EXPECT_EQ(r.captured, 512);
+			EXPECT_GE(fe.mm->compact_cached_migrate_pfn[1], 512);
+			EXPECT_GE(fe.mm->compact_cached_migrate_pfn[0], 512);
+			EXPECT(pageblock_skip(fe.mm, 0));
+		} else {
+			EXPECT_EQ(fe.mm->compact_cached_migrate_pfn[1], 0);
+			EXPECT(!pageblock_skip(fe.mm, 0));
+		}
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* After k consecutive failures the next 2^min(k,6) - 1 attempts are skipped. */
+TEST(deferral_sequence)
+{
+	static const char *const specs[] = {"linux-3.1", "modern-always"};
+
+	for (int s = 0; s < 2; s++) {
+		for (unsigned k = 1; k <= 8; k++) {
+			struct fakeenv fe;
+			char err[256];
+			unsigned skipped = 0, expect = (1U << (k < 6 ? k : 6)) - 1;
+
+			ASSERT_EQ(fakeenv_init(&fe, specs[s], 8 * MIB, false, err, sizeof(err)), 0);
+			EXPECT(!compaction_deferred(fe.mm, 9));
+			for (unsigned i = 0; i < k; i++)
+				defer_compaction(fe.mm, 9);
+			while (compaction_deferred(fe.mm, 9))
+				skipped++;
+			EXPECT_EQ(skipped, expect);
+			EXPECT_EQ(fe.mm->compact_defer_shift, k < 6 ? k : 6);
+			/* the attempt that ran failed again: one more level */
+			defer_compaction(fe.mm, 9);
+			skipped = 0;
+			while (compaction_deferred(fe.mm, 9))
+				skipped++;
+			EXPECT_EQ(skipped, (1U << (k + 1 < 6 ? k + 1 : 6)) - 1);
+			EXPECT_EQ(fe.trace_count[MM_TRACE_DEFER_COMPACTION], k + 1);
+			fakeenv_destroy(&fe);
+		}
+	}
+}
+
+/* 6.12 tracks the failed order: smaller orders are never deferred; success resets. */
+TEST(deferral_per_order_modern)
+{
+	struct fakeenv fe;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 8 * MIB, false, err, sizeof(err)), 0);
+	/* compact_order_failed starts at 0: every order is subject until a success */
+	defer_compaction(fe.mm, 9);
+	EXPECT(compaction_deferred(fe.mm, 2));
+	compaction_defer_reset(fe.mm, 9, true);
+	EXPECT_EQ(fe.mm->compact_order_failed, 10);
+	defer_compaction(fe.mm, 9);
+	defer_compaction(fe.mm, 9);
+	EXPECT_EQ(fe.mm->compact_order_failed, 9);
+	EXPECT(!compaction_deferred(fe.mm, 8));
+	EXPECT(compaction_deferred(fe.mm, 9));
+	compaction_defer_reset(fe.mm, 9, true);
+	EXPECT(!compaction_deferred(fe.mm, 9));
+	EXPECT_EQ(fe.mm->compact_order_failed, 10);
+	for (int i = 0; i < 6; i++)
+		defer_compaction(fe.mm, 9);
+	EXPECT(!compaction_restarting(fe.mm, 9));
+	while (compaction_deferred(fe.mm, 9))
+		;
+	EXPECT(compaction_restarting(fe.mm, 9));
+	fakeenv_destroy(&fe);
+
+	/* 3.x: zone-wide, any order */
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.3", 8 * MIB, false, err, sizeof(err)), 0);
+	defer_compaction(fe.mm, 9);
+	EXPECT(compaction_deferred(fe.mm, 2));
+	fakeenv_destroy(&fe);
+}
+
+/* compaction_suitable per era: too little free memory is SKIPPED; a low fragmentation index
+ * (lack of memory rather than fragmentation) is not suitable. */
+TEST(suitability)
+{
+	struct fakeenv fe;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 16 * MIB, false, err, sizeof(err)), 0);
+	EXPECT_EQ(compaction_suitable(fe.mm, 9, WMARK_MIN), MM_COMPACT_SUCCESS);
+	fakeenv_destroy(&fe);
+
+	craft(&fe, "linux-3.1");
+	EXPECT_EQ(compaction_suitable(fe.mm, 9, WMARK_MIN), MM_COMPACT_CONTINUE);
+	/* eat free memory down to below LOW + 1024 */
+	for (uint32_t p = 2048; p < 2048 + 1400; p++)
+		mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0);
+	EXPECT_EQ(compaction_suitable(fe.mm, 9, WMARK_MIN), MM_COMPACT_SKIPPED);
+	fakeenv_destroy(&fe);
+
+	craft(&fe, "modern-always");
+	EXPECT_EQ(compaction_suitable(fe.mm, 9, WMARK_MIN), MM_COMPACT_CONTINUE);
+	fe.mm->cfg.extfrag_threshold = 1000;
+	EXPECT_EQ(compaction_suitable(fe.mm, 9, WMARK_MIN), MM_COMPACT_NOT_SUITABLE_ZONE);
+	fakeenv_destroy(&fe);
+}
+
+TEST_MAIN()
