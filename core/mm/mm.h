@@ -153,12 +153,17 @@ enum mm_stat {
 	MM_STAT_COMPACT_WRITEOUT,      /* (ours) dirty pages written out by sync migration */
 	MM_STAT_RECLAIM_WB_WAIT,       /* (ours) writeback waits inside direct reclaim */
 	MM_STAT_NOMEM_FALLBACK,        /* (ours) faults the pool could not serve at all */
+	/* Added after milestone 1 of the contract (appended so existing indices keep their value): */
+	MM_STAT_THP_SPLIT_PAGE,        /* huge extents split by mm_anon_split */
+	MM_STAT_COMPACT_BLOCKS_MOVED,  /* 3.x: migrate_pages batches run by compaction */
+	MM_STAT_PGSCAN_DIRECT_THROTTLE,/* (ours) direct reclaim passes that waited on writeback */
+	MM_STAT_PGWB_ERROR,            /* (ours) writebacks that completed with an error */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
 
 /* One fault's record: outcome, latency and where the time went. All times in ns of env time. */
-#define MM_FAULT_MAX_STEPS 12
+#define MM_FAULT_MAX_STEPS 24 /* the modern NUMA two-pass path records up to ~14 steps */
 enum mm_fault_outcome {
 	MM_FAULT_HUGE,  /* pfn is the head of 512 frames, already cleared via ops->clear_huge */
 	MM_FAULT_BASE,  /* pfn is one frame */
@@ -296,7 +301,9 @@ int mm_anon_split(struct mm *mm, uint32_t head);
 /* Find the page-cache frame of owner (MM_OWNER_FILE), creating it if absent and create is set.
  * On success the frame is returned locked (compaction and reclaim skip it) in *pfn and
  * *created says whether it is new (content undefined). Allocation is order 0 MOVABLE and may
- * direct-reclaim clean file pages. Returns 0, -ENOENT (absent, !create) or -ENOMEM. */
+ * direct-reclaim clean file pages. Returns 0, -ENOENT (absent, !create), -ENOMEM, or -EAGAIN
+ * when the frame is locked by another caller or is being copied by compaction with the mm lock
+ * released (the kernel's lock_page would sleep briefly; retry after yielding). */
 int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
 		     void *call);
 /* Unlock a frame from mm_pagecache_get; mark it dirty if dirtied; mark it referenced. */
@@ -352,7 +359,7 @@ struct mm_counts {
 	uint32_t unmovable;
 	uint32_t isolated;
 	uint32_t wmark_min, wmark_low, wmark_high;
-	uint32_t free_blocks_order9; /* free blocks of order >= 9 */
+	uint32_t free_blocks_order9; /* free 2 MiB blocks (an order-10 block counts as two) */
 	uint32_t nr_free[MM_NR_ORDERS];
 };
 void mm_get_counts(struct mm *mm, struct mm_counts *c);

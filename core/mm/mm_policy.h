@@ -41,6 +41,13 @@ enum mm_defrag {
 	MM_DEFRAG_NEVER,
 };
 
+/* Which zones direct reclaim for a costly order skips because compaction could run instead. */
+enum mm_reclaim_skip {
+	MM_RECLAIM_SKIP_NONE,       /* 3.1: reclaim every zone */
+	MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED, /* 3.2: compaction_suitable() || compaction_deferred() */
+	MM_RECLAIM_SKIP_READY,      /* 3.3+: compaction_ready() (free >= high + gap, suitable) */
+};
+
 struct mm_policy {
 	char name[64];                 /* the named profile it started from */
 	enum mm_era era;
@@ -52,12 +59,16 @@ struct mm_policy {
 	bool deferred_skips_reclaim;   /* 3.3: deferred THP fault goes to nopage without reclaim */
 	bool reclaim_waits_writeback;  /* 3.1/3.3 order>3 reclaim may wait on writeback (2nd pass) */
 	bool numa_two_pass;            /* modern: THISNODE|NORETRY pass before the full slow path */
-	unsigned sync_wait_from_pass;  /* SYNC waits on writeback from this migrate pass (3.1: 3) */
+	unsigned sync_wait_from_pass;  /* SYNC waits on writeback from this migrate pass, counted
+					* from 0 (3.1: 3, the kernel's force = pass > 2) */
 	unsigned migrate_passes;       /* migrate_pages passes (10) */
-	uint64_t wb_wait_max_ns;       /* bound on one writeback wait in SYNC mode; 0 = unbounded */
+	uint64_t wb_wait_max_ns;       /* bound on one writeback wait in SYNC mode; 0 = unbounded.
+					* A wait that times out fails that page for the rest of
+					* its migrate_pages call */
 	bool kswapd;                   /* background reclaim thread model */
 	bool kcompactd;                /* background compaction thread model (modern) */
 	unsigned proactiveness;        /* vm.compaction_proactiveness (0 = off) */
+	enum mm_reclaim_skip reclaim_skip; /* shrink_zones' costly-order skip rule */
 };
 
 /* NULL-terminated list of the named profiles. */

@@ -74,7 +74,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 		if (app_prev.sa_sigaction)
 			app_prev.sa_sigaction(sig, si, uc);
 	} else if (app_prev.sa_handler == SIG_DFL) {
-		/* the default for a real-time signal is to terminate: do what would have happened */
+		/* a real-time signal's default is to terminate: do what would have happened */
 		sigaction(sig, &app_prev, NULL);
 		syscall(SYS_tgkill, getpid(), sys_gettid(), sig);
 	} else if (app_prev.sa_handler != SIG_IGN) {
@@ -196,14 +196,34 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	return n;
 }
 
-int obs_task_state(pid_t tid, long *nr)
+/* Parse a "0x..." hexadecimal field; returns the position after it. */
+static const char *parse_hex(const char *p, uintptr_t *v)
+{
+	*v = 0;
+	while (*p == ' ')
+		p++;
+	if (p[0] == '0' && p[1] == 'x')
+		p += 2;
+	for (;; p++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+		if (d < 0)
+			return p;
+		*v = *v * 16 + (uintptr_t)d;
+	}
+}
+
+int obs_task_state(pid_t tid, long *nr, uintptr_t *pc)
 {
 	char path[64], buf[256];
 	ssize_t n;
 	long v = 0;
 	const char *p = buf;
-	bool neg = false;
+	uintptr_t sp;
 
+	if (pc)
+		*pc = 0;
 	if (tid <= 0)
 		return -EINVAL;
 	task_path(path, tid, "syscall");
@@ -214,16 +234,16 @@ int obs_task_state(pid_t tid, long *nr)
 		return (int)n;
 	if (strncmp(buf, "running", 7) == 0)
 		return OBS_TASK_RUNNING;
-	if (*p == '-') {
-		neg = true;
-		p++;
+	if (*p == '-') { /* "-1 sp pc": not in a syscall */
+		p = parse_hex(p + 3, &sp);
+		if (pc)
+			parse_hex(p, pc);
+		return OBS_TASK_USER;
 	}
 	if (*p < '0' || *p > '9')
 		return -EPROTO;
 	while (*p >= '0' && *p <= '9')
 		v = v * 10 + (*p++ - '0');
-	if (neg)
-		return OBS_TASK_USER; /* "-1 sp pc": not in a syscall */
 	if (nr)
 		*nr = v;
 	return OBS_TASK_SYSCALL;
@@ -323,25 +343,23 @@ static enum obs_app_result await_slot(struct app_slot *s, struct obs_stack *st, 
 	return OBS_APP_USER;
 }
 
-enum obs_app_result obs_appstack_capture(pid_t tid, struct obs_stack *st, long *syscall_nr,
-					 uint64_t timeout_ns)
+/* A program that installed its own handler for our signal must not receive our requests. */
+static bool handler_still_ours(void)
+{
+	struct sigaction cur;
+
+	if (sigaction(app_signo, NULL, &cur) < 0)
+		return false;
+	return (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == app_handler;
+}
+
+/* The signal path: claim a slot, send the request, wait. */
+static enum obs_app_result capture_by_signal(pid_t tid, struct obs_stack *st, uint64_t timeout_ns)
 {
 	struct app_slot *s;
 	unsigned idx, gen;
-	long nr = -1;
-	int state = obs_task_state(tid, &nr);
 
-	st->nr = 0;
-	st->method = OBS_UNWIND_NONE;
-	st->exact_first = 0;
-	if (syscall_nr)
-		*syscall_nr = -1;
-	if (state == OBS_TASK_SYSCALL) {
-		if (syscall_nr)
-			*syscall_nr = nr;
-		return OBS_APP_SYSCALL;
-	}
-	if (state < 0 || state == OBS_TASK_GONE || !app_signo)
+	if (!app_signo || !handler_still_ours())
 		return OBS_APP_UNAVAILABLE;
 	s = claim_slot(&idx);
 	if (!s)
@@ -357,6 +375,40 @@ enum obs_app_result obs_appstack_capture(pid_t tid, struct obs_stack *st, long *
 			return OBS_APP_UNAVAILABLE;
 	}
 	return await_slot(s, st, timeout_ns);
+}
+
+enum obs_app_result obs_appstack_capture(pid_t tid, struct obs_stack *st, long *syscall_nr,
+					 uint64_t timeout_ns)
+{
+	enum obs_app_result r;
+	long nr = -1;
+	uintptr_t pc = 0;
+	int state = obs_task_state(tid, &nr, &pc);
+
+	st->nr = 0;
+	st->method = OBS_UNWIND_NONE;
+	st->exact_first = 0;
+	if (syscall_nr)
+		*syscall_nr = -1;
+	if (state == OBS_TASK_SYSCALL) {
+		if (syscall_nr)
+			*syscall_nr = nr;
+		return OBS_APP_SYSCALL;
+	}
+	if (state < 0 || state == OBS_TASK_GONE)
+		return OBS_APP_UNAVAILABLE;
+	r = capture_by_signal(tid, st, timeout_ns);
+	if (r == OBS_APP_TIMEOUT && obs_task_state(tid, NULL, NULL) == OBS_TASK_GONE)
+		return OBS_APP_UNAVAILABLE; /* it exited meanwhile */
+	if (r != OBS_APP_USER && state == OBS_TASK_USER && pc) {
+		/* at least the faulting instruction, which /proc gave for free */
+		st->ips[0] = pc;
+		st->nr = 1;
+		st->method = OBS_UNWIND_PROC_PC;
+		st->exact_first = 1;
+		r = OBS_APP_USER;
+	}
+	return r;
 }
 
 static const char *const app_result_names[OBS_APP_NR] = {

@@ -165,7 +165,8 @@ static void report_cdf(struct json_w *w, const char *key, const struct obs_hist 
 }
 
 /* latency_us, latency_bands and latency_cdf, each with "huge", "base" and "both". */
-static void report_latency(struct json_w *w, const struct obs_faults *f, const struct obs_hist *both)
+static void report_latency(struct json_w *w, const struct obs_faults *f,
+			   const struct obs_hist *both)
 {
 	uint64_t both_bands[OBS_NBANDS];
 

@@ -15,7 +15,11 @@
  *
  * JSON: "stalls": {"threshold_ms", "count", "total_ms", "stored", "dropped", "stacks",
  *   "groups": [{"total_ms", "count", "events_ms": [...], "cause", "function", "comms": [...],
- *               "unwind", "app", "syscall", "handler_stack": [...], "app_stack": [...]}]}
+ *               "unwind", "app", "app_unwind", "syscall", "handler_stack": [...],
+ *               "app_stack": [...]}]}
+ * "unwind" says how the handler stack was taken (libunwind, frame-pointer, modelled); "app" what
+ * the application side gave (user, syscall, timeout, unavailable, none) and "app_unwind" how its
+ * stack was taken (libunwind, or proc-pc: only the faulting instruction).
  * "count"/"total_ms" cover every stall seen, "stored" those kept (the store's capacity bounds
  * it), "dropped" the rest. Groups are sorted by total_ms descending, then count descending,
  * then by their stacks' text, so equal inputs give equal bytes. "stacks" is "captured" (live:
@@ -35,7 +39,7 @@
 #define OBS_COMM_LEN 16
 
 struct obs_stall_event {
-	uint64_t t_start_ns;  /* when the fault arrived (env time: monotonic live, virtual in sim) */
+	uint64_t t_start_ns;  /* when the fault arrived (env time: monotonic live, virtual sim) */
 	uint64_t duration_ns; /* its service time */
 	uint64_t addr;        /* faulting address (0 if unknown) */
 	int32_t tid;          /* faulting thread (0 if unknown) */

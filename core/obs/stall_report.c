@@ -148,7 +148,8 @@ static const char *event_function(struct report *r, const struct obs_stall_event
 	const struct obs_stack *app = &ev->app_stack, *h = &ev->handler;
 
 	if (ev->app == OBS_APP_SYSCALL)
-		return obs_syscall_name(ev->syscall_nr) ? obs_syscall_name(ev->syscall_nr) : "syscall";
+		return obs_syscall_name(ev->syscall_nr) ? obs_syscall_name(ev->syscall_nr)
+							: "syscall";
 	if (ev->app == OBS_APP_USER && app->nr) {
 		for (unsigned i = 0; i < app->nr; i++) {
 			const char *t = frame_text(r, app, i);
@@ -182,7 +183,14 @@ static int put_stack(struct report *r, FILE *m, const struct obs_stack *st, enum
 	return 0;
 }
 
-/* Key: cause, handler method, app result, syscall, then both stacks' frames. */
+/* How the application stack was obtained ("none" unless the fault was taken in user mode). */
+static enum obs_unwind_method app_method(const struct obs_stall_event *ev)
+{
+	return ev->app == OBS_APP_USER ? (enum obs_unwind_method)ev->app_stack.method
+				       : OBS_UNWIND_NONE;
+}
+
+/* Key: cause, handler method, app result and method, syscall, then both stacks' frames. */
 static char *event_key(struct report *r, const struct obs_stall_event *ev)
 {
 	char *buf = NULL;
@@ -192,8 +200,9 @@ static char *event_key(struct report *r, const struct obs_stall_event *ev)
 
 	if (!m)
 		return NULL;
-	fprintf(m, "%s\n%s\n%s\n%d\n", mm_cause_chain(ev->cause),
+	fprintf(m, "%s\n%s\n%s\n%s\n%d\n", mm_cause_chain(ev->cause),
 		obs_unwind_method_name(ev->handler.method), obs_app_result_name(ev->app),
+		obs_unwind_method_name(app_method(ev)),
 		ev->app == OBS_APP_SYSCALL ? ev->syscall_nr : -1);
 	err = put_stack(r, m, &ev->handler, ev->cause);
 	fputs("--\n", m);
@@ -217,7 +226,8 @@ static int cmp_view(const void *a, const void *b)
 		return x->ev->t_start_ns < y->ev->t_start_ns ? -1 : 1;
 	if (x->ev->tid != y->ev->tid)
 		return x->ev->tid < y->ev->tid ? -1 : 1;
-	return x->ev->duration_ns < y->ev->duration_ns ? -1 : x->ev->duration_ns > y->ev->duration_ns;
+	return x->ev->duration_ns < y->ev->duration_ns ? -1
+						       : x->ev->duration_ns > y->ev->duration_ns;
 }
 
 static int cmp_group(const void *a, const void *b, void *views)
@@ -347,6 +357,7 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 	json_comms(w, r, g);
 	jw_str(w, "unwind", obs_unwind_method_name(ev->handler.method));
 	jw_str(w, "app", obs_app_result_name(ev->app));
+	jw_str(w, "app_unwind", obs_unwind_method_name(app_method(ev)));
 	if (ev->app == OBS_APP_SYSCALL)
 		jw_str(w, "syscall", syscall_label(r, ev->syscall_nr));
 	else
@@ -406,11 +417,13 @@ static void text_app(FILE *f, struct report *r, const struct obs_stall_event *ev
 {
 	switch (ev->app) {
 	case OBS_APP_USER:
-		fprintf(f, "app stack (user-mode fault):\n");
+		fprintf(f, "app stack (user-mode fault, %s):\n",
+			obs_unwind_method_name(ev->app_stack.method));
 		text_stack(f, r, &ev->app_stack, ev->cause);
 		break;
 	case OBS_APP_SYSCALL:
-		fprintf(f, "app: kernel-mode fault inside %s(2)\n", syscall_label(r, ev->syscall_nr));
+		fprintf(f, "app: kernel-mode fault inside %s(2)\n",
+			syscall_label(r, ev->syscall_nr));
 		break;
 	case OBS_APP_NONE:
 		break;
@@ -426,8 +439,9 @@ static void text_group(FILE *f, struct report *r, const struct group *g)
 	fprintf(f, "Time stalled in this event: %8d ms\n", ms_int(g->total_ns));
 	fprintf(f, "Event count: %8d\n", (int)g->n);
 	for (size_t i = g->first; i < g->first + g->n; i++)
-		fprintf(f, "%-20s %-20s %6d ms\n", r->views[i].ev->comm[0] ? r->views[i].ev->comm : "?",
-			r->views[i].function, ms_int(r->views[i].ev->duration_ns));
+		fprintf(f, "%-20s %-20s %6d ms\n",
+			r->views[i].ev->comm[0] ? r->views[i].ev->comm : "?", r->views[i].function,
+			ms_int(r->views[i].ev->duration_ns));
 	fprintf(f, "cause: %s\n", mm_cause_chain(ev->cause));
 	fprintf(f, "handler stack (%s):\n", obs_unwind_method_name(ev->handler.method));
 	text_stack(f, r, &ev->handler, ev->cause);
@@ -440,8 +454,8 @@ int obs_report_stalls_text(FILE *f, struct obs_stalls *s)
 	struct report r;
 	int err = report_build(&r, s);
 
-	fprintf(f, "Stalls of at least %d ms: %" PRIu64 " events, %d ms in total", ms_int(s->threshold_ns),
-		LOAD(&s->count), ms_int(LOAD(&s->total_ns)));
+	fprintf(f, "Stalls of at least %d ms: %" PRIu64 " events, %d ms in total",
+		ms_int(s->threshold_ns), LOAD(&s->count), ms_int(LOAD(&s->total_ns)));
 	if (LOAD(&s->dropped))
 		fprintf(f, " (%" PRIu64 " not stored: store full)", LOAD(&s->dropped));
 	fprintf(f, "; stacks %s\n\n", s->kind == OBS_STACKS_MODELLED ? "modelled" : "captured");

@@ -32,6 +32,7 @@ static const char *const method_names[OBS_UNWIND_NR] = {
 	[OBS_UNWIND_LIBUNWIND] = "libunwind",
 	[OBS_UNWIND_FRAMEPTR] = "frame-pointer",
 	[OBS_UNWIND_MODELLED] = "modelled",
+	[OBS_UNWIND_PROC_PC] = "proc-pc",
 };
 
 const char *obs_unwind_method_name(enum obs_unwind_method m)

@@ -36,6 +36,9 @@ enum obs_unwind_method {
 	OBS_UNWIND_LIBUNWIND, /* DWARF unwind by libunwind */
 	OBS_UNWIND_FRAMEPTR,  /* frame-pointer walk (libunwind guard full, or libunwind failed) */
 	OBS_UNWIND_MODELLED,  /* simulator: no IPs, frames named from the stall cause */
+	OBS_UNWIND_PROC_PC,   /* application side fallback: the faulting instruction only, read
+			       * from /proc/self/task/TID/syscall (signal not answered in time,
+			       * or no capture handler installed) */
 	OBS_UNWIND_NR,
 };
 const char *obs_unwind_method_name(enum obs_unwind_method m);
@@ -80,9 +83,11 @@ enum obs_task_state {
 	OBS_TASK_USER,    /* "-1 ...": blocked outside a syscall, e.g. in a user-mode page fault */
 	OBS_TASK_SYSCALL, /* "N ...": inside syscall N (a fault there is a kernel-mode fault) */
 };
-/* Classify thread tid of this process; *nr gets the syscall number for OBS_TASK_SYSCALL. Uses
- * open/read/close only. Returns the state, or -errno for an unreadable or unexpected file. */
-int obs_task_state(pid_t tid, long *nr);
+/* Classify thread tid of this process; *nr gets the syscall number for OBS_TASK_SYSCALL, *pc
+ * (if not NULL) the user instruction pointer for OBS_TASK_USER (the faulting instruction of a
+ * user-mode fault), else 0. Uses open/read/close only. Returns the state, or -errno for an
+ * unreadable or unexpected file. */
+int obs_task_state(pid_t tid, long *nr, uintptr_t *pc);
 /* x86_64 syscall name, or NULL when not in the table. */
 const char *obs_syscall_name(long nr);
 
@@ -96,9 +101,9 @@ void obs_appstack_uninstall(void);
 enum obs_app_result {
 	OBS_APP_NONE,        /* not asked (or the simulator) */
 	OBS_APP_USER,        /* user-mode fault: stack captured on the application thread */
-	OBS_APP_SYSCALL,     /* kernel-mode fault inside a syscall: *syscall_nr recorded, no signal */
+	OBS_APP_SYSCALL,     /* kernel-mode fault inside a syscall: syscall recorded, no signal */
 	OBS_APP_TIMEOUT,     /* signalled but the thread did not answer in time */
-	OBS_APP_UNAVAILABLE, /* thread gone, handler not installed, no free slot, or /proc unreadable */
+	OBS_APP_UNAVAILABLE, /* thread gone, no handler or free slot, /proc unreadable */
 	OBS_APP_NR,
 };
 const char *obs_app_result_name(enum obs_app_result r);
@@ -106,7 +111,9 @@ const char *obs_app_result_name(enum obs_app_result r);
 /* From a non-fault-path thread: capture thread tid's user stack while it is blocked in a fault.
  * Reads /proc first: a thread in a syscall is not signalled (*syscall_nr set instead); one in
  * user mode or running gets the signal and is waited for up to timeout_ns. Never blocks longer
- * than about twice timeout_ns. Returns the result kind. */
+ * than about twice timeout_ns. If the signal path gives nothing (no handler installed, no free
+ * slot, no answer in time) for a thread blocked in user mode, the result is still OBS_APP_USER
+ * with a one-frame stack of method OBS_UNWIND_PROC_PC. Returns the result kind. */
 enum obs_app_result obs_appstack_capture(pid_t tid, struct obs_stack *st, long *syscall_nr,
 					 uint64_t timeout_ns);
 

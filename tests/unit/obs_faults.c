@@ -156,6 +156,37 @@ TEST(merge_of_two_halves_renders_like_the_whole)
 	ASSERT_STREQ(a, b);
 }
 
+TEST(vmstat_section_uses_kernel_names_in_order)
+{
+	uint64_t st[MM_STAT_NR];
+	char buf[8192], want[8192];
+	size_t off = 0;
+	FILE *m;
+	struct json_w w;
+
+	for (int i = 0; i < MM_STAT_NR; i++)
+		st[i] = (uint64_t)i * 1000 + 7;
+	m = fmemopen(buf, sizeof(buf), "w");
+	ASSERT(m != NULL);
+	jw_init(&w, m, false);
+	jw_obj_begin(&w, NULL);
+	obs_report_vmstat(&w, st);
+	jw_obj_end(&w);
+	ASSERT_EQ(jw_finish(&w), 0);
+	fclose(m);
+	off += (size_t)snprintf(want + off, sizeof(want) - off, "{\"vmstat\":{");
+	for (int i = 0; i < MM_STAT_NR; i++)
+		off += (size_t)snprintf(want + off, sizeof(want) - off, "%s\"%s\":%d", i ? "," : "",
+					mm_stat_names[i], i * 1000 + 7);
+	snprintf(want + off, sizeof(want) - off, "}}\n");
+	ASSERT_STREQ(buf, want);
+	{
+		const char *head = "{\"vmstat\":{\"thp_fault_alloc\":7,\"thp_fault_fallback\":1007,";
+
+		EXPECT(strncmp(buf, head, strlen(head)) == 0);
+	}
+}
+
 #define THREADS 4
 #define PER_THREAD 100000
 

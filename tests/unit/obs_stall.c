@@ -10,15 +10,6 @@
 
 #define MS 1000000ULL
 
-/* Stand-in cause names while core/mm's vmstat.c is not yet merged on this branch; mm's strong
- * definition replaces it as soon as it is linked. Expectations use mm_cause_chain() itself. */
-__attribute__((weak)) const char *mm_cause_chain(enum mm_cause c)
-{
-	static const char *const names[] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"};
-
-	return (unsigned)c < 10 ? names[c] : "?";
-}
-
 static struct obs_stalls *s;
 
 /* Render the stalls section (compact) or the text report into buf. */
@@ -103,7 +94,7 @@ TEST(modelled_events_json_is_byte_exact)
 		 "\"stored\":3,\"dropped\":0,\"stacks\":\"modelled\",\"groups\":["
 		 "{\"total_ms\":2700.000,\"count\":2,\"events_ms\":[1500.000,1200.000],"
 		 "\"cause\":\"%s\",\"function\":\"wait_on_frame_writeback\",\"comms\":[\"usemem\"],"
-		 "\"unwind\":\"modelled\",\"app\":\"none\",\"syscall\":null,"
+		 "\"unwind\":\"modelled\",\"app\":\"none\",\"app_unwind\":\"none\",\"syscall\":null,"
 		 "\"handler_stack\":[\"wait_on_frame_writeback\",\"unmap_and_move\",\"migrate_pages\","
 		 "\"compact_zone\",\"compact_zone_order\",\"try_to_compact_pages\","
 		 "\"__alloc_pages_direct_compact\",\"__alloc_pages_slowpath\",\"__alloc_pages_nodemask\","
@@ -111,7 +102,7 @@ TEST(modelled_events_json_is_byte_exact)
 		 "\"app_stack\":[]},"
 		 "{\"total_ms\":2000.000,\"count\":1,\"events_ms\":[2000.000],"
 		 "\"cause\":\"%s\",\"function\":\"shrink_page_list\",\"comms\":[\"dd\"],"
-		 "\"unwind\":\"modelled\",\"app\":\"none\",\"syscall\":null,"
+		 "\"unwind\":\"modelled\",\"app\":\"none\",\"app_unwind\":\"none\",\"syscall\":null,"
 		 "\"handler_stack\":[\"shrink_page_list\",\"shrink_inactive_list\",\"shrink_zone\","
 		 "\"do_try_to_free_pages\",\"try_to_free_pages\",\"__alloc_pages_direct_reclaim\","
 		 "\"__alloc_pages_slowpath\",\"__alloc_pages_nodemask\",\"alloc_pages_vma\","
@@ -238,13 +229,14 @@ TEST(captured_stacks_group_by_unique_handler_and_app_pair)
 	ASSERT(a && b && sys);
 	EXPECT(b < a && a < sys);
 	EXPECT(strstr(a, "\"function\":\"obs_test_app_touch_a\",\"comms\":[\"worker\",\"helper\"],"
-			 "\"unwind\":\"libunwind\",\"app\":\"user\",\"syscall\":null,"
+			 "\"unwind\":\"libunwind\",\"app\":\"user\",\"app_unwind\":\"libunwind\","
+			 "\"syscall\":null,"
 			 "\"handler_stack\":[\"obs_test_wait_site_a+0x") == a + strlen(
 			 "{\"total_ms\":2400.000,\"count\":2,\"events_ms\":[1100.000,1300.000],"
 			 "\"cause\":\"") + strlen(mm_cause_chain(MM_CAUSE_COMPACT_WB_WAIT)) + 2);
 	EXPECT(strstr(a, "\"app_stack\":[\"obs_test_app_touch_a+0x") != NULL);
 	EXPECT(strstr(sys, "\"function\":\"read\"") != NULL);
-	EXPECT(strstr(sys, "\"app\":\"syscall\",\"syscall\":\"read\"") != NULL);
+	EXPECT(strstr(sys, "\"app\":\"syscall\",\"app_unwind\":\"none\",\"syscall\":\"read\"") != NULL);
 	EXPECT(strstr(sys, "\"app_stack\":[]") != NULL);
 	EXPECT(strstr(b, "\"handler_stack\":[\"obs_test_wait_site_b+0x") != NULL);
 
@@ -257,7 +249,7 @@ TEST(captured_stacks_group_by_unique_handler_and_app_pair)
 	EXPECT(strstr(buf, "reader               read                   1700 ms\n") != NULL);
 	EXPECT(strstr(buf, "app: kernel-mode fault inside read(2)\n") != NULL);
 	EXPECT(strstr(buf, "handler stack (libunwind):\n  obs_test_wait_site_b+0x") != NULL);
-	EXPECT(strstr(buf, "app stack (user-mode fault):\n  obs_test_app_touch_a+0x") != NULL);
+	EXPECT(strstr(buf, "app stack (user-mode fault, libunwind):\n  obs_test_app_touch_a+0x") != NULL);
 	obs_stalls_destroy(s);
 }
 

@@ -20,6 +20,7 @@
 #endif
 
 static struct obs_stack st;
+static int state_soon(pid_t tid, int want, long *nr);
 static int sink;
 
 /* Test threads share these flags; atomics keep TSan builds quiet and honest. */
@@ -205,6 +206,8 @@ TEST(app_capture_of_a_spinning_thread_through_the_signal_path)
 	EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, 2000000000ULL), OBS_APP_USER);
 	SET(spin_stop, 1);
 	pthread_join(th, NULL);
+	/* joined threads linger in /proc for a moment as they are reaped */
+	EXPECT_EQ(state_soon(spin_tid, OBS_TASK_GONE, NULL), OBS_TASK_GONE);
 	EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, 100000000ULL), OBS_APP_UNAVAILABLE);
 	obs_appstack_uninstall();
 }
@@ -236,7 +239,45 @@ TEST(foreign_signals_are_chained_to_the_previous_handler)
 	EXPECT_EQ(obs_appstack_install(SIGRTMIN - 1), -EINVAL);
 }
 
+TEST(a_program_that_replaces_the_handler_gets_no_requests)
+{
+	struct sigaction sa;
+	pthread_t th;
+	long nr;
+	int sig = obs_appstack_install(0);
+
+	ASSERT_GE(sig, SIGRTMIN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = chained_handler;
+	sa.sa_flags = SA_SIGINFO;
+	ASSERT_EQ(sigaction(sig, &sa, NULL), 0); /* the program takes the signal over */
+	SET(chained_hits, 0);
+	ASSERT_EQ(pthread_create(&th, NULL, obs_test_spinner_main, NULL), 0);
+	ASSERT(wait_nonzero(&spinning));
+	EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, 100000000ULL), OBS_APP_UNAVAILABLE);
+	usleep(20000);
+	EXPECT_EQ(GET(chained_hits), 0); /* nothing was sent to the program's handler */
+	SET(spin_stop, 1);
+	pthread_join(th, NULL);
+}
+
 /* ---- /proc classification -------------------------------------------------------------- */
+
+/* The raw /proc line, for the record (core/obs/README.md quotes these). */
+static void print_proc_syscall(const char *what, pid_t tid)
+{
+	char path[64], line[256] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+	}
+	printf("  %-26s %s: %s", what, path, line);
+}
 
 static int pipe_fds[2];
 static pid_t reader_tid;
@@ -254,7 +295,7 @@ static int state_soon(pid_t tid, int want, long *nr)
 	int s = -1;
 
 	for (int i = 0; i < 4000; i++) {
-		s = obs_task_state(tid, nr);
+		s = obs_task_state(tid, nr, NULL);
 		if (s == want)
 			break;
 		usleep(500);
@@ -277,10 +318,12 @@ TEST(proc_syscall_tells_a_pipe_read_from_a_spinning_thread)
 	EXPECT_EQ(state_soon(reader_tid, OBS_TASK_SYSCALL, &nr), OBS_TASK_SYSCALL);
 	EXPECT_EQ(nr, 0); /* __NR_read */
 	ASSERT_STREQ(obs_syscall_name(nr), "read");
+	print_proc_syscall("read(2) on an empty pipe", reader_tid);
 	{
-		int s = obs_task_state(spin_tid, &nr);
+		int s = obs_task_state(spin_tid, &nr, NULL);
 
 		EXPECT(s == OBS_TASK_RUNNING || s == OBS_TASK_USER);
+		print_proc_syscall("spinning in user space", spin_tid);
 	}
 	/* the requester does not signal a thread in a syscall: it reports the syscall */
 	nr = -5;
@@ -292,7 +335,7 @@ TEST(proc_syscall_tells_a_pipe_read_from_a_spinning_thread)
 	ASSERT_EQ(write(pipe_fds[1], "x", 1), 1);
 	pthread_join(rd, NULL);
 	pthread_join(sp, NULL);
-	EXPECT_EQ(obs_task_state(reader_tid, &nr), OBS_TASK_GONE);
+	EXPECT_EQ(state_soon(reader_tid, OBS_TASK_GONE, &nr), OBS_TASK_GONE);
 	EXPECT(obs_syscall_name(100000) == NULL);
 }
 
@@ -324,6 +367,7 @@ static int uffd_open(void)
 }
 
 static char *uffd_area;
+
 
 __attribute__((noinline)) static void *obs_test_touch_managed(void *arg)
 {
@@ -367,21 +411,41 @@ TEST(proc_syscall_under_userfaultfd_user_mode_vs_kernel_mode_fault)
 	/* user-mode fault: "-1 sp pc" */
 	s = state_soon(spin_tid, OBS_TASK_USER, &nr);
 	EXPECT_EQ(s, OBS_TASK_USER);
+	print_proc_syscall("user-mode fault", spin_tid);
 	/* read(2) copying into the managed page: a kernel-mode fault, shown as syscall 0 */
 	nr = -5;
 	s = state_soon(reader_tid, OBS_TASK_SYSCALL, &nr);
 	EXPECT_EQ(s, OBS_TASK_SYSCALL);
 	EXPECT_EQ(nr, 0);
+	print_proc_syscall("read(2) into the region", reader_tid);
 
-	/* the faulting function is found on the application thread through the signal path */
-	if (SIGNALS_DEFERRED) {
-		EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, 50000000ULL), OBS_APP_TIMEOUT);
-	} else {
-		EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, 2000000000ULL), OBS_APP_USER);
-		obs_symbolise(st.ips[0], true, buf, sizeof(buf));
-		printf("  faulting frame: %s\n", buf);
-		EXPECT_EQ(find_frame(&st, "obs_test_touch_managed", 0), 0);
+	/* /proc's pc of a user-mode fault is the faulting instruction */
+	{
+		uintptr_t pc = 0;
+
+		EXPECT_EQ(obs_task_state(spin_tid, &nr, &pc), OBS_TASK_USER);
+		obs_symbolise_function(pc, true, buf, sizeof(buf));
+		ASSERT_STREQ(buf, "obs_test_touch_managed");
 	}
+	/* the faulting function is found on the application thread through the signal path */
+	EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, SIGNALS_DEFERRED ? 50000000ULL : 2000000000ULL),
+		  OBS_APP_USER);
+	obs_symbolise(st.ips[0], true, buf, sizeof(buf));
+	printf("  faulting frame (%s): %s\n", obs_unwind_method_name(st.method), buf);
+	EXPECT_EQ(find_frame(&st, "obs_test_touch_managed", 0), 0);
+	if (SIGNALS_DEFERRED) { /* the signal cannot be answered: the /proc pc stands in */
+		EXPECT_EQ(st.method, OBS_UNWIND_PROC_PC);
+		EXPECT_EQ(st.nr, 1);
+	} else {
+		EXPECT_EQ(st.method, OBS_UNWIND_LIBUNWIND);
+		EXPECT_GT(st.nr, 1);
+	}
+	/* without the capture handler the /proc pc is what there is */
+	obs_appstack_uninstall();
+	EXPECT_EQ(state_soon(spin_tid, OBS_TASK_USER, &nr), OBS_TASK_USER); /* back in the fault */
+	EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, 100000000ULL), OBS_APP_USER);
+	EXPECT_EQ(st.method, OBS_UNWIND_PROC_PC);
+	EXPECT_EQ(find_frame(&st, "obs_test_touch_managed", 0), 0);
 	EXPECT_EQ(obs_appstack_capture(reader_tid, &st, &nr, 100000000ULL), OBS_APP_SYSCALL);
 
 	/* serve both faults; both threads finish with the data intact */
@@ -396,7 +460,6 @@ TEST(proc_syscall_under_userfaultfd_user_mode_vs_kernel_mode_fault)
 	pthread_join(kern_th, NULL);
 	EXPECT_EQ(uffd_area[0], 1);
 	EXPECT(memcmp(uffd_area + 4096, "0123456789abcdef", 16) == 0);
-	obs_appstack_uninstall();
 	close(fd);
 }
 

@@ -1,0 +1,142 @@
+/* Frames owned by programs and by the "rest of the system": freeing and splitting a program's
+ * anonymous memory, and the raw allocations fragmentation recipes and tests make.
+ *
+ * Mirrors the freeing side of mm/memory.c (zap_pte_range / zap_huge_pmd releasing pages),
+ * split_huge_page for a partly unmapped THP (thp_split_page), and alloc_pages/__free_pages for
+ * kernel (UNMOVABLE/RECLAIMABLE) and other processes' (foreign MOVABLE) memory. A frame that
+ * compaction has isolated is not freed here: it is marked and the compaction frees it (rule
+ * stated in mm.h).
+ */
+#include <errno.h>
+
+#include "mm/internal.h"
+
+static void anon_free_base(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (f->state != FS_ANON)
+		return;
+	if (f->flags & FF_ISOLATED) {
+		f->flags |= FF_GONE; /* compaction frees it (and its target) when it gets to it */
+		return;
+	}
+	frame_free_owned(mm, pfn, NULL);
+}
+
+static void anon_free_huge(struct mm *mm, uint32_t head)
+{
+	if (head % MM_HPAGE_NR || pfn_frame(mm, head)->state != FS_HUGE)
+		return;
+	mm->nr_anon -= MM_HPAGE_NR;
+	mm->nr_anon_huge -= MM_HPAGE_NR;
+	free_frames(mm, head, MM_HPAGE_ORDER, NULL);
+}
+
+void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call)
+{
+	mm_lock(mm);
+	if (pfn < mm->nr_frames) {
+		if (order == 0)
+			anon_free_base(mm, pfn);
+		else if (order == MM_HPAGE_ORDER)
+			anon_free_huge(mm, pfn);
+	}
+	mm_unlock(mm);
+}
+
+int mm_anon_split(struct mm *mm, uint32_t head)
+{
+	int ret = -EINVAL;
+
+	mm_lock(mm);
+	if (head < mm->nr_frames && head % MM_HPAGE_NR == 0 &&
+	    pfn_frame(mm, head)->state == FS_HUGE) {
+		for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+			pfn_frame(mm, head + i)->state = FS_ANON;
+		mm->nr_anon_huge -= MM_HPAGE_NR;
+		count_event(mm, MM_STAT_THP_SPLIT_PAGE, 1);
+		ret = 0;
+	}
+	mm_unlock(mm);
+	return ret;
+}
+
+/* An allocation of the rest of the system: GFP_KERNEL-like (LOW, MIN, reclaim, MIN; no dip
+ * below MIN), so recipes cannot starve the pool's reserves. */
+static uint32_t alloc_other(struct mm *mm, unsigned order, enum mm_migratetype mt, void *call)
+{
+	struct fault_ctx fc = {.call = call};
+	struct alloc_ctx ac = {.order = order, .mt = mt, .gfp = GFP_HIGHUSER_MOVABLE, .fc = &fc};
+
+	if (order == 0)
+		return alloc_base_page(mm, &ac, false);
+	return get_page_from_freelist(mm, &ac, WMARK_MIN);
+}
+
+int mm_alloc_pages(struct mm *mm, unsigned order, enum mm_migratetype mt, uint64_t owner,
+		   uint32_t *pfn, void *call)
+{
+	bool foreign = mt == MM_MT_MOVABLE;
+	uint32_t p;
+	int ret = 0;
+
+	if (order > MM_MAX_ORDER || (unsigned)mt >= MM_MT_NR || (foreign && !(owner & MM_OWNER_FOREIGN)))
+		return -EINVAL;
+	mm_lock(mm);
+	p = alloc_other(mm, order, mt, call);
+	if (p == MM_NO_PFN) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	mark_allocated(mm, p, order, foreign ? FS_ANON : FS_UNMOVABLE, foreign ? owner : 0);
+	if (foreign)
+		mm->nr_foreign += 1U << order;
+	else
+		mm->nr_unmovable += 1U << order;
+	*pfn = p;
+out_unlock:
+	mm_unlock(mm);
+	return ret;
+}
+
+static bool other_frame(const struct mm_frame *f)
+{
+	return f->state == FS_UNMOVABLE || (f->state == FS_ANON && (f->owner & MM_OWNER_FOREIGN));
+}
+
+/* Free what mm_alloc_pages gave. Foreign frames may have been moved by compaction since (only
+ * their metadata moves): frames that are no longer "other" frames are left alone. */
+void mm_free_pages(struct mm *mm, uint32_t pfn, unsigned order, void *call)
+{
+	uint32_t n = 1U << (order & 31);
+	bool whole = true;
+
+	mm_lock(mm);
+	if (order > MM_MAX_ORDER || pfn % n || pfn >= mm->nr_frames || n > mm->nr_frames - pfn)
+		goto out_unlock;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mm_frame *f = pfn_frame(mm, pfn + i);
+
+		if (!other_frame(f) || (f->flags & FF_ISOLATED))
+			whole = false;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct mm_frame *f = pfn_frame(mm, pfn + i);
+
+		if (!other_frame(f))
+			continue;
+		if (f->flags & FF_ISOLATED)
+			f->flags |= FF_GONE;
+		else if (!whole)
+			frame_free_owned(mm, pfn + i, NULL);
+		else if (f->state == FS_ANON)
+			mm->nr_foreign--;
+		else
+			mm->nr_unmovable--;
+	}
+	if (whole)
+		free_frames(mm, pfn, order, NULL);
+out_unlock:
+	mm_unlock(mm);
+}

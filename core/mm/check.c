@@ -1,0 +1,286 @@
+/* mm_check: a consistency checker for tests and debugging (the kernel's CONFIG_DEBUG_VM
+ * checks, gathered in one walk). It verifies the buddy invariants (aligned blocks, tails, free
+ * counts per order and list), list membership, per-state counts, the page-cache index and the
+ * writeback ring. O(frames); never called on a fast path.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "mm/internal.h"
+
+struct check {
+	struct mm *mm;
+	char *err;
+	size_t errlen;
+	int code;
+	/* what the frame walk found */
+	uint32_t buddy_heads, free_pages, isolated, isolated_free, anon, huge, foreign, file, dirty, wb, unmov;
+	uint32_t lru[2], indexed, dirty_unqueued;
+};
+
+static int fail(struct check *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct check *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->code)
+		return c->code;
+	c->code = code;
+	if (c->err && c->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* A free block (buddy or isolated by a free scanner) at pfn: returns its length. */
+static uint32_t check_free_block(struct check *c, uint32_t pfn)
+{
+	struct mm *mm = c->mm;
+	const struct mm_frame *f = pfn_frame(mm, pfn);
+	unsigned order = frame_order(f);
+	uint32_t n;
+
+	if (order == ORDER_TAIL) {
+		fail(c, -1, "pfn %u: free tail outside any free block", pfn);
+		return 1;
+	}
+	n = 1U << order;
+	if (order > MM_MAX_ORDER || pfn % n || pfn + n > mm->nr_frames) {
+		fail(c, -2, "pfn %u: bad free block order %u", pfn, order);
+		return 1;
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		const struct mm_frame *t = pfn_frame(mm, pfn + i);
+
+		if (t->state != FS_FREE || frame_order(t) != ORDER_TAIL || (t->flags & FF_ISOLATED))
+			fail(c, -3, "pfn %u: frame %u inside free block is not a free tail", pfn, pfn + i);
+	}
+	if (f->flags & FF_ISOLATED) {
+		c->isolated += n;
+		c->isolated_free += n;
+	} else {
+		c->buddy_heads++;
+		c->free_pages += n;
+	}
+	return n;
+}
+
+static uint32_t check_huge(struct check *c, uint32_t pfn)
+{
+	struct mm *mm = c->mm;
+	uint64_t owner = pfn_frame(mm, pfn)->owner;
+
+	if (pfn % MM_HPAGE_NR) {
+		fail(c, -4, "pfn %u: huge extent not aligned", pfn);
+		return 1;
+	}
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		const struct mm_frame *f = pfn_frame(mm, pfn + i);
+
+		if (f->state != FS_HUGE || f->owner != owner + i || f->flags)
+			fail(c, -5, "pfn %u: frame %u of huge extent inconsistent", pfn, pfn + i);
+	}
+	c->huge += MM_HPAGE_NR;
+	return MM_HPAGE_NR;
+}
+
+static void check_file(struct check *c, uint32_t pfn)
+{
+	struct mm *mm = c->mm;
+	const struct mm_frame *f = pfn_frame(mm, pfn);
+
+	c->file++;
+	if (!(f->owner & MM_OWNER_FILE_BIT))
+		fail(c, -6, "pfn %u: page cache frame without a file owner", pfn);
+	if (!(f->flags & FF_GONE) && pc_lookup(mm, f->owner) != pfn)
+		fail(c, -7, "pfn %u: page cache frame missing from the index", pfn);
+	if (f->flags & FF_DIRTY) {
+		c->dirty++;
+		if (!(mm->dirty_queued[pfn / 64] & (1ULL << (pfn % 64))))
+			c->dirty_unqueued++;
+	}
+	if (frame_under_wb(f))
+		c->wb++;
+	if (f->flags & FF_ISOLATED)
+		c->isolated++;
+	else
+		c->lru[(f->flags & FF_ACTIVE) ? 1 : 0]++;
+}
+
+static void walk_frames(struct check *c)
+{
+	struct mm *mm = c->mm;
+
+	for (uint32_t pfn = 0; pfn < mm->nr_frames && !c->code;) {
+		const struct mm_frame *f = pfn_frame(mm, pfn);
+
+		switch (f->state) {
+		case FS_FREE:
+			pfn += check_free_block(c, pfn);
+			continue;
+		case FS_HUGE:
+			pfn += check_huge(c, pfn);
+			continue;
+		case FS_ANON:
+			if (f->owner & MM_OWNER_FOREIGN)
+				c->foreign++;
+			else
+				c->anon++;
+			if (f->flags & FF_ISOLATED)
+				c->isolated++;
+			break;
+		case FS_FILE:
+			check_file(c, pfn);
+			break;
+		case FS_UNMOVABLE:
+			c->unmov++;
+			break;
+		default:
+			fail(c, -8, "pfn %u: bad state %u", pfn, f->state);
+		}
+		pfn++;
+	}
+}
+
+/* Walk one circular list; verify each entry with ok(). Returns its length. */
+static uint32_t walk_list(struct check *c, unsigned sent, bool (*ok)(struct check *, uint32_t,
+								 unsigned), unsigned arg)
+{
+	struct mm *mm = c->mm;
+	uint32_t head = sentinel(mm, sent), n = 0, prev = head;
+
+	for (uint32_t p = pfn_frame(mm, head)->next; p != head; prev = p, p = pfn_frame(mm, p)->next) {
+		if (p >= mm->nr_frames || pfn_frame(mm, p)->prev != prev || ++n > mm->nr_frames) {
+			fail(c, -9, "list %u corrupt near pfn %u", sent, p);
+			return n;
+		}
+		if (!ok(c, p, arg))
+			return n;
+	}
+	return n;
+}
+
+static bool free_entry_ok(struct check *c, uint32_t pfn, unsigned sent)
+{
+	const struct mm_frame *f = pfn_frame(c->mm, pfn);
+
+	if (!frame_is_buddy(f) || SENT_FREE(frame_order(f), frame_list_mt(f)) != sent) {
+		fail(c, -10, "free list %u holds pfn %u which is not a matching buddy head", sent, pfn);
+		return false;
+	}
+	return true;
+}
+
+static bool lru_entry_ok(struct check *c, uint32_t pfn, unsigned active)
+{
+	const struct mm_frame *f = pfn_frame(c->mm, pfn);
+
+	if (f->state != FS_FILE || (f->flags & FF_ISOLATED) || !!(f->flags & FF_ACTIVE) != active) {
+		fail(c, -11, "LRU %u holds pfn %u which does not belong there", active, pfn);
+		return false;
+	}
+	return true;
+}
+
+static void check_lists(struct check *c)
+{
+	struct mm *mm = c->mm;
+	uint32_t heads = 0, pages = 0;
+
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
+		uint32_t per_order = 0;
+
+		for (unsigned mt = 0; mt < MM_MT_NR; mt++) {
+			uint32_t n = walk_list(c, SENT_FREE(o, mt), free_entry_ok, SENT_FREE(o, mt));
+
+			if (n != mm->nr_free_mt[o][mt])
+				fail(c, -12, "order %u mt %u: %u blocks listed, counter says %u", o, mt, n,
+				     mm->nr_free_mt[o][mt]);
+			per_order += n;
+		}
+		if (per_order != mm->nr_free[o])
+			fail(c, -13, "order %u: %u blocks listed, nr_free says %u", o, per_order,
+			     mm->nr_free[o]);
+		heads += per_order;
+		pages += per_order << o;
+	}
+	if (heads != c->buddy_heads || pages != c->free_pages || pages != mm->nr_free_pages)
+		fail(c, -14, "free pages: lists %u, frames %u, counter %u", pages, c->free_pages,
+		     mm->nr_free_pages);
+	for (unsigned a = 0; a < 2; a++) {
+		uint32_t n = walk_list(c, a ? SENT_LRU_ACTIVE : SENT_LRU_INACTIVE, lru_entry_ok, a);
+
+		if (n != c->lru[a] || n != mm->nr_lru[a])
+			fail(c, -15, "LRU %u: listed %u, frames %u, counter %u", a, n, c->lru[a],
+			     mm->nr_lru[a]);
+	}
+}
+
+static void check_index(struct check *c)
+{
+	struct mm *mm = c->mm;
+	uint32_t queued = 0;
+
+	for (uint32_t b = 0; b <= mm->pc_hash_mask; b++) {
+		for (uint32_t p = mm->pc_hash[b]; p != MM_NO_PFN; p = pfn_frame(mm, p)->hnext) {
+			const struct mm_frame *f = pfn_frame(mm, p);
+
+			if (p >= mm->nr_frames || f->state != FS_FILE || (f->flags & FF_GONE) ||
+			    ++c->indexed > mm->nr_frames) {
+				fail(c, -16, "page-cache index bucket %u holds a bad pfn %u", b, p);
+				return;
+			}
+		}
+	}
+	for (uint32_t w = 0; w < (mm->nr_frames + 63) / 64; w++)
+		queued += (uint32_t)__builtin_popcountll(mm->dirty_queued[w]);
+	if (queued != mm->ring_len)
+		fail(c, -17, "writeback ring holds %u entries, %u frames marked queued", mm->ring_len,
+		     queued);
+	if (c->dirty_unqueued)
+		fail(c, -18, "%u dirty frames are not queued for writeback", c->dirty_unqueued);
+}
+
+static void check_counts(struct check *c)
+{
+	struct mm *mm = c->mm;
+
+	if (c->anon + c->huge != mm->nr_anon || c->huge != mm->nr_anon_huge)
+		fail(c, -19, "anon frames %u (+%u huge), counters %u / %u", c->anon, c->huge,
+		     mm->nr_anon, mm->nr_anon_huge);
+	if (c->foreign != mm->nr_foreign || c->unmov != mm->nr_unmovable)
+		fail(c, -20, "foreign %u unmovable %u, counters %u / %u", c->foreign, c->unmov,
+		     mm->nr_foreign, mm->nr_unmovable);
+	if (c->file != mm->nr_file || c->dirty != mm->nr_file_dirty ||
+	    c->wb != mm->nr_file_writeback)
+		fail(c, -21, "file %u dirty %u writeback %u, counters %u / %u / %u", c->file,
+		     c->dirty, c->wb, mm->nr_file, mm->nr_file_dirty, mm->nr_file_writeback);
+	if (c->isolated != mm->nr_isolated)
+		fail(c, -22, "isolated frames %u, counter %u", c->isolated, mm->nr_isolated);
+	if (c->free_pages + c->isolated_free + c->anon + c->huge + c->foreign + c->file + c->unmov !=
+	    mm->nr_frames)
+		fail(c, -23, "frames lost or duplicated: %u accounted of %u",
+		     c->free_pages + c->isolated_free + c->anon + c->huge + c->foreign + c->file +
+			     c->unmov,
+		     mm->nr_frames);
+}
+
+int mm_check(struct mm *mm, char *err, size_t errlen)
+{
+	struct check c = {.mm = mm, .err = err, .errlen = errlen};
+
+	mm_lock(mm);
+	walk_frames(&c);
+	if (!c.code)
+		check_lists(&c);
+	if (!c.code)
+		check_index(&c);
+	if (!c.code)
+		check_counts(&c);
+	mm_unlock(mm);
+	if (!c.code && err && errlen)
+		err[0] = '\0';
+	return c.code;
+}

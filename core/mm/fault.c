@@ -1,0 +1,152 @@
+/* The anonymous page fault: huge (order 9) when the policy allows it and the allocation
+ * succeeds, otherwise one 4 KiB frame; with the fault record a stall report reads.
+ *
+ * Mirrors mm/huge_memory.c (do_huge_pmd_anonymous_page, vma_thp_gfp_mask, the 3.x
+ * alloc_hugepage_gfpmask / transparent_hugepage_enabled checks, thp_fault_alloc /
+ * thp_fault_fallback) and mm/memory.c's do_anonymous_page for the 4 KiB fallback.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "mm/internal.h"
+
+/* 3.x GFP_TRANSHUGE: no kswapd wake (__GFP_NO_KSWAPD), NORETRY; __GFP_WAIT only with defrag. */
+#define GFP_TRANSHUGE_3X (GFP_IO | GFP_FS | GFP_NORETRY | GFP_NOMEMALLOC | GFP_DIRECT_RECLAIM)
+/* 6.12 GFP_TRANSHUGE_LIGHT: no reclaim of any kind. */
+#define GFP_TRANSHUGE_LIGHT (GFP_IO | GFP_FS | GFP_NOMEMALLOC)
+
+/* transparent_hugepage/enabled for this VMA (hugepage_vma_check). */
+static bool thp_vma_allowable(const struct mm_policy *p, const struct mm_fault_req *req)
+{
+	if (!req->huge_ok || req->advice == MM_VMA_NOHUGEPAGE)
+		return false;
+	switch (p->enabled) {
+	case MM_THP_ALWAYS:
+		return true;
+	case MM_THP_MADVISE:
+		return req->advice == MM_VMA_HUGEPAGE;
+	default:
+		return false;
+	}
+}
+
+/* The gfp mask of the THP allocation: 3.x alloc_hugepage_gfpmask(defrag), 6.12
+ * vma_thp_gfp_mask (reference §1.6's table). */
+static unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice)
+{
+	bool madvised = advice == MM_VMA_HUGEPAGE;
+
+	if (p->era != MM_ERA_MODERN) {
+		bool defrag = p->defrag == MM_DEFRAG_ALWAYS ||
+			      (p->defrag == MM_DEFRAG_MADVISE && madvised);
+
+		return defrag ? GFP_TRANSHUGE_3X : GFP_TRANSHUGE_3X & ~GFP_DIRECT_RECLAIM;
+	}
+	switch (p->defrag) {
+	case MM_DEFRAG_ALWAYS:
+		return GFP_TRANSHUGE_LIGHT | GFP_DIRECT_RECLAIM | (madvised ? 0 : GFP_NORETRY);
+	case MM_DEFRAG_DEFER:
+		return GFP_TRANSHUGE_LIGHT | GFP_KSWAPD_RECLAIM;
+	case MM_DEFRAG_DEFER_MADVISE:
+		return GFP_TRANSHUGE_LIGHT | (madvised ? GFP_DIRECT_RECLAIM : GFP_KSWAPD_RECLAIM);
+	case MM_DEFRAG_MADVISE:
+		return GFP_TRANSHUGE_LIGHT | (madvised ? GFP_DIRECT_RECLAIM : 0);
+	default:
+		return GFP_TRANSHUGE_LIGHT;
+	}
+}
+
+/* do_huge_pmd_anonymous_page: allocate, count, clear with the lock released. */
+static uint32_t do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req,
+					   struct fault_ctx *fc)
+{
+	struct alloc_ctx ac = {
+		.order = MM_HPAGE_ORDER,
+		.mt = MM_MT_MOVABLE,
+		.gfp = thp_gfp_mask(&mm->cfg.policy, req->advice),
+		.fc = fc,
+	};
+	uint32_t head = alloc_pages_mpol(mm, &ac);
+	uint64_t t0;
+
+	if (head == MM_NO_PFN) {
+		count_event(mm, MM_STAT_THP_FAULT_FALLBACK, 1);
+		fault_step(fc, MM_STEP_FALLBACK, 0);
+		return MM_NO_PFN;
+	}
+	mark_allocated(mm, head, MM_HPAGE_ORDER, FS_HUGE, req->extent_owner);
+	mm->nr_anon += MM_HPAGE_NR;
+	mm->nr_anon_huge += MM_HPAGE_NR;
+	count_event(mm, MM_STAT_THP_FAULT_ALLOC, 1);
+	t0 = mm_now(mm, fc->call);
+	mm_unlock(mm);
+	if (mm->env.ops->clear_huge)
+		mm->env.ops->clear_huge(mm->env.priv, fc->call, head, req->extent_owner);
+	mm_lock(mm);
+	fc->rec->zero_ns = mm_now(mm, fc->call) - t0;
+	fc->cause_ns[MM_CAUSE_ZEROING] += fc->rec->zero_ns;
+	return head;
+}
+
+/* do_anonymous_page: one movable frame for the faulting page. */
+static uint32_t do_anonymous_page(struct mm *mm, const struct mm_fault_req *req,
+				  struct fault_ctx *fc)
+{
+	struct alloc_ctx ac = {
+		.order = 0,
+		.mt = MM_MT_MOVABLE,
+		.gfp = GFP_HIGHUSER_MOVABLE,
+		.fc = fc,
+	};
+	uint32_t pfn = alloc_base_page(mm, &ac, true);
+
+	if (pfn == MM_NO_PFN)
+		return MM_NO_PFN;
+	mark_allocated(mm, pfn, 0, FS_ANON, req->owner);
+	if (req->owner & MM_OWNER_FOREIGN)
+		mm->nr_foreign++;
+	else
+		mm->nr_anon++;
+	return pfn;
+}
+
+/* The largest contributor to the fault's time. */
+static enum mm_cause pick_cause(const struct fault_ctx *fc)
+{
+	enum mm_cause best = MM_CAUSE_NONE;
+
+	for (int c = 1; c < MM_CAUSE_NR; c++)
+		if (fc->cause_ns[c] > fc->cause_ns[best])
+			best = (enum mm_cause)c;
+	return best;
+}
+
+int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res *res, void *call)
+{
+	struct fault_ctx fc = {.call = call};
+	uint32_t pfn = MM_NO_PFN;
+
+	if (!mm || !req || !res)
+		return -EINVAL;
+	memset(res, 0, sizeof(*res));
+	fc.rec = &res->rec;
+	mm_lock(mm);
+	res->rec.t_start = mm_now(mm, call);
+	mm_charge(mm, call, MM_COST_FAULT, 1);
+	if (thp_vma_allowable(&mm->cfg.policy, req))
+		pfn = do_huge_pmd_anonymous_page(mm, req, &fc);
+	if (pfn != MM_NO_PFN) {
+		res->outcome = MM_FAULT_HUGE;
+	} else {
+		pfn = do_anonymous_page(mm, req, &fc);
+		res->outcome = pfn == MM_NO_PFN ? MM_FAULT_NOMEM : MM_FAULT_BASE;
+		if (pfn == MM_NO_PFN)
+			count_event(mm, MM_STAT_NOMEM_FALLBACK, 1);
+	}
+	res->pfn = pfn;
+	res->rec.outcome = (uint8_t)res->outcome;
+	res->rec.total_ns = mm_now(mm, call) - res->rec.t_start;
+	res->rec.cause = (uint8_t)pick_cause(&fc);
+	mm_unlock(mm);
+	return 0;
+}

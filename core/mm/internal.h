@@ -1,0 +1,324 @@
+/* Internals of the emulated memory manager, shared by the files of core/mm only (the kernel's
+ * mm/internal.h). Nothing outside core/mm and its unit tests includes this header.
+ *
+ * Method. One zone of nr_frames 4 KiB frames. Every frame has a 24-byte descriptor (struct
+ * mm_frame, the kernel's struct page): the owner cookie (reverse map), two list links that put it
+ * on exactly one list at a time (a buddy free list when free, the inactive or active LRU when it
+ * is page cache), a page-cache hash chain link, and four bytes of state. List heads are sentinel
+ * descriptors stored after the last frame, so every list is circular and uniform. The page-cache
+ * index (owner -> pfn, the address_space's xarray) is a chained hash whose chains run through
+ * the descriptors; dirty frames are queued for writeback in a FIFO ring of pfns (oldest dirtied
+ * first). Total metadata stays under 32 bytes per frame (mm_metadata_bytes_per_frame()).
+ *
+ * Locking. Public entry points take the environment lock; every function here expects it held
+ * unless its comment says otherwise. Code that calls an [unlocked] hook leaves the frames it
+ * works on ISOLATED (off every list, owned by the caller) and re-validates after relocking.
+ */
+#ifndef THPEMU_MM_INTERNAL_H
+#define THPEMU_MM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mm/mm.h"
+
+/* ---- Frame descriptors ------------------------------------------------------------------- */
+
+enum frame_state {
+	FS_FREE,      /* in the buddy allocator, or isolated by a compaction free scanner */
+	FS_ANON,      /* program anon base page, or foreign anon (owner has MM_OWNER_FOREIGN) */
+	FS_HUGE,      /* one of the 512 frames of a program's huge extent (head = aligned pfn) */
+	FS_FILE,      /* page cache */
+	FS_UNMOVABLE, /* kernel allocation (UNMOVABLE or RECLAIMABLE migratetype) */
+	FS_SENTINEL,  /* list head, never a real frame */
+};
+
+/* Frame flags (struct mm_frame.flags). */
+#define FF_ISOLATED   0x01 /* off its list, owned by a compaction or reclaim pass */
+#define FF_LOCKED     0x02 /* page cache: held between mm_pagecache_get and _put (PG_locked) */
+#define FF_DIRTY      0x04 /* page cache: dirty (PG_dirty) */
+#define FF_ACTIVE     0x08 /* page cache: on the active LRU (PG_active) */
+#define FF_REFERENCED 0x10 /* page cache: referenced since last scanned (PG_referenced) */
+#define FF_GONE       0x20 /* owner freed/removed it while someone else held it: free on release */
+#define FF_ERROR      0x40 /* page cache: last writeback failed (PG_error) */
+#define FF_MIGRATING  0x80 /* a copy hook is running on it with the lock released */
+
+/* The order byte: buddy order of a free block head, or ORDER_TAIL inside a free block; bits 4-5
+ * hold the migratetype of the free list the head sits on. */
+#define ORDER_MASK 0x0f
+#define ORDER_TAIL 0x0f
+#define ORDER_MT_SHIFT 4
+
+struct mm_frame {
+	uint64_t owner; /* reverse map cookie (0 when free) */
+	uint32_t next;  /* list links: buddy free list, LRU, or a compaction's private list */
+	uint32_t prev;
+	uint32_t hnext; /* page-cache hash chain (MM_NO_PFN ends it) */
+	uint8_t state;  /* enum frame_state */
+	uint8_t order;  /* see ORDER_* */
+	uint8_t flags;  /* FF_* */
+	uint8_t wb;     /* 1 while under writeback; written atomically, read lock-free */
+};
+
+/* Sentinel list heads, indexed after the last frame. */
+#define SENT_FREE(order, mt) ((order) * MM_MT_NR + (mt))
+#define SENT_LRU_INACTIVE    (MM_NR_ORDERS * MM_MT_NR)
+#define SENT_LRU_ACTIVE      (SENT_LRU_INACTIVE + 1)
+#define NR_SENTINELS         (SENT_LRU_ACTIVE + 1)
+
+/* Pageblock byte: migratetype in the low bits, the compaction skip bit above. */
+#define PB_MT_MASK 0x03
+#define PB_SKIP    0x04
+
+/* ---- gfp and alloc flags (the subset THP and page cache allocations use) ----------------- */
+
+#define GFP_DIRECT_RECLAIM 0x01 /* __GFP_WAIT (3.x) / __GFP_DIRECT_RECLAIM */
+#define GFP_KSWAPD_RECLAIM 0x02 /* may wake kswapd (3.x: absence of __GFP_NO_KSWAPD) */
+#define GFP_IO             0x04
+#define GFP_FS             0x08
+#define GFP_NORETRY        0x10
+#define GFP_THISNODE       0x20
+#define GFP_NOMEMALLOC     0x40
+#define GFP_HIGHUSER_MOVABLE (GFP_DIRECT_RECLAIM | GFP_KSWAPD_RECLAIM | GFP_IO | GFP_FS)
+
+enum wmark { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
+
+#define ALLOC_WMARK_MASK     0x03 /* enum wmark in the low bits */
+#define ALLOC_NO_WATERMARKS  0x04
+#define ALLOC_KSWAPD         0x08
+#define ALLOC_NOFRAGMENT     0x10
+
+/* ---- The zone and the whole manager -------------------------------------------------------- */
+
+struct mm {
+	struct mm_env env;
+	struct mm_config cfg;          /* policy and sysctls as given (defaults filled in) */
+	uint32_t nr_frames;
+	uint32_t nr_blocks;            /* pageblocks */
+	struct mm_frame *frames;       /* nr_frames descriptors + NR_SENTINELS list heads */
+	uint8_t *pageblock;            /* per pageblock: PB_* */
+
+	/* Buddy allocator (zone->free_area). */
+	uint32_t nr_free_pages;        /* NR_FREE_PAGES: frames on the free lists */
+	uint32_t nr_free[MM_NR_ORDERS];             /* free blocks per order, all migratetypes */
+	uint32_t nr_free_mt[MM_NR_ORDERS][MM_MT_NR]; /* free blocks per order and list */
+
+	/* Watermarks (zone->_watermark) and the modern boost. */
+	uint64_t min_free_kbytes;
+	uint32_t wmark[NR_WMARK];
+	uint32_t watermark_boost;
+
+	/* Page cache: hash index, LRU sizes, writeback FIFO. */
+	uint32_t *pc_hash;             /* bucket heads (pfn or MM_NO_PFN) */
+	uint32_t pc_hash_mask;
+	uint32_t nr_lru[2];            /* inactive, active (not counting isolated frames) */
+	uint32_t *dirty_ring;          /* pfns in dirtying order; each frame at most once */
+	uint64_t *dirty_queued;        /* bitmap: frame has an entry in dirty_ring */
+	uint32_t ring_head, ring_len;
+
+	/* Per-state frame counts (mm_get_counts). */
+	uint32_t nr_anon, nr_anon_huge, nr_foreign, nr_file, nr_file_dirty, nr_file_writeback;
+	uint32_t nr_unmovable, nr_isolated;
+
+	/* Per-zone compaction state (struct zone's compact_* fields). */
+	unsigned compact_considered;
+	unsigned compact_defer_shift;
+	unsigned compact_order_failed;
+	uint32_t compact_cached_migrate_pfn[2]; /* [0] async, [1] sync */
+	uint32_t compact_cached_free_pfn;
+	uint32_t compact_init_migrate_pfn;
+	uint32_t compact_init_free_pfn;
+	bool compact_blockskip_flush;
+
+	/* Background actors. */
+	bool kswapd_awake;             /* woken and not yet balanced */
+	unsigned kswapd_order;         /* highest order asked of kswapd since it last slept */
+	unsigned kswapd_failures;
+	bool kcompactd_awake;
+	unsigned kcompactd_max_order;
+	uint64_t proactive_next_ns;    /* when proactive compaction next checks (0 = at once) */
+	unsigned proactive_defer;      /* consecutive non-improving proactive runs (<= 6) */
+
+	uint64_t stats[MM_STAT_NR];
+};
+
+/* ---- Small helpers -------------------------------------------------------------------------- */
+
+static inline struct mm_frame *pfn_frame(struct mm *mm, uint32_t pfn)
+{
+	return &mm->frames[pfn];
+}
+
+static inline uint32_t sentinel(const struct mm *mm, unsigned idx)
+{
+	return mm->nr_frames + idx;
+}
+
+static inline unsigned frame_order(const struct mm_frame *f)
+{
+	return f->order & ORDER_MASK;
+}
+
+static inline unsigned frame_list_mt(const struct mm_frame *f)
+{
+	return (f->order >> ORDER_MT_SHIFT) & 3;
+}
+
+static inline bool frame_is_buddy(const struct mm_frame *f)
+{
+	return f->state == FS_FREE && !(f->flags & FF_ISOLATED) && frame_order(f) != ORDER_TAIL;
+}
+
+static inline bool frame_under_wb(const struct mm_frame *f)
+{
+	return __atomic_load_n(&f->wb, __ATOMIC_ACQUIRE) != 0;
+}
+
+static inline void frame_set_wb(struct mm_frame *f, bool on)
+{
+	__atomic_store_n(&f->wb, on ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+static inline unsigned pageblock_mt(const struct mm *mm, uint32_t pfn)
+{
+	return mm->pageblock[pfn >> MM_PAGEBLOCK_ORDER] & PB_MT_MASK;
+}
+
+static inline void set_pageblock_mt(struct mm *mm, uint32_t pfn, unsigned mt)
+{
+	uint8_t *pb = &mm->pageblock[pfn >> MM_PAGEBLOCK_ORDER];
+
+	*pb = (uint8_t)((*pb & ~PB_MT_MASK) | mt);
+}
+
+static inline bool pageblock_skip(const struct mm *mm, uint32_t pfn)
+{
+	return mm->pageblock[pfn >> MM_PAGEBLOCK_ORDER] & PB_SKIP;
+}
+
+static inline void set_pageblock_skip(struct mm *mm, uint32_t pfn)
+{
+	mm->pageblock[pfn >> MM_PAGEBLOCK_ORDER] |= PB_SKIP;
+}
+
+static inline uint32_t pageblock_start(uint32_t pfn)
+{
+	return pfn & ~(MM_HPAGE_NR - 1);
+}
+
+static inline bool era_modern(const struct mm *mm)
+{
+	return mm->cfg.policy.era == MM_ERA_MODERN;
+}
+
+static inline void count_event(struct mm *mm, enum mm_stat s, uint64_t n)
+{
+	mm->stats[s] += n;
+}
+
+/* policy.c: 0, or -EINVAL with a reason when a hand-built policy cannot run. */
+int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen);
+
+/* Locking and hooks (env.c). */
+void mm_lock(struct mm *mm);
+void mm_unlock(struct mm *mm);
+uint64_t mm_now(struct mm *mm, void *call);
+void mm_charge(struct mm *mm, void *call, enum mm_cost what, uint64_t n);
+void mm_trace(struct mm *mm, void *call, enum mm_trace_kind kind, unsigned order, uint64_t a,
+	      uint64_t b, uint64_t c, uint64_t d);
+
+/* Lists of frames through next/prev (list.c). */
+void flist_init(struct mm *mm, uint32_t head);
+void flist_add(struct mm *mm, uint32_t head, uint32_t pfn);      /* at the head */
+void flist_add_tail(struct mm *mm, uint32_t head, uint32_t pfn); /* at the tail */
+void flist_del(struct mm *mm, uint32_t pfn);
+static inline bool flist_empty(struct mm *mm, uint32_t head)
+{
+	return mm->frames[head].next == head;
+}
+
+/* ---- Per-fault accounting ------------------------------------------------------------------ */
+
+/* What the current allocation is doing, for the fault record (the kernel's "current" plus the
+ * trace points of one fault). Page-cache and recipe allocations use one without a record. */
+struct fault_ctx {
+	struct mm_fault_rec *rec;      /* NULL: not a program fault */
+	void *call;                    /* passed to every hook */
+	uint64_t cause_ns[MM_CAUSE_NR]; /* time per contributor, for rec->cause */
+	enum mm_cause compact_cause;   /* cause bucket of the compaction now running */
+	bool in_reclaim;
+};
+
+void fault_step(struct fault_ctx *fc, enum mm_step step, unsigned result);
+
+/* ---- page_alloc.c: buddy allocator, watermarks, the allocation paths ----------------------- */
+
+/* Mirrors struct alloc_context + the gfp/alloc_flags pair of one allocation. */
+struct alloc_ctx {
+	unsigned order;
+	enum mm_migratetype mt;
+	unsigned gfp;
+	unsigned alloc_flags;
+	struct fault_ctx *fc;
+};
+
+/* Capture of a block freed during compaction (struct capture_control). */
+struct capture_control {
+	unsigned order;
+	uint32_t pfn; /* captured head, or MM_NO_PFN */
+};
+
+void setup_watermarks(struct mm *mm);
+uint32_t wmark_pages(const struct mm *mm, enum wmark w);
+bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned alloc_flags);
+uint32_t rmqueue(struct mm *mm, unsigned order, enum mm_migratetype mt, unsigned alloc_flags,
+		 void *call);
+uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags);
+void free_one_block(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc);
+void free_frames(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc);
+void del_free_block(struct mm *mm, uint32_t pfn);
+void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail);
+uint32_t alloc_frames(struct mm *mm, struct alloc_ctx *ac);
+void mark_allocated(struct mm *mm, uint32_t pfn, unsigned order, enum frame_state st,
+		    uint64_t owner);
+int fragmentation_index(struct mm *mm, unsigned order);
+void wake_all_kswapds(struct mm *mm, struct alloc_ctx *ac);
+
+/* slowpath.c */
+uint32_t alloc_pages_mpol(struct mm *mm, struct alloc_ctx *ac);
+uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort);
+
+/* ---- pagecache.c ----------------------------------------------------------------------------- */
+
+uint32_t pc_lookup(struct mm *mm, uint64_t owner);
+void pc_insert(struct mm *mm, uint32_t pfn);
+void pc_delete(struct mm *mm, uint32_t pfn);
+void pc_replace(struct mm *mm, uint32_t oldpfn, uint32_t newpfn);
+void lru_add(struct mm *mm, uint32_t pfn);
+void lru_del(struct mm *mm, uint32_t pfn);
+void putback_frame(struct mm *mm, uint32_t pfn);
+bool release_if_gone(struct mm *mm, uint32_t pfn);
+void frame_free_owned(struct mm *mm, uint32_t pfn, struct capture_control *capc);
+
+/* ---- compaction.c / migrate.c / vmscan.c ---------------------------------------------------- */
+
+bool compaction_deferred(struct mm *mm, unsigned order);
+void defer_compaction(struct mm *mm, unsigned order);
+void compaction_defer_reset(struct mm *mm, unsigned order, bool alloc_success);
+bool compaction_restarting(struct mm *mm, unsigned order);
+enum mm_compact_result compaction_suitable(struct mm *mm, unsigned order, unsigned alloc_flags);
+void reset_isolation_suitable(struct mm *mm);
+
+struct compact_control;
+enum mm_compact_result compact_zone(struct mm *mm, struct compact_control *cc);
+enum mm_compact_result try_to_compact_pages(struct mm *mm, struct alloc_ctx *ac,
+					    enum mm_migrate_mode mode, uint32_t *captured);
+uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac);
+uint32_t shrink_lru_for(struct mm *mm, uint32_t nr_to_reclaim, bool kswapd, void *call);
+
+/* Debug: walk every frame, list and index; return 0 or a negative number identifying the first
+ * broken invariant (and describe it in err). Tests call it after every operation. */
+int mm_check(struct mm *mm, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,515 @@
+/* The buddy allocator of one zone: free lists per order and migratetype, merging on free,
+ * splitting on allocation, migratetype fallback with block stealing, and the watermarks.
+ *
+ * Mirrors mm/page_alloc.c: __free_one_page (with the modern compaction_capture), expand,
+ * __rmqueue_smallest, __rmqueue_fallback (3.x and 6.12 rules, see reference §4.2),
+ * steal_suitable_fallback/move_freepages_block, boost_watermark, __zone_watermark_ok (3.x
+ * per-order decay vs. 6.12 "any free block of the order"), setup_per_zone_wmarks and
+ * khugepaged's set_recommended_min_free_kbytes, get_page_from_freelist, and vmstat.c's
+ * __fragmentation_index. Per-cpu page lists are not modelled (every free goes to the buddy).
+ */
+#include <math.h>
+
+#include "mm/internal.h"
+
+/* fallbacks[] of the kernel, MIGRATE_RESERVE / HIGHATOMIC / CMA not modelled. */
+static const unsigned fallbacks[MM_MT_NR][2] = {
+	[MM_MT_UNMOVABLE] = {MM_MT_RECLAIMABLE, MM_MT_MOVABLE},
+	[MM_MT_MOVABLE] = {MM_MT_RECLAIMABLE, MM_MT_UNMOVABLE},
+	[MM_MT_RECLAIMABLE] = {MM_MT_UNMOVABLE, MM_MT_MOVABLE},
+};
+
+/* ---- Watermarks --------------------------------------------------------------------------- */
+
+static uint64_t int_sqrt64(uint64_t x)
+{
+	uint64_t r = (uint64_t)sqrt((double)x);
+
+	while (r * r > x)
+		r--;
+	while ((r + 1) * (r + 1) <= x)
+		r++;
+	return r;
+}
+
+/* init_per_zone_wmark_min (+ khugepaged's raise for modern kernels with THP enabled). */
+static uint64_t default_min_free_kbytes(const struct mm *mm)
+{
+	uint64_t lowmem_kb = (uint64_t)mm->nr_frames * (MM_PAGE_SIZE / 1024);
+	uint64_t kb = int_sqrt64(lowmem_kb * 16);
+	uint64_t cap = era_modern(mm) ? 262144 : 65536;
+
+	if (kb < 128)
+		kb = 128;
+	if (kb > cap)
+		kb = cap;
+	return kb;
+}
+
+/* set_recommended_min_free_kbytes: one zone, MIGRATE_PCPTYPES = 3, capped at 5 % of memory. */
+static uint64_t thp_recommended_min_free_kbytes(const struct mm *mm)
+{
+	uint64_t pages = (uint64_t)MM_HPAGE_NR * 1 * 2 + (uint64_t)MM_HPAGE_NR * 1 * 3 * 3;
+
+	if (pages > mm->nr_frames / 20)
+		pages = mm->nr_frames / 20;
+	return pages * (MM_PAGE_SIZE / 1024);
+}
+
+void setup_watermarks(struct mm *mm)
+{
+	uint64_t kb = mm->cfg.min_free_kbytes ? mm->cfg.min_free_kbytes : default_min_free_kbytes(mm);
+	uint32_t min, step;
+
+	if (era_modern(mm) && mm->cfg.policy.enabled != MM_THP_NEVER) {
+		uint64_t rec = thp_recommended_min_free_kbytes(mm);
+
+		if (rec > kb)
+			kb = rec;
+	}
+	mm->min_free_kbytes = kb;
+	min = (uint32_t)(kb / (MM_PAGE_SIZE / 1024));
+	if (min > mm->nr_frames / 4)
+		min = mm->nr_frames / 4; /* a tiny pool must stay usable */
+	mm->wmark[WMARK_MIN] = min;
+	if (era_modern(mm)) {
+		uint64_t scale = (uint64_t)mm->nr_frames * mm->cfg.watermark_scale_factor / 10000;
+
+		step = (uint32_t)(scale > min / 4 ? scale : min / 4);
+		mm->wmark[WMARK_LOW] = min + step;
+		mm->wmark[WMARK_HIGH] = min + 2 * step;
+	} else {
+		mm->wmark[WMARK_LOW] = min + min / 4;
+		mm->wmark[WMARK_HIGH] = min + min / 2;
+	}
+	mm->watermark_boost = 0;
+}
+
+uint32_t wmark_pages(const struct mm *mm, enum wmark w)
+{
+	return mm->wmark[w] + mm->watermark_boost;
+}
+
+/* __zone_watermark_ok for the era: 3.x decays the mark per order below the request, 6.12 only
+ * asks for one free block of at least the order on a list of the usable migratetypes. */
+bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned alloc_flags)
+{
+	int64_t free = (int64_t)mm->nr_free_pages - ((1 << order) - 1);
+	int64_t min = mark;
+
+	if (free <= min)
+		return false;
+	if (!order)
+		return true;
+	if (era_modern(mm)) {
+		for (unsigned o = order; o <= MM_MAX_ORDER; o++)
+			if (mm->nr_free[o])
+				return true;
+		return false;
+	}
+	for (unsigned o = 0; o < order; o++) {
+		free -= (int64_t)mm->nr_free[o] << o;
+		min >>= 1;
+		if (free <= min)
+			return false;
+	}
+	return true;
+}
+
+/* ---- Free lists ----------------------------------------------------------------------------- */
+
+void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+	uint32_t head = sentinel(mm, SENT_FREE(order, mt));
+
+	f->state = FS_FREE;
+	f->flags = 0;
+	f->owner = 0;
+	f->order = (uint8_t)(order | (mt << ORDER_MT_SHIFT));
+	if (tail)
+		flist_add_tail(mm, head, pfn);
+	else
+		flist_add(mm, head, pfn);
+	mm->nr_free[order]++;
+	mm->nr_free_mt[order][mt]++;
+	mm->nr_free_pages += 1U << order;
+}
+
+void del_free_block(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+	unsigned order = frame_order(f), mt = frame_list_mt(f);
+
+	flist_del(mm, pfn);
+	mm->nr_free[order]--;
+	mm->nr_free_mt[order][mt]--;
+	mm->nr_free_pages -= 1U << order;
+	f->order = ORDER_TAIL;
+}
+
+/* Modern compaction_capture: a block of exactly the compacting task's order, freed while it
+ * compacts, goes straight to it instead of onto a free list. */
+static bool compaction_capture(struct mm *mm, struct capture_control *capc, uint32_t pfn,
+			       unsigned order)
+{
+	if (!capc || capc->pfn != MM_NO_PFN || order != capc->order || !era_modern(mm))
+		return false;
+	capc->pfn = pfn;
+	return true;
+}
+
+/* __free_one_page: merge with free buddies as far as possible, then queue the block. A block
+ * whose next-higher buddy is free goes to the list tail (it may merge soon), as the kernel
+ * does since 2.6.37. */
+void free_one_block(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc)
+{
+	unsigned mt = pageblock_mt(mm, pfn);
+	bool tail = false;
+
+	while (order < MM_MAX_ORDER) {
+		uint32_t buddy = pfn ^ (1U << order);
+		struct mm_frame *b;
+
+		if (compaction_capture(mm, capc, pfn, order))
+			return;
+		if (buddy + (1U << order) > mm->nr_frames)
+			break;
+		b = pfn_frame(mm, buddy);
+		if (!frame_is_buddy(b) || frame_order(b) != order)
+			break;
+		del_free_block(mm, buddy);
+		pfn_frame(mm, pfn > buddy ? pfn : buddy)->order = ORDER_TAIL;
+		pfn &= ~(1U << order);
+		order++;
+	}
+	if (compaction_capture(mm, capc, pfn, order))
+		return;
+	if (order < MM_MAX_ORDER - 1) {
+		uint32_t combined = pfn & ~(1U << order);
+		uint32_t higher = combined ^ (1U << (order + 1));
+
+		if (higher + (1U << (order + 1)) <= mm->nr_frames && frame_is_buddy(pfn_frame(mm, higher)) &&
+		    frame_order(pfn_frame(mm, higher)) == order + 1)
+			tail = true;
+	}
+	add_free_block(mm, pfn, order, mt, tail);
+}
+
+/* Return 2^order allocated frames to the buddy allocator. */
+void free_frames(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc)
+{
+	for (uint32_t i = 0; i < (1U << order); i++) {
+		struct mm_frame *f = pfn_frame(mm, pfn + i);
+
+		f->state = FS_FREE;
+		f->owner = 0;
+		f->flags = 0;
+		f->order = ORDER_TAIL;
+		f->hnext = MM_NO_PFN;
+	}
+	count_event(mm, MM_STAT_PGFREE, 1U << order);
+	free_one_block(mm, pfn, order, capc);
+}
+
+/* Give allocated frames their state and consecutive owner cookies. */
+void mark_allocated(struct mm *mm, uint32_t pfn, unsigned order, enum frame_state st,
+		    uint64_t owner)
+{
+	for (uint32_t i = 0; i < (1U << order); i++) {
+		struct mm_frame *f = pfn_frame(mm, pfn + i);
+
+		f->state = (uint8_t)st;
+		f->owner = owner ? owner + i : 0;
+		f->flags = 0;
+		f->order = ORDER_TAIL;
+		f->hnext = MM_NO_PFN;
+		f->next = f->prev = MM_NO_PFN;
+	}
+}
+
+/* expand: split a block of order high down to order low, queueing the upper halves. */
+static void expand(struct mm *mm, uint32_t pfn, unsigned low, unsigned high, unsigned mt)
+{
+	while (high > low) {
+		high--;
+		add_free_block(mm, pfn + (1U << high), high, mt, false);
+	}
+}
+
+static uint32_t rmqueue_smallest(struct mm *mm, unsigned order, unsigned mt)
+{
+	for (unsigned o = order; o <= MM_MAX_ORDER; o++) {
+		uint32_t head = sentinel(mm, SENT_FREE(o, mt));
+		uint32_t pfn;
+
+		if (flist_empty(mm, head))
+			continue;
+		pfn = pfn_frame(mm, head)->next;
+		del_free_block(mm, pfn);
+		expand(mm, pfn, order, o, mt);
+		return pfn;
+	}
+	return MM_NO_PFN;
+}
+
+/* prep_move_freepages_block: count the free frames of pfn's pageblock and its allocated frames
+ * that are movable. */
+static void count_block(struct mm *mm, uint32_t pfn, uint32_t *free_pages, uint32_t *movable)
+{
+	uint32_t start = pageblock_start(pfn), end = start + MM_HPAGE_NR;
+
+	*free_pages = *movable = 0;
+	for (uint32_t p = start; p < end;) {
+		struct mm_frame *f = pfn_frame(mm, p);
+
+		if (frame_is_buddy(f)) {
+			*free_pages += 1U << frame_order(f);
+			p += 1U << frame_order(f);
+			continue;
+		}
+		if (f->state == FS_ANON || f->state == FS_FILE)
+			(*movable)++;
+		p++;
+	}
+}
+
+/* move_freepages_block: relist every free block inside pfn's pageblock on mt's lists. Returns
+ * the free frames moved. */
+static uint32_t move_freepages_block(struct mm *mm, uint32_t pfn, unsigned mt)
+{
+	uint32_t start = pageblock_start(pfn), end = start + MM_HPAGE_NR, moved = 0;
+
+	for (uint32_t p = start; p < end;) {
+		struct mm_frame *f = pfn_frame(mm, p);
+		unsigned o;
+
+		if (!frame_is_buddy(f)) {
+			p++;
+			continue;
+		}
+		o = frame_order(f);
+		del_free_block(mm, p);
+		add_free_block(mm, p, o, mt, false);
+		moved += 1U << o;
+		p += 1U << o;
+	}
+	return moved;
+}
+
+/* change_pageblock_range: a block of order >= pageblock order takes its pageblocks over. */
+static void change_pageblock_range(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt)
+{
+	for (uint32_t p = pfn; p < pfn + (1U << order); p += MM_HPAGE_NR)
+		set_pageblock_mt(mm, p, mt);
+}
+
+static bool can_steal_fallback(const struct mm *mm, unsigned order, unsigned start_mt)
+{
+	if (order >= MM_PAGEBLOCK_ORDER / 2 || start_mt == MM_MT_RECLAIMABLE)
+		return true;
+	return era_modern(mm) && start_mt == MM_MT_UNMOVABLE;
+}
+
+/* boost_watermark (6.12): raise the marks by a pageblock, capped at high * boost factor. */
+static void boost_watermark(struct mm *mm)
+{
+	uint64_t max_boost = (uint64_t)mm->wmark[WMARK_HIGH] * 15000 / 10000;
+
+	if ((uint64_t)MM_HPAGE_NR * 4 > mm->nr_frames || !max_boost)
+		return;
+	if (max_boost < MM_HPAGE_NR)
+		max_boost = MM_HPAGE_NR;
+	mm->watermark_boost += MM_HPAGE_NR;
+	if (mm->watermark_boost > max_boost)
+		mm->watermark_boost = (uint32_t)max_boost;
+}
+
+static void trace_extfrag(struct mm *mm, void *call, uint32_t pfn, unsigned order,
+			  unsigned fallback_order, bool owned)
+{
+	count_event(mm, MM_STAT_EXTFRAG_STEAL, 1);
+	mm_trace(mm, call, MM_TRACE_EXTFRAG, order, pfn, order, fallback_order, owned);
+}
+
+/* 3.x __rmqueue_fallback: largest block first; steal the whole block's free pages when the
+ * block is big or the request is RECLAIMABLE, relabel the block if half of it moved. */
+static uint32_t rmqueue_fallback_3x(struct mm *mm, unsigned order, unsigned start_mt, void *call)
+{
+	for (int o = MM_MAX_ORDER; o >= (int)order; o--) {
+		for (unsigned i = 0; i < 2; i++) {
+			unsigned mt = fallbacks[start_mt][i], list_mt = mt;
+			uint32_t head = sentinel(mm, SENT_FREE(o, mt)), pfn;
+			bool owned = false;
+
+			if (flist_empty(mm, head))
+				continue;
+			pfn = pfn_frame(mm, head)->next;
+			if (o >= MM_PAGEBLOCK_ORDER / 2 || start_mt == MM_MT_RECLAIMABLE) {
+				uint32_t moved = move_freepages_block(mm, pfn, start_mt);
+
+				if (moved >= (1U << (MM_PAGEBLOCK_ORDER - 1))) {
+					set_pageblock_mt(mm, pfn, start_mt);
+					owned = true;
+				}
+				list_mt = start_mt;
+			}
+			del_free_block(mm, pfn);
+			if (o >= MM_PAGEBLOCK_ORDER) {
+				change_pageblock_range(mm, pfn, (unsigned)o, start_mt);
+				owned = true;
+			}
+			expand(mm, pfn, order, (unsigned)o, list_mt);
+			trace_extfrag(mm, call, pfn, order, (unsigned)o, owned);
+			return pfn;
+		}
+	}
+	return MM_NO_PFN;
+}
+
+/* find_suitable_fallback: the first fallback list of this order that has a block. */
+static int find_suitable_fallback(struct mm *mm, unsigned order, unsigned start_mt,
+				  bool only_stealable, bool *can_steal)
+{
+	*can_steal = false;
+	if (!mm->nr_free[order])
+		return -1;
+	for (unsigned i = 0; i < 2; i++) {
+		unsigned mt = fallbacks[start_mt][i];
+
+		if (!mm->nr_free_mt[order][mt])
+			continue;
+		*can_steal = can_steal_fallback(mm, order, start_mt);
+		if (!only_stealable || *can_steal)
+			return (int)mt;
+	}
+	return -1;
+}
+
+/* 6.12 steal_suitable_fallback: take over big blocks, boost the watermark, and claim the
+ * pageblock when at least half of it is free or compatible; otherwise take just the page. */
+static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o, unsigned order,
+					unsigned start_mt, unsigned alloc_flags, bool whole_block,
+					void *call)
+{
+	unsigned block_mt = pageblock_mt(mm, pfn);
+	uint32_t free_pages, movable, alike;
+
+	if (o >= MM_PAGEBLOCK_ORDER) {
+		del_free_block(mm, pfn);
+		change_pageblock_range(mm, pfn, o, start_mt);
+		expand(mm, pfn, order, o, start_mt);
+		trace_extfrag(mm, call, pfn, order, o, true);
+		return pfn;
+	}
+	boost_watermark(mm);
+	if (alloc_flags & ALLOC_KSWAPD)
+		mm->kswapd_awake = true; /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
+	if (whole_block) {
+		count_block(mm, pfn, &free_pages, &movable);
+		if (start_mt == MM_MT_MOVABLE)
+			alike = movable;
+		else if (block_mt == MM_MT_MOVABLE)
+			alike = MM_HPAGE_NR - (free_pages + movable);
+		else
+			alike = 0;
+		if (free_pages + alike >= (1U << (MM_PAGEBLOCK_ORDER - 1))) {
+			move_freepages_block(mm, pfn, start_mt);
+			set_pageblock_mt(mm, pfn, start_mt);
+			trace_extfrag(mm, call, pfn, order, o, true);
+			return rmqueue_smallest(mm, order, start_mt);
+		}
+	}
+	del_free_block(mm, pfn);
+	expand(mm, pfn, order, o, block_mt);
+	trace_extfrag(mm, call, pfn, order, o, false);
+	return pfn;
+}
+
+/* 6.12 __rmqueue_fallback: largest stealable block first (only whole pageblocks under
+ * ALLOC_NOFRAGMENT); a MOVABLE request that cannot steal takes the smallest fallback block. */
+static uint32_t rmqueue_fallback_modern(struct mm *mm, unsigned order, unsigned start_mt,
+					unsigned alloc_flags, void *call)
+{
+	unsigned min_order = order;
+	bool can_steal;
+	int fmt = -1, o;
+
+	if (order < MM_PAGEBLOCK_ORDER && (alloc_flags & ALLOC_NOFRAGMENT))
+		min_order = MM_PAGEBLOCK_ORDER;
+	for (o = MM_MAX_ORDER; o >= (int)min_order; o--) {
+		fmt = find_suitable_fallback(mm, (unsigned)o, start_mt, false, &can_steal);
+		if (fmt < 0)
+			continue;
+		if (!can_steal && start_mt == MM_MT_MOVABLE && (unsigned)o > order)
+			break;
+		goto do_steal;
+	}
+	if (alloc_flags & ALLOC_NOFRAGMENT)
+		return MM_NO_PFN;
+	for (o = (int)order; o <= MM_MAX_ORDER; o++) {
+		fmt = find_suitable_fallback(mm, (unsigned)o, start_mt, false, &can_steal);
+		if (fmt >= 0)
+			break;
+	}
+	if (fmt < 0)
+		return MM_NO_PFN;
+do_steal:
+	return steal_suitable_fallback(mm, pfn_frame(mm, sentinel(mm, SENT_FREE(o, fmt)))->next,
+				       (unsigned)o, order, start_mt, alloc_flags, can_steal, call);
+}
+
+/* __rmqueue: own migratetype first, then steal. */
+uint32_t rmqueue(struct mm *mm, unsigned order, enum mm_migratetype mt, unsigned alloc_flags,
+		 void *call)
+{
+	uint32_t pfn = rmqueue_smallest(mm, order, mt);
+
+	if (pfn != MM_NO_PFN)
+		return pfn;
+	if (era_modern(mm))
+		return rmqueue_fallback_modern(mm, order, mt, alloc_flags, call);
+	return rmqueue_fallback_3x(mm, order, mt, call);
+}
+
+/* get_page_from_freelist for our single zone: the watermark named by alloc_flags (unless
+ * ALLOC_NO_WATERMARKS), then the buddy allocator. Modern kernels retry without
+ * ALLOC_NOFRAGMENT before giving up. */
+uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags)
+{
+	void *call = ac->fc ? ac->fc->call : NULL;
+	uint32_t pfn;
+
+	mm_charge(mm, call, MM_COST_BUDDY_OP, 1);
+	if (!(alloc_flags & ALLOC_NO_WATERMARKS)) {
+		uint32_t mark = wmark_pages(mm, (enum wmark)(alloc_flags & ALLOC_WMARK_MASK));
+
+		if (!zone_watermark_ok(mm, ac->order, mark, alloc_flags))
+			return MM_NO_PFN;
+	}
+	pfn = rmqueue(mm, ac->order, ac->mt, alloc_flags, call);
+	if (pfn == MM_NO_PFN && (alloc_flags & ALLOC_NOFRAGMENT))
+		pfn = rmqueue(mm, ac->order, ac->mt, alloc_flags & ~ALLOC_NOFRAGMENT, call);
+	if (pfn != MM_NO_PFN)
+		count_event(mm, MM_STAT_PGALLOC, 1U << ac->order);
+	return pfn;
+}
+
+/* __fragmentation_index: 0..1000 (0 = lack of memory, 1000 = fragmentation), -1000 when a
+ * block of the order is free. */
+int fragmentation_index(struct mm *mm, unsigned order)
+{
+	uint64_t total = 0, free_pages = 0, suitable = 0;
+
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
+		total += mm->nr_free[o];
+		free_pages += (uint64_t)mm->nr_free[o] << o;
+		if (o >= order)
+			suitable += (uint64_t)mm->nr_free[o] << (o - order);
+	}
+	if (!total)
+		return 0;
+	if (suitable)
+		return -1000;
+	return (int)(1000 - (1000 + free_pages * 1000 / (1ULL << order)) / total);
+}

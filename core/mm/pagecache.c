@@ -1,0 +1,377 @@
+/* The page cache of the emulated device's files: the index (owner -> frame), the LRU lists,
+ * dirty and writeback state, and the release of frames whose owner let go while someone else
+ * still held them.
+ *
+ * Mirrors mm/filemap.c (find_get_page / add_to_page_cache_lru, lock_page/unlock_page,
+ * delete_from_page_cache with a frame under writeback freed at end_page_writeback),
+ * mm/page-writeback.c (set_page_dirty, clear_page_dirty_for_io, test_set_page_writeback,
+ * end_page_writeback after an error), mm/swap.c (mark_page_accessed, lru_cache_add) and the
+ * putback side of isolate_lru_page. The index lives in mm, like the address_space, so that
+ * migration and reclaim keep it right. Dirty frames wait in a FIFO ring in dirtying order: the
+ * flusher takes the oldest first (the kernel orders by inode dirtied_when, then page index).
+ */
+#include <errno.h>
+
+#include "mm/internal.h"
+
+static uint32_t *pc_bucket(struct mm *mm, uint64_t owner)
+{
+	uint64_t h = owner * 0x9e3779b97f4a7c15ULL;
+
+	return &mm->pc_hash[(h >> 32) & mm->pc_hash_mask];
+}
+
+uint32_t pc_lookup(struct mm *mm, uint64_t owner)
+{
+	for (uint32_t p = *pc_bucket(mm, owner); p != MM_NO_PFN; p = pfn_frame(mm, p)->hnext)
+		if (pfn_frame(mm, p)->owner == owner)
+			return p;
+	return MM_NO_PFN;
+}
+
+void pc_insert(struct mm *mm, uint32_t pfn)
+{
+	uint32_t *b = pc_bucket(mm, pfn_frame(mm, pfn)->owner);
+
+	pfn_frame(mm, pfn)->hnext = *b;
+	*b = pfn;
+}
+
+void pc_delete(struct mm *mm, uint32_t pfn)
+{
+	uint32_t *link = pc_bucket(mm, pfn_frame(mm, pfn)->owner);
+
+	while (*link != MM_NO_PFN && *link != pfn)
+		link = &pfn_frame(mm, *link)->hnext;
+	if (*link == pfn)
+		*link = pfn_frame(mm, pfn)->hnext;
+	pfn_frame(mm, pfn)->hnext = MM_NO_PFN;
+}
+
+/* Put newpfn in place of oldpfn in the index (migration): same owner, same chain. */
+void pc_replace(struct mm *mm, uint32_t oldpfn, uint32_t newpfn)
+{
+	uint32_t *link = pc_bucket(mm, pfn_frame(mm, oldpfn)->owner);
+
+	while (*link != MM_NO_PFN && *link != oldpfn)
+		link = &pfn_frame(mm, *link)->hnext;
+	if (*link != oldpfn)
+		return;
+	*link = newpfn;
+	pfn_frame(mm, newpfn)->hnext = pfn_frame(mm, oldpfn)->hnext;
+	pfn_frame(mm, oldpfn)->hnext = MM_NO_PFN;
+}
+
+void lru_add(struct mm *mm, uint32_t pfn)
+{
+	bool active = pfn_frame(mm, pfn)->flags & FF_ACTIVE;
+
+	flist_add(mm, sentinel(mm, active ? SENT_LRU_ACTIVE : SENT_LRU_INACTIVE), pfn);
+	mm->nr_lru[active]++;
+}
+
+void lru_del(struct mm *mm, uint32_t pfn)
+{
+	flist_del(mm, pfn);
+	mm->nr_lru[(pfn_frame(mm, pfn)->flags & FF_ACTIVE) ? 1 : 0]--;
+}
+
+/* mark_page_accessed: inactive,unreferenced -> inactive,referenced -> active,unreferenced ->
+ * active,referenced. Frames off the LRU (isolated) only get the referenced bit. */
+static void mark_page_accessed(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (!(f->flags & FF_ACTIVE) && (f->flags & FF_REFERENCED) && !(f->flags & FF_ISOLATED)) {
+		lru_del(mm, pfn);
+		f->flags = (uint8_t)((f->flags | FF_ACTIVE) & ~FF_REFERENCED);
+		lru_add(mm, pfn);
+		return;
+	}
+	f->flags |= FF_REFERENCED;
+}
+
+static bool dirty_queued(const struct mm *mm, uint32_t pfn)
+{
+	return mm->dirty_queued[pfn / 64] & (1ULL << (pfn % 64));
+}
+
+static void set_dirty_queued(struct mm *mm, uint32_t pfn, bool on)
+{
+	if (on)
+		mm->dirty_queued[pfn / 64] |= 1ULL << (pfn % 64);
+	else
+		mm->dirty_queued[pfn / 64] &= ~(1ULL << (pfn % 64));
+}
+
+static void ring_push(struct mm *mm, uint32_t pfn)
+{
+	mm->dirty_ring[(mm->ring_head + mm->ring_len) % mm->nr_frames] = pfn;
+	mm->ring_len++;
+	set_dirty_queued(mm, pfn, true);
+}
+
+static uint32_t ring_pop(struct mm *mm)
+{
+	uint32_t pfn = mm->dirty_ring[mm->ring_head];
+
+	mm->ring_head = (mm->ring_head + 1) % mm->nr_frames;
+	mm->ring_len--;
+	set_dirty_queued(mm, pfn, false);
+	return pfn;
+}
+
+/* set_page_dirty: count it and queue it for the flusher unless it already has a ring entry. */
+static void set_page_dirty(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (f->flags & FF_DIRTY)
+		return;
+	f->flags |= FF_DIRTY;
+	mm->nr_file_dirty++;
+	if (!dirty_queued(mm, pfn))
+		ring_push(mm, pfn);
+}
+
+static void clear_page_dirty(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (!(f->flags & FF_DIRTY))
+		return;
+	f->flags &= (uint8_t)~FF_DIRTY;
+	mm->nr_file_dirty--;
+}
+
+/* Free an allocated frame whose owner is done with it, with the per-state accounting. */
+void frame_free_owned(struct mm *mm, uint32_t pfn, struct capture_control *capc)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	switch (f->state) {
+	case FS_ANON:
+		if (f->owner & MM_OWNER_FOREIGN)
+			mm->nr_foreign--;
+		else
+			mm->nr_anon--;
+		break;
+	case FS_FILE:
+		mm->nr_file--;
+		break;
+	case FS_UNMOVABLE:
+		mm->nr_unmovable--;
+		break;
+	default:
+		break;
+	}
+	free_frames(mm, pfn, 0, capc);
+}
+
+/* A frame whose owner let go (FF_GONE) is freed once nobody holds it: not locked, not
+ * isolated, not under writeback. Returns true if it was freed. */
+bool release_if_gone(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (!(f->flags & FF_GONE) || (f->flags & (FF_LOCKED | FF_ISOLATED)) || frame_under_wb(f))
+		return false;
+	if (f->state == FS_FILE)
+		lru_del(mm, pfn);
+	frame_free_owned(mm, pfn, NULL);
+	return true;
+}
+
+/* putback_lru_page: an isolated frame goes back where it belongs (or is freed if its owner let
+ * go meanwhile). */
+void putback_frame(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	f->flags &= (uint8_t)~(FF_ISOLATED | FF_MIGRATING);
+	mm->nr_isolated--;
+	if (f->flags & FF_GONE) {
+		if (f->state != FS_FILE || !frame_under_wb(f))
+			frame_free_owned(mm, pfn, NULL);
+		else
+			lru_add(mm, pfn); /* freed by mm_writeback_end */
+		return;
+	}
+	if (f->state == FS_FILE)
+		lru_add(mm, pfn);
+}
+
+static int pagecache_create(struct mm *mm, uint64_t owner, uint32_t *pfn, void *call)
+{
+	struct fault_ctx fc = {.call = call};
+	struct alloc_ctx ac = {
+		.order = 0, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE, .fc = &fc,
+	};
+	uint32_t p = alloc_base_page(mm, &ac, false), raced;
+
+	if (p == MM_NO_PFN)
+		return -ENOMEM;
+	raced = pc_lookup(mm, owner); /* reclaim may have dropped the lock */
+	if (raced != MM_NO_PFN) {
+		free_frames(mm, p, 0, NULL);
+		*pfn = raced;
+		return -EEXIST;
+	}
+	mark_allocated(mm, p, 0, FS_FILE, owner);
+	pfn_frame(mm, p)->flags = FF_LOCKED;
+	pc_insert(mm, p);
+	lru_add(mm, p);
+	mm->nr_file++;
+	*pfn = p;
+	return 0;
+}
+
+int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
+		     void *call)
+{
+	uint32_t p;
+	int ret = 0;
+
+	if (!(owner & MM_OWNER_FILE_BIT))
+		return -EINVAL;
+	mm_lock(mm);
+	p = pc_lookup(mm, owner);
+	if (p == MM_NO_PFN && create) {
+		ret = pagecache_create(mm, owner, &p, call);
+		if (ret == 0) {
+			*pfn = p;
+			*created = true;
+			goto out_unlock;
+		}
+		if (ret != -EEXIST)
+			goto out_unlock;
+		ret = 0;
+	}
+	if (p == MM_NO_PFN) {
+		ret = -ENOENT;
+	} else if (pfn_frame(mm, p)->flags & (FF_LOCKED | FF_MIGRATING)) {
+		ret = -EAGAIN;
+	} else {
+		pfn_frame(mm, p)->flags |= FF_LOCKED;
+		*pfn = p;
+		*created = false;
+	}
+out_unlock:
+	mm_unlock(mm);
+	return ret;
+}
+
+void mm_pagecache_put(struct mm *mm, uint32_t pfn, bool dirtied)
+{
+	struct mm_frame *f;
+
+	mm_lock(mm);
+	if (pfn >= mm->nr_frames)
+		goto out_unlock;
+	f = pfn_frame(mm, pfn);
+	if (f->state != FS_FILE || !(f->flags & FF_LOCKED))
+		goto out_unlock;
+	f->flags &= (uint8_t)~FF_LOCKED;
+	if (f->flags & FF_GONE) {
+		release_if_gone(mm, pfn);
+		goto out_unlock;
+	}
+	if (dirtied)
+		set_page_dirty(mm, pfn);
+	mark_page_accessed(mm, pfn);
+out_unlock:
+	mm_unlock(mm);
+}
+
+void mm_pagecache_remove(struct mm *mm, uint64_t owner)
+{
+	uint32_t p;
+
+	mm_lock(mm);
+	p = pc_lookup(mm, owner);
+	if (p != MM_NO_PFN) {
+		pc_delete(mm, p);
+		clear_page_dirty(mm, p); /* truncation cancels dirty data */
+		pfn_frame(mm, p)->flags |= FF_GONE;
+		release_if_gone(mm, p);
+	}
+	mm_unlock(mm);
+}
+
+/* test_set_page_writeback after clear_page_dirty_for_io. */
+static void start_writeback(struct mm *mm, uint32_t pfn)
+{
+	clear_page_dirty(mm, pfn);
+	frame_set_wb(pfn_frame(mm, pfn), true);
+	mm->nr_file_writeback++;
+}
+
+unsigned mm_writeback_begin(struct mm *mm, unsigned max, uint32_t *pfns, uint64_t *owners)
+{
+	unsigned n = 0;
+	uint32_t budget;
+
+	mm_lock(mm);
+	budget = mm->ring_len;
+	while (n < max && budget--) {
+		uint32_t pfn = ring_pop(mm);
+		struct mm_frame *f = pfn_frame(mm, pfn);
+
+		if (f->state != FS_FILE || !(f->flags & FF_DIRTY))
+			continue; /* cleaned or freed since it was queued */
+		if ((f->flags & FF_LOCKED) || frame_under_wb(f)) {
+			ring_push(mm, pfn); /* being written to, or still in flight: later */
+			continue;
+		}
+		start_writeback(mm, pfn);
+		pfns[n] = pfn;
+		owners[n] = f->owner;
+		n++;
+	}
+	mm_unlock(mm);
+	return n;
+}
+
+int mm_writeback_begin_one(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f;
+	int ret = -EBUSY;
+
+	mm_lock(mm);
+	if (pfn < mm->nr_frames) {
+		f = pfn_frame(mm, pfn);
+		if (f->state == FS_FILE && (f->flags & FF_DIRTY) && !(f->flags & FF_LOCKED) &&
+		    !frame_under_wb(f)) {
+			start_writeback(mm, pfn);
+			ret = 0;
+		}
+	}
+	mm_unlock(mm);
+	return ret;
+}
+
+void mm_writeback_end(struct mm *mm, uint32_t pfn, int err)
+{
+	struct mm_frame *f;
+
+	mm_lock(mm);
+	if (pfn >= mm->nr_frames)
+		goto out_unlock;
+	f = pfn_frame(mm, pfn);
+	if (f->state != FS_FILE || !frame_under_wb(f))
+		goto out_unlock;
+	frame_set_wb(f, false);
+	mm->nr_file_writeback--;
+	if (err) {
+		f->flags |= FF_ERROR;
+		count_event(mm, MM_STAT_PGWB_ERROR, 1);
+	}
+	release_if_gone(mm, pfn);
+out_unlock:
+	mm_unlock(mm);
+}
+
+bool mm_frame_under_writeback(const struct mm *mm, uint32_t pfn)
+{
+	return pfn < mm->nr_frames && frame_under_wb(&mm->frames[pfn]);
+}

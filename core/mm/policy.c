@@ -1,0 +1,497 @@
+/* Policy profiles as data, and the spec-string language that overrides them.
+ *
+ * Each named profile is a filled struct mm_policy describing one kernel era's THP fault path
+ * (reference §1.3-§1.7): linux-3.1 (mainline 3.1.0), linux-3.1+nostall (Mel Gorman's Nov 2011
+ * patch as carried by -mm and Fedora), linux-3.3 (sync-light), and 6.12 with each
+ * transparent_hugepage/defrag mode. A spec "NAME:key=value,..." starts from a profile and
+ * overrides fields; mm_policy_format() prints the canonical spec (only the fields that differ
+ * from the profile), which parses back to the same policy.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mm/mm_policy.h"
+#include "mm/internal.h"
+#include "util/units.h"
+
+static const struct mm_policy base_3_1 = {
+	.name = "linux-3.1",
+	.era = MM_ERA_3_1,
+	.enabled = MM_THP_ALWAYS,
+	.defrag = MM_DEFRAG_ALWAYS,
+	.second_mode = MM_MIGRATE_SYNC,
+	.async_failure_defers = true,
+	.deferred_skips_reclaim = false,
+	.reclaim_waits_writeback = true,
+	.numa_two_pass = false,
+	.sync_wait_from_pass = 3,
+	.migrate_passes = 10,
+	.wb_wait_max_ns = 0,
+	.kswapd = true,
+	.kcompactd = false,
+	.proactiveness = 0,
+	.reclaim_skip = MM_RECLAIM_SKIP_NONE,
+};
+
+static const struct mm_policy base_3_3 = {
+	.name = "linux-3.3",
+	.era = MM_ERA_3_3,
+	.enabled = MM_THP_ALWAYS,
+	.defrag = MM_DEFRAG_ALWAYS,
+	.second_mode = MM_MIGRATE_SYNC_LIGHT,
+	.async_failure_defers = false,
+	.deferred_skips_reclaim = true,
+	.reclaim_waits_writeback = false,
+	.numa_two_pass = false,
+	.sync_wait_from_pass = 3,
+	.migrate_passes = 10,
+	.wb_wait_max_ns = 0,
+	.kswapd = true,
+	.kcompactd = false,
+	.proactiveness = 0,
+	.reclaim_skip = MM_RECLAIM_SKIP_READY,
+};
+
+static const struct mm_policy base_modern = {
+	.name = "modern-madvise",
+	.era = MM_ERA_MODERN,
+	.enabled = MM_THP_ALWAYS,
+	.defrag = MM_DEFRAG_MADVISE,
+	.second_mode = MM_MIGRATE_SYNC_LIGHT,
+	.async_failure_defers = false,
+	.deferred_skips_reclaim = false,
+	.reclaim_waits_writeback = false,
+	.numa_two_pass = true,
+	.sync_wait_from_pass = 0,
+	.migrate_passes = 10,
+	.wb_wait_max_ns = 0,
+	.kswapd = true,
+	.kcompactd = true,
+	.proactiveness = 20,
+	.reclaim_skip = MM_RECLAIM_SKIP_READY,
+};
+
+static const char *const profile_names[] = {
+	"linux-3.1",      "linux-3.1+nostall", "linux-3.3",      "modern-always",
+	"modern-defer",   "modern-defer+madvise", "modern-madvise", "modern-never",
+	NULL,
+};
+
+const char *const *mm_policy_names(void)
+{
+	return profile_names;
+}
+
+static void set_name(struct mm_policy *p, const char *name)
+{
+	snprintf(p->name, sizeof(p->name), "%s", name);
+}
+
+/* Fill p with a named profile. Returns 0 or -EINVAL. */
+static int policy_profile(const char *name, struct mm_policy *p)
+{
+	static const struct {
+		const char *name;
+		enum mm_defrag defrag;
+	} modern[] = {
+		{"modern-always", MM_DEFRAG_ALWAYS},
+		{"modern-defer", MM_DEFRAG_DEFER},
+		{"modern-defer+madvise", MM_DEFRAG_DEFER_MADVISE},
+		{"modern-madvise", MM_DEFRAG_MADVISE},
+		{"modern-never", MM_DEFRAG_MADVISE},
+	};
+
+	if (!strcmp(name, "linux-3.1") || !strcmp(name, "linux-3.1+nostall")) {
+		*p = base_3_1;
+		if (strchr(name, '+'))
+			p->second_mode = MM_MIGRATE_ASYNC;
+		set_name(p, name);
+		return 0;
+	}
+	if (!strcmp(name, "linux-3.3")) {
+		*p = base_3_3;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(modern) / sizeof(modern[0]); i++) {
+		if (strcmp(name, modern[i].name))
+			continue;
+		*p = base_modern;
+		p->defrag = modern[i].defrag;
+		if (!strcmp(name, "modern-never"))
+			p->enabled = MM_THP_NEVER;
+		set_name(p, name);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ---- Keys ------------------------------------------------------------------------------------ */
+
+enum key_kind { K_ENUM, K_BOOL, K_UINT, K_DURATION };
+
+struct key {
+	const char *name;
+	enum key_kind kind;
+	size_t off;                /* offset of the field in struct mm_policy */
+	const char *const *values; /* K_ENUM: accepted spellings, index = value (+ enum_base) */
+	int enum_base;             /* K_ENUM: value of values[0] (second-compaction: -1) */
+	unsigned max;              /* K_UINT: inclusive bounds */
+	unsigned min;
+	const char *help;
+};
+
+static const char *const era_values[] = {"3.1", "3.3", "modern", NULL};
+static const char *const enabled_values[] = {"always", "madvise", "never", NULL};
+static const char *const defrag_values[] = {"always", "defer", "defer+madvise", "madvise", "never",
+					    NULL};
+static const char *const mode_values[] = {"none", "async", "sync-light", "sync", NULL};
+static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready",
+					  NULL};
+
+#define F(field) offsetof(struct mm_policy, field)
+
+static const struct key keys[] = {
+	{"era", K_ENUM, F(era), era_values, 0, 0, 0,
+	 "kernel era of the mechanism: scanners, isolation and migrate rules, watermarks"},
+	{"enabled", K_ENUM, F(enabled), enabled_values, 0, 0, 0, "transparent_hugepage/enabled"},
+	{"defrag", K_ENUM, F(defrag), defrag_values, 0, 0, 0,
+	 "transparent_hugepage/defrag (defer modes need era=modern)"},
+	{"second-compaction", K_ENUM, F(second_mode), mode_values, -1, 0, 0,
+	 "migrate mode of the direct compaction after reclaim"},
+	{"async-failure-defers", K_BOOL, F(async_failure_defers), NULL, 0, 0, 0,
+	 "an async compaction failure defers compaction (3.1)"},
+	{"deferred-skips-reclaim", K_BOOL, F(deferred_skips_reclaim), NULL, 0, 0, 0,
+	 "a THP fault finding compaction deferred skips direct reclaim (3.3)"},
+	{"reclaim-waits-writeback", K_BOOL, F(reclaim_waits_writeback), NULL, 0, 0, 0,
+	 "costly-order direct reclaim's synchronous pass waits on writeback (3.1)"},
+	{"reclaim-skip", K_ENUM, F(reclaim_skip), skip_values, 0, 0, 0,
+	 "zones direct reclaim skips for a costly order (3.2: suitable-or-deferred)"},
+	{"numa-two-pass", K_BOOL, F(numa_two_pass), NULL, 0, 0, 0,
+	 "THISNODE|NORETRY attempt before the full slow path (modern NUMA)"},
+	{"sync-wait-from-pass", K_UINT, F(sync_wait_from_pass), NULL, 0, 9, 0,
+	 "first migrate pass (from 0) in which SYNC waits on writeback"},
+	{"migrate-passes", K_UINT, F(migrate_passes), NULL, 0, 10, 1, "migrate_pages passes"},
+	{"wb-wait-max", K_DURATION, F(wb_wait_max_ns), NULL, 0, 0, 0,
+	 "bound on one writeback wait in compaction (0 = unbounded)"},
+	{"kswapd", K_BOOL, F(kswapd), NULL, 0, 0, 0, "background reclaim thread"},
+	{"kcompactd", K_BOOL, F(kcompactd), NULL, 0, 0, 0, "background compaction thread"},
+	{"proactiveness", K_UINT, F(proactiveness), NULL, 0, 100, 0,
+	 "vm.compaction_proactiveness (0 = off)"},
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static int key_get(const struct mm_policy *p, const struct key *k)
+{
+	const char *base = (const char *)p + k->off;
+
+	switch (k->kind) {
+	case K_BOOL:
+		return *(const bool *)base;
+	case K_ENUM:
+		if (k->enum_base)
+			return *(const int *)base;
+		return (int)*(const unsigned *)base;
+	default:
+		return (int)*(const unsigned *)base;
+	}
+}
+
+static void key_set_int(struct mm_policy *p, const struct key *k, int v)
+{
+	char *base = (char *)p + k->off;
+
+	if (k->kind == K_BOOL)
+		*(bool *)base = v != 0;
+	else if (k->kind == K_ENUM && k->enum_base)
+		*(int *)base = v;
+	else
+		*(unsigned *)base = (unsigned)v;
+}
+
+static void seterr(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+static void list_values(const char *const *v, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (; *v && used < len; v++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "|" : "", *v);
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	static const char *const yes[] = {"yes", "true", "on", "1"};
+	static const char *const no[] = {"no", "false", "off", "0"};
+
+	for (int i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i]))
+			return *out = true, 0;
+		if (!strcasecmp(v, no[i]))
+			return *out = false, 0;
+	}
+	return -EINVAL;
+}
+
+static int key_parse(struct mm_policy *p, const struct key *k, const char *v, char *err,
+		     size_t errlen)
+{
+	char accepted[160];
+	uint64_t u;
+	bool b;
+
+	switch (k->kind) {
+	case K_ENUM:
+		for (int i = 0; k->values[i]; i++) {
+			if (!strcmp(v, k->values[i])) {
+				key_set_int(p, k, i + k->enum_base);
+				return 0;
+			}
+		}
+		list_values(k->values, accepted, sizeof(accepted));
+		seterr(err, errlen, "policy key '%s': got '%s', accepted: %s", k->name, v, accepted);
+		return -EINVAL;
+	case K_BOOL:
+		if (parse_bool(v, &b)) {
+			seterr(err, errlen, "policy key '%s': got '%s', accepted: yes|no", k->name, v);
+			return -EINVAL;
+		}
+		key_set_int(p, k, b);
+		return 0;
+	case K_UINT:
+		if (units_parse_uint(v, k->max, &u) || u < k->min) {
+			seterr(err, errlen, "policy key '%s': got '%s', accepted: an integer %u..%u",
+			       k->name, v, k->min, k->max);
+			return -EINVAL;
+		}
+		key_set_int(p, k, (int)u);
+		return 0;
+	case K_DURATION:
+		if (units_parse_duration(v, &u)) {
+			seterr(err, errlen,
+			       "policy key '%s': got '%s', accepted: a duration such as 50ms, 2s or 0",
+			       k->name, v);
+			return -EINVAL;
+		}
+		*(uint64_t *)((char *)p + k->off) = u;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static const struct key *find_key(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strlen(keys[i].name) == len && !strncmp(keys[i].name, name, len))
+			return &keys[i];
+	return NULL;
+}
+
+static void key_names(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	for (size_t i = 0; i < NKEYS && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", keys[i].name);
+}
+
+/* Combinations no kernel had and the mechanism cannot give a meaning to. */
+static int policy_check(const struct mm_policy *p, char *err, size_t errlen)
+{
+	if (p->era != MM_ERA_MODERN &&
+	    (p->defrag == MM_DEFRAG_DEFER || p->defrag == MM_DEFRAG_DEFER_MADVISE)) {
+		seterr(err, errlen, "policy key 'defrag': '%s' needs era=modern (3.x had "
+		       "always|madvise|never)", defrag_values[p->defrag]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_assignment(struct mm_policy *p, const char *item, size_t len, char *err,
+			    size_t errlen)
+{
+	const char *eq = memchr(item, '=', len);
+	const struct key *k;
+	char value[64], names[400];
+	size_t vlen;
+
+	if (!eq) {
+		seterr(err, errlen, "policy: '%.*s' is not KEY=VALUE", (int)len, item);
+		return -EINVAL;
+	}
+	k = find_key(item, (size_t)(eq - item));
+	if (!k) {
+		key_names(names, sizeof(names));
+		seterr(err, errlen, "policy: unknown key '%.*s' (accepted: %s)", (int)(eq - item),
+		       item, names);
+		return -EINVAL;
+	}
+	vlen = len - (size_t)(eq - item) - 1;
+	if (vlen == 0 || vlen >= sizeof(value)) {
+		seterr(err, errlen, "policy key '%s': missing or overlong value", k->name);
+		return -EINVAL;
+	}
+	memcpy(value, eq + 1, vlen);
+	value[vlen] = '\0';
+	return key_parse(p, k, value, err, errlen);
+}
+
+int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t errlen)
+{
+	char name[64], accepted[256];
+	const char *colon, *item;
+	struct mm_policy p;
+	size_t nlen;
+	int ret;
+
+	if (!spec)
+		spec = "";
+	colon = strchr(spec, ':');
+	nlen = colon ? (size_t)(colon - spec) : strlen(spec);
+	if (nlen >= sizeof(name) || (memcpy(name, spec, nlen), name[nlen] = '\0',
+				      policy_profile(name, &p))) {
+		list_values(profile_names, accepted, sizeof(accepted));
+		seterr(err, errlen, "policy: unknown profile '%.*s' (accepted: %s)", (int)nlen, spec,
+		       accepted);
+		return -EINVAL;
+	}
+	for (item = colon ? colon + 1 : NULL; item && *item;) {
+		const char *end = strchr(item, ',');
+		size_t len = end ? (size_t)(end - item) : strlen(item);
+
+		ret = parse_assignment(&p, item, len, err, errlen);
+		if (ret)
+			return ret;
+		item = end ? end + 1 : NULL;
+	}
+	ret = policy_check(&p, err, errlen);
+	if (ret)
+		return ret;
+	*out = p;
+	return 0;
+}
+
+static void format_duration(uint64_t ns, char *buf, size_t len)
+{
+	if (ns == 0)
+		snprintf(buf, len, "0");
+	else if (ns % 1000000000ULL == 0)
+		snprintf(buf, len, "%llus", (unsigned long long)(ns / 1000000000ULL));
+	else if (ns % 1000000ULL == 0)
+		snprintf(buf, len, "%llums", (unsigned long long)(ns / 1000000ULL));
+	else if (ns % 1000ULL == 0)
+		snprintf(buf, len, "%lluus", (unsigned long long)(ns / 1000ULL));
+	else
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+}
+
+static void format_value(const struct mm_policy *p, const struct key *k, char *buf, size_t len)
+{
+	switch (k->kind) {
+	case K_ENUM:
+		snprintf(buf, len, "%s", k->values[key_get(p, k) - k->enum_base]);
+		break;
+	case K_BOOL:
+		snprintf(buf, len, "%s", key_get(p, k) ? "yes" : "no");
+		break;
+	case K_UINT:
+		snprintf(buf, len, "%d", key_get(p, k));
+		break;
+	case K_DURATION:
+		format_duration(*(const uint64_t *)((const char *)p + k->off), buf, len);
+		break;
+	}
+}
+
+void mm_policy_format(const struct mm_policy *p, char *buf, size_t len)
+{
+	const char *name = p->name;
+	struct mm_policy base;
+	size_t used;
+	int n = 0;
+
+	if (!len)
+		return;
+	if (policy_profile(name, &base)) {
+		/* not built by mm_policy_parse: spell out what differs from linux-3.1 */
+		name = "linux-3.1";
+		base = base_3_1;
+	}
+	used = (size_t)snprintf(buf, len, "%s", name);
+	for (size_t i = 0; i < NKEYS && used < len; i++) {
+		const struct key *k = &keys[i];
+		char a[32], b[32];
+
+		format_value(p, k, a, sizeof(a));
+		format_value(&base, k, b, sizeof(b));
+		if (!strcmp(a, b))
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%c%s=%s", n++ ? ',' : ':', k->name,
+					 a);
+	}
+}
+
+void mm_policy_help(FILE *f)
+{
+	char accepted[160];
+
+	fprintf(f, "Policy: NAME[:KEY=VALUE,...]  e.g. linux-3.1:wb-wait-max=50ms\n");
+	fprintf(f, "  profiles:\n");
+	fprintf(f, "    linux-3.1             mainline 3.1/3.2: async compaction, reclaim, then SYNC\n"
+		   "                          compaction that waits on writeback and writes pages out\n");
+	fprintf(f, "    linux-3.1+nostall     Mel Gorman's Nov 2011 patch (-mm, Fedora 3.1.x): the\n"
+		   "                          second compaction is async\n");
+	fprintf(f, "    linux-3.3             sync-light second compaction; only sync failures defer;\n"
+		   "                          a deferred THP fault skips reclaim\n");
+	fprintf(f, "    modern-always|defer|defer+madvise|madvise\n"
+		   "                          6.12 with enabled=always and that defrag mode\n");
+	fprintf(f, "    modern-never          6.12 with enabled=never (no huge faults)\n");
+	fprintf(f, "  keys:\n");
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[i];
+
+		switch (k->kind) {
+		case K_ENUM:
+			list_values(k->values, accepted, sizeof(accepted));
+			break;
+		case K_BOOL:
+			snprintf(accepted, sizeof(accepted), "yes|no");
+			break;
+		case K_UINT:
+			snprintf(accepted, sizeof(accepted), "%u..%u", k->min, k->max);
+			break;
+		case K_DURATION:
+			snprintf(accepted, sizeof(accepted), "DURATION");
+			break;
+		}
+		fprintf(f, "    %s=%s\n        %s\n", k->name, accepted, k->help);
+	}
+}
+
+/* For mm_create: reject a hand-built policy the mechanism cannot run. */
+int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen)
+{
+	if ((unsigned)p->era > MM_ERA_MODERN || (unsigned)p->enabled > MM_THP_NEVER ||
+	    (unsigned)p->defrag > MM_DEFRAG_NEVER || p->second_mode < -1 ||
+	    p->second_mode > MM_MIGRATE_SYNC || p->migrate_passes < 1 || p->migrate_passes > 10 ||
+	    p->proactiveness > 100 || (unsigned)p->reclaim_skip > MM_RECLAIM_SKIP_READY) {
+		seterr(err, errlen, "policy: a field is out of range");
+		return -EINVAL;
+	}
+	return policy_check(p, err, errlen);
+}

@@ -1,0 +1,225 @@
+/* The emulated physical memory: creating the zone, its frame descriptors, pageblocks, free
+ * lists and page-cache index; observation (counts, vmstat counters, fragmentation index).
+ *
+ * Mirrors the boot-time part of mm/page_alloc.c (free_area_init, memblock_free_all handing every
+ * page to the buddy allocator in MAX_ORDER blocks, all pageblocks MOVABLE) and the counters of
+ * mm/vmstat.c. All host memory is allocated here, once: nothing later allocates, so every other
+ * entry point is safe on a fault-handler thread.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mm/internal.h"
+
+#define MM_POOL_MIN (8ULL << 20)
+#define MM_POOL_MAX (64ULL << 30)
+
+static int validate_config(const struct mm_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->pool_bytes < MM_POOL_MIN || cfg->pool_bytes > MM_POOL_MAX) {
+		snprintf(err, errlen, "pool size must be between 8M and 64G, got %llu bytes",
+			 (unsigned long long)cfg->pool_bytes);
+		return -EINVAL;
+	}
+	if (cfg->extfrag_threshold > 1000) {
+		snprintf(err, errlen, "extfrag_threshold must be 0..1000, got %u",
+			 cfg->extfrag_threshold);
+		return -EINVAL;
+	}
+	if (cfg->watermark_scale_factor > 3000) {
+		snprintf(err, errlen, "watermark_scale_factor must be 1..3000, got %u",
+			 cfg->watermark_scale_factor);
+		return -EINVAL;
+	}
+	if (cfg->min_free_kbytes && (cfg->min_free_kbytes * 1024 >= cfg->pool_bytes / 4)) {
+		snprintf(err, errlen, "min_free_kbytes must be below a quarter of the pool");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static uint32_t pow2_floor(uint32_t x)
+{
+	uint32_t p = 1;
+
+	while (p <= x / 2)
+		p <<= 1;
+	return p;
+}
+
+static int alloc_metadata(struct mm *mm)
+{
+	uint32_t buckets = pow2_floor(mm->nr_frames / 2);
+
+	mm->frames = calloc((size_t)mm->nr_frames + NR_SENTINELS, sizeof(*mm->frames));
+	mm->pageblock = calloc(mm->nr_blocks, 1);
+	mm->pc_hash = malloc((size_t)buckets * sizeof(*mm->pc_hash));
+	mm->pc_hash_mask = buckets - 1;
+	mm->dirty_ring = malloc((size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
+	mm->dirty_queued = calloc((mm->nr_frames + 63) / 64, sizeof(uint64_t));
+	if (!mm->frames || !mm->pageblock || !mm->pc_hash || !mm->dirty_ring || !mm->dirty_queued)
+		return -ENOMEM;
+	memset(mm->pc_hash, 0xff, (size_t)buckets * sizeof(*mm->pc_hash));
+	return 0;
+}
+
+static void free_metadata(struct mm *mm)
+{
+	free(mm->frames);
+	free(mm->pageblock);
+	free(mm->pc_hash);
+	free(mm->dirty_ring);
+	free(mm->dirty_queued);
+}
+
+/* memblock_free_all: every frame goes to the buddy allocator in the largest aligned blocks. */
+static void init_zone(struct mm *mm)
+{
+	for (unsigned i = 0; i < NR_SENTINELS; i++) {
+		struct mm_frame *s = pfn_frame(mm, sentinel(mm, i));
+
+		s->state = FS_SENTINEL;
+		flist_init(mm, sentinel(mm, i));
+	}
+	for (uint32_t b = 0; b < mm->nr_blocks; b++)
+		mm->pageblock[b] = MM_MT_MOVABLE;
+	for (uint32_t pfn = 0; pfn < mm->nr_frames; pfn++) {
+		struct mm_frame *f = pfn_frame(mm, pfn);
+
+		f->state = FS_FREE;
+		f->order = ORDER_TAIL;
+		f->hnext = MM_NO_PFN;
+	}
+	for (uint32_t pfn = 0; pfn < mm->nr_frames;) {
+		unsigned order = MM_MAX_ORDER;
+
+		while (pfn + (1U << order) > mm->nr_frames || (pfn & ((1U << order) - 1)))
+			order--;
+		add_free_block(mm, pfn, order, MM_MT_MOVABLE, true);
+		pfn += 1U << order;
+	}
+	mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = 0;
+	mm->compact_cached_free_pfn = pageblock_start(mm->nr_frames - 1);
+	mm->compact_init_migrate_pfn = 0;
+	mm->compact_init_free_pfn = mm->compact_cached_free_pfn;
+}
+
+int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out,
+	      char *err, size_t errlen)
+{
+	struct mm *mm;
+	int ret;
+
+	*out = NULL;
+	if (!env || !env->ops) {
+		snprintf(err, errlen, "no environment given");
+		return -EINVAL;
+	}
+	ret = validate_config(cfg, err, errlen);
+	if (!ret)
+		ret = mm_policy_validate(&cfg->policy, err, errlen);
+	if (ret)
+		return ret;
+	mm = calloc(1, sizeof(*mm));
+	if (!mm) {
+		snprintf(err, errlen, "out of memory for the pool descriptor");
+		return -ENOMEM;
+	}
+	mm->env = *env;
+	mm->cfg = *cfg;
+	if (!mm->cfg.extfrag_threshold)
+		mm->cfg.extfrag_threshold = 500;
+	if (!mm->cfg.watermark_scale_factor)
+		mm->cfg.watermark_scale_factor = 10;
+	mm->nr_blocks = (uint32_t)(cfg->pool_bytes / MM_HPAGE_SIZE);
+	mm->nr_frames = mm->nr_blocks * MM_HPAGE_NR;
+	ret = alloc_metadata(mm);
+	if (ret) {
+		snprintf(err, errlen, "out of memory for the metadata of %u frames", mm->nr_frames);
+		goto out_free_metadata;
+	}
+	init_zone(mm);
+	setup_watermarks(mm);
+	*out = mm;
+	return 0;
+
+out_free_metadata:
+	free_metadata(mm);
+	free(mm);
+	return ret;
+}
+
+void mm_destroy(struct mm *mm)
+{
+	if (!mm)
+		return;
+	free_metadata(mm);
+	free(mm);
+}
+
+uint32_t mm_nr_frames(const struct mm *mm)
+{
+	return mm->nr_frames;
+}
+
+double mm_metadata_bytes_per_frame(const struct mm *mm)
+{
+	double bytes = (double)(mm->nr_frames + NR_SENTINELS) * sizeof(struct mm_frame);
+
+	bytes += mm->nr_blocks;                                       /* pageblock flags */
+	bytes += (double)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash); /* page-cache index */
+	bytes += (double)mm->nr_frames * sizeof(*mm->dirty_ring);      /* writeback FIFO */
+	bytes += (double)((mm->nr_frames + 63) / 64) * sizeof(uint64_t);
+	return bytes / mm->nr_frames;
+}
+
+const struct mm_policy *mm_policy(const struct mm *mm)
+{
+	return &mm->cfg.policy;
+}
+
+void mm_get_counts(struct mm *mm, struct mm_counts *c)
+{
+	mm_lock(mm);
+	memset(c, 0, sizeof(*c));
+	c->nr_frames = mm->nr_frames;
+	c->free = mm->nr_free_pages;
+	c->anon = mm->nr_anon;
+	c->anon_huge = mm->nr_anon_huge;
+	c->foreign = mm->nr_foreign;
+	c->file = mm->nr_file;
+	c->file_dirty = mm->nr_file_dirty;
+	c->file_writeback = mm->nr_file_writeback;
+	c->unmovable = mm->nr_unmovable;
+	c->isolated = mm->nr_isolated;
+	c->wmark_min = wmark_pages(mm, WMARK_MIN);
+	c->wmark_low = wmark_pages(mm, WMARK_LOW);
+	c->wmark_high = wmark_pages(mm, WMARK_HIGH);
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
+		c->nr_free[o] = mm->nr_free[o];
+		if (o >= MM_HPAGE_ORDER)
+			c->free_blocks_order9 += mm->nr_free[o] << (o - MM_HPAGE_ORDER);
+	}
+	mm_unlock(mm);
+}
+
+void mm_get_stats(struct mm *mm, uint64_t out[MM_STAT_NR])
+{
+	mm_lock(mm);
+	memcpy(out, mm->stats, sizeof(mm->stats));
+	mm_unlock(mm);
+}
+
+int mm_fragmentation_index(struct mm *mm, unsigned order)
+{
+	int idx;
+
+	if (order > MM_MAX_ORDER)
+		return -EINVAL;
+	mm_lock(mm);
+	idx = fragmentation_index(mm, order);
+	mm_unlock(mm);
+	return idx;
+}

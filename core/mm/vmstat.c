@@ -1,0 +1,92 @@
+/* Names: vmstat counters (mm/vmstat.c's vmstat_text, 6.12 spelling), slow-path steps,
+ * compaction results (include/trace/events/mmflags.h's COMPACTION_STATUS), and the cause
+ * chains that stall reports print.
+ */
+#include "mm/internal.h"
+
+const char *const mm_stat_names[MM_STAT_NR] = {
+	[MM_STAT_THP_FAULT_ALLOC] = "thp_fault_alloc",
+	[MM_STAT_THP_FAULT_FALLBACK] = "thp_fault_fallback",
+	[MM_STAT_COMPACT_STALL] = "compact_stall",
+	[MM_STAT_COMPACT_SUCCESS] = "compact_success",
+	[MM_STAT_COMPACT_FAIL] = "compact_fail",
+	[MM_STAT_COMPACT_MIGRATE_SCANNED] = "compact_migrate_scanned",
+	[MM_STAT_COMPACT_FREE_SCANNED] = "compact_free_scanned",
+	[MM_STAT_COMPACT_ISOLATED] = "compact_isolated",
+	[MM_STAT_COMPACT_DEFERRED] = "compact_deferred",
+	[MM_STAT_COMPACT_DAEMON_WAKE] = "compact_daemon_wake",
+	[MM_STAT_COMPACT_DAEMON_MIGRATE_SCANNED] = "compact_daemon_migrate_scanned",
+	[MM_STAT_COMPACT_DAEMON_FREE_SCANNED] = "compact_daemon_free_scanned",
+	[MM_STAT_PGMIGRATE_SUCCESS] = "pgmigrate_success",
+	[MM_STAT_PGMIGRATE_FAIL] = "pgmigrate_fail",
+	[MM_STAT_ALLOCSTALL] = "allocstall_normal",
+	[MM_STAT_PGSCAN_DIRECT] = "pgscan_direct",
+	[MM_STAT_PGSTEAL_DIRECT] = "pgsteal_direct",
+	[MM_STAT_PGSCAN_KSWAPD] = "pgscan_kswapd",
+	[MM_STAT_PGSTEAL_KSWAPD] = "pgsteal_kswapd",
+	[MM_STAT_KSWAPD_WAKE] = "kswapd_wake",
+	[MM_STAT_PGALLOC] = "pgalloc_normal",
+	[MM_STAT_PGFREE] = "pgfree",
+	[MM_STAT_EXTFRAG_STEAL] = "extfrag_fallback",
+	[MM_STAT_COMPACT_WB_WAIT] = "compact_writeback_wait",
+	[MM_STAT_COMPACT_WRITEOUT] = "compact_writeout",
+	[MM_STAT_RECLAIM_WB_WAIT] = "reclaim_writeback_wait",
+	[MM_STAT_NOMEM_FALLBACK] = "nomem_fallback",
+	[MM_STAT_THP_SPLIT_PAGE] = "thp_split_page",
+	[MM_STAT_COMPACT_BLOCKS_MOVED] = "compact_blocks_moved",
+	[MM_STAT_PGSCAN_DIRECT_THROTTLE] = "pgscan_direct_throttle",
+	[MM_STAT_PGWB_ERROR] = "writeback_error",
+};
+
+const char *mm_step_name(enum mm_step s)
+{
+	static const char *const names[MM_STEP_NR] = {
+		[MM_STEP_FREELIST_LOW] = "freelist_low",
+		[MM_STEP_FREELIST_MIN] = "freelist_min",
+		[MM_STEP_WAKE_KSWAPD] = "wake_kswapd",
+		[MM_STEP_COMPACT_ASYNC] = "compact_async",
+		[MM_STEP_COMPACT_SYNC_LIGHT] = "compact_sync_light",
+		[MM_STEP_COMPACT_SYNC] = "compact_sync",
+		[MM_STEP_COMPACT_DEFERRED] = "compact_deferred",
+		[MM_STEP_RECLAIM] = "direct_reclaim",
+		[MM_STEP_FALLBACK] = "fallback",
+	};
+
+	return (unsigned)s < MM_STEP_NR ? names[s] : "?";
+}
+
+const char *mm_compact_result_name(enum mm_compact_result r)
+{
+	static const char *const names[MM_COMPACT_NR] = {
+		[MM_COMPACT_NOT_SUITABLE_ZONE] = "not_suitable_zone",
+		[MM_COMPACT_SKIPPED] = "skipped",
+		[MM_COMPACT_DEFERRED] = "deferred",
+		[MM_COMPACT_NO_SUITABLE_PAGE] = "no_suitable_page",
+		[MM_COMPACT_CONTINUE] = "continue",
+		[MM_COMPACT_COMPLETE] = "complete",
+		[MM_COMPACT_PARTIAL_SKIPPED] = "partial_skipped",
+		[MM_COMPACT_CONTENDED] = "contended",
+		[MM_COMPACT_SUCCESS] = "success",
+	};
+
+	return (unsigned)r < MM_COMPACT_NR ? names[r] : "?";
+}
+
+const char *mm_cause_chain(enum mm_cause c)
+{
+	static const char *const chains[MM_CAUSE_NR] = {
+		[MM_CAUSE_NONE] = "fault",
+		[MM_CAUSE_COMPACT_ASYNC] = "fault > async compaction",
+		[MM_CAUSE_COMPACT_SYNC_LIGHT] = "fault > sync-light compaction",
+		[MM_CAUSE_COMPACT_SYNC] = "fault > sync compaction",
+		[MM_CAUSE_COMPACT_WB_WAIT] =
+			"fault > sync compaction > migrate > wait on writeback",
+		[MM_CAUSE_COMPACT_WRITEOUT] = "fault > sync compaction > migrate > writeout",
+		[MM_CAUSE_COMPACT_MIGRATE] = "fault > compaction > migrate > copy",
+		[MM_CAUSE_RECLAIM] = "fault > direct reclaim",
+		[MM_CAUSE_RECLAIM_WB_WAIT] = "fault > direct reclaim > wait on writeback",
+		[MM_CAUSE_ZEROING] = "fault > clear huge page",
+	};
+
+	return (unsigned)c < MM_CAUSE_NR ? chains[c] : "?";
+}

@@ -1,0 +1,202 @@
+/* core/mm fault path: huge/base decisions per policy and VMA advice, the fault record, frees,
+ * splits. (Slow-path step sequences on fragmented pools: mm_slowpath.c.) */
+#include "harness.h"
+#include "mm_fakeenv.h"
+#include "mm/internal.h"
+
+#define MIB (1ULL << 20)
+
+static struct mm_fault_req req_at(uint64_t extent, enum mm_vma_advice advice)
+{
+	return (struct mm_fault_req){
+		.owner = extent << 9, .extent_owner = extent << 9, .advice = advice,
+		.huge_ok = true, .write = true,
+	};
+}
+
+static enum mm_fault_outcome fault_once(const char *spec, enum mm_vma_advice advice, bool huge_ok)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(1, advice);
+	struct mm_fault_res res;
+	char err[256];
+
+	req.huge_ok = huge_ok;
+	ASSERT_EQ(fakeenv_init(&fe, spec, 32 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	fakeenv_destroy(&fe);
+	return res.outcome;
+}
+
+TEST(decision_follows_enabled_and_advice)
+{
+	EXPECT_EQ(fault_once("linux-3.1", MM_VMA_DEFAULT, true), MM_FAULT_HUGE);
+	EXPECT_EQ(fault_once("linux-3.1", MM_VMA_NOHUGEPAGE, true), MM_FAULT_BASE);
+	EXPECT_EQ(fault_once("linux-3.1", MM_VMA_DEFAULT, false), MM_FAULT_BASE);
+	EXPECT_EQ(fault_once("modern-madvise", MM_VMA_DEFAULT, true), MM_FAULT_HUGE);
+	EXPECT_EQ(fault_once("modern-never", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
+	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_DEFAULT, true), MM_FAULT_BASE);
+	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_HUGEPAGE, true), MM_FAULT_HUGE);
+	EXPECT_EQ(fault_once("linux-3.3:enabled=never", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
+}
+
+TEST(huge_fault_record_and_counters)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(7, MM_VMA_DEFAULT);
+	struct mm_fault_res res;
+	struct mm_counts c;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 32 * MIB, false, err, sizeof(err)), 0);
+	fe.clear_ns = 100000;
+	fe.cost_ns[MM_COST_FAULT] = 1000;
+	fe.now = 5000;
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	ASSERT_EQ(res.outcome, MM_FAULT_HUGE);
+	EXPECT_EQ(res.pfn % MM_HPAGE_NR, 0);
+	EXPECT_EQ(res.rec.t_start, 5000);
+	EXPECT_EQ(res.rec.zero_ns, 100000);
+	EXPECT_EQ(res.rec.total_ns, 101000);
+	EXPECT_EQ(res.rec.cause, MM_CAUSE_ZEROING);
+	EXPECT_EQ(res.rec.nsteps, 1);
+	EXPECT_EQ(res.rec.steps[0].step, MM_STEP_FREELIST_LOW);
+	EXPECT_EQ(res.rec.steps[0].result, 1);
+	EXPECT_EQ(fe.n_clear, 1);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_ALLOC], 1);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_FALLBACK], 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.anon, 512);
+	EXPECT_EQ(c.anon_huge, 512);
+	EXPECT_EQ(pfn_frame(fe.mm, res.pfn + 3)->owner, (7ULL << 9) + 3);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	mm_anon_free(fe.mm, res.pfn, MM_HPAGE_ORDER, NULL);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.anon, 0);
+	EXPECT_EQ(c.free, c.nr_frames);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* Fill the pool with foreign pages, then keep one in every pageblock: no order-9 block is
+ * left though most memory is free. */
+static void fragment_one_per_block(struct fakeenv *fe)
+{
+	uint32_t n = 0, pfn, *all = malloc(sizeof(uint32_t) * fe->nr_frames);
+
+	while (mm_alloc_pages(fe->mm, 0, MM_MT_MOVABLE, MM_OWNER_FOREIGN | n, &pfn, NULL) == 0)
+		all[n++] = pfn;
+	for (uint32_t i = 0; i < n; i++)
+		if (all[i] % MM_HPAGE_NR != 0)
+			mm_free_pages(fe->mm, all[i], 0, NULL);
+	free(all);
+}
+
+TEST(fragmented_pool_falls_back_to_base)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(3, MM_VMA_DEFAULT);
+	struct mm_fault_res res;
+	struct mm_counts c;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1:second-compaction=none,async-failure-defers=no", 16 * MIB,
+			       false, err, sizeof(err)), 0);
+	fragment_one_per_block(&fe);
+	mm_get_counts(fe.mm, &c);
+	ASSERT_EQ(c.free_blocks_order9, 0);
+	ASSERT_GT(c.free, c.nr_frames / 2);
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	EXPECT_EQ(pfn_frame(fe.mm, res.pfn)->owner, req.owner);
+	EXPECT_EQ(res.rec.steps[0].step, MM_STEP_FREELIST_LOW);
+	EXPECT_EQ(res.rec.steps[res.rec.nsteps - 1].step, MM_STEP_FALLBACK);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_FALLBACK], 1);
+	mm_anon_free(fe.mm, res.pfn, 0, NULL);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+TEST(split_then_free_base_pages_merges_back)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(1, MM_VMA_DEFAULT);
+	struct mm_fault_res res;
+	struct mm_counts c;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	ASSERT_EQ(res.outcome, MM_FAULT_HUGE);
+	EXPECT_EQ(mm_anon_split(fe.mm, res.pfn + 1), -EINVAL);
+	ASSERT_EQ(mm_anon_split(fe.mm, res.pfn), 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.anon, 512);
+	EXPECT_EQ(c.anon_huge, 0);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < 512; i += 2)
+		mm_anon_free(fe.mm, res.pfn + i, 0, NULL);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	for (uint32_t i = 1; i < 512; i += 2)
+		mm_anon_free(fe.mm, res.pfn + i, 0, NULL);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free, c.nr_frames);
+	EXPECT_EQ(c.nr_free[MM_MAX_ORDER], c.nr_frames >> MM_MAX_ORDER);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_SPLIT_PAGE], 1);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* A program fault is served below MIN (the kernel would reclaim/OOM rather than fail it); only
+ * an empty pool yields NOMEM. */
+TEST(base_faults_dip_below_min_then_nomem)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(0, MM_VMA_NOHUGEPAGE);
+	struct mm_fault_res res;
+	struct mm_counts c;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+	uint32_t served = 0;
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
+	for (;;) {
+		req.owner++;
+		ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+		if (res.outcome == MM_FAULT_NOMEM)
+			break;
+		served++;
+	}
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(served, c.nr_frames);
+	EXPECT_EQ(c.free, 0);
+	EXPECT_EQ(res.pfn, MM_NO_PFN);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_NOMEM_FALLBACK], 1);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+TEST(bad_arguments)
+{
+	struct fakeenv fe;
+	struct mm_fault_res res;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_fault(fe.mm, NULL, &res, NULL), -EINVAL);
+	mm_anon_free(fe.mm, 123456789, 0, NULL);  /* out of range: ignored */
+	mm_anon_free(fe.mm, 0, 0, NULL);          /* a free frame: ignored */
+	mm_anon_free(fe.mm, 0, 9, NULL);
+	EXPECT_EQ(mm_anon_split(fe.mm, 0), -EINVAL);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+TEST_MAIN()

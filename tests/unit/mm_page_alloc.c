@@ -1,0 +1,185 @@
+/* core/mm buddy allocator: split/merge invariants under random sequences (mm_check after every
+ * operation), migratetype fallback and block stealing, watermark gating. */
+#include "harness.h"
+#include "mm_fakeenv.h"
+#include "mm/internal.h"
+#include "util/rng.h"
+
+#define MIB (1ULL << 20)
+
+struct held {
+	uint32_t pfn;
+	unsigned order;
+};
+
+static void random_sequence(const char *spec, uint64_t seed)
+{
+	static struct held held[20000];
+	struct fakeenv fe;
+	struct mm_counts c;
+	struct rng r;
+	char err[256];
+	unsigned n = 0;
+
+	ASSERT_EQ(fakeenv_init(&fe, spec, 32 * MIB, false, err, sizeof(err)), 0);
+	rng_seed(&r, seed);
+	for (int step = 0; step < 6000; step++) {
+		bool alloc = n == 0 || (n < 20000 && rng_below(&r, 100) < 60);
+
+		if (alloc) {
+			unsigned order = (unsigned)rng_below(&r, 4) == 0 ? (unsigned)rng_below(&r, 11) : 0;
+			enum mm_migratetype mt = (enum mm_migratetype)rng_below(&r, MM_MT_NR);
+			uint64_t owner = mt == MM_MT_MOVABLE ? MM_OWNER_FOREIGN | (uint64_t)step << 12 : 0;
+			uint32_t pfn;
+
+			if (mm_alloc_pages(fe.mm, order, mt, owner, &pfn, NULL) == 0) {
+				ASSERT_EQ(pfn % (1U << order), 0);
+				held[n++] = (struct held){pfn, order};
+			}
+		} else {
+			unsigned i = (unsigned)rng_below(&r, n);
+
+			mm_free_pages(fe.mm, held[i].pfn, held[i].order, NULL);
+			held[i] = held[--n];
+		}
+		if (step % 50 == 0 || step > 5950) {
+			int rc = mm_check(fe.mm, err, sizeof(err));
+
+			if (rc)
+				fprintf(stderr, "  step %d: %s\n", step, err);
+			ASSERT_EQ(rc, 0);
+		}
+	}
+	while (n) {
+		n--;
+		mm_free_pages(fe.mm, held[n].pfn, held[n].order, NULL);
+	}
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	mm_get_counts(fe.mm, &c);
+	/* everything merged back into max-order blocks */
+	EXPECT_EQ(c.free, c.nr_frames);
+	EXPECT_EQ(c.nr_free[MM_MAX_ORDER], c.nr_frames >> MM_MAX_ORDER);
+	EXPECT_EQ(c.unmovable, 0);
+	EXPECT_EQ(c.foreign, 0);
+	fakeenv_destroy(&fe);
+}
+
+TEST(random_alloc_free_keeps_buddy_invariants_3x)
+{
+	random_sequence("linux-3.1", 1);
+	random_sequence("linux-3.3", 2);
+}
+
+TEST(random_alloc_free_keeps_buddy_invariants_modern)
+{
+	random_sequence("modern-always", 3);
+	random_sequence("modern-never", 4);
+}
+
+TEST(split_takes_lowest_block_and_merge_restores)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	uint32_t a, b;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_alloc_pages(fe.mm, 0, MM_MT_MOVABLE, MM_OWNER_FOREIGN | 1, &a, NULL), 0);
+	mm_get_counts(fe.mm, &c);
+	/* an order-10 block split down to 0: one free block of each order 0..9 */
+	for (unsigned o = 0; o < MM_MAX_ORDER; o++)
+		EXPECT_EQ(c.nr_free[o], 1);
+	EXPECT_EQ(c.nr_free[MM_MAX_ORDER], 1);
+	ASSERT_EQ(mm_alloc_pages(fe.mm, 0, MM_MT_MOVABLE, MM_OWNER_FOREIGN | 2, &b, NULL), 0);
+	EXPECT_EQ(b, a ^ 1); /* its buddy */
+	mm_free_pages(fe.mm, a, 0, NULL);
+	mm_free_pages(fe.mm, b, 0, NULL);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.nr_free[MM_MAX_ORDER], 2);
+	EXPECT_EQ(c.nr_free[0], 0);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* An unmovable request on an all-MOVABLE pool steals a max-order block and relabels both of its
+ * pageblocks (order >= pageblock_order takes ownership); later unmovable requests use it. */
+TEST(fallback_steals_and_relabels)
+{
+	static const char *const specs[] = {"linux-3.1", "modern-always"};
+
+	for (int s = 0; s < 2; s++) {
+		struct fakeenv fe;
+		uint64_t st[MM_STAT_NR];
+		uint32_t a, b;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, specs[s], 16 * MIB, false, err, sizeof(err)), 0);
+		ASSERT_EQ(mm_alloc_pages(fe.mm, 0, MM_MT_UNMOVABLE, 0, &a, NULL), 0);
+		EXPECT_EQ(pageblock_mt(fe.mm, a), MM_MT_UNMOVABLE);
+		EXPECT_EQ(pageblock_mt(fe.mm, a ^ MM_HPAGE_NR), MM_MT_UNMOVABLE);
+		ASSERT_EQ(mm_alloc_pages(fe.mm, 0, MM_MT_UNMOVABLE, 0, &b, NULL), 0);
+		EXPECT_EQ(b >> MM_MAX_ORDER, a >> MM_MAX_ORDER); /* same stolen block */
+		mm_get_stats(fe.mm, st);
+		EXPECT_EQ(st[MM_STAT_EXTFRAG_STEAL], 1);
+		EXPECT_EQ(fe.trace_count[MM_TRACE_EXTFRAG], 1);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* Allocations other than program faults never take the pool below MIN. */
+TEST(allocations_stop_at_min_watermark)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	uint32_t pfn;
+	char err[256];
+	unsigned n = 0;
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 16 * MIB, false, err, sizeof(err)), 0);
+	while (mm_alloc_pages(fe.mm, 0, MM_MT_MOVABLE, MM_OWNER_FOREIGN | n, &pfn, NULL) == 0)
+		n++;
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free, c.wmark_min); /* __zone_watermark_ok needs free > min before the alloc */
+	EXPECT_EQ(n, c.nr_frames - c.wmark_min);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* 3.x __zone_watermark_ok decays the mark per order; modern only needs a big enough block. */
+TEST(watermark_ok_per_era)
+{
+	struct fakeenv fe;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
+	/* fresh 8 MiB pool: 2048 free in order-10 blocks, min = 90 */
+	EXPECT(zone_watermark_ok(fe.mm, 9, 90, 0));
+	EXPECT(zone_watermark_ok(fe.mm, 10, 90, 0));
+	EXPECT(!zone_watermark_ok(fe.mm, 0, 2048, 0));
+	EXPECT(zone_watermark_ok(fe.mm, 0, 2047, 0));
+	/* order 9 needs free - 511 > mark, then per lower order: free -= nr_free[o] << o, mark >>= 1 */
+	EXPECT(!zone_watermark_ok(fe.mm, 9, 2048 - 511, 0));
+	EXPECT(zone_watermark_ok(fe.mm, 9, 2048 - 512, 0));
+	fakeenv_destroy(&fe);
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
+	{
+		uint32_t pfn;
+
+		/* split one order-10 block down: nr_free[0..9] = 1 each, 2047 free */
+		ASSERT_EQ(mm_alloc_pages(fe.mm, 0, MM_MT_MOVABLE, MM_OWNER_FOREIGN, &pfn, NULL), 0);
+	}
+	/* order 2: free 2047-3 = 2044 > m; o=0: 2043 > m/2; o=1: 2041 > m/4 */
+	EXPECT(zone_watermark_ok(fe.mm, 2, 2043, 0));
+	EXPECT(!zone_watermark_ok(fe.mm, 2, 2044, 0));
+	fakeenv_destroy(&fe);
+
+	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 8 * MIB, false, err, sizeof(err)), 0);
+	/* 6.12: free - (2^order - 1) > mark and any free block of >= order */
+	EXPECT(zone_watermark_ok(fe.mm, 10, 2048 - 1024, 0));
+	EXPECT(!zone_watermark_ok(fe.mm, 10, 2048 - 1023, 0));
+	fakeenv_destroy(&fe);
+}
+
+TEST_MAIN()

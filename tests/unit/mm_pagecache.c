@@ -1,0 +1,175 @@
+/* core/mm page cache: index, locking, dirty/writeback state and FIFO order, removal under
+ * writeback, clean-page reclaim when the pool fills. */
+#include "harness.h"
+#include "mm_fakeenv.h"
+#include "mm/internal.h"
+
+#define MIB (1ULL << 20)
+#define OWN(i) MM_OWNER_FILE(1, (i))
+
+TEST(get_put_remove)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	uint32_t pfn, pfn2;
+	bool created;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 16 * MIB, false, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_pagecache_get(fe.mm, OWN(5), false, &pfn, &created, NULL), -ENOENT);
+	EXPECT_EQ(mm_pagecache_get(fe.mm, 12345, true, &pfn, &created, NULL), -EINVAL);
+	ASSERT_EQ(mm_pagecache_get(fe.mm, OWN(5), true, &pfn, &created, NULL), 0);
+	EXPECT(created);
+	EXPECT_EQ(mm_pagecache_get(fe.mm, OWN(5), true, &pfn2, &created, NULL), -EAGAIN); /* locked */
+	mm_pagecache_put(fe.mm, pfn, true);
+	ASSERT_EQ(mm_pagecache_get(fe.mm, OWN(5), true, &pfn2, &created, NULL), 0);
+	EXPECT(!created);
+	EXPECT_EQ(pfn2, pfn);
+	mm_pagecache_put(fe.mm, pfn, false);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file, 1);
+	EXPECT_EQ(c.file_dirty, 1);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	mm_pagecache_remove(fe.mm, OWN(5));
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file, 0);
+	EXPECT_EQ(c.file_dirty, 0);
+	EXPECT_EQ(c.free, c.nr_frames);
+	EXPECT_EQ(mm_pagecache_get(fe.mm, OWN(5), false, &pfn, &created, NULL), -ENOENT);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+static uint32_t write_page(struct fakeenv *fe, uint64_t owner)
+{
+	uint32_t pfn;
+	bool created;
+
+	ASSERT_EQ(mm_pagecache_get(fe->mm, owner, true, &pfn, &created, NULL), 0);
+	mm_pagecache_put(fe->mm, pfn, true);
+	return pfn;
+}
+
+TEST(writeback_is_oldest_dirtied_first)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	uint32_t p[4], pfns[8];
+	uint64_t owners[8];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 16 * MIB, false, err, sizeof(err)), 0);
+	p[0] = write_page(&fe, OWN(30));
+	p[1] = write_page(&fe, OWN(10));
+	p[2] = write_page(&fe, OWN(20));
+	p[3] = write_page(&fe, OWN(10)); /* re-dirtying keeps its place */
+	EXPECT_EQ(p[3], p[1]);
+	ASSERT_EQ(mm_writeback_begin(fe.mm, 2, pfns, owners), 2);
+	EXPECT_EQ(owners[0], OWN(30));
+	EXPECT_EQ(owners[1], OWN(10));
+	EXPECT_EQ(pfns[0], p[0]);
+	EXPECT(mm_frame_under_writeback(fe.mm, p[0]));
+	EXPECT(!mm_frame_under_writeback(fe.mm, p[2]));
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file_dirty, 1);
+	EXPECT_EQ(c.file_writeback, 2);
+	/* dirtied again while under writeback: dirty and writeback at once */
+	write_page(&fe, OWN(30));
+	ASSERT_EQ(mm_writeback_begin(fe.mm, 8, pfns, owners), 1);
+	EXPECT_EQ(owners[0], OWN(20));
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	mm_writeback_end(fe.mm, p[0], 0);
+	mm_writeback_end(fe.mm, p[1], -EIO);
+	mm_writeback_end(fe.mm, p[1], 0); /* not under writeback any more: ignored */
+	ASSERT_EQ(mm_writeback_begin(fe.mm, 8, pfns, owners), 1);
+	EXPECT_EQ(owners[0], OWN(30));
+	EXPECT_EQ(mm_writeback_begin_one(fe.mm, p[0]), -EBUSY);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file_dirty, 0);
+	EXPECT_EQ(c.file_writeback, 2);
+	{
+		uint64_t st[MM_STAT_NR];
+
+		mm_get_stats(fe.mm, st);
+		EXPECT_EQ(st[MM_STAT_PGWB_ERROR], 1);
+	}
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+TEST(removal_under_writeback_frees_at_end)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	uint32_t p, pfns[2];
+	uint64_t owners[2];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.3", 16 * MIB, false, err, sizeof(err)), 0);
+	p = write_page(&fe, OWN(1));
+	ASSERT_EQ(mm_writeback_begin_one(fe.mm, p), 0);
+	EXPECT_EQ(mm_writeback_begin(fe.mm, 2, pfns, owners), 0); /* nothing else dirty */
+	mm_pagecache_remove(fe.mm, OWN(1));
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file, 1); /* still pinned by writeback */
+	EXPECT_EQ(c.file_writeback, 1);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	/* a new page for the same owner is a new frame */
+	{
+		uint32_t q;
+		bool created;
+
+		ASSERT_EQ(mm_pagecache_get(fe.mm, OWN(1), true, &q, &created, NULL), 0);
+		EXPECT(created);
+		EXPECT_NE(q, p);
+		mm_pagecache_put(fe.mm, q, false);
+	}
+	mm_writeback_end(fe.mm, p, 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file, 1);
+	EXPECT_EQ(c.file_writeback, 0);
+	EXPECT_EQ(c.free, c.nr_frames - 1);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* Writing far more clean data than the pool holds: direct reclaim frees clean pages, dirty
+ * ones survive, and nothing is lost from the index. */
+TEST(reclaim_frees_clean_pages_only)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+	uint32_t nr;
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
+	nr = mm_nr_frames(fe.mm);
+	for (uint32_t i = 0; i < 100; i++)
+		write_page(&fe, MM_OWNER_FILE(2, i)); /* dirty, never written back */
+	for (uint32_t i = 0; i < 3 * nr; i++) {
+		uint32_t pfn;
+		bool created;
+
+		ASSERT_EQ(mm_pagecache_get(fe.mm, OWN(i), true, &pfn, &created, NULL), 0);
+		mm_pagecache_put(fe.mm, pfn, false);
+	}
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file_dirty, 100);
+	EXPECT_LE(c.file, nr);
+	EXPECT_GE(c.free, c.wmark_min);
+	mm_get_stats(fe.mm, st);
+	EXPECT_GT(st[MM_STAT_PGSTEAL_DIRECT], 2 * nr - 200);
+	EXPECT_GT(st[MM_STAT_ALLOCSTALL], 0);
+	for (uint32_t i = 0; i < 100; i++) {
+		uint32_t pfn;
+		bool created;
+
+		ASSERT_EQ(mm_pagecache_get(fe.mm, MM_OWNER_FILE(2, i), false, &pfn, &created, NULL), 0);
+		mm_pagecache_put(fe.mm, pfn, false);
+	}
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+TEST_MAIN()

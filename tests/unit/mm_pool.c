@@ -1,0 +1,111 @@
+/* core/mm pool: creation, metadata budget, watermarks of each era against hand-computed values,
+ * configuration errors. */
+#include "harness.h"
+#include "mm_fakeenv.h"
+#include "mm/internal.h"
+
+#define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
+
+static void check_wmarks(const char *spec, uint64_t pool, uint32_t min, uint32_t low, uint32_t high)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, spec, pool, false, err, sizeof(err)), 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.wmark_min, min);
+	EXPECT_EQ(c.wmark_low, low);
+	EXPECT_EQ(c.wmark_high, high);
+	fakeenv_destroy(&fe);
+}
+
+/* 3.x: min_free_kbytes = sqrt(16 * lowmem_kb); low = min + min/4, high = min + min/2. */
+TEST(watermarks_3x)
+{
+	check_wmarks("linux-3.1", GIB, 1024, 1280, 1536);      /* sqrt(16 GiB in kB) = 4096 kB */
+	check_wmarks("linux-3.3", 64 * MIB, 256, 320, 384);    /* 1024 kB */
+}
+
+/* 6.12: khugepaged raises min_free_kbytes to 11 pageblocks (capped at 5 %); low/high step is
+ * max(min/4, 0.1 % of the zone). enabled=never keeps the plain formula. */
+TEST(watermarks_modern)
+{
+	check_wmarks("modern-always", GIB, 5632, 5632 + 1408, 5632 + 2 * 1408);
+	check_wmarks("modern-madvise", 64 * MIB, 819, 819 + 204, 819 + 2 * 204);
+	check_wmarks("modern-never", GIB, 1024, 1024 + 262, 1024 + 2 * 262);
+}
+
+TEST(fresh_pool_is_all_free_in_max_order_blocks)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 64 * MIB + 2 * MIB, false, err, sizeof(err)), 0);
+	mm_get_counts(fe.mm, &c);
+	/* 33 pageblocks: 16 order-10 blocks and one order-9 tail */
+	EXPECT_EQ(c.nr_frames, 16896);
+	EXPECT_EQ(c.free, 16896);
+	EXPECT_EQ(c.nr_free[10], 16);
+	EXPECT_EQ(c.nr_free[9], 1);
+	EXPECT_EQ(c.free_blocks_order9, 33);
+	EXPECT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_fragmentation_index(fe.mm, 9), -1000);
+	fakeenv_destroy(&fe);
+}
+
+TEST(metadata_at_most_32_bytes_per_frame)
+{
+	static const uint64_t sizes[] = {8 * MIB, 64 * MIB, GIB, 4 * GIB};
+
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct fakeenv fe;
+		char err[256];
+		double b;
+
+		ASSERT_EQ(fakeenv_init(&fe, "modern-always", sizes[i], false, err, sizeof(err)), 0);
+		b = mm_metadata_bytes_per_frame(fe.mm);
+		EXPECT_LE(b, 32.0);
+		EXPECT_GT(b, 24.0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+TEST(config_errors_say_why)
+{
+	struct mm_config cfg = {.pool_bytes = 4 * MIB};
+	struct fakeenv fe = {0};
+	struct mm_env env = {.ops = &fe_ops_single, .priv = &fe};
+	struct mm *mm;
+	char err[256];
+
+	ASSERT_EQ(mm_policy_parse("linux-3.1", &cfg.policy, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_create(&cfg, &env, &mm, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "pool size") != NULL);
+	cfg.pool_bytes = 64 * MIB;
+	cfg.extfrag_threshold = 1001;
+	EXPECT_EQ(mm_create(&cfg, &env, &mm, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "extfrag_threshold") != NULL);
+	cfg.extfrag_threshold = 0;
+	cfg.policy.migrate_passes = 0;
+	EXPECT_EQ(mm_create(&cfg, &env, &mm, err, sizeof(err)), -EINVAL);
+	EXPECT(mm == NULL);
+}
+
+TEST(names_are_kernel_names)
+{
+	ASSERT_STREQ(mm_stat_names[MM_STAT_THP_FAULT_ALLOC], "thp_fault_alloc");
+	ASSERT_STREQ(mm_stat_names[MM_STAT_COMPACT_STALL], "compact_stall");
+	ASSERT_STREQ(mm_stat_names[MM_STAT_PGMIGRATE_SUCCESS], "pgmigrate_success");
+	for (int i = 0; i < MM_STAT_NR; i++)
+		ASSERT(mm_stat_names[i] != NULL);
+	ASSERT_STREQ(mm_cause_chain(MM_CAUSE_COMPACT_WB_WAIT),
+		     "fault > sync compaction > migrate > wait on writeback");
+	ASSERT_STREQ(mm_step_name(MM_STEP_COMPACT_SYNC_LIGHT), "compact_sync_light");
+	ASSERT_STREQ(mm_compact_result_name(MM_COMPACT_PARTIAL_SKIPPED), "partial_skipped");
+	ASSERT_STREQ(mm_cause_chain(MM_CAUSE_NR), "?");
+}
+
+TEST_MAIN()
