@@ -69,6 +69,9 @@ static const struct profile_case cases[] = {
 	/* 3.1: the failed async compaction defers the zone, so the sync one is skipped */
 	{"linux-3.1", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
 	{"linux-3.1+nostall", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
+	/* 3.2: as 3.1 (reclaim skips the zone: compaction_suitable() says go) */
+	{"linux-3.2", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
+	{"linux-3.2+nostall", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
 	{"linux-3.3", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, SL, F, END}},
 	{"linux-3.1:defrag=madvise", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, F, END}},
 	{"linux-3.1:defrag=madvise", MM_VMA_HUGEPAGE, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
