@@ -78,6 +78,7 @@ TEST(writeback_wait_ends_when_the_queue_completes_the_request)
 	const uint64_t req4 = 1000000 + 4 * 4096 * 200;
 
 	setup(&f, "usb2-stick-2011:jitter=0,gc-au=0");
+	f.c.stall_threshold_ns = 15000000; /* 15 ms: the two full waits count, the timeout not */
 	k.w = &f.w;
 	ASSERT_EQ(world_spawn(&f.w, &k.task, "writer", 0, wb_actor, &k), 0);
 	ASSERT_EQ(sim_run(f.w.e, 10000000000ULL), 0);
@@ -92,6 +93,8 @@ TEST(writeback_wait_ends_when_the_queue_completes_the_request)
 	EXPECT(!k.last_still_wb);
 	/* every wait above was outside compaction: counted as a reclaim-path wait */
 	EXPECT_EQ(f.w.wb_reclaim.count, 3);
+	EXPECT_EQ(f.w.wb_reclaim.over, 2);
+	EXPECT_EQ(f.w.wb_reclaim.max_ns, k.t_last - k.t_first);
 	EXPECT_EQ(f.w.wb_compact.count, 0);
 	world_fini(&f.w);
 }
