@@ -26,13 +26,13 @@ struct fault_ctx {
 	struct uffd_worker *w;
 	struct uffd_live *lv;
 	struct uffd_region *r;
-	uintptr_t addr;          /* page address */
-	uint32_t p, e;           /* page and extent index */
+	uintptr_t addr; /* page address */
+	uint32_t p, e;	/* page and extent index */
 	bool write;
 	int tid;
 	uint64_t t_read;
 	struct mm_fault_res res;
-	int real_pmd;            /* huge: 1 PMD-mapped, 0 not, -1 unknown */
+	int real_pmd; /* huge: 1 PMD-mapped, 0 not, -1 unknown */
 };
 
 static void wake_page(struct fault_ctx *fc)
@@ -128,9 +128,9 @@ static void materialise_base(struct fault_ctx *fc, bool in_extent)
 	if (fc->res.outcome == MM_FAULT_NOMEM) {
 		fc->res.pfn = MM_NO_PFN;
 		UFFD_COUNT(fc->lv, nomem_faults);
-		uffd_say_once(fc->lv, 0, "the emulated pool is exhausted: faults are now served "
-				       "outside it (see host.nomem_faults); pool MiB",
-			      fc->lv->cfg.pool_bytes >> 20);
+		uffd_say_once(fc->lv, 0, "the emulated pool (", fc->lv->cfg.pool_bytes >> 20,
+			      " MiB) is exhausted: faults are now served outside it "
+			      "(host.nomem_faults counts them)");
 	}
 	pthread_rwlock_rdlock(&fc->r->busy);
 	rc = base_map_locked(fc, in_extent);
@@ -164,8 +164,7 @@ static int move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, size_t *mo
 /* The host refused the huge move (a PTE table already in the extent, VMA flags that differ from
  * the staging area, ...): serve the fault with 4 KiB pages, keeping what the move already mapped,
  * exactly as a THP fault that falls back (busy read lock held). */
-static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, int rc,
-				size_t moved)
+static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, int rc, size_t moved)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
@@ -266,8 +265,8 @@ static void materialise_huge(struct fault_ctx *fc)
 		rc = huge_map_locked(fc, head, slot);
 	pthread_rwlock_unlock(&fc->r->busy);
 	if (rc == 1) {
-		fc->real_pmd = uffd_range_is_pmd(lv->pagemap_fd, uffd_ext_addr(fc->r, fc->e),
-						 UFFD_HPAGE_SIZE);
+		fc->real_pmd =
+		    uffd_range_is_pmd(lv->pagemap_fd, uffd_ext_addr(fc->r, fc->e), UFFD_HPAGE_SIZE);
 		if (fc->real_pmd > 0)
 			UFFD_COUNT(lv, real_pmd_faults);
 		else if (fc->real_pmd == 0)
@@ -285,13 +284,13 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	struct uffd_region *r = fc->r;
 	uint8_t adv = uffd_xadv(r, fc->e);
 	struct mm_fault_req req = {
-		.owner = uffd_cookie(r, fc->p),
-		.extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
-		.advice = (enum mm_vma_advice)(adv & UX_ADV_MASK),
-		/* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
-		.huge_ok = huge_ok && !(adv & UX_ADV_SPLIT) &&
-			   !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED),
-		.write = fc->write,
+	    .owner = uffd_cookie(r, fc->p),
+	    .extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
+	    .advice = (enum mm_vma_advice)(adv & UX_ADV_MASK),
+	    /* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
+	    .huge_ok = huge_ok && !(adv & UX_ADV_SPLIT) &&
+		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED),
+	    .write = fc->write,
 	};
 
 	if (fc->w->slot >= 0) { /* left over from an earlier fault that never used it */
@@ -302,8 +301,9 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		fc->res.outcome = MM_FAULT_NOMEM;
 		fc->res.pfn = MM_NO_PFN;
 	}
+	/* a hook's prelock that mm never consumed would be a contract breach: count it */
 	if (uffd_env_prelock_drop(lv))
-		UFFD_COUNT(lv, uffd_errors); /* a hook's prelock mm never consumed */
+		UFFD_COUNT(lv, uffd_errors);
 	if (!huge_ok && fc->res.outcome == MM_FAULT_HUGE) { /* cannot happen: mm honours huge_ok */
 		mm_anon_free(lv->mm, fc->res.pfn, MM_HPAGE_ORDER, fc->w);
 		fc->res.outcome = MM_FAULT_NOMEM;
@@ -324,14 +324,14 @@ static void record(struct fault_ctx *fc)
 	}
 	if (lv->fault_hook) {
 		struct uffd_fault_event ev = {
-			.addr = fc->addr,
-			.tid = fc->tid,
-			.write = fc->write,
-			.t_read_ns = fc->t_read,
-			.latency_ns = lat,
-			.rec = &fc->res.rec,
-			.real_pmd = fc->real_pmd,
-			.worker = fc->w,
+		    .addr = fc->addr,
+		    .tid = fc->tid,
+		    .write = fc->write,
+		    .t_read_ns = fc->t_read,
+		    .latency_ns = lat,
+		    .rec = &fc->res.rec,
+		    .real_pmd = fc->real_pmd,
+		    .worker = fc->w,
 		};
 
 		lv->fault_hook(lv->fault_hook_arg, &ev);
@@ -411,25 +411,44 @@ static void dispatch(struct fault_ctx *fc)
 	}
 }
 
-void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid,
-		       uint64_t t_read)
+/* No region claims the page. Usually a race with an unmap or a region being moved (let the
+ * kernel re-check); a page that keeps coming back is registered memory we lost track of, and is
+ * given back to the kernel rather than left faulting forever. */
+static void orphan(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+	uintptr_t prev = __atomic_exchange_n(&lv->unknown_addr, fc->addr, __ATOMIC_RELAXED);
+	uint32_t hits = 0;
+
+	if (prev == fc->addr)
+		hits = __atomic_add_fetch(&lv->unknown_hits, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&lv->unknown_hits, 0, __ATOMIC_RELAXED);
+	UFFD_COUNT(lv, dup_messages);
+	if (hits >= 10000) {
+		uffd_io_unregister(lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+		UFFD_COUNT(lv, orphan_pages);
+	}
+	wake_page(fc);
+}
+
+void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read)
 {
 	struct uffd_live *lv = w->lv;
 	struct fault_ctx fc = {
-		.w = w,
-		.lv = lv,
-		.addr = addr & ~(UFFD_PAGE_SIZE - 1),
-		.write = write,
-		.tid = tid,
-		.t_read = t_read,
-		.real_pmd = -1,
+	    .w = w,
+	    .lv = lv,
+	    .addr = addr & ~(UFFD_PAGE_SIZE - 1),
+	    .write = write,
+	    .tid = tid,
+	    .t_read = t_read,
+	    .real_pmd = -1,
 	};
 
 	UFFD_COUNT(lv, messages);
 	fc.r = uffd_region_get(&lv->table, fc.addr);
-	if (!fc.r) { /* raced with an unmap or a failed region: let the kernel re-check */
-		UFFD_COUNT(lv, dup_messages);
-		wake_page(&fc);
+	if (!fc.r) {
+		orphan(&fc);
 		return;
 	}
 	fc.p = uffd_page_of(fc.r, fc.addr);

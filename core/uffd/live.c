@@ -30,11 +30,6 @@
 
 __thread int uffd_tls_passthrough __attribute__((tls_model("initial-exec")));
 
-/* core/mm's background work and recipes arrive with its second milestone; until then the live
- * emulator runs without them (weak references resolve to NULL). */
-#pragma weak mm_background
-#pragma weak mm_fragment
-
 /* ---- messages ------------------------------------------------------------------------------ */
 
 /* Append s to buf (bounded); returns the new length. */
@@ -72,7 +67,7 @@ void uffd_note(struct uffd_live *lv, const char *msg)
 	pthread_mutex_unlock(&lv->snap_lock);
 }
 
-void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num)
+void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail)
 {
 	char buf[320];
 	size_t n = 0;
@@ -80,8 +75,8 @@ void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num)
 	if (__atomic_fetch_or(&lv->said, 1 << bit, __ATOMIC_RELAXED) & (1 << bit))
 		return;
 	n = put_str(buf, n, sizeof(buf), msg);
-	n = put_str(buf, n, sizeof(buf), " ");
 	n = put_u64(buf, n, sizeof(buf), num);
+	n = put_str(buf, n, sizeof(buf), tail);
 	uffd_note(lv, buf);
 	if (lv->cfg.log == UFFD_LOG_QUIET)
 		return;
@@ -137,7 +132,7 @@ static void *background_main(void *arg)
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
 	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
-		uint64_t wait = mm_background ? mm_background(lv->mm, w) : UINT64_MAX, now;
+		uint64_t wait = mm_background(lv->mm, w), now;
 
 		if (uffd_env_prelock_drop(lv))
 			UFFD_COUNT(lv, uffd_errors);
@@ -241,7 +236,8 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 			lv->stats_fd = -1;
 			return -EIO;
 		}
-		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, lv->stats_fd, 0);
+		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, lv->stats_fd,
+			     0);
 	} else {
 		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -328,7 +324,7 @@ static int scratch_init(struct uffd_live *lv)
 		return rc;
 	for (unsigned i = 0; i < n; i++)
 		lv->workers[i].scratch =
-			lv->scratch_area + (size_t)i * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
+		    lv->scratch_area + (size_t)i * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
 	return 0;
 }
 
@@ -342,10 +338,6 @@ static int pool_init(struct uffd_live *lv, char *err, size_t errlen)
 	rc = mm_create(&mc, &lv->env, &lv->mm, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (lv->cfg.fragment[0] && !mm_fragment) {
-		snprintf(err, errlen, "THPEMU_FRAGMENT: this build has no fragmentation recipes");
-		return -EINVAL;
-	}
 	if (lv->cfg.fragment[0]) {
 		rc = mm_fragment(lv->mm, lv->cfg.fragment, lv->cfg.seed, err, errlen,
 				 &lv->workers[lv->nworkers]);
@@ -479,7 +471,8 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 
 		for (; *s && n + 12 < sizeof(path); s++) {
 			if (s[0] == '%' && s[1] == 'p') {
-				n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)getpid());
+				n += (size_t)snprintf(path + n, sizeof(path) - n, "%d",
+						      (int)getpid());
 				s++;
 			} else {
 				path[n++] = *s;

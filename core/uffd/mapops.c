@@ -174,11 +174,12 @@ void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err)
 	uffd_region_remove(&lv->table, r);
 	uffd_gauge_sub(lv, live * UFFD_PAGE_SIZE);
 	UFFD_COUNT(lv, regions_failed);
-	uffd_say_once(lv, 1, "a userfaultfd operation failed; that mapping now runs unmanaged "
-			     "(see host.uffd_errors); errno", (uint64_t)-err);
+	uffd_say_once(lv, 1, "a userfaultfd operation failed (errno ", (uint64_t)-err,
+		      "): that mapping now runs unmanaged (host.uffd_errors counts them)");
 }
 
-/* ---- mmap -------------------------------------------------------------------------------------- */
+/* ---- mmap --------------------------------------------------------------------------------------
+ */
 
 bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd)
 {
@@ -302,8 +303,8 @@ static long map_aligned(size_t len, int prot, int flags)
 
 /* munmap semantics for [lo, hi) on every managed region it overlaps (MAP_FIXED, munmap),
  * running `real` (the actual system call) under the regions' locks. */
-long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi,
-			long (*real)(void *arg), void *arg)
+long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (*real)(void *arg),
+			void *arg)
 {
 	struct uffd_region *rs[MAX_TOUCHED];
 	uint64_t gone = 0;
@@ -342,8 +343,7 @@ static long real_mmap(void *arg)
 	return sys_mmap(a->addr, a->len, a->prot, a->flags, a->fd, a->off);
 }
 
-long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
-	       long off)
+long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd, long off)
 {
 	struct mmap_args a = {addr, page_up(len), prot, flags & ~MAP_POPULATE, fd, off};
 	bool eligible = uffd_mmap_eligible(lv, a.len, prot, flags, fd);
@@ -396,10 +396,12 @@ int uffd_munmap(struct uffd_live *lv, void *addr, size_t len)
 
 	if ((uintptr_t)addr & (UFFD_PAGE_SIZE - 1) || !len)
 		return -EINVAL;
-	return (int)uffd_unmap_managed(lv, (uintptr_t)addr, (uintptr_t)addr + a.len, real_munmap, &a);
+	return (int)uffd_unmap_managed(lv, (uintptr_t)addr, (uintptr_t)addr + a.len, real_munmap,
+				       &a);
 }
 
-/* ---- madvise ----------------------------------------------------------------------------------- */
+/* ---- madvise -----------------------------------------------------------------------------------
+ */
 
 static long real_dontneed(void *arg)
 {

@@ -11,13 +11,13 @@
 
 const char *const uffd_host_names[] = {
 #define UFFD_X_NAME(name, help) #name,
-	UFFD_HOST_COUNTERS(UFFD_X_NAME)
+    UFFD_HOST_COUNTERS(UFFD_X_NAME)
 #undef UFFD_X_NAME
 };
 
 const char *const uffd_host_help[] = {
 #define UFFD_X_HELP(name, help) help,
-	UFFD_HOST_COUNTERS(UFFD_X_HELP)
+    UFFD_HOST_COUNTERS(UFFD_X_HELP)
 #undef UFFD_X_HELP
 };
 
@@ -147,8 +147,7 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-void uffd_report_summary(FILE *f, const struct uffd_stats *st,
-			 const struct uffd_program_info *prog)
+void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd_program_info *prog)
 {
 	struct obs_hist_summary hs, bs;
 	const struct uffd_host_stats *h = &st->host;
@@ -163,18 +162,21 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st,
 	fprintf(f, "thpemu: %llu faults: huge %llu (%.1f%%), base %llu, outside the pool %llu\n",
 		(unsigned long long)total, (unsigned long long)hs.count, pct(hs.count, total),
 		(unsigned long long)bs.count, (unsigned long long)st->faults.nomem);
-	fprintf(f, "thpemu: service latency us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
-		   "p99 %.1f max %.1f; stalls %llu\n",
+	fprintf(f,
+		"thpemu: service latency us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
+		"p99 %.1f max %.1f; stalls %llu\n",
 		hs.p50, hs.p99, hs.max, bs.p50, bs.p99, bs.max, (unsigned long long)h->stalls);
-	fprintf(f, "thpemu: host: real PMD %llu of %llu huge, %llu anon migrations, %llu staging "
-		   "misses, %llu THP-less chunks, %llu uffd errors\n",
+	fprintf(f,
+		"thpemu: host: real PMD %llu of %llu huge, %llu anon migrations, %llu staging "
+		"misses, %llu THP-less chunks, %llu uffd errors\n",
 		(unsigned long long)h->real_pmd_faults, (unsigned long long)hs.count,
 		(unsigned long long)h->anon_migrations, (unsigned long long)h->staging_misses,
 		(unsigned long long)h->host_thp_unavailable, (unsigned long long)h->uffd_errors);
 	if (st->note[0])
 		fprintf(f, "thpemu: note:%s\n", st->note + 1);
 	if (prog->no_clean_exit)
-		fprintf(f, "thpemu: %u process%s ended without running exit handlers (_exit or a "
-			   "crash): their counters are as last updated\n",
+		fprintf(f,
+			"thpemu: %u process%s ended without running exit handlers (_exit or a "
+			"crash): their counters are as last updated\n",
 			prog->no_clean_exit, prog->no_clean_exit == 1 ? "" : "es");
 }

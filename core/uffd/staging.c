@@ -24,12 +24,12 @@ int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len)
 {
 	struct page_region vec[2];
 	struct pm_scan_arg arg = {
-		.size = sizeof(arg),
-		.start = addr,
-		.end = addr + len,
-		.vec = (uintptr_t)vec,
-		.vec_len = 2,
-		.return_mask = PAGE_IS_HUGE | PAGE_IS_PRESENT,
+	    .size = sizeof(arg),
+	    .start = addr,
+	    .end = addr + len,
+	    .vec = (uintptr_t)vec,
+	    .vec_len = 2,
+	    .return_mask = PAGE_IS_HUGE | PAGE_IS_PRESENT,
 	};
 	int n;
 
@@ -90,7 +90,8 @@ int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
 	s->area_map = (void *)map;
 	aligned = ((uintptr_t)map + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1);
 	s->area = (uint8_t *)aligned;
-	/* the per-slot bytes live just after the chunks (at least one spare page is mapped there) */
+	/* the per-slot bytes live just after the chunks (at least one spare page is mapped there)
+	 */
 	s->state = s->area + s->area_len;
 	s->huge = s->state + s->nslots;
 	sys_madvise(s->area, s->area_len, MADV_HUGEPAGE);

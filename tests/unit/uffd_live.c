@@ -42,8 +42,8 @@ static struct uffd_live *mk(const char *policy, const char *pool)
 
 static char *map(struct uffd_live *lv, size_t len)
 {
-	long p = uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			   0);
+	long p =
+	    uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	ASSERT(!sys_is_err(p));
 	return (char *)p;
@@ -179,8 +179,8 @@ TEST(live_partial_dontneed_splits_a_huge_extent)
 	EXPECT_EQ(HOST(lv, huge_splits), 1);
 	EXPECT_EQ(counts(lv).anon, 1024 - 256);
 	EXPECT_EQ(counts(lv).anon_huge, 512);
-	EXPECT_EQ(p[MB + 4096], 0);      /* freed: zero again, a 4 KiB first touch */
-	EXPECT_EQ(p[MB - 1], 0x5a);      /* the rest of the split extent kept its data */
+	EXPECT_EQ(p[MB + 4096], 0); /* freed: zero again, a 4 KiB first touch */
+	EXPECT_EQ(p[MB - 1], 0x5a); /* the rest of the split extent kept its data */
 	EXPECT_EQ(p[2 * MB], 0x5a);
 	EXPECT_EQ(settle(lv, OBS_BASE, 1), 1);
 	/* a whole extent freed (zapped PMD) may be huge again */
@@ -206,7 +206,7 @@ TEST(live_map_fixed_over_managed_memory)
 	EXPECT_EQ(counts(lv).anon, 3 * 512);
 	EXPECT_EQ(HOST(lv, fixed_over_managed), 1);
 	EXPECT(uffd_is_managed(lv, p + 4 * MB, HP));
-	EXPECT_EQ(p[4 * MB + 5], 0);       /* fresh memory, managed again: a first touch */
+	EXPECT_EQ(p[4 * MB + 5], 0); /* fresh memory, managed again: a first touch */
 	EXPECT_EQ(p[6 * MB], 1);
 	EXPECT_EQ(settle(lv, OBS_HUGE, 5), 5);
 	EXPECT_EQ(counts(lv).anon, 4 * 512);
@@ -226,8 +226,8 @@ TEST(live_mremap_keeps_data_and_state)
 
 	memset(p, 3, 4 * MB);
 	/* occupy the space after it, so growing must move */
-	blocker = sys_mmap(p + 4 * MB, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-			   -1, 0);
+	blocker = sys_mmap(p + 4 * MB, 4096, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	r = uffd_mremap(lv, p, 4 * MB, 8 * MB, MREMAP_MAYMOVE, NULL);
 	ASSERT(!sys_is_err(r));
 	q = (char *)r;
@@ -290,8 +290,8 @@ TEST(live_failed_region_falls_back_to_the_kernel)
 	EXPECT(!uffd_is_managed(lv, p, MB));
 	EXPECT_EQ(counts(lv).anon, 0);
 	EXPECT_EQ(HOST(lv, regions_failed), 1);
-	EXPECT_EQ(p[100], 4);            /* data kept */
-	EXPECT_EQ(p[MB - 1], 0);         /* served natively, no hang */
+	EXPECT_EQ(p[100], 4);	 /* data kept */
+	EXPECT_EQ(p[MB - 1], 0); /* served natively, no hang */
 	p[MB - 1] = 1;
 	EXPECT_EQ(settle(lv, OBS_BASE, 64), 64);
 	uffd_live_destroy(lv);
