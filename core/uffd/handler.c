@@ -162,13 +162,18 @@ static int move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, size_t *mo
 }
 
 /* The host refused the huge move (a PTE table already in the extent, VMA flags that differ from
- * the staging area, ...): serve the fault with 4 KiB pages, keeping what the move already mapped,
- * exactly as a THP fault that falls back (busy read lock held). */
+ * the staging area, ...): serve the fault with 4 KiB pages, keeping whatever the move mapped, as
+ * a THP fault that falls back. What is mapped is read from the page tables (mincore), not from
+ * the byte count the move reported: a move can under-report (see migrate.c). Busy read lock
+ * held. */
 static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, int rc, size_t moved)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
+	uintptr_t dst = uffd_ext_addr(r, fc->e);
 	uint32_t p0 = ext_first_page(fc), nmoved = (uint32_t)(moved / UFFD_PAGE_SIZE);
+	unsigned char vec[MM_HPAGE_NR];
+	bool known = sys_call3(SYS_mincore, dst, UFFD_HPAGE_SIZE, vec) == 0;
 	int frc = 0;
 
 	UFFD_COUNT(lv, huge_move_fallbacks);
@@ -179,19 +184,16 @@ static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, i
 	mm_anon_split(lv->mm, head);
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		uint32_t p = p0 + i;
+		bool mapped = known ? (vec[i] & 1) : i < nmoved;
 
-		if (i < nmoved) {
+		if (!mapped && p == fc->p) {
+			frc = fill_page(fc);
+			mapped = frc == 0 || frc == -EEXIST;
+			frc = mapped ? 0 : frc;
+		}
+		if (mapped) {
 			uffd_pfn_set(r, p, head + i);
 			uffd_pstate_set(r, p, UP_PRESENT);
-		} else if (p == fc->p) {
-			frc = fill_page(fc);
-			if (frc == 0 || frc == -EEXIST) {
-				uffd_pfn_set(r, p, head + i);
-				uffd_pstate_set(r, p, UP_PRESENT);
-				frc = 0;
-			} else {
-				mm_anon_free(lv->mm, head + i, 0, fc->w);
-			}
 		} else {
 			mm_anon_free(lv->mm, head + i, 0, fc->w);
 		}

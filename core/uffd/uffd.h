@@ -127,6 +127,7 @@ unsigned uffd_handlers_auto(void);
 	X(host_thp_unavailable, "staging chunks the host backed with 4 KiB pages")                 \
 	X(anon_migrations, "program pages really migrated (unmap, copy, remap)")                   \
 	X(anon_migrate_busy, "migrations refused: page busy, shared or not movable")               \
+	X(move_misreports, "UFFDIO_MOVEs that moved the page but reported an error (recovered)")   \
 	X(nomem_faults, "faults served outside the exhausted pool")                                \
 	X(eexist, "benign EEXIST races")                                                           \
 	X(uffd_errors, "unexpected userfaultfd errors (the region falls back to unmanaged)")       \
@@ -580,6 +581,8 @@ int uffd_io_zeropage(int fd, uintptr_t dst, size_t len);
 int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *done);
 int uffd_io_wake(int fd, uintptr_t start, size_t len);
 int uffd_io_register(int fd, uintptr_t start, size_t len);
+/* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
+int uffd_page_resident(uintptr_t addr);
 int uffd_io_unregister(int fd, uintptr_t start, size_t len);
 
 #endif

@@ -79,6 +79,14 @@ int uffd_io_unregister(int fd, uintptr_t start, size_t len)
 	return sys_ioctl(fd, UFFDIO_UNREGISTER, &r);
 }
 
+int uffd_page_resident(uintptr_t addr)
+{
+	unsigned char v = 0;
+	int rc = (int)sys_call3(SYS_mincore, addr & ~(UFFD_PAGE_SIZE - 1), UFFD_PAGE_SIZE, &v);
+
+	return rc < 0 ? rc : (v & 1);
+}
+
 static int open_fd_raw(char *err, size_t errlen)
 {
 	int flags = O_CLOEXEC | O_NONBLOCK;

@@ -5,6 +5,8 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -297,6 +299,39 @@ TEST(live_failed_region_falls_back_to_the_kernel)
 	uffd_live_destroy(lv);
 }
 
+/* A span can still reach over pages unmapped while a migration held them; a new mapping placed
+ * there must still be managed (the span is trimmed again), not left to the kernel. */
+TEST(live_new_mapping_over_a_stale_span_is_managed)
+{
+	struct uffd_live *lv = mk("modern-never", "256M");
+	char *p = map(lv, 8 * MB);
+	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)p);
+	uint32_t pfn;
+	long q;
+
+	ASSERT(r != NULL);
+	p[4096] = 1;
+	ASSERT_EQ(settle(lv, OBS_BASE, 1), 1); /* the handler records after it set the state */
+	pfn = uffd_pfn_get(r, 1);
+	/* a migrator holds page 1 while the program unmaps the first 2 MiB */
+	ASSERT(uffd_pstate_cas(r, 1, UP_PRESENT, UP_MIGRATING));
+	ASSERT_EQ(uffd_munmap(lv, p, HP), 0);
+	EXPECT_EQ(r->lo, (uintptr_t)p + 4096); /* the span stops at the held page */
+	/* the migrator lets go (what migrate_locked does on a FREED page), mm frees the frame */
+	uffd_pstate_set(r, 1, UP_GONE);
+	mm_anon_free(lv->mm, pfn, 0, NULL);
+	q = uffd_mmap(lv, p, HP, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ASSERT_EQ(q, (long)p);
+	EXPECT(uffd_is_managed(lv, p, HP));
+	EXPECT_EQ(r->lo, (uintptr_t)p + HP);
+	p[100] = 2;
+	EXPECT_EQ(settle(lv, OBS_BASE, 2), 2);
+	EXPECT_EQ(HOST(lv, unmanaged_maps), 0);
+	uffd_region_put(&lv->table, r);
+	uffd_live_destroy(lv);
+}
+
 /* ---- real migration of program pages ----------------------------------------------------- */
 
 struct reader {
@@ -436,6 +471,75 @@ TEST(live_migration_racing_with_dontneed)
 	for (size_t pg = 0; pg < 512; pg++)
 		ASSERT_EQ(v[pg * 512], pg + 1);
 	EXPECT_GT(HOST(lv, anon_migrations), 0);
+	uffd_region_put(&lv->table, r);
+	uffd_live_destroy(lv);
+}
+
+/* ---- kernel-mode faults with a pending signal: message storms ------------------------------- */
+
+struct piper {
+	int fd;
+	char *buf;
+	ssize_t got;
+	int tid; /* atomic */
+};
+
+static void on_usr1(int sig)
+{
+}
+
+static void *pipe_reader(void *arg)
+{
+	struct piper *pr = arg;
+
+	__atomic_store_n(&pr->tid, sys_gettid(), __ATOMIC_RELEASE);
+	/* copy_to_user faults on a managed page */
+	__atomic_store_n(&pr->got, read(pr->fd, pr->buf, 4096), __ATOMIC_RELEASE);
+	return NULL;
+}
+
+TEST(live_kernel_fault_storm_is_absorbed)
+{
+	struct uffd_live *lv = mk("modern-always", "256M");
+	char *p = map(lv, HP);
+	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)p);
+	struct sigaction sa = {.sa_handler = on_usr1};
+	struct piper pr = {.buf = p + 8192};
+	uint64_t before;
+	char data[4096];
+	pthread_t th;
+	int fds[2];
+
+	ASSERT(r != NULL);
+	ASSERT_EQ(pipe(fds), 0);
+	sigaction(SIGUSR1, &sa, NULL);
+	/* a stalled owner: the extent stays FILLING until we let it go */
+	ASSERT(uffd_xstate_cas(r, 0, UX_EMPTY, UX_FILLING));
+	for (int i = 0; i < 4096; i++)
+		data[i] = (char)(i * 7);
+	ASSERT_EQ(write(fds[1], data, sizeof(data)), 4096);
+	pr.fd = fds[0];
+	pthread_create(&th, NULL, pipe_reader, &pr);
+	while (!__atomic_load_n(&pr.tid, __ATOMIC_ACQUIRE))
+		usleep(100);
+	usleep(20000);
+	before = HOST(lv, dup_messages);
+	/* a non-fatal signal makes the kernel retry the fault and queue a message each time */
+	for (int i = 0; i < 200; i++) {
+		syscall(SYS_tgkill, getpid(), pr.tid, SIGUSR1);
+		usleep(250);
+	}
+	fprintf(stderr, "  storm: %llu messages while blocked\n",
+		(unsigned long long)(HOST(lv, dup_messages) - before));
+	EXPECT_GT(HOST(lv, dup_messages) - before, 10);
+	/* still blocked: nobody answered with a page */
+	EXPECT_EQ(__atomic_load_n(&pr.got, __ATOMIC_ACQUIRE), 0);
+	uffd_xstate_set(r, 0, UX_EMPTY); /* the owner gives up: waiters fault again */
+	uffd_io_wake(lv->uffd, (uintptr_t)p, HP);
+	pthread_join(th, NULL);
+	EXPECT_EQ(__atomic_load_n(&pr.got, __ATOMIC_ACQUIRE), 4096);
+	EXPECT(memcmp(p + 8192, data, 4096) == 0);
+	EXPECT_EQ(settle(lv, OBS_HUGE, 1), 1);
 	uffd_region_put(&lv->table, r);
 	uffd_live_destroy(lv);
 }
