@@ -19,7 +19,7 @@ fi
 get() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", b - a }'; }
 
 bare4=$("$BENCH" bare4k $n4) || fail "bare4k: $bare4"
 emu4=$("$THPEMU" run --quiet --policy modern-never --report "$T_OUT/bench4k.json" -- \
