@@ -17,6 +17,7 @@
 #include "uffd/uffd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "uffd/sys.h"
@@ -312,6 +313,54 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	}
 }
 
+/* The faulting thread's name, read with raw system calls (no stdio on the fault path). */
+static void thread_comm(int tid, char *comm, size_t len)
+{
+	char path[48] = "/proc/self/task/";
+	size_t n = 16;
+	char digits[12];
+	int d = 0, fd;
+	long got;
+
+	do {
+		digits[d++] = (char)('0' + tid % 10);
+		tid /= 10;
+	} while (tid > 0 && d < 11);
+	while (d)
+		path[n++] = digits[--d];
+	memcpy(path + n, "/comm", 6);
+	comm[0] = '\0';
+	fd = (int)sys_call4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	got = sys_read(fd, comm, len - 1);
+	sys_close(fd);
+	if (got <= 0)
+		got = 0;
+	comm[got] = '\0';
+	if (got && comm[got - 1] == '\n')
+		comm[got - 1] = '\0';
+}
+
+/* Keep a stall event in the process's statistics (lock-free slot reservation). */
+static void record_stall(struct fault_ctx *fc, uint64_t lat)
+{
+	struct uffd_stats *st = fc->lv->stats;
+	uint32_t idx = __atomic_fetch_add(&st->nstall_recs, 1, __ATOMIC_RELAXED);
+	struct uffd_stall_rec *sr;
+
+	if (idx >= UFFD_STALL_RECS)
+		return;
+	sr = &st->stall_recs[idx];
+	sr->t_start_ns = fc->t_read;
+	sr->duration_ns = lat;
+	sr->addr = fc->addr;
+	sr->tid = fc->tid;
+	sr->cause = fc->res.rec.cause;
+	thread_comm(fc->tid, sr->comm, sizeof(sr->comm));
+	__atomic_store_n(&sr->ready, 1, __ATOMIC_RELEASE);
+}
+
 static void record(struct fault_ctx *fc)
 {
 	struct uffd_live *lv = fc->lv;
@@ -323,6 +372,7 @@ static void record(struct fault_ctx *fc)
 	if (lat >= lv->cfg.stall_threshold_ns) {
 		uffd_stat_add(&h->stalls, 1);
 		uffd_stat_add(&h->stall_ns, lat);
+		record_stall(fc, lat);
 	}
 	if (lv->fault_hook) {
 		struct uffd_fault_event ev = {

@@ -297,6 +297,13 @@ void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out)
 		o[i] = __atomic_load_n(&h[i], __ATOMIC_RELAXED);
 	obs_faults_init(&out->faults);
 	obs_faults_merge(&out->faults, &lv->stats->faults);
+	out->nstall_recs = 0;
+	for (uint32_t i = 0; i < UFFD_STALL_RECS; i++) {
+		const struct uffd_stall_rec *sr = &lv->stats->stall_recs[i];
+
+		if (__atomic_load_n(&sr->ready, __ATOMIC_ACQUIRE))
+			out->stall_recs[out->nstall_recs++] = *sr; /* published: complete */
+	}
 }
 
 /* ---- create / destroy ------------------------------------------------------------------------ */

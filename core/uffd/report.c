@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "obs/stall.h"
 #include "util/json.h"
 
 const char *const uffd_host_names[] = {
@@ -40,6 +41,12 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 	for (unsigned i = 0; i < MM_STAT_NR; i++)
 		dst->vmstat[i] += src->vmstat[i];
 	obs_faults_merge(&dst->faults, &src->faults);
+	for (uint32_t i = 0; i < src->nstall_recs && i < UFFD_STALL_RECS; i++) {
+		if (dst->nstall_recs >= UFFD_STALL_RECS)
+			break;
+		if (src->stall_recs[i].ready)
+			dst->stall_recs[dst->nstall_recs++] = src->stall_recs[i];
+	}
 	if (!dst->note[0] && src->note[0])
 		memcpy(dst->note, src->note, sizeof(dst->note));
 	if (!dst->policy[0])
@@ -90,18 +97,30 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 	jw_obj_end(w);
 }
 
-/* Stall events as the shared "stalls" section; live stack capture (issue 5) fills the groups. */
+/* The shared "stalls" section (obs/stall.h), grouped by cause. Live stack capture is issue 5's:
+ * until then each group shows the emulated kernel's call chain for its cause ("modelled"). */
 static void report_stalls(struct json_w *w, const struct uffd_config *cfg,
 			  const struct uffd_stats *st)
 {
-	jw_obj_begin(w, "stalls");
-	jw_dbl(w, "threshold_ms", (double)cfg->stall_threshold_ns / 1e6, 3);
-	jw_u64(w, "count", st->host.stalls);
-	jw_dbl(w, "total_ms", (double)st->host.stall_ns / 1e6, 3);
-	jw_str(w, "stacks", "none");
-	jw_arr_begin(w, "groups");
-	jw_arr_end(w);
-	jw_obj_end(w);
+	uint32_t n = st->nstall_recs < UFFD_STALL_RECS ? st->nstall_recs : UFFD_STALL_RECS;
+	struct obs_stalls *s;
+
+	if (obs_stalls_create(&s, n ? n : 1, cfg->stall_threshold_ns, OBS_STACKS_MODELLED) < 0) {
+		jw_obj_begin(w, "stalls");
+		jw_u64(w, "count", st->host.stalls);
+		jw_obj_end(w);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct uffd_stall_rec *sr = &st->stall_recs[i];
+
+		if (__atomic_load_n(&sr->ready, __ATOMIC_ACQUIRE))
+			obs_stalls_add_modelled(s, sr->t_start_ns, sr->duration_ns,
+						(enum mm_cause)sr->cause, sr->comm, sr->tid,
+						sr->addr);
+	}
+	obs_report_stalls(w, s);
+	obs_stalls_destroy(s);
 }
 
 static void report_host(struct json_w *w, const struct uffd_stats *st)

@@ -158,7 +158,20 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 1
+#define UFFD_STATS_VERSION 2
+#define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
+
+/* One fault slower than the stall threshold, as the handler saw it. Stacks arrive with issue 5;
+ * until then reports show the emulated kernel's call chain for the cause ("modelled"). */
+struct uffd_stall_rec {
+	uint64_t t_start_ns;  /* message read, CLOCK_MONOTONIC */
+	uint64_t duration_ns; /* service time */
+	uint64_t addr;	      /* faulting address */
+	int32_t tid;	      /* faulting thread */
+	uint8_t cause;	      /* enum mm_cause: the largest contributor */
+	uint8_t ready;	      /* published (release store) once the record is complete */
+	char comm[16];	      /* faulting thread's name */
+};
 
 enum uffd_proc_state {
 	UFFD_PROC_RUNNING,   /* managed, not yet at exit (or it died without running destructors) */
@@ -186,6 +199,8 @@ struct uffd_stats {
 	struct mm_counts counts; /* pool occupancy at the last snapshot */
 	struct uffd_host_stats host;
 	struct obs_faults faults; /* per-fault latency histograms */
+	uint32_t nstall_recs;     /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
+	struct uffd_stall_rec stall_recs[UFFD_STALL_RECS];
 };
 
 static inline void uffd_stat_add(uint64_t *c, uint64_t n)

@@ -10,7 +10,7 @@ size_mb=256
 field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" "$1" | tail -1; }
 
 rep="$T_OUT/usemem.always.json"
-"$THPEMU" run --policy modern-always --pool 1G --report "$rep" -- \
+"$THPEMU" run --policy modern-always --pool 1G --stall-threshold 100us --report "$rep" -- \
 	"$USEMEM" --size ${size_mb}M --quiet >"$T_TMP/always" || fail "usemem failed"
 cat "$T_TMP/always"
 pct=$(field "$T_TMP/always" huge_pct)
@@ -20,6 +20,11 @@ awk -v p="$pct" 'BEGIN { exit !(p >= 90) }' || fail "huge_pct=$pct < 90"
 pmd=$(json "$rep" .host.real_pmd_faults)
 [ "$pmd" -ge $((size_mb / 2 * 9 / 10)) ] || fail "only $pmd huge faults got a real PMD"
 say "modern-always: huge_pct=$pct anonhuge_kb=$kb real_pmd=$pmd"
+# faults over the (low) stall threshold are reported as stall events, grouped by cause
+n=$(json "$rep" .stalls.count)
+[ "$n" -ge 1 ] || fail "no stall event over 100us among $(json "$rep" .faults.total) faults"
+expect_eq "stall stacks" "$(json "$rep" .stalls.stacks)" modelled
+json "$rep" '.stalls.groups[0].comms[]' | grep -qx usemem || fail "stall events do not name usemem"
 
 rep="$T_OUT/usemem.never.json"
 "$THPEMU" run --policy modern-never --pool 1G --report "$rep" -- \

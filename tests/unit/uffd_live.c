@@ -18,6 +18,8 @@
 #define MB (1UL << 20)
 #define HP (2UL << 20)
 
+static uint64_t mk_stall_ns = 1000000000ULL; /* the stall threshold mk() configures */
+
 static struct uffd_live *mk(const char *policy, const char *pool)
 {
 	struct uffd_config cfg;
@@ -33,6 +35,7 @@ static struct uffd_live *mk(const char *policy, const char *pool)
 	cfg.handlers = 3;
 	cfg.staging = 2;
 	cfg.log = UFFD_LOG_QUIET;
+	cfg.stall_threshold_ns = mk_stall_ns;
 	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
 		if (strstr(err, "userfaultfd unavailable"))
 			SKIP("%s", err);
@@ -472,6 +475,32 @@ TEST(live_migration_racing_with_dontneed)
 		ASSERT_EQ(v[pg * 512], pg + 1);
 	EXPECT_GT(HOST(lv, anon_migrations), 0);
 	uffd_region_put(&lv->table, r);
+	uffd_live_destroy(lv);
+}
+
+TEST(live_stalls_are_recorded_with_cause_and_thread)
+{
+	struct uffd_live *lv;
+	struct uffd_stats *st = malloc(sizeof(*st));
+	char *p;
+
+	mk_stall_ns = 1; /* every fault is a stall */
+	lv = mk("modern-always", "256M");
+	p = map(lv, 8 * MB);
+	pthread_setname_np(pthread_self(), "stall-victim");
+	for (size_t off = 0; off < 8 * MB; off += HP)
+		p[off] = 1;
+	settle(lv, OBS_HUGE, 4);
+	uffd_live_stats_copy(lv, st);
+	EXPECT_EQ(st->host.stalls, 4);
+	ASSERT_EQ(st->nstall_recs, 4);
+	for (int i = 0; i < 4; i++) {
+		ASSERT_STREQ(st->stall_recs[i].comm, "stall-victim");
+		EXPECT_EQ(st->stall_recs[i].tid, sys_gettid());
+		EXPECT_GT(st->stall_recs[i].duration_ns, 0);
+		EXPECT_EQ(st->stall_recs[i].addr % HP, 0);
+	}
+	free(st);
 	uffd_live_destroy(lv);
 }
 
