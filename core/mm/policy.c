@@ -169,7 +169,7 @@ static const struct key keys[] = {
 	{"deferred-skips-reclaim", K_BOOL, F(deferred_skips_reclaim), NULL, 0, 0, 0,
 	 "a THP fault finding compaction deferred skips direct reclaim (3.3)"},
 	{"reclaim-waits-writeback", K_BOOL, F(reclaim_waits_writeback), NULL, 0, 0, 0,
-	 "costly-order direct reclaim's synchronous pass waits on writeback (3.1)"},
+	 "costly-order direct reclaim's synchronous pass waits on writeback (3.1-3.4)"},
 	{"reclaim-writeout", K_BOOL, F(reclaim_writeout), NULL, 0, 0, 0,
 	 "direct reclaim writes dirty page cache out itself (3.1)"},
 	{"reclaim-skip", K_ENUM, F(reclaim_skip), skip_values, 0, 0, 0,

@@ -24,13 +24,13 @@
 #include "mm/internal.h"
 
 #define SWAP_CLUSTER_MAX 32
-#define DEF_PRIORITY 12
-#define COSTLY_ORDER 3
+#define DEF_PRIORITY	 12
+#define COSTLY_ORDER	 3
 
 /* reclaim_mode bits (3.x) */
 #define RM_SINGLE     0x1
 #define RM_ASYNC      0x2
-#define RM_SYNC       0x4
+#define RM_SYNC	      0x4
 #define RM_COMPACTION 0x8
 
 struct scan_control {
@@ -41,8 +41,8 @@ struct scan_control {
 	unsigned gfp;
 	int priority;
 	bool kswapd;
-	bool compaction_ready;         /* shrink_zones skipped the zone for compaction */
-	unsigned reclaim_mode;         /* 3.x RM_* of the current batch */
+	bool compaction_ready; /* shrink_zones skipped the zone for compaction */
+	unsigned reclaim_mode; /* 3.x RM_* of the current batch */
 	struct fault_ctx *fc;
 };
 
@@ -114,8 +114,7 @@ static enum page_verdict dirty_verdict(struct mm *mm, struct scan_control *sc, u
 }
 
 /* shrink_page_list's decision for one isolated page-cache frame. */
-__stall_frame static enum page_verdict shrink_page(struct mm *mm, struct scan_control *sc,
-						     uint32_t pfn)
+static enum page_verdict shrink_page(struct mm *mm, struct scan_control *sc, uint32_t pfn)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 	bool referenced;
@@ -143,8 +142,8 @@ __stall_frame static enum page_verdict shrink_page(struct mm *mm, struct scan_co
 
 /* One shrink_page_list pass over the batch: frees what it can, compacts the rest in place.
  * Returns the number reclaimed. */
-static uint32_t shrink_page_list(struct mm *mm, struct scan_control *sc, uint32_t *pfns,
-				 uint32_t *n)
+__stall_frame static uint32_t shrink_page_list(struct mm *mm, struct scan_control *sc,
+					       uint32_t *pfns, uint32_t *n)
 {
 	uint32_t kept = 0, reclaimed = 0;
 
@@ -212,7 +211,7 @@ static void shrink_active_list(struct mm *mm, uint32_t nr)
 		struct mm_frame *f = pfn_frame(mm, pfn);
 
 		lru_del(mm, pfn);
-		f->flags &= (uint8_t)~(FF_ACTIVE | FF_REFERENCED);
+		f->flags &= (uint8_t) ~(FF_ACTIVE | FF_REFERENCED);
 		lru_add(mm, pfn);
 	}
 }
@@ -296,7 +295,8 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 	uint32_t before;
 
 	do {
-		uint32_t nr_in = mm->nr_lru[0] >> sc->priority, nr_act = mm->nr_lru[1] >> sc->priority;
+		uint32_t nr_in = mm->nr_lru[0] >> sc->priority,
+			 nr_act = mm->nr_lru[1] >> sc->priority;
 
 		before = sc->nr_reclaimed;
 		if (!nr_in && mm->nr_lru[0])
@@ -339,10 +339,10 @@ __stall_frame uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac)
 {
 	struct fault_ctx none = {0};
 	struct scan_control sc = {
-		.nr_to_reclaim = SWAP_CLUSTER_MAX,
-		.order = ac->order,
-		.gfp = ac->gfp,
-		.fc = ac->fc ? ac->fc : &none,
+	    .nr_to_reclaim = SWAP_CLUSTER_MAX,
+	    .order = ac->order,
+	    .gfp = ac->gfp,
+	    .fc = ac->fc ? ac->fc : &none,
 	};
 	uint32_t scanned;
 
@@ -356,7 +356,8 @@ __stall_frame uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac)
 	return sc.nr_reclaimed;
 }
 
-/* ---- kswapd ----------------------------------------------------------------------------------- */
+/* ---- kswapd -----------------------------------------------------------------------------------
+ */
 
 /* wakeup_kswapd: 3.x wakes it unless the zone is fine at LOW for the order; 6.12 records the
  * order and, when the zone is balanced at HIGH, hands a no-direct-reclaim caller to
@@ -390,11 +391,11 @@ static bool pgdat_balanced(struct mm *mm, unsigned order)
 
 /* balance_pgdat: reclaim toward HIGH at the order (dropping to order 0 once compact_gap is
  * reclaimed). Returns frames reclaimed. */
-static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call)
+__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call)
 {
 	struct fault_ctx fc = {.call = call};
-	struct scan_control sc = {.order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true,
-				  .fc = &fc};
+	struct scan_control sc = {
+	    .order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true, .fc = &fc};
 
 	for (sc.priority = DEF_PRIORITY; sc.priority >= 0; sc.priority--) {
 		uint32_t before = sc.nr_scanned;
@@ -402,8 +403,8 @@ static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call)
 		if (pgdat_balanced(mm, sc.order) && !mm->watermark_boost)
 			break;
 		sc.nr_to_reclaim = sc.nr_reclaimed + (wmark_pages(mm, WMARK_HIGH) > SWAP_CLUSTER_MAX
-							      ? wmark_pages(mm, WMARK_HIGH)
-							      : SWAP_CLUSTER_MAX);
+							  ? wmark_pages(mm, WMARK_HIGH)
+							  : SWAP_CLUSTER_MAX);
 		shrink_node(mm, &sc);
 		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)
 			sc.order = 0;

@@ -5,7 +5,7 @@
 #include "mm/compaction.h"
 
 #define MIB (1ULL << 20)
-#define MS 1000000ULL
+#define MS  1000000ULL
 
 /* pfns of block 0's special frames */
 enum { P_DIRTY = 10, P_WB = 11, P_CLEAN = 12, P_ANON = 13, P_FOREIGN = 14 };
@@ -45,8 +45,11 @@ struct run {
 static void compact(struct fakeenv *fe, enum mm_migrate_mode mode, struct run *r)
 {
 	struct fault_ctx fc = {.rec = &r->rec};
-	struct alloc_ctx ac = {.order = 9, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE,
-			       .alloc_flags = WMARK_MIN, .fc = &fc};
+	struct alloc_ctx ac = {.order = 9,
+			       .mt = MM_MT_MOVABLE,
+			       .gfp = GFP_HIGHUSER_MOVABLE,
+			       .alloc_flags = WMARK_MIN,
+			       .fc = &fc};
 	char err[256];
 
 	memset(&r->rec, 0, sizeof(r->rec));

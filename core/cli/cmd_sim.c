@@ -1,0 +1,230 @@
+/* thpemu sim: run a built-in scenario against the emulated kernel in virtual time.
+ *
+ * Usage errors (a bad policy, scenario, size, duration, device or cost file) print one line
+ * naming the option and the accepted values and exit 2; a run that cannot write its report
+ * exits 1.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "sim/sim.h"
+#include "util/units.h"
+
+#define CMD	 "sim"
+#define MAX_OPTS 64
+#define POOL_MIN (8ULL << 20)
+#define POOL_MAX (64ULL << 30)
+
+struct sim_args {
+	const char *policy, *scenario, *json, *costs, *device;
+	const char *opts[MAX_OPTS];
+	unsigned nopts;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: thpemu sim --policy POLICY --scenario SCENARIO [--seed N] [--pool SIZE]\n"
+	    "                  [--duration DUR] [--json FILE|-] [--costs FILE]\n"
+	    "                  [--device PRESET[:KEY=VALUE,...]] [--stall-threshold DUR]\n"
+	    "                  [--opt KEY=VALUE]...\n\n"
+	    "Runs a scenario against the emulated kernel in virtual time: deterministic (the same\n"
+	    "inputs and seed give byte-identical JSON) and much faster than real time.\n\n"
+	    "  --policy POLICY        kernel profile or spec string (below)\n"
+	    "  --scenario SCENARIO    built-in workload (below)\n"
+	    "  --seed N               randomness of the scenario and the device (default 1)\n"
+	    "  --pool SIZE            emulated memory, 8M..64G (default: the scenario's)\n"
+	    "  --duration DUR         virtual time to simulate (default: the scenario's)\n"
+	    "  --json FILE|-          write the JSON report (- for stdout; otherwise a human\n"
+	    "                         summary goes to stdout)\n"
+	    "  --costs FILE           calibration file: KEY=VALUE lines with the cost keys below\n"
+	    "  --device SPEC          slow device for writeback (default %s)\n"
+	    "  --stall-threshold DUR  faults at least this long are stall events (default 1s)\n"
+	    "  --opt KEY=VALUE        a scenario parameter (below)\n\n",
+	    SIM_DEFAULT_DEVICE);
+	fprintf(f, "Policies:\n");
+	mm_policy_help(f);
+	fprintf(f, "\nScenarios:\n");
+	sim_scenarios_help(f);
+	fprintf(f, "\nCost keys (--costs FILE; durations with a unit):\n");
+	sim_costs_help(f);
+	fprintf(f, "\nDevices (--device PRESET[:KEY=VALUE,...]):\n");
+	devm_help(f);
+}
+
+static void scenario_names(char *buf, size_t len)
+{
+	const struct sim_scenario *const *s = sim_scenarios();
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; s[i] && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", s[i]->name);
+}
+
+/* "--key value" or "--key=value": the value of option `name` at argv[*i], or NULL. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc)
+		cli_usage_error(CMD, "%s needs a value (see 'thpemu sim --help')", name);
+	return argv[++*i];
+}
+
+static void parse_scalar(struct sim_config *c, const char *name, const char *v)
+{
+	uint64_t u;
+
+	if (strcmp(name, "--seed") == 0) {
+		if (units_parse_uint(v, UINT64_MAX, &c->seed))
+			cli_usage_error(CMD, "--seed: bad value '%s' (a non-negative integer)", v);
+	} else if (strcmp(name, "--pool") == 0) {
+		if (units_parse_size(v, &u) || u < POOL_MIN || u > POOL_MAX)
+			cli_usage_error(CMD, "--pool: bad size '%s' (8M..64G, e.g. 512M or 2G)", v);
+		c->pool_bytes = u;
+	} else if (strcmp(name, "--duration") == 0) {
+		if (units_parse_duration(v, &u) || u == 0)
+			cli_usage_error(CMD,
+					"--duration: bad duration '%s' (positive, with a unit: "
+					"90s, 10m, 1h)",
+					v);
+		c->duration_ns = u;
+	} else if (strcmp(name, "--stall-threshold") == 0) {
+		if (units_parse_duration(v, &u) || u == 0)
+			cli_usage_error(CMD,
+					"--stall-threshold: bad duration '%s' (positive, with a "
+					"unit: 500ms, 1s)",
+					v);
+		c->stall_threshold_ns = u;
+	}
+}
+
+static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_args *a)
+{
+	static const char *const scalars[] = {"--seed", "--pool", "--duration",
+					      "--stall-threshold"};
+
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		bool done = false;
+
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			exit(0);
+		}
+		for (unsigned k = 0; k < sizeof(scalars) / sizeof(scalars[0]) && !done; k++) {
+			if ((v = opt_value(argc, argv, &i, scalars[k]))) {
+				parse_scalar(c, scalars[k], v);
+				done = true;
+			}
+		}
+		if (done)
+			continue;
+		if ((v = opt_value(argc, argv, &i, "--policy")))
+			a->policy = v;
+		else if ((v = opt_value(argc, argv, &i, "--scenario")))
+			a->scenario = v;
+		else if ((v = opt_value(argc, argv, &i, "--json")))
+			a->json = v;
+		else if ((v = opt_value(argc, argv, &i, "--costs")))
+			a->costs = v;
+		else if ((v = opt_value(argc, argv, &i, "--device")))
+			a->device = v;
+		else if ((v = opt_value(argc, argv, &i, "--opt"))) {
+			if (a->nopts == MAX_OPTS)
+				cli_usage_error(CMD, "--opt: at most %d", MAX_OPTS);
+			a->opts[a->nopts++] = v;
+		} else
+			cli_usage_error(CMD, "unknown option '%s' (see 'thpemu sim --help')",
+					argv[i]);
+	}
+}
+
+/* Turn the collected arguments into a complete configuration, or exit 2. */
+static void resolve(struct sim_config *c, const struct sim_args *a)
+{
+	char err[1024], names[256];
+
+	scenario_names(names, sizeof(names));
+	if (!a->policy)
+		cli_usage_error(CMD, "--policy is required (a profile such as linux-3.1, or "
+				     "NAME:KEY=VALUE,...; see 'thpemu sim --help')");
+	if (mm_policy_parse(a->policy, &c->policy, err, sizeof(err)))
+		cli_usage_error(CMD, "--policy: %s", err);
+	if (!a->scenario)
+		cli_usage_error(CMD, "--scenario is required (accepted: %s)", names);
+	c->scenario = sim_scenario_find(a->scenario);
+	if (!c->scenario)
+		cli_usage_error(CMD, "--scenario: unknown scenario '%s' (accepted: %s)",
+				a->scenario, names);
+	sim_params_defaults(c->scenario, &c->params);
+	for (unsigned i = 0; i < a->nopts; i++)
+		if (sim_params_set(c->scenario, &c->params, a->opts[i], err, sizeof(err)))
+			cli_usage_error(CMD, "--opt: %s", err);
+	if (a->device) {
+		if (sim_device_parse(a->device, &c->device, err, sizeof(err)))
+			cli_usage_error(CMD, "--device: %s", err);
+		snprintf(c->device_spec, sizeof(c->device_spec), "%s", a->device);
+	}
+	if (a->costs && sim_costs_load(&c->costs, a->costs, err, sizeof(err)))
+		cli_usage_error(CMD, "--costs: %s", err);
+}
+
+static int write_json(const struct sim_result *r, const char *path)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "we");
+	int rc;
+
+	if (!f) {
+		cli_error(CMD, "--json: cannot write '%s': %s", path, strerror(errno));
+		return 1;
+	}
+	rc = sim_report_json(r, f, true);
+	if (f != stdout && fclose(f) != 0)
+		rc = -EIO;
+	if (rc) {
+		cli_error(CMD, "--json: error writing '%s'", path);
+		return 1;
+	}
+	return 0;
+}
+
+static int sim_main(int argc, char **argv)
+{
+	struct sim_config c;
+	struct sim_args a = {0};
+	struct sim_result *r;
+	char err[1024];
+	int rc;
+
+	sim_config_init(&c);
+	parse_args(argc, argv, &c, &a);
+	resolve(&c, &a);
+	rc = sim_run_scenario(&c, &r, err, sizeof(err));
+	if (rc == -EINVAL)
+		cli_usage_error(CMD, "%s", err);
+	if (rc) {
+		cli_error(CMD, "%s", err);
+		return 1;
+	}
+	rc = 0;
+	if (a.json)
+		rc = write_json(r, a.json);
+	if (!a.json || strcmp(a.json, "-") != 0)
+		sim_report_text(r, stdout);
+	sim_result_free(r);
+	return rc;
+}
+
+CLI_COMMAND(sim, "sim", "run a scenario against the emulated kernel in virtual time", sim_main)

@@ -1,0 +1,129 @@
+/* The simulator's environment for core/mm: virtual time, modelled costs and waits.
+ *
+ * mm calls these hooks with the `call` cookie of the actor it works for (a struct sim_task).
+ *   now            the actor's own clock (global virtual time plus its unsettled debt);
+ *   alloc_cost     charges mm's units (pfns scanned, pages isolated, ...) from the cost table;
+ *   wait_writeback settles the actor's debt and parks it until the frame's writeback request
+ *                  completes at the device (wait_on_page_writeback): the wait's length emerges
+ *                  from the device queue, other actors run meanwhile;
+ *   migrate_anon   charges migrate-page and updates the owning process's page table; the
+ *                  owner may exit while the copy is in flight (then -ENOENT, as mm.h asks);
+ *   copy_file_page charges copy-4k; clear_huge charges clear-2m;
+ *   writeout       starts writeback of one dirty page (->writepage): a single-page request
+ *                  queued behind everything already at the device;
+ *   trace          tracks whether the actor is inside compact_zone, so that writeback waits
+ *                  can be told apart: compaction (migration) versus direct reclaim.
+ * There is no lock: the simulator is one thread, and actors only switch at unlocked hooks.
+ * Called without an actor (setup, recipes), costs are not charged and waits do not block.
+ */
+#include "sim/sim_internal.h"
+
+#include <errno.h>
+
+static uint64_t env_now(void *priv, void *call)
+{
+	struct sim_world *w = priv;
+	struct sim_task *t = call;
+
+	return t && t->a ? sim_actor_now(t->a) : sim_now(w->e);
+}
+
+static void charge(struct sim_task *t, uint64_t ns)
+{
+	if (t && t->a)
+		sim_charge(t->a, ns);
+}
+
+static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
+{
+	static const enum sim_cost map[MM_COST_NR] = {
+	    [MM_COST_FAULT] = SIM_COST_FAULT,
+	    [MM_COST_BUDDY_OP] = SIM_COST_BUDDY_OP,
+	    [MM_COST_SCAN_PFN] = SIM_COST_SCAN_PFN,
+	    [MM_COST_ISOLATE] = SIM_COST_ISOLATE,
+	    [MM_COST_RECLAIM_PAGE] = SIM_COST_RECLAIM_PAGE,
+	};
+	struct sim_world *w = priv;
+
+	if ((unsigned)what < MM_COST_NR)
+		charge(call, w->cfg->costs.ns[map[what]] * n);
+}
+
+static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
+{
+	return dev_wait_writeback(priv, call, pfn, timeout_ns);
+}
+
+static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+{
+	return proc_migrate(priv, call, owner, from, to);
+}
+
+static int env_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+{
+	struct sim_world *w = priv;
+	struct sim_task *t = call;
+
+	charge(t, w->cfg->costs.ns[SIM_COST_COPY_4K]);
+	if (t && t->a)
+		sim_settle(t->a);
+	return 0;
+}
+
+static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t extent_owner)
+{
+	struct sim_world *w = priv;
+	struct sim_task *t = call;
+
+	charge(t, w->cfg->costs.ns[SIM_COST_CLEAR_2M]);
+	if (t && t->a)
+		sim_settle(t->a);
+}
+
+static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
+{
+	struct sim_world *w = priv;
+	struct sim_task *t = call;
+	int rc;
+
+	charge(t, w->cfg->costs.ns[SIM_COST_WRITEOUT]);
+	if (t && t->a)
+		sim_settle(t->a);
+	rc = mm_writeback_begin_one(w->mm, pfn);
+	if (rc)
+		return rc;
+	file_written_out(w, owner);
+	rc = dev_submit(w, SIO_WRITEOUT, dev_offset_of(w, owner), &pfn, 1, NULL);
+	if (rc) {
+		mm_writeback_end(w->mm, pfn,
+				 rc); /* the page goes back to clean, counted as error */
+		return rc;
+	}
+	w->fl.writeout_pages++;
+	return 0;
+}
+
+static void env_trace(void *priv, void *call, const struct mm_trace *ev)
+{
+	struct sim_task *t = call;
+
+	if (!t)
+		return;
+	if (ev->kind == MM_TRACE_COMPACTION_BEGIN)
+		t->in_compaction++;
+	else if (ev->kind == MM_TRACE_COMPACTION_END && t->in_compaction > 0)
+		t->in_compaction--;
+}
+
+const struct mm_env_ops sim_env_ops = {
+    .now = env_now,
+    .lock = NULL,
+    .unlock = NULL,
+    .wait_writeback = env_wait_writeback,
+    .migrate_anon = env_migrate_anon,
+    .copy_file_page = env_copy_file_page,
+    .clear_huge = env_clear_huge,
+    .alloc_cost = env_alloc_cost,
+    .writeout = env_writeout,
+    .trace = env_trace,
+};

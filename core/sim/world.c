@@ -1,0 +1,157 @@
+/* The simulated machine's shared pieces: the emulated kernel (core/mm) instance, actors' task
+ * records, fault and stall accounting, and the background threads (kswapd / kcompactd through
+ * mm_background).
+ */
+#include "sim/sim_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int world_mm_create(struct sim_world *w, char *err, size_t errlen)
+{
+	w->env.ops = &sim_env_ops;
+	w->env.priv = w;
+	return mm_create(&w->mmcfg, &w->env, &w->mm, err, errlen);
+}
+
+/* Fold the pool's counters into the run's totals and drop it (between iterations). */
+void world_mm_destroy(struct sim_world *w)
+{
+	uint64_t st[MM_STAT_NR];
+
+	if (!w->mm)
+		return;
+	mm_get_stats(w->mm, st);
+	for (int i = 0; i < MM_STAT_NR; i++)
+		w->stats_done[i] += st[i];
+	mm_destroy(w->mm);
+	w->mm = NULL;
+}
+
+/* Apply an mm_fragment recipe to the pool (the scenarios' "init" parameter); an empty recipe
+ * leaves the pool as created. Deterministic for the run's seed. */
+int world_apply_recipe(struct sim_world *w, const char *recipe, char *err, size_t errlen)
+{
+	char why[256];
+	int rc;
+
+	if (!recipe[0])
+		return 0;
+	rc = mm_fragment(w->mm, recipe, w->cfg->seed, why, sizeof(why), NULL);
+	if (rc)
+		snprintf(err, errlen, "--opt init: %s", why);
+	return rc;
+}
+
+int world_spawn(struct sim_world *w, struct sim_task *t, const char *comm, uint64_t start,
+		sim_actor_fn fn, void *arg)
+{
+	t->w = w;
+	t->in_compaction = 0;
+	t->fault_t0 = 0;
+	t->next = w->tasks;
+	w->tasks = t;
+	snprintf(t->comm, sizeof(t->comm), "%s", comm);
+	return sim_spawn(w->e, comm, start, fn, arg, &t->a);
+}
+
+static bool woke_kswapd(const struct mm_fault_rec *rec)
+{
+	for (unsigned i = 0; i < rec->nsteps && i < MM_FAULT_MAX_STEPS; i++)
+		if (rec->steps[i].step == MM_STEP_WAKE_KSWAPD)
+			return true;
+	return false;
+}
+
+static bool is_compaction(unsigned step)
+{
+	return step == MM_STEP_COMPACT_ASYNC || step == MM_STEP_COMPACT_SYNC_LIGHT ||
+	       step == MM_STEP_COMPACT_SYNC;
+}
+
+static void count_steps(struct sim_steps *st, const struct mm_fault_rec *rec)
+{
+	unsigned n = rec->nsteps < MM_FAULT_MAX_STEPS ? rec->nsteps : MM_FAULT_MAX_STEPS;
+	bool reclaimed = false;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned step = rec->steps[i].step, res = rec->steps[i].result;
+
+		if (step >= MM_STEP_NR)
+			continue;
+		reclaimed |= step == MM_STEP_RECLAIM;
+		if (is_compaction(step)) {
+			bool ok = res == MM_COMPACT_SUCCESS;
+
+			if (reclaimed) {
+				st->second_runs++;
+				st->second_success += ok;
+			} else {
+				st->first_runs++;
+				st->first_success += ok;
+			}
+		}
+		st->count[step]++;
+		st->result[step][res < SIM_STEP_RESULTS ? res : SIM_STEP_RESULTS - 1]++;
+	}
+	if (rec->outcome == MM_FAULT_HUGE && n > 0 && rec->steps[n - 1].step < MM_STEP_NR)
+		st->huge_from[rec->steps[n - 1].step]++;
+}
+
+void world_record_fault(struct sim_world *w, struct sim_task *t, const struct mm_fault_res *res,
+			uint64_t latency_ns, uint32_t pid, uint64_t addr)
+{
+	obs_faults_record(&w->faults, &res->rec, latency_ns);
+	for (int i = 0; i < 2; i++) {
+		struct sim_wait_stat *f = &w->fault_wb[i], *p = &t->fault_wb[i];
+
+		f->count += p->count;
+		f->total_ns += p->total_ns;
+		if (p->max_ns > f->max_ns)
+			f->max_ns = p->max_ns;
+		*p = (struct sim_wait_stat){0};
+	}
+	count_steps(&w->steps, &res->rec);
+	if (latency_ns >= w->cfg->stall_threshold_ns) {
+		w->nstalls++;
+		if (latency_ns > w->stall_max_ns)
+			w->stall_max_ns = latency_ns;
+		obs_stalls_add_modelled(w->stalls, res->rec.t_start, latency_ns,
+					(enum mm_cause)res->rec.cause, t->comm, (int32_t)pid, addr);
+	}
+	if (woke_kswapd(&res->rec))
+		world_wake_background(w);
+}
+
+void world_wake_background(struct sim_world *w)
+{
+	if (w->bg_running)
+		sim_wake_all(w->e, &w->bg_wq);
+}
+
+#define BG_POLL_NS 10000000ULL /* idle background threads look again every 10 ms */
+
+/* kswapd and kcompactd: mm_background says when it wants to run again. */
+static void background_fn(struct sim_actor *a, void *arg)
+{
+	struct sim_world *w = arg;
+
+	for (;;) {
+		uint64_t next;
+
+		next = mm_background(w->mm, &w->bg);
+		sim_settle(a);
+		if (next == 0)
+			next = 1000000; /* never spin in zero time */
+		sim_wait(a, &w->bg_wq, next > BG_POLL_NS ? BG_POLL_NS : next);
+	}
+}
+
+void world_start_background(struct sim_world *w)
+{
+	if (w->bg_running)
+		return;
+	if (world_spawn(w, &w->bg, "kswapd0", sim_now(w->e), background_fn, w) == 0)
+		w->bg_running = true;
+}

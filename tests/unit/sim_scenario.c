@@ -1,0 +1,201 @@
+/* core/sim scenarios and runs: same inputs and seed give byte-identical JSON, another seed gives
+ * another run; every scenario runs on a small pool and reports the required sections;
+ * parameters and device specs are parsed with one-line errors naming the key. */
+#include "harness.h"
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+
+static int config(struct sim_config *c, const char *policy, const char *scenario, uint64_t pool,
+		  uint64_t duration_s, uint64_t seed)
+{
+	char err[512];
+
+	sim_config_init(c);
+	if (mm_policy_parse(policy, &c->policy, err, sizeof(err)))
+		return -EINVAL;
+	c->scenario = sim_scenario_find(scenario);
+	if (!c->scenario)
+		return -EINVAL;
+	sim_params_defaults(c->scenario, &c->params);
+	c->pool_bytes = pool;
+	c->duration_ns = duration_s * 1000000000ULL;
+	c->seed = seed;
+	return 0;
+}
+
+/* Run and return the JSON report as a malloc'ed string. */
+static char *run_json(const struct sim_config *c)
+{
+	struct sim_result *r;
+	char err[512], *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (sim_run_scenario(c, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "run failed: %s\n", err);
+		return NULL;
+	}
+	f = open_memstream(&buf, &len);
+	if (sim_report_json(r, f, true) != 0)
+		buf[0] = '\0';
+	fclose(f);
+	sim_result_free(r);
+	return buf;
+}
+
+TEST(same_seed_gives_identical_bytes_and_another_seed_differs)
+{
+	struct sim_config c;
+	char *a, *b, *d;
+
+	ASSERT_EQ(config(&c, "linux-3.1", "seed-2011", 64 << 20, 40, 7), 0);
+	a = run_json(&c);
+	b = run_json(&c);
+	ASSERT(a && b);
+	EXPECT(strlen(a) > 1000);
+	EXPECT(strcmp(a, b) == 0);
+	c.seed = 8;
+	d = run_json(&c);
+	ASSERT(d);
+	EXPECT(strcmp(a, d) != 0);
+	free(a);
+	free(b);
+	free(d);
+}
+
+static json_t *get(json_t *root, const char *path)
+{
+	char buf[256], *save = NULL;
+	json_t *j = root;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *k = strtok_r(buf, ".", &save); k && j; k = strtok_r(NULL, ".", &save))
+		j = json_object_get(j, k);
+	return j;
+}
+
+static void check_sections(const char *text, const char *scenario)
+{
+	static const char *const required[] = {
+	    "policy",
+	    "scenario",
+	    "seed",
+	    "pool_bytes",
+	    "device",
+	    "duration_s",
+	    "faults.total",
+	    "faults.huge",
+	    "faults.base",
+	    "faults.huge_pct",
+	    "latency_us.huge.p99",
+	    "latency_us.base.p999",
+	    "latency_us.both.max",
+	    "vmstat.thp_fault_alloc",
+	    "vmstat.compact_stall",
+	    "writeback_waits.count",
+	    "writeback_waits.total_ms",
+	    "writeback_waits.max_ms",
+	    "writeback_waits_by_path.compaction.count",
+	    "writeback_waits_by_path.reclaim.count",
+	    "stalls.threshold_ms",
+	    "stalls.count",
+	    "stalls.groups",
+	    "extents.huge_pct",
+	};
+	json_error_t jerr;
+	json_t *root = json_loads(text, 0, &jerr);
+
+	ASSERT(root);
+	for (unsigned i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		if (!get(root, required[i]))
+			fprintf(stderr, "  missing %s\n", required[i]);
+		EXPECT(get(root, required[i]) != NULL);
+	}
+	EXPECT(strcmp(json_string_value(get(root, "scenario")), scenario) == 0);
+	EXPECT(json_integer_value(get(root, "faults.total")) > 0);
+	/* the faults-only breakdown adds up to the shared writeback_waits section */
+	EXPECT_EQ(
+	    json_integer_value(get(root, "writeback_waits_by_path.in_faults.compaction.count")) +
+		json_integer_value(get(root, "writeback_waits_by_path.in_faults.reclaim.count")),
+	    json_integer_value(get(root, "writeback_waits.count")));
+	EXPECT(json_integer_value(get(root, "faults.total")) ==
+	       json_integer_value(get(root, "faults.huge")) +
+		   json_integer_value(get(root, "faults.base")));
+	json_decref(root);
+}
+
+TEST(every_scenario_runs_small_and_reports_the_required_sections)
+{
+	static const char *const names[] = {"seed-2011", "thpcompact", "thpchallenge-fio"};
+	struct sim_config c;
+
+	/* seed-2011's usemem starts at 10 s */
+	static const uint64_t secs[] = {12, 1, 1};
+
+	for (unsigned i = 0; i < 3; i++) {
+		char *j;
+
+		ASSERT_EQ(config(&c, "linux-3.3", names[i], 32 << 20, secs[i], 1), 0);
+		j = run_json(&c);
+		ASSERT(j);
+		check_sections(j, names[i]);
+		free(j);
+	}
+}
+
+TEST(thpcompact_runs_whole_iterations)
+{
+	struct sim_config c;
+	struct sim_result *r;
+	struct sim_summary s;
+	char err[256];
+
+	ASSERT_EQ(config(&c, "linux-3.3", "thpcompact", 32 << 20, 1, 1), 0);
+	ASSERT_EQ(sim_run_scenario(&c, &r, err, sizeof(err)), 0);
+	sim_result_summary(r, &s);
+	EXPECT_GE(s.duration_ns, 1000000000ULL); /* ends after the last whole iteration */
+	EXPECT_GT(s.faults, 0);
+	sim_result_free(r);
+}
+
+TEST(parameters_parse_with_units_and_name_the_key_on_error)
+{
+	const struct sim_scenario *s = sim_scenario_find("seed-2011");
+	struct sim_params p;
+	char err[512];
+
+	ASSERT(s);
+	sim_params_defaults(s, &p);
+	ASSERT_EQ(sim_params_set(s, &p, "usemem-hold=500ms", err, sizeof(err)), 0);
+	ASSERT_EQ(sim_params_set(s, &p, "usemem-max=10%", err, sizeof(err)), 0);
+	ASSERT_EQ(sim_params_set(s, &p, "madvise=no", err, sizeof(err)), 0);
+	EXPECT_EQ(sim_params_set(s, &p, "usemem-hold=5", err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "usemem-hold") && strstr(err, "duration"));
+	EXPECT_EQ(sim_params_set(s, &p, "nosuch=1", err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "unknown key 'nosuch'") && strstr(err, "usemem-procs"));
+	EXPECT_EQ(sim_params_set(s, &p, "madvise", err, sizeof(err)), -EINVAL);
+	EXPECT(sim_scenario_find("thpcompact") && sim_scenario_find("thpchallenge-fio"));
+	EXPECT(sim_scenario_find("thpchallenge") == NULL);
+}
+
+TEST(device_specs_take_a_preset_and_overrides)
+{
+	struct devm_params d;
+	char err[512];
+
+	ASSERT_EQ(sim_device_parse("usb2-stick-2011", &d, err, sizeof(err)), 0);
+	EXPECT_EQ(d.slots, 1);
+	ASSERT_EQ(sim_device_parse("usb2-stick-2011:bandwidth=2M,slots=2", &d, err, sizeof(err)),
+		  0);
+	EXPECT_EQ(d.write_bw, 2 << 20);
+	EXPECT_EQ(d.slots, 2);
+	EXPECT_EQ(sim_device_parse("floppy", &d, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "unknown preset 'floppy'") && strstr(err, "usb2-stick-2011"));
+	EXPECT_EQ(sim_device_parse("fast:warp=9", &d, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "warp=9") != NULL);
+}
+
+TEST_MAIN()

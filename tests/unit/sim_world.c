@@ -1,0 +1,170 @@
+/* core/sim machine level: a writeback wait ends exactly when the device completes the request
+ * carrying the frame (the queue decides, nothing is fixed), bounded waits time out, and the
+ * owner side of migration handles an owner exiting during the copy (mm.h's rule). */
+#include "harness.h"
+#include "sim/sim_internal.h"
+
+#include <errno.h>
+
+struct fixture {
+	struct sim_config c;
+	struct sim_world w;
+};
+
+static void setup(struct fixture *f, const char *device)
+{
+	char err[512];
+
+	sim_config_init(&f->c);
+	ASSERT_EQ(mm_policy_parse("linux-3.1", &f->c.policy, err, sizeof(err)), 0);
+	f->c.scenario = sim_scenario_find("seed-2011");
+	sim_params_defaults(f->c.scenario, &f->c.params);
+	f->c.pool_bytes = 64 << 20;
+	ASSERT_EQ(sim_device_parse(device, &f->c.device, err, sizeof(err)), 0);
+	memset(&f->w, 0, sizeof(f->w));
+	ASSERT_EQ(world_init(&f->w, &f->c, err, sizeof(err)), 0);
+}
+
+static uint32_t pfn_of(struct sim_world *w, uint32_t id, uint32_t index)
+{
+	uint32_t pfn;
+	bool created;
+
+	if (mm_pagecache_get(w->mm, MM_OWNER_FILE(id, index), false, &pfn, &created, NULL))
+		return MM_NO_PFN;
+	mm_pagecache_put(w->mm, pfn, false);
+	return pfn;
+}
+
+struct wb_case {
+	struct sim_task task;
+	struct sim_world *w;
+	uint64_t t_submit, t_first, t_last, t_timeout;
+	int rc_first, rc_last, rc_timeout;
+	bool first_still_wb, last_still_wb;
+};
+
+static void wb_actor(struct sim_actor *a, void *arg)
+{
+	struct wb_case *k = arg;
+	struct sim_world *w = k->w;
+	uint32_t id = file_new(w, 64), first, last;
+
+	for (uint32_t i = 0; i < 64; i++)
+		file_write_page(w, &k->task, id, i);
+	sim_settle(a);
+	first = pfn_of(w, id, 0);
+	last = pfn_of(w, id, 63);
+	k->t_submit = sim_now(w->e);
+	w->fl.p.background_ratio = 0; /* write everything: 30 + 30 + 4 pages */
+	w->fl.p.dirty_ratio = 1;
+	flusher_kick(w);
+	k->rc_timeout = dev_wait_writeback(w, &k->task, last, 10000000);
+	k->t_timeout = sim_now(w->e);
+	k->rc_first = dev_wait_writeback(w, &k->task, first, SIM_NO_TIMEOUT);
+	k->t_first = sim_now(w->e);
+	k->first_still_wb = mm_frame_under_writeback(w->mm, first);
+	k->rc_last = dev_wait_writeback(w, &k->task, last, SIM_NO_TIMEOUT);
+	k->t_last = sim_now(w->e);
+	k->last_still_wb = mm_frame_under_writeback(w->mm, last);
+}
+
+TEST(writeback_wait_ends_when_the_queue_completes_the_request)
+{
+	struct fixture f;
+	struct wb_case k = {0};
+	/* 1 ms setup + bytes at 5 MB/s, one slot, no jitter, no flash GC */
+	const uint64_t req30 = 1000000 + 30 * 4096 * 200; /* 200 ns per byte at 5 MB/s */
+	const uint64_t req4 = 1000000 + 4 * 4096 * 200;
+
+	setup(&f, "usb2-stick-2011:jitter=0,gc-au=0");
+	k.w = &f.w;
+	ASSERT_EQ(world_spawn(&f.w, &k.task, "writer", 0, wb_actor, &k), 0);
+	ASSERT_EQ(sim_run(f.w.e, 10000000000ULL), 0);
+	EXPECT_EQ(f.w.fl.reqs, 3);
+	EXPECT_EQ(k.rc_timeout, -ETIMEDOUT);
+	EXPECT_EQ(k.t_timeout, k.t_submit + 10000000);
+	EXPECT_EQ(k.rc_first, 0);
+	EXPECT_EQ(k.t_first, k.t_submit + req30);
+	EXPECT(!k.first_still_wb);
+	EXPECT_EQ(k.rc_last, 0);
+	EXPECT_EQ(k.t_last, k.t_submit + 2 * req30 + req4); /* behind the two requests ahead */
+	EXPECT(!k.last_still_wb);
+	/* every wait above was outside compaction: counted as a reclaim-path wait */
+	EXPECT_EQ(f.w.wb_reclaim.count, 3);
+	EXPECT_EQ(f.w.wb_compact.count, 0);
+	world_fini(&f.w);
+}
+
+struct race {
+	struct sim_task victim_task, other_task;
+	struct sim_world *w;
+	struct sim_proc *victim, *other;
+	uint32_t victim_pid;
+	int rc_racing, rc_clean;
+	uint32_t other_pfn_after;
+	struct mm_counts after_exit;
+};
+
+#define FAKE_TARGET 4242 /* proc_migrate only updates the page table: any pfn will do */
+
+static void sleep_until(struct sim_actor *a, uint64_t t)
+{
+	uint64_t now = sim_actor_now(a);
+
+	sim_sleep(a, t > now ? t - now : 0);
+}
+
+/* The owner: faults 16 pages, exits at 1 ms (during the copy of page 5). */
+static void victim_fn(struct sim_actor *a, void *arg)
+{
+	struct race *r = arg;
+
+	r->victim = proc_create(r->w, 64 << 10, MM_VMA_NOHUGEPAGE);
+	r->victim_pid = r->victim->pid;
+	proc_touch_range(r->w, &r->victim_task, r->victim, 0, r->victim->npages);
+	sleep_until(a, 1000000);
+	proc_exit(r->w, &r->victim_task, r->victim);
+	mm_get_counts(r->w->mm, &r->after_exit);
+}
+
+/* The compactor: the racing migration, then a clean one of another process's page. */
+static void other_fn(struct sim_actor *a, void *arg)
+{
+	struct race *r = arg;
+	struct sim_world *w = r->w;
+
+	r->other = proc_create(w, 64 << 10, MM_VMA_NOHUGEPAGE);
+	proc_touch_range(w, &r->other_task, r->other, 0, r->other->npages);
+	sleep_until(a, 500000);
+	r->rc_racing = proc_migrate(w, &r->other_task, (uint64_t)r->victim_pid << 32 | 5,
+				    r->victim->pfn[5], FAKE_TARGET); /* copy: 0.5 ms .. 1.5 ms */
+	r->rc_clean = proc_migrate(w, &r->other_task, (uint64_t)r->other->pid << 32 | 3,
+				   r->other->pfn[3], FAKE_TARGET);
+	r->other_pfn_after = r->other->pfn[3];
+	r->other->pfn[3] = MM_NO_PFN; /* nothing moved in mm: forget the fake target */
+}
+
+TEST(owner_exiting_during_a_migration_copy_gets_enoent_and_leaves_the_frame_to_mm)
+{
+	struct fixture f;
+	struct race r = {0};
+
+	setup(&f, "usb2-stick-2011");
+	f.c.costs.ns[SIM_COST_MIGRATE_PAGE] = 1000000;
+	r.w = &f.w;
+	ASSERT_EQ(world_spawn(&f.w, &r.victim_task, "usemem", 0, victim_fn, &r), 0);
+	ASSERT_EQ(world_spawn(&f.w, &r.other_task, "kcompactd", 0, other_fn, &r), 0);
+	ASSERT_EQ(sim_run(f.w.e, 3000000), 0);
+	EXPECT_EQ(r.rc_clean, 0);
+	EXPECT_EQ(r.other_pfn_after, FAKE_TARGET);
+	EXPECT_EQ(r.rc_racing, -ENOENT);
+	/* the exiting owner freed 15 of its 16 frames (the one being copied is mm's to free);
+	 * the other process still holds its 16 */
+	EXPECT_EQ(r.after_exit.anon, 1 + 16);
+	/* once the copy returned, the exited process is gone */
+	EXPECT(proc_lookup(&f.w, r.victim_pid) == NULL);
+	world_fini(&f.w);
+}
+
+TEST_MAIN()
