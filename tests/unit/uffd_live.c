@@ -504,6 +504,35 @@ TEST(live_stalls_are_recorded_with_cause_and_thread)
 	uffd_live_destroy(lv);
 }
 
+/* A handler that owns an extent for a long time (sync compaction waiting on writeback) must not
+ * hold up other faults: messages for its extent are dropped, not waited on. */
+TEST(live_a_stalled_owner_holds_up_nobody_else)
+{
+	struct uffd_live *lv = mk("modern-never", "256M");
+	char *a = map(lv, HP), *b = map(lv, 4 * MB);
+	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)a);
+	struct toucher t = {.p = a, .len = 4096, .id = 0, .nthreads = 1};
+	struct timespec t0, t1;
+	pthread_t th;
+
+	ASSERT(r != NULL);
+	ASSERT(uffd_xstate_cas(r, 0, UX_EMPTY, UX_FILLING)); /* the stalled owner */
+	pthread_create(&th, NULL, touch_all, &t);	     /* blocks on the owned extent */
+	usleep(20000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t off = 0; off < 4 * MB; off += 4096)
+		b[off] = 3; /* 1024 faults elsewhere, served by the other handlers */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_LT((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000, 2000);
+	EXPECT_EQ(settle(lv, OBS_BASE, 1024), 1024);
+	uffd_xstate_set(r, 0, UX_EMPTY); /* the owner gives up */
+	uffd_io_wake(lv->uffd, (uintptr_t)a, HP);
+	pthread_join(th, NULL);
+	EXPECT_EQ(a[1], 1);
+	uffd_region_put(&lv->table, r);
+	uffd_live_destroy(lv);
+}
+
 /* ---- kernel-mode faults with a pending signal: message storms ------------------------------- */
 
 struct piper {
