@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -104,12 +105,13 @@ static void *handler_main(void *arg)
 			continue;
 		if (pfd[1].revents)
 			break;
+		__atomic_store_n(&w->busy, 1, __ATOMIC_SEQ_CST);
 		n = sys_read(lv->uffd, &msg, sizeof(msg));
-		if (n != sizeof(msg) || msg.event != UFFD_EVENT_PAGEFAULT)
-			continue; /* -EAGAIN: another handler took it */
-		uffd_handle_fault(w, (uintptr_t)msg.arg.pagefault.address,
-				  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
-				  (int)msg.arg.pagefault.feat.ptid, clock_now_ns());
+		if (n == sizeof(msg) && msg.event == UFFD_EVENT_PAGEFAULT) /* else -EAGAIN: taken */
+			uffd_handle_fault(w, (uintptr_t)msg.arg.pagefault.address,
+					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
+					  (int)msg.arg.pagefault.feat.ptid, clock_now_ns());
+		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -459,6 +461,24 @@ int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
 	return rc;
 }
 
+/* Give handlers serving a fault a moment to record it (a fault is recorded just after the
+ * program was woken, so the program can be exiting already); never wait long: one may be stalled
+ * for seconds in compaction. */
+static void wait_handlers_idle(struct uffd_live *lv, uint64_t max_ns)
+{
+	uint64_t deadline = clock_now_ns() + max_ns;
+
+	for (;;) {
+		bool idle = true;
+
+		for (unsigned i = 0; i < lv->nworkers; i++)
+			idle &= !__atomic_load_n(&lv->workers[i].busy, __ATOMIC_ACQUIRE);
+		if (idle || clock_now_ns() >= deadline)
+			return;
+		sched_yield();
+	}
+}
+
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	char path[600];
@@ -466,6 +486,7 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 
 	if (lv->child)
 		return;
+	wait_handlers_idle(lv, 100 * 1000000ULL);
 	uffd_live_snapshot(lv);
 	pthread_mutex_lock(&lv->snap_lock);
 	lv->stats->state = UFFD_PROC_EXITED;

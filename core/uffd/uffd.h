@@ -199,7 +199,7 @@ struct uffd_stats {
 	struct mm_counts counts; /* pool occupancy at the last snapshot */
 	struct uffd_host_stats host;
 	struct obs_faults faults; /* per-fault latency histograms */
-	uint32_t nstall_recs;     /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
+	uint32_t nstall_recs;	  /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
 	struct uffd_stall_rec stall_recs[UFFD_STALL_RECS];
 };
 
@@ -459,6 +459,7 @@ struct uffd_worker {
 	uint8_t *scratch;      /* UFFD_SCRATCH_PAGES registered pages for migration */
 	unsigned scratch_next; /* next unused scratch page (DONTNEEDed in batches) */
 	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
+	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
 };
 #define UFFD_SCRATCH_PAGES 32
