@@ -50,6 +50,9 @@ const struct uffd_opt uffd_opts[] = {
      "seed of the fragmentation recipe", 0, UINT64_MAX, NULL, 0},
     {"THPEMU_LOG", "--log", "LEVEL", UOPT_ENUM, "warn", "quiet, warn, info or debug",
      "what the library prints on stderr", 0, 0, log_words, 0},
+    {"THPEMU_HOST_THP", "--host-thp", "BOOL", UOPT_BOOL, "1", "0/1, no/yes, false/true, off/on",
+     "back huge decisions with real host THPs (0: 512 small pages, as on a host without THP)", 0,
+     0, bool_words, 0},
     {"THPEMU_DISABLE", NULL, "BOOL", UOPT_BOOL, "0", "0/1, no/yes, false/true, off/on",
      "run the program unmanaged (calls pass straight through)", 0, 0, bool_words, 0},
     {"THPEMU_REPORT", NULL, "FILE", UOPT_PATH, "", "a file path (%p expands to the pid)",
@@ -134,6 +137,8 @@ static int store(const struct uffd_opt *o, const char *name, const char *val, ui
 		cfg->log = (enum uffd_log_level)word;
 	else if (!strcmp(e, "DISABLE"))
 		cfg->disable = word & 1;
+	else if (!strcmp(e, "HOST_THP"))
+		cfg->host_thp = word & 1;
 	else if (!strcmp(e, "FRAGMENT"))
 		return copy_path(cfg->fragment, sizeof(cfg->fragment), o, name, val, err, errlen);
 	else if (!strcmp(e, "REPORT"))

@@ -400,7 +400,7 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 		rc = uffd_table_init(&lv->table);
 	if (rc == 0)
 		rc = uffd_staging_init(&lv->staging, cfg->staging, lv->nworkers + 2,
-				       &lv->stats->host, lv->pagemap_fd);
+				       &lv->stats->host, lv->pagemap_fd, cfg->host_thp);
 	if (rc == 0)
 		rc = scratch_init(lv);
 	if (rc == 0)

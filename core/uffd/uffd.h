@@ -51,6 +51,7 @@ enum uffd_allocator { UFFD_ALLOC_JEMALLOC, UFFD_ALLOC_NONE };
 
 struct uffd_config {
 	bool disable;		       /* THPEMU_DISABLE: run the program unmanaged */
+	bool host_thp;		       /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
 	char policy_spec[160];	       /* as given (validated by mm_policy_parse) */
 	struct mm_policy policy;       /* parsed */
 	uint64_t pool_bytes;	       /* emulated physical memory */
@@ -424,7 +425,7 @@ struct uffd_staging {
 };
 
 int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
-		      struct uffd_host_stats *host, int pagemap_fd);
+		      struct uffd_host_stats *host, int pagemap_fd, bool host_thp);
 int uffd_staging_start(struct uffd_staging *s); /* the refill thread */
 void uffd_staging_destroy(struct uffd_staging *s);
 /* Take a chunk (ready, else populate one now). Returns the slot index or -errno. */

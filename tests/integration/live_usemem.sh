@@ -34,3 +34,15 @@ expect_eq "modern-never huge" "$(field "$T_TMP/never" 'huge')" 0
 expect_eq "modern-never AnonHugePages" "$(field "$T_TMP/never" anonhuge_kb)" 0
 expect_eq "modern-never huge faults" "$(json "$rep" .faults.huge)" 0
 [ "$(json "$rep" .faults.base)" -ge $((size_mb * 256)) ] || fail "too few base faults"
+
+# a host that gives no THP: emulated huge decisions still work, mapped with 512 small pages,
+# and the report says so
+rep="$T_OUT/usemem.nohostthp.json"
+"$THPEMU" run --policy modern-always --pool 1G --host-thp 0 --report "$rep" -- \
+	"$USEMEM" --size 64M --quiet >"$T_TMP/nothp" || fail "usemem failed without host THPs"
+cat "$T_TMP/nothp"
+expect_eq "no-host-THP emulated huge" "$(json "$rep" .faults.huge)" 32
+expect_eq "no-host-THP real PMDs" "$(json "$rep" .host.real_pmd_faults)" 0
+expect_eq "no-host-THP small-mapped huge" "$(json "$rep" .host.huge_not_pmd)" 32
+[ "$(json "$rep" .host.host_thp_unavailable)" -ge 32 ] || fail "THP-less chunks not counted"
+expect_eq "no-host-THP AnonHugePages" "$(field "$T_TMP/nothp" anonhuge_kb)" 0
