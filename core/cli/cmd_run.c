@@ -1,0 +1,351 @@
+/* thpemu run: run a program under the live emulator and report what its faults cost.
+ *
+ * The launcher validates its options (one line and exit 2 on a bad value), preloads
+ * libthpemu.so (and jemalloc, so that glibc-malloc programs are managed too), points every
+ * process of the program at a private run directory where each keeps its statistics in a
+ * MAP_SHARED file, runs the command, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to it, and
+ * finally merges the processes' statistics into one report, whatever happened to them (_exit,
+ * a crash or a kill leave their last counters behind). The exit status is the program's, or
+ * 128 + signal if it was killed.
+ *
+ * Options are table-driven: the THPEMU_* table of core/uffd supplies most of them, and
+ * run_opts[] below the launcher's own (issue 5 adds the device and dirtier options there).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "uffd/uffd.h"
+#include "util/clock.h"
+
+struct run_ctx {
+	struct uffd_config cfg;
+	const char *report; /* --report FILE */
+	bool quiet;	    /* --quiet: no summary */
+	char **cmd;	    /* the program and its arguments */
+	char run_dir[PATH_MAX];
+	pid_t child;
+};
+
+/* The launcher's own options (those not in the THPEMU_* table). */
+struct run_opt {
+	const char *name;
+	const char *metavar; /* NULL: a flag without a value */
+	const char *help;
+	void (*apply)(struct run_ctx *rc, const char *val);
+};
+
+static void opt_report(struct run_ctx *rc, const char *val)
+{
+	rc->report = val;
+}
+
+static void opt_quiet(struct run_ctx *rc, const char *val)
+{
+	rc->quiet = true;
+}
+
+static const struct run_opt run_opts[] = {
+    {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
+    {"--quiet", NULL, "no summary on stderr", opt_quiet},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: thpemu run [OPTIONS] -- CMD [ARGS...]\n\n"
+		"Runs CMD with libthpemu.so preloaded: its private anonymous memory is served by "
+		"userfaultfd\nhandlers that follow the emulated kernel policy, and every fault's "
+		"cost is measured.\n\nOptions:\n");
+	char lhs[64];
+
+	for (size_t i = 0; i < sizeof(run_opts) / sizeof(run_opts[0]); i++) {
+		snprintf(lhs, sizeof(lhs), "%s%s%s", run_opts[i].name,
+			 run_opts[i].metavar ? " " : "",
+			 run_opts[i].metavar ? run_opts[i].metavar : "");
+		fprintf(f, "  %-24s %s\n", lhs, run_opts[i].help);
+	}
+	for (unsigned i = 0; i < uffd_nopts; i++) {
+		const struct uffd_opt *o = &uffd_opts[i];
+
+		if (!o->cli)
+			continue;
+		snprintf(lhs, sizeof(lhs), "%s %s", o->cli, o->metavar);
+		fprintf(f, "  %-24s %s [%s]\n", lhs, o->help, o->def[0] ? o->def : "none");
+	}
+	fprintf(f,
+		"\nEnvironment (the preload library reads these; the options above set them):\n");
+	uffd_opts_help(f, false);
+	fprintf(f, "\nPolicies:\n");
+	mm_policy_help(f);
+	fprintf(f, "\nExit status: the program's, 128+N if it was killed by signal N, 2 for a bad "
+		   "option, 1 if thpemu itself failed.\n");
+}
+
+static const struct run_opt *find_run_opt(const char *name)
+{
+	for (size_t i = 0; i < sizeof(run_opts) / sizeof(run_opts[0]); i++)
+		if (strcmp(run_opts[i].name, name) == 0)
+			return &run_opts[i];
+	return NULL;
+}
+
+/* Split "--opt=value" / "--opt value"; returns the value or exits 2. */
+static const char *opt_value(int argc, char **argv, int *i, const char *eq, const char *name)
+{
+	if (eq)
+		return eq + 1;
+	if (*i + 1 >= argc)
+		cli_usage_error("run", "%s needs a value", name);
+	return argv[++*i];
+}
+
+static void parse(int argc, char **argv, struct run_ctx *rc)
+{
+	char err[512], name[64];
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+		const struct uffd_opt *uo;
+		const struct run_opt *ro;
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			exit(0);
+		}
+		if (a[0] != '-')
+			break;
+		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+		if ((ro = find_run_opt(name))) {
+			ro->apply(rc, ro->metavar ? opt_value(argc, argv, &i, eq, name) : NULL);
+		} else if ((uo = uffd_opt_by_cli(name))) {
+			const char *v = opt_value(argc, argv, &i, eq, name);
+
+			if (uffd_opt_parse(uo, name, v, &rc->cfg, err, sizeof(err)) < 0)
+				cli_usage_error("run", "%s", err);
+			setenv(uo->env, v, 1);
+		} else {
+			cli_usage_error("run", "unknown option '%s' (see 'thpemu run --help')",
+					name);
+		}
+	}
+	if (i >= argc)
+		cli_usage_error("run",
+				"no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
+	rc->cmd = &argv[i];
+}
+
+/* A recipe is checked the way the library will apply it: on a pool of the same size. */
+static void check_recipe(struct run_ctx *rc)
+{
+	struct mm_config mc = {.pool_bytes = rc->cfg.pool_bytes, .policy = rc->cfg.policy};
+	struct mm_env_ops ops = {0};
+	struct mm_env env = {.ops = &ops};
+	struct mm *mm;
+	char err[256];
+
+	if (!rc->cfg.fragment[0])
+		return;
+	if (mm_create(&mc, &env, &mm, err, sizeof(err)) < 0)
+		cli_usage_error("run", "--pool: %s", err);
+	if (mm_fragment(mm, rc->cfg.fragment, rc->cfg.seed, err, sizeof(err), NULL) < 0) {
+		mm_destroy(mm);
+		cli_usage_error("run", "--fragment: '%s': %s", rc->cfg.fragment, err);
+	}
+	mm_destroy(mm);
+}
+
+/* LD_PRELOAD = libthpemu.so [jemalloc] [whatever was there]. */
+static int set_preload(struct run_ctx *rc)
+{
+	char lib[PATH_MAX], val[3 * PATH_MAX];
+	const char *old = getenv("LD_PRELOAD");
+	const char *jem = THPEMU_JEMALLOC_PATH;
+
+	snprintf(lib, sizeof(lib), "%s/libthpemu.so", cli_self_dir());
+	if (access(lib, R_OK) < 0) {
+		cli_error("run", "cannot find %s: %s", lib, strerror(errno));
+		return -1;
+	}
+	if (rc->cfg.allocator == UFFD_ALLOC_JEMALLOC && access(jem, R_OK) < 0) {
+		cli_error("run",
+			  "--allocator jemalloc: %s is missing (install libjemalloc2); "
+			  "glibc malloc stays unmanaged",
+			  jem);
+		rc->cfg.allocator = UFFD_ALLOC_NONE;
+		setenv("THPEMU_ALLOCATOR", "none", 1);
+	}
+	snprintf(val, sizeof(val), "%s%s%s%s%s", lib,
+		 rc->cfg.allocator == UFFD_ALLOC_JEMALLOC ? " " : "",
+		 rc->cfg.allocator == UFFD_ALLOC_JEMALLOC ? jem : "", old && *old ? " " : "",
+		 old ? old : "");
+	return setenv("LD_PRELOAD", val, 1);
+}
+
+static volatile pid_t forward_to;
+
+/* Signals someone sent to thpemu go on to the program; a terminal's signals already reached
+ * the whole process group, so those (si_code SI_KERNEL) are not sent twice. */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	if (forward_to > 0 && si->si_code != SI_KERNEL)
+		kill(forward_to, sig);
+}
+
+static void install_forwarding(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+static int run_child(struct run_ctx *rc)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		cli_error("run", "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		execvp(rc->cmd[0], rc->cmd);
+		fprintf(stderr, "thpemu run: cannot execute %s: %s\n", rc->cmd[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	forward_to = pid;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	forward_to = 0;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* Read one process's statistics file; returns 0 if usable. */
+static int read_stats(const char *path, struct uffd_stats *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, st, sizeof(*st), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(*st) || st->magic != UFFD_STATS_MAGIC ||
+	    st->version != UFFD_STATS_VERSION || st->size != sizeof(*st))
+		return -1;
+	return 0;
+}
+
+/* Merge every DIR/PID.stats; unlink them and the directory. */
+static void collect(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog)
+{
+	DIR *d = opendir(rc->run_dir);
+	struct uffd_stats *st = calloc(1, sizeof(*st));
+	struct dirent *de;
+	char path[PATH_MAX + 300];
+
+	memset(total, 0, sizeof(*total));
+	obs_faults_init(&total->faults);
+	while (d && st && (de = readdir(d))) {
+		if (!strstr(de->d_name, ".stats"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", rc->run_dir, de->d_name);
+		if (read_stats(path, st) == 0) {
+			if (st->state == UFFD_PROC_UNMANAGED) {
+				prog->unmanaged++;
+				if (!total->note[0])
+					memcpy(total->note, st->note, sizeof(total->note));
+			} else {
+				prog->processes++;
+				prog->no_clean_exit += st->state != UFFD_PROC_EXITED;
+				uffd_stats_merge(total, st);
+			}
+		}
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	free(st);
+	rmdir(rc->run_dir);
+}
+
+static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
+			 const struct uffd_program_info *prog)
+{
+	FILE *f;
+
+	if (!rc->quiet)
+		uffd_report_summary(stderr, total, prog);
+	if (!rc->report)
+		return;
+	f = fopen(rc->report, "w");
+	if (!f || uffd_report_json(f, &rc->cfg, total, prog) < 0)
+		cli_error("run", "cannot write %s: %s", rc->report, strerror(errno));
+	if (f)
+		fclose(f);
+}
+
+static int run_main(int argc, char **argv)
+{
+	struct run_ctx rc = {.child = -1};
+	struct uffd_program_info prog = {0};
+	struct uffd_stats *total;
+	uint64_t t0;
+	int status;
+
+	uffd_config_defaults(&rc.cfg);
+	parse(argc, argv, &rc);
+	check_recipe(&rc);
+	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/thpemu-run.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(rc.run_dir)) {
+		cli_error("run", "cannot create a run directory: %s", strerror(errno));
+		return 1;
+	}
+	setenv("THPEMU_RUN_DIR", rc.run_dir, 1);
+	if (set_preload(&rc) < 0) {
+		rmdir(rc.run_dir);
+		return 1;
+	}
+	install_forwarding();
+	t0 = clock_now_ns();
+	status = run_child(&rc);
+	prog.wall_s = (double)(clock_now_ns() - t0) / 1e9;
+	prog.argv = rc.cmd;
+	prog.exit_status = status;
+	total = calloc(1, sizeof(*total));
+	if (!total)
+		return status < 0 ? 1 : status;
+	collect(&rc, total, &prog);
+	if (!prog.processes && !total->note[0])
+		snprintf(total->note, sizeof(total->note),
+			 " no process was managed (a static or setuid binary ignores LD_PRELOAD)");
+	write_report(&rc, total, &prog);
+	free(total);
+	return status < 0 ? 1 : status;
+}
+
+CLI_COMMAND(run, "run", "run a program under the live emulator and report its faults", run_main)

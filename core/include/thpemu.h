@@ -1,0 +1,45 @@
+/* thpemu: the small public API of libthpemu.so (the LD_PRELOAD emulator).
+ *
+ * A program does not need any of this to run under thpemu. Programs that want to know whether
+ * they are being emulated, or to read their own counters, can declare these functions weak and
+ * test them for NULL, so that the same binary runs natively:
+ *
+ *   extern int thpemu_active(void) __attribute__((weak));
+ *   if (thpemu_active && thpemu_active()) ...
+ */
+#ifndef THPEMU_PUBLIC_H
+#define THPEMU_PUBLIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct thpemu_counters {
+	uint64_t faults;	  /* first-touch faults served by the emulator */
+	uint64_t huge_faults;	  /* of which emulated huge (2 MiB) decisions */
+	uint64_t base_faults;	  /* of which 4 KiB decisions (including outside the pool) */
+	uint64_t nomem_faults;	  /* served outside the exhausted emulated pool */
+	uint64_t real_pmd_faults; /* huge decisions that ended PMD-mapped on the host */
+	uint64_t anon_migrations; /* program pages really migrated by emulated compaction */
+	uint64_t managed_bytes;	  /* memory under management now */
+};
+
+/* "0.1.0" */
+const char *thpemu_version(void);
+/* 1 if the emulator manages this process's memory, 0 if it runs unmanaged. */
+int thpemu_active(void);
+/* 1 if addr lies in memory the emulator manages. */
+int thpemu_is_managed(const void *addr);
+/* Fill *c (size = sizeof(*c), for forward compatibility). Returns 0, or -1 when inactive. */
+int thpemu_get_counters(struct thpemu_counters *c, size_t size);
+/* Write this process's JSON report to path now. Returns 0 or -1 (errno set). */
+int thpemu_write_report(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

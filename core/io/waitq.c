@@ -1,0 +1,81 @@
+/* Hashed futex wait queues for writeback waits (see waitq.h; mirrors folio_wait_bit_common()
+ * and folio_wake_bit() in mm/filemap.c, without exclusive waiters). */
+#include "io/waitq.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned waitq_hash(uint64_t key)
+{
+	/* the kernel's hash_ptr: multiplicative hashing, top bits */
+	return (unsigned)((key * 0x61c8864680b583ebULL) >> (64 - WAITQ_BITS));
+}
+
+void waitq_init(struct waitq *q)
+{
+	memset(q, 0, sizeof(*q));
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_sleep(uint32_t *word, uint32_t val, uint64_t rel_ns)
+{
+	struct timespec ts = {(time_t)(rel_ns / 1000000000ULL), (long)(rel_ns % 1000000000ULL)};
+
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, rel_ns ? &ts : NULL, NULL, 0);
+}
+
+int waitq_wait(struct waitq *q, uint64_t key, waitq_busy_fn busy, void *arg, uint64_t timeout_ns)
+{
+	unsigned h = waitq_hash(key);
+	uint32_t *seq = &q->bucket[h].seq;
+	uint64_t deadline = timeout_ns ? now_ns() + timeout_ns : 0;
+	int saved = errno, rc = 0;
+
+	__atomic_fetch_add(&q->bucket[h].waiters, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		uint32_t s = __atomic_load_n(seq, __ATOMIC_SEQ_CST);
+		uint64_t rel = 0;
+
+		if (!busy(arg, key))
+			break;
+		if (deadline) {
+			uint64_t t = now_ns();
+
+			if (t >= deadline) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+			rel = deadline - t;
+		}
+		futex_sleep(seq, s, rel);
+	}
+	__atomic_fetch_sub(&q->bucket[h].waiters, 1, __ATOMIC_SEQ_CST);
+	errno = saved;
+	return rc;
+}
+
+void waitq_wake(struct waitq *q, uint64_t key)
+{
+	unsigned h = waitq_hash(key);
+
+	__atomic_fetch_add(&q->bucket[h].seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&q->bucket[h].waiters, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &q->bucket[h].seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+uint32_t waitq_waiters(struct waitq *q, uint64_t key)
+{
+	return __atomic_load_n(&q->bucket[waitq_hash(key)].waiters, __ATOMIC_SEQ_CST);
+}

@@ -1,0 +1,70 @@
+/* The public API (core/include/thpemu.h) over the process's emulator. */
+#include "thpemu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shim/shim.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT const char *thpemu_version(void)
+{
+	return THPEMU_VERSION;
+}
+
+EXPORT int thpemu_active(void)
+{
+	return shim_live() != NULL;
+}
+
+EXPORT int thpemu_is_managed(const void *addr)
+{
+	struct uffd_live *lv = shim_live();
+
+	return lv && uffd_is_managed(lv, addr, 1);
+}
+
+EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
+{
+	struct uffd_live *lv = shim_live();
+	struct thpemu_counters v;
+	const struct uffd_stats *st;
+
+	if (!lv)
+		return -1;
+	st = lv->stats;
+	memset(&v, 0, sizeof(v));
+	v.huge_faults = __atomic_load_n(&st->faults.lat[OBS_HUGE].count, __ATOMIC_RELAXED);
+	v.base_faults = __atomic_load_n(&st->faults.lat[OBS_BASE].count, __ATOMIC_RELAXED);
+	v.faults = v.huge_faults + v.base_faults;
+	v.nomem_faults = __atomic_load_n(&st->faults.nomem, __ATOMIC_RELAXED);
+	v.real_pmd_faults = __atomic_load_n(&st->host.real_pmd_faults, __ATOMIC_RELAXED);
+	v.anon_migrations = __atomic_load_n(&st->host.anon_migrations, __ATOMIC_RELAXED);
+	v.managed_bytes = __atomic_load_n(&st->host.bytes_managed, __ATOMIC_RELAXED);
+	memcpy(c, &v, size < sizeof(v) ? size : sizeof(v));
+	return 0;
+}
+
+EXPORT int thpemu_write_report(const char *path)
+{
+	struct uffd_live *lv = shim_live();
+	FILE *f;
+	int rc;
+
+	if (!lv) {
+		errno = ENODEV;
+		return -1;
+	}
+	uffd_live_snapshot(lv);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	rc = uffd_live_report(lv, f, NULL);
+	if (fclose(f) != 0 || rc < 0) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,324 @@
+/* LD_PRELOAD interposers: mmap, mmap64, munmap, mremap, madvise (the program-facing side of
+ * sys_mmap / sys_munmap / sys_mremap / sys_madvise).
+ *
+ * Eligible calls (private anonymous read-write mappings of at least THPEMU_MIN_REGION, and any
+ * call touching managed memory) go to core/uffd; everything else is the raw system call. The
+ * library never calls its own interposed names and never calls dlsym.
+ *
+ * Initialisation runs in the library constructor, where malloc is safe. An allocator usually
+ * gets there first (jemalloc initialises from the first malloc, which libc makes before any
+ * constructor runs): such early calls pass straight through, and the mappings they create are
+ * remembered in a small static table and adopted once the emulator is up. Calls that re-enter
+ * the library (an allocator's mmap under our own malloc, a signal handler interrupting us) and
+ * calls from the emulator's threads pass through too.
+ *
+ * After fork() the child runs unmanaged (the kernel already dropped its registrations: no
+ * EVENT_FORK); exec'd programs initialise afresh through LD_PRELOAD; vfork/posix_spawn children
+ * share the parent's memory and its handlers until they exec.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "shim/shim.h"
+#include "uffd/sys.h"
+
+#define EXPORT	  __attribute__((visibility("default")))
+#define EARLY_MAX 64
+#define EARLY_MIN (64 << 10) /* mappings smaller than this are never worth adopting */
+
+enum shim_state {
+	SHIM_UNINIT, /* before the constructor: pass through, remember mappings */
+	SHIM_INITIALISING,
+	SHIM_LIVE,
+	SHIM_UNMANAGED, /* disabled, bad configuration, no userfaultfd: pass through */
+	SHIM_CHILD,	/* a fork child: pass through */
+};
+
+static int shim_state;
+static struct uffd_live *shim_lv;
+
+/* Mappings made before initialisation (pre-constructor allocator calls). */
+static struct {
+	uintptr_t lo, hi;
+} early[EARLY_MAX];
+static unsigned nearly;
+static int early_lock;
+
+static long early_ret(long r, void **out)
+{
+	if (sys_is_err(r)) {
+		errno = (int)-r;
+		*out = MAP_FAILED;
+		return -1;
+	}
+	*out = (void *)r;
+	return 0;
+}
+
+static void early_acquire(void)
+{
+	while (__atomic_exchange_n(&early_lock, 1, __ATOMIC_ACQUIRE))
+		;
+}
+
+static void early_release(void)
+{
+	__atomic_store_n(&early_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* Remove [lo, hi) from the early table (splitting an entry if needed). */
+static void early_forget(uintptr_t lo, uintptr_t hi)
+{
+	early_acquire();
+	for (unsigned i = 0; i < nearly; i++) {
+		uintptr_t a = early[i].lo, b = early[i].hi;
+
+		if (hi <= a || lo >= b)
+			continue;
+		if (lo > a && hi < b && nearly < EARLY_MAX) {
+			early[nearly].lo = hi;
+			early[nearly].hi = b;
+			nearly++;
+			early[i].hi = lo;
+		} else if (lo > a) {
+			early[i].hi = lo;
+		} else if (hi < b) {
+			early[i].lo = hi;
+		} else {
+			early[i] = early[--nearly];
+			i--;
+		}
+	}
+	early_release();
+}
+
+static void early_remember(uintptr_t lo, size_t len, int prot, int flags)
+{
+	if (!(flags & MAP_ANONYMOUS) || (flags & MAP_TYPE) != MAP_PRIVATE || len < EARLY_MIN ||
+	    prot != (PROT_READ | PROT_WRITE) || (flags & (MAP_STACK | MAP_GROWSDOWN | MAP_HUGETLB)))
+		return;
+	early_forget(lo, lo + len);
+	early_acquire();
+	if (nearly < EARLY_MAX) {
+		early[nearly].lo = lo;
+		early[nearly].hi = (lo + len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+		nearly++;
+	}
+	early_release();
+}
+
+/* The emulator, when this call may use it. */
+static struct uffd_live *live(void)
+{
+	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) != SHIM_LIVE || uffd_tls_passthrough)
+		return NULL;
+	return shim_lv;
+}
+
+/* An eligible mapping made on the emulator's own threads or while it was busy stays unmanaged. */
+static void count_reentrant(size_t len, int prot, int flags, int fd)
+{
+	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE &&
+	    uffd_mmap_eligible(shim_lv, len, prot, flags, fd))
+		UFFD_COUNT(shim_lv, reentrant_calls);
+}
+
+static bool tracking_early(void)
+{
+	int s = __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE);
+
+	return s == SHIM_UNINIT || s == SHIM_INITIALISING;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	struct uffd_live *lv = live();
+	void *out;
+	long r;
+
+	if (lv && (uffd_mmap_eligible(lv, len, prot, flags, fd) ||
+		   ((flags & MAP_FIXED) && uffd_is_managed(lv, addr, len)))) {
+		uffd_tls_passthrough++;
+		r = uffd_mmap(lv, addr, len, prot, flags, fd, off);
+		uffd_tls_passthrough--;
+	} else {
+		r = sys_mmap(addr, len, prot, flags, fd, off);
+		if (!lv && tracking_early() && !sys_is_err(r))
+			early_remember((uintptr_t)r, len, prot, flags);
+		else if (!lv)
+			count_reentrant(len, prot, flags, fd);
+	}
+	early_ret(r, &out);
+	return out;
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+static int int_ret(long r)
+{
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (int)r;
+}
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	struct uffd_live *lv = live();
+	long r;
+
+	if (lv && uffd_is_managed(lv, addr, len)) {
+		uffd_tls_passthrough++;
+		r = uffd_munmap(lv, addr, len);
+		uffd_tls_passthrough--;
+		return int_ret(r);
+	}
+	r = sys_munmap(addr, len);
+	if (!lv && tracking_early() && r == 0)
+		early_forget((uintptr_t)addr, (uintptr_t)addr + len);
+	return int_ret(r);
+}
+
+EXPORT int madvise(void *addr, size_t len, int advice)
+{
+	struct uffd_live *lv = live();
+	long r;
+
+	if (lv && uffd_is_managed(lv, addr, len)) {
+		uffd_tls_passthrough++;
+		r = uffd_madvise(lv, addr, len, advice);
+		uffd_tls_passthrough--;
+		return int_ret(r);
+	}
+	return int_ret(sys_madvise(addr, len, advice));
+}
+
+EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+	struct uffd_live *lv = live();
+	void *new_addr = NULL, *out;
+	va_list ap;
+	long r;
+
+	if (flags & MREMAP_FIXED) {
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (lv && (uffd_is_managed(lv, old, oldlen) ||
+		   ((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, newlen)))) {
+		uffd_tls_passthrough++;
+		r = uffd_mremap(lv, old, oldlen, newlen, flags, new_addr);
+		uffd_tls_passthrough--;
+	} else {
+		r = sys_mremap(old, oldlen, newlen, flags, new_addr);
+		if (!lv && tracking_early() && !sys_is_err(r)) {
+			early_forget((uintptr_t)old, (uintptr_t)old + oldlen);
+			early_remember((uintptr_t)r, newlen, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS);
+		}
+	}
+	early_ret(r, &out);
+	return out;
+}
+
+/* ---- life cycle ------------------------------------------------------------------------------ */
+
+static void shim_atfork_child(void)
+{
+	if (shim_state == SHIM_LIVE) {
+		uffd_live_forked_child(shim_lv);
+		shim_state = SHIM_CHILD;
+	}
+}
+
+static void adopt_early(struct uffd_live *lv)
+{
+	for (unsigned i = 0; i < nearly; i++) {
+		size_t len = early[i].hi - early[i].lo;
+
+		if (len >= lv->cfg.min_region)
+			uffd_adopt(lv, (void *)early[i].lo, len, PROT_READ | PROT_WRITE);
+	}
+	nearly = 0;
+}
+
+/* Without a usable emulator: say why once, leave a record for `thpemu run`, pass through. */
+static void run_unmanaged(const char *why, bool quiet)
+{
+	const char *dir = getenv("THPEMU_RUN_DIR");
+
+	if (!quiet)
+		fprintf(stderr, "thpemu: %s; running unmanaged\n", why);
+	if (dir && *dir) {
+		char path[600];
+		FILE *f;
+		struct uffd_stats *st = calloc(1, sizeof(*st));
+
+		snprintf(path, sizeof(path), "%s/%d.stats", dir, (int)getpid());
+		f = st ? fopen(path, "w") : NULL;
+		if (f) {
+			st->magic = UFFD_STATS_MAGIC;
+			st->version = UFFD_STATS_VERSION;
+			st->size = sizeof(*st);
+			st->pid = getpid();
+			st->ppid = getppid();
+			st->state = UFFD_PROC_UNMANAGED;
+			snprintf(st->note, sizeof(st->note), " %s", why);
+			fwrite(st, sizeof(*st), 1, f);
+			fclose(f);
+		}
+		free(st);
+	}
+	__atomic_store_n(&shim_state, SHIM_UNMANAGED, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor)) static void shim_init(void)
+{
+	struct uffd_config cfg;
+	char err[512] = "";
+
+	__atomic_store_n(&shim_state, SHIM_INITIALISING, __ATOMIC_RELEASE);
+	uffd_tls_passthrough++;
+	if (uffd_config_from_env(&cfg, err, sizeof(err)) < 0) {
+		run_unmanaged(err, false);
+		goto out;
+	}
+	if (cfg.disable) {
+		run_unmanaged("THPEMU_DISABLE is set", true);
+		goto out;
+	}
+	if (uffd_live_create(&cfg, &shim_lv, err, sizeof(err)) < 0) {
+		run_unmanaged(err, cfg.log == UFFD_LOG_QUIET);
+		goto out;
+	}
+	pthread_atfork(NULL, NULL, shim_atfork_child);
+	adopt_early(shim_lv);
+	if (cfg.log >= UFFD_LOG_INFO)
+		fprintf(stderr, "thpemu: pid %d managed: policy %s, pool %llu MiB, %u handlers\n",
+			(int)getpid(), shim_lv->stats->policy,
+			(unsigned long long)(cfg.pool_bytes >> 20), shim_lv->nworkers);
+	__atomic_store_n(&shim_state, SHIM_LIVE, __ATOMIC_RELEASE);
+out:
+	uffd_tls_passthrough--;
+}
+
+__attribute__((destructor)) static void shim_fini(void)
+{
+	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE)
+		uffd_live_exit(shim_lv, NULL);
+}
+
+struct uffd_live *shim_live(void)
+{
+	return __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE ? shim_lv : NULL;
+}

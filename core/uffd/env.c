@@ -1,0 +1,115 @@
+/* The live mm environment: real time, a real lock, real work behind each decision.
+ *
+ *   now             CLOCK_MONOTONIC
+ *   lock/unlock     one mutex shared by the handler threads, the background thread and the
+ *                   program's munmap/madvise (mm's own concurrency contract, mm.h)
+ *   wait_writeback  wait_on_page_writeback(): a hashed futex wait queue (io/waitq.h) woken by
+ *                   the writeback engine when the frame's I/O completes
+ *   migrate_anon    a real unmap / copy / remap of the program's page (migrate.c)
+ *   copy_file_page  the page-cache arena's copy, when one is installed (issue 5); without a page
+ *                   cache the emulated file pages carry no data and migrate as metadata
+ *   clear_huge      clear_huge_page(): memset of a 2 MiB staging THP, kept for the materialising
+ *                   move
+ *   alloc_cost      nothing: live, the real work is its own cost
+ */
+#include "uffd/uffd.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util/clock.h"
+
+/* Set when a hook took the mm lock for mm's next ops->lock() on this thread. */
+static __thread bool mm_prelocked __attribute__((tls_model("initial-exec")));
+
+void uffd_env_prelock(struct uffd_live *lv)
+{
+	pthread_mutex_lock(&lv->mm_lock);
+	mm_prelocked = true;
+}
+
+bool uffd_env_prelock_drop(struct uffd_live *lv)
+{
+	if (!mm_prelocked)
+		return false;
+	mm_prelocked = false;
+	pthread_mutex_unlock(&lv->mm_lock);
+	return true;
+}
+
+static uint64_t env_now(void *priv, void *call)
+{
+	return clock_now_ns();
+}
+
+static void env_lock(void *priv)
+{
+	struct uffd_live *lv = priv;
+
+	if (mm_prelocked) {
+		mm_prelocked = false;
+		return;
+	}
+	pthread_mutex_lock(&lv->mm_lock);
+}
+
+static void env_unlock(void *priv)
+{
+	struct uffd_live *lv = priv;
+
+	pthread_mutex_unlock(&lv->mm_lock);
+}
+
+static bool frame_busy(void *arg, uint64_t pfn)
+{
+	return mm_frame_under_writeback(arg, (uint32_t)pfn);
+}
+
+static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
+{
+	struct uffd_live *lv = priv;
+
+	return waitq_wait(&lv->wbq, pfn, frame_busy, lv->mm, timeout_ns);
+}
+
+static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+{
+	return uffd_migrate_page(call, owner, from, to);
+}
+
+static int env_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+{
+	struct uffd_live *lv = priv;
+
+	if (!lv->copy_file)
+		return 0;
+	return lv->copy_file(lv->copy_file_arg, owner, from, to);
+}
+
+static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t extent_owner)
+{
+	struct uffd_live *lv = priv;
+	struct uffd_worker *w = call;
+
+	if (w->slot < 0)
+		w->slot = uffd_staging_take(&lv->staging);
+	if (w->slot >= 0)
+		memset(uffd_staging_addr(&lv->staging, w->slot), 0, UFFD_HPAGE_SIZE);
+}
+
+static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
+{
+}
+
+const struct mm_env_ops uffd_env_ops = {
+    .now = env_now,
+    .lock = env_lock,
+    .unlock = env_unlock,
+    .wait_writeback = env_wait_writeback,
+    .migrate_anon = env_migrate_anon,
+    .copy_file_page = env_copy_file_page,
+    .clear_huge = env_clear_huge,
+    .alloc_cost = env_alloc_cost,
+    .writeout = NULL,
+    .trace = NULL,
+};

@@ -1,0 +1,551 @@
+/* The live emulator's life cycle: create (userfaultfd, pool, staging, scratch, stats, threads),
+ * the handler and background threads, snapshots, exit and fork.
+ *
+ * Handler threads block every signal (so no program handler ever runs on them and faults), poll
+ * the userfaultfd together with a stop eventfd, and read one message at a time: a thread stalled
+ * for seconds in sync compaction then holds up only the fault it serves. The background thread
+ * runs mm's kswapd/kcompactd model (mm_background) and refreshes the stats snapshot.
+ *
+ * The preload library never stops its handlers: a program exiting while other threads still
+ * fault must not hang on a handler that is gone. Only tests call uffd_live_destroy.
+ */
+#include "uffd/uffd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "uffd/sys.h"
+#include "util/clock.h"
+
+#define BG_PERIOD_NS (100 * 1000000ULL) /* background tick and stats snapshot period */
+
+__thread int uffd_tls_passthrough __attribute__((tls_model("initial-exec")));
+
+/* ---- messages ------------------------------------------------------------------------------ */
+
+/* Append s to buf (bounded); returns the new length. */
+static size_t put_str(char *buf, size_t len, size_t cap, const char *s)
+{
+	while (*s && len + 1 < cap)
+		buf[len++] = *s++;
+	buf[len] = '\0';
+	return len;
+}
+
+static size_t put_u64(char *buf, size_t len, size_t cap, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n && len + 1 < cap)
+		buf[len++] = tmp[--n];
+	buf[len] = '\0';
+	return len;
+}
+
+void uffd_note(struct uffd_live *lv, const char *msg)
+{
+	/* first note wins; the report shows it after the leading space */
+	pthread_mutex_lock(&lv->snap_lock);
+	if (!lv->stats->note[0]) {
+		lv->stats->note[0] = ' ';
+		put_str(lv->stats->note + 1, 0, sizeof(lv->stats->note) - 1, msg);
+	}
+	pthread_mutex_unlock(&lv->snap_lock);
+}
+
+void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail)
+{
+	char buf[320];
+	size_t n = 0;
+
+	if (__atomic_fetch_or(&lv->said, 1 << bit, __ATOMIC_RELAXED) & (1 << bit))
+		return;
+	n = put_str(buf, n, sizeof(buf), msg);
+	n = put_u64(buf, n, sizeof(buf), num);
+	n = put_str(buf, n, sizeof(buf), tail);
+	uffd_note(lv, buf);
+	if (lv->cfg.log == UFFD_LOG_QUIET)
+		return;
+	sys_write(2, "thpemu: ", 8);
+	n = put_str(buf, n, sizeof(buf), "\n");
+	sys_write(2, buf, n);
+}
+
+/* ---- threads ------------------------------------------------------------------------------- */
+
+static void *handler_main(void *arg)
+{
+	struct uffd_worker *w = arg;
+	struct uffd_live *lv = w->lv;
+	struct pollfd pfd[2] = {{.fd = lv->uffd, .events = POLLIN},
+				{.fd = lv->stop_fd, .events = POLLIN}};
+
+	w->tid = sys_gettid();
+	uffd_tls_passthrough = 1;
+	for (;;) {
+		struct uffd_msg msg;
+		long n;
+
+		if (sys_call6(SYS_ppoll, (long)pfd, 2, 0, 0, 0, 0) < 0)
+			continue;
+		if (pfd[1].revents)
+			break;
+		__atomic_store_n(&w->busy, 1, __ATOMIC_SEQ_CST);
+		n = sys_read(lv->uffd, &msg, sizeof(msg));
+		if (n == sizeof(msg) && msg.event == UFFD_EVENT_PAGEFAULT) /* else -EAGAIN: taken */
+			uffd_handle_fault(w, (uintptr_t)msg.arg.pagefault.address,
+					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
+					  (int)msg.arg.pagefault.feat.ptid, clock_now_ns());
+		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void bg_sleep(struct uffd_live *lv, uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+	uint32_t v = __atomic_load_n(&lv->bg_wake, __ATOMIC_ACQUIRE);
+
+	if (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE))
+		sys_futex_wait(&lv->bg_wake, v, &ts);
+}
+
+static void *background_main(void *arg)
+{
+	struct uffd_worker *w = arg;
+	struct uffd_live *lv = w->lv;
+	uint64_t next_snap = 0;
+
+	w->tid = sys_gettid();
+	uffd_tls_passthrough = 1;
+	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
+		uint64_t wait = mm_background(lv->mm, w), now;
+
+		if (uffd_env_prelock_drop(lv))
+			UFFD_COUNT(lv, uffd_errors);
+		now = clock_now_ns();
+		if (now >= next_snap) {
+			uffd_live_snapshot(lv);
+			next_snap = now + BG_PERIOD_NS;
+		}
+		bg_sleep(lv, wait < BG_PERIOD_NS ? (wait ? wait : 1000000) : BG_PERIOD_NS);
+	}
+	return NULL;
+}
+
+static int start_thread(struct uffd_worker *w, void *(*fn)(void *), const char *name)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits the full mask */
+	rc = -pthread_create(&w->thread, NULL, fn, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0) {
+		w->started = true;
+		pthread_setname_np(w->thread, name);
+	}
+	return rc;
+}
+
+static int start_threads(struct uffd_live *lv)
+{
+	char name[16];
+	int rc;
+
+	for (unsigned i = 0; i < lv->nworkers; i++) {
+		snprintf(name, sizeof(name), "thpemu-flt%u", i % 100);
+		rc = start_thread(&lv->workers[i], handler_main, name);
+		if (rc < 0)
+			return rc;
+	}
+	rc = start_thread(&lv->workers[lv->nworkers], background_main, "thpemu-kthread");
+	if (rc < 0 || !lv->may_huge)
+		return rc; /* no huge decisions: no staging THPs to keep ready */
+	return uffd_staging_start(&lv->staging);
+}
+
+static void stop_threads(struct uffd_live *lv)
+{
+	uint64_t one = 1;
+
+	lv->stopping = true;
+	if (lv->stop_fd >= 0)
+		sys_write(lv->stop_fd, &one, sizeof(one));
+	__atomic_store_n(&lv->bg_stop, true, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&lv->bg_wake, 1, __ATOMIC_RELEASE);
+	sys_futex_wake(&lv->bg_wake, 1);
+	for (unsigned i = 0; i <= lv->nworkers; i++) {
+		if (lv->workers[i].started)
+			pthread_join(lv->workers[i].thread, NULL);
+		lv->workers[i].started = false;
+	}
+	uffd_staging_destroy(&lv->staging);
+}
+
+/* ---- stats ---------------------------------------------------------------------------------- */
+
+static void read_small_file(const char *path, char *buf, size_t cap, char sep)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (ssize_t i = 0; i < n - 1; i++)
+		if (buf[i] == '\0')
+			buf[i] = sep;
+	if (buf[n - 1] == '\n' || buf[n - 1] == '\0')
+		buf[n - 1] = '\0';
+}
+
+static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
+{
+	char path[600];
+	long p;
+
+	lv->stats_fd = -1;
+	lv->stats_len = (sizeof(struct uffd_stats) + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+	if (lv->cfg.run_dir[0]) {
+		snprintf(path, sizeof(path), "%s/%d.stats", lv->cfg.run_dir, (int)getpid());
+		lv->stats_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (lv->stats_fd < 0 || ftruncate(lv->stats_fd, (off_t)lv->stats_len) < 0) {
+			snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+			if (lv->stats_fd >= 0)
+				close(lv->stats_fd);
+			lv->stats_fd = -1;
+			return -EIO;
+		}
+		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, lv->stats_fd,
+			     0);
+	} else {
+		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	if (sys_is_err(p)) {
+		snprintf(err, errlen, "cannot map the statistics: %s", strerror((int)-p));
+		return (int)p;
+	}
+	lv->stats = (struct uffd_stats *)p;
+	return 0;
+}
+
+static void stats_init(struct uffd_live *lv)
+{
+	struct uffd_stats *st = lv->stats;
+	ssize_t n;
+
+	st->version = UFFD_STATS_VERSION;
+	st->size = sizeof(*st);
+	st->pid = getpid();
+	st->ppid = getppid();
+	st->state = UFFD_PROC_RUNNING;
+	st->handlers = lv->nworkers;
+	st->pool_bytes = lv->cfg.pool_bytes;
+	st->start_mono_ns = clock_now_ns();
+	n = readlink("/proc/self/exe", st->exe, sizeof(st->exe) - 1);
+	st->exe[n > 0 ? n : 0] = '\0';
+	read_small_file("/proc/self/cmdline", st->cmdline, sizeof(st->cmdline), ' ');
+	mm_policy_format(&lv->cfg.policy, st->policy, sizeof(st->policy));
+	obs_faults_init(&st->faults);
+	__atomic_store_n(&st->magic, UFFD_STATS_MAGIC, __ATOMIC_RELEASE);
+}
+
+void uffd_live_snapshot(struct uffd_live *lv)
+{
+	uint64_t v[MM_STAT_NR];
+	struct mm_counts c;
+
+	mm_get_stats(lv->mm, v);
+	mm_get_counts(lv->mm, &c);
+	pthread_mutex_lock(&lv->snap_lock);
+	memcpy(lv->stats->vmstat, v, sizeof(v));
+	lv->stats->counts = c;
+	lv->stats->last_update_mono_ns = clock_now_ns();
+	pthread_mutex_unlock(&lv->snap_lock);
+}
+
+void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out)
+{
+	const uint64_t *h = (const uint64_t *)(const void *)&lv->stats->host;
+	uint64_t *o = (uint64_t *)(void *)&out->host;
+
+	pthread_mutex_lock(&lv->snap_lock);
+	memcpy(out, lv->stats, offsetof(struct uffd_stats, host));
+	pthread_mutex_unlock(&lv->snap_lock);
+	for (unsigned i = 0; i < UFFD_NR_HOST; i++)
+		o[i] = __atomic_load_n(&h[i], __ATOMIC_RELAXED);
+	obs_faults_init(&out->faults);
+	obs_faults_merge(&out->faults, &lv->stats->faults);
+	out->nstall_recs = 0;
+	for (uint32_t i = 0; i < UFFD_STALL_RECS; i++) {
+		const struct uffd_stall_rec *sr = &lv->stats->stall_recs[i];
+
+		if (__atomic_load_n(&sr->ready, __ATOMIC_ACQUIRE))
+			out->stall_recs[out->nstall_recs++] = *sr; /* published: complete */
+	}
+}
+
+/* ---- create / destroy ------------------------------------------------------------------------ */
+
+static void *map_anon(size_t len)
+{
+	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return sys_is_err(p) ? NULL : (void *)p;
+}
+
+static int scratch_init(struct uffd_live *lv)
+{
+	unsigned n = lv->nworkers + 1;
+	int rc;
+
+	lv->scratch_len = (size_t)n * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
+	lv->scratch_area = map_anon(lv->scratch_len);
+	if (!lv->scratch_area)
+		return -ENOMEM;
+	sys_madvise(lv->scratch_area, lv->scratch_len, MADV_DONTFORK);
+	/* moves into it need a registered destination with the program's VMA flags */
+	rc = uffd_io_register(lv->uffd, (uintptr_t)lv->scratch_area, lv->scratch_len);
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < n; i++)
+		lv->workers[i].scratch =
+		    lv->scratch_area + (size_t)i * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
+	return 0;
+}
+
+static int pool_init(struct uffd_live *lv, char *err, size_t errlen)
+{
+	struct mm_config mc = {.pool_bytes = lv->cfg.pool_bytes, .policy = lv->cfg.policy};
+	int rc;
+
+	lv->env.ops = &uffd_env_ops;
+	lv->env.priv = lv;
+	rc = mm_create(&mc, &lv->env, &lv->mm, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (lv->cfg.fragment[0]) {
+		rc = mm_fragment(lv->mm, lv->cfg.fragment, lv->cfg.seed, err, errlen,
+				 &lv->workers[lv->nworkers]);
+		uffd_env_prelock_drop(lv);
+	}
+	return rc;
+}
+
+static void workers_init(struct uffd_live *lv)
+{
+	for (unsigned i = 0; i <= lv->nworkers; i++) {
+		lv->workers[i].lv = lv;
+		lv->workers[i].idx = i;
+		lv->workers[i].slot = -1;
+	}
+}
+
+int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char *err,
+		     size_t errlen)
+{
+	struct uffd_live *lv = map_anon(sizeof(*lv));
+	int rc;
+
+	if (!lv) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	lv->cfg = *cfg;
+	lv->uffd = lv->stop_fd = lv->pagemap_fd = lv->stats_fd = -1;
+	lv->nworkers = cfg->handlers ? cfg->handlers : uffd_handlers_auto();
+	lv->may_huge = cfg->policy.enabled != MM_THP_NEVER;
+	pthread_mutex_init(&lv->mm_lock, NULL);
+	pthread_mutex_init(&lv->snap_lock, NULL);
+	waitq_init(&lv->wbq);
+	workers_init(lv);
+	rc = uffd_open_fd(UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID, &lv->features, err, errlen);
+	if (rc < 0)
+		goto destroy;
+	lv->uffd = rc;
+	rc = stats_map(lv, err, errlen);
+	if (rc < 0)
+		goto destroy;
+	stats_init(lv);
+	lv->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	lv->zero_page = map_anon(UFFD_PAGE_SIZE);
+	lv->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rc = lv->zero_page && lv->stop_fd >= 0 ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = pool_init(lv, err, errlen);
+	if (rc == 0)
+		rc = uffd_table_init(&lv->table);
+	if (rc == 0)
+		rc = uffd_staging_init(&lv->staging, cfg->staging, lv->nworkers + 2,
+				       &lv->stats->host, lv->pagemap_fd, cfg->host_thp);
+	if (rc == 0)
+		rc = scratch_init(lv);
+	if (rc == 0)
+		rc = start_threads(lv);
+	if (rc < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "cannot start the emulator: %s", strerror(-rc));
+		goto destroy;
+	}
+	uffd_live_snapshot(lv);
+	*out = lv;
+	return 0;
+
+destroy:
+	uffd_live_destroy(lv);
+	return rc;
+}
+
+void uffd_live_destroy(struct uffd_live *lv)
+{
+	if (!lv)
+		return;
+	if (!lv->child)
+		stop_threads(lv);
+	if (lv->uffd >= 0)
+		sys_close(lv->uffd); /* unregisters every range and wakes any waiter */
+	if (lv->mm && !lv->child)
+		mm_destroy(lv->mm);
+	uffd_table_destroy(&lv->table);
+	if (lv->scratch_area)
+		sys_munmap(lv->scratch_area, lv->scratch_len);
+	if (lv->zero_page)
+		sys_munmap(lv->zero_page, UFFD_PAGE_SIZE);
+	if (lv->stats)
+		sys_munmap(lv->stats, lv->stats_len);
+	if (lv->stats_fd >= 0)
+		close(lv->stats_fd);
+	if (lv->stop_fd >= 0)
+		close(lv->stop_fd);
+	if (lv->pagemap_fd >= 0)
+		close(lv->pagemap_fd);
+	sys_munmap(lv, sizeof(*lv));
+}
+
+int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
+{
+	struct uffd_stats *st = malloc(sizeof(*st));
+	struct uffd_program_info prog = {.exit_status = -1, .processes = 1};
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	uffd_live_stats_copy(lv, st);
+	prog.cmdline = cmdline ? cmdline : st->cmdline;
+	prog.wall_s = (double)(clock_now_ns() - st->start_mono_ns) / 1e9;
+	rc = uffd_report_json(f, &lv->cfg, st, &prog);
+	free(st);
+	return rc;
+}
+
+/* Give handlers serving a fault a moment to record it (a fault is recorded just after the
+ * program was woken, so the program can be exiting already); never wait long: one may be stalled
+ * for seconds in compaction. */
+static void wait_handlers_idle(struct uffd_live *lv, uint64_t max_ns)
+{
+	uint64_t deadline = clock_now_ns() + max_ns;
+
+	for (;;) {
+		bool idle = true;
+
+		for (unsigned i = 0; i < lv->nworkers; i++)
+			idle &= !__atomic_load_n(&lv->workers[i].busy, __ATOMIC_ACQUIRE);
+		if (idle || clock_now_ns() >= deadline)
+			return;
+		sched_yield();
+	}
+}
+
+void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
+{
+	char path[600];
+	FILE *f;
+
+	if (lv->child)
+		return;
+	wait_handlers_idle(lv, 100 * 1000000ULL);
+	uffd_live_snapshot(lv);
+	pthread_mutex_lock(&lv->snap_lock);
+	lv->stats->state = UFFD_PROC_EXITED;
+	pthread_mutex_unlock(&lv->snap_lock);
+	if (!lv->cfg.report[0])
+		return;
+	{
+		const char *s = lv->cfg.report;
+		size_t n = 0;
+
+		for (; *s && n + 12 < sizeof(path); s++) {
+			if (s[0] == '%' && s[1] == 'p') {
+				n += (size_t)snprintf(path + n, sizeof(path) - n, "%d",
+						      (int)getpid());
+				s++;
+			} else {
+				path[n++] = *s;
+			}
+		}
+		path[n] = '\0';
+	}
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "thpemu: cannot write the report %s: %s\n", path, strerror(errno));
+		return;
+	}
+	uffd_live_report(lv, f, cmdline);
+	fclose(f);
+}
+
+void uffd_live_forked_child(struct uffd_live *lv)
+{
+	struct uffd_stats *priv = map_anon(lv->stats_len);
+
+	/* the kernel reset this child's registrations (no EVENT_FORK); its pages are plain
+	 * anonymous memory now. Nothing here may touch the parent's descriptors or files. */
+	lv->child = true;
+	if (priv) {
+		memcpy(priv, lv->stats, sizeof(*priv));
+		if (lv->stats_fd >= 0) /* the shared file belongs to the parent */
+			sys_munmap(lv->stats, lv->stats_len);
+		lv->stats = priv;
+	}
+	if (lv->stats_fd >= 0)
+		sys_close(lv->stats_fd);
+	if (lv->pagemap_fd >= 0)
+		sys_close(lv->pagemap_fd); /* it reads the parent's page tables */
+	sys_close(lv->uffd);
+	lv->uffd = lv->stats_fd = lv->pagemap_fd = -1;
+}
+
+void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg)
+{
+	lv->fault_hook_arg = arg;
+	__atomic_store_n(&lv->fault_hook, fn, __ATOMIC_RELEASE);
+}
+
+void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg)
+{
+	lv->copy_file_arg = arg;
+	__atomic_store_n(&lv->copy_file, fn, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,574 @@
+/* The program's mapping calls on managed memory: mmap, munmap, madvise (the emulated side of
+ * do_mmap, do_vmi_munmap, madvise_dontneed_free / hugepage_madvise).
+ *
+ * A call that changes managed memory takes the busy write lock of every region it touches (in
+ * address order), so no handler is between "check the page is still wanted" and "map it". Pages
+ * it frees give their frames back to mm; pages a handler owns (FILLING, MIGRATING) are only
+ * flagged and their owner finalises. The real system call runs under the same locks. The
+ * emulator never asks for EVENT_* features, so none of this waits for a handler round trip.
+ *
+ * Lock order: region busy (address order) -> mm lock -> table lock.
+ */
+#include "uffd/uffd.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "uffd/sys.h"
+
+#define MAX_TOUCHED 64 /* regions one call may touch; more is handled in passes */
+
+static uintptr_t page_up(uintptr_t x)
+{
+	return (x + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+}
+
+static void lock_all(struct uffd_region **rs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		pthread_rwlock_wrlock(&rs[i]->busy);
+}
+
+static void unlock_put_all(struct uffd_live *lv, struct uffd_region **rs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		pthread_rwlock_unlock(&rs[i]->busy);
+		uffd_region_put(&lv->table, rs[i]);
+	}
+}
+
+void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes)
+{
+	__atomic_fetch_sub(&lv->stats->host.bytes_managed, bytes, __ATOMIC_RELAXED);
+}
+
+void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes)
+{
+	uint64_t now = __atomic_add_fetch(&lv->stats->host.bytes_managed, bytes, __ATOMIC_RELAXED);
+
+	uffd_stat_max(&lv->stats->host.bytes_managed_peak, now);
+}
+
+/* ---- releasing pages ------------------------------------------------------------------------ */
+
+/* Extent e overlaps the released pages [p0, p1). Returns true if its pages were all handled
+ * here (a wholly freed huge extent: the page loop then finds them EMPTY or GONE). */
+static bool release_extent(struct uffd_live *lv, struct uffd_region *r, uint32_t e, uint32_t p0,
+			   uint32_t p1, bool unmap)
+{
+	uintptr_t ea = uffd_ext_addr(r, e);
+	bool whole = uffd_ext_inside(r, e) && ea >= r->base && uffd_page_of(r, ea) >= p0 &&
+		     uffd_page_of(r, ea) + MM_HPAGE_NR <= p1;
+
+	for (;;) {
+		uint8_t xs = uffd_xstate(r, e);
+
+		switch (UX_STATE(xs)) {
+		case UX_HUGE: {
+			uint32_t ep = uffd_page_of(r, ea), head = uffd_pfn_get(r, ep);
+
+			if (!whole) {
+				mm_anon_split(lv->mm, head);
+				uffd_xstate_set(r, e, UX_SMALL);
+				UFFD_COUNT(lv, huge_splits);
+				return false;
+			}
+			mm_anon_free(lv->mm, head, MM_HPAGE_ORDER, NULL);
+			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+				uffd_pfn_set(r, ep + i, MM_NO_PFN);
+				uffd_pstate_set(r, ep + i, unmap ? UP_GONE : UP_EMPTY);
+			}
+			/* a zapped PMD leaves pmd_none: the extent may take a THP again */
+			uffd_xstate_set(r, e, unmap ? UX_SMALL : UX_EMPTY);
+			uffd_stat_add(&lv->stats->host.pages_freed, MM_HPAGE_NR);
+			return true;
+		}
+		case UX_FILLING:
+			if (uffd_xstate_cas(r, e, xs, xs | UX_F_DISTURBED))
+				return false;
+			continue;
+		case UX_EMPTY:
+			if (!unmap || uffd_xstate_cas(r, e, xs, UX_SMALL))
+				return false;
+			continue;
+		default:
+			return false;
+		}
+	}
+}
+
+/* Page p is being freed: returns the frame to give back (MM_NO_PFN if none). */
+static uint32_t release_page(struct uffd_region *r, uint32_t p, bool unmap, uint32_t *freed)
+{
+	for (;;) {
+		uint8_t ps = uffd_pstate(r, p);
+		uint8_t flags = UP_F_FREED | (unmap ? UP_F_UNMAPPED : 0);
+
+		switch (UP_STATE(ps)) {
+		case UP_EMPTY:
+			if (!unmap || uffd_pstate_cas(r, p, ps, UP_GONE))
+				return MM_NO_PFN;
+			continue;
+		case UP_PRESENT: {
+			uint32_t pfn = uffd_pfn_get(r, p);
+
+			if (!uffd_pstate_cas(r, p, ps, unmap ? UP_GONE : UP_EMPTY))
+				continue;
+			uffd_pfn_set(r, p, MM_NO_PFN);
+			(*freed)++;
+			return pfn;
+		}
+		case UP_FILLING:
+		case UP_MIGRATING:
+			/* owned: flag it, the owner gives the frame back */
+			if (uffd_pstate_cas(r, p, ps, ps | flags))
+				return MM_NO_PFN;
+			continue;
+		default:
+			return MM_NO_PFN;
+		}
+	}
+}
+
+void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint32_t p0,
+			       uint32_t p1, bool unmap)
+{
+	uintptr_t a0 = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
+	uintptr_t a1 = r->base + (uintptr_t)p1 * UFFD_PAGE_SIZE;
+	uint32_t freed = 0;
+
+	if (p0 >= p1)
+		return;
+	/* extents first: a wholly freed huge extent goes back as one order-9 block, a partly freed
+	 * one is split (split_huge_pmd) so that its pages go back one by one below */
+	for (uint32_t e = uffd_ext_of(r, a0); e <= uffd_ext_of(r, a1 - 1); e++)
+		release_extent(lv, r, e, p0, p1, unmap);
+	for (uint32_t p = p0; p < p1; p++) {
+		uint32_t pfn = release_page(r, p, unmap, &freed);
+
+		if (pfn != MM_NO_PFN)
+			mm_anon_free(lv->mm, pfn, 0, NULL);
+	}
+	uffd_stat_add(&lv->stats->host.pages_freed, freed);
+}
+
+/* ---- failing a region ------------------------------------------------------------------------ */
+
+void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err)
+{
+	uint64_t live = 0;
+
+	pthread_rwlock_wrlock(&r->busy);
+	if (r->failed || __atomic_load_n(&r->dead, __ATOMIC_ACQUIRE)) {
+		pthread_rwlock_unlock(&r->busy);
+		return;
+	}
+	r->failed = 1;
+	for (uintptr_t a = r->lo; a < r->hi; a += UFFD_PAGE_SIZE)
+		live += UP_STATE(uffd_pstate(r, uffd_page_of(r, a))) != UP_GONE;
+	/* the kernel serves this range natively from now on and wakes whoever waits in it */
+	uffd_io_unregister(lv->uffd, r->lo, r->hi - r->lo);
+	uffd_region_release_pages(lv, r, uffd_page_of(r, r->lo), uffd_page_of(r, r->hi), true);
+	uffd_io_wake(lv->uffd, r->lo, r->hi - r->lo);
+	pthread_rwlock_unlock(&r->busy);
+	uffd_region_remove(&lv->table, r);
+	uffd_gauge_sub(lv, live * UFFD_PAGE_SIZE);
+	UFFD_COUNT(lv, regions_failed);
+	uffd_say_once(lv, 1, "a userfaultfd operation failed (errno ", (uint64_t)-err,
+		      "): that mapping now runs unmanaged (host.uffd_errors counts them)");
+}
+
+/* ---- mmap --------------------------------------------------------------------------------------
+ */
+
+bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd)
+{
+	if (!(flags & MAP_ANONYMOUS) || (flags & MAP_TYPE) != MAP_PRIVATE)
+		return false;
+	if (flags & (MAP_HUGETLB | MAP_STACK | MAP_GROWSDOWN))
+		return false;
+	if (prot != (PROT_READ | PROT_WRITE))
+		return false;
+	return len >= lv->cfg.min_region && len > 0;
+}
+
+/* Pages [p0, p1) of r were GONE and are mapped again: revive them (busy write lock held). */
+static void revive_locked(struct uffd_region *r, uint32_t p0, uint32_t p1)
+{
+	uintptr_t a0 = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
+	uintptr_t a1 = r->base + (uintptr_t)p1 * UFFD_PAGE_SIZE;
+
+	for (uint32_t p = p0; p < p1; p++)
+		uffd_pstate_set(r, p, UP_EMPTY);
+	/* extents wholly inside the revived range had every page GONE, so no handler can be
+	 * claiming one of their pages: they may become huge candidates again */
+	for (uint32_t e = uffd_ext_of(r, a0); e <= uffd_ext_of(r, a1 - 1); e++) {
+		uintptr_t ea = uffd_ext_addr(r, e);
+
+		if (ea >= a0 && ea + UFFD_HPAGE_SIZE <= a1 && uffd_ext_inside(r, e)) {
+			uffd_xstate_set(r, e, UX_EMPTY);
+			uffd_xadv_set(r, e, MM_VMA_DEFAULT);
+		}
+	}
+}
+
+/* A hole [lo, hi) in a region's span was mapped again: manage it in that region. Returns
+ * -EAGAIN when the span no longer covers the hole (trimmed or removed meanwhile). */
+static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_region *r = uffd_region_get(&lv->table, lo);
+	uint32_t p0, p1;
+	int rc = -EAGAIN;
+
+	if (!r)
+		return -EAGAIN;
+	pthread_rwlock_wrlock(&r->busy);
+	if (lo < r->lo || hi > r->hi || r->dead || r->failed)
+		goto unlock;
+	p0 = uffd_page_of(r, lo);
+	p1 = uffd_page_of(r, hi);
+	rc = -EEXIST;
+	for (uint32_t p = p0; p < p1; p++)
+		if (UP_STATE(uffd_pstate(r, p)) != UP_GONE)
+			goto unlock;
+	if (lv->may_huge)
+		sys_madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	revive_locked(r, p0, p1); /* before the first fault can arrive */
+	rc = uffd_io_register(lv->uffd, lo, hi - lo);
+	if (rc == 0) {
+		uffd_gauge_add(lv, hi - lo);
+	} else {
+		for (uint32_t p = p0; p < p1; p++)
+			uffd_pstate_set(r, p, UP_GONE);
+		uffd_region_recompute_extents(r, uffd_ext_of(r, lo), uffd_ext_of(r, hi - 1));
+	}
+unlock:
+	pthread_rwlock_unlock(&r->busy);
+	uffd_region_put(&lv->table, r);
+	return rc;
+}
+
+/* A span may still reach over pages that were unmapped while a migration held them (they become
+ * GONE only when the migrator lets go): trim the regions overlapping [lo, hi) again. */
+static void retrim(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_region *rs[MAX_TOUCHED];
+	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
+
+	for (unsigned i = 0; i < n; i++) {
+		pthread_rwlock_wrlock(&rs[i]->busy);
+		if (!rs[i]->dead)
+			uffd_region_trim(&lv->table, rs[i]);
+		pthread_rwlock_unlock(&rs[i]->busy);
+		uffd_region_put(&lv->table, rs[i]);
+	}
+}
+
+static int create_new(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int prot)
+{
+	struct uffd_region *r;
+	int rc = uffd_region_create(&lv->table, lo, hi, prot, 0, true, &r);
+
+	if (rc < 0)
+		return rc == -EEXIST ? -EAGAIN : rc;
+	/* MADV_HUGEPAGE on the host so that faults arrive with pmd_none and moves keep the PMD */
+	if (lv->may_huge)
+		sys_madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	rc = uffd_io_register(lv->uffd, lo, hi - lo);
+	if (rc < 0) {
+		uffd_region_remove(&lv->table, r);
+		return rc;
+	}
+	UFFD_COUNT(lv, regions_created);
+	uffd_gauge_add(lv, hi - lo);
+	return 0;
+}
+
+/* Manage a fresh mapping [lo, hi): a new region, or a revived hole of an existing one. The
+ * kernel may hand out addresses a region's span still covers (a concurrent unmap not finished
+ * with its bookkeeping yet, pages released by a migration): trim and retry. */
+static int manage_new(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int prot)
+{
+	int rc = -EAGAIN;
+
+	for (int tries = 0; tries < 4 && rc == -EAGAIN; tries++) {
+		if (tries)
+			retrim(lv, lo, hi);
+		if (uffd_table_overlaps(&lv->table, lo, hi))
+			rc = revive(lv, lo, hi);
+		else
+			rc = create_new(lv, lo, hi, prot);
+	}
+	if (rc < 0)
+		UFFD_COUNT(lv, unmanaged_maps);
+	return rc;
+}
+
+/* Place an eligible mapping of len bytes on a 2 MiB boundary (the kernel aligns only lengths that
+ * are multiples of 2 MiB: thp_get_unmapped_area). */
+static long map_aligned(size_t len, int prot, int flags)
+{
+	size_t over = len + UFFD_HPAGE_SIZE - UFFD_PAGE_SIZE;
+	uintptr_t start, aligned;
+	long p;
+
+	if (len % UFFD_HPAGE_SIZE == 0) {
+		p = sys_mmap(NULL, len, prot, flags, -1, 0);
+		if (sys_is_err(p) || ((uintptr_t)p & (UFFD_HPAGE_SIZE - 1)) == 0)
+			return p;
+		sys_munmap((void *)p, len);
+	}
+	p = sys_mmap(NULL, over, prot, flags, -1, 0);
+	if (sys_is_err(p))
+		return p;
+	start = (uintptr_t)p;
+	aligned = (start + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1);
+	if (aligned > start)
+		sys_munmap((void *)start, aligned - start);
+	if (start + over > aligned + len)
+		sys_munmap((void *)(aligned + len), start + over - (aligned + len));
+	return (long)aligned;
+}
+
+/* munmap semantics for [lo, hi) on every managed region it overlaps (MAP_FIXED, munmap),
+ * running `real` (the actual system call) under the regions' locks. */
+long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (*real)(void *arg),
+			void *arg)
+{
+	struct uffd_region *rs[MAX_TOUCHED];
+	uint64_t gone = 0;
+	unsigned n;
+	long rc;
+
+	n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
+	lock_all(rs, n);
+	for (unsigned i = 0; i < n; i++) {
+		struct uffd_region *r = rs[i];
+		uintptr_t a = lo > r->lo ? lo : r->lo, b = hi < r->hi ? hi : r->hi;
+
+		for (uintptr_t x = a; x < b; x += UFFD_PAGE_SIZE)
+			gone += UP_STATE(uffd_pstate(r, uffd_page_of(r, x))) != UP_GONE;
+		uffd_region_release_pages(lv, r, uffd_page_of(r, a), uffd_page_of(r, b), true);
+	}
+	rc = real(arg);
+	for (unsigned i = 0; i < n; i++)
+		uffd_region_trim(&lv->table, rs[i]);
+	unlock_put_all(lv, rs, n);
+	uffd_gauge_sub(lv, gone * UFFD_PAGE_SIZE);
+	return rc;
+}
+
+struct mmap_args {
+	void *addr;
+	size_t len;
+	int prot, flags, fd;
+	long off;
+};
+
+static long real_mmap(void *arg)
+{
+	struct mmap_args *a = arg;
+
+	return sys_mmap(a->addr, a->len, a->prot, a->flags, a->fd, a->off);
+}
+
+long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd, long off)
+{
+	struct mmap_args a = {addr, page_up(len), prot, flags & ~MAP_POPULATE, fd, off};
+	bool eligible = uffd_mmap_eligible(lv, a.len, prot, flags, fd);
+	long p;
+
+	if ((flags & MAP_FIXED) && addr && uffd_is_managed(lv, addr, a.len)) {
+		uintptr_t lo = (uintptr_t)addr;
+
+		UFFD_COUNT(lv, fixed_over_managed);
+		p = uffd_unmap_managed(lv, lo, lo + a.len, real_mmap, &a);
+	} else if (eligible && !addr && a.len >= UFFD_HPAGE_SIZE) {
+		p = map_aligned(a.len, prot, a.flags);
+	} else {
+		p = real_mmap(&a);
+	}
+	if (sys_is_err(p) || !eligible)
+		return p;
+	manage_new(lv, (uintptr_t)p, (uintptr_t)p + a.len, prot);
+	/* MAP_POPULATE: prefault through the emulator, as first touches */
+	if (flags & MAP_POPULATE)
+		sys_madvise((void *)p, a.len, MADV_POPULATE_WRITE);
+	return p;
+}
+
+/* ---- munmap -------------------------------------------------------------------------------- */
+
+struct range_args {
+	void *addr;
+	size_t len;
+	int advice;
+};
+
+static long real_munmap(void *arg)
+{
+	struct range_args *a = arg;
+
+	return sys_munmap(a->addr, a->len);
+}
+
+bool uffd_is_managed(struct uffd_live *lv, const void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr & ~(UFFD_PAGE_SIZE - 1);
+
+	return len && uffd_table_overlaps(&lv->table, lo, page_up((uintptr_t)addr + len));
+}
+
+int uffd_munmap(struct uffd_live *lv, void *addr, size_t len)
+{
+	struct range_args a = {addr, page_up(len), 0};
+
+	if ((uintptr_t)addr & (UFFD_PAGE_SIZE - 1) || !len)
+		return -EINVAL;
+	return (int)uffd_unmap_managed(lv, (uintptr_t)addr, (uintptr_t)addr + a.len, real_munmap,
+				       &a);
+}
+
+/* ---- madvise -----------------------------------------------------------------------------------
+ */
+
+static long real_dontneed(void *arg)
+{
+	struct range_args *a = arg;
+
+	return sys_madvise(a->addr, a->len, MADV_DONTNEED);
+}
+
+/* MADV_DONTNEED / MADV_FREE: the frames go back to the pool now. MADV_FREE is carried out as
+ * MADV_DONTNEED, one of the outcomes MADV_FREE allows (the kernel may free lazily-freed pages at
+ * any time; a later read then sees zeros). */
+static int discard(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct range_args a = {(void *)lo, hi - lo, MADV_DONTNEED};
+	struct uffd_region *rs[MAX_TOUCHED];
+	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
+	long rc;
+
+	lock_all(rs, n);
+	for (unsigned i = 0; i < n; i++) {
+		struct uffd_region *r = rs[i];
+		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
+
+		uffd_region_release_pages(lv, r, uffd_page_of(r, x), uffd_page_of(r, y), false);
+	}
+	rc = real_dontneed(&a);
+	unlock_put_all(lv, rs, n);
+	return (int)rc;
+}
+
+/* MADV_HUGEPAGE / MADV_NOHUGEPAGE: the emulated VMA advice (the host VMA stays MADV_HUGEPAGE so
+ * that faults keep arriving with pmd_none). Extents the advice covers only in part would be two
+ * VMAs in the kernel, so they can never be huge. */
+static void set_advice(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int advice)
+{
+	struct uffd_region *rs[MAX_TOUCHED];
+	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
+	uint8_t adv = advice == MADV_HUGEPAGE ? MM_VMA_HUGEPAGE : MM_VMA_NOHUGEPAGE;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct uffd_region *r = rs[i];
+		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
+
+		for (uint32_t e = uffd_ext_of(r, x); e <= uffd_ext_of(r, y - 1); e++) {
+			uintptr_t ea = uffd_ext_addr(r, e);
+			bool whole = ea >= lo && ea + UFFD_HPAGE_SIZE <= hi;
+			uint8_t old = uffd_xadv(r, e);
+
+			uffd_xadv_set(r, e, adv | (whole ? (old & UX_ADV_SPLIT) : UX_ADV_SPLIT));
+		}
+		uffd_region_put(&lv->table, r);
+	}
+}
+
+/* Run the real madvise on the parts of [lo, hi) outside managed spans. */
+static int advise_unmanaged(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int advice)
+{
+	struct uffd_region *rs[MAX_TOUCHED];
+	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
+	uintptr_t cur = lo;
+	int rc = 0;
+
+	for (unsigned i = 0; i <= n; i++) {
+		uintptr_t gap_end = i < n ? (rs[i]->lo > lo ? rs[i]->lo : lo) : hi;
+
+		if (gap_end > cur) {
+			int r2 = sys_madvise((void *)cur, gap_end - cur, advice);
+
+			if (r2 < 0 && rc == 0)
+				rc = r2;
+		}
+		if (i < n) {
+			cur = rs[i]->hi;
+			uffd_region_put(&lv->table, rs[i]);
+		}
+	}
+	return rc;
+}
+
+int uffd_madvise(struct uffd_live *lv, void *addr, size_t len, int advice)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = page_up(lo + len);
+
+	if (lo & (UFFD_PAGE_SIZE - 1))
+		return -EINVAL;
+	if (!len)
+		return 0;
+	switch (advice) {
+	case MADV_DONTNEED:
+	case MADV_FREE:
+	case 24: /* MADV_DONTNEED_LOCKED */
+		return discard(lv, lo, hi);
+	case MADV_HUGEPAGE:
+	case MADV_NOHUGEPAGE:
+		set_advice(lv, lo, hi, advice);
+		return advise_unmanaged(lv, lo, hi, advice);
+	default:
+		return sys_madvise(addr, len, advice);
+	}
+}
+
+/* ---- adopting a mapping made before initialisation ------------------------------------------ */
+
+int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = page_up(lo + len);
+	size_t npages = (hi - lo) / UFFD_PAGE_SIZE;
+	struct uffd_region *r;
+	long vec;
+	int rc;
+
+	vec = sys_mmap(NULL, npages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sys_is_err(vec))
+		return (int)vec;
+	rc = (int)sys_call3(SYS_mincore, lo, hi - lo, vec);
+	if (rc < 0)
+		goto unmap_vec;
+	rc = uffd_region_create(&lv->table, lo, hi, prot, 0, false, &r);
+	if (rc < 0)
+		goto unmap_vec;
+	/* resident pages stay as the kernel made them: present, outside the pool */
+	for (size_t p = 0; p < npages; p++)
+		if (((uint8_t *)vec)[p] & 1)
+			r->pstate[p] = UP_PRESENT;
+	uffd_region_recompute_extents(r, 0, r->nexts - 1);
+	if (lv->may_huge)
+		sys_madvise(addr, hi - lo, MADV_HUGEPAGE);
+	rc = uffd_io_register(lv->uffd, lo, hi - lo);
+	if (rc == 0)
+		rc = uffd_region_insert(&lv->table, r);
+	if (rc < 0) {
+		uffd_io_unregister(lv->uffd, lo, hi - lo);
+		uffd_region_discard(&lv->table, r);
+		goto unmap_vec;
+	}
+	UFFD_COUNT(lv, regions_adopted);
+	uffd_gauge_add(lv, hi - lo);
+unmap_vec:
+	sys_munmap((void *)vec, npages);
+	return rc;
+}

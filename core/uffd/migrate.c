@@ -1,0 +1,200 @@
+/* Real migration of a program page: the migrate_anon hook (mm/migrate.c: unmap_and_move,
+ * migrate_folio_unmap / move_to_new_folio / remove_migration_ptes).
+ *
+ * Compaction picked one of the program's 4 KiB frames. As the kernel does, the page is unmapped
+ * (UFFDIO_MOVE to this worker's registered scratch page, DONTWAKE: a program access now blocks in
+ * a userfault, as it would on a migration entry), its data is copied to a new page and mapped back
+ * (UFFDIO_COPY from the scratch page, which wakes the blocked threads).
+ *
+ * UFFDIO_MOVE can report an error (EEXIST, with nothing moved) for a page it did move: on this
+ * kernel a move that retried after an internal -EAGAIN keeps the stale error and then trips over
+ * its own destination. So a failed move is checked against the page tables (mincore of both
+ * pages) before anything is concluded: data that reached the scratch page is always copied back.
+ *
+ * The page is MIGRATING for the whole operation, and a fault on a MIGRATING page is never
+ * answered by the handlers: a zero page there would lose the program's data (the addendum's
+ * trap). The region's busy lock is held for reading, so the program's munmap/madvise cannot
+ * interleave; if it came first it has flagged the page FREED and the migration gives up with
+ * -ENOENT (mm then frees both frames). Before returning, the hook takes the mm lock on mm's
+ * behalf so that no free of the page can reach mm before mm has committed the migration.
+ */
+#include "uffd/uffd.h"
+
+#include <errno.h>
+
+#include "uffd/sys.h"
+
+/* An empty scratch page: the batch is emptied when used up, and a page found mapped anyway is
+ * emptied before use, so that whatever a move leaves there is the program's page. */
+static uint8_t *scratch_page(struct uffd_worker *w)
+{
+	uint8_t *s;
+
+	if (w->scratch_next == UFFD_SCRATCH_PAGES) {
+		sys_madvise(w->scratch, UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE, MADV_DONTNEED);
+		w->scratch_next = 0;
+	}
+	s = w->scratch + (size_t)w->scratch_next++ * UFFD_PAGE_SIZE;
+	if (uffd_page_resident((uintptr_t)s) != 0)
+		sys_madvise(s, UFFD_PAGE_SIZE, MADV_DONTNEED);
+	return s;
+}
+
+/* A move from src to dst failed: did it move the page anyway? */
+static bool moved_anyway(struct uffd_live *lv, uintptr_t dst, uintptr_t src)
+{
+	if (uffd_page_resident(dst) != 1 || uffd_page_resident(src) != 0)
+		return false;
+	UFFD_COUNT(lv, move_misreports);
+	return true;
+}
+
+/* PRESENT -> MIGRATING if the page still holds `from`. */
+static int migrate_claim(struct uffd_region *r, uint32_t p, uint32_t from)
+{
+	uint8_t ps;
+	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+
+	if (p >= r->npages)
+		return -ENOENT;
+	if (UX_STATE(__atomic_load_n(&r->xstate[uffd_ext_of(r, addr)], __ATOMIC_ACQUIRE)) ==
+	    UX_HUGE)
+		return -EBUSY; /* THP are never migration sources */
+	ps = __atomic_load_n(&r->pstate[p], __ATOMIC_ACQUIRE);
+	switch (UP_STATE(ps)) {
+	case UP_PRESENT:
+		break;
+	case UP_EMPTY:
+	case UP_GONE:
+		return -ENOENT;
+	default:
+		return -EAGAIN;
+	}
+	if (ps != UP_PRESENT)
+		return -EAGAIN;
+	if (uffd_pfn_get(r, p) != from)
+		return -ENOENT; /* freed and refilled since mm isolated it */
+	if (!__atomic_compare_exchange_n(&r->pstate[p], &ps, UP_MIGRATING, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return -EAGAIN;
+	return 0;
+}
+
+/* The unmap failed: nothing moved. Say why in mm's terms. A thread that faulted meanwhile saw
+ * MIGRATING and waits: wake it once the page has its new state. */
+static int unmap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p, int rc)
+{
+	struct uffd_live *lv = w->lv;
+	uint8_t state = UP_PRESENT;
+	int ret;
+
+	switch (rc) {
+	case -ENOENT: /* no page there any more: its data went with whoever zapped it */
+		uffd_pfn_set(r, p, MM_NO_PFN);
+		state = UP_EMPTY;
+		ret = -ENOENT;
+		break;
+	case -EBUSY:  /* pinned, or shared with a fork child: not movable now */
+	case -EINVAL: /* VMA flags differ from the scratch VMA (mlock, prot): not movable */
+		UFFD_COUNT(lv, anon_migrate_busy);
+		ret = -EBUSY;
+		break;
+	case -EEXIST: /* scratch page not empty: drop the batch and let compaction retry */
+		w->scratch_next = UFFD_SCRATCH_PAGES;
+		ret = -EAGAIN;
+		break;
+	default:
+		if (rc != -EAGAIN)
+			UFFD_COUNT(lv, uffd_errors);
+		ret = -EAGAIN;
+		break;
+	}
+	uffd_pstate_set(r, p, state);
+	uffd_io_wake(lv->uffd, r->base + (uintptr_t)p * UFFD_PAGE_SIZE, UFFD_PAGE_SIZE);
+	return ret;
+}
+
+/* The remap failed with the data in the scratch page: move it back where it was. */
+static int remap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p, uint8_t *scratch,
+			int rc)
+{
+	struct uffd_live *lv = w->lv;
+	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+
+	if (uffd_io_move(lv->uffd, addr, (uintptr_t)scratch, UFFD_PAGE_SIZE, 0, NULL) == 0 ||
+	    moved_anyway(lv, addr, (uintptr_t)scratch)) {
+		uffd_pstate_set(r, p, UP_PRESENT);
+		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
+		return -EAGAIN;
+	}
+	/* only a mapping that vanished behind our back gets here: its data is gone with it */
+	if (rc != -ENOENT)
+		UFFD_COUNT(lv, uffd_errors);
+	uffd_pfn_set(r, p, MM_NO_PFN);
+	uffd_pstate_set(r, p, UP_EMPTY);
+	uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
+	return -ENOENT;
+}
+
+static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p, uint32_t to)
+{
+	struct uffd_live *lv = w->lv;
+	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+	uint8_t ps = __atomic_load_n(&r->pstate[p], __ATOMIC_ACQUIRE);
+	uint8_t *scratch;
+	int rc;
+
+	if (ps & UP_F_FREED) { /* the program freed it first: nothing to copy */
+		uffd_pfn_set(r, p, MM_NO_PFN);
+		uffd_pstate_set(r, p, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
+		return -ENOENT;
+	}
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed) {
+		/* transferred (its successor owns the frame) or given back to the kernel */
+		uffd_pstate_set(r, p, UP_PRESENT);
+		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
+		return -EAGAIN;
+	}
+	scratch = scratch_page(w);
+	rc = uffd_io_move(lv->uffd, (uintptr_t)scratch, addr, UFFD_PAGE_SIZE,
+			  UFFDIO_MOVE_MODE_DONTWAKE, NULL);
+	if (rc < 0 && moved_anyway(lv, (uintptr_t)scratch, addr))
+		rc = 0;
+	if (rc < 0)
+		return unmap_failed(w, r, p, rc);
+	rc = uffd_io_copy(lv->uffd, addr, scratch, UFFD_PAGE_SIZE, true, NULL);
+	if (rc < 0)
+		return remap_failed(w, r, p, scratch, rc);
+	uffd_pfn_set(r, p, to);
+	uffd_pstate_set(r, p, UP_PRESENT);
+	UFFD_COUNT(lv, anon_migrations);
+	return 0;
+}
+
+/* Every return leaves the mm lock taken for mm's re-lock (uffd_env_prelock): between the hook's
+ * return and mm's commit, the program's free of this page must not reach mm. */
+int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to)
+{
+	struct uffd_live *lv = w->lv;
+	struct uffd_region *r = uffd_region_by_cookie(&lv->table, owner);
+	uint32_t p = (uint32_t)owner;
+	int rc;
+
+	if (!r) {
+		uffd_env_prelock(lv);
+		return -ENOENT;
+	}
+	rc = migrate_claim(r, p, from);
+	if (rc < 0) {
+		uffd_region_put(&lv->table, r);
+		uffd_env_prelock(lv);
+		return rc;
+	}
+	pthread_rwlock_rdlock(&r->busy);
+	rc = migrate_locked(w, r, p, to);
+	uffd_env_prelock(lv);
+	pthread_rwlock_unlock(&r->busy);
+	uffd_region_put(&lv->table, r);
+	return rc;
+}

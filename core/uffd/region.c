@@ -1,0 +1,418 @@
+/* Region table: the program's managed mappings, the emulated counterpart of its anon VMAs.
+ *
+ * Each region carries per-page and per-extent state bytes and the emulated frame behind each
+ * page (the reverse of the kernel's rmap: mm stores an owner cookie per frame, the region stores
+ * the frame per page). Lookups (handlers, by address; the migrate hook, by cookie) take the
+ * table's read lock only long enough to find the region and take a reference; the program's
+ * munmap/madvise/mremap change a region under its own `busy` write lock. Regions are freed when
+ * the last reference goes, so a handler holding one never sees its metadata disappear.
+ *
+ * All memory here comes from raw mmap: nothing on these paths may call malloc, which an
+ * allocator's own mmap call can reach.
+ */
+#include "uffd/uffd.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "uffd/sys.h"
+
+#define CID_SLOT_BITS 16
+#define CID_SLOT_MASK ((1U << CID_SLOT_BITS) - 1)
+#define CID_GEN_MASK  0x3fffU /* 14 bits: cookies stay below bit 62 (FILE/FOREIGN bits) */
+
+static void *meta_alloc(size_t len)
+{
+	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return sys_is_err(p) ? NULL : (void *)p;
+}
+
+int uffd_table_init(struct uffd_table *t)
+{
+	pthread_rwlockattr_t a;
+	size_t sorted_len = UFFD_REGION_SLOTS * sizeof(*t->sorted);
+	size_t slots_len = UFFD_REGION_SLOTS * sizeof(*t->slots);
+	size_t cid_len = UFFD_REGION_SLOTS * sizeof(*t->cids);
+
+	memset(t, 0, sizeof(*t));
+	t->sorted = meta_alloc(sorted_len);
+	t->slots = meta_alloc(slots_len);
+	t->cids = meta_alloc(cid_len);
+	t->used = meta_alloc(UFFD_REGION_SLOTS);
+	if (!t->sorted || !t->slots || !t->cids || !t->used)
+		goto unmap_arrays;
+	pthread_rwlockattr_init(&a);
+	/* the program's munmap must not starve behind a stream of faults */
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&t->lock, &a);
+	pthread_rwlockattr_destroy(&a);
+	return 0;
+
+unmap_arrays:
+	uffd_table_destroy(t);
+	return -ENOMEM;
+}
+
+void uffd_table_destroy(struct uffd_table *t)
+{
+	for (unsigned i = 0; t->slots && t->used && i < UFFD_REGION_SLOTS; i++) {
+		if (t->used[i] && t->slots[i].meta)
+			sys_munmap(t->slots[i].meta, t->slots[i].meta_len);
+	}
+	if (t->sorted)
+		sys_munmap(t->sorted, UFFD_REGION_SLOTS * sizeof(*t->sorted));
+	if (t->slots)
+		sys_munmap(t->slots, UFFD_REGION_SLOTS * sizeof(*t->slots));
+	if (t->cids)
+		sys_munmap(t->cids, UFFD_REGION_SLOTS * sizeof(*t->cids));
+	if (t->used)
+		sys_munmap(t->used, UFFD_REGION_SLOTS);
+	if (t->sorted || t->slots)
+		pthread_rwlock_destroy(&t->lock);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Index of the last region with lo <= addr, or -1 (caller holds the lock). */
+static int sorted_find(const struct uffd_table *t, uintptr_t addr)
+{
+	int lo = 0, hi = (int)t->n - 1, ans = -1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+
+		if (t->sorted[mid]->lo <= addr) {
+			ans = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return ans;
+}
+
+static void region_ref(struct uffd_region *r)
+{
+	__atomic_fetch_add(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+struct uffd_region *uffd_region_get(struct uffd_table *t, uintptr_t addr)
+{
+	struct uffd_region *r = NULL;
+	int i;
+
+	pthread_rwlock_rdlock(&t->lock);
+	i = sorted_find(t, addr);
+	if (i >= 0 && addr < t->sorted[i]->hi) {
+		r = t->sorted[i];
+		region_ref(r);
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return r;
+}
+
+struct uffd_region *uffd_region_by_cookie(struct uffd_table *t, uint64_t owner)
+{
+	uint32_t cid = (uint32_t)(owner >> 32);
+	struct uffd_cid_slot *c = &t->cids[cid & CID_SLOT_MASK];
+	struct uffd_region *r = NULL;
+
+	if (owner & (MM_OWNER_FOREIGN | MM_OWNER_FILE_BIT))
+		return NULL;
+	pthread_rwlock_rdlock(&t->lock);
+	if (c->r && c->gen == (cid >> CID_SLOT_BITS)) {
+		r = c->r;
+		region_ref(r);
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return r;
+}
+
+unsigned uffd_regions_overlapping(struct uffd_table *t, uintptr_t lo, uintptr_t hi,
+				  struct uffd_region **out, unsigned max)
+{
+	unsigned n = 0;
+	int i;
+
+	pthread_rwlock_rdlock(&t->lock);
+	i = sorted_find(t, lo);
+	if (i < 0)
+		i = 0;
+	for (; i < (int)t->n && n < max; i++) {
+		struct uffd_region *r = t->sorted[i];
+
+		if (r->lo >= hi)
+			break;
+		if (r->hi <= lo)
+			continue;
+		region_ref(r);
+		out[n++] = r;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return n;
+}
+
+/* Free a dead region's slot and metadata (table lock held for writing). */
+static void region_free_locked(struct uffd_table *t, struct uffd_region *r)
+{
+	struct uffd_cid_slot *c = &t->cids[r->cid & CID_SLOT_MASK];
+	unsigned slot = (unsigned)(r - t->slots);
+
+	if (c->r == r) {
+		c->r = NULL;
+		c->gen = (uint16_t)((c->gen + 1) & CID_GEN_MASK);
+		if (!c->gen)
+			c->gen = 1;
+	}
+	if (r->meta)
+		sys_munmap(r->meta, r->meta_len);
+	pthread_rwlock_destroy(&r->busy);
+	memset(r, 0, sizeof(*r));
+	t->used[slot] = 0;
+}
+
+void uffd_region_put(struct uffd_table *t, struct uffd_region *r)
+{
+	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	pthread_rwlock_wrlock(&t->lock);
+	region_free_locked(t, r);
+	pthread_rwlock_unlock(&t->lock);
+}
+
+static int slot_alloc_locked(struct uffd_table *t)
+{
+	for (unsigned k = 0; k < UFFD_REGION_SLOTS; k++) {
+		unsigned i = (t->hint + k) % UFFD_REGION_SLOTS;
+
+		if (!t->used[i]) {
+			t->used[i] = 1;
+			t->hint = i + 1;
+			return (int)i;
+		}
+	}
+	return -ENOSPC;
+}
+
+static int cid_alloc_locked(struct uffd_table *t, struct uffd_region *r, uint32_t *cid)
+{
+	struct uffd_cid_slot *c = t->cids;
+
+	for (unsigned k = 0; k < UFFD_REGION_SLOTS; k++) {
+		unsigned i = (t->cid_hint + k) % UFFD_REGION_SLOTS;
+
+		if (!c[i].r) {
+			if (!c[i].gen)
+				c[i].gen = 1; /* cid 0 means "none" */
+			c[i].r = r;
+			t->cid_hint = i + 1;
+			*cid = ((uint32_t)c[i].gen << CID_SLOT_BITS) | i;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Lay the four state arrays out in one mapping. */
+static int region_meta_init(struct uffd_region *r)
+{
+	size_t ps = (r->npages + 7) & ~7UL;
+	size_t pf = (size_t)r->npages * sizeof(uint32_t);
+	size_t xs = (r->nexts + 7) & ~7UL;
+
+	r->meta_len = (ps + pf + 2 * xs + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+	r->meta = meta_alloc(r->meta_len);
+	if (!r->meta)
+		return -ENOMEM;
+	r->pstate = r->meta;
+	r->pfn = (uint32_t *)(void *)(r->pstate + ps);
+	r->xstate = (uint8_t *)(r->pfn + r->npages);
+	r->xadv = r->xstate + xs;
+	return 0;
+}
+
+bool uffd_ext_inside(const struct uffd_region *r, uint32_t e)
+{
+	uintptr_t a = uffd_ext_addr(r, e);
+
+	return a >= r->lo && a + UFFD_HPAGE_SIZE <= r->hi;
+}
+
+/* Insert r into the sorted array; -EEXIST if its span overlaps a neighbour's. */
+static int sorted_insert_locked(struct uffd_table *t, struct uffd_region *r)
+{
+	int i = sorted_find(t, r->lo);
+
+	if (i >= 0 && t->sorted[i]->hi > r->lo)
+		return -EEXIST;
+	if (i + 1 < (int)t->n && t->sorted[i + 1]->lo < r->hi)
+		return -EEXIST;
+	memmove(&t->sorted[i + 2], &t->sorted[i + 1], (t->n - (unsigned)(i + 1)) * sizeof(r));
+	t->sorted[i + 1] = r;
+	t->n++;
+	return 0;
+}
+
+static void sorted_remove_locked(struct uffd_table *t, struct uffd_region *r)
+{
+	for (unsigned i = 0; i < t->n; i++) {
+		if (t->sorted[i] == r) {
+			memmove(&t->sorted[i], &t->sorted[i + 1], (t->n - i - 1) * sizeof(r));
+			t->n--;
+			return;
+		}
+	}
+}
+
+int uffd_region_create(struct uffd_table *t, uintptr_t lo, uintptr_t hi, int prot,
+		       uint32_t keep_cid, bool insert, struct uffd_region **out)
+{
+	pthread_rwlockattr_t a;
+	struct uffd_region *r;
+	int slot, rc;
+
+	pthread_rwlock_wrlock(&t->lock);
+	slot = slot_alloc_locked(t);
+	if (slot < 0) {
+		rc = slot;
+		goto unlock;
+	}
+	r = &t->slots[slot];
+	memset(r, 0, sizeof(*r));
+	r->base = lo;
+	r->ext_base = lo & ~(UFFD_HPAGE_SIZE - 1);
+	r->lo = lo;
+	r->hi = hi;
+	r->npages = (uint32_t)((hi - lo) / UFFD_PAGE_SIZE);
+	r->nexts = (uint32_t)((hi - r->ext_base + UFFD_HPAGE_SIZE - 1) / UFFD_HPAGE_SIZE);
+	r->prot = prot;
+	r->refs = 1; /* the table's */
+	rc = region_meta_init(r);
+	if (rc < 0)
+		goto free_slot;
+	if (keep_cid) {
+		r->cid = keep_cid;
+		t->cids[keep_cid & CID_SLOT_MASK].r = r;
+	} else {
+		rc = cid_alloc_locked(t, r, &r->cid);
+		if (rc < 0)
+			goto free_meta;
+	}
+	for (uint32_t e = 0; e < r->nexts; e++)
+		r->xstate[e] = uffd_ext_inside(r, e) ? UX_EMPTY : UX_SMALL;
+	if (insert) {
+		rc = sorted_insert_locked(t, r);
+		if (rc < 0)
+			goto free_cid;
+	} else {
+		r->dead = 1; /* not findable until uffd_region_insert */
+	}
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&r->busy, &a);
+	pthread_rwlockattr_destroy(&a);
+	pthread_rwlock_unlock(&t->lock);
+	*out = r;
+	return 0;
+
+free_cid:
+	if (!keep_cid)
+		t->cids[r->cid & CID_SLOT_MASK].r = NULL;
+free_meta:
+	sys_munmap(r->meta, r->meta_len);
+free_slot:
+	memset(r, 0, sizeof(*r));
+	t->used[slot] = 0;
+unlock:
+	pthread_rwlock_unlock(&t->lock);
+	return rc;
+}
+
+int uffd_region_insert(struct uffd_table *t, struct uffd_region *r)
+{
+	int rc;
+
+	pthread_rwlock_wrlock(&t->lock);
+	rc = sorted_insert_locked(t, r);
+	if (rc == 0)
+		__atomic_store_n(&r->dead, 0, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&t->lock);
+	return rc;
+}
+
+void uffd_region_discard(struct uffd_table *t, struct uffd_region *r)
+{
+	uffd_region_put(t, r);
+}
+
+bool uffd_table_overlaps(struct uffd_table *t, uintptr_t lo, uintptr_t hi)
+{
+	bool hit = false;
+	int i;
+
+	pthread_rwlock_rdlock(&t->lock);
+	i = sorted_find(t, hi - 1);
+	if (i >= 0 && t->sorted[i]->hi > lo)
+		hit = true;
+	pthread_rwlock_unlock(&t->lock);
+	return hit;
+}
+
+void uffd_region_remove(struct uffd_table *t, struct uffd_region *r)
+{
+	bool was_live;
+
+	pthread_rwlock_wrlock(&t->lock);
+	was_live = !r->dead;
+	if (was_live) {
+		sorted_remove_locked(t, r);
+		__atomic_store_n(&r->dead, 1, __ATOMIC_RELEASE);
+	}
+	pthread_rwlock_unlock(&t->lock);
+	if (was_live)
+		uffd_region_put(t, r); /* the table's reference */
+}
+
+void uffd_region_trim(struct uffd_table *t, struct uffd_region *r)
+{
+	uint32_t p0 = uffd_page_of(r, r->lo), p1 = uffd_page_of(r, r->hi);
+
+	while (p0 < p1 && UP_STATE(__atomic_load_n(&r->pstate[p0], __ATOMIC_ACQUIRE)) == UP_GONE)
+		p0++;
+	while (p1 > p0 &&
+	       UP_STATE(__atomic_load_n(&r->pstate[p1 - 1], __ATOMIC_ACQUIRE)) == UP_GONE)
+		p1--;
+	if (p0 == p1) {
+		uffd_region_remove(t, r);
+		return;
+	}
+	pthread_rwlock_wrlock(&t->lock);
+	r->lo = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
+	r->hi = r->base + (uintptr_t)p1 * UFFD_PAGE_SIZE;
+	pthread_rwlock_unlock(&t->lock);
+}
+
+void uffd_region_recompute_extents(struct uffd_region *r, uint32_t e0, uint32_t e1)
+{
+	for (uint32_t e = e0; e <= e1 && e < r->nexts; e++) {
+		uint8_t xs = __atomic_load_n(&r->xstate[e], __ATOMIC_ACQUIRE);
+		uint8_t want = UX_SMALL;
+
+		if (UX_STATE(xs) == UX_HUGE)
+			continue;
+		if (uffd_ext_inside(r, e)) {
+			uint32_t p = uffd_page_of(r, uffd_ext_addr(r, e));
+
+			want = UX_EMPTY;
+			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+				if (__atomic_load_n(&r->pstate[p + i], __ATOMIC_ACQUIRE) !=
+				    UP_EMPTY) {
+					want = UX_SMALL;
+					break;
+				}
+			}
+		}
+		__atomic_store_n(&r->xstate[e], want, __ATOMIC_RELEASE);
+	}
+}

@@ -1,0 +1,281 @@
+/* mremap of managed memory (mm/mremap.c: mremap_to, move_vma, vma_expand).
+ *
+ * Without UFFD_FEATURE_EVENT_REMAP the kernel drops the userfaultfd registration of a VMA it
+ * moves (mremap_userfaultfd_prep -> userfaultfd_reset_ctx), so every mremap of managed memory
+ * goes through here:
+ *   - a whole region shrinking in place frees the cut pages;
+ *   - a whole region growing or moving is *transferred*: a successor region takes its page
+ *     states, frames and cookie id (mm's reverse map keeps pointing at the right pages), the new
+ *     range is registered again, and if the move changed the address modulo 2 MiB its huge
+ *     extents are split, as move_huge_pmd cannot keep a misaligned PMD. A region allowed to move
+ *     is moved to an address with the same 2 MiB phase, so its PMDs survive;
+ *   - anything else (part of a region, MREMAP_DONTUNMAP, a destination over managed memory) gives
+ *     the source pages back to the kernel before the call and adopts the result afterwards:
+ *     pages it holds stay, unaccounted, and its holes are first touches again.
+ */
+#include "uffd/uffd.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "uffd/sys.h"
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+static uintptr_t page_up(uintptr_t x)
+{
+	return (x + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+}
+
+/* Page q of the successor mirrors page q of the region (same index, same cookie). */
+static uint8_t successor_state(struct uffd_region *r, uint32_t q, uint32_t *pfn)
+{
+	uint8_t ps = uffd_pstate(r, q);
+	uint8_t gone = (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY;
+
+	*pfn = uffd_pfn_get(r, q);
+	switch (UP_STATE(ps)) {
+	case UP_FILLING: /* its owner sees the region dead and gives its frame back */
+		*pfn = MM_NO_PFN;
+		return (ps & UP_F_FREED) ? gone : UP_EMPTY;
+	case UP_MIGRATING: /* the migration fails (-EAGAIN) and the frame stays with the page,
+			    * unless the program freed it: then mm frees it (-ENOENT) */
+		if (ps & UP_F_FREED) {
+			*pfn = MM_NO_PFN;
+			return gone;
+		}
+		return UP_PRESENT;
+	default:
+		return UP_STATE(ps);
+	}
+}
+
+static void copy_extents(struct uffd_live *lv, struct uffd_region *r, struct uffd_region *s,
+			 intptr_t delta)
+{
+	bool same_phase = (delta & (intptr_t)(UFFD_HPAGE_SIZE - 1)) == 0;
+
+	for (uint32_t e = 0; e < r->nexts; e++) {
+		uint8_t xs = UX_STATE(uffd_xstate(r, e));
+		uintptr_t ea = uffd_ext_addr(r, e);
+		uint32_t head;
+
+		if (xs != UX_HUGE)
+			continue;
+		head = uffd_pfn_get(r, uffd_page_of(r, ea));
+		if (same_phase && uffd_ext_inside(s, uffd_ext_of(s, ea + (uintptr_t)delta))) {
+			uint32_t e2 = uffd_ext_of(s, ea + (uintptr_t)delta);
+
+			uffd_xstate_set(s, e2, UX_HUGE);
+			uffd_xadv_set(s, e2, uffd_xadv(r, e));
+		} else {
+			mm_anon_split(lv->mm, head); /* the move cannot keep this PMD */
+			UFFD_COUNT(lv, huge_splits);
+		}
+	}
+	for (uint32_t e2 = 0; e2 < s->nexts; e2++)
+		if (UX_STATE(uffd_xstate(s, e2)) != UX_HUGE)
+			uffd_region_recompute_extents(s, e2, e2);
+	if (same_phase) { /* carry the program's advice for the extents that kept their place */
+		for (uint32_t e = 0; e < r->nexts; e++) {
+			uintptr_t ea2 = uffd_ext_addr(r, e) + (uintptr_t)delta;
+
+			if (ea2 >= s->ext_base && uffd_ext_of(s, ea2) < s->nexts)
+				uffd_xadv_set(s, uffd_ext_of(s, ea2), uffd_xadv(r, e));
+		}
+	}
+}
+
+/* Transfer r (busy write lock held) to its new place [a, a + len). */
+static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, size_t len)
+{
+	uint32_t off = uffd_page_of(r, r->lo);
+	uint32_t n_old = (uint32_t)((r->hi - r->lo) / UFFD_PAGE_SIZE);
+	uint32_t n_new = (uint32_t)(len / UFFD_PAGE_SIZE);
+	uintptr_t base = a - (uintptr_t)off * UFFD_PAGE_SIZE;
+	intptr_t delta = (intptr_t)(a - r->lo);
+	struct uffd_region *s;
+	int rc;
+
+	if (a < (uintptr_t)off * UFFD_PAGE_SIZE)
+		return -ERANGE;
+	if (n_new < n_old) { /* moved and shrunk: the cut pages are unmapped */
+		uffd_region_release_pages(lv, r, off + n_new, off + n_old, true);
+		uffd_gauge_sub(lv, (uint64_t)(n_old - n_new) * UFFD_PAGE_SIZE);
+	}
+	rc = uffd_region_create(&lv->table, base, a + len, r->prot, r->cid, false, &s);
+	if (rc < 0)
+		return rc;
+	s->lo = a;
+	for (uint32_t q = 0; q < off; q++)
+		s->pstate[q] = UP_GONE;
+	for (uint32_t q = off; q < off + n_old && q < off + n_new; q++) {
+		uint32_t pfn;
+
+		s->pstate[q] = successor_state(r, q, &pfn);
+		uffd_pfn_set(s, q, pfn);
+	}
+	for (uint32_t e = 0; e < s->nexts; e++)
+		s->xstate[e] = UX_SMALL;
+	copy_extents(lv, r, s, delta);
+	s->no_huge_move = r->no_huge_move;
+	uffd_region_remove(&lv->table, r);
+	rc = uffd_region_insert(&lv->table, s);
+	if (rc < 0) {
+		uffd_region_discard(&lv->table, s);
+		return rc;
+	}
+	if (lv->may_huge)
+		sys_madvise((void *)a, len, MADV_HUGEPAGE);
+	rc = uffd_io_register(lv->uffd, a, len);
+	if (rc < 0) {
+		uffd_region_fail(lv, s, rc);
+		return rc;
+	}
+	if (n_new > n_old)
+		uffd_gauge_add(lv, (uint64_t)(n_new - n_old) * UFFD_PAGE_SIZE);
+	return 0;
+}
+
+/* Reserve len bytes at an address with the given 2 MiB phase; returns it or -errno. */
+static long reserve_phase(size_t len, uintptr_t phase, long *res, size_t *res_len)
+{
+	size_t total = len + UFFD_HPAGE_SIZE;
+	long p =
+	    sys_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uintptr_t dst;
+
+	if (sys_is_err(p))
+		return p;
+	dst = (((uintptr_t)p - phase + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1)) + phase;
+	if (dst < (uintptr_t)p)
+		dst += UFFD_HPAGE_SIZE;
+	*res = p;
+	*res_len = total;
+	return (long)dst;
+}
+
+static void unreserve(long res, size_t res_len, uintptr_t dst, size_t len)
+{
+	uintptr_t lo = (uintptr_t)res, hi = lo + res_len;
+
+	if (dst > lo)
+		sys_munmap((void *)lo, dst - lo);
+	if (hi > dst + len)
+		sys_munmap((void *)(dst + len), hi - (dst + len));
+}
+
+/* Grow or move a whole region, keeping its 2 MiB phase when the kernel lets us choose. */
+static long remap_whole(struct uffd_live *lv, struct uffd_region *r, size_t newlen, int flags,
+			void *new_addr)
+{
+	void *old = (void *)r->lo;
+	size_t oldlen = r->hi - r->lo;
+	long rc, res = 0;
+	size_t res_len = 0;
+	long dst;
+
+	if (flags & MREMAP_FIXED)
+		return sys_mremap(old, oldlen, newlen, flags, new_addr);
+	rc = sys_mremap(old, oldlen, newlen, 0, NULL); /* in place first, as the kernel tries */
+	if (rc != -ENOMEM || !(flags & MREMAP_MAYMOVE))
+		return rc;
+	dst = reserve_phase(newlen, r->lo & (UFFD_HPAGE_SIZE - 1), &res, &res_len);
+	if (sys_is_err(dst))
+		return sys_mremap(old, oldlen, newlen, flags, new_addr);
+	rc = sys_mremap(old, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)dst);
+	if (sys_is_err(rc)) {
+		sys_munmap((void *)res, res_len);
+		return sys_mremap(old, oldlen, newlen, flags, new_addr);
+	}
+	unreserve(res, res_len, (uintptr_t)dst, newlen);
+	return rc;
+}
+
+static long remap_region(struct uffd_live *lv, struct uffd_region *r, size_t newlen, int flags,
+			 void *new_addr)
+{
+	uintptr_t o = r->lo;
+	size_t oldlen = r->hi - r->lo;
+	long rc;
+
+	pthread_rwlock_wrlock(&r->busy);
+	if (newlen <= oldlen && !(flags & MREMAP_FIXED)) { /* shrinks in place */
+		uffd_region_release_pages(lv, r, uffd_page_of(r, o + newlen),
+					  uffd_page_of(r, r->hi), true);
+		rc = sys_mremap((void *)o, oldlen, newlen, flags, new_addr);
+		uffd_region_trim(&lv->table, r);
+		if (!sys_is_err(rc))
+			uffd_gauge_sub(lv, oldlen - newlen);
+		pthread_rwlock_unlock(&r->busy);
+		return rc;
+	}
+	rc = remap_whole(lv, r, newlen, flags, new_addr);
+	if (!sys_is_err(rc) && transfer(lv, r, (uintptr_t)rc, newlen) < 0) {
+		UFFD_COUNT(lv, mremap_unmanaged); /* the memory is intact, only unmanaged */
+		uffd_io_unregister(lv->uffd, (uintptr_t)rc, newlen);
+	}
+	pthread_rwlock_unlock(&r->busy);
+	return rc;
+}
+
+static long real_nothing(void *arg)
+{
+	return 0;
+}
+
+/* Partial or unusual mremap: give the source back to the kernel, call, adopt the result. */
+static long remap_generic(struct uffd_live *lv, uintptr_t o, size_t oldlen, size_t newlen,
+			  int flags, void *new_addr, int prot)
+{
+	long rc;
+
+	if ((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, newlen))
+		uffd_unmap_managed(lv, (uintptr_t)new_addr, (uintptr_t)new_addr + newlen,
+				   real_nothing, NULL);
+	if (uffd_is_managed(lv, (void *)o, oldlen)) {
+		/* the kernel must serve whatever stays behind at the old place natively */
+		uffd_io_unregister(lv->uffd, o, oldlen);
+		uffd_unmap_managed(lv, o, o + oldlen, real_nothing, NULL);
+	}
+	rc = sys_mremap((void *)o, oldlen, newlen, flags, new_addr);
+	if (sys_is_err(rc))
+		return rc;
+	if (prot == (PROT_READ | PROT_WRITE) && newlen >= lv->cfg.min_region &&
+	    uffd_adopt(lv, (void *)rc, newlen, prot) == 0)
+		return rc;
+	UFFD_COUNT(lv, mremap_unmanaged);
+	return rc;
+}
+
+long uffd_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, int flags,
+		 void *new_addr)
+{
+	uintptr_t o = (uintptr_t)old;
+	struct uffd_region *r;
+	bool whole;
+	long rc;
+	int prot;
+
+	oldlen = page_up(oldlen);
+	newlen = page_up(newlen);
+	if ((o & (UFFD_PAGE_SIZE - 1)) || !newlen)
+		return -EINVAL;
+	UFFD_COUNT(lv, mremaps);
+	r = uffd_region_get(&lv->table, o);
+	if (!r)
+		return remap_generic(lv, o, oldlen, newlen, flags, new_addr,
+				     PROT_READ | PROT_WRITE);
+	prot = r->prot;
+	whole = r->lo == o && r->hi == o + oldlen && !(flags & MREMAP_DONTUNMAP) &&
+		!((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, newlen));
+	if (whole) {
+		rc = remap_region(lv, r, newlen, flags, new_addr);
+		uffd_region_put(&lv->table, r);
+		return rc;
+	}
+	uffd_region_put(&lv->table, r);
+	return remap_generic(lv, o, oldlen, newlen, flags, new_addr, prot);
+}

@@ -1,0 +1,201 @@
+/* The live run report: JSON with the keys every thpemu report shares (obs/faults.h) plus a host
+ * section (what the real machine did for the emulated decisions) and a program section, and a
+ * short human summary. Also merging the statistics of several processes (exec'd children each
+ * run their own emulator and pool).
+ */
+#include "uffd/uffd.h"
+
+#include <string.h>
+
+#include "obs/stall.h"
+#include "util/json.h"
+
+const char *const uffd_host_names[] = {
+#define UFFD_X_NAME(name, help) #name,
+    UFFD_HOST_COUNTERS(UFFD_X_NAME)
+#undef UFFD_X_NAME
+};
+
+const char *const uffd_host_help[] = {
+#define UFFD_X_HELP(name, help) help,
+    UFFD_HOST_COUNTERS(UFFD_X_HELP)
+#undef UFFD_X_HELP
+};
+
+static bool host_is_max(const char *name)
+{
+	return strcmp(name, "latency_max_ns") == 0 || strcmp(name, "bytes_managed_peak") == 0;
+}
+
+void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
+{
+	const uint64_t *s = (const uint64_t *)(const void *)&src->host;
+	uint64_t *d = (uint64_t *)(void *)&dst->host;
+
+	for (unsigned i = 0; i < UFFD_NR_HOST; i++) {
+		if (host_is_max(uffd_host_names[i]))
+			d[i] = s[i] > d[i] ? s[i] : d[i];
+		else
+			d[i] += s[i];
+	}
+	for (unsigned i = 0; i < MM_STAT_NR; i++)
+		dst->vmstat[i] += src->vmstat[i];
+	obs_faults_merge(&dst->faults, &src->faults);
+	for (uint32_t i = 0; i < src->nstall_recs && i < UFFD_STALL_RECS; i++) {
+		if (dst->nstall_recs >= UFFD_STALL_RECS)
+			break;
+		if (src->stall_recs[i].ready)
+			dst->stall_recs[dst->nstall_recs++] = src->stall_recs[i];
+	}
+	if (!dst->note[0] && src->note[0])
+		memcpy(dst->note, src->note, sizeof(dst->note));
+	if (!dst->policy[0])
+		memcpy(dst->policy, src->policy, sizeof(dst->policy));
+	if (!dst->pool_bytes)
+		dst->pool_bytes = src->pool_bytes;
+	if (!dst->handlers)
+		dst->handlers = src->handlers;
+}
+
+static const char *const alloc_names[] = {"jemalloc", "none"};
+
+static void report_config(struct json_w *w, const struct uffd_config *cfg,
+			  const struct uffd_stats *st)
+{
+	jw_obj_begin(w, "config");
+	jw_str(w, "policy", st->policy[0] ? st->policy : cfg->policy_spec);
+	jw_u64(w, "pool_bytes", st->pool_bytes ? st->pool_bytes : cfg->pool_bytes);
+	jw_u64(w, "handlers", st->handlers);
+	jw_u64(w, "staging", cfg->staging);
+	jw_u64(w, "min_region", cfg->min_region);
+	jw_str(w, "fragment", cfg->fragment);
+	jw_u64(w, "seed", cfg->seed);
+	jw_dbl(w, "stall_threshold_ms", (double)cfg->stall_threshold_ns / 1e6, 3);
+	jw_str(w, "allocator", alloc_names[cfg->allocator & 1]);
+	jw_obj_end(w);
+}
+
+static void report_program(struct json_w *w, const struct uffd_program_info *prog)
+{
+	jw_obj_begin(w, "program");
+	if (prog->argv) {
+		jw_arr_begin(w, "argv");
+		for (char *const *a = prog->argv; *a; a++)
+			jw_str(w, NULL, *a);
+		jw_arr_end(w);
+	} else {
+		jw_str(w, "cmdline", prog->cmdline);
+	}
+	if (prog->exit_status >= 0)
+		jw_i64(w, "exit_status", prog->exit_status);
+	else
+		jw_null(w, "exit_status");
+	jw_dbl(w, "wall_s", prog->wall_s, 3);
+	jw_u64(w, "processes", prog->processes);
+	jw_u64(w, "unmanaged_processes", prog->unmanaged);
+	jw_u64(w, "no_clean_exit", prog->no_clean_exit);
+	jw_obj_end(w);
+}
+
+/* The shared "stalls" section (obs/stall.h), grouped by cause. Live stack capture is issue 5's:
+ * until then each group shows the emulated kernel's call chain for its cause ("modelled"). */
+static void report_stalls(struct json_w *w, const struct uffd_config *cfg,
+			  const struct uffd_stats *st)
+{
+	uint32_t n = st->nstall_recs < UFFD_STALL_RECS ? st->nstall_recs : UFFD_STALL_RECS;
+	struct obs_stalls *s;
+
+	if (obs_stalls_create(&s, n ? n : 1, cfg->stall_threshold_ns, OBS_STACKS_MODELLED) < 0) {
+		jw_obj_begin(w, "stalls");
+		jw_u64(w, "count", st->host.stalls);
+		jw_obj_end(w);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct uffd_stall_rec *sr = &st->stall_recs[i];
+
+		if (__atomic_load_n(&sr->ready, __ATOMIC_ACQUIRE))
+			obs_stalls_add_modelled(s, sr->t_start_ns, sr->duration_ns,
+						(enum mm_cause)sr->cause, sr->comm, sr->tid,
+						sr->addr);
+	}
+	obs_report_stalls(w, s);
+	obs_stalls_destroy(s);
+}
+
+static void report_host(struct json_w *w, const struct uffd_stats *st)
+{
+	const uint64_t *h = (const uint64_t *)(const void *)&st->host;
+
+	jw_obj_begin(w, "host");
+	for (unsigned i = 0; i < UFFD_NR_HOST; i++)
+		jw_u64(w, uffd_host_names[i], h[i]);
+	jw_str(w, "note", st->note[0] ? st->note + 1 : NULL);
+	jw_obj_begin(w, "pool");
+	jw_u64(w, "frames", st->counts.nr_frames);
+	jw_u64(w, "free", st->counts.free);
+	jw_u64(w, "anon", st->counts.anon);
+	jw_u64(w, "anon_huge", st->counts.anon_huge);
+	jw_u64(w, "file", st->counts.file);
+	jw_u64(w, "free_blocks_order9", st->counts.free_blocks_order9);
+	jw_obj_end(w);
+	jw_obj_end(w);
+}
+
+int uffd_report_json(FILE *f, const struct uffd_config *cfg, const struct uffd_stats *st,
+		     const struct uffd_program_info *prog)
+{
+	struct json_w w;
+
+	jw_init(&w, f, true);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "kind", "run");
+	jw_str(&w, "version", THPEMU_VERSION);
+	report_config(&w, cfg, st);
+	report_program(&w, prog);
+	obs_report_faults(&w, &st->faults);
+	obs_report_vmstat(&w, st->vmstat);
+	report_stalls(&w, cfg, st);
+	report_host(&w, st);
+	jw_obj_end(&w);
+	return jw_finish(&w);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd_program_info *prog)
+{
+	struct obs_hist_summary hs, bs;
+	const struct uffd_host_stats *h = &st->host;
+	uint64_t total;
+
+	obs_hist_summarise(&st->faults.lat[OBS_HUGE], 1000, &hs);
+	obs_hist_summarise(&st->faults.lat[OBS_BASE], 1000, &bs);
+	total = hs.count + bs.count;
+	fprintf(f, "thpemu: %u process%s managed (%u unmanaged), policy %s, wall %.2f s\n",
+		prog->processes, prog->processes == 1 ? "" : "es", prog->unmanaged,
+		st->policy[0] ? st->policy : "?", prog->wall_s);
+	fprintf(f, "thpemu: %llu faults: huge %llu (%.1f%%), base %llu, outside the pool %llu\n",
+		(unsigned long long)total, (unsigned long long)hs.count, pct(hs.count, total),
+		(unsigned long long)bs.count, (unsigned long long)st->faults.nomem);
+	fprintf(f,
+		"thpemu: service latency us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
+		"p99 %.1f max %.1f; stalls %llu\n",
+		hs.p50, hs.p99, hs.max, bs.p50, bs.p99, bs.max, (unsigned long long)h->stalls);
+	fprintf(f,
+		"thpemu: host: real PMD %llu of %llu huge, %llu anon migrations, %llu staging "
+		"misses, %llu THP-less chunks, %llu uffd errors\n",
+		(unsigned long long)h->real_pmd_faults, (unsigned long long)hs.count,
+		(unsigned long long)h->anon_migrations, (unsigned long long)h->staging_misses,
+		(unsigned long long)h->host_thp_unavailable, (unsigned long long)h->uffd_errors);
+	if (st->note[0])
+		fprintf(f, "thpemu: note:%s\n", st->note + 1);
+	if (prog->no_clean_exit)
+		fprintf(f,
+			"thpemu: %u process%s ended without running exit handlers (_exit or a "
+			"crash): their counters are as last updated\n",
+			prog->no_clean_exit, prog->no_clean_exit == 1 ? "" : "es");
+}

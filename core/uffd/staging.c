@@ -1,0 +1,226 @@
+/* Staging: a few prefaulted host THPs kept ready for huge decisions.
+ *
+ * The kernel's do_huge_pmd_anonymous_page allocates and clears a 2 MiB folio and maps it with one
+ * PMD. Here the allocation is paid ahead of time by a refill thread (MADV_POPULATE_WRITE of a
+ * MADV_HUGEPAGE chunk, checked with PAGEMAP_SCAN and, if the host gave small pages, one
+ * MADV_COLLAPSE attempt); the fault pays the clearing (clear_huge hook: a real 2 MiB memset) and
+ * the UFFDIO_MOVE that installs the PMD in the program. The staging area is MADV_DONTFORK: a fork
+ * would make its pages COW-shared and every later move would fail with EBUSY.
+ *
+ * When the host cannot give THPs the chunks are 512 small pages; moves still work (the program
+ * then sees 4 KiB host mappings for an emulated huge extent) and host_thp_unavailable counts it.
+ */
+#include "uffd/uffd.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "uffd/sys.h"
+
+int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len)
+{
+	struct page_region vec[2];
+	struct pm_scan_arg arg = {
+	    .size = sizeof(arg),
+	    .start = addr,
+	    .end = addr + len,
+	    .vec = (uintptr_t)vec,
+	    .vec_len = 2,
+	    .return_mask = PAGE_IS_HUGE | PAGE_IS_PRESENT,
+	};
+	int n;
+
+	if (pagemap_fd < 0)
+		return -EBADF;
+	n = sys_ioctl(pagemap_fd, PAGEMAP_SCAN, &arg);
+	if (n < 0)
+		return n;
+	return n == 1 && vec[0].start == addr && vec[0].end == addr + len &&
+	       (vec[0].categories & PAGE_IS_HUGE);
+}
+
+int uffd_populate_chunk(int pagemap_fd, void *chunk, bool collapse)
+{
+	int rc = sys_madvise(chunk, UFFD_HPAGE_SIZE, MADV_POPULATE_WRITE);
+
+	if (rc < 0)
+		return rc;
+	rc = uffd_range_is_pmd(pagemap_fd, (uintptr_t)chunk, UFFD_HPAGE_SIZE);
+	if (rc == 0 && collapse && sys_madvise(chunk, UFFD_HPAGE_SIZE, MADV_COLLAPSE) == 0)
+		rc = uffd_range_is_pmd(pagemap_fd, (uintptr_t)chunk, UFFD_HPAGE_SIZE);
+	return rc < 0 ? 0 : rc; /* unknown counts as small: never over-report real THPs */
+}
+
+static bool slot_cas(struct uffd_staging *s, unsigned i, uint8_t from, uint8_t to)
+{
+	return __atomic_compare_exchange_n(&s->state[i], &from, to, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+static void refill_kick(struct uffd_staging *s)
+{
+	if (!s->started)
+		return;
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
+		      struct uffd_host_stats *host, int pagemap_fd, bool host_thp)
+{
+	long map;
+	uintptr_t aligned;
+
+	memset(s, 0, sizeof(*s));
+	s->depth = depth ? depth : 1;
+	s->nslots = s->depth + extra;
+	s->host = host;
+	s->pagemap_fd = pagemap_fd;
+	s->collapse = host_thp;
+	s->area_len = (size_t)s->nslots * UFFD_HPAGE_SIZE;
+	s->area_map_len = s->area_len + UFFD_HPAGE_SIZE;
+	map = sys_mmap(NULL, s->area_map_len + UFFD_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (sys_is_err(map))
+		return (int)map;
+	s->area_map = (void *)map;
+	aligned = ((uintptr_t)map + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1);
+	s->area = (uint8_t *)aligned;
+	/* the per-slot bytes live just after the chunks (at least one spare page is mapped there)
+	 */
+	s->state = s->area + s->area_len;
+	s->huge = s->state + s->nslots;
+	/* without host THPs (THPEMU_HOST_THP=0) chunks are 512 small pages, as on a host that has
+	 * none to give */
+	sys_madvise(s->area, s->area_len, host_thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	sys_madvise(s->area_map, s->area_map_len + UFFD_PAGE_SIZE, MADV_DONTFORK);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	return 0;
+}
+
+static unsigned count_state(struct uffd_staging *s, uint8_t st)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->nslots; i++)
+		n += __atomic_load_n(&s->state[i], __ATOMIC_ACQUIRE) == st;
+	return n;
+}
+
+/* Populate slot i (owned: FILLING or TAKEN) and record whether it is a real THP. */
+static void slot_fill(struct uffd_staging *s, unsigned i)
+{
+	int rc = uffd_populate_chunk(s->pagemap_fd, uffd_staging_addr(s, (int)i), s->collapse);
+
+	s->huge[i] = rc > 0;
+	uffd_stat_add(&s->host->staging_refills, 1);
+	if (rc <= 0)
+		uffd_stat_add(&s->host->host_thp_unavailable, 1);
+}
+
+static void *refill_main(void *arg)
+{
+	struct uffd_staging *s = arg;
+
+	uffd_tls_passthrough = 1;
+	for (;;) {
+		int pick = -1;
+
+		pthread_mutex_lock(&s->lock);
+		while (!s->stop && count_state(s, US_READY) >= s->depth)
+			pthread_cond_wait(&s->cond, &s->lock);
+		pthread_mutex_unlock(&s->lock);
+		if (__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+			break;
+		for (unsigned i = 0; i < s->nslots && pick < 0; i++)
+			if (slot_cas(s, i, US_FREE, US_FILLING))
+				pick = (int)i;
+		if (pick < 0) {
+			/* every slot ready or held by a handler: wait for a release */
+			struct timespec ts = {0, 1000000};
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		slot_fill(s, (unsigned)pick);
+		__atomic_store_n(&s->state[pick], US_READY, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+int uffd_staging_start(struct uffd_staging *s)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = -pthread_create(&s->thread, NULL, refill_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0)
+		s->started = true;
+	return rc;
+}
+
+void uffd_staging_destroy(struct uffd_staging *s)
+{
+	if (s->started) {
+		pthread_mutex_lock(&s->lock);
+		__atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+		s->started = false;
+	}
+	if (s->area_map) {
+		sys_munmap(s->area_map, s->area_map_len + UFFD_PAGE_SIZE);
+		pthread_mutex_destroy(&s->lock);
+		pthread_cond_destroy(&s->cond);
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+int uffd_staging_take(struct uffd_staging *s)
+{
+	for (unsigned spins = 0;; spins++) {
+		for (unsigned i = 0; i < s->nslots; i++) {
+			if (slot_cas(s, i, US_READY, US_TAKEN)) {
+				refill_kick(s);
+				return (int)i;
+			}
+		}
+		/* nothing ready: pay the allocation on the fault path, as the kernel does */
+		for (unsigned i = 0; i < s->nslots; i++) {
+			if (slot_cas(s, i, US_FREE, US_TAKEN)) {
+				uffd_stat_add(&s->host->staging_misses, 1);
+				slot_fill(s, i);
+				refill_kick(s);
+				return (int)i;
+			}
+		}
+		if (spins > 100000)
+			return -EAGAIN;
+		sched_yield(); /* all slots in flight: one is about to come back */
+	}
+}
+
+void uffd_staging_release(struct uffd_staging *s, int slot, bool intact)
+{
+	if (slot < 0)
+		return;
+	if (!intact)
+		sys_madvise(uffd_staging_addr(s, slot), UFFD_HPAGE_SIZE, MADV_DONTNEED);
+	__atomic_store_n(&s->state[slot], intact ? US_READY : US_FREE, __ATOMIC_RELEASE);
+	refill_kick(s);
+}
+
+void uffd_staging_spent(struct uffd_staging *s, int slot)
+{
+	__atomic_store_n(&s->state[slot], US_FREE, __ATOMIC_RELEASE);
+	refill_kick(s);
+}

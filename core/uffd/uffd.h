@@ -1,0 +1,605 @@
+/* The live emulator: userfaultfd regions, handler pool, staging THPs and the live mm environment.
+ *
+ * Method. Private anonymous mappings of the program (interposed by core/shim) become *regions*:
+ * 2 MiB-aligned when large enough, MADV_HUGEPAGE on the host, registered with one userfaultfd in
+ * MISSING mode (UFFD_FEATURE_MOVE | THREAD_ID, no EVENT_* features). A pool of handler threads
+ * reads fault messages one at a time and, for each first touch, asks core/mm (the emulated kernel,
+ * driven through a live environment: real clock, a mutex, real zeroing, real page migration) for
+ * a decision, then materialises it for real:
+ *   huge  a prefaulted 2 MiB staging THP, cleared, is UFFDIO_MOVEd to the aligned extent: the
+ *         program gets a real PMD mapping (do_huge_pmd_anonymous_page);
+ *   base  a zeroed 4 KiB page is UFFDIO_COPYed (write fault) or the zero page is mapped
+ *         (UFFDIO_ZEROPAGE, read fault) (do_anonymous_page);
+ * and when compaction migrates one of the program's 4 KiB frames, the page is really unmapped
+ * (UFFDIO_MOVE to a registered scratch page, DONTWAKE: accesses wait as on a migration entry),
+ * copied and remapped (UFFDIO_COPY back, waking the waiters) (migrate_pages/unmap_and_move).
+ *
+ * State machines (all transitions are atomic byte CAS; see region.c for the full rules):
+ *   extent  EMPTY -> FILLING -> HUGE | SMALL        (SMALL is terminal until a whole-extent free)
+ *   page    EMPTY -> FILLING -> PRESENT <-> MIGRATING, any -> GONE (unmapped), PRESENT -> EMPTY
+ * The owner of a transient state (FILLING, MIGRATING) is the only thread that may leave it; the
+ * program's munmap/madvise, under the region's write lock, only flags such pages (FREED) and the
+ * owner finalises. Materialising ioctls run under the region's read lock, so an unmap never
+ * interleaves between "check the page is still wanted" and "map it". A fault message on a page
+ * some thread owns is dropped: the owner's ioctl (or its explicit UFFDIO_WAKE) wakes it.
+ *
+ * Errors: negative errno inside. Nothing here exits or aborts the host program.
+ */
+#ifndef THPEMU_UFFD_H
+#define THPEMU_UFFD_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "io/waitq.h"
+#include "mm/mm.h"
+#include "obs/faults.h"
+
+#define UFFD_PAGE_SIZE	  4096UL
+#define UFFD_HPAGE_SIZE	  (2UL << 20)
+#define UFFD_MAX_HANDLERS 64
+
+/* ---- configuration: the THPEMU_* table ------------------------------------------------------- */
+
+enum uffd_log_level { UFFD_LOG_QUIET, UFFD_LOG_WARN, UFFD_LOG_INFO, UFFD_LOG_DEBUG };
+enum uffd_allocator { UFFD_ALLOC_JEMALLOC, UFFD_ALLOC_NONE };
+
+struct uffd_config {
+	bool disable;		       /* THPEMU_DISABLE: run the program unmanaged */
+	bool host_thp;		       /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
+	char policy_spec[160];	       /* as given (validated by mm_policy_parse) */
+	struct mm_policy policy;       /* parsed */
+	uint64_t pool_bytes;	       /* emulated physical memory */
+	uint64_t stall_threshold_ns;   /* a fault served slower than this is a stall event */
+	enum uffd_allocator allocator; /* what `thpemu run` preloads (recorded in the report) */
+	unsigned handlers;	       /* handler threads; 0 = auto (uffd_handlers_auto()) */
+	uint64_t min_region;	       /* smallest mapping managed */
+	unsigned staging;	       /* prefaulted host THPs kept ready */
+	char fragment[256];	       /* mm_fragment recipe applied at start ("" = none) */
+	uint64_t seed;		       /* recipe seed */
+	enum uffd_log_level log;
+	char report[512];  /* THPEMU_REPORT: per-process JSON written at exit ("" = none);
+			    * "%p" expands to the pid */
+	char run_dir[512]; /* THPEMU_RUN_DIR: set by `thpemu run`: stats files go there */
+};
+
+enum uffd_opt_type {
+	UOPT_BOOL,
+	UOPT_SIZE,
+	UOPT_DURATION,
+	UOPT_UINT,
+	UOPT_ENUM,
+	UOPT_POLICY,
+	UOPT_RECIPE,
+	UOPT_PATH,
+};
+
+#define UOPT_LAUNCHER 0x1 /* interpreted by `thpemu run` itself, recorded by the library */
+#define UOPT_INTERNAL 0x2 /* set by `thpemu run` for its children; not a user option */
+
+/* One THPEMU_* variable: its `thpemu run` option, type, default and help. */
+struct uffd_opt {
+	const char *env;     /* "THPEMU_POLICY" */
+	const char *cli;     /* "--policy", or NULL when `thpemu run` has no such option */
+	const char *metavar; /* "P" */
+	enum uffd_opt_type type;
+	const char *def;      /* default, as text ("" for none) */
+	const char *accepted; /* what is accepted, for one-line errors */
+	const char *help;
+	uint64_t min, max;	    /* UOPT_UINT bounds */
+	const char *const *choices; /* UOPT_ENUM / UOPT_BOOL words, NULL-terminated */
+	unsigned flags;
+};
+
+extern const struct uffd_opt uffd_opts[];
+extern const unsigned uffd_nopts;
+
+void uffd_config_defaults(struct uffd_config *cfg);
+/* Parse one value into cfg. Returns 0 or -EINVAL with a one-line message naming the variable
+ * (or `name`, e.g. "--pool") and the accepted values in err. */
+int uffd_opt_parse(const struct uffd_opt *o, const char *name, const char *val,
+		   struct uffd_config *cfg, char *err, size_t errlen);
+/* Defaults overridden by every THPEMU_* set in the environment (getenv; no allocation). */
+int uffd_config_from_env(struct uffd_config *cfg, char *err, size_t errlen);
+const struct uffd_opt *uffd_opt_by_cli(const char *cli);
+const struct uffd_opt *uffd_opt_by_env(const char *env);
+/* The table as text: `thpemu run --help` (cli) or a Markdown table (README). */
+void uffd_opts_help(FILE *f, bool markdown);
+unsigned uffd_handlers_auto(void);
+
+/* ---- statistics shared with `thpemu run` ---------------------------------------------------- */
+
+/* Host-side counters: what the real machine did for the emulated decisions. */
+#define UFFD_HOST_COUNTERS(X)                                                                      \
+	X(messages, "fault messages read from the userfaultfd")                                    \
+	X(dup_messages, "messages for a page already owned or present (duplicates, storms)")       \
+	X(migrating_waits, "faults on a page mid-migration, left for the migrator to wake")        \
+	X(real_pmd_faults, "huge decisions that ended PMD-mapped on the host (PAGEMAP_SCAN)")      \
+	X(huge_not_pmd, "huge decisions that ended 4 KiB-mapped on the host")                      \
+	X(huge_unverified, "huge decisions whose host mapping could not be checked")               \
+	X(huge_move_fallbacks, "huge decisions the host refused (served as 4 KiB instead)")        \
+	X(staging_refills, "2 MiB staging chunks prefaulted by the refill thread")                 \
+	X(staging_misses, "huge faults that found no ready staging chunk")                         \
+	X(host_thp_unavailable, "staging chunks the host backed with 4 KiB pages")                 \
+	X(anon_migrations, "program pages really migrated (unmap, copy, remap)")                   \
+	X(anon_migrate_busy, "migrations refused: page busy, shared or not movable")               \
+	X(move_misreports, "UFFDIO_MOVEs that moved the page but reported an error (recovered)")   \
+	X(nomem_faults, "faults served outside the exhausted pool")                                \
+	X(eexist, "benign EEXIST races")                                                           \
+	X(uffd_errors, "unexpected userfaultfd errors (the region falls back to unmanaged)")       \
+	X(regions_failed, "regions given back to the kernel after an error")                       \
+	X(regions_created, "mappings managed")                                                     \
+	X(regions_adopted, "mappings made before initialisation and managed afterwards")           \
+	X(bytes_managed, "bytes under management now")                                             \
+	X(bytes_managed_peak, "peak bytes under management")                                       \
+	X(unmanaged_maps, "eligible mappings left unmanaged (table full, register failed)")        \
+	X(orphan_pages, "registered pages no region knew, given back to the kernel")               \
+	X(reentrant_calls, "interposed calls passed through while the emulator was busy")          \
+	X(fixed_over_managed, "MAP_FIXED mappings replacing managed memory")                       \
+	X(mremaps, "mremap calls on managed memory")                                               \
+	X(mremap_unmanaged, "mremap calls whose result was left unmanaged")                        \
+	X(pages_freed, "pages returned by munmap / MADV_DONTNEED / MADV_FREE")                     \
+	X(huge_splits, "huge extents split by a partial free")                                     \
+	X(stalls, "faults slower than the stall threshold")                                        \
+	X(stall_ns, "total service time of those faults (ns)")                                     \
+	X(latency_max_ns, "longest fault service time (ns)")
+
+struct uffd_host_stats {
+#define UFFD_X_FIELD(name, help) uint64_t name;
+	UFFD_HOST_COUNTERS(UFFD_X_FIELD)
+#undef UFFD_X_FIELD
+};
+extern const char *const uffd_host_names[];
+extern const char *const uffd_host_help[];
+#define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
+
+#define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
+#define UFFD_STATS_VERSION 2
+#define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
+
+/* One fault slower than the stall threshold, as the handler saw it. Stacks arrive with issue 5;
+ * until then reports show the emulated kernel's call chain for the cause ("modelled"). */
+struct uffd_stall_rec {
+	uint64_t t_start_ns;  /* message read, CLOCK_MONOTONIC */
+	uint64_t duration_ns; /* service time */
+	uint64_t addr;	      /* faulting address */
+	int32_t tid;	      /* faulting thread */
+	uint8_t cause;	      /* enum mm_cause: the largest contributor */
+	uint8_t ready;	      /* published (release store) once the record is complete */
+	char comm[16];	      /* faulting thread's name */
+};
+
+enum uffd_proc_state {
+	UFFD_PROC_RUNNING,   /* managed, not yet at exit (or it died without running destructors) */
+	UFFD_PROC_EXITED,    /* the library's exit hook ran: everything is final */
+	UFFD_PROC_UNMANAGED, /* initialisation failed or disabled: note says why */
+};
+
+/* One process's record. With THPEMU_RUN_DIR it lives in a MAP_SHARED file <dir>/<pid>.stats that
+ * handlers update in place, so `thpemu run` can read it even after _exit or a crash. */
+struct uffd_stats {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t size; /* sizeof(struct uffd_stats) of the writer */
+	int32_t pid, ppid;
+	uint32_t state; /* enum uffd_proc_state */
+	uint32_t handlers;
+	uint64_t start_mono_ns, last_update_mono_ns;
+	uint64_t pool_bytes;
+	char exe[256];
+	char cmdline[1024]; /* argv joined by spaces, truncated */
+	char policy[160];   /* canonical spec (mm_policy_format) */
+	char note[256];	    /* first warning (why unmanaged, pool exhausted, ...) */
+	uint64_t
+	    vmstat[MM_STAT_NR];	 /* snapshot of mm's counters (refreshed periodically, at exit) */
+	struct mm_counts counts; /* pool occupancy at the last snapshot */
+	struct uffd_host_stats host;
+	struct obs_faults faults; /* per-fault latency histograms */
+	uint32_t nstall_recs;	  /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
+	struct uffd_stall_rec stall_recs[UFFD_STALL_RECS];
+};
+
+static inline void uffd_stat_add(uint64_t *c, uint64_t n)
+{
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+static inline void uffd_stat_max(uint64_t *c, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	while (v > cur &&
+	       !__atomic_compare_exchange_n(c, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+#define UFFD_COUNT(lv, name) uffd_stat_add(&(lv)->stats->host.name, 1)
+
+/* Merge src into dst (sums, maxima, histograms). */
+void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src);
+
+/* ---- report -------------------------------------------------------------------------------- */
+
+struct uffd_program_info {
+	char *const *argv;   /* NULL-terminated, or NULL */
+	const char *cmdline; /* used when argv is NULL */
+	int exit_status;     /* -1 when unknown (still running at report time) */
+	double wall_s;
+	unsigned processes;	/* managed processes merged */
+	unsigned unmanaged;	/* processes that ran unmanaged */
+	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */
+};
+
+/* Write the run report (JSON, keys shared with `thpemu sim` through obs/faults.h). */
+int uffd_report_json(FILE *f, const struct uffd_config *cfg, const struct uffd_stats *st,
+		     const struct uffd_program_info *prog);
+/* A few human lines to f (stderr). */
+void uffd_report_summary(FILE *f, const struct uffd_stats *st,
+			 const struct uffd_program_info *prog);
+
+/* ---- regions ------------------------------------------------------------------------------- */
+
+enum uffd_page_state {
+	UP_EMPTY = 0, /* never populated, or freed: the next fault is a first touch */
+	UP_FILLING,   /* a handler owns it: deciding and materialising a first touch */
+	UP_PRESENT,   /* mapped; pfn[] holds its frame (MM_NO_PFN: unaccounted) */
+	UP_MIGRATING, /* compaction is moving it: faults wait for the migrator's copy */
+	UP_GONE,      /* not (any more) a live managed page: unmapped hole */
+};
+#define UP_STATE(s)   ((s)&0x0f)
+#define UP_F_FREED    0x10 /* freed while a handler owned it: the owner finalises */
+#define UP_F_UNMAPPED 0x20 /* ... and unmapped (finalise to GONE, not EMPTY) */
+
+enum uffd_ext_state {
+	UX_EMPTY = 0, /* all pages EMPTY, extent wholly inside the span: a huge candidate */
+	UX_FILLING,   /* a handler owns the extent's first-touch decision */
+	UX_HUGE,      /* one emulated huge extent; pfn[] = head + i */
+	UX_SMALL,     /* per-page states rule (base decision, split, partial extent) */
+};
+#define UX_STATE(s)    ((s)&0x0f)
+#define UX_F_DISTURBED 0x10 /* freed or unmapped (in part) while FILLING: the owner aborts */
+#define UX_ADV_MASK    0x03 /* xadv: enum mm_vma_advice */
+#define UX_ADV_SPLIT                                                                               \
+	0x80 /* xadv: the program's advice covers part of the extent only (two                     \
+	      * VMAs in the kernel): never huge */
+
+struct uffd_region {
+	uintptr_t base;	    /* address of metadata page 0 (page aligned) */
+	uintptr_t ext_base; /* base rounded down to 2 MiB: extent 0 starts here */
+	uintptr_t lo, hi;   /* live span, within [base, base + npages * 4K) */
+	uint32_t npages;
+	uint32_t nexts;
+	uint32_t cid; /* cookie id: owner cookies are cid << 32 | page index */
+	int prot;
+	int refs;	       /* atomic; the table holds one while the region is live */
+	uint8_t dead;	       /* removed from the table (unmapped, transferred or failed) */
+	uint8_t failed;	       /* an ioctl error gave the region back to the kernel */
+	uint8_t no_huge_move;  /* the host refused huge moves here (VMA mismatch): 4 KiB only */
+	pthread_rwlock_t busy; /* read: a handler materialising or migrating; write: the program
+				* changing the mapping (munmap, madvise, mremap, MAP_FIXED) */
+	uint8_t *pstate;       /* per page: enum uffd_page_state | UP_F_* */
+	uint32_t *pfn;	       /* per page: emulated frame, MM_NO_PFN if none/unaccounted */
+	uint8_t *xstate;       /* per extent: enum uffd_ext_state | UX_F_* */
+	uint8_t *xadv;	       /* per extent: enum mm_vma_advice */
+	void *meta;	       /* one private mapping holding the four arrays */
+	size_t meta_len;
+};
+
+#define UFFD_REGION_SLOTS 32768 /* regions alive at once */
+
+/* Cookie ids have their own slots so that a region transferred by mremap keeps the cookies mm
+ * already stores for its frames. */
+struct uffd_cid_slot {
+	uint16_t gen;	       /* bumped on free; part of the cid (never 0) */
+	struct uffd_region *r; /* current holder, NULL when free */
+};
+
+struct uffd_table {
+	pthread_rwlock_t lock;	     /* protects the sorted array and both slot tables */
+	struct uffd_region **sorted; /* live regions ordered by lo */
+	unsigned n;
+	struct uffd_region *slots;  /* UFFD_REGION_SLOTS region structs */
+	uint8_t *used;		    /* per region slot */
+	struct uffd_cid_slot *cids; /* UFFD_REGION_SLOTS cookie ids */
+	unsigned hint, cid_hint;    /* next slots to try */
+};
+
+static inline uint64_t uffd_cookie(const struct uffd_region *r, uint32_t page)
+{
+	return ((uint64_t)r->cid << 32) | page;
+}
+
+static inline uint32_t uffd_page_of(const struct uffd_region *r, uintptr_t addr)
+{
+	return (uint32_t)((addr - r->base) / UFFD_PAGE_SIZE);
+}
+
+static inline uint32_t uffd_ext_of(const struct uffd_region *r, uintptr_t addr)
+{
+	return (uint32_t)((addr - r->ext_base) / UFFD_HPAGE_SIZE);
+}
+
+static inline uintptr_t uffd_ext_addr(const struct uffd_region *r, uint32_t e)
+{
+	return r->ext_base + (uintptr_t)e * UFFD_HPAGE_SIZE;
+}
+
+int uffd_table_init(struct uffd_table *t);
+void uffd_table_destroy(struct uffd_table *t);
+/* Region containing addr in its live span, with a reference, or NULL. */
+struct uffd_region *uffd_region_get(struct uffd_table *t, uintptr_t addr);
+/* Region owning a cookie (current one, after a transfer), with a reference, or NULL. */
+struct uffd_region *uffd_region_by_cookie(struct uffd_table *t, uint64_t owner);
+void uffd_region_put(struct uffd_table *t, struct uffd_region *r);
+/* Regions overlapping [lo, hi), in address order, with references; returns how many (<= max). */
+unsigned uffd_regions_overlapping(struct uffd_table *t, uintptr_t lo, uintptr_t hi,
+				  struct uffd_region **out, unsigned max);
+/* Frame behind page p (stored + 1 so that zeroed metadata means "none"). */
+static inline uint32_t uffd_pfn_get(const struct uffd_region *r, uint32_t p)
+{
+	return __atomic_load_n(&r->pfn[p], __ATOMIC_ACQUIRE) - 1;
+}
+static inline void uffd_pfn_set(struct uffd_region *r, uint32_t p, uint32_t pfn)
+{
+	__atomic_store_n(&r->pfn[p], pfn + 1, __ATOMIC_RELEASE);
+}
+static inline uint8_t uffd_pstate(const struct uffd_region *r, uint32_t p)
+{
+	return __atomic_load_n(&r->pstate[p], __ATOMIC_ACQUIRE);
+}
+static inline void uffd_pstate_set(struct uffd_region *r, uint32_t p, uint8_t s)
+{
+	__atomic_store_n(&r->pstate[p], s, __ATOMIC_RELEASE);
+}
+static inline bool uffd_pstate_cas(struct uffd_region *r, uint32_t p, uint8_t from, uint8_t to)
+{
+	return __atomic_compare_exchange_n(&r->pstate[p], &from, to, false, __ATOMIC_SEQ_CST,
+					   __ATOMIC_SEQ_CST);
+}
+static inline uint8_t uffd_xadv(const struct uffd_region *r, uint32_t e)
+{
+	return __atomic_load_n(&r->xadv[e], __ATOMIC_RELAXED);
+}
+static inline void uffd_xadv_set(struct uffd_region *r, uint32_t e, uint8_t adv)
+{
+	__atomic_store_n(&r->xadv[e], adv, __ATOMIC_RELAXED);
+}
+static inline uint8_t uffd_xstate(const struct uffd_region *r, uint32_t e)
+{
+	return __atomic_load_n(&r->xstate[e], __ATOMIC_ACQUIRE);
+}
+static inline void uffd_xstate_set(struct uffd_region *r, uint32_t e, uint8_t s)
+{
+	__atomic_store_n(&r->xstate[e], s, __ATOMIC_RELEASE);
+}
+static inline bool uffd_xstate_cas(struct uffd_region *r, uint32_t e, uint8_t from, uint8_t to)
+{
+	return __atomic_compare_exchange_n(&r->xstate[e], &from, to, false, __ATOMIC_SEQ_CST,
+					   __ATOMIC_SEQ_CST);
+}
+
+/* A new region for [lo, hi) (page aligned), pages EMPTY, extents EMPTY where wholly inside. With
+ * insert it goes into the table at once; otherwise the caller fills its states first and calls
+ * uffd_region_insert. If keep_cid is non-zero the region takes over that cookie id (a transfer:
+ * mm's frames keep their cookies). Returns 0, -ENOSPC (table full), -EEXIST (overlaps a live
+ * span) or -ENOMEM. */
+int uffd_region_create(struct uffd_table *t, uintptr_t lo, uintptr_t hi, int prot,
+		       uint32_t keep_cid, bool insert, struct uffd_region **out);
+int uffd_region_insert(struct uffd_table *t, struct uffd_region *r);
+/* Drop a region that was never inserted. */
+void uffd_region_discard(struct uffd_table *t, struct uffd_region *r);
+/* Does [lo, hi) overlap any live span? (no references taken) */
+bool uffd_table_overlaps(struct uffd_table *t, uintptr_t lo, uintptr_t hi);
+/* Remove r from the table (dead); frees it when the last reference goes. */
+void uffd_region_remove(struct uffd_table *t, struct uffd_region *r);
+/* Shrink the live span past GONE pages at either end; removes r when nothing is live. */
+void uffd_region_trim(struct uffd_table *t, struct uffd_region *r);
+/* Recompute the state of extents [e0, e1] from their pages (no owner may hold them). */
+void uffd_region_recompute_extents(struct uffd_region *r, uint32_t e0, uint32_t e1);
+bool uffd_ext_inside(const struct uffd_region *r, uint32_t e);
+
+/* ---- staging: prefaulted host THPs --------------------------------------------------------- */
+
+enum uffd_slot_state { US_FREE, US_READY, US_TAKEN, US_FILLING };
+
+struct uffd_staging {
+	uint8_t *area; /* nslots * 2 MiB, 2 MiB aligned, MADV_HUGEPAGE | MADV_DONTFORK */
+	size_t area_len;
+	void *area_map; /* the mapping as made (area is aligned inside it) */
+	size_t area_map_len;
+	unsigned nslots;
+	unsigned depth;	      /* READY chunks the refill thread keeps */
+	uint8_t *state;	      /* per slot, enum uffd_slot_state (atomic) */
+	uint8_t *huge;	      /* per slot: the host gave a PMD-mapped THP */
+	pthread_mutex_t lock; /* refill thread sleep/wake */
+	pthread_cond_t cond;
+	bool stop;
+	bool started;
+	pthread_t thread;
+	struct uffd_host_stats *host; /* counters (the process's stats) */
+	int pagemap_fd;		      /* /proc/self/pagemap, for PAGEMAP_SCAN checks */
+	bool collapse;		      /* try MADV_COLLAPSE when a populated chunk is not a THP */
+};
+
+int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
+		      struct uffd_host_stats *host, int pagemap_fd, bool host_thp);
+int uffd_staging_start(struct uffd_staging *s); /* the refill thread */
+void uffd_staging_destroy(struct uffd_staging *s);
+/* Take a chunk (ready, else populate one now). Returns the slot index or -errno. */
+int uffd_staging_take(struct uffd_staging *s);
+/* Give back a slot whose chunk was moved away whole (its range is empty again). */
+void uffd_staging_spent(struct uffd_staging *s, int slot);
+static inline void *uffd_staging_addr(const struct uffd_staging *s, int slot)
+{
+	return s->area + (size_t)slot * UFFD_HPAGE_SIZE;
+}
+/* Give a slot back: intact (still a whole populated chunk) or spent (moved away, split). */
+void uffd_staging_release(struct uffd_staging *s, int slot, bool intact);
+/* Populate one chunk (MADV_POPULATE_WRITE, never a read fault: a huge zero page must not reach
+ * the pool) and check whether the host backs it with a THP; returns 1 huge, 0 small, -errno. */
+int uffd_populate_chunk(int pagemap_fd, void *chunk, bool collapse);
+/* PAGEMAP_SCAN: 1 if [addr, addr + len) is PMD-mapped, 0 if not, -errno if unknown. */
+int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len);
+
+/* ---- the live emulator --------------------------------------------------------------------- */
+
+struct uffd_live;
+
+/* One thread that calls into mm (a handler, or the background thread): the `call` argument of
+ * every mm hook. Everything it needs on the fault path is preallocated here. */
+struct uffd_worker {
+	struct uffd_live *lv;
+	unsigned idx;
+	int tid;
+	pthread_t thread;
+	bool started;
+	int slot;	       /* staging slot taken by clear_huge for the fault in progress */
+	uint8_t *scratch;      /* UFFD_SCRATCH_PAGES registered pages for migration */
+	unsigned scratch_next; /* next unused scratch page (DONTNEEDed in batches) */
+	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
+	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
+	int fault_tid;
+};
+#define UFFD_SCRATCH_PAGES 32
+
+/* What a per-fault hook sees (issue 6 traces, issue 5 stall capture). */
+struct uffd_fault_event {
+	uintptr_t addr;
+	int tid; /* faulting thread (UFFD_FEATURE_THREAD_ID) */
+	bool write;
+	uint64_t t_read_ns;		/* message read (CLOCK_MONOTONIC) */
+	uint64_t latency_ns;		/* read to wake-up */
+	const struct mm_fault_rec *rec; /* mm's record (outcome, steps, cause) */
+	int real_pmd;			/* huge: 1 PMD-mapped, 0 not, -1 unknown; base: -1 */
+	const struct uffd_worker *worker;
+};
+typedef void (*uffd_fault_hook_fn)(void *arg, const struct uffd_fault_event *ev);
+
+/* Optional page-cache data hook (issue 5: memcpy in the page-cache arena). */
+typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint32_t to);
+
+struct uffd_live {
+	struct uffd_config cfg;
+	int uffd;
+	int stop_fd;	   /* eventfd: handlers exit when it becomes readable */
+	uint64_t features; /* granted by UFFDIO_API */
+	struct mm *mm;
+	struct mm_env env;
+	pthread_mutex_t mm_lock;
+	struct waitq wbq; /* writeback waits (wait_writeback hook; io wakes it) */
+	int pagemap_fd;	  /* /proc/self/pagemap for PAGEMAP_SCAN */
+	struct uffd_table table;
+	struct uffd_staging staging;
+	unsigned nworkers; /* handlers; worker[nworkers] is the background thread */
+	struct uffd_worker workers[UFFD_MAX_HANDLERS + 1];
+	uint8_t *scratch_area; /* registered, DONTFORK, (nworkers + 1) * UFFD_SCRATCH_PAGES */
+	size_t scratch_len;
+	void *zero_page;	   /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
+	struct uffd_stats *stats;  /* shared file (run dir) or private */
+	pthread_mutex_t snap_lock; /* the stats' non-atomic parts: snapshot, note, state */
+	size_t stats_len;
+	int stats_fd;
+	bool may_huge; /* the policy can ever decide huge: regions get MADV_HUGEPAGE */
+	bool child;    /* a fork child: everything passes through */
+	bool stopping;
+	uint32_t bg_wake; /* futex word: wakes the background thread early */
+	bool bg_stop;
+	int said;		/* bit mask of one-time warnings already printed */
+	uintptr_t unknown_addr; /* last registered address no region claimed (atomic) */
+	uint32_t unknown_hits;	/* consecutive messages for it (livelock guard) */
+	uffd_fault_hook_fn fault_hook;
+	void *fault_hook_arg;
+	uffd_copy_file_fn copy_file;
+	void *copy_file_arg;
+};
+
+/* Create the emulator: open the userfaultfd (syscall, else /dev/userfaultfd), create the pool,
+ * apply the recipe, set up staging, scratch and stats, start handler, refill and background
+ * threads. On failure err says why in one line and nothing is left behind. */
+int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char *err,
+		     size_t errlen);
+/* Stop the threads and free everything (tests; the preload library never stops its handlers,
+ * so a program exiting with threads still faulting cannot hang). */
+void uffd_live_destroy(struct uffd_live *lv);
+/* Refresh the stats snapshot of mm's counters. */
+void uffd_live_snapshot(struct uffd_live *lv);
+/* A consistent copy of the process's statistics (for writing a report while handlers run). */
+void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out);
+/* Write this process's JSON report to f (a consistent copy of its statistics). */
+int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline);
+/* Exit hook: final snapshot, state EXITED, per-process JSON when configured. */
+void uffd_live_exit(struct uffd_live *lv, const char *cmdline);
+/* In a fork child: forget everything (the kernel unregistered the child's VMAs). */
+void uffd_live_forked_child(struct uffd_live *lv);
+void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
+void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
+/* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no
+ * allocation: safe on the fault path). */
+void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail);
+void uffd_note(struct uffd_live *lv, const char *msg);
+int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen);
+
+/* Set on the emulator's own threads (and by the shim while it works): interposed calls made on
+ * such a thread pass straight through. */
+extern __thread int uffd_tls_passthrough;
+
+/* ---- the program's memory calls (core/shim forwards eligible calls here) ------------------- */
+
+/* Is this mapping one the emulator manages (private anonymous, read-write, large enough, not a
+ * stack or hugetlb)? */
+bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd);
+/* mmap for an eligible mapping (or a MAP_FIXED one over managed memory). Returns the address or
+ * -errno, exactly as the kernel would. */
+long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd, long off);
+/* True if [addr, addr + len) overlaps managed memory (cheap check before the calls below). */
+bool uffd_is_managed(struct uffd_live *lv, const void *addr, size_t len);
+int uffd_munmap(struct uffd_live *lv, void *addr, size_t len);
+int uffd_madvise(struct uffd_live *lv, void *addr, size_t len, int advice);
+long uffd_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, int flags,
+		 void *new_addr);
+/* Manage a mapping made before the emulator existed (pre-init calls from an allocator):
+ * resident pages stay as they are (unaccounted), missing ones become first touches. */
+int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot);
+
+/* ---- internals shared by the uffd files (and unit tests) ----------------------------------- */
+
+/* Serve one fault message (handler.c). */
+void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read);
+/* The mm environment (env.c). */
+extern const struct mm_env_ops uffd_env_ops;
+/* Take the mm lock on behalf of mm's next ops->lock() call on this thread: a hook that must not
+ * let any other thread into mm between its return and mm's re-lock calls this last. */
+void uffd_env_prelock(struct uffd_live *lv);
+/* Drop a prelock mm never consumed (defensive; returns true if there was one). */
+bool uffd_env_prelock_drop(struct uffd_live *lv);
+/* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
+int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
+/* Give a failed region back to the kernel (unregister, free its frames, wake everyone). */
+void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err);
+/* Free the frames behind pages [p0, p1) of r (caller holds r->busy for writing). Pages owned by
+ * a handler are flagged instead; `unmap` decides GONE vs EMPTY. */
+void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint32_t p0,
+			       uint32_t p1, bool unmap);
+
+/* munmap semantics for [lo, hi) on the managed regions it overlaps, running real(arg) (the
+ * actual system call) under their locks (mapops.c). */
+long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (*real)(void *arg),
+			void *arg);
+/* bytes_managed gauge */
+void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes);
+void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
+
+/* uffdio wrappers: 0 or -errno (moved/copied bytes reported through *done when not NULL). */
+int uffd_io_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake, int64_t *done);
+int uffd_io_zeropage(int fd, uintptr_t dst, size_t len);
+int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *done);
+int uffd_io_wake(int fd, uintptr_t start, size_t len);
+int uffd_io_register(int fd, uintptr_t start, size_t len);
+/* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
+int uffd_page_resident(uintptr_t addr);
+int uffd_io_unregister(int fd, uintptr_t start, size_t len);
+
+#endif

@@ -1,0 +1,17 @@
+# Live emulator: integration tests with real userfaultfd and real programs, and the small test
+# programs they run (tests/integration/programs/*.c, built into <build>/tests/programs).
+file(GLOB _live_progs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/integration/programs/*.c)
+foreach(src ${_live_progs})
+  get_filename_component(n ${src} NAME_WE)
+  add_executable(prog_${n} ${src})
+  set_target_properties(prog_${n} PROPERTIES OUTPUT_NAME ${n}
+                        RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/programs)
+  target_include_directories(prog_${n} PRIVATE ${CMAKE_SOURCE_DIR}/core/include)
+  target_link_libraries(prog_${n} PRIVATE Threads::Threads)
+endforeach()
+
+foreach(t programs threads stress badenv nonroot fork exit usemem signals exec api)
+  thpemu_add_test(NAME integration/live_${t}
+                  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_${t}.sh
+                  LABELS integration needs-uffd needs-root)
+endforeach()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Programs that leave without exit handlers (_exit, abort, SIGSEGV) still get a report, built
+# from the statistics they kept in the run directory; the status is theirs (128+signal if killed).
+. "$(dirname "$0")/lib.sh"
+need_root
+need_uffd
+need_cmd jq
+PROG="$THPEMU_BUILD_DIR/tests/programs/early_exit"
+
+check() { # MODE EXPECTED_STATUS ARGS...
+	local mode=$1 want=$2 rc rep="$T_OUT/exit.$1.json"
+	shift 2
+	"$THPEMU" run --quiet --policy modern-always --report "$rep" -- "$PROG" "$@" 2>/dev/null
+	rc=$?
+	expect_eq "$mode status" "$rc" "$want"
+	[ -s "$rep" ] || fail "$mode: no report"
+	expect_eq "$mode exit_status in report" "$(json "$rep" .program.exit_status)" "$want"
+	# the handler records a fault just after waking the program: a process that dies right
+	# after its last touch may take that one record with it
+	n=$(json "$rep" .faults.huge)
+	[ "$n" -ge 15 ] && [ "$n" -le 16 ] || fail "$mode: $n huge faults recorded, expected 15-16"
+	expect_eq "$mode no_clean_exit" "$(json "$rep" .program.no_clean_exit)" 1
+	say "$mode: status $rc, report with $(json "$rep" .faults.total) faults"
+}
+check _exit 5 x 5
+check abort 134 abort
+check segv 139 segv
+
+# without the launcher: THPEMU_REPORT (%p = pid) is written at a normal exit
+THPEMU_REPORT="$T_TMP/self.%p.json" LD_PRELOAD="$LIBTHPEMU" "$USEMEM" --size 16M --quiet >/dev/null
+n=$(ls "$T_TMP"/self.*.json 2>/dev/null | wc -l)
+expect_eq "per-process reports" "$n" 1
+expect_eq "its huge faults" "$(json "$T_TMP"/self.*.json .faults.huge)" 8
