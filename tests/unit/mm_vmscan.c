@@ -12,12 +12,12 @@
 #define MIB (1ULL << 20)
 #define MS  1000000ULL
 
-#define TAG   100 /* the page at the LRU tail, in block 0 */
-#define NB0   0   /* clean neighbour at the block start */
-#define W     2   /* a neighbour under writeback, after a free frame (pfn 1) */
-#define NB3   3   /* a neighbour, clean or dirty */
-#define ANON  4   /* ends the neighbour walk */
-#define W2    5   /* under writeback, beyond the end of the walk */
+#define TAG  100 /* the page at the LRU tail, in block 0 */
+#define NB0  0	 /* clean neighbour at the block start */
+#define W    2	 /* a neighbour under writeback, after a free frame (pfn 1) */
+#define NB3  3	 /* a neighbour, clean or dirty */
+#define ANON 4	 /* ends the neighbour walk */
+#define W2   5	 /* under writeback, beyond the end of the walk */
 
 static uint64_t own(uint32_t pfn)
 {
@@ -58,8 +58,11 @@ static void reclaim_pool(struct fakeenv *fe, const char *spec, enum mm_debug_kin
 
 static struct mm_fault_res thp_fault(struct fakeenv *fe, enum mm_vma_advice advice)
 {
-	struct mm_fault_req req = {.owner = 1ULL << 9, .extent_owner = 1ULL << 9,
-				   .advice = advice, .huge_ok = true, .write = true};
+	struct mm_fault_req req = {.owner = 1ULL << 9,
+				   .extent_owner = 1ULL << 9,
+				   .advice = advice,
+				   .huge_ok = true,
+				   .write = true};
 	struct mm_fault_res res;
 	char err[256];
 
@@ -105,8 +108,8 @@ TEST(lumpy_neighbour_under_writeback_makes_reclaim_wait)
 	EXPECT_EQ(res.rec.cause, MM_CAUSE_RECLAIM_WB_WAIT);
 	EXPECT(!cached(&fe, NB0)); /* reclaimed with the tail page, though at the LRU head */
 	EXPECT(!cached(&fe, NB3));
-	EXPECT(!cached(&fe, W));   /* freed once its writeback ended */
-	EXPECT(cached(&fe, W2));   /* beyond the foreign page: not taken */
+	EXPECT(!cached(&fe, W)); /* freed once its writeback ended */
+	EXPECT(cached(&fe, W2)); /* beyond the foreign page: not taken */
 	EXPECT(mm_frame_under_writeback(fe.mm, W2));
 	fakeenv_destroy(&fe);
 }
@@ -138,7 +141,7 @@ TEST(dirty_neighbour_resets_the_mode_in_32)
 	EXPECT_EQ(stat(&fe, MM_STAT_RECLAIM_WB_WAIT), 0);
 	EXPECT_EQ(stat(&fe, MM_STAT_PGSCAN_DIRECT_THROTTLE), 0);
 	EXPECT(cached(&fe, NB3)); /* kept, still dirty */
-	EXPECT(cached(&fe, W));   /* kept under writeback */
+	EXPECT(cached(&fe, W));	  /* kept under writeback */
 	fakeenv_destroy(&fe);
 }
 
