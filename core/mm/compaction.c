@@ -131,12 +131,14 @@ void reset_isolation_suitable(struct mm *mm)
 /* ---- The migrate scanner -------------------------------------------------------------------- */
 
 /* Which isolation filter ISOLATE_ASYNC_MIGRATE / ISOLATE_CLEAN the era applies in this mode:
- * 3.1 isolates everything; 3.3 filters async only; 6.12 filters everything but SYNC. */
+ * 3.1 isolates everything; 3.2 (ISOLATE_CLEAN) and 3.3 (ISOLATE_ASYNC_MIGRATE, the same for a
+ * filesystem without ->migratepage) filter async only; 6.12 filters everything but SYNC. */
 bool isolate_skips_dirty_writeback(const struct mm *mm, enum mm_migrate_mode mode)
 {
 	switch (mm->cfg.policy.era) {
 	case MM_ERA_3_1:
 		return false;
+	case MM_ERA_3_2:
 	case MM_ERA_3_3:
 		return mode == MM_MIGRATE_ASYNC;
 	default:

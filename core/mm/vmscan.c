@@ -7,6 +7,10 @@
  *    compaction_deferred; 3.3: compaction_ready; 6.12: compaction_ready), shrink_zone /
  *    shrink_node with should_continue_reclaim (reclaim/compaction keeps going until 2 << order
  *    pages are reclaimed or compaction could run);
+ *  - isolate_lru_pages: 3.1-3.3 take, for an order > 0, each tail page's inactive page-cache
+ *    neighbours in its order-aligned block as well (the order check that stopped this in
+ *    reclaim/compaction mode came in 3.4), so a THP's direct reclaim sees recent dirty and
+ *    writeback pages next to old clean ones;
  *  - shrink_inactive_list + shrink_page_list: clean unlocked page cache is freed; a referenced
  *    dirty page is kept (PAGEREF_RECLAIM_CLEAN); 3.1 writes dirty pages out from direct reclaim
  *    (pageout); 3.2+ never does (kept, or activated in 6.12); pages under writeback are kept.
@@ -172,21 +176,76 @@ __stall_frame static uint32_t shrink_page_list(struct mm *mm, struct scan_contro
 	return reclaimed;
 }
 
+/* The most one batch can hold: SWAP_CLUSTER_MAX pages from the LRU tail, the last of which
+ * may bring the rest of its order-9 block along (isolate_lumpy_neighbours). */
+#define MAX_BATCH (SWAP_CLUSTER_MAX + MM_HPAGE_NR)
+
+static void isolate_for_reclaim(struct mm *mm, uint32_t pfn, uint32_t *pfns, uint32_t *taken)
+{
+	lru_del(mm, pfn);
+	pfn_frame(mm, pfn)->flags |= FF_ISOLATED;
+	mm->nr_isolated++;
+	pfns[(*taken)++] = pfn;
+}
+
+/* 3.1-3.3 isolate_lru_pages for order > 0: after each page taken from the LRU tail, the other
+ * inactive page-cache pages of its order-aligned block are taken as well, walking up from the
+ * block's start: free frames are stepped over, anything else (anon, unmovable, an active or
+ * already isolated page, a THP) ends the walk. This ran in RECLAIM_MODE_COMPACTION too: the
+ * test was only "if (!order) continue;" until v3.4 (commit fe2c2a106663, "mm: reclaim at order
+ * 0 when compaction is enabled", made it skip unless RECLAIM_MODE_LUMPYRECLAIM). Every page
+ * taken this way counts against nr_to_scan. Returns the pages it took. */
+static uint32_t isolate_lumpy_neighbours(struct mm *mm, struct scan_control *sc, uint32_t tag,
+					 uint32_t *pfns, uint32_t *taken)
+{
+	uint32_t start = tag & ~((1U << sc->order) - 1), end = start + (1U << sc->order), n = 0;
+
+	if (end > mm->nr_frames)
+		end = mm->nr_frames;
+	for (uint32_t pfn = start; pfn < end; pfn++) {
+		const struct mm_frame *f = pfn_frame(mm, pfn);
+
+		if (pfn == tag)
+			continue;
+		if (f->state == FS_FILE && !(f->flags & (FF_ISOLATED | FF_ACTIVE))) {
+			isolate_for_reclaim(mm, pfn, pfns, taken);
+			n++;
+			continue;
+		}
+		if (f->state == FS_FREE && !(f->flags & FF_ISOLATED))
+			continue; /* a free page (page_count 0): step over it */
+		break;
+	}
+	return n;
+}
+
+/* isolate_lru_pages from the inactive list: up to nr pages from the tail (3.x high-order
+ * reclaim adds each one's block neighbours). Returns the number taken. */
+static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32_t nr,
+				  uint32_t *pfns)
+{
+	uint32_t head = sentinel(mm, SENT_LRU_INACTIVE), taken = 0;
+	bool lumpy = !era_modern(mm) && sc->order > 0;
+
+	if (nr > SWAP_CLUSTER_MAX)
+		nr = SWAP_CLUSTER_MAX;
+	for (uint32_t scan = 0; scan < nr && !flist_empty(mm, head); scan++) {
+		uint32_t pfn = pfn_frame(mm, head)->prev;
+
+		isolate_for_reclaim(mm, pfn, pfns, &taken);
+		if (lumpy)
+			scan += isolate_lumpy_neighbours(mm, sc, pfn, pfns, &taken);
+	}
+	return taken;
+}
+
 /* shrink_inactive_list: isolate up to nr frames from the inactive tail, reclaim them (twice,
  * synchronously, when should_reclaim_stall says so), put the rest back. */
 static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_t nr)
 {
-	uint32_t pfns[SWAP_CLUSTER_MAX], taken = 0, left, freed;
-	uint32_t head = sentinel(mm, SENT_LRU_INACTIVE);
+	uint32_t pfns[MAX_BATCH], taken, left, freed;
 
-	while (taken < nr && taken < SWAP_CLUSTER_MAX && !flist_empty(mm, head)) {
-		uint32_t pfn = pfn_frame(mm, head)->prev;
-
-		lru_del(mm, pfn);
-		pfn_frame(mm, pfn)->flags |= FF_ISOLATED;
-		mm->nr_isolated++;
-		pfns[taken++] = pfn;
-	}
+	taken = isolate_lru_pages(mm, sc, nr, pfns);
 	mm_charge(mm, sc->fc->call, MM_COST_RECLAIM_PAGE, taken);
 	set_reclaim_mode(sc, false);
 	left = taken;

@@ -277,9 +277,10 @@ static void dev_kick(struct sim_world *w)
 		w->dev_event_at = next;
 }
 
-void wait_stat_add(struct sim_wait_stat *s, uint64_t ns)
+void wait_stat_add(struct sim_wait_stat *s, uint64_t ns, uint64_t threshold_ns)
 {
 	s->count++;
+	s->over += ns >= threshold_ns;
 	s->total_ns += ns;
 	if (ns > s->max_ns)
 		s->max_ns = ns;
@@ -318,9 +319,11 @@ int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, ui
 	t0 = sim_now(w->e);
 	if (mm_frame_under_writeback(w->mm, pfn))
 		rc = park_on_writeback(w, t, pfn, timeout);
-	wait_stat_add(t->in_compaction ? &w->wb_compact : &w->wb_reclaim, sim_now(w->e) - t0);
+	wait_stat_add(t->in_compaction ? &w->wb_compact : &w->wb_reclaim, sim_now(w->e) - t0,
+		      w->cfg->stall_threshold_ns);
 	if (t->fault_t0) /* credited to the fault if it completes */
-		wait_stat_add(&t->fault_wb[t->in_compaction ? 0 : 1], sim_now(w->e) - t0);
+		wait_stat_add(&t->fault_wb[t->in_compaction ? 0 : 1], sim_now(w->e) - t0,
+			      w->cfg->stall_threshold_ns);
 	return rc;
 }
 

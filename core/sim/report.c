@@ -26,6 +26,7 @@ static void json_wait_stat(struct json_w *w, const char *key, const struct sim_w
 	jw_u64(w, "count", s->count);
 	jw_dbl(w, "total_ms", ms(s->total_ns), 3);
 	jw_dbl(w, "max_ms", ms(s->max_ns), 3);
+	jw_u64(w, "over_threshold", s->over);
 	jw_obj_end(w);
 }
 
@@ -269,10 +270,14 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 	fprintf(f, "\nwriteback waits in completed faults: %llu, %.1f ms total, longest %.1f ms\n",
 		(unsigned long long)s.wb_waits, ms(s.wb_wait_ns), ms(s.wb_wait_max_ns));
 	fprintf(f,
-		"all writeback waits: in compaction %llu (%.1f ms), in direct reclaim %llu "
-		"(%.1f ms)\n",
+		"all writeback waits: in compaction %llu (%.1f ms, longest %.1f ms, %llu >= %s), "
+		"in direct reclaim %llu (%.1f ms, longest %.1f ms, %llu >= %s)\n",
 		(unsigned long long)r->wb_compact.count, ms(r->wb_compact.total_ns),
-		(unsigned long long)r->wb_reclaim.count, ms(r->wb_reclaim.total_ns));
+		ms(r->wb_compact.max_ns), (unsigned long long)r->wb_compact.over,
+		units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
+		(unsigned long long)r->wb_reclaim.count, ms(r->wb_reclaim.total_ns),
+		ms(r->wb_reclaim.max_ns), (unsigned long long)r->wb_reclaim.over,
+		units_fmt_duration(r->cfg.stall_threshold_ns, b, sizeof(b)));
 	fprintf(f,
 		"compaction: stall %llu success %llu fail %llu (efficiency %.1f %%), "
 		"pgmigrate success %llu fail %llu\n",
@@ -284,7 +289,7 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 		(unsigned long long)v[MM_STAT_PGMIGRATE_FAIL]);
 	fprintf(f,
 		"writeback: %llu pages written by the writer, %llu completed, %llu written out "
-		"by compaction, writer throttled %.1f s\n",
+		"singly (->writepage from compaction or direct reclaim), writer throttled %.1f s\n",
 		(unsigned long long)r->writer.pages, (unsigned long long)r->fl.pages_done,
 		(unsigned long long)r->fl.writeout_pages, (double)r->writer.throttle_ns / 1e9);
 	fprintf(f, "\nstalls >= %s: %llu, longest %.1f ms\n",

@@ -52,6 +52,8 @@ struct sim_world;
 
 struct sim_wait_stat {
 	uint64_t count, total_ns, max_ns;
+	uint64_t over; /* single waits at least the stall threshold long (what watch-dstate, the
+			* 2011 monitor, counted as events: one per wait_on_page_bit) */
 };
 
 /* What an actor is to the hooks: mm passes it back as the `call` argument. */
@@ -257,7 +259,7 @@ int dev_submit(struct sim_world *w, enum sim_io_kind kind, uint64_t off, const u
 	       unsigned npages, struct sim_io **out);
 void dev_io_release(struct sim_world *w, struct sim_io *io);
 void dev_free_all(struct sim_world *w);
-void wait_stat_add(struct sim_wait_stat *s, uint64_t ns);
+void wait_stat_add(struct sim_wait_stat *s, uint64_t ns, uint64_t threshold_ns);
 int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, uint64_t timeout);
 uint64_t dev_offset_of(struct sim_world *w, uint64_t owner);
 

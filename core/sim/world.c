@@ -107,6 +107,7 @@ void world_record_fault(struct sim_world *w, struct sim_task *t, const struct mm
 		struct sim_wait_stat *f = &w->fault_wb[i], *p = &t->fault_wb[i];
 
 		f->count += p->count;
+		f->over += p->over;
 		f->total_ns += p->total_ns;
 		if (p->max_ns > f->max_ns)
 			f->max_ns = p->max_ns;

@@ -182,6 +182,7 @@ void flusher_init(struct sim_world *w, unsigned max_inflight, unsigned req_pages
 	fl->req_pages = req_pages == 0		       ? 1
 			: req_pages > SIM_IO_MAX_PAGES ? SIM_IO_MAX_PAGES
 						       : req_pages;
+	w->elv_max_pages = fl->req_pages; /* the scheduler merges up to max_sectors too */
 }
 
 static void thresholds(struct sim_world *w, struct mm_counts *c, struct wbm_thresh *th)

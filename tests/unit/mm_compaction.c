@@ -100,6 +100,29 @@ TEST(mode_31_async_isolates_all_fails_dirty_and_writeback)
 	fakeenv_destroy(&fe);
 }
 
+/* 3.2 async (ISOLATE_CLEAN) leaves dirty and writeback pages on the LRU; 3.2 sync is 3.1's:
+ * it writes the dirty page out and waits on both. */
+TEST(mode_32_async_isolates_clean_only)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "linux-3.2");
+	compact(&fe, MM_MIGRATE_ASYNC, &r);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 3);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 0);
+	EXPECT_EQ(where_file(&fe, 10), P_DIRTY);
+	EXPECT_EQ(where_file(&fe, 11), P_WB);
+	fakeenv_destroy(&fe);
+
+	craft(&fe, "linux-3.2");
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(fe.n_writeout, 1);
+	EXPECT_GE(fe.n_wait, 2);
+	EXPECT(block0_free(&fe));
+	fakeenv_destroy(&fe);
+}
+
 /* 3.3 async (ISOLATE_ASYNC_MIGRATE) does not even isolate them; 3.3 sync-light isolates and
  * fails them without waiting or writing out. */
 TEST(mode_33_async_filters_sync_light_fails)
@@ -260,9 +283,9 @@ TEST(capture_hands_the_block_to_the_caller)
  * kswapd to flush skip bits, and each pfn is scanned at most once. */
 TEST(scanners_meet)
 {
-	static const char *const specs[] = {"linux-3.1", "linux-3.3", "modern-always"};
+	static const char *const specs[] = {"linux-3.1", "linux-3.2", "linux-3.3", "modern-always"};
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		struct fakeenv fe;
 		struct run r;
 		char err[256];
@@ -276,7 +299,7 @@ TEST(scanners_meet)
 		EXPECT_GT(r.st[MM_STAT_COMPACT_MIGRATE_SCANNED], 0);
 		EXPECT_LE(r.st[MM_STAT_COMPACT_MIGRATE_SCANNED], 4096);
 		EXPECT_LE(r.st[MM_STAT_COMPACT_FREE_SCANNED], 4096);
-		if (i == 2) {
+		if (i == 3) {
 			EXPECT(fe.mm->compact_blockskip_flush);
 			EXPECT_EQ(fe.mm->compact_cached_migrate_pfn[1], 0);
 			EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);

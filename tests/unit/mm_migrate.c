@@ -273,6 +273,12 @@ TEST(stress_linux_31_async_no_defer)
 	stress("linux-3.1:async-failure-defers=no,wb-wait-max=20ms", 12);
 }
 
+TEST(stress_linux_32)
+{
+	stress("linux-3.2", 17);
+	stress("linux-3.2+nostall", 18);
+}
+
 TEST(stress_linux_33)
 {
 	stress("linux-3.3", 13);
