@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HPAGE (2UL << 20)
+#define HPAGE	     (2UL << 20)
 #define PROBE_OFFSET (64 * 4096UL) /* thpscale's mincore probe: 64 pages into the extent */
 
 struct sample {
@@ -109,11 +109,15 @@ static int parse_duration(const char *s, uint64_t *ns)
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-		{"size", required_argument, NULL, 's'},   {"threads", required_argument, NULL, 't'},
-		{"madvise", no_argument, NULL, 'm'},      {"no-madvise", no_argument, NULL, 'n'},
-		{"loops", required_argument, NULL, 'l'},  {"hold", required_argument, NULL, 'h'},
-		{"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'H'},
-		{NULL, 0, NULL, 0},
+	    {"size", required_argument, NULL, 's'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"madvise", no_argument, NULL, 'm'},
+	    {"no-madvise", no_argument, NULL, 'n'},
+	    {"loops", required_argument, NULL, 'l'},
+	    {"hold", required_argument, NULL, 'h'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'H'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 	char *end;
@@ -124,8 +128,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 's':
 			if (parse_size(optarg, &o->size) < 0 || o->size < HPAGE)
-				usage_error("--size: '%s' is not a size of at least 2M (e.g. 512M, 4G)",
-					    optarg);
+				usage_error(
+				    "--size: '%s' is not a size of at least 2M (e.g. 512M, 4G)",
+				    optarg);
 			break;
 		case 't':
 			o->threads = (unsigned)strtoul(optarg, &end, 10);
@@ -141,11 +146,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'l':
 			o->loops = (unsigned)strtoul(optarg, &end, 10);
 			if (*end || o->loops < 1)
-				usage_error("--loops: '%s' is not accepted (a positive integer)", optarg);
+				usage_error("--loops: '%s' is not accepted (a positive integer)",
+					    optarg);
 			break;
 		case 'h':
 			if (parse_duration(optarg, &o->hold_ns) < 0)
-				usage_error("--hold: '%s' is not a duration (e.g. 500ms, 2s)", optarg);
+				usage_error("--hold: '%s' is not a duration (e.g. 500ms, 2s)",
+					    optarg);
 			break;
 		case 'q':
 			o->quiet = true;
@@ -156,7 +163,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			exit(0);
 		default:
 			usage_error("unknown option '%s' (accepted: --size, --threads, --madvise, "
-				    "--no-madvise, --loops, --hold, --quiet)", argv[optind - 1]);
+				    "--no-madvise, --loops, --hold, --quiet)",
+				    argv[optind - 1]);
 		}
 	}
 	if (!o->size)
@@ -227,8 +235,8 @@ static uint64_t anon_huge_kb(uintptr_t lo, uintptr_t hi)
 
 static char *map_aligned(size_t len)
 {
-	char *p = mmap(NULL, len + HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		       0);
+	char *p =
+	    mmap(NULL, len + HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uintptr_t a;
 
 	if (p == MAP_FAILED)
@@ -318,8 +326,9 @@ int main(int argc, char **argv)
 
 		kb = run_loop(&o, nexts, ls);
 		for (size_t i = 0; !o.quiet && i < nexts; i++)
-			printf("fault %u %s %.0f %ld.%06ld\n", ls[i].tid, ls[i].huge ? "huge" : "base",
-			       ls[i].us, (long)ls[i].when.tv_sec, ls[i].when.tv_nsec / 1000);
+			printf("fault %u %s %.0f %ld.%06ld\n", ls[i].tid,
+			       ls[i].huge ? "huge" : "base", ls[i].us, (long)ls[i].when.tv_sec,
+			       ls[i].when.tv_nsec / 1000);
 	}
 	for (size_t i = 0; i < total; i++) {
 		huge += s[i].huge;

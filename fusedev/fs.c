@@ -56,13 +56,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_background = fs->o.max_background;
 	conn->congestion_threshold = fs->o.max_background * 3 / 4;
 	/* The kernel sends INIT as soon as it mounts: answering it means the mount is live. */
-	if (fs->o.ready_fd >= 0 && !fs->ready_sent) {
-		ssize_t w = write(fs->o.ready_fd, "ready\n", 6);
-
-		(void)w;
-		close(fs->o.ready_fd);
-		fs->ready_sent = true;
-	}
+	fdev_ready(fs);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -115,6 +115,7 @@ struct fdev {
 	int store_root;		       /* dir store: directory fd */
 	struct fdev_ioq q;
 	uint64_t started_ns;
+	int launcher_fd; /* daemonized: pipe to the launcher waiting for "mounted", or -1 */
 	bool ready_sent;
 };
 
@@ -179,5 +180,8 @@ char *fdev_ctl_render(struct fdev *fs, enum fdev_kind kind, size_t *len);
 
 /* fs.c */
 extern const struct fuse_lowlevel_ops fdev_ops;
+
+/* main.c: the mount is live (INIT answered): tell --ready-fd and a waiting launcher. */
+void fdev_ready(struct fdev *fs);
 
 #endif

@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 enum io_op { IO_WRITE, IO_READ, IO_FSYNC };
 
@@ -79,6 +81,14 @@ static void wait_until(struct fdev_ioq *q, uint64_t t)
 	pthread_cond_timedwait(&q->cond, &q->lock, &ts);
 }
 
+/* A device's completion interrupt preempts ordinary work: raise this thread's priority when
+ * allowed (root or CAP_SYS_NICE), so a busy host delays replies less. Best effort. */
+static void raise_priority(void)
+{
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), -10))
+		(void)0; /* unprivileged: stay at the default */
+}
+
 static void *completer(void *arg)
 {
 	struct fdev *fs = arg;
@@ -86,6 +96,7 @@ static void *completer(void *arg)
 	struct fdev_io *batch[BATCH];
 
 	block_signals();
+	raise_priority();
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		uint64_t now = fdev_ioq_now(fs);

@@ -335,6 +335,21 @@ static void defaults(struct cli *c)
 	c->o.max_background = 64;
 }
 
+/* The daemon leaves its launcher's directory: keep the pid file where it was meant to be. */
+static int absolute_pidfile(struct fdev_opts *o)
+{
+	static char abs[PATH_MAX];
+	char cwd[PATH_MAX];
+
+	if (!o->pidfile || o->pidfile[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    snprintf(abs, sizeof(abs), "%s/%s", cwd, o->pidfile) >= (int)sizeof(abs))
+		return bad("--pidfile", "path too long:", o->pidfile);
+	o->pidfile = abs;
+	return 0;
+}
+
 /* Returns 0, 1 (--help/--version printed) or -EINVAL (message printed). */
 static int parse_args(struct cli *c, int argc, char **argv)
 {
@@ -366,6 +381,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		return -EINVAL;
 	}
 	c->o.mountpoint = argv[optind];
+	if (absolute_pidfile(&c->o))
+		return -EINVAL;
 	if (!c->o.capacity_set && c->o.store == FDEV_STORE_MEMORY)
 		c->o.capacity = 1ULL << 30;
 	return build_device(c);
@@ -542,19 +559,74 @@ static int serve(struct fdev *fs)
 	return err;
 }
 
-/* Mounted: daemonize, start the device, serve, then complete what is held and unmount. */
+void fdev_ready(struct fdev *fs)
+{
+	int null;
+
+	if (fs->ready_sent)
+		return;
+	fs->ready_sent = true;
+	if (fs->o.ready_fd >= 0) {
+		if (write(fs->o.ready_fd, "ready\n", 6) != 6)
+			fprintf(stderr, PROG ": --ready-fd: %s\n", strerror(errno));
+		close(fs->o.ready_fd);
+	}
+	if (fs->launcher_fd < 0)
+		return;
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) { /* the launcher's terminal is not ours any more */
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	if (write(fs->launcher_fd, "1", 1) != 1)
+		(void)0; /* the launcher died: nobody to tell */
+	close(fs->launcher_fd);
+	fs->launcher_fd = -1;
+}
+
+/* Daemonizes before mounting (libfuse's fuse_daemonize() would release the launcher before
+ * the pid file and the device exist). The launcher returns 1 with *status: 0 once the daemon
+ * answered INIT, 1 if it exited first (having printed why). The daemon returns 0. */
+static int daemonize(struct fdev *fs, int *status)
+{
+	int p[2];
+	ssize_t n;
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		*status = n == 1 ? 0 : 1;
+		return 1;
+	}
+	close(p[0]);
+	setsid();
+	fs->launcher_fd = p[1];
+	return 0;
+}
+
+/* Mounted: start the device, serve, then complete what is held. */
 static int run_mounted(struct fdev *fs)
 {
 	int err;
 
-	if (fuse_daemonize(fs->o.foreground))
-		return -EIO;
 	err = fdev_ioq_start(fs);
 	if (err) {
 		fprintf(stderr, PROG ": cannot start the device queue: %s\n", strerror(-err));
 		return err;
 	}
 	write_pidfile(&fs->o);
+	if (!fs->o.foreground && chdir("/"))
+		(void)0; /* only to not pin the launcher's directory */
 	err = serve(fs);
 	fdev_ioq_stop(fs);
 	if (fs->o.pidfile)
@@ -562,7 +634,8 @@ static int run_mounted(struct fdev *fs)
 	return err < 0 ? err : 0;
 }
 
-static int run(struct fdev *fs, const char *argv0)
+/* Returns 0, a negative errno, or 1 in the launcher of a daemon (*launcher_status set). */
+static int run(struct fdev *fs, const char *argv0, int *launcher_status)
 {
 	int err;
 
@@ -575,6 +648,11 @@ static int run(struct fdev *fs, const char *argv0)
 	if (err) {
 		fprintf(stderr, PROG ": store %s: %s\n", fdev_store_name(fs), strerror(-err));
 		goto out_ns;
+	}
+	if (!fs->o.foreground) {
+		err = daemonize(fs, launcher_status);
+		if (err) /* the launcher (1), or fork failed */
+			goto out_ns;
 	}
 	fs->se = make_session(fs, argv0);
 	if (!fs->se) {
@@ -607,7 +685,7 @@ int main(int argc, char **argv)
 	static struct fdev fs;
 	static char real[PATH_MAX];
 	struct cli c;
-	int rc = parse_args(&c, argc, argv);
+	int launcher = 1, rc = parse_args(&c, argc, argv);
 
 	if (rc)
 		return rc > 0 ? 0 : EXIT_USAGE;
@@ -616,5 +694,9 @@ int main(int argc, char **argv)
 	raise_nofile();
 	warn_request_timeout();
 	fs.o = c.o;
-	return run(&fs, argv[0]) ? 1 : 0;
+	fs.launcher_fd = -1;
+	rc = run(&fs, argv[0], &launcher);
+	if (rc == 1)
+		return launcher;
+	return rc ? 1 : 0;
 }

@@ -35,8 +35,6 @@
 #include "uffd/uffd.h"
 #include "util/clock.h"
 
-#pragma weak mm_fragment /* recipes arrive with core/mm's second milestone */
-
 struct run_ctx {
 	struct uffd_config cfg;
 	const char *report;     /* --report FILE */
@@ -52,7 +50,7 @@ struct run_ctx {
 /* The launcher's own options (those not in the THPEMU_* table). */
 struct run_opt {
 	const char *name;
-	const char *metavar;    /* NULL: a flag without a value */
+	const char *metavar; /* NULL: a flag without a value */
 	const char *help;
 	void (*apply)(struct run_ctx *rc, const char *val);
 };
@@ -81,23 +79,29 @@ static const struct run_opt run_opts[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: thpemu run [OPTIONS] -- CMD [ARGS...]\n\n"
-		   "Runs CMD with libthpemu.so preloaded: its private anonymous memory is served by "
-		   "userfaultfd\nhandlers that follow the emulated kernel policy, and every fault's "
-		   "cost is measured.\n\nOptions:\n");
-	for (size_t i = 0; i < sizeof(run_opts) / sizeof(run_opts[0]); i++)
-		fprintf(f, "  %-24s %s\n", run_opts[i].metavar ? run_opts[i].name : run_opts[i].name,
-			run_opts[i].help);
+	fprintf(f,
+		"usage: thpemu run [OPTIONS] -- CMD [ARGS...]\n\n"
+		"Runs CMD with libthpemu.so preloaded: its private anonymous memory is served by "
+		"userfaultfd\nhandlers that follow the emulated kernel policy, and every fault's "
+		"cost is measured.\n\nOptions:\n");
+	char lhs[64];
+
+	for (size_t i = 0; i < sizeof(run_opts) / sizeof(run_opts[0]); i++) {
+		snprintf(lhs, sizeof(lhs), "%s%s%s", run_opts[i].name,
+			 run_opts[i].metavar ? " " : "",
+			 run_opts[i].metavar ? run_opts[i].metavar : "");
+		fprintf(f, "  %-24s %s\n", lhs, run_opts[i].help);
+	}
 	for (unsigned i = 0; i < uffd_nopts; i++) {
 		const struct uffd_opt *o = &uffd_opts[i];
-		char lhs[64];
 
 		if (!o->cli)
 			continue;
 		snprintf(lhs, sizeof(lhs), "%s %s", o->cli, o->metavar);
 		fprintf(f, "  %-24s %s [%s]\n", lhs, o->help, o->def[0] ? o->def : "none");
 	}
-	fprintf(f, "\nEnvironment (the preload library reads these; the options above set them):\n");
+	fprintf(f,
+		"\nEnvironment (the preload library reads these; the options above set them):\n");
 	uffd_opts_help(f, false);
 	fprintf(f, "\nPolicies:\n");
 	mm_policy_help(f);
@@ -161,11 +165,13 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 				rc->dev.dev = rc->cfg.device;
 			}
 		} else {
-			cli_usage_error("run", "unknown option '%s' (see 'thpemu run --help')", name);
+			cli_usage_error("run", "unknown option '%s' (see 'thpemu run --help')",
+					name);
 		}
 	}
 	if (i >= argc)
-		cli_usage_error("run", "no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
+		cli_usage_error("run",
+				"no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
 	rc->cmd = &argv[i];
 }
 
@@ -180,8 +186,6 @@ static void check_recipe(struct run_ctx *rc)
 
 	if (!rc->cfg.fragment[0])
 		return;
-	if (!mm_fragment)
-		cli_usage_error("run", "--fragment: this build has no fragmentation recipes");
 	if (mm_create(&mc, &env, &mm, err, sizeof(err)) < 0)
 		cli_usage_error("run", "--pool: %s", err);
 	if (mm_fragment(mm, rc->cfg.fragment, rc->cfg.seed, err, sizeof(err), NULL) < 0) {
@@ -204,8 +208,10 @@ static int set_preload(struct run_ctx *rc)
 		return -1;
 	}
 	if (rc->cfg.allocator == UFFD_ALLOC_JEMALLOC && access(jem, R_OK) < 0) {
-		cli_error("run", "--allocator jemalloc: %s is missing (install libjemalloc2); "
-				 "glibc malloc stays unmanaged", jem);
+		cli_error("run",
+			  "--allocator jemalloc: %s is missing (install libjemalloc2); "
+			  "glibc malloc stays unmanaged",
+			  jem);
 		rc->cfg.allocator = UFFD_ALLOC_NONE;
 		setenv("THPEMU_ALLOCATOR", "none", 1);
 	}

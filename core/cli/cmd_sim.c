@@ -21,7 +21,6 @@ struct sim_args {
 	const char *policy, *scenario, *json, *costs, *device;
 	const char *opts[MAX_OPTS];
 	unsigned nopts;
-	bool pretty;
 };
 
 static void usage(FILE *f)
@@ -124,10 +123,6 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 			usage(stdout);
 			exit(0);
 		}
-		if (!strcmp(argv[i], "--pretty")) {
-			a->pretty = true;
-			continue;
-		}
 		for (unsigned k = 0; k < sizeof(scalars) / sizeof(scalars[0]) && !done; k++) {
 			if ((v = opt_value(argc, argv, &i, scalars[k]))) {
 				parse_scalar(c, scalars[k], v);
@@ -186,7 +181,7 @@ static void resolve(struct sim_config *c, const struct sim_args *a)
 		cli_usage_error(CMD, "--costs: %s", err);
 }
 
-static int write_json(const struct sim_result *r, const char *path, bool pretty)
+static int write_json(const struct sim_result *r, const char *path)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "we");
 	int rc;
@@ -195,7 +190,7 @@ static int write_json(const struct sim_result *r, const char *path, bool pretty)
 		cli_error(CMD, "--json: cannot write '%s': %s", path, strerror(errno));
 		return 1;
 	}
-	rc = sim_report_json(r, f, pretty);
+	rc = sim_report_json(r, f, true);
 	if (f != stdout && fclose(f) != 0)
 		rc = -EIO;
 	if (rc) {
@@ -225,7 +220,7 @@ static int sim_main(int argc, char **argv)
 	}
 	rc = 0;
 	if (a.json)
-		rc = write_json(r, a.json, true);
+		rc = write_json(r, a.json);
 	if (!a.json || strcmp(a.json, "-") != 0)
 		sim_report_text(r, stdout);
 	sim_result_free(r);

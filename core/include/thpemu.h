@@ -18,13 +18,13 @@ extern "C" {
 #endif
 
 struct thpemu_counters {
-	uint64_t faults;          /* first-touch faults served by the emulator */
-	uint64_t huge_faults;     /* of which emulated huge (2 MiB) decisions */
-	uint64_t base_faults;     /* of which 4 KiB decisions (including outside the pool) */
-	uint64_t nomem_faults;    /* served outside the exhausted emulated pool */
+	uint64_t faults;	  /* first-touch faults served by the emulator */
+	uint64_t huge_faults;	  /* of which emulated huge (2 MiB) decisions */
+	uint64_t base_faults;	  /* of which 4 KiB decisions (including outside the pool) */
+	uint64_t nomem_faults;	  /* served outside the exhausted emulated pool */
 	uint64_t real_pmd_faults; /* huge decisions that ended PMD-mapped on the host */
 	uint64_t anon_migrations; /* program pages really migrated by emulated compaction */
-	uint64_t managed_bytes;   /* memory under management now */
+	uint64_t managed_bytes;	  /* memory under management now */
 };
 
 /* "0.1.0" */

@@ -26,6 +26,7 @@ struct devm {
 	struct devm_params p;
 	struct rng rng;
 	struct devm_req *slot[DEVM_MAX_SLOTS]; /* request in service per slot, or NULL */
+	unsigned slot_hi;		       /* slots [slot_hi, MAX) have never been used */
 	struct devm_req *q_head, *q_tail;      /* FIFO waiting for a slot or for resume */
 	struct devm_req *d_head, *d_tail;      /* completed, not yet popped, by t_done */
 	uint64_t medium_free; /* time the shared medium finishes its last transfer */
@@ -305,6 +306,8 @@ static void start(struct devm *m, unsigned i, struct devm_req *r, uint64_t t)
 	uint64_t x0, x1, busy;
 
 	m->slot[i] = r;
+	if (i >= m->slot_hi)
+		m->slot_hi = i + 1;
 	r->t_start = t;
 	if (r->write && p->capacity && (r->off > p->capacity || r->len > p->capacity - r->off)) {
 		r->err = -ENOSPC;
@@ -351,7 +354,7 @@ static int earliest_slot(const struct devm *m)
 {
 	int best = -1;
 
-	for (unsigned i = 0; i < DEVM_MAX_SLOTS; i++)
+	for (unsigned i = 0; i < m->slot_hi; i++)
 		if (m->slot[i] && (best < 0 || m->slot[i]->t_done < m->slot[best]->t_done))
 			best = (int)i;
 	return best;

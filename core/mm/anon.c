@@ -81,7 +81,8 @@ int mm_alloc_pages(struct mm *mm, unsigned order, enum mm_migratetype mt, uint64
 	uint32_t p;
 	int ret = 0;
 
-	if (order > MM_MAX_ORDER || (unsigned)mt >= MM_MT_NR || (foreign && !(owner & MM_OWNER_FOREIGN)))
+	if (order > MM_MAX_ORDER || (unsigned)mt >= MM_MT_NR ||
+	    (foreign && !(owner & MM_OWNER_FOREIGN)))
 		return -EINVAL;
 	mm_lock(mm);
 	p = alloc_other(mm, order, mt, call);

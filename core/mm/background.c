@@ -26,17 +26,16 @@ static uint64_t kcompactd_timer(struct mm *mm, void *call, uint64_t now)
 		return mm->proactive_next_ns - now;
 	r = proactive_compact_node(mm, call);
 	mm->proactive_next_ns = now + (r == 0 ? FRAG_CHECK_INTERVAL_NS << MM_COMPACT_MAX_DEFER_SHIFT
-					     : FRAG_CHECK_INTERVAL_NS);
+					      : FRAG_CHECK_INTERVAL_NS);
 	return mm->proactive_next_ns - now;
 }
 
 uint64_t mm_background(struct mm *mm, void *call)
 {
 	const struct mm_policy *p = &mm->cfg.policy;
-	uint64_t next = UINT64_MAX, now;
+	uint64_t next = UINT64_MAX;
 
 	mm_lock(mm);
-	now = mm_now(mm, call);
 	if (p->kswapd && mm->kswapd_awake)
 		next = min64(next, kswapd_run(mm, call));
 	if (p->kcompactd && mm->kcompactd_awake)
@@ -45,7 +44,6 @@ uint64_t mm_background(struct mm *mm, void *call)
 		next = min64(next, kcompactd_timer(mm, call, mm_now(mm, call)));
 	if (mm->kswapd_awake && next == UINT64_MAX)
 		next = 0;
-	(void)now;
 	mm_unlock(mm);
 	return next;
 }

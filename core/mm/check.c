@@ -14,11 +14,13 @@ struct check {
 	size_t errlen;
 	int code;
 	/* what the frame walk found */
-	uint32_t buddy_heads, free_pages, isolated, isolated_free, anon, huge, foreign, file, dirty, wb, unmov;
+	uint32_t buddy_heads, free_pages, isolated, isolated_free, anon, huge, foreign, file, dirty,
+	    wb, unmov;
 	uint32_t lru[2], indexed, dirty_unqueued;
 };
 
-static int fail(struct check *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct check *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(struct check *c, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -55,7 +57,8 @@ static uint32_t check_free_block(struct check *c, uint32_t pfn)
 		const struct mm_frame *t = pfn_frame(mm, pfn + i);
 
 		if (t->state != FS_FREE || frame_order(t) != ORDER_TAIL || (t->flags & FF_ISOLATED))
-			fail(c, -3, "pfn %u: frame %u inside free block is not a free tail", pfn, pfn + i);
+			fail(c, -3, "pfn %u: frame %u inside free block is not a free tail", pfn,
+			     pfn + i);
 	}
 	if (f->flags & FF_ISOLATED) {
 		c->isolated += n;
@@ -145,13 +148,14 @@ static void walk_frames(struct check *c)
 }
 
 /* Walk one circular list; verify each entry with ok(). Returns its length. */
-static uint32_t walk_list(struct check *c, unsigned sent, bool (*ok)(struct check *, uint32_t,
-								 unsigned), unsigned arg)
+static uint32_t walk_list(struct check *c, unsigned sent,
+			  bool (*ok)(struct check *, uint32_t, unsigned), unsigned arg)
 {
 	struct mm *mm = c->mm;
 	uint32_t head = sentinel(mm, sent), n = 0, prev = head;
 
-	for (uint32_t p = pfn_frame(mm, head)->next; p != head; prev = p, p = pfn_frame(mm, p)->next) {
+	for (uint32_t p = pfn_frame(mm, head)->next; p != head;
+	     prev = p, p = pfn_frame(mm, p)->next) {
 		if (p >= mm->nr_frames || pfn_frame(mm, p)->prev != prev || ++n > mm->nr_frames) {
 			fail(c, -9, "list %u corrupt near pfn %u", sent, p);
 			return n;
@@ -167,7 +171,8 @@ static bool free_entry_ok(struct check *c, uint32_t pfn, unsigned sent)
 	const struct mm_frame *f = pfn_frame(c->mm, pfn);
 
 	if (!frame_is_buddy(f) || SENT_FREE(frame_order(f), frame_list_mt(f)) != sent) {
-		fail(c, -10, "free list %u holds pfn %u which is not a matching buddy head", sent, pfn);
+		fail(c, -10, "free list %u holds pfn %u which is not a matching buddy head", sent,
+		     pfn);
 		return false;
 	}
 	return true;
@@ -193,11 +198,12 @@ static void check_lists(struct check *c)
 		uint32_t per_order = 0;
 
 		for (unsigned mt = 0; mt < MM_MT_NR; mt++) {
-			uint32_t n = walk_list(c, SENT_FREE(o, mt), free_entry_ok, SENT_FREE(o, mt));
+			uint32_t n =
+			    walk_list(c, SENT_FREE(o, mt), free_entry_ok, SENT_FREE(o, mt));
 
 			if (n != mm->nr_free_mt[o][mt])
-				fail(c, -12, "order %u mt %u: %u blocks listed, counter says %u", o, mt, n,
-				     mm->nr_free_mt[o][mt]);
+				fail(c, -12, "order %u mt %u: %u blocks listed, counter says %u", o,
+				     mt, n, mm->nr_free_mt[o][mt]);
 			per_order += n;
 		}
 		if (per_order != mm->nr_free[o])
@@ -237,8 +243,8 @@ static void check_index(struct check *c)
 	for (uint32_t w = 0; w < (mm->nr_frames + 63) / 64; w++)
 		queued += (uint32_t)__builtin_popcountll(mm->dirty_queued[w]);
 	if (queued != mm->ring_len)
-		fail(c, -17, "writeback ring holds %u entries, %u frames marked queued", mm->ring_len,
-		     queued);
+		fail(c, -17, "writeback ring holds %u entries, %u frames marked queued",
+		     mm->ring_len, queued);
 	if (c->dirty_unqueued)
 		fail(c, -18, "%u dirty frames are not queued for writeback", c->dirty_unqueued);
 }
@@ -260,11 +266,12 @@ static void check_counts(struct check *c)
 	if (c->isolated != mm->nr_isolated || c->isolated_free != mm->nr_isolated_free)
 		fail(c, -22, "isolated frames %u (%u free), counters %u / %u", c->isolated,
 		     c->isolated_free, mm->nr_isolated, mm->nr_isolated_free);
-	if (c->free_pages + c->isolated_free + c->anon + c->huge + c->foreign + c->file + c->unmov !=
+	if (c->free_pages + c->isolated_free + c->anon + c->huge + c->foreign + c->file +
+		c->unmov !=
 	    mm->nr_frames)
 		fail(c, -23, "frames lost or duplicated: %u accounted of %u",
 		     c->free_pages + c->isolated_free + c->anon + c->huge + c->foreign + c->file +
-			     c->unmov,
+			 c->unmov,
 		     mm->nr_frames);
 }
 

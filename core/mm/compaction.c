@@ -131,12 +131,14 @@ void reset_isolation_suitable(struct mm *mm)
 /* ---- The migrate scanner -------------------------------------------------------------------- */
 
 /* Which isolation filter ISOLATE_ASYNC_MIGRATE / ISOLATE_CLEAN the era applies in this mode:
- * 3.1 isolates everything; 3.3 filters async only; 6.12 filters everything but SYNC. */
+ * 3.1 isolates everything; 3.2 (ISOLATE_CLEAN) and 3.3 (ISOLATE_ASYNC_MIGRATE, the same for a
+ * filesystem without ->migratepage) filter async only; 6.12 filters everything but SYNC. */
 bool isolate_skips_dirty_writeback(const struct mm *mm, enum mm_migrate_mode mode)
 {
 	switch (mm->cfg.policy.era) {
 	case MM_ERA_3_1:
 		return false;
+	case MM_ERA_3_2:
 	case MM_ERA_3_3:
 		return mode == MM_MIGRATE_ASYNC;
 	default:
@@ -147,7 +149,8 @@ bool isolate_skips_dirty_writeback(const struct mm *mm, enum mm_migrate_mode mod
 /* too_many_isolated: more isolated than half of what is on the LRUs (anon counted as LRU). */
 static bool too_many_isolated(const struct mm *mm)
 {
-	uint32_t lru = mm->nr_lru[0] + mm->nr_lru[1] + mm->nr_anon - mm->nr_anon_huge + mm->nr_foreign;
+	uint32_t lru =
+	    mm->nr_lru[0] + mm->nr_lru[1] + mm->nr_anon - mm->nr_anon_huge + mm->nr_foreign;
 
 	return mm->nr_isolated - mm->nr_isolated_free > lru / 2;
 }
@@ -240,7 +243,7 @@ static bool isolation_suitable(const struct mm *mm, const struct compact_control
 /* Scan state of one isolate_migratepages_block call. */
 struct mblock_scan {
 	uint32_t pfn, end;
-	uint32_t next_skip_pfn;   /* async direct: end of the current order-aligned chunk */
+	uint32_t next_skip_pfn; /* async direct: end of the current order-aligned chunk */
 	bool skip_on_failure;
 	unsigned nr_isolated;
 	uint64_t scanned;
@@ -370,7 +373,7 @@ static enum isolate_result isolate_migratepages_modern(struct mm *mm, struct com
 }
 
 __stall_frame static enum isolate_result isolate_migratepages(struct mm *mm,
-								struct compact_control *cc)
+							      struct compact_control *cc)
 {
 	if (era_modern(mm))
 		return isolate_migratepages_modern(mm, cc);
@@ -406,8 +409,8 @@ static uint32_t isolate_free_block(struct mm *mm, struct compact_control *cc, ui
 
 /* isolate_freepages_block: isolate the buddy blocks of [*start, end) with the given stride;
  * non-strict scans stop once enough targets are held. */
-static uint32_t isolate_freepages_block(struct mm *mm, struct compact_control *cc,
-					uint32_t *start, uint32_t end, unsigned stride, bool whole)
+static uint32_t isolate_freepages_block(struct mm *mm, struct compact_control *cc, uint32_t *start,
+					uint32_t end, unsigned stride, bool whole)
 {
 	uint32_t pfn = *start, total = 0;
 	uint64_t scanned = 0;
@@ -461,7 +464,8 @@ static void isolate_freepages_3x(struct mm *mm, struct compact_control *cc)
 
 		if (!suitable_target_3x(mm, start))
 			continue;
-		if (isolate_freepages_block(mm, cc, &start, start + MM_HPAGE_NR, 1, true) && pfn > high)
+		if (isolate_freepages_block(mm, cc, &start, start + MM_HPAGE_NR, 1, true) &&
+		    pfn > high)
 			high = pfn;
 	}
 	cc->free_pfn = (uint32_t)high;
@@ -498,8 +502,8 @@ static void isolate_freepages_modern(struct mm *mm, struct compact_control *cc)
 	int64_t low = ((int64_t)cc->migrate_pfn + MM_HPAGE_NR) & ~(int64_t)(MM_HPAGE_NR - 1);
 	unsigned stride = cc->mode == MM_MIGRATE_ASYNC ? MM_COMPACT_CLUSTER_MAX : 1;
 
-	for (; block >= low; block_end = (uint32_t)block, block -= MM_HPAGE_NR,
-	     isolate_start = (uint32_t)block) {
+	for (; block >= low;
+	     block_end = (uint32_t)block, block -= MM_HPAGE_NR, isolate_start = (uint32_t)block) {
 		uint32_t nr;
 
 		if (!suitable_target_modern(mm, cc, (uint32_t)block) ||
@@ -515,8 +519,9 @@ static void isolate_freepages_modern(struct mm *mm, struct compact_control *cc)
 		} else if (isolate_start < block_end) {
 			break; /* isolation failed early (watermark) */
 		}
-		stride = nr ? 1 : (stride << 1 > MM_COMPACT_CLUSTER_MAX ? MM_COMPACT_CLUSTER_MAX
-								     : stride << 1);
+		stride = nr ? 1
+			    : (stride << 1 > MM_COMPACT_CLUSTER_MAX ? MM_COMPACT_CLUSTER_MAX
+								    : stride << 1);
 	}
 	cc->free_pfn = isolate_start;
 }
@@ -589,7 +594,7 @@ static enum mm_compact_result compact_finished_modern(struct mm *mm, struct comp
 		if (mm->kswapd_awake)
 			return MM_COMPACT_PARTIAL_SKIPPED;
 		return fragmentation_score(mm) > cc->proactive_low ? MM_COMPACT_CONTINUE
-								    : MM_COMPACT_SUCCESS;
+								   : MM_COMPACT_SUCCESS;
 	}
 	if (cc->order < 0 || cc->migrate_pfn % MM_HPAGE_NR)
 		return MM_COMPACT_CONTINUE; /* always finish a pageblock */
@@ -646,7 +651,8 @@ static void compact_zone_start_modern(struct mm *mm, struct compact_control *cc)
 	if (cc->free_pfn >= mm->nr_frames)
 		cc->free_pfn = mm->compact_cached_free_pfn = last;
 	if (cc->migrate_pfn >= mm->nr_frames)
-		cc->migrate_pfn = mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = 0;
+		cc->migrate_pfn = mm->compact_cached_migrate_pfn[0] =
+		    mm->compact_cached_migrate_pfn[1] = 0;
 	if (cc->migrate_pfn <= mm->compact_init_migrate_pfn)
 		cc->whole_zone = true;
 }
@@ -698,8 +704,9 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 	mm_trace(mm, cc->fc->call, MM_TRACE_COMPACTION_BEGIN, (unsigned)cc->order, cc->migrate_pfn,
 		 cc->free_pfn, mm->nr_frames, cc->mode);
 	while ((ret = compact_finished_modern(mm, cc)) == MM_COMPACT_CONTINUE) {
-		cc->finish_pageblock = last_migrated != MM_NO_PFN &&
-				       pageblock_start(last_migrated) == pageblock_start(cc->migrate_pfn);
+		cc->finish_pageblock =
+		    last_migrated != MM_NO_PFN &&
+		    pageblock_start(last_migrated) == pageblock_start(cc->migrate_pfn);
 rescan:
 		switch (isolate_migratepages(mm, cc)) {
 		case ISOLATE_ABORT:
@@ -708,7 +715,8 @@ rescan:
 			goto out;
 		case ISOLATE_NONE:
 			if (update_cached)
-				mm->compact_cached_migrate_pfn[1] = mm->compact_cached_migrate_pfn[0];
+				mm->compact_cached_migrate_pfn[1] =
+				    mm->compact_cached_migrate_pfn[0];
 			continue;
 		case ISOLATE_SUCCESS:
 			update_cached = false;
@@ -741,11 +749,12 @@ __stall_frame enum mm_compact_result compact_zone(struct mm *mm, struct compact_
 	enum mm_compact_result ret;
 
 	ret = era_modern(mm) ? compact_zone_modern(mm, cc) : compact_zone_3x(mm, cc);
-	count_event(mm, cc->direct ? MM_STAT_COMPACT_MIGRATE_SCANNED
-				   : MM_STAT_COMPACT_DAEMON_MIGRATE_SCANNED,
+	count_event(mm,
+		    cc->direct ? MM_STAT_COMPACT_MIGRATE_SCANNED
+			       : MM_STAT_COMPACT_DAEMON_MIGRATE_SCANNED,
 		    cc->total_migrate_scanned);
-	count_event(mm, cc->direct ? MM_STAT_COMPACT_FREE_SCANNED
-				   : MM_STAT_COMPACT_DAEMON_FREE_SCANNED,
+	count_event(mm,
+		    cc->direct ? MM_STAT_COMPACT_FREE_SCANNED : MM_STAT_COMPACT_DAEMON_FREE_SCANNED,
 		    cc->total_free_scanned);
 	if (!cc->direct) {
 		count_event(mm, MM_STAT_COMPACT_MIGRATE_SCANNED, cc->total_migrate_scanned);
@@ -760,18 +769,18 @@ __stall_frame enum mm_compact_result compact_zone(struct mm *mm, struct compact_
  * compact_zone_order; the modern per-zone defer/reset decisions are taken here. *captured gets
  * a block captured during the run (modern), else MM_NO_PFN. */
 __stall_frame enum mm_compact_result try_to_compact_pages(struct mm *mm, struct alloc_ctx *ac,
-							    enum mm_migrate_mode mode,
-							    uint32_t *captured)
+							  enum mm_migrate_mode mode,
+							  uint32_t *captured)
 {
 	struct capture_control capc = {.order = ac->order, .pfn = MM_NO_PFN};
 	struct compact_control cc = {
-		.order = (int)ac->order,
-		.migratetype = ac->mt,
-		.mode = mode,
-		.alloc_flags = ac->alloc_flags,
-		.direct = true,
-		.freepages = MM_NO_PFN,
-		.fc = ac->fc,
+	    .order = (int)ac->order,
+	    .migratetype = ac->mt,
+	    .mode = mode,
+	    .alloc_flags = ac->alloc_flags,
+	    .direct = true,
+	    .freepages = MM_NO_PFN,
+	    .fc = ac->fc,
 	};
 	enum mm_compact_result ret;
 
@@ -808,12 +817,12 @@ __stall_frame uint64_t kcompactd_do_work(struct mm *mm, void *call)
 	struct fault_ctx fc = {.call = call};
 	unsigned order = mm->kcompactd_max_order;
 	struct compact_control cc = {
-		.order = (int)order,
-		.migratetype = MM_MT_MOVABLE,
-		.mode = MM_MIGRATE_SYNC_LIGHT,
-		.alloc_flags = WMARK_MIN,
-		.freepages = MM_NO_PFN,
-		.fc = &fc,
+	    .order = (int)order,
+	    .migratetype = MM_MT_MOVABLE,
+	    .mode = MM_MIGRATE_SYNC_LIGHT,
+	    .alloc_flags = WMARK_MIN,
+	    .freepages = MM_NO_PFN,
+	    .fc = &fc,
 	};
 	enum mm_compact_result ret;
 
@@ -856,16 +865,16 @@ int proactive_compact_node(struct mm *mm, void *call)
 	unsigned high = low + 10 > 100 ? 100 : low + 10, before = fragmentation_score(mm);
 	struct fault_ctx fc = {.call = call};
 	struct compact_control cc = {
-		.order = -1,
-		.migratetype = MM_MT_MOVABLE,
-		.mode = MM_MIGRATE_SYNC_LIGHT,
-		.alloc_flags = WMARK_MIN,
-		.whole_zone = true,
-		.ignore_skip_hint = true,
-		.proactive = true,
-		.proactive_low = low,
-		.freepages = MM_NO_PFN,
-		.fc = &fc,
+	    .order = -1,
+	    .migratetype = MM_MT_MOVABLE,
+	    .mode = MM_MIGRATE_SYNC_LIGHT,
+	    .alloc_flags = WMARK_MIN,
+	    .whole_zone = true,
+	    .ignore_skip_hint = true,
+	    .proactive = true,
+	    .proactive_low = low,
+	    .freepages = MM_NO_PFN,
+	    .fc = &fc,
 	};
 
 	if (!mm->cfg.policy.proactiveness || mm->kswapd_awake || before <= high)

@@ -37,8 +37,8 @@ static unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advic
 	bool madvised = advice == MM_VMA_HUGEPAGE;
 
 	if (p->era != MM_ERA_MODERN) {
-		bool defrag = p->defrag == MM_DEFRAG_ALWAYS ||
-			      (p->defrag == MM_DEFRAG_MADVISE && madvised);
+		bool defrag =
+		    p->defrag == MM_DEFRAG_ALWAYS || (p->defrag == MM_DEFRAG_MADVISE && madvised);
 
 		return defrag ? GFP_TRANSHUGE_3X : GFP_TRANSHUGE_3X & ~GFP_DIRECT_RECLAIM;
 	}
@@ -57,14 +57,14 @@ static unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advic
 }
 
 /* do_huge_pmd_anonymous_page: allocate, count, clear with the lock released. */
-__stall_frame static uint32_t do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req,
-					   struct fault_ctx *fc)
+__stall_frame static uint32_t
+do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc)
 {
 	struct alloc_ctx ac = {
-		.order = MM_HPAGE_ORDER,
-		.mt = MM_MT_MOVABLE,
-		.gfp = thp_gfp_mask(&mm->cfg.policy, req->advice),
-		.fc = fc,
+	    .order = MM_HPAGE_ORDER,
+	    .mt = MM_MT_MOVABLE,
+	    .gfp = thp_gfp_mask(&mm->cfg.policy, req->advice),
+	    .fc = fc,
 	};
 	uint32_t head = alloc_pages_mpol(mm, &ac);
 	uint64_t t0;
@@ -93,10 +93,10 @@ static uint32_t do_anonymous_page(struct mm *mm, const struct mm_fault_req *req,
 				  struct fault_ctx *fc)
 {
 	struct alloc_ctx ac = {
-		.order = 0,
-		.mt = MM_MT_MOVABLE,
-		.gfp = GFP_HIGHUSER_MOVABLE,
-		.fc = fc,
+	    .order = 0,
+	    .mt = MM_MT_MOVABLE,
+	    .gfp = GFP_HIGHUSER_MOVABLE,
+	    .fc = fc,
 	};
 	uint32_t pfn = alloc_base_page(mm, &ac, true);
 

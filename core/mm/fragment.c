@@ -117,7 +117,8 @@ static int recipe_pagecache(struct recipe *r, uint32_t n, bool dirty)
 		int ret;
 
 		mm_unlock(r->mm);
-		ret = mm_pagecache_get(r->mm, MM_OWNER_FILE(file, i), true, &pfn, &created, r->call);
+		ret =
+		    mm_pagecache_get(r->mm, MM_OWNER_FILE(file, i), true, &pfn, &created, r->call);
 		if (!ret)
 			mm_pagecache_put(r->mm, pfn, dirty);
 		mm_lock(r->mm);
@@ -133,8 +134,8 @@ static int recipe_thpcompact(struct recipe *r)
 {
 	struct mm *mm = r->mm;
 	struct fault_ctx fc = {.call = r->call};
-	struct alloc_ctx ac = {.order = 0, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE,
-			       .fc = &fc};
+	struct alloc_ctx ac = {
+	    .order = 0, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE, .fc = &fc};
 	uint32_t pfn, holes;
 
 	while ((pfn = get_page_from_freelist(mm, &ac, WMARK_LOW)) != MM_NO_PFN) {
@@ -149,16 +150,16 @@ static int recipe_thpcompact(struct recipe *r)
 			frame_free_owned(mm, pfn, NULL);
 	}
 	holes = mm->nr_free_pages > wmark_pages(mm, WMARK_HIGH)
-			? mm->nr_free_pages - wmark_pages(mm, WMARK_HIGH)
-			: 0;
+		    ? mm->nr_free_pages - wmark_pages(mm, WMARK_HIGH)
+		    : 0;
 	return recipe_pagecache(r, holes, false);
 }
 
-static int parse_fraction(const char *item, const char *arg, double *frac, char *err,
-			  size_t errlen)
+static int parse_fraction(const char *item, const char *arg, double *frac, char *err, size_t errlen)
 {
 	if (units_parse_fraction(arg, frac) || *frac > 1.0) {
-		snprintf(err, errlen, "recipe item '%s': the fraction must be like 60%% or 0.6", item);
+		snprintf(err, errlen, "recipe item '%s': the fraction must be like 60%% or 0.6",
+			 item);
 		return -EINVAL;
 	}
 	return 0;
@@ -182,8 +183,10 @@ static int apply_item(struct recipe *r, const char *item, char *err, size_t errl
 		return recipe_scatter(r, frac, FS_UNMOVABLE);
 	if (colon && nlen == 4 && !strncmp(item, "anon", 4))
 		return recipe_scatter(r, frac, FS_ANON);
-	snprintf(err, errlen, "recipe item '%s' unknown (accepted: thpcompact, pagecache:F, "
-		 "dirty:F, unmovable:F, anon:F)", item);
+	snprintf(err, errlen,
+		 "recipe item '%s' unknown (accepted: thpcompact, pagecache:F, "
+		 "dirty:F, unmovable:F, anon:F)",
+		 item);
 	return -EINVAL;
 }
 
@@ -207,11 +210,13 @@ static int check_recipe(const char *recipe, char *err, size_t errlen)
 		colon = strchr(item, ':');
 		if (colon && parse_fraction(item, colon + 1, &frac, err, errlen))
 			return -EINVAL;
-		if (strcmp(item, "thpcompact") && (!colon || (strncmp(item, "pagecache:", 10) &&
-			strncmp(item, "dirty:", 6) && strncmp(item, "unmovable:", 10) &&
-			strncmp(item, "anon:", 5)))) {
-			snprintf(err, errlen, "recipe item '%s' unknown (accepted: thpcompact, "
-				 "pagecache:F, dirty:F, unmovable:F, anon:F)", item);
+		if (strcmp(item, "thpcompact") &&
+		    (!colon || (strncmp(item, "pagecache:", 10) && strncmp(item, "dirty:", 6) &&
+				strncmp(item, "unmovable:", 10) && strncmp(item, "anon:", 5)))) {
+			snprintf(err, errlen,
+				 "recipe item '%s' unknown (accepted: thpcompact, "
+				 "pagecache:F, dirty:F, unmovable:F, anon:F)",
+				 item);
 			return -EINVAL;
 		}
 		s = end ? end + 1 : s + len;
@@ -272,7 +277,8 @@ int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_
 	switch (kind) {
 	case DBG_ANON:
 	case DBG_FOREIGN:
-		mark_allocated(mm, pfn, 0, FS_ANON, kind == DBG_FOREIGN ? owner | MM_OWNER_FOREIGN : owner);
+		mark_allocated(mm, pfn, 0, FS_ANON,
+			       kind == DBG_FOREIGN ? owner | MM_OWNER_FOREIGN : owner);
 		if (kind == DBG_FOREIGN)
 			mm->nr_foreign++;
 		else

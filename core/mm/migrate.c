@@ -89,8 +89,10 @@ static void account_wait(struct mm *mm, struct fault_ctx *fc, uint64_t ns, enum 
 	struct mm_fault_rec *rec = fc->rec;
 	uint64_t us = ns / 1000;
 
-	count_event(mm, cause == MM_CAUSE_RECLAIM_WB_WAIT ? MM_STAT_RECLAIM_WB_WAIT
-							   : MM_STAT_COMPACT_WB_WAIT, 1);
+	count_event(mm,
+		    cause == MM_CAUSE_RECLAIM_WB_WAIT ? MM_STAT_RECLAIM_WB_WAIT
+						      : MM_STAT_COMPACT_WB_WAIT,
+		    1);
 	fc->cause_ns[cause] += ns;
 	fc->hook_ns += ns;
 	if (!rec)
@@ -135,7 +137,9 @@ __stall_frame static int writeout(struct mm *mm, struct fault_ctx *fc, uint32_t 
 	fc->cause_ns[cause] += dt;
 	fc->hook_ns += dt;
 	if (!ret)
-		count_event(mm, MM_STAT_COMPACT_WRITEOUT, 1);
+		count_event(mm, cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_STAT_COMPACT_WRITEOUT
+								  : MM_STAT_NR_VMSCAN_WRITE,
+			    1);
 	return ret;
 }
 
@@ -151,7 +155,7 @@ static void finish_source(struct mm *mm, struct compact_control *cc, uint32_t pf
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 
-	f->flags &= (uint8_t)~(FF_ISOLATED | FF_MIGRATING);
+	f->flags &= (uint8_t) ~(FF_ISOLATED | FF_MIGRATING);
 	mm->nr_isolated--;
 	frame_free_owned(mm, pfn, cc->capc);
 }

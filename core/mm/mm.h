@@ -158,6 +158,7 @@ enum mm_stat {
 	MM_STAT_COMPACT_BLOCKS_MOVED,  /* 3.x: migrate_pages batches run by compaction */
 	MM_STAT_PGSCAN_DIRECT_THROTTLE,/* (ours) direct reclaim passes that waited on writeback */
 	MM_STAT_PGWB_ERROR,            /* (ours) writebacks that completed with an error */
+	MM_STAT_NR_VMSCAN_WRITE,       /* dirty pages written out by direct reclaim (3.1 pageout) */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -184,7 +185,8 @@ struct mm_fault_rec {
 	uint32_t reclaimed;
 	uint8_t outcome;      /* enum mm_fault_outcome */
 	uint8_t cause;        /* enum mm_cause: the largest contributor */
-	uint8_t nsteps;
+	uint8_t nsteps;       /* steps[]: the huge attempt's steps, then FALLBACK if it failed;
+			       * a 4 KiB allocation adds its steps only past its fast path */
 	struct {
 		uint8_t step;   /* enum mm_step */
 		uint8_t result; /* compaction: enum mm_compact_result; others: 1 success, 0 failure */

@@ -6,9 +6,15 @@
  * mechanism tests a profile's name.
  *
  * Named profiles (mm_policy_names()):
- *   linux-3.1            mainline 3.1/3.2: async compaction, reclaim, then full SYNC compaction
- *                        (waits on writeback from pass 3, writes dirty pages out)
- *   linux-3.1+nostall    Mel Gorman's Nov 2011 patch (-mm, Fedora 3.1.x): second compaction async
+ *   linux-3.1            mainline 3.1.0: async compaction, reclaim (which writes dirty pages out
+ *                        itself), then full SYNC compaction (waits on writeback from pass 3,
+ *                        writes dirty pages out)
+ *   linux-3.1+nostall    Mel Gorman's Nov 2011 patch on 3.1 (Fedora 3.1.x): second compaction async
+ *   linux-3.2            mainline 3.2 (3.2-rc1 was current when the 2011 stalls were measured):
+ *                        as 3.1, but direct reclaim no longer writes filesystem pages, skips the
+ *                        zone for a costly order when compaction is suitable or deferred, and
+ *                        async compaction isolates clean pages only
+ *   linux-3.2+nostall    Mel's patch as queued in -mm on 3.2-rc: second compaction async
  *   linux-3.3            sync-light second compaction, only sync failures defer, a deferred
  *                        THP fault skips direct reclaim
  *   modern-always, modern-defer, modern-defer+madvise, modern-madvise, modern-never
@@ -27,7 +33,9 @@
 #include <stdio.h>
 
 enum mm_era {
-	MM_ERA_3_1,    /* 3.1/3.2: bool sync migration, restart-from-scratch scanners */
+	MM_ERA_3_1,    /* 3.1: bool sync migration, restart-from-scratch scanners, async
+			* compaction isolates every LRU page */
+	MM_ERA_3_2,    /* 3.2: as 3.1, async compaction isolates clean pages only (ISOLATE_CLEAN) */
 	MM_ERA_3_3,    /* 3.3: enum migrate_mode with SYNC_LIGHT, still restart-from-scratch */
 	MM_ERA_MODERN, /* 6.12: cached scanner positions, skip bits, compaction priorities */
 };

@@ -14,9 +14,9 @@
 
 /* fallbacks[] of the kernel, MIGRATE_RESERVE / HIGHATOMIC / CMA not modelled. */
 static const unsigned fallbacks[MM_MT_NR][2] = {
-	[MM_MT_UNMOVABLE] = {MM_MT_RECLAIMABLE, MM_MT_MOVABLE},
-	[MM_MT_MOVABLE] = {MM_MT_RECLAIMABLE, MM_MT_UNMOVABLE},
-	[MM_MT_RECLAIMABLE] = {MM_MT_UNMOVABLE, MM_MT_MOVABLE},
+    [MM_MT_UNMOVABLE] = {MM_MT_RECLAIMABLE, MM_MT_MOVABLE},
+    [MM_MT_MOVABLE] = {MM_MT_RECLAIMABLE, MM_MT_UNMOVABLE},
+    [MM_MT_RECLAIMABLE] = {MM_MT_UNMOVABLE, MM_MT_MOVABLE},
 };
 
 /* ---- Watermarks --------------------------------------------------------------------------- */
@@ -58,7 +58,8 @@ static uint64_t thp_recommended_min_free_kbytes(const struct mm *mm)
 
 void setup_watermarks(struct mm *mm)
 {
-	uint64_t kb = mm->cfg.min_free_kbytes ? mm->cfg.min_free_kbytes : default_min_free_kbytes(mm);
+	uint64_t kb =
+	    mm->cfg.min_free_kbytes ? mm->cfg.min_free_kbytes : default_min_free_kbytes(mm);
 	uint32_t min, step;
 
 	if (era_modern(mm) && mm->cfg.policy.enabled != MM_THP_NEVER) {
@@ -189,7 +190,8 @@ void free_one_block(struct mm *mm, uint32_t pfn, unsigned order, struct capture_
 		uint32_t combined = pfn & ~(1U << order);
 		uint32_t higher = combined ^ (1U << (order + 1));
 
-		if (higher + (1U << (order + 1)) <= mm->nr_frames && frame_is_buddy(pfn_frame(mm, higher)) &&
+		if (higher + (1U << (order + 1)) <= mm->nr_frames &&
+		    frame_is_buddy(pfn_frame(mm, higher)) &&
 		    frame_order(pfn_frame(mm, higher)) == order + 1)
 			tail = true;
 	}

@@ -188,7 +188,7 @@ void putback_frame(struct mm *mm, uint32_t pfn)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 
-	f->flags &= (uint8_t)~(FF_ISOLATED | FF_MIGRATING);
+	f->flags &= (uint8_t) ~(FF_ISOLATED | FF_MIGRATING);
 	mm->nr_isolated--;
 	if (f->flags & FF_GONE) {
 		if (f->state != FS_FILE || !frame_under_wb(f))
@@ -205,7 +205,10 @@ static int pagecache_create(struct mm *mm, uint64_t owner, uint32_t *pfn, void *
 {
 	struct fault_ctx fc = {.call = call};
 	struct alloc_ctx ac = {
-		.order = 0, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE, .fc = &fc,
+	    .order = 0,
+	    .mt = MM_MT_MOVABLE,
+	    .gfp = GFP_HIGHUSER_MOVABLE,
+	    .fc = &fc,
 	};
 	uint32_t p = alloc_base_page(mm, &ac, false), raced;
 

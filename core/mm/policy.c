@@ -2,7 +2,8 @@
  *
  * Each named profile is a filled struct mm_policy describing one kernel era's THP fault path
  * (reference §1.3-§1.7): linux-3.1 (mainline 3.1.0), linux-3.1+nostall (Mel Gorman's Nov 2011
- * patch as carried by -mm and Fedora), linux-3.3 (sync-light), and 6.12 with each
+ * patch on 3.1, as Fedora carried it), linux-3.2 and linux-3.2+nostall (mainline 3.2, the kernel
+ * the patch was written and queued in -mm against), linux-3.3 (sync-light), and 6.12 with each
  * transparent_hugepage/defrag mode. A spec "NAME:key=value,..." starts from a profile and
  * overrides fields; mm_policy_format() prints the canonical spec (only the fields that differ
  * from the profile), which parses back to the same policy.
@@ -35,6 +36,35 @@ static const struct mm_policy base_3_1 = {
 	.kcompactd = false,
 	.proactiveness = 0,
 	.reclaim_skip = MM_RECLAIM_SKIP_NONE,
+};
+
+/* Mainline 3.2 (3.2-rc1, 7 Nov 2011, was current when Mel Gorman measured the stalls and posted
+ * the nostall patch; -mm queued it on 3.2-rc). What changed from 3.1 for this path:
+ *  - direct reclaim never writes filesystem pages (ee72886d8ed5, "mm: vmscan: do not writeback
+ *    filesystem pages in direct reclaim"): a dirty file page is kept;
+ *  - shrink_zones skips a zone for a costly order when compaction_suitable() ||
+ *    compaction_deferred() (the || Andrea Arcangeli called a bug);
+ *  - async compaction isolates clean pages only (ISOLATE_CLEAN, 39deaf8585152 "mm: compaction:
+ *    make isolate_lru_page() filter-aware").
+ * The synchronous reclaim pass, full SYNC compaction and "every failure defers" are as in 3.1. */
+static const struct mm_policy base_3_2 = {
+	.name = "linux-3.2",
+	.era = MM_ERA_3_2,
+	.enabled = MM_THP_ALWAYS,
+	.defrag = MM_DEFRAG_ALWAYS,
+	.second_mode = MM_MIGRATE_SYNC,
+	.async_failure_defers = true,
+	.deferred_skips_reclaim = false,
+	.reclaim_waits_writeback = true,
+	.reclaim_writeout = false,
+	.numa_two_pass = false,
+	.sync_wait_from_pass = 3,
+	.migrate_passes = 10,
+	.wb_wait_max_ns = 0,
+	.kswapd = true,
+	.kcompactd = false,
+	.proactiveness = 0,
+	.reclaim_skip = MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED,
 };
 
 static const struct mm_policy base_3_3 = {
@@ -78,9 +108,9 @@ static const struct mm_policy base_modern = {
 };
 
 static const char *const profile_names[] = {
-	"linux-3.1",      "linux-3.1+nostall", "linux-3.3",      "modern-always",
-	"modern-defer",   "modern-defer+madvise", "modern-madvise", "modern-never",
-	NULL,
+	"linux-3.1",     "linux-3.1+nostall",    "linux-3.2",      "linux-3.2+nostall",
+	"linux-3.3",     "modern-always",        "modern-defer",   "modern-defer+madvise",
+	"modern-madvise", "modern-never",        NULL,
 };
 
 const char *const *mm_policy_names(void)
@@ -109,6 +139,13 @@ static int policy_profile(const char *name, struct mm_policy *p)
 
 	if (!strcmp(name, "linux-3.1") || !strcmp(name, "linux-3.1+nostall")) {
 		*p = base_3_1;
+		if (strchr(name, '+'))
+			p->second_mode = MM_MIGRATE_ASYNC;
+		set_name(p, name);
+		return 0;
+	}
+	if (!strcmp(name, "linux-3.2") || !strcmp(name, "linux-3.2+nostall")) {
+		*p = base_3_2;
 		if (strchr(name, '+'))
 			p->second_mode = MM_MIGRATE_ASYNC;
 		set_name(p, name);
@@ -146,7 +183,7 @@ struct key {
 	const char *help;
 };
 
-static const char *const era_values[] = {"3.1", "3.3", "modern", NULL};
+static const char *const era_values[] = {"3.1", "3.2", "3.3", "modern", NULL};
 static const char *const enabled_values[] = {"always", "madvise", "never", NULL};
 static const char *const defrag_values[] = {"always", "defer", "defer+madvise", "madvise", "never",
 					    NULL};
@@ -169,7 +206,7 @@ static const struct key keys[] = {
 	{"deferred-skips-reclaim", K_BOOL, F(deferred_skips_reclaim), NULL, 0, 0, 0,
 	 "a THP fault finding compaction deferred skips direct reclaim (3.3)"},
 	{"reclaim-waits-writeback", K_BOOL, F(reclaim_waits_writeback), NULL, 0, 0, 0,
-	 "costly-order direct reclaim's synchronous pass waits on writeback (3.1)"},
+	 "costly-order direct reclaim's synchronous pass waits on writeback (3.1-3.4)"},
 	{"reclaim-writeout", K_BOOL, F(reclaim_writeout), NULL, 0, 0, 0,
 	 "direct reclaim writes dirty page cache out itself (3.1)"},
 	{"reclaim-skip", K_ENUM, F(reclaim_skip), skip_values, 0, 0, 0,
@@ -457,10 +494,15 @@ void mm_policy_help(FILE *f)
 
 	fprintf(f, "Policy: NAME[:KEY=VALUE,...]  e.g. linux-3.1:wb-wait-max=50ms\n");
 	fprintf(f, "  profiles:\n");
-	fprintf(f, "    linux-3.1             mainline 3.1/3.2: async compaction, reclaim, then SYNC\n"
-		   "                          compaction that waits on writeback and writes pages out\n");
-	fprintf(f, "    linux-3.1+nostall     Mel Gorman's Nov 2011 patch (-mm, Fedora 3.1.x): the\n"
+	fprintf(f, "    linux-3.1             mainline 3.1.0: async compaction, reclaim that writes\n"
+		   "                          dirty pages out, then SYNC compaction that waits on\n"
+		   "                          writeback and writes pages out\n");
+	fprintf(f, "    linux-3.1+nostall     Mel Gorman's Nov 2011 patch on 3.1 (Fedora 3.1.x): the\n"
 		   "                          second compaction is async\n");
+	fprintf(f, "    linux-3.2             mainline 3.2: as 3.1, but direct reclaim never writes\n"
+		   "                          file pages and skips the zone when compaction could run\n");
+	fprintf(f, "    linux-3.2+nostall     Mel's patch on 3.2-rc as queued in -mm: the second\n"
+		   "                          compaction is async\n");
 	fprintf(f, "    linux-3.3             sync-light second compaction; only sync failures defer;\n"
 		   "                          a deferred THP fault skips reclaim\n");
 	fprintf(f, "    modern-always|defer|defer+madvise|madvise\n"

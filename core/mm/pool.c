@@ -123,8 +123,8 @@ static void init_zone(struct mm *mm)
 	mm->compact_init_free_pfn = mm->compact_cached_free_pfn;
 }
 
-int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out,
-	      char *err, size_t errlen)
+int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out, char *err,
+	      size_t errlen)
 {
 	struct mm *mm;
 	int ret;
@@ -185,9 +185,9 @@ double mm_metadata_bytes_per_frame(const struct mm *mm)
 {
 	double bytes = (double)(mm->nr_frames + NR_SENTINELS) * sizeof(struct mm_frame);
 
-	bytes += mm->nr_blocks;                                       /* pageblock flags */
+	bytes += mm->nr_blocks;						/* pageblock flags */
 	bytes += (double)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash); /* page-cache index */
-	bytes += (double)mm->nr_frames * sizeof(*mm->dirty_ring);      /* writeback FIFO */
+	bytes += (double)mm->nr_frames * sizeof(*mm->dirty_ring);	/* writeback FIFO */
 	bytes += (double)((mm->nr_frames + 63) / 64) * sizeof(uint64_t);
 	return bytes / mm->nr_frames;
 }

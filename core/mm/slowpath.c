@@ -30,9 +30,9 @@ static uint32_t freelist_step(struct mm *mm, struct alloc_ctx *ac, unsigned allo
 static enum mm_step compact_step(enum mm_migrate_mode mode)
 {
 	static const enum mm_step steps[] = {
-		[MM_MIGRATE_ASYNC] = MM_STEP_COMPACT_ASYNC,
-		[MM_MIGRATE_SYNC_LIGHT] = MM_STEP_COMPACT_SYNC_LIGHT,
-		[MM_MIGRATE_SYNC] = MM_STEP_COMPACT_SYNC,
+	    [MM_MIGRATE_ASYNC] = MM_STEP_COMPACT_ASYNC,
+	    [MM_MIGRATE_SYNC_LIGHT] = MM_STEP_COMPACT_SYNC_LIGHT,
+	    [MM_MIGRATE_SYNC] = MM_STEP_COMPACT_SYNC,
 	};
 
 	return steps[mode];
@@ -41,9 +41,9 @@ static enum mm_step compact_step(enum mm_migrate_mode mode)
 static enum mm_cause compact_cause(enum mm_migrate_mode mode)
 {
 	static const enum mm_cause causes[] = {
-		[MM_MIGRATE_ASYNC] = MM_CAUSE_COMPACT_ASYNC,
-		[MM_MIGRATE_SYNC_LIGHT] = MM_CAUSE_COMPACT_SYNC_LIGHT,
-		[MM_MIGRATE_SYNC] = MM_CAUSE_COMPACT_SYNC,
+	    [MM_MIGRATE_ASYNC] = MM_CAUSE_COMPACT_ASYNC,
+	    [MM_MIGRATE_SYNC_LIGHT] = MM_CAUSE_COMPACT_SYNC_LIGHT,
+	    [MM_MIGRATE_SYNC] = MM_CAUSE_COMPACT_SYNC,
 	};
 
 	return causes[mode];
@@ -102,9 +102,9 @@ static uint32_t compact_outcome(struct mm *mm, struct alloc_ctx *ac, unsigned al
 /* __alloc_pages_direct_compact. 3.x checks deferral here (zone-wide); 6.12 inside
  * try_to_compact_pages, and counts a DEFERRED result as a stall. */
 __stall_frame static uint32_t __alloc_pages_direct_compact(struct mm *mm, struct alloc_ctx *ac,
-							    unsigned alloc_flags,
-							    enum mm_migrate_mode mode,
-							    enum mm_compact_result *result)
+							   unsigned alloc_flags,
+							   enum mm_migrate_mode mode,
+							   enum mm_compact_result *result)
 {
 	struct fault_ctx *fc = ac->fc;
 	uint32_t pfn = MM_NO_PFN, captured;
@@ -140,7 +140,7 @@ __stall_frame static uint32_t __alloc_pages_direct_compact(struct mm *mm, struct
 /* __alloc_pages_direct_reclaim: reclaim, then one freelist attempt (the drain-and-retry of
  * per-cpu lists has nothing to drain here). */
 __stall_frame static uint32_t __alloc_pages_direct_reclaim(struct mm *mm, struct alloc_ctx *ac,
-							    unsigned alloc_flags)
+							   unsigned alloc_flags)
 {
 	struct fault_ctx *fc = ac->fc;
 	struct step_clock clk;

@@ -7,6 +7,10 @@
  *    compaction_deferred; 3.3: compaction_ready; 6.12: compaction_ready), shrink_zone /
  *    shrink_node with should_continue_reclaim (reclaim/compaction keeps going until 2 << order
  *    pages are reclaimed or compaction could run);
+ *  - isolate_lru_pages: 3.1-3.3 take, for an order > 0, each tail page's inactive page-cache
+ *    neighbours in its order-aligned block as well (the order check that stopped this in
+ *    reclaim/compaction mode came in 3.4), so a THP's direct reclaim sees recent dirty and
+ *    writeback pages next to old clean ones;
  *  - shrink_inactive_list + shrink_page_list: clean unlocked page cache is freed; a referenced
  *    dirty page is kept (PAGEREF_RECLAIM_CLEAN); 3.1 writes dirty pages out from direct reclaim
  *    (pageout); 3.2+ never does (kept, or activated in 6.12); pages under writeback are kept.
@@ -24,13 +28,13 @@
 #include "mm/internal.h"
 
 #define SWAP_CLUSTER_MAX 32
-#define DEF_PRIORITY 12
-#define COSTLY_ORDER 3
+#define DEF_PRIORITY	 12
+#define COSTLY_ORDER	 3
 
 /* reclaim_mode bits (3.x) */
 #define RM_SINGLE     0x1
 #define RM_ASYNC      0x2
-#define RM_SYNC       0x4
+#define RM_SYNC	      0x4
 #define RM_COMPACTION 0x8
 
 struct scan_control {
@@ -41,8 +45,8 @@ struct scan_control {
 	unsigned gfp;
 	int priority;
 	bool kswapd;
-	bool compaction_ready;         /* shrink_zones skipped the zone for compaction */
-	unsigned reclaim_mode;         /* 3.x RM_* of the current batch */
+	bool compaction_ready; /* shrink_zones skipped the zone for compaction */
+	unsigned reclaim_mode; /* 3.x RM_* of the current batch */
 	struct fault_ctx *fc;
 };
 
@@ -172,21 +176,76 @@ __stall_frame static uint32_t shrink_page_list(struct mm *mm, struct scan_contro
 	return reclaimed;
 }
 
+/* The most one batch can hold: SWAP_CLUSTER_MAX pages from the LRU tail, the last of which
+ * may bring the rest of its order-9 block along (isolate_lumpy_neighbours). */
+#define MAX_BATCH (SWAP_CLUSTER_MAX + MM_HPAGE_NR)
+
+static void isolate_for_reclaim(struct mm *mm, uint32_t pfn, uint32_t *pfns, uint32_t *taken)
+{
+	lru_del(mm, pfn);
+	pfn_frame(mm, pfn)->flags |= FF_ISOLATED;
+	mm->nr_isolated++;
+	pfns[(*taken)++] = pfn;
+}
+
+/* 3.1-3.3 isolate_lru_pages for order > 0: after each page taken from the LRU tail, the other
+ * inactive page-cache pages of its order-aligned block are taken as well, walking up from the
+ * block's start: free frames are stepped over, anything else (anon, unmovable, an active or
+ * already isolated page, a THP) ends the walk. This ran in RECLAIM_MODE_COMPACTION too: the
+ * test was only "if (!order) continue;" until v3.4 (commit fe2c2a106663, "mm: reclaim at order
+ * 0 when compaction is enabled", made it skip unless RECLAIM_MODE_LUMPYRECLAIM). Every page
+ * taken this way counts against nr_to_scan. Returns the pages it took. */
+static uint32_t isolate_lumpy_neighbours(struct mm *mm, struct scan_control *sc, uint32_t tag,
+					 uint32_t *pfns, uint32_t *taken)
+{
+	uint32_t start = tag & ~((1U << sc->order) - 1), end = start + (1U << sc->order), n = 0;
+
+	if (end > mm->nr_frames)
+		end = mm->nr_frames;
+	for (uint32_t pfn = start; pfn < end; pfn++) {
+		const struct mm_frame *f = pfn_frame(mm, pfn);
+
+		if (pfn == tag)
+			continue;
+		if (f->state == FS_FILE && !(f->flags & (FF_ISOLATED | FF_ACTIVE))) {
+			isolate_for_reclaim(mm, pfn, pfns, taken);
+			n++;
+			continue;
+		}
+		if (f->state == FS_FREE && !(f->flags & FF_ISOLATED))
+			continue; /* a free page (page_count 0): step over it */
+		break;
+	}
+	return n;
+}
+
+/* isolate_lru_pages from the inactive list: up to nr pages from the tail (3.x high-order
+ * reclaim adds each one's block neighbours). Returns the number taken. */
+static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32_t nr,
+				  uint32_t *pfns)
+{
+	uint32_t head = sentinel(mm, SENT_LRU_INACTIVE), taken = 0;
+	bool lumpy = !era_modern(mm) && sc->order > 0;
+
+	if (nr > SWAP_CLUSTER_MAX)
+		nr = SWAP_CLUSTER_MAX;
+	for (uint32_t scan = 0; scan < nr && !flist_empty(mm, head); scan++) {
+		uint32_t pfn = pfn_frame(mm, head)->prev;
+
+		isolate_for_reclaim(mm, pfn, pfns, &taken);
+		if (lumpy)
+			scan += isolate_lumpy_neighbours(mm, sc, pfn, pfns, &taken);
+	}
+	return taken;
+}
+
 /* shrink_inactive_list: isolate up to nr frames from the inactive tail, reclaim them (twice,
  * synchronously, when should_reclaim_stall says so), put the rest back. */
 static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_t nr)
 {
-	uint32_t pfns[SWAP_CLUSTER_MAX], taken = 0, left, freed;
-	uint32_t head = sentinel(mm, SENT_LRU_INACTIVE);
+	uint32_t pfns[MAX_BATCH], taken, left, freed;
 
-	while (taken < nr && taken < SWAP_CLUSTER_MAX && !flist_empty(mm, head)) {
-		uint32_t pfn = pfn_frame(mm, head)->prev;
-
-		lru_del(mm, pfn);
-		pfn_frame(mm, pfn)->flags |= FF_ISOLATED;
-		mm->nr_isolated++;
-		pfns[taken++] = pfn;
-	}
+	taken = isolate_lru_pages(mm, sc, nr, pfns);
 	mm_charge(mm, sc->fc->call, MM_COST_RECLAIM_PAGE, taken);
 	set_reclaim_mode(sc, false);
 	left = taken;
@@ -211,7 +270,7 @@ static void shrink_active_list(struct mm *mm, uint32_t nr)
 		struct mm_frame *f = pfn_frame(mm, pfn);
 
 		lru_del(mm, pfn);
-		f->flags &= (uint8_t)~(FF_ACTIVE | FF_REFERENCED);
+		f->flags &= (uint8_t) ~(FF_ACTIVE | FF_REFERENCED);
 		lru_add(mm, pfn);
 	}
 }
@@ -295,7 +354,8 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 	uint32_t before;
 
 	do {
-		uint32_t nr_in = mm->nr_lru[0] >> sc->priority, nr_act = mm->nr_lru[1] >> sc->priority;
+		uint32_t nr_in = mm->nr_lru[0] >> sc->priority,
+			 nr_act = mm->nr_lru[1] >> sc->priority;
 
 		before = sc->nr_reclaimed;
 		if (!nr_in && mm->nr_lru[0])
@@ -338,10 +398,10 @@ __stall_frame uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac)
 {
 	struct fault_ctx none = {0};
 	struct scan_control sc = {
-		.nr_to_reclaim = SWAP_CLUSTER_MAX,
-		.order = ac->order,
-		.gfp = ac->gfp,
-		.fc = ac->fc ? ac->fc : &none,
+	    .nr_to_reclaim = SWAP_CLUSTER_MAX,
+	    .order = ac->order,
+	    .gfp = ac->gfp,
+	    .fc = ac->fc ? ac->fc : &none,
 	};
 	uint32_t scanned;
 
@@ -355,7 +415,8 @@ __stall_frame uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac)
 	return sc.nr_reclaimed;
 }
 
-/* ---- kswapd ----------------------------------------------------------------------------------- */
+/* ---- kswapd -----------------------------------------------------------------------------------
+ */
 
 /* wakeup_kswapd: 3.x wakes it unless the zone is fine at LOW for the order; 6.12 records the
  * order and, when the zone is balanced at HIGH, hands a no-direct-reclaim caller to
@@ -392,8 +453,8 @@ static bool pgdat_balanced(struct mm *mm, unsigned order)
 __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call)
 {
 	struct fault_ctx fc = {.call = call};
-	struct scan_control sc = {.order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true,
-				  .fc = &fc};
+	struct scan_control sc = {
+	    .order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true, .fc = &fc};
 
 	for (sc.priority = DEF_PRIORITY; sc.priority >= 0; sc.priority--) {
 		uint32_t before = sc.nr_scanned;
@@ -401,8 +462,8 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 		if (pgdat_balanced(mm, sc.order) && !mm->watermark_boost)
 			break;
 		sc.nr_to_reclaim = sc.nr_reclaimed + (wmark_pages(mm, WMARK_HIGH) > SWAP_CLUSTER_MAX
-							      ? wmark_pages(mm, WMARK_HIGH)
-							      : SWAP_CLUSTER_MAX);
+							  ? wmark_pages(mm, WMARK_HIGH)
+							  : SWAP_CLUSTER_MAX);
 		shrink_node(mm, &sc);
 		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)
 			sc.order = 0;

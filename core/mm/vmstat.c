@@ -36,6 +36,7 @@ const char *const mm_stat_names[MM_STAT_NR] = {
 	[MM_STAT_COMPACT_BLOCKS_MOVED] = "compact_blocks_moved",
 	[MM_STAT_PGSCAN_DIRECT_THROTTLE] = "pgscan_direct_throttle",
 	[MM_STAT_PGWB_ERROR] = "writeback_error",
+	[MM_STAT_NR_VMSCAN_WRITE] = "nr_vmscan_write",
 };
 
 const char *mm_step_name(enum mm_step s)

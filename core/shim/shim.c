@@ -27,16 +27,16 @@
 #include "shim/shim.h"
 #include "uffd/sys.h"
 
-#define EXPORT __attribute__((visibility("default")))
+#define EXPORT	  __attribute__((visibility("default")))
 #define EARLY_MAX 64
 #define EARLY_MIN (64 << 10) /* mappings smaller than this are never worth adopting */
 
 enum shim_state {
-	SHIM_UNINIT,       /* before the constructor: pass through, remember mappings */
+	SHIM_UNINIT, /* before the constructor: pass through, remember mappings */
 	SHIM_INITIALISING,
 	SHIM_LIVE,
-	SHIM_UNMANAGED,    /* disabled, bad configuration, no userfaultfd: pass through */
-	SHIM_CHILD,        /* a fork child: pass through */
+	SHIM_UNMANAGED, /* disabled, bad configuration, no userfaultfd: pass through */
+	SHIM_CHILD,	/* a fork child: pass through */
 };
 
 static int shim_state;

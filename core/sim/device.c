@@ -1,12 +1,18 @@
-/* The simulated block device: requests to the device model, their completion in virtual time,
- * and the end of writeback they bring (end_page_writeback + wake_up_page).
+/* The simulated block layer and device: an I/O scheduler, requests to the device model, their
+ * completion in virtual time, and the end of writeback they bring (end_page_writeback +
+ * wake_up_page).
  *
- * Requests go to core/io/devmodel (a service-slot queue: FIFO, queue depth 1 for a USB stick),
- * which decides when each completes. One pending engine event tracks the model's earliest
- * completion; when it fires, every request done by then is popped: writeback pages end their
- * writeback (mm_writeback_end) and actors waiting on those frames are woken, read requests wake
- * their reader. How long wait_on_page_writeback takes therefore emerges from the queue: a page
- * submitted behind 15 MiB of writeback on a 5 MB/s stick waits about three seconds.
+ * The scheduler mirrors block/deadline-iosched.c with the 2011 defaults: a new write is merged
+ * into a queued one it extends (back or front merge, up to max_sectors); requests are
+ * dispatched in one-way ascending sector order from the end of the last one, reads before
+ * writes, except that a request older than its deadline (reads 500 ms, writes 5 s) goes first.
+ * It hands the device model (core/io/devmodel: a service-slot queue, depth 1 for a USB stick)
+ * no more requests than the device has slots, like a queue depth of one, and so keeps them
+ * sortable. One pending engine event tracks the model's earliest completion; when it fires,
+ * every request done by then is popped: writeback pages end their writeback (mm_writeback_end)
+ * and actors waiting on those frames are woken, read requests wake their reader. How long
+ * wait_on_page_writeback takes therefore emerges from the queue: a page submitted behind
+ * 15 MiB of writeback on a 5 MB/s stick waits about three seconds.
  */
 #include "sim/sim_internal.h"
 
@@ -14,6 +20,10 @@
 #include <stdlib.h>
 
 static void dev_kick(struct sim_world *w);
+static void elv_dispatch(struct sim_world *w);
+
+#define READ_EXPIRE_NS	500000000ULL  /* deadline-iosched read_expire */
+#define WRITE_EXPIRE_NS 5000000000ULL /* deadline-iosched write_expire */
 
 static struct sim_io *io_alloc(struct sim_world *w)
 {
@@ -53,6 +63,68 @@ void dev_free_all(struct sim_world *w)
 	w->io_free = NULL;
 }
 
+/* Append pfns to io (back merge) or put them in front (front merge). */
+static void io_merge(struct sim_world *w, struct sim_io *q, enum sim_io_kind kind, uint64_t off,
+		     const uint32_t *pfns, unsigned n)
+{
+	if (off == q->req.off + q->req.len) {
+		for (unsigned i = 0; i < n; i++)
+			q->pfn[q->npages + i] = pfns[i];
+	} else {
+		for (unsigned i = q->npages; i-- > 0;)
+			q->pfn[i + n] = q->pfn[i];
+		for (unsigned i = 0; i < n; i++)
+			q->pfn[i] = pfns[i];
+		q->req.off = off;
+	}
+	q->npages += n;
+	q->req.len += (uint64_t)n * MM_PAGE_SIZE;
+	q->nwb += kind == SIO_WRITEBACK;
+	w->elv.merged++;
+}
+
+/* elv_merge: a queued write this one extends at either end, within max_sectors. */
+static struct sim_io *find_merge(struct sim_world *w, uint64_t off, unsigned n)
+{
+	uint64_t len = (uint64_t)n * MM_PAGE_SIZE;
+
+	for (struct sim_io *q = w->elv_head; q; q = q->q_next) {
+		if (q->kind == SIO_READ || q->npages + n > w->elv_max_pages)
+			continue;
+		if (q->req.off + q->req.len == off || off + len == q->req.off)
+			return q;
+	}
+	return NULL;
+}
+
+static void elv_add(struct sim_world *w, struct sim_io *io)
+{
+	io->t_queued = sim_now(w->e);
+	io->q_next = NULL;
+	io->q_prev = w->elv_tail;
+	if (w->elv_tail)
+		w->elv_tail->q_next = io;
+	else
+		w->elv_head = io;
+	w->elv_tail = io;
+	if (++w->elv_len > w->elv.queue_max)
+		w->elv.queue_max = w->elv_len;
+}
+
+static void elv_del(struct sim_world *w, struct sim_io *io)
+{
+	if (io->q_prev)
+		io->q_prev->q_next = io->q_next;
+	else
+		w->elv_head = io->q_next;
+	if (io->q_next)
+		io->q_next->q_prev = io->q_prev;
+	else
+		w->elv_tail = io->q_prev;
+	io->q_prev = io->q_next = NULL;
+	w->elv_len--;
+}
+
 int dev_submit(struct sim_world *w, enum sim_io_kind kind, uint64_t off, const uint32_t *pfns,
 	       unsigned npages, struct sim_io **out)
 {
@@ -60,22 +132,89 @@ int dev_submit(struct sim_world *w, enum sim_io_kind kind, uint64_t off, const u
 
 	if (npages == 0 || npages > SIM_IO_MAX_PAGES)
 		return -EINVAL;
+	w->elv.requests++;
+	if (kind != SIO_READ && pfns && !out) {
+		io = find_merge(w, off, npages);
+		if (io) {
+			io_merge(w, io, kind, off, pfns, npages);
+			return 0;
+		}
+	}
 	io = io_alloc(w);
 	if (!io)
 		return -ENOMEM;
 	io->kind = kind;
 	io->npages = npages;
+	io->nwb = kind == SIO_WRITEBACK;
 	for (unsigned i = 0; i < npages; i++)
 		io->pfn[i] = pfns ? pfns[i] : MM_NO_PFN;
 	io->req.off = off;
 	io->req.len = (uint64_t)npages * MM_PAGE_SIZE;
 	io->req.write = kind != SIO_READ;
 	io->req.cookie = io;
-	devm_submit(w->dev, sim_now(w->e), &io->req);
-	dev_kick(w);
+	elv_add(w, io);
+	elv_dispatch(w);
 	if (out)
 		*out = io;
 	return 0;
+}
+
+/* The oldest queued request of a direction whose deadline passed, or NULL. */
+static struct sim_io *expired(struct sim_world *w, bool write)
+{
+	uint64_t now = sim_now(w->e), exp = write ? WRITE_EXPIRE_NS : READ_EXPIRE_NS;
+
+	for (struct sim_io *q = w->elv_head; q; q = q->q_next)
+		if (q->req.write == write)
+			return now >= q->t_queued + exp ? q : NULL;
+	return NULL;
+}
+
+/* The next request of a direction in the one-way ascending sweep from elv_pos. */
+static struct sim_io *next_in_sweep(struct sim_world *w, bool write)
+{
+	struct sim_io *best = NULL, *lowest = NULL;
+
+	for (struct sim_io *q = w->elv_head; q; q = q->q_next) {
+		if (q->req.write != write)
+			continue;
+		if (!lowest || q->req.off < lowest->req.off)
+			lowest = q;
+		if (q->req.off >= w->elv_pos && (!best || q->req.off < best->req.off))
+			best = q;
+	}
+	return best ? best : lowest;
+}
+
+static struct sim_io *elv_pick(struct sim_world *w)
+{
+	struct sim_io *io = expired(w, false);
+
+	if (!io)
+		io = expired(w, true);
+	if (io) {
+		w->elv.expired++;
+		return io;
+	}
+	io = next_in_sweep(w, false);
+	return io ? io : next_in_sweep(w, true);
+}
+
+/* Hand requests to the device while it has free slots. */
+static void elv_dispatch(struct sim_world *w)
+{
+	unsigned slots = devm_params(w->dev)->slots;
+
+	while (w->elv_head && w->dev_inflight < (slots ? slots : 1)) {
+		struct sim_io *io = elv_pick(w);
+
+		elv_del(w, io);
+		w->elv_pos = io->req.off + io->req.len;
+		w->dev_inflight++;
+		w->elv.dispatched++;
+		devm_submit(w->dev, sim_now(w->e), &io->req);
+	}
+	dev_kick(w);
 }
 
 /* Wake the actors waiting for pfn's writeback to end. */
@@ -98,6 +237,7 @@ static void wake_wb_waiters(struct sim_world *w, uint32_t pfn)
 
 static void io_complete(struct sim_world *w, struct sim_io *io)
 {
+	w->dev_inflight--;
 	if (io->kind == SIO_READ) {
 		io->done = true;
 		sim_wake_all(w->e, &io->done_wq); /* the reader releases the request */
@@ -121,7 +261,7 @@ static void dev_event(struct sim_engine *e, void *arg)
 		w->dev_event_at = UINT64_MAX;
 	while ((r = devm_pop_done(w->dev, now)))
 		io_complete(w, r->cookie);
-	dev_kick(w);
+	elv_dispatch(w);
 }
 
 /* Make sure an engine event is pending for the device's earliest completion. */
@@ -137,21 +277,25 @@ static void dev_kick(struct sim_world *w)
 		w->dev_event_at = next;
 }
 
-int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, uint64_t timeout)
+void wait_stat_add(struct sim_wait_stat *s, uint64_t ns, uint64_t threshold_ns)
+{
+	s->count++;
+	s->over += ns >= threshold_ns;
+	s->total_ns += ns;
+	if (ns > s->max_ns)
+		s->max_ns = ns;
+}
+
+/* Park t until pfn's writeback ends (or the timeout); the wait's time emerges from the queue. */
+static int park_on_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn,
+			     uint64_t timeout)
 {
 	struct sim_wb_waiter ww = {.pfn = pfn};
 	struct sim_wb_waiter **pp;
-	uint64_t t0, dt;
 	int rc;
 
-	if (!t || !t->a)
-		return mm_frame_under_writeback(w->mm, pfn) ? -ETIMEDOUT : 0;
-	sim_settle(t->a);
-	if (!mm_frame_under_writeback(w->mm, pfn))
-		return 0;
 	ww.next = w->wb_waiters;
 	w->wb_waiters = &ww;
-	t0 = sim_now(w->e);
 	rc = sim_wait(t->a, &ww.wq, timeout);
 	for (pp = &w->wb_waiters; *pp; pp = &(*pp)->next) { /* still linked after a timeout */
 		if (*pp == &ww) {
@@ -159,15 +303,27 @@ int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, ui
 			break;
 		}
 	}
-	dt = sim_now(w->e) - t0;
-	{
-		struct sim_wait_stat *s = t->in_compaction ? &w->wb_compact : &w->wb_reclaim;
+	return rc;
+}
 
-		s->count++;
-		s->total_ns += dt;
-		if (dt > s->max_ns)
-			s->max_ns = dt;
-	}
+/* The wait_writeback hook. Every call counts as a wait, as mm counts it, even one that finds
+ * the writeback already ended once the actor's debt is settled (a wait of 0 ns). */
+int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, uint64_t timeout)
+{
+	uint64_t t0;
+	int rc = 0;
+
+	if (!t || !t->a)
+		return mm_frame_under_writeback(w->mm, pfn) ? -ETIMEDOUT : 0;
+	sim_settle(t->a);
+	t0 = sim_now(w->e);
+	if (mm_frame_under_writeback(w->mm, pfn))
+		rc = park_on_writeback(w, t, pfn, timeout);
+	wait_stat_add(t->in_compaction ? &w->wb_compact : &w->wb_reclaim, sim_now(w->e) - t0,
+		      w->cfg->stall_threshold_ns);
+	if (t->fault_t0) /* credited to the fault if it completes */
+		wait_stat_add(&t->fault_wb[t->in_compaction ? 0 : 1], sim_now(w->e) - t0,
+			      w->cfg->stall_threshold_ns);
 	return rc;
 }
 

@@ -92,6 +92,7 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 	rc = mm_writeback_begin_one(w->mm, pfn);
 	if (rc)
 		return rc;
+	file_written_out(w, owner);
 	rc = dev_submit(w, SIO_WRITEOUT, dev_offset_of(w, owner), &pfn, 1, NULL);
 	if (rc) {
 		mm_writeback_end(w->mm, pfn,

@@ -108,8 +108,13 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	uint64_t t0 = task_now(t);
 
 	req.huge_ok = first + MM_HPAGE_NR <= p->npages && extent_empty(p, first);
-	if (mm_fault(w->mm, &req, &res, t) != 0)
+	t->fault_t0 = t0 ? t0 : 1;
+	t->fault_wb[0] = t->fault_wb[1] = (struct sim_wait_stat){0};
+	if (mm_fault(w->mm, &req, &res, t) != 0) {
+		t->fault_t0 = 0;
 		return;
+	}
+	t->fault_t0 = 0;
 	if (req.huge_ok) {
 		w->extents++;
 		w->extents_huge += res.outcome == MM_FAULT_HUGE;

@@ -26,6 +26,7 @@ static void json_wait_stat(struct json_w *w, const char *key, const struct sim_w
 	jw_u64(w, "count", s->count);
 	jw_dbl(w, "total_ms", ms(s->total_ns), 3);
 	jw_dbl(w, "max_ms", ms(s->max_ns), 3);
+	jw_u64(w, "over_threshold", s->over);
 	jw_obj_end(w);
 }
 
@@ -72,6 +73,62 @@ static void json_efficiency(struct json_w *w, const uint64_t *v)
 	jw_obj_end(w);
 }
 
+static bool step_is_compaction(unsigned s)
+{
+	return s == MM_STEP_COMPACT_ASYNC || s == MM_STEP_COMPACT_SYNC_LIGHT ||
+	       s == MM_STEP_COMPACT_SYNC;
+}
+
+/* "slowpath": {step: {count, results: {...}}}, "huge_from": {step: n} */
+static void json_steps(struct json_w *w, const struct sim_steps *st)
+{
+	jw_obj_begin(w, "slowpath");
+	for (unsigned s = 0; s < MM_STEP_NR; s++) {
+		if (!st->count[s])
+			continue;
+		jw_obj_begin(w, mm_step_name((enum mm_step)s));
+		jw_u64(w, "count", st->count[s]);
+		jw_obj_begin(w, "results");
+		for (unsigned r = 0; r < SIM_STEP_RESULTS; r++) {
+			char key[16];
+
+			if (!st->result[s][r])
+				continue;
+			if (step_is_compaction(s))
+				jw_u64(w, mm_compact_result_name((enum mm_compact_result)r),
+				       st->result[s][r]);
+			else if (r <= 1)
+				jw_u64(w, r ? "success" : "failure", st->result[s][r]);
+			else {
+				snprintf(key, sizeof(key), "%u", r);
+				jw_u64(w, key, st->result[s][r]);
+			}
+		}
+		jw_obj_end(w);
+		jw_obj_end(w);
+	}
+	jw_obj_end(w);
+	/* per attempt: direct compaction before direct reclaim, and after it (3.1: sync;
+	 * 3.1+nostall: async; 3.3: sync-light) */
+	jw_obj_begin(w, "direct_compaction");
+	jw_obj_begin(w, "first");
+	jw_u64(w, "runs", st->first_runs);
+	jw_u64(w, "success", st->first_success);
+	jw_dbl(w, "success_pct", pct(st->first_success, st->first_runs), 2);
+	jw_obj_end(w);
+	jw_obj_begin(w, "second");
+	jw_u64(w, "runs", st->second_runs);
+	jw_u64(w, "success", st->second_success);
+	jw_dbl(w, "success_pct", pct(st->second_success, st->second_runs), 2);
+	jw_obj_end(w);
+	jw_obj_end(w);
+	jw_obj_begin(w, "huge_from");
+	for (unsigned s = 0; s < MM_STEP_NR; s++)
+		if (st->huge_from[s])
+			jw_u64(w, mm_step_name((enum mm_step)s), st->huge_from[s]);
+	jw_obj_end(w);
+}
+
 static void json_io(struct json_w *w, const struct sim_result *r)
 {
 	const struct sim_flusher *fl = &r->fl;
@@ -95,6 +152,13 @@ static void json_io(struct json_w *w, const struct sim_result *r)
 	jw_u64(w, "reads", r->reader.reads);
 	jw_u64(w, "misses", r->reader.misses);
 	jw_dbl(w, "device_ms", ms(r->reader.read_ns), 3);
+	jw_obj_end(w);
+	jw_obj_begin(w, "io_scheduler"); /* deadline: sorted, merged, deadlines 500 ms / 5 s */
+	jw_u64(w, "requests", r->elv.requests);
+	jw_u64(w, "merged", r->elv.merged);
+	jw_u64(w, "dispatched", r->elv.dispatched);
+	jw_u64(w, "expired_first", r->elv.expired);
+	jw_u64(w, "queue_max", r->elv.queue_max);
 	jw_obj_end(w);
 	jw_obj_begin(w, "device_stats");
 	jw_u64(w, "bytes_written", d->bytes_written);
@@ -142,10 +206,21 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	jw_u64(&w, "huge", r->extents_huge);
 	jw_dbl(&w, "huge_pct", pct(r->extents_huge, r->extents), 2);
 	jw_obj_end(&w);
-	jw_obj_begin(&w, "writeback_waits_by_path"); /* every actor's waits, not only faults' */
+	/* faults still in service when the run ended: not in the sections above */
+	jw_obj_begin(&w, "faults_unfinished");
+	jw_u64(&w, "count", r->unfinished);
+	jw_dbl(&w, "longest_ms", ms(r->unfinished_max_ns), 3);
+	jw_obj_end(&w);
+	/* every completed wait of every actor (faults, writers, kswapd), by where it happened */
+	jw_obj_begin(&w, "writeback_waits_by_path");
 	json_wait_stat(&w, "compaction", &r->wb_compact);
 	json_wait_stat(&w, "reclaim", &r->wb_reclaim);
+	jw_obj_begin(&w, "in_faults"); /* inside completed faults: sums to writeback_waits */
+	json_wait_stat(&w, "compaction", &r->fault_wb[0]);
+	json_wait_stat(&w, "reclaim", &r->fault_wb[1]);
 	jw_obj_end(&w);
+	jw_obj_end(&w);
+	json_steps(&w, &r->steps);
 	obs_report_vmstat(&w, r->vmstat);
 	json_efficiency(&w, r->vmstat);
 	obs_report_stalls(&w, r->stalls);
@@ -189,11 +264,20 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 	fprintf(f, "latency (us):\n");
 	text_latency(f, "huge", &r->faults.lat[OBS_HUGE]);
 	text_latency(f, "base", &r->faults.lat[OBS_BASE]);
-	fprintf(f, "\nwriteback waits in faults: %llu, %.1f ms total, longest %.1f ms\n",
+	if (r->unfinished)
+		fprintf(f, "faults still in service at the end: %llu, the longest for %.1f ms\n",
+			(unsigned long long)r->unfinished, ms(r->unfinished_max_ns));
+	fprintf(f, "\nwriteback waits in completed faults: %llu, %.1f ms total, longest %.1f ms\n",
 		(unsigned long long)s.wb_waits, ms(s.wb_wait_ns), ms(s.wb_wait_max_ns));
-	fprintf(f, "  in compaction: %llu (%.1f ms)   in direct reclaim: %llu (%.1f ms)\n",
+	fprintf(f,
+		"all writeback waits: in compaction %llu (%.1f ms, longest %.1f ms, %llu >= %s), "
+		"in direct reclaim %llu (%.1f ms, longest %.1f ms, %llu >= %s)\n",
 		(unsigned long long)r->wb_compact.count, ms(r->wb_compact.total_ns),
-		(unsigned long long)r->wb_reclaim.count, ms(r->wb_reclaim.total_ns));
+		ms(r->wb_compact.max_ns), (unsigned long long)r->wb_compact.over,
+		units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
+		(unsigned long long)r->wb_reclaim.count, ms(r->wb_reclaim.total_ns),
+		ms(r->wb_reclaim.max_ns), (unsigned long long)r->wb_reclaim.over,
+		units_fmt_duration(r->cfg.stall_threshold_ns, b, sizeof(b)));
 	fprintf(f,
 		"compaction: stall %llu success %llu fail %llu (efficiency %.1f %%), "
 		"pgmigrate success %llu fail %llu\n",
@@ -205,7 +289,7 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 		(unsigned long long)v[MM_STAT_PGMIGRATE_FAIL]);
 	fprintf(f,
 		"writeback: %llu pages written by the writer, %llu completed, %llu written out "
-		"by compaction, writer throttled %.1f s\n",
+		"singly (->writepage from compaction or direct reclaim), writer throttled %.1f s\n",
 		(unsigned long long)r->writer.pages, (unsigned long long)r->fl.pages_done,
 		(unsigned long long)r->fl.writeout_pages, (double)r->writer.throttle_ns / 1e9);
 	fprintf(f, "\nstalls >= %s: %llu, longest %.1f ms\n",

@@ -115,7 +115,7 @@ void world_fini(struct sim_world *w)
 	writer_free(w);
 	readers_free(w);
 	free(w->scen_state);
-	free(w->files);
+	files_free(w);
 	obs_stalls_destroy(w->stalls);
 }
 
@@ -132,6 +132,17 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->faults = w->faults;
 	r->extents = w->extents;
 	r->extents_huge = w->extents_huge;
+	r->steps = w->steps;
+	for (struct sim_task *t = w->tasks; t; t = t->next) {
+		uint64_t d;
+
+		if (!t->fault_t0)
+			continue;
+		d = r->duration_ns - t->fault_t0;
+		r->unfinished++;
+		if (d > r->unfinished_max_ns)
+			r->unfinished_max_ns = d;
+	}
 	r->stalls = w->stalls; /* moved: the result reports and frees it */
 	w->stalls = NULL;
 	r->nstalls = w->nstalls;
@@ -141,8 +152,11 @@ static void collect(struct sim_world *w, struct sim_result *r)
 		r->vmstat[i] = st[i] + w->stats_done[i];
 	r->wb_compact = w->wb_compact;
 	r->wb_reclaim = w->wb_reclaim;
+	r->fault_wb[0] = w->fault_wb[0];
+	r->fault_wb[1] = w->fault_wb[1];
 	devm_get_stats(w->dev, &r->dev);
 	r->fl = w->fl;
+	r->elv = w->elv;
 	r->writer = w->writer;
 	r->reader = w->reader;
 	mm_get_counts(w->mm, &r->end);

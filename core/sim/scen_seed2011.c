@@ -4,10 +4,19 @@
  * with MADV_HUGEPAGE, hold it briefly and exit, while a postmark-like writer streams files
  * through the page cache to a slow USB stick: dirty pages pile up to the dirty limit, the
  * flusher keeps the stick's queue full, and pages sit under writeback for seconds. A THP fault
- * that runs sync compaction (3.1) meets those pages: it waits on their writeback, or writes
- * dirty ones out itself and then waits behind the whole queue. The pool starts mostly filled
- * with clean page cache, as on a machine that has been up for a while, so THP faults need
- * reclaim and compaction.
+ * that runs sync compaction (3.1/3.2) meets those pages: it waits on their writeback, or writes
+ * dirty ones out itself and then waits behind the whole queue.
+ *
+ * The defaults and where they come from:
+ *  - the writer is mmtests' postmark of the time (config of mmtests 0.02, Oct 2011, the suite
+ *    Mel's stall monitor watch-dstate joined on 11 Nov 2011): 5000 files of 5 KiB-512 KiB,
+ *    about 1.3 GB, so a working set larger than the machine's memory (125 % of the default
+ *    1 GiB pool): page cache fills memory, free memory stays near the watermarks, and every
+ *    THP fault past the free lists needs reclaim and compaction;
+ *  - vm.dirty_ratio 20 and dirty_background_ratio 10 (the 3.x defaults), nr_requests 128
+ *    (BLKDEV_MAX_RQ), requests of at most 120 KiB (usb-storage's max_sectors of 240);
+ *  - the machine "up for a while" (init) and the usemem sizes and timing are assumptions: the
+ *    report gives no figures for them (core/sim/README.md).
  */
 #include "sim/sim_internal.h"
 
@@ -15,7 +24,8 @@
 #include <stdlib.h>
 
 static const struct sim_param_def params[] = {
-    {"init", SIM_P_STRING, "", "initial pool state: an mm_fragment recipe (empty: all free)"},
+    {"init", SIM_P_STRING, "anon:30%,pagecache:50%,unmovable:0.2%",
+     "initial pool state: an mm_fragment recipe (empty: all free)"},
     {"usemem-procs", SIM_P_COUNT, "4", "usemem processes running at once"},
     {"usemem-min", SIM_P_FRACTION, "1.5%", "smallest usemem mapping, fraction of the pool"},
     {"usemem-max", SIM_P_FRACTION, "6%", "largest usemem mapping, fraction of the pool"},
@@ -23,10 +33,11 @@ static const struct sim_param_def params[] = {
     {"usemem-gap", SIM_P_DURATION, "1s", "mean pause before the next process starts (50-150%)"},
     {"usemem-start", SIM_P_DURATION, "10s", "when usemem starts (the writer runs from 0)"},
     {"madvise", SIM_P_BOOL, "1", "usemem maps with MADV_HUGEPAGE"},
-    {"writer-set", SIM_P_FRACTION, "25%",
-     "the writer's files together, fraction of the pool (then it deletes a random one per new)"},
-    {"file-min", SIM_P_SIZE, "64K", "smallest file written"},
-    {"file-max", SIM_P_SIZE, "4M", "largest file written"},
+    {"writer-set", SIM_P_RATIO, "125%",
+     "the writer's files together, as a ratio of the pool (then it deletes a random one per "
+     "new); 2011 mmtests postmark: 5000 files of 5K-512K"},
+    {"file-min", SIM_P_SIZE, "5K", "smallest file written (mmtests postmark 2011: 5120)"},
+    {"file-max", SIM_P_SIZE, "512K", "largest file written (mmtests postmark 2011: 524288)"},
     {"dirty-ratio", SIM_P_FRACTION, "20%", "vm.dirty_ratio"},
     {"dirty-background-ratio", SIM_P_FRACTION, "10%", "vm.dirty_background_ratio"},
     {"nr-requests", SIM_P_COUNT, "128", "block queue depth: writeback requests in flight"},

@@ -172,7 +172,7 @@ const struct sim_scenario sim_scen_thpcompact = {
     .summary = "mmtests thpcompact: fill, punch half of every 2 MiB, page cache in the holes, "
 	       "fault half the size",
     .pool_bytes = 1ULL << 30,
-    .duration_ns = 30ULL * 1000000000ULL,
+    .duration_ns = 10ULL * 1000000000ULL,
     .params = params,
     .nparams = sizeof(params) / sizeof(params[0]),
     .start = thpcompact_start,

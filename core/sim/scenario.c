@@ -4,6 +4,8 @@
 #include "sim/sim_internal.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -62,12 +64,36 @@ static const char *type_hint(enum sim_param_type t)
 		return "a non-negative integer";
 	case SIM_P_FRACTION:
 		return "a fraction, e.g. 0.2 or 20%";
+	case SIM_P_RATIO:
+		return "a ratio, e.g. 0.5, 1.25 or 125% (at most 100)";
 	case SIM_P_BOOL:
 		return "0/1, yes/no or on/off";
 	case SIM_P_STRING:
 		break;
 	}
 	return "text";
+}
+
+/* A ratio: a non-negative number, optionally with '%', at most 100 (10000%). */
+static int parse_ratio(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (*end == '%' && end[1] == '\0')
+		v /= 100;
+	else if (*end)
+		return -EINVAL;
+	if (v > 100)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 /* Parse value for parameter i into p. */
@@ -90,6 +116,9 @@ static int param_parse(const struct sim_param_def *d, unsigned i, struct sim_par
 		break;
 	case SIM_P_FRACTION:
 		rc = units_parse_fraction(v, &p->f[i]);
+		break;
+	case SIM_P_RATIO:
+		rc = parse_ratio(v, &p->f[i]);
 		break;
 	case SIM_P_BOOL:
 		rc = parse_bool(v, &p->u[i]);

@@ -140,6 +140,7 @@ enum sim_param_type {
 	SIM_P_DURATION, /* ns: 500ms, 2s */
 	SIM_P_COUNT,	/* a non-negative integer */
 	SIM_P_FRACTION, /* 0.5, 20% */
+	SIM_P_RATIO,	/* like a fraction but may exceed 1: 1.25, 125% (at most 100) */
 	SIM_P_BOOL,	/* 0/1, yes/no, on/off */
 	SIM_P_STRING,	/* free text (an mm_fragment recipe) */
 };
@@ -157,7 +158,7 @@ struct sim_param_def {
 /* Values of a scenario's parameters, by index into its table. */
 struct sim_params {
 	uint64_t u[SIM_MAX_PARAMS];	       /* SIZE, DURATION, COUNT, BOOL */
-	double f[SIM_MAX_PARAMS];	       /* FRACTION */
+	double f[SIM_MAX_PARAMS];	       /* FRACTION, RATIO */
 	char s[SIM_MAX_PARAMS][SIM_PARAM_STR]; /* STRING, and every value as given */
 };
 

@@ -50,12 +50,21 @@ void fiber_finish_switch(struct fiber *to);
 
 struct sim_world;
 
+struct sim_wait_stat {
+	uint64_t count, total_ns, max_ns;
+	uint64_t over; /* single waits at least the stall threshold long (what watch-dstate, the
+			* 2011 monitor, counted as events: one per wait_on_page_bit) */
+};
+
 /* What an actor is to the hooks: mm passes it back as the `call` argument. */
 struct sim_task {
 	struct sim_world *w;
-	struct sim_actor *a; /* NULL until spawned */
-	char comm[16];	     /* process name in stall reports ("usemem", "postmark") */
-	int in_compaction;   /* between mm_compaction_begin and _end tracepoints */
+	struct sim_actor *a;		  /* NULL until spawned */
+	char comm[16];			  /* process name in stall reports ("usemem", "postmark") */
+	int in_compaction;		  /* between mm_compaction_begin and _end tracepoints */
+	uint64_t fault_t0;		  /* start of the fault in service, 0 if none */
+	struct sim_wait_stat fault_wb[2]; /* waits of the fault in service: compaction, reclaim */
+	struct sim_task *next;		  /* the world's list of tasks */
 };
 
 /* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact). */
@@ -76,6 +85,12 @@ struct sim_file {
 	uint64_t dev_off; /* where its bytes live on the device (log-structured) */
 	uint32_t npages;
 	bool live;
+	bool on_dirty_list; /* queued for writeback (the kernel's b_dirty) */
+	uint32_t ndirty;    /* pages dirtied and not yet submitted for writeback */
+	uint32_t wb_index;  /* where writeback of this file goes on (writeback_index) */
+	uint32_t *dpfn;	    /* frame of each such page, MM_NO_PFN otherwise; NULL if none.
+			     * Dirty page-cache pages never migrate (no ->migratepage: only
+			     * writeout cleans them), so these frames are stable. */
 };
 
 /* A device request and the pages it carries. */
@@ -87,7 +102,10 @@ struct sim_io {
 	unsigned npages;
 	uint32_t pfn[SIM_IO_MAX_PAGES];
 	bool done;
-	struct sim_waitq done_wq; /* a reader waiting for SIO_READ */
+	unsigned nwb;	   /* flusher requests merged into this one */
+	uint64_t t_queued; /* when it entered the I/O scheduler (its deadline counts) */
+	struct sim_io *q_prev, *q_next; /* the scheduler's queue, in arrival order */
+	struct sim_waitq done_wq;	/* a reader waiting for SIO_READ */
 	struct sim_io *next_free;
 	struct sim_io *next_all; /* the world's list of all requests */
 };
@@ -99,8 +117,16 @@ struct sim_wb_waiter {
 	struct sim_wb_waiter *next;
 };
 
-struct sim_wait_stat {
-	uint64_t count, total_ns, max_ns;
+/* What the slow path did, over all faults: each step with its results (compaction: enum
+ * mm_compact_result; other steps: 0 failure, 1 success), and which step produced each huge
+ * page (the last step of a huge fault's record). */
+#define SIM_STEP_RESULTS 16
+struct sim_steps {
+	uint64_t count[MM_STEP_NR];
+	uint64_t result[MM_STEP_NR][SIM_STEP_RESULTS];
+	uint64_t huge_from[MM_STEP_NR];
+	/* direct compactions run before direct reclaim (first) and after it (second) */
+	uint64_t first_runs, first_success, second_runs, second_success;
 };
 
 struct sim_flusher {
@@ -141,7 +167,10 @@ struct sim_world {
 	/* observation */
 	struct obs_faults faults;
 	uint64_t extents, extents_huge; /* first touches of THP-eligible extents, served huge */
+	struct sim_steps steps;		/* slow-path steps of every fault */
+	struct sim_task *tasks;		/* every spawned task */
 	struct sim_wait_stat wb_compact, wb_reclaim; /* writeback waits by path */
+	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
 	struct obs_stalls *stalls; /* cause-only stall events (obs/stall.h, modelled stacks) */
 	uint64_t nstalls, stall_max_ns;
 	uint64_t stats_done[MM_STAT_NR]; /* counters of pools already destroyed (iterations) */
@@ -152,7 +181,18 @@ struct sim_world {
 	/* page cache */
 	struct sim_file *files; /* indexed by file id - SIM_FILE_ID_BASE */
 	uint32_t nfiles, files_cap;
-	uint64_t dev_alloc; /* next free device offset (log-structured) */
+	uint64_t dev_alloc;    /* next free device offset (log-structured) */
+	uint32_t *dirty_files; /* FIFO ring of file ids in dirtied_when order (b_dirty) */
+	uint32_t df_head, df_len, df_cap;
+	/* block layer: the I/O scheduler in front of the device model */
+	struct sim_io *elv_head, *elv_tail; /* queued requests, arrival order */
+	unsigned elv_len;
+	uint64_t elv_pos;	/* end of the last dispatched request (the sweep) */
+	unsigned dev_inflight;	/* requests handed to the device model */
+	unsigned elv_max_pages; /* merge limit (max_sectors) */
+	struct sim_elv_stats {
+		uint64_t requests, merged, dispatched, expired, queue_max;
+	} elv;
 	/* device */
 	struct sim_io *io_free;
 	uint64_t dev_event_at; /* earliest pending completion event, UINT64_MAX if none */
@@ -180,11 +220,15 @@ struct sim_result {
 	bool finished;
 	struct obs_faults faults;
 	uint64_t extents, extents_huge;
+	struct sim_steps steps;
+	uint64_t unfinished, unfinished_max_ns; /* faults still in service at the end */
 	struct obs_stalls *stalls;
 	uint64_t nstalls, stall_max_ns;
 	uint64_t vmstat[MM_STAT_NR];
 	struct sim_wait_stat wb_compact, wb_reclaim;
+	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
 	struct devm_stats dev;
+	struct sim_elv_stats elv;
 	struct sim_flusher fl;
 	struct sim_writer_stats writer;
 	struct sim_reader_stats reader;
@@ -215,6 +259,7 @@ int dev_submit(struct sim_world *w, enum sim_io_kind kind, uint64_t off, const u
 	       unsigned npages, struct sim_io **out);
 void dev_io_release(struct sim_world *w, struct sim_io *io);
 void dev_free_all(struct sim_world *w);
+void wait_stat_add(struct sim_wait_stat *s, uint64_t ns, uint64_t threshold_ns);
 int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, uint64_t timeout);
 uint64_t dev_offset_of(struct sim_world *w, uint64_t owner);
 
@@ -226,6 +271,10 @@ void flusher_io_done(struct sim_world *w, struct sim_io *io);
 void balance_dirty_pages(struct sim_world *w, struct sim_task *t, uint64_t dirtied);
 uint32_t file_new(struct sim_world *w, uint32_t npages);
 void file_delete(struct sim_world *w, uint32_t id);
+struct sim_file *file_get(struct sim_world *w, uint32_t id);
+/* Sync migration wrote this page out itself: forget it for the flusher. */
+void file_written_out(struct sim_world *w, uint64_t owner);
+void files_free(struct sim_world *w);
 int file_get_page(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32_t *pfn,
 		  bool *created, uint64_t *eagain, uint64_t *nomem);
 int file_write_page(struct sim_world *w, struct sim_task *t, uint32_t id, uint32_t index);

@@ -29,17 +29,19 @@ void world_mm_destroy(struct sim_world *w)
 	w->mm = NULL;
 }
 
-/* Apply an mm_fragment recipe to the pool (the scenarios' "init" parameter).
- * Until core/mm provides mm_fragment (its milestone 2) a recipe is refused; an empty recipe
- * leaves the pool as created. */
+/* Apply an mm_fragment recipe to the pool (the scenarios' "init" parameter); an empty recipe
+ * leaves the pool as created. Deterministic for the run's seed. */
 int world_apply_recipe(struct sim_world *w, const char *recipe, char *err, size_t errlen)
 {
+	char why[256];
+	int rc;
+
 	if (!recipe[0])
 		return 0;
-	snprintf(err, errlen,
-		 "init: fragmentation recipes need core/mm's mm_fragment, not in this "
-		 "build (use --opt init=)");
-	return -EINVAL;
+	rc = mm_fragment(w->mm, recipe, w->cfg->seed, why, sizeof(why), NULL);
+	if (rc)
+		snprintf(err, errlen, "--opt init: %s", why);
+	return rc;
 }
 
 int world_spawn(struct sim_world *w, struct sim_task *t, const char *comm, uint64_t start,
@@ -47,6 +49,9 @@ int world_spawn(struct sim_world *w, struct sim_task *t, const char *comm, uint6
 {
 	t->w = w;
 	t->in_compaction = 0;
+	t->fault_t0 = 0;
+	t->next = w->tasks;
+	w->tasks = t;
 	snprintf(t->comm, sizeof(t->comm), "%s", comm);
 	return sim_spawn(w->e, comm, start, fn, arg, &t->a);
 }
@@ -59,10 +64,56 @@ static bool woke_kswapd(const struct mm_fault_rec *rec)
 	return false;
 }
 
+static bool is_compaction(unsigned step)
+{
+	return step == MM_STEP_COMPACT_ASYNC || step == MM_STEP_COMPACT_SYNC_LIGHT ||
+	       step == MM_STEP_COMPACT_SYNC;
+}
+
+static void count_steps(struct sim_steps *st, const struct mm_fault_rec *rec)
+{
+	unsigned n = rec->nsteps < MM_FAULT_MAX_STEPS ? rec->nsteps : MM_FAULT_MAX_STEPS;
+	bool reclaimed = false;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned step = rec->steps[i].step, res = rec->steps[i].result;
+
+		if (step >= MM_STEP_NR)
+			continue;
+		reclaimed |= step == MM_STEP_RECLAIM;
+		if (is_compaction(step)) {
+			bool ok = res == MM_COMPACT_SUCCESS;
+
+			if (reclaimed) {
+				st->second_runs++;
+				st->second_success += ok;
+			} else {
+				st->first_runs++;
+				st->first_success += ok;
+			}
+		}
+		st->count[step]++;
+		st->result[step][res < SIM_STEP_RESULTS ? res : SIM_STEP_RESULTS - 1]++;
+	}
+	if (rec->outcome == MM_FAULT_HUGE && n > 0 && rec->steps[n - 1].step < MM_STEP_NR)
+		st->huge_from[rec->steps[n - 1].step]++;
+}
+
 void world_record_fault(struct sim_world *w, struct sim_task *t, const struct mm_fault_res *res,
 			uint64_t latency_ns, uint32_t pid, uint64_t addr)
 {
 	obs_faults_record(&w->faults, &res->rec, latency_ns);
+	for (int i = 0; i < 2; i++) {
+		struct sim_wait_stat *f = &w->fault_wb[i], *p = &t->fault_wb[i];
+
+		f->count += p->count;
+		f->over += p->over;
+		f->total_ns += p->total_ns;
+		if (p->max_ns > f->max_ns)
+			f->max_ns = p->max_ns;
+		*p = (struct sim_wait_stat){0};
+	}
+	count_steps(&w->steps, &res->rec);
 	if (latency_ns >= w->cfg->stall_threshold_ns) {
 		w->nstalls++;
 		if (latency_ns > w->stall_max_ns)
@@ -80,7 +131,7 @@ void world_wake_background(struct sim_world *w)
 		sim_wake_all(w->e, &w->bg_wq);
 }
 
-#define BG_POLL_NS 100000000ULL /* idle background threads look again every 100 ms */
+#define BG_POLL_NS 10000000ULL /* idle background threads look again every 10 ms */
 
 /* kswapd and kcompactd: mm_background says when it wants to run again. */
 static void background_fn(struct sim_actor *a, void *arg)
@@ -90,11 +141,7 @@ static void background_fn(struct sim_actor *a, void *arg)
 	for (;;) {
 		uint64_t next;
 
-		if (!w->mm) { /* between iterations */
-			sim_wait(a, &w->bg_wq, BG_POLL_NS);
-			continue;
-		}
-		next = UINT64_MAX; /* mm_background: core/mm milestone 2 */
+		next = mm_background(w->mm, &w->bg);
 		sim_settle(a);
 		if (next == 0)
 			next = 1000000; /* never spin in zero time */

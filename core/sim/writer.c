@@ -43,14 +43,12 @@ uint32_t file_new(struct sim_world *w, uint32_t npages)
 	if (cap && w->dev_alloc + bytes > cap) /* log-structured: wrap around */
 		w->dev_alloc = 0;
 	f = &w->files[w->nfiles];
-	f->dev_off = w->dev_alloc;
-	f->npages = npages;
-	f->live = true;
+	*f = (struct sim_file){.dev_off = w->dev_alloc, .npages = npages, .live = true};
 	w->dev_alloc += bytes;
 	return SIM_FILE_ID_BASE + w->nfiles++;
 }
 
-static struct sim_file *file_get(struct sim_world *w, uint32_t id)
+struct sim_file *file_get(struct sim_world *w, uint32_t id)
 {
 	if (id < SIM_FILE_ID_BASE || id - SIM_FILE_ID_BASE >= w->nfiles)
 		return NULL;
@@ -66,6 +64,71 @@ void file_delete(struct sim_world *w, uint32_t id)
 	for (uint32_t i = 0; i < f->npages; i++)
 		mm_pagecache_remove(w->mm, MM_OWNER_FILE(id, i));
 	f->live = false;
+	free(f->dpfn); /* its entry on the dirty list is skipped */
+	f->dpfn = NULL;
+	f->ndirty = 0;
+}
+
+void files_free(struct sim_world *w)
+{
+	for (uint32_t i = 0; i < w->nfiles; i++)
+		free(w->files[i].dpfn);
+	free(w->files);
+	free(w->dirty_files);
+	w->files = NULL;
+	w->dirty_files = NULL;
+	w->nfiles = 0;
+}
+
+static bool dirty_list_push(struct sim_world *w, uint32_t id)
+{
+	if (w->df_len == w->df_cap) {
+		uint32_t cap = w->df_cap ? w->df_cap * 2 : 256;
+		uint32_t *n = malloc(cap * sizeof(*n));
+
+		if (!n)
+			return false;
+		for (uint32_t i = 0; i < w->df_len; i++)
+			n[i] = w->dirty_files[(w->df_head + i) % w->df_cap];
+		free(w->dirty_files);
+		w->dirty_files = n;
+		w->df_cap = cap;
+		w->df_head = 0;
+	}
+	w->dirty_files[(w->df_head + w->df_len++) % w->df_cap] = id;
+	return true;
+}
+
+/* __mark_inode_dirty for a page: remember its frame, queue the file if it is not queued. */
+static void file_page_dirtied(struct sim_world *w, uint32_t id, uint32_t index, uint32_t pfn)
+{
+	struct sim_file *f = file_get(w, id);
+
+	if (!f || index >= f->npages)
+		return;
+	if (!f->dpfn) {
+		f->dpfn = malloc(f->npages * sizeof(*f->dpfn));
+		if (!f->dpfn)
+			return; /* the fallback (mm_writeback_begin) will find the page */
+		for (uint32_t i = 0; i < f->npages; i++)
+			f->dpfn[i] = MM_NO_PFN;
+	}
+	if (f->dpfn[index] == MM_NO_PFN)
+		f->ndirty++;
+	f->dpfn[index] = pfn;
+	if (!f->on_dirty_list && dirty_list_push(w, id))
+		f->on_dirty_list = true;
+}
+
+void file_written_out(struct sim_world *w, uint64_t owner)
+{
+	struct sim_file *f = file_get(w, (uint32_t)MM_OWNER_FILE_ID(owner));
+	uint64_t index = MM_OWNER_FILE_INDEX(owner);
+
+	if (f && f->dpfn && index < f->npages && f->dpfn[index] != MM_NO_PFN) {
+		f->dpfn[index] = MM_NO_PFN;
+		f->ndirty--;
+	}
 }
 
 /* Find or create a page-cache page, retrying as the kernel would sleep. 0 or -ENOMEM. */
@@ -101,6 +164,7 @@ int file_write_page(struct sim_world *w, struct sim_task *t, uint32_t id, uint32
 		return rc;
 	sim_charge(t->a, w->cfg->costs.ns[SIM_COST_COPY_4K]);
 	mm_pagecache_put(w->mm, pfn, true);
+	file_page_dirtied(w, id, index, pfn);
 	w->writer.pages++;
 	return 0;
 }
@@ -118,6 +182,7 @@ void flusher_init(struct sim_world *w, unsigned max_inflight, unsigned req_pages
 	fl->req_pages = req_pages == 0		       ? 1
 			: req_pages > SIM_IO_MAX_PAGES ? SIM_IO_MAX_PAGES
 						       : req_pages;
+	w->elv_max_pages = fl->req_pages; /* the scheduler merges up to max_sectors too */
 }
 
 static void thresholds(struct sim_world *w, struct mm_counts *c, struct wbm_thresh *th)
@@ -150,6 +215,80 @@ static void submit_runs(struct sim_world *w, const uint32_t *pfns, const uint64_
 	}
 }
 
+/* The file at the head of the dirty list that still has pages to submit (b_dirty), dropping
+ * the ones deleted or fully submitted; NULL when there is none. */
+static struct sim_file *dirty_head(struct sim_world *w)
+{
+	while (w->df_len > 0) {
+		struct sim_file *f = file_get(w, w->dirty_files[w->df_head]);
+
+		if (f->live && f->ndirty > 0)
+			return f;
+		w->df_head = (w->df_head + 1) % w->df_cap;
+		w->df_len--;
+		f->on_dirty_list = false;
+		f->wb_index = 0;
+	}
+	return NULL;
+}
+
+/* write_cache_pages for one request: from the file's writeback index (wrapping once), move its
+ * next run of consecutive dirty pages, at most max, to writeback. Returns how many; *first is
+ * the index of the first. */
+static unsigned take_run(struct sim_world *w, struct sim_file *f, unsigned max, uint32_t *pfns,
+			 uint32_t *first)
+{
+	unsigned n = 0;
+	uint32_t i;
+
+	for (i = f->wb_index; i < f->npages && f->dpfn[i] == MM_NO_PFN; i++)
+		;
+	if (i == f->npages)
+		for (i = 0; i < f->npages && f->dpfn[i] == MM_NO_PFN; i++)
+			;
+	*first = i;
+	if (i == f->npages) { /* nothing left after all: never loop on a stale count */
+		f->ndirty = 0;
+		return 0;
+	}
+	for (; i < f->npages && n < max && f->dpfn[i] != MM_NO_PFN; i++) {
+		uint32_t pfn = f->dpfn[i];
+
+		f->dpfn[i] = MM_NO_PFN;
+		f->ndirty--;
+		if (mm_writeback_begin_one(w->mm, pfn) != 0)
+			break; /* no longer dirty (written out): the run ends here */
+		pfns[n++] = pfn;
+	}
+	f->wb_index = i;
+	return n;
+}
+
+/* Submit one request of the dirty files' next run of pages. Returns the pages submitted; 0
+ * when no known file has dirty pages left. */
+static unsigned writeback_head_file(struct sim_world *w, unsigned max)
+{
+	uint32_t pfns[SIM_IO_MAX_PAGES], first;
+	struct sim_file *f;
+	unsigned n;
+
+	while ((f = dirty_head(w))) {
+		n = take_run(w, f, max, pfns, &first);
+		if (n == 0)
+			continue;
+		if (dev_submit(w, SIO_WRITEBACK, f->dev_off + (uint64_t)first * MM_PAGE_SIZE, pfns,
+			       n, NULL) == 0) {
+			w->fl.inflight++;
+			w->fl.reqs++;
+		} else {
+			for (unsigned k = 0; k < n; k++)
+				mm_writeback_end(w->mm, pfns[k], -ENOMEM);
+		}
+		return n;
+	}
+	return 0;
+}
+
 void flusher_kick(struct sim_world *w)
 {
 	struct sim_flusher *fl = &w->fl;
@@ -167,13 +306,17 @@ void flusher_kick(struct sim_world *w)
 		want = expired;
 	while (want > 0 && fl->inflight < fl->max_inflight) {
 		unsigned max = want < fl->req_pages ? (unsigned)want : fl->req_pages;
-		unsigned n = mm_writeback_begin(w->mm, max, pfns, owners);
+		unsigned n = writeback_head_file(w, max);
 
-		if (n == 0)
-			break;
+		if (n == 0) {
+			/* dirty pages of files nobody queued (recipes): oldest first from mm */
+			n = mm_writeback_begin(w->mm, max, pfns, owners);
+			if (n == 0)
+				break;
+			submit_runs(w, pfns, owners, n);
+		}
 		fl->pages_submitted += n;
 		want -= n < want ? n : want;
-		submit_runs(w, pfns, owners, n);
 	}
 }
 
@@ -181,10 +324,8 @@ void flusher_io_done(struct sim_world *w, struct sim_io *io)
 {
 	struct sim_flusher *fl = &w->fl;
 
-	if (io->kind == SIO_WRITEBACK) {
-		fl->inflight--;
-		fl->pages_done += io->npages;
-	}
+	fl->inflight -= io->nwb < fl->inflight ? io->nwb : fl->inflight;
+	fl->pages_done += io->npages;
 	if (io->req.err)
 		fl->errors++;
 	fl->bytes_done += io->req.len;

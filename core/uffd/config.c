@@ -15,69 +15,71 @@
 
 #include "util/units.h"
 
-static const char *const bool_words[] = {"0", "1", "no", "yes", "false", "true", "off", "on",
-					 NULL};
+static const char *const bool_words[] = {"0", "1", "no", "yes", "false", "true", "off", "on", NULL};
 static const char *const alloc_words[] = {"jemalloc", "none", NULL};
 static const char *const log_words[] = {"quiet", "warn", "info", "debug", NULL};
 static const char *const auto_words[] = {"auto", NULL};
 
 const struct uffd_opt uffd_opts[] = {
-	{"THPEMU_POLICY", "--policy", "P", UOPT_POLICY, "modern-always",
-	 "a profile (linux-3.1, linux-3.1+nostall, linux-3.3, modern-always, modern-defer, "
-	 "modern-defer+madvise, modern-madvise, modern-never) or PROFILE:KEY=VALUE,...",
-	 "emulated kernel THP/compaction policy", 0, 0, NULL, 0},
-	{"THPEMU_POOL", "--pool", "SIZE", UOPT_SIZE, "1G", "a size of at least 8M, e.g. 512M or 4G",
-	 "emulated physical memory (the program's managed memory is accounted in it)", 8 << 20,
-	 1ULL << 40, NULL, 0},
-	{"THPEMU_STALL_THRESHOLD", "--stall-threshold", "DUR", UOPT_DURATION, "1s",
-	 "a duration such as 100ms or 1s",
-	 "a fault served slower than this is a stall (counted and reported)", 0, 0, NULL, 0},
-	{"THPEMU_ALLOCATOR", "--allocator", "A", UOPT_ENUM, "jemalloc", "jemalloc or none",
-	 "allocator `thpemu run` preloads after the library (glibc malloc never reaches mmap)",
-	 0, 0, alloc_words, UOPT_LAUNCHER},
-	{"THPEMU_HANDLERS", "--handlers", "N", UOPT_UINT, "auto", "auto or 1..64",
-	 "fault handler threads (auto: CPUs + 2, at least 3, at most 16)", 1, UFFD_MAX_HANDLERS,
-	 auto_words, 0},
-	{"THPEMU_MIN_REGION", "--min-region", "SIZE", UOPT_SIZE, "256K",
-	 "a size of at least 4K, e.g. 64K or 2M",
-	 "smallest private anonymous mapping managed (below 2M: 4 KiB faults only)", 4096,
-	 1ULL << 40, NULL, 0},
-	{"THPEMU_STAGING", "--staging", "N", UOPT_UINT, "8", "1..64",
-	 "prefaulted host THPs kept ready for huge faults", 1, 64, NULL, 0},
-	{"THPEMU_FRAGMENT", "--fragment", "RECIPE", UOPT_RECIPE, "",
-	 "a recipe such as thpcompact or pagecache:60%,unmovable:0.5% (see thpemu sim --help)",
-	 "initial pool state (fragmentation recipe, core/mm)", 0, 0, NULL, 0},
-	{"THPEMU_SEED", "--seed", "N", UOPT_UINT, "1", "a non-negative integer",
-	 "seed of the fragmentation recipe, the device model and the data the dirtier writes", 0,
-	 UINT64_MAX, NULL, 0},
-	{"THPEMU_LOG", "--log", "LEVEL", UOPT_ENUM, "warn", "quiet, warn, info or debug",
-	 "what the library prints on stderr", 0, 0, log_words, 0},
-	{"THPEMU_DISABLE", NULL, "BOOL", UOPT_BOOL, "0", "0/1, no/yes, false/true, off/on",
-	 "run the program unmanaged (calls pass straight through)", 0, 0, bool_words, 0},
-	{"THPEMU_REPORT", NULL, "FILE", UOPT_PATH, "", "a file path (%p expands to the pid)",
-	 "write this process's JSON report there at exit (without `thpemu run`)", 0, 0, NULL, 0},
-	{"THPEMU_RUN_DIR", NULL, "DIR", UOPT_PATH, "", "a directory",
-	 "set by `thpemu run`: each process keeps its live statistics in DIR/PID.stats", 0, 0,
-	 NULL, UOPT_INTERNAL},
-	{"THPEMU_DEVICE", "--device", "DEV", UOPT_DEVICE, "",
-	 "none, a preset (usb2-stick-2011, sd-class4, ... see thpemu run --help) or a directory, "
-	 "each optionally followed by :KEY=VALUE,...",
-	 "slow device the page cache writes back to (thpemu run mounts thpemu-fusedev for a "
-	 "preset; none: an in-process device model)",
-	 0, 0, NULL, UOPT_LAUNCHER},
-	{"THPEMU_DIRTY", "--dirty", "SPEC", UOPT_DIRTY, "",
-	 "SIZE or stream, then file=SIZE, rate=RATE, fsync=none|each|end, delete-after, read, "
-	 "dirty-ratio=PCT, background-ratio=PCT, start=DUR (see thpemu run --help)",
-	 "files a thread of the program's process streams through the emulated page cache (cp "
-	 "or rsync to a stick)",
-	 0, 0, NULL, 0},
-	{"THPEMU_DEVICE_DIR", NULL, "DIR", UOPT_PATH, "", "a directory",
-	 "set by `thpemu run`: where the device of THPEMU_DEVICE is mounted", 0, 0, NULL,
-	 UOPT_INTERNAL},
-	{"THPEMU_IO_PID", NULL, "PID", UOPT_UINT, "0", "a process id",
-	 "set by `thpemu run` (or the first process): only this process runs the dirtier and "
-	 "writeback",
-	 0, UINT32_MAX, NULL, UOPT_INTERNAL},
+    {"THPEMU_POLICY", "--policy", "P", UOPT_POLICY, "modern-always",
+     "a profile (linux-3.1, linux-3.1+nostall, linux-3.3, modern-always, modern-defer, "
+     "modern-defer+madvise, modern-madvise, modern-never) or PROFILE:KEY=VALUE,...",
+     "emulated kernel THP/compaction policy", 0, 0, NULL, 0},
+    {"THPEMU_POOL", "--pool", "SIZE", UOPT_SIZE, "1G", "a size of at least 8M, e.g. 512M or 4G",
+     "emulated physical memory (the program's managed memory is accounted in it)", 8 << 20,
+     1ULL << 40, NULL, 0},
+    {"THPEMU_STALL_THRESHOLD", "--stall-threshold", "DUR", UOPT_DURATION, "1s",
+     "a duration such as 100ms or 1s",
+     "a fault served slower than this is a stall (counted and reported)", 0, 0, NULL, 0},
+    {"THPEMU_ALLOCATOR", "--allocator", "A", UOPT_ENUM, "jemalloc", "jemalloc or none",
+     "allocator `thpemu run` preloads after the library (glibc malloc never reaches mmap)", 0, 0,
+     alloc_words, UOPT_LAUNCHER},
+    {"THPEMU_HANDLERS", "--handlers", "N", UOPT_UINT, "auto", "auto or 1..64",
+     "fault handler threads (auto: CPUs + 2, at least 3, at most 16)", 1, UFFD_MAX_HANDLERS,
+     auto_words, 0},
+    {"THPEMU_MIN_REGION", "--min-region", "SIZE", UOPT_SIZE, "256K",
+     "a size of at least 4K, e.g. 64K or 2M",
+     "smallest private anonymous mapping managed (below 2M: 4 KiB faults only)", 4096, 1ULL << 40,
+     NULL, 0},
+    {"THPEMU_STAGING", "--staging", "N", UOPT_UINT, "8", "1..64",
+     "prefaulted host THPs kept ready for huge faults", 1, 64, NULL, 0},
+    {"THPEMU_FRAGMENT", "--fragment", "RECIPE", UOPT_RECIPE, "",
+     "a recipe such as thpcompact or pagecache:60%,unmovable:0.5% (see thpemu sim --help)",
+     "initial pool state (fragmentation recipe, core/mm)", 0, 0, NULL, 0},
+    {"THPEMU_SEED", "--seed", "N", UOPT_UINT, "1", "a non-negative integer",
+     "seed of the fragmentation recipe, the device model and the data the dirtier writes", 0,
+     UINT64_MAX, NULL, 0},
+    {"THPEMU_LOG", "--log", "LEVEL", UOPT_ENUM, "warn", "quiet, warn, info or debug",
+     "what the library prints on stderr", 0, 0, log_words, 0},
+    {"THPEMU_HOST_THP", "--host-thp", "BOOL", UOPT_BOOL, "1", "0/1, no/yes, false/true, off/on",
+     "back huge decisions with real host THPs (0: 512 small pages, as on a host without THP)", 0,
+     0, bool_words, 0},
+    {"THPEMU_DISABLE", NULL, "BOOL", UOPT_BOOL, "0", "0/1, no/yes, false/true, off/on",
+     "run the program unmanaged (calls pass straight through)", 0, 0, bool_words, 0},
+    {"THPEMU_REPORT", NULL, "FILE", UOPT_PATH, "", "a file path (%p expands to the pid)",
+     "write this process's JSON report there at exit (without `thpemu run`)", 0, 0, NULL, 0},
+    {"THPEMU_RUN_DIR", NULL, "DIR", UOPT_PATH, "", "a directory",
+     "set by `thpemu run`: each process keeps its live statistics in DIR/PID.stats", 0, 0, NULL,
+     UOPT_INTERNAL},
+    {"THPEMU_DEVICE", "--device", "DEV", UOPT_DEVICE, "",
+     "none, a preset (usb2-stick-2011, sd-class4, ... see thpemu run --help) or a directory, "
+     "each optionally followed by :KEY=VALUE,...",
+     "slow device the page cache writes back to (thpemu run mounts thpemu-fusedev for a "
+     "preset; none: an in-process device model)",
+     0, 0, NULL, UOPT_LAUNCHER},
+    {"THPEMU_DIRTY", "--dirty", "SPEC", UOPT_DIRTY, "",
+     "SIZE or stream, then file=SIZE, rate=RATE, fsync=none|each|end, delete-after, read, "
+     "dirty-ratio=PCT, background-ratio=PCT, start=DUR (see thpemu run --help)",
+     "files a thread of the program's process streams through the emulated page cache (cp "
+     "or rsync to a stick)",
+     0, 0, NULL, 0},
+    {"THPEMU_DEVICE_DIR", NULL, "DIR", UOPT_PATH, "", "a directory",
+     "set by `thpemu run`: where the device of THPEMU_DEVICE is mounted", 0, 0, NULL,
+     UOPT_INTERNAL},
+    {"THPEMU_IO_PID", NULL, "PID", UOPT_UINT, "0", "a process id",
+     "set by `thpemu run` (or the first process): only this process runs the dirtier and "
+     "writeback",
+     0, UINT32_MAX, NULL, UOPT_INTERNAL},
 };
 const unsigned uffd_nopts = sizeof(uffd_opts) / sizeof(uffd_opts[0]);
 
@@ -155,6 +157,8 @@ static int store(const struct uffd_opt *o, const char *name, const char *val, ui
 		cfg->log = (enum uffd_log_level)word;
 	else if (!strcmp(e, "DISABLE"))
 		cfg->disable = word & 1;
+	else if (!strcmp(e, "HOST_THP"))
+		cfg->host_thp = word & 1;
 	else if (!strcmp(e, "FRAGMENT"))
 		return copy_path(cfg->fragment, sizeof(cfg->fragment), o, name, val, err, errlen);
 	else if (!strcmp(e, "REPORT"))
@@ -254,7 +258,8 @@ void uffd_config_defaults(struct uffd_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	for (unsigned i = 0; i < uffd_nopts; i++)
 		if (uffd_opts[i].def[0])
-			uffd_opt_parse(&uffd_opts[i], NULL, uffd_opts[i].def, cfg, err, sizeof(err));
+			uffd_opt_parse(&uffd_opts[i], NULL, uffd_opts[i].def, cfg, err,
+				       sizeof(err));
 }
 
 int uffd_config_from_env(struct uffd_config *cfg, char *err, size_t errlen)
@@ -264,7 +269,8 @@ int uffd_config_from_env(struct uffd_config *cfg, char *err, size_t errlen)
 		const char *v = getenv(uffd_opts[i].env);
 		int rc;
 
-		if (!v || (!v[0] && uffd_opts[i].type != UOPT_RECIPE && uffd_opts[i].type != UOPT_PATH))
+		if (!v ||
+		    (!v[0] && uffd_opts[i].type != UOPT_RECIPE && uffd_opts[i].type != UOPT_PATH))
 			continue;
 		rc = uffd_opt_parse(&uffd_opts[i], NULL, v, cfg, err, errlen);
 		if (rc < 0)

@@ -118,14 +118,14 @@ static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n
 }
 
 const struct mm_env_ops uffd_env_ops = {
-	.now = env_now,
-	.lock = env_lock,
-	.unlock = env_unlock,
-	.wait_writeback = env_wait_writeback,
-	.migrate_anon = env_migrate_anon,
-	.copy_file_page = env_copy_file_page,
-	.clear_huge = env_clear_huge,
-	.alloc_cost = env_alloc_cost,
-	.writeout = env_writeout,
-	.trace = NULL,
+    .now = env_now,
+    .lock = env_lock,
+    .unlock = env_unlock,
+    .wait_writeback = env_wait_writeback,
+    .migrate_anon = env_migrate_anon,
+    .copy_file_page = env_copy_file_page,
+    .clear_huge = env_clear_huge,
+    .alloc_cost = env_alloc_cost,
+    .writeout = env_writeout,
+    .trace = NULL,
 };

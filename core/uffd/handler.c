@@ -17,6 +17,7 @@
 #include "uffd/uffd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "uffd/sys.h"
@@ -26,13 +27,13 @@ struct fault_ctx {
 	struct uffd_worker *w;
 	struct uffd_live *lv;
 	struct uffd_region *r;
-	uintptr_t addr;          /* page address */
-	uint32_t p, e;           /* page and extent index */
+	uintptr_t addr; /* page address */
+	uint32_t p, e;	/* page and extent index */
 	bool write;
 	int tid;
 	uint64_t t_read;
 	struct mm_fault_res res;
-	int real_pmd;            /* huge: 1 PMD-mapped, 0 not, -1 unknown */
+	int real_pmd; /* huge: 1 PMD-mapped, 0 not, -1 unknown */
 };
 
 static void wake_page(struct fault_ctx *fc)
@@ -128,9 +129,9 @@ static void materialise_base(struct fault_ctx *fc, bool in_extent)
 	if (fc->res.outcome == MM_FAULT_NOMEM) {
 		fc->res.pfn = MM_NO_PFN;
 		UFFD_COUNT(fc->lv, nomem_faults);
-		uffd_say_once(fc->lv, 0, "the emulated pool is exhausted: faults are now served "
-				       "outside it (see host.nomem_faults); pool MiB",
-			      fc->lv->cfg.pool_bytes >> 20);
+		uffd_say_once(fc->lv, 0, "the emulated pool (", fc->lv->cfg.pool_bytes >> 20,
+			      " MiB) is exhausted: faults are now served outside it "
+			      "(host.nomem_faults counts them)");
 	}
 	pthread_rwlock_rdlock(&fc->r->busy);
 	rc = base_map_locked(fc, in_extent);
@@ -162,14 +163,18 @@ static int move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, size_t *mo
 }
 
 /* The host refused the huge move (a PTE table already in the extent, VMA flags that differ from
- * the staging area, ...): serve the fault with 4 KiB pages, keeping what the move already mapped,
- * exactly as a THP fault that falls back (busy read lock held). */
-static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, int rc,
-				size_t moved)
+ * the staging area, ...): serve the fault with 4 KiB pages, keeping whatever the move mapped, as
+ * a THP fault that falls back. What is mapped is read from the page tables (mincore), not from
+ * the byte count the move reported: a move can under-report (see migrate.c). Busy read lock
+ * held. */
+static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, int rc, size_t moved)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
+	uintptr_t dst = uffd_ext_addr(r, fc->e);
 	uint32_t p0 = ext_first_page(fc), nmoved = (uint32_t)(moved / UFFD_PAGE_SIZE);
+	unsigned char vec[MM_HPAGE_NR];
+	bool known = sys_call3(SYS_mincore, dst, UFFD_HPAGE_SIZE, vec) == 0;
 	int frc = 0;
 
 	UFFD_COUNT(lv, huge_move_fallbacks);
@@ -180,19 +185,16 @@ static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, i
 	mm_anon_split(lv->mm, head);
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		uint32_t p = p0 + i;
+		bool mapped = known ? (vec[i] & 1) : i < nmoved;
 
-		if (i < nmoved) {
+		if (!mapped && p == fc->p) {
+			frc = fill_page(fc);
+			mapped = frc == 0 || frc == -EEXIST;
+			frc = mapped ? 0 : frc;
+		}
+		if (mapped) {
 			uffd_pfn_set(r, p, head + i);
 			uffd_pstate_set(r, p, UP_PRESENT);
-		} else if (p == fc->p) {
-			frc = fill_page(fc);
-			if (frc == 0 || frc == -EEXIST) {
-				uffd_pfn_set(r, p, head + i);
-				uffd_pstate_set(r, p, UP_PRESENT);
-				frc = 0;
-			} else {
-				mm_anon_free(lv->mm, head + i, 0, fc->w);
-			}
 		} else {
 			mm_anon_free(lv->mm, head + i, 0, fc->w);
 		}
@@ -266,8 +268,8 @@ static void materialise_huge(struct fault_ctx *fc)
 		rc = huge_map_locked(fc, head, slot);
 	pthread_rwlock_unlock(&fc->r->busy);
 	if (rc == 1) {
-		fc->real_pmd = uffd_range_is_pmd(lv->pagemap_fd, uffd_ext_addr(fc->r, fc->e),
-						 UFFD_HPAGE_SIZE);
+		fc->real_pmd =
+		    uffd_range_is_pmd(lv->pagemap_fd, uffd_ext_addr(fc->r, fc->e), UFFD_HPAGE_SIZE);
 		if (fc->real_pmd > 0)
 			UFFD_COUNT(lv, real_pmd_faults);
 		else if (fc->real_pmd == 0)
@@ -285,13 +287,13 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	struct uffd_region *r = fc->r;
 	uint8_t adv = uffd_xadv(r, fc->e);
 	struct mm_fault_req req = {
-		.owner = uffd_cookie(r, fc->p),
-		.extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
-		.advice = (enum mm_vma_advice)(adv & UX_ADV_MASK),
-		/* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
-		.huge_ok = huge_ok && !(adv & UX_ADV_SPLIT) &&
-			   !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED),
-		.write = fc->write,
+	    .owner = uffd_cookie(r, fc->p),
+	    .extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
+	    .advice = (enum mm_vma_advice)(adv & UX_ADV_MASK),
+	    /* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
+	    .huge_ok = huge_ok && !(adv & UX_ADV_SPLIT) &&
+		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED),
+	    .write = fc->write,
 	};
 
 	if (fc->w->slot >= 0) { /* left over from an earlier fault that never used it */
@@ -302,12 +304,61 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		fc->res.outcome = MM_FAULT_NOMEM;
 		fc->res.pfn = MM_NO_PFN;
 	}
+	/* a hook's prelock that mm never consumed would be a contract breach: count it */
 	if (uffd_env_prelock_drop(lv))
-		UFFD_COUNT(lv, uffd_errors); /* a hook's prelock mm never consumed */
+		UFFD_COUNT(lv, uffd_errors);
 	if (!huge_ok && fc->res.outcome == MM_FAULT_HUGE) { /* cannot happen: mm honours huge_ok */
 		mm_anon_free(lv->mm, fc->res.pfn, MM_HPAGE_ORDER, fc->w);
 		fc->res.outcome = MM_FAULT_NOMEM;
 	}
+}
+
+/* The faulting thread's name, read with raw system calls (no stdio on the fault path). */
+static void thread_comm(int tid, char *comm, size_t len)
+{
+	char path[48] = "/proc/self/task/";
+	size_t n = 16;
+	char digits[12];
+	int d = 0, fd;
+	long got;
+
+	do {
+		digits[d++] = (char)('0' + tid % 10);
+		tid /= 10;
+	} while (tid > 0 && d < 11);
+	while (d)
+		path[n++] = digits[--d];
+	memcpy(path + n, "/comm", 6);
+	comm[0] = '\0';
+	fd = (int)sys_call4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	got = sys_read(fd, comm, len - 1);
+	sys_close(fd);
+	if (got <= 0)
+		got = 0;
+	comm[got] = '\0';
+	if (got && comm[got - 1] == '\n')
+		comm[got - 1] = '\0';
+}
+
+/* Keep a stall event in the process's statistics (lock-free slot reservation). */
+static void record_stall(struct fault_ctx *fc, uint64_t lat)
+{
+	struct uffd_stats *st = fc->lv->stats;
+	uint32_t idx = __atomic_fetch_add(&st->nstall_recs, 1, __ATOMIC_RELAXED);
+	struct uffd_stall_rec *sr;
+
+	if (idx >= UFFD_STALL_RECS)
+		return;
+	sr = &st->stall_recs[idx];
+	sr->t_start_ns = fc->t_read;
+	sr->duration_ns = lat;
+	sr->addr = fc->addr;
+	sr->tid = fc->tid;
+	sr->cause = fc->res.rec.cause;
+	thread_comm(fc->tid, sr->comm, sizeof(sr->comm));
+	__atomic_store_n(&sr->ready, 1, __ATOMIC_RELEASE);
 }
 
 static void record(struct fault_ctx *fc)
@@ -321,18 +372,19 @@ static void record(struct fault_ctx *fc)
 	if (lat >= lv->cfg.stall_threshold_ns) {
 		uffd_stat_add(&h->stalls, 1);
 		uffd_stat_add(&h->stall_ns, lat);
+		record_stall(fc, lat);
 	}
 	uffd_stallcap_fault_end(fc->w, &fc->res.rec, lat);
 	if (lv->fault_hook) {
 		struct uffd_fault_event ev = {
-			.addr = fc->addr,
-			.tid = fc->tid,
-			.write = fc->write,
-			.t_read_ns = fc->t_read,
-			.latency_ns = lat,
-			.rec = &fc->res.rec,
-			.real_pmd = fc->real_pmd,
-			.worker = fc->w,
+		    .addr = fc->addr,
+		    .tid = fc->tid,
+		    .write = fc->write,
+		    .t_read_ns = fc->t_read,
+		    .latency_ns = lat,
+		    .rec = &fc->res.rec,
+		    .real_pmd = fc->real_pmd,
+		    .worker = fc->w,
 		};
 
 		lv->fault_hook(lv->fault_hook_arg, &ev);
@@ -412,25 +464,44 @@ static void dispatch(struct fault_ctx *fc)
 	}
 }
 
-void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid,
-		       uint64_t t_read)
+/* No region claims the page. Usually a race with an unmap or a region being moved (let the
+ * kernel re-check); a page that keeps coming back is registered memory we lost track of, and is
+ * given back to the kernel rather than left faulting forever. */
+static void orphan(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+	uintptr_t prev = __atomic_exchange_n(&lv->unknown_addr, fc->addr, __ATOMIC_RELAXED);
+	uint32_t hits = 0;
+
+	if (prev == fc->addr)
+		hits = __atomic_add_fetch(&lv->unknown_hits, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&lv->unknown_hits, 0, __ATOMIC_RELAXED);
+	UFFD_COUNT(lv, dup_messages);
+	if (hits >= 10000) {
+		uffd_io_unregister(lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+		UFFD_COUNT(lv, orphan_pages);
+	}
+	wake_page(fc);
+}
+
+void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read)
 {
 	struct uffd_live *lv = w->lv;
 	struct fault_ctx fc = {
-		.w = w,
-		.lv = lv,
-		.addr = addr & ~(UFFD_PAGE_SIZE - 1),
-		.write = write,
-		.tid = tid,
-		.t_read = t_read,
-		.real_pmd = -1,
+	    .w = w,
+	    .lv = lv,
+	    .addr = addr & ~(UFFD_PAGE_SIZE - 1),
+	    .write = write,
+	    .tid = tid,
+	    .t_read = t_read,
+	    .real_pmd = -1,
 	};
 
 	UFFD_COUNT(lv, messages);
 	fc.r = uffd_region_get(&lv->table, fc.addr);
-	if (!fc.r) { /* raced with an unmap or a failed region: let the kernel re-check */
-		UFFD_COUNT(lv, dup_messages);
-		wake_page(&fc);
+	if (!fc.r) {
+		orphan(&fc);
 		return;
 	}
 	fc.p = uffd_page_of(fc.r, fc.addr);

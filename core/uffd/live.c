@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -29,11 +30,6 @@
 #define BG_PERIOD_NS (100 * 1000000ULL) /* background tick and stats snapshot period */
 
 __thread int uffd_tls_passthrough __attribute__((tls_model("initial-exec")));
-
-/* core/mm's background work and recipes arrive with its second milestone; until then the live
- * emulator runs without them (weak references resolve to NULL). */
-#pragma weak mm_background
-#pragma weak mm_fragment
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
@@ -72,7 +68,7 @@ void uffd_note(struct uffd_live *lv, const char *msg)
 	pthread_mutex_unlock(&lv->snap_lock);
 }
 
-void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num)
+void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail)
 {
 	char buf[320];
 	size_t n = 0;
@@ -80,8 +76,8 @@ void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num)
 	if (__atomic_fetch_or(&lv->said, 1 << bit, __ATOMIC_RELAXED) & (1 << bit))
 		return;
 	n = put_str(buf, n, sizeof(buf), msg);
-	n = put_str(buf, n, sizeof(buf), " ");
 	n = put_u64(buf, n, sizeof(buf), num);
+	n = put_str(buf, n, sizeof(buf), tail);
 	uffd_note(lv, buf);
 	if (lv->cfg.log == UFFD_LOG_QUIET)
 		return;
@@ -110,12 +106,13 @@ static void *handler_main(void *arg)
 			continue;
 		if (pfd[1].revents)
 			break;
+		__atomic_store_n(&w->busy, 1, __ATOMIC_SEQ_CST);
 		n = sys_read(lv->uffd, &msg, sizeof(msg));
-		if (n != sizeof(msg) || msg.event != UFFD_EVENT_PAGEFAULT)
-			continue; /* -EAGAIN: another handler took it */
-		uffd_handle_fault(w, (uintptr_t)msg.arg.pagefault.address,
-				  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
-				  (int)msg.arg.pagefault.feat.ptid, clock_now_ns());
+		if (n == sizeof(msg) && msg.event == UFFD_EVENT_PAGEFAULT) /* else -EAGAIN: taken */
+			uffd_handle_fault(w, (uintptr_t)msg.arg.pagefault.address,
+					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
+					  (int)msg.arg.pagefault.feat.ptid, clock_now_ns());
+		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -138,7 +135,7 @@ static void *background_main(void *arg)
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
 	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
-		uint64_t wait = mm_background ? mm_background(lv->mm, w) : UINT64_MAX, now;
+		uint64_t wait = mm_background(lv->mm, w), now;
 
 		if (uffd_env_prelock_drop(lv))
 			UFFD_COUNT(lv, uffd_errors);
@@ -242,7 +239,8 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 			lv->stats_fd = -1;
 			return -EIO;
 		}
-		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, lv->stats_fd, 0);
+		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, lv->stats_fd,
+			     0);
 	} else {
 		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -303,6 +301,13 @@ void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out)
 	obs_faults_init(&out->faults);
 	obs_faults_merge(&out->faults, &lv->stats->faults);
 	io_stats_copy(&out->io, &lv->stats->io);
+	out->nstall_recs = 0;
+	for (uint32_t i = 0; i < UFFD_STALL_RECS; i++) {
+		const struct uffd_stall_rec *sr = &lv->stats->stall_recs[i];
+
+		if (__atomic_load_n(&sr->ready, __ATOMIC_ACQUIRE))
+			out->stall_recs[out->nstall_recs++] = *sr; /* published: complete */
+	}
 }
 
 /* ---- create / destroy ------------------------------------------------------------------------ */
@@ -330,7 +335,7 @@ static int scratch_init(struct uffd_live *lv)
 		return rc;
 	for (unsigned i = 0; i < n; i++)
 		lv->workers[i].scratch =
-			lv->scratch_area + (size_t)i * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
+		    lv->scratch_area + (size_t)i * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
 	return 0;
 }
 
@@ -344,10 +349,6 @@ static int pool_init(struct uffd_live *lv, char *err, size_t errlen)
 	rc = mm_create(&mc, &lv->env, &lv->mm, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (lv->cfg.fragment[0] && !mm_fragment) {
-		snprintf(err, errlen, "THPEMU_FRAGMENT: this build has no fragmentation recipes");
-		return -EINVAL;
-	}
 	if (lv->cfg.fragment[0]) {
 		rc = mm_fragment(lv->mm, lv->cfg.fragment, lv->cfg.seed, err, errlen,
 				 &lv->workers[lv->nworkers]);
@@ -401,7 +402,7 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 		rc = uffd_table_init(&lv->table);
 	if (rc == 0)
 		rc = uffd_staging_init(&lv->staging, cfg->staging, lv->nworkers + 2,
-				       &lv->stats->host, lv->pagemap_fd);
+				       &lv->stats->host, lv->pagemap_fd, cfg->host_thp);
 	if (rc == 0)
 		rc = scratch_init(lv);
 	if (rc == 0 && uffd_stallcap_start(lv) < 0)
@@ -471,6 +472,24 @@ int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
 	return rc;
 }
 
+/* Give handlers serving a fault a moment to record it (a fault is recorded just after the
+ * program was woken, so the program can be exiting already); never wait long: one may be stalled
+ * for seconds in compaction. */
+static void wait_handlers_idle(struct uffd_live *lv, uint64_t max_ns)
+{
+	uint64_t deadline = clock_now_ns() + max_ns;
+
+	for (;;) {
+		bool idle = true;
+
+		for (unsigned i = 0; i < lv->nworkers; i++)
+			idle &= !__atomic_load_n(&lv->workers[i].busy, __ATOMIC_ACQUIRE);
+		if (idle || clock_now_ns() >= deadline)
+			return;
+		sched_yield();
+	}
+}
+
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	char path[600];
@@ -478,6 +497,7 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 
 	if (lv->child)
 		return;
+	wait_handlers_idle(lv, 100 * 1000000ULL);
 	uffd_io_stop(lv); /* the dirtier stops with the program; writes in flight get 1 s */
 	uffd_live_snapshot(lv);
 	if (lv->cfg.run_dir[0])
@@ -493,7 +513,8 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 
 		for (; *s && n + 12 < sizeof(path); s++) {
 			if (s[0] == '%' && s[1] == 'p') {
-				n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)getpid());
+				n += (size_t)snprintf(path + n, sizeof(path) - n, "%d",
+						      (int)getpid());
 				s++;
 			} else {
 				path[n++] = *s;

@@ -174,11 +174,12 @@ void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err)
 	uffd_region_remove(&lv->table, r);
 	uffd_gauge_sub(lv, live * UFFD_PAGE_SIZE);
 	UFFD_COUNT(lv, regions_failed);
-	uffd_say_once(lv, 1, "a userfaultfd operation failed; that mapping now runs unmanaged "
-			     "(see host.uffd_errors); errno", (uint64_t)-err);
+	uffd_say_once(lv, 1, "a userfaultfd operation failed (errno ", (uint64_t)-err,
+		      "): that mapping now runs unmanaged (host.uffd_errors counts them)");
 }
 
-/* ---- mmap -------------------------------------------------------------------------------------- */
+/* ---- mmap --------------------------------------------------------------------------------------
+ */
 
 bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd)
 {
@@ -211,20 +212,22 @@ static void revive_locked(struct uffd_region *r, uint32_t p0, uint32_t p1)
 	}
 }
 
-/* A hole [lo, hi) in a region's span was mapped again: manage it in that region. */
+/* A hole [lo, hi) in a region's span was mapped again: manage it in that region. Returns
+ * -EAGAIN when the span no longer covers the hole (trimmed or removed meanwhile). */
 static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 {
 	struct uffd_region *r = uffd_region_get(&lv->table, lo);
 	uint32_t p0, p1;
-	int rc = -EEXIST;
+	int rc = -EAGAIN;
 
 	if (!r)
-		return -ENOENT;
+		return -EAGAIN;
 	pthread_rwlock_wrlock(&r->busy);
+	if (lo < r->lo || hi > r->hi || r->dead || r->failed)
+		goto unlock;
 	p0 = uffd_page_of(r, lo);
 	p1 = uffd_page_of(r, hi);
-	if (hi > r->hi || r->dead || r->failed)
-		goto unlock;
+	rc = -EEXIST;
 	for (uint32_t p = p0; p < p1; p++)
 		if (UP_STATE(uffd_pstate(r, p)) != UP_GONE)
 			goto unlock;
@@ -245,30 +248,57 @@ unlock:
 	return rc;
 }
 
-/* Manage a fresh mapping [lo, hi): a new region, or a revived hole of an existing one. */
-static int manage_new(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int prot)
+/* A span may still reach over pages that were unmapped while a migration held them (they become
+ * GONE only when the migrator lets go): trim the regions overlapping [lo, hi) again. */
+static void retrim(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_region *rs[MAX_TOUCHED];
+	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
+
+	for (unsigned i = 0; i < n; i++) {
+		pthread_rwlock_wrlock(&rs[i]->busy);
+		if (!rs[i]->dead)
+			uffd_region_trim(&lv->table, rs[i]);
+		pthread_rwlock_unlock(&rs[i]->busy);
+		uffd_region_put(&lv->table, rs[i]);
+	}
+}
+
+static int create_new(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int prot)
 {
 	struct uffd_region *r;
-	int rc;
+	int rc = uffd_region_create(&lv->table, lo, hi, prot, 0, true, &r);
 
-	if (uffd_table_overlaps(&lv->table, lo, hi)) {
-		rc = revive(lv, lo, hi);
-		goto out;
-	}
-	rc = uffd_region_create(&lv->table, lo, hi, prot, 0, true, &r);
 	if (rc < 0)
-		goto out;
+		return rc == -EEXIST ? -EAGAIN : rc;
 	/* MADV_HUGEPAGE on the host so that faults arrive with pmd_none and moves keep the PMD */
 	if (lv->may_huge)
 		sys_madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
 	if (rc < 0) {
 		uffd_region_remove(&lv->table, r);
-		goto out;
+		return rc;
 	}
 	UFFD_COUNT(lv, regions_created);
 	uffd_gauge_add(lv, hi - lo);
-out:
+	return 0;
+}
+
+/* Manage a fresh mapping [lo, hi): a new region, or a revived hole of an existing one. The
+ * kernel may hand out addresses a region's span still covers (a concurrent unmap not finished
+ * with its bookkeeping yet, pages released by a migration): trim and retry. */
+static int manage_new(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int prot)
+{
+	int rc = -EAGAIN;
+
+	for (int tries = 0; tries < 4 && rc == -EAGAIN; tries++) {
+		if (tries)
+			retrim(lv, lo, hi);
+		if (uffd_table_overlaps(&lv->table, lo, hi))
+			rc = revive(lv, lo, hi);
+		else
+			rc = create_new(lv, lo, hi, prot);
+	}
 	if (rc < 0)
 		UFFD_COUNT(lv, unmanaged_maps);
 	return rc;
@@ -302,8 +332,8 @@ static long map_aligned(size_t len, int prot, int flags)
 
 /* munmap semantics for [lo, hi) on every managed region it overlaps (MAP_FIXED, munmap),
  * running `real` (the actual system call) under the regions' locks. */
-long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi,
-			long (*real)(void *arg), void *arg)
+long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (*real)(void *arg),
+			void *arg)
 {
 	struct uffd_region *rs[MAX_TOUCHED];
 	uint64_t gone = 0;
@@ -342,8 +372,7 @@ static long real_mmap(void *arg)
 	return sys_mmap(a->addr, a->len, a->prot, a->flags, a->fd, a->off);
 }
 
-long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
-	       long off)
+long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd, long off)
 {
 	struct mmap_args a = {addr, page_up(len), prot, flags & ~MAP_POPULATE, fd, off};
 	bool eligible = uffd_mmap_eligible(lv, a.len, prot, flags, fd);
@@ -396,10 +425,12 @@ int uffd_munmap(struct uffd_live *lv, void *addr, size_t len)
 
 	if ((uintptr_t)addr & (UFFD_PAGE_SIZE - 1) || !len)
 		return -EINVAL;
-	return (int)uffd_unmap_managed(lv, (uintptr_t)addr, (uintptr_t)addr + a.len, real_munmap, &a);
+	return (int)uffd_unmap_managed(lv, (uintptr_t)addr, (uintptr_t)addr + a.len, real_munmap,
+				       &a);
 }
 
-/* ---- madvise ----------------------------------------------------------------------------------- */
+/* ---- madvise -----------------------------------------------------------------------------------
+ */
 
 static long real_dontneed(void *arg)
 {

@@ -6,6 +6,11 @@
  * a userfault, as it would on a migration entry), its data is copied to a new page and mapped back
  * (UFFDIO_COPY from the scratch page, which wakes the blocked threads).
  *
+ * UFFDIO_MOVE can report an error (EEXIST, with nothing moved) for a page it did move: on this
+ * kernel a move that retried after an internal -EAGAIN keeps the stale error and then trips over
+ * its own destination. So a failed move is checked against the page tables (mincore of both
+ * pages) before anything is concluded: data that reached the scratch page is always copied back.
+ *
  * The page is MIGRATING for the whole operation, and a fault on a MIGRATING page is never
  * answered by the handlers: a zero page there would lose the program's data (the addendum's
  * trap). The region's busy lock is held for reading, so the program's munmap/madvise cannot
@@ -19,14 +24,29 @@
 
 #include "uffd/sys.h"
 
+/* An empty scratch page: the batch is emptied when used up, and a page found mapped anyway is
+ * emptied before use, so that whatever a move leaves there is the program's page. */
 static uint8_t *scratch_page(struct uffd_worker *w)
 {
+	uint8_t *s;
+
 	if (w->scratch_next == UFFD_SCRATCH_PAGES) {
-		/* the copies are done: empty the batch so the next moves find none PTEs */
 		sys_madvise(w->scratch, UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE, MADV_DONTNEED);
 		w->scratch_next = 0;
 	}
-	return w->scratch + (size_t)w->scratch_next++ * UFFD_PAGE_SIZE;
+	s = w->scratch + (size_t)w->scratch_next++ * UFFD_PAGE_SIZE;
+	if (uffd_page_resident((uintptr_t)s) != 0)
+		sys_madvise(s, UFFD_PAGE_SIZE, MADV_DONTNEED);
+	return s;
+}
+
+/* A move from src to dst failed: did it move the page anyway? */
+static bool moved_anyway(struct uffd_live *lv, uintptr_t dst, uintptr_t src)
+{
+	if (uffd_page_resident(dst) != 1 || uffd_page_resident(src) != 0)
+		return false;
+	UFFD_COUNT(lv, move_misreports);
+	return true;
 }
 
 /* PRESENT -> MIGRATING if the page still holds `from`. */
@@ -101,8 +121,10 @@ static int remap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 	struct uffd_live *lv = w->lv;
 	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
 
-	if (uffd_io_move(lv->uffd, addr, (uintptr_t)scratch, UFFD_PAGE_SIZE, 0, NULL) == 0) {
+	if (uffd_io_move(lv->uffd, addr, (uintptr_t)scratch, UFFD_PAGE_SIZE, 0, NULL) == 0 ||
+	    moved_anyway(lv, addr, (uintptr_t)scratch)) {
 		uffd_pstate_set(r, p, UP_PRESENT);
+		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -EAGAIN;
 	}
 	/* only a mapping that vanished behind our back gets here: its data is gone with it */
@@ -137,6 +159,8 @@ static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t
 	scratch = scratch_page(w);
 	rc = uffd_io_move(lv->uffd, (uintptr_t)scratch, addr, UFFD_PAGE_SIZE,
 			  UFFDIO_MOVE_MODE_DONTWAKE, NULL);
+	if (rc < 0 && moved_anyway(lv, (uintptr_t)scratch, addr))
+		rc = 0;
 	if (rc < 0)
 		return unmap_failed(w, r, p, rc);
 	rc = uffd_io_copy(lv->uffd, addr, scratch, UFFD_PAGE_SIZE, true, NULL);

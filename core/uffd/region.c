@@ -380,7 +380,8 @@ void uffd_region_trim(struct uffd_table *t, struct uffd_region *r)
 
 	while (p0 < p1 && UP_STATE(__atomic_load_n(&r->pstate[p0], __ATOMIC_ACQUIRE)) == UP_GONE)
 		p0++;
-	while (p1 > p0 && UP_STATE(__atomic_load_n(&r->pstate[p1 - 1], __ATOMIC_ACQUIRE)) == UP_GONE)
+	while (p1 > p0 &&
+	       UP_STATE(__atomic_load_n(&r->pstate[p1 - 1], __ATOMIC_ACQUIRE)) == UP_GONE)
 		p1--;
 	if (p0 == p1) {
 		uffd_region_remove(t, r);
@@ -405,7 +406,8 @@ void uffd_region_recompute_extents(struct uffd_region *r, uint32_t e0, uint32_t 
 
 			want = UX_EMPTY;
 			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-				if (__atomic_load_n(&r->pstate[p + i], __ATOMIC_ACQUIRE) != UP_EMPTY) {
+				if (__atomic_load_n(&r->pstate[p + i], __ATOMIC_ACQUIRE) !=
+				    UP_EMPTY) {
 					want = UX_SMALL;
 					break;
 				}

@@ -143,8 +143,8 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 static long reserve_phase(size_t len, uintptr_t phase, long *res, size_t *res_len)
 {
 	size_t total = len + UFFD_HPAGE_SIZE;
-	long p = sys_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-			  0);
+	long p =
+	    sys_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	uintptr_t dst;
 
 	if (sys_is_err(p))
@@ -203,8 +203,8 @@ static long remap_region(struct uffd_live *lv, struct uffd_region *r, size_t new
 
 	pthread_rwlock_wrlock(&r->busy);
 	if (newlen <= oldlen && !(flags & MREMAP_FIXED)) { /* shrinks in place */
-		uffd_region_release_pages(lv, r, uffd_page_of(r, o + newlen), uffd_page_of(r, r->hi),
-					  true);
+		uffd_region_release_pages(lv, r, uffd_page_of(r, o + newlen),
+					  uffd_page_of(r, r->hi), true);
 		rc = sys_mremap((void *)o, oldlen, newlen, flags, new_addr);
 		uffd_region_trim(&lv->table, r);
 		if (!sys_is_err(rc))
@@ -266,7 +266,8 @@ long uffd_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, 
 	UFFD_COUNT(lv, mremaps);
 	r = uffd_region_get(&lv->table, o);
 	if (!r)
-		return remap_generic(lv, o, oldlen, newlen, flags, new_addr, PROT_READ | PROT_WRITE);
+		return remap_generic(lv, o, oldlen, newlen, flags, new_addr,
+				     PROT_READ | PROT_WRITE);
 	prot = r->prot;
 	whole = r->lo == o && r->hi == o + oldlen && !(flags & MREMAP_DONTUNMAP) &&
 		!((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, newlen));

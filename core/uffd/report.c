@@ -7,17 +7,18 @@
 
 #include <string.h>
 
+#include "obs/stall.h"
 #include "util/json.h"
 
 const char *const uffd_host_names[] = {
 #define UFFD_X_NAME(name, help) #name,
-	UFFD_HOST_COUNTERS(UFFD_X_NAME)
+    UFFD_HOST_COUNTERS(UFFD_X_NAME)
 #undef UFFD_X_NAME
 };
 
 const char *const uffd_host_help[] = {
 #define UFFD_X_HELP(name, help) help,
-	UFFD_HOST_COUNTERS(UFFD_X_HELP)
+    UFFD_HOST_COUNTERS(UFFD_X_HELP)
 #undef UFFD_X_HELP
 };
 
@@ -41,6 +42,12 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 		dst->vmstat[i] += src->vmstat[i];
 	obs_faults_merge(&dst->faults, &src->faults);
 	io_stats_merge(&dst->io, &src->io);
+	for (uint32_t i = 0; i < src->nstall_recs && i < UFFD_STALL_RECS; i++) {
+		if (dst->nstall_recs >= UFFD_STALL_RECS)
+			break;
+		if (src->stall_recs[i].ready)
+			dst->stall_recs[dst->nstall_recs++] = src->stall_recs[i];
+	}
 	if (!dst->note[0] && src->note[0])
 		memcpy(dst->note, src->note, sizeof(dst->note));
 	if (!dst->policy[0])
@@ -91,8 +98,9 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 	jw_obj_end(w);
 }
 
-/* Stall events as the shared "stalls" section: this process's captured events, the launcher's
- * merge of every process's, or (no capture) the counts alone. */
+/* The shared "stalls" section (obs/stall.h): this process's captured events (stacks), the
+ * launcher's merge of every process's, or, when no process left captured events (it crashed
+ * before its exit hook), the handlers' records grouped by cause with modelled call chains. */
 static void report_stalls(struct json_w *w, const struct uffd_config *cfg,
 			  const struct uffd_stats *st, const struct uffd_program_info *prog)
 {
@@ -102,14 +110,25 @@ static void report_stalls(struct json_w *w, const struct uffd_config *cfg,
 		jw_raw(w, "stalls", prog->stalls_json);
 		return;
 	}
-	jw_obj_begin(w, "stalls");
-	jw_dbl(w, "threshold_ms", (double)cfg->stall_threshold_ns / 1e6, 3);
-	jw_u64(w, "count", st->host.stalls);
-	jw_dbl(w, "total_ms", (double)st->host.stall_ns / 1e6, 3);
-	jw_str(w, "stacks", "none");
-	jw_arr_begin(w, "groups");
-	jw_arr_end(w);
-	jw_obj_end(w);
+	uint32_t n = st->nstall_recs < UFFD_STALL_RECS ? st->nstall_recs : UFFD_STALL_RECS;
+	struct obs_stalls *s;
+
+	if (obs_stalls_create(&s, n ? n : 1, cfg->stall_threshold_ns, OBS_STACKS_MODELLED) < 0) {
+		jw_obj_begin(w, "stalls");
+		jw_u64(w, "count", st->host.stalls);
+		jw_obj_end(w);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct uffd_stall_rec *sr = &st->stall_recs[i];
+
+		if (__atomic_load_n(&sr->ready, __ATOMIC_ACQUIRE))
+			obs_stalls_add_modelled(s, sr->t_start_ns, sr->duration_ns,
+						(enum mm_cause)sr->cause, sr->comm, sr->tid,
+						sr->addr);
+	}
+	obs_report_stalls(w, s);
+	obs_stalls_destroy(s);
 }
 
 static double ms(uint64_t ns)
@@ -239,8 +258,7 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-void uffd_report_summary(FILE *f, const struct uffd_stats *st,
-			 const struct uffd_program_info *prog)
+void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd_program_info *prog)
 {
 	struct obs_hist_summary hs, bs;
 	const struct uffd_host_stats *h = &st->host;
@@ -255,11 +273,13 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st,
 	fprintf(f, "thpemu: %llu faults: huge %llu (%.1f%%), base %llu, outside the pool %llu\n",
 		(unsigned long long)total, (unsigned long long)hs.count, pct(hs.count, total),
 		(unsigned long long)bs.count, (unsigned long long)st->faults.nomem);
-	fprintf(f, "thpemu: service latency us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
-		   "p99 %.1f max %.1f; stalls %llu\n",
+	fprintf(f,
+		"thpemu: service latency us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
+		"p99 %.1f max %.1f; stalls %llu\n",
 		hs.p50, hs.p99, hs.max, bs.p50, bs.p99, bs.max, (unsigned long long)h->stalls);
-	fprintf(f, "thpemu: host: real PMD %llu of %llu huge, %llu anon migrations, %llu staging "
-		   "misses, %llu THP-less chunks, %llu uffd errors\n",
+	fprintf(f,
+		"thpemu: host: real PMD %llu of %llu huge, %llu anon migrations, %llu staging "
+		"misses, %llu THP-less chunks, %llu uffd errors\n",
 		(unsigned long long)h->real_pmd_faults, (unsigned long long)hs.count,
 		(unsigned long long)h->anon_migrations, (unsigned long long)h->staging_misses,
 		(unsigned long long)h->host_thp_unavailable, (unsigned long long)h->uffd_errors);
@@ -277,7 +297,8 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st,
 	if (st->note[0])
 		fprintf(f, "thpemu: note:%s\n", st->note + 1);
 	if (prog->no_clean_exit)
-		fprintf(f, "thpemu: %u process%s ended without running exit handlers (_exit or a "
-			   "crash): their counters are as last updated\n",
+		fprintf(f,
+			"thpemu: %u process%s ended without running exit handlers (_exit or a "
+			"crash): their counters are as last updated\n",
 			prog->no_clean_exit, prog->no_clean_exit == 1 ? "" : "es");
 }

@@ -24,12 +24,12 @@ int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len)
 {
 	struct page_region vec[2];
 	struct pm_scan_arg arg = {
-		.size = sizeof(arg),
-		.start = addr,
-		.end = addr + len,
-		.vec = (uintptr_t)vec,
-		.vec_len = 2,
-		.return_mask = PAGE_IS_HUGE | PAGE_IS_PRESENT,
+	    .size = sizeof(arg),
+	    .start = addr,
+	    .end = addr + len,
+	    .vec = (uintptr_t)vec,
+	    .vec_len = 2,
+	    .return_mask = PAGE_IS_HUGE | PAGE_IS_PRESENT,
 	};
 	int n;
 
@@ -70,7 +70,7 @@ static void refill_kick(struct uffd_staging *s)
 }
 
 int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
-		      struct uffd_host_stats *host, int pagemap_fd)
+		      struct uffd_host_stats *host, int pagemap_fd, bool host_thp)
 {
 	long map;
 	uintptr_t aligned;
@@ -80,7 +80,7 @@ int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
 	s->nslots = s->depth + extra;
 	s->host = host;
 	s->pagemap_fd = pagemap_fd;
-	s->collapse = true;
+	s->collapse = host_thp;
 	s->area_len = (size_t)s->nslots * UFFD_HPAGE_SIZE;
 	s->area_map_len = s->area_len + UFFD_HPAGE_SIZE;
 	map = sys_mmap(NULL, s->area_map_len + UFFD_PAGE_SIZE, PROT_READ | PROT_WRITE,
@@ -90,10 +90,13 @@ int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
 	s->area_map = (void *)map;
 	aligned = ((uintptr_t)map + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1);
 	s->area = (uint8_t *)aligned;
-	/* the per-slot bytes live just after the chunks (at least one spare page is mapped there) */
+	/* the per-slot bytes live just after the chunks (at least one spare page is mapped there)
+	 */
 	s->state = s->area + s->area_len;
 	s->huge = s->state + s->nslots;
-	sys_madvise(s->area, s->area_len, MADV_HUGEPAGE);
+	/* without host THPs (THPEMU_HOST_THP=0) chunks are 512 small pages, as on a host that has
+	 * none to give */
+	sys_madvise(s->area, s->area_len, host_thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	sys_madvise(s->area_map, s->area_map_len + UFFD_PAGE_SIZE, MADV_DONTFORK);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);

@@ -30,7 +30,7 @@
 #define _UFFDIO_MOVE 0x05
 #endif
 #ifndef UFFDIO_MOVE_MODE_DONTWAKE
-#define UFFDIO_MOVE_MODE_DONTWAKE       ((__u64)1 << 0)
+#define UFFDIO_MOVE_MODE_DONTWAKE	 ((__u64)1 << 0)
 #define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
 struct uffdio_move {
 	__u64 dst;
@@ -50,7 +50,7 @@ struct uffdio_move {
 
 #ifndef PAGEMAP_SCAN
 #define PAGE_IS_PRESENT (1 << 3)
-#define PAGE_IS_HUGE    (1 << 6)
+#define PAGE_IS_HUGE	(1 << 6)
 struct page_region {
 	__u64 start;
 	__u64 end;
@@ -102,13 +102,12 @@ static inline long sys_call6(long n, long a1, long a2, long a3, long a4, long a5
 }
 #endif
 
-#define SYS_ARG(x) ((long)(x))
-#define sys_call0(n)          sys_call6(n, 0, 0, 0, 0, 0, 0)
-#define sys_call1(n, a)       sys_call6(n, SYS_ARG(a), 0, 0, 0, 0, 0)
-#define sys_call2(n, a, b)    sys_call6(n, SYS_ARG(a), SYS_ARG(b), 0, 0, 0, 0)
-#define sys_call3(n, a, b, c) sys_call6(n, SYS_ARG(a), SYS_ARG(b), SYS_ARG(c), 0, 0, 0)
-#define sys_call4(n, a, b, c, d) \
-	sys_call6(n, SYS_ARG(a), SYS_ARG(b), SYS_ARG(c), SYS_ARG(d), 0, 0)
+#define SYS_ARG(x)		 ((long)(x))
+#define sys_call0(n)		 sys_call6(n, 0, 0, 0, 0, 0, 0)
+#define sys_call1(n, a)		 sys_call6(n, SYS_ARG(a), 0, 0, 0, 0, 0)
+#define sys_call2(n, a, b)	 sys_call6(n, SYS_ARG(a), SYS_ARG(b), 0, 0, 0, 0)
+#define sys_call3(n, a, b, c)	 sys_call6(n, SYS_ARG(a), SYS_ARG(b), SYS_ARG(c), 0, 0, 0)
+#define sys_call4(n, a, b, c, d) sys_call6(n, SYS_ARG(a), SYS_ARG(b), SYS_ARG(c), SYS_ARG(d), 0, 0)
 
 /* True for a raw result that carries an error (the kernel's IS_ERR_VALUE). */
 static inline int sys_is_err(long r)

@@ -42,8 +42,8 @@
 #include "obs/faults.h"
 #include "obs/stall.h"
 
-#define UFFD_PAGE_SIZE  4096UL
-#define UFFD_HPAGE_SIZE (2UL << 20)
+#define UFFD_PAGE_SIZE	  4096UL
+#define UFFD_HPAGE_SIZE	  (2UL << 20)
 #define UFFD_MAX_HANDLERS 64
 
 /* ---- configuration: the THPEMU_* table ------------------------------------------------------- */
@@ -52,28 +52,29 @@ enum uffd_log_level { UFFD_LOG_QUIET, UFFD_LOG_WARN, UFFD_LOG_INFO, UFFD_LOG_DEB
 enum uffd_allocator { UFFD_ALLOC_JEMALLOC, UFFD_ALLOC_NONE };
 
 struct uffd_config {
-	bool disable;                 /* THPEMU_DISABLE: run the program unmanaged */
-	char policy_spec[160];        /* as given (validated by mm_policy_parse) */
-	struct mm_policy policy;      /* parsed */
-	uint64_t pool_bytes;          /* emulated physical memory */
-	uint64_t stall_threshold_ns;  /* a fault served slower than this is a stall event */
-	enum uffd_allocator allocator;/* what `thpemu run` preloads (recorded in the report) */
-	unsigned handlers;            /* handler threads; 0 = auto (uffd_handlers_auto()) */
-	uint64_t min_region;          /* smallest mapping managed */
-	unsigned staging;             /* prefaulted host THPs kept ready */
-	char fragment[256];           /* mm_fragment recipe applied at start ("" = none) */
-	uint64_t seed;                /* recipe seed */
+	bool disable;		       /* THPEMU_DISABLE: run the program unmanaged */
+	bool host_thp;		       /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
+	char policy_spec[160];	       /* as given (validated by mm_policy_parse) */
+	struct mm_policy policy;       /* parsed */
+	uint64_t pool_bytes;	       /* emulated physical memory */
+	uint64_t stall_threshold_ns;   /* a fault served slower than this is a stall event */
+	enum uffd_allocator allocator; /* what `thpemu run` preloads (recorded in the report) */
+	unsigned handlers;	       /* handler threads; 0 = auto (uffd_handlers_auto()) */
+	uint64_t min_region;	       /* smallest mapping managed */
+	unsigned staging;	       /* prefaulted host THPs kept ready */
+	char fragment[256];	       /* mm_fragment recipe applied at start ("" = none) */
+	uint64_t seed;		       /* recipe seed */
 	enum uffd_log_level log;
-	char report[512];             /* THPEMU_REPORT: per-process JSON written at exit ("" = none);
-				       * "%p" expands to the pid */
-	char run_dir[512];            /* THPEMU_RUN_DIR: set by `thpemu run`: stats files go there */
+	char report[512];  /* THPEMU_REPORT: per-process JSON written at exit ("" = none);
+			    * "%p" expands to the pid */
+	char run_dir[512]; /* THPEMU_RUN_DIR: set by `thpemu run`: stats files go there */
 	/* io (core/io): the slow device and the dirtier, in the top-level process only */
-	char device_spec[256];        /* THPEMU_DEVICE as given ("" = none configured) */
+	char device_spec[256];	      /* THPEMU_DEVICE as given ("" = none configured) */
 	struct io_device_spec device; /* parsed */
-	char dirty_spec[256];         /* THPEMU_DIRTY as given ("" = no dirtier) */
+	char dirty_spec[256];	      /* THPEMU_DIRTY as given ("" = no dirtier) */
 	struct io_dirty_spec dirty;   /* parsed */
-	char device_dir[512];         /* THPEMU_DEVICE_DIR: set by `thpemu run`: the mounted device */
-	uint64_t io_pid;              /* THPEMU_IO_PID: the process that runs io (0 = this one) */
+	char device_dir[512];	      /* THPEMU_DEVICE_DIR: set by `thpemu run`: the mounted device */
+	uint64_t io_pid;	      /* THPEMU_IO_PID: the process that runs io (0 = this one) */
 };
 
 enum uffd_opt_type {
@@ -94,14 +95,14 @@ enum uffd_opt_type {
 
 /* One THPEMU_* variable: its `thpemu run` option, type, default and help. */
 struct uffd_opt {
-	const char *env;       /* "THPEMU_POLICY" */
-	const char *cli;       /* "--policy", or NULL when `thpemu run` has no such option */
-	const char *metavar;   /* "P" */
+	const char *env;     /* "THPEMU_POLICY" */
+	const char *cli;     /* "--policy", or NULL when `thpemu run` has no such option */
+	const char *metavar; /* "P" */
 	enum uffd_opt_type type;
-	const char *def;       /* default, as text ("" for none) */
-	const char *accepted;  /* what is accepted, for one-line errors */
+	const char *def;      /* default, as text ("" for none) */
+	const char *accepted; /* what is accepted, for one-line errors */
 	const char *help;
-	uint64_t min, max;     /* UOPT_UINT bounds */
+	uint64_t min, max;	    /* UOPT_UINT bounds */
 	const char *const *choices; /* UOPT_ENUM / UOPT_BOOL words, NULL-terminated */
 	unsigned flags;
 };
@@ -125,36 +126,38 @@ unsigned uffd_handlers_auto(void);
 /* ---- statistics shared with `thpemu run` ---------------------------------------------------- */
 
 /* Host-side counters: what the real machine did for the emulated decisions. */
-#define UFFD_HOST_COUNTERS(X)                                                                   \
-	X(messages, "fault messages read from the userfaultfd")                                 \
-	X(dup_messages, "messages for a page already owned or present (duplicates, storms)")    \
-	X(migrating_waits, "faults on a page mid-migration, left for the migrator to wake")     \
-	X(real_pmd_faults, "huge decisions that ended PMD-mapped on the host (PAGEMAP_SCAN)")   \
-	X(huge_not_pmd, "huge decisions that ended 4 KiB-mapped on the host")                   \
-	X(huge_unverified, "huge decisions whose host mapping could not be checked")            \
-	X(huge_move_fallbacks, "huge decisions the host refused (served as 4 KiB instead)")    \
-	X(staging_refills, "2 MiB staging chunks prefaulted by the refill thread")              \
-	X(staging_misses, "huge faults that found no ready staging chunk")                      \
-	X(host_thp_unavailable, "staging chunks the host backed with 4 KiB pages")              \
-	X(anon_migrations, "program pages really migrated (unmap, copy, remap)")                \
-	X(anon_migrate_busy, "migrations refused: page busy, shared or not movable")            \
-	X(nomem_faults, "faults served outside the exhausted pool")                             \
-	X(eexist, "benign EEXIST races")                                                        \
-	X(uffd_errors, "unexpected userfaultfd errors (the region falls back to unmanaged)")   \
-	X(regions_failed, "regions given back to the kernel after an error")                    \
-	X(regions_created, "mappings managed")                                                  \
-	X(regions_adopted, "mappings made before initialisation and managed afterwards")        \
-	X(bytes_managed, "bytes under management now")                                          \
-	X(bytes_managed_peak, "peak bytes under management")                                    \
-	X(unmanaged_maps, "eligible mappings left unmanaged (table full, register failed)")     \
-	X(reentrant_calls, "interposed calls passed through while the emulator was busy")       \
-	X(fixed_over_managed, "MAP_FIXED mappings replacing managed memory")                    \
-	X(mremaps, "mremap calls on managed memory")                                            \
-	X(mremap_unmanaged, "mremap calls whose result was left unmanaged")                     \
-	X(pages_freed, "pages returned by munmap / MADV_DONTNEED / MADV_FREE")                  \
-	X(huge_splits, "huge extents split by a partial free")                                  \
-	X(stalls, "faults slower than the stall threshold")                                     \
-	X(stall_ns, "total service time of those faults (ns)")                                  \
+#define UFFD_HOST_COUNTERS(X)                                                                      \
+	X(messages, "fault messages read from the userfaultfd")                                    \
+	X(dup_messages, "messages for a page already owned or present (duplicates, storms)")       \
+	X(migrating_waits, "faults on a page mid-migration, left for the migrator to wake")        \
+	X(real_pmd_faults, "huge decisions that ended PMD-mapped on the host (PAGEMAP_SCAN)")      \
+	X(huge_not_pmd, "huge decisions that ended 4 KiB-mapped on the host")                      \
+	X(huge_unverified, "huge decisions whose host mapping could not be checked")               \
+	X(huge_move_fallbacks, "huge decisions the host refused (served as 4 KiB instead)")        \
+	X(staging_refills, "2 MiB staging chunks prefaulted by the refill thread")                 \
+	X(staging_misses, "huge faults that found no ready staging chunk")                         \
+	X(host_thp_unavailable, "staging chunks the host backed with 4 KiB pages")                 \
+	X(anon_migrations, "program pages really migrated (unmap, copy, remap)")                   \
+	X(anon_migrate_busy, "migrations refused: page busy, shared or not movable")               \
+	X(move_misreports, "UFFDIO_MOVEs that moved the page but reported an error (recovered)")   \
+	X(nomem_faults, "faults served outside the exhausted pool")                                \
+	X(eexist, "benign EEXIST races")                                                           \
+	X(uffd_errors, "unexpected userfaultfd errors (the region falls back to unmanaged)")       \
+	X(regions_failed, "regions given back to the kernel after an error")                       \
+	X(regions_created, "mappings managed")                                                     \
+	X(regions_adopted, "mappings made before initialisation and managed afterwards")           \
+	X(bytes_managed, "bytes under management now")                                             \
+	X(bytes_managed_peak, "peak bytes under management")                                       \
+	X(unmanaged_maps, "eligible mappings left unmanaged (table full, register failed)")        \
+	X(orphan_pages, "registered pages no region knew, given back to the kernel")               \
+	X(reentrant_calls, "interposed calls passed through while the emulator was busy")          \
+	X(fixed_over_managed, "MAP_FIXED mappings replacing managed memory")                       \
+	X(mremaps, "mremap calls on managed memory")                                               \
+	X(mremap_unmanaged, "mremap calls whose result was left unmanaged")                        \
+	X(pages_freed, "pages returned by munmap / MADV_DONTNEED / MADV_FREE")                     \
+	X(huge_splits, "huge extents split by a partial free")                                     \
+	X(stalls, "faults slower than the stall threshold")                                        \
+	X(stall_ns, "total service time of those faults (ns)")                                     \
 	X(latency_max_ns, "longest fault service time (ns)")
 
 struct uffd_host_stats {
@@ -167,7 +170,20 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 2
+#define UFFD_STATS_VERSION 3
+#define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
+
+/* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
+ * go to a file at exit; these records stand in when a process never got there. */
+struct uffd_stall_rec {
+	uint64_t t_start_ns;  /* message read, CLOCK_MONOTONIC */
+	uint64_t duration_ns; /* service time */
+	uint64_t addr;	      /* faulting address */
+	int32_t tid;	      /* faulting thread */
+	uint8_t cause;	      /* enum mm_cause: the largest contributor */
+	uint8_t ready;	      /* published (release store) once the record is complete */
+	char comm[16];	      /* faulting thread's name */
+};
 
 enum uffd_proc_state {
 	UFFD_PROC_RUNNING,   /* managed, not yet at exit (or it died without running destructors) */
@@ -180,21 +196,24 @@ enum uffd_proc_state {
 struct uffd_stats {
 	uint64_t magic;
 	uint32_t version;
-	uint32_t size;         /* sizeof(struct uffd_stats) of the writer */
+	uint32_t size; /* sizeof(struct uffd_stats) of the writer */
 	int32_t pid, ppid;
-	uint32_t state;        /* enum uffd_proc_state */
+	uint32_t state; /* enum uffd_proc_state */
 	uint32_t handlers;
 	uint64_t start_mono_ns, last_update_mono_ns;
 	uint64_t pool_bytes;
 	char exe[256];
-	char cmdline[1024];    /* argv joined by spaces, truncated */
-	char policy[160];      /* canonical spec (mm_policy_format) */
-	char note[256];        /* first warning (why unmanaged, pool exhausted, ...) */
-	uint64_t vmstat[MM_STAT_NR]; /* snapshot of mm's counters (refreshed periodically, at exit) */
-	struct mm_counts counts;     /* pool occupancy at the last snapshot */
+	char cmdline[1024]; /* argv joined by spaces, truncated */
+	char policy[160];   /* canonical spec (mm_policy_format) */
+	char note[256];	    /* first warning (why unmanaged, pool exhausted, ...) */
+	uint64_t
+	    vmstat[MM_STAT_NR];	 /* snapshot of mm's counters (refreshed periodically, at exit) */
+	struct mm_counts counts; /* pool occupancy at the last snapshot */
 	struct uffd_host_stats host;
-	struct obs_faults faults;    /* per-fault latency histograms */
-	struct io_stats io;          /* the writeback engine and dirtier (core/io), if running */
+	struct obs_faults faults; /* per-fault latency histograms */
+	uint32_t nstall_recs;	  /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
+	struct uffd_stall_rec stall_recs[UFFD_STALL_RECS];
+	struct io_stats io;	  /* the writeback engine and dirtier (core/io), if running */
 };
 
 static inline void uffd_stat_add(uint64_t *c, uint64_t n)
@@ -205,8 +224,8 @@ static inline void uffd_stat_max(uint64_t *c, uint64_t v)
 {
 	uint64_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
 
-	while (v > cur && !__atomic_compare_exchange_n(c, &cur, v, true, __ATOMIC_RELAXED,
-						       __ATOMIC_RELAXED))
+	while (v > cur &&
+	       !__atomic_compare_exchange_n(c, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }
 #define UFFD_COUNT(lv, name) uffd_stat_add(&(lv)->stats->host.name, 1)
@@ -217,16 +236,16 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src);
 /* ---- report -------------------------------------------------------------------------------- */
 
 struct uffd_program_info {
-	char *const *argv;     /* NULL-terminated, or NULL */
-	struct obs_stalls *stalls;  /* this process's stall events (per-process report), or NULL */
+	char *const *argv;	    /* NULL-terminated, or NULL */
+	struct obs_stalls *stalls;  /* this process's captured stall events, or NULL */
 	const char *stalls_json;    /* or the merged "stalls" object as JSON text (thpemu run) */
 	const char *device_json;    /* the launcher's device facts as a JSON object, or NULL */
-	const char *cmdline;   /* used when argv is NULL */
-	int exit_status;       /* -1 when unknown (still running at report time) */
+	const char *cmdline;	    /* used when argv is NULL */
+	int exit_status;	    /* -1 when unknown (still running at report time) */
 	double wall_s;
-	unsigned processes;    /* managed processes merged */
-	unsigned unmanaged;    /* processes that ran unmanaged */
-	unsigned no_clean_exit;/* processes whose exit hook never ran (_exit, crash) */
+	unsigned processes;	/* managed processes merged */
+	unsigned unmanaged;	/* processes that ran unmanaged */
+	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */
 };
 
 /* Write the run report (JSON, keys shared with `thpemu sim` through obs/faults.h). */
@@ -245,9 +264,9 @@ enum uffd_page_state {
 	UP_MIGRATING, /* compaction is moving it: faults wait for the migrator's copy */
 	UP_GONE,      /* not (any more) a live managed page: unmapped hole */
 };
-#define UP_STATE(s)    ((s) & 0x0f)
-#define UP_F_FREED     0x10 /* freed while a handler owned it: the owner finalises */
-#define UP_F_UNMAPPED  0x20 /* ... and unmapped (finalise to GONE, not EMPTY) */
+#define UP_STATE(s)   ((s)&0x0f)
+#define UP_F_FREED    0x10 /* freed while a handler owned it: the owner finalises */
+#define UP_F_UNMAPPED 0x20 /* ... and unmapped (finalise to GONE, not EMPTY) */
 
 enum uffd_ext_state {
 	UX_EMPTY = 0, /* all pages EMPTY, extent wholly inside the span: a huge candidate */
@@ -255,31 +274,32 @@ enum uffd_ext_state {
 	UX_HUGE,      /* one emulated huge extent; pfn[] = head + i */
 	UX_SMALL,     /* per-page states rule (base decision, split, partial extent) */
 };
-#define UX_STATE(s)     ((s) & 0x0f)
-#define UX_F_DISTURBED  0x10 /* freed or unmapped (in part) while FILLING: the owner aborts */
-#define UX_ADV_MASK     0x03 /* xadv: enum mm_vma_advice */
-#define UX_ADV_SPLIT    0x80 /* xadv: the program's advice covers part of the extent only (two
-			      * VMAs in the kernel): never huge */
+#define UX_STATE(s)    ((s)&0x0f)
+#define UX_F_DISTURBED 0x10 /* freed or unmapped (in part) while FILLING: the owner aborts */
+#define UX_ADV_MASK    0x03 /* xadv: enum mm_vma_advice */
+#define UX_ADV_SPLIT                                                                               \
+	0x80 /* xadv: the program's advice covers part of the extent only (two                     \
+	      * VMAs in the kernel): never huge */
 
 struct uffd_region {
-	uintptr_t base;        /* address of metadata page 0 (page aligned) */
-	uintptr_t ext_base;    /* base rounded down to 2 MiB: extent 0 starts here */
-	uintptr_t lo, hi;      /* live span, within [base, base + npages * 4K) */
+	uintptr_t base;	    /* address of metadata page 0 (page aligned) */
+	uintptr_t ext_base; /* base rounded down to 2 MiB: extent 0 starts here */
+	uintptr_t lo, hi;   /* live span, within [base, base + npages * 4K) */
 	uint32_t npages;
 	uint32_t nexts;
-	uint32_t cid;          /* cookie id: owner cookies are cid << 32 | page index */
+	uint32_t cid; /* cookie id: owner cookies are cid << 32 | page index */
 	int prot;
-	int refs;              /* atomic; the table holds one while the region is live */
-	uint8_t dead;          /* removed from the table (unmapped, transferred or failed) */
-	uint8_t failed;        /* an ioctl error gave the region back to the kernel */
+	int refs;	       /* atomic; the table holds one while the region is live */
+	uint8_t dead;	       /* removed from the table (unmapped, transferred or failed) */
+	uint8_t failed;	       /* an ioctl error gave the region back to the kernel */
 	uint8_t no_huge_move;  /* the host refused huge moves here (VMA mismatch): 4 KiB only */
 	pthread_rwlock_t busy; /* read: a handler materialising or migrating; write: the program
 				* changing the mapping (munmap, madvise, mremap, MAP_FIXED) */
 	uint8_t *pstate;       /* per page: enum uffd_page_state | UP_F_* */
-	uint32_t *pfn;         /* per page: emulated frame, MM_NO_PFN if none/unaccounted */
+	uint32_t *pfn;	       /* per page: emulated frame, MM_NO_PFN if none/unaccounted */
 	uint8_t *xstate;       /* per extent: enum uffd_ext_state | UX_F_* */
-	uint8_t *xadv;         /* per extent: enum mm_vma_advice */
-	void *meta;            /* one private mapping holding the four arrays */
+	uint8_t *xadv;	       /* per extent: enum mm_vma_advice */
+	void *meta;	       /* one private mapping holding the four arrays */
 	size_t meta_len;
 };
 
@@ -288,18 +308,18 @@ struct uffd_region {
 /* Cookie ids have their own slots so that a region transferred by mremap keeps the cookies mm
  * already stores for its frames. */
 struct uffd_cid_slot {
-	uint16_t gen;          /* bumped on free; part of the cid (never 0) */
+	uint16_t gen;	       /* bumped on free; part of the cid (never 0) */
 	struct uffd_region *r; /* current holder, NULL when free */
 };
 
 struct uffd_table {
-	pthread_rwlock_t lock;        /* protects the sorted array and both slot tables */
-	struct uffd_region **sorted;  /* live regions ordered by lo */
+	pthread_rwlock_t lock;	     /* protects the sorted array and both slot tables */
+	struct uffd_region **sorted; /* live regions ordered by lo */
 	unsigned n;
-	struct uffd_region *slots;    /* UFFD_REGION_SLOTS region structs */
-	uint8_t *used;                /* per region slot */
-	struct uffd_cid_slot *cids;   /* UFFD_REGION_SLOTS cookie ids */
-	unsigned hint, cid_hint;      /* next slots to try */
+	struct uffd_region *slots;  /* UFFD_REGION_SLOTS region structs */
+	uint8_t *used;		    /* per region slot */
+	struct uffd_cid_slot *cids; /* UFFD_REGION_SLOTS cookie ids */
+	unsigned hint, cid_hint;    /* next slots to try */
 };
 
 static inline uint64_t uffd_cookie(const struct uffd_region *r, uint32_t page)
@@ -401,26 +421,26 @@ bool uffd_ext_inside(const struct uffd_region *r, uint32_t e);
 enum uffd_slot_state { US_FREE, US_READY, US_TAKEN, US_FILLING };
 
 struct uffd_staging {
-	uint8_t *area;            /* nslots * 2 MiB, 2 MiB aligned, MADV_HUGEPAGE | MADV_DONTFORK */
+	uint8_t *area; /* nslots * 2 MiB, 2 MiB aligned, MADV_HUGEPAGE | MADV_DONTFORK */
 	size_t area_len;
-	void *area_map;           /* the mapping as made (area is aligned inside it) */
+	void *area_map; /* the mapping as made (area is aligned inside it) */
 	size_t area_map_len;
 	unsigned nslots;
-	unsigned depth;           /* READY chunks the refill thread keeps */
-	uint8_t *state;           /* per slot, enum uffd_slot_state (atomic) */
-	uint8_t *huge;            /* per slot: the host gave a PMD-mapped THP */
-	pthread_mutex_t lock;     /* refill thread sleep/wake */
+	unsigned depth;	      /* READY chunks the refill thread keeps */
+	uint8_t *state;	      /* per slot, enum uffd_slot_state (atomic) */
+	uint8_t *huge;	      /* per slot: the host gave a PMD-mapped THP */
+	pthread_mutex_t lock; /* refill thread sleep/wake */
 	pthread_cond_t cond;
 	bool stop;
 	bool started;
 	pthread_t thread;
 	struct uffd_host_stats *host; /* counters (the process's stats) */
-	int pagemap_fd;           /* /proc/self/pagemap, for PAGEMAP_SCAN checks */
-	bool collapse;            /* try MADV_COLLAPSE when a populated chunk is not a THP */
+	int pagemap_fd;		      /* /proc/self/pagemap, for PAGEMAP_SCAN checks */
+	bool collapse;		      /* try MADV_COLLAPSE when a populated chunk is not a THP */
 };
 
 int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
-		      struct uffd_host_stats *host, int pagemap_fd);
+		      struct uffd_host_stats *host, int pagemap_fd, bool host_thp);
 int uffd_staging_start(struct uffd_staging *s); /* the refill thread */
 void uffd_staging_destroy(struct uffd_staging *s);
 /* Take a chunk (ready, else populate one now). Returns the slot index or -errno. */
@@ -451,10 +471,11 @@ struct uffd_worker {
 	int tid;
 	pthread_t thread;
 	bool started;
-	int slot;              /* staging slot taken by clear_huge for the fault in progress */
+	int slot;	       /* staging slot taken by clear_huge for the fault in progress */
 	uint8_t *scratch;      /* UFFD_SCRATCH_PAGES registered pages for migration */
 	unsigned scratch_next; /* next unused scratch page (DONTNEEDed in batches) */
 	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
+	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
 	uint64_t fault_t0;     /* when its message was read */
 };
@@ -463,12 +484,12 @@ struct uffd_worker {
 /* What a per-fault hook sees (issue 6 traces, issue 5 stall capture). */
 struct uffd_fault_event {
 	uintptr_t addr;
-	int tid;                  /* faulting thread (UFFD_FEATURE_THREAD_ID) */
+	int tid; /* faulting thread (UFFD_FEATURE_THREAD_ID) */
 	bool write;
-	uint64_t t_read_ns;       /* message read (CLOCK_MONOTONIC) */
-	uint64_t latency_ns;      /* read to wake-up */
+	uint64_t t_read_ns;		/* message read (CLOCK_MONOTONIC) */
+	uint64_t latency_ns;		/* read to wake-up */
 	const struct mm_fault_rec *rec; /* mm's record (outcome, steps, cause) */
-	int real_pmd;             /* huge: 1 PMD-mapped, 0 not, -1 unknown; base: -1 */
+	int real_pmd;			/* huge: 1 PMD-mapped, 0 not, -1 unknown; base: -1 */
 	const struct uffd_worker *worker;
 };
 typedef void (*uffd_fault_hook_fn)(void *arg, const struct uffd_fault_event *ev);
@@ -479,30 +500,32 @@ typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint3
 struct uffd_live {
 	struct uffd_config cfg;
 	int uffd;
-	int stop_fd;                 /* eventfd: handlers exit when it becomes readable */
-	uint64_t features;           /* granted by UFFDIO_API */
+	int stop_fd;	   /* eventfd: handlers exit when it becomes readable */
+	uint64_t features; /* granted by UFFDIO_API */
 	struct mm *mm;
 	struct mm_env env;
 	pthread_mutex_t mm_lock;
-	struct waitq wbq;            /* writeback waits (wait_writeback hook; io wakes it) */
-	int pagemap_fd;              /* /proc/self/pagemap for PAGEMAP_SCAN */
+	struct waitq wbq; /* writeback waits (wait_writeback hook; io wakes it) */
+	int pagemap_fd;	  /* /proc/self/pagemap for PAGEMAP_SCAN */
 	struct uffd_table table;
 	struct uffd_staging staging;
-	unsigned nworkers;           /* handlers; worker[nworkers] is the background thread */
+	unsigned nworkers; /* handlers; worker[nworkers] is the background thread */
 	struct uffd_worker workers[UFFD_MAX_HANDLERS + 1];
-	uint8_t *scratch_area;       /* registered, DONTFORK, (nworkers + 1) * UFFD_SCRATCH_PAGES */
+	uint8_t *scratch_area; /* registered, DONTFORK, (nworkers + 1) * UFFD_SCRATCH_PAGES */
 	size_t scratch_len;
-	void *zero_page;             /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
-	struct uffd_stats *stats;    /* shared file (run dir) or private */
-	pthread_mutex_t snap_lock;   /* the stats' non-atomic parts: snapshot, note, state */
+	void *zero_page;	   /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
+	struct uffd_stats *stats;  /* shared file (run dir) or private */
+	pthread_mutex_t snap_lock; /* the stats' non-atomic parts: snapshot, note, state */
 	size_t stats_len;
 	int stats_fd;
-	bool may_huge;               /* the policy can ever decide huge: regions get MADV_HUGEPAGE */
-	bool child;                  /* a fork child: everything passes through */
+	bool may_huge; /* the policy can ever decide huge: regions get MADV_HUGEPAGE */
+	bool child;    /* a fork child: everything passes through */
 	bool stopping;
-	uint32_t bg_wake;            /* futex word: wakes the background thread early */
+	uint32_t bg_wake; /* futex word: wakes the background thread early */
 	bool bg_stop;
-	int said;                    /* bit mask of one-time warnings already printed */
+	int said;		/* bit mask of one-time warnings already printed */
+	uintptr_t unknown_addr; /* last registered address no region claimed (atomic) */
+	uint32_t unknown_hits;	/* consecutive messages for it (livelock guard) */
 	uffd_fault_hook_fn fault_hook;
 	void *fault_hook_arg;
 	uffd_copy_file_fn copy_file;
@@ -531,8 +554,9 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline);
 void uffd_live_forked_child(struct uffd_live *lv);
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
 void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
-/* Print "thpemu: MESSAGE" once per bit (async-signal-safe; no stdio). */
-void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num);
+/* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no
+ * allocation: safe on the fault path). */
+void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail);
 void uffd_note(struct uffd_live *lv, const char *msg);
 int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen);
 
@@ -547,8 +571,7 @@ extern __thread int uffd_tls_passthrough;
 bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd);
 /* mmap for an eligible mapping (or a MAP_FIXED one over managed memory). Returns the address or
  * -errno, exactly as the kernel would. */
-long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
-	       long off);
+long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd, long off);
 /* True if [addr, addr + len) overlaps managed memory (cheap check before the calls below). */
 bool uffd_is_managed(struct uffd_live *lv, const void *addr, size_t len);
 int uffd_munmap(struct uffd_live *lv, void *addr, size_t len);
@@ -598,8 +621,7 @@ void uffd_stallcap_write_files(struct uffd_live *lv, const char *dir);
 /* ---- internals shared by the uffd files (and unit tests) ----------------------------------- */
 
 /* Serve one fault message (handler.c). */
-void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid,
-		       uint64_t t_read);
+void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read);
 /* The mm environment (env.c). */
 extern const struct mm_env_ops uffd_env_ops;
 /* Take the mm lock on behalf of mm's next ops->lock() call on this thread: a hook that must not
@@ -630,6 +652,8 @@ int uffd_io_zeropage(int fd, uintptr_t dst, size_t len);
 int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *done);
 int uffd_io_wake(int fd, uintptr_t start, size_t len);
 int uffd_io_register(int fd, uintptr_t start, size_t len);
+/* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
+int uffd_page_resident(uintptr_t addr);
 int uffd_io_unregister(int fd, uintptr_t start, size_t len);
 
 #endif

@@ -22,10 +22,10 @@
 int uffd_io_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake, int64_t *done)
 {
 	struct uffdio_copy c = {
-		.dst = dst,
-		.src = (uintptr_t)src,
-		.len = len,
-		.mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE,
+	    .dst = dst,
+	    .src = (uintptr_t)src,
+	    .len = len,
+	    .mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE,
 	};
 	int rc = sys_ioctl(fd, UFFDIO_COPY, &c);
 
@@ -65,8 +65,8 @@ int uffd_io_wake(int fd, uintptr_t start, size_t len)
 int uffd_io_register(int fd, uintptr_t start, size_t len)
 {
 	struct uffdio_register reg = {
-		.range = {.start = start, .len = len},
-		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	    .range = {.start = start, .len = len},
+	    .mode = UFFDIO_REGISTER_MODE_MISSING,
 	};
 
 	return sys_ioctl(fd, UFFDIO_REGISTER, &reg);
@@ -77,6 +77,14 @@ int uffd_io_unregister(int fd, uintptr_t start, size_t len)
 	struct uffdio_range r = {.start = start, .len = len};
 
 	return sys_ioctl(fd, UFFDIO_UNREGISTER, &r);
+}
+
+int uffd_page_resident(uintptr_t addr)
+{
+	unsigned char v = 0;
+	int rc = (int)sys_call3(SYS_mincore, addr & ~(UFFD_PAGE_SIZE - 1), UFFD_PAGE_SIZE, &v);
+
+	return rc < 0 ? rc : (v & 1);
 }
 
 static int open_fd_raw(char *err, size_t errlen)
@@ -113,8 +121,10 @@ int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen)
 		return fd;
 	rc = sys_ioctl(fd, UFFDIO_API, &api);
 	if (rc < 0) {
-		snprintf(err, errlen, "UFFDIO_API with UFFD_FEATURE_MOVE failed (%s): Linux 6.8 or "
-			 "later is needed", strerror(-rc));
+		snprintf(err, errlen,
+			 "UFFDIO_API with UFFD_FEATURE_MOVE failed (%s): Linux 6.8 or "
+			 "later is needed",
+			 strerror(-rc));
 		sys_close(fd);
 		return rc;
 	}

@@ -39,8 +39,9 @@ fd_stat() { jq -r "$2" "$1/.thpemu-stats"; } # fd_stat MNT JQ-FILTER
 fd_ctl() { printf '%s\n' "$2" >"$1/.thpemu-control"; } # fd_ctl MNT LINE
 # kv LINE KEY: the value of KEY in fusedev_io's "key=value ..." output
 kv() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-# fcmp A OP B: floating-point comparison through awk
-fcmp() { awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"; }
+# fcmp A OP B: numeric comparison of two numbers through awk (no expressions: awk would
+# compare a non-numeric string as a string)
+fcmp() { awk -v a="$1" -v b="$3" "BEGIN { exit !(a + 0 $2 b + 0) }"; }
 
 need_root
 need_fuse

@@ -10,7 +10,7 @@ size_mb=256
 field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" "$1" | tail -1; }
 
 rep="$T_OUT/usemem.always.json"
-"$THPEMU" run --policy modern-always --pool 1G --report "$rep" -- \
+"$THPEMU" run --policy modern-always --pool 1G --stall-threshold 100us --report "$rep" -- \
 	"$USEMEM" --size ${size_mb}M --quiet >"$T_TMP/always" || fail "usemem failed"
 cat "$T_TMP/always"
 pct=$(field "$T_TMP/always" huge_pct)
@@ -20,6 +20,11 @@ awk -v p="$pct" 'BEGIN { exit !(p >= 90) }' || fail "huge_pct=$pct < 90"
 pmd=$(json "$rep" .host.real_pmd_faults)
 [ "$pmd" -ge $((size_mb / 2 * 9 / 10)) ] || fail "only $pmd huge faults got a real PMD"
 say "modern-always: huge_pct=$pct anonhuge_kb=$kb real_pmd=$pmd"
+# faults over the (low) stall threshold are reported as stall events, grouped by cause
+n=$(json "$rep" .stalls.count)
+[ "$n" -ge 1 ] || fail "no stall event over 100us among $(json "$rep" .faults.total) faults"
+expect_eq "stall stacks" "$(json "$rep" .stalls.stacks)" captured
+json "$rep" '.stalls.groups[0].comms[]' | grep -qx usemem || fail "stall events do not name usemem"
 
 rep="$T_OUT/usemem.never.json"
 "$THPEMU" run --policy modern-never --pool 1G --report "$rep" -- \
@@ -29,3 +34,15 @@ expect_eq "modern-never huge" "$(field "$T_TMP/never" 'huge')" 0
 expect_eq "modern-never AnonHugePages" "$(field "$T_TMP/never" anonhuge_kb)" 0
 expect_eq "modern-never huge faults" "$(json "$rep" .faults.huge)" 0
 [ "$(json "$rep" .faults.base)" -ge $((size_mb * 256)) ] || fail "too few base faults"
+
+# a host that gives no THP: emulated huge decisions still work, mapped with 512 small pages,
+# and the report says so
+rep="$T_OUT/usemem.nohostthp.json"
+"$THPEMU" run --policy modern-always --pool 1G --host-thp 0 --report "$rep" -- \
+	"$USEMEM" --size 64M --quiet >"$T_TMP/nothp" || fail "usemem failed without host THPs"
+cat "$T_TMP/nothp"
+expect_eq "no-host-THP emulated huge" "$(json "$rep" .faults.huge)" 32
+expect_eq "no-host-THP real PMDs" "$(json "$rep" .host.real_pmd_faults)" 0
+expect_eq "no-host-THP small-mapped huge" "$(json "$rep" .host.huge_not_pmd)" 32
+[ "$(json "$rep" .host.host_thp_unavailable)" -ge 32 ] || fail "THP-less chunks not counted"
+expect_eq "no-host-THP AnonHugePages" "$(field "$T_TMP/nothp" anonhuge_kb)" 0

@@ -8,31 +8,39 @@
 . "$(dirname "$0")/../integration/fusedev_common.sh"
 
 QUICK=${THPEMU_PERF_QUICK:-0}
-if [ "$QUICK" = 1 ]; then SIZE=64; REPS=1; TSIZE=4; else SIZE=512; REPS=3; TSIZE=16; fi
+if [ "$QUICK" = 1 ]; then SIZE=64; REPS=1; TSIZE=4; else SIZE=512; REPS=5; TSIZE=16; fi
 MNT=$T_TMP/mnt
 TMPFS=$(mktemp -d /dev/shm/thpemu-bench.XXXXXX)
 at_exit "rm -rf '$TMPFS'"
 RES="$T_OUT/bench.json"
 echo "{" >"$RES"
 
-best() { # best DIR ARGS...: best MB/s of $REPS writes
-	local dir=$1 b=0 out r
-	shift
+# pair MNT_DIR TMPFS_DIR ARGS...: best MB/s of $REPS writes on each, interleaved so that a
+# change of host load hits both sides; prints "FUSEDEV TMPFS"
+pair() {
+	local a=$1 b=$2 ba=0 bb=0 out r d m
+	shift 2
 	for ((r = 0; r < REPS; r++)); do
-		rm -f "$dir/bench"
-		out=$("$FDIO" write "$dir/bench" ${SIZE}M "$@") || fail "write $dir: $out"
-		b=$(awk -v a="$b" -v m="$(kv "$out" mb_per_s)" 'BEGIN { print (m > a ? m : a) }')
+		for d in "$a" "$b"; do
+			rm -f "$d/bench"
+			out=$("$FDIO" write "$d/bench" ${SIZE}M "$@") || fail "write $d: $out"
+			m=$(kv "$out" mb_per_s)
+			if [ "$d" = "$a" ]; then
+				ba=$(awk -v x="$ba" -v m="$m" 'BEGIN { print (m > x ? m : x) }')
+			else
+				bb=$(awk -v x="$bb" -v m="$m" 'BEGIN { print (m > x ? m : x) }')
+			fi
+			rm -f "$d/bench"
+		done
 	done
-	rm -f "$dir/bench"
-	echo "$b"
+	echo "$ba $bb"
 }
 
 fd_mount "$MNT" --preset fast --capacity $((SIZE * 2))M
 for w in "direct_qd8:--direct --qd 8 --bs 1M" "buffered:--bs 1M"; do
 	name=${w%%:*}
 	args=${w#*:}
-	f=$(best "$MNT" $args)
-	t=$(best "$TMPFS" $args)
+	read -r f t < <(pair "$MNT" "$TMPFS" $args)
 	ratio=$(awk -v f="$f" -v t="$t" 'BEGIN { printf "%.3f", f / t }')
 	say "fast preset, $name ${SIZE} MiB: fusedev $f MB/s, tmpfs $t MB/s, ratio $ratio"
 	printf '  "fast_%s": {"fusedev_mb_s": %s, "tmpfs_mb_s": %s, "ratio": %s},\n' \

@@ -48,8 +48,8 @@ struct uffdio_move {
 struct bare {
 	int uffd;
 	bool huge;
-	char *zero;     /* 4 KiB of zeros */
-	char *staging;  /* prefaulted 2 MiB chunks, one per fault */
+	char *zero;    /* 4 KiB of zeros */
+	char *staging; /* prefaulted 2 MiB chunks, one per fault */
 	size_t next;
 };
 
@@ -99,14 +99,14 @@ static void *bare_handler(void *arg)
 			continue;
 		if (b->huge) {
 			char *chunk = b->staging + b->next++ * HPAGE;
-			struct uffdio_move m = {.dst = a & ~(HPAGE - 1), .src = (uintptr_t)chunk,
-						.len = HPAGE};
+			struct uffdio_move m = {
+			    .dst = a & ~(HPAGE - 1), .src = (uintptr_t)chunk, .len = HPAGE};
 
 			memset(chunk, 0, HPAGE); /* clear_huge_page, as the emulator does */
 			ioctl(b->uffd, UFFDIO_MOVE, &m);
 		} else {
-			struct uffdio_copy c = {.dst = a & ~(PAGE - 1), .src = (uintptr_t)b->zero,
-						.len = PAGE};
+			struct uffdio_copy c = {
+			    .dst = a & ~(PAGE - 1), .src = (uintptr_t)b->zero, .len = PAGE};
 
 			ioctl(b->uffd, UFFDIO_COPY, &c);
 		}
@@ -116,8 +116,8 @@ static void *bare_handler(void *arg)
 
 static char *map_aligned(size_t len)
 {
-	char *p = mmap(NULL, len + HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		       0);
+	char *p =
+	    mmap(NULL, len + HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		die("mmap");

@@ -61,8 +61,8 @@ static double floor_ns(unsigned iters)
 static double fault_ns(const char *spec, bool huge, unsigned iters)
 {
 	struct mm *mm = pool(spec);
-	struct mm_fault_req req = {.advice = huge ? MM_VMA_HUGEPAGE : MM_VMA_NOHUGEPAGE,
-				   .huge_ok = huge, .write = true};
+	struct mm_fault_req req = {
+	    .advice = huge ? MM_VMA_HUGEPAGE : MM_VMA_NOHUGEPAGE, .huge_ok = huge, .write = true};
 	struct mm_fault_res res;
 	uint64_t t0 = clock_now_ns();
 
@@ -84,8 +84,11 @@ static double compaction_ns(const char *spec, unsigned iters, unsigned *succeede
 {
 	struct mm *mm = pool(spec);
 	struct fault_ctx fc = {0};
-	struct alloc_ctx ac = {.order = 9, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE,
-			       .alloc_flags = WMARK_MIN, .fc = &fc};
+	struct alloc_ctx ac = {.order = 9,
+			       .mt = MM_MT_MOVABLE,
+			       .gfp = GFP_HIGHUSER_MOVABLE,
+			       .alloc_flags = WMARK_MIN,
+			       .fc = &fc};
 	uint64_t st[MM_STAT_NR], t = 0;
 	char err[256];
 

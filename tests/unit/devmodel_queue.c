@@ -233,6 +233,34 @@ TEST(periodic_stall_every_x_bytes_adds_d)
 	devm_destroy(m);
 }
 
+/* The calibration of usb2-stick-2011's forced GC: 256 KiB writes scattered over many AUs
+ * run at the 0.51 MB/s measured on a cheap USB 2.0 stick (SanDisk Cruzer Blade 16 GB, FAT,
+ * davidsommers.com 2012) within 10 %; scattered 4 KiB writes (what sync compaction's writeouts
+ * are) collapse to about 0.01 MB/s; a sequential stream keeps its 5 MB/s. */
+TEST(stick_preset_random_write_rate)
+{
+	struct devm_params p;
+	struct devm *m;
+	double mbs;
+
+	ASSERT_EQ(devm_preset("usb2-stick-2011", &p), 0);
+	p.jitter = 0;
+	m = mk(&p, 1);
+	mbs = 64.0 * 256 * KIB / (double)burst_all(m, 64, 256 * KIB, 4 * MIB + 256 * KIB) * 1e3;
+	printf("  scattered 256 KiB: %.3f MB/s\n", mbs);
+	EXPECT(mbs > 0.51 * 0.9 && mbs < 0.51 * 1.1);
+	devm_destroy(m);
+	m = mk(&p, 1);
+	mbs = 64.0 * 4 * KIB / (double)burst_all(m, 64, 4 * KIB, 4 * MIB + 4 * KIB) * 1e3;
+	printf("  scattered 4 KiB: %.4f MB/s\n", mbs);
+	EXPECT(mbs > 0.005 && mbs < 0.02);
+	devm_destroy(m);
+	m = mk(&p, 1);
+	mbs = 64.0 * 1024 * KIB / (double)burst_all(m, 64, 1024 * KIB, 1024 * KIB) * 1e3;
+	EXPECT(mbs > 4.9 && mbs < 5.0);
+	devm_destroy(m);
+}
+
 TEST(scattered_writes_pay_flash_gc)
 {
 	struct devm_params p;
@@ -249,14 +277,14 @@ TEST(scattered_writes_pay_flash_gc)
 	devm_destroy(m);
 
 	/* Each write lands in a different AU: beyond 2 open AUs each evicts a partly written one:
-	 * copy (4 MiB - 64 KiB) at 5 MB/s + erase 2 ms. */
+	 * copy (4 MiB - 64 KiB) at 9 MB/s + erase 2 ms. */
 	m = mk(&p, 1);
 	t_rnd = burst_all(m, 64, len, stride);
 	devm_get_stats(m, &st);
 	EXPECT_EQ(st.gc_events, 62);
-	EXPECT_NEAR((double)st.gc_ns / 62, (4 * MIB - len) * 1e9 / (5 * MB) + 2e6, 1000);
+	EXPECT_NEAR((double)st.gc_ns / 62, (4 * MIB - len) * 1e9 / (9 * MB) + 2e6, 1000);
 	printf("  64 x 64 KiB: sequential %.2f s, scattered %.2f s\n", t_seq / 1e9, t_rnd / 1e9);
-	EXPECT((double)t_rnd / (double)t_seq > 50.0);
+	EXPECT((double)t_rnd / (double)t_seq > 30.0);
 	devm_destroy(m);
 
 	/* Alternating between two AUs stays within the open set: no GC. */

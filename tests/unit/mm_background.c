@@ -5,7 +5,7 @@
 #include "mm/internal.h"
 
 #define MIB (1ULL << 20)
-#define MS 1000000ULL
+#define MS  1000000ULL
 
 /* Fill the pool with clean page cache to just above MIN; a base fault below LOW wakes kswapd,
  * which reclaims to HIGH. */
@@ -24,7 +24,8 @@ TEST(kswapd_balances_to_high)
 		uint32_t pfn;
 		bool created;
 
-		ASSERT_EQ(mm_pagecache_get(fe.mm, MM_OWNER_FILE(1, i), true, &pfn, &created, NULL), 0);
+		ASSERT_EQ(mm_pagecache_get(fe.mm, MM_OWNER_FILE(1, i), true, &pfn, &created, NULL),
+			  0);
 		mm_pagecache_put(fe.mm, pfn, false);
 		mm_get_counts(fe.mm, &c);
 	}
@@ -84,11 +85,13 @@ TEST(proactive_compaction)
 	unsigned before, after;
 	char err[256];
 
-	ASSERT_EQ(fakeenv_init(&fe, "modern-always:proactiveness=50", 32 * MIB, false, err,
-			       sizeof(err)), 0);
+	ASSERT_EQ(
+	    fakeenv_init(&fe, "modern-always:proactiveness=50", 32 * MIB, false, err, sizeof(err)),
+	    0);
 	for (uint32_t b = 0; b < 16; b++)
 		for (uint32_t i = 0; i < 8; i++)
-			ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 60 * i + 5, DBG_FOREIGN, b * 8 + i), 0);
+			ASSERT_EQ(
+			    mm_debug_place(fe.mm, b * 512 + 60 * i + 5, DBG_FOREIGN, b * 8 + i), 0);
 	before = mm_fragmentation_score(fe.mm);
 	EXPECT_EQ(before, 100);
 	next = mm_background(fe.mm, NULL);
@@ -102,16 +105,18 @@ TEST(proactive_compaction)
 	fakeenv_destroy(&fe);
 
 	/* unmovable fragmentation: no progress possible, back off */
-	ASSERT_EQ(fakeenv_init(&fe, "modern-always:proactiveness=50", 32 * MIB, false, err,
-			       sizeof(err)), 0);
+	ASSERT_EQ(
+	    fakeenv_init(&fe, "modern-always:proactiveness=50", 32 * MIB, false, err, sizeof(err)),
+	    0);
 	for (uint32_t b = 0; b < 16; b++)
 		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 5, DBG_UNMOVABLE, 0), 0);
 	EXPECT_EQ(mm_background(fe.mm, NULL), (500 * MS) << 6);
 	fakeenv_destroy(&fe);
 
 	/* proactiveness 0: kcompactd never wakes on its own */
-	ASSERT_EQ(fakeenv_init(&fe, "modern-always:proactiveness=0", 32 * MIB, false, err,
-			       sizeof(err)), 0);
+	ASSERT_EQ(
+	    fakeenv_init(&fe, "modern-always:proactiveness=0", 32 * MIB, false, err, sizeof(err)),
+	    0);
 	EXPECT_EQ(mm_background(fe.mm, NULL), UINT64_MAX);
 	fakeenv_destroy(&fe);
 }

@@ -5,7 +5,7 @@
 #include "mm/compaction.h"
 
 #define MIB (1ULL << 20)
-#define MS 1000000ULL
+#define MS  1000000ULL
 
 /* pfns of block 0's special frames */
 enum { P_DIRTY = 10, P_WB = 11, P_CLEAN = 12, P_ANON = 13, P_FOREIGN = 14 };
@@ -45,8 +45,11 @@ struct run {
 static void compact(struct fakeenv *fe, enum mm_migrate_mode mode, struct run *r)
 {
 	struct fault_ctx fc = {.rec = &r->rec};
-	struct alloc_ctx ac = {.order = 9, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE,
-			       .alloc_flags = WMARK_MIN, .fc = &fc};
+	struct alloc_ctx ac = {.order = 9,
+			       .mt = MM_MT_MOVABLE,
+			       .gfp = GFP_HIGHUSER_MOVABLE,
+			       .alloc_flags = WMARK_MIN,
+			       .fc = &fc};
 	char err[256];
 
 	memset(&r->rec, 0, sizeof(r->rec));
@@ -94,6 +97,29 @@ TEST(mode_31_async_isolates_all_fails_dirty_and_writeback)
 	for (uint32_t pfn = 512; pfn < 2048; pfn++)
 		ASSERT_EQ(pfn_frame(fe.mm, pfn)->state, FS_UNMOVABLE);
 	EXPECT(!block0_free(&fe));
+	fakeenv_destroy(&fe);
+}
+
+/* 3.2 async (ISOLATE_CLEAN) leaves dirty and writeback pages on the LRU; 3.2 sync is 3.1's:
+ * it writes the dirty page out and waits on both. */
+TEST(mode_32_async_isolates_clean_only)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "linux-3.2");
+	compact(&fe, MM_MIGRATE_ASYNC, &r);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 3);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 0);
+	EXPECT_EQ(where_file(&fe, 10), P_DIRTY);
+	EXPECT_EQ(where_file(&fe, 11), P_WB);
+	fakeenv_destroy(&fe);
+
+	craft(&fe, "linux-3.2");
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(fe.n_writeout, 1);
+	EXPECT_GE(fe.n_wait, 2);
+	EXPECT(block0_free(&fe));
 	fakeenv_destroy(&fe);
 }
 
@@ -257,9 +283,9 @@ TEST(capture_hands_the_block_to_the_caller)
  * kswapd to flush skip bits, and each pfn is scanned at most once. */
 TEST(scanners_meet)
 {
-	static const char *const specs[] = {"linux-3.1", "linux-3.3", "modern-always"};
+	static const char *const specs[] = {"linux-3.1", "linux-3.2", "linux-3.3", "modern-always"};
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		struct fakeenv fe;
 		struct run r;
 		char err[256];
@@ -273,7 +299,7 @@ TEST(scanners_meet)
 		EXPECT_GT(r.st[MM_STAT_COMPACT_MIGRATE_SCANNED], 0);
 		EXPECT_LE(r.st[MM_STAT_COMPACT_MIGRATE_SCANNED], 4096);
 		EXPECT_LE(r.st[MM_STAT_COMPACT_FREE_SCANNED], 4096);
-		if (i == 2) {
+		if (i == 3) {
 			EXPECT(fe.mm->compact_blockskip_flush);
 			EXPECT_EQ(fe.mm->compact_cached_migrate_pfn[1], 0);
 			EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);

@@ -6,10 +6,11 @@
 #include "harness.h"
 #include "mm_fakeenv.h"
 #include "mm/internal.h"
+#include "util/clock.h"
 #include "util/rng.h"
 
-#define MIB (1ULL << 20)
-#define NFAULTERS 3
+#define MIB		 (1ULL << 20)
+#define NFAULTERS	 3
 #define PAGES_PER_THREAD (24 * 512) /* 24 extents of address space per faulter */
 
 enum page_state { P_EMPTY, P_PENDING, P_LIVE, P_HUGE };
@@ -24,6 +25,7 @@ struct pagetable {
 };
 
 static struct pagetable PT = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
 static volatile int stop_flusher;
 
 static int on_migrate(struct fakeenv *fe, uint64_t owner, uint32_t from, uint32_t to)
@@ -54,8 +56,11 @@ struct faulter {
 
 static void fault_extent(struct faulter *t, uint64_t first)
 {
-	struct mm_fault_req req = {.owner = first + 1, .extent_owner = first + 1, .huge_ok = true,
-				   .advice = MM_VMA_HUGEPAGE, .write = true};
+	struct mm_fault_req req = {.owner = first + 1,
+				   .extent_owner = first + 1,
+				   .huge_ok = true,
+				   .advice = MM_VMA_HUGEPAGE,
+				   .write = true};
 	struct mm_fault_res res;
 
 	pthread_mutex_lock(&PT.lock);
@@ -112,18 +117,19 @@ static void *faulter_main(void *arg)
 	struct faulter *t = arg;
 	uint64_t base = (uint64_t)t->id * PAGES_PER_THREAD;
 
+	bool mapped[PAGES_PER_THREAD / 512] = {0};
+
 	for (int round = 0; round < 4; round++) {
 		for (uint32_t e = 0; e < PAGES_PER_THREAD / 512; e++) {
-			bool empty;
-
-			pthread_mutex_lock(&PT.lock);
-			empty = PT.state[base + e * 512] == P_EMPTY;
-			pthread_mutex_unlock(&PT.lock);
-			if (empty)
+			if (!mapped[e])
 				fault_extent(t, base + e * 512);
+			mapped[e] = true;
 		}
-		for (uint32_t e = (uint32_t)rng_below(&t->rng, 2); e < PAGES_PER_THREAD / 512; e += 2)
+		for (uint32_t e = (uint32_t)rng_below(&t->rng, 2); e < PAGES_PER_THREAD / 512;
+		     e += 2) {
 			unmap_extent(t, base + e * 512);
+			mapped[e] = false;
+		}
 	}
 	for (uint32_t e = 0; e < PAGES_PER_THREAD / 512; e++)
 		unmap_extent(t, base + e * 512);
@@ -139,8 +145,8 @@ static void *writer_main(void *arg)
 		bool created;
 		int ret;
 
-		while ((ret = mm_pagecache_get(fe->mm, MM_OWNER_FILE(1, i % 3000), true, &pfn, &created,
-					       NULL)) == -EAGAIN)
+		while ((ret = mm_pagecache_get(fe->mm, MM_OWNER_FILE(1, i % 3000), true, &pfn,
+					       &created, NULL)) == -EAGAIN)
 			sched_yield();
 		if (ret == 0)
 			mm_pagecache_put(fe->mm, pfn, i % 3 == 0);
@@ -157,9 +163,16 @@ static void *flusher_main(void *arg)
 	uint32_t pfns[16];
 	uint64_t owners[16];
 
+	uint64_t t0 = clock_now_ns();
+
 	while (!__atomic_load_n(&stop_flusher, __ATOMIC_ACQUIRE)) {
 		mm_writeback_begin(fe->mm, 16, pfns, owners);
 		sched_yield();
+		/* a slow device at first: nothing completes until compaction has waited on a
+		 * few pages (or 200 ms passed), so the waits this test is about happen */
+		if (__atomic_load_n(&fe->n_wait, __ATOMIC_RELAXED) < 3 &&
+		    clock_now_ns() - t0 < 200 * 1000000ULL)
+			continue;
 		for (uint32_t p = 0; p < fe->nr_frames; p++)
 			if (mm_frame_under_writeback(fe->mm, p))
 				mm_writeback_end(fe->mm, p, 0);
@@ -177,7 +190,8 @@ TEST(threads_fault_free_write_and_flush_concurrently)
 	char err[256];
 
 	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1:async-failure-defers=no", 32 * MIB, true, err,
-			       sizeof(err)), 0);
+			       sizeof(err)),
+		  0);
 	fe.on_migrate = on_migrate;
 	ASSERT_EQ(mm_fragment(fe.mm, "anon:15%,pagecache:25%", 3, err, sizeof(err), NULL), 0);
 	for (uint32_t b = 0; b < fe.nr_frames / 512; b++)
@@ -197,14 +211,32 @@ TEST(threads_fault_free_write_and_flush_concurrently)
 	mm_get_stats(fe.mm, st);
 	mm_get_counts(fe.mm, &c);
 	printf("  huge %u+%u+%u, waits %llu, program pages moved %llu (refused %llu), "
-	       "pgmigrate %llu\n", t[0].huge, t[1].huge, t[2].huge,
-	       (unsigned long long)fe.n_wait, (unsigned long long)PT.moved,
-	       (unsigned long long)PT.refused, (unsigned long long)st[MM_STAT_PGMIGRATE_SUCCESS]);
+	       "pgmigrate %llu\n",
+	       t[0].huge, t[1].huge, t[2].huge, (unsigned long long)fe.n_wait,
+	       (unsigned long long)PT.moved, (unsigned long long)PT.refused,
+	       (unsigned long long)st[MM_STAT_PGMIGRATE_SUCCESS]);
 	EXPECT_EQ(fe.n_lock_violations, 0);
 	EXPECT_GT(fe.n_wait, 0);
 	EXPECT_EQ(st[MM_STAT_COMPACT_WB_WAIT] + st[MM_STAT_RECLAIM_WB_WAIT], fe.n_wait);
 	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
-	EXPECT_EQ(c.anon, 0);     /* every program frame came back */
+	EXPECT_EQ(c.anon, 0); /* every program frame came back */
+	if (c.anon) {
+		unsigned shown = 0;
+
+		fprintf(stderr, "  now nr_anon %u huge %u (counts said %u / %u)\n", fe.mm->nr_anon,
+			fe.mm->nr_anon_huge, c.anon, c.anon_huge);
+		for (uint32_t p = 0; p < fe.nr_frames && shown < 8; p++) {
+			const struct mm_frame *f = pfn_frame(fe.mm, p);
+
+			if (f->state != FS_ANON || (f->owner & MM_OWNER_FOREIGN))
+				continue;
+			shown++;
+			fprintf(stderr,
+				"  leaked pfn %u owner %llu flags %x: page state %u pfn %u\n", p,
+				(unsigned long long)f->owner, f->flags, PT.state[f->owner - 1],
+				PT.pfn[f->owner - 1]);
+		}
+	}
 	EXPECT_EQ(c.isolated, 0);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);

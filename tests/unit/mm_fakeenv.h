@@ -146,7 +146,8 @@ static inline int fe_wait_writeback(void *priv, void *call, uint32_t pfn, uint64
 	return 0;
 }
 
-static inline int fe_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+static inline int fe_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from,
+				  uint32_t to)
 {
 	struct fakeenv *fe = priv;
 

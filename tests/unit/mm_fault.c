@@ -9,8 +9,11 @@
 static struct mm_fault_req req_at(uint64_t extent, enum mm_vma_advice advice)
 {
 	return (struct mm_fault_req){
-		.owner = extent << 9, .extent_owner = extent << 9, .advice = advice,
-		.huge_ok = true, .write = true,
+	    .owner = extent << 9,
+	    .extent_owner = extent << 9,
+	    .advice = advice,
+	    .huge_ok = true,
+	    .write = true,
 	};
 }
 
@@ -36,7 +39,8 @@ TEST(decision_follows_enabled_and_advice)
 	EXPECT_EQ(fault_once("modern-madvise", MM_VMA_DEFAULT, true), MM_FAULT_HUGE);
 	EXPECT_EQ(fault_once("modern-never", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
 	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_DEFAULT, true), MM_FAULT_BASE);
-	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_HUGEPAGE, true), MM_FAULT_HUGE);
+	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_HUGEPAGE, true),
+		  MM_FAULT_HUGE);
 	EXPECT_EQ(fault_once("linux-3.3:enabled=never", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
 }
 
@@ -218,8 +222,8 @@ TEST(bad_arguments)
 
 	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 8 * MIB, false, err, sizeof(err)), 0);
 	EXPECT_EQ(mm_fault(fe.mm, NULL, &res, NULL), -EINVAL);
-	mm_anon_free(fe.mm, 123456789, 0, NULL);  /* out of range: ignored */
-	mm_anon_free(fe.mm, 0, 0, NULL);          /* a free frame: ignored */
+	mm_anon_free(fe.mm, 123456789, 0, NULL); /* out of range: ignored */
+	mm_anon_free(fe.mm, 0, 0, NULL);	 /* a free frame: ignored */
 	mm_anon_free(fe.mm, 0, 9, NULL);
 	EXPECT_EQ(mm_anon_split(fe.mm, 0), -EINVAL);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);

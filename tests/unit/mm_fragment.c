@@ -53,10 +53,10 @@ TEST(items_do_what_they_say)
 
 	apply(&fe, "linux-3.3", "unmovable:0.5%,pagecache:50%,dirty:10%,anon:10%", 7);
 	mm_get_counts(fe.mm, &c);
-	EXPECT_EQ(c.file, n / 2 + 1638);  /* each item rounds: 1638.4 -> 1638 */
+	EXPECT_EQ(c.file, n / 2 + 1638); /* each item rounds: 1638.4 -> 1638 */
 	EXPECT_EQ(c.file_dirty, 1638);
 	EXPECT_EQ(c.foreign, 1638);
-	EXPECT_EQ(c.unmovable, 82);       /* 81.92 -> 82 */
+	EXPECT_EQ(c.unmovable, 82); /* 81.92 -> 82 */
 	for (uint32_t b = 0; b < fe.mm->nr_blocks; b++)
 		for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
 			if (pfn_frame(fe.mm, b * MM_HPAGE_NR + i)->state == FS_UNMOVABLE) {

@@ -9,16 +9,16 @@
 #include "mm/internal.h"
 #include "util/rng.h"
 
-#define MIB (1ULL << 20)
-#define MS 1000000ULL
-#define NEXT 64     /* extents the test program may use */
-#define NFILE 3000   /* page-cache indices of the test file */
+#define MIB   (1ULL << 20)
+#define MS    1000000ULL
+#define NEXT  64   /* extents the test program may use */
+#define NFILE 3000 /* page-cache indices of the test file */
 
 struct tracker {
 	struct rng rng;
 	/* per extent: 0 empty, 1 huge (head in pfn[e*512]), 2 base pages */
 	uint8_t kind[NEXT];
-	uint32_t pfn[NEXT * 512];    /* per page of a base extent: its frame, or MM_NO_PFN */
+	uint32_t pfn[NEXT * 512]; /* per page of a base extent: its frame, or MM_NO_PFN */
 	bool file_live[NFILE];
 	uint64_t migrations;
 	uint64_t gone_in_hook, freed_during_wait;
@@ -67,9 +67,11 @@ static void on_wait(struct fakeenv *fe, uint32_t pfn)
 
 static void do_fault(struct fakeenv *fe, uint32_t e)
 {
-	struct mm_fault_req req = {.owner = owner_of(e, 0), .extent_owner = owner_of(e, 0),
+	struct mm_fault_req req = {.owner = owner_of(e, 0),
+				   .extent_owner = owner_of(e, 0),
 				   .advice = (enum mm_vma_advice)rng_below(&T->rng, 2),
-				   .huge_ok = T->kind[e] == 0, .write = true};
+				   .huge_ok = T->kind[e] == 0,
+				   .write = true};
 	struct mm_fault_res res;
 	uint32_t i = 0;
 
@@ -203,7 +205,8 @@ static void stress(const char *spec, uint64_t seed)
 	fe.on_migrate = on_migrate;
 	fe.on_wait = on_wait;
 	ASSERT_EQ(mm_fragment(fe.mm, "pagecache:20%,dirty:5%,anon:15%,unmovable:0.3%", seed, err,
-			      sizeof(err), NULL), 0);
+			      sizeof(err), NULL),
+		  0);
 	for (int step = 0; step < 2500; step++) {
 		uint32_t e = (uint32_t)rng_below(&T->rng, NEXT);
 
@@ -231,11 +234,11 @@ static void stress(const char *spec, uint64_t seed)
 	verify(&fe);
 	mm_get_stats(fe.mm, st);
 	printf("  %s: migrated %llu (program %llu), gone in hook %llu, freed while waiting %llu, "
-	       "waits %llu, writeouts %llu, huge %llu fallback %llu\n", spec,
-	       (unsigned long long)st[MM_STAT_PGMIGRATE_SUCCESS], (unsigned long long)T->migrations,
-	       (unsigned long long)T->gone_in_hook, (unsigned long long)T->freed_during_wait,
-	       (unsigned long long)fe.n_wait, (unsigned long long)fe.n_writeout,
-	       (unsigned long long)st[MM_STAT_THP_FAULT_ALLOC],
+	       "waits %llu, writeouts %llu, huge %llu fallback %llu\n",
+	       spec, (unsigned long long)st[MM_STAT_PGMIGRATE_SUCCESS],
+	       (unsigned long long)T->migrations, (unsigned long long)T->gone_in_hook,
+	       (unsigned long long)T->freed_during_wait, (unsigned long long)fe.n_wait,
+	       (unsigned long long)fe.n_writeout, (unsigned long long)st[MM_STAT_THP_FAULT_ALLOC],
 	       (unsigned long long)st[MM_STAT_THP_FAULT_FALLBACK]);
 	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
 	EXPECT_GT(st[MM_STAT_THP_FAULT_ALLOC], 0);
@@ -268,6 +271,12 @@ TEST(stress_linux_31)
 TEST(stress_linux_31_async_no_defer)
 {
 	stress("linux-3.1:async-failure-defers=no,wb-wait-max=20ms", 12);
+}
+
+TEST(stress_linux_32)
+{
+	stress("linux-3.2", 17);
+	stress("linux-3.2+nostall", 18);
 }
 
 TEST(stress_linux_33)

@@ -27,9 +27,11 @@ static void random_sequence(const char *spec, uint64_t seed)
 		bool alloc = n == 0 || (n < 20000 && rng_below(&r, 100) < 60);
 
 		if (alloc) {
-			unsigned order = (unsigned)rng_below(&r, 4) == 0 ? (unsigned)rng_below(&r, 11) : 0;
+			unsigned order =
+			    (unsigned)rng_below(&r, 4) == 0 ? (unsigned)rng_below(&r, 11) : 0;
 			enum mm_migratetype mt = (enum mm_migratetype)rng_below(&r, MM_MT_NR);
-			uint64_t owner = mt == MM_MT_MOVABLE ? MM_OWNER_FOREIGN | (uint64_t)step << 12 : 0;
+			uint64_t owner =
+			    mt == MM_MT_MOVABLE ? MM_OWNER_FOREIGN | (uint64_t)step << 12 : 0;
 			uint32_t pfn;
 
 			if (mm_alloc_pages(fe.mm, order, mt, owner, &pfn, NULL) == 0) {
@@ -158,7 +160,8 @@ TEST(watermark_ok_per_era)
 	EXPECT(zone_watermark_ok(fe.mm, 10, 90, 0));
 	EXPECT(!zone_watermark_ok(fe.mm, 0, 2048, 0));
 	EXPECT(zone_watermark_ok(fe.mm, 0, 2047, 0));
-	/* order 9 needs free - 511 > mark, then per lower order: free -= nr_free[o] << o, mark >>= 1 */
+	/* order 9 needs free - 511 > mark, then per lower order: free -= nr_free[o] << o, mark >>=
+	 * 1 */
 	EXPECT(!zone_watermark_ok(fe.mm, 9, 2048 - 511, 0));
 	EXPECT(zone_watermark_ok(fe.mm, 9, 2048 - 512, 0));
 	fakeenv_destroy(&fe);

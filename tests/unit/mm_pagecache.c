@@ -4,7 +4,7 @@
 #include "mm_fakeenv.h"
 #include "mm/internal.h"
 
-#define MIB (1ULL << 20)
+#define MIB    (1ULL << 20)
 #define OWN(i) MM_OWNER_FILE(1, (i))
 
 TEST(get_put_remove)
@@ -20,7 +20,8 @@ TEST(get_put_remove)
 	EXPECT_EQ(mm_pagecache_get(fe.mm, 12345, true, &pfn, &created, NULL), -EINVAL);
 	ASSERT_EQ(mm_pagecache_get(fe.mm, OWN(5), true, &pfn, &created, NULL), 0);
 	EXPECT(created);
-	EXPECT_EQ(mm_pagecache_get(fe.mm, OWN(5), true, &pfn2, &created, NULL), -EAGAIN); /* locked */
+	EXPECT_EQ(mm_pagecache_get(fe.mm, OWN(5), true, &pfn2, &created, NULL),
+		  -EAGAIN); /* locked */
 	mm_pagecache_put(fe.mm, pfn, true);
 	ASSERT_EQ(mm_pagecache_get(fe.mm, OWN(5), true, &pfn2, &created, NULL), 0);
 	EXPECT(!created);
@@ -166,7 +167,8 @@ TEST(reclaim_frees_clean_pages_only)
 		uint32_t pfn;
 		bool created;
 
-		ASSERT_EQ(mm_pagecache_get(fe.mm, MM_OWNER_FILE(2, i), false, &pfn, &created, NULL), 0);
+		ASSERT_EQ(mm_pagecache_get(fe.mm, MM_OWNER_FILE(2, i), false, &pfn, &created, NULL),
+			  0);
 		mm_pagecache_put(fe.mm, pfn, false);
 	}
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
@@ -196,6 +198,13 @@ TEST(reclaim_31_writes_dirty_pages_out)
 	EXPECT_EQ(c.file_dirty, 0);
 	EXPECT_EQ(fe.n_writeout, 100);
 	EXPECT_EQ(c.file_writeback, 100); /* nothing completes writeback in this test */
+	{
+		uint64_t st[MM_STAT_NR];
+
+		mm_get_stats(fe.mm, st);
+		EXPECT_EQ(st[MM_STAT_NR_VMSCAN_WRITE], 100);
+		EXPECT_EQ(st[MM_STAT_COMPACT_WRITEOUT], 0);
+	}
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
 }

@@ -29,6 +29,22 @@ TEST(profiles_encode_their_era)
 	EXPECT_EQ(p.sync_wait_from_pass, 3);
 	ASSERT_EQ(mm_policy_parse("linux-3.1+nostall", &p, err, sizeof(err)), 0);
 	EXPECT_EQ(p.second_mode, MM_MIGRATE_ASYNC);
+	EXPECT(p.reclaim_writeout);
+	EXPECT_EQ(p.reclaim_skip, MM_RECLAIM_SKIP_NONE);
+	/* 3.2: no filesystem writeback from direct reclaim, the suitable-or-deferred zone skip,
+	 * ISOLATE_CLEAN for async compaction (era 3.2); otherwise 3.1 */
+	ASSERT_EQ(mm_policy_parse("linux-3.2", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.era, MM_ERA_3_2);
+	EXPECT_EQ(p.second_mode, MM_MIGRATE_SYNC);
+	EXPECT(p.async_failure_defers);
+	EXPECT(!p.deferred_skips_reclaim);
+	EXPECT(p.reclaim_waits_writeback);
+	EXPECT(!p.reclaim_writeout);
+	EXPECT_EQ(p.reclaim_skip, MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED);
+	ASSERT_EQ(mm_policy_parse("linux-3.2+nostall", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.era, MM_ERA_3_2);
+	EXPECT_EQ(p.second_mode, MM_MIGRATE_ASYNC);
+	EXPECT(!p.reclaim_writeout);
 	ASSERT_EQ(mm_policy_parse("linux-3.3", &p, err, sizeof(err)), 0);
 	EXPECT_EQ(p.second_mode, MM_MIGRATE_SYNC_LIGHT);
 	EXPECT(!p.async_failure_defers);
@@ -49,6 +65,7 @@ static bool policy_equal(const struct mm_policy *a, const struct mm_policy *b)
 	       a->async_failure_defers == b->async_failure_defers &&
 	       a->deferred_skips_reclaim == b->deferred_skips_reclaim &&
 	       a->reclaim_waits_writeback == b->reclaim_waits_writeback &&
+	       a->reclaim_writeout == b->reclaim_writeout &&
 	       a->numa_two_pass == b->numa_two_pass &&
 	       a->sync_wait_from_pass == b->sync_wait_from_pass &&
 	       a->migrate_passes == b->migrate_passes && a->wb_wait_max_ns == b->wb_wait_max_ns &&
@@ -63,6 +80,7 @@ TEST(overrides_apply_and_round_trip)
 		"linux-3.1:second-compaction=sync-light,async-failure-defers=no",
 		"modern-always:second-compaction=sync,wb-wait-max=1500us,proactiveness=0",
 		"linux-3.3:reclaim-skip=suitable-or-deferred,migrate-passes=3,kswapd=no",
+		"linux-3.2+nostall:era=3.1,reclaim-writeout=yes",
 		"modern-madvise:second-compaction=none,sync-wait-from-pass=9,wb-wait-max=2s",
 	};
 
@@ -114,8 +132,9 @@ static void expect_error(const char *spec, const char *needle)
 
 TEST(errors_name_the_key_and_accepted_values)
 {
-	expect_error("linux-3.2", "unknown profile 'linux-3.2'");
-	expect_error("linux-3.2", "linux-3.1+nostall");
+	expect_error("linux-3.4", "unknown profile 'linux-3.4'");
+	expect_error("linux-3.4", "linux-3.2+nostall");
+	expect_error("linux-3.1:era=3.4", "3.1|3.2|3.3|modern");
 	expect_error("", "unknown profile");
 	expect_error("linux-3.1:foo=1", "unknown key 'foo'");
 	expect_error("linux-3.1:foo=1", "wb-wait-max");

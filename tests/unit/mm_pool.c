@@ -24,8 +24,8 @@ static void check_wmarks(const char *spec, uint64_t pool, uint32_t min, uint32_t
 /* 3.x: min_free_kbytes = sqrt(16 * lowmem_kb); low = min + min/4, high = min + min/2. */
 TEST(watermarks_3x)
 {
-	check_wmarks("linux-3.1", GIB, 1024, 1280, 1536);      /* sqrt(16 GiB in kB) = 4096 kB */
-	check_wmarks("linux-3.3", 64 * MIB, 256, 320, 384);    /* 1024 kB */
+	check_wmarks("linux-3.1", GIB, 1024, 1280, 1536);   /* sqrt(16 GiB in kB) = 4096 kB */
+	check_wmarks("linux-3.3", 64 * MIB, 256, 320, 384); /* 1024 kB */
 }
 
 /* 6.12: khugepaged raises min_free_kbytes to 11 pageblocks (capped at 5 %); low/high step is

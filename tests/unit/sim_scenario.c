@@ -116,6 +116,11 @@ static void check_sections(const char *text, const char *scenario)
 	}
 	EXPECT(strcmp(json_string_value(get(root, "scenario")), scenario) == 0);
 	EXPECT(json_integer_value(get(root, "faults.total")) > 0);
+	/* the faults-only breakdown adds up to the shared writeback_waits section */
+	EXPECT_EQ(
+	    json_integer_value(get(root, "writeback_waits_by_path.in_faults.compaction.count")) +
+		json_integer_value(get(root, "writeback_waits_by_path.in_faults.reclaim.count")),
+	    json_integer_value(get(root, "writeback_waits.count")));
 	EXPECT(json_integer_value(get(root, "faults.total")) ==
 	       json_integer_value(get(root, "faults.huge")) +
 		   json_integer_value(get(root, "faults.base")));
@@ -172,6 +177,16 @@ TEST(parameters_parse_with_units_and_name_the_key_on_error)
 	EXPECT_EQ(sim_params_set(s, &p, "nosuch=1", err, sizeof(err)), -EINVAL);
 	EXPECT(strstr(err, "unknown key 'nosuch'") && strstr(err, "usemem-procs"));
 	EXPECT_EQ(sim_params_set(s, &p, "madvise", err, sizeof(err)), -EINVAL);
+	/* a ratio may exceed 1 (a working set larger than memory); a fraction may not */
+	ASSERT_EQ(sim_params_set(s, &p, "writer-set=250%", err, sizeof(err)), 0);
+	for (unsigned i = 0; i < s->nparams; i++)
+		if (!strcmp(s->params[i].key, "writer-set"))
+			EXPECT_NEAR(p.f[i], 2.5, 1e-12);
+	ASSERT_EQ(sim_params_set(s, &p, "writer-set=1.5", err, sizeof(err)), 0);
+	EXPECT_EQ(sim_params_set(s, &p, "writer-set=-1", err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "writer-set") && strstr(err, "ratio"));
+	EXPECT_EQ(sim_params_set(s, &p, "writer-set=101", err, sizeof(err)), -EINVAL);
+	EXPECT_EQ(sim_params_set(s, &p, "usemem-max=150%", err, sizeof(err)), -EINVAL);
 	EXPECT(sim_scenario_find("thpcompact") && sim_scenario_find("thpchallenge-fio"));
 	EXPECT(sim_scenario_find("thpchallenge") == NULL);
 }

@@ -78,6 +78,7 @@ TEST(writeback_wait_ends_when_the_queue_completes_the_request)
 	const uint64_t req4 = 1000000 + 4 * 4096 * 200;
 
 	setup(&f, "usb2-stick-2011:jitter=0,gc-au=0");
+	f.c.stall_threshold_ns = 15000000; /* 15 ms: the two full waits count, the timeout not */
 	k.w = &f.w;
 	ASSERT_EQ(world_spawn(&f.w, &k.task, "writer", 0, wb_actor, &k), 0);
 	ASSERT_EQ(sim_run(f.w.e, 10000000000ULL), 0);
@@ -92,7 +93,63 @@ TEST(writeback_wait_ends_when_the_queue_completes_the_request)
 	EXPECT(!k.last_still_wb);
 	/* every wait above was outside compaction: counted as a reclaim-path wait */
 	EXPECT_EQ(f.w.wb_reclaim.count, 3);
+	EXPECT_EQ(f.w.wb_reclaim.over, 2);
+	EXPECT_EQ(f.w.wb_reclaim.max_ns, k.t_last - k.t_first);
 	EXPECT_EQ(f.w.wb_compact.count, 0);
+	world_fini(&f.w);
+}
+
+struct merge_case {
+	struct sim_task task;
+	struct sim_world *w;
+	uint64_t t_submit, t_done[3];
+};
+
+/* Three single-page writeouts of adjacent file pages while the device is busy with another
+ * request: the I/O scheduler back-merges them into one request (elv_merge, up to max_sectors),
+ * so all three complete together. */
+static void merge_actor(struct sim_actor *a, void *arg)
+{
+	struct merge_case *k = arg;
+	struct sim_world *w = k->w;
+	uint32_t busy = file_new(w, 16), id = file_new(w, 8), pfns[16], pfn[3];
+
+	for (uint32_t i = 0; i < 16; i++) {
+		file_write_page(w, &k->task, busy, i);
+		pfns[i] = pfn_of(w, busy, i);
+		ASSERT_EQ(mm_writeback_begin_one(w->mm, pfns[i]), 0);
+	}
+	for (uint32_t i = 0; i < 3; i++) {
+		file_write_page(w, &k->task, id, i);
+		pfn[i] = pfn_of(w, id, i);
+	}
+	sim_settle(a);
+	k->t_submit = sim_now(w->e);
+	ASSERT_EQ(dev_submit(w, SIO_WRITEBACK, dev_offset_of(w, MM_OWNER_FILE(busy, 0)), pfns, 16,
+			     NULL), 0);
+	for (uint32_t i = 0; i < 3; i++)
+		ASSERT_EQ(sim_env_ops.writeout(w, &k->task, MM_OWNER_FILE(id, i), pfn[i]), 0);
+	for (uint32_t i = 0; i < 3; i++) {
+		dev_wait_writeback(w, &k->task, pfn[i], SIM_NO_TIMEOUT);
+		k->t_done[i] = sim_now(w->e);
+	}
+}
+
+TEST(adjacent_writeouts_merge_in_the_io_scheduler)
+{
+	struct fixture f;
+	struct merge_case k = {0};
+
+	setup(&f, "usb2-stick-2011:jitter=0,gc-au=0");
+	k.w = &f.w;
+	ASSERT_EQ(world_spawn(&f.w, &k.task, "writer", 0, merge_actor, &k), 0);
+	ASSERT_EQ(sim_run(f.w.e, 10000000000ULL), 0);
+	EXPECT_EQ(f.w.elv.merged, 2);
+	EXPECT_EQ(f.w.elv.dispatched, 2);
+	EXPECT_EQ(f.w.fl.writeout_pages, 3);
+	EXPECT_EQ(k.t_done[0], k.t_done[2]);
+	/* behind the 16-page request: 2 ms of setup and 19 pages at 5 MB/s */
+	EXPECT_EQ(k.t_done[2], k.t_submit + 2000000 + 19 * 4096 * 200);
 	world_fini(&f.w);
 }
 

@@ -5,6 +5,8 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -15,6 +17,8 @@
 
 #define MB (1UL << 20)
 #define HP (2UL << 20)
+
+static uint64_t mk_stall_ns = 1000000000ULL; /* the stall threshold mk() configures */
 
 static struct uffd_live *mk(const char *policy, const char *pool)
 {
@@ -31,6 +35,7 @@ static struct uffd_live *mk(const char *policy, const char *pool)
 	cfg.handlers = 3;
 	cfg.staging = 2;
 	cfg.log = UFFD_LOG_QUIET;
+	cfg.stall_threshold_ns = mk_stall_ns;
 	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
 		if (strstr(err, "userfaultfd unavailable"))
 			SKIP("%s", err);
@@ -42,8 +47,8 @@ static struct uffd_live *mk(const char *policy, const char *pool)
 
 static char *map(struct uffd_live *lv, size_t len)
 {
-	long p = uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			   0);
+	long p =
+	    uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	ASSERT(!sys_is_err(p));
 	return (char *)p;
@@ -179,8 +184,8 @@ TEST(live_partial_dontneed_splits_a_huge_extent)
 	EXPECT_EQ(HOST(lv, huge_splits), 1);
 	EXPECT_EQ(counts(lv).anon, 1024 - 256);
 	EXPECT_EQ(counts(lv).anon_huge, 512);
-	EXPECT_EQ(p[MB + 4096], 0);      /* freed: zero again, a 4 KiB first touch */
-	EXPECT_EQ(p[MB - 1], 0x5a);      /* the rest of the split extent kept its data */
+	EXPECT_EQ(p[MB + 4096], 0); /* freed: zero again, a 4 KiB first touch */
+	EXPECT_EQ(p[MB - 1], 0x5a); /* the rest of the split extent kept its data */
 	EXPECT_EQ(p[2 * MB], 0x5a);
 	EXPECT_EQ(settle(lv, OBS_BASE, 1), 1);
 	/* a whole extent freed (zapped PMD) may be huge again */
@@ -206,7 +211,7 @@ TEST(live_map_fixed_over_managed_memory)
 	EXPECT_EQ(counts(lv).anon, 3 * 512);
 	EXPECT_EQ(HOST(lv, fixed_over_managed), 1);
 	EXPECT(uffd_is_managed(lv, p + 4 * MB, HP));
-	EXPECT_EQ(p[4 * MB + 5], 0);       /* fresh memory, managed again: a first touch */
+	EXPECT_EQ(p[4 * MB + 5], 0); /* fresh memory, managed again: a first touch */
 	EXPECT_EQ(p[6 * MB], 1);
 	EXPECT_EQ(settle(lv, OBS_HUGE, 5), 5);
 	EXPECT_EQ(counts(lv).anon, 4 * 512);
@@ -226,8 +231,8 @@ TEST(live_mremap_keeps_data_and_state)
 
 	memset(p, 3, 4 * MB);
 	/* occupy the space after it, so growing must move */
-	blocker = sys_mmap(p + 4 * MB, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-			   -1, 0);
+	blocker = sys_mmap(p + 4 * MB, 4096, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	r = uffd_mremap(lv, p, 4 * MB, 8 * MB, MREMAP_MAYMOVE, NULL);
 	ASSERT(!sys_is_err(r));
 	q = (char *)r;
@@ -290,10 +295,43 @@ TEST(live_failed_region_falls_back_to_the_kernel)
 	EXPECT(!uffd_is_managed(lv, p, MB));
 	EXPECT_EQ(counts(lv).anon, 0);
 	EXPECT_EQ(HOST(lv, regions_failed), 1);
-	EXPECT_EQ(p[100], 4);            /* data kept */
-	EXPECT_EQ(p[MB - 1], 0);         /* served natively, no hang */
+	EXPECT_EQ(p[100], 4);	 /* data kept */
+	EXPECT_EQ(p[MB - 1], 0); /* served natively, no hang */
 	p[MB - 1] = 1;
 	EXPECT_EQ(settle(lv, OBS_BASE, 64), 64);
+	uffd_live_destroy(lv);
+}
+
+/* A span can still reach over pages unmapped while a migration held them; a new mapping placed
+ * there must still be managed (the span is trimmed again), not left to the kernel. */
+TEST(live_new_mapping_over_a_stale_span_is_managed)
+{
+	struct uffd_live *lv = mk("modern-never", "256M");
+	char *p = map(lv, 8 * MB);
+	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)p);
+	uint32_t pfn;
+	long q;
+
+	ASSERT(r != NULL);
+	p[4096] = 1;
+	ASSERT_EQ(settle(lv, OBS_BASE, 1), 1); /* the handler records after it set the state */
+	pfn = uffd_pfn_get(r, 1);
+	/* a migrator holds page 1 while the program unmaps the first 2 MiB */
+	ASSERT(uffd_pstate_cas(r, 1, UP_PRESENT, UP_MIGRATING));
+	ASSERT_EQ(uffd_munmap(lv, p, HP), 0);
+	EXPECT_EQ(r->lo, (uintptr_t)p + 4096); /* the span stops at the held page */
+	/* the migrator lets go (what migrate_locked does on a FREED page), mm frees the frame */
+	uffd_pstate_set(r, 1, UP_GONE);
+	mm_anon_free(lv->mm, pfn, 0, NULL);
+	q = uffd_mmap(lv, p, HP, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ASSERT_EQ(q, (long)p);
+	EXPECT(uffd_is_managed(lv, p, HP));
+	EXPECT_EQ(r->lo, (uintptr_t)p + HP);
+	p[100] = 2;
+	EXPECT_EQ(settle(lv, OBS_BASE, 2), 2);
+	EXPECT_EQ(HOST(lv, unmanaged_maps), 0);
+	uffd_region_put(&lv->table, r);
 	uffd_live_destroy(lv);
 }
 
@@ -436,6 +474,130 @@ TEST(live_migration_racing_with_dontneed)
 	for (size_t pg = 0; pg < 512; pg++)
 		ASSERT_EQ(v[pg * 512], pg + 1);
 	EXPECT_GT(HOST(lv, anon_migrations), 0);
+	uffd_region_put(&lv->table, r);
+	uffd_live_destroy(lv);
+}
+
+TEST(live_stalls_are_recorded_with_cause_and_thread)
+{
+	struct uffd_live *lv;
+	struct uffd_stats *st = malloc(sizeof(*st));
+	char *p;
+
+	mk_stall_ns = 1; /* every fault is a stall */
+	lv = mk("modern-always", "256M");
+	p = map(lv, 8 * MB);
+	pthread_setname_np(pthread_self(), "stall-victim");
+	for (size_t off = 0; off < 8 * MB; off += HP)
+		p[off] = 1;
+	settle(lv, OBS_HUGE, 4);
+	uffd_live_stats_copy(lv, st);
+	EXPECT_EQ(st->host.stalls, 4);
+	ASSERT_EQ(st->nstall_recs, 4);
+	for (int i = 0; i < 4; i++) {
+		ASSERT_STREQ(st->stall_recs[i].comm, "stall-victim");
+		EXPECT_EQ(st->stall_recs[i].tid, sys_gettid());
+		EXPECT_GT(st->stall_recs[i].duration_ns, 0);
+		EXPECT_EQ(st->stall_recs[i].addr % HP, 0);
+	}
+	free(st);
+	uffd_live_destroy(lv);
+}
+
+/* A handler that owns an extent for a long time (sync compaction waiting on writeback) must not
+ * hold up other faults: messages for its extent are dropped, not waited on. */
+TEST(live_a_stalled_owner_holds_up_nobody_else)
+{
+	struct uffd_live *lv = mk("modern-never", "256M");
+	char *a = map(lv, HP), *b = map(lv, 4 * MB);
+	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)a);
+	struct toucher t = {.p = a, .len = 4096, .id = 0, .nthreads = 1};
+	struct timespec t0, t1;
+	pthread_t th;
+
+	ASSERT(r != NULL);
+	ASSERT(uffd_xstate_cas(r, 0, UX_EMPTY, UX_FILLING)); /* the stalled owner */
+	pthread_create(&th, NULL, touch_all, &t);	     /* blocks on the owned extent */
+	usleep(20000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t off = 0; off < 4 * MB; off += 4096)
+		b[off] = 3; /* 1024 faults elsewhere, served by the other handlers */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_LT((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000, 2000);
+	EXPECT_EQ(settle(lv, OBS_BASE, 1024), 1024);
+	uffd_xstate_set(r, 0, UX_EMPTY); /* the owner gives up */
+	uffd_io_wake(lv->uffd, (uintptr_t)a, HP);
+	pthread_join(th, NULL);
+	EXPECT_EQ(a[1], 1);
+	uffd_region_put(&lv->table, r);
+	uffd_live_destroy(lv);
+}
+
+/* ---- kernel-mode faults with a pending signal: message storms ------------------------------- */
+
+struct piper {
+	int fd;
+	char *buf;
+	ssize_t got;
+	int tid; /* atomic */
+};
+
+static void on_usr1(int sig)
+{
+}
+
+static void *pipe_reader(void *arg)
+{
+	struct piper *pr = arg;
+
+	__atomic_store_n(&pr->tid, sys_gettid(), __ATOMIC_RELEASE);
+	/* copy_to_user faults on a managed page */
+	__atomic_store_n(&pr->got, read(pr->fd, pr->buf, 4096), __ATOMIC_RELEASE);
+	return NULL;
+}
+
+TEST(live_kernel_fault_storm_is_absorbed)
+{
+	struct uffd_live *lv = mk("modern-always", "256M");
+	char *p = map(lv, HP);
+	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)p);
+	struct sigaction sa = {.sa_handler = on_usr1};
+	struct piper pr = {.buf = p + 8192};
+	uint64_t before;
+	char data[4096];
+	pthread_t th;
+	int fds[2];
+
+	ASSERT(r != NULL);
+	ASSERT_EQ(pipe(fds), 0);
+	sigaction(SIGUSR1, &sa, NULL);
+	/* a stalled owner: the extent stays FILLING until we let it go */
+	ASSERT(uffd_xstate_cas(r, 0, UX_EMPTY, UX_FILLING));
+	for (int i = 0; i < 4096; i++)
+		data[i] = (char)(i * 7);
+	ASSERT_EQ(write(fds[1], data, sizeof(data)), 4096);
+	pr.fd = fds[0];
+	pthread_create(&th, NULL, pipe_reader, &pr);
+	while (!__atomic_load_n(&pr.tid, __ATOMIC_ACQUIRE))
+		usleep(100);
+	usleep(20000);
+	before = HOST(lv, dup_messages);
+	/* a non-fatal signal makes the kernel retry the fault and queue a message each time */
+	for (int i = 0; i < 200; i++) {
+		syscall(SYS_tgkill, getpid(), pr.tid, SIGUSR1);
+		usleep(250);
+	}
+	fprintf(stderr, "  storm: %llu messages while blocked\n",
+		(unsigned long long)(HOST(lv, dup_messages) - before));
+	EXPECT_GT(HOST(lv, dup_messages) - before, 10);
+	/* still blocked: nobody answered with a page */
+	EXPECT_EQ(__atomic_load_n(&pr.got, __ATOMIC_ACQUIRE), 0);
+	uffd_xstate_set(r, 0, UX_EMPTY); /* the owner gives up: waiters fault again */
+	uffd_io_wake(lv->uffd, (uintptr_t)p, HP);
+	pthread_join(th, NULL);
+	EXPECT_EQ(__atomic_load_n(&pr.got, __ATOMIC_ACQUIRE), 4096);
+	EXPECT(memcmp(p + 8192, data, 4096) == 0);
+	EXPECT_EQ(settle(lv, OBS_HUGE, 1), 1);
 	uffd_region_put(&lv->table, r);
 	uffd_live_destroy(lv);
 }

@@ -7,7 +7,7 @@
 
 #include "uffd/uffd.h"
 
-#define MB (1UL << 20)
+#define MB   (1UL << 20)
 #define BASE 0x7f0000000000UL /* addresses are only numbers here: nothing is mapped */
 
 TEST(region_lookup_by_address_and_cookie)
@@ -16,9 +16,11 @@ TEST(region_lookup_by_address_and_cookie)
 	struct uffd_region *a, *b, *g;
 
 	ASSERT_EQ(uffd_table_init(&t), 0);
-	ASSERT_EQ(uffd_region_create(&t, BASE, BASE + 4 * MB, PROT_READ | PROT_WRITE, 0, true, &a), 0);
+	ASSERT_EQ(uffd_region_create(&t, BASE, BASE + 4 * MB, PROT_READ | PROT_WRITE, 0, true, &a),
+		  0);
 	ASSERT_EQ(uffd_region_create(&t, BASE + 8 * MB, BASE + 9 * MB, PROT_READ | PROT_WRITE, 0,
-				     true, &b), 0);
+				     true, &b),
+		  0);
 	g = uffd_region_get(&t, BASE + 4 * MB - 1);
 	ASSERT(g == a);
 	uffd_region_put(&t, g);

@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		unsigned char *q = malloc(4 << 20);
 
 		memset(q, 7, 4 << 20);
-		p[LEN - 1] = 9;          /* untouched in the parent: plain memory in the child */
+		p[LEN - 1] = 9; /* untouched in the parent: plain memory in the child */
 		if (pattern_sum(p, LEN / 2) != expected_sum() || q[12345] != 7 ||
 		    p[4096 * 3] != 3 || p[LEN - 1] != 9)
 			_exit(1);
@@ -111,7 +111,8 @@ int main(int argc, char **argv)
 			fails += wait_ok(pid, "posix_spawn");
 	}
 	fails += pattern_sum(p, LEN / 2) != expected_sum();
-	printf("parent: data %s\n", pattern_sum(p, LEN / 2) == expected_sum() ? "intact" : "CORRUPTED");
+	printf("parent: data %s\n",
+	       pattern_sum(p, LEN / 2) == expected_sum() ? "intact" : "CORRUPTED");
 	munmap(p, LEN);
 	return fails ? 1 : 0;
 }

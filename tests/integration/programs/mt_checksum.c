@@ -56,7 +56,7 @@ static void *run(void *arg)
 		uint64_t *p = malloc(n * 8), *q;
 
 		fill(p, n, seed);
-		q = realloc(p, n * 12);                    /* keeps the first n words */
+		q = realloc(p, n * 12); /* keeps the first n words */
 		j->sum += fold(q, n, seed, &j->bad);
 		free(q);
 		if (r % 8 == 0) { /* a large mapping of its own, partly released */

@@ -20,11 +20,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PAGE 4096UL
+#define PAGE  4096UL
 #define HPAGE (2UL << 20)
 
 static atomic_ullong corrupted, verified, churned, huge_touches;
-static atomic_int stop;
+static atomic_int stop, reported;
+
+/* Describe the first few corrupted pages on stderr (what was there instead). */
+static void describe(const char *who, const void *page, uint64_t tag, unsigned long bad)
+{
+	const uint64_t *w = page;
+	unsigned zero = 0;
+
+	if (!bad || atomic_fetch_add(&reported, 1) >= 8)
+		return;
+	for (size_t i = 0; i < PAGE / 8; i++)
+		zero += w[i] == 0;
+	fprintf(stderr,
+		"stress: %s page %p: %lu bad bytes, word0 %#llx (expected tag %#llx), "
+		"%u of 512 words zero\n",
+		who, page, bad, (unsigned long long)w[0], (unsigned long long)tag, zero);
+}
 
 static uint64_t xs(uint64_t *s)
 {
@@ -82,8 +98,8 @@ static void *writer_main(void *arg)
 {
 	struct writer *w = arg;
 	size_t n = w->bytes / PAGE;
-	uint64_t *area = mmap(NULL, w->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			      -1, 0);
+	uint64_t *area =
+	    mmap(NULL, w->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint64_t *tags = calloc(n, sizeof(*tags)), seed = w->id * 7919 + 1;
 	unsigned long writes = 0;
 
@@ -98,7 +114,11 @@ static void *writer_main(void *arg)
 			for (size_t k = 0; k < n; k++) {
 				const uint64_t *pg = area + k * (PAGE / 8);
 
-				corrupted += tags[k] ? check_page(pg, tags[k]) : check_zero(pg, PAGE / 8);
+				unsigned long bad =
+				    tags[k] ? check_page(pg, tags[k]) : check_zero(pg, PAGE / 8);
+
+				describe("writer", pg, tags[k], bad);
+				corrupted += bad;
 				verified++;
 			}
 		}
@@ -114,8 +134,8 @@ static void *churner_main(void *arg)
 
 	while (!stop) {
 		size_t len = (1 + xs(&seed) % 4) * HPAGE, n = len / PAGE;
-		uint64_t *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-				   0);
+		uint64_t *a =
+		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		size_t d0 = xs(&seed) % n, dn = 1 + xs(&seed) % (n - d0), cut = n / 2;
 
 		for (size_t k = 0; k < n; k++)
@@ -123,15 +143,23 @@ static void *churner_main(void *arg)
 		madvise(a + d0 * (PAGE / 8), dn * PAGE, MADV_DONTNEED);
 		for (size_t k = 0; k < n; k++) {
 			const uint64_t *pg = a + k * (PAGE / 8);
+			bool freed = k >= d0 && k < d0 + dn;
+			unsigned long bad =
+			    freed ? check_zero(pg, PAGE / 8) : check_page(pg, seed + k);
 
-			corrupted += (k >= d0 && k < d0 + dn) ? check_zero(pg, PAGE / 8)
-							      : check_page(pg, seed + k);
+			describe(freed ? "churner(freed)" : "churner", pg, freed ? 0 : seed + k,
+				 bad);
+			corrupted += bad;
 		}
 		for (size_t k = d0; k < d0 + dn; k++)
 			write_page(a + k * (PAGE / 8), seed + k);
 		munmap(a, cut * PAGE); /* the head goes first, the tail stays checked */
-		for (size_t k = cut; k < n; k++)
-			corrupted += check_page(a + k * (PAGE / 8), seed + k);
+		for (size_t k = cut; k < n; k++) {
+			unsigned long bad = check_page(a + k * (PAGE / 8), seed + k);
+
+			describe("churner(tail)", a + k * (PAGE / 8), seed + k, bad);
+			corrupted += bad;
+		}
 		munmap(a + cut * (PAGE / 8), (n - cut) * PAGE);
 		churned++;
 	}
@@ -143,7 +171,8 @@ static void *huge_main(void *arg)
 {
 	while (!stop) {
 		size_t len = 4 * HPAGE;
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p =
+		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		madvise(p, len, MADV_HUGEPAGE);
 		for (size_t off = 0; off < len; off += HPAGE)
@@ -177,8 +206,9 @@ int main(int argc, char **argv)
 		pthread_join(w[i].th, NULL);
 	for (unsigned i = 0; i <= nc; i++)
 		pthread_join(ch[i], NULL);
-	printf("stress: verified_pages=%llu churn_rounds=%llu huge_rounds=%llu corrupted_bytes=%llu\n",
-	       (unsigned long long)verified, (unsigned long long)churned,
-	       (unsigned long long)huge_touches, (unsigned long long)corrupted);
+	printf(
+	    "stress: verified_pages=%llu churn_rounds=%llu huge_rounds=%llu corrupted_bytes=%llu\n",
+	    (unsigned long long)verified, (unsigned long long)churned,
+	    (unsigned long long)huge_touches, (unsigned long long)corrupted);
 	return corrupted ? 1 : 0;
 }

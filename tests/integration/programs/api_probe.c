@@ -1,0 +1,35 @@
+/* The public API (core/include/thpemu.h) from a program that also runs natively: weak
+ * references are NULL without the library. Prints what it learns; argv[1] is where to write the
+ * process's report. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "thpemu.h"
+
+extern const char *thpemu_version(void) __attribute__((weak));
+extern int thpemu_active(void) __attribute__((weak));
+extern int thpemu_is_managed(const void *addr) __attribute__((weak));
+extern int thpemu_get_counters(struct thpemu_counters *c, size_t size) __attribute__((weak));
+extern int thpemu_write_report(const char *path) __attribute__((weak));
+
+int main(int argc, char **argv)
+{
+	size_t len = 8UL << 20;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct thpemu_counters c;
+
+	memset(p, 1, len);
+	if (!thpemu_active || !thpemu_active()) {
+		printf("api: active=0\n");
+		return 0;
+	}
+	if (thpemu_get_counters(&c, sizeof(c)) != 0)
+		return 1;
+	printf("api: active=1 version=%s managed=%d stack_managed=%d faults=%llu huge=%llu "
+	       "real_pmd=%llu managed_bytes=%llu\n",
+	       thpemu_version(), thpemu_is_managed(p + 12345), thpemu_is_managed(&c),
+	       (unsigned long long)c.faults, (unsigned long long)c.huge_faults,
+	       (unsigned long long)c.real_pmd_faults, (unsigned long long)c.managed_bytes);
+	return argc > 1 && thpemu_write_report(argv[1]) != 0;
+}
