@@ -59,7 +59,8 @@ static int check_file(const char *dir, const char *name, uint64_t seed, uint64_t
 		if (n <= 0)
 			break;
 		t->pages++;
-		if (n == IO_PAGE_SIZE && io_pattern_check(buf, seed, id, off, IO_PAGE_SIZE) == IO_PAGE_SIZE) {
+		if (n == IO_PAGE_SIZE &&
+		    io_pattern_check(buf, seed, id, off, IO_PAGE_SIZE) == IO_PAGE_SIZE) {
 			t->pattern++;
 		} else if (!strict && all_zero(buf, (size_t)n)) {
 			t->zero++;
@@ -79,7 +80,8 @@ static int check_file(const char *dir, const char *name, uint64_t seed, uint64_t
 }
 
 /* Files the manifest lists as complete (name per line, NULL-terminated array). */
-static int read_manifest(const char *dir, uint64_t seed, struct tally *t, char ***done, size_t *ndone)
+static int read_manifest(const char *dir, uint64_t seed, struct tally *t, char ***done,
+			 size_t *ndone)
 {
 	char path[4096], name[256], status[32];
 	unsigned long long size;
