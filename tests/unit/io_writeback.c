@@ -386,6 +386,7 @@ TEST(the_dirtier_streams_and_throttles)
 	while (__atomic_load_n(&te.st.fsyncs, __ATOMIC_RELAXED) == 0 &&
 	       clock_now_ns() - t0 < 60000000000ULL)
 		usleep(20000);
+	io_stop(te.io, 1000000000ULL); /* quiesce the threads before reading their counters */
 	EXPECT_EQ(te.st.fsyncs, 1);
 	EXPECT_EQ(te.st.bytes_dirtied, 24 << 20);
 	EXPECT_EQ(te.st.bytes_written, 24 << 20);
@@ -407,6 +408,7 @@ TEST(the_reader_fills_clean_page_cache)
 	while (__atomic_load_n(&te.st.bytes_read, __ATOMIC_RELAXED) < (4 << 20) &&
 	       clock_now_ns() - t0 < 30000000000ULL)
 		usleep(20000);
+	io_stop(te.io, 1000000000ULL);
 	EXPECT_EQ(te.st.bytes_read, 4 << 20);
 	EXPECT_EQ(te.st.read_errors, 0);
 	mm_get_counts(te.mm, &c);
