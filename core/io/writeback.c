@@ -797,23 +797,47 @@ int io_start(struct io *io)
 	return 0;
 }
 
+/* Join the dirtier within ns; false if it is still busy (e.g. blocked in reclaim on a page whose
+ * write the device has not completed). */
+static bool join_dirtier(struct io *io, uint64_t ns)
+{
+	struct timespec ts;
+	uint64_t t;
+
+	if (!io->dirtier_started)
+		return true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + ns;
+	ts.tv_sec = (time_t)(t / 1000000000ULL);
+	ts.tv_nsec = (long)(t % 1000000000ULL);
+	if (pthread_timedjoin_np(io->dirtier, NULL, &ts) != 0)
+		return false;
+	io->dirtier_started = false;
+	return true;
+}
+
 void io_stop(struct io *io, uint64_t drain_ns)
 {
+	bool joined;
+
 	if (!io || atomic_exchange(&io->stopping, true))
 		return;
 	__atomic_fetch_add(&io->dirtier_wake, 1, __ATOMIC_RELEASE);
 	io_futex_wake_all(&io->dirtier_wake);
 	__atomic_fetch_add(&io->progress, 1, __ATOMIC_RELEASE);
 	io_futex_wake_all(&io->progress);
-	if (io->dirtier_started)
-		pthread_join(io->dirtier, NULL);
-	io->dirtier_started = false;
-	io->drain_deadline = clock_now_ns() + drain_ns;
+	/* the flusher keeps completing writes meanwhile; if the dirtier still waits on one when
+	 * the drain time is up, stopping the flusher ends every page in flight and wakes it */
+	joined = join_dirtier(io, drain_ns);
+	io->drain_deadline = joined ? clock_now_ns() + drain_ns : 0;
 	atomic_store_explicit(&io->flusher_stop, true, memory_order_release);
 	io->be->kick(io);
 	if (io->flusher_started)
 		pthread_join(io->flusher, NULL);
 	io->flusher_started = false;
+	if (io->dirtier_started)
+		pthread_join(io->dirtier, NULL);
+	io->dirtier_started = false;
 }
 
 void io_destroy(struct io *io)
