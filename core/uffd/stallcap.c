@@ -8,7 +8,8 @@
  * us) and keep the one of the longest block of the fault, so a writeback stall shows
  * wait_on_frame_writeback < unmap_and_move < migrate_frames < compact_zone < ... A fault that
  * never blocks but runs long (compaction scanning, reclaim) is captured from the [locked] cost
- * hook once it has been in service for half the threshold.
+ * hook once it has been in service for half the threshold, by a frame-pointer walk (libunwind
+ * is never entered with the mm lock held).
  *
  * Application side. Handler threads block every signal and never wait for anyone, so a
  * watchdog thread scans the handlers' published faults; for one in service longer than half the
@@ -208,7 +209,9 @@ void uffd_stallcap_long_running(struct uffd_worker *w)
 	if (clock_now_ns() - s->t0 < w->lv->stallcap->threshold_ns / 2)
 		return;
 	s->long_captured = true;
-	obs_stack_capture(&s->handler, 3); /* past the cost hook and mm_charge */
+	/* the mm lock is held here: never libunwind, whose dl_iterate_phdr takes the loader lock a
+	 * faulting application thread may hold (it would wait for a handler, which waits for us) */
+	obs_stack_capture_fp(&s->handler, 3); /* past the cost hook and mm_charge */
 }
 
 static void fill_app_side(struct stall_slot *s, struct obs_stall_event *ev)
