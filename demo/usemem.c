@@ -7,8 +7,9 @@
  *   fault <tid> <huge|base> <latency_us> <sec.usec>
  * then a summary with the region's AnonHugePages from /proc/self/smaps:
  *   usemem: extents=N huge=N huge_pct=P anonhuge_kb=K p50_us=X p99_us=Y max_us=Z
- * --loops repeats map -> touch -> unmap in one process. It runs natively as well as under
- * thpemu: it does not link the emulator.
+ * --loops repeats map -> touch -> unmap in one process; --delay waits before the first map (so
+ * that a writer started with the process under thpemu run has filled the page cache). It runs
+ * natively as well as under thpemu: it does not link the emulator.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -43,6 +44,7 @@ struct opts {
 	bool madvise;
 	unsigned loops;
 	uint64_t hold_ns;
+	uint64_t delay_ns; /* before the first loop */
 	bool quiet;
 };
 
@@ -115,6 +117,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	    {"no-madvise", no_argument, NULL, 'n'},
 	    {"loops", required_argument, NULL, 'l'},
 	    {"hold", required_argument, NULL, 'h'},
+	    {"delay", required_argument, NULL, 'd'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'H'},
 	    {NULL, 0, NULL, 0},
@@ -154,16 +157,20 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				usage_error("--hold: '%s' is not a duration (e.g. 500ms, 2s)",
 					    optarg);
 			break;
+		case 'd':
+			if (parse_duration(optarg, &o->delay_ns) < 0)
+				usage_error("--delay: '%s' is not a duration (e.g. 500ms, 5s)", optarg);
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
 		case 'H':
 			printf("usage: usemem --size SIZE [--threads N] [--madvise|--no-madvise] "
-			       "[--loops N] [--hold DUR] [--quiet]\n");
+			       "[--loops N] [--hold DUR] [--delay DUR] [--quiet]\n");
 			exit(0);
 		default:
 			usage_error("unknown option '%s' (accepted: --size, --threads, --madvise, "
-				    "--no-madvise, --loops, --hold, --quiet)",
+				    "--no-madvise, --loops, --hold, --delay, --quiet)",
 				    argv[optind - 1]);
 		}
 	}
@@ -248,6 +255,14 @@ static char *map_aligned(size_t len)
 	return (char *)a;
 }
 
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+
+	while (ns && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* One map -> touch -> unmap cycle; returns the region's AnonHugePages before the unmap. */
 static uint64_t run_loop(const struct opts *o, size_t nexts, struct sample *out)
 {
@@ -321,6 +336,7 @@ int main(int argc, char **argv)
 	if (!s || !lat)
 		return 1;
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	sleep_ns(o.delay_ns);
 	for (unsigned l = 0; l < o.loops; l++) {
 		struct sample *ls = s + (size_t)l * nexts;
 

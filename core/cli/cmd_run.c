@@ -9,7 +9,13 @@
  * 128 + signal if it was killed.
  *
  * Options are table-driven: the THPEMU_* table of core/uffd supplies most of them, and
- * run_opts[] below the launcher's own (issue 5 adds the device and dirtier options there).
+ * run_opts[] below the launcher's own.
+ *
+ * The slow device (--device) is made ready before the program starts and removed after it,
+ * whatever happened (run_io.c); the dirtier and writeback run inside the program's process
+ * (the library starts them in the process this command starts, THPEMU_IO_PID). Stall events
+ * with stacks are written by each process at exit and merged here into the report and the
+ * 2011-format text (stderr, or --stall-report FILE).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,14 +31,18 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run_io.h"
 #include "uffd/uffd.h"
 #include "util/clock.h"
 
 struct run_ctx {
 	struct uffd_config cfg;
-	const char *report; /* --report FILE */
-	bool quiet;	    /* --quiet: no summary */
-	char **cmd;	    /* the program and its arguments */
+	const char *report;     /* --report FILE */
+	const char *stall_report; /* --stall-report FILE */
+	bool quiet;             /* --quiet: no summary */
+	struct run_device dev;  /* --device */
+	struct run_stalls stalls;
+	char **cmd;             /* the program and its arguments */
 	char run_dir[PATH_MAX];
 	pid_t child;
 };
@@ -55,9 +65,16 @@ static void opt_quiet(struct run_ctx *rc, const char *val)
 	rc->quiet = true;
 }
 
+static void opt_stall_report(struct run_ctx *rc, const char *val)
+{
+	rc->stall_report = val;
+}
+
 static const struct run_opt run_opts[] = {
-    {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
-    {"--quiet", NULL, "no summary on stderr", opt_quiet},
+	{"--report", "FILE", "write the merged JSON report to FILE", opt_report},
+	{"--stall-report", "FILE",
+	 "write the stall report (2011 format) to FILE instead of stderr", opt_stall_report},
+	{"--quiet", NULL, "no summary (nor stall report) on stderr", opt_quiet},
 };
 
 static void usage(FILE *f)
@@ -88,6 +105,10 @@ static void usage(FILE *f)
 	uffd_opts_help(f, false);
 	fprintf(f, "\nPolicies:\n");
 	mm_policy_help(f);
+	fprintf(f, "\nDevices (--device DEV):\n");
+	io_device_help(f);
+	fprintf(f, "\nThe dirtier (--dirty SPEC, comma-separated items):\n");
+	io_dirty_help(f);
 	fprintf(f, "\nExit status: the program's, 128+N if it was killed by signal N, 2 for a bad "
 		   "option, 1 if thpemu itself failed.\n");
 }
@@ -139,6 +160,10 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 			if (uffd_opt_parse(uo, name, v, &rc->cfg, err, sizeof(err)) < 0)
 				cli_usage_error("run", "%s", err);
 			setenv(uo->env, v, 1);
+			if (uo->type == UOPT_DEVICE) {
+				rc->dev.spec = v;
+				rc->dev.dev = rc->cfg.device;
+			}
 		} else {
 			cli_usage_error("run", "unknown option '%s' (see 'thpemu run --help')",
 					name);
@@ -198,12 +223,20 @@ static int set_preload(struct run_ctx *rc)
 }
 
 static volatile pid_t forward_to;
+static volatile sig_atomic_t forwarded;
 
 /* Signals someone sent to thpemu go on to the program; a terminal's signals already reached
- * the whole process group, so those (si_code SI_KERNEL) are not sent twice. */
+ * the whole process group, so those (si_code SI_KERNEL) are not sent twice. A program that
+ * survives one SIGINT/SIGTERM is killed by the second, so that the device is always removed. */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
-	if (forward_to > 0 && si->si_code != SI_KERNEL)
+	if (forward_to <= 0)
+		return;
+	if ((sig == SIGINT || sig == SIGTERM) && forwarded++) {
+		kill(forward_to, SIGKILL);
+		return;
+	}
+	if (si->si_code != SI_KERNEL)
 		kill(forward_to, sig);
 }
 
@@ -229,6 +262,10 @@ static int run_child(struct run_ctx *rc)
 		return -1;
 	}
 	if (pid == 0) {
+		char me[24];
+
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		setenv("THPEMU_IO_PID", me, 1); /* io runs here, not in what this program execs */
 		execvp(rc->cmd[0], rc->cmd);
 		fprintf(stderr, "thpemu run: cannot execute %s: %s\n", rc->cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
@@ -292,25 +329,55 @@ static void collect(struct run_ctx *rc, struct uffd_stats *total, struct uffd_pr
 	rmdir(rc->run_dir);
 }
 
-static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
-			 const struct uffd_program_info *prog)
+/* The 2011-format stall report: to --stall-report FILE, else to stderr when there are events. */
+static void write_stall_report(struct run_ctx *rc)
 {
+	const struct run_stalls *s = &rc->stalls;
 	FILE *f;
 
+	if (rc->stall_report) {
+		f = fopen(rc->stall_report, "w");
+		if (!f) {
+			cli_error("run", "cannot write %s: %s", rc->stall_report, strerror(errno));
+			return;
+		}
+		if (s->text)
+			fwrite(s->text, 1, s->text_len, f);
+		else
+			fprintf(f, "No stall report: no managed process wrote one.\n");
+		fclose(f);
+	} else if (!rc->quiet && s->events && s->text) {
+		fputc('\n', stderr);
+		fwrite(s->text, 1, s->text_len, stderr);
+	}
+}
+
+static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
+			 struct uffd_program_info *prog)
+{
+	char *dev_json = run_device_json(&rc->dev);
+	FILE *f;
+
+	prog->stalls_json = rc->stalls.json;
+	prog->device_json = dev_json;
 	if (!rc->quiet)
 		uffd_report_summary(stderr, total, prog);
-	if (!rc->report)
+	write_stall_report(rc);
+	if (!rc->report) {
+		free(dev_json);
 		return;
+	}
 	f = fopen(rc->report, "w");
 	if (!f || uffd_report_json(f, &rc->cfg, total, prog) < 0)
 		cli_error("run", "cannot write %s: %s", rc->report, strerror(errno));
 	if (f)
 		fclose(f);
+	free(dev_json);
 }
 
 static int run_main(int argc, char **argv)
 {
-	struct run_ctx rc = {.child = -1};
+	struct run_ctx rc = {.child = -1, .dev = {.pid = -1, .status = -1}};
 	struct uffd_program_info prog = {0};
 	struct uffd_stats *total;
 	uint64_t t0;
@@ -326,14 +393,18 @@ static int run_main(int argc, char **argv)
 		return 1;
 	}
 	setenv("THPEMU_RUN_DIR", rc.run_dir, 1);
+	install_forwarding();
+	run_device_start(&rc.dev, rc.cfg.seed, rc.quiet);
 	if (set_preload(&rc) < 0) {
+		run_device_stop(&rc.dev);
 		rmdir(rc.run_dir);
 		return 1;
 	}
-	install_forwarding();
 	t0 = clock_now_ns();
 	status = run_child(&rc);
 	prog.wall_s = (double)(clock_now_ns() - t0) / 1e9;
+	run_device_stop(&rc.dev);
+	run_stalls_collect(rc.run_dir, &rc.stalls);
 	prog.argv = rc.cmd;
 	prog.exit_status = status;
 	total = calloc(1, sizeof(*total));
@@ -345,6 +416,8 @@ static int run_main(int argc, char **argv)
 			 " no process was managed (a static or setuid binary ignores LD_PRELOAD)");
 	write_report(&rc, total, &prog);
 	free(total);
+	run_stalls_free(&rc.stalls);
+	free(rc.dev.stats_json);
 	return status < 0 ? 1 : status;
 }
 

@@ -49,6 +49,19 @@ static uint32_t pow2_floor(uint32_t x)
 	return p;
 }
 
+/* Make every page of p resident now. Live, a handler thread must never fault on mm's own
+ * memory: the allocator's untouched pages may lie in managed memory, which only handlers serve.
+ * (volatile: a compiler may turn malloc + memset into calloc, which touches nothing.) */
+static void touch_pages(void *p, size_t len)
+{
+	volatile char *c = p;
+
+	for (size_t i = 0; i < len; i += 4096)
+		c[i] = c[i];
+	if (len)
+		c[len - 1] = c[len - 1];
+}
+
 static int alloc_metadata(struct mm *mm)
 {
 	uint32_t buckets = pow2_floor(mm->nr_frames / 2);
@@ -62,6 +75,10 @@ static int alloc_metadata(struct mm *mm)
 	if (!mm->frames || !mm->pageblock || !mm->pc_hash || !mm->dirty_ring || !mm->dirty_queued)
 		return -ENOMEM;
 	memset(mm->pc_hash, 0xff, (size_t)buckets * sizeof(*mm->pc_hash));
+	touch_pages(mm->dirty_ring, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
+	touch_pages(mm->dirty_queued, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
+	touch_pages(mm->frames, ((size_t)mm->nr_frames + NR_SENTINELS) * sizeof(*mm->frames));
+	touch_pages(mm->pageblock, mm->nr_blocks);
 	return 0;
 }
 

@@ -47,7 +47,8 @@ const struct uffd_opt uffd_opts[] = {
      "a recipe such as thpcompact or pagecache:60%,unmovable:0.5% (see thpemu sim --help)",
      "initial pool state (fragmentation recipe, core/mm)", 0, 0, NULL, 0},
     {"THPEMU_SEED", "--seed", "N", UOPT_UINT, "1", "a non-negative integer",
-     "seed of the fragmentation recipe", 0, UINT64_MAX, NULL, 0},
+     "seed of the fragmentation recipe, the device model and the data the dirtier writes", 0,
+     UINT64_MAX, NULL, 0},
     {"THPEMU_LOG", "--log", "LEVEL", UOPT_ENUM, "warn", "quiet, warn, info or debug",
      "what the library prints on stderr", 0, 0, log_words, 0},
     {"THPEMU_HOST_THP", "--host-thp", "BOOL", UOPT_BOOL, "1", "0/1, no/yes, false/true, off/on",
@@ -60,6 +61,25 @@ const struct uffd_opt uffd_opts[] = {
     {"THPEMU_RUN_DIR", NULL, "DIR", UOPT_PATH, "", "a directory",
      "set by `thpemu run`: each process keeps its live statistics in DIR/PID.stats", 0, 0, NULL,
      UOPT_INTERNAL},
+    {"THPEMU_DEVICE", "--device", "DEV", UOPT_DEVICE, "",
+     "none, a preset (usb2-stick-2011, sd-class4, ... see thpemu run --help) or a directory, "
+     "each optionally followed by :KEY=VALUE,...",
+     "slow device the page cache writes back to (thpemu run mounts thpemu-fusedev for a "
+     "preset; none: an in-process device model)",
+     0, 0, NULL, UOPT_LAUNCHER},
+    {"THPEMU_DIRTY", "--dirty", "SPEC", UOPT_DIRTY, "",
+     "SIZE or stream, then file=SIZE, rate=RATE, fsync=none|each|end, delete-after, read, "
+     "dirty-ratio=PCT, background-ratio=PCT, start=DUR (see thpemu run --help)",
+     "files a thread of the program's process streams through the emulated page cache (cp "
+     "or rsync to a stick)",
+     0, 0, NULL, 0},
+    {"THPEMU_DEVICE_DIR", NULL, "DIR", UOPT_PATH, "", "a directory",
+     "set by `thpemu run`: where the device of THPEMU_DEVICE is mounted", 0, 0, NULL,
+     UOPT_INTERNAL},
+    {"THPEMU_IO_PID", NULL, "PID", UOPT_UINT, "0", "a process id",
+     "set by `thpemu run` (or the first process): only this process runs the dirtier and "
+     "writeback",
+     0, UINT32_MAX, NULL, UOPT_INTERNAL},
 };
 const unsigned uffd_nopts = sizeof(uffd_opts) / sizeof(uffd_opts[0]);
 
@@ -145,6 +165,10 @@ static int store(const struct uffd_opt *o, const char *name, const char *val, ui
 		return copy_path(cfg->report, sizeof(cfg->report), o, name, val, err, errlen);
 	else if (!strcmp(e, "RUN_DIR"))
 		return copy_path(cfg->run_dir, sizeof(cfg->run_dir), o, name, val, err, errlen);
+	else if (!strcmp(e, "DEVICE_DIR"))
+		return copy_path(cfg->device_dir, sizeof(cfg->device_dir), o, name, val, err, errlen);
+	else if (!strcmp(e, "IO_PID"))
+		cfg->io_pid = num;
 	return 0;
 }
 
@@ -164,6 +188,27 @@ static int parse_policy(const struct uffd_opt *o, const char *name, const char *
 	return 0;
 }
 
+/* --device / --dirty: the io module's parsers name the bad item and what they accept. */
+static int parse_io(const struct uffd_opt *o, const char *name, const char *val,
+		    struct uffd_config *cfg, char *err, size_t errlen)
+{
+	bool dev = o->type == UOPT_DEVICE;
+	char *dst = dev ? cfg->device_spec : cfg->dirty_spec;
+	char why[400];
+	int rc;
+
+	if (strlen(val) >= sizeof(cfg->device_spec))
+		return bad(o, name, val, "is too long", err, errlen);
+	rc = dev ? io_device_parse(val, &cfg->device, why, sizeof(why))
+		 : io_dirty_parse(val, &cfg->dirty, why, sizeof(why));
+	if (rc < 0) {
+		snprintf(err, errlen, "%s%s'%s': %s", name, name[0] == '-' ? ": " : "=", val, why);
+		return rc;
+	}
+	strcpy(dst, val);
+	return 0;
+}
+
 int uffd_opt_parse(const struct uffd_opt *o, const char *name, const char *val,
 		   struct uffd_config *cfg, char *err, size_t errlen)
 {
@@ -175,6 +220,9 @@ int uffd_opt_parse(const struct uffd_opt *o, const char *name, const char *val,
 	switch (o->type) {
 	case UOPT_POLICY:
 		return parse_policy(o, name, val, cfg, err, errlen);
+	case UOPT_DEVICE:
+	case UOPT_DIRTY:
+		return parse_io(o, name, val, cfg, err, errlen);
 	case UOPT_SIZE:
 		if (units_parse_size(val, &num) < 0)
 			return bad(o, name, val, "is not a size", err, errlen);

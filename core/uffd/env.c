@@ -4,13 +4,17 @@
  *   lock/unlock     one mutex shared by the handler threads, the background thread and the
  *                   program's munmap/madvise (mm's own concurrency contract, mm.h)
  *   wait_writeback  wait_on_page_writeback(): a hashed futex wait queue (io/waitq.h) woken by
- *                   the writeback engine when the frame's I/O completes
+ *                   the writeback engine when the frame's I/O completes; the handler's stack is
+ *                   captured here for stall reports (stallcap.c)
  *   migrate_anon    a real unmap / copy / remap of the program's page (migrate.c)
- *   copy_file_page  the page-cache arena's copy, when one is installed (issue 5); without a page
- *                   cache the emulated file pages carry no data and migrate as metadata
+ *   copy_file_page  the page-cache arena's copy (core/io), when io runs in this process; without
+ *                   it the emulated file pages carry no data and migrate as metadata
+ *   writeout        writeout(): core/io starts writeback of the page (without io: -EBUSY, the
+ *                   dirty page is not migratable)
  *   clear_huge      clear_huge_page(): memset of a 2 MiB staging THP, kept for the materialising
  *                   move
- *   alloc_cost      nothing: live, the real work is its own cost
+ *   alloc_cost      nothing to charge (live, the real work is its own cost); a long-running
+ *                   fault's stack is captured here for stall reports
  */
 #include "uffd/uffd.h"
 
@@ -68,8 +72,19 @@ static bool frame_busy(void *arg, uint64_t pfn)
 static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
 {
 	struct uffd_live *lv = priv;
+	struct obs_stack st;
+	uint64_t token = uffd_stallcap_blocking(call, &st); /* the blocking point's stack */
+	int rc = waitq_wait(&lv->wbq, pfn, frame_busy, lv->mm, timeout_ns);
 
-	return waitq_wait(&lv->wbq, pfn, frame_busy, lv->mm, timeout_ns);
+	uffd_stallcap_blocked(call, &st, token);
+	return rc;
+}
+
+static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
+{
+	struct uffd_live *lv = priv;
+
+	return lv->io ? io_writeout(lv->io, owner, pfn) : -EBUSY;
 }
 
 static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
@@ -99,6 +114,7 @@ static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t exten
 
 static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
 {
+	uffd_stallcap_long_running(call); /* a long compaction or reclaim pass: where is it? */
 }
 
 const struct mm_env_ops uffd_env_ops = {
@@ -110,6 +126,6 @@ const struct mm_env_ops uffd_env_ops = {
     .copy_file_page = env_copy_file_page,
     .clear_huge = env_clear_huge,
     .alloc_cost = env_alloc_cost,
-    .writeout = NULL,
+    .writeout = env_writeout,
     .trace = NULL,
 };

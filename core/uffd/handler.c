@@ -374,6 +374,7 @@ static void record(struct fault_ctx *fc)
 		uffd_stat_add(&h->stall_ns, lat);
 		record_stall(fc, lat);
 	}
+	uffd_stallcap_fault_end(fc->w, &fc->res.rec, lat);
 	if (lv->fault_hook) {
 		struct uffd_fault_event ev = {
 		    .addr = fc->addr,
@@ -507,7 +508,10 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int ti
 	fc.e = uffd_ext_of(fc.r, fc.addr);
 	w->fault_addr = fc.addr;
 	w->fault_tid = tid;
+	w->fault_t0 = t_read;
+	uffd_stallcap_fault_begin(w, fc.addr, tid, t_read);
 	dispatch(&fc);
+	uffd_stallcap_fault_end(w, NULL, 0); /* a duplicate or a dropped message: no event */
 	w->fault_addr = 0;
 	uffd_region_put(&lv->table, fc.r);
 }

@@ -97,6 +97,7 @@ static void *handler_main(void *arg)
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
+	uffd_stallcap_thread_init(w);
 	for (;;) {
 		struct uffd_msg msg;
 		long n;
@@ -299,6 +300,7 @@ void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out)
 		o[i] = __atomic_load_n(&h[i], __ATOMIC_RELAXED);
 	obs_faults_init(&out->faults);
 	obs_faults_merge(&out->faults, &lv->stats->faults);
+	io_stats_copy(&out->io, &lv->stats->io);
 	out->nstall_recs = 0;
 	for (uint32_t i = 0; i < UFFD_STALL_RECS; i++) {
 		const struct uffd_stall_rec *sr = &lv->stats->stall_recs[i];
@@ -403,6 +405,8 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 				       &lv->stats->host, lv->pagemap_fd, cfg->host_thp);
 	if (rc == 0)
 		rc = scratch_init(lv);
+	if (rc == 0 && uffd_stallcap_start(lv) < 0)
+		uffd_note(lv, "stall stacks unavailable (libunwind): stalls are only counted");
 	if (rc == 0)
 		rc = start_threads(lv);
 	if (rc < 0) {
@@ -410,6 +414,7 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 			snprintf(err, errlen, "cannot start the emulator: %s", strerror(-rc));
 		goto destroy;
 	}
+	uffd_io_start(lv);
 	uffd_live_snapshot(lv);
 	*out = lv;
 	return 0;
@@ -423,8 +428,13 @@ void uffd_live_destroy(struct uffd_live *lv)
 {
 	if (!lv)
 		return;
-	if (!lv->child)
+	if (!lv->child) {
+		uffd_io_stop(lv);
+		uffd_stallcap_stop(lv);
 		stop_threads(lv);
+		io_destroy(lv->io);
+		lv->io = NULL;
+	}
 	if (lv->uffd >= 0)
 		sys_close(lv->uffd); /* unregisters every range and wakes any waiter */
 	if (lv->mm && !lv->child)
@@ -455,6 +465,7 @@ int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
 		return -ENOMEM;
 	uffd_live_stats_copy(lv, st);
 	prog.cmdline = cmdline ? cmdline : st->cmdline;
+	prog.stalls = uffd_stallcap_store(lv);
 	prog.wall_s = (double)(clock_now_ns() - st->start_mono_ns) / 1e9;
 	rc = uffd_report_json(f, &lv->cfg, st, &prog);
 	free(st);
@@ -487,7 +498,10 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 	if (lv->child)
 		return;
 	wait_handlers_idle(lv, 100 * 1000000ULL);
+	uffd_io_stop(lv); /* the dirtier stops with the program; writes in flight get 1 s */
 	uffd_live_snapshot(lv);
+	if (lv->cfg.run_dir[0])
+		uffd_stallcap_write_files(lv, lv->cfg.run_dir);
 	pthread_mutex_lock(&lv->snap_lock);
 	lv->stats->state = UFFD_PROC_EXITED;
 	pthread_mutex_unlock(&lv->snap_lock);
@@ -524,6 +538,8 @@ void uffd_live_forked_child(struct uffd_live *lv)
 	/* the kernel reset this child's registrations (no EVENT_FORK); its pages are plain
 	 * anonymous memory now. Nothing here may touch the parent's descriptors or files. */
 	lv->child = true;
+	lv->io = NULL;       /* its threads did not survive the fork; its arena is DONTFORK */
+	lv->stallcap = NULL; /* nor did the watchdog */
 	if (priv) {
 		memcpy(priv, lv->stats, sizeof(*priv));
 		if (lv->stats_fd >= 0) /* the shared file belongs to the parent */

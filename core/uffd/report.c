@@ -41,6 +41,7 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 	for (unsigned i = 0; i < MM_STAT_NR; i++)
 		dst->vmstat[i] += src->vmstat[i];
 	obs_faults_merge(&dst->faults, &src->faults);
+	io_stats_merge(&dst->io, &src->io);
 	for (uint32_t i = 0; i < src->nstall_recs && i < UFFD_STALL_RECS; i++) {
 		if (dst->nstall_recs >= UFFD_STALL_RECS)
 			break;
@@ -97,11 +98,18 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 	jw_obj_end(w);
 }
 
-/* The shared "stalls" section (obs/stall.h), grouped by cause. Live stack capture is issue 5's:
- * until then each group shows the emulated kernel's call chain for its cause ("modelled"). */
+/* The shared "stalls" section (obs/stall.h): this process's captured events (stacks), the
+ * launcher's merge of every process's, or, when no process left captured events (it crashed
+ * before its exit hook), the handlers' records grouped by cause with modelled call chains. */
 static void report_stalls(struct json_w *w, const struct uffd_config *cfg,
-			  const struct uffd_stats *st)
+			  const struct uffd_stats *st, const struct uffd_program_info *prog)
 {
+	if (prog->stalls && obs_report_stalls(w, prog->stalls) == 0)
+		return;
+	if (prog->stalls_json) {
+		jw_raw(w, "stalls", prog->stalls_json);
+		return;
+	}
 	uint32_t n = st->nstall_recs < UFFD_STALL_RECS ? st->nstall_recs : UFFD_STALL_RECS;
 	struct obs_stalls *s;
 
@@ -121,6 +129,89 @@ static void report_stalls(struct json_w *w, const struct uffd_config *cfg,
 	}
 	obs_report_stalls(w, s);
 	obs_stalls_destroy(s);
+}
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static void report_io_errors(struct json_w *w, const struct io_stats *io)
+{
+	jw_obj_begin(w, "errors");
+	jw_u64(w, "eio", io->err_eio);
+	jw_u64(w, "enospc", io->err_enospc);
+	jw_u64(w, "disconnected", io->err_disconnected);
+	jw_u64(w, "timeout", io->err_timeout);
+	jw_u64(w, "other", io->err_other);
+	jw_obj_end(w);
+	jw_u64(w, "pages_failed", io->pages_failed);
+	jw_u64(w, "cancels", io->cancels);
+	jw_u64(w, "abandoned", io->abandoned);
+	jw_u64(w, "fsyncs", io->fsyncs);
+	jw_u64(w, "fsync_errors", io->fsync_errors);
+}
+
+static void report_io_files(struct json_w *w, const struct io_stats *io)
+{
+	jw_obj_begin(w, "files");
+	jw_u64(w, "created", io->files_created);
+	jw_u64(w, "complete", io->files_complete);
+	jw_u64(w, "failed", io->files_failed);
+	jw_u64(w, "deleted", io->files_deleted);
+	jw_obj_end(w);
+}
+
+static void report_io_latency(struct json_w *w, const struct io_stats *io)
+{
+	struct obs_hist_summary s;
+
+	obs_hist_summarise(&io->wb_lat, 1000000, &s);
+	jw_obj_begin(w, "write_latency_ms");
+	jw_u64(w, "count", s.count);
+	jw_dbl(w, "p50", s.p50, 3);
+	jw_dbl(w, "p99", s.p99, 3);
+	jw_dbl(w, "max", s.max, 3);
+	jw_obj_end(w);
+}
+
+/* "io": the slow device and the dirtier (core/io) of the process that ran them. */
+static void report_io(struct json_w *w, const struct uffd_config *cfg,
+		      const struct uffd_stats *st, const struct uffd_program_info *prog)
+{
+	const struct io_stats *io = &st->io;
+
+	jw_obj_begin(w, "io");
+	jw_bool(w, "active", io->active != 0);
+	jw_str(w, "device", cfg->device_spec[0] ? cfg->device_spec : NULL);
+	jw_str(w, "dirty", cfg->dirty_spec[0] ? cfg->dirty_spec : NULL);
+	jw_str(w, "preset", io->model[0] ? io->model : NULL);
+	jw_str(w, "target", io->device[0] ? io->device : NULL);
+	jw_bool(w, "in_process_fallback", io->in_process != 0);
+	jw_bool(w, "odirect", io->odirect != 0);
+	jw_u64(w, "bytes_dirtied", io->bytes_dirtied);
+	jw_u64(w, "bytes_written", io->bytes_written);
+	jw_u64(w, "writeback_ops", io->writeback_ops);
+	jw_u64(w, "pages_submitted", io->pages_submitted);
+	jw_u64(w, "writeout_pages", io->writeout_pages);
+	jw_u64(w, "inflight_max", io->inflight_max);
+	report_io_errors(w, io);
+	report_io_files(w, io);
+	jw_dbl(w, "dirty_throttle_ms", ms(io->throttle_ns), 3);
+	jw_u64(w, "throttles", io->throttles);
+	jw_dbl(w, "throttle_max_ms", ms(io->throttle_max_ns), 3);
+	jw_u64(w, "dirty_max_pages", io->dirty_max_pages);
+	jw_u64(w, "pagecache_retries", io->pagecache_retries);
+	jw_u64(w, "bytes_read", io->bytes_read);
+	jw_u64(w, "read_errors", io->read_errors);
+	jw_u64(w, "pagecache_copies", io->copies);
+	jw_u64(w, "dropped_dirty_pages", io->dropped_dirty);
+	jw_u64(w, "unfinished_at_exit", io->unfinished_at_exit);
+	report_io_latency(w, io);
+	jw_str(w, "note", io->note[0] ? io->note : NULL);
+	if (prog->device_json)
+		jw_raw(w, "device_info", prog->device_json);
+	jw_obj_end(w);
 }
 
 static void report_host(struct json_w *w, const struct uffd_stats *st)
@@ -155,7 +246,8 @@ int uffd_report_json(FILE *f, const struct uffd_config *cfg, const struct uffd_s
 	report_program(&w, prog);
 	obs_report_faults(&w, &st->faults);
 	obs_report_vmstat(&w, st->vmstat);
-	report_stalls(&w, cfg, st);
+	report_stalls(&w, cfg, st, prog);
+	report_io(&w, cfg, st, prog);
 	report_host(&w, st);
 	jw_obj_end(&w);
 	return jw_finish(&w);
@@ -191,6 +283,17 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 		(unsigned long long)h->real_pmd_faults, (unsigned long long)hs.count,
 		(unsigned long long)h->anon_migrations, (unsigned long long)h->staging_misses,
 		(unsigned long long)h->host_thp_unavailable, (unsigned long long)h->uffd_errors);
+	if (st->io.active)
+		fprintf(f, "thpemu: io: %s%s, %.1f MiB dirtied, %.1f MiB written in %llu writes, "
+			   "%llu write errors, throttled %.0f ms%s%s\n",
+			st->io.in_process ? "in-process model " : "", st->io.model,
+			(double)st->io.bytes_dirtied / 1048576.0,
+			(double)st->io.bytes_written / 1048576.0,
+			(unsigned long long)st->io.writeback_ops,
+			(unsigned long long)(st->io.err_eio + st->io.err_enospc +
+					     st->io.err_disconnected + st->io.err_timeout +
+					     st->io.err_other),
+			ms(st->io.throttle_ns), st->io.note[0] ? "; " : "", st->io.note);
 	if (st->note[0])
 		fprintf(f, "thpemu: note:%s\n", st->note + 1);
 	if (prog->no_clean_exit)

@@ -36,9 +36,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "io/io.h"
 #include "io/waitq.h"
 #include "mm/mm.h"
 #include "obs/faults.h"
+#include "obs/stall.h"
 
 #define UFFD_PAGE_SIZE	  4096UL
 #define UFFD_HPAGE_SIZE	  (2UL << 20)
@@ -66,6 +68,13 @@ struct uffd_config {
 	char report[512];  /* THPEMU_REPORT: per-process JSON written at exit ("" = none);
 			    * "%p" expands to the pid */
 	char run_dir[512]; /* THPEMU_RUN_DIR: set by `thpemu run`: stats files go there */
+	/* io (core/io): the slow device and the dirtier, in the top-level process only */
+	char device_spec[256];	      /* THPEMU_DEVICE as given ("" = none configured) */
+	struct io_device_spec device; /* parsed */
+	char dirty_spec[256];	      /* THPEMU_DIRTY as given ("" = no dirtier) */
+	struct io_dirty_spec dirty;   /* parsed */
+	char device_dir[512];	      /* THPEMU_DEVICE_DIR: set by `thpemu run`: the mounted device */
+	uint64_t io_pid;	      /* THPEMU_IO_PID: the process that runs io (0 = this one) */
 };
 
 enum uffd_opt_type {
@@ -77,6 +86,8 @@ enum uffd_opt_type {
 	UOPT_POLICY,
 	UOPT_RECIPE,
 	UOPT_PATH,
+	UOPT_DEVICE, /* io_device_parse */
+	UOPT_DIRTY,  /* io_dirty_parse */
 };
 
 #define UOPT_LAUNCHER 0x1 /* interpreted by `thpemu run` itself, recorded by the library */
@@ -159,11 +170,11 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 2
+#define UFFD_STATS_VERSION 3
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
-/* One fault slower than the stall threshold, as the handler saw it. Stacks arrive with issue 5;
- * until then reports show the emulated kernel's call chain for the cause ("modelled"). */
+/* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
+ * go to a file at exit; these records stand in when a process never got there. */
 struct uffd_stall_rec {
 	uint64_t t_start_ns;  /* message read, CLOCK_MONOTONIC */
 	uint64_t duration_ns; /* service time */
@@ -202,6 +213,7 @@ struct uffd_stats {
 	struct obs_faults faults; /* per-fault latency histograms */
 	uint32_t nstall_recs;	  /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
 	struct uffd_stall_rec stall_recs[UFFD_STALL_RECS];
+	struct io_stats io;	  /* the writeback engine and dirtier (core/io), if running */
 };
 
 static inline void uffd_stat_add(uint64_t *c, uint64_t n)
@@ -224,9 +236,12 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src);
 /* ---- report -------------------------------------------------------------------------------- */
 
 struct uffd_program_info {
-	char *const *argv;   /* NULL-terminated, or NULL */
-	const char *cmdline; /* used when argv is NULL */
-	int exit_status;     /* -1 when unknown (still running at report time) */
+	char *const *argv;	    /* NULL-terminated, or NULL */
+	struct obs_stalls *stalls;  /* this process's captured stall events, or NULL */
+	const char *stalls_json;    /* or the merged "stalls" object as JSON text (thpemu run) */
+	const char *device_json;    /* the launcher's device facts as a JSON object, or NULL */
+	const char *cmdline;	    /* used when argv is NULL */
+	int exit_status;	    /* -1 when unknown (still running at report time) */
 	double wall_s;
 	unsigned processes;	/* managed processes merged */
 	unsigned unmanaged;	/* processes that ran unmanaged */
@@ -462,6 +477,7 @@ struct uffd_worker {
 	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
 	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
+	uint64_t fault_t0;     /* when its message was read */
 };
 #define UFFD_SCRATCH_PAGES 32
 
@@ -514,6 +530,8 @@ struct uffd_live {
 	void *fault_hook_arg;
 	uffd_copy_file_fn copy_file;
 	void *copy_file_arg;
+	struct io *io;               /* writeback engine and dirtier (top-level process), or NULL */
+	struct uffd_stallcap *stallcap; /* stall events with stacks, or NULL */
 };
 
 /* Create the emulator: open the userfaultfd (syscall, else /dev/userfaultfd), create the pool,
@@ -563,6 +581,42 @@ long uffd_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, 
 /* Manage a mapping made before the emulator existed (pre-init calls from an allocator):
  * resident pages stay as they are (unaccounted), missing ones become first touches. */
 int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot);
+
+/* ---- io: the slow device and the dirtier (iolive.c) ----------------------------------------- */
+
+/* Start core/io in this process if THPEMU_DEVICE or THPEMU_DIRTY ask for it and this is the
+ * process `thpemu run` started (THPEMU_IO_PID). A device that cannot be used falls back to the
+ * in-process model; nothing here fails the emulator (problems go to the report's io.note). */
+void uffd_io_start(struct uffd_live *lv);
+/* Stop the dirtier and the flusher (at exit: waits up to 1 s for writes in flight). */
+void uffd_io_stop(struct uffd_live *lv);
+
+/* ---- stall events with stacks (stallcap.c) ---------------------------------------------------- */
+
+struct uffd_stallcap;
+
+/* Set up stall capture: the event store, libunwind, the application-stack signal and the
+ * watchdog thread that asks a thread blocked in a long fault for its stack. Returns 0 or -errno
+ * (then stalls are only counted). */
+int uffd_stallcap_start(struct uffd_live *lv);
+void uffd_stallcap_stop(struct uffd_live *lv);
+/* Handler thread, before serving faults. */
+void uffd_stallcap_thread_init(struct uffd_worker *w);
+/* A fault begins / ends on worker w (handler threads). */
+void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, uint64_t t_read);
+void uffd_stallcap_fault_end(struct uffd_worker *w, const struct mm_fault_rec *rec,
+			     uint64_t latency_ns);
+/* Inside a hook that blocks (wait_writeback, writeout): capture the handler's stack here, keep
+ * it if this is the longest block of the fault. Returns a token for uffd_stallcap_blocked. */
+uint64_t uffd_stallcap_blocking(struct uffd_worker *w, struct obs_stack *scratch);
+void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uint64_t token);
+/* From a [locked] hook inside long compaction or reclaim: capture the stack once the fault has
+ * been in service for half the threshold and no blocking point gave one. */
+void uffd_stallcap_long_running(struct uffd_worker *w);
+/* The events: JSON ("stalls" object) and the 2011 text report, at exit. */
+struct obs_stalls *uffd_stallcap_store(struct uffd_live *lv);
+/* Write DIR/PID.stalls.json and DIR/PID.stalls.txt for `thpemu run`. */
+void uffd_stallcap_write_files(struct uffd_live *lv, const char *dir);
 
 /* ---- internals shared by the uffd files (and unit tests) ----------------------------------- */
 

@@ -23,7 +23,7 @@ say "modern-always: huge_pct=$pct anonhuge_kb=$kb real_pmd=$pmd"
 # faults over the (low) stall threshold are reported as stall events, grouped by cause
 n=$(json "$rep" .stalls.count)
 [ "$n" -ge 1 ] || fail "no stall event over 100us among $(json "$rep" .faults.total) faults"
-expect_eq "stall stacks" "$(json "$rep" .stalls.stacks)" modelled
+expect_eq "stall stacks" "$(json "$rep" .stalls.stacks)" captured
 json "$rep" '.stalls.groups[0].comms[]' | grep -qx usemem || fail "stall events do not name usemem"
 
 rep="$T_OUT/usemem.never.json"

@@ -1,0 +1,52 @@
+/* thpemu run's device and stall-report helpers (cmd_run.c uses them; private to core/cli).
+ *
+ * Device: a preset is served by thpemu-fusedev on a private temporary mount that thpemu run
+ * creates, watches and always removes; a directory is used as it is; "none" (and a preset that
+ * cannot be mounted here) leaves the in-process device model to the library. Stall reports:
+ * each managed process leaves its events in the run directory at exit (PID.stalls.json,
+ * PID.stalls.txt); they are merged here into the report's "stalls" section and the 2011-format
+ * text.
+ */
+#ifndef THPEMU_CLI_RUN_IO_H
+#define THPEMU_CLI_RUN_IO_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "io/io.h"
+
+struct run_device {
+	const char *spec; /* --device as given, or NULL */
+	struct io_device_spec dev;
+	char mnt[PATH_MAX]; /* the private mount ("" = none) */
+	pid_t pid;	    /* thpemu-fusedev, or -1 */
+	int status;	    /* its wait status once reaped (-1 while running) */
+	char fallback[320]; /* why the in-process model stands in ("" = it does not) */
+	char *stats_json;   /* fusedev's .thpemu-stats at the end of the run (malloc) */
+};
+
+/* Make the device ready before the program starts and set THPEMU_DEVICE / THPEMU_DEVICE_DIR
+ * for it. A preset that cannot be mounted falls back to the model (one line on stderr). A
+ * directory that is not one is a usage error (exit 2). */
+void run_device_start(struct run_device *d, uint64_t seed, bool quiet);
+/* After the program: read the device's statistics, unmount, stop and reap the daemon, remove
+ * the mount point. Safe to call when nothing was started, and more than once. */
+void run_device_stop(struct run_device *d);
+/* The report's io.device_info object (malloc'd JSON text), or NULL. */
+char *run_device_json(const struct run_device *d);
+
+struct run_stalls {
+	char *json; /* merged "stalls" object (malloc), or NULL: no process wrote one */
+	char *text; /* 2011-format text of every process (malloc), or NULL */
+	size_t text_len;
+	unsigned processes; /* processes that wrote stall files */
+	unsigned long long events;
+};
+
+/* Read and remove DIR/PID.stalls.{json,txt} of every process. */
+void run_stalls_collect(const char *dir, struct run_stalls *s);
+void run_stalls_free(struct run_stalls *s);
+
+#endif

@@ -1,0 +1,237 @@
+/* Internals of core/io shared by its files: the engine, its requests, files and backends. */
+#ifndef THPEMU_IO_INTERNAL_H
+#define THPEMU_IO_INTERNAL_H
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/io.h"
+
+#define IO_MAX_FILES	   4096 /* files with state at once (open, pending pages, in flight) */
+#define IO_INDEX_SIZE	   (2 * IO_MAX_FILES)
+#define IO_EXTRA_REQS	   64		 /* request slots beyond nr-requests: reads, fsyncs */
+#define IO_CARRY_MAX	   1024		 /* pages taken for writeback but not yet in a request */
+#define IO_WRITEOUT_MAX	   1024		 /* writeout() pages queued for the flusher */
+#define IO_CANCEL_GRACE_NS 1000000000ULL /* after a cancel, wait this long before giving up */
+#define IO_TICK_NS	   50000000ULL	 /* flusher wakes at least this often */
+#define IO_FILE_RESERVE	   (64ULL << 20) /* device space reserved for a file of unknown size */
+
+enum io_req_kind {
+	IOR_WRITE, /* writeback of page-cache pages */
+	IOR_READ,  /* a page-cache miss */
+	IOR_FSYNC,
+	IOR_META, /* a manifest line: asynchronous, so no thread waits behind the device */
+};
+#define IO_META_LEN 120
+
+enum io_req_state {
+	IORS_FREE,
+	IORS_QUEUED,	 /* waiting for the flusher to submit it */
+	IORS_INFLIGHT,	 /* at the backend */
+	IORS_CANCELLING, /* timed out, cancel requested */
+	IORS_ABANDONED,	 /* pages already ended; the slot waits for the late completion */
+};
+
+struct io_file;
+
+/* One I/O request (a bio). Slots live in a pool allocated at creation. */
+struct io_req {
+	uint8_t kind;  /* enum io_req_kind */
+	uint8_t state; /* enum io_req_state (flusher-owned once queued) */
+	uint16_t npages;
+	struct io_file *file; /* holds a reference (file->refs) */
+	uint64_t off;	      /* byte offset in the file */
+	uint64_t t_submit, t_cancel;
+	uint32_t *pfns;		/* npages frames (writes: under writeback; reads: locked) */
+	struct iovec *iov;	/* one per page, pointing into the arena */
+	struct devm_req dreq;	/* the in-process model's view of it */
+	int res;		/* synchronous requests: the result */
+	uint16_t meta_len;	/* IOR_META: bytes in meta */
+	char meta[IO_META_LEN]; /* IOR_META: the line */
+	uint32_t done;		/* synchronous requests: futex word, 1 once res is set */
+	struct io_req *next;	/* free list / submission queue link */
+};
+
+/* A file on the device with page-cache state. Protected by io->files_lock. */
+struct io_file {
+	uint64_t id;	   /* 0 = free slot */
+	int fd;		   /* -1 when not open */
+	uint64_t npages;   /* size the file was pre-sized to, in pages */
+	uint64_t dev_base; /* device-model address of offset 0 */
+	uint64_t pending;  /* pages the writer dirtied that are not written back yet */
+	uint64_t written;  /* pages written back successfully */
+	uint64_t failed;   /* pages whose writeback failed */
+	int first_err;	   /* first writeback error (negative errno) */
+	unsigned refs;	   /* requests holding it */
+	bool counted;	   /* a writer file: its pages are counted in pending */
+	bool writer_done;  /* the writer wrote every page */
+	bool finished;	   /* complete or failed: accounted, manifest written */
+	bool delete_after; /* delete once finished */
+	bool deleted;
+	unsigned sync_waiters; /* threads in io_file_sync for it */
+	int next_free;	       /* free list link (index into io->files, -1 = end) */
+};
+
+struct io_backend_ops {
+	const char *name;
+	/* Hand r to the device. 0, or -errno (the caller completes r with it). Flusher only. */
+	int (*submit)(struct io *io, struct io_req *r);
+	/* Ask the device to cancel r. Flusher only. */
+	void (*cancel)(struct io *io, struct io_req *r);
+	/* Wait up to timeout_ns for completions or a kick, completing what arrived
+	 * (io_complete). Flusher only. */
+	void (*wait)(struct io *io, uint64_t timeout_ns);
+	/* Wake the flusher. Any thread, fault path included. */
+	void (*kick)(struct io *io);
+	void (*destroy)(struct io *io);
+};
+
+struct io {
+	struct io_config cfg;
+	struct io_env env;
+	struct mm *mm;
+	struct io_stats *st;
+	uint8_t *arena; /* nr_frames * 4 KiB, indexed by pfn */
+	size_t arena_len;
+	uint32_t nr_frames;
+	unsigned max_pages; /* pages per request */
+	bool odirect;	    /* files opened with O_DIRECT */
+	char dir[600];	    /* this process's directory on the device ("" = model) */
+	int dir_fd;
+	int manifest_fd;
+	uint64_t manifest_off; /* where the next manifest line goes (files_lock) */
+	uint32_t meta_pending; /* atomic: manifest lines queued or in flight */
+
+	/* requests */
+	struct io_req *reqs; /* pool: nr_requests + IO_EXTRA_REQS */
+	unsigned nreqs;
+	void *req_mem; /* pfns + iovecs of every request */
+	size_t req_mem_len;
+	pthread_mutex_t q_lock; /* free list, submission queue, writeout queue */
+	struct io_req *free_list;
+	unsigned nfree;			      /* atomic: free slots */
+	struct io_req *subq_head, *subq_tail; /* queued by other threads, flusher submits */
+	uint32_t writeout_pfn[IO_WRITEOUT_MAX];
+	uint64_t writeout_owner[IO_WRITEOUT_MAX];
+	unsigned nwriteout;
+	unsigned inflight_writes;	  /* flusher only */
+	uint32_t carry_pfn[IO_CARRY_MAX]; /* flusher only: pages under writeback, not submitted */
+	uint64_t carry_owner[IO_CARRY_MAX];
+	unsigned ncarry;
+
+	/* files */
+	pthread_mutex_t files_lock;
+	struct io_file files[IO_MAX_FILES]; /* entries never move */
+	uint16_t index[IO_INDEX_SIZE];	    /* file id -> entry + 1 (0 = empty) */
+	int free_file;			    /* free entry list head, -1 = none */
+	unsigned nfiles;
+	uint64_t dev_next; /* device-model address allocator */
+	uint32_t progress; /* futex word: bumped whenever pages finish writeback */
+	unsigned sync_all; /* threads waiting for everything to be written back */
+
+	/* flusher policy state (flusher only) */
+	struct wbm_params wbp;
+	struct wbm_age age; /* when the dirty pages were dirtied (kupdate) */
+	struct wbm_bw bw;   /* write bandwidth estimate */
+	uint64_t completed_bytes;
+	uint64_t bw_bps;      /* atomic copy of bw.bw for the dirtier */
+	uint64_t dirtied_new; /* atomic: pages dirtied since the flusher last looked */
+	uint64_t next_kupdate;
+	uint64_t t0; /* engine creation (model time origin) */
+
+	/* threads */
+	pthread_t flusher, dirtier;
+	bool flusher_started, dirtier_started;
+	atomic_bool stopping; /* dirtier and new submissions stop */
+	atomic_bool flusher_stop;
+	uint64_t drain_deadline;
+	uint32_t dirtier_wake; /* futex word: io_stop wakes a sleeping dirtier */
+
+	/* backend */
+	const struct io_backend_ops *be;
+	void *be_priv;
+};
+
+/* backends */
+int io_uring_backend_init(struct io *io, char *err, size_t errlen);
+int io_model_backend_init(struct io *io, char *err, size_t errlen);
+
+/* engine internals used by the backends and the dirtier */
+void io_complete(struct io *io, struct io_req *r, int res);
+struct io_req *io_req_get(struct io *io);
+void io_req_put(struct io *io, struct io_req *r);
+/* Queue r for the flusher and kick it (any thread). */
+void io_req_queue(struct io *io, struct io_req *r);
+/* Submit synchronously-waited request r (read, fsync) and wait for it; returns r->res. */
+int io_req_run(struct io *io, struct io_req *r);
+
+/* files (files.c) */
+void io_files_init(struct io *io);
+struct io_file *io_file_get(struct io *io, uint64_t file_id, bool create_unknown);
+/* The entry of file_id without a reference (files_lock held), or NULL. */
+struct io_file *io_file_get_locked(struct io *io, uint64_t file_id);
+/* Grow a file of unknown size so that pages below end_page exist (no extending writes). */
+int io_file_cover(struct io *io, struct io_file *f, uint64_t end_page);
+void io_file_put(struct io *io, struct io_file *f);
+void io_file_pages_done(struct io *io, struct io_file *f, unsigned npages, unsigned nfailed,
+			int err);
+void io_files_close_all(struct io *io);
+
+/* Zeroed private memory straight from the kernel (never the allocator's, never through an
+ * interposed mmap): everything fault handlers touch in io must be unmanaged memory, or a handler
+ * could fault on it with no one left to serve the fault. NULL on failure. */
+void *io_map(size_t len);
+void io_unmap(void *p, size_t len);
+void io_note(struct io *io, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void io_block_signals_and_init(struct io *io);
+void *io_dirtier_main(void *arg);
+
+static inline void io_stat_add(uint64_t *c, uint64_t n)
+{
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+static inline void io_stat_max(uint64_t *c, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	while (v > cur &&
+	       !__atomic_compare_exchange_n(c, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static inline void io_futex_wait(uint32_t *word, uint32_t val, uint64_t timeout_ns)
+{
+	struct timespec ts = {(time_t)(timeout_ns / 1000000000ULL),
+			      (long)(timeout_ns % 1000000000ULL)};
+
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, timeout_ns ? &ts : NULL, NULL, 0);
+}
+
+static inline void io_futex_wake_all(uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static inline uint8_t req_state(const struct io_req *r)
+{
+	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+}
+
+static inline void req_set_state(struct io_req *r, uint8_t s)
+{
+	__atomic_store_n(&r->state, s, __ATOMIC_RELEASE);
+}
+
+static inline bool io_stopping(struct io *io)
+{
+	return atomic_load_explicit(&io->stopping, memory_order_acquire);
+}
+
+#endif

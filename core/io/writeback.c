@@ -1,0 +1,908 @@
+/* The writeback engine: the flusher thread, its requests, completions, timeouts and the hooks
+ * core/mm calls (writeout, copy_file_page).
+ *
+ * Mirrors fs/fs-writeback.c (wb_writeback: background writeback while dirty pages exceed the
+ * background threshold, wb_kupdate for pages dirtied longer than dirty_expire ago, sync for
+ * fsync), mm/page-writeback.c's write_cache_pages -> test_set_page_writeback, the block
+ * layer's merging of file-contiguous pages into one request of at most max_sectors and its
+ * nr_requests bound, end_page_writeback() (clear PG_writeback, wake_up_page on the hashed wait
+ * queue) and mm/vmscan.c / mm/migrate.c's writeout(), which starts writeback of one page.
+ *
+ * Only the flusher talks to the backend. Other threads (the dirtier, fault handlers in
+ * writeout()) hand it work through short critical sections on q_lock and a kick; no thread but
+ * the flusher ever waits for the device.
+ */
+#include "io/io_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "util/clock.h"
+#include "util/units.h"
+
+/* ---- small helpers --------------------------------------------------------------------------- */
+
+void io_note(struct io *io, const char *fmt, ...)
+{
+	char buf[sizeof(io->st->note)];
+	va_list ap;
+
+	if (__atomic_load_n(&io->st->note[0], __ATOMIC_ACQUIRE))
+		return; /* the first problem is the one worth reading */
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&io->q_lock);
+	if (!io->st->note[0]) {
+		memcpy(io->st->note + 1, buf + 1, sizeof(buf) - 1);
+		__atomic_store_n(&io->st->note[0], buf[0], __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&io->q_lock);
+}
+
+void io_block_signals_and_init(struct io *io)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	if (io->env.thread_init)
+		io->env.thread_init(io->env.arg);
+}
+
+void *io_page(struct io *io, uint32_t pfn)
+{
+	return io->arena + (size_t)pfn * IO_PAGE_SIZE;
+}
+
+const char *io_dir(const struct io *io)
+{
+	return io->dir;
+}
+
+/* ---- requests -------------------------------------------------------------------------------- */
+
+struct io_req *io_req_get(struct io *io)
+{
+	struct io_req *r;
+
+	pthread_mutex_lock(&io->q_lock);
+	r = io->free_list;
+	if (r) {
+		io->free_list = r->next;
+		__atomic_fetch_sub(&io->nfree, 1, __ATOMIC_RELAXED);
+		r->next = NULL;
+		req_set_state(r, IORS_QUEUED);
+		r->done = 0;
+		r->res = 0;
+		r->file = NULL;
+		r->npages = 0;
+	}
+	pthread_mutex_unlock(&io->q_lock);
+	return r;
+}
+
+void io_req_put(struct io *io, struct io_req *r)
+{
+	pthread_mutex_lock(&io->q_lock);
+	req_set_state(r, IORS_FREE);
+	r->next = io->free_list;
+	io->free_list = r;
+	__atomic_fetch_add(&io->nfree, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&io->q_lock);
+}
+
+void io_req_queue(struct io *io, struct io_req *r)
+{
+	pthread_mutex_lock(&io->q_lock);
+	r->next = NULL;
+	if (io->subq_tail)
+		io->subq_tail->next = r;
+	else
+		io->subq_head = r;
+	io->subq_tail = r;
+	pthread_mutex_unlock(&io->q_lock);
+	io->be->kick(io);
+}
+
+int io_req_run(struct io *io, struct io_req *r)
+{
+	int res;
+
+	if (atomic_load_explicit(&io->flusher_stop, memory_order_acquire)) {
+		if (r->file)
+			io_file_put(io, r->file);
+		io_req_put(io, r);
+		return -ESHUTDOWN;
+	}
+	io_req_queue(io, r);
+	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+		io_futex_wait(&r->done, 0, 0);
+	res = r->res;
+	/* an abandoned request still belongs to the backend: the flusher frees it later */
+	if (req_state(r) != IORS_ABANDONED) {
+		if (r->file)
+			io_file_put(io, r->file);
+		io_req_put(io, r);
+	}
+	return res;
+}
+
+/* A synchronous request is over: hand the result to its waiter. */
+static void finish_sync(struct io_req *r, int res)
+{
+	r->res = res;
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	io_futex_wake_all(&r->done);
+}
+
+/* ---- completion ------------------------------------------------------------------------------ */
+
+static void count_error(struct io *io, int err, unsigned npages)
+{
+	struct io_stats *st = io->st;
+
+	switch (-err) {
+	case EIO:
+		io_stat_add(&st->err_eio, 1);
+		break;
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG:
+		io_stat_add(&st->err_enospc, 1);
+		break;
+	case ENOTCONN:
+	case ECONNABORTED:
+	case ENODEV:
+		if (!__atomic_fetch_add(&st->err_disconnected, 1, __ATOMIC_RELAXED))
+			io_note(io, "the device is gone (%s): writeback fails from now on",
+				strerror(-err));
+		break;
+	case ETIMEDOUT:
+	case ECANCELED:
+		io_stat_add(&st->err_timeout, 1);
+		break;
+	default:
+		io_stat_add(&st->err_other, 1);
+		break;
+	}
+	io_stat_add(&st->pages_failed, npages);
+}
+
+/* end_page_writeback for each page of a write, with err for pages from index `ok` on. */
+static void end_pages(struct io *io, struct io_req *r, unsigned ok, int err)
+{
+	for (unsigned i = 0; i < r->npages; i++) {
+		mm_writeback_end(io->mm, r->pfns[i], i < ok ? 0 : err);
+		waitq_wake(io->env.wq, r->pfns[i]);
+	}
+}
+
+static void complete_write(struct io *io, struct io_req *r, int res)
+{
+	uint64_t now = clock_now_ns(), len = (uint64_t)r->npages * IO_PAGE_SIZE;
+	unsigned ok = res < 0 ? 0 : (unsigned)((uint64_t)res / IO_PAGE_SIZE);
+	int err = res < 0 ? res : -EIO; /* a short write fails the rest */
+
+	if (ok > r->npages)
+		ok = r->npages;
+	if (ok < r->npages) /* counted before the waiters wake, so they see it */
+		count_error(io, err, r->npages - ok);
+	io_stat_add(&io->st->writeback_ops, 1);
+	io_stat_add(&io->st->bytes_written, (uint64_t)ok * IO_PAGE_SIZE);
+	obs_hist_record(&io->st->wb_lat, now - r->t_submit);
+	end_pages(io, r, ok, err);
+	io->completed_bytes += res > 0 && (uint64_t)res <= len ? (uint64_t)res : 0;
+	wbm_bw_update(&io->bw, now, io->completed_bytes);
+	__atomic_store_n(&io->bw_bps, io->bw.bw, __ATOMIC_RELAXED);
+	if (r->file) {
+		io_file_pages_done(io, r->file, r->npages, r->npages - ok, err);
+		io_file_put(io, r->file);
+	}
+	io_req_put(io, r);
+}
+
+void io_complete(struct io *io, struct io_req *r, int res)
+{
+	bool abandoned = req_state(r) == IORS_ABANDONED;
+
+	if (r->kind == IOR_WRITE)
+		io->inflight_writes--;
+	if (abandoned) { /* its pages (or waiter) were dealt with when we gave up on it */
+		if (r->file)
+			io_file_put(io, r->file);
+		io_req_put(io, r);
+		return;
+	}
+	if (r->kind == IOR_WRITE) {
+		complete_write(io, r, res);
+		return;
+	}
+	if (r->kind == IOR_META) { /* nobody waits for it */
+		if (res != r->meta_len)
+			io_note(io, "a manifest line could not be written: %s",
+				strerror(res < 0 ? -res : EIO));
+		__atomic_fetch_sub(&io->meta_pending, 1, __ATOMIC_RELAXED);
+		io_req_put(io, r);
+		return;
+	}
+	req_set_state(r, IORS_FREE); /* the waiter puts it back on the free list */
+	finish_sync(r, res);
+}
+
+/* ---- submission ------------------------------------------------------------------------------ */
+
+static void submit(struct io *io, struct io_req *r)
+{
+	int rc;
+
+	r->t_submit = clock_now_ns();
+	req_set_state(r, IORS_INFLIGHT);
+	if (r->kind == IOR_WRITE) {
+		io->inflight_writes++;
+		io_stat_max(&io->st->inflight_max, io->inflight_writes);
+	}
+	rc = io->be->submit(io, r);
+	if (rc < 0)
+		io_complete(io, r, rc);
+}
+
+/* Length of the file-contiguous run at the head of pages[0..n). */
+static unsigned run_length(const uint64_t *owners, unsigned n, unsigned max)
+{
+	unsigned j = 1;
+
+	while (j < n && j < max && MM_OWNER_FILE_ID(owners[j]) == MM_OWNER_FILE_ID(owners[0]) &&
+	       MM_OWNER_FILE_INDEX(owners[j]) == MM_OWNER_FILE_INDEX(owners[0]) + j)
+		j++;
+	return j;
+}
+
+/* Make a write request of the run pfns[0..n) (all under writeback). Returns false when no
+ * request slot is free (the pages stay where they are). */
+static bool write_run(struct io *io, const uint32_t *pfns, const uint64_t *owners, unsigned n)
+{
+	uint64_t fid = MM_OWNER_FILE_ID(owners[0]);
+	struct io_file *f;
+	struct io_req *r;
+	int rc;
+
+	if (io->inflight_writes >= io->cfg.dev.nr_requests ||
+	    __atomic_load_n(&io->nfree, __ATOMIC_RELAXED) <= IO_EXTRA_REQS / 2)
+		return false;
+	r = io_req_get(io);
+	if (!r)
+		return false;
+	r->kind = IOR_WRITE;
+	r->npages = (uint16_t)n;
+	r->off = MM_OWNER_FILE_INDEX(owners[0]) * IO_PAGE_SIZE;
+	for (unsigned i = 0; i < n; i++) {
+		r->pfns[i] = pfns[i];
+		r->iov[i].iov_base = io_page(io, pfns[i]);
+		r->iov[i].iov_len = IO_PAGE_SIZE;
+	}
+	f = io_file_get(io, fid, true);
+	r->file = f;
+	io_stat_add(&io->st->pages_submitted, n);
+	rc = !f			       ? -ENFILE
+	     : io->dir[0] && f->fd < 0 ? f->fd
+				       : io_file_cover(io, f, r->off / IO_PAGE_SIZE + n);
+	if (rc < 0) { /* no file to write to: fail the pages */
+		r->t_submit = clock_now_ns();
+		req_set_state(r, IORS_INFLIGHT);
+		io->inflight_writes++;
+		io_complete(io, r, rc);
+		return true;
+	}
+	submit(io, r);
+	return true;
+}
+
+/* Submit the carry (pages under writeback waiting for a request) in order, as far as request
+ * slots allow. */
+static void submit_carry(struct io *io)
+{
+	unsigned i = 0;
+
+	while (i < io->ncarry) {
+		unsigned n = run_length(io->carry_owner + i, io->ncarry - i, io->max_pages);
+
+		if (!write_run(io, io->carry_pfn + i, io->carry_owner + i, n))
+			break;
+		i += n;
+	}
+	if (i) {
+		memmove(io->carry_pfn, io->carry_pfn + i, (io->ncarry - i) * sizeof(uint32_t));
+		memmove(io->carry_owner, io->carry_owner + i, (io->ncarry - i) * sizeof(uint64_t));
+		io->ncarry -= i;
+	}
+}
+
+/* Pages from writeout() go first: a sync compaction is waiting for them. */
+static void take_writeouts(struct io *io)
+{
+	uint32_t pfn[IO_WRITEOUT_MAX];
+	uint64_t owner[IO_WRITEOUT_MAX];
+	unsigned n, room;
+
+	pthread_mutex_lock(&io->q_lock);
+	room = IO_CARRY_MAX - io->ncarry;
+	n = io->nwriteout < room ? io->nwriteout : room;
+	memcpy(pfn, io->writeout_pfn, n * sizeof(*pfn));
+	memcpy(owner, io->writeout_owner, n * sizeof(*owner));
+	memmove(io->writeout_pfn, io->writeout_pfn + n, (io->nwriteout - n) * sizeof(*pfn));
+	memmove(io->writeout_owner, io->writeout_owner + n, (io->nwriteout - n) * sizeof(*owner));
+	io->nwriteout -= n;
+	pthread_mutex_unlock(&io->q_lock);
+	if (!n)
+		return;
+	memmove(io->carry_pfn + n, io->carry_pfn, io->ncarry * sizeof(uint32_t));
+	memmove(io->carry_owner + n, io->carry_owner, io->ncarry * sizeof(uint64_t));
+	memcpy(io->carry_pfn, pfn, n * sizeof(*pfn));
+	memcpy(io->carry_owner, owner, n * sizeof(*owner));
+	io->ncarry += n;
+}
+
+/* Reads and fsyncs queued by other threads. */
+static void take_queued(struct io *io)
+{
+	struct io_req *r;
+
+	pthread_mutex_lock(&io->q_lock);
+	r = io->subq_head;
+	io->subq_head = io->subq_tail = NULL;
+	pthread_mutex_unlock(&io->q_lock);
+	while (r) {
+		struct io_req *next = r->next;
+
+		if (r->file && io->dir[0] && r->file->fd < 0) {
+			req_set_state(r, IORS_INFLIGHT);
+			io_complete(io, r, r->file->fd);
+		} else {
+			submit(io, r);
+		}
+		r = next;
+	}
+}
+
+/* How many dirty pages the flusher wants written now: background writeback above the
+ * background threshold, kupdate's expired pages, everything for sync waiters. */
+static uint64_t writeback_want(struct io *io, uint64_t now)
+{
+	uint64_t want = 0, fresh = __atomic_exchange_n(&io->dirtied_new, 0, __ATOMIC_RELAXED);
+	struct mm_counts c;
+	struct wbm_thresh th;
+
+	wbm_age_dirtied(&io->age, now, fresh);
+	mm_get_counts(io->mm, &c);
+	if (!c.file_dirty)
+		return 0;
+	wbm_thresholds(&io->wbp, (uint64_t)c.free + c.file, &th);
+	if (wbm_over_background(&th, c.file_dirty))
+		want = c.file_dirty - th.background;
+	if (now >= io->next_kupdate) {
+		uint64_t expired = wbm_age_expired(&io->age, now, c.file_dirty, io->wbp.expire_ns);
+
+		want = expired > want ? expired : want;
+		io->next_kupdate = now + io->wbp.interval_ns;
+	}
+	if (__atomic_load_n(&io->sync_all, __ATOMIC_ACQUIRE))
+		want = c.file_dirty;
+	return want;
+}
+
+static void writeback_pass(struct io *io, uint64_t now)
+{
+	uint64_t want = writeback_want(io, now);
+
+	submit_carry(io);
+	while (want && io->inflight_writes < io->cfg.dev.nr_requests &&
+	       io->ncarry + io->max_pages <= IO_CARRY_MAX) {
+		unsigned max = want < io->max_pages ? (unsigned)want : io->max_pages;
+		unsigned n = mm_writeback_begin(io->mm, max, io->carry_pfn + io->ncarry,
+						io->carry_owner + io->ncarry);
+
+		if (!n)
+			break;
+		io->ncarry += n;
+		want -= n < want ? n : want;
+		submit_carry(io);
+	}
+}
+
+/* ---- timeouts -------------------------------------------------------------------------------- */
+
+/* Give up on r: its pages stop being under writeback (with -ETIMEDOUT) and wake their waiters;
+ * a synchronous waiter gets -ETIMEDOUT. The slot stays taken until the late completion. */
+static void abandon(struct io *io, struct io_req *r, int err)
+{
+	bool at_exit = err == -ESHUTDOWN; /* not the device's fault: the program is ending */
+
+	io_stat_add(at_exit ? &io->st->unfinished_at_exit : &io->st->abandoned, 1);
+	if (r->kind == IOR_META) {
+		__atomic_fetch_sub(&io->meta_pending, 1, __ATOMIC_RELAXED);
+		req_set_state(r, IORS_ABANDONED);
+		return;
+	}
+	if (r->kind == IOR_WRITE) {
+		if (!at_exit)
+			count_error(io, err, r->npages);
+		end_pages(io, r, 0, err);
+		if (r->file)
+			io_file_pages_done(io, r->file, r->npages, r->npages, err);
+		req_set_state(r, IORS_ABANDONED);
+		return;
+	}
+	req_set_state(r, IORS_ABANDONED);
+	finish_sync(r, err);
+}
+
+static void check_timeouts(struct io *io)
+{
+	uint64_t tmo = io->cfg.dev.timeout_ns, now = clock_now_ns(); /* after this pass's submits */
+
+	for (unsigned i = 0; i < io->nreqs; i++) {
+		struct io_req *r = &io->reqs[i];
+		uint8_t state = req_state(r);
+
+		if (state == IORS_INFLIGHT && now >= r->t_submit + tmo) {
+			req_set_state(r, IORS_CANCELLING);
+			r->t_cancel = now;
+			io_stat_add(&io->st->cancels, 1);
+			io_note(io, "a request to the device took longer than %llu ms: cancelled",
+				(unsigned long long)(tmo / 1000000));
+			io->be->cancel(io, r);
+		} else if (state == IORS_CANCELLING && now >= r->t_cancel + IO_CANCEL_GRACE_NS) {
+			abandon(io, r, -ETIMEDOUT);
+		}
+	}
+}
+
+/* ---- the flusher thread ---------------------------------------------------------------------- */
+
+/* On the way out: nothing may stay under writeback or waiting, whatever the device does. */
+static void flusher_shutdown(struct io *io)
+{
+	struct mm_counts c;
+
+	take_writeouts(io);
+	for (unsigned i = 0; i < io->ncarry; i++) {
+		mm_writeback_end(io->mm, io->carry_pfn[i], -ESHUTDOWN);
+		waitq_wake(io->env.wq, io->carry_pfn[i]);
+	}
+	io->ncarry = 0;
+	for (unsigned i = 0; i < io->nreqs; i++) {
+		struct io_req *r = &io->reqs[i];
+		uint8_t state = req_state(r);
+
+		if (state == IORS_INFLIGHT || state == IORS_CANCELLING)
+			abandon(io, r, -ESHUTDOWN);
+		else if (state == IORS_QUEUED && (r->kind == IOR_READ || r->kind == IOR_FSYNC))
+			finish_sync(r, -ESHUTDOWN);
+	}
+	mm_get_counts(io->mm, &c);
+	__atomic_store_n(&io->st->dropped_dirty, c.file_dirty, __ATOMIC_RELAXED);
+}
+
+static bool flusher_done(struct io *io, uint64_t now)
+{
+	if (!atomic_load_explicit(&io->flusher_stop, memory_order_acquire))
+		return false;
+	if (now >= io->drain_deadline)
+		return true;
+	return io->inflight_writes == 0 && !__atomic_load_n(&io->meta_pending, __ATOMIC_RELAXED);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct io *io = arg;
+
+	io_block_signals_and_init(io);
+	for (;;) {
+		uint64_t now = clock_now_ns();
+
+		if (flusher_done(io, now))
+			break;
+		take_queued(io);
+		take_writeouts(io);
+		if (!atomic_load_explicit(&io->flusher_stop, memory_order_acquire))
+			writeback_pass(io, now);
+		check_timeouts(io);
+		io->be->wait(io, IO_TICK_NS);
+	}
+	flusher_shutdown(io);
+	return NULL;
+}
+
+void io_kick(struct io *io)
+{
+	io->be->kick(io);
+}
+
+/* ---- mm hooks -------------------------------------------------------------------------------- */
+
+int io_writeout(struct io *io, uint64_t owner, uint32_t pfn)
+{
+	int rc = -EBUSY;
+
+	pthread_mutex_lock(&io->q_lock);
+	if (!io_stopping(io) && io->nwriteout < IO_WRITEOUT_MAX) {
+		rc = mm_writeback_begin_one(io->mm, pfn);
+		if (rc == 0) {
+			io->writeout_pfn[io->nwriteout] = pfn;
+			io->writeout_owner[io->nwriteout] = owner;
+			io->nwriteout++;
+		}
+	}
+	pthread_mutex_unlock(&io->q_lock);
+	if (rc == 0) {
+		io_stat_add(&io->st->writeout_pages, 1);
+		io->be->kick(io);
+	}
+	return rc;
+}
+
+int io_copy_file_page(struct io *io, uint64_t owner, uint32_t from, uint32_t to)
+{
+	if (from >= io->nr_frames || to >= io->nr_frames)
+		return -EINVAL;
+	memcpy(io_page(io, to), io_page(io, from), IO_PAGE_SIZE);
+	io_stat_add(&io->st->copies, 1);
+	return 0;
+}
+
+/* ---- sync ------------------------------------------------------------------------------------ */
+
+int io_sync_all(struct io *io, uint64_t timeout_ns)
+{
+	uint64_t deadline = clock_now_ns() + timeout_ns;
+	int rc = 0;
+
+	__atomic_fetch_add(&io->sync_all, 1, __ATOMIC_ACQ_REL);
+	io->be->kick(io);
+	for (;;) {
+		uint32_t v = __atomic_load_n(&io->progress, __ATOMIC_ACQUIRE);
+		uint64_t now = clock_now_ns();
+		struct mm_counts c;
+
+		mm_get_counts(io->mm, &c);
+		if (!c.file_dirty && !c.file_writeback)
+			break;
+		if (now >= deadline || io_stopping(io)) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		io_futex_wait(&io->progress, v,
+			      deadline - now < IO_TICK_NS ? deadline - now : IO_TICK_NS);
+	}
+	__atomic_fetch_sub(&io->sync_all, 1, __ATOMIC_ACQ_REL);
+	return rc;
+}
+
+static uint64_t file_pending(struct io *io, struct io_file *f)
+{
+	uint64_t p;
+
+	pthread_mutex_lock(&io->files_lock);
+	p = f->pending;
+	pthread_mutex_unlock(&io->files_lock);
+	return p;
+}
+
+static int file_fsync(struct io *io, struct io_file *f)
+{
+	struct io_req *r = io_req_get(io);
+
+	if (!r)
+		return -EAGAIN;
+	r->kind = IOR_FSYNC;
+	pthread_mutex_lock(&io->files_lock);
+	f->refs++;
+	pthread_mutex_unlock(&io->files_lock);
+	r->file = f;
+	return io_req_run(io, r);
+}
+
+int io_file_sync(struct io *io, uint64_t file_id)
+{
+	struct io_file *f = io_file_get(io, file_id, false);
+	int err;
+
+	if (!f)
+		return 0; /* finished and gone: nothing left to write */
+	pthread_mutex_lock(&io->files_lock);
+	f->sync_waiters++;
+	pthread_mutex_unlock(&io->files_lock);
+	__atomic_fetch_add(&io->sync_all, 1, __ATOMIC_ACQ_REL);
+	io->be->kick(io);
+	while (file_pending(io, f) && !io_stopping(io)) {
+		uint32_t v = __atomic_load_n(&io->progress, __ATOMIC_ACQUIRE);
+
+		if (file_pending(io, f))
+			io_futex_wait(&io->progress, v, IO_TICK_NS);
+	}
+	__atomic_fetch_sub(&io->sync_all, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&io->files_lock);
+	err = f->first_err;
+	pthread_mutex_unlock(&io->files_lock);
+	if (!io_stopping(io)) {
+		int rc = file_fsync(io, f);
+
+		err = err ? err : rc;
+	}
+	io_stat_add(&io->st->fsyncs, 1);
+	if (err)
+		io_stat_add(&io->st->fsync_errors, 1);
+	pthread_mutex_lock(&io->files_lock);
+	f->sync_waiters--;
+	pthread_mutex_unlock(&io->files_lock);
+	io_file_put(io, f);
+	return err;
+}
+
+/* ---- life cycle ------------------------------------------------------------------------------ */
+
+void *io_map(size_t len)
+{
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == -1 ? NULL : (void *)p;
+}
+
+void io_unmap(void *p, size_t len)
+{
+	if (p)
+		syscall(SYS_munmap, p, len);
+}
+
+static int reqs_init(struct io *io)
+{
+	unsigned mp = io->max_pages;
+	uint8_t *mem;
+
+	io->nreqs = io->cfg.dev.nr_requests + IO_EXTRA_REQS;
+	io->reqs = io_map(io->nreqs * sizeof(*io->reqs));
+	io->req_mem_len = (size_t)io->nreqs * mp * (sizeof(uint32_t) + sizeof(struct iovec));
+	io->req_mem = io_map(io->req_mem_len);
+	if (!io->reqs || !io->req_mem)
+		return -ENOMEM;
+	mem = io->req_mem;
+	for (unsigned i = 0; i < io->nreqs; i++) {
+		struct io_req *r = &io->reqs[i];
+
+		r->iov = (struct iovec *)(void *)(mem + (size_t)i * mp * sizeof(struct iovec));
+		r->pfns = (uint32_t *)(void *)(mem + (size_t)io->nreqs * mp * sizeof(struct iovec) +
+					       (size_t)i * mp * sizeof(uint32_t));
+		r->next = io->free_list;
+		io->free_list = r;
+	}
+	io->nfree = io->nreqs;
+	return 0;
+}
+
+/* This process's directory on the device and its manifest. */
+static int dir_init(struct io *io, char *err, size_t errlen)
+{
+	snprintf(io->dir, sizeof(io->dir), "%s/thpemu-io.%d", io->cfg.dir, (int)getpid());
+	if (mkdir(io->dir, 0755) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", io->dir, strerror(errno));
+		return -errno;
+	}
+	io->dir_fd = open(io->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (io->dir_fd < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", io->dir, strerror(errno));
+		return -errno;
+	}
+	io->manifest_fd =
+	    openat(io->dir_fd, IO_MANIFEST_NAME, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	io->odirect = true;
+	return 0;
+}
+
+static void stats_init(struct io *io)
+{
+	struct io_stats *st = io->st;
+
+	st->active = 1;
+	st->in_process = io->dir[0] ? 0 : 1;
+	st->odirect = io->odirect;
+	obs_hist_init(&st->wb_lat);
+	snprintf(st->device, sizeof(st->device), "%.127s", io->dir[0] ? io->cfg.dir : "model");
+	snprintf(st->model, sizeof(st->model), "%.63s", io->cfg.dev.model.name);
+}
+
+static void policy_init(struct io *io)
+{
+	uint64_t now = clock_now_ns(), bw = io->cfg.dev.model.write_bw;
+
+	wbm_params_default(&io->wbp);
+	if (io->cfg.dirty) {
+		io->wbp.dirty_ratio = io->cfg.dspec.dirty_ratio;
+		io->wbp.background_ratio = io->cfg.dspec.background_ratio;
+	}
+	wbm_age_init(&io->age, NSEC_PER_SEC);
+	wbm_age_dirtied(&io->age, now, 0);
+	wbm_bw_init(&io->bw, now, bw ? bw : 100ULL << 20);
+	io->bw_bps = io->bw.bw;
+	io->next_kupdate = now + io->wbp.interval_ns;
+	io->t0 = now;
+}
+
+int io_create(const struct io_config *cfg, const struct io_env *env, struct io **out, char *err,
+	      size_t errlen)
+{
+	struct io *io = io_map(sizeof(*io));
+	int rc;
+
+	if (!io) {
+		snprintf(err, errlen, "io: out of memory");
+		return -ENOMEM;
+	}
+	io->cfg = *cfg;
+	io->env = *env;
+	io->mm = env->mm;
+	io->st = env->stats;
+	io->dir_fd = io->manifest_fd = -1;
+	io->nr_frames = mm_nr_frames(io->mm);
+	io->max_pages = (unsigned)(cfg->dev.max_request / IO_PAGE_SIZE);
+	pthread_mutex_init(&io->q_lock, NULL);
+	pthread_mutex_init(&io->files_lock, NULL);
+	io_files_init(io);
+	io->arena_len = (size_t)io->nr_frames * IO_PAGE_SIZE;
+	io->arena = io_map(io->arena_len);
+	if (!io->arena || reqs_init(io) < 0) {
+		snprintf(err, errlen, "io: cannot map the page-cache arena or the requests");
+		rc = -ENOMEM;
+		goto destroy;
+	}
+	madvise(io->arena, io->arena_len, MADV_DONTFORK);
+	rc = cfg->dir[0] ? dir_init(io, err, errlen) : 0;
+	if (rc == 0)
+		rc = cfg->dir[0] ? io_uring_backend_init(io, err, errlen)
+				 : io_model_backend_init(io, err, errlen);
+	if (rc < 0)
+		goto destroy;
+	policy_init(io);
+	stats_init(io);
+	*out = io;
+	return 0;
+
+destroy:
+	io_destroy(io);
+	return rc;
+}
+
+int io_start(struct io *io)
+{
+	int rc = -pthread_create(&io->flusher, NULL, flusher_main, io);
+
+	if (rc < 0)
+		return rc;
+	io->flusher_started = true;
+	pthread_setname_np(io->flusher, "thpemu-flush");
+	if (!io->cfg.dirty)
+		return 0;
+	rc = -pthread_create(&io->dirtier, NULL, io_dirtier_main, io);
+	if (rc < 0)
+		return rc;
+	io->dirtier_started = true;
+	pthread_setname_np(io->dirtier, "thpemu-dirty");
+	return 0;
+}
+
+/* Join the dirtier within ns; false if it is still busy (e.g. blocked in reclaim on a page whose
+ * write the device has not completed). */
+static bool join_dirtier(struct io *io, uint64_t ns)
+{
+	struct timespec ts;
+	uint64_t t;
+
+	if (!io->dirtier_started)
+		return true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + ns;
+	ts.tv_sec = (time_t)(t / 1000000000ULL);
+	ts.tv_nsec = (long)(t % 1000000000ULL);
+	if (pthread_timedjoin_np(io->dirtier, NULL, &ts) != 0)
+		return false;
+	io->dirtier_started = false;
+	return true;
+}
+
+void io_stop(struct io *io, uint64_t drain_ns)
+{
+	bool joined;
+
+	if (!io || atomic_exchange(&io->stopping, true))
+		return;
+	__atomic_fetch_add(&io->dirtier_wake, 1, __ATOMIC_RELEASE);
+	io_futex_wake_all(&io->dirtier_wake);
+	__atomic_fetch_add(&io->progress, 1, __ATOMIC_RELEASE);
+	io_futex_wake_all(&io->progress);
+	/* the flusher keeps completing writes meanwhile; if the dirtier still waits on one when
+	 * the drain time is up, stopping the flusher ends every page in flight and wakes it */
+	joined = join_dirtier(io, drain_ns);
+	io->drain_deadline = joined ? clock_now_ns() + drain_ns : 0;
+	atomic_store_explicit(&io->flusher_stop, true, memory_order_release);
+	io->be->kick(io);
+	if (io->flusher_started)
+		pthread_join(io->flusher, NULL);
+	io->flusher_started = false;
+	if (io->dirtier_started)
+		pthread_join(io->dirtier, NULL);
+	io->dirtier_started = false;
+}
+
+void io_destroy(struct io *io)
+{
+	if (!io)
+		return;
+	io_stop(io, 0);
+	if (io->be)
+		io->be->destroy(io);
+	io_files_close_all(io);
+	if (io->manifest_fd >= 0)
+		close(io->manifest_fd);
+	if (io->dir_fd >= 0)
+		close(io->dir_fd);
+	io_unmap(io->arena, io->arena_len);
+	io_unmap(io->req_mem, io->req_mem_len);
+	io_unmap(io->reqs, io->nreqs * sizeof(*io->reqs));
+	pthread_mutex_destroy(&io->q_lock);
+	pthread_mutex_destroy(&io->files_lock);
+	io_unmap(io, sizeof(*io));
+}
+
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+void io_stats_merge(struct io_stats *dst, const struct io_stats *src)
+{
+	const uint64_t *s = (const uint64_t *)(const void *)src;
+	uint64_t *d = (uint64_t *)(void *)dst;
+	size_t n = offsetof(struct io_stats, wb_lat) / sizeof(uint64_t);
+	uint64_t inflight = max64(dst->inflight_max, src->inflight_max);
+	uint64_t dirty = max64(dst->dirty_max_pages, src->dirty_max_pages);
+	uint64_t pause = max64(dst->throttle_max_ns, src->throttle_max_ns);
+
+	for (size_t i = 0; i < n; i++)
+		d[i] += s[i];
+	dst->inflight_max = inflight;
+	dst->dirty_max_pages = dirty;
+	dst->throttle_max_ns = pause;
+	obs_hist_merge(&dst->wb_lat, &src->wb_lat);
+	if (!dst->device[0])
+		memcpy(dst->device, src->device, sizeof(dst->device));
+	if (!dst->model[0])
+		memcpy(dst->model, src->model, sizeof(dst->model));
+	if (!dst->note[0])
+		memcpy(dst->note, src->note, sizeof(dst->note));
+}
+
+void io_stats_copy(struct io_stats *dst, const struct io_stats *src)
+{
+	const uint64_t *s = (const uint64_t *)(const void *)src;
+	uint64_t *d = (uint64_t *)(void *)dst;
+	size_t n = offsetof(struct io_stats, wb_lat) / sizeof(uint64_t);
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+	obs_hist_init(&dst->wb_lat);
+	obs_hist_merge(&dst->wb_lat, &src->wb_lat);
+	memcpy(dst->device, src->device, sizeof(dst->device)); /* set before io threads start */
+	memcpy(dst->model, src->model, sizeof(dst->model));
+	dst->note[0] = __atomic_load_n(&src->note[0], __ATOMIC_ACQUIRE);
+	if (dst->note[0]) /* published by its first byte */
+		memcpy(dst->note + 1, src->note + 1, sizeof(dst->note) - 1);
+	else
+		memset(dst->note, 0, sizeof(dst->note));
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# seed-2011.sh: the experiment behind Mel Gorman's "mm: Do not stall in synchronous compaction
+# for THP allocations" (linux-mm, 10 Nov 2011), on one command.
+#
+# A writer streams files through the (emulated) page cache to a slow USB stick, while usemem,
+# in the same process, maps anonymous memory with MADV_HUGEPAGE, touches it extent by extent
+# and unmaps it, over and over. The run is repeated under three kernels -- the one that stalls,
+# the one with Mel's patch, and 3.3's sync-light -- and for each the 2011-format stall report is
+# printed, then a side-by-side table.
+#
+# Usage: demo/seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--device SPEC] [--seed N]
+#                          [--build DIR]
+# See demo/README.md for what to expect and how to read it.
+set -u
+
+usage() {
+	cat <<'EOF'
+usage: seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--device SPEC] [--seed N]
+                    [--build DIR]
+  --quick         a short run (under two minutes on 2 cores) instead of the faithful one
+  --out DIR       keep each run's JSON report as DIR/<policy>.json, its stall report as
+                  DIR/<policy>.stalls.txt and usemem's output as DIR/<policy>.usemem.txt
+  --kernel K      3.2 (default: linux-3.2, linux-3.2+nostall, linux-3.3 -- the kernel the
+                  2011 experiment ran) or 3.1 (linux-3.1, linux-3.1+nostall, linux-3.3)
+  --device SPEC   the slow device (default usb2-stick-2011; see thpemu run --help)
+  --seed N        seed of the initial pool state, the device model and the data (default 1)
+  --build DIR     where thpemu and usemem are (default: $THPEMU_BUILD_DIR, else ./build)
+EOF
+}
+
+die_usage() {
+	echo "seed-2011.sh: $*" >&2
+	exit 2
+}
+
+quick=0 out="" kernel=3.2 device=usb2-stick-2011 seed=1
+build=${THPEMU_BUILD_DIR:-}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--out | --kernel | --device | --seed | --build)
+		[ $# -ge 2 ] || die_usage "$1 needs a value"
+		case $1 in
+		--out) out=$2 ;;
+		--kernel) kernel=$2 ;;
+		--device) device=$2 ;;
+		--seed) seed=$2 ;;
+		--build) build=$2 ;;
+		esac
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*) die_usage "unknown option '$1' (accepted: --quick, --out, --kernel, --device, --seed, --build, --help)" ;;
+	esac
+	shift
+done
+case $kernel in
+3.2) policies=(linux-3.2 linux-3.2+nostall linux-3.3) ;;
+3.1) policies=(linux-3.1 linux-3.1+nostall linux-3.3) ;;
+*) die_usage "--kernel: '$kernel' is not accepted (accepted: 3.2, 3.1)" ;;
+esac
+case $seed in '' | *[!0-9]*) die_usage "--seed: '$seed' is not a non-negative integer" ;; esac
+if [ -z "$build" ]; then
+	build=$(cd "$(dirname "$0")/.." && pwd)/build
+fi
+THPEMU=$build/thpemu
+USEMEM=$build/usemem
+[ -x "$THPEMU" ] && [ -x "$USEMEM" ] ||
+	die_usage "--build: no thpemu and usemem in '$build' (build first: cmake -S . -B build && cmake --build build)"
+command -v jq >/dev/null || {
+	echo "seed-2011.sh: jq is needed to read the reports (apt-get install jq)" >&2
+	exit 1
+}
+
+# The scenario. The pool starts as a machine that has been up for a while: movable anonymous
+# memory of other processes and clean page cache scattered through it (so a dirtied page lands
+# in almost every pageblock). The writer copies files to the stick through the page cache at
+# whatever rate the dirty limits allow; usemem waits until the writer has filled its share, then
+# maps, touches and unmaps anonymous memory in a loop.
+if [ $quick = 1 ]; then
+	pool=96M
+	dirty=total=16M,file=2M,dirty-ratio=40%,background-ratio=20%
+	usemem=(--delay 1s --size 8M --loops 15 --hold 100ms)
+else
+	pool=256M
+	dirty=stream,file=4M
+	usemem=(--delay 10s --size 16M --loops 60 --hold 500ms)
+fi
+recipe=anon:50%,pagecache:25%
+
+if [ -n "$out" ]; then
+	mkdir -p "$out" || die_usage "--out: cannot create '$out'"
+	dir=$out
+else
+	dir=$(mktemp -d /tmp/seed-2011.XXXXXX)
+	trap 'rm -rf "$dir"' EXIT
+fi
+
+echo "seed-2011: pool $pool ($recipe), writer --dirty $dirty to --device $device,"
+echo "           usemem ${usemem[*]}; kernels: ${policies[*]}"
+for p in "${policies[@]}"; do
+	echo
+	echo "=== $p"
+	start=$(date +%s)
+	"$THPEMU" run --quiet --policy "$p" --pool "$pool" --fragment "$recipe" --seed "$seed" \
+		--device "$device" --dirty "$dirty" --report "$dir/$p.json" \
+		--stall-report "$dir/$p.stalls.txt" -- "$USEMEM" "${usemem[@]}" --quiet \
+		>"$dir/$p.usemem.txt"
+	rc=$?
+	cat "$dir/$p.usemem.txt"
+	[ $rc = 0 ] || echo "seed-2011: thpemu run under $p exited $rc" >&2
+	echo "($(($(date +%s) - start)) s)"
+	[ -s "$dir/$p.stalls.txt" ] && cat "$dir/$p.stalls.txt"
+done
+
+# The side-by-side table.
+col() { # col POLICY JQ-FILTER
+	[ -s "$dir/$1.json" ] && jq -r "$2" "$dir/$1.json" 2>/dev/null || echo "-"
+}
+usemem_pct() {
+	sed -n 's/.*huge_pct=\([0-9.]*\).*/\1/p' "$dir/$1.usemem.txt" 2>/dev/null | tail -1
+}
+row() { # row LABEL JQ-FILTER
+	printf '%-38s' "$1"
+	for p in "${policies[@]}"; do printf '%20s' "$(col "$p" "$2")"; done
+	printf '\n'
+}
+echo
+printf '%-38s' ""
+for p in "${policies[@]}"; do printf '%20s' "$p"; done
+printf '\n'
+printf '%-38s' "usemem extents huge %"
+for p in "${policies[@]}"; do printf '%20s' "$(usemem_pct "$p")"; done
+printf '\n'
+row "faults" '.faults.total'
+row "faults huge %" '.faults.huge_pct'
+row "fault latency p50 ms" '(.latency_us.both.p50 / 1000 * 1000 | round) / 1000'
+row "fault latency p99 ms" '(.latency_us.both.p99 / 1000 * 1000 | round) / 1000'
+row "fault latency max ms" '(.latency_us.both.max / 1000 * 1000 | round) / 1000'
+row "stalls >= threshold (count)" '.stalls.count'
+row "stalls total s" '(.stalls.total_ms / 100 | round) / 10'
+row "  of them in compaction on writeback" \
+	'[.stalls.groups[] | select(.cause | test("compaction.*writeback")) | .count] | add // 0'
+row "  of them in reclaim on writeback" \
+	'[.stalls.groups[] | select(.cause | test("reclaim.*writeback")) | .count] | add // 0'
+row "writeback waits in compaction" '.vmstat.compact_writeback_wait'
+row "writeback waits in direct reclaim" '.vmstat.reclaim_writeback_wait'
+row "longest writeback wait ms" '.writeback_waits.max_ms | round'
+row "pages written out by compaction" '.vmstat.compact_writeout'
+row "MiB written to the device" '(.io.bytes_written / 1048576 * 10 | round) / 10'
+row "device" 'if .io.in_process_fallback then "model (no FUSE)" else .io.preset end'
+[ -n "$out" ] && echo && echo "reports kept in $out"
+exit 0

@@ -1,0 +1,7 @@
+# demo/seed-2011.sh --quick: the 2011 findings on real faults, a real slow device and captured
+# stacks (root, userfaultfd, FUSE; skips without them, fails instead under CI=true).
+foreach(k 3.2 3.1)
+  thpemu_add_test(NAME integration/seed2011_${k}
+                  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/seed2011.sh ${k}
+                  LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 900)
+endforeach()

@@ -1,0 +1,522 @@
+/* core/io writeback engine: pages written through the page cache reach the device with their
+ * data (tmpfs directory, a real thpemu-fusedev mount), stay under writeback from submission to
+ * completion and wake their waiters, writeout() starts one page, errors end writeback with the
+ * error and are counted, a dead device is timed out instead of pinning pages forever, and the
+ * in-process model paces completions in real time. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io/io.h"
+#include "util/clock.h"
+
+struct tenv {
+	struct mm *mm;
+	struct io *io;
+	struct waitq wq;
+	pthread_mutex_t lock;
+	struct io_stats st;
+	uint64_t wait_calls, wait_ns;
+};
+
+static uint64_t t_now(void *priv, void *call)
+{
+	return clock_now_ns();
+}
+
+static void t_lock(void *priv)
+{
+	pthread_mutex_lock(&((struct tenv *)priv)->lock);
+}
+
+static void t_unlock(void *priv)
+{
+	pthread_mutex_unlock(&((struct tenv *)priv)->lock);
+}
+
+static bool t_busy(void *arg, uint64_t pfn)
+{
+	return mm_frame_under_writeback(arg, (uint32_t)pfn);
+}
+
+static int t_wait(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
+{
+	struct tenv *te = priv;
+	uint64_t t0 = clock_now_ns();
+	int rc = waitq_wait(&te->wq, pfn, t_busy, te->mm, timeout_ns);
+
+	__atomic_fetch_add(&te->wait_calls, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&te->wait_ns, clock_now_ns() - t0, __ATOMIC_RELAXED);
+	return rc;
+}
+
+static int t_copy(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+{
+	return io_copy_file_page(((struct tenv *)priv)->io, owner, from, to);
+}
+
+static int t_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
+{
+	return io_writeout(((struct tenv *)priv)->io, owner, pfn);
+}
+
+static void t_clear(void *priv, void *call, uint32_t head, uint64_t owner)
+{
+}
+
+static void t_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
+{
+}
+
+static const struct mm_env_ops t_ops = {
+    .now = t_now,
+    .lock = t_lock,
+    .unlock = t_unlock,
+    .wait_writeback = t_wait,
+    .copy_file_page = t_copy,
+    .clear_huge = t_clear,
+    .alloc_cost = t_cost,
+    .writeout = t_writeout,
+};
+
+static struct tenv te;
+
+/* An mm of pool bytes and an engine on dir ("" = the model of device spec dev). */
+static void setup(const char *dev, const char *dir, const char *dirty, uint64_t pool)
+{
+	struct mm_config mc = {.pool_bytes = pool};
+	struct mm_env env = {.ops = &t_ops, .priv = &te};
+	struct io_config cfg = {.seed = 42};
+	struct io_env ienv = {.stats = &te.st, .wq = &te.wq};
+	char err[256];
+
+	memset(&te, 0, sizeof(te));
+	pthread_mutex_init(&te.lock, NULL);
+	waitq_init(&te.wq);
+	ASSERT_EQ(mm_policy_parse("linux-3.1", &mc.policy, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_create(&mc, &env, &te.mm, err, sizeof(err)), 0);
+	ASSERT_EQ(io_device_parse(dev, &cfg.dev, err, sizeof(err)), 0);
+	snprintf(cfg.dir, sizeof(cfg.dir), "%s", dir);
+	if (dirty) {
+		cfg.dirty = true;
+		ASSERT_EQ(io_dirty_parse(dirty, &cfg.dspec, err, sizeof(err)), 0);
+	}
+	ienv.mm = te.mm;
+	if (io_create(&cfg, &ienv, &te.io, err, sizeof(err)) < 0) {
+		fprintf(stderr, "io_create: %s\n", err);
+		ASSERT(0);
+	}
+	ASSERT_EQ(io_start(te.io), 0);
+}
+
+static void teardown(void)
+{
+	io_destroy(te.io);
+	mm_destroy(te.mm);
+}
+
+static uint32_t pfn_of(uint64_t file, uint64_t index)
+{
+	uint32_t pfn;
+	bool created;
+
+	for (;;) {
+		int rc = mm_pagecache_get(te.mm, MM_OWNER_FILE(file, index), false, &pfn, &created,
+					  NULL);
+
+		if (rc == 0)
+			break;
+		ASSERT_EQ(rc, -EAGAIN);
+		usleep(100);
+	}
+	mm_pagecache_put(te.mm, pfn, false);
+	return pfn;
+}
+
+static void write_file(uint64_t id, uint64_t npages)
+{
+	ASSERT_EQ(io_file_create(te.io, id, npages), 0);
+	for (uint64_t i = 0; i < npages; i++)
+		ASSERT_EQ(io_write_page(te.io, id, i), 0);
+	io_file_written(te.io, id);
+}
+
+static void dump_stats(void)
+{
+	fprintf(stderr,
+		"  stats: written %llu failed %llu eio %llu enospc %llu disc %llu tmo %llu "
+		"other %llu ops %llu note '%s'\n",
+		(unsigned long long)te.st.bytes_written, (unsigned long long)te.st.pages_failed,
+		(unsigned long long)te.st.err_eio, (unsigned long long)te.st.err_enospc,
+		(unsigned long long)te.st.err_disconnected, (unsigned long long)te.st.err_timeout,
+		(unsigned long long)te.st.err_other, (unsigned long long)te.st.writeback_ops,
+		te.st.note);
+}
+
+static void expect_nothing_pinned(void)
+{
+	if (harness_failed_here)
+		dump_stats();
+	struct mm_counts c;
+
+	mm_get_counts(te.mm, &c);
+	EXPECT_EQ(c.file_writeback, 0);
+	EXPECT_EQ(c.file_dirty, 0);
+}
+
+/* Check every page of a file on disk against the pattern. */
+static void verify_file(const char *dir, uint64_t id, uint64_t npages)
+{
+	char name[64], path[700];
+	static char buf[4096];
+	int fd;
+
+	io_file_name(id, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	ASSERT(fd >= 0);
+	for (uint64_t i = 0; i < npages; i++) {
+		ASSERT_EQ(pread(fd, buf, sizeof(buf), (off_t)(i * 4096)), 4096);
+		EXPECT_EQ(io_pattern_check(buf, 42, id, i * 4096, 4096), 4096);
+	}
+	close(fd);
+}
+
+static unsigned manifest_complete(const char *dir)
+{
+	char path[700], line[200];
+	unsigned n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" IO_MANIFEST_NAME, dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, " complete ") != NULL;
+	fclose(f);
+	return n;
+}
+
+TEST(model_paces_writeback_in_real_time)
+{
+	uint64_t t0;
+
+	setup("none:preset=usb2-stick-2011,bandwidth=8M,latency=1ms,jitter=0,stall-every=0,"
+	      "gc-au=0",
+	      "", NULL, 64 << 20);
+	EXPECT_EQ(te.st.in_process, 1);
+	write_file(1, 256);
+	write_file(2, 256);
+	t0 = clock_now_ns();
+	ASSERT_EQ(io_sync_all(te.io, 20000000000ULL), 0);
+	/* 2 MiB at 8 MiB/s: at least ~250 ms (a little less if writeback began meanwhile) */
+	EXPECT_GE(clock_now_ns() - t0, 150000000ULL);
+	EXPECT_EQ(te.st.bytes_written, 2 << 20);
+	EXPECT_EQ(te.st.bytes_dirtied, 2 << 20);
+	EXPECT_EQ(te.st.pages_submitted, 512);
+	EXPECT_EQ(te.st.files_complete, 2);
+	EXPECT_EQ(te.st.err_eio + te.st.err_other + te.st.err_timeout, 0);
+	EXPECT_GE(te.st.writeback_ops, 512 / 30);
+	EXPECT_EQ(te.st.wb_lat.count, te.st.writeback_ops);
+	expect_nothing_pinned();
+	teardown();
+}
+
+TEST(tmpfs_files_hold_the_pattern_and_the_manifest_lists_them)
+{
+	char dir[] = "/dev/shm/thpemu-io-test.XXXXXX", sub[700];
+
+	ASSERT(mkdtemp(dir));
+	setup("/dev/shm", dir, NULL, 64 << 20);
+	snprintf(sub, sizeof(sub), "%s", io_dir(te.io));
+	EXPECT(strstr(sub, dir) == sub);
+	write_file(1, 30);  /* one request */
+	write_file(2, 100); /* several, the last one short */
+	write_file(3, 1);
+	ASSERT_EQ(io_sync_all(te.io, 20000000000ULL), 0);
+	io_stop(te.io, 1000000000ULL);
+	verify_file(sub, 1, 30);
+	verify_file(sub, 2, 100);
+	verify_file(sub, 3, 1);
+	EXPECT_EQ(manifest_complete(sub), 3);
+	EXPECT_EQ(te.st.bytes_written, 131 * 4096);
+	EXPECT_EQ(te.st.odirect, 1);
+	expect_nothing_pinned();
+	teardown();
+	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
+	ASSERT_EQ(system(sub), 0);
+}
+
+struct waiter_arg {
+	uint32_t pfn;
+	int rc;
+	uint64_t waited;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter_arg *w = arg;
+	uint64_t t0 = clock_now_ns();
+
+	w->rc = t_wait(&te, NULL, w->pfn, 0);
+	w->waited = clock_now_ns() - t0;
+	return NULL;
+}
+
+TEST(writeout_pins_a_page_until_its_write_completes_and_wakes_waiters)
+{
+	struct waiter_arg w[4];
+	pthread_t th[4];
+	uint32_t pfn;
+
+	/* 4 KiB at 40 KiB/s + 100 ms setup: the write takes ~200 ms */
+	setup("none:preset=usb2-stick-2011,bandwidth=40K,latency=100ms,jitter=0,stall-every=0,"
+	      "gc-au=0",
+	      "", NULL, 64 << 20);
+	write_file(1, 4); /* far below the background threshold: stays dirty */
+	pfn = pfn_of(1, 2);
+	usleep(100000);
+	EXPECT(!mm_frame_under_writeback(te.mm, pfn));
+	ASSERT_EQ(io_writeout(te.io, MM_OWNER_FILE(1, 2), pfn), 0);
+	EXPECT(mm_frame_under_writeback(te.mm, pfn));
+	EXPECT_EQ(io_writeout(te.io, MM_OWNER_FILE(1, 2), pfn), -EBUSY); /* not dirty now */
+	for (int i = 0; i < 4; i++) {
+		w[i].pfn = pfn;
+		ASSERT_EQ(pthread_create(&th[i], NULL, waiter_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(w[i].rc, 0);
+		EXPECT_GE(w[i].waited, 50000000ULL);
+		EXPECT_LT(w[i].waited, 5000000000ULL);
+	}
+	EXPECT(!mm_frame_under_writeback(te.mm, pfn));
+	EXPECT_EQ(te.st.writeout_pages, 1);
+	EXPECT_EQ(te.st.bytes_written, 4096);
+	teardown();
+}
+
+TEST(copy_file_page_moves_the_data)
+{
+	uint32_t from, to;
+
+	setup("none", "", NULL, 64 << 20);
+	write_file(7, 2);
+	from = pfn_of(7, 0);
+	to = pfn_of(7, 1);
+	EXPECT_EQ(io_pattern_check(io_page(te.io, from), 42, 7, 0, 4096), 4096);
+	ASSERT_EQ(io_copy_file_page(te.io, MM_OWNER_FILE(7, 0), from, to), 0);
+	EXPECT_EQ(memcmp(io_page(te.io, from), io_page(te.io, to), 4096), 0);
+	EXPECT_EQ(io_copy_file_page(te.io, 0, from, UINT32_MAX), -EINVAL);
+	teardown();
+}
+
+TEST(errors_end_writeback_with_the_error_and_are_counted)
+{
+	setup("none:error-rate=1,latency=1ms", "", NULL, 64 << 20);
+	write_file(1, 64);
+	write_file(2, 64);
+	ASSERT_EQ(io_sync_all(te.io, 20000000000ULL), 0);
+	EXPECT_GT(te.st.err_eio, 0);
+	EXPECT_EQ(te.st.pages_failed, 128);
+	EXPECT_EQ(te.st.bytes_written, 0);
+	EXPECT_EQ(te.st.files_failed, 2);
+	EXPECT_EQ(te.st.files_complete, 0);
+	EXPECT_EQ(io_file_sync(te.io, 1), 0); /* gone already: nothing left to fail */
+	{
+		uint64_t st[MM_STAT_NR];
+
+		mm_get_stats(te.mm, st);
+		EXPECT_EQ(st[MM_STAT_PGWB_ERROR], 128);
+	}
+	expect_nothing_pinned();
+	teardown();
+}
+
+TEST(a_dead_device_is_timed_out_instead_of_pinning_pages)
+{
+	uint64_t t0;
+
+	setup("none:dead=1,timeout=200ms", "", NULL, 64 << 20);
+	write_file(1, 100);
+	t0 = clock_now_ns();
+	ASSERT_EQ(io_sync_all(te.io, 30000000000ULL), 0);
+	EXPECT_GE(clock_now_ns() - t0, 200000000ULL);
+	EXPECT_LT(clock_now_ns() - t0, 10000000000ULL);
+	EXPECT_GT(te.st.cancels, 0);
+	EXPECT_GT(te.st.abandoned, 0);
+	EXPECT_GT(te.st.err_timeout, 0);
+	EXPECT_EQ(te.st.pages_failed, 100);
+	expect_nothing_pinned();
+	teardown();
+}
+
+TEST(fsync_waits_for_the_file_and_reports_success)
+{
+	setup("none:latency=1ms", "", NULL, 64 << 20);
+	ASSERT_EQ(io_file_create(te.io, 3, 8), 0);
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ(io_write_page(te.io, 3, (uint64_t)i), 0);
+	io_file_written(te.io, 3);
+	ASSERT_EQ(io_file_sync(te.io, 3), 0);
+	EXPECT_EQ(te.st.fsyncs, 1);
+	EXPECT_EQ(te.st.fsync_errors, 0);
+	EXPECT_EQ(te.st.bytes_written, 8 * 4096);
+	teardown();
+}
+
+TEST(the_dirtier_streams_and_throttles)
+{
+	uint64_t t0 = clock_now_ns();
+
+	/* 24 MiB through a 32 MiB pool at 8 MiB/s: the dirty limit (20 %) forces pauses */
+	setup("none:bandwidth=8M,latency=1ms,jitter=0,stall-every=0,gc-au=0", "",
+	      "total=24M,file=1M,fsync=end", 32 << 20);
+	while (__atomic_load_n(&te.st.fsyncs, __ATOMIC_RELAXED) == 0 &&
+	       clock_now_ns() - t0 < 60000000000ULL)
+		usleep(20000);
+	io_stop(te.io, 1000000000ULL); /* quiesce the threads before reading their counters */
+	EXPECT_EQ(te.st.fsyncs, 1);
+	EXPECT_EQ(te.st.bytes_dirtied, 24 << 20);
+	EXPECT_EQ(te.st.bytes_written, 24 << 20);
+	EXPECT_EQ(te.st.files_complete, 24);
+	EXPECT_GT(te.st.throttles, 0);
+	/* the dirty limit held: dirty + writeback never far above 20 % of the pool */
+	EXPECT_LT(te.st.dirty_max_pages, (32 << 20) / 4096 / 4);
+	EXPECT_GE(clock_now_ns() - t0, 2000000000ULL); /* 24 MiB at 8 MiB/s */
+	expect_nothing_pinned();
+	teardown();
+}
+
+TEST(the_reader_fills_clean_page_cache)
+{
+	uint64_t t0 = clock_now_ns();
+	struct mm_counts c;
+
+	setup("none:latency=1ms", "", "read,total=4M,file=1M", 64 << 20);
+	while (__atomic_load_n(&te.st.bytes_read, __ATOMIC_RELAXED) < (4 << 20) &&
+	       clock_now_ns() - t0 < 30000000000ULL)
+		usleep(20000);
+	io_stop(te.io, 1000000000ULL);
+	EXPECT_EQ(te.st.bytes_read, 4 << 20);
+	EXPECT_EQ(te.st.read_errors, 0);
+	mm_get_counts(te.mm, &c);
+	EXPECT_EQ(c.file, 1024);
+	EXPECT_EQ(c.file_dirty, 0);
+	teardown();
+}
+
+/* ---- a real thpemu-fusedev mount ------------------------------------------------------------- */
+
+static pid_t fd_pid = -1;
+static char fd_mnt[64];
+
+static void fusedev_umount(void)
+{
+	if (fd_pid > 0) {
+		kill(fd_pid, SIGTERM);
+		waitpid(fd_pid, NULL, 0);
+		fd_pid = -1;
+	}
+	umount2(fd_mnt, MNT_DETACH);
+	rmdir(fd_mnt);
+}
+
+/* Mount thpemu-fusedev ARGS on a temporary directory; SKIP if that is impossible here. */
+static void fusedev_mount(const char *const *args)
+{
+	const char *b = getenv("THPEMU_BUILD_DIR");
+	char exe[600], line[16] = "";
+	const char *argv[24];
+	int pfd[2], n = 0;
+
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+		SKIP("needs root and /dev/fuse for a thpemu-fusedev mount");
+	snprintf(exe, sizeof(exe), "%s/thpemu-fusedev", b ? b : ".");
+	if (access(exe, X_OK) < 0)
+		SKIP("%s not built (set THPEMU_BUILD_DIR)", exe);
+	snprintf(fd_mnt, sizeof(fd_mnt), "/tmp/thpemu-iomnt.XXXXXX");
+	ASSERT(mkdtemp(fd_mnt));
+	ASSERT_EQ(pipe(pfd), 0);
+	argv[n++] = exe;
+	argv[n++] = fd_mnt;
+	argv[n++] = "--foreground";
+	argv[n++] = "--ready-fd";
+	argv[n++] = "3";
+	while (*args && n < 22)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	fd_pid = fork();
+	ASSERT(fd_pid >= 0);
+	if (fd_pid == 0) {
+		dup2(pfd[1], 3);
+		execv(exe, (char *const *)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	ASSERT_GT(read(pfd[0], line, sizeof(line) - 1), 0);
+	close(pfd[0]);
+	ASSERT(strncmp(line, "ready", 5) == 0);
+}
+
+TEST(fusedev_mount_gets_the_data_with_odirect)
+{
+	static const char *const args[] = {"--preset", "fast", "--store", "memory", NULL};
+	char sub[700];
+
+	fusedev_mount(args);
+	setup("fast", fd_mnt, NULL, 64 << 20);
+	snprintf(sub, sizeof(sub), "%s", io_dir(te.io));
+	for (uint64_t id = 1; id <= 4; id++)
+		write_file(id, 64);
+	ASSERT_EQ(io_sync_all(te.io, 30000000000ULL), 0);
+	ASSERT_EQ(io_file_sync(te.io, 4), 0);
+	io_stop(te.io, 1000000000ULL);
+	EXPECT_EQ(te.st.odirect, 1);
+	EXPECT_EQ(te.st.in_process, 0);
+	for (uint64_t id = 1; id <= 4; id++)
+		verify_file(sub, id, 64);
+	EXPECT_EQ(manifest_complete(sub), 4);
+	EXPECT_EQ(te.st.bytes_written, 4 * 64 * 4096);
+	teardown();
+	fusedev_umount();
+}
+
+TEST(fusedev_killed_mid_run_fails_writeback_without_hanging)
+{
+	static const char *const args[] = {"--preset", "usb2-stick-2011", "--bandwidth", "256K",
+					   "--store",  "discard",	  NULL};
+	uint64_t t0;
+
+	fusedev_mount(args);
+	setup("usb2-stick-2011", fd_mnt, NULL, 64 << 20);
+	write_file(1, 1024); /* 4 MiB at 256 KiB/s: 16 s of writeback */
+	io_kick(te.io);
+	ASSERT_EQ(io_file_sync(te.io, 99), 0); /* unknown file: nothing to do */
+	usleep(800000);
+	kill(fd_pid, SIGKILL);
+	waitpid(fd_pid, NULL, 0);
+	fd_pid = -1;
+	t0 = clock_now_ns();
+	ASSERT_EQ(io_sync_all(te.io, 60000000000ULL), 0);
+	EXPECT_LT(clock_now_ns() - t0, 30000000000ULL);
+	EXPECT_GT(te.st.err_disconnected, 0);
+	EXPECT_GT(te.st.pages_failed, 0);
+	EXPECT(strstr(te.st.note, "gone") != NULL);
+	expect_nothing_pinned();
+	teardown();
+	fusedev_umount();
+}
+
+TEST_MAIN()
