@@ -12,6 +12,7 @@
 #include "obs/unwind.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,7 +26,23 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* Function containing addr and addr's offset into it; 0 or -1. */
+/* In a stripped object (Debian's libc) the symbol found may be a distant exported one: start_thread
+ * would print as "pthread_condattr_setpshared+0x515". A name is only trusted if addr lies inside
+ * that symbol: when the symbol's start is a dynamic symbol with a size (dladdr1 at the start), the
+ * offset must be below that size. Names libunwind found in .symtab only are kept. */
+static bool beyond_symbol(uintptr_t addr, uintptr_t off)
+{
+	const ElfW(Sym) *sym = NULL;
+	Dl_info di;
+
+	if (!dladdr1((void *)(addr - off), &di, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+	    (uintptr_t)di.dli_saddr != addr - off)
+		return false;
+	return sym->st_size && off >= sym->st_size;
+}
+
+/* Function containing addr and addr's offset into it: 0; -1 if unknown (then *off is addr's
+ * offset in its object, or addr itself when no object is known). */
 static int lookup(uintptr_t addr, char *name, size_t len, uintptr_t *off, const char **obj)
 {
 	unw_accessors_t *acc = unw_get_accessors(unw_local_addr_space);
@@ -35,15 +52,18 @@ static int lookup(uintptr_t addr, char *name, size_t len, uintptr_t *off, const 
 
 	*obj = have_dl ? base_name(di.dli_fname) : "?";
 	if (acc && acc->get_proc_name &&
-	    acc->get_proc_name(unw_local_addr_space, addr, name, len, &uoff, NULL) == 0 && *name) {
+	    acc->get_proc_name(unw_local_addr_space, addr, name, len, &uoff, NULL) == 0 && *name &&
+	    !beyond_symbol(addr, (uintptr_t)uoff)) {
 		*off = (uintptr_t)uoff;
 		return 0;
 	}
-	if (have_dl && di.dli_sname && di.dli_saddr) {
+	if (have_dl && di.dli_sname && di.dli_saddr &&
+	    !beyond_symbol(addr, addr - (uintptr_t)di.dli_saddr)) {
 		snprintf(name, len, "%s", di.dli_sname);
 		*off = addr - (uintptr_t)di.dli_saddr;
 		return 0;
 	}
+	*off = have_dl ? addr - (uintptr_t)di.dli_fbase : addr;
 	return -1;
 }
 
@@ -55,8 +75,10 @@ const char *obs_symbolise(uintptr_t ip, bool exact, char *buf, size_t len)
 
 	if (lookup(look, name, sizeof(name), &off, &obj) == 0)
 		snprintf(buf, len, "%s+0x%" PRIxPTR " (%s)", name, off + (ip - look), obj);
+	else if (strcmp(obj, "?") != 0)
+		snprintf(buf, len, "?? (%s+0x%" PRIxPTR ")", obj, off + (ip - look));
 	else
-		snprintf(buf, len, "0x%" PRIxPTR " (%s)", ip, obj);
+		snprintf(buf, len, "0x%" PRIxPTR " (?)", ip);
 	return buf;
 }
 
