@@ -131,6 +131,19 @@ static const char *opt_value(int argc, char **argv, int *i, const char *eq, cons
 	return argv[++*i];
 }
 
+/* The program may change directory before its library starts: give it an absolute path. */
+static void absolute_trace(struct run_ctx *rc)
+{
+	char cwd[PATH_MAX], path[sizeof(rc->cfg.trace)];
+
+	if (!rc->cfg.trace[0] || rc->cfg.trace[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", cwd, rc->cfg.trace) >= sizeof(path))
+		cli_usage_error("run", "--trace: '%s' is too long", rc->cfg.trace);
+	snprintf(rc->cfg.trace, sizeof(rc->cfg.trace), "%s", path);
+	setenv("THPEMU_TRACE", path, 1);
+}
+
 static void parse(int argc, char **argv, struct run_ctx *rc)
 {
 	char err[512], name[64];
@@ -173,6 +186,7 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 		cli_usage_error("run",
 				"no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
 	rc->cmd = &argv[i];
+	absolute_trace(rc);
 }
 
 /* A recipe is checked the way the library will apply it: on a pool of the same size. */

@@ -18,7 +18,8 @@
 #define POOL_MAX (64ULL << 30)
 
 struct sim_args {
-	const char *policy, *scenario, *json, *costs, *device;
+	const char *policy, *scenario, *json, *costs, *device, *replay;
+	bool seed_set, pool_set, duration_set;
 	const char *opts[MAX_OPTS];
 	unsigned nopts;
 };
@@ -30,11 +31,17 @@ static void usage(FILE *f)
 	    "usage: thpemu sim --policy POLICY --scenario SCENARIO [--seed N] [--pool SIZE]\n"
 	    "                  [--duration DUR] [--json FILE|-] [--costs FILE]\n"
 	    "                  [--device PRESET[:KEY=VALUE,...]] [--stall-threshold DUR]\n"
-	    "                  [--opt KEY=VALUE]...\n\n"
+	    "                  [--opt KEY=VALUE]...\n"
+	    "       thpemu sim --replay TRACE [--policy POLICY] [the options above]\n\n"
 	    "Runs a scenario against the emulated kernel in virtual time: deterministic (the same\n"
 	    "inputs and seed give byte-identical JSON) and much faster than real time.\n\n"
 	    "  --policy POLICY        kernel profile or spec string (below)\n"
 	    "  --scenario SCENARIO    built-in workload (below)\n"
+	    "  --replay TRACE         replay a fault trace (thpemu run --trace) instead: the same\n"
+	    "                         faults and memory changes at their recorded times, on the\n"
+	    "                         recording's initial pool (its --pool, --fragment and --seed\n"
+	    "                         unless given here; --policy defaults to the recording's);\n"
+	    "                         the report's \"replay\" section compares the decisions\n"
 	    "  --seed N               randomness of the scenario and the device (default 1)\n"
 	    "  --pool SIZE            emulated memory, 8M..64G (default: the scenario's)\n"
 	    "  --duration DUR         virtual time to simulate (default: the scenario's)\n"
@@ -126,6 +133,9 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 		for (unsigned k = 0; k < sizeof(scalars) / sizeof(scalars[0]) && !done; k++) {
 			if ((v = opt_value(argc, argv, &i, scalars[k]))) {
 				parse_scalar(c, scalars[k], v);
+				a->seed_set |= k == 0;
+				a->pool_set |= k == 1;
+				a->duration_set |= k == 2;
 				done = true;
 			}
 		}
@@ -141,6 +151,8 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 			a->costs = v;
 		else if ((v = opt_value(argc, argv, &i, "--device")))
 			a->device = v;
+		else if ((v = opt_value(argc, argv, &i, "--replay")))
+			a->replay = v;
 		else if ((v = opt_value(argc, argv, &i, "--opt"))) {
 			if (a->nopts == MAX_OPTS)
 				cli_usage_error(CMD, "--opt: at most %d", MAX_OPTS);
@@ -151,24 +163,55 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 	}
 }
 
+/* --replay: the trace, and its recording's settings as defaults. */
+static void resolve_replay(struct sim_config *c, struct sim_args *a)
+{
+	struct sim_replay_info in;
+	char err[1024], kv[300];
+
+	if (a->scenario)
+		cli_usage_error(CMD, "--replay and --scenario exclude each other (the trace is the "
+				     "workload)");
+	if (sim_replay_load(a->replay, &c->replay, err, sizeof(err)))
+		cli_usage_error(CMD, "--replay: %s", err);
+	sim_replay_info(c->replay, &in);
+	if (!a->policy)
+		a->policy = strdup(in.policy[0] ? in.policy : "modern-always");
+	if (!a->pool_set && in.pool_bytes >= POOL_MIN && in.pool_bytes <= POOL_MAX)
+		c->pool_bytes = in.pool_bytes;
+	if (!a->seed_set)
+		c->seed = in.seed;
+	if (!a->duration_set) /* everything recorded, and time for the last faults to end */
+		c->duration_ns = in.span_ns + 600ULL * 1000000000ULL;
+	c->scenario = &sim_scen_replay;
+	sim_params_defaults(c->scenario, &c->params);
+	snprintf(kv, sizeof(kv), "init=%s", in.fragment);
+	if (in.fragment[0] && sim_params_set(c->scenario, &c->params, kv, err, sizeof(err)))
+		cli_usage_error(CMD, "--replay: the trace's recipe: %s", err);
+}
+
 /* Turn the collected arguments into a complete configuration, or exit 2. */
-static void resolve(struct sim_config *c, const struct sim_args *a)
+static void resolve(struct sim_config *c, struct sim_args *a)
 {
 	char err[1024], names[256];
 
 	scenario_names(names, sizeof(names));
+	if (a->replay)
+		resolve_replay(c, a);
 	if (!a->policy)
 		cli_usage_error(CMD, "--policy is required (a profile such as linux-3.1, or "
 				     "NAME:KEY=VALUE,...; see 'thpemu sim --help')");
 	if (mm_policy_parse(a->policy, &c->policy, err, sizeof(err)))
 		cli_usage_error(CMD, "--policy: %s", err);
-	if (!a->scenario)
-		cli_usage_error(CMD, "--scenario is required (accepted: %s)", names);
-	c->scenario = sim_scenario_find(a->scenario);
-	if (!c->scenario)
-		cli_usage_error(CMD, "--scenario: unknown scenario '%s' (accepted: %s)",
-				a->scenario, names);
-	sim_params_defaults(c->scenario, &c->params);
+	if (!a->replay) {
+		if (!a->scenario)
+			cli_usage_error(CMD, "--scenario is required (accepted: %s)", names);
+		c->scenario = sim_scenario_find(a->scenario);
+		if (!c->scenario)
+			cli_usage_error(CMD, "--scenario: unknown scenario '%s' (accepted: %s)",
+					a->scenario, names);
+		sim_params_defaults(c->scenario, &c->params);
+	}
 	for (unsigned i = 0; i < a->nopts; i++)
 		if (sim_params_set(c->scenario, &c->params, a->opts[i], err, sizeof(err)))
 			cli_usage_error(CMD, "--opt: %s", err);
@@ -224,6 +267,7 @@ static int sim_main(int argc, char **argv)
 	if (!a.json || strcmp(a.json, "-") != 0)
 		sim_report_text(r, stdout);
 	sim_result_free(r);
+	sim_replay_free(c.replay);
 	return rc;
 }
 

@@ -37,6 +37,12 @@ int thpemu_is_managed(const void *addr);
 int thpemu_get_counters(struct thpemu_counters *c, size_t size);
 /* Write this process's JSON report to path now. Returns 0 or -1 (errno set). */
 int thpemu_write_report(const char *path);
+/* Hand the emulator a private anonymous read-write mapping the interposers never saw (made with
+ * a raw mmap system call, or before the library started): pages already resident stay as they
+ * are, outside the emulated pool; the others become first touches like any other. addr and len
+ * must be page aligned. Returns 0, or -1 with errno ENODEV (not emulating), EINVAL (bad range),
+ * EEXIST (it overlaps managed memory) or ENOSPC (the region table is full). */
+int thpemu_manage(void *addr, size_t len);
 
 #ifdef __cplusplus
 }

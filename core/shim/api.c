@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "shim/shim.h"
 
@@ -64,6 +65,33 @@ EXPORT int thpemu_write_report(const char *path)
 	rc = uffd_live_report(lv, f, NULL);
 	if (fclose(f) != 0 || rc < 0) {
 		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+EXPORT int thpemu_manage(void *addr, size_t len)
+{
+	struct uffd_live *lv = shim_live();
+	int rc;
+
+	if (!lv) {
+		errno = ENODEV;
+		return -1;
+	}
+	if (((uintptr_t)addr | len) & (UFFD_PAGE_SIZE - 1) || !len) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (uffd_is_managed(lv, addr, len)) {
+		errno = EEXIST;
+		return -1;
+	}
+	uffd_tls_passthrough++;
+	rc = uffd_adopt(lv, addr, len, PROT_READ | PROT_WRITE);
+	uffd_tls_passthrough--;
+	if (rc < 0) {
+		errno = -rc;
 		return -1;
 	}
 	return 0;

@@ -56,6 +56,10 @@ static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t tim
 
 static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
 {
+	struct sim_world *w = priv;
+
+	if (w->replay_state)
+		return replay_migrate(w, call, owner, from, to);
 	return proc_migrate(priv, call, owner, from, to);
 }
 

@@ -190,6 +190,38 @@ static void json_pool_end(struct json_w *w, const struct mm_counts *c)
 	jw_obj_end(w);
 }
 
+static void json_replay(struct json_w *w, const struct sim_result *r)
+{
+	const struct sim_replay_stats *s = &r->replay;
+	const struct sim_replay_info *in = &r->replay_info;
+	uint64_t same = s->huge_huge + s->base_base;
+
+	jw_obj_begin(w, "replay");
+	jw_str(w, "trace", r->replay_path);
+	jw_str(w, "recorded_policy", in->policy);
+	jw_str(w, "recorded_exe", in->exe);
+	jw_u64(w, "records", in->records);
+	jw_bool(w, "complete", in->complete);
+	jw_u64(w, "dropped", in->dropped);
+	jw_u64(w, "threads", in->threads);
+	jw_u64(w, "faults_recorded", s->recorded);
+	jw_u64(w, "compared", s->compared);
+	jw_u64(w, "same", same);
+	jw_dbl(w, "agreement_pct", pct(same, s->compared), 2);
+	jw_u64(w, "huge_to_base", s->huge_base);
+	jw_u64(w, "base_to_huge", s->base_huge);
+	jw_dbl(w, "recorded_huge_pct", pct(s->huge_huge + s->huge_base, s->compared), 2);
+	jw_dbl(w, "replayed_huge_pct", pct(s->huge_huge + s->base_huge, s->compared), 2);
+	jw_u64(w, "absorbed", s->absorbed);
+	jw_u64(w, "orphans", s->orphans);
+	jw_u64(w, "implied", s->implied);
+	jw_u64(w, "host_fallbacks", s->host_fallbacks);
+	jw_u64(w, "candidate_mismatches", s->cand_mismatch);
+	jw_u64(w, "map_conflicts", s->map_conflicts);
+	jw_u64(w, "regions", s->regions);
+	jw_obj_end(w);
+}
+
 int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 {
 	struct json_w w;
@@ -199,6 +231,8 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	jw_str(&w, "thpemu", "sim");
 	jw_str(&w, "version", THPEMU_VERSION);
 	json_config(&w, r);
+	if (r->has_replay)
+		json_replay(&w, r);
 	obs_report_faults(&w, &r->faults);
 	/* mmtests' "Percentage huge": 2 MiB extents first touched while THP-eligible */
 	jw_obj_begin(&w, "extents");
@@ -255,6 +289,21 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 		r->cfg.scenario->name, r->policy, (unsigned long long)r->cfg.seed,
 		units_fmt_size(r->pool_bytes, a, sizeof(a)), r->cfg.device_spec,
 		units_fmt_duration(r->duration_ns, b, sizeof(b)));
+	if (r->has_replay) {
+		const struct sim_replay_stats *rs = &r->replay;
+
+		fprintf(f,
+			"replay of %s (recorded under %s, %u threads%s): %llu fault records, "
+			"%llu compared, agreement %.2f %% (huge->base %llu, base->huge %llu), "
+			"absorbed %llu, orphans %llu, implied %llu\n",
+			r->replay_path, r->replay_info.policy, r->replay_info.threads,
+			r->replay_info.complete ? "" : ", truncated",
+			(unsigned long long)rs->recorded, (unsigned long long)rs->compared,
+			pct(rs->huge_huge + rs->base_base, rs->compared),
+			(unsigned long long)rs->huge_base, (unsigned long long)rs->base_huge,
+			(unsigned long long)rs->absorbed, (unsigned long long)rs->orphans,
+			(unsigned long long)rs->implied);
+	}
 	fprintf(f, "\nfaults %llu: huge %llu (%.2f %%), base %llu, nomem %llu\n",
 		(unsigned long long)s.faults, (unsigned long long)s.huge, s.huge_pct,
 		(unsigned long long)s.base, (unsigned long long)s.nomem);

@@ -161,6 +161,7 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->reader = w->reader;
 	mm_get_counts(w->mm, &r->end);
 	sim_engine_get_stats(w->e, &r->eng);
+	replay_collect(w, r);
 }
 
 static uint64_t run_bound(const struct sim_world *w)

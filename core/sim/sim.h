@@ -195,7 +195,51 @@ void sim_scenarios_help(FILE *f);
 
 /* ---- A run (run.c) and its report (report.c) --------------------------------------------- */
 
+/* ---- Trace replay (replay.c) ----------------------------------------------------------------- */
+
+/* A fault trace (core/obs/trace.h) loaded for replay. */
+struct sim_replay;
+
+/* What the trace says about the run that recorded it (defaults for the replay). */
+struct sim_replay_info {
+	char policy[256];    /* the recording's policy (canonical spec) */
+	uint64_t pool_bytes; /* its pool */
+	char fragment[256];  /* its initial-state recipe */
+	uint64_t seed;
+	char exe[256];
+	size_t records, faults, faults_huge;
+	unsigned threads; /* recorded threads (one replay actor each) */
+	bool complete;	  /* the trace ends with its END record */
+	uint64_t dropped; /* records the live rings dropped */
+	uint64_t span_ns; /* time of the last record */
+};
+
+/* How the replay went. "compared" recorded faults were served here as first touches; of them
+ * huge_huge + base_base got the recorded decision. */
+struct sim_replay_stats {
+	uint64_t recorded;	/* fault records replayed */
+	uint64_t compared;	/* ... served as first touches here */
+	uint64_t huge_huge, huge_base, base_huge, base_base; /* recorded -> replayed */
+	uint64_t absorbed;	/* on a page this replay had already populated */
+	uint64_t orphans;	/* outside any region (a recorded race with munmap) */
+	uint64_t implied;	/* extra base faults: a recorded huge touch served with 4 KiB pages */
+	uint64_t host_fallbacks; /* recorded host refusals mirrored */
+	uint64_t cand_mismatch;	 /* huge_ok differed from the recording's */
+	uint64_t map_conflicts;	 /* memory changes that did not fit the modelled address space */
+	uint64_t huge_splits;
+	uint64_t regions;
+	unsigned threads_done;
+};
+
+/* Read a trace. 0, or -errno with a one-line reason in err. */
+int sim_replay_load(const char *path, struct sim_replay **out, char *err, size_t errlen);
+void sim_replay_free(struct sim_replay *rp);
+void sim_replay_info(const struct sim_replay *rp, struct sim_replay_info *out);
+/* The scenario that replays sim_config.replay (not in sim_scenarios()). */
+extern const struct sim_scenario sim_scen_replay;
+
 struct sim_config {
+	struct sim_replay *replay; /* scenario "replay": the loaded trace (replayed once) */
 	struct mm_policy policy;
 	const struct sim_scenario *scenario;
 	struct sim_params params;

@@ -204,6 +204,7 @@ struct sim_world {
 	void *reader_state;    /* reader.c's actors */
 	void *scen_state;      /* the scenario's own (freed at the end) */
 	struct sim_io *io_all; /* every request ever allocated, for freeing */
+	struct sim_replay *replay_state; /* scenario "replay" (replay.c) */
 	/* background (kswapd, kcompactd) */
 	struct sim_task bg;
 	struct sim_waitq bg_wq;
@@ -234,6 +235,10 @@ struct sim_result {
 	struct sim_reader_stats reader;
 	struct mm_counts end;
 	struct sim_engine_stats eng;
+	bool has_replay;
+	struct sim_replay_stats replay;
+	struct sim_replay_info replay_info;
+	char replay_path[512];
 };
 
 /* run.c: build the machine for a configuration (no actors yet), and tear it down */
@@ -304,6 +309,11 @@ void proc_exit(struct sim_world *w, struct sim_task *t, struct sim_proc *p);
 int proc_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32_t from,
 		 uint32_t to);
 void proc_free_all(struct sim_world *w);
+
+/* replay.c */
+int replay_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32_t from,
+		   uint32_t to);
+void replay_collect(struct sim_world *w, struct sim_result *r);
 
 /* Time helpers for actors. */
 static inline uint64_t task_now(const struct sim_task *t)

@@ -58,6 +58,11 @@ const struct uffd_opt uffd_opts[] = {
      "run the program unmanaged (calls pass straight through)", 0, 0, bool_words, 0},
     {"THPEMU_REPORT", NULL, "FILE", UOPT_PATH, "", "a file path (%p expands to the pid)",
      "write this process's JSON report there at exit (without `thpemu run`)", 0, 0, NULL, 0},
+    {"THPEMU_TRACE", "--trace", "FILE", UOPT_PATH, "", "a file path (%p expands to the pid)",
+     "record every fault and change to managed memory in FILE (binary, core/obs/trace.h), for "
+     "thpemu sim --replay and thpemu replay; with thpemu run, processes other than the one it "
+     "started write FILE.PID",
+     0, 0, NULL, 0},
     {"THPEMU_RUN_DIR", NULL, "DIR", UOPT_PATH, "", "a directory",
      "set by `thpemu run`: each process keeps its live statistics in DIR/PID.stats", 0, 0, NULL,
      UOPT_INTERNAL},
@@ -163,6 +168,8 @@ static int store(const struct uffd_opt *o, const char *name, const char *val, ui
 		return copy_path(cfg->fragment, sizeof(cfg->fragment), o, name, val, err, errlen);
 	else if (!strcmp(e, "REPORT"))
 		return copy_path(cfg->report, sizeof(cfg->report), o, name, val, err, errlen);
+	else if (!strcmp(e, "TRACE"))
+		return copy_path(cfg->trace, sizeof(cfg->trace), o, name, val, err, errlen);
 	else if (!strcmp(e, "RUN_DIR"))
 		return copy_path(cfg->run_dir, sizeof(cfg->run_dir), o, name, val, err, errlen);
 	else if (!strcmp(e, "DEVICE_DIR"))

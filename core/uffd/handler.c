@@ -33,7 +33,9 @@ struct fault_ctx {
 	int tid;
 	uint64_t t_read;
 	struct mm_fault_res res;
-	int real_pmd; /* huge: 1 PMD-mapped, 0 not, -1 unknown */
+	int real_pmd;	  /* huge: 1 PMD-mapped, 0 not, -1 unknown */
+	bool cand;	  /* mm was asked with huge_ok */
+	uint8_t decision; /* mm's outcome (res.outcome may become BASE if the host refuses) */
 };
 
 static void wake_page(struct fault_ctx *fc)
@@ -300,6 +302,7 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		uffd_staging_release(&lv->staging, fc->w->slot, true);
 		fc->w->slot = -1;
 	}
+	fc->cand = req.huge_ok;
 	if (mm_fault(lv->mm, &req, &fc->res, fc->w) < 0) {
 		fc->res.outcome = MM_FAULT_NOMEM;
 		fc->res.pfn = MM_NO_PFN;
@@ -311,6 +314,7 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		mm_anon_free(lv->mm, fc->res.pfn, MM_HPAGE_ORDER, fc->w);
 		fc->res.outcome = MM_FAULT_NOMEM;
 	}
+	fc->decision = (uint8_t)fc->res.outcome;
 }
 
 /* The faulting thread's name, read with raw system calls (no stdio on the fault path). */
@@ -375,7 +379,7 @@ static void record(struct fault_ctx *fc)
 		record_stall(fc, lat);
 	}
 	uffd_stallcap_fault_end(fc->w, &fc->res.rec, lat);
-	if (lv->fault_hook) {
+	if (lv->fault_hook || uffd_tracing(lv)) {
 		struct uffd_fault_event ev = {
 		    .addr = fc->addr,
 		    .tid = fc->tid,
@@ -387,7 +391,10 @@ static void record(struct fault_ctx *fc)
 		    .worker = fc->w,
 		};
 
-		lv->fault_hook(lv->fault_hook_arg, &ev);
+		uffd_trace_fault(fc->w, &ev, fc->cand, fc->decision,
+				 fc->decision == MM_FAULT_HUGE && fc->res.outcome != MM_FAULT_HUGE);
+		if (lv->fault_hook)
+			lv->fault_hook(lv->fault_hook_arg, &ev);
 	}
 }
 

@@ -408,6 +408,8 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 	if (rc == 0 && uffd_stallcap_start(lv) < 0)
 		uffd_note(lv, "stall stacks unavailable (libunwind): stalls are only counted");
 	if (rc == 0)
+		uffd_trace_start(lv); /* a trace that cannot be written is said once, not fatal */
+	if (rc == 0)
 		rc = start_threads(lv);
 	if (rc < 0) {
 		if (!err[0])
@@ -432,6 +434,7 @@ void uffd_live_destroy(struct uffd_live *lv)
 		uffd_io_stop(lv);
 		uffd_stallcap_stop(lv);
 		stop_threads(lv);
+		uffd_trace_stop(lv);
 		io_destroy(lv->io);
 		lv->io = NULL;
 	}
@@ -490,13 +493,23 @@ static void wait_handlers_idle(struct uffd_live *lv, uint64_t max_ns)
 	}
 }
 
+static void live_exit(struct uffd_live *lv, const char *cmdline);
+
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
+{
+	if (lv->child)
+		return;
+	live_exit(lv, cmdline);
+	/* last: the faults of writing the stall files and the report are in the trace too */
+	wait_handlers_idle(lv, 20 * 1000000ULL);
+	uffd_trace_exit(lv);
+}
+
+static void live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	char path[600];
 	FILE *f;
 
-	if (lv->child)
-		return;
 	wait_handlers_idle(lv, 100 * 1000000ULL);
 	uffd_io_stop(lv); /* the dirtier stops with the program; writes in flight get 1 s */
 	uffd_live_snapshot(lv);
@@ -540,6 +553,7 @@ void uffd_live_forked_child(struct uffd_live *lv)
 	lv->child = true;
 	lv->io = NULL;       /* its threads did not survive the fork; its arena is DONTFORK */
 	lv->stallcap = NULL; /* nor did the watchdog */
+	uffd_trace_forked_child(lv);
 	if (priv) {
 		memcpy(priv, lv->stats, sizeof(*priv));
 		if (lv->stats_fd >= 0) /* the shared file belongs to the parent */

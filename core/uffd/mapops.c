@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "obs/trace.h"
 #include "uffd/sys.h"
 
 #define MAX_TOUCHED 64 /* regions one call may touch; more is handled in passes */
@@ -139,6 +140,7 @@ void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint
 
 	if (p0 >= p1)
 		return;
+	uffd_trace_event(lv, OBS_TR_RELEASE, a0, a1 - a0, 0, unmap ? OBS_TRF_UNMAP : 0, 0);
 	/* extents first: a wholly freed huge extent goes back as one order-9 block, a partly freed
 	 * one is split (split_huge_pmd) so that its pages go back one by one below */
 	for (uint32_t e = uffd_ext_of(r, a0); e <= uffd_ext_of(r, a1 - 1); e++)
@@ -233,11 +235,13 @@ static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 			goto unlock;
 	if (lv->may_huge)
 		sys_madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	uffd_trace_event(lv, OBS_TR_MAP, lo, hi - lo, 0, 0, 0);
 	revive_locked(r, p0, p1); /* before the first fault can arrive */
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
 	if (rc == 0) {
 		uffd_gauge_add(lv, hi - lo);
 	} else {
+		uffd_trace_event(lv, OBS_TR_RELEASE, lo, hi - lo, 0, OBS_TRF_UNMAP, 0);
 		for (uint32_t p = p0; p < p1; p++)
 			uffd_pstate_set(r, p, UP_GONE);
 		uffd_region_recompute_extents(r, uffd_ext_of(r, lo), uffd_ext_of(r, hi - 1));
@@ -274,8 +278,10 @@ static int create_new(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int prot
 	/* MADV_HUGEPAGE on the host so that faults arrive with pmd_none and moves keep the PMD */
 	if (lv->may_huge)
 		sys_madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	uffd_trace_event(lv, OBS_TR_MAP, lo, hi - lo, 0, 0, 0);
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
 	if (rc < 0) {
+		uffd_trace_event(lv, OBS_TR_RELEASE, lo, hi - lo, 0, OBS_TRF_UNMAP, 0);
 		uffd_region_remove(&lv->table, r);
 		return rc;
 	}
@@ -470,6 +476,8 @@ static void set_advice(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int adv
 	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
 	uint8_t adv = advice == MADV_HUGEPAGE ? MM_VMA_HUGEPAGE : MM_VMA_NOHUGEPAGE;
 
+	if (n)
+		uffd_trace_event(lv, OBS_TR_ADVISE, lo, hi - lo, 0, 0, adv);
 	for (unsigned i = 0; i < n; i++) {
 		struct uffd_region *r = rs[i];
 		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
@@ -534,6 +542,27 @@ int uffd_madvise(struct uffd_live *lv, void *addr, size_t len, int advice)
 
 /* ---- adopting a mapping made before initialisation ------------------------------------------ */
 
+/* ADOPT, then one RESIDENT record per run of pages that were already resident. */
+static void trace_adopt(struct uffd_live *lv, uintptr_t lo, const uint8_t *vec, size_t npages)
+{
+	if (!uffd_tracing(lv))
+		return;
+	uffd_trace_event(lv, OBS_TR_ADOPT, lo, npages * UFFD_PAGE_SIZE, 0, 0, 0);
+	for (size_t p = 0; p < npages;) {
+		size_t q = p;
+
+		if (!(vec[p] & 1)) {
+			p++;
+			continue;
+		}
+		while (q < npages && (vec[q] & 1))
+			q++;
+		uffd_trace_event(lv, OBS_TR_RESIDENT, lo + p * UFFD_PAGE_SIZE,
+				 (q - p) * UFFD_PAGE_SIZE, 0, 0, 0);
+		p = q;
+	}
+}
+
 int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot)
 {
 	uintptr_t lo = (uintptr_t)addr, hi = page_up(lo + len);
@@ -558,10 +587,12 @@ int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot)
 	uffd_region_recompute_extents(r, 0, r->nexts - 1);
 	if (lv->may_huge)
 		sys_madvise(addr, hi - lo, MADV_HUGEPAGE);
+	trace_adopt(lv, lo, (const uint8_t *)vec, npages);
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
 	if (rc == 0)
 		rc = uffd_region_insert(&lv->table, r);
 	if (rc < 0) {
+		uffd_trace_event(lv, OBS_TR_RELEASE, lo, hi - lo, 0, OBS_TRF_UNMAP, 0);
 		uffd_io_unregister(lv->uffd, lo, hi - lo);
 		uffd_region_discard(&lv->table, r);
 		goto unmap_vec;

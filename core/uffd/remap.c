@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "obs/trace.h"
 #include "uffd/sys.h"
 
 #ifndef MREMAP_DONTUNMAP
@@ -108,6 +109,7 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 	rc = uffd_region_create(&lv->table, base, a + len, r->prot, r->cid, false, &s);
 	if (rc < 0)
 		return rc;
+	uffd_trace_event(lv, OBS_TR_REMAP, r->lo, len, a, 0, 0);
 	s->lo = a;
 	for (uint32_t q = 0; q < off; q++)
 		s->pstate[q] = UP_GONE;
@@ -124,6 +126,7 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 	uffd_region_remove(&lv->table, r);
 	rc = uffd_region_insert(&lv->table, s);
 	if (rc < 0) {
+		uffd_trace_event(lv, OBS_TR_RELEASE, a, len, 0, OBS_TRF_UNMAP, 0);
 		uffd_region_discard(&lv->table, s);
 		return rc;
 	}

@@ -73,6 +73,8 @@ static void report_config(struct json_w *w, const struct uffd_config *cfg,
 	jw_u64(w, "seed", cfg->seed);
 	jw_dbl(w, "stall_threshold_ms", (double)cfg->stall_threshold_ns / 1e6, 3);
 	jw_str(w, "allocator", alloc_names[cfg->allocator & 1]);
+	if (cfg->trace[0])
+		jw_str(w, "trace", cfg->trace);
 	jw_obj_end(w);
 }
 

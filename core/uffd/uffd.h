@@ -68,6 +68,7 @@ struct uffd_config {
 	char report[512];  /* THPEMU_REPORT: per-process JSON written at exit ("" = none);
 			    * "%p" expands to the pid */
 	char run_dir[512]; /* THPEMU_RUN_DIR: set by `thpemu run`: stats files go there */
+	char trace[512];   /* THPEMU_TRACE: fault trace file ("" = none); "%p" = the pid */
 	/* io (core/io): the slow device and the dirtier, in the top-level process only */
 	char device_spec[256];	      /* THPEMU_DEVICE as given ("" = none configured) */
 	struct io_device_spec device; /* parsed */
@@ -532,6 +533,7 @@ struct uffd_live {
 	void *copy_file_arg;
 	struct io *io;               /* writeback engine and dirtier (top-level process), or NULL */
 	struct uffd_stallcap *stallcap; /* stall events with stacks, or NULL */
+	struct uffd_tracer *tracer;     /* THPEMU_TRACE recording (trace.c), or NULL */
 };
 
 /* Create the emulator: open the userfaultfd (syscall, else /dev/userfaultfd), create the pool,
@@ -617,6 +619,27 @@ void uffd_stallcap_long_running(struct uffd_worker *w);
 struct obs_stalls *uffd_stallcap_store(struct uffd_live *lv);
 /* Write DIR/PID.stalls.json and DIR/PID.stalls.txt for `thpemu run`. */
 void uffd_stallcap_write_files(struct uffd_live *lv, const char *dir);
+
+/* ---- fault traces (trace.c; format: core/obs/trace.h) --------------------------------------- */
+
+struct uffd_tracer;
+
+/* Start recording to THPEMU_TRACE (before the handlers start). 0, or -errno (said once; the
+ * program runs untraced). */
+int uffd_trace_start(struct uffd_live *lv);
+/* Exit hook: write what the rings hold and the END record; recording goes on. */
+void uffd_trace_exit(struct uffd_live *lv);
+/* Stop the writer, write the rest, close the file (uffd_live_destroy). */
+void uffd_trace_stop(struct uffd_live *lv);
+void uffd_trace_forked_child(struct uffd_live *lv);
+bool uffd_tracing(const struct uffd_live *lv);
+/* A served fault (handler thread; lock-free, allocation-free): cand = mm was asked with huge_ok,
+ * decision = mm's outcome, host_small = mm said huge but the host mapped 4 KiB pages. */
+void uffd_trace_fault(const struct uffd_worker *w, const struct uffd_fault_event *ev, bool cand,
+		      unsigned decision, bool host_small);
+/* A change to managed memory made by the program's thread (enum obs_trace_type, OBS_TRF_*). */
+void uffd_trace_event(struct uffd_live *lv, unsigned type, uintptr_t addr, uint64_t len,
+		      uint64_t val2, unsigned flags, unsigned advice);
 
 /* ---- internals shared by the uffd files (and unit tests) ----------------------------------- */
 

@@ -1,0 +1,181 @@
+/* thpemu replay: act a fault trace out live, under the emulator and any policy.
+ *
+ *   thpemu replay [RUN-OPTIONS] [--speed F] TRACE
+ *
+ * becomes `thpemu run [RUN-OPTIONS] -- thpemu-replayer TRACE [--speed F]`, with the recording's
+ * --policy, --pool, --fragment and --seed unless given, and --allocator none (the replayer's own
+ * heap is not part of the workload). The replayer (core/cli/replayer.c) maps, touches, frees and
+ * advises exactly what the recorded process did, at the recorded times, from one thread per
+ * recorded thread; so two policies can be run live on an identical fault sequence. Options are
+ * checked by `thpemu run`, which reports them as its own.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "obs/trace.h"
+#include "uffd/uffd.h"
+
+#define CMD	 "replay"
+#define MAX_ARGS 128
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: thpemu replay [RUN-OPTIONS] [--speed F] TRACE\n\n"
+	    "Replays a fault trace (thpemu run --trace FILE) live: a small replayer process\n"
+	    "maps, touches, frees and advises the same memory at the same relative times, one\n"
+	    "thread per recorded thread, under the emulator with the options given. Without\n"
+	    "them the recording's --policy, --pool, --fragment and --seed are used, so\n"
+	    "  thpemu replay --policy linux-3.3 app.trace\n"
+	    "runs the identical fault sequence under another kernel. A recorded huge fault\n"
+	    "stands for a touch of its whole 2 MiB extent.\n\n"
+	    "  --speed F       replay F times faster than recorded (default 1)\n"
+	    "  RUN-OPTIONS     any option of 'thpemu run' (--policy, --report, --device, ...)\n\n"
+	    "Exit status: the replayer's (0; 1 if the trace cannot be replayed), 2 for a bad "
+	    "option.\n");
+}
+
+static bool takes_value(const char *name)
+{
+	static const char *const own[] = {"--report", "--stall-report"};
+
+	if (uffd_opt_by_cli(name))
+		return true;
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strcmp(own[i], name))
+			return true;
+	return false;
+}
+
+struct replay_args {
+	const char *trace, *speed;
+	char *run[MAX_ARGS + 2];
+	int nrun;
+	bool has_policy, has_pool, has_fragment, has_seed, has_allocator, quiet;
+};
+
+static void push(struct replay_args *a, const char *s)
+{
+	if (a->nrun + 1 >= MAX_ARGS)
+		cli_usage_error(CMD, "too many options (at most %d)", MAX_ARGS / 2);
+	a->run[a->nrun++] = (char *)s;
+}
+
+static void note_given(struct replay_args *a, const char *name)
+{
+	a->has_policy |= !strcmp(name, "--policy");
+	a->has_pool |= !strcmp(name, "--pool");
+	a->has_fragment |= !strcmp(name, "--fragment");
+	a->has_seed |= !strcmp(name, "--seed");
+	a->has_allocator |= !strcmp(name, "--allocator");
+}
+
+static void parse(int argc, char **argv, struct replay_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *eq = strchr(arg, '=');
+		char name[64];
+
+		if (!strcmp(arg, "--"))
+			continue;
+		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+			usage(stdout);
+			exit(0);
+		}
+		if (arg[0] != '-') {
+			if (a->trace)
+				cli_usage_error(CMD, "one trace only ('%s' and '%s')", a->trace,
+						arg);
+			a->trace = arg;
+			continue;
+		}
+		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+		if (!strcmp(name, "--speed")) {
+			if (!eq && i + 1 >= argc)
+				cli_usage_error(CMD, "--speed needs a value");
+			a->speed = eq ? eq + 1 : argv[++i];
+			continue;
+		}
+		note_given(a, name);
+		a->quiet |= !strcmp(name, "--quiet");
+		push(a, arg);
+		if (!eq && takes_value(name)) {
+			if (i + 1 >= argc)
+				cli_usage_error(CMD, "%s needs a value", name);
+			push(a, argv[++i]);
+		}
+	}
+	if (!a->trace)
+		cli_usage_error(CMD, "no trace given (usage: thpemu replay [RUN-OPTIONS] TRACE)");
+}
+
+/* "--key" "value" from the trace's header unless the user gave the option. */
+static void from_header(struct replay_args *a, const struct obs_trace *t, bool given,
+			const char *opt, const char *key)
+{
+	char v[512];
+
+	if (given || !obs_trace_get(t, key, v, sizeof(v)) || !v[0])
+		return;
+	push(a, opt);
+	push(a, strdup(v));
+}
+
+static int replay_main(int argc, char **argv)
+{
+	struct replay_args a = {0};
+	char self[PATH_MAX], replayer[PATH_MAX], err[600];
+	struct obs_trace t;
+
+	parse(argc, argv, &a);
+	if (obs_trace_load_header(a.trace, &t, err, sizeof(err)) < 0)
+		cli_usage_error(CMD, "%s", err);
+	snprintf(self, sizeof(self), "%s/thpemu", cli_self_dir());
+	snprintf(replayer, sizeof(replayer), "%s/thpemu-replayer", cli_self_dir());
+	if (access(replayer, X_OK) < 0) {
+		cli_error(CMD, "cannot find %s: %s", replayer, strerror(errno));
+		return 1;
+	}
+	{
+		struct replay_args b = a; /* the run options first, the defaults after */
+
+		a.nrun = 0;
+		push(&a, "run");
+		from_header(&a, &t, b.has_policy, "--policy", "policy");
+		from_header(&a, &t, b.has_pool, "--pool", "pool_bytes");
+		from_header(&a, &t, b.has_fragment, "--fragment", "fragment");
+		from_header(&a, &t, b.has_seed, "--seed", "seed");
+		if (!b.has_allocator) {
+			push(&a, "--allocator");
+			push(&a, "none");
+		}
+		for (int i = 0; i < b.nrun; i++)
+			push(&a, b.run[i]);
+	}
+	obs_trace_free(&t);
+	push(&a, "--");
+	push(&a, replayer);
+	push(&a, a.trace);
+	if (a.quiet)
+		push(&a, "--quiet");
+	if (a.speed) {
+		push(&a, "--speed");
+		push(&a, a.speed);
+	}
+	memmove(&a.run[1], &a.run[0], (size_t)a.nrun * sizeof(a.run[0]));
+	a.run[0] = self;
+	a.run[a.nrun + 1] = NULL;
+	fflush(NULL);
+	execv(self, a.run);
+	cli_error(CMD, "cannot execute %s: %s", self, strerror(errno));
+	return 1;
+}
+
+CLI_COMMAND(replay, "replay", "replay a fault trace live under any policy (thpemu run --trace)",
+	    replay_main)
