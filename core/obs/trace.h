@@ -19,14 +19,16 @@
  * the file is only roughly time-ordered; obs_trace_sort() gives the replay order. Times are ns
  * since t0. A record:
  *
- *   type      t_ns                addr        val               val2            flags / cause /
- * advice FAULT     message read        page        service latency   ns until mm     OBS_TRF_*,
- * mm_cause began deciding MAP       the call            range start length            - - ADOPT the
- * call            range start length            -               - RESIDENT  = its ADOPT range start
- * length            -               - RELEASE   the call            range start length            -
- * OBS_TRF_UNMAP ADVISE    the call            range start length            -               advice:
- * mm_vma_advice REMAP     the call            old start   new length        new start       - END
- * exit hook           0           records dropped   records written -
+ *   type      t_ns          addr         val              val2           flags, cause, advice
+ *   FAULT     message read  page         service latency  ns until mm    OBS_TRF_*, mm_cause
+ *                                                         began deciding
+ *   MAP       the call      range start  length           -              -
+ *   ADOPT     the call      range start  length           -              -
+ *   RESIDENT  the call      range start  length           -              -
+ *   RELEASE   the call      range start  length           -              OBS_TRF_UNMAP
+ *   ADVISE    the call      range start  length           -              advice (mm_vma_advice)
+ *   REMAP     the call      old start    new length       new start      -
+ *   END       exit hook     0            records dropped  records written
  *
  * MAP: a range became managed (a new region, or a hole of one mapped again). ADOPT: a mapping
  * made before the emulator started (or the result of a partial mremap) became managed; the
