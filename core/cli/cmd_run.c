@@ -415,6 +415,7 @@ static int run_main(int argc, char **argv)
 		return 1;
 	}
 	t0 = clock_now_ns();
+	prog.start_mono_s = (double)t0 / 1e9;
 	status = run_child(&rc);
 	prog.wall_s = (double)(clock_now_ns() - t0) / 1e9;
 	run_device_stop(&rc.dev);

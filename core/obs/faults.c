@@ -164,7 +164,27 @@ static void report_cdf(struct json_w *w, const char *key, const struct obs_hist 
 	jw_arr_end(w);
 }
 
-/* latency_us, latency_bands and latency_cdf, each with "huge", "base" and "both". */
+/* Exact bucket counts, for merging runs and rank statistics (thpemu ab): [[lo_ns, hi_ns, n]],
+ * non-empty buckets only; every sample of a bucket lies in [lo_ns, hi_ns]. */
+static void report_hist(struct json_w *w, const char *key, const struct obs_hist *h)
+{
+	jw_arr_begin(w, key);
+	for (unsigned b = 0; b < OBS_HIST_BUCKETS; b++) {
+		uint64_t n = LOAD(&h->counts[b]);
+
+		if (!n)
+			continue;
+		jw_arr_begin(w, NULL);
+		jw_u64(w, NULL, obs_hist_bucket_lo(b));
+		jw_u64(w, NULL, obs_hist_bucket_hi(b));
+		jw_u64(w, NULL, n);
+		jw_arr_end(w);
+	}
+	jw_arr_end(w);
+}
+
+/* latency_us, latency_bands, latency_cdf and latency_hist, each with "huge", "base" and
+ * "both". */
 static void report_latency(struct json_w *w, const struct obs_faults *f,
 			   const struct obs_hist *both)
 {
@@ -188,6 +208,12 @@ static void report_latency(struct json_w *w, const struct obs_faults *f,
 	for (int c = 0; c < OBS_NCLASS; c++)
 		report_cdf(w, class_names[c], &f->lat[c]);
 	report_cdf(w, "both", both);
+	jw_obj_end(w);
+
+	jw_obj_begin(w, "latency_hist");
+	for (int c = 0; c < OBS_NCLASS; c++)
+		report_hist(w, class_names[c], &f->lat[c]);
+	report_hist(w, "both", both);
 	jw_obj_end(w);
 }
 

@@ -8,6 +8,8 @@
  *                      "10-100ms", "100ms-1s", ">=1s"} counts
  *   "latency_cdf"     {huge, base, both} each [[upper_us, cumulative_fraction], ...] (non-empty
  *                      buckets only; for plots)
+ *   "latency_hist"    {huge, base, both} each [[lo_ns, hi_ns, count], ...] (non-empty buckets,
+ *                      exact counts: runs merge and rank tests use them)
  *   "writeback_waits" {count, total_ms, max_ms}
  *   "time_ms"         {compaction, reclaim, writeback_wait, migrate, zeroing} summed over faults
  *   "vmstat"          {kernel-named counters}

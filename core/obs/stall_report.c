@@ -352,6 +352,12 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 	for (size_t i = g->first; i < g->first + g->n; i++)
 		jw_dbl(w, NULL, ms(r->views[i].ev->duration_ns), 3);
 	jw_arr_end(w);
+	/* when each began: CLOCK_MONOTONIC seconds live (program.start_mono_s is the run's
+	 * start), virtual seconds in the simulator */
+	jw_arr_begin(w, "events_t_s");
+	for (size_t i = g->first; i < g->first + g->n; i++)
+		jw_dbl(w, NULL, (double)r->views[i].ev->t_start_ns / 1e9, 6);
+	jw_arr_end(w);
 	jw_str(w, "cause", mm_cause_chain(ev->cause));
 	jw_str(w, "function", r->views[g->first].function);
 	json_comms(w, r, g);

@@ -339,3 +339,31 @@ int obs_stats_mann_whitney(const double *a, size_t na, const double *b, size_t n
 	free(all);
 	return err;
 }
+
+int obs_stats_mann_whitney_grouped(const uint64_t *ca, const uint64_t *cb, size_t ngroups,
+				   struct obs_mannwhitney *out)
+{
+	double na = 0, nb = 0, below_b = 0, tie_term = 0;
+	struct obs_mannwhitney o = {0};
+
+	for (size_t k = 0; k < ngroups; k++) {
+		double t = (double)ca[k] + (double)cb[k];
+
+		na += (double)ca[k];
+		nb += (double)cb[k];
+		tie_term += t * t * t - t;
+	}
+	if (na == 0 || nb == 0)
+		return -EINVAL;
+	for (size_t k = 0; k < ngroups; k++) {
+		/* a's samples here beat every b below and tie with the b's here */
+		o.u_a += (double)ca[k] * (below_b + (double)cb[k] / 2);
+		below_b += (double)cb[k];
+	}
+	o.u_b = na * nb - o.u_a;
+	o.ties = tie_term > 0;
+	o.exact = false;
+	normal_p(&o, (size_t)na, (size_t)nb, tie_term);
+	*out = o;
+	return 0;
+}

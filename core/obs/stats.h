@@ -77,5 +77,11 @@ struct obs_mannwhitney {
 /* Returns 0, -EINVAL (an empty group) or -ENOMEM. */
 int obs_stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb,
 			   struct obs_mannwhitney *out);
+/* The same test on grouped samples: ca[k] samples of a and cb[k] of b share the k-th value,
+ * groups in ascending order of value (histogram buckets: a bucket is a tie group). Always the
+ * normal approximation with tie and continuity corrections. Returns 0 or -EINVAL (an empty
+ * group). u_a / (n_a n_b) estimates P(a > b) + P(a = b) / 2. */
+int obs_stats_mann_whitney_grouped(const uint64_t *ca, const uint64_t *cb, size_t ngroups,
+				   struct obs_mannwhitney *out);
 
 #endif

@@ -94,6 +94,7 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 	else
 		jw_null(w, "exit_status");
 	jw_dbl(w, "wall_s", prog->wall_s, 3);
+	jw_dbl(w, "start_mono_s", prog->start_mono_s, 6);
 	jw_u64(w, "processes", prog->processes);
 	jw_u64(w, "unmanaged_processes", prog->unmanaged);
 	jw_u64(w, "no_clean_exit", prog->no_clean_exit);

@@ -244,6 +244,7 @@ struct uffd_program_info {
 	const char *cmdline;	    /* used when argv is NULL */
 	int exit_status;	    /* -1 when unknown (still running at report time) */
 	double wall_s;
+	double start_mono_s;	    /* when the run began, CLOCK_MONOTONIC (stall event times) */
 	unsigned processes;	/* managed processes merged */
 	unsigned unmanaged;	/* processes that ran unmanaged */
 	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */

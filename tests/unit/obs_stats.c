@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 
 TEST(percentiles_interpolate_linearly_between_ranks)
 {
@@ -208,6 +209,38 @@ TEST(mann_whitney_large_groups_use_the_normal_approximation)
 	ASSERT_EQ(obs_stats_mann_whitney(a, 40, b, 40, &r), 0);
 	EXPECT_NEAR(r.u_a, 0, 0);
 	EXPECT(r.p < 1e-10);
+}
+
+TEST(mann_whitney_grouped_equals_the_tied_sample_test)
+{
+	/* the tied example above as (value, count) groups: values 1..11 */
+	const uint64_t ca[] = {1, 2, 3, 1, 2, 1, 1, 1, 0, 0, 0};
+	const uint64_t cb[] = {0, 0, 1, 1, 2, 1, 2, 2, 2, 1, 1};
+	struct obs_mannwhitney r;
+
+	ASSERT_EQ(obs_stats_mann_whitney_grouped(ca, cb, 11, &r), 0);
+	EXPECT(r.ties && !r.exact);
+	EXPECT_NEAR(r.u_a, 27.5, 1e-12);
+	EXPECT_NEAR(r.u_b, 12 * 13 - 27.5, 1e-12);
+	EXPECT_NEAR(r.z, -2.7365338115399584, 1e-12);
+	EXPECT_NEAR(r.p, 0.0062090213909689876, 1e-12);
+	EXPECT_EQ(obs_stats_mann_whitney_grouped(ca, cb, 0, &r), -EINVAL);
+}
+
+TEST(mann_whitney_grouped_handles_histogram_sized_counts)
+{
+	/* a million samples each, b one bucket slower: a clear, huge-n difference */
+	uint64_t ca[3] = {1000000, 0, 0}, cb[3] = {0, 1000000, 0};
+	struct obs_mannwhitney r;
+
+	ASSERT_EQ(obs_stats_mann_whitney_grouped(ca, cb, 3, &r), 0);
+	EXPECT_NEAR(r.u_a, 0, 0);
+	EXPECT(r.p < 1e-100 && r.z < -1000);
+	cb[0] = 1000000; /* identical distributions */
+	cb[1] = 0;
+	ASSERT_EQ(obs_stats_mann_whitney_grouped(ca, cb, 3, &r), 0);
+	EXPECT_NEAR(r.u_a, 5e11, 1);
+	EXPECT_NEAR(r.p, 1, 1e-9);
 }
 
 TEST_MAIN()

@@ -1,0 +1,624 @@
+/* thpemu ab: A/B-test two run configurations on one program, with statistics.
+ *
+ *   thpemu ab --a SPEC --b SPEC [--runs N] [--warmup N] [--order alternate|random] [--seed N]
+ *             [--json FILE] [--html FILE] [--keep DIR] [--resamples N] -- CMD ARGS...
+ *
+ * SPEC is a comma list of `thpemu run` options without their dashes (policy=linux-3.1,
+ * device=usb2-stick-2011,dirty=total=16M,file=2M,pool=96M); a piece that does not start with
+ * a known key continues the previous value, so values may contain commas. label=NAME names the
+ * side. Each run is a fresh `thpemu run` of the command — a new process with a new pool in the
+ * same seeded initial state — and the sides alternate (ABAB..., or a seeded shuffle), so slow
+ * drift of the machine falls on both. A run that fails (non-zero exit, no report) is reported
+ * and left out; the others are still compared, and the exit status is 1.
+ *
+ * The comparison (runs.c): per metric, both sides' values, mmtests' Multiops, the change in
+ * mmtests' sense, a bootstrap 95 % interval of the difference of means and a significance mark
+ * (the interval excludes 0); per-fault latency distributions pooled over runs with a
+ * Mann-Whitney U test; vmstat means. Text in the compare-kernels style on stdout, the same in
+ * JSON (--json, with every run's report), and an HTML report (--html).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/runs.h"
+#include "uffd/uffd.h"
+#include "util/clock.h"
+#include "util/rng.h"
+#include "util/units.h"
+
+#define CMD	     "ab"
+#define MAX_ITEMS    24
+#define MAX_RUNS     1000
+#define DEF_RESAMPLE 10000
+
+struct side {
+	char spec[1024];
+	char label[160];
+	char *argv[2 * MAX_ITEMS + 1]; /* "--key", "value", ... */
+	int argc;
+};
+
+struct ab {
+	struct side s[2];
+	unsigned runs, warmup;
+	bool random_order;
+	uint64_t seed;
+	unsigned resamples;
+	const char *json, *html, *keep;
+	char **cmd;
+	char dir[PATH_MAX];
+	bool tty;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: thpemu ab --a SPEC --b SPEC [--runs N] [--warmup N] [--order alternate|random]\n"
+		"                 [--seed N] [--json FILE] [--html FILE] [--keep DIR] [--resamples N]\n"
+		"                 -- CMD [ARGS...]\n\n"
+		"Runs CMD under two configurations, alternately, and says whether they differ.\n\n"
+		"  --a SPEC, --b SPEC   the two sides: comma-separated KEY=VALUE, KEY a 'thpemu run'\n"
+		"                       option without its dashes, or label=NAME (the side's name;\n"
+		"                       default: its policy). A piece that does not start with a KEY=\n"
+		"                       continues the previous value, so values may contain commas:\n"
+		"                       policy=linux-3.1,dirty=total=16M,file=2M,pool=96M\n"
+		"  --runs N             measured runs per side (default 5, at most %d)\n"
+		"  --warmup N           runs per side first, not compared (default 0)\n"
+		"  --order ORDER        alternate (ABAB..., default) or random (seeded shuffle)\n"
+		"  --seed N             seed of the order and of the bootstrap (default 1); each run's\n"
+		"                       initial pool uses the sides' seed= (default 1: the same state)\n"
+		"  --json FILE          the comparison and every run's report\n"
+		"  --html FILE          a self-contained HTML report (inline SVG)\n"
+		"  --keep DIR           keep each run's report, stall report and output in DIR\n"
+		"  --resamples N        bootstrap resamples (default %d)\n\n"
+		"Keys: label",
+		MAX_RUNS / 2, DEF_RESAMPLE);
+	for (unsigned i = 0; i < uffd_nopts; i++)
+		if (uffd_opts[i].cli)
+			fprintf(f, ", %s", uffd_opts[i].cli + 2);
+	fprintf(f, " (see 'thpemu run --help' for their values).\n\n"
+		   "Output: the comparison in mmtests compare-kernels style on stdout; progress on "
+		   "stderr.\nExit status: 0; 1 if a run failed (the others are still compared); 2 "
+		   "for a bad option.\n");
+}
+
+/* ---- SPEC ---------------------------------------------------------------------------------------- */
+
+static const struct uffd_opt *spec_key(const char *item, size_t *klen)
+{
+	const char *eq = strchr(item, '=');
+	char name[64];
+
+	if (!eq || eq == item || (size_t)(eq - item) + 3 > sizeof(name))
+		return NULL;
+	snprintf(name, sizeof(name), "--%.*s", (int)(eq - item), item);
+	*klen = (size_t)(eq - item);
+	return uffd_opt_by_cli(name);
+}
+
+static bool is_label(const char *item)
+{
+	return !strncmp(item, "label=", 6);
+}
+
+static bool starts_item(const char *piece)
+{
+	size_t k;
+
+	return is_label(piece) || spec_key(piece, &k);
+}
+
+static void keys_list(char *buf, size_t len)
+{
+	size_t off = (size_t)snprintf(buf, len, "label");
+
+	for (unsigned i = 0; i < uffd_nopts && off < len; i++)
+		if (uffd_opts[i].cli && strcmp(uffd_opts[i].cli, "--trace"))
+			off += (size_t)snprintf(buf + off, len - off, ", %s", uffd_opts[i].cli + 2);
+}
+
+/* Split SPEC into items and check each value as `thpemu run` would. */
+static void parse_spec(const char *opt, const char *spec, struct side *s)
+{
+	char buf[1024], *items[MAX_ITEMS], err[600], keys[600];
+	int n = 0;
+	struct uffd_config cfg;
+
+	if (strlen(spec) >= sizeof(buf))
+		cli_usage_error(CMD, "%s: the spec is too long", opt);
+	snprintf(s->spec, sizeof(s->spec), "%s", spec);
+	snprintf(buf, sizeof(buf), "%s", spec);
+	uffd_config_defaults(&cfg);
+	keys_list(keys, sizeof(keys));
+	for (char *p = buf, *piece; (piece = strsep(&p, ","));) {
+		if (!*piece)
+			continue;
+		if (starts_item(piece)) {
+			if (n == MAX_ITEMS)
+				cli_usage_error(CMD, "%s: at most %d items", opt, MAX_ITEMS);
+			items[n++] = piece;
+		} else if (n) {
+			piece[-1] = ','; /* part of the previous value */
+		} else {
+			cli_usage_error(CMD, "%s: '%s' is not KEY=VALUE with a known key (accepted: %s)",
+					opt, piece, keys);
+		}
+	}
+	if (!n)
+		cli_usage_error(CMD, "%s: an empty spec (e.g. policy=linux-3.1)", opt);
+	for (int i = 0; i < n; i++) {
+		size_t klen = 0;
+		const struct uffd_opt *o = spec_key(items[i], &klen);
+		char name[64];
+
+		if (is_label(items[i])) {
+			snprintf(s->label, sizeof(s->label), "%s", items[i] + 6);
+			continue;
+		}
+		if (!o || !strcmp(o->cli, "--trace"))
+			cli_usage_error(CMD, "%s: unknown key in '%s' (accepted: %s)", opt, items[i],
+					keys);
+		snprintf(name, sizeof(name), "%s %s=", opt, o->cli + 2);
+		if (uffd_opt_parse(o, name, items[i] + klen + 1, &cfg, err, sizeof(err)) < 0)
+			cli_usage_error(CMD, "%s", err);
+		if (!s->label[0] && o->type == UOPT_POLICY)
+			snprintf(s->label, sizeof(s->label), "%s", items[i] + klen + 1);
+		s->argv[s->argc++] = strdup(o->cli);
+		s->argv[s->argc++] = strdup(items[i] + klen + 1);
+	}
+}
+
+/* ---- options ------------------------------------------------------------------------------------- */
+
+static unsigned parse_count(const char *opt, const char *v, unsigned lo, unsigned hi)
+{
+	uint64_t n;
+
+	if (units_parse_uint(v, hi, &n) || n < lo)
+		cli_usage_error(CMD, "%s: '%s' is not accepted (an integer %u..%u)", opt, v, lo, hi);
+	return (unsigned)n;
+}
+
+static void parse(int argc, char **argv, struct ab *ab)
+{
+	const char *a = NULL, *b = NULL;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i], *eq = strchr(arg, '='), *v;
+		char name[32];
+
+		if (!strcmp(arg, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+			usage(stdout);
+			exit(0);
+		}
+		if (arg[0] != '-')
+			break;
+		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+		if (!eq && i + 1 >= argc)
+			cli_usage_error(CMD, "%s needs a value (see 'thpemu ab --help')", name);
+		v = eq ? eq + 1 : argv[++i];
+		if (!strcmp(name, "--a"))
+			a = v;
+		else if (!strcmp(name, "--b"))
+			b = v;
+		else if (!strcmp(name, "--runs"))
+			ab->runs = parse_count(name, v, 1, MAX_RUNS / 2);
+		else if (!strcmp(name, "--warmup"))
+			ab->warmup = parse_count(name, v, 0, 100);
+		else if (!strcmp(name, "--resamples"))
+			ab->resamples = parse_count(name, v, 100, 1000000);
+		else if (!strcmp(name, "--seed")) {
+			if (units_parse_uint(v, UINT64_MAX, &ab->seed))
+				cli_usage_error(CMD, "--seed: '%s' is not a non-negative integer", v);
+		} else if (!strcmp(name, "--order")) {
+			if (strcmp(v, "alternate") && strcmp(v, "random"))
+				cli_usage_error(CMD, "--order: '%s' is not accepted (alternate, random)",
+						v);
+			ab->random_order = !strcmp(v, "random");
+		} else if (!strcmp(name, "--json"))
+			ab->json = v;
+		else if (!strcmp(name, "--html"))
+			ab->html = v;
+		else if (!strcmp(name, "--keep"))
+			ab->keep = v;
+		else
+			cli_usage_error(CMD, "unknown option '%s' (see 'thpemu ab --help')", name);
+	}
+	if (!a || !b)
+		cli_usage_error(CMD, "--a and --b are both required (e.g. --a policy=linux-3.1 "
+				     "--b policy=linux-3.1+nostall)");
+	if (i >= argc)
+		cli_usage_error(CMD, "no command given (usage: thpemu ab --a SPEC --b SPEC -- CMD "
+				     "ARGS...)");
+	ab->cmd = &argv[i];
+	parse_spec("--a", a, &ab->s[0]);
+	parse_spec("--b", b, &ab->s[1]);
+	if (!ab->s[0].label[0])
+		snprintf(ab->s[0].label, sizeof(ab->s[0].label), "A");
+	if (!ab->s[1].label[0])
+		snprintf(ab->s[1].label, sizeof(ab->s[1].label), "B");
+	if (!strcmp(ab->s[0].label, ab->s[1].label)) { /* the comparison keys on labels */
+		strncat(ab->s[0].label, " (A)", sizeof(ab->s[0].label) - strlen(ab->s[0].label) - 1);
+		strncat(ab->s[1].label, " (B)", sizeof(ab->s[1].label) - strlen(ab->s[1].label) - 1);
+	}
+}
+
+/* ---- running -------------------------------------------------------------------------------------- */
+
+struct plan {
+	int side;
+	int index;
+	bool warmup;
+};
+
+static size_t make_plan(const struct ab *ab, struct plan *p)
+{
+	size_t n = 0;
+	struct rng r;
+
+	for (unsigned i = 0; i < ab->warmup; i++)
+		for (int s = 0; s < 2; s++)
+			p[n++] = (struct plan){s, (int)i + 1, true};
+	for (unsigned i = 0; i < ab->runs; i++)
+		for (int s = 0; s < 2; s++)
+			p[n++] = (struct plan){s, (int)i + 1, false};
+	if (!ab->random_order)
+		return n;
+	rng_seed(&r, ab->seed);
+	for (size_t i = n; i-- > ab->warmup * 2 + 1;) { /* shuffle the measured runs only */
+		size_t lo = ab->warmup * 2, j = lo + rng_below(&r, i - lo + 1);
+		struct plan t = p[i];
+
+		p[i] = p[j];
+		p[j] = t;
+	}
+	{ /* renumber each side's measured runs in execution order */
+		int next[2] = {1, 1};
+
+		for (size_t i = ab->warmup * 2; i < n; i++)
+			p[i].index = next[p[i].side]++;
+	}
+	return n;
+}
+
+static void run_paths(const struct ab *ab, const struct plan *p, char *report, char *stalls,
+		      char *out, size_t len)
+{
+	const char *tag = p->warmup ? "warmup" : "run";
+	char c = p->side ? 'B' : 'A';
+
+	snprintf(report, len, "%s/%c-%s%d.json", ab->dir, c, tag, p->index);
+	snprintf(stalls, len, "%s/%c-%s%d.stalls.txt", ab->dir, c, tag, p->index);
+	snprintf(out, len, "%s/%c-%s%d.out", ab->dir, c, tag, p->index);
+}
+
+/* One `thpemu run`; returns its exit status (128+N for a signal, -1 if it could not start). */
+static int run_one(const struct ab *ab, const struct side *s, const char *report,
+		   const char *stalls, const char *out)
+{
+	char self[PATH_MAX], *argv[2 * MAX_ITEMS + 256];
+	int n = 0, status, fd;
+	pid_t pid;
+
+	snprintf(self, sizeof(self), "%s/thpemu", cli_self_dir());
+	argv[n++] = self;
+	argv[n++] = "run";
+	argv[n++] = "--quiet";
+	argv[n++] = "--report";
+	argv[n++] = (char *)report;
+	argv[n++] = "--stall-report";
+	argv[n++] = (char *)stalls;
+	for (int i = 0; i < s->argc; i++)
+		argv[n++] = s->argv[i];
+	argv[n++] = "--";
+	for (char **c = ab->cmd; *c && n < (int)(sizeof(argv) / sizeof(argv[0])) - 1; c++)
+		argv[n++] = *c;
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(self, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+/* The last non-empty line of a run's output (why it failed, usually). */
+static void last_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+
+	buf[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0]) {
+			size_t n = strlen(line) < len - 1 ? strlen(line) : len - 1;
+
+			memcpy(buf, line, n);
+			buf[n] = '\0';
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+static void progress(const struct ab *ab, size_t done, size_t total, const char *what)
+{
+	if (ab->tty) {
+		int width = 30, fill = total ? (int)(done * (size_t)width / total) : width;
+
+		fprintf(stderr, "\r\033[K[%.*s%*s] %zu/%zu %s", fill,
+			"##############################", width - fill, "", done, total, what);
+		if (done == total)
+			fputc('\n', stderr);
+	} else {
+		fprintf(stderr, "ab: %zu/%zu %s\n", done, total, what);
+	}
+}
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+/* Run the plan; fills runs[] (label, side, index, ok, note, report). */
+static size_t run_all(struct ab *ab, struct rd_run *runs)
+{
+	struct plan plan[MAX_RUNS + 200];
+	size_t n = make_plan(ab, plan), done = 0;
+
+	for (size_t i = 0; i < n && !interrupted; i++) {
+		const struct plan *p = &plan[i];
+		struct rd_run *r = &runs[done];
+		char report[PATH_MAX + 64], stalls[PATH_MAX + 64], out[PATH_MAX + 64], what[400];
+		char err[700];
+		uint64_t t0 = clock_now_ns();
+		struct rd_run *tmp = NULL;
+		size_t nt = 0;
+		int st;
+
+		snprintf(what, sizeof(what), "%s %s %d: %s", p->warmup ? "warm-up" : "run",
+			 p->side ? "B" : "A", p->index, ab->s[p->side].label);
+		progress(ab, i, n, what);
+		run_paths(ab, p, report, stalls, out, sizeof(report));
+		st = run_one(ab, &ab->s[p->side], report, stalls, out);
+		memset(r, 0, sizeof(*r));
+		if (rd_load(report, &tmp, &nt, err, sizeof(err)) == 0 && nt == 1) {
+			*r = tmp[0];
+		} else {
+			snprintf(r->note, sizeof(r->note), "no report (%.200s)", err);
+			for (size_t k = 0; k < nt; k++)
+				rd_run_free(&tmp[k]);
+		}
+		free(tmp);
+		r->side = p->side;
+		r->index = p->index;
+		r->warmup = p->warmup;
+		r->exit_status = st;
+		r->wall_s = (double)(clock_now_ns() - t0) / 1e9;
+		r->ok = st == 0 && r->root;
+		snprintf(r->label, sizeof(r->label), "%s", ab->s[p->side].label);
+		if (st != 0) {
+			char line[200];
+
+			last_line(out, line, sizeof(line));
+			snprintf(r->note, sizeof(r->note), "exit status %d%s%.200s", st,
+				 line[0] ? ": " : "", line);
+		}
+		snprintf(what, sizeof(what), "%s %s %d %s in %.1f s%s%s", p->warmup ? "warm-up" : "run",
+			 p->side ? "B" : "A", p->index, r->ok ? "done" : "FAILED", r->wall_s,
+			 r->ok ? "" : ": ", r->ok ? "" : r->note);
+		done++;
+		if (!r->ok || !ab->tty)
+			progress(ab, done, n, what);
+		if (!r->ok && ab->tty)
+			fputc('\n', stderr);
+	}
+	progress(ab, done, n, interrupted ? "interrupted" : "all runs done");
+	return done;
+}
+
+/* ---- output ---------------------------------------------------------------------------------------- */
+
+static void json_config(struct json_w *w, const struct ab *ab)
+{
+	jw_obj_begin(w, "config");
+	for (int s = 0; s < 2; s++) {
+		jw_obj_begin(w, s ? "b" : "a");
+		jw_str(w, "label", ab->s[s].label);
+		jw_str(w, "spec", ab->s[s].spec);
+		jw_arr_begin(w, "args");
+		for (int i = 0; i < ab->s[s].argc; i++)
+			jw_str(w, NULL, ab->s[s].argv[i]);
+		jw_arr_end(w);
+		jw_obj_end(w);
+	}
+	jw_u64(w, "runs", ab->runs);
+	jw_u64(w, "warmup", ab->warmup);
+	jw_str(w, "order", ab->random_order ? "random" : "alternate");
+	jw_u64(w, "seed", ab->seed);
+	jw_arr_begin(w, "command");
+	for (char **c = ab->cmd; *c; c++)
+		jw_str(w, NULL, *c);
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+static int write_json(const struct ab *ab, const struct rd_run *runs, size_t n,
+		      const struct cmp_result *c)
+{
+	FILE *f = fopen(ab->json, "w");
+	struct json_w w;
+
+	if (!f) {
+		cli_error(CMD, "--json: cannot write '%s': %s", ab->json, strerror(errno));
+		return -1;
+	}
+	jw_init(&w, f, true);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "kind", "ab");
+	jw_str(&w, "version", THPEMU_VERSION);
+	json_config(&w, ab);
+	jw_arr_begin(&w, "runs");
+	for (size_t i = 0; i < n; i++) {
+		const struct rd_run *r = &runs[i];
+		char *rep = r->root ? json_dumps(r->root, JSON_COMPACT | JSON_REAL_PRECISION(12))
+				    : NULL;
+
+		jw_obj_begin(&w, NULL);
+		jw_str(&w, "side", r->side ? "B" : "A");
+		jw_u64(&w, "index", (uint64_t)r->index);
+		jw_bool(&w, "warmup", r->warmup);
+		jw_bool(&w, "ok", r->ok);
+		jw_i64(&w, "exit_status", r->exit_status);
+		jw_dbl(&w, "wall_s", r->wall_s, 3);
+		jw_str(&w, "note", r->note);
+		if (rep)
+			jw_raw(&w, "report", rep);
+		else
+			jw_null(&w, "report");
+		free(rep);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	cmp_json(&w, c);
+	jw_obj_end(&w);
+	if (jw_finish(&w) < 0 || fclose(f) != 0) {
+		cli_error(CMD, "--json: error writing '%s'", ab->json);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_html(const struct ab *ab, const struct rd_run *runs, size_t n,
+		      const struct cmp_result *c)
+{
+	char title[400], sub[1200], cfg[3000];
+	size_t off = 0;
+	struct html_opts o = {title, sub, cfg};
+	FILE *f = fopen(ab->html, "w");
+	int rc;
+
+	if (!f) {
+		cli_error(CMD, "--html: cannot write '%s': %s", ab->html, strerror(errno));
+		return -1;
+	}
+	snprintf(title, sizeof(title), "thpemu ab: %s vs %s", ab->s[0].label, ab->s[1].label);
+	for (char **a = ab->cmd; *a && off < sizeof(sub); a++)
+		off += (size_t)snprintf(sub + off, sizeof(sub) - off, "%s%s", a == ab->cmd ? "" : " ",
+					*a);
+	snprintf(cfg, sizeof(cfg),
+		 "A (%s): --a %s\nB (%s): --b %s\nruns per side: %u, warm-up: %u, order: %s, seed: "
+		 "%llu, bootstrap resamples: %u",
+		 ab->s[0].label, ab->s[0].spec, ab->s[1].label, ab->s[1].spec, ab->runs, ab->warmup,
+		 ab->random_order ? "random" : "alternate", (unsigned long long)ab->seed,
+		 ab->resamples);
+	rc = html_report(f, runs, n, c, &o);
+	if (fclose(f) != 0 || rc < 0) {
+		cli_error(CMD, "--html: error writing '%s'", ab->html);
+		return -1;
+	}
+	return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir);
+	if (system(cmd) != 0)
+		cli_error(CMD, "could not remove %s", dir);
+}
+
+static int ab_main(int argc, char **argv)
+{
+	struct ab ab = {.runs = 5, .seed = 1, .resamples = DEF_RESAMPLE};
+	struct rd_run *runs;
+	struct cmp_result c;
+	size_t n, failed = 0;
+	int rc = 0;
+
+	parse(argc, argv, &ab);
+	ab.tty = isatty(2);
+	if (ab.keep) {
+		if (mkdir(ab.keep, 0755) < 0 && errno != EEXIST)
+			cli_usage_error(CMD, "--keep: cannot create '%s': %s", ab.keep,
+					strerror(errno));
+		snprintf(ab.dir, sizeof(ab.dir), "%s", ab.keep);
+	} else {
+		snprintf(ab.dir, sizeof(ab.dir), "%s/thpemu-ab.XXXXXX",
+			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		if (!mkdtemp(ab.dir)) {
+			cli_error(CMD, "cannot create a directory for the runs: %s", strerror(errno));
+			return 1;
+		}
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	runs = calloc((ab.runs + ab.warmup) * 2, sizeof(*runs));
+	if (!runs)
+		return 1;
+	n = run_all(&ab, runs);
+	for (size_t i = 0; i < n; i++)
+		failed += !runs[i].ok;
+	if (cmp_compute(runs, n, ab.s[0].label, ab.s[1].label, ab.resamples, ab.seed, &c) < 0) {
+		cli_error(CMD, "out of memory");
+		return 1;
+	}
+	printf("thpemu ab: A = %s (%zu runs), B = %s (%zu runs)%s; command:", ab.s[0].label,
+	       c.runs_a, ab.s[1].label, c.runs_b, failed ? ", some runs FAILED" : "");
+	for (char **a = ab.cmd; *a; a++)
+		printf(" %s", *a);
+	printf("\n\n");
+	cmp_text(stdout, &c);
+	for (size_t i = 0; i < n; i++)
+		if (!runs[i].ok)
+			printf("FAILED: %s run %d: %s\n", runs[i].side ? "B" : "A", runs[i].index,
+			       runs[i].note);
+	if (ab.json && write_json(&ab, runs, n, &c) < 0)
+		rc = 1;
+	if (ab.html && write_html(&ab, runs, n, &c) < 0)
+		rc = 1;
+	if (ab.keep)
+		printf("\nruns kept in %s\n", ab.dir);
+	else
+		remove_dir(ab.dir);
+	cmp_free(&c);
+	for (size_t i = 0; i < n; i++)
+		rd_run_free(&runs[i]);
+	free(runs);
+	if (interrupted)
+		return 128 + interrupted;
+	return failed ? 1 : rc;
+}
+
+CLI_COMMAND(ab, "ab", "A/B-test two run configurations: interleaved runs, statistics, HTML",
+	    ab_main)

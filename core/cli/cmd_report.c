@@ -1,0 +1,297 @@
+/* thpemu report: render run, sim and ab reports (and fault traces).
+ *
+ *   thpemu report FILE... [--text] [--html OUT] [--mmtests] [--a LABEL --b LABEL]
+ *
+ * Runs are grouped into series by label (an ab report's side labels, else the policy). With
+ * two series (or --a/--b naming two) the comparison of `thpemu ab` is computed too. --text
+ * (the default) prints each run and the comparison; --html writes the self-contained HTML
+ * report; --mmtests prints one line per fault in the format mmtests' thpscale/thpcompact
+ * extractors read, "fault <tid> <huge|base> <latency_us> <sec.usec>": exact from a fault trace
+ * (a trace file, or the trace a run report names in config.trace), otherwise reconstructed from
+ * the report's latency histogram (thread 0, times 0, latencies within 3 %; said on stderr).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/runs.h"
+#include "obs/trace.h"
+
+#define CMD	   "report"
+#define MAX_FILES  256
+
+struct report_args {
+	const char *files[MAX_FILES];
+	int nfiles;
+	bool text, mmtests;
+	const char *html, *la, *lb;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: thpemu report FILE... [--text] [--html OUT] [--mmtests] [--a LABEL --b LABEL]\n\n"
+		"Renders reports of thpemu run (--report), thpemu sim (--json) and thpemu ab (--json),\n"
+		"and fault traces (thpemu run --trace). Runs are grouped by label: an ab report's side\n"
+		"labels, otherwise the policy.\n\n"
+		"  --text          a text summary of every run, and the A/B comparison when there are\n"
+		"                  two series (the default output)\n"
+		"  --html OUT      one self-contained HTML file: latency CDFs and tail CDFs, huge %% per\n"
+		"                  run, the stall timeline and stall groups with stacks, vmstat, the\n"
+		"                  configuration\n"
+		"  --mmtests       one 'fault <tid> <huge|base> <us> <sec.usec>' line per fault, as\n"
+		"                  mmtests' thpcompact extractors read them: exact from a trace (a trace\n"
+		"                  file, or a run report recorded with --trace), else reconstructed from\n"
+		"                  the latency histogram (thread 0, time 0, latency within 3 %%)\n"
+		"  --a L, --b L    the two series to compare (default: the first two)\n\n"
+		"Exit status: 0; 1 if a file cannot be written; 2 for a bad option or an unreadable "
+		"report.\n");
+}
+
+static void parse(int argc, char **argv, struct report_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(arg, "--text")) {
+			a->text = true;
+		} else if (!strcmp(arg, "--mmtests")) {
+			a->mmtests = true;
+		} else if (!strcmp(arg, "--html") || !strcmp(arg, "--a") || !strcmp(arg, "--b")) {
+			if (i + 1 >= argc)
+				cli_usage_error(CMD, "%s needs a value", arg);
+			if (!strcmp(arg, "--html"))
+				a->html = argv[++i];
+			else if (!strcmp(arg, "--a"))
+				a->la = argv[++i];
+			else
+				a->lb = argv[++i];
+		} else if (!strncmp(arg, "--html=", 7)) {
+			a->html = arg + 7;
+		} else if (arg[0] == '-' && arg[1]) {
+			cli_usage_error(CMD, "unknown option '%s' (accepted: --text, --html, --mmtests, "
+					     "--a, --b)", arg);
+		} else if (a->nfiles == MAX_FILES) {
+			cli_usage_error(CMD, "at most %d files", MAX_FILES);
+		} else {
+			a->files[a->nfiles++] = arg;
+		}
+	}
+	if (!a->nfiles)
+		cli_usage_error(CMD, "no report given (usage: thpemu report FILE... [--html OUT])");
+	if (!!a->la != !!a->lb)
+		cli_usage_error(CMD, "--a and --b go together");
+	if (!a->html && !a->mmtests)
+		a->text = true;
+}
+
+/* ---- traces ---------------------------------------------------------------------------------------- */
+
+static int mmtests_trace(const char *path, FILE *out)
+{
+	struct obs_trace t;
+	char err[600];
+
+	if (obs_trace_load(path, &t, err, sizeof(err)) < 0) {
+		cli_error(CMD, "%s", err);
+		return -1;
+	}
+	obs_trace_sort(&t);
+	for (size_t i = 0; i < t.n; i++) {
+		const struct obs_trace_rec *r = &t.recs[i];
+		uint64_t when = t.hdr.t0_real_ns + r->t_ns;
+
+		if (r->type != OBS_TR_FAULT)
+			continue;
+		fprintf(out, "fault %u %s %.0f %llu.%06llu\n", r->tid,
+			obs_trace_decision(r) == 0 && !(r->flags & OBS_TRF_HOST_SMALL) ? "huge"
+											: "base",
+			(double)r->val / 1000.0, (unsigned long long)(when / 1000000000ULL),
+			(unsigned long long)(when / 1000 % 1000000ULL));
+	}
+	obs_trace_free(&t);
+	return 0;
+}
+
+static void trace_text(const char *path, FILE *out)
+{
+	struct obs_trace t;
+	char err[600], v[512];
+	uint64_t huge = 0, span = 0;
+	uint32_t tids[64];
+	size_t ntid = 0;
+
+	if (obs_trace_load(path, &t, err, sizeof(err)) < 0) {
+		cli_error(CMD, "%s", err);
+		return;
+	}
+	for (size_t i = 0; i < t.n; i++) {
+		const struct obs_trace_rec *r = &t.recs[i];
+		size_t k;
+
+		span = obs_trace_effect_ns(r) > span ? obs_trace_effect_ns(r) : span;
+		if (r->type != OBS_TR_FAULT)
+			continue;
+		huge += obs_trace_decision(r) == 0;
+		for (k = 0; k < ntid && tids[k] != r->tid; k++)
+			;
+		if (k == ntid && ntid < 64)
+			tids[ntid++] = r->tid;
+	}
+	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n", path, t.hdr.pid,
+		obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?",
+		obs_trace_get(&t, "policy", err, sizeof(err)) ? err : "?", (double)span / 1e9,
+		t.complete ? "complete" : "truncated (no END record: the process did not exit cleanly)");
+	fprintf(out, "  %zu records: %llu faults (%llu decided huge) from %zu threads, %llu maps, "
+		     "%llu adopted, %llu releases, %llu advice, %llu remaps; %llu dropped\n",
+		t.n, (unsigned long long)t.counts[OBS_TR_FAULT], (unsigned long long)huge, ntid,
+		(unsigned long long)t.counts[OBS_TR_MAP], (unsigned long long)t.counts[OBS_TR_ADOPT],
+		(unsigned long long)t.counts[OBS_TR_RELEASE],
+		(unsigned long long)t.counts[OBS_TR_ADVISE],
+		(unsigned long long)t.counts[OBS_TR_REMAP], (unsigned long long)t.dropped);
+	obs_trace_free(&t);
+}
+
+/* ---- runs ------------------------------------------------------------------------------------------ */
+
+static void mmtests_hist(const struct rd_run *r, FILE *out, bool *said)
+{
+	const char *trace = r->root ? rd_str(r->root, "config.trace") : NULL;
+
+	if (trace && obs_trace_is_trace(trace) && mmtests_trace(trace, out) == 0)
+		return;
+	if (!*said)
+		fprintf(stderr, "thpemu report: %s has no fault trace: --mmtests lines come from its "
+				"latency histogram (thread 0, time 0, latency within 3 %%)\n",
+			r->source);
+	*said = true;
+	for (int c = RD_HUGE; c <= RD_BASE; c++)
+		for (size_t k = 0; k < r->hist[c].n; k++)
+			for (uint64_t i = 0; i < r->hist[c].b[k].n; i++)
+				fprintf(out, "fault 0 %s %.0f 0.000000\n", rd_class_names[c],
+					(double)r->hist[c].b[k].hi / 1000.0);
+}
+
+static void run_text(const struct rd_run *r, FILE *out)
+{
+	static const char *const cls[] = {"huge", "base", "both"};
+
+	fprintf(out, "%s: %s%s, %s\n", r->source, r->label, r->warmup ? " (warm-up)" : "",
+		r->ok ? "ok" : r->note);
+	if (!r->root)
+		return;
+	fprintf(out, "  faults %.0f: huge %.0f (%.2f %%), base %.0f; stalls %.0f (%.1f ms); "
+		     "writeback waits %.0f (%.1f ms)\n",
+		rd_num(r->root, "faults.total"), rd_num(r->root, "faults.huge"),
+		rd_num(r->root, "faults.huge_pct"), rd_num(r->root, "faults.base"),
+		rd_num(r->root, "stalls.count"), rd_num(r->root, "stalls.total_ms"),
+		rd_num(r->root, "writeback_waits.count"), rd_num(r->root, "writeback_waits.total_ms"));
+	for (int c = 0; c < 3; c++) {
+		char p[4][48];
+
+		snprintf(p[0], sizeof(p[0]), "latency_us.%s.p50", cls[c]);
+		snprintf(p[1], sizeof(p[1]), "latency_us.%s.p99", cls[c]);
+		snprintf(p[2], sizeof(p[2]), "latency_us.%s.max", cls[c]);
+		snprintf(p[3], sizeof(p[3]), "latency_us.%s.count", cls[c]);
+		fprintf(out, "  %-4s latency us: p50 %.1f p99 %.1f max %.1f (%.0f faults)\n", cls[c],
+			rd_num(r->root, p[0]), rd_num(r->root, p[1]), rd_num(r->root, p[2]),
+			rd_num(r->root, p[3]));
+	}
+}
+
+static int write_html(const struct report_args *a, const struct rd_run *runs, size_t n,
+		      const struct cmp_result *c)
+{
+	char title[400], sub[2000];
+	size_t off = 0;
+	struct html_opts o = {title, sub, NULL};
+	FILE *f = fopen(a->html, "w");
+	int rc;
+
+	if (!f) {
+		cli_error(CMD, "--html: cannot write '%s': %s", a->html, strerror(errno));
+		return -1;
+	}
+	if (c)
+		snprintf(title, sizeof(title), "thpemu report: %s vs %s", c->label_a, c->label_b);
+	else
+		snprintf(title, sizeof(title), "thpemu report: %s", n ? runs[0].label : "");
+	for (int i = 0; i < a->nfiles && off < sizeof(sub); i++)
+		off += (size_t)snprintf(sub + off, sizeof(sub) - off, "%s%s", i ? " " : "",
+					a->files[i]);
+	rc = html_report(f, runs, n, c, &o);
+	if (fclose(f) != 0 || rc < 0) {
+		cli_error(CMD, "--html: error writing '%s'", a->html);
+		return -1;
+	}
+	return 0;
+}
+
+static int report_main(int argc, char **argv)
+{
+	struct report_args a = {0};
+	struct rd_run *runs = NULL;
+	struct cmp_result c, *cmp = NULL;
+	const char *labels[8];
+	size_t n = 0, nl;
+	bool said = false;
+	int rc = 0;
+	char err[700];
+
+	parse(argc, argv, &a);
+	for (int i = 0; i < a.nfiles; i++) {
+		if (obs_trace_is_trace(a.files[i])) {
+			if (a.mmtests && mmtests_trace(a.files[i], stdout) < 0)
+				rc = 1;
+			else if (a.text)
+				trace_text(a.files[i], stdout);
+			continue;
+		}
+		if (rd_load(a.files[i], &runs, &n, err, sizeof(err)) < 0)
+			cli_usage_error(CMD, "%s", err);
+	}
+	nl = rd_labels(runs, n, labels, 8);
+	if (a.la && a.lb) {
+		bool fa = false, fb = false;
+
+		for (size_t i = 0; i < nl; i++) {
+			fa |= !strcmp(labels[i], a.la);
+			fb |= !strcmp(labels[i], a.lb);
+		}
+		if (!fa || !fb)
+			cli_usage_error(CMD, "--a/--b: no runs labelled '%s'", fa ? a.lb : a.la);
+	}
+	if ((a.la || nl == 2) &&
+	    cmp_compute(runs, n, a.la ? a.la : labels[0], a.lb ? a.lb : labels[1], 10000, 1, &c) ==
+		0)
+		cmp = &c;
+	if (a.mmtests)
+		for (size_t i = 0; i < n; i++)
+			if (runs[i].ok && !runs[i].warmup)
+				mmtests_hist(&runs[i], stdout, &said);
+	if (a.text) {
+		for (size_t i = 0; i < n; i++)
+			run_text(&runs[i], stdout);
+		if (cmp) {
+			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cmp->label_a, cmp->runs_a,
+			       cmp->label_b, cmp->runs_b);
+			cmp_text(stdout, cmp);
+		}
+	}
+	if (a.html && write_html(&a, runs, n, cmp) < 0)
+		rc = 1;
+	if (cmp)
+		cmp_free(cmp);
+	for (size_t i = 0; i < n; i++)
+		rd_run_free(&runs[i]);
+	free(runs);
+	return rc;
+}
+
+CLI_COMMAND(report, "report", "render run, sim and ab reports: text, HTML, mmtests fault lines",
+	    report_main)

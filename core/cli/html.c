@@ -1,0 +1,864 @@
+/* The HTML report of `thpemu ab` and `thpemu report`: one self-contained file — inline CSS and
+ * SVG, no script from anywhere, no fonts, no network — that a person wants to look at:
+ *
+ *   summary      the comparison (metric, A, B, change, bootstrap CI, significance) or, without
+ *                one, each series' means
+ *   latency      CDF per class (huge, base, both) and series, log-scaled latency, from the
+ *                pooled exact histograms; tail CDF on a "nines" axis (p90, p99, p99.9, ...) as
+ *                CBMM plots it
+ *   huge %       per run, per series
+ *   stalls       a timeline (one row per run, one bar per stall event, coloured by cause) and
+ *                the stall groups with the emulated kernel's and the program's stacks
+ *   vmstat       per series means (and B - A)
+ *   runs         every run with its outcome
+ *   config       what produced it
+ * A few lines of inline script only check, after load, that every plot was drawn, and record it
+ * in <body data-rendered> (the integration test reads that in headless Chromium).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/runs.h"
+
+#define MAX_SERIES 8
+#define PLOT_W	   360
+#define PLOT_H	   240
+#define PAD_L	   56
+#define PAD_B	   40
+#define PAD_T	   24
+#define PAD_R	   12
+
+static const char *const palette[MAX_SERIES] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+						 "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"};
+
+struct series {
+	const char *label;
+	const char *color;
+	struct rd_bucket *b[RD_NCLASS]; /* pooled over the series' runs, ascending */
+	size_t nb[RD_NCLASS];
+	uint64_t total[RD_NCLASS];
+};
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+	}
+}
+
+static bool counted(const struct rd_run *r)
+{
+	return r->ok && !r->warmup && r->root;
+}
+
+/* ---- pooling -------------------------------------------------------------------------------------- */
+
+static int cmp_bucket(const void *x, const void *y)
+{
+	const struct rd_bucket *a = x, *b = y;
+
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+static void pool(struct series *s, const struct rd_run *runs, size_t n)
+{
+	for (int c = 0; c < RD_NCLASS; c++) {
+		size_t cap = 0, k = 0, w = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (counted(&runs[i]) && !strcmp(runs[i].label, s->label))
+				cap += runs[i].hist[c].n;
+		s->b[c] = calloc(cap + 1, sizeof(struct rd_bucket));
+		if (!s->b[c])
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (counted(&runs[i]) && !strcmp(runs[i].label, s->label))
+				for (size_t j = 0; j < runs[i].hist[c].n; j++)
+					s->b[c][k++] = runs[i].hist[c].b[j];
+		qsort(s->b[c], k, sizeof(struct rd_bucket), cmp_bucket);
+		for (size_t i = 0; i < k; i++) {
+			if (w && s->b[c][w - 1].lo == s->b[c][i].lo)
+				s->b[c][w - 1].n += s->b[c][i].n;
+			else
+				s->b[c][w++] = s->b[c][i];
+			s->total[c] += s->b[c][i].n;
+		}
+		s->nb[c] = w;
+	}
+}
+
+/* ---- SVG helpers ------------------------------------------------------------------------------------ */
+
+struct axes {
+	double x0, x1, y0, y1; /* data range (log10 already applied where the axis is log) */
+	bool xlog, ylog;
+};
+
+static double px(const struct axes *a, double x)
+{
+	return PAD_L + (x - a->x0) / (a->x1 - a->x0) * (PLOT_W - PAD_L - PAD_R);
+}
+
+static double py(const struct axes *a, double y)
+{
+	return PLOT_H - PAD_B - (y - a->y0) / (a->y1 - a->y0) * (PLOT_H - PAD_B - PAD_T);
+}
+
+static void fmt_us(double us, char *buf, size_t len)
+{
+	if (us >= 1e6)
+		snprintf(buf, len, "%gs", us / 1e6);
+	else if (us >= 1e3)
+		snprintf(buf, len, "%gms", us / 1e3);
+	else
+		snprintf(buf, len, "%gus", us);
+}
+
+static void svg_open(FILE *f, const char *title, const char *xlabel, const char *ylabel)
+{
+	fprintf(f, "<svg class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+		   "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>",
+		PLOT_W, PLOT_H, PLOT_W, PLOT_H);
+	esc(f, title);
+	fprintf(f, "</title><text x=\"%d\" y=\"15\" class=\"t\">", PAD_L);
+	esc(f, title);
+	fprintf(f, "</text><text x=\"%d\" y=\"%d\" class=\"al\" text-anchor=\"middle\">",
+		(PLOT_W + PAD_L) / 2, PLOT_H - 6);
+	esc(f, xlabel);
+	fprintf(f, "</text><text x=\"12\" y=\"%d\" class=\"al\" text-anchor=\"middle\" "
+		   "transform=\"rotate(-90 12 %d)\">",
+		PLOT_H / 2, PLOT_H / 2);
+	esc(f, ylabel);
+	fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"frame\"/>",
+		PAD_L, PAD_T, PLOT_W - PAD_L - PAD_R, PLOT_H - PAD_B - PAD_T);
+}
+
+/* Decade ticks on a log axis in us, or plain ticks on a linear one. */
+static void x_ticks_log_us(FILE *f, const struct axes *a)
+{
+	char lab[32];
+
+	for (int e = (int)floor(a->x0); e <= (int)ceil(a->x1); e++) {
+		double x = px(a, e);
+
+		if (e < a->x0 - 1e-9 || e > a->x1 + 1e-9)
+			continue;
+		fmt_us(pow(10, e), lab, sizeof(lab));
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
+			   "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
+			x, x, PAD_T, PLOT_H - PAD_B, x, PLOT_H - PAD_B + 13, lab);
+	}
+}
+
+static void y_ticks_log_us(FILE *f, const struct axes *a)
+{
+	char lab[32];
+
+	for (int e = (int)floor(a->y0); e <= (int)ceil(a->y1); e++) {
+		double y = py(a, e);
+
+		if (e < a->y0 - 1e-9 || e > a->y1 + 1e-9)
+			continue;
+		fmt_us(pow(10, e), lab, sizeof(lab));
+		fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+			   "<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">%s</text>",
+			PAD_L, PLOT_W - PAD_R, y, y, PAD_L - 4, y + 3, lab);
+	}
+}
+
+static void y_ticks_linear(FILE *f, const struct axes *a, double step, const char *suffix)
+{
+	for (double v = a->y0; v <= a->y1 + 1e-9; v += step) {
+		double y = py(a, v);
+
+		fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+			   "<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">%g%s</text>",
+			PAD_L, PLOT_W - PAD_R, y, y, PAD_L - 4, y + 3, v, suffix);
+	}
+}
+
+/* The series' colours, in the top-left corner or (bottom) the bottom-right one. */
+static void legend(FILE *f, const struct series *s, size_t ns, bool bottom)
+{
+	for (size_t i = 0; i < ns; i++) {
+		int y = bottom ? PLOT_H - PAD_B - 8 - (int)(ns - 1 - i) * 13 : PAD_T + 12 + (int)i * 13;
+		int x = bottom ? PLOT_W - PAD_R - 150 : PAD_L + 8;
+
+		fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"3\" fill=\"%s\"/>"
+			   "<text x=\"%d\" y=\"%d\" class=\"leg\">",
+			x, y - 3, s[i].color, x + 14, y);
+		esc(f, s[i].label);
+		fputs("</text>", f);
+	}
+}
+
+static void no_data(FILE *f, const char *what)
+{
+	fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"nodata\" text-anchor=\"middle\">%s</text>",
+		(PLOT_W + PAD_L) / 2, PLOT_H / 2, what);
+}
+
+/* ---- latency plots -------------------------------------------------------------------------------- */
+
+static bool range_us(const struct series *s, size_t ns, int c, double *lo, double *hi)
+{
+	*lo = INFINITY;
+	*hi = -INFINITY;
+	for (size_t i = 0; i < ns; i++) {
+		if (!s[i].nb[c])
+			continue;
+		*lo = fmin(*lo, log10(fmax(s[i].b[c][0].hi / 1000.0, 0.1)));
+		*hi = fmax(*hi, log10(fmax(s[i].b[c][s[i].nb[c] - 1].hi / 1000.0, 0.1)));
+	}
+	if (!isfinite(*lo))
+		return false;
+	*lo = floor(*lo);
+	*hi = ceil(*hi);
+	if (*hi <= *lo)
+		*hi = *lo + 1;
+	return true;
+}
+
+static void cdf_plot(FILE *f, const struct series *s, size_t ns, int c)
+{
+	char title[64];
+	struct axes a = {0, 1, 0, 1, true, false};
+
+	snprintf(title, sizeof(title), "latency CDF: %s faults", rd_class_names[c]);
+	svg_open(f, title, "fault service latency (log)", "fraction of faults");
+	if (!range_us(s, ns, c, &a.x0, &a.x1)) {
+		no_data(f, "no faults");
+		fputs("</svg>", f);
+		return;
+	}
+	x_ticks_log_us(f, &a);
+	y_ticks_linear(f, &a, 0.25, "");
+	for (size_t i = 0; i < ns; i++) {
+		uint64_t seen = 0;
+		double prev_y = py(&a, 0);
+
+		if (!s[i].nb[c])
+			continue;
+		fprintf(f, "<path class=\"series\" stroke=\"%s\" d=\"M%.1f %.1f", s[i].color,
+			px(&a, log10(fmax(s[i].b[c][0].lo / 1000.0, 0.1))), prev_y);
+		for (size_t k = 0; k < s[i].nb[c]; k++) {
+			double x = px(&a, log10(fmax(s[i].b[c][k].hi / 1000.0, 0.1)));
+
+			seen += s[i].b[c][k].n;
+			prev_y = py(&a, (double)seen / (double)s[i].total[c]);
+			fprintf(f, " L%.1f %.1f", x, prev_y);
+		}
+		fputs("\"/>", f);
+	}
+	legend(f, s, ns, true);
+	fputs("</svg>\n", f);
+}
+
+/* Tail CDF: x = -log10(1 - F) ("nines": 1 = p90, 2 = p99, ...), y = latency (log). */
+static void tail_plot(FILE *f, const struct series *s, size_t ns, int c)
+{
+	char title[64], lab[16];
+	struct axes a = {0, 1, 0, 1, false, true};
+	double nines = 1;
+
+	snprintf(title, sizeof(title), "tail latency: %s faults", rd_class_names[c]);
+	svg_open(f, title, "percentile", "latency (log)");
+	if (!range_us(s, ns, c, &a.y0, &a.y1)) {
+		no_data(f, "no faults");
+		fputs("</svg>", f);
+		return;
+	}
+	for (size_t i = 0; i < ns; i++)
+		if (s[i].total[c])
+			nines = fmax(nines, ceil(log10((double)s[i].total[c])));
+	a.x1 = fmin(nines, 6);
+	y_ticks_log_us(f, &a);
+	for (int k = 0; k <= (int)a.x1; k++) {
+		double x = px(&a, k);
+
+		if (k < 3) /* p0, p90, p99, then p99.9, p99.99, ... */
+			snprintf(lab, sizeof(lab), "%s", k == 0 ? "p0" : k == 1 ? "p90" : "p99");
+		else
+			snprintf(lab, sizeof(lab), "p99.%.*s", k - 2, "9999");
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
+			   "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
+			x, x, PAD_T, PLOT_H - PAD_B, x, PLOT_H - PAD_B + 13, lab);
+	}
+	for (size_t i = 0; i < ns; i++) {
+		uint64_t before = 0;
+
+		if (!s[i].nb[c])
+			continue;
+		fprintf(f, "<path class=\"series\" stroke=\"%s\" d=\"", s[i].color);
+		for (size_t k = 0; k < s[i].nb[c]; k++) {
+			double f0 = (double)before / (double)s[i].total[c];
+			double f1 = (double)(before + s[i].b[c][k].n) / (double)s[i].total[c];
+			double y = py(&a, log10(fmax(s[i].b[c][k].hi / 1000.0, 0.1)));
+			double x0 = fmin(-log10(1 - f0), a.x1), x1;
+
+			x1 = f1 >= 1 ? a.x1 : fmin(-log10(1 - f1), a.x1);
+			fprintf(f, "%s%.1f %.1f L%.1f %.1f", k ? " L" : "M", px(&a, x0), y,
+				px(&a, x1), y);
+			before += s[i].b[c][k].n;
+		}
+		fputs("\"/>", f);
+	}
+	legend(f, s, ns, false);
+	fputs("</svg>\n", f);
+}
+
+/* ---- huge % per run --------------------------------------------------------------------------------- */
+
+static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct series *s,
+		      size_t ns)
+{
+	struct axes a = {0, 1, 0, 100, false, false};
+	int maxidx = 1;
+
+	for (size_t i = 0; i < n; i++)
+		if (counted(&runs[i]))
+			maxidx = runs[i].index > maxidx ? runs[i].index : maxidx;
+	a.x0 = 0.5;
+	a.x1 = (n <= 1 ? 1 : maxidx) + 0.5;
+	svg_open(f, "huge faults per run", "run", "faults served huge (%)");
+	y_ticks_linear(f, &a, 25, "%");
+	for (int k = 1; k <= (int)a.x1; k++)
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%d</text>",
+			px(&a, k), PLOT_H - PAD_B + 13, k);
+	for (size_t j = 0; j < ns; j++) {
+		double sum = 0;
+		int cnt = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			double v;
+			int idx = runs[i].index > 0 ? runs[i].index : 1;
+
+			if (!counted(&runs[i]) || strcmp(runs[i].label, s[j].label) ||
+			    isnan(v = rd_num(runs[i].root, "faults.huge_pct")))
+				continue;
+			fprintf(f, "<circle class=\"dot\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\">"
+				   "<title>",
+				px(&a, idx + ((double)j - (double)(ns - 1) / 2) * 0.12), py(&a, v),
+				s[j].color);
+			esc(f, s[j].label);
+			fprintf(f, " run %d: %.2f %%</title></circle>", idx, v);
+			sum += v;
+			cnt++;
+		}
+		if (cnt)
+			fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+				   "class=\"mean\"/>",
+				PAD_L, PLOT_W - PAD_R, py(&a, sum / cnt), py(&a, sum / cnt),
+				s[j].color);
+	}
+	legend(f, s, ns, false);
+	fputs("</svg>\n", f);
+}
+
+/* ---- stall timeline --------------------------------------------------------------------------------- */
+
+static const char *cause_color(const char *cause)
+{
+	if (!cause)
+		return "#7f7f7f";
+	if (strstr(cause, "compaction") && strstr(cause, "writeback"))
+		return "#d62728";
+	if (strstr(cause, "reclaim") && strstr(cause, "writeback"))
+		return "#ff7f0e";
+	if (strstr(cause, "compaction"))
+		return "#9467bd";
+	if (strstr(cause, "reclaim"))
+		return "#e377c2";
+	return "#7f7f7f";
+}
+
+static void timeline(FILE *f, const struct rd_run *runs, size_t n)
+{
+	size_t rows = 0;
+	double tmax = 1;
+	int w = 760, row_h = 16, top = 28, left = 150, h;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!counted(&runs[i]))
+			continue;
+		rows++;
+		tmax = fmax(tmax, rd_num(runs[i].root, "program.wall_s"));
+		if (isnan(tmax))
+			tmax = 1;
+		if (!isnan(rd_num(runs[i].root, "config.duration_s")))
+			tmax = fmax(tmax, rd_num(runs[i].root, "config.duration_s"));
+	}
+	h = top + (int)rows * row_h + 34;
+	fprintf(f, "<svg class=\"plot wide\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+		   "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>stall timeline</title>"
+		   "<text x=\"%d\" y=\"15\" class=\"t\">stalls over time (one row per run; bar = "
+		   "one stall, its length = its duration)</text>",
+		w, h, w, h, left);
+	for (int k = 0; k <= 5; k++) {
+		double x = left + (double)k / 5 * (w - left - 10);
+
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
+			   "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%.1fs</text>",
+			x, x, top, h - 30, x, h - 18, tmax * k / 5);
+	}
+	rows = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *groups;
+		double t0;
+		int y;
+
+		if (!counted(&runs[i]))
+			continue;
+		y = top + (int)rows++ * row_h;
+		t0 = rd_num(runs[i].root, "program.start_mono_s");
+		if (isnan(t0))
+			t0 = 0;
+		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"tick\" text-anchor=\"end\">", left - 6,
+			y + 11);
+		esc(f, runs[i].label);
+		fprintf(f, " #%d</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+			   "class=\"lane\"/>",
+			runs[i].index, left, y + 2, w - left - 10, row_h - 4);
+		groups = json_object_get(json_object_get(runs[i].root, "stalls"), "groups");
+		for (size_t g = 0; g < json_array_size(groups); g++) {
+			json_t *gr = json_array_get(groups, g);
+			json_t *ts = json_object_get(gr, "events_t_s");
+			json_t *ds = json_object_get(gr, "events_ms");
+			const char *cause = json_string_value(json_object_get(gr, "cause"));
+
+			for (size_t e = 0; e < json_array_size(ts) && e < json_array_size(ds); e++) {
+				double t = json_number_value(json_array_get(ts, e)) - t0;
+				double d = json_number_value(json_array_get(ds, e)) / 1000.0;
+				double x = left + t / tmax * (w - left - 10);
+				double bw = fmax(d / tmax * (w - left - 10), 2);
+
+				fprintf(f, "<rect class=\"stall\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+					   "height=\"%d\" fill=\"%s\"><title>%.0f ms at %.2f s: ",
+					x, y + 3, bw, row_h - 6, cause_color(cause), d * 1000, t);
+				esc(f, cause);
+				fputs("</title></rect>", f);
+			}
+		}
+	}
+	if (!rows)
+		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"nodata\">no runs</text>", left, top + 12);
+	fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#d62728\"/><text "
+		   "x=\"%d\" y=\"%d\" class=\"leg\">compaction, waiting on writeback</text>"
+		   "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#ff7f0e\"/><text "
+		   "x=\"%d\" y=\"%d\" class=\"leg\">reclaim, waiting on writeback</text>"
+		   "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#9467bd\"/><text "
+		   "x=\"%d\" y=\"%d\" class=\"leg\">other compaction</text>",
+		left, h - 10, left + 14, h - 2, left + 230, h - 10, left + 244, h - 2, left + 440,
+		h - 10, left + 454, h - 2);
+	fputs("</svg>\n", f);
+}
+
+/* ---- tables ----------------------------------------------------------------------------------------- */
+
+static void num(FILE *f, double v, int dec)
+{
+	if (isnan(v))
+		fputs("<td class=\"n\">-</td>", f);
+	else
+		fprintf(f, "<td class=\"n\">%.*f</td>", dec, v);
+}
+
+static void summary_cmp(FILE *f, const struct cmp_result *c)
+{
+	fputs("<table><tr><th>metric</th><th>A: ", f);
+	esc(f, c->label_a);
+	fputs("<br><small>mean &plusmn; sd</small></th><th>B: ", f);
+	esc(f, c->label_b);
+	fputs("<br><small>mean &plusmn; sd</small></th><th>change</th><th>B&minus;A, 95% CI "
+	      "(bootstrap)</th><th></th></tr>\n",
+	      f);
+	for (size_t i = 0; i < c->nm; i++) {
+		const struct cmp_metric *m = &c->m[i];
+
+		if (!m->have_a && !m->have_b)
+			continue;
+		fprintf(f, "<tr%s><td>%s%s%s%s</td>", m->significant ? " class=\"sig\"" : "",
+			m->def->name, m->def->unit[0] ? " (" : "", m->def->unit,
+			m->def->unit[0] ? ")" : "");
+		if (m->have_a)
+			fprintf(f, "<td class=\"n\">%.2f &plusmn; %.2f</td>", m->ma.amean, m->ma.stddev);
+		else
+			fputs("<td>-</td>", f);
+		if (m->have_b)
+			fprintf(f, "<td class=\"n\">%.2f &plusmn; %.2f</td>", m->mb.amean, m->mb.stddev);
+		else
+			fputs("<td>-</td>", f);
+		if (m->have_a && m->have_b && !isnan(m->change_pct))
+			fprintf(f, "<td class=\"n\">%+.2f%%</td>", m->change_pct);
+		else
+			fputs("<td>-</td>", f);
+		if (m->have_ci)
+			fprintf(f, "<td class=\"n\">[%.2f, %.2f]</td>", m->ci.lo, m->ci.hi);
+		else
+			fputs("<td>-</td>", f);
+		fprintf(f, "<td>%s</td></tr>\n", m->significant ? "significant" : "");
+	}
+	fputs("</table><p class=\"note\">Change: positive is better (mmtests' convention). "
+	      "Significant: the bootstrap interval of the difference of means excludes 0.</p>\n",
+	      f);
+	fputs("<h3>Per-fault latency, runs pooled (Mann&ndash;Whitney U)</h3><table><tr><th>class"
+	      "</th><th>A faults</th><th>B faults</th><th>A p50 us</th><th>B p50 us</th><th>A p99 "
+	      "us</th><th>B p99 us</th><th>P(A&gt;B)</th><th>p</th></tr>\n",
+	      f);
+	for (int k = 0; k < RD_NCLASS; k++) {
+		const struct cmp_dist *d = &c->dist[k];
+
+		fprintf(f, "<tr%s><td>%s</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>",
+			d->significant ? " class=\"sig\"" : "", rd_class_names[k],
+			(unsigned long long)d->na, (unsigned long long)d->nb);
+		num(f, d->a_p50, 1);
+		num(f, d->b_p50, 1);
+		num(f, d->a_p99, 1);
+		num(f, d->b_p99, 1);
+		if (d->tested)
+			fprintf(f, "<td class=\"n\">%.3f</td><td class=\"n\">%.3g</td></tr>\n",
+				d->prob_a_greater, d->mw.p);
+		else
+			fputs("<td>-</td><td>-</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
+static void summary_series(FILE *f, const struct rd_run *runs, size_t n, const struct series *s,
+			   size_t ns)
+{
+	fputs("<table><tr><th>metric</th>", f);
+	for (size_t j = 0; j < ns; j++) {
+		fputs("<th>", f);
+		esc(f, s[j].label);
+		fputs("</th>", f);
+	}
+	fputs("</tr>\n", f);
+	for (size_t m = 0; m < rd_nmetrics; m++) {
+		fprintf(f, "<tr><td>%s%s%s%s</td>", rd_metrics[m].name,
+			rd_metrics[m].unit[0] ? " (" : "", rd_metrics[m].unit,
+			rd_metrics[m].unit[0] ? ")" : "");
+		for (size_t j = 0; j < ns; j++) {
+			double sum = 0, v;
+			int cnt = 0;
+
+			for (size_t i = 0; i < n; i++)
+				if (counted(&runs[i]) && !strcmp(runs[i].label, s[j].label) &&
+				    !isnan(v = rd_metric(&runs[i], &rd_metrics[m]))) {
+					sum += v;
+					cnt++;
+				}
+			num(f, cnt ? sum / cnt : NAN, 2);
+		}
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
+static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const struct series *s,
+			 size_t ns)
+{
+	json_t *first = NULL;
+	const char *key;
+	json_t *v;
+
+	for (size_t i = 0; i < n && !first; i++)
+		if (counted(&runs[i]))
+			first = json_object_get(runs[i].root, "vmstat");
+	if (!json_is_object(first)) {
+		fputs("<p>no vmstat counters</p>\n", f);
+		return;
+	}
+	fputs("<table><tr><th>counter (mean per run)</th>", f);
+	for (size_t j = 0; j < ns; j++) {
+		fputs("<th>", f);
+		esc(f, s[j].label);
+		fputs("</th>", f);
+	}
+	fputs(ns == 2 ? "<th>B&minus;A</th></tr>\n" : "</tr>\n", f);
+	json_object_foreach(first, key, v) {
+		double mean[MAX_SERIES];
+		char path[96];
+
+		snprintf(path, sizeof(path), "vmstat.%s", key);
+		fprintf(f, "<tr><td>%s</td>", key);
+		for (size_t j = 0; j < ns; j++) {
+			double sum = 0, x;
+			int cnt = 0;
+
+			for (size_t i = 0; i < n; i++)
+				if (counted(&runs[i]) && !strcmp(runs[i].label, s[j].label) &&
+				    !isnan(x = rd_num(runs[i].root, path))) {
+					sum += x;
+					cnt++;
+				}
+			mean[j] = cnt ? sum / cnt : NAN;
+			num(f, mean[j], 1);
+		}
+		if (ns == 2)
+			num(f, mean[1] - mean[0], 1);
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
+static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
+{
+	fputs("<table><tr><th>series</th><th>run</th><th>outcome</th><th>wall s</th><th>faults"
+	      "</th><th>huge %</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th>"
+	      "<th>source</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < n; i++) {
+		const struct rd_run *r = &runs[i];
+
+		fputs("<tr><td>", f);
+		esc(f, r->label);
+		fprintf(f, "</td><td class=\"n\">%s%d</td><td>", r->warmup ? "warm-up " : "",
+			r->index);
+		if (r->ok)
+			fputs("ok", f);
+		else {
+			fputs("<b>failed</b>: ", f);
+			esc(f, r->note);
+		}
+		fputs("</td>", f);
+		num(f, r->wall_s > 0 ? r->wall_s : NAN, 2);
+		num(f, r->root ? rd_num(r->root, "faults.total") : NAN, 0);
+		num(f, r->root ? rd_num(r->root, "faults.huge_pct") : NAN, 2);
+		num(f, r->root ? rd_num(r->root, "latency_us.both.p99") : NAN, 1);
+		num(f, r->root ? rd_num(r->root, "latency_us.both.max") : NAN, 1);
+		num(f, r->root ? rd_num(r->root, "stalls.count") : NAN, 0);
+		num(f, r->root ? rd_num(r->root, "stalls.total_ms") : NAN, 1);
+		fputs("<td class=\"src\">", f);
+		esc(f, r->source);
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
+/* Stall groups of a series, merged over its runs by (cause, stacks). */
+struct sgroup {
+	char *key;
+	json_t *g; /* the first run's group: stacks and cause */
+	double total_ms;
+	uint64_t count;
+	unsigned runs;
+};
+
+static int cmp_sgroup(const void *x, const void *y)
+{
+	const struct sgroup *a = x, *b = y;
+
+	return a->total_ms < b->total_ms ? 1 : a->total_ms > b->total_ms ? -1 : 0;
+}
+
+static void stack_pre(FILE *f, const char *title, json_t *arr)
+{
+	if (!json_array_size(arr))
+		return;
+	fprintf(f, "<div class=\"stk\"><b>%s</b><pre>", title);
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		esc(f, json_string_value(json_array_get(arr, i)));
+		fputc('\n', f);
+	}
+	fputs("</pre></div>", f);
+}
+
+static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const struct series *s)
+{
+	struct sgroup *gs = NULL;
+	size_t ng = 0, cap = 0, nruns = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *groups;
+
+		if (!counted(&runs[i]) || strcmp(runs[i].label, s->label))
+			continue;
+		nruns++;
+		groups = json_object_get(json_object_get(runs[i].root, "stalls"), "groups");
+		for (size_t g = 0; g < json_array_size(groups); g++) {
+			json_t *gr = json_array_get(groups, g);
+			json_t *kobj = json_pack("{sOsOsO}", "c", json_object_get(gr, "cause"), "h",
+						 json_object_get(gr, "handler_stack"), "a",
+						 json_object_get(gr, "app_stack"));
+			char *key = kobj ? json_dumps(kobj, JSON_COMPACT) : NULL;
+			size_t k;
+
+			json_decref(kobj);
+			if (!key)
+				continue;
+			for (k = 0; k < ng && strcmp(gs[k].key, key); k++)
+				;
+			if (k == ng) {
+				if (ng == cap) {
+					struct sgroup *p = realloc(gs, (cap = cap ? 2 * cap : 16) *
+									   sizeof(*gs));
+
+					if (!p) {
+						free(key);
+						break;
+					}
+					gs = p;
+				}
+				gs[ng++] = (struct sgroup){key, gr, 0, 0, 0};
+			} else {
+				free(key);
+			}
+			gs[k].total_ms += json_number_value(json_object_get(gr, "total_ms"));
+			gs[k].count += (uint64_t)json_integer_value(json_object_get(gr, "count"));
+			gs[k].runs++;
+		}
+	}
+	fputs("<h3>", f);
+	esc(f, s->label);
+	fprintf(f, "</h3>\n");
+	if (!ng)
+		fprintf(f, "<p>no stall events in %zu run%s</p>\n", nruns, nruns == 1 ? "" : "s");
+	qsort(gs, ng, sizeof(*gs), cmp_sgroup);
+	for (size_t k = 0; k < ng; k++) {
+		json_t *gr = gs[k].g;
+
+		fprintf(f, "<details%s><summary><b>%.0f ms</b> in %llu event%s (%u of %zu runs): ",
+			k == 0 ? " open" : "", gs[k].total_ms, (unsigned long long)gs[k].count,
+			gs[k].count == 1 ? "" : "s", gs[k].runs, nruns);
+		esc(f, json_string_value(json_object_get(gr, "cause")));
+		fputs(" &mdash; ", f);
+		esc(f, json_string_value(json_object_get(gr, "function")));
+		fputs("</summary>", f);
+		stack_pre(f, "emulated kernel (handler) stack", json_object_get(gr, "handler_stack"));
+		stack_pre(f, "program stack", json_object_get(gr, "app_stack"));
+		if (json_string_value(json_object_get(gr, "syscall"))) {
+			fputs("<p>faulted inside the system call ", f);
+			esc(f, json_string_value(json_object_get(gr, "syscall")));
+			fputs("</p>", f);
+		}
+		fputs("</details>\n", f);
+		free(gs[k].key);
+	}
+	free(gs);
+}
+
+static void config_section(FILE *f, const struct rd_run *runs, size_t n, const struct series *s,
+			   size_t ns, const char *text)
+{
+	if (text) {
+		fputs("<pre>", f);
+		esc(f, text);
+		fputs("</pre>\n", f);
+	}
+	for (size_t j = 0; j < ns; j++) {
+		for (size_t i = 0; i < n; i++) {
+			json_t *cfg;
+			char *t;
+
+			if (!runs[i].root || strcmp(runs[i].label, s[j].label))
+				continue;
+			cfg = json_object_get(runs[i].root, "config");
+			t = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+			fputs("<h3>", f);
+			esc(f, s[j].label);
+			fputs("</h3><pre>", f);
+			esc(f, t ? t : "(no configuration)");
+			fputs("</pre>\n", f);
+			free(t);
+			break;
+		}
+	}
+}
+
+static const char style[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}"
+    "h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px "
+    "solid #ddd}h3{font-size:15px;margin:14px 0 6px}.sub{color:#555;font-family:monospace}"
+    "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px}"
+    "th{background:#f4f4f4;text-align:left}td.n{text-align:right;font-variant-numeric:"
+    "tabular-nums}tr.sig td{background:#fff3cd}td.src{font-size:11px;color:#666}"
+    ".plots{display:flex;flex-wrap:wrap;gap:10px}svg.plot{background:#fff;border:1px solid "
+    "#e4e4e4}.t{font-size:12px;font-weight:600}.al{font-size:11px;fill:#444}.tick{font-size:"
+    "10px;fill:#555}.leg{font-size:10px}.grid{stroke:#eee}.frame{fill:none;stroke:#bbb}"
+    ".series{fill:none;stroke-width:1.8}.mean{stroke-dasharray:4 3;stroke-width:1}"
+    ".lane{fill:#f7f7f7}.nodata{font-size:12px;fill:#999}pre{background:#f7f7f7;padding:6px;"
+    "overflow-x:auto;font-size:12px}.stk{display:inline-block;vertical-align:top;margin-right:"
+    "12px}.note{color:#555;font-size:12px}details{margin:4px 0}";
+
+/* Checks after load that every plot drew something; the result is body[data-rendered]. */
+static const char check_script[] =
+    "<script>addEventListener('load',function(){var b=document.body;try{var s=document."
+    "querySelectorAll('svg.plot'),d=0;s.forEach(function(e){var r=e.getBoundingClientRect();"
+    "if(r.width>0&&r.height>0&&e.querySelector('path,circle,rect,text'))d++});b.dataset."
+    "rendered=(d===s.length?'ok':'partial')+':'+d+'/'+s.length}catch(x){b.dataset.rendered="
+    "'error:'+x}})</script>";
+
+int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_result *cmp,
+		const struct html_opts *o)
+{
+	const char *labels[MAX_SERIES];
+	struct series s[MAX_SERIES];
+	size_t ns = rd_labels(runs, n, labels, MAX_SERIES);
+
+	memset(s, 0, sizeof(s));
+	for (size_t j = 0; j < ns; j++) {
+		s[j].label = labels[j];
+		s[j].color = palette[j];
+		pool(&s[j], runs, n);
+	}
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>", f);
+	esc(f, o->title);
+	fprintf(f, "</title><style>%s</style></head>\n<body>\n<h1>", style);
+	esc(f, o->title);
+	fputs("</h1>\n", f);
+	if (o->subtitle) {
+		fputs("<div class=\"sub\">", f);
+		esc(f, o->subtitle);
+		fputs("</div>\n", f);
+	}
+	fputs("<h2>Summary</h2>\n", f);
+	if (cmp)
+		summary_cmp(f, cmp);
+	else
+		summary_series(f, runs, n, s, ns);
+	fputs("<h2>Fault latency</h2>\n<div class=\"plots\">\n", f);
+	for (int c = RD_BOTH; c >= 0; c--)
+		cdf_plot(f, s, ns, c);
+	fputs("</div>\n<div class=\"plots\">\n", f);
+	for (int c = RD_BOTH; c >= 0; c--)
+		tail_plot(f, s, ns, c);
+	fputs("</div>\n<h2>Huge pages</h2>\n<div class=\"plots\">\n", f);
+	huge_plot(f, runs, n, s, ns);
+	fputs("</div>\n<h2>Stalls</h2>\n<div class=\"plots\">\n", f);
+	timeline(f, runs, n);
+	fputs("</div>\n<h2>Stall groups</h2>\n<p class=\"note\">Faults slower than the stall "
+	      "threshold, grouped by cause and stacks over the runs of each series, longest total "
+	      "first (the 2011 reports' grouping).</p>\n",
+	      f);
+	for (size_t j = 0; j < ns; j++)
+		stall_groups(f, runs, n, &s[j]);
+	fputs("<h2>vmstat</h2>\n", f);
+	vmstat_table(f, runs, n, s, ns);
+	fputs("<h2>Runs</h2>\n", f);
+	runs_table(f, runs, n);
+	fputs("<h2>Configuration</h2>\n", f);
+	config_section(f, runs, n, s, ns, o->config);
+	fprintf(f, "<p class=\"note\">thpemu %s</p>\n%s\n</body></html>\n", THPEMU_VERSION,
+		check_script);
+	for (size_t j = 0; j < ns; j++)
+		for (int c = 0; c < RD_NCLASS; c++)
+			free(s[j].b[c]);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,670 @@
+/* Reading reports back, the compared metrics, and the A/B comparison (see runs.h). */
+#include "cli/runs.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const rd_class_names[RD_NCLASS] = {"huge", "base", "both"};
+
+#define LAT(cls, q, h)                                                                             \
+	{"fault-" cls "-" q, "us", "latency_us." cls "." q, true, 0, h}
+const struct rd_metric rd_metrics[] = {
+    LAT("both", "mean", "fault service latency, every fault"),
+    LAT("both", "p50", ""),
+    LAT("both", "p90", ""),
+    LAT("both", "p99", ""),
+    LAT("both", "p999", ""),
+    LAT("both", "max", ""),
+    LAT("huge", "mean", "faults served with a 2 MiB page"),
+    LAT("huge", "p50", ""),
+    LAT("huge", "p99", ""),
+    LAT("huge", "max", ""),
+    LAT("base", "mean", "faults served with a 4 KiB page"),
+    LAT("base", "p50", ""),
+    LAT("base", "p99", ""),
+    LAT("base", "max", ""),
+    {"huge-pct", "%", "faults.huge_pct", false, 0, "share of faults served huge"},
+    {"faults", "", "faults.total", true, 0, "first-touch faults"},
+    {"stall-count", "", "stalls.count", true, 0, "faults slower than the stall threshold"},
+    {"stall-total", "ms", "stalls.total_ms", true, 0, "their service time"},
+    {"wb-waits", "", "writeback_waits.count", true, 0, "waits on writeback inside faults"},
+    {"wb-wait-total", "ms", "writeback_waits.total_ms", true, 0, "time in those waits"},
+    {"compaction-time", "ms", "time_ms.compaction", true, 0, "time in direct compaction"},
+    {"reclaim-time", "ms", "time_ms.reclaim", true, 0, "time in direct reclaim"},
+    {"compact-efficiency", "%", NULL, false, 1, "mmtests: compact_success / compact_stall"},
+    {"scan-efficiency", "%", NULL, false, 2,
+     "mmtests: compact_migrate_scanned / compact_free_scanned"},
+    {"wall", "s", "program.wall_s", true, 0, "the program's wall time"},
+};
+const size_t rd_nmetrics = sizeof(rd_metrics) / sizeof(rd_metrics[0]);
+
+/* ---- reading ----------------------------------------------------------------------------------- */
+
+static json_t *at(json_t *root, const char *path)
+{
+	char key[64];
+	json_t *v = root;
+
+	while (v && *path) {
+		const char *dot = strchr(path, '.');
+		size_t len = dot ? (size_t)(dot - path) : strlen(path);
+
+		if (len >= sizeof(key))
+			return NULL;
+		memcpy(key, path, len);
+		key[len] = '\0';
+		v = json_is_object(v) ? json_object_get(v, key) : NULL;
+		path += len + (dot ? 1 : 0);
+	}
+	return v;
+}
+
+double rd_num(json_t *root, const char *path)
+{
+	json_t *v = at(root, path);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+const char *rd_str(json_t *root, const char *path)
+{
+	return json_string_value(at(root, path));
+}
+
+const char *rd_kind(json_t *root)
+{
+	const char *k = rd_str(root, "kind");
+
+	if (k)
+		return k;
+	k = rd_str(root, "thpemu");
+	return k && !strcmp(k, "sim") ? "sim" : NULL;
+}
+
+static void load_hist(struct rd_hist *h, json_t *arr)
+{
+	size_t n = json_array_size(arr);
+
+	memset(h, 0, sizeof(*h));
+	h->b = calloc(n ? n : 1, sizeof(*h->b));
+	if (!h->b)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(arr, i);
+
+		if (json_array_size(e) != 3)
+			continue;
+		h->b[h->n].lo = (uint64_t)json_integer_value(json_array_get(e, 0));
+		h->b[h->n].hi = (uint64_t)json_integer_value(json_array_get(e, 1));
+		h->b[h->n].n = (uint64_t)json_integer_value(json_array_get(e, 2));
+		h->total += h->b[h->n].n;
+		h->n++;
+	}
+}
+
+void rd_run_from_json(struct rd_run *r, json_t *root, const char *source)
+{
+	const char *kind = rd_kind(root);
+	const char *policy = kind && !strcmp(kind, "sim") ? rd_str(root, "policy")
+							  : rd_str(root, "config.policy");
+
+	r->root = json_incref(root);
+	snprintf(r->source, sizeof(r->source), "%s", source);
+	if (!r->label[0])
+		snprintf(r->label, sizeof(r->label), "%s", policy ? policy : "?");
+	for (int c = 0; c < RD_NCLASS; c++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "latency_hist.%s", rd_class_names[c]);
+		load_hist(&r->hist[c], at(root, path));
+	}
+	if (!r->wall_s)
+		r->wall_s = rd_num(root, "program.wall_s");
+}
+
+void rd_run_free(struct rd_run *r)
+{
+	json_decref(r->root);
+	for (int c = 0; c < RD_NCLASS; c++)
+		free(r->hist[c].b);
+	memset(r, 0, sizeof(*r));
+}
+
+static int push_run(struct rd_run **runs, size_t *n, struct rd_run **out)
+{
+	struct rd_run *p = realloc(*runs, (*n + 1) * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	*runs = p;
+	*out = memset(&p[(*n)++], 0, sizeof(*p));
+	return 0;
+}
+
+static int load_ab(json_t *root, const char *path, struct rd_run **runs, size_t *n)
+{
+	json_t *arr = json_object_get(root, "runs");
+	const char *labels[2] = {rd_str(root, "config.a.label"), rd_str(root, "config.b.label")};
+
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		json_t *e = json_array_get(arr, i), *rep = json_object_get(e, "report");
+		const char *side = json_string_value(json_object_get(e, "side"));
+		struct rd_run *r;
+		char src[sizeof(r->source)];
+
+		if (push_run(runs, n, &r))
+			return -ENOMEM;
+		r->side = side && !strcmp(side, "B");
+		r->index = (int)json_integer_value(json_object_get(e, "index"));
+		r->ok = json_is_true(json_object_get(e, "ok"));
+		r->warmup = json_is_true(json_object_get(e, "warmup"));
+		r->exit_status = json_is_integer(json_object_get(e, "exit_status"))
+				     ? (int)json_integer_value(json_object_get(e, "exit_status"))
+				     : -1;
+		r->wall_s = json_number_value(json_object_get(e, "wall_s"));
+		snprintf(r->note, sizeof(r->note), "%s",
+			 json_string_value(json_object_get(e, "note")) ?: "");
+		snprintf(r->label, sizeof(r->label), "%s", labels[r->side] ?: (r->side ? "B" : "A"));
+		snprintf(src, sizeof(src), "%.500s: %s run %d", path, r->side ? "B" : "A", r->index);
+		if (json_is_object(rep))
+			rd_run_from_json(r, rep, src);
+		else
+			memcpy(r->source, src, sizeof(r->source) - 1);
+	}
+	return 0;
+}
+
+int rd_load(const char *path, struct rd_run **runs, size_t *n, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	const char *kind;
+	struct rd_run *r;
+	int rc = 0;
+
+	if (!root) {
+		snprintf(err, errlen, "%s: not a readable JSON report (%s, line %d)", path, je.text,
+			 je.line);
+		return -EINVAL;
+	}
+	kind = rd_kind(root);
+	if (!kind || (strcmp(kind, "run") && strcmp(kind, "sim") && strcmp(kind, "ab"))) {
+		snprintf(err, errlen, "%s: not a thpemu run, sim or ab report", path);
+		rc = -EINVAL;
+	} else if (!strcmp(kind, "ab")) {
+		rc = load_ab(root, path, runs, n);
+	} else if ((rc = push_run(runs, n, &r)) == 0) {
+		r->side = -1;
+		r->ok = true;
+		r->exit_status = (int)rd_num(root, "program.exit_status");
+		rd_run_from_json(r, root, path);
+	}
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	json_decref(root);
+	return rc;
+}
+
+size_t rd_labels(const struct rd_run *runs, size_t n, const char **out, size_t max)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		for (j = 0; j < k && strcmp(out[j], runs[i].label); j++)
+			;
+		if (j == k && k < max)
+			out[k++] = runs[i].label;
+	}
+	return k;
+}
+
+/* ---- metrics ------------------------------------------------------------------------------------ */
+
+static double ratio_pct(json_t *root, const char *num, const char *den)
+{
+	double a = rd_num(root, num), b = rd_num(root, den);
+
+	if (isnan(a) || isnan(b))
+		return NAN;
+	return b > 0 ? a * 100.0 / b : NAN;
+}
+
+double rd_metric(const struct rd_run *r, const struct rd_metric *m)
+{
+	if (!r->root)
+		return NAN;
+	if (m->derived == 1)
+		return ratio_pct(r->root, "vmstat.compact_success", "vmstat.compact_stall");
+	if (m->derived == 2)
+		return ratio_pct(r->root, "vmstat.compact_migrate_scanned",
+				 "vmstat.compact_free_scanned");
+	if (!strcmp(m->name, "wall") && r->wall_s > 0)
+		return r->wall_s;
+	if (!strncmp(m->path, "latency_us.", 11)) { /* a class without faults has no latency */
+		char cnt[48];
+		const char *dot = strchr(m->path + 11, '.');
+
+		snprintf(cnt, sizeof(cnt), "%.*s.count", (int)(dot - m->path), m->path);
+		if (!(rd_num(r->root, cnt) > 0))
+			return NAN;
+	}
+	return rd_num(r->root, m->path);
+}
+
+/* Relative change of B against A, positive when B is better (mmtests' sign convention, without
+ * its special cases for zeros: a drop to 0 is -100 %, a change from 0 has no percentage). */
+static double change_pct(double b, double a, bool lower_is_better)
+{
+	if (a == b)
+		return 0;
+	if (a == 0)
+		return NAN;
+	return (lower_is_better ? a - b : b - a) * 100.0 / fabs(a);
+}
+
+/* ---- comparison --------------------------------------------------------------------------------- */
+
+static bool counts(const struct rd_run *r, const char *la, const char *lb, int *side)
+{
+	if (!r->ok || r->warmup || !r->root)
+		return false;
+	if (!strcmp(r->label, la))
+		*side = 0;
+	else if (!strcmp(r->label, lb))
+		*side = 1;
+	else
+		return false;
+	return true;
+}
+
+static int compare_metric(const struct rd_run *runs, size_t n, const char *la, const char *lb,
+			  struct cmp_result *c, struct cmp_metric *m)
+{
+	m->a = calloc(n + 1, sizeof(double));
+	m->b = calloc(n + 1, sizeof(double));
+	if (!m->a || !m->b)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		double v;
+		int side;
+
+		if (!counts(&runs[i], la, lb, &side) || isnan(v = rd_metric(&runs[i], m->def)))
+			continue;
+		if (side == 0)
+			m->a[m->na++] = v;
+		else
+			m->b[m->nb++] = v;
+	}
+	m->have_a = m->na && !obs_stats_multiops(m->a, m->na, m->def->lower_is_better, &m->ma);
+	m->have_b = m->nb && !obs_stats_multiops(m->b, m->nb, m->def->lower_is_better, &m->mb);
+	if (!m->have_a || !m->have_b)
+		return 0;
+	m->diff = m->mb.amean - m->ma.amean;
+	m->change_pct = change_pct(m->mb.amean, m->ma.amean, m->def->lower_is_better);
+	m->cidiff = obs_stats_cidiff(m->mb.amean, m->mb.meanci, m->ma.amean, m->ma.meanci);
+	m->have_ci = obs_stats_bootstrap_diff(m->a, m->na, m->b, m->nb, c->resamples, 0.95,
+					      c->seed, &m->ci) == 0;
+	/* a difference is real when its interval excludes 0 (and it is not 0 itself) */
+	m->significant = m->have_ci && m->diff != 0 && (m->ci.lo > 0 || m->ci.hi < 0);
+	return 0;
+}
+
+/* Merge the histograms of one side's runs onto a common bucket grid (every report uses the
+ * same buckets: their lo values identify them). */
+struct pooled {
+	uint64_t lo, hi, a, b;
+};
+
+static int cmp_pooled(const void *x, const void *y)
+{
+	const struct pooled *p = x, *q = y;
+
+	return p->lo < q->lo ? -1 : p->lo > q->lo;
+}
+
+static double pooled_q(const struct pooled *p, size_t n, uint64_t total, bool side_b, double q)
+{
+	uint64_t rank = (uint64_t)ceil(q * (double)total), seen = 0;
+
+	if (!total)
+		return NAN;
+	if (rank == 0)
+		rank = 1;
+	for (size_t i = 0; i < n; i++) {
+		seen += side_b ? p[i].b : p[i].a;
+		if (seen >= rank)
+			return (double)p[i].hi / 1000.0;
+	}
+	return (double)p[n - 1].hi / 1000.0;
+}
+
+static int compare_dist(const struct rd_run *runs, size_t n, const char *la, const char *lb,
+			int cls, struct cmp_dist *d)
+{
+	size_t cap = 0, np = 0;
+	struct pooled *p = NULL;
+	uint64_t *ca, *cb;
+
+	for (size_t i = 0; i < n; i++)
+		cap += runs[i].hist[cls].n;
+	p = calloc(cap + 1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int side;
+
+		if (!counts(&runs[i], la, lb, &side))
+			continue;
+		for (size_t k = 0; k < runs[i].hist[cls].n; k++) {
+			const struct rd_bucket *b = &runs[i].hist[cls].b[k];
+
+			p[np++] = (struct pooled){b->lo, b->hi, side ? 0 : b->n, side ? b->n : 0};
+		}
+	}
+	qsort(p, np, sizeof(*p), cmp_pooled);
+	{ /* fold equal buckets */
+		size_t w = 0;
+
+		for (size_t i = 0; i < np; i++) {
+			if (w && p[w - 1].lo == p[i].lo) {
+				p[w - 1].a += p[i].a;
+				p[w - 1].b += p[i].b;
+			} else {
+				p[w++] = p[i];
+			}
+		}
+		np = w;
+	}
+	for (size_t i = 0; i < np; i++) {
+		d->na += p[i].a;
+		d->nb += p[i].b;
+	}
+	d->a_p50 = pooled_q(p, np, d->na, false, 0.5);
+	d->b_p50 = pooled_q(p, np, d->nb, true, 0.5);
+	d->a_p99 = pooled_q(p, np, d->na, false, 0.99);
+	d->b_p99 = pooled_q(p, np, d->nb, true, 0.99);
+	ca = malloc((np + 1) * sizeof(*ca));
+	cb = malloc((np + 1) * sizeof(*cb));
+	if (ca && cb) {
+		for (size_t i = 0; i < np; i++) {
+			ca[i] = p[i].a;
+			cb[i] = p[i].b;
+		}
+		d->tested = obs_stats_mann_whitney_grouped(ca, cb, np, &d->mw) == 0;
+		if (d->tested) {
+			d->prob_a_greater = d->mw.u_a / ((double)d->na * (double)d->nb);
+			d->significant = d->mw.p < 0.05;
+		}
+	}
+	free(ca);
+	free(cb);
+	free(p);
+	return 0;
+}
+
+static int compare_vmstat(const struct rd_run *runs, size_t n, const char *la, const char *lb,
+			  struct cmp_result *c)
+{
+	json_t *first = NULL;
+	const char *key;
+	json_t *v;
+
+	for (size_t i = 0; i < n && !first; i++) {
+		int side;
+
+		if (counts(&runs[i], la, lb, &side))
+			first = json_object_get(runs[i].root, "vmstat");
+	}
+	if (!json_is_object(first))
+		return 0;
+	c->vm = calloc(json_object_size(first) + 1, sizeof(*c->vm));
+	if (!c->vm)
+		return -ENOMEM;
+	json_object_foreach(first, key, v) {
+		double sum[2] = {0, 0};
+		size_t cnt[2] = {0, 0};
+		struct cmp_vmstat *e = &c->vm[c->nvm++];
+
+		e->key = key;
+		for (size_t i = 0; i < n; i++) {
+			int side;
+			double x;
+			char path[96];
+
+			snprintf(path, sizeof(path), "vmstat.%s", key);
+			if (!counts(&runs[i], la, lb, &side) || isnan(x = rd_num(runs[i].root, path)))
+				continue;
+			sum[side] += x;
+			cnt[side]++;
+		}
+		e->a = cnt[0] ? sum[0] / (double)cnt[0] : NAN;
+		e->b = cnt[1] ? sum[1] / (double)cnt[1] : NAN;
+	}
+	return 0;
+}
+
+int cmp_compute(const struct rd_run *runs, size_t n, const char *la, const char *lb,
+		unsigned resamples, uint64_t seed, struct cmp_result *c)
+{
+	int rc = 0;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->label_a, sizeof(c->label_a), "%s", la);
+	snprintf(c->label_b, sizeof(c->label_b), "%s", lb);
+	c->resamples = resamples;
+	c->seed = seed;
+	for (size_t i = 0; i < n; i++) {
+		bool a = !strcmp(runs[i].label, la), b = !strcmp(runs[i].label, lb);
+
+		if (runs[i].warmup || (!a && !b))
+			continue;
+		if (runs[i].ok && runs[i].root) {
+			c->runs_a += a;
+			c->runs_b += b;
+		} else {
+			c->failed_a += a;
+			c->failed_b += b;
+		}
+	}
+	c->m = calloc(rd_nmetrics, sizeof(*c->m));
+	if (!c->m)
+		return -ENOMEM;
+	for (size_t i = 0; i < rd_nmetrics && rc == 0; i++) {
+		c->m[c->nm].def = &rd_metrics[i];
+		rc = compare_metric(runs, n, la, lb, c, &c->m[c->nm++]);
+	}
+	for (int k = 0; k < RD_NCLASS && rc == 0; k++)
+		rc = compare_dist(runs, n, la, lb, k, &c->dist[k]);
+	if (rc == 0)
+		rc = compare_vmstat(runs, n, la, lb, c);
+	return rc;
+}
+
+void cmp_free(struct cmp_result *c)
+{
+	for (size_t i = 0; i < c->nm; i++) {
+		free(c->m[i].a);
+		free(c->m[i].b);
+	}
+	free(c->m);
+	free(c->vm);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- text ---------------------------------------------------------------------------------------- */
+
+static const char *fmt_num(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else if (fabs(v) >= 1e7)
+		snprintf(buf, len, "%.4g", v);
+	else
+		snprintf(buf, len, "%.2f", v);
+	return buf;
+}
+
+void cmp_text(FILE *f, const struct cmp_result *c)
+{
+	char a[32], b[32], lo[32], hi[32];
+	int wa = (int)strlen(c->label_a), wb = (int)strlen(c->label_b);
+
+	wa = wa < 22 ? 22 : wa;
+	wb = wb < 22 ? 22 : wb;
+	fprintf(f, "%-32s %*s  %*s  %s\n", "", wa, c->label_a, wb + 1, c->label_b,
+		"B-A, 95% bootstrap CI");
+	fprintf(f, "%-32s %*s  %*s\n", "", wa, "(A, baseline)", wb + 1, "(B)");
+	for (size_t i = 0; i < c->nm; i++) {
+		const struct cmp_metric *m = &c->m[i];
+		char name[40];
+
+		if (!m->have_a && !m->have_b)
+			continue;
+		snprintf(name, sizeof(name), "%s%s%s%s", m->def->name, m->def->unit[0] ? " (" : "",
+			 m->def->unit, m->def->unit[0] ? ")" : "");
+		fprintf(f, "Amean     %-22s %*s (%7.2f%%) %*s ", name, wa - 11,
+			m->have_a ? fmt_num(m->ma.amean, a, sizeof(a)) : "-", 0.0, wb - 11,
+			m->have_b ? fmt_num(m->mb.amean, b, sizeof(b)) : "-");
+		if (m->have_a && m->have_b && !isnan(m->change_pct))
+			fprintf(f, "%s%7.2f%%%s", m->significant ? "*" : " ", m->change_pct,
+				m->significant ? "*" : " ");
+		else
+			fprintf(f, "%s%8s%s", m->significant ? "*" : " ", "-",
+				m->significant ? "*" : " ");
+		if (m->have_ci)
+			fprintf(f, "  [%s, %s]", fmt_num(m->ci.lo, lo, sizeof(lo)),
+				fmt_num(m->ci.hi, hi, sizeof(hi)));
+		fputc('\n', f);
+	}
+	fprintf(f, "\n'*': the 95%% bootstrap interval of the difference of means (%u resamples, "
+		   "seed %llu) excludes 0.\nChange: (A - B) / A for lower-is-better metrics, "
+		   "(B - A) / A otherwise: positive is better, as in mmtests; '-' where A is 0 or a "
+		   "side has no value.\n",
+		c->resamples, (unsigned long long)c->seed);
+	fprintf(f, "\nPer-fault latency, runs pooled (Mann-Whitney U, two-sided, normal "
+		   "approximation with ties):\n");
+	fprintf(f, "%-6s %10s %10s %11s %11s %11s %11s %8s %10s\n", "class", "A faults",
+		"B faults", "A p50 us", "B p50 us", "A p99 us", "B p99 us", "P(A>B)", "p");
+	for (int k = 0; k < RD_NCLASS; k++) {
+		const struct cmp_dist *d = &c->dist[k];
+		char x[4][32];
+
+		fprintf(f, "%-6s %10llu %10llu %11s %11s %11s %11s", rd_class_names[k],
+			(unsigned long long)d->na, (unsigned long long)d->nb,
+			fmt_num(d->a_p50, x[0], 32), fmt_num(d->b_p50, x[1], 32),
+			fmt_num(d->a_p99, x[2], 32), fmt_num(d->b_p99, x[3], 32));
+		if (d->tested)
+			fprintf(f, " %8.3f %10.3g%s\n", d->prob_a_greater, d->mw.p,
+				d->significant ? " *" : "");
+		else
+			fprintf(f, " %8s %10s\n", "-", "-");
+	}
+	fprintf(f, "P(A>B): probability that a fault of A took longer than one of B (ties "
+		   "count half); '*': p < 0.05.\n");
+	if (c->nvm) {
+		fprintf(f, "\n%-32s %*s  %*s %12s\n", "vmstat, mean per run", wa, c->label_a,
+			wb + 1, c->label_b, "B - A");
+		for (size_t i = 0; i < c->nvm; i++)
+			fprintf(f, "%-32s %*s  %*s %12s\n", c->vm[i].key, wa,
+				fmt_num(c->vm[i].a, a, sizeof(a)), wb + 1,
+				fmt_num(c->vm[i].b, b, sizeof(b)),
+				fmt_num(c->vm[i].b - c->vm[i].a, lo, sizeof(lo)));
+	}
+}
+
+/* ---- JSON ----------------------------------------------------------------------------------------- */
+
+static void json_side(struct json_w *w, const char *key, const double *v, size_t n, bool have,
+		      const struct obs_multiops *m)
+{
+	jw_obj_begin(w, key);
+	jw_arr_begin(w, "values");
+	for (size_t i = 0; i < n; i++)
+		jw_dbl(w, NULL, v[i], 3);
+	jw_arr_end(w);
+	jw_u64(w, "n", n);
+	if (have) {
+		jw_dbl(w, "min", m->min, 3);
+		jw_dbl(w, "mean", m->amean, 3);
+		jw_dbl(w, "stddev", m->stddev, 3);
+		jw_dbl(w, "coeffvar", m->coeffvar, 3);
+		jw_dbl(w, "max", m->max, 3);
+		jw_dbl(w, "bamean95", m->bamean95, 3);
+		jw_dbl(w, "meanci", m->meanci, 3);
+	}
+	jw_obj_end(w);
+}
+
+void cmp_json(struct json_w *w, const struct cmp_result *c)
+{
+	jw_obj_begin(w, "comparison");
+	jw_str(w, "a", c->label_a);
+	jw_str(w, "b", c->label_b);
+	jw_u64(w, "runs_a", c->runs_a);
+	jw_u64(w, "runs_b", c->runs_b);
+	jw_u64(w, "failed_a", c->failed_a);
+	jw_u64(w, "failed_b", c->failed_b);
+	jw_u64(w, "resamples", c->resamples);
+	jw_u64(w, "seed", c->seed);
+	jw_arr_begin(w, "metrics");
+	for (size_t i = 0; i < c->nm; i++) {
+		const struct cmp_metric *m = &c->m[i];
+
+		jw_obj_begin(w, NULL);
+		jw_str(w, "name", m->def->name);
+		jw_str(w, "unit", m->def->unit);
+		jw_bool(w, "lower_is_better", m->def->lower_is_better);
+		json_side(w, "a", m->a, m->na, m->have_a, &m->ma);
+		json_side(w, "b", m->b, m->nb, m->have_b, &m->mb);
+		if (m->have_a && m->have_b) {
+			jw_dbl(w, "diff", m->diff, 3);
+			jw_dbl(w, "change_pct", m->change_pct, 2);
+			jw_dbl(w, "cidiff", m->cidiff, 3);
+			jw_bool(w, "cidiff_significant", obs_stats_significant(m->cidiff));
+		}
+		if (m->have_ci) {
+			jw_arr_begin(w, "ci95");
+			jw_dbl(w, NULL, m->ci.lo, 3);
+			jw_dbl(w, NULL, m->ci.hi, 3);
+			jw_arr_end(w);
+		}
+		jw_bool(w, "significant", m->significant);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_begin(w, "distributions");
+	for (int k = 0; k < RD_NCLASS; k++) {
+		const struct cmp_dist *d = &c->dist[k];
+
+		jw_obj_begin(w, rd_class_names[k]);
+		jw_u64(w, "a_faults", d->na);
+		jw_u64(w, "b_faults", d->nb);
+		jw_dbl(w, "a_p50_us", d->a_p50, 3);
+		jw_dbl(w, "b_p50_us", d->b_p50, 3);
+		jw_dbl(w, "a_p99_us", d->a_p99, 3);
+		jw_dbl(w, "b_p99_us", d->b_p99, 3);
+		jw_bool(w, "tested", d->tested);
+		if (d->tested) {
+			jw_dbl(w, "u_a", d->mw.u_a, 1);
+			jw_dbl(w, "z", d->mw.z, 4);
+			jw_dbl(w, "p", d->mw.p, 6);
+			jw_dbl(w, "prob_a_greater", d->prob_a_greater, 4);
+			jw_bool(w, "significant", d->significant);
+		}
+		jw_obj_end(w);
+	}
+	jw_obj_end(w);
+	jw_obj_begin(w, "vmstat");
+	for (size_t i = 0; i < c->nvm; i++) {
+		jw_obj_begin(w, c->vm[i].key);
+		jw_dbl(w, "a_mean", c->vm[i].a, 2);
+		jw_dbl(w, "b_mean", c->vm[i].b, 2);
+		jw_obj_end(w);
+	}
+	jw_obj_end(w);
+	jw_obj_end(w);
+}

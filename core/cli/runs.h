@@ -1,0 +1,144 @@
+/* Run reports as `thpemu ab` and `thpemu report` read them back (jansson), the metrics they
+ * compare, and the A/B comparison itself.
+ *
+ * A "run" is one report of `thpemu run` (kind "run") or `thpemu sim` ("thpemu": "sim"); an ab
+ * report (kind "ab") holds several, each with its side. Metrics are named as mmtests names
+ * them where it has a name (fault-huge/base/both, huge-pct; Compaction efficiency and Compact
+ * scan efficiency from the vmstat counters), with the percentile as a suffix
+ * (fault-both-p99).
+ */
+#ifndef THPEMU_CLI_RUNS_H
+#define THPEMU_CLI_RUNS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "obs/stats.h"
+#include "util/json.h"
+
+enum rd_class { RD_HUGE, RD_BASE, RD_BOTH, RD_NCLASS };
+extern const char *const rd_class_names[RD_NCLASS];
+
+/* A latency histogram as reports store it ("latency_hist"): buckets [lo, hi] ns with counts. */
+struct rd_bucket {
+	uint64_t lo, hi, n;
+};
+struct rd_hist {
+	struct rd_bucket *b;
+	size_t n;
+	uint64_t total;
+};
+
+struct rd_run {
+	json_t *root;	   /* the report (a reference owned here), NULL if the run left none */
+	char label[160];   /* its series: the ab side's label, else config.policy */
+	char source[600];  /* file, or "A run 2" */
+	int side;	   /* ab: 0 (A) or 1 (B); -1 otherwise */
+	int index;	   /* ab: run number within its side, from 1 */
+	bool ok;	   /* ran and reported (ab: exit status 0 and a report) */
+	bool warmup;	   /* ab: a warm-up run, not compared */
+	int exit_status;   /* -1 when unknown */
+	char note[256];	   /* why it failed */
+	double wall_s;	   /* ab: as measured by ab */
+	struct rd_hist hist[RD_NCLASS];
+};
+
+/* Take a report (a reference is taken) into r. */
+void rd_run_from_json(struct rd_run *r, json_t *root, const char *source);
+void rd_run_free(struct rd_run *r);
+/* Read a report file: a run or sim report gives one run, an ab report its runs (appended to
+ * *runs, *n). Returns 0, or -errno with a one-line reason in err. */
+int rd_load(const char *path, struct rd_run **runs, size_t *n, char *err, size_t errlen);
+/* Is root a report of this kind? "run", "sim", "ab" */
+const char *rd_kind(json_t *root);
+
+/* A number at a dotted path ("latency_us.both.p99"), NaN if absent. */
+double rd_num(json_t *root, const char *path);
+const char *rd_str(json_t *root, const char *path);
+
+/* ---- metrics ------------------------------------------------------------------------------- */
+
+struct rd_metric {
+	const char *name;  /* "fault-both-p99" */
+	const char *unit;  /* "us", "%", "ms", "s", "" */
+	const char *path;  /* the report's number, or NULL for a derived one */
+	bool lower_is_better;
+	int derived;	   /* 1 compaction efficiency, 2 scan efficiency */
+	const char *help;
+};
+extern const struct rd_metric rd_metrics[];
+extern const size_t rd_nmetrics;
+double rd_metric(const struct rd_run *r, const struct rd_metric *m); /* NaN if absent */
+
+/* ---- comparison ------------------------------------------------------------------------------ */
+
+struct cmp_metric {
+	const struct rd_metric *def;
+	double *a, *b; /* the runs' values (NaN dropped) */
+	size_t na, nb;
+	struct obs_multiops ma, mb;
+	bool have_a, have_b;
+	double diff;	   /* mean(b) - mean(a) */
+	double change_pct; /* B against A, positive = better (NaN when A is 0) */
+	struct obs_bootstrap ci;
+	bool have_ci;
+	bool significant; /* the bootstrap interval excludes 0 */
+	double cidiff;	  /* mmtests' (mean difference) / (sum of meanci half-widths) */
+};
+
+struct cmp_dist {
+	uint64_t na, nb;
+	double a_p50, b_p50, a_p99, b_p99; /* us, from the pooled histograms */
+	bool tested;
+	struct obs_mannwhitney mw;
+	double prob_a_greater; /* u_a / (na nb): P(a > b) + P(a = b) / 2 */
+	bool significant;      /* p < 0.05 */
+};
+
+struct cmp_vmstat {
+	const char *key;
+	double a, b; /* means over runs */
+};
+
+struct cmp_result {
+	char label_a[160], label_b[160];
+	size_t runs_a, runs_b, failed_a, failed_b;
+	struct cmp_metric *m;
+	size_t nm;
+	struct cmp_dist dist[RD_NCLASS];
+	struct cmp_vmstat *vm;
+	size_t nvm;
+	unsigned resamples;
+	uint64_t seed;
+};
+
+/* Compare the runs labelled la (A, the baseline) and lb (B); warm-up and failed runs are left
+ * out. 0 or -ENOMEM. */
+int cmp_compute(const struct rd_run *runs, size_t n, const char *la, const char *lb,
+		unsigned resamples, uint64_t seed, struct cmp_result *out);
+void cmp_free(struct cmp_result *c);
+/* mmtests compare-kernels style text. */
+void cmp_text(FILE *f, const struct cmp_result *c);
+/* "comparison": {...} into the current JSON object. */
+void cmp_json(struct json_w *w, const struct cmp_result *c);
+
+/* ---- HTML (html.c) ---------------------------------------------------------------------------- */
+
+struct html_opts {
+	const char *title;
+	const char *subtitle; /* e.g. the command */
+	const char *config;   /* preformatted configuration text, or NULL */
+};
+/* One self-contained page (inline SVG and CSS, no network): latency CDFs and tail CDFs per
+ * class and series, huge % per run, a stall timeline, stall groups with stacks, vmstat, the
+ * comparison when cmp is given, and the configuration. 0 or -EIO. */
+int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_result *cmp,
+		const struct html_opts *o);
+
+/* Distinct labels of the runs, in order of first appearance (at most max). */
+size_t rd_labels(const struct rd_run *runs, size_t n, const char **out, size_t max);
+
+#endif
