@@ -129,6 +129,40 @@ static void keys_list(char *buf, size_t len)
 			off += (size_t)snprintf(buf + off, len - off, ", %s", uffd_opts[i].cli + 2);
 }
 
+/* "word=..." with a key-like word: a continuation that may have been meant as an item. */
+static bool looks_like_item(const char *piece)
+{
+	const char *eq = strchr(piece, '=');
+
+	if (!eq || eq == piece)
+		return false;
+	for (const char *c = piece; c < eq; c++)
+		if (!(*c == '-' || *c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
+			return false;
+	return true;
+}
+
+/* An item's value failed to parse: if it absorbed a "key=value" continuation and parses
+ * without it, the user meant that as an item with an unknown key; say so. */
+static void blame_continuation(const char *opt, const struct uffd_opt *o, const char *item,
+			       size_t klen, const char *keys)
+{
+	char head[1024], err[600];
+	struct uffd_config cfg;
+	const char *c = item + klen + 1;
+
+	uffd_config_defaults(&cfg);
+	while ((c = strchr(c, ','))) {
+		c++;
+		if (!looks_like_item(c))
+			continue;
+		snprintf(head, sizeof(head), "%.*s", (int)(c - 1 - (item + klen + 1)), item + klen + 1);
+		if (uffd_opt_parse(o, o->env, head, &cfg, err, sizeof(err)) == 0)
+			cli_usage_error(CMD, "%s: unknown key in '%.*s' (accepted: %s)", opt,
+					(int)strcspn(c, ","), c, keys);
+	}
+}
+
 /* Split SPEC into items and check each value as `thpemu run` would. */
 static void parse_spec(const char *opt, const char *spec, struct side *s)
 {
@@ -171,8 +205,10 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 			cli_usage_error(CMD, "%s: unknown key in '%s' (accepted: %s)", opt, items[i],
 					keys);
 		snprintf(name, sizeof(name), "%s %s=", opt, o->cli + 2);
-		if (uffd_opt_parse(o, name, items[i] + klen + 1, &cfg, err, sizeof(err)) < 0)
+		if (uffd_opt_parse(o, name, items[i] + klen + 1, &cfg, err, sizeof(err)) < 0) {
+			blame_continuation(opt, o, items[i], klen, keys);
 			cli_usage_error(CMD, "%s", err);
+		}
 		if (!s->label[0] && o->type == UOPT_POLICY)
 			snprintf(s->label, sizeof(s->label), "%s", items[i] + klen + 1);
 		s->argv[s->argc++] = strdup(o->cli);

@@ -2,8 +2,9 @@
 # Live emulator benchmark. In one run it measures, from the faulting thread:
 #   - the floors: a bare UFFDIO_COPY 4 KiB round trip and a bare clear + UFFDIO_MOVE 2 MiB round
 #     trip (live_bench bare4k / bare2m, a minimal one-thread handler);
-#   - the emulator's 4 KiB decisions (modern-never) and 2 MiB decisions (modern-always, as
-#     many huge faults as prefaulted staging chunks, like the floor's prefaulted pool);
+#   - the emulator's 4 KiB decisions (modern-never), also with --trace (the trace's cost on the
+#     fault path), and 2 MiB decisions (modern-always, as many huge faults as prefaulted
+#     staging chunks, like the floor's prefaulted pool);
 #   - usemem's wall time natively and under the emulator;
 # and prints the emulator's figures as ratios to those floors. THPEMU_PERF_QUICK=1: short run.
 . "$THPEMU_SOURCE_DIR/tests/integration/lib.sh"
@@ -28,6 +29,8 @@ for r in $(seq $reps); do
 	"$BENCH" bare4k $n4 >>"$T_TMP/bare4" || fail "bare4k"
 	"$THPEMU" run --quiet --policy modern-never --report "$T_OUT/bench4k.json" -- \
 		"$BENCH" touch4k $n4 >>"$T_TMP/emu4" || fail "touch4k under thpemu"
+	"$THPEMU" run --quiet --policy modern-never --trace "$T_TMP/bench.trace" -- \
+		"$BENCH" touch4k $n4 >>"$T_TMP/emu4t" || fail "touch4k under thpemu --trace"
 	"$BENCH" bare2m $n2 >>"$T_TMP/bare2" || fail "bare2m"
 	"$THPEMU" run --quiet --policy modern-always --staging 64 --pool 4G \
 		--report "$T_OUT/bench2m.json" -- "$BENCH" touch2m $n2 >>"$T_TMP/emu2" ||
@@ -42,6 +45,9 @@ summary() {
 }
 bare4=$(summary "$T_TMP/bare4")
 emu4=$(summary "$T_TMP/emu4")
+emu4t=$(summary "$T_TMP/emu4t")
+traced=$("$THPEMU" report --text "$T_TMP/bench.trace" | sed -n 's/.* \([0-9]*\) faults (.*/\1/p')
+[ "${traced:-0}" -ge "$n4" ] || fail "the trace holds ${traced:-0} faults, expected at least $n4"
 bare2=$(summary "$T_TMP/bare2")
 emu2=$(summary "$T_TMP/emu2")
 
@@ -59,6 +65,10 @@ printf '%-44s %10s %10s %8s %8s\n' "fault service seen by the thread ($reps roun
 printf '%-44s %10s %10s %8s %8s\n' "floor: bare UFFDIO_COPY 4 KiB" "$(get "$bare4" p50_us)" "$(get "$bare4" p99_us)" 1 1
 printf '%-44s %10s %10s %8s %8s\n' "thpemu 4 KiB decision (modern-never)" "$(get "$emu4" p50_us)" "$(get "$emu4" p99_us)" \
 	"$(ratio "$(get "$emu4" p50_us)" "$(get "$bare4" p50_us)")" "$(ratio "$(get "$emu4" p99_us)" "$(get "$bare4" p99_us)")"
+printf '%-44s %10s %10s %8s %8s\n' "thpemu 4 KiB decision, --trace" "$(get "$emu4t" p50_us)" "$(get "$emu4t" p99_us)" \
+	"$(ratio "$(get "$emu4t" p50_us)" "$(get "$bare4" p50_us)")" "$(ratio "$(get "$emu4t" p99_us)" "$(get "$bare4" p99_us)")"
+printf '%-44s %10s %10s\n' "  --trace / untraced (p50, p99)" "$(ratio "$(get "$emu4t" p50_us)" "$(get "$emu4" p50_us)")" \
+	"$(ratio "$(get "$emu4t" p99_us)" "$(get "$emu4" p99_us)")"
 printf '%-44s %10s %10s %8s %8s\n' "floor: bare clear + UFFDIO_MOVE 2 MiB" "$(get "$bare2" p50_us)" "$(get "$bare2" p99_us)" 1 1
 printf '%-44s %10s %10s %8s %8s\n' "thpemu 2 MiB decision (modern-always)" "$(get "$emu2" p50_us)" "$(get "$emu2" p99_us)" \
 	"$(ratio "$(get "$emu2" p50_us)" "$(get "$bare2" p50_us)")" "$(ratio "$(get "$emu2" p99_us)" "$(get "$bare2" p99_us)")"

@@ -1,0 +1,11 @@
+# Policy A/B testing, reports and fault traces (issue 6): thpemu ab with statistics and the HTML
+# report rendered in headless Chromium, traces replayed in the simulator and live.
+thpemu_add_test(NAME integration/replay
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/replay.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 900)
+thpemu_add_test(NAME integration/ab_cli
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ab_cli.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 600)
+thpemu_add_test(NAME integration/ab_seed
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ab_seed.sh
+                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 1500)

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# thpemu ab and thpemu report as commands, on quick workloads:
+#  - bad options and specs: one line naming the option and what is accepted, exit status 2;
+#  - specs whose values contain commas (dirty=..., fragment=...) split right;
+#  - a failing run is reported and left out, the others are compared, the exit status is 1;
+#    runs that all fail still give a JSON report;
+#  - --order random is a seeded shuffle (the same seed, the same order), warm-up runs are not
+#    compared, --keep keeps each run's files;
+#  - a clear difference (modern-always vs modern-never on usemem) is marked significant in the
+#    metrics and in the per-fault distributions;
+#  - thpemu report renders run and sim reports, refuses what is not a report, and writes mmtests
+#    lines from a report's histogram when there is no trace.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_uffd
+need_cmd jq
+
+bad() { # bad WANT-IN-MESSAGE ARGS...: exit status 2 and a one-line message
+	local want=$1 rc
+	shift
+	"$THPEMU" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
+	rc=$?
+	[ $rc = 2 ] || fail "'$*': exit status $rc, expected 2 ($(cat "$T_TMP/err"))"
+	[ "$(wc -l <"$T_TMP/err")" = 1 ] || fail "'$*': not one line: $(cat "$T_TMP/err")"
+	grep -q -- "$want" "$T_TMP/err" || fail "'$*': message lacks '$want': $(cat "$T_TMP/err")"
+}
+bad "--a and --b are both required" ab --a policy=linux-3.1 -- true
+bad "no command given" ab --a policy=linux-3.1 --b policy=linux-3.3
+bad "unknown key in 'colour=red'" ab --a policy=linux-3.1,colour=red --b policy=linux-3.3 -- true
+bad "not KEY=VALUE with a known key" ab --a linux-3.1 --b policy=linux-3.3 -- true
+bad "pool" ab --a policy=linux-3.1,pool=3 --b policy=linux-3.3 -- true
+bad "--a policy=" ab --a policy=linux-9.9 --b policy=linux-3.3 -- true
+bad "--runs: '0' is not accepted" ab --a policy=linux-3.1 --b policy=linux-3.3 --runs 0 -- true
+bad "--order: 'zigzag' is not accepted (alternate, random)" ab --a policy=linux-3.1 --b policy=linux-3.3 --order zigzag -- true
+bad "unknown option '--colour'" ab --colour --a policy=linux-3.1 --b policy=linux-3.3 -- true
+bad "unknown option '--pdf'" report --pdf x.json
+bad "no report given" report
+bad "not a readable JSON report" report /etc/hostname
+bad "no trace given" replay --policy linux-3.1
+"$THPEMU" ab --help | grep -q "dirty=total=16M,file=2M" || fail "ab --help lacks the spec example"
+"$THPEMU" report --help | grep -q -- "--mmtests" || fail "report --help"
+"$THPEMU" --help | grep -q "^  ab " || fail "thpemu --help does not list ab"
+
+# a clear difference, with commas inside values, warm-up, random order, kept files
+"$THPEMU" ab --a "label=thp,policy=modern-always,pool=256M,fragment=anon:10%,pagecache:5%" \
+	--b "label=nothp,policy=modern-never,pool=256M" --runs 3 --warmup 1 --order random --seed 7 \
+	--json "$T_OUT/clear.json" --keep "$T_TMP/keep" -- "$USEMEM" --size 32M --quiet \
+	>"$T_OUT/clear.txt" 2>"$T_TMP/clear.err" || fail "ab failed: $(tail -3 "$T_TMP/clear.err")"
+J=$T_OUT/clear.json
+expect_eq "labels" "$(json "$J" '.config.a.label + "/" + .config.b.label')" "thp/nothp"
+expect_eq "A's fragment kept its comma" "$(json "$J" '.config.a.args | join(" ")')" \
+	"--policy modern-always --pool 256M --fragment anon:10%,pagecache:5%"
+expect_eq "runs" "$(json "$J" '.runs | length')" 8
+expect_eq "warm-ups first" "$(json "$J" '[.runs[:2][] | .warmup] | all')" true
+expect_eq "compared runs" "$(json "$J" '.comparison.runs_a + .comparison.runs_b')" 6
+order=$(json "$J" '[.runs[2:][].side] | join("")')
+say "random order (seed 7): $order"
+[ "$order" != ABABAB ] || fail "--order random kept ABABAB"
+[ "$(echo "$order" | tr -cd A | wc -c)" = 3 ] || fail "unbalanced order $order"
+[ -s "$T_TMP/keep/A-run1.json" ] && [ -s "$T_TMP/keep/B-warmup1.out" ] || fail "--keep: $(ls "$T_TMP/keep")"
+m() { json "$J" ".comparison.metrics[] | select(.name == \"$1\") | $2"; }
+expect_eq "huge-pct significant" "$(m huge-pct .significant)" true
+expect_eq "nothp huge-pct" "$(m huge-pct .b.mean)" 0
+expect_eq "faults significant" "$(m faults .significant)" true
+expect_eq "base faults compared per fault" "$(json "$J" .comparison.distributions.base.tested)" true
+expect_eq "huge faults of B" "$(json "$J" .comparison.distributions.huge.b_faults)" 0
+grep -q "^Amean     huge-pct (%)" "$T_OUT/clear.txt" || fail "no compare-kernels table: $(head "$T_OUT/clear.txt")"
+grep -q "^ab: 8/8 all runs done" "$T_TMP/clear.err" || fail "no plain progress lines: $(cat "$T_TMP/clear.err")"
+"$THPEMU" ab --a policy=modern-always,pool=256M --b policy=modern-never,pool=256M --runs 3 \
+	--order random --seed 7 --json "$T_TMP/again.json" -- "$USEMEM" --size 8M --quiet >/dev/null 2>&1 ||
+	fail "ab (seed 7 again) failed"
+expect_eq "the same seed, the same order" "$(json "$T_TMP/again.json" '[.runs[].side] | join("")')" "$order"
+
+# failing runs: B fails every time (its policy makes the command exit 3)
+"$THPEMU" ab --a policy=modern-never --b policy=modern-always --runs 2 --json "$T_OUT/fail.json" -- \
+	sh -c '"$0" --size 8M --quiet && test "$THPEMU_POLICY" = modern-never || exit 3' "$USEMEM" \
+	>"$T_TMP/fail.txt" 2>"$T_TMP/fail.err"
+rc=$?
+expect_eq "exit status with failed runs" "$rc" 1
+expect_eq "failed B runs" "$(json "$T_OUT/fail.json" .comparison.failed_b)" 2
+expect_eq "A runs compared" "$(json "$T_OUT/fail.json" .comparison.runs_a)" 2
+expect_eq "note" "$(json "$T_OUT/fail.json" '.runs[1].note | startswith("exit status 3")')" true
+grep -q "^FAILED: B run 2: exit status 3" "$T_TMP/fail.txt" || fail "failed runs not listed: $(tail -3 "$T_TMP/fail.txt")"
+"$THPEMU" ab --a policy=modern-never --b policy=linux-3.1 --runs 1 --json "$T_TMP/none.json" -- \
+	/nonexistent/program >/dev/null 2>&1
+expect_eq "all runs failed: exit status" "$?" 1
+expect_eq "all runs failed: still a report" "$(json "$T_TMP/none.json" '[.runs[].ok] | any')" false
+
+# thpemu report on run and sim reports
+"$THPEMU" run --quiet --policy linux-3.3 --pool 128M --report "$T_TMP/run.json" -- "$USEMEM" --size 16M --quiet >/dev/null ||
+	fail "thpemu run"
+"$THPEMU" sim --policy linux-3.3 --scenario thpcompact --pool 128M --duration 1s --json "$T_TMP/sim.json" >/dev/null ||
+	fail "thpemu sim"
+"$THPEMU" report "$T_TMP/run.json" "$T_TMP/sim.json" >"$T_TMP/rep.txt" || fail "report --text"
+grep -q "run.json: linux-3.3, ok" "$T_TMP/rep.txt" && grep -q "sim.json: linux-3.3, ok" "$T_TMP/rep.txt" ||
+	fail "report text: $(cat "$T_TMP/rep.txt")"
+"$THPEMU" report "$T_TMP/sim.json" --html "$T_TMP/sim.html" || fail "report --html of a sim report"
+grep -q '<svg class="plot' "$T_TMP/sim.html" || fail "no plots in the sim HTML"
+"$THPEMU" report --mmtests "$T_TMP/run.json" >"$T_TMP/mm.txt" 2>"$T_TMP/mm.err" || fail "report --mmtests"
+expect_eq "mmtests lines from the histogram" "$(grep -c '^fault 0 \(huge\|base\) [0-9]* 0.000000$' "$T_TMP/mm.txt")" \
+	"$(json "$T_TMP/run.json" .faults.total)"
+grep -q "no fault trace" "$T_TMP/mm.err" || fail "--mmtests did not say where the lines come from"
+say "ok"
