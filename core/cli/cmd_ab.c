@@ -64,27 +64,31 @@ static volatile sig_atomic_t interrupted;
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: thpemu ab --a SPEC --b SPEC [--runs N] [--warmup N] [--order alternate|random]\n"
-		"                 [--seed N] [--json FILE] [--html FILE] [--keep DIR] [--resamples N]\n"
-		"                 -- CMD [ARGS...]\n\n"
-		"Runs CMD under two configurations, alternately, and says whether they differ.\n\n"
-		"  --a SPEC, --b SPEC   the two sides: comma-separated KEY=VALUE, KEY a 'thpemu run'\n"
-		"                       option without its dashes, or label=NAME (the side's name;\n"
-		"                       default: its policy). A piece that does not start with a KEY=\n"
-		"                       continues the previous value, so values may contain commas:\n"
-		"                       policy=linux-3.1,dirty=total=16M,file=2M,pool=96M\n"
-		"  --runs N             measured runs per side (default 5, at most %d)\n"
-		"  --warmup N           runs per side first, not compared (default 0)\n"
-		"  --order ORDER        alternate (ABAB..., default) or random (seeded shuffle)\n"
-		"  --seed N             seed of the order and of the bootstrap (default 1); each run's\n"
-		"                       initial pool uses the sides' seed= (default 1: the same state)\n"
-		"  --json FILE          the comparison and every run's report\n"
-		"  --html FILE          a self-contained HTML report (inline SVG)\n"
-		"  --keep DIR           keep each run's report, stall report and output in DIR\n"
-		"  --resamples N        bootstrap resamples (default %d)\n\n"
-		"Keys: label",
-		MAX_RUNS / 2, DEF_RESAMPLE);
+	fprintf(
+	    f,
+	    "usage: thpemu ab --a SPEC --b SPEC [--runs N] [--warmup N] [--order "
+	    "alternate|random]\n"
+	    "                 [--seed N] [--json FILE] [--html FILE] [--keep DIR] [--resamples N]\n"
+	    "                 -- CMD [ARGS...]\n\n"
+	    "Runs CMD under two configurations, alternately, and says whether they differ.\n\n"
+	    "  --a SPEC, --b SPEC   the two sides: comma-separated KEY=VALUE, KEY a 'thpemu run'\n"
+	    "                       option without its dashes, or label=NAME (the side's name;\n"
+	    "                       default: its policy). A piece that does not start with a KEY=\n"
+	    "                       continues the previous value, so values may contain commas:\n"
+	    "                       policy=linux-3.1,dirty=total=16M,file=2M,pool=96M\n"
+	    "  --runs N             measured runs per side (default 5, at most %d)\n"
+	    "  --warmup N           runs per side first, not compared (default 0)\n"
+	    "  --order ORDER        alternate (ABAB..., default) or random (seeded shuffle)\n"
+	    "  --seed N             seed of the order and of the bootstrap (default 1); each "
+	    "run's\n"
+	    "                       initial pool uses the sides' seed= (default 1: the same "
+	    "state)\n"
+	    "  --json FILE          the comparison and every run's report\n"
+	    "  --html FILE          a self-contained HTML report (inline SVG)\n"
+	    "  --keep DIR           keep each run's report, stall report and output in DIR\n"
+	    "  --resamples N        bootstrap resamples (default %d)\n\n"
+	    "Keys: label",
+	    MAX_RUNS / 2, DEF_RESAMPLE);
 	for (unsigned i = 0; i < uffd_nopts; i++)
 		if (uffd_opts[i].cli)
 			fprintf(f, ", %s", uffd_opts[i].cli + 2);
@@ -94,7 +98,8 @@ static void usage(FILE *f)
 		   "for a bad option.\n");
 }
 
-/* ---- SPEC ---------------------------------------------------------------------------------------- */
+/* ---- SPEC
+ * ---------------------------------------------------------------------------------------- */
 
 static const struct uffd_opt *spec_key(const char *item, size_t *klen)
 {
@@ -137,7 +142,8 @@ static bool looks_like_item(const char *piece)
 	if (!eq || eq == piece)
 		return false;
 	for (const char *c = piece; c < eq; c++)
-		if (!(*c == '-' || *c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
+		if (!(*c == '-' || *c == '_' || (*c >= 'a' && *c <= 'z') ||
+		      (*c >= '0' && *c <= '9')))
 			return false;
 	return true;
 }
@@ -156,7 +162,8 @@ static void blame_continuation(const char *opt, const struct uffd_opt *o, const 
 		c++;
 		if (!looks_like_item(c))
 			continue;
-		snprintf(head, sizeof(head), "%.*s", (int)(c - 1 - (item + klen + 1)), item + klen + 1);
+		snprintf(head, sizeof(head), "%.*s", (int)(c - 1 - (item + klen + 1)),
+			 item + klen + 1);
 		if (uffd_opt_parse(o, o->env, head, &cfg, err, sizeof(err)) == 0)
 			cli_usage_error(CMD, "%s: unknown key in '%.*s' (accepted: %s)", opt,
 					(int)strcspn(c, ","), c, keys);
@@ -186,7 +193,8 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 		} else if (n) {
 			piece[-1] = ','; /* part of the previous value */
 		} else {
-			cli_usage_error(CMD, "%s: '%s' is not KEY=VALUE with a known key (accepted: %s)",
+			cli_usage_error(CMD,
+					"%s: '%s' is not KEY=VALUE with a known key (accepted: %s)",
 					opt, piece, keys);
 		}
 	}
@@ -202,8 +210,8 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 			continue;
 		}
 		if (!o || !strcmp(o->cli, "--trace"))
-			cli_usage_error(CMD, "%s: unknown key in '%s' (accepted: %s)", opt, items[i],
-					keys);
+			cli_usage_error(CMD, "%s: unknown key in '%s' (accepted: %s)", opt,
+					items[i], keys);
 		snprintf(name, sizeof(name), "%s %s=", opt, o->cli + 2);
 		if (uffd_opt_parse(o, name, items[i] + klen + 1, &cfg, err, sizeof(err)) < 0) {
 			blame_continuation(opt, o, items[i], klen, keys);
@@ -216,14 +224,16 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 	}
 }
 
-/* ---- options ------------------------------------------------------------------------------------- */
+/* ---- options
+ * ------------------------------------------------------------------------------------- */
 
 static unsigned parse_count(const char *opt, const char *v, unsigned lo, unsigned hi)
 {
 	uint64_t n;
 
 	if (units_parse_uint(v, hi, &n) || n < lo)
-		cli_usage_error(CMD, "%s: '%s' is not accepted (an integer %u..%u)", opt, v, lo, hi);
+		cli_usage_error(CMD, "%s: '%s' is not accepted (an integer %u..%u)", opt, v, lo,
+				hi);
 	return (unsigned)n;
 }
 
@@ -262,11 +272,12 @@ static void parse(int argc, char **argv, struct ab *ab)
 			ab->resamples = parse_count(name, v, 100, 1000000);
 		else if (!strcmp(name, "--seed")) {
 			if (units_parse_uint(v, UINT64_MAX, &ab->seed))
-				cli_usage_error(CMD, "--seed: '%s' is not a non-negative integer", v);
+				cli_usage_error(CMD, "--seed: '%s' is not a non-negative integer",
+						v);
 		} else if (!strcmp(name, "--order")) {
 			if (strcmp(v, "alternate") && strcmp(v, "random"))
-				cli_usage_error(CMD, "--order: '%s' is not accepted (alternate, random)",
-						v);
+				cli_usage_error(
+				    CMD, "--order: '%s' is not accepted (alternate, random)", v);
 			ab->random_order = !strcmp(v, "random");
 		} else if (!strcmp(name, "--json"))
 			ab->json = v;
@@ -291,12 +302,15 @@ static void parse(int argc, char **argv, struct ab *ab)
 	if (!ab->s[1].label[0])
 		snprintf(ab->s[1].label, sizeof(ab->s[1].label), "B");
 	if (!strcmp(ab->s[0].label, ab->s[1].label)) { /* the comparison keys on labels */
-		strncat(ab->s[0].label, " (A)", sizeof(ab->s[0].label) - strlen(ab->s[0].label) - 1);
-		strncat(ab->s[1].label, " (B)", sizeof(ab->s[1].label) - strlen(ab->s[1].label) - 1);
+		strncat(ab->s[0].label, " (A)",
+			sizeof(ab->s[0].label) - strlen(ab->s[0].label) - 1);
+		strncat(ab->s[1].label, " (B)",
+			sizeof(ab->s[1].label) - strlen(ab->s[1].label) - 1);
 	}
 }
 
-/* ---- running -------------------------------------------------------------------------------------- */
+/* ---- running
+ * -------------------------------------------------------------------------------------- */
 
 struct plan {
 	int side;
@@ -469,9 +483,10 @@ static size_t run_all(struct ab *ab, struct rd_run *runs)
 			snprintf(r->note, sizeof(r->note), "exit status %d%s%.200s", st,
 				 line[0] ? ": " : "", line);
 		}
-		snprintf(what, sizeof(what), "%s %s %d %s in %.1f s%s%s", p->warmup ? "warm-up" : "run",
-			 p->side ? "B" : "A", p->index, r->ok ? "done" : "FAILED", r->wall_s,
-			 r->ok ? "" : ": ", r->ok ? "" : r->note);
+		snprintf(what, sizeof(what), "%s %s %d %s in %.1f s%s%s",
+			 p->warmup ? "warm-up" : "run", p->side ? "B" : "A", p->index,
+			 r->ok ? "done" : "FAILED", r->wall_s, r->ok ? "" : ": ",
+			 r->ok ? "" : r->note);
 		done++;
 		if (!r->ok || !ab->tty)
 			progress(ab, done, n, what);
@@ -482,7 +497,8 @@ static size_t run_all(struct ab *ab, struct rd_run *runs)
 	return done;
 }
 
-/* ---- output ---------------------------------------------------------------------------------------- */
+/* ---- output
+ * ---------------------------------------------------------------------------------------- */
 
 static void json_config(struct json_w *w, const struct ab *ab)
 {
@@ -526,8 +542,8 @@ static int write_json(const struct ab *ab, const struct rd_run *runs, size_t n,
 	jw_arr_begin(&w, "runs");
 	for (size_t i = 0; i < n; i++) {
 		const struct rd_run *r = &runs[i];
-		char *rep = r->root ? json_dumps(r->root, JSON_COMPACT | JSON_REAL_PRECISION(12))
-				    : NULL;
+		char *rep =
+		    r->root ? json_dumps(r->root, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
 
 		jw_obj_begin(&w, NULL);
 		jw_str(&w, "side", r->side ? "B" : "A");
@@ -569,8 +585,8 @@ static int write_html(const struct ab *ab, const struct rd_run *runs, size_t n,
 	}
 	snprintf(title, sizeof(title), "thpemu ab: %s vs %s", ab->s[0].label, ab->s[1].label);
 	for (char **a = ab->cmd; *a && off < sizeof(sub); a++)
-		off += (size_t)snprintf(sub + off, sizeof(sub) - off, "%s%s", a == ab->cmd ? "" : " ",
-					*a);
+		off += (size_t)snprintf(sub + off, sizeof(sub) - off, "%s%s",
+					a == ab->cmd ? "" : " ", *a);
 	snprintf(cfg, sizeof(cfg),
 		 "A (%s): --a %s\nB (%s): --b %s\nruns per side: %u, warm-up: %u, order: %s, seed: "
 		 "%llu, bootstrap resamples: %u",
@@ -613,7 +629,8 @@ static int ab_main(int argc, char **argv)
 		snprintf(ab.dir, sizeof(ab.dir), "%s/thpemu-ab.XXXXXX",
 			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 		if (!mkdtemp(ab.dir)) {
-			cli_error(CMD, "cannot create a directory for the runs: %s", strerror(errno));
+			cli_error(CMD, "cannot create a directory for the runs: %s",
+				  strerror(errno));
 			return 1;
 		}
 	}

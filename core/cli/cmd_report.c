@@ -19,8 +19,8 @@
 #include "cli/runs.h"
 #include "obs/trace.h"
 
-#define CMD	   "report"
-#define MAX_FILES  256
+#define CMD	  "report"
+#define MAX_FILES 256
 
 struct report_args {
 	const char *files[MAX_FILES];
@@ -31,23 +31,30 @@ struct report_args {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: thpemu report FILE... [--text] [--html OUT] [--mmtests] [--a LABEL --b LABEL]\n\n"
-		"Renders reports of thpemu run (--report), thpemu sim (--json) and thpemu ab (--json),\n"
-		"and fault traces (thpemu run --trace). Runs are grouped by label: an ab report's side\n"
-		"labels, otherwise the policy.\n\n"
-		"  --text          a text summary of every run, and the A/B comparison when there are\n"
-		"                  two series (the default output)\n"
-		"  --html OUT      one self-contained HTML file: latency CDFs and tail CDFs, huge %% per\n"
-		"                  run, the stall timeline and stall groups with stacks, vmstat, the\n"
-		"                  configuration\n"
-		"  --mmtests       one 'fault <tid> <huge|base> <us> <sec.usec>' line per fault, as\n"
-		"                  mmtests' thpcompact extractors read them: exact from a trace (a trace\n"
-		"                  file, or a run report recorded with --trace), else reconstructed from\n"
-		"                  the latency histogram (thread 0, time 0, latency within 3 %%)\n"
-		"  --a L, --b L    the two series to compare (default: the first two)\n\n"
-		"Exit status: 0; 1 if a file cannot be written; 2 for a bad option or an unreadable "
-		"report.\n");
+	fprintf(
+	    f,
+	    "usage: thpemu report FILE... [--text] [--html OUT] [--mmtests] [--a LABEL --b "
+	    "LABEL]\n\n"
+	    "Renders reports of thpemu run (--report), thpemu sim (--json) and thpemu ab "
+	    "(--json),\n"
+	    "and fault traces (thpemu run --trace). Runs are grouped by label: an ab report's "
+	    "side\n"
+	    "labels, otherwise the policy.\n\n"
+	    "  --text          a text summary of every run, and the A/B comparison when there are\n"
+	    "                  two series (the default output)\n"
+	    "  --html OUT      one self-contained HTML file: latency CDFs and tail CDFs, huge %% "
+	    "per\n"
+	    "                  run, the stall timeline and stall groups with stacks, vmstat, the\n"
+	    "                  configuration\n"
+	    "  --mmtests       one 'fault <tid> <huge|base> <us> <sec.usec>' line per fault, as\n"
+	    "                  mmtests' thpcompact extractors read them: exact from a trace (a "
+	    "trace\n"
+	    "                  file, or a run report recorded with --trace), else reconstructed "
+	    "from\n"
+	    "                  the latency histogram (thread 0, time 0, latency within 3 %%)\n"
+	    "  --a L, --b L    the two series to compare (default: the first two)\n\n"
+	    "Exit status: 0; 1 if a file cannot be written; 2 for a bad option or an unreadable "
+	    "report.\n");
 }
 
 static void parse(int argc, char **argv, struct report_args *a)
@@ -74,8 +81,10 @@ static void parse(int argc, char **argv, struct report_args *a)
 		} else if (!strncmp(arg, "--html=", 7)) {
 			a->html = arg + 7;
 		} else if (arg[0] == '-' && arg[1]) {
-			cli_usage_error(CMD, "unknown option '%s' (accepted: --text, --html, --mmtests, "
-					     "--a, --b)", arg);
+			cli_usage_error(CMD,
+					"unknown option '%s' (accepted: --text, --html, --mmtests, "
+					"--a, --b)",
+					arg);
 		} else if (a->nfiles == MAX_FILES) {
 			cli_usage_error(CMD, "at most %d files", MAX_FILES);
 		} else {
@@ -90,7 +99,8 @@ static void parse(int argc, char **argv, struct report_args *a)
 		a->text = true;
 }
 
-/* ---- traces ---------------------------------------------------------------------------------------- */
+/* ---- traces
+ * ---------------------------------------------------------------------------------------- */
 
 static int mmtests_trace(const char *path, FILE *out)
 {
@@ -110,7 +120,7 @@ static int mmtests_trace(const char *path, FILE *out)
 			continue;
 		fprintf(out, "fault %u %s %.0f %llu.%06llu\n", r->tid,
 			obs_trace_decision(r) == 0 && !(r->flags & OBS_TRF_HOST_SMALL) ? "huge"
-											: "base",
+										       : "base",
 			(double)r->val / 1000.0, (unsigned long long)(when / 1000000000ULL),
 			(unsigned long long)(when / 1000 % 1000000ULL));
 	}
@@ -146,18 +156,22 @@ static void trace_text(const char *path, FILE *out)
 	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n", path, t.hdr.pid,
 		obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?",
 		obs_trace_get(&t, "policy", err, sizeof(err)) ? err : "?", (double)span / 1e9,
-		t.complete ? "complete" : "truncated (no END record: the process did not exit cleanly)");
-	fprintf(out, "  %zu records: %llu faults (%llu decided huge) from %zu threads, %llu maps, "
-		     "%llu adopted, %llu releases, %llu advice, %llu remaps; %llu dropped\n",
+		t.complete ? "complete"
+			   : "truncated (no END record: the process did not exit cleanly)");
+	fprintf(out,
+		"  %zu records: %llu faults (%llu decided huge) from %zu threads, %llu maps, "
+		"%llu adopted, %llu releases, %llu advice, %llu remaps; %llu dropped\n",
 		t.n, (unsigned long long)t.counts[OBS_TR_FAULT], (unsigned long long)huge, ntid,
-		(unsigned long long)t.counts[OBS_TR_MAP], (unsigned long long)t.counts[OBS_TR_ADOPT],
+		(unsigned long long)t.counts[OBS_TR_MAP],
+		(unsigned long long)t.counts[OBS_TR_ADOPT],
 		(unsigned long long)t.counts[OBS_TR_RELEASE],
 		(unsigned long long)t.counts[OBS_TR_ADVISE],
 		(unsigned long long)t.counts[OBS_TR_REMAP], (unsigned long long)t.dropped);
 	obs_trace_free(&t);
 }
 
-/* ---- runs ------------------------------------------------------------------------------------------ */
+/* ---- runs
+ * ------------------------------------------------------------------------------------------ */
 
 static void mmtests_hist(const struct rd_run *r, FILE *out, bool *said)
 {
@@ -166,8 +180,9 @@ static void mmtests_hist(const struct rd_run *r, FILE *out, bool *said)
 	if (trace && obs_trace_is_trace(trace) && mmtests_trace(trace, out) == 0)
 		return;
 	if (!*said)
-		fprintf(stderr, "thpemu report: %s has no fault trace: --mmtests lines come from its "
-				"latency histogram (thread 0, time 0, latency within 3 %%)\n",
+		fprintf(stderr,
+			"thpemu report: %s has no fault trace: --mmtests lines come from its "
+			"latency histogram (thread 0, time 0, latency within 3 %%)\n",
 			r->source);
 	*said = true;
 	for (int c = RD_HUGE; c <= RD_BASE; c++)
@@ -185,12 +200,14 @@ static void run_text(const struct rd_run *r, FILE *out)
 		r->ok ? "ok" : r->note);
 	if (!r->root)
 		return;
-	fprintf(out, "  faults %.0f: huge %.0f (%.2f %%), base %.0f; stalls %.0f (%.1f ms); "
-		     "writeback waits %.0f (%.1f ms)\n",
+	fprintf(out,
+		"  faults %.0f: huge %.0f (%.2f %%), base %.0f; stalls %.0f (%.1f ms); "
+		"writeback waits %.0f (%.1f ms)\n",
 		rd_num(r->root, "faults.total"), rd_num(r->root, "faults.huge"),
 		rd_num(r->root, "faults.huge_pct"), rd_num(r->root, "faults.base"),
 		rd_num(r->root, "stalls.count"), rd_num(r->root, "stalls.total_ms"),
-		rd_num(r->root, "writeback_waits.count"), rd_num(r->root, "writeback_waits.total_ms"));
+		rd_num(r->root, "writeback_waits.count"),
+		rd_num(r->root, "writeback_waits.total_ms"));
 	for (int c = 0; c < 3; c++) {
 		char p[4][48];
 
@@ -198,8 +215,8 @@ static void run_text(const struct rd_run *r, FILE *out)
 		snprintf(p[1], sizeof(p[1]), "latency_us.%s.p99", cls[c]);
 		snprintf(p[2], sizeof(p[2]), "latency_us.%s.max", cls[c]);
 		snprintf(p[3], sizeof(p[3]), "latency_us.%s.count", cls[c]);
-		fprintf(out, "  %-4s latency us: p50 %.1f p99 %.1f max %.1f (%.0f faults)\n", cls[c],
-			rd_num(r->root, p[0]), rd_num(r->root, p[1]), rd_num(r->root, p[2]),
+		fprintf(out, "  %-4s latency us: p50 %.1f p99 %.1f max %.1f (%.0f faults)\n",
+			cls[c], rd_num(r->root, p[0]), rd_num(r->root, p[1]), rd_num(r->root, p[2]),
 			rd_num(r->root, p[3]));
 	}
 }
@@ -266,9 +283,8 @@ static int report_main(int argc, char **argv)
 		if (!fa || !fb)
 			cli_usage_error(CMD, "--a/--b: no runs labelled '%s'", fa ? a.lb : a.la);
 	}
-	if ((a.la || nl == 2) &&
-	    cmp_compute(runs, n, a.la ? a.la : labels[0], a.lb ? a.lb : labels[1], 10000, 1, &c) ==
-		0)
+	if ((a.la || nl == 2) && cmp_compute(runs, n, a.la ? a.la : labels[0],
+					     a.lb ? a.lb : labels[1], 10000, 1, &c) == 0)
 		cmp = &c;
 	if (a.mmtests)
 		for (size_t i = 0; i < n; i++)
@@ -278,8 +294,8 @@ static int report_main(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			run_text(&runs[i], stdout);
 		if (cmp) {
-			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cmp->label_a, cmp->runs_a,
-			       cmp->label_b, cmp->runs_b);
+			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cmp->label_a,
+			       cmp->runs_a, cmp->label_b, cmp->runs_b);
 			cmp_text(stdout, cmp);
 		}
 	}

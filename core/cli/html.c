@@ -30,7 +30,7 @@
 #define PAD_R	   12
 
 static const char *const palette[MAX_SERIES] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
-						 "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"};
+						"#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"};
 
 struct series {
 	const char *label;
@@ -67,7 +67,8 @@ static bool counted(const struct rd_run *r)
 	return r->ok && !r->warmup && r->root;
 }
 
-/* ---- pooling -------------------------------------------------------------------------------------- */
+/* ---- pooling
+ * -------------------------------------------------------------------------------------- */
 
 static int cmp_bucket(const void *x, const void *y)
 {
@@ -103,7 +104,8 @@ static void pool(struct series *s, const struct rd_run *runs, size_t n)
 	}
 }
 
-/* ---- SVG helpers ------------------------------------------------------------------------------------ */
+/* ---- SVG helpers
+ * ------------------------------------------------------------------------------------ */
 
 struct axes {
 	double x0, x1, y0, y1; /* data range (log10 already applied where the axis is log) */
@@ -132,8 +134,9 @@ static void fmt_us(double us, char *buf, size_t len)
 
 static void svg_open(FILE *f, const char *title, const char *xlabel, const char *ylabel)
 {
-	fprintf(f, "<svg class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-		   "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>",
+	fprintf(f,
+		"<svg class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+		"height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>",
 		PLOT_W, PLOT_H, PLOT_W, PLOT_H);
 	esc(f, title);
 	fprintf(f, "</title><text x=\"%d\" y=\"15\" class=\"t\">", PAD_L);
@@ -141,8 +144,9 @@ static void svg_open(FILE *f, const char *title, const char *xlabel, const char 
 	fprintf(f, "</text><text x=\"%d\" y=\"%d\" class=\"al\" text-anchor=\"middle\">",
 		(PLOT_W + PAD_L) / 2, PLOT_H - 6);
 	esc(f, xlabel);
-	fprintf(f, "</text><text x=\"12\" y=\"%d\" class=\"al\" text-anchor=\"middle\" "
-		   "transform=\"rotate(-90 12 %d)\">",
+	fprintf(f,
+		"</text><text x=\"12\" y=\"%d\" class=\"al\" text-anchor=\"middle\" "
+		"transform=\"rotate(-90 12 %d)\">",
 		PLOT_H / 2, PLOT_H / 2);
 	esc(f, ylabel);
 	fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"frame\"/>",
@@ -160,8 +164,9 @@ static void x_ticks_log_us(FILE *f, const struct axes *a)
 		if (e < a->x0 - 1e-9 || e > a->x1 + 1e-9)
 			continue;
 		fmt_us(pow(10, e), lab, sizeof(lab));
-		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
-			   "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
+		fprintf(f,
+			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
+			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
 			x, x, PAD_T, PLOT_H - PAD_B, x, PLOT_H - PAD_B + 13, lab);
 	}
 }
@@ -176,8 +181,9 @@ static void y_ticks_log_us(FILE *f, const struct axes *a)
 		if (e < a->y0 - 1e-9 || e > a->y1 + 1e-9)
 			continue;
 		fmt_us(pow(10, e), lab, sizeof(lab));
-		fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
-			   "<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">%s</text>",
+		fprintf(f,
+			"<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+			"<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">%s</text>",
 			PAD_L, PLOT_W - PAD_R, y, y, PAD_L - 4, y + 3, lab);
 	}
 }
@@ -187,8 +193,9 @@ static void y_ticks_linear(FILE *f, const struct axes *a, double step, const cha
 	for (double v = a->y0; v <= a->y1 + 1e-9; v += step) {
 		double y = py(a, v);
 
-		fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
-			   "<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">%g%s</text>",
+		fprintf(f,
+			"<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+			"<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">%g%s</text>",
 			PAD_L, PLOT_W - PAD_R, y, y, PAD_L - 4, y + 3, v, suffix);
 	}
 }
@@ -197,11 +204,13 @@ static void y_ticks_linear(FILE *f, const struct axes *a, double step, const cha
 static void legend(FILE *f, const struct series *s, size_t ns, bool bottom)
 {
 	for (size_t i = 0; i < ns; i++) {
-		int y = bottom ? PLOT_H - PAD_B - 8 - (int)(ns - 1 - i) * 13 : PAD_T + 12 + (int)i * 13;
+		int y =
+		    bottom ? PLOT_H - PAD_B - 8 - (int)(ns - 1 - i) * 13 : PAD_T + 12 + (int)i * 13;
 		int x = bottom ? PLOT_W - PAD_R - 150 : PAD_L + 8;
 
-		fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"3\" fill=\"%s\"/>"
-			   "<text x=\"%d\" y=\"%d\" class=\"leg\">",
+		fprintf(f,
+			"<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"3\" fill=\"%s\"/>"
+			"<text x=\"%d\" y=\"%d\" class=\"leg\">",
 			x, y - 3, s[i].color, x + 14, y);
 		esc(f, s[i].label);
 		fputs("</text>", f);
@@ -214,7 +223,8 @@ static void no_data(FILE *f, const char *what)
 		(PLOT_W + PAD_L) / 2, PLOT_H / 2, what);
 }
 
-/* ---- latency plots -------------------------------------------------------------------------------- */
+/* ---- latency plots
+ * -------------------------------------------------------------------------------- */
 
 static bool range_us(const struct series *s, size_t ns, int c, double *lo, double *hi)
 {
@@ -296,8 +306,9 @@ static void tail_plot(FILE *f, const struct series *s, size_t ns, int c)
 			snprintf(lab, sizeof(lab), "%s", k == 0 ? "p0" : k == 1 ? "p90" : "p99");
 		else
 			snprintf(lab, sizeof(lab), "p99.%.*s", k - 2, "9999");
-		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
-			   "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
+		fprintf(f,
+			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
+			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
 			x, x, PAD_T, PLOT_H - PAD_B, x, PLOT_H - PAD_B + 13, lab);
 	}
 	for (size_t i = 0; i < ns; i++) {
@@ -323,7 +334,8 @@ static void tail_plot(FILE *f, const struct series *s, size_t ns, int c)
 	fputs("</svg>\n", f);
 }
 
-/* ---- huge % per run --------------------------------------------------------------------------------- */
+/* ---- huge % per run
+ * --------------------------------------------------------------------------------- */
 
 static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct series *s,
 		      size_t ns)
@@ -339,7 +351,8 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 	svg_open(f, "huge faults per run", "run", "faults served huge (%)");
 	y_ticks_linear(f, &a, 25, "%");
 	for (int k = 1; k <= (int)a.x1; k++)
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%d</text>",
+		fprintf(f,
+			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%d</text>",
 			px(&a, k), PLOT_H - PAD_B + 13, k);
 	for (size_t j = 0; j < ns; j++) {
 		double sum = 0;
@@ -352,8 +365,9 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 			if (!counted(&runs[i]) || strcmp(runs[i].label, s[j].label) ||
 			    isnan(v = rd_num(runs[i].root, "faults.huge_pct")))
 				continue;
-			fprintf(f, "<circle class=\"dot\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\">"
-				   "<title>",
+			fprintf(f,
+				"<circle class=\"dot\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\">"
+				"<title>",
 				px(&a, idx + ((double)j - (double)(ns - 1) / 2) * 0.12), py(&a, v),
 				s[j].color);
 			esc(f, s[j].label);
@@ -362,8 +376,9 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 			cnt++;
 		}
 		if (cnt)
-			fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-				   "class=\"mean\"/>",
+			fprintf(f,
+				"<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+				"class=\"mean\"/>",
 				PAD_L, PLOT_W - PAD_R, py(&a, sum / cnt), py(&a, sum / cnt),
 				s[j].color);
 	}
@@ -371,7 +386,8 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 	fputs("</svg>\n", f);
 }
 
-/* ---- stall timeline --------------------------------------------------------------------------------- */
+/* ---- stall timeline
+ * --------------------------------------------------------------------------------- */
 
 static const char *cause_color(const char *cause)
 {
@@ -405,17 +421,20 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 			tmax = fmax(tmax, rd_num(runs[i].root, "config.duration_s"));
 	}
 	h = top + (int)rows * row_h + 34;
-	fprintf(f, "<svg class=\"plot wide\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-		   "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>stall timeline</title>"
-		   "<text x=\"%d\" y=\"15\" class=\"t\">stalls over time (one row per run; bar = "
-		   "one stall, its length = its duration)</text>",
+	fprintf(f,
+		"<svg class=\"plot wide\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+		"height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>stall timeline</title>"
+		"<text x=\"%d\" y=\"15\" class=\"t\">stalls over time (one row per run; bar = "
+		"one stall, its length = its duration)</text>",
 		w, h, w, h, left);
 	for (int k = 0; k <= 5; k++) {
 		double x = left + (double)k / 5 * (w - left - 10);
 
-		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
-			   "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%.1fs</text>",
-			x, x, top, h - 30, x, h - 18, tmax * k / 5);
+		fprintf(
+		    f,
+		    "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
+		    "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%.1fs</text>",
+		    x, x, top, h - 30, x, h - 18, tmax * k / 5);
 	}
 	rows = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -432,8 +451,9 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"tick\" text-anchor=\"end\">", left - 6,
 			y + 11);
 		esc(f, runs[i].label);
-		fprintf(f, " #%d</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-			   "class=\"lane\"/>",
+		fprintf(f,
+			" #%d</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+			"class=\"lane\"/>",
 			runs[i].index, left, y + 2, w - left - 10, row_h - 4);
 		groups = json_object_get(json_object_get(runs[i].root, "stalls"), "groups");
 		for (size_t g = 0; g < json_array_size(groups); g++) {
@@ -442,14 +462,16 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 			json_t *ds = json_object_get(gr, "events_ms");
 			const char *cause = json_string_value(json_object_get(gr, "cause"));
 
-			for (size_t e = 0; e < json_array_size(ts) && e < json_array_size(ds); e++) {
+			for (size_t e = 0; e < json_array_size(ts) && e < json_array_size(ds);
+			     e++) {
 				double t = json_number_value(json_array_get(ts, e)) - t0;
 				double d = json_number_value(json_array_get(ds, e)) / 1000.0;
 				double x = left + t / tmax * (w - left - 10);
 				double bw = fmax(d / tmax * (w - left - 10), 2);
 
-				fprintf(f, "<rect class=\"stall\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
-					   "height=\"%d\" fill=\"%s\"><title>%.0f ms at %.2f s: ",
+				fprintf(f,
+					"<rect class=\"stall\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+					"height=\"%d\" fill=\"%s\"><title>%.0f ms at %.2f s: ",
 					x, y + 3, bw, row_h - 6, cause_color(cause), d * 1000, t);
 				esc(f, cause);
 				fputs("</title></rect>", f);
@@ -457,19 +479,22 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 		}
 	}
 	if (!rows)
-		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"nodata\">no runs</text>", left, top + 12);
-	fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#d62728\"/><text "
-		   "x=\"%d\" y=\"%d\" class=\"leg\">compaction, waiting on writeback</text>"
-		   "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#ff7f0e\"/><text "
-		   "x=\"%d\" y=\"%d\" class=\"leg\">reclaim, waiting on writeback</text>"
-		   "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#9467bd\"/><text "
-		   "x=\"%d\" y=\"%d\" class=\"leg\">other compaction</text>",
+		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"nodata\">no runs</text>", left,
+			top + 12);
+	fprintf(f,
+		"<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#d62728\"/><text "
+		"x=\"%d\" y=\"%d\" class=\"leg\">compaction, waiting on writeback</text>"
+		"<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#ff7f0e\"/><text "
+		"x=\"%d\" y=\"%d\" class=\"leg\">reclaim, waiting on writeback</text>"
+		"<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"8\" fill=\"#9467bd\"/><text "
+		"x=\"%d\" y=\"%d\" class=\"leg\">other compaction</text>",
 		left, h - 10, left + 14, h - 2, left + 230, h - 10, left + 244, h - 2, left + 440,
 		h - 10, left + 454, h - 2);
 	fputs("</svg>\n", f);
 }
 
-/* ---- tables ----------------------------------------------------------------------------------------- */
+/* ---- tables
+ * ----------------------------------------------------------------------------------------- */
 
 static void num(FILE *f, double v, int dec)
 {
@@ -497,11 +522,13 @@ static void summary_cmp(FILE *f, const struct cmp_result *c)
 			m->def->name, m->def->unit[0] ? " (" : "", m->def->unit,
 			m->def->unit[0] ? ")" : "");
 		if (m->have_a)
-			fprintf(f, "<td class=\"n\">%.2f &plusmn; %.2f</td>", m->ma.amean, m->ma.stddev);
+			fprintf(f, "<td class=\"n\">%.2f &plusmn; %.2f</td>", m->ma.amean,
+				m->ma.stddev);
 		else
 			fputs("<td>-</td>", f);
 		if (m->have_b)
-			fprintf(f, "<td class=\"n\">%.2f &plusmn; %.2f</td>", m->mb.amean, m->mb.stddev);
+			fprintf(f, "<td class=\"n\">%.2f &plusmn; %.2f</td>", m->mb.amean,
+				m->mb.stddev);
 		else
 			fputs("<td>-</td>", f);
 		if (m->have_a && m->have_b && !isnan(m->change_pct))
@@ -592,7 +619,8 @@ static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const str
 		fputs("</th>", f);
 	}
 	fputs(ns == 2 ? "<th>B&minus;A</th></tr>\n" : "</tr>\n", f);
-	json_object_foreach(first, key, v) {
+	json_object_foreach(first, key, v)
+	{
 		double mean[MAX_SERIES];
 		char path[96];
 
@@ -707,8 +735,8 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 				;
 			if (k == ng) {
 				if (ng == cap) {
-					struct sgroup *p = realloc(gs, (cap = cap ? 2 * cap : 16) *
-									   sizeof(*gs));
+					struct sgroup *p =
+					    realloc(gs, (cap = cap ? 2 * cap : 16) * sizeof(*gs));
 
 					if (!p) {
 						free(key);
@@ -741,7 +769,8 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 		fputs(" &mdash; ", f);
 		esc(f, json_string_value(json_object_get(gr, "function")));
 		fputs("</summary>", f);
-		stack_pre(f, "emulated kernel (handler) stack", json_object_get(gr, "handler_stack"));
+		stack_pre(f, "emulated kernel (handler) stack",
+			  json_object_get(gr, "handler_stack"));
 		stack_pre(f, "program stack", json_object_get(gr, "app_stack"));
 		if (json_string_value(json_object_get(gr, "syscall"))) {
 			fputs("<p>faulted inside the system call ", f);

@@ -45,14 +45,12 @@ struct cluster {
 
 struct rthread {
 	pthread_t th;
-	uint32_t tid;
-	size_t *idx, n, cap;
+	const struct obs_trace_thread *rec; /* its records */
 	uint64_t faults, implied, late, lag_max_ns;
 };
 
 static struct obs_trace tr;
-static size_t *next_change;
-static uint32_t *fault_before, *release_pending; /* obs_trace_deps */
+static struct obs_trace_plan plan; /* threads, change order, release dependencies */
 static struct cluster *clusters;
 static size_t nclusters;
 static struct rthread *threads;
@@ -219,14 +217,14 @@ static void check_map(void *p)
 /* ADOPT: a mapping the emulator did not see being made; its RESIDENT records follow it. */
 static size_t do_adopt(struct rthread *t, size_t k)
 {
-	const struct obs_trace_rec *e = &tr.recs[t->idx[k]];
+	const struct obs_trace_rec *e = &tr.recs[t->rec->idx[k]];
 	uintptr_t a = here(e->addr);
 	long p = syscall(SYS_mmap, a, e->val, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 
 	check(p);
-	while (k + 1 < t->n && tr.recs[t->idx[k + 1]].type == OBS_TR_RESIDENT) {
-		const struct obs_trace_rec *r = &tr.recs[t->idx[++k]];
+	while (k + 1 < t->rec->n && tr.recs[t->rec->idx[k + 1]].type == OBS_TR_RESIDENT) {
+		const struct obs_trace_rec *r = &tr.recs[t->rec->idx[++k]];
 
 		for (uintptr_t x = here(r->addr); p != -1 && x < here(r->addr) + r->val; x += PAGE)
 			touch(x, true);
@@ -299,10 +297,10 @@ static void change_done(void)
 /* Fault i is done: the release waiting for it may go once its other faults are done too. */
 static void fault_done(size_t i)
 {
-	if (fault_before[i] == UINT32_MAX)
+	if (plan.fault_before[i] == UINT32_MAX)
 		return;
 	pthread_mutex_lock(&change_lock);
-	release_pending[fault_before[i]]--;
+	plan.release_pending[plan.fault_before[i]]--;
 	pthread_cond_broadcast(&change_cond);
 	pthread_mutex_unlock(&change_lock);
 }
@@ -311,8 +309,8 @@ static void *thread_main(void *arg)
 {
 	struct rthread *t = arg;
 
-	for (size_t k = 0; k < t->n; k++) {
-		size_t i = t->idx[k];
+	for (size_t k = 0; k < t->rec->n; k++) {
+		size_t i = t->rec->idx[k];
 		const struct obs_trace_rec *e = &tr.recs[i];
 		uint64_t due = t_start + (uint64_t)((double)obs_trace_effect_ns(e) / speed);
 		uint64_t now = now_ns();
@@ -323,7 +321,7 @@ static void *thread_main(void *arg)
 			t->lag_max_ns = now - due;
 		t->late += now > due + 10000000ULL;
 		pthread_mutex_lock(&change_lock);
-		while (changes_done < next_change[i] || release_pending[i])
+		while (changes_done < plan.next_change[i] || plan.release_pending[i])
 			pthread_cond_wait(&change_cond, &change_lock);
 		pthread_mutex_unlock(&change_lock);
 		if (e->type == OBS_TR_FAULT) {
@@ -346,50 +344,16 @@ static void *thread_main(void *arg)
 
 /* ---- set-up ---------------------------------------------------------------------------------- */
 
-static struct rthread *thread_of(uint32_t tid)
-{
-	for (unsigned i = 0; i < nthreads; i++)
-		if (threads[i].tid == tid)
-			return &threads[i];
-	if (nthreads % 16 == 0) {
-		struct rthread *p = realloc(threads, (nthreads + 16) * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		threads = p;
-	}
-	memset(&threads[nthreads], 0, sizeof(threads[0]));
-	threads[nthreads].tid = tid;
-	return &threads[nthreads++];
-}
-
 static int prepare(void)
 {
-	size_t changes = 0;
-
-	next_change = malloc((tr.n + 1) * sizeof(*next_change));
-	if (!next_change)
+	if (obs_trace_plan(&tr, &plan) < 0)
 		return -ENOMEM;
-	for (size_t i = 0; i < tr.n; i++) {
-		struct rthread *t = thread_of(tr.recs[i].tid);
-
-		if (!t)
-			return -ENOMEM;
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 256;
-			size_t *p = realloc(t->idx, cap * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			t->idx = p;
-			t->cap = cap;
-		}
-		t->idx[t->n++] = i;
-		next_change[i] = changes;
-		changes += tr.recs[i].type != OBS_TR_FAULT;
-	}
-	if (obs_trace_deps(&tr, &fault_before, &release_pending) < 0)
+	nthreads = plan.nthreads;
+	threads = calloc(nthreads + 1, sizeof(*threads));
+	if (!threads)
 		return -ENOMEM;
+	for (unsigned i = 0; i < nthreads; i++)
+		threads[i].rec = &plan.threads[i];
 	return build_clusters();
 }
 

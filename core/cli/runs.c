@@ -9,7 +9,9 @@
 const char *const rd_class_names[RD_NCLASS] = {"huge", "base", "both"};
 
 #define LAT(cls, q, h)                                                                             \
-	{"fault-" cls "-" q, "us", "latency_us." cls "." q, true, 0, h}
+	{                                                                                          \
+		"fault-" cls "-" q, "us", "latency_us." cls "." q, true, 0, h                      \
+	}
 const struct rd_metric rd_metrics[] = {
     LAT("both", "mean", "fault service latency, every fault"),
     LAT("both", "p50", ""),
@@ -40,7 +42,8 @@ const struct rd_metric rd_metrics[] = {
 };
 const size_t rd_nmetrics = sizeof(rd_metrics) / sizeof(rd_metrics[0]);
 
-/* ---- reading ----------------------------------------------------------------------------------- */
+/* ---- reading -----------------------------------------------------------------------------------
+ */
 
 static json_t *at(json_t *root, const char *path)
 {
@@ -107,8 +110,8 @@ static void load_hist(struct rd_hist *h, json_t *arr)
 void rd_run_from_json(struct rd_run *r, json_t *root, const char *source)
 {
 	const char *kind = rd_kind(root);
-	const char *policy = kind && !strcmp(kind, "sim") ? rd_str(root, "policy")
-							  : rd_str(root, "config.policy");
+	const char *policy =
+	    kind && !strcmp(kind, "sim") ? rd_str(root, "policy") : rd_str(root, "config.policy");
 
 	r->root = json_incref(root);
 	snprintf(r->source, sizeof(r->source), "%s", source);
@@ -166,8 +169,10 @@ static int load_ab(json_t *root, const char *path, struct rd_run **runs, size_t 
 		r->wall_s = json_number_value(json_object_get(e, "wall_s"));
 		snprintf(r->note, sizeof(r->note), "%s",
 			 json_string_value(json_object_get(e, "note")) ?: "");
-		snprintf(r->label, sizeof(r->label), "%s", labels[r->side] ?: (r->side ? "B" : "A"));
-		snprintf(src, sizeof(src), "%.500s: %s run %d", path, r->side ? "B" : "A", r->index);
+		snprintf(r->label, sizeof(r->label), "%s",
+			 labels[r->side] ?: (r->side ? "B" : "A"));
+		snprintf(src, sizeof(src), "%.500s: %s run %d", path, r->side ? "B" : "A",
+			 r->index);
 		if (json_is_object(rep))
 			rd_run_from_json(r, rep, src);
 		else
@@ -222,7 +227,8 @@ size_t rd_labels(const struct rd_run *runs, size_t n, const char **out, size_t m
 	return k;
 }
 
-/* ---- metrics ------------------------------------------------------------------------------------ */
+/* ---- metrics ------------------------------------------------------------------------------------
+ */
 
 static double ratio_pct(json_t *root, const char *num, const char *den)
 {
@@ -266,7 +272,8 @@ static double change_pct(double b, double a, bool lower_is_better)
 	return (lower_is_better ? a - b : b - a) * 100.0 / fabs(a);
 }
 
-/* ---- comparison --------------------------------------------------------------------------------- */
+/* ---- comparison ---------------------------------------------------------------------------------
+ */
 
 static bool counts(const struct rd_run *r, const char *la, const char *lb, int *side)
 {
@@ -306,8 +313,8 @@ static int compare_metric(const struct rd_run *runs, size_t n, const char *la, c
 	m->diff = m->mb.amean - m->ma.amean;
 	m->change_pct = change_pct(m->mb.amean, m->ma.amean, m->def->lower_is_better);
 	m->cidiff = obs_stats_cidiff(m->mb.amean, m->mb.meanci, m->ma.amean, m->ma.meanci);
-	m->have_ci = obs_stats_bootstrap_diff(m->a, m->na, m->b, m->nb, c->resamples, 0.95,
-					      c->seed, &m->ci) == 0;
+	m->have_ci = obs_stats_bootstrap_diff(m->a, m->na, m->b, m->nb, c->resamples, 0.95, c->seed,
+					      &m->ci) == 0;
 	/* a difference is real when its interval excludes 0 (and it is not 0 itself) */
 	m->significant = m->have_ci && m->diff != 0 && (m->ci.lo > 0 || m->ci.hi < 0);
 	return 0;
@@ -424,7 +431,8 @@ static int compare_vmstat(const struct rd_run *runs, size_t n, const char *la, c
 	c->vm = calloc(json_object_size(first) + 1, sizeof(*c->vm));
 	if (!c->vm)
 		return -ENOMEM;
-	json_object_foreach(first, key, v) {
+	json_object_foreach(first, key, v)
+	{
 		double sum[2] = {0, 0};
 		size_t cnt[2] = {0, 0};
 		struct cmp_vmstat *e = &c->vm[c->nvm++];
@@ -436,7 +444,8 @@ static int compare_vmstat(const struct rd_run *runs, size_t n, const char *la, c
 			char path[96];
 
 			snprintf(path, sizeof(path), "vmstat.%s", key);
-			if (!counts(&runs[i], la, lb, &side) || isnan(x = rd_num(runs[i].root, path)))
+			if (!counts(&runs[i], la, lb, &side) ||
+			    isnan(x = rd_num(runs[i].root, path)))
 				continue;
 			sum[side] += x;
 			cnt[side]++;
@@ -495,7 +504,8 @@ void cmp_free(struct cmp_result *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* ---- text ---------------------------------------------------------------------------------------- */
+/* ---- text
+ * ---------------------------------------------------------------------------------------- */
 
 static const char *fmt_num(double v, char *buf, size_t len)
 {
@@ -540,15 +550,16 @@ void cmp_text(FILE *f, const struct cmp_result *c)
 				fmt_num(m->ci.hi, hi, sizeof(hi)));
 		fputc('\n', f);
 	}
-	fprintf(f, "\n'*': the 95%% bootstrap interval of the difference of means (%u resamples, "
-		   "seed %llu) excludes 0.\nChange: (A - B) / A for lower-is-better metrics, "
-		   "(B - A) / A otherwise: positive is better, as in mmtests; '-' where A is 0 or a "
-		   "side has no value.\n",
+	fprintf(f,
+		"\n'*': the 95%% bootstrap interval of the difference of means (%u resamples, "
+		"seed %llu) excludes 0.\nChange: (A - B) / A for lower-is-better metrics, "
+		"(B - A) / A otherwise: positive is better, as in mmtests; '-' where A is 0 or a "
+		"side has no value.\n",
 		c->resamples, (unsigned long long)c->seed);
 	fprintf(f, "\nPer-fault latency, runs pooled (Mann-Whitney U, two-sided, normal "
 		   "approximation with ties):\n");
-	fprintf(f, "%-6s %10s %10s %11s %11s %11s %11s %8s %10s\n", "class", "A faults",
-		"B faults", "A p50 us", "B p50 us", "A p99 us", "B p99 us", "P(A>B)", "p");
+	fprintf(f, "%-6s %10s %10s %11s %11s %11s %11s %8s %10s\n", "class", "A faults", "B faults",
+		"A p50 us", "B p50 us", "A p99 us", "B p99 us", "P(A>B)", "p");
 	for (int k = 0; k < RD_NCLASS; k++) {
 		const struct cmp_dist *d = &c->dist[k];
 		char x[4][32];
@@ -576,7 +587,8 @@ void cmp_text(FILE *f, const struct cmp_result *c)
 	}
 }
 
-/* ---- JSON ----------------------------------------------------------------------------------------- */
+/* ---- JSON
+ * ----------------------------------------------------------------------------------------- */
 
 static void json_side(struct json_w *w, const char *key, const double *v, size_t n, bool have,
 		      const struct obs_multiops *m)

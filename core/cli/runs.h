@@ -33,16 +33,16 @@ struct rd_hist {
 };
 
 struct rd_run {
-	json_t *root;	   /* the report (a reference owned here), NULL if the run left none */
-	char label[160];   /* its series: the ab side's label, else config.policy */
-	char source[600];  /* file, or "A run 2" */
-	int side;	   /* ab: 0 (A) or 1 (B); -1 otherwise */
-	int index;	   /* ab: run number within its side, from 1 */
-	bool ok;	   /* ran and reported (ab: exit status 0 and a report) */
-	bool warmup;	   /* ab: a warm-up run, not compared */
-	int exit_status;   /* -1 when unknown */
-	char note[256];	   /* why it failed */
-	double wall_s;	   /* ab: as measured by ab */
+	json_t *root;	  /* the report (a reference owned here), NULL if the run left none */
+	char label[160];  /* its series: the ab side's label, else config.policy */
+	char source[600]; /* file, or "A run 2" */
+	int side;	  /* ab: 0 (A) or 1 (B); -1 otherwise */
+	int index;	  /* ab: run number within its side, from 1 */
+	bool ok;	  /* ran and reported (ab: exit status 0 and a report) */
+	bool warmup;	  /* ab: a warm-up run, not compared */
+	int exit_status;  /* -1 when unknown */
+	char note[256];	  /* why it failed */
+	double wall_s;	  /* ab: as measured by ab */
 	struct rd_hist hist[RD_NCLASS];
 };
 
@@ -62,11 +62,11 @@ const char *rd_str(json_t *root, const char *path);
 /* ---- metrics ------------------------------------------------------------------------------- */
 
 struct rd_metric {
-	const char *name;  /* "fault-both-p99" */
-	const char *unit;  /* "us", "%", "ms", "s", "" */
-	const char *path;  /* the report's number, or NULL for a derived one */
+	const char *name; /* "fault-both-p99" */
+	const char *unit; /* "us", "%", "ms", "s", "" */
+	const char *path; /* the report's number, or NULL for a derived one */
 	bool lower_is_better;
-	int derived;	   /* 1 compaction efficiency, 2 scan efficiency */
+	int derived; /* 1 compaction efficiency, 2 scan efficiency */
 	const char *help;
 };
 extern const struct rd_metric rd_metrics[];
@@ -125,7 +125,8 @@ void cmp_text(FILE *f, const struct cmp_result *c);
 /* "comparison": {...} into the current JSON object. */
 void cmp_json(struct json_w *w, const struct cmp_result *c);
 
-/* ---- HTML (html.c) ---------------------------------------------------------------------------- */
+/* ---- HTML (html.c) ----------------------------------------------------------------------------
+ */
 
 struct html_opts {
 	const char *title;

@@ -137,11 +137,10 @@ static int load_header(int fd, const char *path, struct obs_trace *t, char *err,
 	return rc;
 }
 
-int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errlen)
+/* Open path and read its header into t: the descriptor, or -errno (t freed, err set). */
+static int open_trace(const char *path, struct obs_trace *t, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	size_t cap, got = 0;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -151,23 +150,18 @@ int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errl
 		return rc;
 	}
 	rc = load_header(fd, path, t, err, errlen);
-	if (rc < 0)
-		goto fail;
-	rc = fstat(fd, &sb) < 0 ? -errno : 0;
-	if (rc < 0)
-		goto fail;
-	cap = sb.st_size > (off_t)t->hdr.hdr_bytes
-		  ? ((size_t)sb.st_size - t->hdr.hdr_bytes) / sizeof(struct obs_trace_rec)
-		  : 0;
-	t->recs = malloc((cap ? cap : 1) * sizeof(*t->recs));
-	rc = t->recs ? read_all(fd, t->recs, cap * sizeof(*t->recs), &got) : -ENOMEM;
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
-		goto fail;
+		close(fd);
+		obs_trace_free(t);
+		return rc;
 	}
-	close(fd);
-	cap = got / sizeof(*t->recs);
-	for (size_t i = 0; i < cap; i++) {
+	return fd;
+}
+
+/* Keep the records that replay (END noted, unknown types counted). */
+static void filter_records(struct obs_trace *t, size_t nread)
+{
+	for (size_t i = 0; i < nread; i++) {
 		struct obs_trace_rec *r = &t->recs[i];
 
 		if (r->type == OBS_TR_END) { /* the exit hook; the process's last moments follow */
@@ -182,30 +176,42 @@ int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errl
 		t->counts[r->type]++;
 		t->recs[t->n++] = *r;
 	}
-	return 0;
+}
 
-fail:
+int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errlen)
+{
+	int fd = open_trace(path, t, err, errlen);
+	struct stat sb;
+	size_t cap, got = 0;
+	int rc;
+
+	if (fd < 0)
+		return fd;
+	rc = fstat(fd, &sb) < 0 ? -errno : 0;
+	cap = rc == 0 && sb.st_size > (off_t)t->hdr.hdr_bytes
+		  ? ((size_t)sb.st_size - t->hdr.hdr_bytes) / sizeof(struct obs_trace_rec)
+		  : 0;
+	t->recs = rc ? NULL : malloc((cap ? cap : 1) * sizeof(*t->recs));
+	if (rc == 0)
+		rc = t->recs ? read_all(fd, t->recs, cap * sizeof(*t->recs), &got) : -ENOMEM;
 	close(fd);
-	obs_trace_free(t);
-	return rc;
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		obs_trace_free(t);
+		return rc;
+	}
+	filter_records(t, got / sizeof(*t->recs));
+	return 0;
 }
 
 int obs_trace_load_header(const char *path, struct obs_trace *t, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int rc;
+	int fd = open_trace(path, t, err, errlen);
 
-	memset(t, 0, sizeof(*t));
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return rc;
-	}
-	rc = load_header(fd, path, t, err, errlen);
+	if (fd < 0)
+		return fd;
 	close(fd);
-	if (rc < 0)
-		obs_trace_free(t);
-	return rc;
+	return 0;
 }
 
 void obs_trace_free(struct obs_trace *t)
@@ -358,4 +364,76 @@ int obs_trace_deps(const struct obs_trace *t, uint32_t **before_out, uint32_t **
 	*before_out = before;
 	*pending_out = pending;
 	return 0;
+}
+
+/* ---- replay plan ------------------------------------------------------------------------------
+ */
+
+static int plan_push(struct obs_trace_thread *th, size_t i)
+{
+	if (th->n == th->cap) {
+		size_t cap = th->cap ? th->cap * 2 : 256;
+		size_t *p = realloc(th->idx, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		th->idx = p;
+		th->cap = cap;
+	}
+	th->idx[th->n++] = i;
+	return 0;
+}
+
+static struct obs_trace_thread *plan_thread(struct obs_trace_plan *p, uint32_t tid)
+{
+	struct obs_trace_thread *th;
+
+	for (unsigned i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			return &p->threads[i];
+	if (p->nthreads % 16 == 0) {
+		th = realloc(p->threads, (p->nthreads + 16) * sizeof(*th));
+		if (!th)
+			return NULL;
+		p->threads = th;
+	}
+	th = &p->threads[p->nthreads++];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	return th;
+}
+
+int obs_trace_plan(const struct obs_trace *t, struct obs_trace_plan *p)
+{
+	size_t changes = 0;
+	int rc = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->next_change = malloc((t->n + 1) * sizeof(*p->next_change));
+	if (!p->next_change)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n && rc == 0; i++) {
+		struct obs_trace_thread *th = plan_thread(p, t->recs[i].tid);
+
+		rc = th ? plan_push(th, i) : -ENOMEM;
+		p->next_change[i] = changes;
+		changes += t->recs[i].type != OBS_TR_FAULT;
+	}
+	p->next_change[t->n] = changes;
+	if (rc == 0)
+		rc = obs_trace_deps(t, &p->fault_before, &p->release_pending);
+	if (rc)
+		obs_trace_plan_free(p);
+	return rc;
+}
+
+void obs_trace_plan_free(struct obs_trace_plan *p)
+{
+	for (unsigned i = 0; i < p->nthreads; i++)
+		free(p->threads[i].idx);
+	free(p->threads);
+	free(p->next_change);
+	free(p->fault_before);
+	free(p->release_pending);
+	memset(p, 0, sizeof(*p));
 }

@@ -152,6 +152,22 @@ void obs_trace_sort(struct obs_trace *t);
  * (UINT32_MAX: none); pending[i] how many faults RELEASE i waits for. Both are malloc'ed
  * arrays of t->n entries. Returns 0, -ENOMEM or -E2BIG. */
 int obs_trace_deps(const struct obs_trace *t, uint32_t **before, uint32_t **pending);
+/* How a replay acts a sorted trace out: one thread per recorded thread with the indices of its
+ * records in order; a record may go once next_change[i] memory changes (every record but a
+ * FAULT) have been applied and, for a RELEASE, its release_pending[i] faults are done (each
+ * fault i done decrements release_pending[fault_before[i]] unless that is UINT32_MAX). */
+struct obs_trace_thread {
+	uint32_t tid;
+	size_t *idx, n, cap;
+};
+struct obs_trace_plan {
+	struct obs_trace_thread *threads;
+	unsigned nthreads;
+	size_t *next_change;
+	uint32_t *fault_before, *release_pending;
+};
+int obs_trace_plan(const struct obs_trace *t, struct obs_trace_plan *p); /* 0 or -ENOMEM */
+void obs_trace_plan_free(struct obs_trace_plan *p);
 /* Is the file at path a trace (by its magic)? */
 bool obs_trace_is_trace(const char *path);
 

@@ -66,18 +66,17 @@ struct rp_thread {
 	struct sim_world *w;
 	struct sim_replay *rp;
 	uint32_t tid;
-	size_t *idx; /* indices of this thread's records, in replay order */
-	size_t n, cap;
+	const size_t *idx; /* indices of this thread's records, in replay order */
+	size_t n;
 };
 
 struct sim_replay {
 	struct obs_trace tr;
 	char path[512];
 	struct sim_replay_info info;
-	struct rp_thread *threads;
+	struct obs_trace_plan plan; /* threads, change order, release dependencies */
+	struct rp_thread *threads;  /* one actor per plan thread */
 	unsigned nthreads;
-	size_t *next_change; /* per record: memory changes recorded before it */
-	uint32_t *fault_before, *release_pending; /* obs_trace_deps */
 	/* run state (one run per load) */
 	struct rp_region **regions; /* by id */
 	uint32_t nregions, regions_cap;
@@ -91,45 +90,6 @@ struct sim_replay {
 
 /* ---- loading ------------------------------------------------------------------------------------
  */
-
-static bool is_change(const struct obs_trace_rec *r)
-{
-	return r->type != OBS_TR_FAULT;
-}
-
-static struct rp_thread *thread_of(struct sim_replay *rp, uint32_t tid)
-{
-	struct rp_thread *t;
-
-	for (unsigned i = 0; i < rp->nthreads; i++)
-		if (rp->threads[i].tid == tid)
-			return &rp->threads[i];
-	if (rp->nthreads % 16 == 0) {
-		t = realloc(rp->threads, (rp->nthreads + 16) * sizeof(*t));
-		if (!t)
-			return NULL;
-		rp->threads = t;
-	}
-	t = &rp->threads[rp->nthreads++];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	return t;
-}
-
-static int thread_push(struct rp_thread *t, size_t i)
-{
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		size_t *p = realloc(t->idx, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		t->idx = p;
-		t->cap = cap;
-	}
-	t->idx[t->n++] = i;
-	return 0;
-}
 
 static void info_from_header(struct sim_replay *rp)
 {
@@ -164,7 +124,6 @@ static void info_from_header(struct sim_replay *rp)
 int sim_replay_load(const char *path, struct sim_replay **out, char *err, size_t errlen)
 {
 	struct sim_replay *rp = calloc(1, sizeof(*rp));
-	size_t next;
 	int rc;
 
 	if (!rp)
@@ -174,28 +133,18 @@ int sim_replay_load(const char *path, struct sim_replay **out, char *err, size_t
 	if (rc)
 		goto fail;
 	obs_trace_sort(&rp->tr);
-	rp->next_change = malloc((rp->tr.n + 1) * sizeof(*rp->next_change));
-	rc = rp->next_change ? 0 : -ENOMEM;
-	for (size_t i = 0; rc == 0 && i < rp->tr.n; i++) {
-		struct rp_thread *t = thread_of(rp, rp->tr.recs[i].tid);
-
-		rc = t ? thread_push(t, i) : -ENOMEM;
-	}
-	if (rc) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
-	/* changes are numbered in record order; next_change[i] = changes before record i */
-	next = 0;
-	for (size_t i = 0; i < rp->tr.n; i++) {
-		rp->next_change[i] = next;
-		next += is_change(&rp->tr.recs[i]);
-	}
-	rp->next_change[rp->tr.n] = next;
-	if (obs_trace_deps(&rp->tr, &rp->fault_before, &rp->release_pending)) {
+	rc = obs_trace_plan(&rp->tr, &rp->plan);
+	rp->nthreads = rp->plan.nthreads;
+	rp->threads = rc ? NULL : calloc(rp->nthreads + 1, sizeof(*rp->threads));
+	if (rc || !rp->threads) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
+	}
+	for (unsigned i = 0; i < rp->nthreads; i++) {
+		rp->threads[i].tid = rp->plan.threads[i].tid;
+		rp->threads[i].idx = rp->plan.threads[i].idx;
+		rp->threads[i].n = rp->plan.threads[i].n;
 	}
 	info_from_header(rp);
 	rp->info.threads = rp->nthreads;
@@ -231,12 +180,8 @@ void sim_replay_free(struct sim_replay *rp)
 	if (!rp)
 		return;
 	regions_free(rp);
-	for (unsigned i = 0; i < rp->nthreads; i++)
-		free(rp->threads[i].idx);
 	free(rp->threads);
-	free(rp->next_change);
-	free(rp->fault_before);
-	free(rp->release_pending);
+	obs_trace_plan_free(&rp->plan);
 	obs_trace_free(&rp->tr);
 	free(rp);
 }
@@ -883,12 +828,12 @@ static void thread_fn(struct sim_actor *a, void *arg)
 		wait_until(&th->task, obs_trace_effect_ns(rec));
 		/* every change recorded before this record has happened; a release waits for the
 		 * faults recorded before it on the pages it frees */
-		while (rp->changes_done < rp->next_change[i] || rp->release_pending[i])
+		while (rp->changes_done < rp->plan.next_change[i] || rp->plan.release_pending[i])
 			sim_wait(a, &rp->change_wq, SIM_NO_TIMEOUT);
 		if (rec->type == OBS_TR_FAULT) {
 			replay_fault(w, th, rec);
-			if (rp->fault_before[i] != UINT32_MAX) {
-				rp->release_pending[rp->fault_before[i]]--;
+			if (rp->plan.fault_before[i] != UINT32_MAX) {
+				rp->plan.release_pending[rp->plan.fault_before[i]]--;
 				sim_wake_all(w->e, &rp->change_wq);
 			}
 		} else {

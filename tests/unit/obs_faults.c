@@ -64,6 +64,7 @@ static const char empty_json[] =
 	"\"both\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
 	"\"100ms-1s\":0,\">=1s\":0}},"
 	"\"latency_cdf\":{\"huge\":[],\"base\":[],\"both\":[]},"
+	"\"latency_hist\":{\"huge\":[],\"base\":[],\"both\":[]},"
 	"\"writeback_waits\":{\"count\":0,\"total_ms\":0.000,\"max_ms\":0.000},"
 	"\"time_ms\":{\"compaction\":0.000,\"reclaim\":0.000,\"writeback_wait\":0.000,"
 	"\"migrate\":0.000,\"zeroing\":0.000}}\n";
@@ -104,6 +105,12 @@ static const char known_json[] =
 	"\"base\":[[0.031,0.333333],[5.119,0.666667],[20.000,1.000000]],"
 	"\"both\":[[0.031,0.200000],[5.119,0.400000],[20.479,0.600000],[100.351,0.800000],"
 	"[3000000.000,1.000000]]},"
+	/* exact counts per bucket [lo, hi] ns: the CDF's upper edges above, before clamping */
+	"\"latency_hist\":{"
+	"\"huge\":[[98304,100351,1],[2952790016,3019898879,1]],"
+	"\"base\":[[31,31,1],[4992,5119,1],[19968,20479,1]],"
+	"\"both\":[[31,31,1],[4992,5119,1],[19968,20479,1],[98304,100351,1],"
+	"[2952790016,3019898879,1]]},"
 	"\"writeback_waits\":{\"count\":2,\"total_ms\":2500.000,\"max_ms\":1500.000},"
 	"\"time_ms\":{\"compaction\":2900.000,\"reclaim\":0.000,\"writeback_wait\":2500.000,"
 	"\"migrate\":0.000,\"zeroing\":4.000}}\n";

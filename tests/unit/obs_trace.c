@@ -33,21 +33,27 @@ static void write_trace(const struct obs_trace_rec *recs, size_t n, size_t extra
 
 static struct obs_trace_rec fault(uint64_t t, uint64_t addr, unsigned decision, uint32_t tid)
 {
-	return (struct obs_trace_rec){.t_ns = t, .addr = addr, .val = 5000, .val2 = 10,
-				      .tid = tid, .type = OBS_TR_FAULT,
-				      .flags = (uint8_t)(OBS_TRF_WRITE | decision << OBS_TRF_DEC_SHIFT)};
+	return (struct obs_trace_rec){.t_ns = t,
+				      .addr = addr,
+				      .val = 5000,
+				      .val2 = 10,
+				      .tid = tid,
+				      .type = OBS_TR_FAULT,
+				      .flags =
+					  (uint8_t)(OBS_TRF_WRITE | decision << OBS_TRF_DEC_SHIFT)};
 }
 
 static struct obs_trace_rec range(unsigned type, uint64_t t, uint64_t addr, uint64_t len)
 {
-	return (struct obs_trace_rec){.t_ns = t, .addr = addr, .val = len, .tid = 1,
-				      .type = (uint8_t)type};
+	return (struct obs_trace_rec){
+	    .t_ns = t, .addr = addr, .val = len, .tid = 1, .type = (uint8_t)type};
 }
 
 TEST(header_and_configuration_round_trip)
 {
 	struct obs_trace_rec r[] = {range(OBS_TR_MAP, 5, 0x200000, 0x400000),
-				    fault(10, 0x200000, 0, 7), {.type = OBS_TR_END, .val = 3}};
+				    fault(10, 0x200000, 0, 7),
+				    {.type = OBS_TR_END, .val = 3}};
 	struct obs_trace t;
 	char err[256], v[64];
 
@@ -59,7 +65,8 @@ TEST(header_and_configuration_round_trip)
 	EXPECT_EQ(t.hdr.t0_real_ns, 2000);
 	ASSERT_STREQ(obs_trace_get(&t, "policy", v, sizeof(v)), "linux-3.1");
 	ASSERT_STREQ(obs_trace_get(&t, "pool_bytes", v, sizeof(v)), "268435456");
-	ASSERT_STREQ(obs_trace_get(&t, "cmdline", v, sizeof(v)), "usemem --size 64M"); /* one line */
+	ASSERT_STREQ(obs_trace_get(&t, "cmdline", v, sizeof(v)),
+		     "usemem --size 64M");			 /* one line */
 	EXPECT(obs_trace_get(&t, "pool", v, sizeof(v)) == NULL); /* a prefix is not a key */
 	EXPECT_EQ(t.n, 2);
 	EXPECT(t.complete);
@@ -73,8 +80,8 @@ TEST(header_and_configuration_round_trip)
 
 TEST(records_after_end_and_a_torn_tail)
 {
-	struct obs_trace_rec r[] = {fault(1, 0x1000, 1, 1), {.type = OBS_TR_END},
-				    fault(2, 0x2000, 1, 1)};
+	struct obs_trace_rec r[] = {
+	    fault(1, 0x1000, 1, 1), {.type = OBS_TR_END}, fault(2, 0x2000, 1, 1)};
 	struct obs_trace t;
 	char err[256];
 
@@ -127,8 +134,8 @@ TEST(sort_orders_by_effect_time_and_keeps_ties_in_file_order)
 {
 	struct obs_trace t = {0};
 	struct obs_trace_rec r[] = {
-	    fault(100, 0x1000, 1, 1),		    /* effect 110 */
-	    range(OBS_TR_MAP, 50, 0x0, 0x100000),   /* 50 */
+	    fault(100, 0x1000, 1, 1),		      /* effect 110 */
+	    range(OBS_TR_MAP, 50, 0x0, 0x100000),     /* 50 */
 	    range(OBS_TR_ADOPT, 110, 0x200000, 4096), /* 110: after the fault (file order) */
 	    range(OBS_TR_RESIDENT, 110, 0x200000, 4096),
 	    fault(20, 0x3000, 1, 2), /* 30 */
@@ -149,12 +156,12 @@ TEST(a_release_waits_for_the_faults_on_its_pages)
 {
 	struct obs_trace t = {0};
 	struct obs_trace_rec r[] = {
-	    fault(1, 0x400000, 0, 1),		       /* 0: huge: keyed by its extent */
-	    fault(2, 0x601000, 1, 2),		       /* 1: base */
-	    fault(3, 0x800000, 1, 2),		       /* 2: base, outside the release */
-	    range(OBS_TR_RELEASE, 4, 0x5ff000, 0x3000), /* 3: the huge extent's tail, 0x601000 */
+	    fault(1, 0x400000, 0, 1),			  /* 0: huge: keyed by its extent */
+	    fault(2, 0x601000, 1, 2),			  /* 1: base */
+	    fault(3, 0x800000, 1, 2),			  /* 2: base, outside the release */
+	    range(OBS_TR_RELEASE, 4, 0x5ff000, 0x3000),	  /* 3: the huge extent's tail, 0x601000 */
 	    range(OBS_TR_RELEASE, 5, 0x400000, 0x200000), /* 4: the huge extent */
-	    fault(6, 0x601000, 1, 2),		       /* 5: after the releases */
+	    fault(6, 0x601000, 1, 2),			  /* 5: after the releases */
 	    range(OBS_TR_RELEASE, 7, 0x600000, 0x400000), /* 6: faults 2 and 5 */
 	};
 	uint32_t *before, *pending;

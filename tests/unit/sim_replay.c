@@ -12,9 +12,9 @@
 #include "obs/trace.h"
 #include "sim/sim.h"
 
-#define MB  (1ULL << 20)
-#define HP  (2ULL << 20)
-#define R0  0x7f0000000000ULL /* where the recorded region lives (2 MiB aligned) */
+#define MB (1ULL << 20)
+#define HP (2ULL << 20)
+#define R0 0x7f0000000000ULL /* where the recorded region lives (2 MiB aligned) */
 
 static char path[64];
 static struct obs_trace_rec recs[4096];
@@ -37,15 +37,18 @@ static void map(uint64_t addr, uint64_t len)
 
 static void fault(uint64_t addr, unsigned decision)
 {
-	rec((struct obs_trace_rec){.addr = addr, .val = 3000, .type = OBS_TR_FAULT,
-				   .flags = (uint8_t)(OBS_TRF_WRITE | decision << OBS_TRF_DEC_SHIFT |
-						      (decision == 0 ? OBS_TRF_CAND : 0))});
+	rec((struct obs_trace_rec){.addr = addr,
+				   .val = 3000,
+				   .type = OBS_TR_FAULT,
+				   .flags =
+				       (uint8_t)(OBS_TRF_WRITE | decision << OBS_TRF_DEC_SHIFT |
+						 (decision == 0 ? OBS_TRF_CAND : 0))});
 }
 
 static void release(uint64_t addr, uint64_t len, bool unmap)
 {
-	rec((struct obs_trace_rec){.addr = addr, .val = len, .type = OBS_TR_RELEASE,
-				   .flags = unmap ? OBS_TRF_UNMAP : 0});
+	rec((struct obs_trace_rec){
+	    .addr = addr, .val = len, .type = OBS_TR_RELEASE, .flags = unmap ? OBS_TRF_UNMAP : 0});
 }
 
 static void save(const char *policy, const char *pool)
@@ -160,12 +163,12 @@ TEST(absorbed_orphan_and_dontneed)
 
 	reset();
 	map(R0, 4 * MB);
-	fault(R0 + 8192, 0);	      /* huge */
-	fault(R0 + 3 * 4096, 1);      /* the same extent: absorbed */
-	release(R0, HP, false);	      /* MADV_DONTNEED of the whole THP: empty again */
-	fault(R0 + 4096, 0);	      /* huge again */
-	release(R0 + HP, HP, true);   /* munmap of the second extent */
-	fault(R0 + HP + 4096, 1);     /* nothing there any more: orphan */
+	fault(R0 + 8192, 0);	    /* huge */
+	fault(R0 + 3 * 4096, 1);    /* the same extent: absorbed */
+	release(R0, HP, false);	    /* MADV_DONTNEED of the whole THP: empty again */
+	fault(R0 + 4096, 0);	    /* huge again */
+	release(R0 + HP, HP, true); /* munmap of the second extent */
+	fault(R0 + HP + 4096, 1);   /* nothing there any more: orphan */
 	save("modern-always", "67108864");
 	j = replay("modern-always", NULL);
 	EXPECT_EQ(num(j, "replay", "faults_recorded"), 4);
@@ -183,13 +186,13 @@ TEST(advice_on_part_of_an_extent_and_adopted_pages_keep_it_small)
 	reset();
 	map(R0, 4 * MB);
 	/* MADV_NOHUGEPAGE over half of extent 0: two VMAs in the kernel, never huge */
-	rec((struct obs_trace_rec){.addr = R0, .val = MB, .type = OBS_TR_ADVISE,
-				   .advice = 2 /* MM_VMA_NOHUGEPAGE */});
+	rec((struct obs_trace_rec){
+	    .addr = R0, .val = MB, .type = OBS_TR_ADVISE, .advice = 2 /* MM_VMA_NOHUGEPAGE */});
 	fault(R0 + MB + 4096, 1);
 	/* an adopted mapping with one resident page: its extent is a page table already */
 	rec((struct obs_trace_rec){.addr = R0 + 16 * MB, .val = 2 * MB, .type = OBS_TR_ADOPT});
-	rec((struct obs_trace_rec){.addr = R0 + 16 * MB + 4096, .val = 4096,
-				   .type = OBS_TR_RESIDENT});
+	rec((struct obs_trace_rec){
+	    .addr = R0 + 16 * MB + 4096, .val = 4096, .type = OBS_TR_RESIDENT});
 	fault(R0 + 16 * MB, 1);
 	fault(R0 + 16 * MB + 4096, 1); /* the resident page itself: absorbed */
 	fault(R0 + HP, 0);	       /* extent 1 has no advice: huge */
@@ -211,9 +214,9 @@ TEST(a_whole_region_mremap_keeps_its_huge_pages)
 	map(R0, 4 * MB);
 	fault(R0, 0);
 	/* moved and grown to 8 MiB at R0 + 64 MiB (same 2 MiB phase) */
-	rec((struct obs_trace_rec){.addr = R0, .val = 8 * MB, .val2 = R0 + 64 * MB,
-				   .type = OBS_TR_REMAP});
-	fault(R0 + 64 * MB + 4096, 1); /* the moved THP: absorbed */
+	rec((struct obs_trace_rec){
+	    .addr = R0, .val = 8 * MB, .val2 = R0 + 64 * MB, .type = OBS_TR_REMAP});
+	fault(R0 + 64 * MB + 4096, 1);	 /* the moved THP: absorbed */
 	fault(R0 + 64 * MB + 6 * MB, 0); /* the grown part: a fresh huge candidate */
 	fault(R0 + 4096, 1);		 /* the old place: gone */
 	save("modern-always", "67108864");
@@ -233,8 +236,10 @@ TEST(threads_replay_in_parallel_and_the_replay_is_deterministic)
 	reset();
 	map(R0, 32 * MB);
 	for (int i = 0; i < 16; i++) {
-		struct obs_trace_rec r = {.addr = R0 + (uint64_t)i * HP, .val = 3000,
-					  .type = OBS_TR_FAULT, .tid = 10 + (uint32_t)(i % 4),
+		struct obs_trace_rec r = {.addr = R0 + (uint64_t)i * HP,
+					  .val = 3000,
+					  .type = OBS_TR_FAULT,
+					  .tid = 10 + (uint32_t)(i % 4),
 					  .flags = OBS_TRF_WRITE | OBS_TRF_CAND};
 
 		rec(r);

@@ -26,12 +26,12 @@ static struct uffd_live *mk(const char *policy)
 	char err[512] = "";
 
 	uffd_config_defaults(&cfg);
-	ASSERT_EQ(uffd_opt_parse(uffd_opt_by_env("THPEMU_POLICY"), NULL, policy, &cfg, err,
-				 sizeof(err)),
-		  0);
-	ASSERT_EQ(uffd_opt_parse(uffd_opt_by_env("THPEMU_POOL"), NULL, "128M", &cfg, err,
-				 sizeof(err)),
-		  0);
+	ASSERT_EQ(
+	    uffd_opt_parse(uffd_opt_by_env("THPEMU_POLICY"), NULL, policy, &cfg, err, sizeof(err)),
+	    0);
+	ASSERT_EQ(
+	    uffd_opt_parse(uffd_opt_by_env("THPEMU_POOL"), NULL, "128M", &cfg, err, sizeof(err)),
+	    0);
 	snprintf(path, sizeof(path), "/tmp/thpemu-uffd-trace.%d", (int)getpid());
 	snprintf(cfg.trace, sizeof(cfg.trace), "%s", path);
 	cfg.io_pid = (uint64_t)getpid();
@@ -57,8 +57,8 @@ static uint64_t served(struct uffd_live *lv)
 TEST(every_fault_and_change_is_recorded)
 {
 	struct uffd_live *lv = mk("modern-always");
-	long p = uffd_mmap(lv, NULL, 8 * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			   -1, 0);
+	long p =
+	    uffd_mmap(lv, NULL, 8 * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *m = (char *)p, err[256];
 	size_t faults = 0, huge = 0, base = 0, maps = 0, releases = 0, dontneed = 0, advice = 0;
 	struct obs_trace t;
@@ -66,10 +66,10 @@ TEST(every_fault_and_change_is_recorded)
 
 	ASSERT(!sys_is_err(p));
 	ASSERT_EQ(uffd_madvise(lv, m + 6 * MB, 2 * MB, MADV_NOHUGEPAGE), 0);
-	m[0] = 1;		   /* huge */
+	m[0] = 1;			  /* huge */
 	(void)*(volatile char *)(m + HP); /* a read: huge too */
-	m[6 * MB] = 1;		   /* NOHUGEPAGE: base */
-	m[6 * MB + 4096] = 1;	   /* base */
+	m[6 * MB] = 1;			  /* NOHUGEPAGE: base */
+	m[6 * MB + 4096] = 1;		  /* base */
 	for (int i = 0; i < 1000 && served(lv) < 4; i++)
 		usleep(1000);
 	ASSERT_EQ(served(lv), 4);
