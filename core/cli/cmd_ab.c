@@ -90,7 +90,7 @@ static void usage(FILE *f)
 	    "Keys: label",
 	    MAX_RUNS / 2, DEF_RESAMPLE);
 	for (unsigned i = 0; i < uffd_nopts; i++)
-		if (uffd_opts[i].cli)
+		if (uffd_opts[i].cli && strcmp(uffd_opts[i].cli, "--trace"))
 			fprintf(f, ", %s", uffd_opts[i].cli + 2);
 	fprintf(f, " (see 'thpemu run --help' for their values).\n\n"
 		   "Output: the comparison in mmtests compare-kernels style on stdout; progress on "

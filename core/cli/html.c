@@ -625,7 +625,9 @@ static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const str
 		char path[96];
 
 		snprintf(path, sizeof(path), "vmstat.%s", key);
-		fprintf(f, "<tr><td>%s</td>", key);
+		fputs("<tr><td>", f);
+		esc(f, key);
+		fputs("</td>", f);
 		for (size_t j = 0; j < ns; j++) {
 			double sum = 0, x;
 			int cnt = 0;
