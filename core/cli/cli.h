@@ -8,6 +8,7 @@
 #ifndef THPEMU_CLI_H
 #define THPEMU_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct cli_command {
@@ -30,6 +31,10 @@ __attribute__((noreturn, format(printf, 2, 3))) void cli_usage_error(const char 
 								     const char *fmt, ...);
 /* Print "thpemu CMD: MESSAGE" to stderr (runtime errors; caller decides the status). */
 __attribute__((format(printf, 2, 3))) void cli_error(const char *cmd, const char *fmt, ...);
+
+/* Does `thpemu run` option name (e.g. "--report", "--pool") take a value? (for commands that
+ * pass run options through: replay) */
+bool cli_run_opt_takes_value(const char *name);
 
 /* Directory holding the thpemu executable (to find libthpemu.so, thpemu-fusedev beside it). */
 const char *cli_self_dir(void);

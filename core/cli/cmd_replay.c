@@ -18,7 +18,6 @@
 
 #include "cli/cli.h"
 #include "obs/trace.h"
-#include "uffd/uffd.h"
 
 #define CMD	 "replay"
 #define MAX_ARGS 128
@@ -39,18 +38,6 @@ static void usage(FILE *f)
 	    "  RUN-OPTIONS     any option of 'thpemu run' (--policy, --report, --device, ...)\n\n"
 	    "Exit status: the replayer's (0; 1 if the trace cannot be replayed), 2 for a bad "
 	    "option.\n");
-}
-
-static bool takes_value(const char *name)
-{
-	static const char *const own[] = {"--report", "--stall-report"};
-
-	if (uffd_opt_by_cli(name))
-		return true;
-	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		if (!strcmp(own[i], name))
-			return true;
-	return false;
 }
 
 struct replay_args {
@@ -105,7 +92,7 @@ static void parse(int argc, char **argv, struct replay_args *a)
 		note_given(a, name);
 		a->quiet |= !strcmp(name, "--quiet");
 		push(a, arg);
-		if (!eq && takes_value(name)) {
+		if (!eq && cli_run_opt_takes_value(name)) {
 			if (i + 1 >= argc)
 				cli_usage_error(CMD, "%s needs a value", name);
 			push(a, argv[++i]);

@@ -121,6 +121,13 @@ static const struct run_opt *find_run_opt(const char *name)
 	return NULL;
 }
 
+bool cli_run_opt_takes_value(const char *name)
+{
+	const struct run_opt *ro = find_run_opt(name);
+
+	return ro ? ro->metavar != NULL : uffd_opt_by_cli(name) != NULL;
+}
+
 /* Split "--opt=value" / "--opt value"; returns the value or exits 2. */
 static const char *opt_value(int argc, char **argv, int *i, const char *eq, const char *name)
 {
