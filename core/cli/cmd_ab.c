@@ -576,13 +576,8 @@ static int write_html(const struct ab *ab, const struct rd_run *runs, size_t n,
 	char title[400], sub[1200], cfg[3000];
 	size_t off = 0;
 	struct html_opts o = {title, sub, cfg};
-	FILE *f = fopen(ab->html, "w");
 	int rc;
 
-	if (!f) {
-		cli_error(CMD, "--html: cannot write '%s': %s", ab->html, strerror(errno));
-		return -1;
-	}
 	snprintf(title, sizeof(title), "thpemu ab: %s vs %s", ab->s[0].label, ab->s[1].label);
 	for (char **a = ab->cmd; *a && off < sizeof(sub); a++)
 		off += (size_t)snprintf(sub + off, sizeof(sub) - off, "%s%s",
@@ -593,12 +588,10 @@ static int write_html(const struct ab *ab, const struct rd_run *runs, size_t n,
 		 ab->s[0].label, ab->s[0].spec, ab->s[1].label, ab->s[1].spec, ab->runs, ab->warmup,
 		 ab->random_order ? "random" : "alternate", (unsigned long long)ab->seed,
 		 ab->resamples);
-	rc = html_report(f, runs, n, c, &o);
-	if (fclose(f) != 0 || rc < 0) {
-		cli_error(CMD, "--html: error writing '%s'", ab->html);
-		return -1;
-	}
-	return 0;
+	rc = html_report_file(ab->html, runs, n, c, &o);
+	if (rc < 0)
+		cli_error(CMD, "--html: cannot write '%s': %s", ab->html, strerror(-rc));
+	return rc;
 }
 
 static void remove_dir(const char *dir)

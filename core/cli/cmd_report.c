@@ -227,13 +227,8 @@ static int write_html(const struct report_args *a, const struct rd_run *runs, si
 	char title[400], sub[2000];
 	size_t off = 0;
 	struct html_opts o = {title, sub, NULL};
-	FILE *f = fopen(a->html, "w");
 	int rc;
 
-	if (!f) {
-		cli_error(CMD, "--html: cannot write '%s': %s", a->html, strerror(errno));
-		return -1;
-	}
 	if (c)
 		snprintf(title, sizeof(title), "thpemu report: %s vs %s", c->label_a, c->label_b);
 	else
@@ -241,12 +236,10 @@ static int write_html(const struct report_args *a, const struct rd_run *runs, si
 	for (int i = 0; i < a->nfiles && off < sizeof(sub); i++)
 		off += (size_t)snprintf(sub + off, sizeof(sub) - off, "%s%s", i ? " " : "",
 					a->files[i]);
-	rc = html_report(f, runs, n, c, &o);
-	if (fclose(f) != 0 || rc < 0) {
-		cli_error(CMD, "--html: error writing '%s'", a->html);
-		return -1;
-	}
-	return 0;
+	rc = html_report_file(a->html, runs, n, c, &o);
+	if (rc < 0)
+		cli_error(CMD, "--html: cannot write '%s': %s", a->html, strerror(-rc));
+	return rc;
 }
 
 static int report_main(int argc, char **argv)

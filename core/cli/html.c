@@ -15,6 +15,7 @@
  * A few lines of inline script only check, after load, that every plot was drawn, and record it
  * in <body data-rendered> (the integration test reads that in headless Chromium).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +63,6 @@ static void esc(FILE *f, const char *s)
 	}
 }
 
-static bool counted(const struct rd_run *r)
-{
-	return r->ok && !r->warmup && r->root;
-}
-
 /* ---- pooling
  * -------------------------------------------------------------------------------------- */
 
@@ -83,13 +79,13 @@ static void pool(struct series *s, const struct rd_run *runs, size_t n)
 		size_t cap = 0, k = 0, w = 0;
 
 		for (size_t i = 0; i < n; i++)
-			if (counted(&runs[i]) && !strcmp(runs[i].label, s->label))
+			if (rd_counted(&runs[i]) && !strcmp(runs[i].label, s->label))
 				cap += runs[i].hist[c].n;
 		s->b[c] = calloc(cap + 1, sizeof(struct rd_bucket));
 		if (!s->b[c])
 			continue;
 		for (size_t i = 0; i < n; i++)
-			if (counted(&runs[i]) && !strcmp(runs[i].label, s->label))
+			if (rd_counted(&runs[i]) && !strcmp(runs[i].label, s->label))
 				for (size_t j = 0; j < runs[i].hist[c].n; j++)
 					s->b[c][k++] = runs[i].hist[c].b[j];
 		qsort(s->b[c], k, sizeof(struct rd_bucket), cmp_bucket);
@@ -344,7 +340,7 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 	int maxidx = 1;
 
 	for (size_t i = 0; i < n; i++)
-		if (counted(&runs[i]))
+		if (rd_counted(&runs[i]))
 			maxidx = runs[i].index > maxidx ? runs[i].index : maxidx;
 	a.x0 = 0.5;
 	a.x1 = (n <= 1 ? 1 : maxidx) + 0.5;
@@ -362,7 +358,7 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 			double v;
 			int idx = runs[i].index > 0 ? runs[i].index : 1;
 
-			if (!counted(&runs[i]) || strcmp(runs[i].label, s[j].label) ||
+			if (!rd_counted(&runs[i]) || strcmp(runs[i].label, s[j].label) ||
 			    isnan(v = rd_num(runs[i].root, "faults.huge_pct")))
 				continue;
 			fprintf(f,
@@ -411,7 +407,7 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 	int w = 760, row_h = 16, top = 28, left = 150, h;
 
 	for (size_t i = 0; i < n; i++) {
-		if (!counted(&runs[i]))
+		if (!rd_counted(&runs[i]))
 			continue;
 		rows++;
 		tmax = fmax(tmax, rd_num(runs[i].root, "program.wall_s"));
@@ -442,7 +438,7 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 		double t0;
 		int y;
 
-		if (!counted(&runs[i]))
+		if (!rd_counted(&runs[i]))
 			continue;
 		y = top + (int)rows++ * row_h;
 		t0 = rd_num(runs[i].root, "program.start_mono_s");
@@ -581,18 +577,8 @@ static void summary_series(FILE *f, const struct rd_run *runs, size_t n, const s
 		fprintf(f, "<tr><td>%s%s%s%s</td>", rd_metrics[m].name,
 			rd_metrics[m].unit[0] ? " (" : "", rd_metrics[m].unit,
 			rd_metrics[m].unit[0] ? ")" : "");
-		for (size_t j = 0; j < ns; j++) {
-			double sum = 0, v;
-			int cnt = 0;
-
-			for (size_t i = 0; i < n; i++)
-				if (counted(&runs[i]) && !strcmp(runs[i].label, s[j].label) &&
-				    !isnan(v = rd_metric(&runs[i], &rd_metrics[m]))) {
-					sum += v;
-					cnt++;
-				}
-			num(f, cnt ? sum / cnt : NAN, 2);
-		}
+		for (size_t j = 0; j < ns; j++)
+			num(f, rd_mean_metric(runs, n, s[j].label, &rd_metrics[m]), 2);
 		fputs("</tr>\n", f);
 	}
 	fputs("</table>\n", f);
@@ -606,7 +592,7 @@ static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const str
 	json_t *v;
 
 	for (size_t i = 0; i < n && !first; i++)
-		if (counted(&runs[i]))
+		if (rd_counted(&runs[i]))
 			first = json_object_get(runs[i].root, "vmstat");
 	if (!json_is_object(first)) {
 		fputs("<p>no vmstat counters</p>\n", f);
@@ -629,16 +615,7 @@ static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const str
 		esc(f, key);
 		fputs("</td>", f);
 		for (size_t j = 0; j < ns; j++) {
-			double sum = 0, x;
-			int cnt = 0;
-
-			for (size_t i = 0; i < n; i++)
-				if (counted(&runs[i]) && !strcmp(runs[i].label, s[j].label) &&
-				    !isnan(x = rd_num(runs[i].root, path))) {
-					sum += x;
-					cnt++;
-				}
-			mean[j] = cnt ? sum / cnt : NAN;
+			mean[j] = rd_mean_num(runs, n, s[j].label, path);
 			num(f, mean[j], 1);
 		}
 		if (ns == 2)
@@ -718,7 +695,7 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 	for (size_t i = 0; i < n; i++) {
 		json_t *groups;
 
-		if (!counted(&runs[i]) || strcmp(runs[i].label, s->label))
+		if (!rd_counted(&runs[i]) || strcmp(runs[i].label, s->label))
 			continue;
 		nruns++;
 		groups = json_object_get(json_object_get(runs[i].root, "stalls"), "groups");
@@ -891,5 +868,19 @@ int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_r
 	for (size_t j = 0; j < ns; j++)
 		for (int c = 0; c < RD_NCLASS; c++)
 			free(s[j].b[c]);
-	return ferror(f) ? -1 : 0;
+	return ferror(f) ? -EIO : 0;
+}
+
+int html_report_file(const char *path, const struct rd_run *runs, size_t n,
+		     const struct cmp_result *cmp, const struct html_opts *o)
+{
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (!f)
+		return -errno;
+	rc = html_report(f, runs, n, cmp, o);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	return rc;
 }

@@ -64,6 +64,11 @@ static json_t *at(json_t *root, const char *path)
 	return v;
 }
 
+bool rd_counted(const struct rd_run *r)
+{
+	return r->ok && !r->warmup && r->root;
+}
+
 double rd_num(json_t *root, const char *path)
 {
 	json_t *v = at(root, path);
@@ -261,6 +266,35 @@ double rd_metric(const struct rd_run *r, const struct rd_metric *m)
 	return rd_num(r->root, m->path);
 }
 
+static double mean_of(const struct rd_run *runs, size_t n, const char *label,
+		      const struct rd_metric *m, const char *path)
+{
+	double sum = 0, v;
+	size_t cnt = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!rd_counted(&runs[i]) || strcmp(runs[i].label, label))
+			continue;
+		v = m ? rd_metric(&runs[i], m) : rd_num(runs[i].root, path);
+		if (!isnan(v)) {
+			sum += v;
+			cnt++;
+		}
+	}
+	return cnt ? sum / (double)cnt : NAN;
+}
+
+double rd_mean_metric(const struct rd_run *runs, size_t n, const char *label,
+		      const struct rd_metric *m)
+{
+	return mean_of(runs, n, label, m, NULL);
+}
+
+double rd_mean_num(const struct rd_run *runs, size_t n, const char *label, const char *path)
+{
+	return mean_of(runs, n, label, NULL, path);
+}
+
 /* Relative change of B against A, positive when B is better (mmtests' sign convention, without
  * its special cases for zeros: a drop to 0 is -100 %, a change from 0 has no percentage). */
 static double change_pct(double b, double a, bool lower_is_better)
@@ -277,7 +311,7 @@ static double change_pct(double b, double a, bool lower_is_better)
 
 static bool counts(const struct rd_run *r, const char *la, const char *lb, int *side)
 {
-	if (!r->ok || r->warmup || !r->root)
+	if (!rd_counted(r))
 		return false;
 	if (!strcmp(r->label, la))
 		*side = 0;
@@ -433,25 +467,13 @@ static int compare_vmstat(const struct rd_run *runs, size_t n, const char *la, c
 		return -ENOMEM;
 	json_object_foreach(first, key, v)
 	{
-		double sum[2] = {0, 0};
-		size_t cnt[2] = {0, 0};
 		struct cmp_vmstat *e = &c->vm[c->nvm++];
+		char path[96];
 
+		snprintf(path, sizeof(path), "vmstat.%s", key);
 		e->key = key;
-		for (size_t i = 0; i < n; i++) {
-			int side;
-			double x;
-			char path[96];
-
-			snprintf(path, sizeof(path), "vmstat.%s", key);
-			if (!counts(&runs[i], la, lb, &side) ||
-			    isnan(x = rd_num(runs[i].root, path)))
-				continue;
-			sum[side] += x;
-			cnt[side]++;
-		}
-		e->a = cnt[0] ? sum[0] / (double)cnt[0] : NAN;
-		e->b = cnt[1] ? sum[1] / (double)cnt[1] : NAN;
+		e->a = rd_mean_num(runs, n, la, path);
+		e->b = rd_mean_num(runs, n, lb, path);
 	}
 	return 0;
 }

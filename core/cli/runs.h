@@ -55,6 +55,9 @@ int rd_load(const char *path, struct rd_run **runs, size_t *n, char *err, size_t
 /* Is root a report of this kind? "run", "sim", "ab" */
 const char *rd_kind(json_t *root);
 
+/* A run the statistics use: it ran, left a report, and is not a warm-up. */
+bool rd_counted(const struct rd_run *r);
+
 /* A number at a dotted path ("latency_us.both.p99"), NaN if absent. */
 double rd_num(json_t *root, const char *path);
 const char *rd_str(json_t *root, const char *path);
@@ -72,6 +75,11 @@ struct rd_metric {
 extern const struct rd_metric rd_metrics[];
 extern const size_t rd_nmetrics;
 double rd_metric(const struct rd_run *r, const struct rd_metric *m); /* NaN if absent */
+/* Means over the counted runs labelled label, of a metric or of the number at a path; runs
+ * without a value are left out; NaN when none has one. */
+double rd_mean_metric(const struct rd_run *runs, size_t n, const char *label,
+		      const struct rd_metric *m);
+double rd_mean_num(const struct rd_run *runs, size_t n, const char *label, const char *path);
 
 /* ---- comparison ------------------------------------------------------------------------------ */
 
@@ -138,6 +146,9 @@ struct html_opts {
  * comparison when cmp is given, and the configuration. 0 or -EIO. */
 int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_result *cmp,
 		const struct html_opts *o);
+/* The same into the file at path. 0, or -errno (could not create, or write). */
+int html_report_file(const char *path, const struct rd_run *runs, size_t n,
+		     const struct cmp_result *cmp, const struct html_opts *o);
 
 /* Distinct labels of the runs, in order of first appearance (at most max). */
 size_t rd_labels(const struct rd_run *runs, size_t n, const char **out, size_t max);
