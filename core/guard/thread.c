@@ -1,0 +1,186 @@
+/* The emulator's threads and the program's per-thread credential state.
+ *
+ * Linux keeps credentials per thread. glibc makes set*id and setgroups process-wide by running
+ * the same system call on every thread it knows (nptl_setxid.c: a SIGSETXID to each thread, whose
+ * handler calls it), and aborts the process when the threads disagree about the result
+ * ("Fatal glibc error: setxid failed"). It propagates nothing else: capset(2), prctl(PR_SET_
+ * KEEPCAPS), securebits, PR_CAPBSET_DROP and PR_CAP_AMBIENT change the calling thread only. A
+ * single-threaded program that does `prctl(PR_SET_KEEPCAPS, 1); setresuid(u); capset(...);
+ * setresgid(g)` (setpriv, su, daemons dropping root) is consistent natively; with the emulator's
+ * threads present, setresuid dropped *their* capabilities, their setresgid fails with EPERM and
+ * glibc aborts the program.
+ *
+ * So the interposers of prctl and capset (core/shim) hand every such change that succeeded on the
+ * program's thread to guard_cred_replicate(), which has each emulator thread make the same call
+ * on itself before the program's call returns. Emulator threads register at start and reach
+ * guard_thread_sync() whenever they wake; the requester wakes them through their own wake-up
+ * function and waits until every registered thread has seen the request. A thread stalled in a
+ * long fault delays the program's call by as long (timing only). The credentials then always
+ * match the program's, which also means an emulator thread never keeps privileges the program
+ * gave up.
+ */
+#include "guard/guard.h"
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <linux/prctl.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "sys/sys.h"
+
+#define REPLICATE_PATIENCE_NS (30ULL * 1000000000ULL) /* give up on a thread after this */
+#define REWAKE_NS	      (20ULL * 1000000ULL)
+
+static struct guard_thread *threads; /* registered emulator threads (list_lock) */
+static int list_lock;
+static pthread_mutex_t req_mutex = PTHREAD_MUTEX_INITIALIZER; /* one request at a time */
+
+static struct {
+	uint32_t seq; /* request number (atomic); threads apply each once */
+	enum guard_cred_op op;
+	long a[5];
+	struct __user_cap_header_struct hdr;
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	int errors; /* threads whose call failed (atomic) */
+} req;
+
+static void list_acquire(void)
+{
+	while (__atomic_exchange_n(&list_lock, 1, __ATOMIC_ACQUIRE))
+		;
+}
+
+static void list_release(void)
+{
+	__atomic_store_n(&list_lock, 0, __ATOMIC_RELEASE);
+}
+
+void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg)
+{
+	t->tid = sys_gettid();
+	t->wake = wake;
+	t->arg = arg;
+	list_acquire();
+	/* a thread starts with its creator's credentials, which have seen every request */
+	__atomic_store_n(&t->seen, __atomic_load_n(&req.seq, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+	t->next = threads;
+	threads = t;
+	list_release();
+}
+
+void guard_thread_leave(struct guard_thread *t)
+{
+	list_acquire();
+	for (struct guard_thread **p = &threads; *p; p = &(*p)->next) {
+		if (*p == t) {
+			*p = t->next;
+			break;
+		}
+	}
+	list_release();
+}
+
+unsigned guard_thread_tids(int *out, unsigned max)
+{
+	unsigned n = 0;
+
+	list_acquire();
+	for (struct guard_thread *t = threads; t && n < max; t = t->next)
+		out[n++] = t->tid;
+	list_release();
+	return n;
+}
+
+static long apply(void)
+{
+	if (req.op == GUARD_CRED_CAPSET) {
+		struct __user_cap_header_struct h = req.hdr;
+
+		h.pid = 0; /* this thread */
+		return sys_call2(SYS_capset, &h, req.data);
+	}
+	return sys_call6(SYS_prctl, req.a[0], req.a[1], req.a[2], req.a[3], req.a[4], 0);
+}
+
+bool guard_thread_pending(const struct guard_thread *t)
+{
+	return __atomic_load_n(&t->seen, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&req.seq, __ATOMIC_ACQUIRE);
+}
+
+void guard_thread_sync(struct guard_thread *t)
+{
+	uint32_t s = __atomic_load_n(&req.seq, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&t->seen, __ATOMIC_ACQUIRE) == s)
+		return;
+	if (apply() < 0)
+		__atomic_fetch_add(&req.errors, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->seen, s, __ATOMIC_RELEASE);
+	sys_futex_wake(&req.seq, 1); /* the requester sleeps on the request number */
+}
+
+/* Wake every registered thread that has not seen request s; returns how many there are. */
+static unsigned wake_behind(uint32_t s)
+{
+	unsigned n = 0;
+
+	list_acquire();
+	for (struct guard_thread *t = threads; t; t = t->next) {
+		if (__atomic_load_n(&t->seen, __ATOMIC_ACQUIRE) == s)
+			continue;
+		n++;
+		if (t->wake)
+			t->wake(t->arg);
+	}
+	list_release();
+	return n;
+}
+
+int guard_cred_replicate(enum guard_cred_op op, const long a[5], const void *cap_hdr,
+			 const void *cap_data)
+{
+	uint64_t waited = 0;
+	unsigned behind;
+	uint32_t s;
+	int errors;
+
+	pthread_mutex_lock(&req_mutex);
+	req.op = op;
+	if (a)
+		memcpy(req.a, a, sizeof(req.a));
+	if (op == GUARD_CRED_CAPSET) {
+		const struct __user_cap_header_struct *h = cap_hdr;
+		unsigned words = h->version == _LINUX_CAPABILITY_VERSION_1 ? 1 : 2;
+
+		req.hdr = *h;
+		memset(req.data, 0, sizeof(req.data));
+		memcpy(req.data, cap_data, words * sizeof(req.data[0]));
+	}
+	__atomic_store_n(&req.errors, 0, __ATOMIC_RELAXED);
+	s = __atomic_add_fetch(&req.seq, 1, __ATOMIC_ACQ_REL);
+	while ((behind = wake_behind(s)) != 0 && waited < REPLICATE_PATIENCE_NS) {
+		struct timespec ts = {0, (long)REWAKE_NS};
+
+		sys_futex_wait(&req.seq, s, &ts); /* woken by each sync, or after a while */
+		waited += REWAKE_NS;
+	}
+	errors = __atomic_load_n(&req.errors, __ATOMIC_RELAXED) + (int)behind;
+	pthread_mutex_unlock(&req_mutex);
+	return errors;
+}
+
+bool guard_prctl_is_cred(int option)
+{
+	switch (option) {
+	case PR_SET_KEEPCAPS:
+	case PR_SET_SECUREBITS:
+	case PR_CAPBSET_DROP:
+	case PR_CAP_AMBIENT:
+		return true;
+	default:
+		return false;
+	}
+}
