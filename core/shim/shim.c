@@ -18,10 +18,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 
 #include "shim/shim.h"
@@ -37,10 +39,12 @@ enum shim_state {
 	SHIM_LIVE,
 	SHIM_UNMANAGED, /* disabled, bad configuration, no userfaultfd: pass through */
 	SHIM_CHILD,	/* a fork child: pass through */
+	SHIM_DETACHED,	/* stepped aside (seccomp, unshare, setns): pass through */
 };
 
 static int shim_state;
 static struct uffd_live *shim_lv;
+static int shim_calls; /* interposed calls inside the emulator now (a step aside waits) */
 
 /* Mappings made before initialisation (pre-constructor allocator calls). */
 static struct {
@@ -112,12 +116,39 @@ static void early_remember(uintptr_t lo, size_t len, int prot, int flags)
 	early_release();
 }
 
-/* The emulator, when this call may use it. */
+static void shim_atfork_child(void);
+
+/* The emulator, when this call may use it. A process made by a raw clone(2) without CLONE_VM
+ * or _Fork (no atfork handler ran) finds it is not the process the emulator was made for. */
 static struct uffd_live *live(void)
 {
 	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) != SHIM_LIVE || uffd_tls_passthrough)
 		return NULL;
+	if (!__atomic_load_n(shim_lv->forkcheck, __ATOMIC_RELAXED)) {
+		shim_atfork_child();
+		return NULL;
+	}
 	return shim_lv;
+}
+
+/* Bracket a call into the emulator: the emulator may only step aside between such calls. */
+static struct uffd_live *enter(void)
+{
+	struct uffd_live *lv;
+
+	__atomic_add_fetch(&shim_calls, 1, __ATOMIC_SEQ_CST);
+	lv = live();
+	if (lv)
+		uffd_tls_passthrough++;
+	else
+		__atomic_sub_fetch(&shim_calls, 1, __ATOMIC_SEQ_CST);
+	return lv;
+}
+
+static void leave(void)
+{
+	uffd_tls_passthrough--;
+	__atomic_sub_fetch(&shim_calls, 1, __ATOMIC_SEQ_CST);
 }
 
 /* An eligible mapping made on the emulator's own threads or while it was busy stays unmanaged. */
@@ -137,15 +168,13 @@ static bool tracking_early(void)
 
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	struct uffd_live *lv = live();
+	struct uffd_live *lv = enter();
 	void *out;
 	long r;
 
 	if (lv && (uffd_mmap_eligible(lv, len, prot, flags, fd) ||
 		   ((flags & MAP_FIXED) && uffd_is_managed(lv, addr, len)))) {
-		uffd_tls_passthrough++;
 		r = uffd_mmap(lv, addr, len, prot, flags, fd, off);
-		uffd_tls_passthrough--;
 	} else {
 		r = sys_mmap(addr, len, prot, flags, fd, off);
 		if (!lv && tracking_early() && !sys_is_err(r))
@@ -153,6 +182,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		else if (!lv)
 			count_reentrant(len, prot, flags, fd);
 	}
+	if (lv)
+		leave();
 	early_ret(r, &out);
 	return out;
 }
@@ -173,15 +204,16 @@ static int int_ret(long r)
 
 EXPORT int munmap(void *addr, size_t len)
 {
-	struct uffd_live *lv = live();
+	struct uffd_live *lv = enter();
 	long r;
 
 	if (lv && uffd_is_managed(lv, addr, len)) {
-		uffd_tls_passthrough++;
 		r = uffd_munmap(lv, addr, len);
-		uffd_tls_passthrough--;
+		leave();
 		return int_ret(r);
 	}
+	if (lv)
+		leave();
 	r = sys_munmap(addr, len);
 	if (!lv && tracking_early() && r == 0)
 		early_forget((uintptr_t)addr, (uintptr_t)addr + len);
@@ -190,21 +222,22 @@ EXPORT int munmap(void *addr, size_t len)
 
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
-	struct uffd_live *lv = live();
+	struct uffd_live *lv = enter();
 	long r;
 
 	if (lv && uffd_is_managed(lv, addr, len)) {
-		uffd_tls_passthrough++;
 		r = uffd_madvise(lv, addr, len, advice);
-		uffd_tls_passthrough--;
+		leave();
 		return int_ret(r);
 	}
+	if (lv)
+		leave();
 	return int_ret(sys_madvise(addr, len, advice));
 }
 
 EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 {
-	struct uffd_live *lv = live();
+	struct uffd_live *lv = enter();
 	void *new_addr = NULL, *out;
 	va_list ap;
 	long r;
@@ -216,9 +249,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	}
 	if (lv && (uffd_is_managed(lv, old, oldlen) ||
 		   ((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, newlen)))) {
-		uffd_tls_passthrough++;
 		r = uffd_mremap(lv, old, oldlen, newlen, flags, new_addr);
-		uffd_tls_passthrough--;
 	} else {
 		r = sys_mremap(old, oldlen, newlen, flags, new_addr);
 		if (!lv && tracking_early() && !sys_is_err(r)) {
@@ -227,18 +258,72 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 				       MAP_PRIVATE | MAP_ANONYMOUS);
 		}
 	}
+	if (lv)
+		leave();
 	early_ret(r, &out);
 	return out;
 }
 
 /* ---- life cycle ------------------------------------------------------------------------------ */
 
+static void shim_atfork_prepare(void)
+{
+	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE)
+		guard_fork_prepare(); /* no page of the program is mid-migration in the copy */
+}
+
+static void shim_atfork_parent(void)
+{
+	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE)
+		guard_fork_parent();
+}
+
 static void shim_atfork_child(void)
 {
-	if (shim_state == SHIM_LIVE) {
+	int s = __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE);
+
+	if (s == SHIM_LIVE || s == SHIM_DETACHED) {
+		guard_fork_child();
 		uffd_live_forked_child(shim_lv);
-		shim_state = SHIM_CHILD;
+		__atomic_store_n(&shim_state, SHIM_CHILD, __ATOMIC_RELEASE);
 	}
+}
+
+void shim_step_aside(const char *why)
+{
+	int expect = SHIM_LIVE;
+
+	if (!__atomic_compare_exchange_n(&shim_state, &expect, SHIM_DETACHED, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return;
+	/* no call enters the emulator any more; let those inside finish */
+	while (__atomic_load_n(&shim_calls, __ATOMIC_SEQ_CST))
+		sched_yield();
+	uffd_tls_passthrough++;
+	uffd_live_detach(shim_lv, why);
+	uffd_tls_passthrough--;
+}
+
+void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr, const void *data)
+{
+	struct uffd_live *lv = shim_live();
+	int failed;
+
+	if (!lv)
+		return;
+	failed = guard_cred_replicate(op, a, hdr, data);
+	UFFD_COUNT(lv, cred_changes);
+	if (failed)
+		uffd_say_once(lv, 6, "a credential change of the program could not be made on ",
+			      (uint64_t)failed, " of the emulator's threads");
+}
+
+void shim_thp_disable(bool disable)
+{
+	struct uffd_live *lv = shim_live();
+
+	if (lv)
+		uffd_live_thp_disable(lv, disable);
 }
 
 static void adopt_early(struct uffd_live *lv)
@@ -289,6 +374,14 @@ __attribute__((constructor)) static void shim_init(void)
 
 	__atomic_store_n(&shim_state, SHIM_INITIALISING, __ATOMIC_RELEASE);
 	uffd_tls_passthrough++;
+	if (getauxval(AT_SECURE)) {
+		/* set-user-ID, set-group-ID or file capabilities: the caller's environment is not
+		 * to be trusted, so no THPEMU_* variable is even read, and no file is written */
+		fprintf(stderr, "thpemu: secure execution (set-user-ID, set-group-ID or file "
+				"capabilities): THPEMU_* ignored; running unmanaged\n");
+		__atomic_store_n(&shim_state, SHIM_UNMANAGED, __ATOMIC_RELEASE);
+		goto out;
+	}
 	if (uffd_config_from_env(&cfg, err, sizeof(err)) < 0) {
 		run_unmanaged(err, false);
 		goto out;
@@ -297,11 +390,13 @@ __attribute__((constructor)) static void shim_init(void)
 		run_unmanaged("THPEMU_DISABLE is set", true);
 		goto out;
 	}
+	guard_fd_init(); /* before the emulator opens anything: its descriptors go out of reach */
 	if (uffd_live_create(&cfg, &shim_lv, err, sizeof(err)) < 0) {
+		guard_fd_fini(); /* nothing of ours is open: the program's limits are its own again */
 		run_unmanaged(err, cfg.log == UFFD_LOG_QUIET);
 		goto out;
 	}
-	pthread_atfork(NULL, NULL, shim_atfork_child);
+	pthread_atfork(shim_atfork_prepare, shim_atfork_parent, shim_atfork_child);
 	adopt_early(shim_lv);
 	if (cfg.log >= UFFD_LOG_INFO)
 		fprintf(stderr, "thpemu: pid %d managed: policy %s, pool %llu MiB, %u handlers\n",
@@ -314,7 +409,9 @@ out:
 
 __attribute__((destructor)) static void shim_fini(void)
 {
-	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE)
+	int s = __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE);
+
+	if (s == SHIM_LIVE || s == SHIM_DETACHED)
 		uffd_live_exit(shim_lv, NULL);
 }
 

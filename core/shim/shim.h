@@ -6,5 +6,12 @@
 
 /* The process's emulator, or NULL when it runs unmanaged (or is a fork child). */
 struct uffd_live *shim_live(void);
+/* The emulator steps aside for this process (one line on stderr saying why, kept in the report):
+ * its memory goes back to the kernel intact, its threads end, every later call passes through. */
+void shim_step_aside(const char *why);
+/* The program's thread changed its own credential state: the emulator's threads follow. */
+void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr, const void *data);
+/* prctl(PR_SET_THP_DISABLE) succeeded: the emulated kernel follows. */
+void shim_thp_disable(bool disable);
 
 #endif

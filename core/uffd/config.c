@@ -81,6 +81,10 @@ const struct uffd_opt uffd_opts[] = {
     {"THPEMU_DEVICE_DIR", NULL, "DIR", UOPT_PATH, "", "a directory",
      "set by `thpemu run`: where the device of THPEMU_DEVICE is mounted", 0, 0, NULL,
      UOPT_INTERNAL},
+    {"THPEMU_TEST_MIGRATE_GAP", NULL, "DUR", UOPT_DURATION, "0", "a duration such as 200us",
+     "tests only: keep each migrated page out of the program's mapping this much longer (widens "
+     "the window a fork must never see)",
+     0, 0, NULL, UOPT_INTERNAL},
     {"THPEMU_IO_PID", NULL, "PID", UOPT_UINT, "0", "a process id",
      "set by `thpemu run` (or the first process): only this process runs the dirtier and "
      "writeback",
@@ -176,6 +180,8 @@ static int store(const struct uffd_opt *o, const char *name, const char *val, ui
 		return copy_path(cfg->device_dir, sizeof(cfg->device_dir), o, name, val, err, errlen);
 	else if (!strcmp(e, "IO_PID"))
 		cfg->io_pid = num;
+	else if (!strcmp(e, "TEST_MIGRATE_GAP"))
+		cfg->test_migrate_gap_ns = num;
 	return 0;
 }
 

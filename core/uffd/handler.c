@@ -294,7 +294,8 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	    .advice = (enum mm_vma_advice)(adv & UX_ADV_MASK),
 	    /* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
 	    .huge_ok = huge_ok && !(adv & UX_ADV_SPLIT) &&
-		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED),
+		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED) &&
+		       !__atomic_load_n(&lv->thp_disabled, __ATOMIC_RELAXED),
 	    .write = fc->write,
 	};
 

@@ -88,24 +88,42 @@ void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num,
 
 /* ---- threads ------------------------------------------------------------------------------- */
 
+/* Wake the handlers polling the control eventfd (a semaphore: each read takes one token, and
+ * every poller wakes on a write). */
+static void handlers_ping(void *arg)
+{
+	struct uffd_live *lv = arg;
+	uint64_t one = 1;
+
+	sys_write(lv->ctl_fd, &one, sizeof(one));
+}
+
 static void *handler_main(void *arg)
 {
 	struct uffd_worker *w = arg;
 	struct uffd_live *lv = w->lv;
 	struct pollfd pfd[2] = {{.fd = lv->uffd, .events = POLLIN},
-				{.fd = lv->stop_fd, .events = POLLIN}};
+				{.fd = lv->ctl_fd, .events = POLLIN}};
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
+	guard_thread_enter(&w->gt, handlers_ping, lv);
 	uffd_stallcap_thread_init(w);
 	for (;;) {
 		struct uffd_msg msg;
+		uint64_t token;
 		long n;
 
+		guard_thread_sync(&w->gt);
 		if (sys_call6(SYS_ppoll, (long)pfd, 2, 0, 0, 0, 0) < 0)
 			continue;
-		if (pfd[1].revents)
-			break;
+		if (pfd[1].revents) {
+			sys_read(lv->ctl_fd, &token, sizeof(token));
+			if (__atomic_load_n(&lv->stopping, __ATOMIC_ACQUIRE))
+				break;
+		}
+		if (!(pfd[0].revents & POLLIN))
+			continue;
 		__atomic_store_n(&w->busy, 1, __ATOMIC_SEQ_CST);
 		n = sys_read(lv->uffd, &msg, sizeof(msg));
 		if (n == sizeof(msg) && msg.event == UFFD_EVENT_PAGEFAULT) /* else -EAGAIN: taken */
@@ -114,7 +132,16 @@ static void *handler_main(void *arg)
 					  (int)msg.arg.pagefault.feat.ptid, clock_now_ns());
 		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
 	}
+	guard_thread_leave(&w->gt);
 	return NULL;
+}
+
+static void bg_ping(void *arg)
+{
+	struct uffd_live *lv = arg;
+
+	__atomic_fetch_add(&lv->bg_wake, 1, __ATOMIC_RELEASE);
+	sys_futex_wake(&lv->bg_wake, 1);
 }
 
 static void bg_sleep(struct uffd_live *lv, uint64_t ns)
@@ -134,8 +161,12 @@ static void *background_main(void *arg)
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
+	guard_thread_enter(&w->gt, bg_ping, lv);
 	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
-		uint64_t wait = mm_background(lv->mm, w), now;
+		uint64_t wait, now;
+
+		guard_thread_sync(&w->gt);
+		wait = mm_background(lv->mm, w);
 
 		if (uffd_env_prelock_drop(lv))
 			UFFD_COUNT(lv, uffd_errors);
@@ -146,6 +177,7 @@ static void *background_main(void *arg)
 		}
 		bg_sleep(lv, wait < BG_PERIOD_NS ? (wait ? wait : 1000000) : BG_PERIOD_NS);
 	}
+	guard_thread_leave(&w->gt);
 	return NULL;
 }
 
@@ -184,14 +216,14 @@ static int start_threads(struct uffd_live *lv)
 
 static void stop_threads(struct uffd_live *lv)
 {
-	uint64_t one = 1;
+	uint64_t one;
 
-	lv->stopping = true;
-	if (lv->stop_fd >= 0)
-		sys_write(lv->stop_fd, &one, sizeof(one));
+	__atomic_store_n(&lv->stopping, true, __ATOMIC_RELEASE);
+	one = (uint64_t)lv->nworkers + 1; /* a token for every handler (semaphore) */
+	if (lv->ctl_fd >= 0)
+		sys_write(lv->ctl_fd, &one, sizeof(one));
 	__atomic_store_n(&lv->bg_stop, true, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&lv->bg_wake, 1, __ATOMIC_RELEASE);
-	sys_futex_wake(&lv->bg_wake, 1);
+	bg_ping(lv);
 	for (unsigned i = 0; i <= lv->nworkers; i++) {
 		if (lv->workers[i].started)
 			pthread_join(lv->workers[i].thread, NULL);
@@ -241,6 +273,8 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 		}
 		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, lv->stats_fd,
 			     0);
+		close(lv->stats_fd); /* the mapping keeps the file: no descriptor to hold */
+		lv->stats_fd = -1;
 	} else {
 		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -319,6 +353,19 @@ static void *map_anon(size_t len)
 	return sys_is_err(p) ? NULL : (void *)p;
 }
 
+static const uint32_t *forkcheck_page(void)
+{
+	uint32_t *p = map_anon(UFFD_PAGE_SIZE);
+
+	if (p && sys_madvise(p, UFFD_PAGE_SIZE, MADV_WIPEONFORK) == 0) {
+		*p = 1;
+		return p;
+	}
+	if (p)
+		sys_munmap(p, UFFD_PAGE_SIZE);
+	return NULL;
+}
+
 static int scratch_init(struct uffd_live *lv)
 {
 	unsigned n = lv->nworkers + 1;
@@ -377,7 +424,8 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 		return -ENOMEM;
 	}
 	lv->cfg = *cfg;
-	lv->uffd = lv->stop_fd = lv->pagemap_fd = lv->stats_fd = -1;
+	lv->uffd = lv->ctl_fd = lv->pagemap_fd = lv->stats_fd = -1;
+
 	lv->nworkers = cfg->handlers ? cfg->handlers : uffd_handlers_auto();
 	lv->may_huge = cfg->policy.enabled != MM_THP_NEVER;
 	pthread_mutex_init(&lv->mm_lock, NULL);
@@ -385,6 +433,8 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 	waitq_init(&lv->wbq);
 	workers_init(lv);
 	rc = uffd_open_fd(UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID, &lv->features, err, errlen);
+	if (rc >= 0)
+		rc = guard_fd_own(rc); /* every descriptor of ours lives out of the program's reach */
 	if (rc < 0)
 		goto destroy;
 	lv->uffd = rc;
@@ -392,10 +442,14 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 	if (rc < 0)
 		goto destroy;
 	stats_init(lv);
-	lv->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	lv->pagemap_fd =
+	    guard_fd_own((int)sys_call4(SYS_openat, AT_FDCWD, "/proc/self/pagemap",
+					O_RDONLY | O_CLOEXEC, 0));
 	lv->zero_page = map_anon(UFFD_PAGE_SIZE);
-	lv->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	rc = lv->zero_page && lv->stop_fd >= 0 ? 0 : -ENOMEM;
+	lv->forkcheck = forkcheck_page();
+	lv->ctl_fd = guard_fd_own(
+	    (int)sys_call2(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
+	rc = lv->zero_page && lv->forkcheck && lv->ctl_fd >= 0 ? 0 : -ENOMEM;
 	if (rc == 0)
 		rc = pool_init(lv, err, errlen);
 	if (rc == 0)
@@ -439,7 +493,7 @@ void uffd_live_destroy(struct uffd_live *lv)
 		lv->io = NULL;
 	}
 	if (lv->uffd >= 0)
-		sys_close(lv->uffd); /* unregisters every range and wakes any waiter */
+		guard_fd_close(lv->uffd); /* unregisters every range and wakes any waiter */
 	if (lv->mm && !lv->child)
 		mm_destroy(lv->mm);
 	uffd_table_destroy(&lv->table);
@@ -447,14 +501,14 @@ void uffd_live_destroy(struct uffd_live *lv)
 		sys_munmap(lv->scratch_area, lv->scratch_len);
 	if (lv->zero_page)
 		sys_munmap(lv->zero_page, UFFD_PAGE_SIZE);
+	if (lv->forkcheck)
+		sys_munmap((void *)lv->forkcheck, UFFD_PAGE_SIZE);
 	if (lv->stats)
 		sys_munmap(lv->stats, lv->stats_len);
 	if (lv->stats_fd >= 0)
 		close(lv->stats_fd);
-	if (lv->stop_fd >= 0)
-		close(lv->stop_fd);
-	if (lv->pagemap_fd >= 0)
-		close(lv->pagemap_fd);
+	guard_fd_close(lv->ctl_fd);
+	guard_fd_close(lv->pagemap_fd);
 	sys_munmap(lv, sizeof(*lv));
 }
 
@@ -557,16 +611,131 @@ void uffd_live_forked_child(struct uffd_live *lv)
 	uffd_trace_forked_child(lv);
 	if (priv) {
 		memcpy(priv, lv->stats, sizeof(*priv));
-		if (lv->stats_fd >= 0) /* the shared file belongs to the parent */
+		if (lv->cfg.run_dir[0]) /* the shared file belongs to the parent */
 			sys_munmap(lv->stats, lv->stats_len);
 		lv->stats = priv;
 	}
-	if (lv->stats_fd >= 0)
-		sys_close(lv->stats_fd);
-	if (lv->pagemap_fd >= 0)
-		sys_close(lv->pagemap_fd); /* it reads the parent's page tables */
-	sys_close(lv->uffd);
-	lv->uffd = lv->stats_fd = lv->pagemap_fd = -1;
+	/* every descriptor of ours is the parent's (its userfaultfd, the pagemap of its page
+	 * tables, its io ring): the child sees only its own */
+	guard_fd_close_all();
+	lv->uffd = lv->ctl_fd = lv->stats_fd = lv->pagemap_fd = -1;
+}
+
+/* ---- stepping aside -------------------------------------------------------------------------- */
+
+/* Hand every managed range back to the kernel: present pages stay as they are (the program's
+ * data), missing ones become ordinary first touches, waiters retry natively. */
+static void unregister_all(struct uffd_live *lv)
+{
+	struct uffd_table *t = &lv->table;
+
+	pthread_rwlock_rdlock(&t->lock);
+	for (unsigned i = 0; i < t->n; i++)
+		uffd_io_unregister(lv->uffd, t->sorted[i]->lo, t->sorted[i]->hi - t->sorted[i]->lo);
+	pthread_rwlock_unlock(&t->lock);
+	if (lv->scratch_area)
+		uffd_io_unregister(lv->uffd, (uintptr_t)lv->scratch_area, lv->scratch_len);
+}
+
+/* Is tid one of those in ours[], or a kernel worker of an io ring ("iou-wrk-", "iou-sqp-")? */
+static bool task_is_ours(int tid, const int *ours, unsigned n)
+{
+	char path[48], comm[20];
+	long fd, got;
+
+	for (unsigned i = 0; i < n; i++)
+		if (ours[i] == tid)
+			return true;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+	fd = sys_call4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	got = sys_read((int)fd, comm, sizeof(comm) - 1);
+	sys_close((int)fd);
+	return got >= 4 && memcmp(comm, "iou-", 4) == 0;
+}
+
+/* Any of our threads still in the thread group? (pthread_join returns once a thread cleared its
+ * tid, a little before the kernel takes it off the group's list; an io ring's workers leave
+ * after the ring is gone.) */
+static bool threads_linger(const int *ours, unsigned n)
+{
+	char buf[4096];
+	long fd = sys_call4(SYS_openat, AT_FDCWD, "/proc/self/task",
+			    O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	bool found = false;
+	long got;
+
+	if (fd < 0)
+		return false;
+	while (!found && (got = sys_call3(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < got && !found;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(buf + off);
+			int tid = atoi(d->name);
+
+			found = tid > 0 && task_is_ours(tid, ours, n);
+			off += d->reclen;
+		}
+	}
+	sys_close((int)fd);
+	return found;
+}
+
+void uffd_live_detach(struct uffd_live *lv, const char *why)
+{
+	int ours[UFFD_MAX_HANDLERS + 16];
+	unsigned n;
+	char msg[240];
+
+	if (lv->detached || lv->child)
+		return;
+	snprintf(msg, sizeof(msg), "%s: the emulator stepped aside, the process runs unmanaged "
+		 "from here on", why);
+	uffd_note(lv, msg);
+	UFFD_COUNT(lv, stepped_aside);
+	uffd_io_stop(lv);	/* the writer stops; writes in flight complete or are abandoned */
+	guard_migrate_freeze(); /* from here on no page of the program is ever mid-migration */
+	unregister_all(lv);
+	n = guard_thread_tids(ours, sizeof(ours) / sizeof(ours[0]));
+	uffd_stallcap_stop(lv);
+	stop_threads(lv);
+	uffd_trace_stop(lv);
+	io_destroy(lv->io); /* the ring, and with it its kernel workers */
+	lv->io = NULL;
+	uffd_live_snapshot(lv);
+	guard_fd_close(lv->uffd);
+	guard_fd_close(lv->ctl_fd);
+	guard_fd_close(lv->pagemap_fd);
+	lv->uffd = lv->ctl_fd = lv->pagemap_fd = -1;
+	lv->detached = true;
+	for (int i = 0; i < 2000 && threads_linger(ours, n); i++) {
+		struct timespec ts = {0, 1000000};
+
+		nanosleep(&ts, NULL);
+	}
+	if (lv->cfg.log != UFFD_LOG_QUIET)
+		fprintf(stderr, "thpemu: %s\n", msg);
+}
+
+void uffd_live_thp_disable(struct uffd_live *lv, bool disable)
+{
+	/* PR_SET_THP_DISABLE (Linux 3.15, kernel/sys.c: prctl sets MMF_DISABLE_THP) keeps every
+	 * VMA of the process from THP (6.12 include/linux/huge_mm.h: vma_thp_disabled). The 3.x
+	 * profiles predate it: their kernels did not know the call. */
+	if (lv->cfg.policy.era != MM_ERA_MODERN) {
+		uffd_say_once(lv, 7,
+			      "PR_SET_THP_DISABLE ignored: the emulated kernel predates it (it came "
+			      "with Linux 3.",
+			      15, ")");
+		return;
+	}
+	__atomic_store_n(&lv->thp_disabled, disable, __ATOMIC_RELEASE);
 }
 
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg)

@@ -21,6 +21,7 @@
 #include "uffd/uffd.h"
 
 #include <errno.h>
+#include <time.h>
 
 #include "uffd/sys.h"
 
@@ -156,16 +157,33 @@ static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -EAGAIN;
 	}
+	if (!guard_migrate_begin()) { /* a fork is copying the address space: not now */
+		UFFD_COUNT(lv, fork_deferred);
+		uffd_pstate_set(r, p, UP_PRESENT);
+		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
+		return -EBUSY;
+	}
 	scratch = scratch_page(w);
 	rc = uffd_io_move(lv->uffd, (uintptr_t)scratch, addr, UFFD_PAGE_SIZE,
 			  UFFDIO_MOVE_MODE_DONTWAKE, NULL);
 	if (rc < 0 && moved_anyway(lv, (uintptr_t)scratch, addr))
 		rc = 0;
-	if (rc < 0)
+	if (rc < 0) {
+		guard_migrate_end();
 		return unmap_failed(w, r, p, rc);
+	}
+	if (lv->cfg.test_migrate_gap_ns) { /* tests: the page stays out this much longer */
+		uint64_t gap = lv->cfg.test_migrate_gap_ns;
+		struct timespec ts = {(time_t)(gap / 1000000000ULL), (long)(gap % 1000000000ULL)};
+
+		sys_call2(SYS_nanosleep, &ts, NULL);
+	}
 	rc = uffd_io_copy(lv->uffd, addr, scratch, UFFD_PAGE_SIZE, true, NULL);
 	if (rc < 0)
-		return remap_failed(w, r, p, scratch, rc);
+		rc = remap_failed(w, r, p, scratch, rc);
+	guard_migrate_end(); /* the page is back where the program left it (or gone with it) */
+	if (rc < 0)
+		return rc;
 	uffd_pfn_set(r, p, to);
 	uffd_pstate_set(r, p, UP_PRESENT);
 	UFFD_COUNT(lv, anon_migrations);

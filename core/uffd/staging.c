@@ -123,16 +123,28 @@ static void slot_fill(struct uffd_staging *s, unsigned i)
 		uffd_stat_add(&s->host->host_thp_unavailable, 1);
 }
 
+static void refill_ping(void *arg)
+{
+	struct uffd_staging *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void *refill_main(void *arg)
 {
 	struct uffd_staging *s = arg;
 
 	uffd_tls_passthrough = 1;
+	guard_thread_enter(&s->gt, refill_ping, s);
 	for (;;) {
 		int pick = -1;
 
+		guard_thread_sync(&s->gt);
 		pthread_mutex_lock(&s->lock);
-		while (!s->stop && count_state(s, US_READY) >= s->depth)
+		while (!s->stop && count_state(s, US_READY) >= s->depth &&
+		       !guard_thread_pending(&s->gt))
 			pthread_cond_wait(&s->cond, &s->lock);
 		pthread_mutex_unlock(&s->lock);
 		if (__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
@@ -150,6 +162,7 @@ static void *refill_main(void *arg)
 		slot_fill(s, (unsigned)pick);
 		__atomic_store_n(&s->state[pick], US_READY, __ATOMIC_RELEASE);
 	}
+	guard_thread_leave(&s->gt);
 	return NULL;
 }
 
@@ -162,8 +175,10 @@ int uffd_staging_start(struct uffd_staging *s)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = -pthread_create(&s->thread, NULL, refill_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0)
+	if (rc == 0) {
 		s->started = true;
+		pthread_setname_np(s->thread, "thpemu-refill");
+	}
 	return rc;
 }
 

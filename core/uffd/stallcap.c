@@ -76,6 +76,7 @@ struct uffd_stallcap {
 	pthread_t watchdog;
 	bool started;
 	uint32_t stop; /* futex word: 1 stops the watchdog */
+	struct guard_thread gt;
 	struct stall_slot slot[UFFD_MAX_HANDLERS + 1];
 };
 
@@ -287,6 +288,13 @@ static void scan(struct uffd_stallcap *sc)
 	}
 }
 
+static void watchdog_ping(void *arg)
+{
+	struct uffd_stallcap *sc = arg;
+
+	sys_futex_wake(&sc->stop, 1);
+}
+
 static void *watchdog_main(void *arg)
 {
 	struct uffd_stallcap *sc = arg;
@@ -294,11 +302,14 @@ static void *watchdog_main(void *arg)
 			      (long)(sc->period_ns % 1000000000ULL)};
 
 	uffd_tls_passthrough = 1;
+	guard_thread_enter(&sc->gt, watchdog_ping, sc);
 	obs_unwind_thread_init(NULL, 0);
 	while (!__atomic_load_n(&sc->stop, __ATOMIC_ACQUIRE)) {
+		guard_thread_sync(&sc->gt);
 		scan(sc);
 		sys_futex_wait(&sc->stop, 0, &ts);
 	}
+	guard_thread_leave(&sc->gt);
 	return NULL;
 }
 

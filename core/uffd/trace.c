@@ -59,6 +59,7 @@ struct uffd_tracer {
 	pthread_t thread;
 	bool started;
 	uint32_t stop;		    /* futex word: 1 = drain and exit */
+	struct guard_thread gt;	    /* the writer's registration (credentials) */
 	pthread_mutex_t drain_lock; /* one consumer at a time: the writer, or the exit hook */
 	bool ended;		    /* the END record is written */
 	uint64_t written, write_errors;
@@ -122,7 +123,7 @@ static void write_out(struct uffd_tracer *tr, const void *buf, size_t len)
 			continue;
 		if (n <= 0) { /* a full disk: stop tracing, the program goes on */
 			tr->write_errors++;
-			sys_close(tr->fd);
+			guard_fd_close(tr->fd);
 			tr->fd = -1;
 			return;
 		}
@@ -159,18 +160,28 @@ static uint64_t dropped(const struct uffd_tracer *tr)
 	return d;
 }
 
+static void writer_ping(void *arg)
+{
+	struct uffd_tracer *tr = arg;
+
+	sys_futex_wake(&tr->stop, 1);
+}
+
 static void *writer_main(void *arg)
 {
 	struct uffd_tracer *tr = arg;
 	struct timespec ts = {0, (long)DRAIN_PERIOD_NS};
 
 	uffd_tls_passthrough = 1;
+	guard_thread_enter(&tr->gt, writer_ping, tr);
 	while (!__atomic_load_n(&tr->stop, __ATOMIC_ACQUIRE)) {
+		guard_thread_sync(&tr->gt);
 		sys_futex_wait(&tr->stop, 0, &ts);
 		pthread_mutex_lock(&tr->drain_lock);
 		drain(tr);
 		pthread_mutex_unlock(&tr->drain_lock);
 	}
+	guard_thread_leave(&tr->gt);
 	return NULL;
 }
 
@@ -266,7 +277,7 @@ static int map_rings(struct uffd_tracer *tr, unsigned handlers)
 static void tracer_free(struct uffd_tracer *tr)
 {
 	if (tr->fd >= 0)
-		sys_close(tr->fd);
+		guard_fd_close(tr->fd);
 	if (tr->map)
 		sys_munmap(tr->map, tr->map_len);
 	sys_munmap(tr, sizeof(*tr));
@@ -298,6 +309,11 @@ int uffd_trace_start(struct uffd_live *lv)
 	tr->fd = open(tr->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (tr->fd < 0) {
 		rc = -errno;
+		goto fail;
+	}
+	tr->fd = guard_fd_own(tr->fd);
+	if (tr->fd < 0) {
+		rc = tr->fd;
 		goto fail;
 	}
 	rc = map_rings(tr, lv->nworkers);
@@ -378,7 +394,7 @@ void uffd_trace_forked_child(struct uffd_live *lv)
 	lv->tracer =
 	    NULL; /* the writer thread did not survive the fork; the file is the parent's */
 	if (tr && tr->fd >= 0)
-		sys_close(tr->fd);
+		guard_fd_close(tr->fd);
 }
 
 /* ---- records -----------------------------------------------------------------------------------

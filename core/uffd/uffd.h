@@ -38,6 +38,7 @@
 
 #include "io/io.h"
 #include "io/waitq.h"
+#include "guard/guard.h"
 #include "mm/mm.h"
 #include "obs/faults.h"
 #include "obs/stall.h"
@@ -76,6 +77,7 @@ struct uffd_config {
 	struct io_dirty_spec dirty;   /* parsed */
 	char device_dir[512];	      /* THPEMU_DEVICE_DIR: set by `thpemu run`: the mounted device */
 	uint64_t io_pid;	      /* THPEMU_IO_PID: the process that runs io (0 = this one) */
+	uint64_t test_migrate_gap_ns; /* THPEMU_TEST_MIGRATE_GAP: tests widen the migration window */
 };
 
 enum uffd_opt_type {
@@ -159,7 +161,10 @@ unsigned uffd_handlers_auto(void);
 	X(huge_splits, "huge extents split by a partial free")                                     \
 	X(stalls, "faults slower than the stall threshold")                                        \
 	X(stall_ns, "total service time of those faults (ns)")                                     \
-	X(latency_max_ns, "longest fault service time (ns)")
+	X(latency_max_ns, "longest fault service time (ns)")                                       \
+	X(stepped_aside, "1 if the emulator stepped aside for the process (note says why)")        \
+	X(fork_deferred, "migrations not started because the program was forking")                \
+	X(cred_changes, "per-thread credential changes also made on the emulator's threads")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -171,7 +176,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 3
+#define UFFD_STATS_VERSION 4
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
@@ -439,6 +444,7 @@ struct uffd_staging {
 	struct uffd_host_stats *host; /* counters (the process's stats) */
 	int pagemap_fd;		      /* /proc/self/pagemap, for PAGEMAP_SCAN checks */
 	bool collapse;		      /* try MADV_COLLAPSE when a populated chunk is not a THP */
+	struct guard_thread gt;	      /* the refill thread's registration (credentials) */
 };
 
 int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
@@ -480,6 +486,7 @@ struct uffd_worker {
 	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
 	uint64_t fault_t0;     /* when its message was read */
+	struct guard_thread gt; /* registration with core/guard (credentials) */
 };
 #define UFFD_SCRATCH_PAGES 32
 
@@ -502,7 +509,11 @@ typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint3
 struct uffd_live {
 	struct uffd_config cfg;
 	int uffd;
-	int stop_fd;	   /* eventfd: handlers exit when it becomes readable */
+	int ctl_fd;	   /* semaphore eventfd the handlers poll: a stop or a credential request */
+	/* A page that reads 1 in the process the emulator was made for and 0 in any process made
+	 * from it by a fork of the address space (MADV_WIPEONFORK), atfork handlers or not (a raw
+	 * clone, _Fork); a vfork or CLONE_VM child shares the page, and the emulator, as it should. */
+	const uint32_t *forkcheck;
 	uint64_t features; /* granted by UFFDIO_API */
 	struct mm *mm;
 	struct mm_env env;
@@ -522,6 +533,8 @@ struct uffd_live {
 	int stats_fd;
 	bool may_huge; /* the policy can ever decide huge: regions get MADV_HUGEPAGE */
 	bool child;    /* a fork child: everything passes through */
+	bool detached; /* stepped aside (seccomp, unshare...): threads gone, memory unregistered */
+	bool thp_disabled; /* prctl(PR_SET_THP_DISABLE) (atomic) */
 	bool stopping;
 	uint32_t bg_wake; /* futex word: wakes the background thread early */
 	bool bg_stop;
@@ -555,6 +568,12 @@ int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline);
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline);
 /* In a fork child: forget everything (the kernel unregistered the child's VMAs). */
 void uffd_live_forked_child(struct uffd_live *lv);
+/* Step aside for good: io stopped, no migration in flight, every managed range handed back to
+ * the kernel with its data, every emulator thread gone (the process is as single-threaded as
+ * the program made it). The statistics stay for the exit report, which says why. */
+void uffd_live_detach(struct uffd_live *lv, const char *why);
+/* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
+void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
 void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
 /* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no

@@ -1,0 +1,282 @@
+/* LD_PRELOAD interposers of the process-level calls a program makes that could meet the emulator:
+ * its descriptors (close, close_range, closefrom), its limits (getrlimit, setrlimit, prlimit),
+ * its per-thread credentials (prctl, capset), sandboxing and namespaces (seccomp, unshare,
+ * setns) and the generic syscall(2) through which libraries make some of these calls.
+ *
+ * Each behaves as it would natively (core/guard says why the emulator's descriptors and threads
+ * are invisible to these calls), or, where the call cannot work with the emulator's threads
+ * present, the emulator steps aside for the process first (shim_step_aside: its memory is
+ * handed back to the kernel intact, its threads end) and the call then runs as natively:
+ *   - a seccomp filter: the emulator's own system calls (userfaultfd ioctls, io_uring) are not
+ *     the program's and a filter written for the program may refuse them;
+ *   - unshare of a user namespace (or CLONE_THREAD/SIGHAND/VM) and setns into a user, mount or
+ *     time namespace: the kernel allows them only to a single-threaded process.
+ * prctl(PR_SET_THP_DISABLE) also reaches the emulated kernel, which honours it as the kernel
+ * would (core/uffd).
+ *
+ * Calls made by the emulator itself (uffd_tls_passthrough) go straight to the kernel.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <linux/close_range.h>
+#include <linux/nsfs.h>
+#include <linux/prctl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#include "guard/guard.h"
+#include "shim/shim.h"
+#include "sys/sys.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+extern int __close(int fd); /* glibc's close (a cancellation point, as the program expects) */
+int capset(void *hdr, const void *data); /* glibc exports it without a header declaring it */
+
+static long ret_errno(long r)
+{
+	if (sys_is_err(r)) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* ---- descriptors ------------------------------------------------------------------------------ */
+
+EXPORT int close(int fd)
+{
+	if (guard_fd_is_ours(fd)) {
+		if (uffd_tls_passthrough) { /* the emulator (or a library it called) closing its own */
+			guard_fd_close(fd);
+			return 0;
+		}
+		errno = EBADF; /* natively this number is not open */
+		return -1;
+	}
+	return __close(fd);
+}
+
+static long close_range_as_native(unsigned lo, unsigned hi, unsigned flags)
+{
+	if (uffd_tls_passthrough)
+		return sys_call3(SYS_close_range, lo, hi, flags);
+	return guard_close_range(lo, hi, flags);
+}
+
+EXPORT int close_range(unsigned lo, unsigned hi, int flags)
+{
+	return (int)ret_errno(close_range_as_native(lo, hi, (unsigned)flags));
+}
+
+EXPORT void closefrom(int lo)
+{
+	if (lo >= 0)
+		close_range_as_native((unsigned)lo, ~0U, 0);
+}
+
+/* The emulator's libraries make descriptors of their own (libunwind keeps a pipe to probe
+ * addresses with): made on an emulator thread or during its set-up, they go to the zone too. */
+EXPORT int pipe2(int fds[2], int flags)
+{
+	long r = sys_call2(SYS_pipe2, fds, flags);
+
+	if (r == 0 && uffd_tls_passthrough) {
+		int a = guard_fd_own(fds[0]), b = guard_fd_own(fds[1]);
+
+		if (a < 0 || b < 0) {
+			guard_fd_close(a);
+			guard_fd_close(b);
+			r = a < 0 ? a : b;
+		} else {
+			fds[0] = a;
+			fds[1] = b;
+		}
+	}
+	return (int)ret_errno(r);
+}
+
+/* ---- limits ------------------------------------------------------------------------------------ */
+
+/* rlimit and rlimit64 are the same two 64-bit words on LP64. */
+_Static_assert(sizeof(struct rlimit) == sizeof(struct rlimit64), "rlimit layout");
+
+EXPORT int prlimit(pid_t pid, __rlimit_resource_t resource, const struct rlimit *new_lim,
+		   struct rlimit *old_lim)
+{
+	return (int)ret_errno(guard_prlimit(pid, (int)resource, new_lim, old_lim));
+}
+
+EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimit64 *new_lim,
+		     struct rlimit64 *old_lim)
+{
+	return (int)ret_errno(guard_prlimit(pid, (int)resource, (const void *)new_lim,
+					    (void *)old_lim));
+}
+
+EXPORT int getrlimit(__rlimit_resource_t resource, struct rlimit *rl)
+{
+	return (int)ret_errno(guard_prlimit(0, (int)resource, NULL, rl));
+}
+
+EXPORT int getrlimit64(__rlimit_resource_t resource, struct rlimit64 *rl)
+{
+	return (int)ret_errno(guard_prlimit(0, (int)resource, NULL, (void *)rl));
+}
+
+EXPORT int setrlimit(__rlimit_resource_t resource, const struct rlimit *rl)
+{
+	return (int)ret_errno(guard_prlimit(0, (int)resource, rl, NULL));
+}
+
+EXPORT int setrlimit64(__rlimit_resource_t resource, const struct rlimit64 *rl)
+{
+	return (int)ret_errno(guard_prlimit(0, (int)resource, (const void *)rl, NULL));
+}
+
+/* ---- credentials, sandboxes, namespaces ------------------------------------------------------- */
+
+static long do_prctl(long option, long a2, long a3, long a4, long a5)
+{
+	long a[5] = {option, a2, a3, a4, a5};
+	long r;
+
+	if (uffd_tls_passthrough)
+		return sys_call6(SYS_prctl, option, a2, a3, a4, a5, 0);
+	if (option == PR_SET_SECCOMP && a2 == SECCOMP_MODE_FILTER)
+		shim_step_aside("the program installs a seccomp filter");
+	r = sys_call6(SYS_prctl, option, a2, a3, a4, a5, 0);
+	if (r < 0)
+		return r;
+	if (guard_prctl_is_cred((int)option) && shim_live())
+		shim_cred_replicate(GUARD_CRED_PRCTL, a, NULL, NULL);
+	if (option == PR_SET_THP_DISABLE)
+		shim_thp_disable(a2 != 0);
+	return r;
+}
+
+EXPORT int prctl(int option, ...)
+{
+	unsigned long a2, a3, a4, a5;
+	va_list ap;
+
+	va_start(ap, option);
+	a2 = va_arg(ap, unsigned long);
+	a3 = va_arg(ap, unsigned long);
+	a4 = va_arg(ap, unsigned long);
+	a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	return (int)ret_errno(do_prctl(option, (long)a2, (long)a3, (long)a4, (long)a5));
+}
+
+static long do_capset(void *hdr, const void *data)
+{
+	const struct __user_cap_header_struct *h = hdr;
+	long r = sys_call2(SYS_capset, hdr, data);
+
+	/* only a change of the calling thread's own sets is per thread (pid 0 or its tid) */
+	if (r == 0 && !uffd_tls_passthrough && h && data && (h->pid == 0 || h->pid == sys_gettid()) &&
+	    shim_live())
+		shim_cred_replicate(GUARD_CRED_CAPSET, NULL, hdr, data);
+	return r;
+}
+
+EXPORT int capset(void *hdr, const void *data)
+{
+	return (int)ret_errno(do_capset(hdr, data));
+}
+
+static long do_seccomp(long op, long flags, long args)
+{
+	if (!uffd_tls_passthrough && op == SECCOMP_SET_MODE_FILTER)
+		shim_step_aside("the program installs a seccomp filter");
+	return sys_call3(SYS_seccomp, op, flags, args);
+}
+
+/* The kernel accepts these only from a single-threaded process (kernel/fork.c: ksys_unshare,
+ * check_unshare_flags). */
+#define UNSHARE_SINGLE (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)
+/* setns into these needs a single thread too (kernel/user_namespace.c: userns_install,
+ * fs/namespace.c: mntns_install, kernel/time/namespace.c: timens_install). */
+#define SETNS_SINGLE (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWTIME)
+
+static long do_unshare(long flags)
+{
+	if (!uffd_tls_passthrough && (flags & UNSHARE_SINGLE))
+		shim_step_aside("the program unshares into a new user namespace (single-threaded "
+				"processes only)");
+	return sys_call1(SYS_unshare, flags);
+}
+
+EXPORT int unshare(int flags)
+{
+	return (int)ret_errno(do_unshare(flags));
+}
+
+static long do_setns(long fd, long nstype)
+{
+	long type = nstype;
+
+	if (!uffd_tls_passthrough) {
+		if (!type) /* a namespace descriptor: ask it what it is */
+			type = sys_call3(SYS_ioctl, fd, NS_GET_NSTYPE, 0);
+		if (type > 0 && (type & SETNS_SINGLE))
+			shim_step_aside("the program joins a user, mount or time namespace "
+					"(single-threaded processes only)");
+	}
+	return sys_call2(SYS_setns, fd, nstype);
+}
+
+EXPORT int setns(int fd, int nstype)
+{
+	return (int)ret_errno(do_setns(fd, nstype));
+}
+
+/* ---- syscall(2) --------------------------------------------------------------------------------- */
+
+/* Libraries make some of the calls above through syscall(2) (libseccomp's seccomp, close_range
+ * before glibc had a wrapper): those take the same path. Anything else is the raw call. */
+EXPORT long syscall(long nr, ...)
+{
+	long a[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	switch (nr) {
+	case SYS_close:
+		return close((int)a[0]);
+	case SYS_close_range:
+		return ret_errno(close_range_as_native((unsigned)a[0], (unsigned)a[1],
+						       (unsigned)a[2]));
+	case SYS_prlimit64:
+		return ret_errno(guard_prlimit((int)a[0], (int)a[1], (const void *)a[2],
+					       (void *)a[3]));
+	case SYS_getrlimit:
+		return ret_errno(guard_prlimit(0, (int)a[0], NULL, (void *)a[1]));
+	case SYS_setrlimit:
+		return ret_errno(guard_prlimit(0, (int)a[0], (const void *)a[1], NULL));
+	case SYS_prctl:
+		return ret_errno(do_prctl(a[0], a[1], a[2], a[3], a[4]));
+	case SYS_capset:
+		return ret_errno(do_capset((void *)a[0], (const void *)a[1]));
+	case SYS_seccomp:
+		return ret_errno(do_seccomp(a[0], a[1], a[2]));
+	case SYS_unshare:
+		return ret_errno(do_unshare(a[0]));
+	case SYS_setns:
+		return ret_errno(do_setns(a[0], a[1]));
+	default:
+		return ret_errno(sys_call6(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+	}
+}
