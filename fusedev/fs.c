@@ -279,6 +279,27 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fuse_reply_create(req, &e, fi);
 }
 
+/* mknod(2) of a regular file (the writeback engine creates its files by path, holding no
+ * descriptor); devices, FIFOs and sockets have no place on a USB stick model. */
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct fuse_entry_param e;
+	struct fdev_inode *i;
+	int err;
+
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	i = new_node(req, parent, name, FDEV_REG, S_IFREG | (mode & 07777), &err);
+	if (!i) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	fill_entry(FS(req), i, &e);
+	fuse_reply_entry(req, &e);
+}
+
 static void drop_link(struct fdev_inode *i, struct fdev_inode *dir)
 {
 	pthread_mutex_lock(&i->lock);
@@ -697,6 +718,7 @@ const struct fuse_lowlevel_ops fdev_ops = {
 	.rmdir = op_rmdir,
 	.rename = op_rename,
 	.create = op_create,
+	.mknod = op_mknod,
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,

@@ -167,7 +167,7 @@ static void rate_limit(struct io *io, uint64_t *next)
 static bool device_unusable(struct io *io, int rc)
 {
 	if (rc == -ENOTCONN || rc == -ECONNABORTED || rc == -ENOSPC || rc == -ENFILE) {
-		io_note(io, "the writer stopped: %s", strerror(-rc));
+		io_note(io, "the writer stopped: %s", strerrordesc_np(-rc));
 		return true;
 	}
 	return __atomic_load_n(&io->st->err_disconnected, __ATOMIC_RELAXED) != 0;

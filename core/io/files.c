@@ -8,6 +8,11 @@
  * file is unlinked and its clean pages dropped from the page cache (truncate_inode_pages). The
  * entry goes away once no request holds it.
  *
+ * No descriptor is held here: the device file is created, sized and unlinked by path, and the
+ * backend opens it into a registered-file slot of its own when a request needs it (io_internal.h,
+ * struct io_file). So the engine never holds more than a few descriptors whatever the workload,
+ * and none the program could close, reuse or be written through.
+ *
  * Table: IO_MAX_FILES entries that never move (requests point at them) and an index on the
  * file id, open addressing with linear probing and backward-shift deletion, all under
  * files_lock. Lock order: files_lock before the mm lock.
@@ -19,6 +24,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static unsigned home_of(uint64_t id)
@@ -50,7 +56,7 @@ static struct io_file *insert(struct io *io, uint64_t id)
 	io->free_file = f->next_free;
 	memset(f, 0, sizeof(*f));
 	f->id = id;
-	f->fd = -1;
+	f->slot = -1;
 	for (i = home_of(id); io->index[i]; i = (i + 1) % IO_INDEX_SIZE)
 		;
 	io->index[i] = (uint16_t)(f - io->files + 1);
@@ -90,7 +96,7 @@ void io_files_init(struct io *io)
 {
 	for (int i = IO_MAX_FILES - 1; i >= 0; i--) {
 		io->files[i].id = 0;
-		io->files[i].fd = -1;
+		io->files[i].slot = -1;
 		io->files[i].next_free = i + 1 < IO_MAX_FILES ? i + 1 : -1;
 	}
 	io->free_file = 0;
@@ -110,42 +116,37 @@ static uint64_t dev_alloc(struct io *io, uint64_t bytes)
 	return base;
 }
 
-/* Open (creating) the file's device file and make sure it covers npages without extending
- * writes. Returns the fd or -errno. */
-static int open_presized(struct io *io, uint64_t id, uint64_t npages)
+void io_file_path(const struct io *io, uint64_t file_id, char *buf, size_t len)
 {
 	char name[64];
-	int flags = O_RDWR | O_CREAT | O_CLOEXEC | (io->odirect ? O_DIRECT : 0), fd;
-	off_t want = (off_t)(npages * IO_PAGE_SIZE);
 
-	io_file_name(id, name, sizeof(name));
-	fd = openat(io->dir_fd, name, flags, 0644);
-	if (fd < 0 && errno == EINVAL && io->odirect) {
-		io->odirect = false;
-		__atomic_store_n(&io->st->odirect, 0, __ATOMIC_RELAXED);
-		io_note(io, "O_DIRECT refused by %s: writing through the host page cache", io->dir);
-		fd = openat(io->dir_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	}
-	if (fd < 0)
+	io_file_name(file_id, name, sizeof(name));
+	snprintf(buf, len, "%s/%s", io->dir, name);
+}
+
+/* Create the file's device file (by path: no descriptor) and make sure it covers npages
+ * without extending writes. 0 or -errno. */
+static int make_presized(struct io *io, uint64_t id, uint64_t npages)
+{
+	char path[IO_PATH_MAX];
+
+	io_file_path(io, id, path, sizeof(path));
+	if (mknodat(AT_FDCWD, path, S_IFREG | 0644, 0) < 0 && errno != EEXIST)
 		return -errno;
-	if (ftruncate(fd, want) < 0) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	return fd;
+	if (truncate(path, (off_t)(npages * IO_PAGE_SIZE)) < 0)
+		return -errno;
+	return 0;
 }
 
 int io_file_create(struct io *io, uint64_t file_id, uint64_t npages)
 {
 	struct io_file *f;
-	int fd = -1;
+	int rc = 0;
 
 	if (io->dir[0]) {
-		fd = open_presized(io, file_id, npages);
-		if (fd < 0)
-			return fd;
+		rc = make_presized(io, file_id, npages);
+		if (rc < 0)
+			return rc;
 	}
 	pthread_mutex_lock(&io->files_lock);
 	f = lookup(io, file_id);
@@ -154,13 +155,9 @@ int io_file_create(struct io *io, uint64_t file_id, uint64_t npages)
 	if (!f) {
 		io_note(io, "more than %d files with pages in flight: file refused", IO_MAX_FILES);
 		pthread_mutex_unlock(&io->files_lock);
-		if (fd >= 0)
-			close(fd);
 		return -ENFILE;
 	}
-	if (f->fd >= 0)
-		close(f->fd);
-	f->fd = fd;
+	f->err = 0;
 	f->npages = npages;
 	f->counted = true;
 	f->dev_base = dev_alloc(io, npages * IO_PAGE_SIZE);
@@ -180,7 +177,7 @@ static struct io_file *adopt_unknown(struct io *io, uint64_t id)
 	f->npages = npages;
 	f->dev_base = dev_alloc(io, IO_FILE_RESERVE);
 	if (io->dir[0])
-		f->fd = open_presized(io, id, npages);
+		f->err = make_presized(io, id, npages);
 	return f;
 }
 
@@ -197,7 +194,10 @@ int io_file_cover(struct io *io, struct io_file *f, uint64_t end_page)
 
 	pthread_mutex_lock(&io->files_lock);
 	if (end_page > f->npages) {
-		if (f->fd >= 0 && ftruncate(f->fd, (off_t)want) < 0)
+		char path[IO_PATH_MAX];
+
+		io_file_path(io, f->id, path, sizeof(path));
+		if (io->dir[0] && !f->err && truncate(path, (off_t)want) < 0)
 			rc = -errno;
 		else
 			f->npages = want / IO_PAGE_SIZE;
@@ -223,13 +223,13 @@ struct io_file *io_file_get(struct io *io, uint64_t file_id, bool create_unknown
 /* Drop the file's clean pages from the page cache (truncate) and unlink it. files_lock held. */
 static void delete_locked(struct io *io, struct io_file *f)
 {
-	char name[64];
+	char path[IO_PATH_MAX];
 
 	for (uint64_t i = 0; i < f->npages; i++)
 		mm_pagecache_remove(io->mm, MM_OWNER_FILE(f->id, i));
 	if (io->dir[0]) {
-		io_file_name(f->id, name, sizeof(name));
-		unlinkat(io->dir_fd, name, 0);
+		io_file_path(io, f->id, path, sizeof(path));
+		unlink(path);
 	}
 	f->deleted = true;
 	io_stat_add(&io->st->files_deleted, 1);
@@ -243,7 +243,7 @@ static void manifest_line(struct io *io, struct io_file *f)
 	struct io_req *r;
 	int n;
 
-	if (io->manifest_fd < 0 || f->id < IO_WRITER_ID_BASE || f->id >= IO_READER_ID_BASE)
+	if (!io->dir[0] || f->id < IO_WRITER_ID_BASE || f->id >= IO_READER_ID_BASE)
 		return;
 	r = io_req_get(io);
 	if (!r) {
@@ -275,8 +275,8 @@ static void maybe_retire(struct io *io, struct io_file *f)
 	}
 	if (f->refs || !f->finished || f->sync_waiters)
 		return;
-	if (f->fd >= 0)
-		close(f->fd);
+	if (f->slot >= 0)
+		io->be->forget(io, f);
 	remove_entry(io, f);
 }
 
@@ -329,20 +329,6 @@ void io_file_delete(struct io *io, uint64_t file_id)
 		f->delete_after = true;
 		if (f->finished)
 			delete_locked(io, f);
-	}
-	pthread_mutex_unlock(&io->files_lock);
-}
-
-void io_files_close_all(struct io *io)
-{
-	pthread_mutex_lock(&io->files_lock);
-	for (unsigned i = 0; i < IO_MAX_FILES; i++) {
-		struct io_file *f = &io->files[i];
-
-		if (f->id && f->fd >= 0) {
-			close(f->fd);
-			f->fd = -1;
-		}
 	}
 	pthread_mutex_unlock(&io->files_lock);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "io/io.h"
+#include "sys/sys.h"
 
 #define IO_MAX_FILES	   4096 /* files with state at once (open, pending pages, in flight) */
 #define IO_INDEX_SIZE	   (2 * IO_MAX_FILES)
@@ -52,16 +53,26 @@ struct io_req {
 	struct iovec *iov;	/* one per page, pointing into the arena */
 	struct devm_req dreq;	/* the in-process model's view of it */
 	int res;		/* synchronous requests: the result */
+	int open_res;		/* the backend's open of the file for it failed with this */
 	uint16_t meta_len;	/* IOR_META: bytes in meta */
 	char meta[IO_META_LEN]; /* IOR_META: the line */
 	uint32_t done;		/* synchronous requests: futex word, 1 once res is set */
 	struct io_req *next;	/* free list / submission queue link */
 };
 
-/* A file on the device with page-cache state. Protected by io->files_lock. */
+/* A file on the device with page-cache state. Protected by io->files_lock.
+ *
+ * The engine holds no descriptor for it: the backend opens it straight into a slot of its
+ * io_uring's registered-file table when a request needs it (a "direct" descriptor the program
+ * can never be given, close or reuse), and creates, sizes and unlinks it by path. */
 struct io_file {
 	uint64_t id;	   /* 0 = free slot */
-	int fd;		   /* -1 when not open */
+	int err;	   /* creating the device file failed with this (-errno), or 0 */
+	int slot;	   /* the backend's registered-file slot holding it open, or -1 */
+	bool opened;	   /* the open into the slot has completed (until then every request
+			    * carries an open of its own linked ahead) */
+	unsigned busy;	   /* requests at the backend using the slot (flusher only) */
+	uint64_t used;	   /* when a request last used the slot (flusher only; LRU) */
 	uint64_t npages;   /* size the file was pre-sized to, in pages */
 	uint64_t dev_base; /* device-model address of offset 0 */
 	uint64_t pending;  /* pages the writer dirtied that are not written back yet */
@@ -89,6 +100,8 @@ struct io_backend_ops {
 	void (*wait)(struct io *io, uint64_t timeout_ns);
 	/* Wake the flusher. Any thread, fault path included. */
 	void (*kick)(struct io *io);
+	/* The file's entry goes away: close its slot if it holds one (files_lock held). */
+	void (*forget)(struct io *io, struct io_file *f);
 	void (*destroy)(struct io *io);
 };
 
@@ -103,8 +116,6 @@ struct io {
 	unsigned max_pages; /* pages per request */
 	bool odirect;	    /* files opened with O_DIRECT */
 	char dir[600];	    /* this process's directory on the device ("" = model) */
-	int dir_fd;
-	int manifest_fd;
 	uint64_t manifest_off; /* where the next manifest line goes (files_lock) */
 	uint32_t meta_pending; /* atomic: manifest lines queued or in flight */
 
@@ -181,13 +192,17 @@ int io_file_cover(struct io *io, struct io_file *f, uint64_t end_page);
 void io_file_put(struct io *io, struct io_file *f);
 void io_file_pages_done(struct io *io, struct io_file *f, unsigned npages, unsigned nfailed,
 			int err);
-void io_files_close_all(struct io *io);
+/* The device file's path: <dir>/<name>. */
+void io_file_path(const struct io *io, uint64_t file_id, char *buf, size_t len);
+#define IO_PATH_MAX 700
 
 /* Zeroed private memory straight from the kernel (never the allocator's, never through an
  * interposed mmap): everything fault handlers touch in io must be unmanaged memory, or a handler
  * could fault on it with no one left to serve the fault. NULL on failure. */
 void *io_map(size_t len);
 void io_unmap(void *p, size_t len);
+/* The first problem, for the report. io threads call it: no strerror() there (its message
+ * catalogue lookup allocates, and the allocator may be the program's): strerrordesc_np(). */
 void io_note(struct io *io, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void io_block_signals_and_init(struct io *io);
 void *io_dirtier_main(void *arg);
@@ -211,12 +226,12 @@ static inline void io_futex_wait(uint32_t *word, uint32_t val, uint64_t timeout_
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000ULL),
 			      (long)(timeout_ns % 1000000000ULL)};
 
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, timeout_ns ? &ts : NULL, NULL, 0);
+	sys_futex_wait(word, val, timeout_ns ? &ts : NULL);
 }
 
 static inline void io_futex_wake_all(uint32_t *word)
 {
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	sys_futex_wake(word, INT_MAX);
 }
 
 static inline uint8_t req_state(const struct io_req *r)

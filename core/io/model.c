@@ -105,12 +105,18 @@ static void mb_destroy(struct io *io)
 	io->be_priv = NULL;
 }
 
+static void mb_forget(struct io *io, struct io_file *f)
+{
+	/* modelled files are never open anywhere */
+}
+
 static const struct io_backend_ops model_ops = {
     .name = "model",
     .submit = mb_submit,
     .cancel = mb_cancel,
     .wait = mb_wait,
     .kick = mb_kick,
+    .forget = mb_forget,
     .destroy = mb_destroy,
 };
 

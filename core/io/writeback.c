@@ -162,14 +162,15 @@ static void count_error(struct io *io, int err, unsigned npages)
 	case ENODEV:
 		if (!__atomic_fetch_add(&st->err_disconnected, 1, __ATOMIC_RELAXED))
 			io_note(io, "the device is gone (%s): writeback fails from now on",
-				strerror(-err));
+				strerrordesc_np(-err));
 		break;
 	case ETIMEDOUT:
 	case ECANCELED:
 		io_stat_add(&st->err_timeout, 1);
 		break;
 	default:
-		io_stat_add(&st->err_other, 1);
+		if (!__atomic_fetch_add(&st->err_other, 1, __ATOMIC_RELAXED))
+			io_note(io, "writeback failed: %s", strerrordesc_np(-err));
 		break;
 	}
 	io_stat_add(&st->pages_failed, npages);
@@ -227,7 +228,7 @@ void io_complete(struct io *io, struct io_req *r, int res)
 	if (r->kind == IOR_META) { /* nobody waits for it */
 		if (res != r->meta_len)
 			io_note(io, "a manifest line could not be written: %s",
-				strerror(res < 0 ? -res : EIO));
+				strerrordesc_np(res < 0 ? -res : EIO));
 		__atomic_fetch_sub(&io->meta_pending, 1, __ATOMIC_RELAXED);
 		io_req_put(io, r);
 		return;
@@ -290,9 +291,9 @@ static bool write_run(struct io *io, const uint32_t *pfns, const uint64_t *owner
 	f = io_file_get(io, fid, true);
 	r->file = f;
 	io_stat_add(&io->st->pages_submitted, n);
-	rc = !f			       ? -ENFILE
-	     : io->dir[0] && f->fd < 0 ? f->fd
-				       : io_file_cover(io, f, r->off / IO_PAGE_SIZE + n);
+	rc = !f			   ? -ENFILE
+	     : io->dir[0] && f->err ? f->err
+				    : io_file_cover(io, f, r->off / IO_PAGE_SIZE + n);
 	if (rc < 0) { /* no file to write to: fail the pages */
 		r->t_submit = clock_now_ns();
 		req_set_state(r, IORS_INFLIGHT);
@@ -361,9 +362,9 @@ static void take_queued(struct io *io)
 	while (r) {
 		struct io_req *next = r->next;
 
-		if (r->file && io->dir[0] && r->file->fd < 0) {
+		if (r->file && io->dir[0] && r->file->err) {
 			req_set_state(r, IORS_INFLIGHT);
-			io_complete(io, r, r->file->fd);
+			io_complete(io, r, r->file->err);
 		} else {
 			submit(io, r);
 		}
@@ -650,16 +651,16 @@ int io_file_sync(struct io *io, uint64_t file_id)
 
 void *io_map(size_t len)
 {
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	return p == -1 ? NULL : (void *)p;
+	return sys_is_err(p) ? NULL : (void *)p;
 }
 
 void io_unmap(void *p, size_t len)
 {
 	if (p)
-		syscall(SYS_munmap, p, len);
+		sys_munmap(p, len);
 }
 
 static int reqs_init(struct io *io)
@@ -687,22 +688,40 @@ static int reqs_init(struct io *io)
 	return 0;
 }
 
-/* This process's directory on the device and its manifest. */
+/* Can files of this directory be opened with O_DIRECT? (A FUSE mount answers EINVAL when its
+ * daemon does not allow direct I/O; then writes go through the host page cache.) */
+static bool odirect_works(struct io *io)
+{
+	char path[IO_PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.odirect", io->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	return fd >= 0 || errno != EINVAL;
+}
+
+/* This process's directory on the device and its manifest (made by path: the backend opens it
+ * into a slot of its own). */
 static int dir_init(struct io *io, char *err, size_t errlen)
 {
+	char path[IO_PATH_MAX];
+
 	snprintf(io->dir, sizeof(io->dir), "%s/thpemu-io.%d", io->cfg.dir, (int)getpid());
 	if (mkdir(io->dir, 0755) < 0 && errno != EEXIST) {
 		snprintf(err, errlen, "cannot create %s: %s", io->dir, strerror(errno));
 		return -errno;
 	}
-	io->dir_fd = open(io->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (io->dir_fd < 0) {
-		snprintf(err, errlen, "cannot open %s: %s", io->dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/%s", io->dir, IO_MANIFEST_NAME);
+	if (mknodat(AT_FDCWD, path, S_IFREG | 0644, 0) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
 		return -errno;
 	}
-	io->manifest_fd =
-	    openat(io->dir_fd, IO_MANIFEST_NAME, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	io->odirect = true;
+	io->odirect = odirect_works(io);
+	if (!io->odirect)
+		io_note(io, "O_DIRECT refused by %s: writing through the host page cache", io->dir);
 	return 0;
 }
 
@@ -749,7 +768,6 @@ int io_create(const struct io_config *cfg, const struct io_env *env, struct io *
 	io->env = *env;
 	io->mm = env->mm;
 	io->st = env->stats;
-	io->dir_fd = io->manifest_fd = -1;
 	io->nr_frames = mm_nr_frames(io->mm);
 	io->max_pages = (unsigned)(cfg->dev.max_request / IO_PAGE_SIZE);
 	pthread_mutex_init(&io->q_lock, NULL);
@@ -762,7 +780,7 @@ int io_create(const struct io_config *cfg, const struct io_env *env, struct io *
 		rc = -ENOMEM;
 		goto destroy;
 	}
-	madvise(io->arena, io->arena_len, MADV_DONTFORK);
+	sys_madvise(io->arena, io->arena_len, MADV_DONTFORK);
 	rc = cfg->dir[0] ? dir_init(io, err, errlen) : 0;
 	if (rc == 0)
 		rc = cfg->dir[0] ? io_uring_backend_init(io, err, errlen)
@@ -831,7 +849,8 @@ void io_stop(struct io *io, uint64_t drain_ns)
 	joined = join_dirtier(io, drain_ns);
 	io->drain_deadline = joined ? clock_now_ns() + drain_ns : 0;
 	atomic_store_explicit(&io->flusher_stop, true, memory_order_release);
-	io->be->kick(io);
+	if (io->be) /* none when io_create failed before the backend was up */
+		io->be->kick(io);
 	if (io->flusher_started)
 		pthread_join(io->flusher, NULL);
 	io->flusher_started = false;
@@ -846,12 +865,7 @@ void io_destroy(struct io *io)
 		return;
 	io_stop(io, 0);
 	if (io->be)
-		io->be->destroy(io);
-	io_files_close_all(io);
-	if (io->manifest_fd >= 0)
-		close(io->manifest_fd);
-	if (io->dir_fd >= 0)
-		close(io->dir_fd);
+		io->be->destroy(io); /* with it every slot it held open */
 	io_unmap(io->arena, io->arena_len);
 	io_unmap(io->req_mem, io->req_mem_len);
 	io_unmap(io->reqs, io->nreqs * sizeof(*io->reqs));
