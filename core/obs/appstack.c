@@ -67,6 +67,10 @@ static bool is_request(const siginfo_t *si)
 	       (si->si_value.sival_int & ((1 << APP_IDX_BITS) - 1)) < APP_SLOTS;
 }
 
+/* glibc's sigaction itself: the preload library interposes `sigaction` to keep this signal's
+ * disposition the program's own business (core/shim/process.c). */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
 /* Hand a signal that is not ours to whatever was installed before us. */
 static void chain(int sig, siginfo_t *si, void *uc)
 {
@@ -75,7 +79,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 			app_prev.sa_sigaction(sig, si, uc);
 	} else if (app_prev.sa_handler == SIG_DFL) {
 		/* a real-time signal's default is to terminate: do what would have happened */
-		sigaction(sig, &app_prev, NULL);
+		__sigaction(sig, &app_prev, NULL);
 		syscall(SYS_tgkill, getpid(), sys_gettid(), sig);
 	} else if (app_prev.sa_handler != SIG_IGN) {
 		app_prev.sa_handler(sig);
@@ -144,9 +148,9 @@ int obs_appstack_install(int signo)
 	sa.sa_sigaction = app_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(signo, &sa, &app_prev) < 0)
+	if (__sigaction(signo, &sa, &app_prev) < 0)
 		return -errno;
-	app_signo = signo;
+	__atomic_store_n(&app_signo, signo, __ATOMIC_RELEASE);
 	return signo;
 }
 
@@ -154,8 +158,23 @@ void obs_appstack_uninstall(void)
 {
 	if (!app_signo)
 		return;
-	sigaction(app_signo, &app_prev, NULL);
-	app_signo = 0;
+	__sigaction(app_signo, &app_prev, NULL);
+	__atomic_store_n(&app_signo, 0, __ATOMIC_RELEASE);
+}
+
+int obs_appstack_signo(void)
+{
+	return __atomic_load_n(&app_signo, __ATOMIC_ACQUIRE);
+}
+
+void obs_appstack_program_sigaction(const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction prev = app_prev;
+
+	if (act)
+		app_prev = *act; /* what the handler chains to from now on */
+	if (old)
+		*old = prev;
 }
 
 /* ---- /proc classification ---------------------------------------------------------------- */
@@ -348,9 +367,30 @@ static bool handler_still_ours(void)
 {
 	struct sigaction cur;
 
-	if (sigaction(app_signo, NULL, &cur) < 0)
+	if (__sigaction(app_signo, NULL, &cur) < 0)
 		return false;
 	return (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == app_handler;
+}
+
+/* A thread that blocks the signal would keep the request pending where the program can see it
+ * (sigpending, a signalfd): never ask such a thread. */
+static bool blocks_signal(pid_t tid, int sig)
+{
+	char path[64], buf[2048];
+	const char *p;
+	unsigned long long mask = 0;
+
+	task_path(path, tid, "status");
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return true;
+	p = strstr(buf, "SigBlk:");
+	if (!p)
+		return true;
+	for (p += 7; *p == ' ' || *p == '\t'; p++)
+		;
+	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		mask = mask * 16 + (unsigned long long)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	return (mask >> (sig - 1)) & 1;
 }
 
 /* The signal path: claim a slot, send the request, wait. */
@@ -359,7 +399,10 @@ static enum obs_app_result capture_by_signal(pid_t tid, struct obs_stack *st, ui
 	struct app_slot *s;
 	unsigned idx, gen;
 
-	if (!app_signo || !handler_still_ours())
+	/* installed when first needed: a program that never stalls never sees the handler */
+	if (!app_signo && obs_appstack_install(0) < 0)
+		return OBS_APP_UNAVAILABLE;
+	if (!handler_still_ours() || blocks_signal(tid, app_signo))
 		return OBS_APP_UNAVAILABLE;
 	s = claim_slot(&idx);
 	if (!s)

@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -97,6 +98,11 @@ const char *obs_syscall_name(long nr);
 int obs_appstack_install(int signo);
 /* Restore the previous disposition. */
 void obs_appstack_uninstall(void);
+/* The signal in use (0 while none is installed: it is installed at the first capture). */
+int obs_appstack_signo(void);
+/* The program's own sigaction on that signal: it sees and sets the disposition our handler
+ * chains to, never ours. */
+void obs_appstack_program_sigaction(const struct sigaction *act, struct sigaction *old);
 
 enum obs_app_result {
 	OBS_APP_NONE,        /* not asked (or the simulator) */

@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 
 #include "guard/guard.h"
+#include "obs/unwind.h"
 #include "shim/shim.h"
 #include "sys/sys.h"
 
@@ -238,6 +239,21 @@ static long do_setns(long fd, long nstype)
 EXPORT int setns(int fd, int nstype)
 {
 	return (int)ret_errno(do_setns(fd, nstype));
+}
+
+/* ---- signals --------------------------------------------------------------------------------- */
+
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* The signal the emulator asks a stalled thread for its stack with (obs/appstack.c) is the
+ * program's as far as it can tell: it sees and sets the disposition our handler chains to. */
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!uffd_tls_passthrough && sig > 0 && sig == obs_appstack_signo()) {
+		obs_appstack_program_sigaction(act, old);
+		return 0;
+	}
+	return __sigaction(sig, act, old);
 }
 
 /* ---- syscall(2) --------------------------------------------------------------------------------- */

@@ -341,7 +341,7 @@ int uffd_stallcap_start(struct uffd_live *lv)
 	lv->stallcap = sc;
 	if (!STALLCAP_LIBUNWIND)
 		return 0;
-	obs_appstack_install(0); /* without it, application stacks fall back to /proc's pc */
+	/* the application-stack signal is installed at the first capture (obs/appstack.c) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = -pthread_create(&sc->watchdog, NULL, watchdog_main, sc);
