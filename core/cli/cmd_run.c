@@ -332,7 +332,12 @@ static void collect(struct run_ctx *rc, struct uffd_stats *total, struct uffd_pr
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", rc->run_dir, de->d_name);
 		if (read_stats(path, st) == 0) {
-			if (st->state == UFFD_PROC_UNMANAGED) {
+			if (st->state == UFFD_PROC_EXECED) {
+				/* the same process before it exec'd: its work counts, it does not */
+				uffd_stats_merge(total, st);
+				if (!total->note[0])
+					memcpy(total->note, st->note, sizeof(total->note));
+			} else if (st->state == UFFD_PROC_UNMANAGED) {
 				prog->unmanaged++;
 				if (!total->note[0])
 					memcpy(total->note, st->note, sizeof(total->note));

@@ -350,6 +350,7 @@ static void run_unmanaged(const char *why, bool quiet)
 		struct uffd_stats *st = calloc(1, sizeof(*st));
 
 		snprintf(path, sizeof(path), "%s/%d.stats", dir, (int)getpid());
+		uffd_stats_keep_previous(dir, (int)getpid());
 		f = st ? fopen(path, "w") : NULL;
 		if (f) {
 			st->magic = UFFD_STATS_MAGIC;

@@ -263,6 +263,7 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 	lv->stats_len = (sizeof(struct uffd_stats) + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
 	if (lv->cfg.run_dir[0]) {
 		snprintf(path, sizeof(path), "%s/%d.stats", lv->cfg.run_dir, (int)getpid());
+		uffd_stats_keep_previous(lv->cfg.run_dir, (int)getpid());
 		lv->stats_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (lv->stats_fd < 0 || ftruncate(lv->stats_fd, (off_t)lv->stats_len) < 0) {
 			snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));

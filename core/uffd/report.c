@@ -5,7 +5,11 @@
  */
 #include "uffd/uffd.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "obs/stall.h"
 #include "util/json.h"
@@ -25,6 +29,31 @@ const char *const uffd_host_help[] = {
 static bool host_is_max(const char *name)
 {
 	return strcmp(name, "latency_max_ns") == 0 || strcmp(name, "bytes_managed_peak") == 0;
+}
+
+void uffd_stats_keep_previous(const char *dir, int pid)
+{
+	char path[600], kept[640];
+	uint32_t state = UFFD_PROC_EXECED;
+	struct uffd_stats head;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d.stats", dir, pid);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	if (pread(fd, &head, offsetof(struct uffd_stats, exe), 0) ==
+		(ssize_t)offsetof(struct uffd_stats, exe) &&
+	    head.magic == UFFD_STATS_MAGIC && head.pid == pid &&
+	    pwrite(fd, &state, sizeof(state), offsetof(struct uffd_stats, state)) < 0)
+		state = 0; /* a record we cannot mark is still kept: counted as a process */
+	close(fd);
+	for (int n = 1; n < 1000; n++) {
+		snprintf(kept, sizeof(kept), "%s/%d.e%d.stats", dir, pid, n);
+		if (renameat2(AT_FDCWD, path, AT_FDCWD, kept, RENAME_NOREPLACE) == 0 ||
+		    errno != EEXIST)
+			return;
+	}
 }
 
 void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)

@@ -195,6 +195,7 @@ enum uffd_proc_state {
 	UFFD_PROC_RUNNING,   /* managed, not yet at exit (or it died without running destructors) */
 	UFFD_PROC_EXITED,    /* the library's exit hook ran: everything is final */
 	UFFD_PROC_UNMANAGED, /* initialisation failed or disabled: note says why */
+	UFFD_PROC_EXECED,    /* the process exec'd: a later record of the same pid continues it */
 };
 
 /* One process's record. With THPEMU_RUN_DIR it lives in a MAP_SHARED file <dir>/<pid>.stats that
@@ -238,6 +239,10 @@ static inline void uffd_stat_max(uint64_t *c, uint64_t v)
 
 /* Merge src into dst (sums, maxima, histograms). */
 void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src);
+/* A record DIR/PID.stats left by this pid's previous program (it exec'd) is kept as
+ * DIR/PID.eN.stats in state EXECED, so that the new program's record does not erase what the
+ * old one did (its counters, why the emulator stepped aside). */
+void uffd_stats_keep_previous(const char *dir, int pid);
 
 /* ---- report -------------------------------------------------------------------------------- */
 

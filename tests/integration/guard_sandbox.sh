@@ -32,9 +32,13 @@ json "$T_OUT/seccomp.json" .host.note | grep -q seccomp || fail "the report does
 say "seccomp: data intact, $(json "$T_OUT/seccomp.json" .faults.total) faults served before"
 
 native=$(unshare -r id -u 2>&1)
-emu=$("$THPEMU" run --quiet -- unshare -r id -u 2>"$T_TMP/err") || fail "unshare -r: $emu"
+emu=$("$THPEMU" run --quiet --report "$T_OUT/unshare.json" -- unshare -r id -u 2>"$T_TMP/err") ||
+	fail "unshare -r: $emu"
 expect_eq "unshare -r id -u" "$emu" "$native"
 one_line "$T_TMP/err"
+# unshare then exec'd id: the record of the program before the exec still says why
+expect_eq "unshare: stepped_aside" "$(json "$T_OUT/unshare.json" .host.stepped_aside)" 1
+expect_eq "unshare: processes" "$(json "$T_OUT/unshare.json" .program.processes)" 1
 
 unshare -r sleep 30 &
 holder=$!
