@@ -17,7 +17,8 @@ need_fuse
 need_cmd python3
 need_cmd jq
 FDLIST="$THPEMU_BUILD_DIR/tests/programs/fdlist"
-dev=(--device usb2-stick-2011 --dirty stream,file=256K)
+dev=(--device usb2-stick-2011 --dirty stream,file=256K) # the issue's reproducer
+fast=(--device fast --dirty stream,file=256K)             # the same engine, a quick teardown
 
 # 1. closerange, then 40 files of 100 bytes of 'A', read back after the writer ran a while
 cat >"$T_TMP/closer.py" <<'EOF'
@@ -43,18 +44,18 @@ say "closerange: 40 files intact while writeback sent $submitted pages to the de
 
 # 2. the descriptors a child sees, natively and under thpemu (device, dirtier and trace on)
 "$FDLIST" | grep '^fd ' >"$T_TMP/native.fds"
-"$THPEMU" run --quiet "${dev[@]}" --trace "$T_TMP/t.trace" -- sh -c "sleep 1; exec '$FDLIST'" |
+"$THPEMU" run --quiet "${fast[@]}" --trace "$T_TMP/t.trace" -- sh -c "sleep 1; exec '$FDLIST'" |
 	grep '^fd ' >"$T_TMP/emu.fds"
 diff -u "$T_TMP/native.fds" "$T_TMP/emu.fds" >&2 || fail "the child sees other descriptors"
 say "descriptors seen: $(wc -l <"$T_TMP/emu.fds"), as natively"
 # and the threads it sees are the emulator's, named as such (io_uring's kernel workers are
 # named by the kernel: iou-wrk-<tid>)
-"$THPEMU" run --quiet "${dev[@]}" -- sh -c 'sleep 1; cat /proc/$$/task/*/comm' >"$T_TMP/comm"
+"$THPEMU" run --quiet "${fast[@]}" -- sh -c 'sleep 1; cat /proc/$$/task/*/comm' >"$T_TMP/comm"
 others=$(grep -v -e '^thpemu-' -e '^iou-wrk-' "$T_TMP/comm" | grep -vx sh || true)
 [ -z "$others" ] || fail "threads not named thpemu-*: $others"
 
 # 3. close everything, then fault: the emulator still serves (and the numbers stay out of reach)
-"$THPEMU" run --quiet --policy modern-never --report "$T_OUT/closeall.json" "${dev[@]}" -- \
+"$THPEMU" run --quiet --policy modern-never --report "$T_OUT/closeall.json" "${fast[@]}" -- \
 	"$FDLIST" --close-everything \
 	>"$T_TMP/closeall.out" 2>&1 || fail "fdlist --close-everything: $(cat "$T_TMP/closeall.out")"
 grep -qx "touched 64 MiB after closing everything" "$T_TMP/closeall.out" ||
@@ -72,7 +73,7 @@ time.sleep(2)
 fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(900)]
 print("opened", len(fds))
 EOF
-"$THPEMU" run --quiet --device usb2-stick-2011 --dirty stream,file=64K -- \
+"$THPEMU" run --quiet --device fast --dirty stream,file=64K -- \
 	sh -c "ulimit -n 1024; exec python3 '$T_TMP/opener.py'" >"$T_TMP/opener.out" 2>&1 ||
 	fail "opening 900 files while the writer streams: $(tail -3 "$T_TMP/opener.out")"
 expect_eq "opener" "$(cat "$T_TMP/opener.out")" "opened 900"
