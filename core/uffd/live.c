@@ -705,6 +705,7 @@ void uffd_live_detach(struct uffd_live *lv, const char *why)
 	unregister_all(lv);
 	n = guard_thread_tids(ours, sizeof(ours) / sizeof(ours[0]));
 	uffd_stallcap_stop(lv);
+	obs_appstack_uninstall(); /* the program's own disposition of the signal, if it set one */
 	stop_threads(lv);
 	uffd_trace_stop(lv);
 	io_destroy(lv->io); /* the ring, and with it its kernel workers */
