@@ -1,0 +1,179 @@
+/* Raw system calls and the userfaultfd / pagemap uapi that Debian 12's headers lack.
+ *
+ * The preload library must never call its own interposed names (mmap, munmap, mremap, madvise)
+ * and must not disturb the program's errno, so everything here issues the system call directly
+ * and returns the kernel's convention: a non-negative result or -errno. On x86_64 this is an
+ * inline `syscall` instruction (async-signal-safe, no libc state touched); elsewhere it falls
+ * back to syscall(2) and saves/restores errno.
+ *
+ * The uapi values mirror include/uapi/linux/userfaultfd.h and include/uapi/linux/fs.h of
+ * Linux 6.8+ (UFFDIO_MOVE) and 6.7+ (PAGEMAP_SCAN).
+ */
+#ifndef THPEMU_SYS_SYS_H
+#define THPEMU_SYS_SYS_H
+
+#include <errno.h>
+#include <linux/userfaultfd.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---- uapi constants missing from linux-libc-dev 6.1 ---------------------------------------- */
+
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE (1 << 16)
+#endif
+#ifndef _UFFDIO_MOVE
+#define _UFFDIO_MOVE 0x05
+#endif
+#ifndef UFFDIO_MOVE_MODE_DONTWAKE
+#define UFFDIO_MOVE_MODE_DONTWAKE	 ((__u64)1 << 0)
+#define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
+struct uffdio_move {
+	__u64 dst;
+	__u64 src;
+	__u64 len;
+	__u64 mode;
+	__s64 move; /* bytes moved, or -errno if nothing moved (written by the kernel) */
+};
+#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#ifndef PAGEMAP_SCAN
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_HUGE	(1 << 6)
+struct page_region {
+	__u64 start;
+	__u64 end;
+	__u64 categories;
+};
+struct pm_scan_arg {
+	__u64 size;
+	__u64 flags;
+	__u64 start;
+	__u64 end;
+	__u64 walk_end;
+	__u64 vec;
+	__u64 vec_len;
+	__u64 max_pages;
+	__u64 category_inverted;
+	__u64 category_mask;
+	__u64 category_anyof_mask;
+	__u64 return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+
+/* ---- raw system calls ------------------------------------------------------------------------ */
+
+#if defined(__x86_64__)
+static inline long sys_call6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	register long r9 __asm__("r9") = a6;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#else
+static inline long sys_call6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	int saved = errno;
+	long ret = syscall(n, a1, a2, a3, a4, a5, a6);
+
+	if (ret == -1)
+		ret = -errno;
+	errno = saved;
+	return ret;
+}
+#endif
+
+#define SYS_ARG(x)		 ((long)(x))
+#define sys_call0(n)		 sys_call6(n, 0, 0, 0, 0, 0, 0)
+#define sys_call1(n, a)		 sys_call6(n, SYS_ARG(a), 0, 0, 0, 0, 0)
+#define sys_call2(n, a, b)	 sys_call6(n, SYS_ARG(a), SYS_ARG(b), 0, 0, 0, 0)
+#define sys_call3(n, a, b, c)	 sys_call6(n, SYS_ARG(a), SYS_ARG(b), SYS_ARG(c), 0, 0, 0)
+#define sys_call4(n, a, b, c, d) sys_call6(n, SYS_ARG(a), SYS_ARG(b), SYS_ARG(c), SYS_ARG(d), 0, 0)
+
+/* True for a raw result that carries an error (the kernel's IS_ERR_VALUE). */
+static inline int sys_is_err(long r)
+{
+	return r < 0 && r >= -4095;
+}
+
+static inline long sys_mmap(void *addr, size_t len, int prot, int flags, int fd, long off)
+{
+	return sys_call6(SYS_mmap, SYS_ARG(addr), SYS_ARG(len), prot, flags, fd, off);
+}
+
+static inline int sys_munmap(void *addr, size_t len)
+{
+	return (int)sys_call2(SYS_munmap, addr, len);
+}
+
+static inline long sys_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *new_addr)
+{
+	return sys_call6(SYS_mremap, SYS_ARG(old), SYS_ARG(oldlen), SYS_ARG(newlen), flags,
+			 SYS_ARG(new_addr), 0);
+}
+
+static inline int sys_madvise(void *addr, size_t len, int advice)
+{
+	return (int)sys_call3(SYS_madvise, addr, len, advice);
+}
+
+static inline int sys_ioctl(int fd, unsigned long req, void *arg)
+{
+	return (int)sys_call3(SYS_ioctl, fd, req, arg);
+}
+
+static inline long sys_read(int fd, void *buf, size_t len)
+{
+	return sys_call3(SYS_read, fd, buf, len);
+}
+
+static inline long sys_write(int fd, const void *buf, size_t len)
+{
+	return sys_call3(SYS_write, fd, buf, len);
+}
+
+static inline int sys_close(int fd)
+{
+	return (int)sys_call1(SYS_close, fd);
+}
+
+static inline int sys_gettid(void)
+{
+	return (int)sys_call0(SYS_gettid);
+}
+
+static inline int sys_getpid(void)
+{
+	return (int)sys_call0(SYS_getpid);
+}
+
+static inline int sys_futex_wait(uint32_t *uaddr, uint32_t val, const void *timeout)
+{
+	return (int)sys_call4(SYS_futex, uaddr, 128 /* FUTEX_WAIT_PRIVATE */, val, timeout);
+}
+
+static inline int sys_futex_wake(uint32_t *uaddr, int nr)
+{
+	return (int)sys_call3(SYS_futex, uaddr, 129 /* FUTEX_WAKE_PRIVATE */, nr);
+}
+
+#endif
