@@ -256,6 +256,18 @@ static int check_path(const char *path, char *dir, char *err, size_t errlen)
 	return check_file(path, &st, err, errlen);
 }
 
+int outfile_check_dir(const char *dir, char *err, size_t errlen)
+{
+	char buf[PATH_MAX];
+
+	if (!dir || !*dir)
+		return refuse(err, errlen, "", -ENOENT, "an empty path");
+	if (strlen(dir) >= sizeof(buf))
+		return refuse(err, errlen, dir, -ENAMETOOLONG, "is too long");
+	strcpy(buf, dir);
+	return check_dir(dir, buf, err, errlen);
+}
+
 int outfile_check(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];

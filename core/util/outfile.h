@@ -30,6 +30,10 @@
 /* Validate path as an output file without creating anything. 0, or -errno with err set. */
 int outfile_check(const char *path, char *err, size_t errlen);
 
+/* Is dir fit to hold output files (the directory rules above)? 0, or -errno with err set
+ * ("'DIR': the directory 'DIR' ..."). */
+int outfile_check_dir(const char *dir, char *err, size_t errlen);
+
 /* Open path for writing as above, truncated. The descriptor (close-on-exec), or -errno with err
  * set. */
 int outfile_open(const char *path, char *err, size_t errlen);

@@ -235,11 +235,13 @@ TEST(a_world_writable_directory_must_be_sticky)
 	ASSERT_EQ(chmod(dir, 0777), 0);
 	snprintf(path, sizeof(path), "%s/r.json", dir);
 	expect_refused(path, "writable by everyone and not sticky");
-	ASSERT_EQ(chmod(dir, 01777), 0);
 	{
 		char err[256];
 
+		EXPECT(outfile_check_dir(dir, err, sizeof(err)) < 0);
+		ASSERT_EQ(chmod(dir, 01777), 0);
 		EXPECT_EQ(outfile_check(path, err, sizeof(err)), 0);
+		EXPECT_EQ(outfile_check_dir(dir, err, sizeof(err)), 0);
 	}
 	teardown();
 }
