@@ -54,9 +54,6 @@ void cli_distinct_paths(const char *cmd, const char *opt_a, const char *a, const
 			const char *b);
 /* A directory for outputs (ab --keep): created 0700, or an existing one of ours, or exit 2. */
 void cli_output_dir(const char *cmd, const char *opt, const char *path);
-/* Can the program be executed (a path, or a name found in PATH as execvp would)? 0 or -errno
- * (-ENOENT not found, -EACCES not executable). */
-int cli_find_program(const char *name);
 
 /* ---- private temporary directories (tmpdirs.c) -----------------------------------------------
  * TMPDIR/PREFIX.XXXXXX (mode 0700) holding a record of the command that made it (pid, process
@@ -77,9 +74,18 @@ bool cli_is_mounted(const char *path);
 /* Detach the mount at path: umount2 MNT_DETACH, else fusermount3 -u -z (without root). */
 void cli_detach(const char *path);
 
+/* ---- checks before work (checks.c) ---------------------------------------------------------- */
+
+/* Can the program be executed (a path, or a name found in PATH as execvp would)? 0 or -errno
+ * (-ENOENT not found, -EACCES not executable). */
+int cli_find_program(const char *name);
+/* Is a key given twice in the comma list "K=V,K2=V2,FLAG,..."? 1 with the key in key, else 0. */
+int cli_repeated_key(const char *list, char *key, size_t len);
+
 struct uffd_config;
-/* The checks `thpemu run` makes before anything starts, beyond each option's own parsing: a
- * --fragment recipe applied to a pool of the --pool size, a --device directory that exists.
+/* The checks `thpemu run` makes before anything starts, beyond each option's own parsing: no key
+ * given twice in --policy, --device, --dirty; a --device directory that exists; a --fragment
+ * recipe applied to a pool of the --pool size.
  * side NULL names the options as run's (--fragment), else as in an ab spec (--a fragment=).
  * 0, or -EINVAL with err set. */
 int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err,

@@ -110,7 +110,8 @@ static void usage(FILE *f)
 	io_device_help(f);
 	fprintf(f, "\nThe dirtier (--dirty SPEC, comma-separated items):\n");
 	io_dirty_help(f);
-	fprintf(f, "\nAn option given twice: the last one counts. Output files (--report,\n"
+	fprintf(f, "\nAn option given twice: the last one counts; a key given twice inside a --policy,\n"
+		   "--device or --dirty spec is an error. Output files (--report,\n"
 		   "--stall-report, --trace) are checked before the program starts: an existing one\n"
 		   "must be a regular file of ours with one link (a symbolic link is never followed),\n"
 		   "in a directory we can write that is sticky if everyone can write it.\n");
@@ -230,64 +231,6 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 	rc->cmd = &argv[i];
 	absolute_trace(rc);
 	check_outputs(rc);
-}
-
-/* "--KEY" for run, "SIDE KEY=" for an ab side (--a, --b). */
-static const char *key_name(const char *side, const char *key, char *buf, size_t len)
-{
-	if (side)
-		snprintf(buf, len, "%s %s=", side, key);
-	else
-		snprintf(buf, len, "--%s", key);
-	return buf;
-}
-
-/* A recipe is checked the way the library will apply it: on a pool of the same size. */
-static int check_recipe(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
-{
-	struct mm_config mc = {.pool_bytes = cfg->pool_bytes, .policy = cfg->policy};
-	struct mm_env_ops ops = {0};
-	struct mm_env env = {.ops = &ops};
-	char why[256], name[64];
-	struct mm *mm;
-	int rc;
-
-	if (!cfg->fragment[0])
-		return 0;
-	if (mm_create(&mc, &env, &mm, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "%s: %s", key_name(side, "pool", name, sizeof(name)), why);
-		return -EINVAL;
-	}
-	rc = mm_fragment(mm, cfg->fragment, cfg->seed, why, sizeof(why), NULL);
-	mm_destroy(mm);
-	if (rc < 0) {
-		snprintf(err, errlen, "%s: '%s': %s", key_name(side, "fragment", name, sizeof(name)),
-			 cfg->fragment, why);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* A device directory must be one (a preset or none is mounted or modelled later). */
-static int check_device_dir(const struct uffd_config *cfg, const char *side, char *err,
-			    size_t errlen)
-{
-	struct stat st;
-	char name[64];
-
-	if (!cfg->device_spec[0] || cfg->device.kind != IO_DEV_PATH ||
-	    (stat(cfg->device.path, &st) == 0 && S_ISDIR(st.st_mode)))
-		return 0;
-	snprintf(err, errlen, "%s: '%s' is not a directory (accepted: none, a preset, or a directory)",
-		 key_name(side, "device", name, sizeof(name)), cfg->device.path);
-	return -EINVAL;
-}
-
-int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
-{
-	int rc = check_device_dir(cfg, side, err, errlen);
-
-	return rc < 0 ? rc : check_recipe(cfg, side, err, errlen);
 }
 
 /* The private run directory (cli_tmpdir_create), after removing those of runs that were killed

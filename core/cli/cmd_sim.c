@@ -210,11 +210,38 @@ static void resolve_replay(struct sim_config *c, struct sim_args *a)
 		cli_usage_error(CMD, "--replay: the trace's recipe: %s", err);
 }
 
+/* A key given twice (in --policy P:K=V,..., --device D:K=V,..., or two --opt K=V) is an error:
+ * the parsers would take the last one. */
+static void check_repeats(const struct sim_args *a)
+{
+	const char *specs[] = {a->policy, a->device}, *opts[] = {"--policy", "--device"};
+	char key[64];
+
+	for (int i = 0; i < 2; i++) {
+		const char *colon = specs[i] ? strchr(specs[i], ':') : NULL;
+
+		if (colon && cli_repeated_key(colon + 1, key, sizeof(key)))
+			cli_usage_error(CMD, "%s: '%s' is given twice in '%s'; give each key once",
+					opts[i], key, specs[i]);
+	}
+	for (unsigned i = 0; i < a->nopts; i++)
+		for (unsigned j = 0; j < i; j++) {
+			size_t k = strcspn(a->opts[i], "=");
+
+			if (strcspn(a->opts[j], "=") == k && !strncmp(a->opts[i], a->opts[j], k))
+				cli_usage_error(CMD,
+						"--opt: '%.*s' is given twice ('%s' and '%s'); give "
+						"each key once",
+						(int)k, a->opts[i], a->opts[j], a->opts[i]);
+		}
+}
+
 /* Turn the collected arguments into a complete configuration, or exit 2. */
 static void resolve(struct sim_config *c, struct sim_args *a)
 {
 	char err[1024], names[256];
 
+	check_repeats(a);
 	scenario_names(names, sizeof(names));
 	if (a->replay)
 		resolve_replay(c, a);

@@ -62,6 +62,7 @@ early "--a: 'policy' is given twice" --a policy=linux-3.2,policy=linux-3.3 --b p
 early "--b: 'label' is given twice" "${AB[0]}" "${AB[1]}" --b label=x,policy=linux-3.3,label=y
 early 'has a control character' --a "$(printf 'label=a\nb'),policy=linux-3.2" --b policy=linux-3.3
 early "an empty label=" --a label=,policy=linux-3.2 --b policy=linux-3.3
+early "--a policy=: 'defrag' is given twice" --a policy=linux-3.1:defrag=always,defrag=never --b policy=linux-3.3
 early "--json: '/nonexistent/d/ab.json': the directory '/nonexistent/d' does not exist" \
 	"${AB[@]}" --json /nonexistent/d/ab.json
 early "--html: '/nonexistent/ab.html'" "${AB[@]}" --html /nonexistent/ab.html

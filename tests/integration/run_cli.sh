@@ -78,6 +78,9 @@ bad --quiet "takes no value" -- --quiet=no
 bad --policy 'linux\x0a3.1' -- --policy "$(printf 'linux\n3.1')"
 bad --report '\x1b[2J' -- --report "$(printf '/nonexistent/\033[2J/r.json')"
 bad --fragment "'bogus'" -- --fragment bogus
+bad --policy "'defrag' is given twice" -- --policy linux-3.1:defrag=always,defrag=never
+bad --dirty "'file' is given twice" -- --dirty 1G,file=1M,file=2M
+bad --device "'bandwidth' is given twice" -- --device none:bandwidth=1M,bandwidth=2M
 bad --device "is not a directory" -- --device /nonexistent/stick
 say "values: refused before anything ran"
 

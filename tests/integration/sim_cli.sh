@@ -57,6 +57,9 @@ expect_usage_error --json "is a symbolic link" -- "${ok[@]}" --json "$T_TMP/link
 expect_usage_error --json --costs "name the same file" -- "${ok[@]}" --costs "$T_TMP/c" --json "$T_TMP/./c"
 expect_usage_error --pool "'100G' is out of range" 8M 64G -- "${ok[@]}" --pool 100G
 expect_usage_error --seed "'abc' is not a non-negative integer" -- "${ok[@]}" --seed abc
+expect_usage_error --opt "'usemem-procs' is given twice" -- "${ok[@]}" --opt usemem-procs=1 --opt usemem-procs=2
+expect_usage_error --policy "'defrag' is given twice" -- --policy linux-3.1:defrag=always,defrag=never \
+	--scenario seed-2011
 expect_usage_error "unexpected argument 'trace.bin'" --replay -- "${ok[@]}" trace.bin
 expect_usage_error --policy 'linux\x0a9' -- --policy "$(printf 'linux\n9')" --scenario seed-2011
 printf 'precious\n' >"$T_TMP/mine.json"
