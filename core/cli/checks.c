@@ -102,8 +102,7 @@ static const char *spec_keys(const char *spec)
 	return p ? p + 1 : "";
 }
 
-static int check_repeats(const struct uffd_config *cfg, const char *side, char *err,
-			 size_t errlen)
+static int check_repeats(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
 {
 	const struct {
 		const char *opt, *spec, *keys;
@@ -145,8 +144,8 @@ static int check_recipe(const struct uffd_config *cfg, const char *side, char *e
 	rc = mm_fragment(mm, cfg->fragment, cfg->seed, why, sizeof(why), NULL);
 	mm_destroy(mm);
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: '%s': %s", key_name(side, "fragment", name, sizeof(name)),
-			 cfg->fragment, why);
+		snprintf(err, errlen, "%s: '%s': %s",
+			 key_name(side, "fragment", name, sizeof(name)), cfg->fragment, why);
 		return -EINVAL;
 	}
 	return 0;
@@ -168,8 +167,7 @@ static int check_device_dir(const struct uffd_config *cfg, const char *side, cha
 	return -EINVAL;
 }
 
-int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err,
-			 size_t errlen)
+int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
 {
 	int rc = check_repeats(cfg, side, err, errlen);
 

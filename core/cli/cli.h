@@ -88,8 +88,7 @@ struct uffd_config;
  * recipe applied to a pool of the --pool size.
  * side NULL names the options as run's (--fragment), else as in an ab spec (--a fragment=).
  * 0, or -EINVAL with err set. */
-int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err,
-			 size_t errlen);
+int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err, size_t errlen);
 
 /* Does `thpemu run` option name (e.g. "--report", "--pool") take a value? (for commands that
  * pass run options through: replay) */

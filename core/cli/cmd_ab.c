@@ -176,7 +176,7 @@ static void blame_continuation(const char *opt, const struct uffd_opt *o, const 
 	}
 }
 
-/* A key given twice is an error: `thpemu run` would take the last, a reader may expect the first. */
+/* A key given twice is an error: run would take the last, a reader may expect the first. */
 static void check_duplicates(const char *opt, char *const *items, int n)
 {
 	for (int i = 0; i < n; i++) {

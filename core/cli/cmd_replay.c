@@ -73,10 +73,11 @@ static void check_speed(const char *v)
 	double f = strtod(v, &end);
 
 	if (end == v || *end || !(f > 0) || f > 1e6)
-		cli_usage_error(CMD,
-				"--speed: '%s' is not accepted (a positive number up to 1000000, e.g. "
-				"0.5 or 10)",
-				v);
+		cli_usage_error(
+		    CMD,
+		    "--speed: '%s' is not accepted (a positive number up to 1000000, e.g. "
+		    "0.5 or 10)",
+		    v);
 }
 
 /* thpemu run's output options, to be kept apart from the trace read. */

@@ -102,8 +102,8 @@ static void parse(int argc, char **argv, struct report_args *a)
 	if (!!a->la != !!a->lb)
 		cli_usage_error(CMD, "--a and --b go together");
 	if (a->la && !strcmp(a->la, a->lb))
-		cli_usage_error(CMD, "--a and --b name the same series '%s' (two labels to compare)",
-				a->la);
+		cli_usage_error(
+		    CMD, "--a and --b name the same series '%s' (two labels to compare)", a->la);
 	if (!a->html && !a->mmtests)
 		a->text = true;
 	if (a->html) {

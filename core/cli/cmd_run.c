@@ -110,13 +110,16 @@ static void usage(FILE *f)
 	io_device_help(f);
 	fprintf(f, "\nThe dirtier (--dirty SPEC, comma-separated items):\n");
 	io_dirty_help(f);
-	fprintf(f, "\nAn option given twice: the last one counts; a key given twice inside a --policy,\n"
-		   "--device or --dirty spec is an error. Output files (--report,\n"
-		   "--stall-report, --trace) are checked before the program starts: an existing one\n"
-		   "must be a regular file of ours with one link (a symbolic link is never followed),\n"
-		   "in a directory we can write that is sticky if everyone can write it.\n");
-	fprintf(f, "\nExit status: the program's, 128+N if it was killed by signal N, 2 for a bad "
-		   "option\nor an output file that cannot be written, 1 if thpemu itself failed.\n");
+	fprintf(
+	    f,
+	    "\nAn option given twice: the last one counts; a key given twice inside a --policy,\n"
+	    "--device or --dirty spec is an error. Output files (--report,\n"
+	    "--stall-report, --trace) are checked before the program starts: an existing one\n"
+	    "must be a regular file of ours with one link (a symbolic link is never followed),\n"
+	    "in a directory we can write that is sticky if everyone can write it.\n");
+	fprintf(f,
+		"\nExit status: the program's, 128+N if it was killed by signal N, 2 for a bad "
+		"option\nor an output file that cannot be written, 1 if thpemu itself failed.\n");
 }
 
 static const struct run_opt *find_run_opt(const char *name)
@@ -411,6 +414,7 @@ static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
 {
 	char *dev_json = run_device_json(&rc->dev);
 	FILE *f;
+	int wrote;
 
 	prog->stalls_json = rc->stalls.json;
 	prog->device_json = dev_json;
@@ -423,7 +427,8 @@ static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
 	}
 	f = rc->report_f;
 	rc->report_f = NULL;
-	if (uffd_report_json(f, &rc->cfg, total, prog) < 0 || fclose(f) != 0)
+	wrote = uffd_report_json(f, &rc->cfg, total, prog);
+	if (fclose(f) != 0 || wrote < 0)
 		cli_error("run", "--report: error writing '%s': %s", rc->report, strerror(errno));
 	free(dev_json);
 }

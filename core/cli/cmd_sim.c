@@ -229,10 +229,11 @@ static void check_repeats(const struct sim_args *a)
 			size_t k = strcspn(a->opts[i], "=");
 
 			if (strcspn(a->opts[j], "=") == k && !strncmp(a->opts[i], a->opts[j], k))
-				cli_usage_error(CMD,
-						"--opt: '%.*s' is given twice ('%s' and '%s'); give "
-						"each key once",
-						(int)k, a->opts[i], a->opts[j], a->opts[i]);
+				cli_usage_error(
+				    CMD,
+				    "--opt: '%.*s' is given twice ('%s' and '%s'); give "
+				    "each key once",
+				    (int)k, a->opts[i], a->opts[j], a->opts[i]);
 		}
 }
 

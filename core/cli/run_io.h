@@ -1,9 +1,9 @@
 /* thpemu run's device and stall-report helpers (cmd_run.c uses them; private to core/cli).
  *
  * Device: a preset is served by thpemu-fusedev on a private mount (in the run directory) that
- * thpemu run creates, watches and always removes; a directory is used as it is; "none" (and a preset that
- * cannot be mounted here) leaves the in-process device model to the library. Stall reports:
- * each managed process leaves its events in the run directory at exit (PID.stalls.json,
+ * thpemu run creates, watches and always removes; a directory is used as it is; "none" (and a
+ * preset that cannot be mounted here) leaves the in-process device model to the library. Stall
+ * reports: each managed process leaves its events in the run directory at exit (PID.stalls.json,
  * PID.stalls.txt); they are merged here into the report's "stalls" section and the 2011-format
  * text.
  */

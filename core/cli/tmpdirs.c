@@ -8,9 +8,9 @@
  * namespace. A later command removes a directory only if it is ours (a directory, not a link,
  * owned by our effective uid, and so is the record) and its maker is provably dead: another boot,
  * or the same boot and pid namespace with no such process, or one that started at another time
- * (the pid was reused), or a zombie. A directory without a readable record, or made in another
- * pid namespace, is left alone. A mount under a dead directory (the device of a killed run whose
- * daemon did not unmount) is detached lazily first.
+ * (the pid was reused), or a zombie (or a dead task not yet gone). A directory without a readable
+ * record, or made in another pid namespace, is left alone. A mount under a dead directory (the
+ * device of a killed run whose daemon did not unmount) is detached lazily first.
  *
  * TMPDIR itself must be fit for output files (util/outfile.h: writable, sticky if anyone may
  * write it), or a user could swap our directory for a link between two of our steps.
@@ -79,8 +79,9 @@ static int proc_start(long pid, unsigned long long *start, char *state)
 	if (n < 0)
 		return (int)n;
 	p = strrchr(buf, ')'); /* the command name may contain anything but ends here */
-	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-				"%*s %*s %*s %llu",
+	if (!p || sscanf(p + 1,
+			 " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			 "%*s %*s %*s %llu",
 			 state, start) != 2)
 		return -EINVAL;
 	return 0;
@@ -142,8 +143,8 @@ int cli_tmpdir_create(const char *prefix, char *dir, size_t len, char *err, size
 		return -EPERM;
 	}
 	if ((size_t)snprintf(dir, len, "%s/%s.XXXXXX", root, prefix) >= len) {
-		snprintf(err, errlen, "cannot create a directory in TMPDIR '%s': the path is too long",
-			 root);
+		snprintf(err, errlen,
+			 "cannot create a directory in TMPDIR '%s': the path is too long", root);
 		return -ENAMETOOLONG;
 	}
 	if (!mkdtemp(dir)) {
@@ -350,7 +351,7 @@ static bool maker_dead(int dirfd, const struct owner *self)
 	rc = proc_start(o.pid, &start, &state);
 	if (rc == -ENOENT)
 		return true;
-	return rc == 0 && (start != o.start || state == 'Z');
+	return rc == 0 && (start != o.start || state == 'Z' || state == 'X');
 }
 
 /* PREFIX. followed by mkdtemp's six characters. */

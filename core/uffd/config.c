@@ -129,8 +129,7 @@ static int bad(const struct uffd_opt *o, const char *name, const char *val, cons
 
 /* "NAME: 'VALUE': WHY" (or NAME='VALUE': WHY) with a reason from mm or io, which may quote parts
  * of the value: both escaped. */
-static int bad_because(const char *name, const char *val, const char *why, char *err,
-		       size_t errlen)
+static int bad_because(const char *name, const char *val, const char *why, char *err, size_t errlen)
 {
 	char v[ESC_VAL], w[ESC_VAL];
 

@@ -45,7 +45,8 @@ static int x_writable(const char *dir)
 	int rc = (int)sys_call4(SYS_faccessat2, AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS);
 
 	if (rc == -ENOSYS) { /* before Linux 5.8: root may, others are told by open() */
-		rc = x_geteuid() == 0 ? 0 : (int)sys_call3(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK);
+		rc = x_geteuid() == 0 ? 0
+				      : (int)sys_call3(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK);
 	}
 	return rc;
 }
@@ -53,9 +54,8 @@ static int x_writable(const char *dir)
 /* ---- messages -------------------------------------------------------------------------------- */
 
 /* err = "'PATH': " + the formatted reason (every %s argument already escaped); returns rc. */
-__attribute__((format(printf, 5, 6))) static int refuse(char *err, size_t errlen,
-							 const char *path, int rc,
-							 const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static int refuse(char *err, size_t errlen, const char *path,
+							int rc, const char *fmt, ...)
 {
 	char p[ESC_LEN];
 	va_list ap;

@@ -19,9 +19,9 @@
 
 #define OTHER 65534 /* nobody */
 
-static char base[64];	   /* private to the test */
-static char shared[128];   /* base/shared: 01777, like /tmp */
-static char victim[128];   /* base/victim: a file of ours that must never change */
+static char base[64];	 /* private to the test */
+static char shared[128]; /* base/shared: 01777, like /tmp */
+static char victim[128]; /* base/victim: a file of ours that must never change */
 
 static void need_root(void)
 {
@@ -375,12 +375,16 @@ TEST(escape_makes_one_line_of_anything)
 
 	expect_escaped("a\nb", 256, "a\\x0ab");
 	expect_escaped("\r\t\x1b[31m\x7f", 256, "\\x0d\\x09\\x1b[31m\\x7f");
-	expect_escaped("\xff\xfe", 256, "\\xff\\xfe");		    /* not UTF-8 */
-	expect_escaped("\xc3", 256, "\\xc3");			    /* cut sequence */
-	expect_escaped("\xc0\xaf", 256, "\\xc0\\xaf");		    /* overlong '/' */
-	expect_escaped("\xed\xa0\x80", 256, "\\xed\\xa0\\x80");	    /* a surrogate */
-	expect_escaped("\xc2\x9b" "1m", 256, "\\xc2\\x9b1m");	    /* C1 CSI */
-	expect_escaped("\xe2\x80\xae" "txt", 256, "\\xe2\\x80\\xaetxt"); /* RTL override */
+	expect_escaped("\xff\xfe", 256, "\\xff\\xfe");		/* not UTF-8 */
+	expect_escaped("\xc3", 256, "\\xc3");			/* cut sequence */
+	expect_escaped("\xc0\xaf", 256, "\\xc0\\xaf");		/* overlong '/' */
+	expect_escaped("\xed\xa0\x80", 256, "\\xed\\xa0\\x80"); /* a surrogate */
+	expect_escaped("\xc2\x9b"
+		       "1m",
+		       256, "\\xc2\\x9b1m"); /* C1 CSI */
+	expect_escaped("\xe2\x80\xae"
+		       "txt",
+		       256, "\\xe2\\x80\\xaetxt"); /* RTL override */
 	text_escape("x\ny", buf, sizeof(buf));
 	EXPECT(strchr(buf, '\n') == NULL);
 	text_escape(buf, buf + 32, 32); /* escaping again changes nothing */
@@ -391,7 +395,7 @@ TEST(escape_cuts_long_values_at_a_character)
 {
 	expect_escaped("abcdefgh", 9, "abcdefgh");
 	expect_escaped("abcdefghi", 9, "abcde...");
-	expect_escaped("ab\ncdefgh", 9, "ab...");     /* never half an escape */
+	expect_escaped("ab\ncdefgh", 9, "ab..."); /* never half an escape */
 	expect_escaped("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 9, "\xc3\xa9\xc3\xa9...");
 	expect_escaped("abc", 1, "");
 	expect_escaped("abcdef", 3, "");
