@@ -37,7 +37,9 @@ left=$(ls -d "$TMPDIR"/thpemu-run.*)
 prog=$(pgrep -f "$USEMEM --size 4M --delay 60s" | head -1)
 daemon=$(pgrep -f "thpemu-fusedev $left/dev")
 [ -n "$prog" ] && [ -n "$daemon" ] || fail "program ($prog) or daemon ($daemon) not found"
-kill -KILL "$R" "$daemon"
+kill -KILL "$daemon" # first: the launcher's death would send it SIGTERM, and it would unmount
+sleep 0.2
+kill -KILL "$R"
 wait "$R" 2>/dev/null
 kill -KILL "$prog" 2>/dev/null # (it may have stopped with its device)
 sleep 0.5
