@@ -552,7 +552,7 @@ static size_t run_all(struct ab *ab, struct rd_run *runs)
 		snprintf(what, sizeof(what), "%s %s %d %s in %.1f s%s%s",
 			 p->warmup ? "warm-up" : "run", p->side ? "B" : "A", p->index,
 			 r->ok ? "done" : "FAILED", r->wall_s, r->ok ? "" : ": ",
-			 r->ok ? "" : r->note);
+			 r->ok ? "" : cli_esc(r->note)); /* the program's last line: anything */
 		done++;
 		if (!r->ok || !ab->tty)
 			progress(ab, done, n, what);
@@ -738,7 +738,7 @@ static int ab_main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		if (!runs[i].ok)
 			printf("FAILED: %s run %d: %s\n", runs[i].side ? "B" : "A", runs[i].index,
-			       runs[i].note);
+			       cli_esc(runs[i].note));
 	if (ab.json && write_json(&ab, runs, n, &c) < 0)
 		rc = 1;
 	if (ab.html && write_html(&ab, runs, n, &c) < 0)

@@ -167,9 +167,9 @@ static void trace_text(const char *path, FILE *out)
 		if (k == ntid && ntid < 64)
 			tids[ntid++] = r->tid;
 	}
-	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n", path, t.hdr.pid,
-		obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?",
-		obs_trace_get(&t, "policy", err, sizeof(err)) ? err : "?", (double)span / 1e9,
+	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n", cli_esc(path),
+		t.hdr.pid, cli_esc(obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?"),
+		cli_esc(obs_trace_get(&t, "policy", err, sizeof(err)) ? err : "?"), (double)span / 1e9,
 		t.complete ? "complete"
 			   : "truncated (no END record: the process did not exit cleanly)");
 	fprintf(out,
@@ -210,8 +210,9 @@ static void run_text(const struct rd_run *r, FILE *out)
 {
 	static const char *const cls[] = {"huge", "base", "both"};
 
-	fprintf(out, "%s: %s%s, %s\n", r->source, r->label, r->warmup ? " (warm-up)" : "",
-		r->ok ? "ok" : r->note);
+	/* what a report says is echoed escaped: a crafted label cannot drive the terminal */
+	fprintf(out, "%s: %s%s, %s\n", cli_esc(r->source), cli_esc(r->label),
+		r->warmup ? " (warm-up)" : "", r->ok ? "ok" : cli_esc(r->note));
 	if (!r->root)
 		return;
 	fprintf(out,
@@ -304,8 +305,8 @@ static int report_main(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			run_text(&runs[i], stdout);
 		if (cmp) {
-			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cmp->label_a,
-			       cmp->runs_a, cmp->label_b, cmp->runs_b);
+			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cli_esc(cmp->label_a),
+			       cmp->runs_a, cli_esc(cmp->label_b), cmp->runs_b);
 			cmp_text(stdout, cmp);
 		}
 	}
