@@ -393,6 +393,20 @@ static bool blocks_signal(pid_t tid, int sig)
 	return (mask >> (sig - 1)) & 1;
 }
 
+/* A thread still returning from our handler blocks the signal for a moment (the kernel adds it
+ * to the mask while the handler runs): only a mask that stays is the program's. */
+static bool blocks_signal_for_long(pid_t tid, int sig)
+{
+	for (int i = 0; i < 10; i++) {
+		struct timespec ms = {0, 1000000};
+
+		if (!blocks_signal(tid, sig))
+			return false;
+		nanosleep(&ms, NULL);
+	}
+	return true;
+}
+
 /* The signal path: claim a slot, send the request, wait. */
 static enum obs_app_result capture_by_signal(pid_t tid, struct obs_stack *st, uint64_t timeout_ns)
 {
@@ -402,7 +416,7 @@ static enum obs_app_result capture_by_signal(pid_t tid, struct obs_stack *st, ui
 	/* installed when first needed: a program that never stalls never sees the handler */
 	if (!app_signo && obs_appstack_install(0) < 0)
 		return OBS_APP_UNAVAILABLE;
-	if (!handler_still_ours() || blocks_signal(tid, app_signo))
+	if (!handler_still_ours() || blocks_signal_for_long(tid, app_signo))
 		return OBS_APP_UNAVAILABLE;
 	s = claim_slot(&idx);
 	if (!s)
