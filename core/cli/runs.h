@@ -133,6 +133,17 @@ void cmp_text(FILE *f, const struct cmp_result *c);
 /* "comparison": {...} into the current JSON object. */
 void cmp_json(struct json_w *w, const struct cmp_result *c);
 
+/* ---- text (report_text.c) --------------------------------------------------------------------- */
+
+/* A run's summary: label, status, faults, stalls, latency percentiles. */
+void rd_run_text(const struct rd_run *r, FILE *out);
+/* mmtests fault lines reconstructed from a run's latency histogram: one per fault, thread 0,
+ * time 0, the latency its bucket's upper edge. */
+void rd_mmtests_hist(const struct rd_run *r, FILE *out);
+/* A fault trace's mmtests lines (exact), or its summary. 0, or -errno with a reason in err. */
+int rd_trace_mmtests(const char *path, FILE *out, char *err, size_t errlen);
+int rd_trace_text(const char *path, FILE *out, char *err, size_t errlen);
+
 /* ---- HTML (html.c) ----------------------------------------------------------------------------
  */
 
