@@ -14,8 +14,6 @@
 
 #define CMD	 "sim"
 #define MAX_OPTS 64
-#define POOL_MIN (8ULL << 20)
-#define POOL_MAX (64ULL << 30)
 
 struct sim_args {
 	const char *policy, *scenario, *json, *costs, *device, *replay;
@@ -97,7 +95,7 @@ static void parse_scalar(struct sim_config *c, const char *name, const char *v)
 		if (units_parse_uint(v, UINT64_MAX, &c->seed))
 			cli_usage_error(CMD, "--seed: bad value '%s' (a non-negative integer)", v);
 	} else if (strcmp(name, "--pool") == 0) {
-		if (units_parse_size(v, &u) || u < POOL_MIN || u > POOL_MAX)
+		if (units_parse_size(v, &u) || u < SIM_POOL_MIN || u > SIM_POOL_MAX)
 			cli_usage_error(CMD, "--pool: bad size '%s' (8M..64G, e.g. 512M or 2G)", v);
 		c->pool_bytes = u;
 	} else if (strcmp(name, "--duration") == 0) {
@@ -167,7 +165,10 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 static void resolve_replay(struct sim_config *c, struct sim_args *a)
 {
 	struct sim_replay_info in;
-	char err[1024], kv[300];
+	char err[1024];
+	unsigned keep = (a->pool_set ? SIM_REPLAY_KEEP_POOL : 0) |
+			(a->seed_set ? SIM_REPLAY_KEEP_SEED : 0) |
+			(a->duration_set ? SIM_REPLAY_KEEP_DURATION : 0);
 
 	if (a->scenario)
 		cli_usage_error(CMD, "--replay and --scenario exclude each other (the trace is the "
@@ -177,17 +178,8 @@ static void resolve_replay(struct sim_config *c, struct sim_args *a)
 	sim_replay_info(c->replay, &in);
 	if (!a->policy)
 		a->policy = strdup(in.policy[0] ? in.policy : "modern-always");
-	if (!a->pool_set && in.pool_bytes >= POOL_MIN && in.pool_bytes <= POOL_MAX)
-		c->pool_bytes = in.pool_bytes;
-	if (!a->seed_set)
-		c->seed = in.seed;
-	if (!a->duration_set) /* everything recorded, and time for the last faults to end */
-		c->duration_ns = in.span_ns + 600ULL * 1000000000ULL;
-	c->scenario = &sim_scen_replay;
-	sim_params_defaults(c->scenario, &c->params);
-	snprintf(kv, sizeof(kv), "init=%s", in.fragment);
-	if (in.fragment[0] && sim_params_set(c->scenario, &c->params, kv, err, sizeof(err)))
-		cli_usage_error(CMD, "--replay: the trace's recipe: %s", err);
+	if (sim_replay_configure(c, keep, err, sizeof(err)))
+		cli_usage_error(CMD, "--replay: %s", err);
 }
 
 /* Turn the collected arguments into a complete configuration, or exit 2. */

@@ -134,6 +134,11 @@ int sim_replay_load(const char *path, struct sim_replay **out, char *err, size_t
 		goto fail;
 	obs_trace_sort(&rp->tr);
 	rc = obs_trace_plan(&rp->tr, &rp->plan);
+	if (rc == -E2BIG) {
+		snprintf(err, errlen, "%s: the trace has more than %u threads (a replay runs at most %u)",
+			 path, OBS_TRACE_THREADS_MAX, OBS_TRACE_THREADS_MAX);
+		goto fail;
+	}
 	rp->nthreads = rp->plan.nthreads;
 	rp->threads = rc ? NULL : calloc(rp->nthreads + 1, sizeof(*rp->threads));
 	if (rc || !rp->threads) {
@@ -154,6 +159,41 @@ int sim_replay_load(const char *path, struct sim_replay **out, char *err, size_t
 fail:
 	sim_replay_free(rp);
 	return rc;
+}
+
+uint64_t sim_replay_span_max(const struct sim_replay_info *in)
+{
+	return SIM_REPLAY_SPAN_BASE_NS + SIM_REPLAY_SPAN_PER_RECORD_NS * (uint64_t)in->records;
+}
+
+int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t errlen)
+{
+	const struct sim_replay_info *in = &c->replay->info;
+	char kv[sizeof(in->fragment) + 8], why[512];
+
+	if (!(keep & SIM_REPLAY_KEEP_DURATION) && in->span_ns > sim_replay_span_max(in)) {
+		snprintf(err, errlen,
+			 "%s spans %.1f h with %zu records: more than a replay covers by default "
+			 "(1 h + 1 min per record: %.1f h); give --duration to replay its first part",
+			 c->replay->path, in->span_ns / 3600e9, in->records,
+			 sim_replay_span_max(in) / 3600e9);
+		return -EINVAL;
+	}
+	if (!(keep & SIM_REPLAY_KEEP_POOL) && in->pool_bytes >= SIM_POOL_MIN &&
+	    in->pool_bytes <= SIM_POOL_MAX)
+		c->pool_bytes = in->pool_bytes;
+	if (!(keep & SIM_REPLAY_KEEP_SEED))
+		c->seed = in->seed;
+	if (!(keep & SIM_REPLAY_KEEP_DURATION)) /* every record, and time for the last to end */
+		c->duration_ns = in->span_ns + SIM_REPLAY_TAIL_NS;
+	c->scenario = &sim_scen_replay;
+	sim_params_defaults(c->scenario, &c->params);
+	snprintf(kv, sizeof(kv), "init=%s", in->fragment);
+	if (in->fragment[0] && sim_params_set(c->scenario, &c->params, kv, why, sizeof(why))) {
+		snprintf(err, errlen, "the trace's recipe: %s", why);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 void sim_replay_info(const struct sim_replay *rp, struct sim_replay_info *out)
@@ -304,8 +344,11 @@ static void sorted_remove(struct sim_replay *rp, struct rp_region *r)
 static struct rp_region *region_new(struct sim_replay *rp, uintptr_t base, uintptr_t lo,
 				    uintptr_t hi, int64_t id_keep)
 {
-	struct rp_region *r = calloc(1, sizeof(*r));
+	struct rp_region *r;
 
+	if (hi <= lo || lo < base || (hi - base) / MM_PAGE_SIZE > UINT32_MAX)
+		return NULL; /* nothing, or more pages than a region indexes */
+	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
 	r->base = base;
@@ -552,7 +595,8 @@ static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_l
 	intptr_t delta;
 	bool same_phase;
 
-	if (!r || r->lo != old_lo) {
+	if (!r || r->lo != old_lo || len < MM_PAGE_SIZE ||
+	    a < (uintptr_t)page_of(r, r->lo) * MM_PAGE_SIZE) {
 		rp->st.map_conflicts++;
 		return;
 	}
@@ -603,6 +647,8 @@ static void apply_change(struct sim_world *w, struct rp_thread *th, const struct
 	struct sim_replay *rp = th->rp;
 	uintptr_t lo = r->addr, hi = r->addr + r->val;
 
+	if (r->type != OBS_TR_REMAP && hi <= lo)
+		return; /* an empty range (or one that wraps: obs_trace_load refuses those) */
 	switch (r->type) {
 	case OBS_TR_MAP:
 	case OBS_TR_ADOPT:
