@@ -26,11 +26,69 @@ void cli_register(const struct cli_command *c);
 		cli_register(&cli_cmd_##ident);                                  \
 	}
 
+/* Messages are one line: the formatted message is escaped as a whole (util/text.h), so a value
+ * with a newline or a terminal control sequence in it cannot break it up. */
+
 /* Print "thpemu CMD: MESSAGE" to stderr and exit(2). */
 __attribute__((noreturn, format(printf, 2, 3))) void cli_usage_error(const char *cmd,
 								     const char *fmt, ...);
 /* Print "thpemu CMD: MESSAGE" to stderr (runtime errors; caller decides the status). */
 __attribute__((format(printf, 2, 3))) void cli_error(const char *cmd, const char *fmt, ...);
+
+/* A value escaped for echoing on stdout or stderr outside these (a ring of 8 static buffers:
+ * up to 8 may be used in one call). */
+const char *cli_esc(const char *s);
+
+/* ---- output paths (outputs.c) ----------------------------------------------------------------
+ * Every output path is checked (or opened) before any work starts; one that cannot be written is
+ * bad input: "thpemu CMD: OPT: 'PATH': why" and exit 2. */
+
+/* Check path as an output file (util/outfile.h) without creating it, or exit 2. */
+void cli_check_output(const char *cmd, const char *opt, const char *path);
+/* Open path as an output file (truncated, close-on-exec), or exit 2. */
+FILE *cli_open_output(const char *cmd, const char *opt, const char *path);
+int cli_open_output_fd(const char *cmd, const char *opt, const char *path);
+/* Exit 2 if two outputs (or an output and an input) name the same file. NULL paths and "-"
+ * are skipped. */
+void cli_distinct_paths(const char *cmd, const char *opt_a, const char *a, const char *opt_b,
+			const char *b);
+/* A directory for outputs (ab --keep): created 0700, or an existing one of ours, or exit 2. */
+void cli_output_dir(const char *cmd, const char *opt, const char *path);
+
+/* ---- private temporary directories (tmpdirs.c) -----------------------------------------------
+ * TMPDIR/PREFIX.XXXXXX (mode 0700) holding a record of the command that made it (pid, process
+ * start time, boot, pid namespace), so that a later command can tell a directory whose maker was
+ * killed (SIGKILL leaves everything behind) from one in use, and remove it. */
+
+/* Create one; 0, or -errno with err set (one line naming the path). */
+int cli_tmpdir_create(const char *prefix, char *dir, size_t len, char *err, size_t errlen);
+/* Remove every TMPDIR/PREFIX.?????? of ours whose maker is provably dead: lazily unmounting
+ * what is mounted under it (umount2 MNT_DETACH, or fusermount3 -u -z exec'd without a shell),
+ * then removing the tree. Returns how many were removed. */
+unsigned cli_tmpdir_sweep(const char *prefix);
+/* Remove a directory tree in-process (no shell, no symbolic link followed, no mount crossed).
+ * 0, or -errno of the first failure (what could be removed is). */
+int cli_rmtree(const char *dir);
+/* Is path a mount point (listed in /proc/self/mountinfo)? */
+bool cli_is_mounted(const char *path);
+/* Detach the mount at path: umount2 MNT_DETACH, else fusermount3 -u -z (without root). */
+void cli_detach(const char *path);
+
+/* ---- checks before work (checks.c) ---------------------------------------------------------- */
+
+/* Can the program be executed (a path, or a name found in PATH as execvp would)? 0 or -errno
+ * (-ENOENT not found, -EACCES not executable). */
+int cli_find_program(const char *name);
+/* Is a key given twice in the comma list "K=V,K2=V2,FLAG,..."? 1 with the key in key, else 0. */
+int cli_repeated_key(const char *list, char *key, size_t len);
+
+struct uffd_config;
+/* The checks `thpemu run` makes before anything starts, beyond each option's own parsing: no key
+ * given twice in --policy, --device, --dirty; a --device directory that exists; a --fragment
+ * recipe applied to a pool of the --pool size.
+ * side NULL names the options as run's (--fragment), else as in an ab spec (--a fragment=).
+ * 0, or -EINVAL with err set. */
+int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err, size_t errlen);
 
 /* Does `thpemu run` option name (e.g. "--report", "--pool") take a value? (for commands that
  * pass run options through: replay) */

@@ -33,6 +33,7 @@
 #include "cli/runs.h"
 #include "uffd/uffd.h"
 #include "util/clock.h"
+#include "util/outfile.h"
 #include "util/rng.h"
 #include "util/units.h"
 
@@ -40,6 +41,7 @@
 #define MAX_ITEMS    24
 #define MAX_RUNS     1000
 #define DEF_RESAMPLE 10000
+#define MAX_LABEL    100
 
 struct side {
 	char spec[1024];
@@ -55,6 +57,7 @@ struct ab {
 	uint64_t seed;
 	unsigned resamples;
 	const char *json, *html, *keep;
+	FILE *json_f, *html_f; /* opened before the first run */
 	char **cmd;
 	char dir[PATH_MAX];
 	bool tty;
@@ -92,10 +95,13 @@ static void usage(FILE *f)
 	for (unsigned i = 0; i < uffd_nopts; i++)
 		if (uffd_opts[i].cli && strcmp(uffd_opts[i].cli, "--trace"))
 			fprintf(f, ", %s", uffd_opts[i].cli + 2);
-	fprintf(f, " (see 'thpemu run --help' for their values).\n\n"
+	fprintf(f, " (see 'thpemu run --help' for their values).\nA key may appear once in a "
+		   "SPEC; an option of ab given twice: the last one counts.\n\n"
 		   "Output: the comparison in mmtests compare-kernels style on stdout; progress on "
-		   "stderr.\nExit status: 0; 1 if a run failed (the others are still compared); 2 "
-		   "for a bad option.\n");
+		   "stderr.\n--json and --html are opened, --keep created (mode 0700; an existing "
+		   "directory must be\nours), and the command looked up before the first run.\n"
+		   "Exit status: 0; 1 if a run failed (the others are still compared); 2 for a bad "
+		   "option,\nan output that cannot be written or a command that cannot be run.\n");
 }
 
 /* ---- SPEC
@@ -170,6 +176,37 @@ static void blame_continuation(const char *opt, const struct uffd_opt *o, const 
 	}
 }
 
+/* A key given twice is an error: run would take the last, a reader may expect the first. */
+static void check_duplicates(const char *opt, char *const *items, int n)
+{
+	for (int i = 0; i < n; i++) {
+		size_t ki = strcspn(items[i], "=");
+
+		for (int j = 0; j < i; j++)
+			if (strcspn(items[j], "=") == ki && !strncmp(items[i], items[j], ki))
+				cli_usage_error(CMD,
+						"%s: '%.*s' is given twice ('%s' and '%s'); give "
+						"each key once",
+						opt, (int)ki, items[i], items[j], items[i]);
+	}
+}
+
+/* A label names a side in text, JSON and HTML: printable, not empty, not too long. */
+static void check_label(const char *opt, const char *label)
+{
+	if (!*label)
+		cli_usage_error(CMD, "%s: an empty label= (a name such as label=thp)", opt);
+	if (strlen(label) > MAX_LABEL)
+		cli_usage_error(CMD, "%s: label '%.40s...' is longer than %d characters", opt,
+				label, MAX_LABEL);
+	for (const unsigned char *c = (const unsigned char *)label; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			cli_usage_error(CMD,
+					"%s: label '%s' has a control character (a printable "
+					"name, e.g. label=thp)",
+					opt, label);
+}
+
 /* Split SPEC into items and check each value as `thpemu run` would. */
 static void parse_spec(const char *opt, const char *spec, struct side *s)
 {
@@ -200,12 +237,14 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 	}
 	if (!n)
 		cli_usage_error(CMD, "%s: an empty spec (e.g. policy=linux-3.1)", opt);
+	check_duplicates(opt, items, n);
 	for (int i = 0; i < n; i++) {
 		size_t klen = 0;
 		const struct uffd_opt *o = spec_key(items[i], &klen);
 		char name[64];
 
 		if (is_label(items[i])) {
+			check_label(opt, items[i] + 6);
 			snprintf(s->label, sizeof(s->label), "%s", items[i] + 6);
 			continue;
 		}
@@ -222,6 +261,8 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 		s->argv[s->argc++] = strdup(o->cli);
 		s->argv[s->argc++] = strdup(items[i] + klen + 1);
 	}
+	if (cli_run_check_config(&cfg, opt, err, sizeof(err)) < 0) /* what each run would refuse */
+		cli_usage_error(CMD, "%s", err);
 }
 
 /* ---- options
@@ -231,10 +272,31 @@ static unsigned parse_count(const char *opt, const char *v, unsigned lo, unsigne
 {
 	uint64_t n;
 
+	if (!*v || strspn(v, "0123456789") != strlen(v))
+		cli_usage_error(CMD, "%s: '%s' is not a non-negative integer (accepted: %u..%u)",
+				opt, v, lo, hi);
 	if (units_parse_uint(v, hi, &n) || n < lo)
-		cli_usage_error(CMD, "%s: '%s' is not accepted (an integer %u..%u)", opt, v, lo,
-				hi);
+		cli_usage_error(CMD, "%s: '%s' is out of range (accepted: %u..%u)", opt, v, lo, hi);
 	return (unsigned)n;
+}
+
+/* The command runs 2 x (runs + warmup) times: find it now, not in every run. */
+static void check_command(const struct ab *ab)
+{
+	int rc = cli_find_program(ab->cmd[0]);
+
+	if (rc < 0)
+		cli_usage_error(CMD, "cannot run '%s': %s", ab->cmd[0], strerror(-rc));
+}
+
+/* --json and --html can be written and are two files (created by open_outputs). */
+static void check_outputs(const struct ab *ab)
+{
+	if (ab->json)
+		cli_check_output(CMD, "--json", ab->json);
+	if (ab->html)
+		cli_check_output(CMD, "--html", ab->html);
+	cli_distinct_paths(CMD, "--json", ab->json, "--html", ab->html);
 }
 
 static void parse(int argc, char **argv, struct ab *ab)
@@ -301,6 +363,8 @@ static void parse(int argc, char **argv, struct ab *ab)
 		snprintf(ab->s[0].label, sizeof(ab->s[0].label), "A");
 	if (!ab->s[1].label[0])
 		snprintf(ab->s[1].label, sizeof(ab->s[1].label), "B");
+	check_command(ab);
+	check_outputs(ab);
 	if (!strcmp(ab->s[0].label, ab->s[1].label)) { /* the comparison keys on labels */
 		strncat(ab->s[0].label, " (A)",
 			sizeof(ab->s[0].label) - strlen(ab->s[0].label) - 1);
@@ -363,8 +427,8 @@ static void run_paths(const struct ab *ab, const struct plan *p, char *report, c
 static int run_one(const struct ab *ab, const struct side *s, const char *report,
 		   const char *stalls, const char *out)
 {
-	char self[PATH_MAX], *argv[2 * MAX_ITEMS + 256];
-	int n = 0, status, fd;
+	char self[PATH_MAX], *argv[2 * MAX_ITEMS + 256], err[PATH_MAX + 200];
+	int n = 0, status, fd = outfile_open(out, err, sizeof(err));
 	pid_t pid;
 
 	snprintf(self, sizeof(self), "%s/thpemu", cli_self_dir());
@@ -381,19 +445,21 @@ static int run_one(const struct ab *ab, const struct side *s, const char *report
 	for (char **c = ab->cmd; *c && n < (int)(sizeof(argv) / sizeof(argv[0])) - 1; c++)
 		argv[n++] = *c;
 	argv[n] = NULL;
+	if (fd < 0) {
+		cli_error(CMD, "%s", err);
+		return -1;
+	}
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
-		return -1;
 	if (pid == 0) {
-		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
+		dup2(fd, 1);
+		dup2(fd, 2);
 		execv(self, argv);
 		_exit(127);
 	}
+	close(fd);
+	if (pid < 0)
+		return -1;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -1;
@@ -486,7 +552,7 @@ static size_t run_all(struct ab *ab, struct rd_run *runs)
 		snprintf(what, sizeof(what), "%s %s %d %s in %.1f s%s%s",
 			 p->warmup ? "warm-up" : "run", p->side ? "B" : "A", p->index,
 			 r->ok ? "done" : "FAILED", r->wall_s, r->ok ? "" : ": ",
-			 r->ok ? "" : r->note);
+			 r->ok ? "" : cli_esc(r->note)); /* the program's last line: anything */
 		done++;
 		if (!r->ok || !ab->tty)
 			progress(ab, done, n, what);
@@ -524,16 +590,13 @@ static void json_config(struct json_w *w, const struct ab *ab)
 	jw_obj_end(w);
 }
 
-static int write_json(const struct ab *ab, const struct rd_run *runs, size_t n,
+static int write_json(struct ab *ab, const struct rd_run *runs, size_t n,
 		      const struct cmp_result *c)
 {
-	FILE *f = fopen(ab->json, "w");
+	FILE *f = ab->json_f;
 	struct json_w w;
 
-	if (!f) {
-		cli_error(CMD, "--json: cannot write '%s': %s", ab->json, strerror(errno));
-		return -1;
-	}
+	ab->json_f = NULL;
 	jw_init(&w, f, true);
 	jw_obj_begin(&w, NULL);
 	jw_str(&w, "kind", "ab");
@@ -570,7 +633,7 @@ static int write_json(const struct ab *ab, const struct rd_run *runs, size_t n,
 	return 0;
 }
 
-static int write_html(const struct ab *ab, const struct rd_run *runs, size_t n,
+static int write_html(struct ab *ab, const struct rd_run *runs, size_t n,
 		      const struct cmp_result *c)
 {
 	char title[400], sub[1200], cfg[3000];
@@ -588,19 +651,56 @@ static int write_html(const struct ab *ab, const struct rd_run *runs, size_t n,
 		 ab->s[0].label, ab->s[0].spec, ab->s[1].label, ab->s[1].spec, ab->runs, ab->warmup,
 		 ab->random_order ? "random" : "alternate", (unsigned long long)ab->seed,
 		 ab->resamples);
-	rc = html_report_file(ab->html, runs, n, c, &o);
+	rc = html_report_file(ab->html_f, runs, n, c, &o);
+	ab->html_f = NULL;
 	if (rc < 0)
-		cli_error(CMD, "--html: cannot write '%s': %s", ab->html, strerror(-rc));
+		cli_error(CMD, "--html: error writing '%s': %s", ab->html, strerror(-rc));
 	return rc;
 }
 
-static void remove_dir(const char *dir)
+/* The runs' directory: --keep DIR (created 0700, or an existing one of ours), else a private
+ * temporary one (those of ab commands that were killed are removed first). */
+static int make_dir(struct ab *ab)
 {
-	char cmd[PATH_MAX + 32];
+	char err[PATH_MAX + 200];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir);
-	if (system(cmd) != 0)
-		cli_error(CMD, "could not remove %s", dir);
+	if (ab->keep) {
+		cli_output_dir(CMD, "--keep", ab->keep);
+		snprintf(ab->dir, sizeof(ab->dir), "%s", ab->keep);
+		return 0;
+	}
+	cli_tmpdir_sweep("thpemu-ab");
+	if (cli_tmpdir_create("thpemu-ab", ab->dir, sizeof(ab->dir), err, sizeof(err)) < 0) {
+		cli_error(CMD, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Once everything is checked, before the first run: the outputs are created (an output that
+ * cannot be written is bad input, never a surprise after the runs). */
+static void open_outputs(struct ab *ab)
+{
+	if (ab->json)
+		ab->json_f = cli_open_output(CMD, "--json", ab->json);
+	if (ab->html)
+		ab->html_f = cli_open_output(CMD, "--html", ab->html);
+}
+
+/* --json or --html inside --keep DIR must not be one of the runs' files. */
+static void check_keep_names(const struct ab *ab)
+{
+	struct plan plan[MAX_RUNS + 200];
+	size_t n = ab->keep && (ab->json || ab->html) ? make_plan(ab, plan) : 0;
+	char p[3][PATH_MAX + 64];
+
+	for (size_t i = 0; i < n; i++) {
+		run_paths(ab, &plan[i], p[0], p[1], p[2], sizeof(p[0]));
+		for (int k = 0; k < 3; k++) {
+			cli_distinct_paths(CMD, "--json", ab->json, "--keep DIR's run file", p[k]);
+			cli_distinct_paths(CMD, "--html", ab->html, "--keep DIR's run file", p[k]);
+		}
+	}
 }
 
 static int ab_main(int argc, char **argv)
@@ -609,24 +709,14 @@ static int ab_main(int argc, char **argv)
 	struct rd_run *runs;
 	struct cmp_result c;
 	size_t n, failed = 0;
-	int rc = 0;
+	int rc = 0, rc2;
 
 	parse(argc, argv, &ab);
 	ab.tty = isatty(2);
-	if (ab.keep) {
-		if (mkdir(ab.keep, 0755) < 0 && errno != EEXIST)
-			cli_usage_error(CMD, "--keep: cannot create '%s': %s", ab.keep,
-					strerror(errno));
-		snprintf(ab.dir, sizeof(ab.dir), "%s", ab.keep);
-	} else {
-		snprintf(ab.dir, sizeof(ab.dir), "%s/thpemu-ab.XXXXXX",
-			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-		if (!mkdtemp(ab.dir)) {
-			cli_error(CMD, "cannot create a directory for the runs: %s",
-				  strerror(errno));
-			return 1;
-		}
-	}
+	if (make_dir(&ab) < 0)
+		return 1;
+	check_keep_names(&ab);
+	open_outputs(&ab);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	runs = calloc((ab.runs + ab.warmup) * 2, sizeof(*runs));
@@ -642,21 +732,21 @@ static int ab_main(int argc, char **argv)
 	printf("thpemu ab: A = %s (%zu runs), B = %s (%zu runs)%s; command:", ab.s[0].label,
 	       c.runs_a, ab.s[1].label, c.runs_b, failed ? ", some runs FAILED" : "");
 	for (char **a = ab.cmd; *a; a++)
-		printf(" %s", *a);
+		printf(" %s", cli_esc(*a));
 	printf("\n\n");
 	cmp_text(stdout, &c);
 	for (size_t i = 0; i < n; i++)
 		if (!runs[i].ok)
 			printf("FAILED: %s run %d: %s\n", runs[i].side ? "B" : "A", runs[i].index,
-			       runs[i].note);
+			       cli_esc(runs[i].note));
 	if (ab.json && write_json(&ab, runs, n, &c) < 0)
 		rc = 1;
 	if (ab.html && write_html(&ab, runs, n, &c) < 0)
 		rc = 1;
 	if (ab.keep)
-		printf("\nruns kept in %s\n", ab.dir);
-	else
-		remove_dir(ab.dir);
+		printf("\nruns kept in %s\n", cli_esc(ab.dir));
+	else if ((rc2 = cli_rmtree(ab.dir)) < 0)
+		cli_error(CMD, "could not remove %s: %s", ab.dir, strerror(-rc2));
 	cmp_free(&c);
 	for (size_t i = 0; i < n; i++)
 		rd_run_free(&runs[i]);

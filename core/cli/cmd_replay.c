@@ -21,6 +21,7 @@
 
 #define CMD	 "replay"
 #define MAX_ARGS 128
+#define MAX_OUT	 16
 
 static void usage(FILE *f)
 {
@@ -45,6 +46,8 @@ struct replay_args {
 	char *run[MAX_ARGS + 2];
 	int nrun;
 	bool has_policy, has_pool, has_fragment, has_seed, has_allocator, quiet;
+	const char *out_opt[MAX_OUT], *out[MAX_OUT]; /* run's output options given */
+	int nout;
 };
 
 static void push(struct replay_args *a, const char *s)
@@ -61,6 +64,32 @@ static void note_given(struct replay_args *a, const char *name)
 	a->has_fragment |= !strcmp(name, "--fragment");
 	a->has_seed |= !strcmp(name, "--seed");
 	a->has_allocator |= !strcmp(name, "--allocator");
+}
+
+/* The replayer's rule (replayer.c), checked here: a bad value is refused before anything runs. */
+static void check_speed(const char *v)
+{
+	char *end;
+	double f = strtod(v, &end);
+
+	if (end == v || *end || !(f > 0) || f > 1e6)
+		cli_usage_error(
+		    CMD,
+		    "--speed: '%s' is not accepted (a positive number up to 1000000, e.g. "
+		    "0.5 or 10)",
+		    v);
+}
+
+/* thpemu run's output options, to be kept apart from the trace read. */
+static void note_output(struct replay_args *a, const char *name, const char *val)
+{
+	static const char *const outs[] = {"--report", "--stall-report", "--trace"};
+
+	for (size_t k = 0; k < sizeof(outs) / sizeof(outs[0]); k++)
+		if (!strcmp(name, outs[k]) && a->nout < MAX_OUT) {
+			a->out_opt[a->nout] = outs[k];
+			a->out[a->nout++] = val;
+		}
 }
 
 static void parse(int argc, char **argv, struct replay_args *a)
@@ -87,6 +116,7 @@ static void parse(int argc, char **argv, struct replay_args *a)
 			if (!eq && i + 1 >= argc)
 				cli_usage_error(CMD, "--speed needs a value");
 			a->speed = eq ? eq + 1 : argv[++i];
+			check_speed(a->speed);
 			continue;
 		}
 		note_given(a, name);
@@ -97,9 +127,12 @@ static void parse(int argc, char **argv, struct replay_args *a)
 				cli_usage_error(CMD, "%s needs a value", name);
 			push(a, argv[++i]);
 		}
+		note_output(a, name, eq ? eq + 1 : a->run[a->nrun - 1]);
 	}
 	if (!a->trace)
 		cli_usage_error(CMD, "no trace given (usage: thpemu replay [RUN-OPTIONS] TRACE)");
+	for (int k = 0; k < a->nout; k++) /* run would truncate the trace before it is read */
+		cli_distinct_paths(CMD, a->out_opt[k], a->out[k], "the trace to replay", a->trace);
 }
 
 /* "--key" "value" from the trace's header unless the user gave the option. */

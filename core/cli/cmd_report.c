@@ -53,8 +53,10 @@ static void usage(FILE *f)
 	    "from\n"
 	    "                  the latency histogram (thread 0, time 0, latency within 3 %%)\n"
 	    "  --a L, --b L    the two series to compare (default: the first two)\n\n"
-	    "Exit status: 0; 1 if a file cannot be written; 2 for a bad option or an unreadable "
-	    "report.\n");
+	    "--html OUT is checked before any report is read (an existing OUT must be a regular\n"
+	    "file of ours with one link, never a symbolic link) and written after.\n"
+	    "Exit status: 0; 1 if a file cannot be written; 2 for a bad option, an unreadable "
+	    "report\nor an output that cannot be written.\n");
 }
 
 static void parse(int argc, char **argv, struct report_args *a)
@@ -80,6 +82,10 @@ static void parse(int argc, char **argv, struct report_args *a)
 				a->lb = argv[++i];
 		} else if (!strncmp(arg, "--html=", 7)) {
 			a->html = arg + 7;
+		} else if (!strncmp(arg, "--a=", 4)) {
+			a->la = arg + 4;
+		} else if (!strncmp(arg, "--b=", 4)) {
+			a->lb = arg + 4;
 		} else if (arg[0] == '-' && arg[1]) {
 			cli_usage_error(CMD,
 					"unknown option '%s' (accepted: --text, --html, --mmtests, "
@@ -95,8 +101,16 @@ static void parse(int argc, char **argv, struct report_args *a)
 		cli_usage_error(CMD, "no report given (usage: thpemu report FILE... [--html OUT])");
 	if (!!a->la != !!a->lb)
 		cli_usage_error(CMD, "--a and --b go together");
+	if (a->la && !strcmp(a->la, a->lb))
+		cli_usage_error(
+		    CMD, "--a and --b name the same series '%s' (two labels to compare)", a->la);
 	if (!a->html && !a->mmtests)
 		a->text = true;
+	if (a->html) {
+		cli_check_output(CMD, "--html", a->html);
+		for (int i = 0; i < a->nfiles; i++)
+			cli_distinct_paths(CMD, "--html", a->html, "a report to read", a->files[i]);
+	}
 }
 
 /* --mmtests of a run: exact from the trace its report names, else from its histogram. */
@@ -105,18 +119,21 @@ static void mmtests_run(const struct rd_run *r, FILE *out, bool *said)
 	const char *trace = r->root ? rd_str(r->root, "config.trace") : NULL;
 	char err[700];
 
-	if (trace && obs_trace_is_trace(trace) && rd_trace_mmtests(trace, out, err, sizeof(err)) == 0)
-		return;
+	if (trace && obs_trace_is_trace(trace)) {
+		if (rd_trace_mmtests(trace, out, err, sizeof(err)) == 0)
+			return;
+		cli_error(CMD, "%s", err);
+	}
 	if (!*said)
 		fprintf(stderr,
 			"thpemu report: %s has no fault trace: --mmtests lines come from its "
 			"latency histogram (thread 0, time 0, latency within 3 %%)\n",
-			r->source);
+			cli_esc(r->source));
 	*said = true;
 	rd_mmtests_hist(r, out);
 }
 
-static int write_html(const struct report_args *a, const struct rd_run *runs, size_t n,
+static int write_html(const struct report_args *a, FILE *f, const struct rd_run *runs, size_t n,
 		      const struct cmp_result *c)
 {
 	char title[400], sub[2000];
@@ -131,9 +148,9 @@ static int write_html(const struct report_args *a, const struct rd_run *runs, si
 	for (int i = 0; i < a->nfiles && off < sizeof(sub); i++)
 		off += (size_t)snprintf(sub + off, sizeof(sub) - off, "%s%s", i ? " " : "",
 					a->files[i]);
-	rc = html_report_file(a->html, runs, n, c, &o);
+	rc = html_report_file(f, runs, n, c, &o);
 	if (rc < 0)
-		cli_error(CMD, "--html: cannot write '%s': %s", a->html, strerror(-rc));
+		cli_error(CMD, "--html: error writing '%s': %s", a->html, strerror(-rc));
 	return rc;
 }
 
@@ -147,6 +164,7 @@ static int report_main(int argc, char **argv)
 	bool said = false;
 	int rc = 0;
 	char err[700];
+	FILE *html = NULL;
 
 	parse(argc, argv, &a);
 	for (int i = 0; i < a.nfiles; i++) {
@@ -173,6 +191,8 @@ static int report_main(int argc, char **argv)
 		if (!fa || !fb)
 			cli_usage_error(CMD, "--a/--b: no runs labelled '%s'", fa ? a.lb : a.la);
 	}
+	if (a.html) /* every input read and every label found: now the output */
+		html = cli_open_output(CMD, "--html", a.html);
 	if ((a.la || nl == 2) && cmp_compute(runs, n, a.la ? a.la : labels[0],
 					     a.lb ? a.lb : labels[1], 10000, 1, &c) == 0)
 		cmp = &c;
@@ -184,12 +204,12 @@ static int report_main(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			rd_run_text(&runs[i], stdout);
 		if (cmp) {
-			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cmp->label_a,
-			       cmp->runs_a, cmp->label_b, cmp->runs_b);
+			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cli_esc(cmp->label_a),
+			       cmp->runs_a, cli_esc(cmp->label_b), cmp->runs_b);
 			cmp_text(stdout, cmp);
 		}
 	}
-	if (a.html && write_html(&a, runs, n, cmp) < 0)
+	if (html && write_html(&a, html, runs, n, cmp) < 0)
 		rc = 1;
 	if (cmp)
 		cmp_free(cmp);

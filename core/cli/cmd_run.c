@@ -39,6 +39,7 @@ struct run_ctx {
 	struct uffd_config cfg;
 	const char *report;     /* --report FILE */
 	const char *stall_report; /* --stall-report FILE */
+	FILE *report_f, *stall_f; /* opened before the program starts (open_outputs) */
 	bool quiet;             /* --quiet: no summary */
 	struct run_device dev;  /* --device */
 	struct run_stalls stalls;
@@ -109,8 +110,16 @@ static void usage(FILE *f)
 	io_device_help(f);
 	fprintf(f, "\nThe dirtier (--dirty SPEC, comma-separated items):\n");
 	io_dirty_help(f);
-	fprintf(f, "\nExit status: the program's, 128+N if it was killed by signal N, 2 for a bad "
-		   "option, 1 if thpemu itself failed.\n");
+	fprintf(
+	    f,
+	    "\nAn option given twice: the last one counts; a key given twice inside a --policy,\n"
+	    "--device or --dirty spec is an error. Output files (--report,\n"
+	    "--stall-report, --trace) are checked before the program starts: an existing one\n"
+	    "must be a regular file of ours with one link (a symbolic link is never followed),\n"
+	    "in a directory we can write that is sticky if everyone can write it.\n");
+	fprintf(f,
+		"\nExit status: the program's, 128+N if it was killed by signal N, 2 for a bad "
+		"option\nor an output file that cannot be written, 1 if thpemu itself failed.\n");
 }
 
 static const struct run_opt *find_run_opt(const char *name)
@@ -151,6 +160,33 @@ static void absolute_trace(struct run_ctx *rc)
 	setenv("THPEMU_TRACE", path, 1);
 }
 
+/* Every output path can be written (nothing is created yet), and no two are the same file. */
+static void check_outputs(const struct run_ctx *rc)
+{
+	const char *trace = rc->cfg.trace[0] ? rc->cfg.trace : NULL;
+
+	if (rc->report)
+		cli_check_output("run", "--report", rc->report);
+	if (rc->stall_report)
+		cli_check_output("run", "--stall-report", rc->stall_report);
+	if (trace) /* the library creates it (and FILE.PID beside it) in the program's process */
+		cli_check_output("run", "--trace", trace);
+	cli_distinct_paths("run", "--report", rc->report, "--stall-report", rc->stall_report);
+	cli_distinct_paths("run", "--report", rc->report, "--trace", trace);
+	cli_distinct_paths("run", "--stall-report", rc->stall_report, "--trace", trace);
+}
+
+/* The launcher's own outputs, opened (created, truncated) once every option has been checked
+ * and before anything starts: a report that cannot be written is bad input, not a surprise at
+ * the end of a run. */
+static void open_outputs(struct run_ctx *rc)
+{
+	if (rc->report)
+		rc->report_f = cli_open_output("run", "--report", rc->report);
+	if (rc->stall_report)
+		rc->stall_f = cli_open_output("run", "--stall-report", rc->stall_report);
+}
+
 static void parse(int argc, char **argv, struct run_ctx *rc)
 {
 	char err[512], name[64];
@@ -173,6 +209,9 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 			break;
 		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
 		if ((ro = find_run_opt(name))) {
+			if (!ro->metavar && eq)
+				cli_usage_error("run", "%s takes no value (given '%s')", name,
+						eq + 1);
 			ro->apply(rc, ro->metavar ? opt_value(argc, argv, &i, eq, name) : NULL);
 		} else if ((uo = uffd_opt_by_cli(name))) {
 			const char *v = opt_value(argc, argv, &i, eq, name);
@@ -194,26 +233,23 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 				"no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
 	rc->cmd = &argv[i];
 	absolute_trace(rc);
+	check_outputs(rc);
 }
 
-/* A recipe is checked the way the library will apply it: on a pool of the same size. */
-static void check_recipe(struct run_ctx *rc)
+/* The private run directory (cli_tmpdir_create), after removing those of runs that were killed
+ * (their launcher is dead: nothing else would ever remove them). */
+static int make_run_dir(struct run_ctx *rc)
 {
-	struct mm_config mc = {.pool_bytes = rc->cfg.pool_bytes, .policy = rc->cfg.policy};
-	struct mm_env_ops ops = {0};
-	struct mm_env env = {.ops = &ops};
-	struct mm *mm;
-	char err[256];
+	char err[PATH_MAX + 200];
 
-	if (!rc->cfg.fragment[0])
-		return;
-	if (mm_create(&mc, &env, &mm, err, sizeof(err)) < 0)
-		cli_usage_error("run", "--pool: %s", err);
-	if (mm_fragment(mm, rc->cfg.fragment, rc->cfg.seed, err, sizeof(err), NULL) < 0) {
-		mm_destroy(mm);
-		cli_usage_error("run", "--fragment: '%s': %s", rc->cfg.fragment, err);
+	cli_tmpdir_sweep("thpemu-run");
+	if (cli_tmpdir_create("thpemu-run", rc->run_dir, sizeof(rc->run_dir), err, sizeof(err)) <
+	    0) {
+		cli_error("run", "%s", err);
+		return -1;
 	}
-	mm_destroy(mm);
+	setenv("THPEMU_RUN_DIR", rc->run_dir, 1);
+	return 0;
 }
 
 /* LD_PRELOAD = libthpemu.so [jemalloc] [whatever was there]. */
@@ -288,7 +324,8 @@ static int run_child(struct run_ctx *rc)
 		snprintf(me, sizeof(me), "%d", (int)getpid());
 		setenv("THPEMU_IO_PID", me, 1); /* io runs here, not in what this program execs */
 		execvp(rc->cmd[0], rc->cmd);
-		fprintf(stderr, "thpemu run: cannot execute %s: %s\n", rc->cmd[0], strerror(errno));
+		fprintf(stderr, "thpemu run: cannot execute %s: %s\n", cli_esc(rc->cmd[0]),
+			strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	forward_to = pid;
@@ -361,17 +398,16 @@ static void write_stall_report(struct run_ctx *rc)
 	const struct run_stalls *s = &rc->stalls;
 	FILE *f;
 
-	if (rc->stall_report) {
-		f = fopen(rc->stall_report, "w");
-		if (!f) {
-			cli_error("run", "cannot write %s: %s", rc->stall_report, strerror(errno));
-			return;
-		}
+	if (rc->stall_f) {
+		f = rc->stall_f;
+		rc->stall_f = NULL;
 		if (s->text)
 			fwrite(s->text, 1, s->text_len, f);
 		else
 			fprintf(f, "No stall report: no managed process wrote one.\n");
-		fclose(f);
+		if (fclose(f) != 0)
+			cli_error("run", "--stall-report: error writing '%s': %s", rc->stall_report,
+				  strerror(errno));
 	} else if (!rc->quiet && s->events && s->text) {
 		fputc('\n', stderr);
 		fwrite(s->text, 1, s->text_len, stderr);
@@ -383,21 +419,22 @@ static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
 {
 	char *dev_json = run_device_json(&rc->dev);
 	FILE *f;
+	int wrote;
 
 	prog->stalls_json = rc->stalls.json;
 	prog->device_json = dev_json;
 	if (!rc->quiet)
 		uffd_report_summary(stderr, total, prog);
 	write_stall_report(rc);
-	if (!rc->report) {
+	if (!rc->report_f) {
 		free(dev_json);
 		return;
 	}
-	f = fopen(rc->report, "w");
-	if (!f || uffd_report_json(f, &rc->cfg, total, prog) < 0)
-		cli_error("run", "cannot write %s: %s", rc->report, strerror(errno));
-	if (f)
-		fclose(f);
+	f = rc->report_f;
+	rc->report_f = NULL;
+	wrote = uffd_report_json(f, &rc->cfg, total, prog);
+	if (fclose(f) != 0 || wrote < 0)
+		cli_error("run", "--report: error writing '%s': %s", rc->report, strerror(errno));
 	free(dev_json);
 }
 
@@ -406,24 +443,23 @@ static int run_main(int argc, char **argv)
 	struct run_ctx rc = {.child = -1, .dev = {.pid = -1, .status = -1}};
 	struct uffd_program_info prog = {0};
 	struct uffd_stats *total;
+	char err[1024];
 	uint64_t t0;
 	int status;
 
 	uffd_config_defaults(&rc.cfg);
 	parse(argc, argv, &rc);
-	check_recipe(&rc);
-	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/thpemu-run.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(rc.run_dir)) {
-		cli_error("run", "cannot create a run directory: %s", strerror(errno));
+	if (cli_run_check_config(&rc.cfg, NULL, err, sizeof(err)) < 0)
+		cli_usage_error("run", "%s", err);
+	open_outputs(&rc);
+	if (make_run_dir(&rc) < 0)
 		return 1;
-	}
-	setenv("THPEMU_RUN_DIR", rc.run_dir, 1);
 	install_forwarding();
+	rc.dev.parent = rc.run_dir;
 	run_device_start(&rc.dev, rc.cfg.seed, rc.quiet);
 	if (set_preload(&rc) < 0) {
 		run_device_stop(&rc.dev);
-		rmdir(rc.run_dir);
+		cli_rmtree(rc.run_dir);
 		return 1;
 	}
 	t0 = clock_now_ns();
@@ -438,6 +474,7 @@ static int run_main(int argc, char **argv)
 	if (!total)
 		return status < 0 ? 1 : status;
 	collect(&rc, total, &prog);
+	cli_rmtree(rc.run_dir); /* what collect did not take: the owner record, stray files */
 	if (!prog.processes && !total->note[0])
 		snprintf(total->note, sizeof(total->note),
 			 " no process was managed (a static or setuid binary ignores LD_PRELOAD)");

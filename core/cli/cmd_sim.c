@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "sim/sim.h"
+#include "uffd/uffd.h"
 #include "util/units.h"
 
 #define CMD	 "sim"
@@ -41,7 +42,8 @@ static void usage(FILE *f)
 	    "                         unless given here; --policy defaults to the recording's);\n"
 	    "                         the report's \"replay\" section compares the decisions\n"
 	    "  --seed N               randomness of the scenario and the device (default 1)\n"
-	    "  --pool SIZE            emulated memory, 8M..64G (default: the scenario's)\n"
+	    "  --pool SIZE            emulated memory, 8M..64G, as thpemu run (default: the "
+	    "scenario's)\n"
 	    "  --duration DUR         virtual time to simulate (default: the scenario's)\n"
 	    "  --json FILE|-          write the JSON report (- for stdout; otherwise a human\n"
 	    "                         summary goes to stdout)\n"
@@ -87,16 +89,27 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 	return argv[++*i];
 }
 
+/* The pool's limits are the live emulator's (THPEMU_POOL in core/uffd/config.c, which are
+ * core/mm's): one range for every command. */
+static const struct uffd_opt *pool_opt(void)
+{
+	return uffd_opt_by_env("THPEMU_POOL");
+}
+
 static void parse_scalar(struct sim_config *c, const char *name, const char *v)
 {
 	uint64_t u;
 
 	if (strcmp(name, "--seed") == 0) {
 		if (units_parse_uint(v, UINT64_MAX, &c->seed))
-			cli_usage_error(CMD, "--seed: bad value '%s' (a non-negative integer)", v);
+			cli_usage_error(CMD, "--seed: '%s' is not a non-negative integer", v);
 	} else if (strcmp(name, "--pool") == 0) {
-		if (units_parse_size(v, &u) || u < SIM_POOL_MIN || u > SIM_POOL_MAX)
-			cli_usage_error(CMD, "--pool: bad size '%s' (8M..64G, e.g. 512M or 2G)", v);
+		if (units_parse_size(v, &u))
+			cli_usage_error(CMD, "--pool: '%s' is not a size (accepted: %s)", v,
+					pool_opt()->accepted);
+		if (u < pool_opt()->min || u > pool_opt()->max)
+			cli_usage_error(CMD, "--pool: '%s' is out of range (accepted: %s)", v,
+					pool_opt()->accepted);
 		c->pool_bytes = u;
 	} else if (strcmp(name, "--duration") == 0) {
 		if (units_parse_duration(v, &u) || u == 0)
@@ -155,10 +168,19 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 			if (a->nopts == MAX_OPTS)
 				cli_usage_error(CMD, "--opt: at most %d", MAX_OPTS);
 			a->opts[a->nopts++] = v;
-		} else
+		} else if (argv[i][0] != '-')
+			cli_usage_error(CMD,
+					"unexpected argument '%s' (sim takes options only; a trace "
+					"goes with --replay)",
+					argv[i]);
+		else
 			cli_usage_error(CMD, "unknown option '%s' (see 'thpemu sim --help')",
 					argv[i]);
 	}
+	if (a->json && strcmp(a->json, "-"))
+		cli_check_output(CMD, "--json", a->json);
+	cli_distinct_paths(CMD, "--json", a->json, "--replay", a->replay);
+	cli_distinct_paths(CMD, "--json", a->json, "--costs", a->costs);
 }
 
 /* --replay: the trace, and its recording's settings as defaults. */
@@ -166,8 +188,7 @@ static void resolve_replay(struct sim_config *c, struct sim_args *a)
 {
 	struct sim_replay_info in;
 	char err[1024];
-	unsigned keep = (a->pool_set ? SIM_REPLAY_KEEP_POOL : 0) |
-			(a->seed_set ? SIM_REPLAY_KEEP_SEED : 0) |
+	unsigned keep = (a->seed_set ? SIM_REPLAY_KEEP_SEED : 0) |
 			(a->duration_set ? SIM_REPLAY_KEEP_DURATION : 0);
 
 	if (a->scenario)
@@ -178,8 +199,37 @@ static void resolve_replay(struct sim_config *c, struct sim_args *a)
 	sim_replay_info(c->replay, &in);
 	if (!a->policy)
 		a->policy = strdup(in.policy[0] ? in.policy : "modern-always");
+	if (!a->pool_set && in.pool_bytes >= pool_opt()->min && in.pool_bytes <= pool_opt()->max)
+		c->pool_bytes = in.pool_bytes;
 	if (sim_replay_configure(c, keep, err, sizeof(err)))
 		cli_usage_error(CMD, "--replay: %s", err);
+}
+
+/* A key given twice (in --policy P:K=V,..., --device D:K=V,..., or two --opt K=V) is an error:
+ * the parsers would take the last one. */
+static void check_repeats(const struct sim_args *a)
+{
+	const char *specs[] = {a->policy, a->device}, *opts[] = {"--policy", "--device"};
+	char key[64];
+
+	for (int i = 0; i < 2; i++) {
+		const char *colon = specs[i] ? strchr(specs[i], ':') : NULL;
+
+		if (colon && cli_repeated_key(colon + 1, key, sizeof(key)))
+			cli_usage_error(CMD, "%s: '%s' is given twice in '%s'; give each key once",
+					opts[i], key, specs[i]);
+	}
+	for (unsigned i = 0; i < a->nopts; i++)
+		for (unsigned j = 0; j < i; j++) {
+			size_t k = strcspn(a->opts[i], "=");
+
+			if (strcspn(a->opts[j], "=") == k && !strncmp(a->opts[i], a->opts[j], k))
+				cli_usage_error(
+				    CMD,
+				    "--opt: '%.*s' is given twice ('%s' and '%s'); give "
+				    "each key once",
+				    (int)k, a->opts[i], a->opts[j], a->opts[i]);
+		}
 }
 
 /* Turn the collected arguments into a complete configuration, or exit 2. */
@@ -187,6 +237,7 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 {
 	char err[1024], names[256];
 
+	check_repeats(a);
 	scenario_names(names, sizeof(names));
 	if (a->replay)
 		resolve_replay(c, a);
@@ -216,16 +267,10 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 		cli_usage_error(CMD, "--costs: %s", err);
 }
 
-static int write_json(const struct sim_result *r, const char *path)
+static int write_json(const struct sim_result *r, FILE *f, const char *path)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "we");
-	int rc;
+	int rc = sim_report_json(r, f, true);
 
-	if (!f) {
-		cli_error(CMD, "--json: cannot write '%s': %s", path, strerror(errno));
-		return 1;
-	}
-	rc = sim_report_json(r, f, true);
 	if (f != stdout && fclose(f) != 0)
 		rc = -EIO;
 	if (rc) {
@@ -241,6 +286,7 @@ static int sim_main(int argc, char **argv)
 	struct sim_args a = {0};
 	struct sim_result *r;
 	char err[1024];
+	FILE *json = NULL;
 	int rc;
 
 	sim_config_init(&c);
@@ -254,8 +300,10 @@ static int sim_main(int argc, char **argv)
 		return 1;
 	}
 	rc = 0;
-	if (a.json)
-		rc = write_json(r, a.json);
+	if (a.json) /* checked before the run (parse_args); a usage error leaves no file */
+		json = strcmp(a.json, "-") ? cli_open_output(CMD, "--json", a.json) : stdout;
+	if (json)
+		rc = write_json(r, json, a.json);
 	if (!a.json || strcmp(a.json, "-") != 0)
 		sim_report_text(r, stdout);
 	sim_result_free(r);

@@ -737,7 +737,8 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 	fprintf(f, "</h3>\n");
 	if (!ng)
 		fprintf(f, "<p>no stall events in %zu run%s</p>\n", nruns, nruns == 1 ? "" : "s");
-	qsort(gs, ng, sizeof(*gs), cmp_sgroup);
+	if (ng) /* gs is NULL without groups */
+		qsort(gs, ng, sizeof(*gs), cmp_sgroup);
 	for (size_t k = 0; k < ng; k++) {
 		json_t *gr = gs[k].g;
 
@@ -871,15 +872,11 @@ int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_r
 	return ferror(f) ? -EIO : 0;
 }
 
-int html_report_file(const char *path, const struct rd_run *runs, size_t n,
-		     const struct cmp_result *cmp, const struct html_opts *o)
+int html_report_file(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_result *cmp,
+		     const struct html_opts *o)
 {
-	FILE *f = fopen(path, "w");
-	int rc;
+	int rc = html_report(f, runs, n, cmp, o);
 
-	if (!f)
-		return -errno;
-	rc = html_report(f, runs, n, cmp, o);
 	if (fclose(f) != 0 && rc == 0)
 		rc = -errno;
 	return rc;

@@ -1,5 +1,6 @@
 /* thpemu: dispatch to the registered subcommands. */
 #include "cli/cli.h"
+#include "util/text.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -18,15 +19,22 @@ void cli_register(const struct cli_command *c)
 		commands[ncommands++] = c;
 }
 
+/* "thpemu CMD: MESSAGE\n", the message escaped as a whole (cli.h). */
+static void say(const char *cmd, const char *fmt, va_list ap)
+{
+	char msg[4096], esc[8192];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, "thpemu %s: %s\n", cmd, text_escape(msg, esc, sizeof(esc)));
+}
+
 void cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "thpemu %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(cmd, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(2);
 }
 
@@ -34,11 +42,17 @@ void cli_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "thpemu %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(cmd, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+const char *cli_esc(const char *s)
+{
+	static char ring[8][1024];
+	static unsigned next;
+
+	return text_escape(s, ring[next++ % 8], sizeof(ring[0]));
 }
 
 const char *cli_self_dir(void)
@@ -98,7 +112,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ncommands; i++)
 		if (strcmp(argv[1], commands[i]->name) == 0)
 			return commands[i]->main(argc - 1, argv + 1);
-	fprintf(stderr, "thpemu: unknown command '%s' (accepted:", argv[1]);
+	fprintf(stderr, "thpemu: unknown command '%s' (accepted:", cli_esc(argv[1]));
 	for (int i = 0; i < ncommands; i++)
 		fprintf(stderr, " %s", commands[i]->name);
 	fprintf(stderr, "); see 'thpemu --help'\n");

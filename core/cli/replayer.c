@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "obs/trace.h"
+#include "util/text.h"
 
 #define PAGE	4096UL
 #define HPAGE	(2UL << 20)
@@ -370,7 +371,7 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	uint64_t faults = 0, implied = 0, late = 0, lag = 0;
 	bool quiet = false;
-	char err[512];
+	char err[512], esc[1024];
 	int rc;
 
 	for (int i = 1; i < argc; i++) {
@@ -387,14 +388,14 @@ int main(int argc, char **argv)
 				fprintf(stderr,
 					"thpemu-replayer: --speed: '%s' is not accepted "
 					"(a positive number, e.g. 0.5 or 10)\n",
-					argv[i]);
+					text_escape(argv[i], esc, sizeof(esc)));
 				return 2;
 			}
 		} else if (argv[i][0] == '-' || path) {
 			fprintf(stderr,
 				"thpemu-replayer: unexpected argument '%s' (usage: "
 				"thpemu-replayer TRACE [--speed F] [--quiet])\n",
-				argv[i]);
+				text_escape(argv[i], esc, sizeof(esc)));
 			return 2;
 		} else {
 			path = argv[i];
@@ -405,7 +406,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (obs_trace_load(path, &tr, err, sizeof(err)) < 0) {
-		fprintf(stderr, "thpemu-replayer: %s\n", err);
+		fprintf(stderr, "thpemu-replayer: %s\n", text_escape(err, esc, sizeof(esc)));
 		return 1;
 	}
 	obs_trace_sort(&tr);

@@ -10,6 +10,10 @@
 #include <string.h>
 
 #include "obs/trace.h"
+#include "util/text.h"
+
+/* What a report or a trace says is echoed escaped: a crafted label cannot drive the terminal. */
+#define ESC_LEN 1024
 
 int rd_trace_mmtests(const char *path, FILE *out, char *err, size_t errlen)
 {
@@ -38,7 +42,7 @@ int rd_trace_mmtests(const char *path, FILE *out, char *err, size_t errlen)
 int rd_trace_text(const char *path, FILE *out, char *err, size_t errlen)
 {
 	struct obs_trace t;
-	char v[512], pol[512];
+	char v[512], pol[512], e[3][ESC_LEN];
 	uint64_t huge = 0, span = 0;
 	uint32_t tids[64];
 	size_t ntid = 0;
@@ -59,9 +63,11 @@ int rd_trace_text(const char *path, FILE *out, char *err, size_t errlen)
 		if (k == ntid && ntid < 64)
 			tids[ntid++] = r->tid;
 	}
-	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n", path, t.hdr.pid,
-		obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?",
-		obs_trace_get(&t, "policy", pol, sizeof(pol)) ? pol : "?", (double)span / 1e9,
+	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n",
+		text_escape(path, e[0], ESC_LEN), t.hdr.pid,
+		text_escape(obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?", e[1], ESC_LEN),
+		text_escape(obs_trace_get(&t, "policy", pol, sizeof(pol)) ? pol : "?", e[2], ESC_LEN),
+		(double)span / 1e9,
 		t.complete ? "complete"
 			   : "truncated (no END record: the process did not exit cleanly)");
 	fprintf(out,
@@ -89,9 +95,11 @@ void rd_mmtests_hist(const struct rd_run *r, FILE *out)
 void rd_run_text(const struct rd_run *r, FILE *out)
 {
 	static const char *const cls[] = {"huge", "base", "both"};
+	char e[3][ESC_LEN];
 
-	fprintf(out, "%s: %s%s, %s\n", r->source, r->label, r->warmup ? " (warm-up)" : "",
-		r->ok ? "ok" : r->note);
+	fprintf(out, "%s: %s%s, %s\n", text_escape(r->source, e[0], ESC_LEN),
+		text_escape(r->label, e[1], ESC_LEN), r->warmup ? " (warm-up)" : "",
+		r->ok ? "ok" : text_escape(r->note, e[2], ESC_LEN));
 	if (!r->root)
 		return;
 	fprintf(out,

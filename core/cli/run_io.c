@@ -8,7 +8,8 @@
  * (it completes what it holds and unmounts), a mount still present is detached (umount2
  * MNT_DETACH, or fusermount3 -u -z without root), a daemon still alive after 5 s is killed, and
  * it is always reaped. A daemon that died during the run leaves a dead mount, which the same
- * steps remove.
+ * steps remove. The mount point is RUN_DIR/dev: if thpemu run is killed with SIGKILL, the next run
+ * removes the run directory, detaching a mount still there (cli_tmpdir_sweep).
  */
 #include "cli/run_io.h"
 
@@ -20,7 +21,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -65,44 +65,6 @@ static char *slurp(const char *path, size_t max, size_t *len)
 	if (len)
 		*len = n;
 	return buf;
-}
-
-static bool is_mounted(const char *mnt)
-{
-	char *info = slurp("/proc/self/mountinfo", 8 << 20, NULL), *line, *save = NULL;
-	bool found = false;
-
-	for (line = info ? strtok_r(info, "\n", &save) : NULL; line && !found;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char mp[PATH_MAX];
-
-		/* "id parent maj:min root mountpoint ..." */
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1)
-			found = strcmp(mp, mnt) == 0;
-	}
-	free(info);
-	return found;
-}
-
-/* Run a command and wait for it (fusermount3). */
-static int run_cmd(char *const argv[])
-{
-	pid_t pid = fork();
-	int status = -1;
-
-	if (pid == 0) {
-		int nul = open("/dev/null", O_WRONLY);
-
-		if (nul >= 0)
-			dup2(nul, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	if (pid < 0)
-		return -1;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return status;
 }
 
 /* ---- the private mount ----------------------------------------------------------------------- */
@@ -191,12 +153,12 @@ static bool reap(struct run_device *d, uint64_t ns)
 
 static int mount_fusedev(struct run_device *d, uint64_t seed)
 {
-	const char *tmp = getenv("TMPDIR");
 	int pfd[2];
 	pid_t self = getpid();
 
-	snprintf(d->mnt, sizeof(d->mnt), "%s/thpemu-dev.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(d->mnt) || pipe2(pfd, O_CLOEXEC) < 0) {
+	/* inside the run directory: a killed run's mount point goes with it (cli_tmpdir_sweep) */
+	snprintf(d->mnt, sizeof(d->mnt), "%s/dev", d->parent);
+	if (mkdir(d->mnt, 0700) < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
 		snprintf(d->fallback, sizeof(d->fallback), "cannot create a mount point: %s",
 			 strerror(errno));
 		d->mnt[0] = '\0';
@@ -242,23 +204,16 @@ static void use_model(struct run_device *d, bool quiet)
 		fprintf(stderr,
 			"thpemu run: --device %s: %s; the in-process device model stands "
 			"in\n",
-			d->spec, d->fallback);
+			cli_esc(d->spec), cli_esc(d->fallback));
 }
 
 void run_device_start(struct run_device *d, uint64_t seed, bool quiet)
 {
-	struct stat st;
-
 	d->pid = -1;
 	d->status = -1;
 	if (!d->spec)
 		return;
 	if (d->dev.kind == IO_DEV_PATH) {
-		if (stat(d->dev.path, &st) < 0 || !S_ISDIR(st.st_mode))
-			cli_usage_error("run",
-					"--device: '%s' is not a directory (accepted: none, a "
-					"preset, or a directory)",
-					d->dev.path);
 		setenv("THPEMU_DEVICE_DIR", d->dev.path, 1);
 		return;
 	}
@@ -291,14 +246,6 @@ static void read_stats(struct run_device *d)
 	json_decref(j);
 }
 
-static void detach(const char *mnt)
-{
-	char *argv[] = {"fusermount3", "-u", "-z", (char *)mnt, NULL};
-
-	if (umount2(mnt, MNT_DETACH) < 0)
-		run_cmd(argv);
-}
-
 void run_device_stop(struct run_device *d)
 {
 	if (!d->mnt[0])
@@ -310,8 +257,8 @@ void run_device_stop(struct run_device *d)
 		if (!reap(d, STOP_TIMEOUT_NS))
 			kill(d->pid, SIGKILL);
 	}
-	if (is_mounted(d->mnt))
-		detach(d->mnt);
+	if (cli_is_mounted(d->mnt))
+		cli_detach(d->mnt);
 	reap(d, STOP_TIMEOUT_NS);
 	if (rmdir(d->mnt) < 0 && errno != ENOENT)
 		cli_error("run", "could not remove the mount point %s: %s", d->mnt,

@@ -1,9 +1,9 @@
 /* thpemu run's device and stall-report helpers (cmd_run.c uses them; private to core/cli).
  *
- * Device: a preset is served by thpemu-fusedev on a private temporary mount that thpemu run
- * creates, watches and always removes; a directory is used as it is; "none" (and a preset that
- * cannot be mounted here) leaves the in-process device model to the library. Stall reports:
- * each managed process leaves its events in the run directory at exit (PID.stalls.json,
+ * Device: a preset is served by thpemu-fusedev on a private mount (in the run directory) that
+ * thpemu run creates, watches and always removes; a directory is used as it is; "none" (and a
+ * preset that cannot be mounted here) leaves the in-process device model to the library. Stall
+ * reports: each managed process leaves its events in the run directory at exit (PID.stalls.json,
  * PID.stalls.txt); they are merged here into the report's "stalls" section and the 2011-format
  * text.
  */
@@ -19,6 +19,7 @@
 
 struct run_device {
 	const char *spec; /* --device as given, or NULL */
+	const char *parent; /* where to make the mount point (the run directory) */
 	struct io_device_spec dev;
 	char mnt[PATH_MAX]; /* the private mount ("" = none) */
 	pid_t pid;	    /* thpemu-fusedev, or -1 */
@@ -28,8 +29,8 @@ struct run_device {
 };
 
 /* Make the device ready before the program starts and set THPEMU_DEVICE / THPEMU_DEVICE_DIR
- * for it. A preset that cannot be mounted falls back to the model (one line on stderr). A
- * directory that is not one is a usage error (exit 2). */
+ * for it (a preset is mounted on PARENT/dev). A preset that cannot be mounted falls back to the
+ * model (one line on stderr). */
 void run_device_start(struct run_device *d, uint64_t seed, bool quiet);
 /* After the program: read the device's statistics, unmount, stop and reap the daemon, remove
  * the mount point. Safe to call when nothing was started, and more than once. */

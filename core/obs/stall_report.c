@@ -415,8 +415,11 @@ static void text_stack(FILE *f, struct report *r, const struct obs_stack *st, en
 			fprintf(f, "  %s\n", *fn);
 		return;
 	}
-	for (unsigned i = 0; i < st->nr; i++)
-		fprintf(f, "  %s\n", frame_text(r, st, i));
+	for (unsigned i = 0; i < st->nr; i++) {
+		const char *t = frame_text(r, st, i); /* NULL when out of memory */
+
+		fprintf(f, "  %s\n", t ? t : "??");
+	}
 }
 
 static void text_app(FILE *f, struct report *r, const struct obs_stall_event *ev)

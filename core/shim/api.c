@@ -7,6 +7,8 @@
 #include <sys/mman.h>
 
 #include "shim/shim.h"
+#include "sys/sys.h"
+#include "util/outfile.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -51,17 +53,25 @@ EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
 EXPORT int thpemu_write_report(const char *path)
 {
 	struct uffd_live *lv = shim_live();
+	char err[700];
 	FILE *f;
-	int rc;
+	int rc, fd;
 
 	if (!lv) {
 		errno = ENODEV;
 		return -1;
 	}
 	uffd_live_snapshot(lv);
-	f = fopen(path, "w");
-	if (!f)
+	fd = outfile_open(path, err, sizeof(err)); /* never through someone else's link */
+	if (fd < 0) {
+		errno = -fd;
 		return -1;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		sys_close(fd);
+		return -1;
+	}
 	rc = uffd_live_report(lv, f, NULL);
 	if (fclose(f) != 0 || rc < 0) {
 		errno = EIO;

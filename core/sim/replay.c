@@ -179,9 +179,6 @@ int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t 
 			 sim_replay_span_max(in) / 3600e9);
 		return -EINVAL;
 	}
-	if (!(keep & SIM_REPLAY_KEEP_POOL) && in->pool_bytes >= SIM_POOL_MIN &&
-	    in->pool_bytes <= SIM_POOL_MAX)
-		c->pool_bytes = in->pool_bytes;
 	if (!(keep & SIM_REPLAY_KEEP_SEED))
 		c->seed = in->seed;
 	if (!(keep & SIM_REPLAY_KEEP_DURATION)) /* every record, and time for the last to end */

@@ -245,9 +245,6 @@ void sim_replay_info(const struct sim_replay *rp, struct sim_replay_info *out);
 /* The scenario that replays sim_config.replay (not in sim_scenarios()). */
 extern const struct sim_scenario sim_scen_replay;
 
-#define SIM_POOL_MIN (8ULL << 20)
-#define SIM_POOL_MAX (64ULL << 30)
-
 struct sim_config {
 	struct sim_replay *replay; /* scenario "replay": the loaded trace (replayed once) */
 	struct mm_policy policy;
@@ -268,11 +265,10 @@ struct sim_config {
 /* Defaults for everything but policy and scenario (which the caller sets). */
 void sim_config_init(struct sim_config *c);
 /* Make c replay c->replay as `thpemu sim --replay` does: the replay scenario, from the
- * recording's --fragment recipe, with its pool (when SIM_POOL_MIN..MAX), its seed and a duration
- * covering every record (sim_replay_span_max, then SIM_REPLAY_TAIL_NS), except what keep
- * (SIM_REPLAY_KEEP_*) says the caller set. 0, or -EINVAL with a one-line reason in err. The
- * policy stays the caller's (the recording's is in sim_replay_info). */
-#define SIM_REPLAY_KEEP_POOL	 1u
+ * recording's --fragment recipe, with its seed and a duration covering every record
+ * (sim_replay_span_max, then SIM_REPLAY_TAIL_NS), except what keep (SIM_REPLAY_KEEP_*) says
+ * the caller set. 0, or -EINVAL with a one-line reason in err. The policy and the pool stay
+ * the caller's (the recording's are in sim_replay_info; the CLI owns the pool's limits). */
 #define SIM_REPLAY_KEEP_SEED	 2u
 #define SIM_REPLAY_KEEP_DURATION 4u
 int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t errlen);

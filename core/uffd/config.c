@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/text.h"
 #include "util/units.h"
 
 static const char *const bool_words[] = {"0", "1", "no", "yes", "false", "true", "off", "on", NULL};
@@ -25,9 +26,12 @@ const struct uffd_opt uffd_opts[] = {
      "a profile (linux-3.1, linux-3.1+nostall, linux-3.3, modern-always, modern-defer, "
      "modern-defer+madvise, modern-madvise, modern-never) or PROFILE:KEY=VALUE,...",
      "emulated kernel THP/compaction policy", 0, 0, NULL, 0},
-    {"THPEMU_POOL", "--pool", "SIZE", UOPT_SIZE, "1G", "a size of at least 8M, e.g. 512M or 4G",
+    /* the limits are core/mm's (MM_POOL_MIN, MM_POOL_MAX in mm/pool.c: mm_create refuses any
+     * other size), so `thpemu run` refuses what the library would; tests/unit/uffd_config.c
+     * checks that they agree */
+    {"THPEMU_POOL", "--pool", "SIZE", UOPT_SIZE, "1G", "a size from 8M to 64G, e.g. 512M or 4G",
      "emulated physical memory (the program's managed memory is accounted in it)", 8 << 20,
-     1ULL << 40, NULL, 0},
+     64ULL << 30, NULL, 0},
     {"THPEMU_STALL_THRESHOLD", "--stall-threshold", "DUR", UOPT_DURATION, "1s",
      "a duration such as 100ms or 1s",
      "a fault served slower than this is a stall (counted and reported)", 0, 0, NULL, 0},
@@ -111,13 +115,30 @@ static int word_index(const char *const *words, const char *v)
 	return -1;
 }
 
+/* The value as it may be echoed in a one-line message (util/text.h): escaped, cut if long. */
+#define ESC_VAL 512
+
 static int bad(const struct uffd_opt *o, const char *name, const char *val, const char *why,
 	       char *err, size_t errlen)
 {
+	char v[ESC_VAL];
+
+	text_escape(val, v, sizeof(v));
 	if (name[0] == '-')
-		snprintf(err, errlen, "%s: '%s' %s (accepted: %s)", name, val, why, o->accepted);
+		snprintf(err, errlen, "%s: '%s' %s (accepted: %s)", name, v, why, o->accepted);
 	else
-		snprintf(err, errlen, "%s='%s' %s (accepted: %s)", name, val, why, o->accepted);
+		snprintf(err, errlen, "%s='%s' %s (accepted: %s)", name, v, why, o->accepted);
+	return -EINVAL;
+}
+
+/* "NAME: 'VALUE': WHY" (or NAME='VALUE': WHY) with a reason from mm or io, which may quote parts
+ * of the value: both escaped. */
+static int bad_because(const char *name, const char *val, const char *why, char *err, size_t errlen)
+{
+	char v[ESC_VAL], w[ESC_VAL];
+
+	snprintf(err, errlen, "%s%s'%s': %s", name, name[0] == '-' ? ": " : "=",
+		 text_escape(val, v, sizeof(v)), text_escape(why, w, sizeof(w)));
 	return -EINVAL;
 }
 
@@ -137,6 +158,8 @@ static int parse_uint(const struct uffd_opt *o, const char *name, const char *va
 		*out = 0; /* "auto" */
 		return 0;
 	}
+	if (!val[0] || strspn(val, "0123456789") != strlen(val))
+		return bad(o, name, val, "is not a non-negative integer", err, errlen);
 	if (units_parse_uint(val, o->max, out) < 0 || *out < o->min)
 		return bad(o, name, val, "is out of range", err, errlen);
 	return 0;
@@ -192,11 +215,8 @@ static int parse_policy(const struct uffd_opt *o, const char *name, const char *
 
 	if (strlen(val) >= sizeof(cfg->policy_spec))
 		return bad(o, name, val, "is too long", err, errlen);
-	if (mm_policy_parse(val, &cfg->policy, why, sizeof(why)) < 0) {
-		/* mm's reason names the bad part and what it accepts */
-		snprintf(err, errlen, "%s%s'%s': %s", name, name[0] == '-' ? ": " : "=", val, why);
-		return -EINVAL;
-	}
+	if (mm_policy_parse(val, &cfg->policy, why, sizeof(why)) < 0) /* names the bad part */
+		return bad_because(name, val, why, err, errlen);
 	strcpy(cfg->policy_spec, val);
 	return 0;
 }
@@ -215,7 +235,7 @@ static int parse_io(const struct uffd_opt *o, const char *name, const char *val,
 	rc = dev ? io_device_parse(val, &cfg->device, why, sizeof(why))
 		 : io_dirty_parse(val, &cfg->dirty, why, sizeof(why));
 	if (rc < 0) {
-		snprintf(err, errlen, "%s%s'%s': %s", name, name[0] == '-' ? ": " : "=", val, why);
+		bad_because(name, val, why, err, errlen);
 		return rc;
 	}
 	strcpy(dst, val);

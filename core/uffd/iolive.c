@@ -93,13 +93,15 @@ void uffd_io_start(struct uffd_live *lv)
 		rc = io_create(&ic, &env, &lv->io, err, sizeof(err));
 	}
 	if (rc == 0 && why[0]) /* before the io threads can write notes of their own */
-		snprintf(lv->stats->io.note, sizeof(lv->stats->io.note), "%s", why);
+		snprintf(lv->stats->io.note, sizeof(lv->stats->io.note), "%.*s",
+			 (int)sizeof(lv->stats->io.note) - 1, why); /* the note keeps its head */
 	if (rc == 0)
 		rc = io_start(lv->io);
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "io could not start (%s): no dirtier, no writeback",
 			 err[0] ? err : strerror(-rc));
-		snprintf(lv->stats->io.note, sizeof(lv->stats->io.note), "%s", why);
+		snprintf(lv->stats->io.note, sizeof(lv->stats->io.note), "%.*s",
+			 (int)sizeof(lv->stats->io.note) - 1, why); /* the note keeps its head */
 		io_destroy(lv->io);
 		lv->io = NULL;
 	} else {

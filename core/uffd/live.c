@@ -26,6 +26,7 @@
 
 #include "uffd/sys.h"
 #include "util/clock.h"
+#include "util/outfile.h"
 
 #define BG_PERIOD_NS (100 * 1000000ULL) /* background tick and stats snapshot period */
 
@@ -345,6 +346,36 @@ void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out)
 	}
 }
 
+void uffd_expand_pid(const char *pattern, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *s = pattern; *s && n + 12 < len; s++) {
+		if (s[0] == '%' && s[1] == 'p') {
+			n += (size_t)snprintf(out + n, len - n, "%d", (int)getpid());
+			s++;
+		} else {
+			out[n++] = *s;
+		}
+	}
+	out[n] = '\0';
+}
+
+/* Output paths are checked before anything starts: a report that could not be written at exit
+ * (or would go through a planted link) is bad input, found now. */
+static int check_outputs(const struct uffd_config *cfg, char *err, size_t errlen)
+{
+	char path[600], why[700];
+
+	if (!cfg->report[0])
+		return 0;
+	uffd_expand_pid(cfg->report, path, sizeof(path));
+	if (outfile_check(path, why, sizeof(why)) == 0)
+		return 0;
+	snprintf(err, errlen, "THPEMU_REPORT: %s", why);
+	return -EINVAL;
+}
+
 /* ---- create / destroy ------------------------------------------------------------------------ */
 
 static void *map_anon(size_t len)
@@ -433,7 +464,10 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 	pthread_mutex_init(&lv->snap_lock, NULL);
 	waitq_init(&lv->wbq);
 	workers_init(lv);
-	rc = uffd_open_fd(UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID, &lv->features, err, errlen);
+	rc = check_outputs(cfg, err, errlen);
+	if (rc == 0)
+		rc = uffd_open_fd(UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID, &lv->features, err,
+				  errlen);
 	if (rc >= 0)
 		rc = guard_fd_own(rc); /* every descriptor of ours lives out of the program's reach */
 	if (rc < 0)
@@ -463,7 +497,7 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 	if (rc == 0 && uffd_stallcap_start(lv) < 0)
 		uffd_note(lv, "stall stacks unavailable (libunwind): stalls are only counted");
 	if (rc == 0)
-		uffd_trace_start(lv); /* a trace that cannot be written is said once, not fatal */
+		rc = uffd_trace_start(lv, err, errlen);
 	if (rc == 0)
 		rc = start_threads(lv);
 	if (rc < 0) {
@@ -563,7 +597,7 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 
 static void live_exit(struct uffd_live *lv, const char *cmdline)
 {
-	char path[600];
+	char path[600], err[700];
 	FILE *f;
 
 	wait_handlers_idle(lv, 100 * 1000000ULL);
@@ -576,24 +610,10 @@ static void live_exit(struct uffd_live *lv, const char *cmdline)
 	pthread_mutex_unlock(&lv->snap_lock);
 	if (!lv->cfg.report[0])
 		return;
-	{
-		const char *s = lv->cfg.report;
-		size_t n = 0;
-
-		for (; *s && n + 12 < sizeof(path); s++) {
-			if (s[0] == '%' && s[1] == 'p') {
-				n += (size_t)snprintf(path + n, sizeof(path) - n, "%d",
-						      (int)getpid());
-				s++;
-			} else {
-				path[n++] = *s;
-			}
-		}
-		path[n] = '\0';
-	}
-	f = fopen(path, "w");
+	uffd_expand_pid(lv->cfg.report, path, sizeof(path));
+	f = outfile_fopen(path, err, sizeof(err)); /* never through someone else's link */
 	if (!f) {
-		fprintf(stderr, "thpemu: cannot write the report %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "thpemu: THPEMU_REPORT: %s\n", err);
 		return;
 	}
 	uffd_live_report(lv, f, cmdline);

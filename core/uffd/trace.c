@@ -30,6 +30,7 @@
 #include "obs/trace.h"
 #include "uffd/sys.h"
 #include "util/clock.h"
+#include "util/outfile.h"
 
 #define RING_SLOTS_HANDLER 16384
 #define RING_SLOTS_PROGRAM 8192
@@ -283,8 +284,9 @@ static void tracer_free(struct uffd_tracer *tr)
 	sys_munmap(tr, sizeof(*tr));
 }
 
-int uffd_trace_start(struct uffd_live *lv)
+int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
 {
+	char why[700];
 	struct uffd_tracer *tr;
 	sigset_t all, old;
 	long p;
@@ -306,9 +308,10 @@ int uffd_trace_start(struct uffd_live *lv)
 	tr->t0 = clock_now_ns();
 	pthread_mutex_init(&tr->drain_lock, NULL);
 	trace_path(&lv->cfg, tr->path, sizeof(tr->path));
-	tr->fd = open(tr->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	tr->fd = outfile_open(tr->path, why, sizeof(why)); /* never through someone else's link */
 	if (tr->fd < 0) {
-		rc = -errno;
+		rc = tr->fd;
+		snprintf(err, errlen, "THPEMU_TRACE: %s", why);
 		goto fail;
 	}
 	tr->fd = guard_fd_own(tr->fd);
@@ -333,8 +336,9 @@ int uffd_trace_start(struct uffd_live *lv)
 	return 0;
 
 fail:
-	uffd_say_once(lv, 5, "cannot record the trace (errno ", (uint64_t)-rc,
-		      "): running without it");
+	if (!err[0])
+		snprintf(err, errlen, "THPEMU_TRACE: '%s': cannot record the trace: %s", tr->path,
+			 strerror(-rc));
 	tracer_free(tr);
 	return rc;
 }

@@ -584,6 +584,8 @@ void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *a
 /* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no
  * allocation: safe on the fault path). */
 void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail);
+/* pattern with every "%p" replaced by this process's id (THPEMU_REPORT, THPEMU_TRACE). */
+void uffd_expand_pid(const char *pattern, char *out, size_t len);
 void uffd_note(struct uffd_live *lv, const char *msg);
 int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen);
 
@@ -649,9 +651,9 @@ void uffd_stallcap_write_files(struct uffd_live *lv, const char *dir);
 
 struct uffd_tracer;
 
-/* Start recording to THPEMU_TRACE (before the handlers start). 0, or -errno (said once; the
- * program runs untraced). */
-int uffd_trace_start(struct uffd_live *lv);
+/* Start recording to THPEMU_TRACE (before the handlers start). 0, or -errno with one line in
+ * err (the path cannot be written, or is someone else's link: the emulator does not start). */
+int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen);
 /* Exit hook: write what the rings hold and the END record; recording goes on. */
 void uffd_trace_exit(struct uffd_live *lv);
 /* Stop the writer, write the rest, close the file (uffd_live_destroy). */

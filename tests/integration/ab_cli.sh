@@ -22,7 +22,7 @@ bad() { # bad WANT-IN-MESSAGE ARGS...: exit status 2 and a one-line message
 	rc=$?
 	[ $rc = 2 ] || fail "'$*': exit status $rc, expected 2 ($(cat "$T_TMP/err"))"
 	[ "$(wc -l <"$T_TMP/err")" = 1 ] || fail "'$*': not one line: $(cat "$T_TMP/err")"
-	grep -q -- "$want" "$T_TMP/err" || fail "'$*': message lacks '$want': $(cat "$T_TMP/err")"
+	grep -qF -- "$want" "$T_TMP/err" || fail "'$*': message lacks '$want': $(cat "$T_TMP/err")"
 }
 bad "--a and --b are both required" ab --a policy=linux-3.1 -- true
 bad "no command given" ab --a policy=linux-3.1 --b policy=linux-3.3
@@ -30,13 +30,63 @@ bad "unknown key in 'colour=red'" ab --a policy=linux-3.1,colour=red --b policy=
 bad "not KEY=VALUE with a known key" ab --a linux-3.1 --b policy=linux-3.3 -- true
 bad "pool" ab --a policy=linux-3.1,pool=3 --b policy=linux-3.3 -- true
 bad "--a policy=" ab --a policy=linux-9.9 --b policy=linux-3.3 -- true
-bad "--runs: '0' is not accepted" ab --a policy=linux-3.1 --b policy=linux-3.3 --runs 0 -- true
+bad "--runs: '0' is out of range (accepted: 1..500)" ab --a policy=linux-3.1 --b policy=linux-3.3 --runs 0 -- true
 bad "--order: 'zigzag' is not accepted (alternate, random)" ab --a policy=linux-3.1 --b policy=linux-3.3 --order zigzag -- true
 bad "unknown option '--colour'" ab --colour --a policy=linux-3.1 --b policy=linux-3.3 -- true
 bad "unknown option '--pdf'" report --pdf x.json
 bad "no report given" report
 bad "not a readable JSON report" report /etc/hostname
 bad "no trace given" replay --policy linux-3.1
+
+# found before the first run (issue 17): nothing runs, no run directory is made, no output is
+# created, a planted link's target is untouched
+export TMPDIR=$T_TMP/tmp
+mkdir -p "$TMPDIR" "$T_TMP/shared"
+chmod 1777 "$T_TMP/shared"
+MARK=$T_TMP/ran
+printf 'precious\n' >"$T_TMP/victim"
+ln -s "$T_TMP/victim" "$T_TMP/shared/ab.json"
+chown -h 65534:65534 "$T_TMP/shared/ab.json"
+ln -s "$T_TMP/keepdir" "$T_TMP/shared/keep"
+early() { # early WANT AB-ARGS...: bad, and nothing happened
+	local want=$1
+	shift
+	rm -f "$MARK"
+	bad "$want" ab "$@" -- touch "$MARK"
+	[ ! -e "$MARK" ] || fail "ab $*: the command ran"
+	[ -z "$(ls -A "$TMPDIR")" ] || fail "ab $*: left $(ls -A "$TMPDIR")"
+	expect_eq "ab $*: the victim" "$(cat "$T_TMP/victim")" precious
+}
+AB=(--a policy=linux-3.2 --b policy=linux-3.3)
+early "--a: 'policy' is given twice" --a policy=linux-3.2,policy=linux-3.3 --b policy=linux-3.1
+early "--b: 'label' is given twice" "${AB[0]}" "${AB[1]}" --b label=x,policy=linux-3.3,label=y
+early 'has a control character' --a "$(printf 'label=a\nb'),policy=linux-3.2" --b policy=linux-3.3
+early "an empty label=" --a label=,policy=linux-3.2 --b policy=linux-3.3
+early "--a policy=: 'defrag' is given twice" --a policy=linux-3.1:defrag=always,defrag=never --b policy=linux-3.3
+early "--json: '/nonexistent/d/ab.json': the directory '/nonexistent/d' does not exist" \
+	"${AB[@]}" --json /nonexistent/d/ab.json
+early "--html: '/nonexistent/ab.html'" "${AB[@]}" --html /nonexistent/ab.html
+early "--json: '$T_TMP/shared/ab.json': is a symbolic link" "${AB[@]}" --json "$T_TMP/shared/ab.json"
+early "--json and --html name the same file" "${AB[@]}" --json "$T_TMP/o" --html "$T_TMP/./o"
+early "--keep: '$T_TMP/shared/keep': is a symbolic link" "${AB[@]}" --keep "$T_TMP/shared/keep"
+early "--runs: 'abc' is not a non-negative integer" "${AB[@]}" --runs abc
+early "--runs: '501' is out of range" "${AB[@]}" --runs 501
+early "--a device=: '/nonexistent/stick' is not a directory" --a device=/nonexistent/stick --b policy=linux-3.3
+early "--b fragment=: 'bogus'" "${AB[0]}" "${AB[1]}" --b policy=linux-3.3,fragment=bogus
+early "--a pool=: '100G' is out of range" --a pool=100G --b policy=linux-3.3
+rm -f "$MARK"
+bad "cannot run '/nonexistent/program'" ab "${AB[@]}" -- /nonexistent/program
+[ -z "$(ls -A "$TMPDIR")" ] || fail "ab with a missing command left $(ls -A "$TMPDIR")"
+[ ! -e "$T_TMP/keepdir" ] || fail "a --keep link was followed"
+mkdir -m 700 "$T_TMP/theirs"
+chown 65534:65534 "$T_TMP/theirs"
+early "--keep: '$T_TMP/theirs': is a directory of uid 65534, not ours" "${AB[@]}" --keep "$T_TMP/theirs"
+bad "--html and a report to read name the same file" report "$T_TMP/r.json" --html "$T_TMP/./r.json"
+bad "--html: '/nonexistent/x.html': the directory '/nonexistent' does not exist" report \
+	"$T_TMP/r.json" --html /nonexistent/x.html
+bad "--a and --b name the same series" report "$T_TMP/r.json" --a x --b x
+unset TMPDIR
+say "bad input found before the first run"
 "$THPEMU" ab --help | grep -q "dirty=total=16M,file=2M" || fail "ab --help lacks the spec example"
 "$THPEMU" report --help | grep -q -- "--mmtests" || fail "report --help"
 "$THPEMU" --help | grep -q "^  ab " || fail "thpemu --help does not list ab"
@@ -82,7 +132,7 @@ expect_eq "A runs compared" "$(json "$T_OUT/fail.json" .comparison.runs_a)" 2
 expect_eq "note" "$(json "$T_OUT/fail.json" '.runs[1].note | startswith("exit status 3")')" true
 grep -q "^FAILED: B run 2: exit status 3" "$T_TMP/fail.txt" || fail "failed runs not listed: $(tail -3 "$T_TMP/fail.txt")"
 "$THPEMU" ab --a policy=modern-never --b policy=linux-3.1 --runs 1 --json "$T_TMP/none.json" -- \
-	/nonexistent/program >/dev/null 2>&1
+	false >/dev/null 2>&1
 expect_eq "all runs failed: exit status" "$?" 1
 expect_eq "all runs failed: still a report" "$(json "$T_TMP/none.json" '[.runs[].ok] | any')" false
 

@@ -10,9 +10,10 @@ need_uffd
 need_fuse
 need_cmd jq
 
-our_mounts() { awk '$5 ~ /\/thpemu-dev\./ { print $5 }' /proc/self/mountinfo | grep "^$TMPDIR/" || true; }
+# the private mount is RUN_DIR/dev, RUN_DIR = $TMPDIR/thpemu-run.XXXXXX
+our_mounts() { awk '$5 ~ /\/thpemu-run\.[^/]*\/dev$/ { print $5 }' /proc/self/mountinfo | grep "^$TMPDIR/" || true; }
 export TMPDIR=$T_TMP # private mounts go under our own temporary directory
-daemons() { pgrep -f "thpemu-fusedev $TMPDIR/thpemu-dev" || true; }
+daemons() { pgrep -f "thpemu-fusedev $TMPDIR/thpemu-run" || true; }
 expect_clean() {
 	local i
 	for ((i = 0; i < 50; i++)); do
@@ -21,7 +22,7 @@ expect_clean() {
 	done
 	[ -z "$(our_mounts)" ] || fail "$1: mount left: $(our_mounts)"
 	[ -z "$(daemons)" ] || fail "$1: daemon left: $(daemons)"
-	[ -z "$(ls -d "$TMPDIR"/thpemu-dev.* 2>/dev/null)" ] || fail "$1: mount point left"
+	[ -z "$(ls -d "$TMPDIR"/thpemu-run.* 2>/dev/null)" ] || fail "$1: run directory (and mount point) left"
 }
 
 # normal run: mounted during, gone after

@@ -23,6 +23,15 @@ check THPEMU_POLICY linux-2.4
 check THPEMU_HANDLERS 0
 check THPEMU_STALL_THRESHOLD soon
 check THPEMU_LOG loud
+check THPEMU_POOL 100G
+# output paths: checked before anything starts, never followed through someone else's link
+echo keep >"$T_TMP/victim"
+ln -s "$T_TMP/victim" "$T_TMP/link"
+check THPEMU_REPORT "$T_TMP/link"
+check THPEMU_TRACE "$T_TMP/link"
+check THPEMU_REPORT /nonexistent/dir/r.json
+check THPEMU_TRACE /nonexistent/dir/t
+expect_eq "the link's target" "$(cat "$T_TMP/victim")" keep
 
 THPEMU_POOL=bogus "$THPEMU" run --quiet --report "$T_TMP/r.json" -- "$PROG" x 4 2>"$T_TMP/err"
 expect_eq "thpemu run exit status" "$?" 4

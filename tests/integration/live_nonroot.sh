@@ -21,7 +21,7 @@ say "nobody: $(cat "$T_TMP/err")"
 
 pub=$(mktemp -d /tmp/thpemu-nonroot.XXXXXX) # $T_TMP is private to root
 at_exit "rm -rf '$pub'"
-chmod 0777 "$pub"
+chmod 1777 "$pub" # sticky, as /tmp: thpemu refuses to write where anyone may replace its files
 as_nobody "$THPEMU" run --quiet --report "$pub/r.json" -- "$PROG" x 7 2>"$T_TMP/err"
 expect_eq "thpemu run as nobody: status" "$?" 7
 expect_eq "unmanaged processes" "$(json "$pub/r.json" .program.unmanaged_processes)" 1

@@ -48,6 +48,24 @@ expect_usage_error "unknown option '--fast'" -- "${ok[@]}" --fast
 expect_usage_error "--json needs a value" -- "${ok[@]}" --json
 expect_usage_error --costs "No such file" -- "${ok[@]}" --costs "$T_TMP/none.costs"
 
+# outputs and limits are checked before the simulation (issue 17): no file is created
+expect_usage_error --json "'/nonexistent/d/r.json'" "the directory '/nonexistent/d' does not exist" -- \
+	"${ok[@]}" --json /nonexistent/d/r.json
+ln -s "$T_TMP/victim" "$T_TMP/link.json"
+expect_usage_error --json "is a symbolic link" -- "${ok[@]}" --json "$T_TMP/link.json"
+[ ! -e "$T_TMP/victim" ] || fail "--json followed a symbolic link"
+expect_usage_error --json --costs "name the same file" -- "${ok[@]}" --costs "$T_TMP/c" --json "$T_TMP/./c"
+expect_usage_error --pool "'100G' is out of range" 8M 64G -- "${ok[@]}" --pool 100G
+expect_usage_error --seed "'abc' is not a non-negative integer" -- "${ok[@]}" --seed abc
+expect_usage_error --opt "'usemem-procs' is given twice" -- "${ok[@]}" --opt usemem-procs=1 --opt usemem-procs=2
+expect_usage_error --policy "'defrag' is given twice" -- --policy linux-3.1:defrag=always,defrag=never \
+	--scenario seed-2011
+expect_usage_error "unexpected argument 'trace.bin'" --replay -- "${ok[@]}" trace.bin
+expect_usage_error --policy 'linux\x0a9' -- --policy "$(printf 'linux\n9')" --scenario seed-2011
+printf 'precious\n' >"$T_TMP/mine.json"
+expect_usage_error --policy -- --scenario seed-2011 --json "$T_TMP/mine.json"
+expect_eq "a usage error leaves --json alone" "$(cat "$T_TMP/mine.json")" precious
+
 printf 'fault = 27us\n# comment\nscan-pfm = 3ns\n' >"$T_TMP/bad.costs"
 expect_usage_error --costs "$T_TMP/bad.costs:3" "unknown key 'scan-pfm'" scan-pfn migrate-page -- \
 	"${ok[@]}" --costs "$T_TMP/bad.costs"

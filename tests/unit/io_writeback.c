@@ -177,7 +177,7 @@ static void expect_nothing_pinned(void)
 /* Check every page of a file on disk against the pattern. */
 static void verify_file(const char *dir, uint64_t id, uint64_t npages)
 {
-	char name[64], path[700];
+	char name[64], path[800];
 	static char buf[4096];
 	int fd;
 
@@ -194,7 +194,7 @@ static void verify_file(const char *dir, uint64_t id, uint64_t npages)
 
 static unsigned manifest_complete(const char *dir)
 {
-	char path[700], line[200];
+	char path[800], line[200];
 	unsigned n = 0;
 	FILE *f;
 

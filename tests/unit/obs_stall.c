@@ -151,33 +151,32 @@ TEST(modelled_events_text_is_the_2011_format)
 
 static struct obs_stack app_a, app_b, handler_a, handler_b;
 
-/* gcc: noipa, not just noinline: identical bodies would otherwise be folded into one
- * (-fipa-icf). clang has no noipa and folds no functions (its MergeFunctions pass is off). */
+/* noipa, not just noinline: identical bodies would otherwise be folded into one (gcc's
+ * -fipa-icf; clang does not merge functions unless asked, and does not know noipa) */
 #ifdef __clang__
-#define NOT_FOLDED __attribute__((noinline))
+#define NOFOLD __attribute__((noinline))
 #else
-#define NOT_FOLDED __attribute__((noipa))
+#define NOFOLD __attribute__((noipa))
 #endif
-
-NOT_FOLDED static void obs_test_wait_site_a(struct obs_stack *st)
+NOFOLD static void obs_test_wait_site_a(struct obs_stack *st)
 {
 	obs_stack_capture(st, 0);
 	__asm__ volatile("" ::: "memory");
 }
 
-NOT_FOLDED static void obs_test_wait_site_b(struct obs_stack *st)
+NOFOLD static void obs_test_wait_site_b(struct obs_stack *st)
 {
 	obs_stack_capture(st, 0);
 	__asm__ volatile("" ::: "memory");
 }
 
-NOT_FOLDED static void obs_test_app_touch_a(void)
+NOFOLD static void obs_test_app_touch_a(void)
 {
 	obs_stack_capture(&app_a, 0);
 	__asm__ volatile("" ::: "memory");
 }
 
-NOT_FOLDED static void obs_test_app_touch_b(void)
+NOFOLD static void obs_test_app_touch_b(void)
 {
 	obs_stack_capture(&app_b, 0);
 	__asm__ volatile("" ::: "memory");

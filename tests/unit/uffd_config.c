@@ -82,8 +82,13 @@ static void expect_bad(const char *var, const char *val, const char *accepted_pa
 
 TEST(config_bad_values)
 {
-	expect_bad("THPEMU_POOL", "12X", "at least 8M");
-	expect_bad("THPEMU_POOL", "1M", "at least 8M");
+	expect_bad("THPEMU_POOL", "12X", "is not a size");
+	expect_bad("THPEMU_POOL", "1M", "from 8M to 64G");
+	expect_bad("THPEMU_POOL", "100G", "is out of range (accepted: a size from 8M to 64G");
+	expect_bad("THPEMU_SEED", "abc", "is not a non-negative integer");
+	expect_bad("THPEMU_SEED", "-3", "is not a non-negative integer");
+	expect_bad("THPEMU_SEED", "99999999999999999999", "is out of range");
+	expect_bad("THPEMU_HANDLERS", "2.5", "is not a non-negative integer");
 	expect_bad("THPEMU_POLICY", "linux-2.6", "modern-always"); /* mm lists the profiles */
 	expect_bad("THPEMU_HANDLERS", "0", "1..64");
 	expect_bad("THPEMU_HANDLERS", "65", "1..64");
@@ -91,6 +96,58 @@ TEST(config_bad_values)
 	expect_bad("THPEMU_LOG", "loud", "quiet, warn");
 	expect_bad("THPEMU_DISABLE", "maybe", "yes");
 	expect_bad("THPEMU_MIN_REGION", "1k", "at least 4K");
+}
+
+/* The table's pool range is mm's: the size mm_create refuses is the size the table refuses.
+ * (An invalid extfrag_threshold makes mm_create stop right after the pool check, so a 64 GiB
+ * pool is validated without building its metadata.) */
+TEST(config_pool_limits_are_mm_limits)
+{
+	const struct uffd_opt *o = uffd_opt_by_env("THPEMU_POOL");
+	struct mm_env_ops ops = {0};
+	struct mm_env env = {.ops = &ops};
+	struct mm_config mc = {.extfrag_threshold = 1001};
+	struct mm *mm = NULL;
+	char err[256];
+
+	ASSERT(o != NULL);
+	ASSERT_EQ(mm_policy_parse("modern-always", &mc.policy, err, sizeof(err)), 0);
+	for (int k = 0; k < 4; k++) {
+		uint64_t sizes[] = {o->min, o->max, o->min - 4096, o->max + (2 << 20)};
+		bool inside = k < 2;
+
+		mc.pool_bytes = sizes[k];
+		err[0] = 0;
+		EXPECT_EQ(mm_create(&mc, &env, &mm, err, sizeof(err)), -EINVAL);
+		if (inside) /* the pool passed; the threshold stopped it */
+			EXPECT(strstr(err, "extfrag_threshold") != NULL);
+		else
+			EXPECT(strstr(err, "pool size") != NULL);
+		if (!!strstr(err, "pool size") == inside)
+			fprintf(stderr, "  %llu bytes: %s\n", (unsigned long long)sizes[k], err);
+	}
+}
+
+/* A value echoed in a message cannot make it several lines (util/text.h). */
+TEST(config_errors_escape_the_value)
+{
+	const char *vals[] = {"12\nX", "linux-3.1\n:x=1", "none:\x1b[2Jx", "1\r\n"};
+	const char *opts[] = {"--pool", "--policy", "--device", "--seed"};
+	struct uffd_config c;
+	char err[512];
+
+	for (int i = 0; i < 4; i++) {
+		const struct uffd_opt *o = uffd_opt_by_cli(opts[i]);
+
+		uffd_config_defaults(&c);
+		err[0] = 0;
+		EXPECT(uffd_opt_parse(o, opts[i], vals[i], &c, err, sizeof(err)) < 0);
+		EXPECT(strchr(err, '\n') == NULL && strchr(err, '\r') == NULL);
+		EXPECT(strchr(err, '\x1b') == NULL);
+		EXPECT(strstr(err, "\\x0a") != NULL || strstr(err, "\\x1b") != NULL);
+		if (strchr(err, '\n') || strchr(err, '\x1b'))
+			fprintf(stderr, "  %s %s: %s\n", opts[i], vals[i], err);
+	}
 }
 
 TEST(config_cli_names)

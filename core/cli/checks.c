@@ -1,0 +1,177 @@
+/* Checks made before any work starts, beyond each option's own parser (see cli.h): the program
+ * a command will run can be found; a --fragment recipe applies to a pool of the --pool size; a
+ * --device directory exists; no key is given twice in a --policy, --device or --dirty spec (the
+ * parsers would silently take the last one; a user reading the line may expect the first).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "uffd/uffd.h"
+
+/* ---- the program ----------------------------------------------------------------------------- */
+
+/* An executable regular file (what execve could run). */
+static int executable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EACCES;
+	return access(path, X_OK) < 0 ? -errno : 0;
+}
+
+int cli_find_program(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	int rc = -ENOENT;
+
+	if (!name || !*name)
+		return -ENOENT;
+	if (strchr(name, '/'))
+		return executable(name);
+	if (!path)
+		path = "/bin:/usr/bin"; /* execvp's default (glibc) */
+	for (const char *p = path;; p++) {
+		size_t n = strcspn(p, ":");
+		int r;
+
+		/* an empty entry is the current directory */
+		if ((size_t)snprintf(buf, sizeof(buf), "%.*s%s%s", (int)n, p, n ? "/" : "", name) <
+		    sizeof(buf)) {
+			r = executable(buf);
+			if (r == 0)
+				return 0;
+			if (r == -EACCES)
+				rc = r; /* execvp reports EACCES if that was all it found */
+		}
+		p += n;
+		if (!*p)
+			break;
+	}
+	return rc;
+}
+
+/* ---- repeated keys --------------------------------------------------------------------------- */
+
+int cli_repeated_key(const char *list, char *key, size_t len)
+{
+	const char *a = list;
+
+	while (*a) {
+		size_t na = strcspn(a, ",="), ta = strcspn(a, ",");
+
+		for (const char *b = a + ta; *b == ','; b += strcspn(b, ",")) {
+			size_t nb = strcspn(++b, ",=");
+
+			if (na && nb == na && !strncmp(a, b, na)) {
+				snprintf(key, len, "%.*s", (int)na, a);
+				return 1;
+			}
+		}
+		a += ta;
+		if (*a == ',')
+			a++;
+	}
+	return 0;
+}
+
+/* "--KEY" for run, "SIDE KEY=" for an ab side (--a, --b). */
+static const char *key_name(const char *side, const char *key, char *buf, size_t len)
+{
+	if (side)
+		snprintf(buf, len, "%s %s=", side, key);
+	else
+		snprintf(buf, len, "--%s", key);
+	return buf;
+}
+
+/* The KEY=VALUE part of a policy or device spec: after "NAME:". */
+static const char *spec_keys(const char *spec)
+{
+	const char *p = strchr(spec, ':');
+
+	return p ? p + 1 : "";
+}
+
+static int check_repeats(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
+{
+	const struct {
+		const char *opt, *spec, *keys;
+	} specs[] = {
+	    {"policy", cfg->policy_spec, spec_keys(cfg->policy_spec)},
+	    {"device", cfg->device_spec, spec_keys(cfg->device_spec)},
+	    {"dirty", cfg->dirty_spec, cfg->dirty_spec},
+	};
+	char key[64], name[64];
+
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		if (cli_repeated_key(specs[i].keys, key, sizeof(key))) {
+			snprintf(err, errlen, "%s: '%s' is given twice in '%s'; give each key once",
+				 key_name(side, specs[i].opt, name, sizeof(name)), key,
+				 specs[i].spec);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* ---- run's configuration --------------------------------------------------------------------- */
+
+/* A recipe is checked the way the library will apply it: on a pool of the same size. */
+static int check_recipe(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
+{
+	struct mm_config mc = {.pool_bytes = cfg->pool_bytes, .policy = cfg->policy};
+	struct mm_env_ops ops = {0};
+	struct mm_env env = {.ops = &ops};
+	char why[256], name[64];
+	struct mm *mm;
+	int rc;
+
+	if (!cfg->fragment[0])
+		return 0;
+	if (mm_create(&mc, &env, &mm, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", key_name(side, "pool", name, sizeof(name)), why);
+		return -EINVAL;
+	}
+	rc = mm_fragment(mm, cfg->fragment, cfg->seed, why, sizeof(why), NULL);
+	mm_destroy(mm);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: '%s': %s",
+			 key_name(side, "fragment", name, sizeof(name)), cfg->fragment, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A device directory must be one (a preset or none is mounted or modelled later). */
+static int check_device_dir(const struct uffd_config *cfg, const char *side, char *err,
+			    size_t errlen)
+{
+	struct stat st;
+	char name[64];
+
+	if (!cfg->device_spec[0] || cfg->device.kind != IO_DEV_PATH ||
+	    (stat(cfg->device.path, &st) == 0 && S_ISDIR(st.st_mode)))
+		return 0;
+	snprintf(err, errlen,
+		 "%s: '%s' is not a directory (accepted: none, a preset, or a directory)",
+		 key_name(side, "device", name, sizeof(name)), cfg->device.path);
+	return -EINVAL;
+}
+
+int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
+{
+	int rc = check_repeats(cfg, side, err, errlen);
+
+	if (rc == 0)
+		rc = check_device_dir(cfg, side, err, errlen);
+	return rc < 0 ? rc : check_recipe(cfg, side, err, errlen);
+}

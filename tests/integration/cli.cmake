@@ -1,0 +1,9 @@
+# The command line as a hostile or careless user drives it (issue 17): output paths checked
+# before any work (no symbolic link followed), values refused with one line, the library's
+# limits, and the leftovers of SIGKILLed runs removed by the next one.
+thpemu_add_test(NAME integration/run_cli
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_cli.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 300)
+thpemu_add_test(NAME integration/run_kill
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_kill.sh
+                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)
