@@ -169,12 +169,11 @@ static int report_main(int argc, char **argv)
 	parse(argc, argv, &a);
 	for (int i = 0; i < a.nfiles; i++) {
 		if (obs_trace_is_trace(a.files[i])) {
-			if (a.mmtests && rd_trace_mmtests(a.files[i], stdout, err, sizeof(err)) < 0) {
-				cli_error(CMD, "%s", err);
-				rc = 1;
-			} else if (a.text && rd_trace_text(a.files[i], stdout, err, sizeof(err)) < 0) {
-				cli_error(CMD, "%s", err);
-			}
+			if (a.mmtests && rd_trace_mmtests(a.files[i], stdout, err, sizeof(err)) < 0)
+				cli_usage_error(CMD, "%s", err);
+			if (a.text && !a.mmtests &&
+			    rd_trace_text(a.files[i], stdout, err, sizeof(err)) < 0)
+				cli_usage_error(CMD, "%s", err);
 			continue;
 		}
 		if (rd_load(a.files[i], &runs, &n, err, sizeof(err)) < 0)

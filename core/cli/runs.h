@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "obs/hist.h"
 #include "obs/stats.h"
 #include "util/json.h"
 
@@ -46,8 +47,14 @@ struct rd_run {
 	struct rd_hist hist[RD_NCLASS];
 };
 
-/* Take a report (a reference is taken) into r. */
-void rd_run_from_json(struct rd_run *r, json_t *root, const char *source);
+/* The most faults a run's histogram may count: 2^40 (a thousand billion first touches, days of
+ * nothing but faulting); a report claiming more is refused as corrupt, not rendered. */
+#define RD_FAULTS_MAX (1ULL << 40)
+
+/* Take a report (a reference is taken) into r. 0, or -EINVAL (with a reason in err naming
+ * source: a latency histogram that is not one thpemu writes) or -ENOMEM. */
+int rd_run_from_json(struct rd_run *r, json_t *root, const char *source, char *err,
+		     size_t errlen);
 void rd_run_free(struct rd_run *r);
 /* Read a report file: a run or sim report gives one run, an ab report its runs (appended to
  * *runs, *n). Returns 0, or -errno with a one-line reason in err. */

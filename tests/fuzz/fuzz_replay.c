@@ -1,12 +1,13 @@
 /* Fuzz target: a fault trace replayed in the simulator (core/sim/replay.c) exactly as
  * `thpemu sim --replay FILE` runs it: loaded, configured from its header (policy, pool, seed,
  * recipe, a duration covering its records), run, and reported (JSON and text, into /dev/null).
- * One deviation: the pool is capped at 256 MiB, as the simulator's set-up cost grows with the
- * pool (64 GiB, the CLI's limit, takes ~2 s before the first record) and that cost is the
- * simulator's, bounded by the CLI, not the trace's. */
+ * One deviation: the recorded pool is capped at 256 MiB, as the simulator's set-up cost grows
+ * with the pool (64 GiB, the CLI's limit, takes ~2 s before the first record) and that cost is
+ * the simulator's, bounded by the CLI, not the trace's. */
 #include "fuzz.h"
 #include "sim/sim.h"
 
+#define FUZZ_POOL_MIN (8ULL << 20) /* the CLI's --pool range starts there too */
 #define FUZZ_POOL_MAX (256ULL << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -25,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    sizeof(err)) != 0 ||
 	    sim_replay_configure(&c, 0, err, sizeof(err)) != 0)
 		goto out;
-	if (c.pool_bytes > FUZZ_POOL_MAX)
-		c.pool_bytes = FUZZ_POOL_MAX;
+	if (in.pool_bytes >= FUZZ_POOL_MIN)
+		c.pool_bytes = in.pool_bytes < FUZZ_POOL_MAX ? in.pool_bytes : FUZZ_POOL_MAX;
 	if (sim_run_scenario(&c, &r, err, sizeof(err)) == 0) {
 		FUZZ_CHECK(sim_report_json(r, fuzz_null(), true) == 0);
 		sim_report_text(r, fuzz_null());
