@@ -1,14 +1,14 @@
 /* Fuzz target: a fault trace replayed in the simulator (core/sim/replay.c) exactly as
  * `thpemu sim --replay FILE` runs it: loaded, configured from its header (policy, pool, seed,
  * recipe, a duration covering its records), run, and reported (JSON and text, into /dev/null).
- * One deviation: the recorded pool is capped at 256 MiB, as the simulator's set-up cost grows
+ * One deviation: the recorded pool is capped at 64 MiB, as the simulator's set-up cost grows
  * with the pool (64 GiB, the CLI's limit, takes ~2 s before the first record) and that cost is
  * the simulator's, bounded by the CLI, not the trace's. */
 #include "fuzz.h"
 #include "sim/sim.h"
 
 #define FUZZ_POOL_MIN (8ULL << 20) /* the CLI's --pool range starts there too */
-#define FUZZ_POOL_MAX (256ULL << 20)
+#define FUZZ_POOL_MAX (64ULL << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
