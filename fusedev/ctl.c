@@ -7,8 +7,11 @@
  *                    hold time percentiles, injected errors, stalls, GC, and the kernel's own
  *                    view of the connection (/sys/fs/fuse/connections/N: waiting requests).
  *
- * Like nbdkit's control files and sysfs knobs: changes apply to requests not yet started;
- * nothing restarts. Both are found by lookup but hidden from readdir.
+ * Like nbdkit's control files and sysfs knobs, nothing restarts: requests not yet started get
+ * the new settings, and those in service are re-timed (core/io/devmodel.h: devm_set), so a
+ * change reaches requests already held. Every value is bounded (devm_help lists the bounds);
+ * a bad line fails the write with EINVAL and is logged with what its key accepts. Both files
+ * are found by lookup but hidden from readdir.
  */
 #include "fusedev.h"
 #include "util/json.h"
