@@ -4,6 +4,9 @@
 #
 #   tests/fuzz/run.sh BUILD_DIR [RUNS] [TARGET...]     (RUNS default 2000; all targets)
 #
+# FUZZ_MAX_TIME=S stops each target after S seconds even if RUNS are not done (CI's smoke);
+# FUZZ_TIMEOUT=S is the time one input may take (default 2).
+#
 # CI runs a few thousand per target (.ci/test); by hand, 1000000 (tests/fuzz/README.md). Inputs
 # that add coverage go to BUILD_DIR/fuzz/work/T (never into the committed corpus); a crash,
 # leak, timeout (-timeout, default 2 s per input) or slow input is written to
@@ -18,6 +21,8 @@ if [ ${#targets[@]} -eq 0 ]; then
 	for d in "$here"/corpus/*/; do targets+=("$(basename "$d")"); done
 fi
 timeout_s=${FUZZ_TIMEOUT:-2}
+limit=()
+[ -n "${FUZZ_MAX_TIME:-}" ] && limit=(-max_total_time="$FUZZ_MAX_TIME")
 rc=0
 for t in "${targets[@]}"; do
 	bin="$build/fuzz/$t"
@@ -30,7 +35,7 @@ for t in "${targets[@]}"; do
 	start=$(date +%s)
 	"$bin" -runs="$runs" -timeout="$timeout_s" -report_slow_units="$timeout_s" \
 		-rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
-		-artifact_prefix="$art/" "${dirs[@]}" >"$log" 2>&1
+		-artifact_prefix="$art/" "${limit[@]}" "${dirs[@]}" >"$log" 2>&1
 	st=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	slow=$(grep -c "Slowest unit\|slow-unit-" "$log")
