@@ -378,6 +378,29 @@ static void dep_claim(uint32_t j, uint32_t i, uint32_t *before, uint32_t *pendin
 	pending[i]++;
 }
 
+/* The faults recorded on [lo, hi) (a huge one by its extent) precede release i. A range with
+ * more pages than the map has slots is matched slot by slot instead of page by page. */
+static void release_deps(const struct dep_map *m, uint64_t lo, uint64_t hi, uint32_t i,
+			 uint32_t *before, uint32_t *pending)
+{
+	const uint64_t ext = 2ULL << 20;
+
+	if ((hi - lo) / 4096 > m->mask) {
+		for (size_t h = 0; h <= m->mask; h++) {
+			uint64_t k = m->keys[h], a = k & ~3ULL;
+			bool hit = (k & 1) ? a < hi && a + ext > lo : (k & 2) && a >= lo && a < hi;
+
+			if (hit)
+				dep_claim(m->vals[h], i, before, pending);
+		}
+		return;
+	}
+	for (uint64_t a = lo & ~(ext - 1); a < hi; a += ext)
+		dep_claim(dep_get(m, a | 1), i, before, pending);
+	for (uint64_t a = lo; a < hi; a += 4096)
+		dep_claim(dep_get(m, a | 2), i, before, pending);
+}
+
 int obs_trace_deps(const struct obs_trace *t, uint32_t **before_out, uint32_t **pending_out)
 {
 	size_t cap = 16;
@@ -412,12 +435,7 @@ int obs_trace_deps(const struct obs_trace *t, uint32_t **before_out, uint32_t **
 			else
 				dep_put(&m, page | 2, (uint32_t)i);
 		} else if (r->type == OBS_TR_RELEASE) {
-			uint64_t lo = r->addr, hi = r->addr + r->val;
-
-			for (uint64_t a = lo & ~((2ULL << 20) - 1); a < hi; a += 2ULL << 20)
-				dep_claim(dep_get(&m, a | 1), (uint32_t)i, before, pending);
-			for (uint64_t a = lo; a < hi; a += 4096)
-				dep_claim(dep_get(&m, a | 2), (uint32_t)i, before, pending);
+			release_deps(&m, r->addr, r->addr + r->val, (uint32_t)i, before, pending);
 		}
 	}
 	free(m.keys);

@@ -56,7 +56,7 @@ struct rp_region {
 	uint32_t id;
 	uintptr_t base, ext_base, lo, hi;
 	uint32_t npages, nexts;
-	uint32_t *pfn;
+	uint32_t *pfn1; /* frame + 1 per page (0: none), so that zeroed memory means "none" */
 	uint8_t *ps, *xs, *xadv;
 	bool live;
 };
@@ -203,7 +203,7 @@ static void regions_free(struct sim_replay *rp)
 	for (uint32_t i = 0; i < rp->nregions; i++) {
 		if (!rp->regions[i])
 			continue;
-		free(rp->regions[i]->pfn);
+		free(rp->regions[i]->pfn1);
 		free(rp->regions[i]);
 	}
 	free(rp->regions);
@@ -253,21 +253,30 @@ static uint64_t cookie(const struct rp_region *r, uint32_t page)
 	return (uint64_t)(RP_ID_BASE + r->id) << 32 | page;
 }
 
+static uint32_t pfn_at(const struct rp_region *r, uint32_t p)
+{
+	return r->pfn1[p] - 1; /* 0 - 1 = MM_NO_PFN */
+}
+
+static void pfn_set(struct rp_region *r, uint32_t p, uint32_t pfn)
+{
+	r->pfn1[p] = pfn + 1;
+}
+
+/* The per-page and per-extent arrays, zeroed (no frame, RP_EMPTY, default advice): a large
+ * allocation's zero pages are only touched where the replay uses them. */
 static int region_arrays(struct rp_region *r)
 {
 	size_t np = r->npages, nx = r->nexts;
-	uint8_t *mem = malloc(np * sizeof(uint32_t) + np + 2 * nx);
+	uint8_t *mem = calloc(1, np * sizeof(uint32_t) + np + 2 * nx);
 
+	_Static_assert(RP_EMPTY == 0 && MM_NO_PFN + 1 == 0, "zeroed arrays are empty pages");
 	if (!mem)
 		return -ENOMEM;
-	r->pfn = (uint32_t *)(void *)mem;
+	r->pfn1 = (uint32_t *)(void *)mem;
 	r->ps = mem + np * sizeof(uint32_t);
 	r->xs = r->ps + np;
 	r->xadv = r->xs + nx;
-	for (size_t i = 0; i < np; i++)
-		r->pfn[i] = MM_NO_PFN;
-	memset(r->ps, RP_EMPTY, np);
-	memset(r->xadv, 0, nx);
 	return 0;
 }
 
@@ -369,7 +378,7 @@ static struct rp_region *region_new(struct sim_replay *rp, uintptr_t base, uintp
 		struct rp_region **p = realloc(rp->regions, cap * sizeof(*p));
 
 		if (!p) {
-			free(r->pfn);
+			free(r->pfn1);
 			free(r);
 			return NULL;
 		}
@@ -425,10 +434,10 @@ static void free_frame(struct sim_world *w, struct sim_task *t, struct rp_region
 {
 	if (r->ps[p] & RP_MIGRATING) {
 		r->ps[p] |= RP_FREED; /* the migrator sees it and mm frees both frames */
-	} else if (r->pfn[p] != MM_NO_PFN) {
-		mm_anon_free(w->mm, r->pfn[p], 0, t);
+	} else if (pfn_at(r, p) != MM_NO_PFN) {
+		mm_anon_free(w->mm, pfn_at(r, p), 0, t);
 	}
-	r->pfn[p] = MM_NO_PFN;
+	pfn_set(r, p, MM_NO_PFN);
 }
 
 /* release_extent() of mapops.c. */
@@ -444,14 +453,14 @@ static void release_extent(struct sim_world *w, struct sim_task *t, struct sim_r
 	case RX_HUGE:
 		ep = page_of(r, ea);
 		if (!whole) {
-			mm_anon_split(w->mm, r->pfn[ep]);
+			mm_anon_split(w->mm, pfn_at(r, ep));
 			r->xs[e] = RX_SMALL;
 			rp->st.huge_splits++;
 			return;
 		}
-		mm_anon_free(w->mm, r->pfn[ep], MM_HPAGE_ORDER, t);
+		mm_anon_free(w->mm, pfn_at(r, ep), MM_HPAGE_ORDER, t);
 		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			r->pfn[ep + i] = MM_NO_PFN;
+			pfn_set(r, ep + i, MM_NO_PFN);
 			r->ps[ep + i] = unmap ? RP_GONE : RP_EMPTY;
 		}
 		r->xs[e] = unmap ? RX_SMALL : RX_EMPTY;
@@ -611,7 +620,7 @@ static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_l
 		s->ps[q] = RP_GONE;
 	for (uint32_t q = off; q < off + n_old && q < off + n_new; q++) {
 		s->ps[q] = r->ps[q];
-		s->pfn[q] = r->pfn[q];
+		pfn_set(s, q, pfn_at(r, q));
 	}
 	for (uint32_t e = 0; e < s->nexts; e++)
 		s->xs[e] = RX_SMALL;
@@ -624,7 +633,7 @@ static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_l
 			s->xs[ext_of(s, ea + (uintptr_t)delta)] = RX_HUGE;
 			s->xadv[ext_of(s, ea + (uintptr_t)delta)] = r->xadv[e];
 		} else {
-			mm_anon_split(w->mm, r->pfn[page_of(r, ea)]);
+			mm_anon_split(w->mm, pfn_at(r, page_of(r, ea)));
 			rp->st.huge_splits++;
 		}
 	}
@@ -633,7 +642,7 @@ static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_l
 			recompute_extents(s, e, e);
 	sorted_remove(rp, r);
 	rp->regions[r->id] = s;
-	free(r->pfn);
+	free(r->pfn1);
 	free(r);
 	if (overlaps(rp, s->lo, s->hi) || sorted_insert(rp, s))
 		rp->st.map_conflicts++;
@@ -700,14 +709,14 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 	}
 	if (res.outcome == MM_FAULT_HUGE) {
 		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			r->pfn[first + i] = res.pfn + i;
+			pfn_set(r, first + i, res.pfn + i);
 			r->ps[first + i] = RP_PRESENT;
 		}
 		r->xs[e] = RX_HUGE;
 	} else {
 		if (res.outcome == MM_FAULT_BASE)
 			sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
-		r->pfn[p] = res.outcome == MM_FAULT_BASE ? res.pfn : MM_NO_PFN;
+		pfn_set(r, p, res.outcome == MM_FAULT_BASE ? res.pfn : MM_NO_PFN);
 		r->ps[p] = RP_PRESENT;
 		r->xs[e] = RX_SMALL;
 	}
@@ -721,7 +730,7 @@ static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, stru
 				 uint32_t e, uint32_t p)
 {
 	uint32_t first = page_of(r, ext_addr(r, e));
-	uint32_t head = r->pfn[first];
+	uint32_t head = pfn_at(r, first);
 
 	if (mm_anon_split(w->mm, head) != 0)
 		return;
@@ -729,7 +738,7 @@ static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, stru
 		if (first + i == p)
 			continue;
 		mm_anon_free(w->mm, head + i, 0, &th->task);
-		r->pfn[first + i] = MM_NO_PFN;
+		pfn_set(r, first + i, MM_NO_PFN);
 		r->ps[first + i] = RP_EMPTY;
 	}
 	r->xs[e] = RX_SMALL;
@@ -823,7 +832,7 @@ int replay_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint
 	struct rp_region *r;
 
 	if (!rp || id >= rp->nregions || !(r = rp->regions[id]) || page >= r->npages ||
-	    r->pfn[page] != from || (r->ps[page] & 0x0f) != RP_PRESENT)
+	    pfn_at(r, page) != from || (r->ps[page] & 0x0f) != RP_PRESENT)
 		return -ENOENT;
 	if (r->xs[ext_of(r, r->base + (uintptr_t)page * MM_PAGE_SIZE)] == RX_HUGE ||
 	    (r->ps[page] & RP_MIGRATING))
@@ -841,9 +850,9 @@ int replay_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint
 		return -ENOENT; /* mm frees both frames */
 	}
 	r->ps[page] &= (uint8_t)~RP_MIGRATING;
-	if (r->pfn[page] != from)
+	if (pfn_at(r, page) != from)
 		return -ENOENT;
-	r->pfn[page] = to;
+	pfn_set(r, page, to);
 	return 0;
 }
 
@@ -893,6 +902,11 @@ static void thread_fn(struct sim_actor *a, void *arg)
 	}
 }
 
+static void stop_now(struct sim_engine *e, void *arg)
+{
+	sim_stop(e);
+}
+
 static int replay_start(struct sim_world *w, char *err, size_t errlen)
 {
 	struct sim_replay *rp = (struct sim_replay *)w->cfg->replay;
@@ -913,9 +927,9 @@ static int replay_start(struct sim_world *w, char *err, size_t errlen)
 	rc = world_apply_recipe(w, sim_param_s(w, "init"), err, errlen);
 	if (rc)
 		return rc;
-	if (rp->nthreads == 0) {
+	if (rp->nthreads == 0) { /* nothing to replay: end now, not at the run's guard */
 		w->finished = true;
-		return 0;
+		return sim_at(w->e, sim_now(w->e), stop_now, NULL);
 	}
 	for (unsigned i = 0; i < rp->nthreads && rc == 0; i++) {
 		struct rp_thread *th = &rp->threads[i];
