@@ -654,8 +654,7 @@ int io_file_sync(struct io *io, uint64_t file_id)
 
 void *io_map(size_t len)
 {
-	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = sys_mmap_own(len, MAP_NORESERVE);
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }

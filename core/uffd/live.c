@@ -29,6 +29,7 @@
 #include "util/outfile.h"
 
 #define BG_PERIOD_NS (100 * 1000000ULL) /* background tick and stats snapshot period */
+#define CENSUS_MIN_PERIOD_NS (1000ULL * 1000000ULL) /* memory census (census.c) */
 
 __thread int uffd_tls_passthrough __attribute__((tls_model("initial-exec")));
 
@@ -158,7 +159,7 @@ static void *background_main(void *arg)
 {
 	struct uffd_worker *w = arg;
 	struct uffd_live *lv = w->lv;
-	uint64_t next_snap = 0;
+	uint64_t next_snap = 0, next_census = clock_now_ns() + CENSUS_MIN_PERIOD_NS;
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
@@ -175,6 +176,14 @@ static void *background_main(void *arg)
 		if (now >= next_snap) {
 			uffd_live_snapshot(lv);
 			next_snap = now + BG_PERIOD_NS;
+		}
+		if (now >= next_census) { /* at most 5 % of this thread's time, at least 1 s apart */
+			uint64_t took;
+
+			uffd_census_take(lv);
+			took = clock_now_ns() - now;
+			next_census = now + (took * 20 > CENSUS_MIN_PERIOD_NS ? took * 20
+									: CENSUS_MIN_PERIOD_NS);
 		}
 		bg_sleep(lv, wait < BG_PERIOD_NS ? (wait ? wait : 1000000) : BG_PERIOD_NS);
 	}
@@ -273,8 +282,7 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 		close(lv->stats_fd); /* the mapping keeps the file: no descriptor to hold */
 		lv->stats_fd = -1;
 	} else {
-		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		p = sys_mmap_own(lv->stats_len, 0);
 	}
 	if (sys_is_err(p)) {
 		snprintf(err, errlen, "cannot map the statistics: %s", strerror((int)-p));
@@ -375,7 +383,7 @@ static int check_outputs(const struct uffd_config *cfg, char *err, size_t errlen
 
 static void *map_anon(size_t len)
 {
-	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long p = sys_mmap_own(len, 0);
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }
@@ -597,6 +605,7 @@ static void live_exit(struct uffd_live *lv, const char *cmdline)
 
 	wait_handlers_idle(lv, 100 * 1000000ULL);
 	uffd_io_stop(lv); /* the dirtier stops with the program; writes in flight get 1 s */
+	uffd_census_take(lv);
 	uffd_live_snapshot(lv);
 	if (lv->cfg.run_dir[0])
 		uffd_stallcap_write_files(lv, lv->cfg.run_dir);

@@ -189,7 +189,11 @@ bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int fl
 		return false;
 	if (flags & (MAP_HUGETLB | MAP_STACK | MAP_GROWSDOWN))
 		return false;
-	if (prot != (PROT_READ | PROT_WRITE))
+	/* PROT_NONE: a reservation that the program makes accessible later with mprotect (V8's
+	 * and PartitionAlloc's pages, the JVM's heap, glibc's thread arenas). Registering it is
+	 * free; the kernel keeps the registration when mprotect splits the VMA, so the pages
+	 * made accessible fault here as they would into the kernel's THP code. */
+	if (prot != (PROT_READ | PROT_WRITE) && prot != PROT_NONE)
 		return false;
 	return len >= lv->cfg.min_region && len > 0;
 }

@@ -23,8 +23,7 @@
 
 static void *meta_alloc(size_t len)
 {
-	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = sys_mmap_own(len, MAP_NORESERVE);
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }

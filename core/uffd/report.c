@@ -71,6 +71,7 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 		dst->vmstat[i] += src->vmstat[i];
 	obs_faults_merge(&dst->faults, &src->faults);
 	io_stats_merge(&dst->io, &src->io);
+	uffd_census_merge(&dst->mem, &src->mem);
 	for (uint32_t i = 0; i < src->nstall_recs && i < UFFD_STALL_RECS; i++) {
 		if (dst->nstall_recs >= UFFD_STALL_RECS)
 			break;
@@ -265,6 +266,53 @@ static void report_host(struct json_w *w, const struct uffd_stats *st)
 	jw_obj_end(w);
 }
 
+static double share(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part / (double)whole : 0.0;
+}
+
+/* The program's anonymous memory (thpemu's own left out). */
+static uint64_t program_anon(const struct uffd_census *c)
+{
+	return c->anon > c->anon_own ? c->anon - c->anon_own : 0;
+}
+
+static void report_memory(struct json_w *w, const struct uffd_stats *st)
+{
+	const struct uffd_census *c = &st->mem;
+	char addr[24];
+
+	jw_obj_begin(w, "memory");
+	jw_u64(w, "processes", c->processes);
+	jw_u64(w, "rss_bytes", c->rss);
+	jw_u64(w, "anon_bytes", c->anon);
+	jw_u64(w, "anon_thpemu_bytes", c->anon_own);
+	jw_u64(w, "anon_program_bytes", program_anon(c));
+	jw_u64(w, "anon_managed_bytes", c->anon_managed);
+	jw_dbl(w, "managed_share", share(c->anon_managed, program_anon(c)), 4);
+	jw_obj_begin(w, "unmanaged_by_reason");
+	for (unsigned i = 0; i < UFFD_WHY_NR; i++)
+		jw_u64(w, uffd_why_names[i], c->why_anon[i]);
+	jw_obj_end(w);
+	jw_arr_begin(w, "largest_unmanaged");
+	for (unsigned i = 0; i < UFFD_CENSUS_TOP && c->top[i].anon; i++) {
+		const struct uffd_unmanaged_map *m = &c->top[i];
+
+		snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)m->start);
+		jw_obj_begin(w, NULL);
+		jw_i64(w, "pid", m->pid);
+		jw_str(w, "start", addr);
+		jw_u64(w, "size_bytes", m->size);
+		jw_u64(w, "anon_bytes", m->anon);
+		jw_str(w, "name", m->name);
+		jw_str(w, "reason", uffd_why_names[m->why < UFFD_WHY_NR ? m->why : 0]);
+		jw_str(w, "why", uffd_why_help[m->why < UFFD_WHY_NR ? m->why : 0]);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
 int uffd_report_json(FILE *f, const struct uffd_config *cfg, const struct uffd_stats *st,
 		     const struct uffd_program_info *prog)
 {
@@ -281,6 +329,7 @@ int uffd_report_json(FILE *f, const struct uffd_config *cfg, const struct uffd_s
 	report_stalls(&w, cfg, st, prog);
 	report_io(&w, cfg, st, prog);
 	report_host(&w, st);
+	report_memory(&w, st);
 	jw_obj_end(&w);
 	return jw_finish(&w);
 }
@@ -288,6 +337,36 @@ int uffd_report_json(FILE *f, const struct uffd_config *cfg, const struct uffd_s
 static double pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+#define MANAGED_SHARE_WARN 0.5		  /* warn when less of the program's memory is managed */
+#define MANAGED_WARN_MIN   (16ULL << 20) /* ... and there is this much of it */
+
+static void report_memory_summary(FILE *f, const struct uffd_census *c)
+{
+	uint64_t prog = program_anon(c);
+	unsigned most = 0;
+
+	if (!c->processes)
+		return;
+	fprintf(f,
+		"thpemu: memory at its largest: %.1f MiB anonymous, %.1f MiB of it managed (%.1f%%), "
+		"thpemu's own %.1f MiB",
+		(double)prog / 1048576.0, (double)c->anon_managed / 1048576.0,
+		100.0 * share(c->anon_managed, prog), (double)c->anon_own / 1048576.0);
+	if (c->top[0].anon)
+		fprintf(f, "; largest unmanaged %.1f MiB %s%s(%s)", (double)c->top[0].anon / 1048576.0,
+			c->top[0].name, c->top[0].name[0] ? " " : "", uffd_why_names[c->top[0].why]);
+	fputc('\n', f);
+	if (prog < MANAGED_WARN_MIN || share(c->anon_managed, prog) >= MANAGED_SHARE_WARN)
+		return;
+	for (unsigned i = 1; i < UFFD_WHY_NR; i++)
+		most = c->why_anon[i] > c->why_anon[most] ? i : most;
+	fprintf(f,
+		"thpemu: warning: only %.1f%% of the program's anonymous memory is managed; most "
+		"of the rest (%.1f MiB) is %s\n",
+		100.0 * share(c->anon_managed, prog), (double)c->why_anon[most] / 1048576.0,
+		uffd_why_help[most]);
 }
 
 void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd_program_info *prog)
@@ -326,6 +405,7 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 					     st->io.err_disconnected + st->io.err_timeout +
 					     st->io.err_other),
 			ms(st->io.throttle_ns), st->io.note[0] ? "; " : "", st->io.note);
+	report_memory_summary(f, &st->mem);
 	if (st->note[0])
 		fprintf(f, "thpemu: note:%s\n", st->note + 1);
 	if (prog->no_clean_exit)

@@ -83,8 +83,7 @@ int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
 	s->collapse = host_thp;
 	s->area_len = (size_t)s->nslots * UFFD_HPAGE_SIZE;
 	s->area_map_len = s->area_len + UFFD_HPAGE_SIZE;
-	map = sys_mmap(NULL, s->area_map_len + UFFD_PAGE_SIZE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	map = sys_mmap_own(s->area_map_len + UFFD_PAGE_SIZE, MAP_NORESERVE);
 	if (sys_is_err(map))
 		return (int)map;
 	s->area_map = (void *)map;

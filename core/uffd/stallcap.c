@@ -317,8 +317,7 @@ static void *watchdog_main(void *arg)
 
 int uffd_stallcap_start(struct uffd_live *lv)
 {
-	long p = sys_mmap(NULL, sizeof(struct uffd_stallcap), PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long p = sys_mmap_own(sizeof(struct uffd_stallcap), 0);
 	struct uffd_stallcap *sc;
 	int rc;
 

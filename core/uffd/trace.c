@@ -255,8 +255,7 @@ static int map_rings(struct uffd_tracer *tr, unsigned handlers)
 		tr->map_len += (i < handlers ? RING_SLOTS_HANDLER : RING_SLOTS_PROGRAM) *
 			       sizeof(struct trace_slot);
 	tr->map_len = (tr->map_len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
-	p = sys_mmap(NULL, tr->map_len, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	p = sys_mmap_own(tr->map_len, MAP_POPULATE);
 	if (sys_is_err(p))
 		return (int)p;
 	tr->map = (void *)p;
@@ -300,7 +299,7 @@ int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
 		setenv("THPEMU_IO_PID", pid,
 		       1); /* constructor time: no other thread reads environ */
 	}
-	p = sys_mmap(NULL, sizeof(*tr), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = sys_mmap_own(sizeof(*tr), 0);
 	if (sys_is_err(p))
 		return (int)p;
 	tr = (struct uffd_tracer *)p;

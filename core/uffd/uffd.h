@@ -176,7 +176,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 4
+#define UFFD_STATS_VERSION 5
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
@@ -196,6 +196,46 @@ enum uffd_proc_state {
 	UFFD_PROC_EXITED,    /* the library's exit hook ran: everything is final */
 	UFFD_PROC_UNMANAGED, /* initialisation failed or disabled: note says why */
 	UFFD_PROC_EXECED,    /* the process exec'd: a later record of the same pid continues it */
+};
+
+/* Why anonymous memory of the program is not managed (the memory census, core/uffd/census.c). */
+#define UFFD_UNMANAGED_REASONS(X)                                                                  \
+	X(brk, "brk heap (glibc malloc's main arena: run with --allocator jemalloc)")              \
+	X(stack, "a stack ([stack], MAP_STACK thread stacks) or MADV_NOHUGEPAGE memory")           \
+	X(file, "private copies of a file's pages (a file mapping)")                              \
+	X(shared, "shared memory (MAP_SHARED, shmem)")                                             \
+	X(prot, "a protection thpemu does not manage (executable or read-only)")                   \
+	X(small, "a mapping smaller than --min-region")                                            \
+	X(unseen, "never passed the interposers (made before the library started, by a raw "      \
+		  "system call, or left unmanaged: host.unmanaged_maps)")
+
+enum uffd_unmanaged_why {
+#define UFFD_X_ENUM(name, help) UFFD_WHY_##name,
+	UFFD_UNMANAGED_REASONS(UFFD_X_ENUM)
+#undef UFFD_X_ENUM
+	UFFD_WHY_NR
+};
+extern const char *const uffd_why_names[];
+extern const char *const uffd_why_help[];
+
+#define UFFD_CENSUS_TOP 8
+
+struct uffd_unmanaged_map {
+	uint64_t start, size, anon; /* address, bytes mapped, anonymous bytes resident */
+	int32_t pid;
+	uint32_t why; /* enum uffd_unmanaged_why */
+	char name[64];	    /* smaps' name: [heap], a path, or empty */
+};
+
+/* The program's memory as /proc/self/smaps shows it when the process exits: resident anonymous
+ * memory in managed mappings, thpemu's own (MADV_DONTDUMP: sys_mmap_own) and the rest, with
+ * reasons. */
+struct uffd_census {
+	uint32_t processes; /* processes whose census is in */
+	uint32_t vmas;
+	uint64_t rss, anon, anon_managed, anon_own;
+	uint64_t why_anon[UFFD_WHY_NR];			/* unmanaged anonymous bytes by reason */
+	struct uffd_unmanaged_map top[UFFD_CENSUS_TOP]; /* the largest, by anonymous bytes */
 };
 
 /* One process's record. With THPEMU_RUN_DIR it lives in a MAP_SHARED file <dir>/<pid>.stats that
@@ -221,6 +261,7 @@ struct uffd_stats {
 	uint32_t nstall_recs;	  /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
 	struct uffd_stall_rec stall_recs[UFFD_STALL_RECS];
 	struct io_stats io;	  /* the writeback engine and dirtier (core/io), if running */
+	struct uffd_census mem;	  /* at exit */
 };
 
 static inline void uffd_stat_add(uint64_t *c, uint64_t n)
@@ -236,6 +277,12 @@ static inline void uffd_stat_max(uint64_t *c, uint64_t v)
 		;
 }
 #define UFFD_COUNT(lv, name) uffd_stat_add(&(lv)->stats->host.name, 1)
+
+struct uffd_live;
+/* Take the memory census of this process into lv->stats->mem (reads /proc/self/smaps; at exit). */
+void uffd_census_take(struct uffd_live *lv);
+/* Add src's census to dst (sums; the largest unmanaged mappings of both). */
+void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src);
 
 /* Merge src into dst (sums, maxima, histograms). */
 void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src);

@@ -1,0 +1,97 @@
+/* memmix: memory of every kind the memory census must tell apart, held for a while, then checked.
+ *
+ *   memmix BRK_MB MALLOC_MB MMAP_MB RESERVE_MB HOLD_MS
+ *
+ * BRK_MB through sbrk(2) (a brk heap), MALLOC_MB in 4 KiB malloc(3) blocks (glibc's main arena
+ * is the brk heap too; under jemalloc they are mmap'd), MMAP_MB in one private anonymous
+ * read-write mapping, and RESERVE_MB reserved PROT_NONE | MAP_NORESERVE whose first half is
+ * later made read-write with mprotect(2) and touched (as V8 and the JVM commit their heaps).
+ * Every page gets a pattern; after HOLD_MS (for the census to see it all) every page is checked.
+ * Prints "memmix: ok" or the first bad page; exit 0 when all is intact.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096UL
+#define MB   (1024UL * 1024UL)
+
+static void fill(unsigned char *p, size_t len, unsigned tag)
+{
+	for (size_t o = 0; o < len; o += PAGE)
+		*(uint64_t *)(void *)(p + o) = ((uint64_t)tag << 48) ^ o;
+}
+
+static int check(const unsigned char *p, size_t len, unsigned tag, const char *what)
+{
+	for (size_t o = 0; o < len; o += PAGE) {
+		if (*(const uint64_t *)(const void *)(p + o) != (((uint64_t)tag << 48) ^ o)) {
+			printf("memmix: %s: page at offset %zu lost its data\n", what, o);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long brk_mb, malloc_mb, mmap_mb, reserve_mb, hold_ms;
+	unsigned char *heap, *map, *res, **blocks;
+	size_t nblocks;
+	struct timespec ts;
+	int bad = 0;
+
+	if (argc != 6) {
+		fprintf(stderr, "usage: memmix BRK_MB MALLOC_MB MMAP_MB RESERVE_MB HOLD_MS\n");
+		return 2;
+	}
+	brk_mb = strtoul(argv[1], NULL, 10);
+	malloc_mb = strtoul(argv[2], NULL, 10);
+	mmap_mb = strtoul(argv[3], NULL, 10);
+	reserve_mb = strtoul(argv[4], NULL, 10);
+	hold_ms = strtoul(argv[5], NULL, 10);
+
+	heap = sbrk((intptr_t)(brk_mb * MB));
+	if (heap == (void *)-1) {
+		perror("memmix: sbrk");
+		return 1;
+	}
+	fill(heap, brk_mb * MB, 1);
+	nblocks = malloc_mb * MB / PAGE;
+	blocks = calloc(nblocks ? nblocks : 1, sizeof(*blocks));
+	for (size_t i = 0; i < nblocks; i++) {
+		blocks[i] = malloc(PAGE);
+		if (!blocks[i])
+			return 1;
+		fill(blocks[i], PAGE, 2);
+	}
+	map = mmap(NULL, mmap_mb * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	res = mmap(NULL, reserve_mb * MB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		   -1, 0);
+	if (map == MAP_FAILED || res == MAP_FAILED) {
+		perror("memmix: mmap");
+		return 1;
+	}
+	fill(map, mmap_mb * MB, 3);
+	if (mprotect(res, reserve_mb * MB / 2, PROT_READ | PROT_WRITE) != 0) {
+		perror("memmix: mprotect");
+		return 1;
+	}
+	fill(res, reserve_mb * MB / 2, 4);
+
+	ts.tv_sec = (time_t)(hold_ms / 1000);
+	ts.tv_nsec = (long)(hold_ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+
+	bad |= check(heap, brk_mb * MB, 1, "brk");
+	for (size_t i = 0; i < nblocks && !bad; i++)
+		bad |= check(blocks[i], PAGE, 2, "malloc");
+	bad |= check(map, mmap_mb * MB, 3, "mmap");
+	bad |= check(res, reserve_mb * MB / 2, 4, "reservation");
+	if (!bad)
+		printf("memmix: ok\n");
+	return bad;
+}
