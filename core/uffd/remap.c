@@ -234,23 +234,90 @@ static long remap_generic(struct uffd_live *lv, uintptr_t o, size_t oldlen, size
 			  int flags, void *new_addr, int prot)
 {
 	long rc;
+	bool managed;
 
 	if ((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, newlen))
 		uffd_unmap_managed(lv, (uintptr_t)new_addr, (uintptr_t)new_addr + newlen,
 				   real_nothing, NULL);
-	if (uffd_is_managed(lv, (void *)o, oldlen)) {
+	managed = uffd_is_managed(lv, (void *)o, oldlen);
+	if (managed) {
 		/* the kernel must serve whatever stays behind at the old place natively */
 		uffd_io_unregister(lv->uffd, o, oldlen);
 		uffd_unmap_managed(lv, o, o + oldlen, real_nothing, NULL);
 	}
 	rc = sys_mremap((void *)o, oldlen, newlen, flags, new_addr);
-	if (sys_is_err(rc))
+	if (sys_is_err(rc)) {
+		/* refused (no room to grow in place, a real VMA boundary): the mapping is where it
+		 * was; manage it again (its resident pages are outside the pool from now on) */
+		if (managed && uffd_adopt(lv, (void *)o, oldlen, prot) != 0)
+			UFFD_COUNT(lv, mremap_unmanaged);
 		return rc;
+	}
 	if (prot == (PROT_READ | PROT_WRITE) && newlen >= lv->cfg.min_region &&
 	    uffd_adopt(lv, (void *)rc, newlen, prot) == 0)
 		return rc;
 	UFFD_COUNT(lv, mremap_unmanaged);
 	return rc;
+}
+
+/* The kernel's checks of the arguments alone (6.x mm/mremap.c: check_mremap_params; 5.x-6.16
+ * SYSCALL_DEFINE5(mremap) itself), made before anything is un-managed, so that a call the kernel
+ * refuses leaves the mapping as it was. */
+static long remap_args_check(uintptr_t o, size_t oldlen, size_t newlen, int flags, void *new_addr)
+{
+	uintptr_t n = (uintptr_t)new_addr;
+
+	if (flags & ~(MREMAP_FIXED | MREMAP_MAYMOVE | MREMAP_DONTUNMAP))
+		return -EINVAL;
+	if ((flags & MREMAP_FIXED) && !(flags & MREMAP_MAYMOVE))
+		return -EINVAL;
+	/* MREMAP_DONTUNMAP is always a move, and never a resize */
+	if ((flags & MREMAP_DONTUNMAP) && (!(flags & MREMAP_MAYMOVE) || oldlen != newlen))
+		return -EINVAL;
+	if ((o & (UFFD_PAGE_SIZE - 1)) || !newlen)
+		return -EINVAL;
+	if (flags & MREMAP_FIXED) {
+		if (n & (UFFD_PAGE_SIZE - 1))
+			return -EINVAL;
+		if (n < o + oldlen && o < n + newlen) /* the ranges overlap */
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Would the kernel see more than one VMA in [lo, hi)? The program's MADV_(NO)HUGEPAGE on managed
+ * memory is emulated, not passed to the host (whose VMA stays whole), so a change of advice
+ * inside the range is a VMA boundary the kernel would have and the host does not. Extents at
+ * the ends that the advice covers in part are not judged (where their boundary lies is not
+ * kept). */
+static bool advice_splits(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_region *rs[8];
+	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, 8);
+	int first = -1;
+	bool split = false;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct uffd_region *r = rs[i];
+		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
+
+		for (uint32_t e = uffd_ext_of(r, x); e <= uffd_ext_of(r, y - 1) && !split; e++) {
+			uintptr_t ea = uffd_ext_addr(r, e);
+			bool inside = ea >= lo && ea + UFFD_HPAGE_SIZE <= hi;
+			uint8_t a = uffd_xadv(r, e);
+
+			if (a & UX_ADV_SPLIT) {
+				split = inside;
+				continue;
+			}
+			if (first < 0)
+				first = a & UX_ADV_MASK;
+			else if ((a & UX_ADV_MASK) != first)
+				split = true;
+		}
+		uffd_region_put(&lv->table, r);
+	}
+	return split;
 }
 
 long uffd_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, int flags,
@@ -264,8 +331,15 @@ long uffd_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, 
 
 	oldlen = page_up(oldlen);
 	newlen = page_up(newlen);
-	if ((o & (UFFD_PAGE_SIZE - 1)) || !newlen)
+	rc = remap_args_check(o, oldlen, newlen, flags, new_addr);
+	if (rc < 0)
+		return rc;
+	if (!oldlen) /* duplicating a mapping: shared mappings only */
 		return -EINVAL;
+	/* a move that keeps the old mapping, or a resize, stays within one VMA (mm/mremap.c:
+	 * vma_to_resize, 6.17+ check_prep_vma: "can't remap across vm area boundaries") */
+	if (((flags & MREMAP_DONTUNMAP) || newlen > oldlen) && advice_splits(lv, o, o + oldlen))
+		return -EFAULT;
 	UFFD_COUNT(lv, mremaps);
 	r = uffd_region_get(&lv->table, o);
 	if (!r)
