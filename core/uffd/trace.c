@@ -191,19 +191,11 @@ static void *writer_main(void *arg)
 
 static void trace_path(const struct uffd_config *cfg, char *out, size_t len)
 {
-	const char *s = cfg->trace;
-	size_t n = 0;
 	bool mine = !cfg->io_pid || cfg->io_pid == (uint64_t)getpid();
+	size_t n;
 
-	for (; *s && n + 24 < len; s++) {
-		if (s[0] == '%' && s[1] == 'p') {
-			n += (size_t)snprintf(out + n, len - n, "%d", (int)getpid());
-			s++;
-		} else {
-			out[n++] = *s;
-		}
-	}
-	out[n] = '\0';
+	uffd_expand_pid(cfg->trace, out, len > 12 ? len - 12 : len); /* room for ".PID" */
+	n = strlen(out);
 	if (!mine)
 		snprintf(out + n, len - n, ".%d", (int)getpid());
 }
