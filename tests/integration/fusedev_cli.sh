@@ -18,14 +18,14 @@ bad() { # bad PATTERN ARGS...: expect exit 2 and one stderr line matching PATTER
 	return 0
 }
 
-bad "--bandwidth: expected a rate" "$MNT" --bandwidth fast
-bad "--latency: expected a duration" "$MNT" --latency 5
-bad "--jitter: expected a fraction" "$MNT" --jitter 150%
-bad "--slots: expected an integer in 1..64" "$MNT" --slots 0
-bad "--slots: expected an integer in 1..64" "$MNT" --slots 65
+bad "--bandwidth: expected 0 (unthrottled) or 10KB/s..1TB/s, got 'fast'" "$MNT" --bandwidth fast
+bad "--latency: expected 0..10s, got '5'" "$MNT" --latency 5
+bad "--jitter: expected 0..100% or 0..1, got '150%'" "$MNT" --jitter 150%
+bad "--slots: expected 1..64, got" "$MNT" --slots 0
+bad "--slots: expected 1..64, got" "$MNT" --slots 65
 bad "--stall-every: needs --stall-for" "$MNT" --stall-every 4M
-bad "--stall-every: expected a size" "$MNT" --stall-every often --stall-for 1s
-bad "--error-rate: expected a fraction" "$MNT" --error-rate 2
+bad "--stall-every: expected 0 (off), 64K..1T written or 10ms..1h busy" "$MNT" --stall-every often --stall-for 1s
+bad "--error-rate: expected 0..100% or 0..1, got '2'" "$MNT" --error-rate 2
 bad "--capacity: expected a size" "$MNT" --capacity lots
 bad "--store: expected memory, discard or an existing directory" "$MNT" --store "$T_TMP/nope"
 bad "--cache: expected auto, direct or writeback" "$MNT" --cache sometimes
