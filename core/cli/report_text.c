@@ -92,6 +92,30 @@ void rd_mmtests_hist(const struct rd_run *r, FILE *out)
 					(double)r->hist[c].b[k].hi / 1000.0);
 }
 
+/* The memory census of a run report (uffd/census.c), when there is one. */
+static void rd_memory_text(json_t *root, FILE *out)
+{
+	static const char *const why[] = {"brk", "stack", "file", "shared", "prot", "small", "unseen"};
+	double procs = rd_num(root, "memory.processes");
+
+	if (!(procs > 0))
+		return;
+	fprintf(out, "  memory: %.1f MiB anonymous, %.1f %% managed, thpemu's own %.1f MiB",
+		rd_num(root, "memory.anon_program_bytes") / 1048576.0,
+		100.0 * rd_num(root, "memory.managed_share"),
+		rd_num(root, "memory.anon_thpemu_bytes") / 1048576.0);
+	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
+		char path[64];
+		double b;
+
+		snprintf(path, sizeof(path), "memory.unmanaged_by_reason.%s", why[i]);
+		b = rd_num(root, path);
+		if (b >= 1048576.0)
+			fprintf(out, "; unmanaged %s %.1f MiB", why[i], b / 1048576.0);
+	}
+	fputc('\n', out);
+}
+
 void rd_run_text(const struct rd_run *r, FILE *out)
 {
 	static const char *const cls[] = {"huge", "base", "both"};
@@ -110,6 +134,7 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 		rd_num(r->root, "stalls.count"), rd_num(r->root, "stalls.total_ms"),
 		rd_num(r->root, "writeback_waits.count"),
 		rd_num(r->root, "writeback_waits.total_ms"));
+	rd_memory_text(r->root, out);
 	for (int c = 0; c < 3; c++) {
 		char p[4][48];
 

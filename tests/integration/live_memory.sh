@@ -37,6 +37,9 @@ ge "managed share (128 of ~225 MiB)" "$share" 0.52
 le "managed share (128 of ~225 MiB)" "$share" 0.62
 grep -q "memory at its largest: .* managed (5[0-9.]*%)" "$T_TMP/err" ||
 	fail "the summary does not give the managed share"
+"$THPEMU" report "$rep" >"$T_TMP/report" || fail "thpemu report of the run report failed"
+grep -q "^  memory: .* MiB anonymous, 5[0-9.]* % managed, .*; unmanaged brk 9[0-9.]* MiB" \
+	"$T_TMP/report" || fail "thpemu report does not render the census: $(cat "$T_TMP/report")"
 say "allocator none: managed share $share, brk $(($(json "$rep" .memory.unmanaged_by_reason.brk) / MiB)) MiB"
 
 rep="$T_OUT/memmix.jemalloc.json"
