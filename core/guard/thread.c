@@ -14,8 +14,9 @@
  * program's thread to guard_cred_replicate(), which has each emulator thread make the same call
  * on itself before the program's call returns. An emulator thread is registered by its creator
  * before it is created (so that a request made before it first runs waits for it: it starts with
- * the credentials its creator had) and reaches guard_thread_sync() whenever it wakes; the requester wakes them through their own wake-up
- * function and waits until every registered thread has seen the request. A thread stalled in a
+ * the credentials its creator had) and reaches guard_thread_sync() whenever it wakes; the
+ * requester wakes them through their own wake-up function and waits until every registered
+ * thread has seen the request. A thread stalled in a
  * long fault delays the program's call by as long (timing only). The credentials then always
  * match the program's, which also means an emulator thread never keeps privileges the program
  * gave up.

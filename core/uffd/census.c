@@ -1,8 +1,8 @@
 /* The memory census: what of the program's memory thpemu manages, and why the rest is not.
  *
  * Every now and then (the background thread: at least a second apart, and at most 5 % of its
- * time) and at exit, the process reads its own /proc/self/smaps (raw system calls into a buffer of its own:
- * no stdio, no allocation through the program's allocator) and sorts every VMA's resident
+ * time) and at exit, the process reads its own /proc/self/smaps (raw system calls into a buffer of
+ * its own: no stdio, no allocation through the program's allocator) and sorts every VMA's resident
  * anonymous memory into three piles: in managed regions (the emulator decided every one of those
  * pages), thpemu's own (mappings made by sys_mmap_own: MADV_DONTDUMP, "dd" in VmFlags), and the
  * program's unmanaged memory, each VMA with the reason it is not managed. The census in which the
@@ -259,8 +259,8 @@ void uffd_census_take(struct uffd_live *lv)
 	c.processes = 1;
 	/* the largest census wins: the program's memory at its largest that was seen */
 	pthread_mutex_lock(&lv->snap_lock);
-	if (!lv->stats->mem.processes || c.anon - c.anon_own >= lv->stats->mem.anon -
-								 lv->stats->mem.anon_own)
+	if (!lv->stats->mem.processes ||
+	    c.anon - c.anon_own >= lv->stats->mem.anon - lv->stats->mem.anon_own)
 		lv->stats->mem = c;
 	pthread_mutex_unlock(&lv->snap_lock);
 unmap:

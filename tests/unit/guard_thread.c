@@ -14,11 +14,11 @@
 struct emu_thread {
 	struct guard_thread gt;
 	pthread_t th;
-	uint32_t go;	  /* futex: the thread may start (late-start test) */
-	uint32_t wake;	  /* futex: the wake function bumps it */
-	uint32_t stop;	  /* futex */
-	int keepcaps;	  /* PR_GET_KEEPCAPS as the thread saw it before leaving */
-	bool late;	  /* wait for go before guard_thread_started */
+	uint32_t go;   /* futex: the thread may start (late-start test) */
+	uint32_t wake; /* futex: the wake function bumps it */
+	uint32_t stop; /* futex */
+	int keepcaps;  /* PR_GET_KEEPCAPS as the thread saw it before leaving */
+	bool late;     /* wait for go before guard_thread_started */
 };
 
 static void futex_wait(uint32_t *w, uint32_t v, long ms)
