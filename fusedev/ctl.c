@@ -7,8 +7,11 @@
  *                    hold time percentiles, injected errors, stalls, GC, and the kernel's own
  *                    view of the connection (/sys/fs/fuse/connections/N: waiting requests).
  *
- * Like nbdkit's control files and sysfs knobs: changes apply to requests not yet started;
- * nothing restarts. Both are found by lookup but hidden from readdir.
+ * Like nbdkit's control files and sysfs knobs, nothing restarts: requests not yet started get
+ * the new settings, and those in service are re-timed (core/io/devmodel.h: devm_set), so a
+ * change reaches requests already held. Every value is bounded (devm_help lists the bounds);
+ * a bad line fails the write with EINVAL and is logged with what its key accepts. Both files
+ * are found by lookup but hidden from readdir.
  */
 #include "fusedev.h"
 #include "util/json.h"
@@ -31,10 +34,13 @@ static char *trim(char *s)
 	return s;
 }
 
-static int apply_line(struct fdev *fs, char *line)
+/* Apply one line; on a bad one, why says what the key accepts. */
+static int apply_line(struct fdev *fs, char *line, char *why, size_t whylen)
 {
 	char *eq = strchr(line, '=');
+	const char *ok;
 	uint64_t v;
+	int err;
 
 	if (!strcmp(line, "pause")) {
 		fdev_ioq_pause(fs);
@@ -46,22 +52,35 @@ static int apply_line(struct fdev *fs, char *line)
 	}
 	if (!strcmp(line, "dead"))
 		return fdev_ioq_set(fs, "dead", "1");
-	if (!eq)
+	if (!eq) {
+		snprintf(why, whylen, "expected KEY=VALUE, pause, resume or dead");
 		return -EINVAL;
-	*eq = '\0';
-	if (!strcmp(trim(line), "capacity")) {
-		if (units_parse_size(trim(eq + 1), &v))
-			return -EINVAL;
-		atomic_store(&fs->capacity, v);
-		return 0;
 	}
-	return fdev_ioq_set(fs, trim(line), trim(eq + 1)) ? -EINVAL : 0;
+	*eq = '\0';
+	line = trim(line);
+	if (!strcmp(line, "capacity")) {
+		if (units_parse_size(trim(eq + 1), &v) == 0) {
+			atomic_store(&fs->capacity, v);
+			return 0;
+		}
+		snprintf(why, whylen, "capacity accepts a size");
+		return -EINVAL;
+	}
+	err = fdev_ioq_set(fs, line, trim(eq + 1));
+	ok = devm_key_accepted(line);
+	if (err == -ENOENT)
+		snprintf(why, whylen, "unknown key (the device keys of --help)");
+	else if (err && ok)
+		snprintf(why, whylen, "%s accepts %s", line, ok);
+	else if (err)
+		snprintf(why, whylen, "the device refuses it (gc-au needs gc-open, ...)");
+	return err ? -EINVAL : 0;
 }
 
 int fdev_ctl_apply(struct fdev *fs, const char *text, size_t len)
 {
 	char *copy = malloc(len + 1), *save = NULL, *line;
-	char shown[128];
+	char shown[128], why[160];
 	int err = 0;
 
 	if (!copy)
@@ -74,9 +93,9 @@ int fdev_ctl_apply(struct fdev *fs, const char *text, size_t len)
 		if (!*line || *line == '#')
 			continue;
 		snprintf(shown, sizeof(shown), "%s", line); /* apply_line splits it */
-		err = apply_line(fs, line);
+		err = apply_line(fs, line, why, sizeof(why));
 		if (err)
-			fprintf(stderr, "thpemu-fusedev: control: rejected '%s'\n", shown);
+			fprintf(stderr, "thpemu-fusedev: control: rejected '%s': %s\n", shown, why);
 	}
 	free(copy);
 	return err;

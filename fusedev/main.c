@@ -271,19 +271,13 @@ static int parse_opt(struct cli *c, int ch, char *v)
 	}
 }
 
-static const char *override_what(const char *key)
+/* "expected <what the key accepts>, got" (the bounds are the model's: devm_key_accepted). */
+static const char *override_what(const char *key, char *buf, size_t len)
 {
-	if (!strcmp(key, "bandwidth"))
-		return "expected a rate like 5M, 5MB/s or 40Mbit/s, got";
-	if (!strcmp(key, "latency") || !strcmp(key, "stall-for"))
-		return "expected a duration like 5ms or 1.5s, got";
-	if (!strcmp(key, "jitter") || !strcmp(key, "error-rate"))
-		return "expected a fraction 0..1 or a percentage like 20%, got";
-	if (!strcmp(key, "slots"))
-		return "expected an integer in 1..64, got";
-	if (!strcmp(key, "stall-every"))
-		return "expected a size like 4M or a duration like 2s, got";
-	return "bad value";
+	const char *ok = devm_key_accepted(key);
+
+	snprintf(buf, len, "expected %s, got", ok ? ok : "a valid value");
+	return buf;
 }
 
 /* "--preset: unknown preset 'x' (one of: a b c)" on one line. */
@@ -300,6 +294,7 @@ static int bad_preset(const char *name)
 static int build_device(struct cli *c)
 {
 	struct devm_params *p = &c->o.dev;
+	char what[160];
 
 	if (devm_preset(c->preset, p))
 		return bad_preset(c->preset);
@@ -310,7 +305,7 @@ static int build_device(struct cli *c)
 		if (err == -ENOENT)
 			return bad(ov->opt, "unknown device key (see --help):", ov->key);
 		if (err)
-			return bad(ov->opt, override_what(ov->key), ov->value);
+			return bad(ov->opt, override_what(ov->key, what, sizeof(what)), ov->value);
 		if (!strcmp(ov->key, "capacity")) { /* the filesystem owns capacity */
 			c->o.capacity = p->capacity;
 			c->o.capacity_set = true;
@@ -320,6 +315,8 @@ static int build_device(struct cli *c)
 		return bad("--stall-every", "needs --stall-for DUR as well; got", "");
 	if (p->gc_au_bytes && !p->gc_open_aus)
 		return bad("--set", "gc-au needs gc-open N (1..16) as well; got", "gc-open=0");
+	if (devm_params_check(p, what, sizeof(what)) < 0)
+		return bad("--set", what, "");
 	return 0;
 }
 

@@ -113,127 +113,24 @@ static void parse(int argc, char **argv, struct report_args *a)
 	}
 }
 
-/* ---- traces
- * ---------------------------------------------------------------------------------------- */
-
-static int mmtests_trace(const char *path, FILE *out)
-{
-	struct obs_trace t;
-	char err[600];
-
-	if (obs_trace_load(path, &t, err, sizeof(err)) < 0) {
-		cli_error(CMD, "%s", err);
-		return -1;
-	}
-	obs_trace_sort(&t);
-	for (size_t i = 0; i < t.n; i++) {
-		const struct obs_trace_rec *r = &t.recs[i];
-		uint64_t when = t.hdr.t0_real_ns + r->t_ns;
-
-		if (r->type != OBS_TR_FAULT)
-			continue;
-		fprintf(out, "fault %u %s %.0f %llu.%06llu\n", r->tid,
-			obs_trace_decision(r) == 0 && !(r->flags & OBS_TRF_HOST_SMALL) ? "huge"
-										       : "base",
-			(double)r->val / 1000.0, (unsigned long long)(when / 1000000000ULL),
-			(unsigned long long)(when / 1000 % 1000000ULL));
-	}
-	obs_trace_free(&t);
-	return 0;
-}
-
-static void trace_text(const char *path, FILE *out)
-{
-	struct obs_trace t;
-	char err[600], v[512];
-	uint64_t huge = 0, span = 0;
-	uint32_t tids[64];
-	size_t ntid = 0;
-
-	if (obs_trace_load(path, &t, err, sizeof(err)) < 0) {
-		cli_error(CMD, "%s", err);
-		return;
-	}
-	for (size_t i = 0; i < t.n; i++) {
-		const struct obs_trace_rec *r = &t.recs[i];
-		size_t k;
-
-		span = obs_trace_effect_ns(r) > span ? obs_trace_effect_ns(r) : span;
-		if (r->type != OBS_TR_FAULT)
-			continue;
-		huge += obs_trace_decision(r) == 0;
-		for (k = 0; k < ntid && tids[k] != r->tid; k++)
-			;
-		if (k == ntid && ntid < 64)
-			tids[ntid++] = r->tid;
-	}
-	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n", cli_esc(path),
-		t.hdr.pid, cli_esc(obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?"),
-		cli_esc(obs_trace_get(&t, "policy", err, sizeof(err)) ? err : "?"), (double)span / 1e9,
-		t.complete ? "complete"
-			   : "truncated (no END record: the process did not exit cleanly)");
-	fprintf(out,
-		"  %zu records: %llu faults (%llu decided huge) from %zu threads, %llu maps, "
-		"%llu adopted, %llu releases, %llu advice, %llu remaps; %llu dropped\n",
-		t.n, (unsigned long long)t.counts[OBS_TR_FAULT], (unsigned long long)huge, ntid,
-		(unsigned long long)t.counts[OBS_TR_MAP],
-		(unsigned long long)t.counts[OBS_TR_ADOPT],
-		(unsigned long long)t.counts[OBS_TR_RELEASE],
-		(unsigned long long)t.counts[OBS_TR_ADVISE],
-		(unsigned long long)t.counts[OBS_TR_REMAP], (unsigned long long)t.dropped);
-	obs_trace_free(&t);
-}
-
-/* ---- runs
- * ------------------------------------------------------------------------------------------ */
-
-static void mmtests_hist(const struct rd_run *r, FILE *out, bool *said)
+/* --mmtests of a run: exact from the trace its report names, else from its histogram. */
+static void mmtests_run(const struct rd_run *r, FILE *out, bool *said)
 {
 	const char *trace = r->root ? rd_str(r->root, "config.trace") : NULL;
+	char err[700];
 
-	if (trace && obs_trace_is_trace(trace) && mmtests_trace(trace, out) == 0)
-		return;
+	if (trace && obs_trace_is_trace(trace)) {
+		if (rd_trace_mmtests(trace, out, err, sizeof(err)) == 0)
+			return;
+		cli_error(CMD, "%s", err);
+	}
 	if (!*said)
 		fprintf(stderr,
 			"thpemu report: %s has no fault trace: --mmtests lines come from its "
 			"latency histogram (thread 0, time 0, latency within 3 %%)\n",
-			r->source);
+			cli_esc(r->source));
 	*said = true;
-	for (int c = RD_HUGE; c <= RD_BASE; c++)
-		for (size_t k = 0; k < r->hist[c].n; k++)
-			for (uint64_t i = 0; i < r->hist[c].b[k].n; i++)
-				fprintf(out, "fault 0 %s %.0f 0.000000\n", rd_class_names[c],
-					(double)r->hist[c].b[k].hi / 1000.0);
-}
-
-static void run_text(const struct rd_run *r, FILE *out)
-{
-	static const char *const cls[] = {"huge", "base", "both"};
-
-	/* what a report says is echoed escaped: a crafted label cannot drive the terminal */
-	fprintf(out, "%s: %s%s, %s\n", cli_esc(r->source), cli_esc(r->label),
-		r->warmup ? " (warm-up)" : "", r->ok ? "ok" : cli_esc(r->note));
-	if (!r->root)
-		return;
-	fprintf(out,
-		"  faults %.0f: huge %.0f (%.2f %%), base %.0f; stalls %.0f (%.1f ms); "
-		"writeback waits %.0f (%.1f ms)\n",
-		rd_num(r->root, "faults.total"), rd_num(r->root, "faults.huge"),
-		rd_num(r->root, "faults.huge_pct"), rd_num(r->root, "faults.base"),
-		rd_num(r->root, "stalls.count"), rd_num(r->root, "stalls.total_ms"),
-		rd_num(r->root, "writeback_waits.count"),
-		rd_num(r->root, "writeback_waits.total_ms"));
-	for (int c = 0; c < 3; c++) {
-		char p[4][48];
-
-		snprintf(p[0], sizeof(p[0]), "latency_us.%s.p50", cls[c]);
-		snprintf(p[1], sizeof(p[1]), "latency_us.%s.p99", cls[c]);
-		snprintf(p[2], sizeof(p[2]), "latency_us.%s.max", cls[c]);
-		snprintf(p[3], sizeof(p[3]), "latency_us.%s.count", cls[c]);
-		fprintf(out, "  %-4s latency us: p50 %.1f p99 %.1f max %.1f (%.0f faults)\n",
-			cls[c], rd_num(r->root, p[0]), rd_num(r->root, p[1]), rd_num(r->root, p[2]),
-			rd_num(r->root, p[3]));
-	}
+	rd_mmtests_hist(r, out);
 }
 
 static int write_html(const struct report_args *a, FILE *f, const struct rd_run *runs, size_t n,
@@ -272,10 +169,11 @@ static int report_main(int argc, char **argv)
 	parse(argc, argv, &a);
 	for (int i = 0; i < a.nfiles; i++) {
 		if (obs_trace_is_trace(a.files[i])) {
-			if (a.mmtests && mmtests_trace(a.files[i], stdout) < 0)
-				rc = 1;
-			else if (a.text)
-				trace_text(a.files[i], stdout);
+			if (a.mmtests && rd_trace_mmtests(a.files[i], stdout, err, sizeof(err)) < 0)
+				cli_usage_error(CMD, "%s", err);
+			if (a.text && !a.mmtests &&
+			    rd_trace_text(a.files[i], stdout, err, sizeof(err)) < 0)
+				cli_usage_error(CMD, "%s", err);
 			continue;
 		}
 		if (rd_load(a.files[i], &runs, &n, err, sizeof(err)) < 0)
@@ -300,10 +198,10 @@ static int report_main(int argc, char **argv)
 	if (a.mmtests)
 		for (size_t i = 0; i < n; i++)
 			if (runs[i].ok && !runs[i].warmup)
-				mmtests_hist(&runs[i], stdout, &said);
+				mmtests_run(&runs[i], stdout, &said);
 	if (a.text) {
 		for (size_t i = 0; i < n; i++)
-			run_text(&runs[i], stdout);
+			rd_run_text(&runs[i], stdout);
 		if (cmp) {
 			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cli_esc(cmp->label_a),
 			       cmp->runs_a, cli_esc(cmp->label_b), cmp->runs_b);

@@ -187,7 +187,9 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 static void resolve_replay(struct sim_config *c, struct sim_args *a)
 {
 	struct sim_replay_info in;
-	char err[1024], kv[300];
+	char err[1024];
+	unsigned keep = (a->seed_set ? SIM_REPLAY_KEEP_SEED : 0) |
+			(a->duration_set ? SIM_REPLAY_KEEP_DURATION : 0);
 
 	if (a->scenario)
 		cli_usage_error(CMD, "--replay and --scenario exclude each other (the trace is the "
@@ -199,15 +201,8 @@ static void resolve_replay(struct sim_config *c, struct sim_args *a)
 		a->policy = strdup(in.policy[0] ? in.policy : "modern-always");
 	if (!a->pool_set && in.pool_bytes >= pool_opt()->min && in.pool_bytes <= pool_opt()->max)
 		c->pool_bytes = in.pool_bytes;
-	if (!a->seed_set)
-		c->seed = in.seed;
-	if (!a->duration_set) /* everything recorded, and time for the last faults to end */
-		c->duration_ns = in.span_ns + 600ULL * 1000000000ULL;
-	c->scenario = &sim_scen_replay;
-	sim_params_defaults(c->scenario, &c->params);
-	snprintf(kv, sizeof(kv), "init=%s", in.fragment);
-	if (in.fragment[0] && sim_params_set(c->scenario, &c->params, kv, err, sizeof(err)))
-		cli_usage_error(CMD, "--replay: the trace's recipe: %s", err);
+	if (sim_replay_configure(c, keep, err, sizeof(err)))
+		cli_usage_error(CMD, "--replay: %s", err);
 }
 
 /* A key given twice (in --policy P:K=V,..., --device D:K=V,..., or two --opt K=V) is an error:

@@ -91,28 +91,68 @@ const char *rd_kind(json_t *root)
 	return k && !strcmp(k, "sim") ? "sim" : NULL;
 }
 
-static void load_hist(struct rd_hist *h, json_t *arr)
+/* A count or bound of a histogram bucket: an integer 0..max, else -1. */
+static int64_t bucket_int(json_t *v, int64_t max)
+{
+	json_int_t x = json_is_integer(v) ? json_integer_value(v) : -1;
+
+	return x >= 0 && x <= max ? (int64_t)x : -1;
+}
+
+/* Read a "latency_hist" array: [lo, hi, n] per non-empty bucket of obs/hist.h's grid, lo
+ * increasing. 0, or -EINVAL with the reason in why (anything else is not a histogram thpemu
+ * wrote, and its counts would drive the renderers: one --mmtests line per fault). */
+static int load_hist(struct rd_hist *h, json_t *arr, char *why, size_t whylen)
 {
 	size_t n = json_array_size(arr);
 
 	memset(h, 0, sizeof(*h));
+	if (arr && !json_is_array(arr)) {
+		snprintf(why, whylen, "not an array");
+		return -EINVAL;
+	}
+	if (n > OBS_HIST_BUCKETS) {
+		snprintf(why, whylen, "%zu buckets (a histogram has %u)", n, OBS_HIST_BUCKETS);
+		return -EINVAL;
+	}
 	h->b = calloc(n ? n : 1, sizeof(*h->b));
 	if (!h->b)
-		return;
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		json_t *e = json_array_get(arr, i);
+		int64_t lo = bucket_int(json_array_get(e, 0), INT64_MAX);
+		int64_t hi = bucket_int(json_array_get(e, 1), INT64_MAX);
+		int64_t cnt = bucket_int(json_array_get(e, 2), (int64_t)RD_FAULTS_MAX);
+		unsigned b = lo < 0 ? 0 : obs_hist_bucket((uint64_t)lo);
 
-		if (json_array_size(e) != 3)
-			continue;
-		h->b[h->n].lo = (uint64_t)json_integer_value(json_array_get(e, 0));
-		h->b[h->n].hi = (uint64_t)json_integer_value(json_array_get(e, 1));
-		h->b[h->n].n = (uint64_t)json_integer_value(json_array_get(e, 2));
-		h->total += h->b[h->n].n;
+		if (json_array_size(e) != 3 || lo < 0 || hi < 0 || cnt < 0 ||
+		    obs_hist_bucket_lo(b) != (uint64_t)lo || obs_hist_bucket_hi(b) != (uint64_t)hi ||
+		    (i && (uint64_t)lo <= h->b[i - 1].lo)) {
+			snprintf(why, whylen, "bucket %zu is not [lo, hi, count] of the bucket grid "
+					      "in increasing order with a count 0..2^40", i);
+			return -EINVAL;
+		}
+		h->b[i] = (struct rd_bucket){(uint64_t)lo, (uint64_t)hi, (uint64_t)cnt};
+		h->total += (uint64_t)cnt;
 		h->n++;
 	}
+	if (h->total > RD_FAULTS_MAX) {
+		snprintf(why, whylen, "%llu faults (a run has at most 2^40)",
+			 (unsigned long long)h->total);
+		return -EINVAL;
+	}
+	return 0;
 }
 
-void rd_run_from_json(struct rd_run *r, json_t *root, const char *source)
+/* A small integer of a report (an exit status, a run number), def if absent or out of range. */
+static int small_int(json_t *v, int def)
+{
+	json_int_t x = json_is_integer(v) ? json_integer_value(v) : def;
+
+	return x >= -1000000 && x <= 1000000 ? (int)x : def;
+}
+
+int rd_run_from_json(struct rd_run *r, json_t *root, const char *source, char *err, size_t errlen)
 {
 	const char *kind = rd_kind(root);
 	const char *policy =
@@ -123,13 +163,19 @@ void rd_run_from_json(struct rd_run *r, json_t *root, const char *source)
 	if (!r->label[0])
 		snprintf(r->label, sizeof(r->label), "%s", policy ? policy : "?");
 	for (int c = 0; c < RD_NCLASS; c++) {
-		char path[32];
+		char path[32], why[160];
+		int rc;
 
 		snprintf(path, sizeof(path), "latency_hist.%s", rd_class_names[c]);
-		load_hist(&r->hist[c], at(root, path));
+		rc = load_hist(&r->hist[c], at(root, path), why, sizeof(why));
+		if (rc == -EINVAL)
+			snprintf(err, errlen, "%.600s: %s: %s", source, path, why);
+		if (rc)
+			return rc;
 	}
 	if (!r->wall_s)
 		r->wall_s = rd_num(root, "program.wall_s");
+	return 0;
 }
 
 void rd_run_free(struct rd_run *r)
@@ -151,7 +197,8 @@ static int push_run(struct rd_run **runs, size_t *n, struct rd_run **out)
 	return 0;
 }
 
-static int load_ab(json_t *root, const char *path, struct rd_run **runs, size_t *n)
+static int load_ab(json_t *root, const char *path, struct rd_run **runs, size_t *n, char *err,
+		   size_t errlen)
 {
 	json_t *arr = json_object_get(root, "runs");
 	const char *labels[2] = {rd_str(root, "config.a.label"), rd_str(root, "config.b.label")};
@@ -165,12 +212,10 @@ static int load_ab(json_t *root, const char *path, struct rd_run **runs, size_t 
 		if (push_run(runs, n, &r))
 			return -ENOMEM;
 		r->side = side && !strcmp(side, "B");
-		r->index = (int)json_integer_value(json_object_get(e, "index"));
+		r->index = small_int(json_object_get(e, "index"), 0);
 		r->ok = json_is_true(json_object_get(e, "ok"));
 		r->warmup = json_is_true(json_object_get(e, "warmup"));
-		r->exit_status = json_is_integer(json_object_get(e, "exit_status"))
-				     ? (int)json_integer_value(json_object_get(e, "exit_status"))
-				     : -1;
+		r->exit_status = small_int(json_object_get(e, "exit_status"), -1);
 		r->wall_s = json_number_value(json_object_get(e, "wall_s"));
 		snprintf(r->note, sizeof(r->note), "%s",
 			 json_string_value(json_object_get(e, "note")) ?: "");
@@ -178,10 +223,10 @@ static int load_ab(json_t *root, const char *path, struct rd_run **runs, size_t 
 			 labels[r->side] ?: (r->side ? "B" : "A"));
 		snprintf(src, sizeof(src), "%.500s: %s run %d", path, r->side ? "B" : "A",
 			 r->index);
-		if (json_is_object(rep))
-			rd_run_from_json(r, rep, src);
-		else
+		if (!json_is_object(rep))
 			memcpy(r->source, src, sizeof(r->source) - 1);
+		else if (rd_run_from_json(r, rep, src, err, errlen) < 0)
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -204,12 +249,12 @@ int rd_load(const char *path, struct rd_run **runs, size_t *n, char *err, size_t
 		snprintf(err, errlen, "%s: not a thpemu run, sim or ab report", path);
 		rc = -EINVAL;
 	} else if (!strcmp(kind, "ab")) {
-		rc = load_ab(root, path, runs, n);
+		rc = load_ab(root, path, runs, n, err, errlen);
 	} else if ((rc = push_run(runs, n, &r)) == 0) {
 		r->side = -1;
 		r->ok = true;
-		r->exit_status = (int)rd_num(root, "program.exit_status");
-		rd_run_from_json(r, root, path);
+		r->exit_status = small_int(at(root, "program.exit_status"), -1);
+		rc = rd_run_from_json(r, root, path, err, errlen);
 	}
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "obs/hist.h"
 #include "obs/stats.h"
 #include "util/json.h"
 
@@ -46,8 +47,14 @@ struct rd_run {
 	struct rd_hist hist[RD_NCLASS];
 };
 
-/* Take a report (a reference is taken) into r. */
-void rd_run_from_json(struct rd_run *r, json_t *root, const char *source);
+/* The most faults a run's histogram may count: 2^40 (a thousand billion first touches, days of
+ * nothing but faulting); a report claiming more is refused as corrupt, not rendered. */
+#define RD_FAULTS_MAX (1ULL << 40)
+
+/* Take a report (a reference is taken) into r. 0, or -EINVAL (with a reason in err naming
+ * source: a latency histogram that is not one thpemu writes) or -ENOMEM. */
+int rd_run_from_json(struct rd_run *r, json_t *root, const char *source, char *err,
+		     size_t errlen);
 void rd_run_free(struct rd_run *r);
 /* Read a report file: a run or sim report gives one run, an ab report its runs (appended to
  * *runs, *n). Returns 0, or -errno with a one-line reason in err. */
@@ -132,6 +139,17 @@ void cmp_free(struct cmp_result *c);
 void cmp_text(FILE *f, const struct cmp_result *c);
 /* "comparison": {...} into the current JSON object. */
 void cmp_json(struct json_w *w, const struct cmp_result *c);
+
+/* ---- text (report_text.c) --------------------------------------------------------------------- */
+
+/* A run's summary: label, status, faults, stalls, latency percentiles. */
+void rd_run_text(const struct rd_run *r, FILE *out);
+/* mmtests fault lines reconstructed from a run's latency histogram: one per fault, thread 0,
+ * time 0, the latency its bucket's upper edge. */
+void rd_mmtests_hist(const struct rd_run *r, FILE *out);
+/* A fault trace's mmtests lines (exact), or its summary. 0, or -errno with a reason in err. */
+int rd_trace_mmtests(const char *path, FILE *out, char *err, size_t errlen);
+int rd_trace_text(const char *path, FILE *out, char *err, size_t errlen);
 
 /* ---- HTML (html.c) ----------------------------------------------------------------------------
  */

@@ -29,6 +29,7 @@
 #ifndef THPEMU_GUARD_GUARD_H
 #define THPEMU_GUARD_GUARD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,9 +78,21 @@ struct guard_thread {
 	struct guard_thread *next;
 };
 
-/* Called by every emulator thread before it does anything else, and on its way out. */
+/* Register an emulator thread: called by its creator just before pthread_create (a thread that
+ * registered itself once running could miss a request made in between, starting with
+ * credentials that had not seen it), and by the thread on its way out - or by the creator if
+ * pthread_create failed. */
 void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg);
 void guard_thread_leave(struct guard_thread *t);
+/* All of it: register t, create the thread with every signal blocked (the program's signals are
+ * never delivered to it), name it. 0 or -errno (t is then unregistered). */
+int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *),
+			void *wake_arg, void *(*fn)(void *), void *arg, const char *name);
+/* The new thread's first call: records its id and applies what is pending. */
+void guard_thread_started(struct guard_thread *t);
+/* guard_thread_sync() for the calling thread if it is a registered emulator thread (for waits
+ * in code that does not know which thread runs it). */
+void guard_sync_self(void);
 /* Checkpoint: apply a pending credential request to the calling emulator thread. Call at every
  * point where the thread wakes up (cheap when nothing is pending). */
 void guard_thread_sync(struct guard_thread *t);

@@ -12,8 +12,9 @@
  *
  * So the interposers of prctl and capset (core/shim) hand every such change that succeeded on the
  * program's thread to guard_cred_replicate(), which has each emulator thread make the same call
- * on itself before the program's call returns. Emulator threads register at start and reach
- * guard_thread_sync() whenever they wake; the requester wakes them through their own wake-up
+ * on itself before the program's call returns. An emulator thread is registered by its creator
+ * before it is created (so that a request made before it first runs waits for it: it starts with
+ * the credentials its creator had) and reaches guard_thread_sync() whenever it wakes; the requester wakes them through their own wake-up
  * function and waits until every registered thread has seen the request. A thread stalled in a
  * long fault delays the program's call by as long (timing only). The credentials then always
  * match the program's, which also means an emulator thread never keeps privileges the program
@@ -25,6 +26,7 @@
 #include <linux/capability.h>
 #include <linux/prctl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -57,21 +59,59 @@ static void list_release(void)
 	__atomic_store_n(&list_lock, 0, __ATOMIC_RELEASE);
 }
 
+static __thread struct guard_thread *self; /* the calling emulator thread's entry, if any */
+
 void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg)
 {
-	t->tid = sys_gettid();
+	t->tid = 0; /* not running yet */
 	t->wake = wake;
 	t->arg = arg;
 	list_acquire();
-	/* a thread starts with its creator's credentials, which have seen every request */
+	/* registered by its creator before it exists: it will start with the creator's credentials,
+	 * which have seen every request so far; a request made from here on waits for it */
 	__atomic_store_n(&t->seen, __atomic_load_n(&req.seq, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 	t->next = threads;
 	threads = t;
 	list_release();
 }
 
+int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *),
+			void *wake_arg, void *(*fn)(void *), void *arg, const char *name)
+{
+	sigset_t all, old;
+	int rc;
+
+	guard_thread_enter(t, wake, wake_arg);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits the full mask */
+	rc = -pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0) {
+		guard_thread_leave(t);
+		return rc;
+	}
+	if (name)
+		pthread_setname_np(*th, name);
+	return 0;
+}
+
+void guard_thread_started(struct guard_thread *t)
+{
+	__atomic_store_n(&t->tid, sys_gettid(), __ATOMIC_RELEASE);
+	self = t;
+	guard_thread_sync(t);
+}
+
+void guard_sync_self(void)
+{
+	if (self)
+		guard_thread_sync(self);
+}
+
 void guard_thread_leave(struct guard_thread *t)
 {
+	if (self == t)
+		self = NULL;
 	list_acquire();
 	for (struct guard_thread **p = &threads; *p; p = &(*p)->next) {
 		if (*p == t) {
@@ -87,8 +127,12 @@ unsigned guard_thread_tids(int *out, unsigned max)
 	unsigned n = 0;
 
 	list_acquire();
-	for (struct guard_thread *t = threads; t && n < max; t = t->next)
-		out[n++] = t->tid;
+	for (struct guard_thread *t = threads; t && n < max; t = t->next) {
+		int tid = __atomic_load_n(&t->tid, __ATOMIC_ACQUIRE);
+
+		if (tid)
+			out[n++] = tid;
+	}
 	list_release();
 	return n;
 }

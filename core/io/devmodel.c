@@ -44,27 +44,11 @@ struct devm {
 	struct devm_stats st;
 };
 
-static int params_check(const struct devm_params *p)
-{
-	if (p->slots < 1 || p->slots > DEVM_MAX_SLOTS)
-		return -EINVAL;
-	if (p->gc_au_bytes && (p->gc_open_aus < 1 || p->gc_open_aus > DEVM_MAX_OPEN_AUS))
-		return -EINVAL;
-	if (p->tail_min_ns > p->tail_max_ns)
-		return -EINVAL;
-	if (!(p->jitter >= 0 && p->jitter <= 1) || !(p->error_rate >= 0 && p->error_rate <= 1) ||
-	    !(p->tail_rate >= 0 && p->tail_rate <= 1))
-		return -EINVAL;
-	if (p->err_down_ns && !p->err_up_ns)
-		return -EINVAL;
-	return 0;
-}
-
 int devm_create(const struct devm_params *p, uint64_t seed, struct devm **out)
 {
 	struct devm *m;
 
-	if (params_check(p) < 0)
+	if (devm_params_check(p, NULL, 0) < 0)
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -91,12 +75,13 @@ static uint64_t ns_round(double ns)
 /* Lognormal factor with mean 1 and relative sd `jitter`. */
 static double jitter_factor(struct devm *m)
 {
-	double s2;
+	double s2, f;
 
 	if (m->p.jitter <= 0)
 		return 1.0;
 	s2 = log1p(m->p.jitter * m->p.jitter);
-	return exp(-s2 / 2 + sqrt(s2) * rng_normal(&m->rng));
+	f = exp(-s2 / 2 + sqrt(s2) * rng_normal(&m->rng));
+	return f < DEVM_JITTER_MAX ? f : DEVM_JITTER_MAX; /* beyond: 3e-5 of draws at jitter 1 */
 }
 
 static double xfer_ns(uint64_t len, uint64_t bw)
@@ -319,7 +304,8 @@ static void start(struct devm *m, unsigned i, struct devm_req *r, uint64_t t)
 	x0 = t + setup > m->medium_free ? t + setup : m->medium_free;
 	busy = ns_round(f * media_ns(m, r, x0)) + seek_cost(m, r);
 	busy += gc_cost(m, r);
-	x1 = x0 + busy + stall_cost(m, r, busy);
+	busy += stall_cost(m, r, busy);
+	x1 = x0 + (busy < DEVM_BUSY_MAX_NS ? busy : DEVM_BUSY_MAX_NS);
 	m->st.busy_ns += x1 - x0;
 	m->medium_free = x1;
 	r->t_done = x1 + tail_cost(m);
@@ -476,19 +462,86 @@ static int set_timed(struct devm *m, struct devm_params *np, const char *key)
 	return 0;
 }
 
+/* What request r costs under the current parameters, without the one-off charges already
+ * drawn for it (GC, stalls, seeks, tails, jitter): command overhead and transfer. */
+static double plain_cost_ns(const struct devm *m, const struct devm_req *r)
+{
+	const struct devm_params *p = &m->p;
+	double setup = (double)(r->write ? p->setup_ns : p->read_setup_ns);
+
+	if (r->err == -ENOSPC)
+		return setup;
+	return setup + xfer_ns(r->len, r->write ? p->write_bw : p->read_bw);
+}
+
+/* The parameters changed at m->now: what is left of each request in service (the share of its
+ * time not yet elapsed) now costs that share of what the request costs under the new
+ * parameters, the requests following each other on the medium in their completion order. */
+static void retime(struct devm *m)
+{
+	uint64_t t = m->now;
+	bool done[DEVM_MAX_SLOTS] = {false};
+
+	for (;;) {
+		struct devm_req *r;
+		double left, cost;
+		int i = -1;
+
+		for (unsigned k = 0; k < m->slot_hi; k++)
+			if (m->slot[k] && !done[k] && (i < 0 || m->slot[k]->t_done < m->slot[i]->t_done))
+				i = (int)k;
+		if (i < 0)
+			break;
+		done[i] = true;
+		r = m->slot[i];
+		left = r->t_done <= r->t_start || m->now <= r->t_start
+			       ? 1.0
+			       : (double)(r->t_done - m->now) / (double)(r->t_done - r->t_start);
+		cost = left * plain_cost_ns(m, r);
+		if (cost > (double)DEVM_BUSY_MAX_NS)
+			cost = (double)DEVM_BUSY_MAX_NS;
+		m->st.busy_ns -= r->t_done - m->now < m->st.busy_ns ? r->t_done - m->now : m->st.busy_ns;
+		t += ns_round(cost);
+		m->st.busy_ns += ns_round(cost);
+		r->t_done = t;
+	}
+	if (t > m->now || m->medium_free > m->now)
+		m->medium_free = t;
+}
+
+/* Do a and b time requests differently? (Not: the name, errors, capacity, dead.) */
+static bool timing_changed(const struct devm_params *a, const struct devm_params *b)
+{
+	struct devm_params x = *a, y = *b;
+
+	memcpy(y.name, x.name, sizeof(x.name));
+	y.error_rate = x.error_rate;
+	y.err_win_start_ns = x.err_win_start_ns;
+	y.err_win_len_ns = x.err_win_len_ns;
+	y.err_up_ns = x.err_up_ns;
+	y.err_down_ns = x.err_down_ns;
+	y.capacity = x.capacity;
+	y.dead = x.dead;
+	return memcmp(&x, &y, sizeof(x)) != 0;
+}
+
 int devm_set(struct devm *m, uint64_t now, const char *key, const char *value)
 {
 	struct devm_params np = m->p;
+	bool retimed;
 	int err;
 
 	advance(m, now);
 	err = devm_params_set(&np, key, value);
 	if (err < 0)
 		return err;
-	if (params_check(&np) < 0)
+	if (devm_params_check(&np, NULL, 0) < 0)
 		return -EINVAL;
 	set_timed(m, &np, key);
+	retimed = timing_changed(&m->p, &np);
 	m->p = np;
+	if (retimed)
+		retime(m);
 	if (!strcmp(key, "dead"))
 		m->paused = np.dead;
 	else if (np.dead)

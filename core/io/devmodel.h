@@ -32,6 +32,13 @@
 
 #define DEVM_MAX_SLOTS	  64
 #define DEVM_MAX_OPEN_AUS 16
+/* No request occupies the medium longer than this, whatever the keys (each within its bounds,
+ * devm_help) combine to: a device that busy would have been reset by its host long before (sd
+ * gives a SCSI command 30 s and retries it a few times). With its command overhead (at most
+ * 10 s, times the jitter factor, itself at most DEVM_JITTER_MAX) and a tail (at most 60 s), a
+ * request in service completes within about 6 minutes while the device runs. */
+#define DEVM_BUSY_MAX_NS (120ULL * 1000000000ULL)
+#define DEVM_JITTER_MAX	 20.0
 
 struct devm_params {
 	char name[32];
@@ -75,6 +82,12 @@ int devm_preset(const char *name, struct devm_params *p);
 int devm_params_set(struct devm_params *p, const char *key, const char *value);
 /* Apply "key=value" (one string, as in a control file line). Same returns. */
 int devm_params_set_kv(struct devm_params *p, const char *kv);
+/* What key accepts ("0 (unthrottled) or 10KB/s..1TB/s"), for messages; NULL if unknown. */
+const char *devm_key_accepted(const char *key);
+/* The rules between keys (gc-au needs gc-open, ...): 0, or -EINVAL with the reason in err (may
+ * be NULL). devm_create and devm_set refuse a set that breaks them; a spec parser checks once
+ * it has applied every key. */
+int devm_params_check(const struct devm_params *p, char *err, size_t errlen);
 /* Write the presets and keys (for --help), one line each. */
 void devm_help(FILE *f);
 /* Write p as space-separated "key=value" pairs that devm_params_set accepts back. */
@@ -120,9 +133,12 @@ struct devm_req *devm_pop_done(struct devm *m, uint64_t now);
 void devm_pause(struct devm *m, uint64_t now);
 void devm_resume(struct devm *m, uint64_t now);
 bool devm_paused(const struct devm *m);
-/* Change parameters at run time (control file); applies to requests not yet started.
- * "dead=1" pauses, "dead=0" resumes; "error-window=LEN" or "AFTER+LEN" counts from now.
- * Returns like devm_params_set. */
+/* Change parameters at run time (control file). Requests not yet started get the new
+ * parameters; those in service are re-timed: what is left of each (the share of its service
+ * time not yet elapsed) takes what it would under the new parameters, in completion order on
+ * the medium, so a slower device delays them and a faster one (or "preset=fast") completes
+ * them at once. "dead=1" pauses, "dead=0" resumes; "error-window=LEN" or "AFTER+LEN" counts
+ * from now. Returns like devm_params_set, or -EINVAL for a set devm_params_check refuses. */
 int devm_set(struct devm *m, uint64_t now, const char *key, const char *value);
 const struct devm_params *devm_params(const struct devm *m);
 void devm_get_stats(const struct devm *m, struct devm_stats *s);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,40 +181,69 @@ struct key {
 	size_t off; /* of the field in struct devm_params */
 	bool alias; /* not written by devm_params_format */
 	const char *help;
+	uint64_t lo, hi; /* K_RATE, K_DUR, K_SIZE, K_RANGE, K_WINDOW, K_CYCLE: bounds; 0 = none */
+	bool zero_ok;	 /* ... and 0 besides them (off, unthrottled) */
+	const char *accepted;
 };
 
 #define F(field) offsetof(struct devm_params, field)
 
+/* Bounds (the control file changes a running device: no value may wedge it). Rates: 10 KB/s at
+ * least, so one 1 MiB request takes under two minutes; durations a request is charged: 10 s
+ * (SD's busy limit is 250 ms, Linux's mmc driver allows 3 s), 60 s for a tail (NFS's major
+ * retransmit timeout); windows and cycles: a year. Any combination is capped in devmodel.c
+ * (DEVM_BUSY_MAX_NS). */
+#define KB    1000ULL
+#define SEC   NSEC_PER_SEC
+#define YEAR  (365ULL * 86400 * SEC)
+#define RATE  10 * KB, 1000000 * MB, true, "0 (unthrottled) or 10KB/s..1TB/s"
+#define SETUP 0, 10 * SEC, false, "0..10s"
+
 /* clang-format off */
 static const struct key keys[] = {
-	{"preset", K_PRESET, 0, true, "NAME: start over from a preset"},
-	{"name", K_NAME, F(name), false, "label shown in reports"},
-	{"bandwidth", K_RATE, F(write_bw), false, "RATE: media write rate (0 = unthrottled)"},
-	{"write-bandwidth", K_RATE, F(write_bw), true, "alias of bandwidth"},
-	{"read-bandwidth", K_RATE, F(read_bw), false, "RATE: read rate (0 = unthrottled)"},
-	{"latency", K_DUR, F(setup_ns), false, "DUR: per-write command overhead"},
-	{"setup", K_DUR, F(setup_ns), true, "alias of latency"},
-	{"read-latency", K_DUR, F(read_setup_ns), false, "DUR: per-read command overhead"},
-	{"jitter", K_FRAC, F(jitter), false, "PCT: relative sd of a lognormal factor on service time"},
-	{"slots", K_SLOTS, F(slots), false, "N: command queue depth, 1..64"},
-	{"seek", K_DUR, F(seek_ns), false, "DUR: charged for a non-sequential request"},
-	{"seek-window", K_SIZE, F(seek_window), false, "SIZE: distance still counted sequential"},
-	{"stall-every", K_EVERY, 0, false, "SIZE|DUR: busy stall every SIZE written or DUR busy"},
-	{"stall-for", K_DUR, F(stall_for_ns), false, "DUR: busy stall length"},
-	{"stall-jitter", K_DUR, F(stall_jitter_ns), false, "DUR: +- uniform on the stall length"},
-	{"tail-rate", K_FRAC, F(tail_rate), false, "PCT: share of requests with a tail delay"},
-	{"tail-latency", K_RANGE, 0, false, "DUR|MIN-MAX: the tail delay"},
-	{"gc-au", K_SIZE, F(gc_au_bytes), false, "SIZE: flash allocation unit (0 = no GC model)"},
-	{"gc-open", K_AUS, F(gc_open_aus), false, "N: open allocation units, 1..16"},
-	{"gc-copy-bandwidth", K_RATE, F(gc_copy_bw), false, "RATE: GC copy rate"},
-	{"gc-erase", K_DUR, F(gc_erase_ns), false, "DUR: erase time per forced GC"},
-	{"burst", K_SIZE, F(burst_bytes), false, "SIZE: fast cache in front (0 = none)"},
-	{"burst-bandwidth", K_RATE, F(burst_bw), false, "RATE: write rate into the cache"},
-	{"error-rate", K_FRAC, F(error_rate), false, "P|PCT: probability a request fails EIO"},
-	{"error-window", K_WINDOW, 0, false, "[AFTER+]LEN: every request fails EIO in the window"},
-	{"error-cycle", K_CYCLE, 0, false, "UP/DOWN: works UP, fails DOWN, repeating"},
-	{"capacity", K_SIZE, F(capacity), false, "SIZE: writes beyond fail ENOSPC (0 = unbounded)"},
-	{"dead", K_BOOL, F(dead), false, "0|1: device hangs (paused) until resumed"},
+	{"preset", K_PRESET, 0, true, "NAME: start over from a preset", 0, 0, false, "a preset name"},
+	{"name", K_NAME, F(name), false, "label shown in reports", 0, 0, false,
+	 "up to 31 characters, no spaces or '='"},
+	{"bandwidth", K_RATE, F(write_bw), false, "RATE: media write rate (0 = unthrottled)", RATE},
+	{"write-bandwidth", K_RATE, F(write_bw), true, "alias of bandwidth", RATE},
+	{"read-bandwidth", K_RATE, F(read_bw), false, "RATE: read rate (0 = unthrottled)", RATE},
+	{"latency", K_DUR, F(setup_ns), false, "DUR: per-write command overhead", SETUP},
+	{"setup", K_DUR, F(setup_ns), true, "alias of latency", SETUP},
+	{"read-latency", K_DUR, F(read_setup_ns), false, "DUR: per-read command overhead", SETUP},
+	{"jitter", K_FRAC, F(jitter), false, "PCT: relative sd of a lognormal factor on service time",
+	 0, 0, false, "0..100% or 0..1"},
+	{"slots", K_SLOTS, F(slots), false, "N: command queue depth", 0, 0, false, "1..64"},
+	{"seek", K_DUR, F(seek_ns), false, "DUR: charged for a non-sequential request", SETUP},
+	{"seek-window", K_SIZE, F(seek_window), false, "SIZE: distance still counted sequential",
+	 0, 0, false, "a size"},
+	{"stall-every", K_EVERY, 0, false, "SIZE|DUR: busy stall every SIZE written or DUR busy",
+	 0, 0, true, "0 (off), 64K..1T written or 10ms..1h busy"},
+	{"stall-for", K_DUR, F(stall_for_ns), false, "DUR: busy stall length", SETUP},
+	{"stall-jitter", K_DUR, F(stall_jitter_ns), false, "DUR: +- uniform on the stall length",
+	 SETUP},
+	{"tail-rate", K_FRAC, F(tail_rate), false, "PCT: share of requests with a tail delay",
+	 0, 0, false, "0..100% or 0..1"},
+	{"tail-latency", K_RANGE, 0, false, "DUR|MIN-MAX: the tail delay", 0, 60 * SEC, false,
+	 "DUR or MIN-MAX, 0..60s"},
+	{"gc-au", K_SIZE, F(gc_au_bytes), false, "SIZE: flash allocation unit (0 = no GC model)",
+	 64 << 10, 1ULL << 30, true, "0 (no GC) or 64K..1G"},
+	{"gc-open", K_AUS, F(gc_open_aus), false, "N: open allocation units", 0, 0, false,
+	 "0..16 (1..16 with gc-au)"},
+	{"gc-copy-bandwidth", K_RATE, F(gc_copy_bw), false, "RATE: GC copy rate", RATE},
+	{"gc-erase", K_DUR, F(gc_erase_ns), false, "DUR: erase time per forced GC", SETUP},
+	{"burst", K_SIZE, F(burst_bytes), false, "SIZE: fast cache in front (0 = none)", 0, 0, false,
+	 "a size"},
+	{"burst-bandwidth", K_RATE, F(burst_bw), false, "RATE: write rate into the cache", RATE},
+	{"error-rate", K_FRAC, F(error_rate), false, "P|PCT: probability a request fails EIO",
+	 0, 0, false, "0..100% or 0..1"},
+	{"error-window", K_WINDOW, 0, false, "[AFTER+]LEN: every request fails EIO in the window",
+	 0, YEAR, false, "[AFTER+]LEN, durations up to a year"},
+	{"error-cycle", K_CYCLE, 0, false, "UP/DOWN: works UP, fails DOWN, repeating",
+	 0, YEAR, false, "UP/DOWN, durations up to a year, UP > 0"},
+	{"capacity", K_SIZE, F(capacity), false, "SIZE: writes beyond fail ENOSPC (0 = unbounded)",
+	 0, 0, false, "a size"},
+	{"dead", K_BOOL, F(dead), false, "0|1: device hangs (paused) until resumed", 0, 0, false,
+	 "0 or 1"},
 };
 /* clang-format on */
 
@@ -261,16 +291,28 @@ static int parse_dur_pair(const char *s, char sep, bool one_ok, uint64_t *a, uin
 	return 0;
 }
 
+/* Within the key's bounds (or 0 where that means off)? */
+static bool in_bounds(const struct key *k, uint64_t v)
+{
+	if (v == 0 && k->zero_ok)
+		return true;
+	return (!k->lo || v >= k->lo) && (!k->hi || v <= k->hi);
+}
+
 static int parse_every(struct devm_params *p, const char *v)
 {
 	uint64_t x;
 
 	if (units_parse_size(v, &x) == 0) {
+		if (x && (x < (64ULL << 10) || x > (1ULL << 40)))
+			return -EINVAL;
 		p->stall_every_bytes = x;
 		p->stall_every_ns = 0;
 		return 0;
 	}
 	if (units_parse_duration(v, &x) == 0) {
+		if (x && (x < 10 * MS || x > 3600 * SEC))
+			return -EINVAL;
 		p->stall_every_ns = x;
 		p->stall_every_bytes = 0;
 		return 0;
@@ -278,7 +320,7 @@ static int parse_every(struct devm_params *p, const char *v)
 	return -EINVAL;
 }
 
-static int parse_range(struct devm_params *p, const char *v)
+static int parse_range(struct devm_params *p, const struct key *k, const char *v)
 {
 	uint64_t lo, hi;
 
@@ -286,10 +328,29 @@ static int parse_range(struct devm_params *p, const char *v)
 		return -EINVAL;
 	if (!strchr(v, '-'))
 		lo = hi;
-	if (lo > hi)
+	if (lo > hi || !in_bounds(k, hi))
 		return -EINVAL;
 	p->tail_min_ns = lo;
 	p->tail_max_ns = hi;
+	return 0;
+}
+
+/* error-window [AFTER+]LEN and error-cycle UP/DOWN, each duration within the key's bounds. */
+static int parse_pair(struct devm_params *p, const struct key *k, const char *v)
+{
+	bool win = k->type == K_WINDOW;
+	uint64_t a, b;
+
+	if (parse_dur_pair(v, win ? '+' : '/', win, &a, &b) < 0 || !in_bounds(k, a) ||
+	    !in_bounds(k, b))
+		return -EINVAL;
+	if (win) {
+		p->err_win_start_ns = a;
+		p->err_win_len_ns = b;
+	} else {
+		p->err_up_ns = a;
+		p->err_down_ns = b;
+	}
 	return 0;
 }
 
@@ -316,7 +377,7 @@ static int set_simple(struct devm_params *p, const struct key *k, const char *v)
 	case K_RATE:
 	case K_DUR:
 	case K_SIZE:
-		if (set_u64_typed(k->type, v, &u) < 0)
+		if (set_u64_typed(k->type, v, &u) < 0 || !in_bounds(k, u))
 			return -EINVAL;
 		*(uint64_t *)field = u;
 		return 0;
@@ -350,11 +411,10 @@ static int set_key(struct devm_params *p, const struct key *k, const char *v)
 	case K_EVERY:
 		return parse_every(p, v);
 	case K_WINDOW:
-		return parse_dur_pair(v, '+', true, &p->err_win_start_ns, &p->err_win_len_ns);
 	case K_CYCLE:
-		return parse_dur_pair(v, '/', false, &p->err_up_ns, &p->err_down_ns);
+		return parse_pair(p, k, v);
 	case K_RANGE:
-		return parse_range(p, v);
+		return parse_range(p, k, v);
 	default:
 		return set_simple(p, k, v);
 	}
@@ -377,6 +437,33 @@ int devm_params_set(struct devm_params *p, const char *key, const char *value)
 		return -EINVAL;
 	*p = tmp;
 	return 0;
+}
+
+const char *devm_key_accepted(const char *key)
+{
+	const struct key *k = key ? key_find(key) : NULL;
+
+	return k ? k->accepted : NULL;
+}
+
+int devm_params_check(const struct devm_params *p, char *err, size_t errlen)
+{
+	const char *why = NULL;
+
+	if (p->slots < 1 || p->slots > DEVM_MAX_SLOTS)
+		why = "slots must be 1..64";
+	else if (p->gc_au_bytes && (p->gc_open_aus < 1 || p->gc_open_aus > DEVM_MAX_OPEN_AUS))
+		why = "gc-au needs gc-open 1..16";
+	else if (p->tail_min_ns > p->tail_max_ns)
+		why = "tail-latency's minimum is above its maximum";
+	else if (!(p->jitter >= 0 && p->jitter <= 1) || !(p->error_rate >= 0 && p->error_rate <= 1) ||
+		 !(p->tail_rate >= 0 && p->tail_rate <= 1))
+		why = "jitter, tail-rate and error-rate are fractions 0..1";
+	else if (p->err_down_ns && !p->err_up_ns)
+		why = "error-cycle needs UP > 0";
+	if (why && err)
+		snprintf(err, errlen, "%s", why);
+	return why ? -EINVAL : 0;
 }
 
 int devm_params_set_kv(struct devm_params *p, const char *kv)
@@ -404,7 +491,7 @@ void devm_help(FILE *f)
 	fprintf(f,
 		"\ndevice keys (key=value; RATE 5M|5MB/s|40Mbit/s, DUR 5ms, SIZE 4M, PCT 20%%):\n");
 	for (size_t i = 0; i < NKEYS; i++)
-		fprintf(f, "  %-18s %s\n", keys[i].name, keys[i].help);
+		fprintf(f, "  %-18s %s [%s]\n", keys[i].name, keys[i].help, keys[i].accepted);
 }
 
 static void format_key(const struct devm_params *p, const struct key *k, FILE *f)

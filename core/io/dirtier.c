@@ -189,6 +189,7 @@ static int write_file(struct io *io, uint64_t id, uint64_t npages, uint64_t *nex
 			break;
 		rate_limit(io, next);
 		if (++dirtied >= RATELIMIT_PAGES) {
+			guard_thread_sync(&io->dirtier_gt);
 			balance_dirty_pages(io, dirtied);
 			dirtied = 0;
 		}
@@ -236,6 +237,8 @@ static void reader(struct io *io)
 			break;
 		}
 		for (uint64_t i = 0; i < npages && !io_stopping(io); i++) {
+			if (i % RATELIMIT_PAGES == 0)
+				guard_thread_sync(&io->dirtier_gt);
 			if (io_read_page(io, id, i) == -ESHUTDOWN)
 				break;
 			rate_limit(io, &next);
@@ -251,6 +254,7 @@ void *io_dirtier_main(void *arg)
 	struct io *io = arg;
 
 	io_block_signals_and_init(io);
+	guard_thread_started(&io->dirtier_gt);
 	if (io->cfg.dspec.start_ns) {
 		uint64_t end = clock_now_ns() + io->cfg.dspec.start_ns, now;
 
@@ -261,5 +265,6 @@ void *io_dirtier_main(void *arg)
 		reader(io);
 	else
 		writer(io);
+	guard_thread_leave(&io->dirtier_gt);
 	return NULL;
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guard/guard.h"
 #include "io/io.h"
 #include "sys/sys.h"
 
@@ -159,6 +160,7 @@ struct io {
 	/* threads */
 	pthread_t flusher, dirtier;
 	bool flusher_started, dirtier_started;
+	struct guard_thread flusher_gt, dirtier_gt; /* credential replication (core/guard) */
 	atomic_bool stopping; /* dirtier and new submissions stop */
 	atomic_bool flusher_stop;
 	uint64_t drain_deadline;
@@ -226,6 +228,7 @@ static inline void io_futex_wait(uint32_t *word, uint32_t val, uint64_t timeout_
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000ULL),
 			      (long)(timeout_ns % 1000000000ULL)};
 
+	guard_sync_self(); /* an io thread about to sleep takes a pending credential change */
 	sys_futex_wait(word, val, timeout_ns ? &ts : NULL);
 }
 

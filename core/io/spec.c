@@ -302,7 +302,7 @@ static int device_keys(struct io_device_spec *d, const char *p, char *err, size_
 			    "slots, error-rate, capacity, ... (see --help)");
 		if (rc < 0)
 			return fail(err, errlen, "bad value in", orig,
-				    "see the device keys in --help");
+				    devm_key_accepted(item) ?: "see the device keys in --help");
 	}
 	return 0;
 }
@@ -312,7 +312,7 @@ int io_device_parse(const char *spec, struct io_device_spec *out, char *err, siz
 	struct io_device_spec d;
 	const char *colon = spec ? strchr(spec, ':') : NULL;
 	size_t nlen = colon ? (size_t)(colon - spec) : (spec ? strlen(spec) : 0);
-	char name[256], presets[256];
+	char name[256], presets[256], why[128];
 
 	memset(&d, 0, sizeof(d));
 	d.timeout_ns = DEFAULT_TIMEOUT_NS;
@@ -346,6 +346,10 @@ int io_device_parse(const char *spec, struct io_device_spec *out, char *err, siz
 	}
 	if (colon && device_keys(&d, colon + 1, err, errlen) < 0)
 		return -EINVAL;
+	if (devm_params_check(&d.model, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "'%s': %s", spec, why);
+		return -EINVAL;
+	}
 	*out = d;
 	return 0;
 }

@@ -2,6 +2,8 @@
  * and folio_wake_bit() in mm/filemap.c, without exclusive waiters). */
 #include "io/waitq.h"
 
+#include "guard/guard.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -59,6 +61,7 @@ int waitq_wait(struct waitq *q, uint64_t key, waitq_busy_fn busy, void *arg, uin
 			}
 			rel = deadline - t;
 		}
+		guard_sync_self(); /* an emulator thread waiting here takes a credential change */
 		futex_sleep(seq, s, rel);
 	}
 	__atomic_fetch_sub(&q->bucket[h].waiters, 1, __ATOMIC_SEQ_CST);

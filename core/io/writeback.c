@@ -505,9 +505,11 @@ static void *flusher_main(void *arg)
 	struct io *io = arg;
 
 	io_block_signals_and_init(io);
+	guard_thread_started(&io->flusher_gt);
 	for (;;) {
 		uint64_t now = clock_now_ns();
 
+		guard_thread_sync(&io->flusher_gt);
 		if (flusher_done(io, now))
 			break;
 		take_queued(io);
@@ -518,6 +520,7 @@ static void *flusher_main(void *arg)
 		io->be->wait(io, IO_TICK_NS);
 	}
 	flusher_shutdown(io);
+	guard_thread_leave(&io->flusher_gt);
 	return NULL;
 }
 
@@ -797,21 +800,35 @@ destroy:
 	return rc;
 }
 
+/* A credential change of the program is waiting for an io thread: wake it wherever it sleeps
+ * (each of these waits loops on its condition). */
+static void io_thread_ping(void *arg)
+{
+	struct io *io = arg;
+
+	__atomic_fetch_add(&io->dirtier_wake, 1, __ATOMIC_RELEASE);
+	io_futex_wake_all(&io->dirtier_wake);
+	__atomic_fetch_add(&io->progress, 1, __ATOMIC_RELEASE);
+	io_futex_wake_all(&io->progress);
+	if (io->be)
+		io->be->kick(io);
+}
+
 int io_start(struct io *io)
 {
-	int rc = -pthread_create(&io->flusher, NULL, flusher_main, io);
+	int rc = guard_thread_create(&io->flusher, &io->flusher_gt, io_thread_ping, io,
+				     flusher_main, io, "thpemu-flush");
 
 	if (rc < 0)
 		return rc;
 	io->flusher_started = true;
-	pthread_setname_np(io->flusher, "thpemu-flush");
 	if (!io->cfg.dirty)
 		return 0;
-	rc = -pthread_create(&io->dirtier, NULL, io_dirtier_main, io);
+	rc = guard_thread_create(&io->dirtier, &io->dirtier_gt, io_thread_ping, io, io_dirtier_main,
+				 io, "thpemu-dirty");
 	if (rc < 0)
 		return rc;
 	io->dirtier_started = true;
-	pthread_setname_np(io->dirtier, "thpemu-dirty");
 	return 0;
 }
 

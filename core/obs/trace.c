@@ -178,6 +178,64 @@ static void filter_records(struct obs_trace *t, size_t nread)
 	}
 }
 
+/* A range [a, a + len) a trace may hold: page-aligned, in the user address space. */
+static bool range_ok(uint64_t a, uint64_t len)
+{
+	return a % 4096 == 0 && len % 4096 == 0 && a <= OBS_TRACE_ADDR_MAX &&
+	       len <= OBS_TRACE_ADDR_MAX - a;
+}
+
+/* Why record r cannot be in a trace, or NULL. *pages gets the pages its range covers. */
+static const char *record_error(const struct obs_trace_rec *r, uint64_t *pages)
+{
+	*pages = 0;
+	if (r->t_ns >= OBS_TRACE_TIME_MAX)
+		return "its time is beyond 2^62 ns";
+	switch (r->type) {
+	case OBS_TR_FAULT:
+		if (r->val2 >= OBS_TRACE_TIME_MAX)
+			return "its decision time is beyond 2^62 ns";
+		return r->addr < OBS_TRACE_ADDR_MAX ? NULL : "its address is outside user space";
+	case OBS_TR_REMAP:
+		if (!range_ok(r->addr, 0) || !range_ok(r->val2, r->val))
+			return "its ranges are unaligned, wrap or leave user space";
+		break;
+	default:
+		if (!range_ok(r->addr, r->val))
+			return "its range is unaligned, wraps or leaves user space";
+		break;
+	}
+	*pages = r->val / 4096;
+	return NULL;
+}
+
+/* Refuse what no recording writes and no consumer should be asked to work through. */
+static int check_records(const struct obs_trace *t, const char *path, char *err, size_t errlen)
+{
+	uint64_t pages = 0, budget = OBS_TRACE_PAGES_BASE + OBS_TRACE_PAGES_PER_RECORD * t->n;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct obs_trace_rec *r = &t->recs[i];
+		uint64_t np;
+		const char *why = record_error(r, &np);
+
+		if (why) {
+			snprintf(err, errlen, "%s: corrupt trace: record %zu (%s): %s", path, i,
+				 obs_trace_type_name(r->type), why);
+			return -EINVAL;
+		}
+		pages += np;
+		if (pages > budget) {
+			snprintf(err, errlen,
+				 "%s: corrupt trace: its %zu records change %llu GiB or more of "
+				 "memory (a trace holds at most 64 GiB + 2 MiB per record)",
+				 path, t->n, (unsigned long long)(pages >> 18));
+			return -E2BIG;
+		}
+	}
+	return 0;
+}
+
 int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errlen)
 {
 	int fd = open_trace(path, t, err, errlen);
@@ -201,7 +259,10 @@ int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errl
 		return rc;
 	}
 	filter_records(t, got / sizeof(*t->recs));
-	return 0;
+	rc = check_records(t, path, err, errlen);
+	if (rc < 0)
+		obs_trace_free(t);
+	return rc;
 }
 
 int obs_trace_load_header(const char *path, struct obs_trace *t, char *err, size_t errlen)
@@ -317,6 +378,29 @@ static void dep_claim(uint32_t j, uint32_t i, uint32_t *before, uint32_t *pendin
 	pending[i]++;
 }
 
+/* The faults recorded on [lo, hi) (a huge one by its extent) precede release i. A range with
+ * more pages than the map has slots is matched slot by slot instead of page by page. */
+static void release_deps(const struct dep_map *m, uint64_t lo, uint64_t hi, uint32_t i,
+			 uint32_t *before, uint32_t *pending)
+{
+	const uint64_t ext = 2ULL << 20;
+
+	if ((hi - lo) / 4096 > m->mask) {
+		for (size_t h = 0; h <= m->mask; h++) {
+			uint64_t k = m->keys[h], a = k & ~3ULL;
+			bool hit = (k & 1) ? a < hi && a + ext > lo : (k & 2) && a >= lo && a < hi;
+
+			if (hit)
+				dep_claim(m->vals[h], i, before, pending);
+		}
+		return;
+	}
+	for (uint64_t a = lo & ~(ext - 1); a < hi; a += ext)
+		dep_claim(dep_get(m, a | 1), i, before, pending);
+	for (uint64_t a = lo; a < hi; a += 4096)
+		dep_claim(dep_get(m, a | 2), i, before, pending);
+}
+
 int obs_trace_deps(const struct obs_trace *t, uint32_t **before_out, uint32_t **pending_out)
 {
 	size_t cap = 16;
@@ -351,12 +435,7 @@ int obs_trace_deps(const struct obs_trace *t, uint32_t **before_out, uint32_t **
 			else
 				dep_put(&m, page | 2, (uint32_t)i);
 		} else if (r->type == OBS_TR_RELEASE) {
-			uint64_t lo = r->addr, hi = r->addr + r->val;
-
-			for (uint64_t a = lo & ~((2ULL << 20) - 1); a < hi; a += 2ULL << 20)
-				dep_claim(dep_get(&m, a | 1), (uint32_t)i, before, pending);
-			for (uint64_t a = lo; a < hi; a += 4096)
-				dep_claim(dep_get(&m, a | 2), (uint32_t)i, before, pending);
+			release_deps(&m, r->addr, r->addr + r->val, (uint32_t)i, before, pending);
 		}
 	}
 	free(m.keys);
@@ -384,41 +463,61 @@ static int plan_push(struct obs_trace_thread *th, size_t i)
 	return 0;
 }
 
-static struct obs_trace_thread *plan_thread(struct obs_trace_plan *p, uint32_t tid)
+#define TID_SLOTS (2 * OBS_TRACE_THREADS_MAX) /* a power of two, at most half full */
+
+/* The plan's thread for tid, added if new; NULL (rc set) past the limit or out of memory.
+ * slots maps a tid hash to 1 + the thread's index (0: empty). */
+static struct obs_trace_thread *plan_thread(struct obs_trace_plan *p, uint32_t *slots,
+					    uint32_t tid, int *rc)
 {
+	size_t h = (size_t)((tid * 0x9e3779b97f4a7c15ULL) >> 40) & (TID_SLOTS - 1);
 	struct obs_trace_thread *th;
 
-	for (unsigned i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tid == tid)
-			return &p->threads[i];
+	for (; slots[h]; h = (h + 1) & (TID_SLOTS - 1))
+		if (p->threads[slots[h] - 1].tid == tid)
+			return &p->threads[slots[h] - 1];
+	if (p->nthreads == OBS_TRACE_THREADS_MAX) {
+		*rc = -E2BIG;
+		return NULL;
+	}
 	if (p->nthreads % 16 == 0) {
 		th = realloc(p->threads, (p->nthreads + 16) * sizeof(*th));
-		if (!th)
+		if (!th) {
+			*rc = -ENOMEM;
 			return NULL;
+		}
 		p->threads = th;
 	}
 	th = &p->threads[p->nthreads++];
 	memset(th, 0, sizeof(*th));
 	th->tid = tid;
+	slots[h] = p->nthreads;
 	return th;
 }
 
 int obs_trace_plan(const struct obs_trace *t, struct obs_trace_plan *p)
 {
+	uint32_t *slots = calloc(TID_SLOTS, sizeof(*slots));
 	size_t changes = 0;
 	int rc = 0;
 
 	memset(p, 0, sizeof(*p));
 	p->next_change = malloc((t->n + 1) * sizeof(*p->next_change));
-	if (!p->next_change)
+	if (!p->next_change || !slots) {
+		free(slots);
+		free(p->next_change);
+		p->next_change = NULL;
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < t->n && rc == 0; i++) {
-		struct obs_trace_thread *th = plan_thread(p, t->recs[i].tid);
+		struct obs_trace_thread *th = plan_thread(p, slots, t->recs[i].tid, &rc);
 
-		rc = th ? plan_push(th, i) : -ENOMEM;
+		if (th)
+			rc = plan_push(th, i);
 		p->next_change[i] = changes;
 		changes += t->recs[i].type != OBS_TR_FAULT;
 	}
+	free(slots);
 	p->next_change[t->n] = changes;
 	if (rc == 0)
 		rc = obs_trace_deps(t, &p->fault_before, &p->release_pending);

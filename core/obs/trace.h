@@ -54,6 +54,18 @@
 #define OBS_TRACE_VERSION 1
 #define OBS_TRACE_HDR_MAX 8192 /* header + configuration text, at most */
 
+/* What a trace can hold (obs_trace_load refuses a file beyond, as corrupt). Times are below
+ * 2^62 ns (146 years) so that t_ns + val2 never wraps; ranges are page-aligned, inside the
+ * x86_64 user address space (57 bits with 5-level paging) and do not wrap; all the ranges of
+ * a trace together cover at most 64 GiB + 2 MiB per record, so that a replay's work on them
+ * is bounded by the file's size (a live program's changes: its mappings, each faulted page a
+ * record of its own); and a plan has at most OBS_TRACE_THREADS_MAX threads. */
+#define OBS_TRACE_TIME_MAX	     (1ULL << 62)
+#define OBS_TRACE_ADDR_MAX	     (1ULL << 57)
+#define OBS_TRACE_PAGES_BASE	     (1ULL << 24) /* 64 GiB */
+#define OBS_TRACE_PAGES_PER_RECORD 512	  /* 2 MiB */
+#define OBS_TRACE_THREADS_MAX	     4096
+
 enum obs_trace_type {
 	OBS_TR_FAULT = 1,
 	OBS_TR_MAP,
@@ -136,7 +148,8 @@ struct obs_trace {
 };
 
 /* Read path into t. Returns 0, or -errno with a one-line reason in err (not a trace, another
- * version, unreadable). A trailing partial record is ignored. */
+ * version, unreadable, a record beyond the limits above: -EINVAL or -E2BIG). A trailing
+ * partial record is ignored; records of unknown type are skipped (counted in bad). */
 int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errlen);
 /* Only the header and its configuration text (no records). */
 int obs_trace_load_header(const char *path, struct obs_trace *t, char *err, size_t errlen);
@@ -150,7 +163,8 @@ void obs_trace_sort(struct obs_trace *t);
  * recorded earlier on the pages it frees (a replay thread running behind its recorded time
  * would otherwise touch memory that is gone). before[j] is the RELEASE fault j must precede
  * (UINT32_MAX: none); pending[i] how many faults RELEASE i waits for. Both are malloc'ed
- * arrays of t->n entries. Returns 0, -ENOMEM or -E2BIG. */
+ * arrays of t->n entries. Returns 0, -ENOMEM or -E2BIG. Work: the records plus the pages and
+ * extents of the releases (bounded for a loaded trace). */
 int obs_trace_deps(const struct obs_trace *t, uint32_t **before, uint32_t **pending);
 /* How a replay acts a sorted trace out: one thread per recorded thread with the indices of its
  * records in order; a record may go once next_change[i] memory changes (every record but a
@@ -166,7 +180,8 @@ struct obs_trace_plan {
 	size_t *next_change;
 	uint32_t *fault_before, *release_pending;
 };
-int obs_trace_plan(const struct obs_trace *t, struct obs_trace_plan *p); /* 0 or -ENOMEM */
+/* 0, -ENOMEM, or -E2BIG (more than OBS_TRACE_THREADS_MAX threads, or 2^32 records). */
+int obs_trace_plan(const struct obs_trace *t, struct obs_trace_plan *p);
 void obs_trace_plan_free(struct obs_trace_plan *p);
 /* Is the file at path a trace (by its magic)? */
 bool obs_trace_is_trace(const char *path);

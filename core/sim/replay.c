@@ -56,7 +56,7 @@ struct rp_region {
 	uint32_t id;
 	uintptr_t base, ext_base, lo, hi;
 	uint32_t npages, nexts;
-	uint32_t *pfn;
+	uint32_t *pfn1; /* frame + 1 per page (0: none), so that zeroed memory means "none" */
 	uint8_t *ps, *xs, *xadv;
 	bool live;
 };
@@ -134,6 +134,11 @@ int sim_replay_load(const char *path, struct sim_replay **out, char *err, size_t
 		goto fail;
 	obs_trace_sort(&rp->tr);
 	rc = obs_trace_plan(&rp->tr, &rp->plan);
+	if (rc == -E2BIG) {
+		snprintf(err, errlen, "%s: the trace has more than %u threads (a replay runs at most %u)",
+			 path, OBS_TRACE_THREADS_MAX, OBS_TRACE_THREADS_MAX);
+		goto fail;
+	}
 	rp->nthreads = rp->plan.nthreads;
 	rp->threads = rc ? NULL : calloc(rp->nthreads + 1, sizeof(*rp->threads));
 	if (rc || !rp->threads) {
@@ -156,6 +161,38 @@ fail:
 	return rc;
 }
 
+uint64_t sim_replay_span_max(const struct sim_replay_info *in)
+{
+	return SIM_REPLAY_SPAN_BASE_NS + SIM_REPLAY_SPAN_PER_RECORD_NS * (uint64_t)in->records;
+}
+
+int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t errlen)
+{
+	const struct sim_replay_info *in = &c->replay->info;
+	char kv[sizeof(in->fragment) + 8], why[512];
+
+	if (!(keep & SIM_REPLAY_KEEP_DURATION) && in->span_ns > sim_replay_span_max(in)) {
+		snprintf(err, errlen,
+			 "%s spans %.1f h with %zu records: more than a replay covers by default "
+			 "(1 h + 1 min per record: %.1f h); give --duration to replay its first part",
+			 c->replay->path, in->span_ns / 3600e9, in->records,
+			 sim_replay_span_max(in) / 3600e9);
+		return -EINVAL;
+	}
+	if (!(keep & SIM_REPLAY_KEEP_SEED))
+		c->seed = in->seed;
+	if (!(keep & SIM_REPLAY_KEEP_DURATION)) /* every record, and time for the last to end */
+		c->duration_ns = in->span_ns + SIM_REPLAY_TAIL_NS;
+	c->scenario = &sim_scen_replay;
+	sim_params_defaults(c->scenario, &c->params);
+	snprintf(kv, sizeof(kv), "init=%s", in->fragment);
+	if (in->fragment[0] && sim_params_set(c->scenario, &c->params, kv, why, sizeof(why))) {
+		snprintf(err, errlen, "the trace's recipe: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void sim_replay_info(const struct sim_replay *rp, struct sim_replay_info *out)
 {
 	*out = rp->info;
@@ -166,7 +203,7 @@ static void regions_free(struct sim_replay *rp)
 	for (uint32_t i = 0; i < rp->nregions; i++) {
 		if (!rp->regions[i])
 			continue;
-		free(rp->regions[i]->pfn);
+		free(rp->regions[i]->pfn1);
 		free(rp->regions[i]);
 	}
 	free(rp->regions);
@@ -216,21 +253,30 @@ static uint64_t cookie(const struct rp_region *r, uint32_t page)
 	return (uint64_t)(RP_ID_BASE + r->id) << 32 | page;
 }
 
+static uint32_t pfn_at(const struct rp_region *r, uint32_t p)
+{
+	return r->pfn1[p] - 1; /* 0 - 1 = MM_NO_PFN */
+}
+
+static void pfn_set(struct rp_region *r, uint32_t p, uint32_t pfn)
+{
+	r->pfn1[p] = pfn + 1;
+}
+
+/* The per-page and per-extent arrays, zeroed (no frame, RP_EMPTY, default advice): a large
+ * allocation's zero pages are only touched where the replay uses them. */
 static int region_arrays(struct rp_region *r)
 {
 	size_t np = r->npages, nx = r->nexts;
-	uint8_t *mem = malloc(np * sizeof(uint32_t) + np + 2 * nx);
+	uint8_t *mem = calloc(1, np * sizeof(uint32_t) + np + 2 * nx);
 
+	_Static_assert(RP_EMPTY == 0 && MM_NO_PFN + 1 == 0, "zeroed arrays are empty pages");
 	if (!mem)
 		return -ENOMEM;
-	r->pfn = (uint32_t *)(void *)mem;
+	r->pfn1 = (uint32_t *)(void *)mem;
 	r->ps = mem + np * sizeof(uint32_t);
 	r->xs = r->ps + np;
 	r->xadv = r->xs + nx;
-	for (size_t i = 0; i < np; i++)
-		r->pfn[i] = MM_NO_PFN;
-	memset(r->ps, RP_EMPTY, np);
-	memset(r->xadv, 0, nx);
 	return 0;
 }
 
@@ -304,8 +350,11 @@ static void sorted_remove(struct sim_replay *rp, struct rp_region *r)
 static struct rp_region *region_new(struct sim_replay *rp, uintptr_t base, uintptr_t lo,
 				    uintptr_t hi, int64_t id_keep)
 {
-	struct rp_region *r = calloc(1, sizeof(*r));
+	struct rp_region *r;
 
+	if (hi <= lo || lo < base || (hi - base) / MM_PAGE_SIZE > UINT32_MAX)
+		return NULL; /* nothing, or more pages than a region indexes */
+	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
 	r->base = base;
@@ -329,7 +378,7 @@ static struct rp_region *region_new(struct sim_replay *rp, uintptr_t base, uintp
 		struct rp_region **p = realloc(rp->regions, cap * sizeof(*p));
 
 		if (!p) {
-			free(r->pfn);
+			free(r->pfn1);
 			free(r);
 			return NULL;
 		}
@@ -385,10 +434,10 @@ static void free_frame(struct sim_world *w, struct sim_task *t, struct rp_region
 {
 	if (r->ps[p] & RP_MIGRATING) {
 		r->ps[p] |= RP_FREED; /* the migrator sees it and mm frees both frames */
-	} else if (r->pfn[p] != MM_NO_PFN) {
-		mm_anon_free(w->mm, r->pfn[p], 0, t);
+	} else if (pfn_at(r, p) != MM_NO_PFN) {
+		mm_anon_free(w->mm, pfn_at(r, p), 0, t);
 	}
-	r->pfn[p] = MM_NO_PFN;
+	pfn_set(r, p, MM_NO_PFN);
 }
 
 /* release_extent() of mapops.c. */
@@ -404,14 +453,14 @@ static void release_extent(struct sim_world *w, struct sim_task *t, struct sim_r
 	case RX_HUGE:
 		ep = page_of(r, ea);
 		if (!whole) {
-			mm_anon_split(w->mm, r->pfn[ep]);
+			mm_anon_split(w->mm, pfn_at(r, ep));
 			r->xs[e] = RX_SMALL;
 			rp->st.huge_splits++;
 			return;
 		}
-		mm_anon_free(w->mm, r->pfn[ep], MM_HPAGE_ORDER, t);
+		mm_anon_free(w->mm, pfn_at(r, ep), MM_HPAGE_ORDER, t);
 		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			r->pfn[ep + i] = MM_NO_PFN;
+			pfn_set(r, ep + i, MM_NO_PFN);
 			r->ps[ep + i] = unmap ? RP_GONE : RP_EMPTY;
 		}
 		r->xs[e] = unmap ? RX_SMALL : RX_EMPTY;
@@ -552,7 +601,8 @@ static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_l
 	intptr_t delta;
 	bool same_phase;
 
-	if (!r || r->lo != old_lo) {
+	if (!r || r->lo != old_lo || len < MM_PAGE_SIZE ||
+	    a < (uintptr_t)page_of(r, r->lo) * MM_PAGE_SIZE) {
 		rp->st.map_conflicts++;
 		return;
 	}
@@ -570,7 +620,7 @@ static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_l
 		s->ps[q] = RP_GONE;
 	for (uint32_t q = off; q < off + n_old && q < off + n_new; q++) {
 		s->ps[q] = r->ps[q];
-		s->pfn[q] = r->pfn[q];
+		pfn_set(s, q, pfn_at(r, q));
 	}
 	for (uint32_t e = 0; e < s->nexts; e++)
 		s->xs[e] = RX_SMALL;
@@ -583,7 +633,7 @@ static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_l
 			s->xs[ext_of(s, ea + (uintptr_t)delta)] = RX_HUGE;
 			s->xadv[ext_of(s, ea + (uintptr_t)delta)] = r->xadv[e];
 		} else {
-			mm_anon_split(w->mm, r->pfn[page_of(r, ea)]);
+			mm_anon_split(w->mm, pfn_at(r, page_of(r, ea)));
 			rp->st.huge_splits++;
 		}
 	}
@@ -592,7 +642,7 @@ static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_l
 			recompute_extents(s, e, e);
 	sorted_remove(rp, r);
 	rp->regions[r->id] = s;
-	free(r->pfn);
+	free(r->pfn1);
 	free(r);
 	if (overlaps(rp, s->lo, s->hi) || sorted_insert(rp, s))
 		rp->st.map_conflicts++;
@@ -603,6 +653,8 @@ static void apply_change(struct sim_world *w, struct rp_thread *th, const struct
 	struct sim_replay *rp = th->rp;
 	uintptr_t lo = r->addr, hi = r->addr + r->val;
 
+	if (r->type != OBS_TR_REMAP && hi <= lo)
+		return; /* an empty range (or one that wraps: obs_trace_load refuses those) */
 	switch (r->type) {
 	case OBS_TR_MAP:
 	case OBS_TR_ADOPT:
@@ -657,14 +709,14 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 	}
 	if (res.outcome == MM_FAULT_HUGE) {
 		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			r->pfn[first + i] = res.pfn + i;
+			pfn_set(r, first + i, res.pfn + i);
 			r->ps[first + i] = RP_PRESENT;
 		}
 		r->xs[e] = RX_HUGE;
 	} else {
 		if (res.outcome == MM_FAULT_BASE)
 			sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
-		r->pfn[p] = res.outcome == MM_FAULT_BASE ? res.pfn : MM_NO_PFN;
+		pfn_set(r, p, res.outcome == MM_FAULT_BASE ? res.pfn : MM_NO_PFN);
 		r->ps[p] = RP_PRESENT;
 		r->xs[e] = RX_SMALL;
 	}
@@ -678,7 +730,7 @@ static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, stru
 				 uint32_t e, uint32_t p)
 {
 	uint32_t first = page_of(r, ext_addr(r, e));
-	uint32_t head = r->pfn[first];
+	uint32_t head = pfn_at(r, first);
 
 	if (mm_anon_split(w->mm, head) != 0)
 		return;
@@ -686,7 +738,7 @@ static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, stru
 		if (first + i == p)
 			continue;
 		mm_anon_free(w->mm, head + i, 0, &th->task);
-		r->pfn[first + i] = MM_NO_PFN;
+		pfn_set(r, first + i, MM_NO_PFN);
 		r->ps[first + i] = RP_EMPTY;
 	}
 	r->xs[e] = RX_SMALL;
@@ -780,7 +832,7 @@ int replay_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint
 	struct rp_region *r;
 
 	if (!rp || id >= rp->nregions || !(r = rp->regions[id]) || page >= r->npages ||
-	    r->pfn[page] != from || (r->ps[page] & 0x0f) != RP_PRESENT)
+	    pfn_at(r, page) != from || (r->ps[page] & 0x0f) != RP_PRESENT)
 		return -ENOENT;
 	if (r->xs[ext_of(r, r->base + (uintptr_t)page * MM_PAGE_SIZE)] == RX_HUGE ||
 	    (r->ps[page] & RP_MIGRATING))
@@ -798,9 +850,9 @@ int replay_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint
 		return -ENOENT; /* mm frees both frames */
 	}
 	r->ps[page] &= (uint8_t)~RP_MIGRATING;
-	if (r->pfn[page] != from)
+	if (pfn_at(r, page) != from)
 		return -ENOENT;
-	r->pfn[page] = to;
+	pfn_set(r, page, to);
 	return 0;
 }
 
@@ -850,6 +902,11 @@ static void thread_fn(struct sim_actor *a, void *arg)
 	}
 }
 
+static void stop_now(struct sim_engine *e, void *arg)
+{
+	sim_stop(e);
+}
+
 static int replay_start(struct sim_world *w, char *err, size_t errlen)
 {
 	struct sim_replay *rp = (struct sim_replay *)w->cfg->replay;
@@ -870,9 +927,9 @@ static int replay_start(struct sim_world *w, char *err, size_t errlen)
 	rc = world_apply_recipe(w, sim_param_s(w, "init"), err, errlen);
 	if (rc)
 		return rc;
-	if (rp->nthreads == 0) {
+	if (rp->nthreads == 0) { /* nothing to replay: end now, not at the run's guard */
 		w->finished = true;
-		return 0;
+		return sim_at(w->e, sim_now(w->e), stop_now, NULL);
 	}
 	for (unsigned i = 0; i < rp->nthreads && rc == 0; i++) {
 		struct rp_thread *th = &rp->threads[i];

@@ -59,9 +59,15 @@ int sim_device_parse(const char *spec, struct devm_params *p, char *err, size_t 
 			return -EINVAL;
 		}
 		if (rc) {
-			snprintf(err, errlen, "bad device setting '%s'", kv);
+			snprintf(names, sizeof(names), "%.*s", (int)strcspn(kv, "="), kv);
+			snprintf(err, errlen, "bad device setting '%s' (accepted: %s)", kv,
+				 devm_key_accepted(names) ?: "see --help");
 			return -EINVAL;
 		}
+	}
+	if (devm_params_check(p, names, sizeof(names)) < 0) {
+		snprintf(err, errlen, "device '%s': %s", spec, names);
+		return -EINVAL;
 	}
 	return 0;
 }

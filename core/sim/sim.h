@@ -233,6 +233,13 @@ struct sim_replay_stats {
 
 /* Read a trace. 0, or -errno with a one-line reason in err. */
 int sim_replay_load(const char *path, struct sim_replay **out, char *err, size_t errlen);
+/* The recorded time a replay covers by default: an idle virtual hour costs the simulator
+ * ~25 ms (its background threads look every 10 ms), so a trace may span 1 h + 1 min per
+ * record; beyond, only with an explicit duration (a corrupt time would run for hours). */
+#define SIM_REPLAY_SPAN_BASE_NS	      (3600ULL * 1000000000ULL)
+#define SIM_REPLAY_SPAN_PER_RECORD_NS (60ULL * 1000000000ULL)
+#define SIM_REPLAY_TAIL_NS	      (600ULL * 1000000000ULL) /* after the last record */
+uint64_t sim_replay_span_max(const struct sim_replay_info *in);
 void sim_replay_free(struct sim_replay *rp);
 void sim_replay_info(const struct sim_replay *rp, struct sim_replay_info *out);
 /* The scenario that replays sim_config.replay (not in sim_scenarios()). */
@@ -257,6 +264,14 @@ struct sim_config {
 
 /* Defaults for everything but policy and scenario (which the caller sets). */
 void sim_config_init(struct sim_config *c);
+/* Make c replay c->replay as `thpemu sim --replay` does: the replay scenario, from the
+ * recording's --fragment recipe, with its seed and a duration covering every record
+ * (sim_replay_span_max, then SIM_REPLAY_TAIL_NS), except what keep (SIM_REPLAY_KEEP_*) says
+ * the caller set. 0, or -EINVAL with a one-line reason in err. The policy and the pool stay
+ * the caller's (the recording's are in sim_replay_info; the CLI owns the pool's limits). */
+#define SIM_REPLAY_KEEP_SEED	 2u
+#define SIM_REPLAY_KEEP_DURATION 4u
+int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t errlen);
 /* Parse PRESET[:key=value,...] into p. 0 or -EINVAL with a one-line reason in err. */
 int sim_device_parse(const char *spec, struct devm_params *p, char *err, size_t errlen);
 

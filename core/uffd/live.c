@@ -108,7 +108,7 @@ static void *handler_main(void *arg)
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
-	guard_thread_enter(&w->gt, handlers_ping, lv);
+	guard_thread_started(&w->gt);
 	uffd_stallcap_thread_init(w);
 	for (;;) {
 		struct uffd_msg msg;
@@ -162,7 +162,7 @@ static void *background_main(void *arg)
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
-	guard_thread_enter(&w->gt, bg_ping, lv);
+	guard_thread_started(&w->gt);
 	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t wait, now;
 
@@ -182,19 +182,13 @@ static void *background_main(void *arg)
 	return NULL;
 }
 
-static int start_thread(struct uffd_worker *w, void *(*fn)(void *), const char *name)
+static int start_thread(struct uffd_worker *w, void *(*fn)(void *), void (*wake)(void *),
+			const char *name)
 {
-	sigset_t all, old;
-	int rc;
+	int rc = guard_thread_create(&w->thread, &w->gt, wake, w->lv, fn, w, name);
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits the full mask */
-	rc = -pthread_create(&w->thread, NULL, fn, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0) {
+	if (rc == 0)
 		w->started = true;
-		pthread_setname_np(w->thread, name);
-	}
 	return rc;
 }
 
@@ -205,11 +199,12 @@ static int start_threads(struct uffd_live *lv)
 
 	for (unsigned i = 0; i < lv->nworkers; i++) {
 		snprintf(name, sizeof(name), "thpemu-flt%u", i % 100);
-		rc = start_thread(&lv->workers[i], handler_main, name);
+		rc = start_thread(&lv->workers[i], handler_main, handlers_ping, name);
 		if (rc < 0)
 			return rc;
 	}
-	rc = start_thread(&lv->workers[lv->nworkers], background_main, "thpemu-kthread");
+	rc = start_thread(&lv->workers[lv->nworkers], background_main, bg_ping,
+			  "thpemu-kthread");
 	if (rc < 0 || !lv->may_huge)
 		return rc; /* no huge decisions: no staging THPs to keep ready */
 	return uffd_staging_start(&lv->staging);

@@ -137,7 +137,7 @@ static void *refill_main(void *arg)
 	struct uffd_staging *s = arg;
 
 	uffd_tls_passthrough = 1;
-	guard_thread_enter(&s->gt, refill_ping, s);
+	guard_thread_started(&s->gt);
 	for (;;) {
 		int pick = -1;
 
@@ -168,17 +168,11 @@ static void *refill_main(void *arg)
 
 int uffd_staging_start(struct uffd_staging *s)
 {
-	sigset_t all, old;
-	int rc;
+	int rc = guard_thread_create(&s->thread, &s->gt, refill_ping, s, refill_main, s,
+				     "thpemu-refill");
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&s->thread, NULL, refill_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0) {
+	if (rc == 0)
 		s->started = true;
-		pthread_setname_np(s->thread, "thpemu-refill");
-	}
 	return rc;
 }
 

@@ -302,7 +302,7 @@ static void *watchdog_main(void *arg)
 			      (long)(sc->period_ns % 1000000000ULL)};
 
 	uffd_tls_passthrough = 1;
-	guard_thread_enter(&sc->gt, watchdog_ping, sc);
+	guard_thread_started(&sc->gt);
 	obs_unwind_thread_init(NULL, 0);
 	while (!__atomic_load_n(&sc->stop, __ATOMIC_ACQUIRE)) {
 		guard_thread_sync(&sc->gt);
@@ -320,7 +320,6 @@ int uffd_stallcap_start(struct uffd_live *lv)
 	long p = sys_mmap(NULL, sizeof(struct uffd_stallcap), PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct uffd_stallcap *sc;
-	sigset_t all, old;
 	int rc;
 
 	if (sys_is_err(p))
@@ -342,14 +341,9 @@ int uffd_stallcap_start(struct uffd_live *lv)
 	if (!STALLCAP_LIBUNWIND)
 		return 0;
 	/* the application-stack signal is installed at the first capture (obs/appstack.c) */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&sc->watchdog, NULL, watchdog_main, sc);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0) {
+	if (guard_thread_create(&sc->watchdog, &sc->gt, watchdog_ping, sc, watchdog_main, sc,
+				"thpemu-stallwd") == 0)
 		sc->started = true;
-		pthread_setname_np(sc->watchdog, "thpemu-stallwd");
-	}
 	return 0; /* without the watchdog, events still get handler stacks */
 
 unmap:

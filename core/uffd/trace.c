@@ -174,7 +174,7 @@ static void *writer_main(void *arg)
 	struct timespec ts = {0, (long)DRAIN_PERIOD_NS};
 
 	uffd_tls_passthrough = 1;
-	guard_thread_enter(&tr->gt, writer_ping, tr);
+	guard_thread_started(&tr->gt);
 	while (!__atomic_load_n(&tr->stop, __ATOMIC_ACQUIRE)) {
 		guard_thread_sync(&tr->gt);
 		sys_futex_wait(&tr->stop, 0, &ts);
@@ -288,7 +288,6 @@ int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
 {
 	char why[700];
 	struct uffd_tracer *tr;
-	sigset_t all, old;
 	long p;
 	int rc;
 
@@ -324,14 +323,11 @@ int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
 		rc = write_header(lv, tr);
 	if (rc < 0)
 		goto fail;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&tr->thread, NULL, writer_main, tr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = guard_thread_create(&tr->thread, &tr->gt, writer_ping, tr, writer_main, tr,
+				 "thpemu-trace");
 	if (rc < 0)
 		goto fail;
 	tr->started = true;
-	pthread_setname_np(tr->thread, "thpemu-trace");
 	__atomic_store_n(&lv->tracer, tr, __ATOMIC_RELEASE);
 	return 0;
 

@@ -5,7 +5,8 @@
 #   1. setpriv --reuid/--regid/--clear-groups, the issue's reproducer;
 #   2. a threaded program that keeps capabilities across setresuid (PR_SET_KEEPCAPS), raises
 #      CAP_SETGID again (capset), setresgid, setgroups, drops every capability - and then every
-#      thread of the process, the emulator's included, holds exactly its credentials.
+#      thread of the process, the emulator's included, holds exactly its credentials - also
+#      with the page cache's writer and flusher threads running (--dirty).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd
@@ -32,4 +33,10 @@ expect_eq "threads agreeing with the program's credentials (of $threads)" "$agre
 grep -qx "memory: ok" "$T_TMP/emu" || fail "memory after dropping root: $(cat "$T_TMP/emu")"
 [ "$(json "$T_OUT/setid.json" .host.cred_changes)" -ge 3 ] ||
 	fail "the credential changes were not replicated (cred_changes)"
+# with the page cache's writer and flusher threads (they used to miss the changes: abort)
+"$THPEMU" run --quiet --device none --dirty total=64M -- "$PROG" >"$T_TMP/emu" 2>"$T_TMP/emu.err" ||
+	fail "setid_threads with a writer under thpemu: $(cat "$T_TMP/emu" "$T_TMP/emu.err")"
+read -r _ uid _ threads agree < <(head -1 "$T_TMP/emu" | tr '=' ' ' | awk '{print $1, $3, $5, $7, $9}')
+expect_eq "uid with a writer" "$uid" 65534
+expect_eq "threads agreeing, with a writer (of $threads)" "$agree" "$threads"
 say "setpriv: as natively; setid_threads: $threads threads hold uid $uid gid $gid alike"

@@ -453,7 +453,7 @@ TEST(dead_device_hangs_until_resumed)
 	devm_destroy(m);
 }
 
-TEST(runtime_set_applies_to_requests_not_started)
+TEST(runtime_set_retimes_requests_in_service_and_applies_to_the_rest)
 {
 	struct devm_params p = plain(1 * MB);
 	struct devm_req a = {.len = 1 * MB, .write = true},
@@ -463,11 +463,13 @@ TEST(runtime_set_applies_to_requests_not_started)
 	m = mk(&p, 1);
 	devm_submit(m, 0, &a);
 	devm_submit(m, 0, &b);
-	ASSERT_EQ(devm_set(m, 0, "bandwidth", "2MB/s"), 0);
-	EXPECT_EQ(a.t_done, 1 * SEC); /* already started: unchanged */
+	ASSERT_EQ(a.t_done, 1 * SEC);
+	/* half way through a, the device doubles its speed: a's other half takes 250 ms */
+	ASSERT_EQ(devm_set(m, 500 * MS, "bandwidth", "2MB/s"), 0);
+	EXPECT_EQ(a.t_done, 750 * MS);
 	while (devm_pop_done(m, 10 * SEC))
 		;
-	EXPECT_EQ(b.t_done, 1 * SEC + 500 * MS);
+	EXPECT_EQ(b.t_done, 1250 * MS); /* not started then: all of it at the new rate */
 	EXPECT_EQ(devm_set(m, 0, "slots", "0"), -EINVAL);
 	EXPECT_EQ(devm_set(m, 0, "nonsense", "1"), -ENOENT);
 	EXPECT_EQ(devm_params(m)->write_bw, 2 * MB);
@@ -479,6 +481,40 @@ TEST(runtime_set_applies_to_requests_not_started)
 	devm_submit(m, 0, &b);
 	ASSERT_EQ(devm_set(m, 100, "slots", "2"), 0);
 	EXPECT_EQ(b.t_start, 100);
+	devm_destroy(m);
+}
+
+/* issue 17: "bandwidth=1" held a 1 MiB write for 12 days, and neither preset=fast nor resume
+ * released it. A value that slow is refused now, the slowest accepted one is re-timed away by
+ * a faster preset, and no combination holds a request for more than DEVM_BUSY_MAX_NS. */
+TEST(held_request_follows_the_device_it_is_held_by)
+{
+	struct devm_params p;
+	struct devm_req a = {.len = 1 * MIB, .write = true};
+	struct devm *m;
+
+	ASSERT_EQ(devm_preset("usb2-stick-2011", &p), 0);
+	EXPECT_EQ(devm_params_set(&p, "bandwidth", "1"), -EINVAL);
+	EXPECT_EQ(devm_params_set(&p, "latency", "1h"), -EINVAL);
+	EXPECT(strcmp(devm_key_accepted("bandwidth"), "0 (unthrottled) or 10KB/s..1TB/s") == 0);
+	ASSERT_EQ(devm_params_set(&p, "bandwidth", "10KB/s"), 0);
+	p.jitter = 0;
+	p.gc_au_bytes = 0;
+	m = mk(&p, 1);
+	devm_submit(m, 0, &a);
+	EXPECT_GT(a.t_done, 100 * SEC); /* 1 MiB at 10 KB/s */
+	ASSERT_EQ(devm_set(m, 2 * SEC, "preset", "fast"), 0);
+	EXPECT_EQ(a.t_done, 2 * SEC);
+	ASSERT(devm_pop_done(m, 2 * SEC) == &a);
+	devm_destroy(m);
+
+	/* the slowest transfer with every stall there is: capped */
+	ASSERT_EQ(devm_params_set(&p, "stall-every", "64K"), 0);
+	ASSERT_EQ(devm_params_set(&p, "stall-for", "10s"), 0);
+	m = mk(&p, 1);
+	a = (struct devm_req){.len = 1 * MIB, .write = true};
+	devm_submit(m, 0, &a);
+	EXPECT_EQ(a.t_done, p.setup_ns + DEVM_BUSY_MAX_NS);
 	devm_destroy(m);
 }
 

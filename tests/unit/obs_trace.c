@@ -183,4 +183,74 @@ TEST(a_release_waits_for_the_faults_on_its_pages)
 	free(pending);
 }
 
+/* issue 17: what no recording writes is refused with the record named, before any consumer
+ * (a replay allocating a region per range, waiting until a record's time) sees it. */
+TEST(records_beyond_what_a_trace_holds_are_refused)
+{
+	const struct {
+		struct obs_trace_rec r;
+		const char *why;
+	} bad[] = {
+	    {range(OBS_TR_RESIDENT, 5, 0x7f0000200000ULL, -0x7f0000200000ULL + 8192), "wraps"},
+	    {range(OBS_TR_MAP, 5, 0x200000, 0x1001), "unaligned"},
+	    {range(OBS_TR_RELEASE, 5, 1ULL << 57, 4096), "user space"},
+	    {fault(1ULL << 62, 0x1000, 1, 1), "beyond 2^62"},
+	    {{.t_ns = 1, .addr = 0x1000, .val2 = UINT64_MAX - 5, .tid = 1, .type = OBS_TR_FAULT},
+	     "decision time"},
+	    {{.t_ns = 1, .addr = 0x200000, .val = 8192, .val2 = (1ULL << 57) - 4096, .tid = 1,
+	      .type = OBS_TR_REMAP},
+	     "leave user space"},
+	};
+	struct obs_trace_rec ok = range(OBS_TR_MAP, 1, 0x200000, 0x200000);
+	struct obs_trace t;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct obs_trace_rec r[] = {ok, bad[i].r};
+
+		write_trace(r, 2, 0);
+		EXPECT_EQ(obs_trace_load(path, &t, err, sizeof(err)), -EINVAL);
+		EXPECT(strstr(err, "corrupt trace: record 1") && strstr(err, bad[i].why));
+	}
+	/* 64 GiB of changes, and 2 MiB per record besides: 3 records change 64 GiB + 6 MiB */
+	{
+		struct obs_trace_rec r[] = {range(OBS_TR_MAP, 1, 0x200000, 64ULL << 30),
+					    range(OBS_TR_RELEASE, 2, 0x200000, 4096),
+					    range(OBS_TR_MAP, 3, 0x200000, (6ULL << 20) - 4096)};
+
+		write_trace(r, 3, 0);
+		EXPECT_EQ(obs_trace_load(path, &t, err, sizeof(err)), 0);
+		obs_trace_free(&t);
+		r[2].val += 4096;
+		write_trace(r, 3, 0);
+		EXPECT_EQ(obs_trace_load(path, &t, err, sizeof(err)), -E2BIG);
+		EXPECT(strstr(err, "64 GiB + 2 MiB per record") != NULL);
+	}
+	unlink(path);
+}
+
+TEST(a_plan_has_at_most_4096_threads_found_by_hash)
+{
+	static struct obs_trace_rec r[OBS_TRACE_THREADS_MAX + 1];
+	struct obs_trace t = {0};
+	struct obs_trace_plan p;
+
+	for (uint32_t i = 0; i <= OBS_TRACE_THREADS_MAX; i++)
+		r[i] = fault(i, 0x1000 + 4096ULL * i, 1, 1000 + i * 7919);
+	t.recs = r;
+	t.n = OBS_TRACE_THREADS_MAX;
+	t.counts[OBS_TR_FAULT] = t.n;
+	ASSERT_EQ(obs_trace_plan(&t, &p), 0);
+	EXPECT_EQ(p.nthreads, OBS_TRACE_THREADS_MAX);
+	EXPECT_EQ(p.threads[17].tid, 1000 + 17 * 7919);
+	EXPECT_EQ(p.threads[17].n, 1);
+	obs_trace_plan_free(&p);
+	t.n++;
+	EXPECT_EQ(obs_trace_plan(&t, &p), -E2BIG);
+	r[OBS_TRACE_THREADS_MAX].tid = r[3].tid; /* a known thread: fine */
+	ASSERT_EQ(obs_trace_plan(&t, &p), 0);
+	EXPECT_EQ(p.threads[3].n, 2);
+	obs_trace_plan_free(&p);
+}
+
 TEST_MAIN()

@@ -433,9 +433,14 @@ TEST(proc_syscall_under_userfaultfd_user_mode_vs_kernel_mode_fault)
 	obs_symbolise(st.ips[0], true, buf, sizeof(buf));
 	printf("  faulting frame (%s): %s\n", obs_unwind_method_name(st.method), buf);
 	EXPECT_EQ(find_frame(&st, "obs_test_touch_managed", 0), 0);
-	if (SIGNALS_DEFERRED) { /* the signal cannot be answered: the /proc pc stands in */
-		EXPECT_EQ(st.method, OBS_UNWIND_PROC_PC);
-		EXPECT_EQ(st.nr, 1);
+	if (SIGNALS_DEFERRED) {
+		/* TSan queues the signal until the thread next enters its runtime, which a thread
+		 * blocked in a fault usually does not: then the /proc pc stands in. Now and then it
+		 * is answered all the same (a CI run): then it is a real unwind. Both are right. */
+		if (st.method == OBS_UNWIND_PROC_PC)
+			EXPECT_EQ(st.nr, 1);
+		else
+			EXPECT_EQ(st.method, OBS_UNWIND_LIBUNWIND);
 	} else {
 		EXPECT_EQ(st.method, OBS_UNWIND_LIBUNWIND);
 		EXPECT_GT(st.nr, 1);

@@ -5,6 +5,7 @@
  * extent, adopted resident pages, a whole-region mremap); and a replay is deterministic. */
 #include "harness.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <unistd.h>
@@ -253,6 +254,65 @@ TEST(threads_replay_in_parallel_and_the_replay_is_deterministic)
 	ASSERT_STREQ(a, b);
 	free(a);
 	free(b);
+	unlink(path);
+}
+
+/* A trace with nothing to replay (every record of an unknown type, say) ends at once: it used to
+ * run to the run's guard, 4 x (span + 10 min) + 10 min of idle virtual time. */
+TEST(an_empty_trace_ends_at_once)
+{
+	struct sim_config c;
+	struct sim_result *r;
+	struct sim_summary sum;
+	char err[512];
+
+	reset();
+	rec((struct obs_trace_rec){.addr = R0, .val = 4096, .type = 99});
+	save("modern-always", "67108864");
+	sim_config_init(&c);
+	ASSERT_EQ(sim_replay_load(path, &c.replay, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_policy_parse("modern-always", &c.policy, err, sizeof(err)), 0);
+	ASSERT_EQ(sim_replay_configure(&c, 0, err, sizeof(err)), 0);
+	c.pool_bytes = 64 * MB;
+	ASSERT_EQ(sim_run_scenario(&c, &r, err, sizeof(err)), 0);
+	sim_result_summary(r, &sum);
+	EXPECT_EQ(sum.faults, 0);
+	EXPECT_EQ(sum.duration_ns, 0);
+	sim_result_free(r);
+	sim_replay_free(c.replay);
+	unlink(path);
+}
+
+/* issue 17: one corrupt time made a replay run for hours (the simulator's idle background
+ * costs real time per virtual hour). By default a trace covers 1 h + 1 min per record; a longer
+ * one needs an explicit duration, and then replays its first part promptly. */
+TEST(a_span_beyond_the_records_needs_a_duration)
+{
+	struct sim_config c;
+	struct sim_result *r;
+	struct sim_summary sum;
+	char err[512];
+
+	reset();
+	map(R0, 8 * MB);
+	fault(R0, 0);
+	fault(R0 + HP, 0);
+	recs[nrec - 1].t_ns = 100ULL * 86400 * 1000000000ULL; /* 100 days in */
+	save("modern-always", "67108864");
+	sim_config_init(&c);
+	ASSERT_EQ(sim_replay_load(path, &c.replay, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_policy_parse("modern-always", &c.policy, err, sizeof(err)), 0);
+	EXPECT_EQ(sim_replay_configure(&c, 0, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "spans 2400.0 h with 3 records") && strstr(err, "--duration"));
+	c.duration_ns = 10ULL * 1000000000ULL;
+	ASSERT_EQ(sim_replay_configure(&c, SIM_REPLAY_KEEP_DURATION, err, sizeof(err)), 0);
+	c.pool_bytes = 64 * MB;
+	ASSERT_EQ(sim_run_scenario(&c, &r, err, sizeof(err)), 0);
+	sim_result_summary(r, &sum);
+	EXPECT_EQ(sum.faults, 1); /* the first, not the one 100 days in */
+	EXPECT_LE(sum.duration_ns, 4 * c.duration_ns + SIM_REPLAY_TAIL_NS); /* run.c's guard */
+	sim_result_free(r);
+	sim_replay_free(c.replay);
 	unlink(path);
 }
 

@@ -1,0 +1,124 @@
+/* What `thpemu report` prints of a run or a trace (see runs.h): a run's text summary, and the
+ * mmtests fault lines ("fault <tid> <huge|base> <latency_us> <sec.usec>", as mmtests'
+ * thpscale/thpcompact extractors read them), exact from a fault trace or reconstructed from a
+ * run's latency histogram.
+ */
+#include "cli/runs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "obs/trace.h"
+#include "util/text.h"
+
+/* What a report or a trace says is echoed escaped: a crafted label cannot drive the terminal. */
+#define ESC_LEN 1024
+
+int rd_trace_mmtests(const char *path, FILE *out, char *err, size_t errlen)
+{
+	struct obs_trace t;
+	int rc = obs_trace_load(path, &t, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	obs_trace_sort(&t);
+	for (size_t i = 0; i < t.n; i++) {
+		const struct obs_trace_rec *r = &t.recs[i];
+		uint64_t when = t.hdr.t0_real_ns + r->t_ns;
+
+		if (r->type != OBS_TR_FAULT)
+			continue;
+		fprintf(out, "fault %u %s %.0f %llu.%06llu\n", r->tid,
+			obs_trace_decision(r) == 0 && !(r->flags & OBS_TRF_HOST_SMALL) ? "huge"
+										       : "base",
+			(double)r->val / 1000.0, (unsigned long long)(when / 1000000000ULL),
+			(unsigned long long)(when / 1000 % 1000000ULL));
+	}
+	obs_trace_free(&t);
+	return 0;
+}
+
+int rd_trace_text(const char *path, FILE *out, char *err, size_t errlen)
+{
+	struct obs_trace t;
+	char v[512], pol[512], e[3][ESC_LEN];
+	uint64_t huge = 0, span = 0;
+	uint32_t tids[64];
+	size_t ntid = 0;
+	int rc = obs_trace_load(path, &t, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < t.n; i++) {
+		const struct obs_trace_rec *r = &t.recs[i];
+		size_t k;
+
+		span = obs_trace_effect_ns(r) > span ? obs_trace_effect_ns(r) : span;
+		if (r->type != OBS_TR_FAULT)
+			continue;
+		huge += obs_trace_decision(r) == 0;
+		for (k = 0; k < ntid && tids[k] != r->tid; k++)
+			;
+		if (k == ntid && ntid < 64)
+			tids[ntid++] = r->tid;
+	}
+	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n",
+		text_escape(path, e[0], ESC_LEN), t.hdr.pid,
+		text_escape(obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?", e[1], ESC_LEN),
+		text_escape(obs_trace_get(&t, "policy", pol, sizeof(pol)) ? pol : "?", e[2], ESC_LEN),
+		(double)span / 1e9,
+		t.complete ? "complete"
+			   : "truncated (no END record: the process did not exit cleanly)");
+	fprintf(out,
+		"  %zu records: %llu faults (%llu decided huge) from %zu threads, %llu maps, "
+		"%llu adopted, %llu releases, %llu advice, %llu remaps; %llu dropped\n",
+		t.n, (unsigned long long)t.counts[OBS_TR_FAULT], (unsigned long long)huge, ntid,
+		(unsigned long long)t.counts[OBS_TR_MAP],
+		(unsigned long long)t.counts[OBS_TR_ADOPT],
+		(unsigned long long)t.counts[OBS_TR_RELEASE],
+		(unsigned long long)t.counts[OBS_TR_ADVISE],
+		(unsigned long long)t.counts[OBS_TR_REMAP], (unsigned long long)t.dropped);
+	obs_trace_free(&t);
+	return 0;
+}
+
+void rd_mmtests_hist(const struct rd_run *r, FILE *out)
+{
+	for (int c = RD_HUGE; c <= RD_BASE; c++)
+		for (size_t k = 0; k < r->hist[c].n; k++)
+			for (uint64_t i = 0; i < r->hist[c].b[k].n; i++)
+				fprintf(out, "fault 0 %s %.0f 0.000000\n", rd_class_names[c],
+					(double)r->hist[c].b[k].hi / 1000.0);
+}
+
+void rd_run_text(const struct rd_run *r, FILE *out)
+{
+	static const char *const cls[] = {"huge", "base", "both"};
+	char e[3][ESC_LEN];
+
+	fprintf(out, "%s: %s%s, %s\n", text_escape(r->source, e[0], ESC_LEN),
+		text_escape(r->label, e[1], ESC_LEN), r->warmup ? " (warm-up)" : "",
+		r->ok ? "ok" : text_escape(r->note, e[2], ESC_LEN));
+	if (!r->root)
+		return;
+	fprintf(out,
+		"  faults %.0f: huge %.0f (%.2f %%), base %.0f; stalls %.0f (%.1f ms); "
+		"writeback waits %.0f (%.1f ms)\n",
+		rd_num(r->root, "faults.total"), rd_num(r->root, "faults.huge"),
+		rd_num(r->root, "faults.huge_pct"), rd_num(r->root, "faults.base"),
+		rd_num(r->root, "stalls.count"), rd_num(r->root, "stalls.total_ms"),
+		rd_num(r->root, "writeback_waits.count"),
+		rd_num(r->root, "writeback_waits.total_ms"));
+	for (int c = 0; c < 3; c++) {
+		char p[4][48];
+
+		snprintf(p[0], sizeof(p[0]), "latency_us.%s.p50", cls[c]);
+		snprintf(p[1], sizeof(p[1]), "latency_us.%s.p99", cls[c]);
+		snprintf(p[2], sizeof(p[2]), "latency_us.%s.max", cls[c]);
+		snprintf(p[3], sizeof(p[3]), "latency_us.%s.count", cls[c]);
+		fprintf(out, "  %-4s latency us: p50 %.1f p99 %.1f max %.1f (%.0f faults)\n",
+			cls[c], rd_num(r->root, p[0]), rd_num(r->root, p[1]), rd_num(r->root, p[2]),
+			rd_num(r->root, p[3]));
+	}
+}
