@@ -119,6 +119,30 @@ bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned al
 
 /* ---- Free lists ----------------------------------------------------------------------------- */
 
+/* Queue a free block at the head or the tail of its list (the list's logical order is the
+ * caller's business: see add_free_block). */
+static void list_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+	uint32_t head = sentinel(mm, SENT_FREE(order, mt));
+
+	f->state = FS_FREE;
+	f->flags = 0;
+	f->owner = 0;
+	f->order = (uint8_t)(order | (mt << ORDER_MT_SHIFT));
+	if (tail)
+		flist_add_tail(mm, head, pfn);
+	else
+		flist_add(mm, head, pfn);
+	mm->nr_free[order]++;
+	mm->nr_free_mt[order][mt]++;
+	mm->nr_free_pages += 1U << order;
+}
+
+/* The list (MM_MAX_ORDER, MOVABLE) is, logically, its linked entries followed by the
+ * never-touched blocks [fresh_pfn, fresh_end) in ascending pfn order (where memblock_free_all
+ * queued them, at the tail, and where every later head insertion leaves them). Taking the
+ * first of them appends it to the linked part: the logical list does not change. */
 bool materialise_free(struct mm *mm)
 {
 	uint32_t pfn = mm->fresh_pfn, n = 1U << MM_MAX_ORDER;
@@ -126,12 +150,12 @@ bool materialise_free(struct mm *mm)
 	if (pfn >= mm->fresh_end)
 		return false;
 	mm->fresh_pfn += n;
-	/* it was counted from the start: add_free_block counts it again */
+	/* it was counted from the start: list_free_block counts it again */
 	mm->nr_free[MM_MAX_ORDER]--;
 	mm->nr_free_mt[MM_MAX_ORDER][MM_MT_MOVABLE]--;
 	mm->nr_free_pages -= n;
 	init_free_frames(mm, pfn, n);
-	add_free_block(mm, pfn, MM_MAX_ORDER, MM_MT_MOVABLE, true);
+	list_free_block(mm, pfn, MM_MAX_ORDER, MM_MT_MOVABLE, true);
 	return true;
 }
 
@@ -155,25 +179,13 @@ uint32_t free_list_first(struct mm *mm, unsigned order, unsigned mt)
 	return pfn_frame(mm, head)->next;
 }
 
+/* A block queued at the tail of the list that holds never-touched blocks goes after them:
+ * they are linked first. */
 void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail)
 {
-	struct mm_frame *f = pfn_frame(mm, pfn);
-	uint32_t head = sentinel(mm, SENT_FREE(order, mt));
-
-	if (tail && holds_fresh(mm, order, mt)) /* the never-touched blocks are the tail */
+	if (tail && holds_fresh(mm, order, mt))
 		materialise_all(mm);
-
-	f->state = FS_FREE;
-	f->flags = 0;
-	f->owner = 0;
-	f->order = (uint8_t)(order | (mt << ORDER_MT_SHIFT));
-	if (tail)
-		flist_add_tail(mm, head, pfn);
-	else
-		flist_add(mm, head, pfn);
-	mm->nr_free[order]++;
-	mm->nr_free_mt[order][mt]++;
-	mm->nr_free_pages += 1U << order;
+	list_free_block(mm, pfn, order, mt, tail);
 }
 
 void del_free_block(struct mm *mm, uint32_t pfn)
