@@ -4,7 +4,9 @@
  * Mirrors the boot-time part of mm/page_alloc.c (free_area_init, memblock_free_all handing every
  * page to the buddy allocator in MAX_ORDER blocks, all pageblocks MOVABLE) and the counters of
  * mm/vmstat.c. All host memory is allocated here, once: nothing later allocates, so every other
- * entry point is safe on a fault-handler thread.
+ * entry point is safe on a fault-handler thread. The metadata arrays come from the environment
+ * (meta_alloc: zeroed, untouched memory) and are written where the pool is used (README.md,
+ * "Metadata is written where the pool is used").
  */
 #include <errno.h>
 #include <stdio.h>
