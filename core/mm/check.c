@@ -230,7 +230,8 @@ static void check_index(struct check *c)
 	uint32_t queued = 0;
 
 	for (uint32_t b = 0; b <= mm->pc_hash_mask; b++) {
-		for (uint32_t p = mm->pc_hash[b]; p != MM_NO_PFN; p = pfn_frame(mm, p)->hnext) {
+		for (uint32_t q = mm->pc_hash[b]; q; q = pfn_frame(mm, q - 1)->hnext) {
+			uint32_t p = q - 1;
 			const struct mm_frame *f = pfn_frame(mm, p);
 
 			if (p >= mm->nr_frames || f->state != FS_FILE || (f->flags & FF_GONE) ||
@@ -280,6 +281,7 @@ int mm_check(struct mm *mm, char *err, size_t errlen)
 	struct check c = {.mm = mm, .err = err, .errlen = errlen};
 
 	mm_lock(mm);
+	materialise_all(mm); /* every descriptor is then as memblock_free_all left it, or used */
 	walk_frames(&c);
 	if (!c.code)
 		check_lists(&c);

@@ -748,6 +748,7 @@ __stall_frame enum mm_compact_result compact_zone(struct mm *mm, struct compact_
 {
 	enum mm_compact_result ret;
 
+	materialise_all(mm); /* the scanners read every frame descriptor in their way */
 	ret = era_modern(mm) ? compact_zone_modern(mm, cc) : compact_zone_3x(mm, cc);
 	count_event(mm,
 		    cc->direct ? MM_STAT_COMPACT_MIGRATE_SCANNED

@@ -238,6 +238,7 @@ int mm_fragment(struct mm *mm, const char *recipe, uint64_t seed, char *err, siz
 		return ret;
 	rng_seed(&r.rng, seed);
 	mm_lock(mm);
+	materialise_all(mm); /* recipes scan and place frames anywhere in the pool */
 	r.foreign_seq = mm->stats[MM_STAT_PGALLOC];
 	for (const char *s = recipe; *s && !ret;) {
 		const char *end = strchr(s, ',');
@@ -270,6 +271,7 @@ int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_
 	int ret = 0;
 
 	mm_lock(mm);
+	materialise_all(mm);
 	if (pfn >= mm->nr_frames || !take_frame_off_buddy(mm, pfn)) {
 		ret = -EBUSY;
 		goto out_unlock;

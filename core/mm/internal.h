@@ -62,7 +62,7 @@ struct mm_frame {
 	uint64_t owner; /* reverse map cookie (0 when free) */
 	uint32_t next;  /* list links: buddy free list, LRU, or a compaction's private list */
 	uint32_t prev;
-	uint32_t hnext; /* page-cache hash chain (MM_NO_PFN ends it) */
+	uint32_t hnext; /* page-cache hash chain: the next frame + 1 (0 ends it) */
 	uint8_t state;  /* enum frame_state */
 	uint8_t order;  /* see ORDER_* */
 	uint8_t flags;  /* FF_* */
@@ -109,6 +109,11 @@ struct mm {
 
 	/* Buddy allocator (zone->free_area). */
 	uint32_t nr_free_pages;        /* NR_FREE_PAGES: frames on the free lists */
+	/* Max-order blocks [fresh_pfn, fresh_end) have never been touched: they count as free and
+	 * sit, in pfn order, at the tail of the MAX_ORDER MOVABLE free list, where they would be
+	 * after memblock_free_all; materialise_free() writes their descriptors when the list or a
+	 * scanner reaches them (a pool costs nothing until its memory is used). */
+	uint32_t fresh_pfn, fresh_end;
 	uint32_t nr_free[MM_NR_ORDERS];             /* free blocks per order, all migratetypes */
 	uint32_t nr_free_mt[MM_NR_ORDERS][MM_MT_NR]; /* free blocks per order and list */
 
@@ -118,7 +123,7 @@ struct mm {
 	uint32_t watermark_boost;
 
 	/* Page cache: hash index, LRU sizes, writeback FIFO. */
-	uint32_t *pc_hash;             /* bucket heads (pfn or MM_NO_PFN) */
+	uint32_t *pc_hash;             /* bucket heads: pfn + 1, 0 when empty */
 	uint32_t pc_hash_mask;
 	uint32_t nr_lru[2];            /* inactive, active (not counting isolated frames) */
 	uint32_t *dirty_ring;          /* pfns in dirtying order; each frame at most once */
@@ -287,6 +292,14 @@ uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned al
 void free_one_block(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc);
 void free_frames(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc);
 void del_free_block(struct mm *mm, uint32_t pfn);
+/* Write the descriptors of the next never-touched max-order block and put it on its list
+ * (false when none is left); all of them (before anything scans pfns or walks free lists). */
+bool materialise_free(struct mm *mm);
+void init_free_frames(struct mm *mm, uint32_t pfn, uint32_t n);
+void materialise_all(struct mm *mm);
+/* The first block of a free list, or MM_NO_PFN (materialising one if the list is the
+ * never-touched blocks' and holds nothing else). */
+uint32_t free_list_first(struct mm *mm, unsigned order, unsigned mt);
 void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail);
 uint32_t alloc_frames(struct mm *mm, struct alloc_ctx *ac);
 void mark_allocated(struct mm *mm, uint32_t pfn, unsigned order, enum frame_state st,

@@ -170,7 +170,7 @@ static void commit_migration(struct mm *mm, struct compact_control *cc, uint32_t
 	d->owner = s->owner;
 	d->flags = (uint8_t)(s->flags & (FF_ACTIVE | FF_REFERENCED | FF_ERROR));
 	d->order = ORDER_TAIL;
-	d->hnext = MM_NO_PFN;
+	d->hnext = 0;
 	mm->nr_isolated--; /* the target leaves the isolated free pool */
 	mm->nr_isolated_free--;
 	if (d->state == FS_FILE) {

@@ -257,6 +257,11 @@ struct mm_env_ops {
 	int (*writeout)(void *priv, void *call, uint64_t owner, uint32_t pfn);
 	/* [locked] Tracepoint. May be NULL. */
 	void (*trace)(void *priv, void *call, const struct mm_trace *ev);
+	/* Zeroed memory for mm's own metadata (frame descriptors, indexes), len bytes, and its
+	 * release. Pages must cost nothing until touched. NULL: calloc / free. Live, it must be
+	 * memory no fault handler has to serve (never the program's allocator's). */
+	void *(*meta_alloc)(void *priv, size_t len);
+	void (*meta_free)(void *priv, void *p, size_t len);
 };
 
 struct mm_env {

@@ -119,7 +119,9 @@ bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned al
 
 /* ---- Free lists ----------------------------------------------------------------------------- */
 
-void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail)
+/* Queue a free block at the head or the tail of its list (the list's logical order is the
+ * caller's business: see add_free_block). */
+static void list_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 	uint32_t head = sentinel(mm, SENT_FREE(order, mt));
@@ -135,6 +137,55 @@ void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bo
 	mm->nr_free[order]++;
 	mm->nr_free_mt[order][mt]++;
 	mm->nr_free_pages += 1U << order;
+}
+
+/* The list (MM_MAX_ORDER, MOVABLE) is, logically, its linked entries followed by the
+ * never-touched blocks [fresh_pfn, fresh_end) in ascending pfn order (where memblock_free_all
+ * queued them, at the tail, and where every later head insertion leaves them). Taking the
+ * first of them appends it to the linked part: the logical list does not change. */
+bool materialise_free(struct mm *mm)
+{
+	uint32_t pfn = mm->fresh_pfn, n = 1U << MM_MAX_ORDER;
+
+	if (pfn >= mm->fresh_end)
+		return false;
+	mm->fresh_pfn += n;
+	/* it was counted from the start: list_free_block counts it again */
+	mm->nr_free[MM_MAX_ORDER]--;
+	mm->nr_free_mt[MM_MAX_ORDER][MM_MT_MOVABLE]--;
+	mm->nr_free_pages -= n;
+	init_free_frames(mm, pfn, n);
+	list_free_block(mm, pfn, MM_MAX_ORDER, MM_MT_MOVABLE, true);
+	return true;
+}
+
+void materialise_all(struct mm *mm)
+{
+	while (materialise_free(mm))
+		;
+}
+
+static bool holds_fresh(const struct mm *mm, unsigned order, unsigned mt)
+{
+	return order == MM_MAX_ORDER && mt == MM_MT_MOVABLE && mm->fresh_pfn < mm->fresh_end;
+}
+
+uint32_t free_list_first(struct mm *mm, unsigned order, unsigned mt)
+{
+	uint32_t head = sentinel(mm, SENT_FREE(order, mt));
+
+	if (flist_empty(mm, head) && !(holds_fresh(mm, order, mt) && materialise_free(mm)))
+		return MM_NO_PFN;
+	return pfn_frame(mm, head)->next;
+}
+
+/* A block queued at the tail of the list that holds never-touched blocks goes after them:
+ * they are linked first. */
+void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail)
+{
+	if (tail && holds_fresh(mm, order, mt))
+		materialise_all(mm);
+	list_free_block(mm, pfn, order, mt, tail);
 }
 
 void del_free_block(struct mm *mm, uint32_t pfn)
@@ -208,7 +259,7 @@ void free_frames(struct mm *mm, uint32_t pfn, unsigned order, struct capture_con
 		f->owner = 0;
 		f->flags = 0;
 		f->order = ORDER_TAIL;
-		f->hnext = MM_NO_PFN;
+		f->hnext = 0;
 	}
 	count_event(mm, MM_STAT_PGFREE, 1U << order);
 	free_one_block(mm, pfn, order, capc);
@@ -225,7 +276,7 @@ void mark_allocated(struct mm *mm, uint32_t pfn, unsigned order, enum frame_stat
 		f->owner = owner ? owner + i : 0;
 		f->flags = 0;
 		f->order = ORDER_TAIL;
-		f->hnext = MM_NO_PFN;
+		f->hnext = 0;
 		f->next = f->prev = MM_NO_PFN;
 	}
 }
@@ -242,12 +293,10 @@ static void expand(struct mm *mm, uint32_t pfn, unsigned low, unsigned high, uns
 static uint32_t rmqueue_smallest(struct mm *mm, unsigned order, unsigned mt)
 {
 	for (unsigned o = order; o <= MM_MAX_ORDER; o++) {
-		uint32_t head = sentinel(mm, SENT_FREE(o, mt));
-		uint32_t pfn;
+		uint32_t pfn = free_list_first(mm, o, mt);
 
-		if (flist_empty(mm, head))
+		if (pfn == MM_NO_PFN)
 			continue;
-		pfn = pfn_frame(mm, head)->next;
 		del_free_block(mm, pfn);
 		expand(mm, pfn, order, o, mt);
 		return pfn;
@@ -341,12 +390,11 @@ static uint32_t rmqueue_fallback_3x(struct mm *mm, unsigned order, unsigned star
 	for (int o = MM_MAX_ORDER; o >= (int)order; o--) {
 		for (unsigned i = 0; i < 2; i++) {
 			unsigned mt = fallbacks[start_mt][i], list_mt = mt;
-			uint32_t head = sentinel(mm, SENT_FREE(o, mt)), pfn;
+			uint32_t pfn = free_list_first(mm, (unsigned)o, mt);
 			bool owned = false;
 
-			if (flist_empty(mm, head))
+			if (pfn == MM_NO_PFN)
 				continue;
-			pfn = pfn_frame(mm, head)->next;
 			if (o >= MM_PAGEBLOCK_ORDER / 2 || start_mt == MM_MT_RECLAIMABLE) {
 				uint32_t moved = move_freepages_block(mm, pfn, start_mt);
 
@@ -457,7 +505,7 @@ static uint32_t rmqueue_fallback_modern(struct mm *mm, unsigned order, unsigned 
 	if (fmt < 0)
 		return MM_NO_PFN;
 do_steal:
-	return steal_suitable_fallback(mm, pfn_frame(mm, sentinel(mm, SENT_FREE(o, fmt)))->next,
+	return steal_suitable_fallback(mm, free_list_first(mm, (unsigned)o, (unsigned)fmt),
 				       (unsigned)o, order, start_mt, alloc_flags, can_steal, call);
 }
 

@@ -21,11 +21,13 @@ static uint32_t *pc_bucket(struct mm *mm, uint64_t owner)
 	return &mm->pc_hash[(h >> 32) & mm->pc_hash_mask];
 }
 
+/* Buckets and chains hold pfn + 1, 0 ending them: zeroed memory is an empty index, so neither
+ * needs writing at creation (a pool's metadata is only touched where it is used). */
 uint32_t pc_lookup(struct mm *mm, uint64_t owner)
 {
-	for (uint32_t p = *pc_bucket(mm, owner); p != MM_NO_PFN; p = pfn_frame(mm, p)->hnext)
-		if (pfn_frame(mm, p)->owner == owner)
-			return p;
+	for (uint32_t p = *pc_bucket(mm, owner); p; p = pfn_frame(mm, p - 1)->hnext)
+		if (pfn_frame(mm, p - 1)->owner == owner)
+			return p - 1;
 	return MM_NO_PFN;
 }
 
@@ -34,32 +36,38 @@ void pc_insert(struct mm *mm, uint32_t pfn)
 	uint32_t *b = pc_bucket(mm, pfn_frame(mm, pfn)->owner);
 
 	pfn_frame(mm, pfn)->hnext = *b;
-	*b = pfn;
+	*b = pfn + 1;
+}
+
+/* The link (bucket or hnext) that holds pfn + 1 in its chain, or the chain's terminating 0. */
+static uint32_t *pc_link_to(struct mm *mm, uint32_t pfn)
+{
+	uint32_t *link = pc_bucket(mm, pfn_frame(mm, pfn)->owner);
+
+	while (*link && *link != pfn + 1)
+		link = &pfn_frame(mm, *link - 1)->hnext;
+	return link;
 }
 
 void pc_delete(struct mm *mm, uint32_t pfn)
 {
-	uint32_t *link = pc_bucket(mm, pfn_frame(mm, pfn)->owner);
+	uint32_t *link = pc_link_to(mm, pfn);
 
-	while (*link != MM_NO_PFN && *link != pfn)
-		link = &pfn_frame(mm, *link)->hnext;
-	if (*link == pfn)
+	if (*link == pfn + 1)
 		*link = pfn_frame(mm, pfn)->hnext;
-	pfn_frame(mm, pfn)->hnext = MM_NO_PFN;
+	pfn_frame(mm, pfn)->hnext = 0;
 }
 
 /* Put newpfn in place of oldpfn in the index (migration): same owner, same chain. */
 void pc_replace(struct mm *mm, uint32_t oldpfn, uint32_t newpfn)
 {
-	uint32_t *link = pc_bucket(mm, pfn_frame(mm, oldpfn)->owner);
+	uint32_t *link = pc_link_to(mm, oldpfn);
 
-	while (*link != MM_NO_PFN && *link != oldpfn)
-		link = &pfn_frame(mm, *link)->hnext;
-	if (*link != oldpfn)
+	if (*link != oldpfn + 1)
 		return;
-	*link = newpfn;
+	*link = newpfn + 1;
 	pfn_frame(mm, newpfn)->hnext = pfn_frame(mm, oldpfn)->hnext;
-	pfn_frame(mm, oldpfn)->hnext = MM_NO_PFN;
+	pfn_frame(mm, oldpfn)->hnext = 0;
 }
 
 void lru_add(struct mm *mm, uint32_t pfn)

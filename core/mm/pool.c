@@ -4,7 +4,9 @@
  * Mirrors the boot-time part of mm/page_alloc.c (free_area_init, memblock_free_all handing every
  * page to the buddy allocator in MAX_ORDER blocks, all pageblocks MOVABLE) and the counters of
  * mm/vmstat.c. All host memory is allocated here, once: nothing later allocates, so every other
- * entry point is safe on a fault-handler thread.
+ * entry point is safe on a fault-handler thread. The metadata arrays come from the environment
+ * (meta_alloc: zeroed, untouched memory) and are written where the pool is used (README.md,
+ * "Metadata is written where the pool is used").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,51 +51,75 @@ static uint32_t pow2_floor(uint32_t x)
 	return p;
 }
 
-/* Make every page of p resident now. Live, a handler thread must never fault on mm's own
- * memory: the allocator's untouched pages may lie in managed memory, which only handlers serve.
- * (volatile: a compiler may turn malloc + memset into calloc, which touches nothing.) */
-static void touch_pages(void *p, size_t len)
+static void *meta_alloc(struct mm *mm, size_t len)
 {
-	volatile char *c = p;
-
-	for (size_t i = 0; i < len; i += 4096)
-		c[i] = c[i];
-	if (len)
-		c[len - 1] = c[len - 1];
+	if (mm->env.ops->meta_alloc)
+		return mm->env.ops->meta_alloc(mm->env.priv, len);
+	return calloc(1, len);
 }
 
+static void meta_free(struct mm *mm, void *p, size_t len)
+{
+	if (!p)
+		return;
+	if (mm->env.ops->meta_free)
+		mm->env.ops->meta_free(mm->env.priv, p, len);
+	else
+		free(p);
+}
+
+static size_t frames_len(const struct mm *mm)
+{
+	return ((size_t)mm->nr_frames + NR_SENTINELS) * sizeof(struct mm_frame);
+}
+
+/* Every array is zeroed memory that costs nothing until touched: a pool's metadata is written
+ * where the pool is used (the page-cache index and chains encode "none" as 0 for that). */
 static int alloc_metadata(struct mm *mm)
 {
 	uint32_t buckets = pow2_floor(mm->nr_frames / 2);
 
-	mm->frames = calloc((size_t)mm->nr_frames + NR_SENTINELS, sizeof(*mm->frames));
-	mm->pageblock = calloc(mm->nr_blocks, 1);
-	mm->pc_hash = malloc((size_t)buckets * sizeof(*mm->pc_hash));
+	mm->frames = meta_alloc(mm, frames_len(mm));
+	mm->pageblock = meta_alloc(mm, mm->nr_blocks);
+	mm->pc_hash = meta_alloc(mm, (size_t)buckets * sizeof(*mm->pc_hash));
 	mm->pc_hash_mask = buckets - 1;
-	mm->dirty_ring = malloc((size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
-	mm->dirty_queued = calloc((mm->nr_frames + 63) / 64, sizeof(uint64_t));
+	mm->dirty_ring = meta_alloc(mm, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
+	mm->dirty_queued = meta_alloc(mm, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
 	if (!mm->frames || !mm->pageblock || !mm->pc_hash || !mm->dirty_ring || !mm->dirty_queued)
 		return -ENOMEM;
-	memset(mm->pc_hash, 0xff, (size_t)buckets * sizeof(*mm->pc_hash));
-	touch_pages(mm->dirty_ring, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
-	touch_pages(mm->dirty_queued, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
-	touch_pages(mm->frames, ((size_t)mm->nr_frames + NR_SENTINELS) * sizeof(*mm->frames));
-	touch_pages(mm->pageblock, mm->nr_blocks);
 	return 0;
 }
 
 static void free_metadata(struct mm *mm)
 {
-	free(mm->frames);
-	free(mm->pageblock);
-	free(mm->pc_hash);
-	free(mm->dirty_ring);
-	free(mm->dirty_queued);
+	meta_free(mm, mm->frames, frames_len(mm));
+	meta_free(mm, mm->pageblock, mm->nr_blocks);
+	meta_free(mm, mm->pc_hash, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
+	meta_free(mm, mm->dirty_ring, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
+	meta_free(mm, mm->dirty_queued, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
 }
 
-/* memblock_free_all: every frame goes to the buddy allocator in the largest aligned blocks. */
+/* Descriptors of free frames [pfn, pfn + n): inside a free block. */
+void init_free_frames(struct mm *mm, uint32_t pfn, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct mm_frame *f = pfn_frame(mm, pfn + i);
+
+		f->state = FS_FREE;
+		f->order = ORDER_TAIL;
+		f->hnext = 0;
+	}
+}
+
+/* memblock_free_all: every frame goes to the buddy allocator in the largest aligned blocks,
+ * in pfn order. The max-order blocks are only counted here; their descriptors are written
+ * when first reached (materialise_free), which puts them on the list exactly where they would
+ * have been. What is left over at the end (a pool of an odd number of pageblocks) is written
+ * now. */
 static void init_zone(struct mm *mm)
 {
+	uint32_t full = mm->nr_frames & ~((1U << MM_MAX_ORDER) - 1), nfull = full >> MM_MAX_ORDER;
+
 	for (unsigned i = 0; i < NR_SENTINELS; i++) {
 		struct mm_frame *s = pfn_frame(mm, sentinel(mm, i));
 
@@ -102,18 +128,17 @@ static void init_zone(struct mm *mm)
 	}
 	for (uint32_t b = 0; b < mm->nr_blocks; b++)
 		mm->pageblock[b] = MM_MT_MOVABLE;
-	for (uint32_t pfn = 0; pfn < mm->nr_frames; pfn++) {
-		struct mm_frame *f = pfn_frame(mm, pfn);
-
-		f->state = FS_FREE;
-		f->order = ORDER_TAIL;
-		f->hnext = MM_NO_PFN;
-	}
-	for (uint32_t pfn = 0; pfn < mm->nr_frames;) {
+	mm->fresh_pfn = 0;
+	mm->fresh_end = full;
+	mm->nr_free[MM_MAX_ORDER] += nfull;
+	mm->nr_free_mt[MM_MAX_ORDER][MM_MT_MOVABLE] += nfull;
+	mm->nr_free_pages += full;
+	for (uint32_t pfn = full; pfn < mm->nr_frames;) {
 		unsigned order = MM_MAX_ORDER;
 
 		while (pfn + (1U << order) > mm->nr_frames || (pfn & ((1U << order) - 1)))
 			order--;
+		init_free_frames(mm, pfn, 1U << order);
 		add_free_block(mm, pfn, order, MM_MT_MOVABLE, true);
 		pfn += 1U << order;
 	}

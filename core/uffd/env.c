@@ -15,12 +15,18 @@
  *                   move
  *   alloc_cost      nothing to charge (live, the real work is its own cost); a long-running
  *                   fault's stack is captured here for stall reports
+ *   meta_alloc/free mm's frame descriptors and indexes: a raw private anonymous NORESERVE
+ *                   mapping (never the program's allocator, never a managed region), whose
+ *                   pages the host kernel supplies when mm first writes them, so a 64 GiB pool
+ *                   costs nothing at start-up; munmap at the end
  */
 #include "uffd/uffd.h"
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "uffd/sys.h"
 #include "util/clock.h"
 
 /* Set when a hook took the mm lock for mm's next ops->lock() on this thread. */
@@ -117,6 +123,19 @@ static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n
 	uffd_stallcap_long_running(call); /* a long compaction or reclaim pass: where is it? */
 }
 
+static void *env_meta_alloc(void *priv, size_t len)
+{
+	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return sys_is_err(p) ? NULL : (void *)p;
+}
+
+static void env_meta_free(void *priv, void *p, size_t len)
+{
+	sys_munmap(p, len);
+}
+
 const struct mm_env_ops uffd_env_ops = {
     .now = env_now,
     .lock = env_lock,
@@ -128,4 +147,6 @@ const struct mm_env_ops uffd_env_ops = {
     .alloc_cost = env_alloc_cost,
     .writeout = env_writeout,
     .trace = NULL,
+    .meta_alloc = env_meta_alloc,
+    .meta_free = env_meta_free,
 };

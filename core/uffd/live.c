@@ -133,6 +133,7 @@ static void *handler_main(void *arg)
 					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
 					  (int)msg.arg.pagefault.feat.ptid, clock_now_ns());
 		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
+		uffd_stallcap_idle(w);
 	}
 	guard_thread_leave(&w->gt);
 	return NULL;

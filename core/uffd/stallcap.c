@@ -5,7 +5,9 @@
  *
  * Handler side. The hooks in which a fault can block for long (wait_writeback: the kernel's
  * wait_on_page_writeback; writeout) capture the handler's stack with libunwind at entry (~0.2
- * us) and keep the one of the longest block of the fault, so a writeback stall shows
+ * us; ~40 us on a thread's first fault that blocks, whose end builds libunwind's per-thread
+ * trace cache: 256 KiB no handler pays for at start-up) and keep the one of the longest block
+ * of the fault, so a writeback stall shows
  * wait_on_frame_writeback < unmap_and_move < migrate_frames < compact_zone < ... A fault that
  * never blocks but runs long (compaction scanning, reclaim) is captured from the [locked] cost
  * hook once it has been in service for half the threshold, by a frame-pointer walk (libunwind
@@ -161,6 +163,12 @@ void uffd_stallcap_thread_init(struct uffd_worker *w)
 		obs_unwind_thread_init((void *)lo, hi - lo);
 }
 
+void uffd_stallcap_idle(struct uffd_worker *w)
+{
+	if (w->unwind_cold && obs_unwind_thread_warm())
+		w->unwind_cold = false;
+}
+
 void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, uint64_t t_read)
 {
 	struct stall_slot *s = slot_of(w);
@@ -183,6 +191,7 @@ uint64_t uffd_stallcap_blocking(struct uffd_worker *w, struct obs_stack *scratch
 	if (!s || !(s->seq & 1))
 		return 0;
 	obs_stack_capture(scratch, 2); /* from the hook's caller: the mm function that blocks */
+	w->unwind_cold = true;
 	return clock_now_ns();
 }
 

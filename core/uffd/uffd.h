@@ -538,6 +538,7 @@ struct uffd_worker {
 	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
 	uint64_t fault_t0;     /* when its message was read */
+	bool unwind_cold;      /* captured a stack without libunwind's trace cache: build it */
 	struct guard_thread gt; /* registration with core/guard (credentials) */
 };
 #define UFFD_SCRATCH_PAGES 32
@@ -678,6 +679,9 @@ int uffd_stallcap_start(struct uffd_live *lv);
 void uffd_stallcap_stop(struct uffd_live *lv);
 /* Handler thread, before serving faults. */
 void uffd_stallcap_thread_init(struct uffd_worker *w);
+/* Handler thread, between faults: after its first capture, build the thread's fast unwinder
+ * (obs_unwind_thread_warm), off every fault's latency and only on threads that capture. */
+void uffd_stallcap_idle(struct uffd_worker *w);
 /* A fault begins / ends on worker w (handler threads). */
 void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, uint64_t t_read);
 void uffd_stallcap_fault_end(struct uffd_worker *w, const struct mm_fault_rec *rec,

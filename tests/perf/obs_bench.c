@@ -3,8 +3,9 @@
  *
  *   obs_faults_record          per fault, one thread and two threads sharing one struct
  *   obs_hist_record            the histogram part alone
- *   obs_stack_capture          handler-side stack at ~12 frames: libunwind (guard open) and
- *                              the frame-pointer fallback (guard closed)
+ *   obs_stack_capture          handler-side stack at ~12 frames: libunwind (guard open) on a
+ *                              thread before obs_unwind_thread_warm (cursor walk) and after
+ *                              (unw_backtrace), and the frame-pointer fallback (guard closed)
  *   obs_stalls_add             one stall event appended into a fresh (untouched) store: the
  *                              first touch of its pages is most of this cost (~50 ns/op when
  *                              the store is pre-faulted, measured with MAP_POPULATE)
@@ -221,6 +222,11 @@ int main(void)
 	report("obs_faults_record (2 threads, shared)", measure_faults_shared(iters / 2));
 
 	deep(10); /* warm the unwinder's caches for these IPs */
+	report("obs_stack_capture libunwind, cold thread", measure(do_capture, iters / 2000));
+	printf("obs_bench:   %u frames, method %s\n", stack.nr, obs_unwind_method_name(stack.method));
+	if (!obs_unwind_thread_warm())
+		failed = 1;
+	deep(10);
 	report("obs_stack_capture libunwind", measure(do_capture, iters / 20));
 	printf("obs_bench:   %u frames, method %s\n", stack.nr, obs_unwind_method_name(stack.method));
 	obs_unwind_set_limit(0);

@@ -1,5 +1,10 @@
 /* core/mm pool: creation, metadata budget, watermarks of each era against hand-computed values,
- * configuration errors. */
+ * configuration errors, and the lazily written metadata (README.md "Metadata is written where
+ * the pool is used"): blocks come off the free lists in memblock_free_all's order and a pool's
+ * descriptors are not touched until used. */
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "harness.h"
 #include "mm_fakeenv.h"
 #include "mm/internal.h"
@@ -54,6 +59,100 @@ TEST(fresh_pool_is_all_free_in_max_order_blocks)
 	EXPECT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	EXPECT_EQ(mm_fragmentation_index(fe.mm, 9), -1000);
 	fakeenv_destroy(&fe);
+}
+
+static uint32_t alloc_foreign(struct mm *mm, unsigned order, uint64_t owner)
+{
+	uint32_t pfn = MM_NO_PFN;
+
+	if (mm_alloc_pages(mm, order, MM_MT_MOVABLE, MM_OWNER_FOREIGN | owner, &pfn, NULL) < 0)
+		return MM_NO_PFN;
+	return pfn;
+}
+
+/* The max-order blocks are linked when first reached, yet come off the list exactly as eager
+ * init queued them: ascending pfns, a freed block at the head, the odd order-9 tail block
+ * (written at creation) first for small orders. */
+TEST(lazy_pool_hands_out_blocks_in_eager_order)
+{
+	struct fakeenv fe;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 64 * MIB + 2 * MIB, false, err, sizeof(err)), 0);
+	EXPECT_EQ(alloc_foreign(fe.mm, 10, 1), 0);
+	EXPECT_EQ(alloc_foreign(fe.mm, 10, 2), 1024);
+	EXPECT_EQ(alloc_foreign(fe.mm, 10, 3), 2048);
+	mm_free_pages(fe.mm, 1024, 10, NULL); /* __free_one_page: a max-order block goes to the head */
+	EXPECT_EQ(alloc_foreign(fe.mm, 10, 4), 1024);
+	EXPECT_EQ(alloc_foreign(fe.mm, 10, 5), 3072);
+	EXPECT_EQ(alloc_foreign(fe.mm, 0, 6), 16384); /* the order-9 tail block, smallest first */
+	EXPECT_EQ(alloc_foreign(fe.mm, 9, 7), 4096);  /* then the next never-touched block, split */
+	EXPECT_EQ(alloc_foreign(fe.mm, 9, 8), 4608);
+	EXPECT_EQ(alloc_foreign(fe.mm, 10, 9), 5120);
+	EXPECT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+static unsigned pages_resident(const void *p, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page;
+	unsigned char *vec = calloc(n, 1);
+	unsigned r = 0;
+
+	if (!vec || mincore((void *)p, len, vec) < 0) {
+		free(vec);
+		return ~0U;
+	}
+	for (size_t i = 0; i < n; i++)
+		r += vec[i] & 1;
+	free(vec);
+	return r;
+}
+
+static void *test_meta_alloc(void *priv, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	(void)priv;
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, len, MADV_NOHUGEPAGE); /* count 4 KiB pages, not host THPs */
+	return p;
+}
+
+static void test_meta_free(void *priv, void *p, size_t len)
+{
+	(void)priv;
+	munmap(p, len);
+}
+
+/* A 4 GiB pool's 25 MB of descriptors: creating it writes the sentinels only, and a first
+ * allocation writes the one max-order block it splits (24 KiB), not the pool. */
+TEST(lazy_pool_touches_metadata_where_used)
+{
+	struct mm_env_ops ops = fe_ops_single;
+	struct fakeenv fe = {0};
+	struct mm_config cfg = {.pool_bytes = 4 * GIB};
+	struct mm_env env = {.ops = &ops, .priv = &fe};
+	size_t frames_len;
+	unsigned before, after;
+	char err[256];
+
+	ops.meta_alloc = test_meta_alloc;
+	ops.meta_free = test_meta_free;
+	ASSERT_EQ(mm_policy_parse("modern-always", &cfg.policy, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_create(&cfg, &env, &fe.mm, err, sizeof(err)), 0);
+	frames_len = ((size_t)fe.mm->nr_frames + NR_SENTINELS) * sizeof(struct mm_frame);
+	before = pages_resident(fe.mm->frames, frames_len);
+	EXPECT_LE(before, 2); /* the sentinel list heads after the last frame */
+	EXPECT_LE(pages_resident(fe.mm->pc_hash, (size_t)(fe.mm->pc_hash_mask + 1) * 4), 0);
+	EXPECT_LE(pages_resident(fe.mm->dirty_ring, (size_t)fe.mm->nr_frames * 4), 0);
+	EXPECT_EQ(alloc_foreign(fe.mm, 0, 1), 0);
+	after = pages_resident(fe.mm->frames, frames_len);
+	EXPECT_GE(after, before + 1);
+	EXPECT_LE(after, before + 8); /* 1024 descriptors of 24 bytes: 6 or 7 pages */
+	mm_destroy(fe.mm);
 }
 
 TEST(metadata_at_most_32_bytes_per_frame)
