@@ -125,8 +125,7 @@ static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n
 
 static void *env_meta_alloc(void *priv, size_t len)
 {
-	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = sys_mmap_own(len, MAP_NORESERVE); /* thpemu's own, as the census counts it */
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }
