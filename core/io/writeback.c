@@ -799,16 +799,21 @@ destroy:
 	return rc;
 }
 
-/* A credential change of the program is waiting for an io thread: wake it wherever it sleeps
- * (each of these waits loops on its condition). */
-static void io_thread_ping(void *arg)
+/* Every io thread asleep on a futex word wakes (each such wait loops on its condition). */
+static void wake_sleepers(struct io *io)
 {
-	struct io *io = arg;
-
 	__atomic_fetch_add(&io->dirtier_wake, 1, __ATOMIC_RELEASE);
 	io_futex_wake_all(&io->dirtier_wake);
 	__atomic_fetch_add(&io->progress, 1, __ATOMIC_RELEASE);
 	io_futex_wake_all(&io->progress);
+}
+
+/* A credential change of the program is waiting for an io thread: wake it wherever it sleeps. */
+static void io_thread_ping(void *arg)
+{
+	struct io *io = arg;
+
+	wake_sleepers(io);
 	if (io->be)
 		io->be->kick(io);
 }
@@ -856,10 +861,7 @@ void io_stop(struct io *io, uint64_t drain_ns)
 
 	if (!io || atomic_exchange(&io->stopping, true))
 		return;
-	__atomic_fetch_add(&io->dirtier_wake, 1, __ATOMIC_RELEASE);
-	io_futex_wake_all(&io->dirtier_wake);
-	__atomic_fetch_add(&io->progress, 1, __ATOMIC_RELEASE);
-	io_futex_wake_all(&io->progress);
+	wake_sleepers(io);
 	/* the flusher keeps completing writes meanwhile; if the dirtier still waits on one when
 	 * the drain time is up, stopping the flusher ends every page in flight and wakes it */
 	joined = join_dirtier(io, drain_ns);
