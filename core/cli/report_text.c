@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "obs/trace.h"
-#include "uffd/uffd.h"
 #include "util/text.h"
 
 /* What a report or a trace says is echoed escaped: a crafted label cannot drive the terminal. */
@@ -96,6 +95,7 @@ void rd_mmtests_hist(const struct rd_run *r, FILE *out)
 /* The memory census of a run report (uffd/census.c), when there is one. */
 static void rd_memory_text(json_t *root, FILE *out)
 {
+	static const char *const why[] = {"brk", "stack", "file", "shared", "prot", "small", "unseen"};
 	double procs = rd_num(root, "memory.processes");
 
 	if (!(procs > 0))
@@ -104,14 +104,14 @@ static void rd_memory_text(json_t *root, FILE *out)
 		rd_num(root, "memory.anon_program_bytes") / 1048576.0,
 		100.0 * rd_num(root, "memory.managed_share"),
 		rd_num(root, "memory.anon_thpemu_bytes") / 1048576.0);
-	for (unsigned i = 0; i < UFFD_WHY_NR; i++) {
+	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
 		char path[64];
 		double b;
 
-		snprintf(path, sizeof(path), "memory.unmanaged_by_reason.%s", uffd_why_names[i]);
+		snprintf(path, sizeof(path), "memory.unmanaged_by_reason.%s", why[i]);
 		b = rd_num(root, path);
 		if (b >= 1048576.0)
-			fprintf(out, "; unmanaged %s %.1f MiB", uffd_why_names[i], b / 1048576.0);
+			fprintf(out, "; unmanaged %s %.1f MiB", why[i], b / 1048576.0);
 	}
 	fputc('\n', out);
 }
