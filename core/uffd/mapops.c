@@ -43,6 +43,19 @@ void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes)
 	__atomic_fetch_sub(&lv->stats->host.bytes_managed, bytes, __ATOMIC_RELAXED);
 }
 
+/* The host VMA advice of managed memory. With huge decisions possible, MADV_HUGEPAGE, so that
+ * faults arrive with pmd_none and moves keep the PMD. With --host-thp 0 (a host with no THPs to
+ * give), MADV_NOHUGEPAGE: the host's khugepaged would otherwise collapse a fully moved-in extent
+ * (512 present PTEs qualify even in a uffd-armed VMA, mm/khugepaged.c: hpage_collapse_scan_pmd
+ * refuses only pte_none entries there) and a real PMD would appear under a "no THP" host. */
+void uffd_host_advise(struct uffd_live *lv, uintptr_t lo, size_t len)
+{
+	if (!lv->cfg.host_thp)
+		sys_madvise((void *)lo, len, MADV_NOHUGEPAGE);
+	else if (lv->may_huge)
+		sys_madvise((void *)lo, len, MADV_HUGEPAGE);
+}
+
 void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes)
 {
 	uint64_t now = __atomic_add_fetch(&lv->stats->host.bytes_managed, bytes, __ATOMIC_RELAXED);
@@ -237,8 +250,7 @@ static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 	for (uint32_t p = p0; p < p1; p++)
 		if (UP_STATE(uffd_pstate(r, p)) != UP_GONE)
 			goto unlock;
-	if (lv->may_huge)
-		sys_madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	uffd_host_advise(lv, lo, hi - lo);
 	uffd_trace_event(lv, OBS_TR_MAP, lo, hi - lo, 0, 0, 0);
 	revive_locked(r, p0, p1); /* before the first fault can arrive */
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
@@ -279,9 +291,7 @@ static int create_new(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int prot
 
 	if (rc < 0)
 		return rc == -EEXIST ? -EAGAIN : rc;
-	/* MADV_HUGEPAGE on the host so that faults arrive with pmd_none and moves keep the PMD */
-	if (lv->may_huge)
-		sys_madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	uffd_host_advise(lv, lo, hi - lo);
 	uffd_trace_event(lv, OBS_TR_MAP, lo, hi - lo, 0, 0, 0);
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
 	if (rc < 0) {
@@ -589,8 +599,7 @@ int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot)
 		if (((uint8_t *)vec)[p] & 1)
 			r->pstate[p] = UP_PRESENT;
 	uffd_region_recompute_extents(r, 0, r->nexts - 1);
-	if (lv->may_huge)
-		sys_madvise(addr, hi - lo, MADV_HUGEPAGE);
+	uffd_host_advise(lv, (uintptr_t)addr, hi - lo);
 	trace_adopt(lv, lo, (const uint8_t *)vec, npages);
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
 	if (rc == 0)

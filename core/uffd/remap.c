@@ -130,8 +130,7 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 		uffd_region_discard(&lv->table, s);
 		return rc;
 	}
-	if (lv->may_huge)
-		sys_madvise((void *)a, len, MADV_HUGEPAGE);
+	uffd_host_advise(lv, a, len);
 	rc = uffd_io_register(lv->uffd, a, len);
 	if (rc < 0) {
 		uffd_region_fail(lv, s, rc);

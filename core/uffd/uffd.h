@@ -584,7 +584,7 @@ struct uffd_live {
 	pthread_mutex_t snap_lock; /* the stats' non-atomic parts: snapshot, note, state */
 	size_t stats_len;
 	int stats_fd;
-	bool may_huge; /* the policy can ever decide huge: regions get MADV_HUGEPAGE */
+	bool may_huge; /* the policy can ever decide huge (uffd_host_advise) */
 	bool child;    /* a fork child: everything passes through */
 	bool detached; /* stepped aside (seccomp, unshare...): threads gone, memory unregistered */
 	bool thp_disabled; /* prctl(PR_SET_THP_DISABLE) (atomic) */
@@ -745,6 +745,9 @@ long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (
 			void *arg);
 /* bytes_managed gauge */
 void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes);
+/* The host madvise of managed memory: MADV_HUGEPAGE (huge decisions possible), MADV_NOHUGEPAGE
+ * (--host-thp 0), or none. */
+void uffd_host_advise(struct uffd_live *lv, uintptr_t lo, size_t len);
 void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
 
 /* uffdio wrappers: 0 or -errno (moved/copied bytes reported through *done when not NULL). */

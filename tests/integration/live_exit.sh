@@ -15,10 +15,14 @@ check() { # MODE EXPECTED_STATUS ARGS...
 	expect_eq "$mode status" "$rc" "$want"
 	[ -s "$rep" ] || fail "$mode: no report"
 	expect_eq "$mode exit_status in report" "$(json "$rep" .program.exit_status)" "$want"
-	# the handler records a fault just after waking the program: a process that dies right
-	# after its last touch may take that one record with it
+	# a handler records a fault just after waking the program: a process that dies right after
+	# its last touch may take one record per handler thread with it (each handler can be between
+	# its wake and its record when the process dies, CI saw 14 with 2 handlers)
 	n=$(json "$rep" .faults.huge)
-	[ "$n" -ge 15 ] && [ "$n" -le 16 ] || fail "$mode: $n huge faults recorded, expected 15-16"
+	h=$(json "$rep" .config.handlers)
+	[ "$h" -ge 1 ] || fail "$mode: report names $h handlers"
+	[ "$n" -ge $((16 - h)) ] && [ "$n" -le 16 ] ||
+		fail "$mode: $n huge faults recorded, expected $((16 - h))-16 ($h handlers)"
 	expect_eq "$mode no_clean_exit" "$(json "$rep" .program.no_clean_exit)" 1
 	say "$mode: status $rc, report with $(json "$rep" .faults.total) faults"
 }
