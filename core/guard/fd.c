@@ -19,7 +19,7 @@
 #include <linux/close_range.h>
 #include <unistd.h>
 
-#include "sys/sys.h"
+#include "util/sys.h"
 
 static int zone_on;
 static unsigned zone_lo, zone_hi; /* [lo, hi): hi is the real hard limit */

@@ -19,7 +19,7 @@
 
 #include <time.h>
 
-#include "sys/sys.h"
+#include "util/sys.h"
 
 static uint32_t forking;  /* forks being prepared; FROZEN and above: stopped for good */
 static uint32_t inflight; /* migrations between begin and end (futex word) */

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sys/sys.h"
+#include "util/sys.h"
 
 #define REPLICATE_PATIENCE_NS (30ULL * 1000000000ULL) /* give up on a thread after this */
 #define REWAKE_NS	      (20ULL * 1000000ULL)

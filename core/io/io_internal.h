@@ -13,7 +13,7 @@
 
 #include "guard/guard.h"
 #include "io/io.h"
-#include "sys/sys.h"
+#include "util/sys.h"
 
 #define IO_MAX_FILES	   4096 /* files with state at once (open, pending pages, in flight) */
 #define IO_INDEX_SIZE	   (2 * IO_MAX_FILES)

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 
 #include "shim/shim.h"
-#include "sys/sys.h"
+#include "util/sys.h"
 #include "util/outfile.h"
 
 #define EXPORT __attribute__((visibility("default")))

@@ -31,7 +31,7 @@
 #include "guard/guard.h"
 #include "obs/unwind.h"
 #include "shim/shim.h"
-#include "sys/sys.h"
+#include "util/sys.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

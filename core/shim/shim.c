@@ -27,7 +27,7 @@
 #include <sys/mman.h>
 
 #include "shim/shim.h"
-#include "uffd/sys.h"
+#include "util/sys.h"
 
 #define EXPORT	  __attribute__((visibility("default")))
 #define EARLY_MAX 64

@@ -24,7 +24,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "sys/sys.h"
+#include "util/sys.h"
 
 #define X_NAME(name, help) #name,
 #define X_HELP(name, help) help,

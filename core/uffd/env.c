@@ -26,7 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 #include "util/clock.h"
 
 /* Set when a hook took the mm lock for mm's next ops->lock() on this thread. */

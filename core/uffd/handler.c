@@ -20,7 +20,7 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 #include "util/clock.h"
 
 struct fault_ctx {

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 #include "util/clock.h"
 #include "util/outfile.h"
 

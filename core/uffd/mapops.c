@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "obs/trace.h"
-#include "uffd/sys.h"
+#include "util/sys.h"
 
 #define MAX_TOUCHED 64 /* regions one call may touch; more is handled in passes */
 

@@ -23,7 +23,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 
 /* An empty scratch page: the batch is emptied when used up, and a page found mapped anyway is
  * emptied before use, so that whatever a move leaves there is the program's page. */

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 
 #define CID_SLOT_BITS 16
 #define CID_SLOT_MASK ((1U << CID_SLOT_BITS) - 1)

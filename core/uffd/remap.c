@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "obs/trace.h"
-#include "uffd/sys.h"
+#include "util/sys.h"
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 
 int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len)
 {

@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 #include "util/clock.h"
 
 #if defined(__SANITIZE_THREAD__)

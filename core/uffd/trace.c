@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "obs/trace.h"
-#include "uffd/sys.h"
+#include "util/sys.h"
 #include "util/clock.h"
 #include "util/outfile.h"
 

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 
 int uffd_io_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake, int64_t *done)
 {

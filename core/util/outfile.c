@@ -1,6 +1,6 @@
 /* Output files nobody else can redirect (see outfile.h for the rules and the threat).
  *
- * Everything goes through raw system calls (core/sys/sys.h): the preload library interposes
+ * Everything goes through raw system calls (core/util/sys.h): the preload library interposes
  * close() and must leave the program's errno alone, and the same code serves the command.
  */
 #include "util/outfile.h"
@@ -17,7 +17,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "sys/sys.h"
+#include "util/sys.h"
 #include "util/text.h"
 
 #define ESC_LEN 1024 /* an escaped path in a message (longer ones are cut) */

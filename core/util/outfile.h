@@ -17,7 +17,7 @@
  *    that fails the checks is left untouched.
  *
  * Refusals are one line, "'PATH': why" (the path escaped, util/text.h), for the caller to prefix
- * with the option's name. Only system calls (core/sys/sys.h) and snprintf are used: no stdio
+ * with the option's name. Only system calls (core/util/sys.h) and snprintf are used: no stdio
  * stream but outfile_fopen's, no allocation but fdopen's, no exit, errno left as it was; so the
  * preload library can use these at init and exit too.
  */

@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "uffd/sys.h"
+#include "util/sys.h"
 #include "uffd/uffd.h"
 
 #define MB (1UL << 20)

@@ -11,7 +11,7 @@
 
 #include "obs/trace.h"
 #include "sim/sim.h"
-#include "uffd/sys.h"
+#include "util/sys.h"
 #include "uffd/uffd.h"
 
 #define MB (1UL << 20)

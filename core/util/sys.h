@@ -9,8 +9,8 @@
  * The uapi values mirror include/uapi/linux/userfaultfd.h and include/uapi/linux/fs.h of
  * Linux 6.8+ (UFFDIO_MOVE) and 6.7+ (PAGEMAP_SCAN).
  */
-#ifndef THPEMU_SYS_SYS_H
-#define THPEMU_SYS_SYS_H
+#ifndef THPEMU_UTIL_SYS_H
+#define THPEMU_UTIL_SYS_H
 
 #include <errno.h>
 #include <linux/userfaultfd.h>
