@@ -311,7 +311,7 @@ static int slots_init(struct io *io, struct uring_be *b)
 	if (fd < 0)
 		return -errno;
 	rc = io_uring_register_files_update(&b->ring, SLOT_MANIFEST, &fd, 1);
-	close(fd); /* the ring holds the file now */
+	sys_close(fd); /* the ring holds the file now */
 	return rc < 0 ? rc : 0;
 }
 

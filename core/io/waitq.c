@@ -3,14 +3,12 @@
 #include "io/waitq.h"
 
 #include "guard/guard.h"
+#include "util/sys.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 static unsigned waitq_hash(uint64_t key)
 {
@@ -35,7 +33,7 @@ static void futex_sleep(uint32_t *word, uint32_t val, uint64_t rel_ns)
 {
 	struct timespec ts = {(time_t)(rel_ns / 1000000000ULL), (long)(rel_ns % 1000000000ULL)};
 
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, rel_ns ? &ts : NULL, NULL, 0);
+	sys_futex_wait(word, val, rel_ns ? &ts : NULL);
 }
 
 int waitq_wait(struct waitq *q, uint64_t key, waitq_busy_fn busy, void *arg, uint64_t timeout_ns)
@@ -75,7 +73,7 @@ void waitq_wake(struct waitq *q, uint64_t key)
 
 	__atomic_fetch_add(&q->bucket[h].seq, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&q->bucket[h].waiters, __ATOMIC_SEQ_CST))
-		syscall(SYS_futex, &q->bucket[h].seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		sys_futex_wake(&q->bucket[h].seq, INT_MAX);
 }
 
 uint32_t waitq_waiters(struct waitq *q, uint64_t key)

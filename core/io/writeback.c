@@ -700,7 +700,7 @@ static bool odirect_works(struct io *io)
 	snprintf(path, sizeof(path), "%s/.odirect", io->dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
 	if (fd >= 0)
-		close(fd);
+		sys_close(fd);
 	unlink(path);
 	return fd >= 0 || errno != EINVAL;
 }

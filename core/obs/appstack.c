@@ -15,12 +15,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "util/sys.h"
 
 #define LOAD_ACQ(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -49,16 +49,6 @@ static struct app_slot app_slots[APP_SLOTS];
 static int app_signo;               /* 0 while not installed */
 static struct sigaction app_prev;   /* disposition we chain to */
 
-static pid_t sys_gettid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-static long sys_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
-}
-
 /* ---- The signal handler (runs on the application thread) ------------------------------- */
 
 static bool is_request(const siginfo_t *si)
@@ -80,7 +70,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	} else if (app_prev.sa_handler == SIG_DFL) {
 		/* a real-time signal's default is to terminate: do what would have happened */
 		__sigaction(sig, &app_prev, NULL);
-		syscall(SYS_tgkill, getpid(), sys_gettid(), sig);
+		sys_tgkill(sys_getpid(), sys_gettid(), sig);
 	} else if (app_prev.sa_handler != SIG_IGN) {
 		app_prev.sa_handler(sig);
 	}
@@ -129,7 +119,7 @@ static void app_handler(int sig, siginfo_t *si, void *uc)
 	expect = SLOT_WRITING;
 	if (!CAS(&s->state, &expect, SLOT_DONE))
 		STORE_REL(&s->state, SLOT_IDLE); /* requester abandoned it: free the slot */
-	sys_futex(&s->state, FUTEX_WAKE_PRIVATE, 1, NULL);
+	sys_futex_wake(&s->state, 1);
 out:
 	errno = saved_errno;
 }
@@ -209,7 +199,7 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	n = read(fd, buf, len - 1);
 	if (n < 0)
 		n = -errno;
-	close(fd);
+	sys_close(fd);
 	if (n >= 0)
 		buf[n] = '\0';
 	return n;
@@ -317,7 +307,7 @@ static uint32_t wait_while(struct app_slot *s, uint32_t from, uint64_t deadline)
 			return cur;
 		rel.tv_sec = (time_t)((deadline - now) / 1000000000ULL);
 		rel.tv_nsec = (long)((deadline - now) % 1000000000ULL);
-		sys_futex(&s->state, FUTEX_WAIT_PRIVATE, from, &rel);
+		sys_futex_wait(&s->state, from, &rel);
 	}
 }
 
@@ -331,9 +321,7 @@ static int send_request(pid_t tid, unsigned idx, unsigned gen)
 	si.si_pid = getpid();
 	si.si_uid = getuid();
 	si.si_value.sival_int = (int)((gen << APP_IDX_BITS) | idx);
-	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, app_signo, &si) < 0)
-		return -errno;
-	return 0;
+	return sys_rt_tgsigqueueinfo(sys_getpid(), tid, app_signo, &si);
 }
 
 /* Wait for the target thread; on timeout take the slot back, or leave it to the writer. */

@@ -9,22 +9,20 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "obs/stall_internal.h"
+#include "util/sys.h"
 
 #define LOAD(p)   __atomic_load_n((p), __ATOMIC_RELAXED)
 #define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 
-/* Raw mmap: inside the preload library, mmap() is the shim's interposed name. */
+/* Raw mmap (inside the preload library, mmap() is the shim's interposed name), marked as the
+ * emulator's own memory for the census. */
 static void *raw_map(size_t len)
 {
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
+	long p = sys_mmap_own(len, 0);
 
-	return p < 0 && p > -4096 ? NULL : (void *)p;
+	return sys_is_err(p) ? NULL : (void *)p;
 }
 
 int obs_stalls_create(struct obs_stalls **out, unsigned capacity, uint64_t threshold_ns,
@@ -50,7 +48,7 @@ int obs_stalls_create(struct obs_stalls **out, unsigned capacity, uint64_t thres
 void obs_stalls_destroy(struct obs_stalls *s)
 {
 	if (s)
-		syscall(SYS_munmap, s, s->map_len);
+		sys_munmap(s, s->map_len);
 }
 
 uint64_t obs_stalls_threshold(const struct obs_stalls *s)

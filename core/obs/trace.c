@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/sys.h"
+
 static const char *const type_names[OBS_TR_NTYPES] = {
     [OBS_TR_FAULT] = "fault",	    [OBS_TR_MAP] = "map",	  [OBS_TR_ADOPT] = "adopt",
     [OBS_TR_RESIDENT] = "resident", [OBS_TR_RELEASE] = "release", [OBS_TR_ADVISE] = "advise",
@@ -93,7 +95,7 @@ bool obs_trace_is_trace(const char *path)
 		return false;
 	yes = read_all(fd, magic, sizeof(magic), &got) == 0 && got == sizeof(magic) &&
 	      memcmp(magic, OBS_TRACE_MAGIC, 8) == 0;
-	close(fd);
+	sys_close(fd);
 	return yes;
 }
 
@@ -151,7 +153,7 @@ static int open_trace(const char *path, struct obs_trace *t, char *err, size_t e
 	}
 	rc = load_header(fd, path, t, err, errlen);
 	if (rc < 0) {
-		close(fd);
+		sys_close(fd);
 		obs_trace_free(t);
 		return rc;
 	}
@@ -252,7 +254,7 @@ int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errl
 	t->recs = rc ? NULL : malloc((cap ? cap : 1) * sizeof(*t->recs));
 	if (rc == 0)
 		rc = t->recs ? read_all(fd, t->recs, cap * sizeof(*t->recs), &got) : -ENOMEM;
-	close(fd);
+	sys_close(fd);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		obs_trace_free(t);
@@ -271,7 +273,7 @@ int obs_trace_load_header(const char *path, struct obs_trace *t, char *err, size
 
 	if (fd < 0)
 		return fd;
-	close(fd);
+	sys_close(fd);
 	return 0;
 }
 

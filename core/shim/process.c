@@ -53,7 +53,9 @@ static long ret_errno(long r)
 
 /* ---- descriptors ------------------------------------------------------------------------------ */
 
-EXPORT int close(int fd)
+/* close(2) as the program sees it; syscall(SYS_close) shares it without calling the exported
+ * close through the PLT. */
+static int close_as_native(int fd)
 {
 	if (guard_fd_is_ours(fd)) {
 		if (uffd_tls_passthrough) { /* the emulator (or a library it called) closing its own */
@@ -64,6 +66,11 @@ EXPORT int close(int fd)
 		return -1;
 	}
 	return __close(fd);
+}
+
+EXPORT int close(int fd)
+{
+	return close_as_native(fd);
 }
 
 static long close_range_as_native(unsigned lo, unsigned hi, unsigned flags)
@@ -271,7 +278,7 @@ EXPORT long syscall(long nr, ...)
 	va_end(ap);
 	switch (nr) {
 	case SYS_close:
-		return close((int)a[0]);
+		return close_as_native((int)a[0]);
 	case SYS_close_range:
 		return ret_errno(close_range_as_native((unsigned)a[0], (unsigned)a[1],
 						       (unsigned)a[2]));

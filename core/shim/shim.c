@@ -166,7 +166,9 @@ static bool tracking_early(void)
 	return s == SHIM_UNINIT || s == SHIM_INITIALISING;
 }
 
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* mmap and mmap64 (one function on LP64): a static body, so that mmap64 does not call the
+ * exported mmap through the PLT (no call of ours reaches an interposed name). */
+static void *shim_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	struct uffd_live *lv = enter();
 	void *out;
@@ -188,9 +190,14 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	return out;
 }
 
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return shim_mmap(addr, len, prot, flags, fd, off);
+}
+
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap(addr, len, prot, flags, fd, off);
+	return shim_mmap(addr, len, prot, flags, fd, off);
 }
 
 static int int_ret(long r)

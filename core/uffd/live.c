@@ -249,7 +249,7 @@ static void read_small_file(const char *path, char *buf, size_t cap, char sep)
 	if (fd < 0)
 		return;
 	n = read(fd, buf, cap - 1);
-	close(fd);
+	sys_close(fd);
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
@@ -274,13 +274,13 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 		if (lv->stats_fd < 0 || ftruncate(lv->stats_fd, (off_t)lv->stats_len) < 0) {
 			snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
 			if (lv->stats_fd >= 0)
-				close(lv->stats_fd);
+				sys_close(lv->stats_fd);
 			lv->stats_fd = -1;
 			return -EIO;
 		}
 		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, lv->stats_fd,
 			     0);
-		close(lv->stats_fd); /* the mapping keeps the file: no descriptor to hold */
+		sys_close(lv->stats_fd); /* the mapping keeps the file: no descriptor to hold */
 		lv->stats_fd = -1;
 	} else {
 		p = sys_mmap_own(lv->stats_len, 0);
@@ -545,7 +545,7 @@ void uffd_live_destroy(struct uffd_live *lv)
 	if (lv->stats)
 		sys_munmap(lv->stats, lv->stats_len);
 	if (lv->stats_fd >= 0)
-		close(lv->stats_fd);
+		sys_close(lv->stats_fd);
 	guard_fd_close(lv->ctl_fd);
 	guard_fd_close(lv->pagemap_fd);
 	sys_munmap(lv, sizeof(*lv));

@@ -13,6 +13,7 @@
 
 #include "obs/stall.h"
 #include "util/json.h"
+#include "util/sys.h"
 
 const char *const uffd_host_names[] = {
 #define UFFD_X_NAME(name, help) #name,
@@ -47,7 +48,7 @@ void uffd_stats_keep_previous(const char *dir, int pid)
 	    head.magic == UFFD_STATS_MAGIC && head.pid == pid &&
 	    pwrite(fd, &state, sizeof(state), offsetof(struct uffd_stats, state)) < 0)
 		state = 0; /* a record we cannot mark is still kept: counted as a process */
-	close(fd);
+	sys_close(fd);
 	for (int n = 1; n < 1000; n++) {
 		snprintf(kept, sizeof(kept), "%s/%d.e%d.stats", dir, pid, n);
 		if (renameat2(AT_FDCWD, path, AT_FDCWD, kept, RENAME_NOREPLACE) == 0 ||

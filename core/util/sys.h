@@ -1,10 +1,16 @@
-/* Raw system calls and the userfaultfd / pagemap uapi that Debian 12's headers lack.
+/* Raw system calls and the userfaultfd / pagemap uapi that Debian 12's headers lack: the one
+ * system-call layer of every module that must not reach an interposer.
  *
- * The preload library must never call its own interposed names (mmap, munmap, mremap, madvise)
- * and must not disturb the program's errno, so everything here issues the system call directly
- * and returns the kernel's convention: a non-negative result or -errno. On x86_64 this is an
- * inline `syscall` instruction (async-signal-safe, no libc state touched); elsewhere it falls
- * back to syscall(2) and saves/restores errno.
+ * The preload library interposes mmap, munmap, mremap, madvise, close, close_range, closefrom,
+ * pipe2, the rlimit calls, prctl, capset, unshare, setns, syscall and sigaction (the `global:`
+ * list of core/shim/libthpemu.map). Its own code must never call one of those names: the call
+ * would go through the PLT to its own interposer (or to another preloaded library's), and on
+ * the fault path or in a signal handler it would also disturb the program's errno. So
+ * everything here issues the system call directly and returns the kernel's convention: a
+ * non-negative result or -errno. On x86_64 this is an inline `syscall` instruction
+ * (async-signal-safe, no libc state touched); elsewhere it falls back to syscall(2) and
+ * saves/restores errno. tests/integration/live_selfcalls.sh checks the built library for
+ * relocations against the interposed names.
  *
  * The uapi values mirror include/uapi/linux/userfaultfd.h and include/uapi/linux/fs.h of
  * Linux 6.8+ (UFFDIO_MOVE) and 6.7+ (PAGEMAP_SCAN).
@@ -188,6 +194,18 @@ static inline int sys_futex_wait(uint32_t *uaddr, uint32_t val, const void *time
 static inline int sys_futex_wake(uint32_t *uaddr, int nr)
 {
 	return (int)sys_call3(SYS_futex, uaddr, 129 /* FUTEX_WAKE_PRIVATE */, nr);
+}
+
+/* Send sig to one thread of process tgid (tgkill(2)). */
+static inline int sys_tgkill(int tgid, int tid, int sig)
+{
+	return (int)sys_call3(SYS_tgkill, tgid, tid, sig);
+}
+
+/* Queue sig with the caller's siginfo to one thread (rt_tgsigqueueinfo(2); a siginfo_t *). */
+static inline int sys_rt_tgsigqueueinfo(int tgid, int tid, int sig, void *info)
+{
+	return (int)sys_call4(SYS_rt_tgsigqueueinfo, tgid, tid, sig, info);
 }
 
 #endif
