@@ -15,3 +15,8 @@ foreach(t programs threads stress badenv nonroot fork exit usemem signals exec a
                   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_${t}.sh
                   LABELS integration needs-uffd needs-root)
 endforeach()
+
+# No uffd or root needed: the built library against the names it exports (core/util/sys.h).
+thpemu_add_test(NAME integration/live_selfcalls
+                COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_selfcalls.sh
+                LABELS integration TIMEOUT 60)
