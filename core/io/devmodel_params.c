@@ -1,6 +1,6 @@
 /* Device-model parameters: named presets of 2011-era slow devices and "key=value" parsing.
  *
- * The presets are central values from the fact sheet's table (reference/slow-device.md §3, §5),
+ * The presets are central values of published figures (fusedev/README.md names them per preset),
  * i.e. what a kernel developer reproducing the 2011 "THP stalls on a USB stick" reports would
  * plug in; the keys are the knobs of the service-queue model in devmodel.c. Every key takes
  * human units (util/units.h) and devm_params_format() writes a set back in a form this parser

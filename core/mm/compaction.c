@@ -3,7 +3,7 @@
  * migrate_frames() moves the former into the latter until a block of the requested order is
  * free or the scanners meet.
  *
- * Mirrors mm/compaction.c in two eras (reference §3):
+ * Mirrors mm/compaction.c's compact_zone and its scanners in two eras, 3.1-3.3 and 6.12:
  *  - 3.1-3.3: restart from the zone's ends on every call, one pageblock per
  *    isolate_migratepages call, async scans only MOVABLE blocks, free targets are MOVABLE blocks
  *    or free pageblocks (split_free_page under LOW + 2^order), compact_finished checks the
@@ -12,7 +12,9 @@
  *    restart), async direct skip_on_failure and the free scanner's stride, finish_pageblock
  *    rescans, capture of the freed block, per-order deferral (compact_order_failed).
  * The fast_find_migrateblock / fast_isolate_freepages shortcuts of 6.12 are not modelled.
- * Isolation follows the era's rules for dirty and writeback page cache (reference §2); the
+ * Isolation follows the era's rules for dirty and writeback page cache (isolate_migratepages:
+ * 3.2's async takes clean pages only, commit 39deaf85; 3.3 and 6.12 decide by migrate mode and
+ * whether the mapping can migrate a dirty page without blocking); the
  * emulated device's filesystem has no ->migratepage (VFAT), so dirty file frames need writeout.
  */
 #include <errno.h>

@@ -31,7 +31,7 @@ static bool thp_vma_allowable(const struct mm_policy *p, const struct mm_fault_r
 }
 
 /* The gfp mask of the THP allocation: 3.x alloc_hugepage_gfpmask(defrag), 6.12
- * vma_thp_gfp_mask (reference §1.6's table). */
+ * vma_thp_gfp_mask (both in mm/huge_memory.c). */
 static unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice)
 {
 	bool madvised = advice == MM_VMA_HUGEPAGE;

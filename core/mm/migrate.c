@@ -2,12 +2,12 @@
  * target frame, under the migrate mode's rules for locked, dirty and writeback frames.
  *
  * Mirrors mm/migrate.c's migrate_pages / unmap_and_move (3.1's bool sync with force = pass > 2,
- * 3.3 / 6.12 enum migrate_mode; reference §2) and fallback_migrate_page's writeout() for a
- * filesystem without ->migratepage (the emulated VFAT stick), plus compaction_alloc /
- * compaction_free / release_freepages of mm/compaction.c. The real work of a move (an
- * unmap + copy + remap of a program page, a page-cache copy) and every writeback wait happen in
- * environment hooks with the mm lock released; the frames involved stay ISOLATED meanwhile so
- * no one else touches them, and their state is re-validated afterwards.
+ * 3.3 / 6.12 enum migrate_mode of include/linux/migrate_mode.h) and fallback_migrate_page's
+ * writeout() for a filesystem without ->migratepage (the emulated VFAT stick), plus
+ * compaction_alloc / compaction_free / release_freepages of mm/compaction.c. The real work of a
+ * move (an unmap + copy + remap of a program page, a page-cache copy) and every writeback wait
+ * happen in environment hooks with the mm lock released; the frames involved stay ISOLATED
+ * meanwhile so no one else touches them, and their state is re-validated afterwards.
  */
 #include <errno.h>
 

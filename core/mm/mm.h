@@ -87,7 +87,7 @@ const char *mm_cause_chain(enum mm_cause c);
 enum mm_step {
 	MM_STEP_FREELIST_LOW,  /* fast path: get_page_from_freelist at the LOW watermark */
 	MM_STEP_FREELIST_MIN,  /* slow path freelist attempt at MIN */
-	MM_STEP_WAKE_KSWAPD,   /* wake kswapd (or kcompactd, per §5.2) */
+	MM_STEP_WAKE_KSWAPD,   /* wake kswapd (or kcompactd: 6.12 mm/vmscan.c wakeup_kswapd) */
 	MM_STEP_COMPACT_ASYNC,
 	MM_STEP_COMPACT_SYNC_LIGHT,
 	MM_STEP_COMPACT_SYNC,
@@ -153,7 +153,7 @@ enum mm_stat {
 	MM_STAT_COMPACT_WRITEOUT,      /* (ours) dirty pages written out by sync migration */
 	MM_STAT_RECLAIM_WB_WAIT,       /* (ours) writeback waits inside direct reclaim */
 	MM_STAT_NOMEM_FALLBACK,        /* (ours) faults the pool could not serve at all */
-	/* Added after milestone 1 of the contract (appended so existing indices keep their value): */
+	/* Added later, appended so that existing indices keep their value: */
 	MM_STAT_THP_SPLIT_PAGE,        /* huge extents split by mm_anon_split */
 	MM_STAT_COMPACT_BLOCKS_MOVED,  /* 3.x: migrate_pages batches run by compaction */
 	MM_STAT_PGSCAN_DIRECT_THROTTLE,/* (ours) direct reclaim passes that waited on writeback */
@@ -213,7 +213,8 @@ struct mm_fault_res {
 	struct mm_fault_rec rec;
 };
 
-/* Optional tracepoints (names and fields as the kernel's, §6.2 of the reference). */
+/* Optional tracepoints (names and fields as 6.12's include/trace/events/{compaction,migrate,
+ * kmem}.h). */
 enum mm_trace_kind {
 	MM_TRACE_COMPACTION_BEGIN,  /* a=migrate_pfn b=free_pfn c=zone_end d=mode */
 	MM_TRACE_COMPACTION_END,    /* a=migrate_pfn b=free_pfn c=zone_end d=status */

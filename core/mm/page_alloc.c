@@ -2,7 +2,7 @@
  * splitting on allocation, migratetype fallback with block stealing, and the watermarks.
  *
  * Mirrors mm/page_alloc.c: __free_one_page (with the modern compaction_capture), expand,
- * __rmqueue_smallest, __rmqueue_fallback (3.x and 6.12 rules, see reference §4.2),
+ * __rmqueue_smallest, __rmqueue_fallback (the 3.x and 6.12 fallback tables and stealing rules),
  * steal_suitable_fallback/move_freepages_block, boost_watermark, __zone_watermark_ok (3.x
  * per-order decay vs. 6.12 "any free block of the order"), setup_per_zone_wmarks and
  * khugepaged's set_recommended_min_free_kbytes, get_page_from_freelist, and vmstat.c's

@@ -1,9 +1,11 @@
 /* Policy profiles as data, and the spec-string language that overrides them.
  *
  * Each named profile is a filled struct mm_policy describing one kernel era's THP fault path
- * (reference §1.3-§1.7): linux-3.1 (mainline 3.1.0), linux-3.1+nostall (Mel Gorman's Nov 2011
- * patch on 3.1, as Fedora carried it), linux-3.2 and linux-3.2+nostall (mainline 3.2, the kernel
- * the patch was written and queued in -mm against), linux-3.3 (sync-light), and 6.12 with each
+ * (__alloc_pages_slowpath of mm/page_alloc.c in each kernel named): linux-3.1 (mainline 3.1.0),
+ * linux-3.1+nostall (Mel Gorman's "mm: Do not stall in synchronous compaction for THP
+ * allocations", linux-mm 10 Nov 2011, <20111110100616.GD3083@suse.de>, on 3.1, as Fedora
+ * carried it), linux-3.2 and linux-3.2+nostall (mainline 3.2, the kernel the patch was written
+ * and queued in -mm against), linux-3.3 (sync-light), and 6.12 with each
  * transparent_hugepage/defrag mode. A spec "NAME:key=value,..." starts from a profile and
  * overrides fields; mm_policy_format() prints the canonical spec (only the fields that differ
  * from the profile), which parses back to the same policy.

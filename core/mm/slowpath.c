@@ -1,7 +1,7 @@
 /* The allocation paths: fast path at the LOW watermark, then the era's slow path.
  *
  * Mirrors mm/page_alloc.c's __alloc_pages / __alloc_pages_slowpath, __alloc_pages_direct_compact
- * and __alloc_pages_direct_reclaim in the 3.1, 3.3 and 6.12 variants (reference §1.2-§1.7), and
+ * and __alloc_pages_direct_reclaim in the 3.1.0, 3.3.0 and 6.12 variants, and
  * mm/mempolicy.c's alloc_pages_mpol NUMA wrapper for PMD-order allocations. What runs is decided
  * by the gfp mask (built from the policy by fault.c) and the policy's fields; nothing here looks
  * at a profile's name. Every step is recorded in the fault record; time is attributed to the
@@ -157,8 +157,11 @@ __stall_frame static uint32_t __alloc_pages_direct_reclaim(struct mm *mm, struct
 	return pfn;
 }
 
-/* 3.1 / 3.3 slow path for a THP (reference §1.3-§1.5): MIN, async compaction, direct reclaim,
- * the second compaction in the policy's mode. NORETRY: no OOM, no retry loop. */
+/* 3.1 / 3.3 slow path for a THP (__alloc_pages_slowpath of 3.1.0 and 3.3.0; 3.3's deferral
+ * rules and MIGRATE_SYNC_LIGHT come from Mel Gorman's compaction series of Dec 2011, commit
+ * a6bc32b89922 "mm: compaction: introduce sync-light migration for use by compaction"): MIN,
+ * async compaction, direct reclaim, the second compaction in the policy's mode. NORETRY: no
+ * OOM, no retry loop. */
 static uint32_t slowpath_3x(struct mm *mm, struct alloc_ctx *ac)
 {
 	const struct mm_policy *p = &mm->cfg.policy;
@@ -185,8 +188,8 @@ static uint32_t slowpath_3x(struct mm *mm, struct alloc_ctx *ac)
 					    (enum mm_migrate_mode)p->second_mode, &res);
 }
 
-/* 6.12 slow path (reference §1.7). NORETRY and costly non-RETRY_MAYFAIL callers fail after
- * one reclaim + compaction round; THP never escalates to SYNC_FULL. */
+/* 6.12 slow path (6.12 __alloc_pages_slowpath). NORETRY and costly non-RETRY_MAYFAIL callers
+ * fail after one reclaim + compaction round; THP never escalates to SYNC_FULL. */
 static uint32_t slowpath_modern(struct mm *mm, struct alloc_ctx *ac)
 {
 	const struct mm_policy *p = &mm->cfg.policy;

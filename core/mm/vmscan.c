@@ -1,7 +1,7 @@
 /* Page reclaim of the page cache: direct reclaim for allocations that failed at MIN, and
  * kswapd.
  *
- * Mirrors mm/vmscan.c in the eras of reference §1.3-§1.7:
+ * Mirrors mm/vmscan.c of Linux 3.1, 3.2, 3.3 and 6.12:
  *  - do_try_to_free_pages' priority loop (DEF_PRIORITY 12 .. 0), nr_to_reclaim =
  *    SWAP_CLUSTER_MAX, shrink_zones' costly-order skip (3.2: compaction_suitable ||
  *    compaction_deferred; 3.3: compaction_ready; 6.12: compaction_ready), shrink_zone /

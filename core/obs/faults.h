@@ -29,7 +29,8 @@
 
 enum obs_class { OBS_HUGE, OBS_BASE, OBS_NCLASS };
 
-/* Latency bands (measurement-conventions §4), counted exactly rather than from buckets. */
+/* Latency bands (the "frequency of faults in latency bands" of THP papers, decade-wide),
+ * counted exactly rather than from buckets. */
 enum obs_band {
 	OBS_BAND_10US,   /* < 10 us */
 	OBS_BAND_100US,  /* 10 us .. < 100 us */

@@ -17,7 +17,9 @@
  *    inside the bounds obs_unwind_thread_init() recorded, and say so in obs_stack.method.
  *  - Application stacks are captured only for threads that faulted in user mode: a thread in a
  *    syscall (a kernel-mode fault) is never signalled, because a pending signal makes the
- *    kernel's fault retry loop spin and flood the userfaultfd (reference §3); its syscall is
+ *    kernel's fault retry loop spin and flood the userfaultfd (a non-fatal signal does not end a
+ *    kernel-mode fault: arch/x86/mm/fault.c retries, fault_signal_pending() checking
+ *    user_mode(regs), and handle_userfault() queues a new message each time); its syscall is
  *    recorded instead.
  *  - Symbolisation (obs_symbolise) opens ELF files and allocates: report time only.
  */

@@ -3,9 +3,9 @@
  * mm charges its own work in units (enum mm_cost: pfns scanned, pages isolated, buddy
  * operations, ...) through the alloc_cost hook; the simulator's hooks charge the real work of a
  * decision (migrating a page: unmap, TLB flush, copy, remap; zeroing a huge page) and the
- * program's own time. Defaults come from §7 of the kernel reference (sourced measurements where
- * there are any, the reference's [E] estimates otherwise); a calibration file (--costs FILE)
- * overrides them, e.g. with the costs measured for the live userfaultfd emulator.
+ * program's own time. Defaults are kernel-like: published measurements where there are any,
+ * estimates otherwise (core/sim/README.md names the source of each); a calibration file
+ * (--costs FILE) overrides them, e.g. with the costs measured for the live userfaultfd emulator.
  */
 #include "sim/sim.h"
 

@@ -63,8 +63,8 @@ struct profile_case {
 	int steps[24];
 };
 
-/* The first THP fault of each profile on the unmovable-fragmented pool (reference §1.3-§1.7:
- * 3.x async, reclaim, second compaction; 6.12 with the NUMA two-pass wrapper). */
+/* The first THP fault of each profile on the unmovable-fragmented pool (__alloc_pages_slowpath:
+ * 3.x async, reclaim, second compaction; 6.12 with mm/mempolicy.c's NUMA two-pass wrapper). */
 static const struct profile_case cases[] = {
 	/* 3.1: the failed async compaction defers the zone, so the sync one is skipped */
 	{"linux-3.1", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
