@@ -9,7 +9,6 @@
  *   obs_stalls_add             one stall event appended into a fresh (untouched) store: the
  *                              first touch of its pages is most of this cost (~50 ns/op when
  *                              the store is pre-faulted, measured with MAP_POPULATE)
- *   OBS_LOG                    one log record into the ring (drained between rounds)
  *
  * Each figure is the best of several rounds (noise from other processes only adds time).
  * THPEMU_PERF_QUICK=1 runs short rounds. Exit status: 0, or 1 if a capture returned no frames
@@ -24,7 +23,6 @@
 #include <time.h>
 
 #include "obs/faults.h"
-#include "obs/log.h"
 #include "obs/stall.h"
 #include "obs/unwind.h"
 
@@ -86,7 +84,6 @@ static struct obs_faults faults;
 static struct obs_hist hist;
 static struct mm_fault_rec rec;
 static struct obs_stalls *stalls;
-static struct obs_log *ring;
 static struct obs_stack stack;
 
 static void do_clock(uint64_t i)
@@ -125,24 +122,6 @@ static void reset_stalls(void)
 	obs_stalls_destroy(stalls);
 	if (obs_stalls_create(&stalls, STALLS_PER_ROUND, 1, OBS_STACKS_CAPTURED) < 0)
 		failed = 1;
-}
-
-static void do_log(uint64_t i)
-{
-	OBS_LOG(ring, OBS_LOG_INFO, 0, "fault at %#llx took %llu ns", i << 12, i);
-}
-
-static void drain_none(void *arg, const struct obs_log_rec *r)
-{
-	(void)arg;
-	(void)r;
-}
-
-#define LOGS_PER_ROUND (1 << 15)
-
-static void reset_log(void)
-{
-	obs_log_drain(ring, drain_none, NULL);
 }
 
 /* ~12 frames deep, like a handler's wait hook under mm's compaction call chain. */
@@ -207,8 +186,7 @@ int main(void)
 	}
 	obs_faults_init(&faults);
 	obs_hist_init(&hist);
-	if (obs_stalls_create(&stalls, 1, 1, OBS_STACKS_CAPTURED) < 0 ||
-	    obs_log_create(&ring, LOGS_PER_ROUND, OBS_LOG_INFO) < 0 || obs_unwind_init(1) < 0 ||
+	if (obs_stalls_create(&stalls, 1, 1, OBS_STACKS_CAPTURED) < 0 || obs_unwind_init(1) < 0 ||
 	    obs_unwind_thread_init(NULL, 0) < 0) {
 		fprintf(stderr, "obs_bench: setup failed\n");
 		return 1;
@@ -234,11 +212,7 @@ int main(void)
 	printf("obs_bench:   %u frames, method %s\n", stack.nr, obs_unwind_method_name(stack.method));
 
 	report("obs_stalls_add", measure_with(do_stall, STALLS_PER_ROUND, reset_stalls));
-	report("OBS_LOG (ring not full)", measure_with(do_log, LOGS_PER_ROUND, reset_log));
-	if (obs_log_dropped(ring))
-		failed = 1;
 
 	obs_stalls_destroy(stalls);
-	obs_log_destroy(ring);
 	return failed;
 }
