@@ -145,8 +145,11 @@ int io_file_create(struct io *io, uint64_t file_id, uint64_t npages)
 
 	if (io->dir[0]) {
 		rc = make_presized(io, file_id, npages);
-		if (rc < 0)
+		if (rc < 0) { /* the device refused the file: a device error like a failed write */
+			io_count_error(io, rc, 0);
+			io_stat_add(&io->st->files_failed, 1);
 			return rc;
+		}
 	}
 	pthread_mutex_lock(&io->files_lock);
 	f = lookup(io, file_id);

@@ -177,6 +177,9 @@ int io_model_backend_init(struct io *io, char *err, size_t errlen);
 
 /* engine internals used by the backends and the dirtier */
 void io_complete(struct io *io, struct io_req *r, int res);
+/* Count a failed operation against the device in its error class (err < 0); npages of writeback
+ * failed with it (0: the operation wrote nothing, e.g. a file the device refused to create). */
+void io_count_error(struct io *io, int err, unsigned npages);
 struct io_req *io_req_get(struct io *io);
 void io_req_put(struct io *io, struct io_req *r);
 /* Queue r for the flusher and kick it (any thread). */

@@ -144,7 +144,7 @@ static void finish_sync(struct io_req *r, int res)
 
 /* ---- completion ------------------------------------------------------------------------------ */
 
-static void count_error(struct io *io, int err, unsigned npages)
+void io_count_error(struct io *io, int err, unsigned npages)
 {
 	struct io_stats *st = io->st;
 
@@ -194,7 +194,7 @@ static void complete_write(struct io *io, struct io_req *r, int res)
 	if (ok > r->npages)
 		ok = r->npages;
 	if (ok < r->npages) /* counted before the waiters wake, so they see it */
-		count_error(io, err, r->npages - ok);
+		io_count_error(io, err, r->npages - ok);
 	io_stat_add(&io->st->writeback_ops, 1);
 	io_stat_add(&io->st->bytes_written, (uint64_t)ok * IO_PAGE_SIZE);
 	obs_hist_record(&io->st->wb_lat, now - r->t_submit);
@@ -433,7 +433,7 @@ static void abandon(struct io *io, struct io_req *r, int err)
 	}
 	if (r->kind == IOR_WRITE) {
 		if (!at_exit)
-			count_error(io, err, r->npages);
+			io_count_error(io, err, r->npages);
 		end_pages(io, r, 0, err);
 		if (r->file)
 			io_file_pages_done(io, r->file, r->npages, r->npages, err);

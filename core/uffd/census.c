@@ -210,7 +210,19 @@ static void line(struct uffd_live *lv, struct uffd_census *c, struct vma *v, boo
 	}
 }
 
+static void census_take_locked(struct uffd_live *lv);
+
+/* One census at a time: the background tick and the exit path would otherwise read smaps twice
+ * at once, and their buffers come from raw mmap/munmap, which a race detector cannot see (an
+ * address unmapped by one and mapped again by the other looks like a shared buffer). */
 void uffd_census_take(struct uffd_live *lv)
+{
+	pthread_mutex_lock(&lv->census_lock);
+	census_take_locked(lv);
+	pthread_mutex_unlock(&lv->census_lock);
+}
+
+static void census_take_locked(struct uffd_live *lv)
 {
 	struct uffd_census c;
 	long p = sys_mmap_own(CENSUS_BUF, 0);

@@ -466,6 +466,7 @@ int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char
 	lv->may_huge = cfg->policy.enabled != MM_THP_NEVER;
 	pthread_mutex_init(&lv->mm_lock, NULL);
 	pthread_mutex_init(&lv->snap_lock, NULL);
+	pthread_mutex_init(&lv->census_lock, NULL);
 	waitq_init(&lv->wbq);
 	workers_init(lv);
 	rc = check_outputs(cfg, err, errlen);

@@ -582,6 +582,7 @@ struct uffd_live {
 	void *zero_page;	   /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
 	struct uffd_stats *stats;  /* shared file (run dir) or private */
 	pthread_mutex_t snap_lock; /* the stats' non-atomic parts: snapshot, note, state */
+	pthread_mutex_t census_lock; /* one census at a time (background tick or exit) */
 	size_t stats_len;
 	int stats_fd;
 	bool may_huge; /* the policy can ever decide huge (uffd_host_advise) */
