@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "uffd/uffd.h"
+#include "config/config.h"
 
 /* ---- the program ----------------------------------------------------------------------------- */
 
@@ -102,7 +102,7 @@ static const char *spec_keys(const char *spec)
 	return p ? p + 1 : "";
 }
 
-static int check_repeats(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
+static int check_repeats(const struct config *cfg, const char *side, char *err, size_t errlen)
 {
 	const struct {
 		const char *opt, *spec, *keys;
@@ -126,7 +126,7 @@ static int check_repeats(const struct uffd_config *cfg, const char *side, char *
 /* ---- run's configuration --------------------------------------------------------------------- */
 
 /* A recipe is checked the way the library will apply it: on a pool of the same size. */
-static int check_recipe(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
+static int check_recipe(const struct config *cfg, const char *side, char *err, size_t errlen)
 {
 	struct mm_config mc = {.pool_bytes = cfg->pool_bytes, .policy = cfg->policy};
 	struct mm_env_ops ops = {0};
@@ -152,7 +152,7 @@ static int check_recipe(const struct uffd_config *cfg, const char *side, char *e
 }
 
 /* A device directory must be one (a preset or none is mounted or modelled later). */
-static int check_device_dir(const struct uffd_config *cfg, const char *side, char *err,
+static int check_device_dir(const struct config *cfg, const char *side, char *err,
 			    size_t errlen)
 {
 	struct stat st;
@@ -167,7 +167,7 @@ static int check_device_dir(const struct uffd_config *cfg, const char *side, cha
 	return -EINVAL;
 }
 
-int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err, size_t errlen)
+int cli_run_check_config(const struct config *cfg, const char *side, char *err, size_t errlen)
 {
 	int rc = check_repeats(cfg, side, err, errlen);
 

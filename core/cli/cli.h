@@ -82,13 +82,13 @@ int cli_find_program(const char *name);
 /* Is a key given twice in the comma list "K=V,K2=V2,FLAG,..."? 1 with the key in key, else 0. */
 int cli_repeated_key(const char *list, char *key, size_t len);
 
-struct uffd_config;
+struct config;
 /* The checks `thpemu run` makes before anything starts, beyond each option's own parsing: no key
  * given twice in --policy, --device, --dirty; a --device directory that exists; a --fragment
  * recipe applied to a pool of the --pool size.
  * side NULL names the options as run's (--fragment), else as in an ab spec (--a fragment=).
  * 0, or -EINVAL with err set. */
-int cli_run_check_config(const struct uffd_config *cfg, const char *side, char *err, size_t errlen);
+int cli_run_check_config(const struct config *cfg, const char *side, char *err, size_t errlen);
 
 /* Does `thpemu run` option name (e.g. "--report", "--pool") take a value? (for commands that
  * pass run options through: replay) */

@@ -31,7 +31,7 @@
 
 #include "cli/cli.h"
 #include "cli/runs.h"
-#include "uffd/uffd.h"
+#include "config/config.h"
 #include "util/clock.h"
 #include "util/outfile.h"
 #include "util/rng.h"
@@ -92,9 +92,9 @@ static void usage(FILE *f)
 	    "  --resamples N        bootstrap resamples (default %d)\n\n"
 	    "Keys: label",
 	    MAX_RUNS / 2, DEF_RESAMPLE);
-	for (unsigned i = 0; i < uffd_nopts; i++)
-		if (uffd_opts[i].cli && strcmp(uffd_opts[i].cli, "--trace"))
-			fprintf(f, ", %s", uffd_opts[i].cli + 2);
+	for (unsigned i = 0; i < CONFIG_NR; i++)
+		if (config_opts[i].cli && strcmp(config_opts[i].cli, "--trace"))
+			fprintf(f, ", %s", config_opts[i].cli + 2);
 	fprintf(f, " (see 'thpemu run --help' for their values).\nA key may appear once in a "
 		   "SPEC; an option of ab given twice: the last one counts.\n\n"
 		   "Output: the comparison in mmtests compare-kernels style on stdout; progress on "
@@ -107,7 +107,7 @@ static void usage(FILE *f)
 /* ---- SPEC
  * ---------------------------------------------------------------------------------------- */
 
-static const struct uffd_opt *spec_key(const char *item, size_t *klen)
+static const struct config_opt *spec_key(const char *item, size_t *klen)
 {
 	const char *eq = strchr(item, '=');
 	char name[64];
@@ -116,7 +116,7 @@ static const struct uffd_opt *spec_key(const char *item, size_t *klen)
 		return NULL;
 	snprintf(name, sizeof(name), "--%.*s", (int)(eq - item), item);
 	*klen = (size_t)(eq - item);
-	return uffd_opt_by_cli(name);
+	return config_opt_by_cli(name);
 }
 
 static bool is_label(const char *item)
@@ -135,9 +135,9 @@ static void keys_list(char *buf, size_t len)
 {
 	size_t off = (size_t)snprintf(buf, len, "label");
 
-	for (unsigned i = 0; i < uffd_nopts && off < len; i++)
-		if (uffd_opts[i].cli && strcmp(uffd_opts[i].cli, "--trace"))
-			off += (size_t)snprintf(buf + off, len - off, ", %s", uffd_opts[i].cli + 2);
+	for (unsigned i = 0; i < CONFIG_NR && off < len; i++)
+		if (config_opts[i].cli && strcmp(config_opts[i].cli, "--trace"))
+			off += (size_t)snprintf(buf + off, len - off, ", %s", config_opts[i].cli + 2);
 }
 
 /* "word=..." with a key-like word: a continuation that may have been meant as an item. */
@@ -156,21 +156,21 @@ static bool looks_like_item(const char *piece)
 
 /* An item's value failed to parse: if it absorbed a "key=value" continuation and parses
  * without it, the user meant that as an item with an unknown key; say so. */
-static void blame_continuation(const char *opt, const struct uffd_opt *o, const char *item,
+static void blame_continuation(const char *opt, const struct config_opt *o, const char *item,
 			       size_t klen, const char *keys)
 {
 	char head[1024], err[600];
-	struct uffd_config cfg;
+	struct config cfg;
 	const char *c = item + klen + 1;
 
-	uffd_config_defaults(&cfg);
+	config_defaults(&cfg);
 	while ((c = strchr(c, ','))) {
 		c++;
 		if (!looks_like_item(c))
 			continue;
 		snprintf(head, sizeof(head), "%.*s", (int)(c - 1 - (item + klen + 1)),
 			 item + klen + 1);
-		if (uffd_opt_parse(o, o->env, head, &cfg, err, sizeof(err)) == 0)
+		if (config_opt_parse(o, o->env, head, &cfg, err, sizeof(err)) == 0)
 			cli_usage_error(CMD, "%s: unknown key in '%.*s' (accepted: %s)", opt,
 					(int)strcspn(c, ","), c, keys);
 	}
@@ -212,13 +212,13 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 {
 	char buf[1024], *items[MAX_ITEMS], err[600], keys[600];
 	int n = 0;
-	struct uffd_config cfg;
+	struct config cfg;
 
 	if (strlen(spec) >= sizeof(buf))
 		cli_usage_error(CMD, "%s: the spec is too long", opt);
 	snprintf(s->spec, sizeof(s->spec), "%s", spec);
 	snprintf(buf, sizeof(buf), "%s", spec);
-	uffd_config_defaults(&cfg);
+	config_defaults(&cfg);
 	keys_list(keys, sizeof(keys));
 	for (char *p = buf, *piece; (piece = strsep(&p, ","));) {
 		if (!*piece)
@@ -240,7 +240,7 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 	check_duplicates(opt, items, n);
 	for (int i = 0; i < n; i++) {
 		size_t klen = 0;
-		const struct uffd_opt *o = spec_key(items[i], &klen);
+		const struct config_opt *o = spec_key(items[i], &klen);
 		char name[64];
 
 		if (is_label(items[i])) {
@@ -252,11 +252,11 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 			cli_usage_error(CMD, "%s: unknown key in '%s' (accepted: %s)", opt,
 					items[i], keys);
 		snprintf(name, sizeof(name), "%s %s=", opt, o->cli + 2);
-		if (uffd_opt_parse(o, name, items[i] + klen + 1, &cfg, err, sizeof(err)) < 0) {
+		if (config_opt_parse(o, name, items[i] + klen + 1, &cfg, err, sizeof(err)) < 0) {
 			blame_continuation(opt, o, items[i], klen, keys);
 			cli_usage_error(CMD, "%s", err);
 		}
-		if (!s->label[0] && o->type == UOPT_POLICY)
+		if (!s->label[0] && o == &config_opts[CONFIG_POLICY])
 			snprintf(s->label, sizeof(s->label), "%s", items[i] + klen + 1);
 		s->argv[s->argc++] = strdup(o->cli);
 		s->argv[s->argc++] = strdup(items[i] + klen + 1);

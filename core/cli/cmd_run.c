@@ -8,7 +8,7 @@
  * a crash or a kill leave their last counters behind). The exit status is the program's, or
  * 128 + signal if it was killed.
  *
- * Options are table-driven: the THPEMU_* table of core/uffd supplies most of them, and
+ * Options are table-driven: the THPEMU_* table of core/config supplies most of them, and
  * run_opts[] below the launcher's own.
  *
  * The slow device (--device) is made ready before the program starts and removed after it,
@@ -32,11 +32,12 @@
 
 #include "cli/cli.h"
 #include "cli/run_io.h"
+#include "config/config.h"
 #include "uffd/uffd.h"
 #include "util/clock.h"
 
 struct run_ctx {
-	struct uffd_config cfg;
+	struct config cfg;
 	const char *report;     /* --report FILE */
 	const char *stall_report; /* --stall-report FILE */
 	FILE *report_f, *stall_f; /* opened before the program starts (open_outputs) */
@@ -93,8 +94,8 @@ static void usage(FILE *f)
 			 run_opts[i].metavar ? run_opts[i].metavar : "");
 		fprintf(f, "  %-24s %s\n", lhs, run_opts[i].help);
 	}
-	for (unsigned i = 0; i < uffd_nopts; i++) {
-		const struct uffd_opt *o = &uffd_opts[i];
+	for (unsigned i = 0; i < CONFIG_NR; i++) {
+		const struct config_opt *o = &config_opts[i];
 
 		if (!o->cli)
 			continue;
@@ -103,7 +104,7 @@ static void usage(FILE *f)
 	}
 	fprintf(f,
 		"\nEnvironment (the preload library reads these; the options above set them):\n");
-	uffd_opts_help(f, false);
+	config_help(f, false);
 	fprintf(f, "\nPolicies:\n");
 	mm_policy_help(f);
 	fprintf(f, "\nDevices (--device DEV):\n");
@@ -134,7 +135,7 @@ bool cli_run_opt_takes_value(const char *name)
 {
 	const struct run_opt *ro = find_run_opt(name);
 
-	return ro ? ro->metavar != NULL : uffd_opt_by_cli(name) != NULL;
+	return ro ? ro->metavar != NULL : config_opt_by_cli(name) != NULL;
 }
 
 /* Split "--opt=value" / "--opt value"; returns the value or exits 2. */
@@ -194,7 +195,7 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *eq = strchr(a, '=');
-		const struct uffd_opt *uo;
+		const struct config_opt *uo;
 		const struct run_opt *ro;
 
 		if (!strcmp(a, "--")) {
@@ -205,6 +206,10 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 			usage(stdout);
 			exit(0);
 		}
+		if (!strcmp(a, "--help-markdown")) { /* not listed: core/uffd/README.md's table */
+			config_help(stdout, true);
+			exit(0);
+		}
 		if (a[0] != '-')
 			break;
 		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
@@ -213,13 +218,13 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 				cli_usage_error("run", "%s takes no value (given '%s')", name,
 						eq + 1);
 			ro->apply(rc, ro->metavar ? opt_value(argc, argv, &i, eq, name) : NULL);
-		} else if ((uo = uffd_opt_by_cli(name))) {
+		} else if ((uo = config_opt_by_cli(name))) {
 			const char *v = opt_value(argc, argv, &i, eq, name);
 
-			if (uffd_opt_parse(uo, name, v, &rc->cfg, err, sizeof(err)) < 0)
+			if (config_opt_parse(uo, name, v, &rc->cfg, err, sizeof(err)) < 0)
 				cli_usage_error("run", "%s", err);
 			setenv(uo->env, v, 1);
-			if (uo->type == UOPT_DEVICE) {
+			if (uo == &config_opts[CONFIG_DEVICE]) {
 				rc->dev.spec = v;
 				rc->dev.dev = rc->cfg.device;
 			}
@@ -264,17 +269,17 @@ static int set_preload(struct run_ctx *rc)
 		cli_error("run", "cannot find %s: %s", lib, strerror(errno));
 		return -1;
 	}
-	if (rc->cfg.allocator == UFFD_ALLOC_JEMALLOC && access(jem, R_OK) < 0) {
+	if (rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC && access(jem, R_OK) < 0) {
 		cli_error("run",
 			  "--allocator jemalloc: %s is missing (install libjemalloc2); "
 			  "glibc malloc stays unmanaged",
 			  jem);
-		rc->cfg.allocator = UFFD_ALLOC_NONE;
+		rc->cfg.allocator = CONFIG_ALLOC_NONE;
 		setenv("THPEMU_ALLOCATOR", "none", 1);
 	}
 	snprintf(val, sizeof(val), "%s%s%s%s%s", lib,
-		 rc->cfg.allocator == UFFD_ALLOC_JEMALLOC ? " " : "",
-		 rc->cfg.allocator == UFFD_ALLOC_JEMALLOC ? jem : "", old && *old ? " " : "",
+		 rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC ? " " : "",
+		 rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC ? jem : "", old && *old ? " " : "",
 		 old ? old : "");
 	return setenv("LD_PRELOAD", val, 1);
 }
@@ -447,7 +452,7 @@ static int run_main(int argc, char **argv)
 	uint64_t t0;
 	int status;
 
-	uffd_config_defaults(&rc.cfg);
+	config_defaults(&rc.cfg);
 	parse(argc, argv, &rc);
 	if (cli_run_check_config(&rc.cfg, NULL, err, sizeof(err)) < 0)
 		cli_usage_error("run", "%s", err);

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
 #include "sim/sim.h"
-#include "uffd/uffd.h"
 #include "util/units.h"
 
 #define CMD	 "sim"
@@ -89,11 +89,11 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 	return argv[++*i];
 }
 
-/* The pool's limits are the live emulator's (THPEMU_POOL in core/uffd/config.c, which are
+/* The pool's limits are the live emulator's (THPEMU_POOL in core/config/config.h, which are
  * core/mm's): one range for every command. */
-static const struct uffd_opt *pool_opt(void)
+static const struct config_opt *pool_opt(void)
 {
-	return uffd_opt_by_env("THPEMU_POOL");
+	return &config_opts[CONFIG_POOL];
 }
 
 static void parse_scalar(struct sim_config *c, const char *name, const char *v)

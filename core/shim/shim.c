@@ -377,7 +377,7 @@ static void run_unmanaged(const char *why, bool quiet)
 
 __attribute__((constructor)) static void shim_init(void)
 {
-	struct uffd_config cfg;
+	struct config cfg;
 	char err[512] = "";
 
 	__atomic_store_n(&shim_state, SHIM_INITIALISING, __ATOMIC_RELEASE);
@@ -390,7 +390,7 @@ __attribute__((constructor)) static void shim_init(void)
 		__atomic_store_n(&shim_state, SHIM_UNMANAGED, __ATOMIC_RELEASE);
 		goto out;
 	}
-	if (uffd_config_from_env(&cfg, err, sizeof(err)) < 0) {
+	if (config_from_env(&cfg, err, sizeof(err)) < 0) {
 		run_unmanaged(err, false);
 		goto out;
 	}
@@ -401,12 +401,12 @@ __attribute__((constructor)) static void shim_init(void)
 	guard_fd_init(); /* before the emulator opens anything: its descriptors go out of reach */
 	if (uffd_live_create(&cfg, &shim_lv, err, sizeof(err)) < 0) {
 		guard_fd_fini(); /* nothing of ours is open: the program's limits are its own again */
-		run_unmanaged(err, cfg.log == UFFD_LOG_QUIET);
+		run_unmanaged(err, cfg.log == CONFIG_LOG_QUIET);
 		goto out;
 	}
 	pthread_atfork(shim_atfork_prepare, shim_atfork_parent, shim_atfork_child);
 	adopt_early(shim_lv);
-	if (cfg.log >= UFFD_LOG_INFO)
+	if (cfg.log >= CONFIG_LOG_INFO)
 		fprintf(stderr, "thpemu: pid %d managed: policy %s, pool %llu MiB, %u handlers\n",
 			(int)getpid(), shim_lv->stats->policy,
 			(unsigned long long)(cfg.pool_bytes >> 20), shim_lv->nworkers);

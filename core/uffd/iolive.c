@@ -45,7 +45,7 @@ static bool io_is_ours(struct uffd_live *lv)
 
 static void io_config_of(struct uffd_live *lv, struct io_config *ic)
 {
-	const struct uffd_config *c = &lv->cfg;
+	const struct config *c = &lv->cfg;
 	char err[256];
 
 	memset(ic, 0, sizeof(*ic));
@@ -107,7 +107,7 @@ void uffd_io_start(struct uffd_live *lv)
 	} else {
 		uffd_live_set_copy_file(lv, copy_file, lv->io);
 	}
-	if (why[0] && lv->cfg.log != UFFD_LOG_QUIET)
+	if (why[0] && lv->cfg.log != CONFIG_LOG_QUIET)
 		fprintf(stderr, "thpemu: %s\n", why);
 }
 

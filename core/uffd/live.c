@@ -81,7 +81,7 @@ void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num,
 	n = put_u64(buf, n, sizeof(buf), num);
 	n = put_str(buf, n, sizeof(buf), tail);
 	uffd_note(lv, buf);
-	if (lv->cfg.log == UFFD_LOG_QUIET)
+	if (lv->cfg.log == CONFIG_LOG_QUIET)
 		return;
 	sys_write(2, "thpemu: ", 8);
 	n = put_str(buf, n, sizeof(buf), "\n");
@@ -367,7 +367,7 @@ void uffd_expand_pid(const char *pattern, char *out, size_t len)
 
 /* Output paths are checked before anything starts: a report that could not be written at exit
  * (or would go through a planted link) is bad input, found now. */
-static int check_outputs(const struct uffd_config *cfg, char *err, size_t errlen)
+static int check_outputs(const struct config *cfg, char *err, size_t errlen)
 {
 	char path[600], why[700];
 
@@ -449,7 +449,18 @@ static void workers_init(struct uffd_live *lv)
 	}
 }
 
-int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char *err,
+unsigned uffd_handlers_auto(void)
+{
+	cpu_set_t set;
+	int n = 2;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		n = CPU_COUNT(&set);
+	n += 2;
+	return n < 3 ? 3 : n > 16 ? 16 : (unsigned)n;
+}
+
+int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err,
 		     size_t errlen)
 {
 	struct uffd_live *lv = map_anon(sizeof(*lv));
@@ -747,7 +758,7 @@ void uffd_live_detach(struct uffd_live *lv, const char *why)
 
 		nanosleep(&ts, NULL);
 	}
-	if (lv->cfg.log != UFFD_LOG_QUIET)
+	if (lv->cfg.log != CONFIG_LOG_QUIET)
 		fprintf(stderr, "thpemu: %s\n", msg);
 }
 

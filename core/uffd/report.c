@@ -91,7 +91,7 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 
 static const char *const alloc_names[] = {"jemalloc", "none"};
 
-static void report_config(struct json_w *w, const struct uffd_config *cfg,
+static void report_config(struct json_w *w, const struct config *cfg,
 			  const struct uffd_stats *st)
 {
 	jw_obj_begin(w, "config");
@@ -135,7 +135,7 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 /* The shared "stalls" section (obs/stall.h): this process's captured events (stacks), the
  * launcher's merge of every process's, or, when no process left captured events (it crashed
  * before its exit hook), the handlers' records grouped by cause with modelled call chains. */
-static void report_stalls(struct json_w *w, const struct uffd_config *cfg,
+static void report_stalls(struct json_w *w, const struct config *cfg,
 			  const struct uffd_stats *st, const struct uffd_program_info *prog)
 {
 	if (prog->stalls && obs_report_stalls(w, prog->stalls) == 0)
@@ -210,7 +210,7 @@ static void report_io_latency(struct json_w *w, const struct io_stats *io)
 }
 
 /* "io": the slow device and the dirtier (core/io) of the process that ran them. */
-static void report_io(struct json_w *w, const struct uffd_config *cfg,
+static void report_io(struct json_w *w, const struct config *cfg,
 		      const struct uffd_stats *st, const struct uffd_program_info *prog)
 {
 	const struct io_stats *io = &st->io;
@@ -314,7 +314,7 @@ static void report_memory(struct json_w *w, const struct uffd_stats *st)
 	jw_obj_end(w);
 }
 
-int uffd_report_json(FILE *f, const struct uffd_config *cfg, const struct uffd_stats *st,
+int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats *st,
 		     const struct uffd_program_info *prog)
 {
 	struct json_w w;

@@ -189,7 +189,7 @@ static void *writer_main(void *arg)
 /* ---- set-up ------------------------------------------------------------------------------------
  */
 
-static void trace_path(const struct uffd_config *cfg, char *out, size_t len)
+static void trace_path(const struct config *cfg, char *out, size_t len)
 {
 	bool mine = !cfg->io_pid || cfg->io_pid == (uint64_t)getpid();
 	size_t n;
@@ -202,7 +202,7 @@ static void trace_path(const struct uffd_config *cfg, char *out, size_t len)
 
 static int write_header(struct uffd_live *lv, struct uffd_tracer *tr)
 {
-	const struct uffd_config *c = &lv->cfg;
+	const struct config *c = &lv->cfg;
 	char pool[24], seed[24], minr[24], hand[24], thr[24], policy[200], *hdr;
 	const char *keys[] = {"policy",	  "pool_bytes", "fragment",	      "seed", "min_region",
 			      "handlers", "host_thp",	"stall_threshold_ns", "exe",  "cmdline"};

@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "config/config.h"
 #include "io/io.h"
 #include "io/waitq.h"
 #include "guard/guard.h"
@@ -45,85 +46,10 @@
 
 #define UFFD_PAGE_SIZE	  4096UL
 #define UFFD_HPAGE_SIZE	  (2UL << 20)
-#define UFFD_MAX_HANDLERS 64
+#define UFFD_MAX_HANDLERS CONFIG_MAX_HANDLERS
 
-/* ---- configuration: the THPEMU_* table ------------------------------------------------------- */
-
-enum uffd_log_level { UFFD_LOG_QUIET, UFFD_LOG_WARN, UFFD_LOG_INFO, UFFD_LOG_DEBUG };
-enum uffd_allocator { UFFD_ALLOC_JEMALLOC, UFFD_ALLOC_NONE };
-
-struct uffd_config {
-	bool disable;		       /* THPEMU_DISABLE: run the program unmanaged */
-	bool host_thp;		       /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
-	char policy_spec[160];	       /* as given (validated by mm_policy_parse) */
-	struct mm_policy policy;       /* parsed */
-	uint64_t pool_bytes;	       /* emulated physical memory */
-	uint64_t stall_threshold_ns;   /* a fault served slower than this is a stall event */
-	enum uffd_allocator allocator; /* what `thpemu run` preloads (recorded in the report) */
-	unsigned handlers;	       /* handler threads; 0 = auto (uffd_handlers_auto()) */
-	uint64_t min_region;	       /* smallest mapping managed */
-	unsigned staging;	       /* prefaulted host THPs kept ready */
-	char fragment[256];	       /* mm_fragment recipe applied at start ("" = none) */
-	uint64_t seed;		       /* recipe seed */
-	enum uffd_log_level log;
-	char report[512];  /* THPEMU_REPORT: per-process JSON written at exit ("" = none);
-			    * "%p" expands to the pid */
-	char run_dir[512]; /* THPEMU_RUN_DIR: set by `thpemu run`: stats files go there */
-	char trace[512];   /* THPEMU_TRACE: fault trace file ("" = none); "%p" = the pid */
-	/* io (core/io): the slow device and the dirtier, in the top-level process only */
-	char device_spec[256];	      /* THPEMU_DEVICE as given ("" = none configured) */
-	struct io_device_spec device; /* parsed */
-	char dirty_spec[256];	      /* THPEMU_DIRTY as given ("" = no dirtier) */
-	struct io_dirty_spec dirty;   /* parsed */
-	char device_dir[512];	      /* THPEMU_DEVICE_DIR: set by `thpemu run`: the mounted device */
-	uint64_t io_pid;	      /* THPEMU_IO_PID: the process that runs io (0 = this one) */
-	uint64_t test_migrate_gap_ns; /* THPEMU_TEST_MIGRATE_GAP: tests widen the migration window */
-};
-
-enum uffd_opt_type {
-	UOPT_BOOL,
-	UOPT_SIZE,
-	UOPT_DURATION,
-	UOPT_UINT,
-	UOPT_ENUM,
-	UOPT_POLICY,
-	UOPT_RECIPE,
-	UOPT_PATH,
-	UOPT_DEVICE, /* io_device_parse */
-	UOPT_DIRTY,  /* io_dirty_parse */
-};
-
-#define UOPT_LAUNCHER 0x1 /* interpreted by `thpemu run` itself, recorded by the library */
-#define UOPT_INTERNAL 0x2 /* set by `thpemu run` for its children; not a user option */
-
-/* One THPEMU_* variable: its `thpemu run` option, type, default and help. */
-struct uffd_opt {
-	const char *env;     /* "THPEMU_POLICY" */
-	const char *cli;     /* "--policy", or NULL when `thpemu run` has no such option */
-	const char *metavar; /* "P" */
-	enum uffd_opt_type type;
-	const char *def;      /* default, as text ("" for none) */
-	const char *accepted; /* what is accepted, for one-line errors */
-	const char *help;
-	uint64_t min, max;	    /* UOPT_UINT bounds */
-	const char *const *choices; /* UOPT_ENUM / UOPT_BOOL words, NULL-terminated */
-	unsigned flags;
-};
-
-extern const struct uffd_opt uffd_opts[];
-extern const unsigned uffd_nopts;
-
-void uffd_config_defaults(struct uffd_config *cfg);
-/* Parse one value into cfg. Returns 0 or -EINVAL with a one-line message naming the variable
- * (or `name`, e.g. "--pool") and the accepted values in err. */
-int uffd_opt_parse(const struct uffd_opt *o, const char *name, const char *val,
-		   struct uffd_config *cfg, char *err, size_t errlen);
-/* Defaults overridden by every THPEMU_* set in the environment (getenv; no allocation). */
-int uffd_config_from_env(struct uffd_config *cfg, char *err, size_t errlen);
-const struct uffd_opt *uffd_opt_by_cli(const char *cli);
-const struct uffd_opt *uffd_opt_by_env(const char *env);
-/* The table as text: `thpemu run --help` (cli) or a Markdown table (README). */
-void uffd_opts_help(FILE *f, bool markdown);
+/* The configuration is core/config's THPEMU_* table (struct config). Handler threads when
+ * THPEMU_HANDLERS is auto: CPUs + 2, at least 3, at most 16 (live.c). */
 unsigned uffd_handlers_auto(void);
 
 /* ---- statistics shared with `thpemu run` ---------------------------------------------------- */
@@ -308,7 +234,7 @@ struct uffd_program_info {
 };
 
 /* Write the run report (JSON, keys shared with `thpemu sim` through obs/faults.h). */
-int uffd_report_json(FILE *f, const struct uffd_config *cfg, const struct uffd_stats *st,
+int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats *st,
 		     const struct uffd_program_info *prog);
 /* A few human lines to f (stderr). */
 void uffd_report_summary(FILE *f, const struct uffd_stats *st,
@@ -560,7 +486,7 @@ typedef void (*uffd_fault_hook_fn)(void *arg, const struct uffd_fault_event *ev)
 typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint32_t to);
 
 struct uffd_live {
-	struct uffd_config cfg;
+	struct config cfg;
 	int uffd;
 	int ctl_fd;	   /* semaphore eventfd the handlers poll: a stop or a credential request */
 	/* A page that reads 1 in the process the emulator was made for and 0 in any process made
@@ -607,7 +533,7 @@ struct uffd_live {
 /* Create the emulator: open the userfaultfd (syscall, else /dev/userfaultfd), create the pool,
  * apply the recipe, set up staging, scratch and stats, start handler, refill and background
  * threads. On failure err says why in one line and nothing is left behind. */
-int uffd_live_create(const struct uffd_config *cfg, struct uffd_live **out, char *err,
+int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err,
 		     size_t errlen);
 /* Stop the threads and free everything (tests; the preload library never stops its handlers,
  * so a program exiting with threads still faulting cannot hang). */

@@ -1,22 +1,22 @@
-/* Fuzz target: the values of the THPEMU_* variables (core/uffd/config.c), each parsed by
- * uffd_opt_parse as the preload library parses its environment. The first byte picks the
+/* Fuzz target: the values of the THPEMU_* variables (core/config), each parsed by
+ * config_opt_parse as the preload library parses its environment. The first byte picks the
  * variable (its index in the table), the rest is the value. A refusal names the variable. */
 #include "fuzz.h"
-#include "uffd/uffd.h"
+#include "config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct uffd_config cfg;
-	const struct uffd_opt *o;
+	static struct config cfg;
+	const struct config_opt *o;
 	char err[1024], *v;
 
 	if (size < 1)
 		return 0;
-	o = &uffd_opts[data[0] % uffd_nopts];
+	o = &config_opts[data[0] % CONFIG_NR];
 	v = fuzz_str(data + 1, size - 1);
-	uffd_config_defaults(&cfg);
+	config_defaults(&cfg);
 	err[0] = '\0';
-	if (uffd_opt_parse(o, NULL, v, &cfg, err, sizeof(err)) != 0)
+	if (config_opt_parse(o, NULL, v, &cfg, err, sizeof(err)) != 0)
 		FUZZ_CHECK(strncmp(err, o->env, strlen(o->env)) == 0);
 	free(v);
 	return 0;

@@ -22,19 +22,19 @@ static uint64_t mk_stall_ns = 1000000000ULL; /* the stall threshold mk() configu
 
 static struct uffd_live *mk(const char *policy, const char *pool)
 {
-	struct uffd_config cfg;
+	struct config cfg;
 	struct uffd_live *lv = NULL;
 	char err[512] = "";
-	const struct uffd_opt *o;
+	const struct config_opt *o;
 
-	uffd_config_defaults(&cfg);
-	o = uffd_opt_by_env("THPEMU_POLICY");
-	ASSERT_EQ(uffd_opt_parse(o, NULL, policy, &cfg, err, sizeof(err)), 0);
-	o = uffd_opt_by_env("THPEMU_POOL");
-	ASSERT_EQ(uffd_opt_parse(o, NULL, pool, &cfg, err, sizeof(err)), 0);
+	config_defaults(&cfg);
+	o = config_opt_by_env("THPEMU_POLICY");
+	ASSERT_EQ(config_opt_parse(o, NULL, policy, &cfg, err, sizeof(err)), 0);
+	o = config_opt_by_env("THPEMU_POOL");
+	ASSERT_EQ(config_opt_parse(o, NULL, pool, &cfg, err, sizeof(err)), 0);
 	cfg.handlers = 3;
 	cfg.staging = 2;
-	cfg.log = UFFD_LOG_QUIET;
+	cfg.log = CONFIG_LOG_QUIET;
 	cfg.stall_threshold_ns = mk_stall_ns;
 	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
 		if (strstr(err, "userfaultfd unavailable"))
@@ -43,6 +43,13 @@ static struct uffd_live *mk(const char *policy, const char *pool)
 		ASSERT(0);
 	}
 	return lv;
+}
+
+/* THPEMU_HANDLERS=auto: CPUs + 2, at least 3, at most 16 (needs no userfaultfd). */
+TEST(live_handlers_auto)
+{
+	EXPECT_GE(uffd_handlers_auto(), 3);
+	EXPECT_LE(uffd_handlers_auto(), 16);
 }
 
 static char *map(struct uffd_live *lv, size_t len)

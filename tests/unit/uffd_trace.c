@@ -21,23 +21,23 @@ static char path[64];
 
 static struct uffd_live *mk(const char *policy)
 {
-	struct uffd_config cfg;
+	struct config cfg;
 	struct uffd_live *lv = NULL;
 	char err[512] = "";
 
-	uffd_config_defaults(&cfg);
+	config_defaults(&cfg);
 	ASSERT_EQ(
-	    uffd_opt_parse(uffd_opt_by_env("THPEMU_POLICY"), NULL, policy, &cfg, err, sizeof(err)),
+	    config_opt_parse(config_opt_by_env("THPEMU_POLICY"), NULL, policy, &cfg, err, sizeof(err)),
 	    0);
 	ASSERT_EQ(
-	    uffd_opt_parse(uffd_opt_by_env("THPEMU_POOL"), NULL, "128M", &cfg, err, sizeof(err)),
+	    config_opt_parse(config_opt_by_env("THPEMU_POOL"), NULL, "128M", &cfg, err, sizeof(err)),
 	    0);
 	snprintf(path, sizeof(path), "/tmp/thpemu-uffd-trace.%d", (int)getpid());
 	snprintf(cfg.trace, sizeof(cfg.trace), "%s", path);
 	cfg.io_pid = (uint64_t)getpid();
 	cfg.handlers = 3;
 	cfg.staging = 2;
-	cfg.log = UFFD_LOG_QUIET;
+	cfg.log = CONFIG_LOG_QUIET;
 	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
 		if (strstr(err, "userfaultfd unavailable"))
 			SKIP("%s", err);

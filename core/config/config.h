@@ -1,0 +1,190 @@
+/* The THPEMU_* configuration: one table, read by the preload library (core/shim), mapped onto
+ * `thpemu run`'s options and `thpemu ab`'s SPEC keys (core/cli), and printed by
+ * `thpemu run --help` and as the Markdown table of core/uffd/README.md.
+ *
+ * Every option is written once, in CONFIG_OPTIONS below: its variable (THPEMU_ + the id), its
+ * `thpemu run` option, the parser of its value, the field of struct config it fills, its
+ * default and its help. Parsing, the lookups, the help and the README table are all derived
+ * from that one line; options.c checks at compile time that each field has the type its parser
+ * writes, so an option cannot be parsed into nothing or into the wrong place.
+ *
+ * Parsing never allocates (the library parses in its constructor, which an allocator's own
+ * initialisation can precede) and reports a bad value in one line naming the variable or the
+ * option and what is accepted.
+ */
+#ifndef THPEMU_CONFIG_H
+#define THPEMU_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "io/io.h"
+#include "mm/mm_policy.h"
+
+#define CONFIG_MAX_HANDLERS 64
+
+enum config_log_level { CONFIG_LOG_QUIET, CONFIG_LOG_WARN, CONFIG_LOG_INFO, CONFIG_LOG_DEBUG };
+enum config_allocator { CONFIG_ALLOC_JEMALLOC, CONFIG_ALLOC_NONE };
+
+struct config {
+	bool disable;		     /* THPEMU_DISABLE: run the program unmanaged */
+	bool host_thp;		     /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
+	char policy_spec[160];	     /* as given (validated by mm_policy_parse) */
+	struct mm_policy policy;     /* parsed */
+	uint64_t pool_bytes;	     /* emulated physical memory */
+	uint64_t stall_threshold_ns; /* a fault served slower than this is a stall event */
+	enum config_allocator allocator; /* what `thpemu run` preloads (recorded in the report) */
+	unsigned handlers;		 /* handler threads; 0 = auto (uffd_handlers_auto()) */
+	uint64_t min_region;		 /* smallest mapping managed */
+	unsigned staging;		 /* prefaulted host THPs kept ready */
+	char fragment[256];		 /* mm_fragment recipe applied at start ("" = none) */
+	uint64_t seed;			 /* recipe seed */
+	enum config_log_level log;
+	char report[512];  /* THPEMU_REPORT: per-process JSON written at exit ("" = none);
+			    * "%p" expands to the pid */
+	char run_dir[512]; /* THPEMU_RUN_DIR: set by `thpemu run`: stats files go there */
+	char trace[512];   /* THPEMU_TRACE: fault trace file ("" = none); "%p" = the pid */
+	/* io (core/io): the slow device and the dirtier, in the top-level process only */
+	char device_spec[256];	      /* THPEMU_DEVICE as given ("" = none configured) */
+	struct io_device_spec device; /* parsed */
+	char dirty_spec[256];	      /* THPEMU_DIRTY as given ("" = no dirtier) */
+	struct io_dirty_spec dirty;   /* parsed */
+	char device_dir[512]; /* THPEMU_DEVICE_DIR: set by `thpemu run`: the mounted device */
+	uint64_t io_pid;      /* THPEMU_IO_PID: the process that runs io (0 = this one) */
+	uint64_t
+	    test_migrate_gap_ns; /* THPEMU_TEST_MIGRATE_GAP: tests widen the migration window */
+};
+
+#define CONFIG_LAUNCHER 0x1 /* interpreted by `thpemu run` itself, recorded by the library */
+#define CONFIG_INTERNAL 0x2 /* set by `thpemu run` for its children; not a user option */
+
+/* The options, in the order of --help and the README table. One line each:
+ *
+ *   X(ID, CLI, METAVAR, PARSER, FIELD, DEFAULT, MIN, MAX, WORDS, FLAGS, ACCEPTED, HELP)
+ *
+ * ID       the variable is THPEMU_<ID>; config_opts[CONFIG_<ID>] is its entry
+ * CLI      `thpemu run`'s option (and `thpemu ab`'s SPEC key without the dashes), or NULL
+ * PARSER   size, duration, uint, words (one of WORDS), bool, policy, recipe, path, device,
+ *          dirty (options.c: the value's syntax and what is stored in FIELD)
+ * FIELD    the member of struct config it fills (policy, device and dirty: the spec as given;
+ *          the parsed form goes to policy, device and dirty)
+ * DEFAULT  as text, parsed like any value ("" for none)
+ * MIN, MAX bounds of size and uint values
+ * WORDS    the accepted words of words and bool, or uint's word for 0 ("auto"); else NULL
+ * ACCEPTED what is accepted, for the one-line error
+ */
+/* clang-format off */
+#define CONFIG_OPTIONS(X)                                                                          \
+	X(POLICY, "--policy", "P", policy, policy_spec, "modern-always", 0, 0, NULL, 0,            \
+	  "a profile (linux-3.1, linux-3.1+nostall, linux-3.3, modern-always, modern-defer, "     \
+	  "modern-defer+madvise, modern-madvise, modern-never) or PROFILE:KEY=VALUE,...",          \
+	  "emulated kernel THP/compaction policy")                                                 \
+	/* the limits are core/mm's (MM_POOL_MIN, MM_POOL_MAX in mm/pool.c: mm_create refuses any  \
+	 * other size), so `thpemu run` refuses what the library would; tests/unit/config_options.c\
+	 * checks that they agree */                                                               \
+	X(POOL, "--pool", "SIZE", size, pool_bytes, "1G", 8 << 20, 64ULL << 30, NULL, 0,          \
+	  "a size from 8M to 64G, e.g. 512M or 4G",                                                \
+	  "emulated physical memory (the program's managed memory is accounted in it)")            \
+	X(STALL_THRESHOLD, "--stall-threshold", "DUR", duration, stall_threshold_ns, "1s", 0, 0,   \
+	  NULL, 0, "a duration such as 100ms or 1s",                                               \
+	  "a fault served slower than this is a stall (counted and reported)")                     \
+	X(ALLOCATOR, "--allocator", "A", words, allocator, "jemalloc", 0, 0, config_alloc_words,   \
+	  CONFIG_LAUNCHER, "jemalloc or none",                                                     \
+	  "allocator `thpemu run` preloads after the library (glibc malloc never reaches mmap)")   \
+	X(HANDLERS, "--handlers", "N", uint, handlers, "auto", 1, CONFIG_MAX_HANDLERS,             \
+	  config_auto_words, 0, "auto or 1..64",                                                   \
+	  "fault handler threads (auto: CPUs + 2, at least 3, at most 16)")                        \
+	X(MIN_REGION, "--min-region", "SIZE", size, min_region, "256K", 4096, 1ULL << 40, NULL, 0, \
+	  "a size of at least 4K, e.g. 64K or 2M",                                                 \
+	  "smallest private anonymous mapping managed (below 2M: 4 KiB faults only)")              \
+	X(STAGING, "--staging", "N", uint, staging, "8", 1, 64, NULL, 0, "1..64",                  \
+	  "prefaulted host THPs kept ready for huge faults")                                       \
+	X(FRAGMENT, "--fragment", "RECIPE", recipe, fragment, "", 0, 0, NULL, 0,                   \
+	  "a recipe such as thpcompact or pagecache:60%,unmovable:0.5% (see thpemu sim --help)",   \
+	  "initial pool state (fragmentation recipe, core/mm)")                                    \
+	X(SEED, "--seed", "N", uint, seed, "1", 0, UINT64_MAX, NULL, 0, "a non-negative integer",  \
+	  "seed of the fragmentation recipe, the device model and the data the dirtier writes")    \
+	X(LOG, "--log", "LEVEL", words, log, "warn", 0, 0, config_log_words, 0,                    \
+	  "quiet, warn, info or debug", "what the library prints on stderr")                       \
+	X(HOST_THP, "--host-thp", "BOOL", bool, host_thp, "1", 0, 0, config_bool_words, 0,         \
+	  "0/1, no/yes, false/true, off/on",                                                       \
+	  "back huge decisions with real host THPs (0: 512 small pages, as on a host without THP)")\
+	X(DISABLE, NULL, "BOOL", bool, disable, "0", 0, 0, config_bool_words, 0,                   \
+	  "0/1, no/yes, false/true, off/on",                                                       \
+	  "run the program unmanaged (calls pass straight through)")                               \
+	X(REPORT, NULL, "FILE", path, report, "", 0, 0, NULL, 0,                                   \
+	  "a file path (%p expands to the pid)",                                                   \
+	  "write this process's JSON report there at exit (without `thpemu run`)")                 \
+	X(TRACE, "--trace", "FILE", path, trace, "", 0, 0, NULL, 0,                                \
+	  "a file path (%p expands to the pid)",                                                   \
+	  "record every fault and change to managed memory in FILE (binary, core/obs/trace.h), "  \
+	  "for thpemu sim --replay and thpemu replay; with thpemu run, processes other than the "  \
+	  "one it started write FILE.PID")                                                         \
+	X(RUN_DIR, NULL, "DIR", path, run_dir, "", 0, 0, NULL, CONFIG_INTERNAL, "a directory",     \
+	  "set by `thpemu run`: each process keeps its live statistics in DIR/PID.stats")          \
+	X(DEVICE, "--device", "DEV", device, device_spec, "", 0, 0, NULL, CONFIG_LAUNCHER,         \
+	  "none, a preset (usb2-stick-2011, sd-class4, ... see thpemu run --help) or a "           \
+	  "directory, each optionally followed by :KEY=VALUE,...",                                 \
+	  "slow device the page cache writes back to (thpemu run mounts thpemu-fusedev for a "     \
+	  "preset; none: an in-process device model)")                                             \
+	X(DIRTY, "--dirty", "SPEC", dirty, dirty_spec, "", 0, 0, NULL, 0,                          \
+	  "SIZE or stream, then file=SIZE, rate=RATE, fsync=none|each|end, delete-after, read, "   \
+	  "dirty-ratio=PCT, background-ratio=PCT, start=DUR (see thpemu run --help)",              \
+	  "files a thread of the program's process streams through the emulated page cache (cp "   \
+	  "or rsync to a stick)")                                                                  \
+	X(DEVICE_DIR, NULL, "DIR", path, device_dir, "", 0, 0, NULL, CONFIG_INTERNAL,              \
+	  "a directory", "set by `thpemu run`: where the device of THPEMU_DEVICE is mounted")      \
+	X(TEST_MIGRATE_GAP, NULL, "DUR", duration, test_migrate_gap_ns, "0", 0, 0, NULL,           \
+	  CONFIG_INTERNAL, "a duration such as 200us",                                             \
+	  "tests only: keep each migrated page out of the program's mapping this much longer "     \
+	  "(widens the window a fork must never see)")                                             \
+	X(IO_PID, NULL, "PID", uint, io_pid, "0", 0, UINT32_MAX, NULL, CONFIG_INTERNAL,            \
+	  "a process id",                                                                          \
+	  "set by `thpemu run` (or the first process): only this process runs the dirtier and "   \
+	  "writeback")
+/* clang-format on */
+
+enum config_id {
+#define CONFIG_X_ID(id, ...) CONFIG_##id,
+	CONFIG_OPTIONS(CONFIG_X_ID)
+#undef CONFIG_X_ID
+	    CONFIG_NR
+};
+
+struct config_parser; /* options.c: one per PARSER */
+
+/* One THPEMU_* variable, as CONFIG_OPTIONS describes it. */
+struct config_opt {
+	const char *env;     /* "THPEMU_POLICY" */
+	const char *cli;     /* "--policy", or NULL when `thpemu run` has no such option */
+	const char *metavar; /* "P" */
+	const struct config_parser *parser;
+	size_t offset, size;	  /* the field of struct config it fills */
+	const char *def;	  /* default, as text ("" for none) */
+	uint64_t min, max;	  /* size and uint bounds */
+	const char *const *words; /* words / bool words, or uint's word for 0; NULL-terminated */
+	unsigned flags;		  /* CONFIG_LAUNCHER, CONFIG_INTERNAL */
+	const char *accepted;	  /* what is accepted, for one-line errors */
+	const char *help;
+};
+
+/* Indexed by enum config_id. */
+extern const struct config_opt config_opts[CONFIG_NR];
+
+void config_defaults(struct config *cfg);
+/* Parse one value into cfg. Returns 0 or -EINVAL with a one-line message naming the variable
+ * (or `name`, e.g. "--pool") and the accepted values in err. */
+int config_opt_parse(const struct config_opt *o, const char *name, const char *val,
+		     struct config *cfg, char *err, size_t errlen);
+/* Defaults overridden by every THPEMU_* set in the environment (getenv; no allocation). An
+ * empty value leaves the default, except for the file, directory and recipe options. */
+int config_from_env(struct config *cfg, char *err, size_t errlen);
+const struct config_opt *config_opt_by_cli(const char *cli);
+const struct config_opt *config_opt_by_env(const char *env);
+/* The table as text: `thpemu run --help`'s environment list (user options only), or the
+ * Markdown table of core/uffd/README.md (every option; `thpemu run --help-markdown`). */
+void config_help(FILE *f, bool markdown);
+
+#endif
