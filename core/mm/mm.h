@@ -15,8 +15,10 @@
  * Concurrency contract. Every public function takes the environment lock (ops->lock) itself and
  * must be called without it. Hooks marked [unlocked] are called with the lock released: mm must
  * leave its structures consistent before calling them (frames being migrated are ISOLATED, so no
- * other caller touches them) and re-validate after. Hooks marked [locked] are called with the
- * lock held and must neither block nor call back into mm.
+ * other caller touches them) and re-validate after; an [unlocked] hook returns without the
+ * lock, and whatever other callers do between its return and mm's re-lock is for mm to find
+ * there (for migrate_anon: a free of the page's new frame, mm_anon_free). Hooks marked [locked]
+ * are called with the lock held and must neither block nor call back into mm.
  *
  * Errors: negative errno. Nothing in mm/ aborts.
  */

@@ -29,24 +29,6 @@
 #include "util/sys.h"
 #include "util/clock.h"
 
-/* Set when a hook took the mm lock for mm's next ops->lock() on this thread. */
-static __thread bool mm_prelocked __attribute__((tls_model("initial-exec")));
-
-void uffd_env_prelock(struct uffd_live *lv)
-{
-	pthread_mutex_lock(&lv->mm_lock);
-	mm_prelocked = true;
-}
-
-bool uffd_env_prelock_drop(struct uffd_live *lv)
-{
-	if (!mm_prelocked)
-		return false;
-	mm_prelocked = false;
-	pthread_mutex_unlock(&lv->mm_lock);
-	return true;
-}
-
 static uint64_t env_now(void *priv, void *call)
 {
 	return clock_now_ns();
@@ -56,10 +38,6 @@ static void env_lock(void *priv)
 {
 	struct uffd_live *lv = priv;
 
-	if (mm_prelocked) {
-		mm_prelocked = false;
-		return;
-	}
 	pthread_mutex_lock(&lv->mm_lock);
 }
 

@@ -308,9 +308,6 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		fc->res.outcome = MM_FAULT_NOMEM;
 		fc->res.pfn = MM_NO_PFN;
 	}
-	/* a hook's prelock that mm never consumed would be a contract breach: count it */
-	if (uffd_env_prelock_drop(lv))
-		UFFD_COUNT(lv, uffd_errors);
 	if (!huge_ok && fc->res.outcome == MM_FAULT_HUGE) { /* cannot happen: mm honours huge_ok */
 		mm_anon_free(lv->mm, fc->res.pfn, MM_HPAGE_ORDER, fc->w);
 		fc->res.outcome = MM_FAULT_NOMEM;

@@ -170,9 +170,6 @@ static void *background_main(void *arg)
 
 		guard_thread_sync(&w->gt);
 		wait = mm_background(lv->mm, w);
-
-		if (uffd_env_prelock_drop(lv))
-			UFFD_COUNT(lv, uffd_errors);
 		now = clock_now_ns();
 		if (now >= next_snap) {
 			uffd_live_snapshot(lv);
@@ -432,11 +429,9 @@ static int pool_init(struct uffd_live *lv, char *err, size_t errlen)
 	rc = mm_create(&mc, &lv->env, &lv->mm, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (lv->cfg.fragment[0]) {
+	if (lv->cfg.fragment[0])
 		rc = mm_fragment(lv->mm, lv->cfg.fragment, lv->cfg.seed, err, errlen,
 				 &lv->workers[lv->nworkers]);
-		uffd_env_prelock_drop(lv);
-	}
 	return rc;
 }
 

@@ -15,8 +15,9 @@
  * answered by the handlers: a zero page there would lose the program's data (the addendum's
  * trap). The region's busy lock is held for reading, so the program's munmap/madvise cannot
  * interleave; if it came first it has flagged the page FREED and the migration gives up with
- * -ENOENT (mm then frees both frames). Before returning, the hook takes the mm lock on mm's
- * behalf so that no free of the page can reach mm before mm has committed the migration.
+ * -ENOENT (mm then frees both frames). Once the hook has returned, the program may free the page
+ * before mm has retaken its lock to commit the migration: mm honours that free (mm.h,
+ * mm_anon_free), so the hook returns without the mm lock, as every [unlocked] hook does.
  */
 #include "uffd/uffd.h"
 
@@ -190,8 +191,6 @@ static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t
 	return 0;
 }
 
-/* Every return leaves the mm lock taken for mm's re-lock (uffd_env_prelock): between the hook's
- * return and mm's commit, the program's free of this page must not reach mm. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to)
 {
 	struct uffd_live *lv = w->lv;
@@ -199,19 +198,15 @@ int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint
 	uint32_t p = (uint32_t)owner;
 	int rc;
 
-	if (!r) {
-		uffd_env_prelock(lv);
+	if (!r)
 		return -ENOENT;
-	}
 	rc = migrate_claim(r, p, from);
 	if (rc < 0) {
 		uffd_region_put(&lv->table, r);
-		uffd_env_prelock(lv);
 		return rc;
 	}
 	pthread_rwlock_rdlock(&r->busy);
 	rc = migrate_locked(w, r, p, to);
-	uffd_env_prelock(lv);
 	pthread_rwlock_unlock(&r->busy);
 	uffd_region_put(&lv->table, r);
 	return rc;

@@ -652,11 +652,6 @@ void uffd_trace_event(struct uffd_live *lv, unsigned type, uintptr_t addr, uint6
 void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read);
 /* The mm environment (env.c). */
 extern const struct mm_env_ops uffd_env_ops;
-/* Take the mm lock on behalf of mm's next ops->lock() call on this thread: a hook that must not
- * let any other thread into mm between its return and mm's re-lock calls this last. */
-void uffd_env_prelock(struct uffd_live *lv);
-/* Drop a prelock mm never consumed (defensive; returns true if there was one). */
-bool uffd_env_prelock_drop(struct uffd_live *lv);
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
 /* Give a failed region back to the kernel (unregister, free its frames, wake everyone). */

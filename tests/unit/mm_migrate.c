@@ -2,8 +2,9 @@
  * frees, splits, page-cache writes and removals, writeback and background work runs against
  * every profile; after each step mm_check() verifies the pool and a test-side reverse map
  * (updated only through the migrate_anon hook) must agree with mm's owners. Frees also arrive
- * while compaction has the lock released (from the wait hook) and migrate_anon sometimes
- * reports the owner gone, exercising both paths of mm.h's rule for racing frees. */
+ * while compaction has the lock released (from the wait hook), migrate_anon sometimes reports
+ * the owner gone, and sometimes the program frees the page right after it moved, before mm has
+ * retaken its lock: every path of mm.h's rule for racing frees (mm_anon_free). */
 #include "harness.h"
 #include "mm_fakeenv.h"
 #include "mm/internal.h"
@@ -21,7 +22,7 @@ struct tracker {
 	uint32_t pfn[NEXT * 512]; /* per page of a base extent: its frame, or MM_NO_PFN */
 	bool file_live[NFILE];
 	uint64_t migrations;
-	uint64_t gone_in_hook, freed_during_wait;
+	uint64_t gone_in_hook, freed_during_wait, freed_after_move;
 };
 
 static struct tracker *T;
@@ -45,6 +46,12 @@ static int on_migrate(struct fakeenv *fe, uint64_t owner, uint32_t from, uint32_
 	}
 	T->pfn[page] = to;
 	T->migrations++;
+	if (rng_below(&T->rng, 50) == 0) {
+		/* moved, then unmapped before mm commits: mm must honour the free of `to` */
+		mm_anon_free(fe->mm, to, 0, NULL);
+		T->pfn[page] = MM_NO_PFN;
+		T->freed_after_move++;
+	}
 	return 0;
 }
 
@@ -234,10 +241,11 @@ static void stress(const char *spec, uint64_t seed)
 	verify(&fe);
 	mm_get_stats(fe.mm, st);
 	printf("  %s: migrated %llu (program %llu), gone in hook %llu, freed while waiting %llu, "
-	       "waits %llu, writeouts %llu, huge %llu fallback %llu\n",
+	       "freed after the move %llu, waits %llu, writeouts %llu, huge %llu fallback %llu\n",
 	       spec, (unsigned long long)st[MM_STAT_PGMIGRATE_SUCCESS],
 	       (unsigned long long)T->migrations, (unsigned long long)T->gone_in_hook,
-	       (unsigned long long)T->freed_during_wait, (unsigned long long)fe.n_wait,
+	       (unsigned long long)T->freed_during_wait, (unsigned long long)T->freed_after_move,
+	       (unsigned long long)fe.n_wait,
 	       (unsigned long long)fe.n_writeout, (unsigned long long)st[MM_STAT_THP_FAULT_ALLOC],
 	       (unsigned long long)st[MM_STAT_THP_FAULT_FALLBACK]);
 	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);

@@ -407,7 +407,6 @@ TEST(live_migration_under_readers_loses_nothing)
 			/* same frame number: mm's books stay as they are, the page really moves */
 			int rc = uffd_migrate_page(&w, uffd_cookie(r, p), pfn, pfn);
 
-			uffd_env_prelock_drop(lv); /* what mm's re-lock and unlock do */
 			ok += rc == 0;
 		}
 	}
@@ -471,7 +470,6 @@ TEST(live_migration_racing_with_dontneed)
 
 			if (pfn != MM_NO_PFN)
 				uffd_migrate_page(&w, uffd_cookie(r, p), pfn, pfn);
-			uffd_env_prelock_drop(lv);
 		}
 	}
 	__atomic_store_n(&d.stop, 1, __ATOMIC_RELAXED);
