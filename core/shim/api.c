@@ -37,7 +37,7 @@ EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
 
 	if (!lv)
 		return -1;
-	st = lv->stats;
+	st = uffd_live_stats(lv);
 	memset(&v, 0, sizeof(v));
 	v.huge_faults = __atomic_load_n(&st->faults.lat[OBS_HUGE].count, __ATOMIC_RELAXED);
 	v.base_faults = __atomic_load_n(&st->faults.lat[OBS_BASE].count, __ATOMIC_RELAXED);

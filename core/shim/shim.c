@@ -124,7 +124,7 @@ static struct uffd_live *live(void)
 {
 	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) != SHIM_LIVE || uffd_tls_passthrough)
 		return NULL;
-	if (!__atomic_load_n(shim_lv->forkcheck, __ATOMIC_RELAXED)) {
+	if (!uffd_live_own_process(shim_lv)) {
 		shim_atfork_child();
 		return NULL;
 	}
@@ -156,7 +156,7 @@ static void count_reentrant(size_t len, int prot, int flags, int fd)
 {
 	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE &&
 	    uffd_mmap_eligible(shim_lv, len, prot, flags, fd))
-		UFFD_COUNT(shim_lv, reentrant_calls);
+		uffd_stat_add(&uffd_live_stats(shim_lv)->host.reentrant_calls, 1);
 }
 
 static bool tracking_early(void)
@@ -319,7 +319,7 @@ void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr
 	if (!lv)
 		return;
 	failed = guard_cred_replicate(op, a, hdr, data);
-	UFFD_COUNT(lv, cred_changes);
+	uffd_stat_add(&uffd_live_stats(lv)->host.cred_changes, 1);
 	if (failed)
 		uffd_say_once(lv, 6, "a credential change of the program could not be made on ",
 			      (uint64_t)failed, " of the emulator's threads");
@@ -338,7 +338,7 @@ static void adopt_early(struct uffd_live *lv)
 	for (unsigned i = 0; i < nearly; i++) {
 		size_t len = early[i].hi - early[i].lo;
 
-		if (len >= lv->cfg.min_region)
+		if (len >= uffd_live_config(lv)->min_region)
 			uffd_adopt(lv, (void *)early[i].lo, len, PROT_READ | PROT_WRITE);
 	}
 	nearly = 0;
@@ -408,8 +408,8 @@ __attribute__((constructor)) static void shim_init(void)
 	adopt_early(shim_lv);
 	if (cfg.log >= CONFIG_LOG_INFO)
 		fprintf(stderr, "thpemu: pid %d managed: policy %s, pool %llu MiB, %u handlers\n",
-			(int)getpid(), shim_lv->stats->policy,
-			(unsigned long long)(cfg.pool_bytes >> 20), shim_lv->nworkers);
+			(int)getpid(), uffd_live_stats(shim_lv)->policy,
+			(unsigned long long)(cfg.pool_bytes >> 20), uffd_live_stats(shim_lv)->handlers);
 	__atomic_store_n(&shim_state, SHIM_LIVE, __ATOMIC_RELEASE);
 out:
 	uffd_tls_passthrough--;

@@ -2,6 +2,7 @@
 #ifndef THPEMU_SHIM_H
 #define THPEMU_SHIM_H
 
+#include "guard/guard.h"
 #include "uffd/uffd.h"
 
 /* The process's emulator, or NULL when it runs unmanaged (or is a fork child). */

@@ -18,7 +18,7 @@
  * anonymous mappings with equal flags merge into one VMA, so "smaller than --min-region" is
  * judged on the VMA, and a program's own MADV_DONTDUMP memory would count as thpemu's.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -20,7 +20,7 @@
  *                   pages the host kernel supplies when mm first writes them, so a 64 GiB pool
  *                   costs nothing at start-up; munmap at the end
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  *
  * Nothing here allocates, uses stdio or takes a lock the program can hold while faulting.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

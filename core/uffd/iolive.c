@@ -11,7 +11,7 @@
  * in-process device model, and io.note in the report says why; nothing here makes the program
  * run unmanaged.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * The preload library never stops its handlers: a program exiting while other threads still
  * fault must not hang on a handler that is gone. Only tests call uffd_live_destroy.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -782,4 +782,19 @@ void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *a
 {
 	lv->copy_file_arg = arg;
 	__atomic_store_n(&lv->copy_file, fn, __ATOMIC_RELEASE);
+}
+
+struct uffd_stats *uffd_live_stats(struct uffd_live *lv)
+{
+	return lv->stats;
+}
+
+const struct config *uffd_live_config(const struct uffd_live *lv)
+{
+	return &lv->cfg;
+}
+
+bool uffd_live_own_process(const struct uffd_live *lv)
+{
+	return __atomic_load_n(lv->forkcheck, __ATOMIC_RELAXED) != 0;
 }

@@ -9,7 +9,7 @@
  *
  * Lock order: region busy (address order) -> mm lock -> table lock.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <string.h>

@@ -19,7 +19,7 @@
  * before mm has retaken its lock to commit the migration: mm honours that free (mm.h,
  * mm_anon_free), so the hook returns without the mm lock, as every [unlocked] hook does.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <time.h>

@@ -10,7 +10,7 @@
  * All memory here comes from raw mmap: nothing on these paths may call malloc, which an
  * allocator's own mmap call can reach.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <string.h>

@@ -13,7 +13,7 @@
  *     the source pages back to the kernel before the call and adopts the result afterwards:
  *     pages it holds stay, unaccounted, and its holes are first touches again.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * short human summary. Also merging the statistics of several processes (exec'd children each
  * run their own emulator and pool).
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
  * When the host cannot give THPs the chunks are 512 small pages; moves still work (the program
  * then sees 4 KiB host mappings for an emulated huge extent) and host_thp_unavailable counts it.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -26,7 +26,7 @@
  * app_done = s (release), and the handler reads them at the end of fault s only if app_done
  * is s (acquire). Both sides are lock-free; the handler side never allocates or blocks.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,7 +16,7 @@
  * the emulator when nobody set it, writes THPEMU_TRACE; any other process (an exec'd child)
  * writes THPEMU_TRACE.PID. "%p" in the name expands to the pid.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
  * USER_MODE_ONLY is not an option: unmodified programs let the kernel write into fresh memory
  * (read(2) into a new buffer), and those faults must be served too.
  */
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "util/sys.h"
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #define MB (1UL << 20)
 #define HP (2UL << 20)

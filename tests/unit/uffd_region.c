@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #define MB   (1UL << 20)
 #define BASE 0x7f0000000000UL /* addresses are only numbers here: nothing is mapped */

@@ -12,7 +12,7 @@
 #include "obs/trace.h"
 #include "sim/sim.h"
 #include "util/sys.h"
-#include "uffd/uffd.h"
+#include "uffd/uffd_internal.h"
 
 #define MB (1UL << 20)
 #define HP (2UL << 20)

@@ -1,0 +1,450 @@
+/* The live emulator's internals, shared by the core/uffd files (the rest of thpemu uses uffd.h):
+ * userfaultfd regions, handler pool, staging THPs and the live mm environment.
+ *
+ * Method. Private anonymous mappings of the program (interposed by core/shim) become *regions*:
+ * 2 MiB-aligned when large enough, MADV_HUGEPAGE on the host, registered with one userfaultfd in
+ * MISSING mode (UFFD_FEATURE_MOVE | THREAD_ID, no EVENT_* features). A pool of handler threads
+ * reads fault messages one at a time and, for each first touch, asks core/mm (the emulated kernel,
+ * driven through a live environment: real clock, a mutex, real zeroing, real page migration) for
+ * a decision, then materialises it for real:
+ *   huge  a prefaulted 2 MiB staging THP, cleared, is UFFDIO_MOVEd to the aligned extent: the
+ *         program gets a real PMD mapping (do_huge_pmd_anonymous_page);
+ *   base  a zeroed 4 KiB page is UFFDIO_COPYed (write fault) or the zero page is mapped
+ *         (UFFDIO_ZEROPAGE, read fault) (do_anonymous_page);
+ * and when compaction migrates one of the program's 4 KiB frames, the page is really unmapped
+ * (UFFDIO_MOVE to a registered scratch page, DONTWAKE: accesses wait as on a migration entry),
+ * copied and remapped (UFFDIO_COPY back, waking the waiters) (migrate_pages/unmap_and_move).
+ *
+ * State machines (all transitions are atomic byte CAS; see region.c for the full rules):
+ *   extent  EMPTY -> FILLING -> HUGE | SMALL        (SMALL is terminal until a whole-extent free)
+ *   page    EMPTY -> FILLING -> PRESENT <-> MIGRATING, any -> GONE (unmapped), PRESENT -> EMPTY
+ * The owner of a transient state (FILLING, MIGRATING) is the only thread that may leave it; the
+ * program's munmap/madvise, under the region's write lock, only flags such pages (FREED) and the
+ * owner finalises. Materialising ioctls run under the region's read lock, so an unmap never
+ * interleaves between "check the page is still wanted" and "map it". A fault message on a page
+ * some thread owns is dropped: the owner's ioctl (or its explicit UFFDIO_WAKE) wakes it.
+ *
+ * Errors: negative errno inside. Nothing here exits or aborts the host program.
+ */
+#ifndef THPEMU_UFFD_INTERNAL_H
+#define THPEMU_UFFD_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "guard/guard.h"
+#include "io/waitq.h"
+#include "obs/stall.h"
+#include "uffd/uffd.h"
+
+#define UFFD_MAX_HANDLERS CONFIG_MAX_HANDLERS
+
+/* Handler threads when THPEMU_HANDLERS is auto: CPUs + 2, at least 3, at most 16 (live.c). */
+unsigned uffd_handlers_auto(void);
+
+#define UFFD_COUNT(lv, name) uffd_stat_add(&(lv)->stats->host.name, 1)
+
+/* ---- the memory census (census.c) ------------------------------------------------------------ */
+
+struct uffd_live;
+/* Take the memory census of this process into lv->stats->mem (reads /proc/self/smaps; at exit). */
+void uffd_census_take(struct uffd_live *lv);
+/* Add src's census to dst (sums; the largest unmanaged mappings of both). */
+void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src);
+
+/* ---- regions ------------------------------------------------------------------------------- */
+
+enum uffd_page_state {
+	UP_EMPTY = 0, /* never populated, or freed: the next fault is a first touch */
+	UP_FILLING,   /* a handler owns it: deciding and materialising a first touch */
+	UP_PRESENT,   /* mapped; pfn[] holds its frame (MM_NO_PFN: unaccounted) */
+	UP_MIGRATING, /* compaction is moving it: faults wait for the migrator's copy */
+	UP_GONE,      /* not (any more) a live managed page: unmapped hole */
+};
+#define UP_STATE(s)   ((s)&0x0f)
+#define UP_F_FREED    0x10 /* freed while a handler owned it: the owner finalises */
+#define UP_F_UNMAPPED 0x20 /* ... and unmapped (finalise to GONE, not EMPTY) */
+
+enum uffd_ext_state {
+	UX_EMPTY = 0, /* all pages EMPTY, extent wholly inside the span: a huge candidate */
+	UX_FILLING,   /* a handler owns the extent's first-touch decision */
+	UX_HUGE,      /* one emulated huge extent; pfn[] = head + i */
+	UX_SMALL,     /* per-page states rule (base decision, split, partial extent) */
+};
+#define UX_STATE(s)    ((s)&0x0f)
+#define UX_F_DISTURBED 0x10 /* freed or unmapped (in part) while FILLING: the owner aborts */
+#define UX_ADV_MASK    0x03 /* xadv: enum mm_vma_advice */
+#define UX_ADV_SPLIT                                                                               \
+	0x80 /* xadv: the program's advice covers part of the extent only (two                     \
+	      * VMAs in the kernel): never huge */
+
+struct uffd_region {
+	uintptr_t base;	    /* address of metadata page 0 (page aligned) */
+	uintptr_t ext_base; /* base rounded down to 2 MiB: extent 0 starts here */
+	uintptr_t lo, hi;   /* live span, within [base, base + npages * 4K) */
+	uint32_t npages;
+	uint32_t nexts;
+	uint32_t cid; /* cookie id: owner cookies are cid << 32 | page index */
+	int prot;
+	int refs;	       /* atomic; the table holds one while the region is live */
+	uint8_t dead;	       /* removed from the table (unmapped, transferred or failed) */
+	uint8_t failed;	       /* an ioctl error gave the region back to the kernel */
+	uint8_t no_huge_move;  /* the host refused huge moves here (VMA mismatch): 4 KiB only */
+	pthread_rwlock_t busy; /* read: a handler materialising or migrating; write: the program
+				* changing the mapping (munmap, madvise, mremap, MAP_FIXED) */
+	uint8_t *pstate;       /* per page: enum uffd_page_state | UP_F_* */
+	uint32_t *pfn;	       /* per page: emulated frame, MM_NO_PFN if none/unaccounted */
+	uint8_t *xstate;       /* per extent: enum uffd_ext_state | UX_F_* */
+	uint8_t *xadv;	       /* per extent: enum mm_vma_advice */
+	void *meta;	       /* one private mapping holding the four arrays */
+	size_t meta_len;
+};
+
+#define UFFD_REGION_SLOTS 32768 /* regions alive at once */
+
+/* Cookie ids have their own slots so that a region transferred by mremap keeps the cookies mm
+ * already stores for its frames. */
+struct uffd_cid_slot {
+	uint16_t gen;	       /* bumped on free; part of the cid (never 0) */
+	struct uffd_region *r; /* current holder, NULL when free */
+};
+
+struct uffd_table {
+	pthread_rwlock_t lock;	     /* protects the sorted array and both slot tables */
+	struct uffd_region **sorted; /* live regions ordered by lo */
+	unsigned n;
+	struct uffd_region *slots;  /* UFFD_REGION_SLOTS region structs */
+	uint8_t *used;		    /* per region slot */
+	struct uffd_cid_slot *cids; /* UFFD_REGION_SLOTS cookie ids */
+	unsigned hint, cid_hint;    /* next slots to try */
+};
+
+static inline uint64_t uffd_cookie(const struct uffd_region *r, uint32_t page)
+{
+	return ((uint64_t)r->cid << 32) | page;
+}
+
+static inline uint32_t uffd_page_of(const struct uffd_region *r, uintptr_t addr)
+{
+	return (uint32_t)((addr - r->base) / UFFD_PAGE_SIZE);
+}
+
+static inline uint32_t uffd_ext_of(const struct uffd_region *r, uintptr_t addr)
+{
+	return (uint32_t)((addr - r->ext_base) / UFFD_HPAGE_SIZE);
+}
+
+static inline uintptr_t uffd_ext_addr(const struct uffd_region *r, uint32_t e)
+{
+	return r->ext_base + (uintptr_t)e * UFFD_HPAGE_SIZE;
+}
+
+int uffd_table_init(struct uffd_table *t);
+void uffd_table_destroy(struct uffd_table *t);
+/* Region containing addr in its live span, with a reference, or NULL. */
+struct uffd_region *uffd_region_get(struct uffd_table *t, uintptr_t addr);
+/* Region owning a cookie (current one, after a transfer), with a reference, or NULL. */
+struct uffd_region *uffd_region_by_cookie(struct uffd_table *t, uint64_t owner);
+void uffd_region_put(struct uffd_table *t, struct uffd_region *r);
+/* Regions overlapping [lo, hi), in address order, with references; returns how many (<= max). */
+unsigned uffd_regions_overlapping(struct uffd_table *t, uintptr_t lo, uintptr_t hi,
+				  struct uffd_region **out, unsigned max);
+/* Frame behind page p (stored + 1 so that zeroed metadata means "none"). */
+static inline uint32_t uffd_pfn_get(const struct uffd_region *r, uint32_t p)
+{
+	return __atomic_load_n(&r->pfn[p], __ATOMIC_ACQUIRE) - 1;
+}
+static inline void uffd_pfn_set(struct uffd_region *r, uint32_t p, uint32_t pfn)
+{
+	__atomic_store_n(&r->pfn[p], pfn + 1, __ATOMIC_RELEASE);
+}
+static inline uint8_t uffd_pstate(const struct uffd_region *r, uint32_t p)
+{
+	return __atomic_load_n(&r->pstate[p], __ATOMIC_ACQUIRE);
+}
+static inline void uffd_pstate_set(struct uffd_region *r, uint32_t p, uint8_t s)
+{
+	__atomic_store_n(&r->pstate[p], s, __ATOMIC_RELEASE);
+}
+static inline bool uffd_pstate_cas(struct uffd_region *r, uint32_t p, uint8_t from, uint8_t to)
+{
+	return __atomic_compare_exchange_n(&r->pstate[p], &from, to, false, __ATOMIC_SEQ_CST,
+					   __ATOMIC_SEQ_CST);
+}
+static inline uint8_t uffd_xadv(const struct uffd_region *r, uint32_t e)
+{
+	return __atomic_load_n(&r->xadv[e], __ATOMIC_RELAXED);
+}
+static inline void uffd_xadv_set(struct uffd_region *r, uint32_t e, uint8_t adv)
+{
+	__atomic_store_n(&r->xadv[e], adv, __ATOMIC_RELAXED);
+}
+static inline uint8_t uffd_xstate(const struct uffd_region *r, uint32_t e)
+{
+	return __atomic_load_n(&r->xstate[e], __ATOMIC_ACQUIRE);
+}
+static inline void uffd_xstate_set(struct uffd_region *r, uint32_t e, uint8_t s)
+{
+	__atomic_store_n(&r->xstate[e], s, __ATOMIC_RELEASE);
+}
+static inline bool uffd_xstate_cas(struct uffd_region *r, uint32_t e, uint8_t from, uint8_t to)
+{
+	return __atomic_compare_exchange_n(&r->xstate[e], &from, to, false, __ATOMIC_SEQ_CST,
+					   __ATOMIC_SEQ_CST);
+}
+
+/* A new region for [lo, hi) (page aligned), pages EMPTY, extents EMPTY where wholly inside. With
+ * insert it goes into the table at once; otherwise the caller fills its states first and calls
+ * uffd_region_insert. If keep_cid is non-zero the region takes over that cookie id (a transfer:
+ * mm's frames keep their cookies). Returns 0, -ENOSPC (table full), -EEXIST (overlaps a live
+ * span) or -ENOMEM. */
+int uffd_region_create(struct uffd_table *t, uintptr_t lo, uintptr_t hi, int prot,
+		       uint32_t keep_cid, bool insert, struct uffd_region **out);
+int uffd_region_insert(struct uffd_table *t, struct uffd_region *r);
+/* Drop a region that was never inserted. */
+void uffd_region_discard(struct uffd_table *t, struct uffd_region *r);
+/* Does [lo, hi) overlap any live span? (no references taken) */
+bool uffd_table_overlaps(struct uffd_table *t, uintptr_t lo, uintptr_t hi);
+/* Remove r from the table (dead); frees it when the last reference goes. */
+void uffd_region_remove(struct uffd_table *t, struct uffd_region *r);
+/* Shrink the live span past GONE pages at either end; removes r when nothing is live. */
+void uffd_region_trim(struct uffd_table *t, struct uffd_region *r);
+/* Recompute the state of extents [e0, e1] from their pages (no owner may hold them). */
+void uffd_region_recompute_extents(struct uffd_region *r, uint32_t e0, uint32_t e1);
+bool uffd_ext_inside(const struct uffd_region *r, uint32_t e);
+
+/* ---- staging: prefaulted host THPs --------------------------------------------------------- */
+
+enum uffd_slot_state { US_FREE, US_READY, US_TAKEN, US_FILLING };
+
+struct uffd_staging {
+	uint8_t *area; /* nslots * 2 MiB, 2 MiB aligned, MADV_HUGEPAGE | MADV_DONTFORK */
+	size_t area_len;
+	void *area_map; /* the mapping as made (area is aligned inside it) */
+	size_t area_map_len;
+	unsigned nslots;
+	unsigned depth;	      /* READY chunks the refill thread keeps */
+	uint8_t *state;	      /* per slot, enum uffd_slot_state (atomic) */
+	uint8_t *huge;	      /* per slot: the host gave a PMD-mapped THP */
+	pthread_mutex_t lock; /* refill thread sleep/wake */
+	pthread_cond_t cond;
+	bool stop;
+	bool started;
+	pthread_t thread;
+	struct uffd_host_stats *host; /* counters (the process's stats) */
+	int pagemap_fd;		      /* /proc/self/pagemap, for PAGEMAP_SCAN checks */
+	bool collapse;		      /* try MADV_COLLAPSE when a populated chunk is not a THP */
+	struct guard_thread gt;	      /* the refill thread's registration (credentials) */
+};
+
+int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
+		      struct uffd_host_stats *host, int pagemap_fd, bool host_thp);
+int uffd_staging_start(struct uffd_staging *s); /* the refill thread */
+void uffd_staging_destroy(struct uffd_staging *s);
+/* Take a chunk (ready, else populate one now). Returns the slot index or -errno. */
+int uffd_staging_take(struct uffd_staging *s);
+/* Give back a slot whose chunk was moved away whole (its range is empty again). */
+void uffd_staging_spent(struct uffd_staging *s, int slot);
+static inline void *uffd_staging_addr(const struct uffd_staging *s, int slot)
+{
+	return s->area + (size_t)slot * UFFD_HPAGE_SIZE;
+}
+/* Give a slot back: intact (still a whole populated chunk) or spent (moved away, split). */
+void uffd_staging_release(struct uffd_staging *s, int slot, bool intact);
+/* Populate one chunk (MADV_POPULATE_WRITE, never a read fault: a huge zero page must not reach
+ * the pool) and check whether the host backs it with a THP; returns 1 huge, 0 small, -errno. */
+int uffd_populate_chunk(int pagemap_fd, void *chunk, bool collapse);
+/* PAGEMAP_SCAN: 1 if [addr, addr + len) is PMD-mapped, 0 if not, -errno if unknown. */
+int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len);
+
+/* ---- the live emulator --------------------------------------------------------------------- */
+
+struct uffd_live;
+
+/* One thread that calls into mm (a handler, or the background thread): the `call` argument of
+ * every mm hook. Everything it needs on the fault path is preallocated here. */
+struct uffd_worker {
+	struct uffd_live *lv;
+	unsigned idx;
+	int tid;
+	pthread_t thread;
+	bool started;
+	int slot;	       /* staging slot taken by clear_huge for the fault in progress */
+	uint8_t *scratch;      /* UFFD_SCRATCH_PAGES registered pages for migration */
+	unsigned scratch_next; /* next unused scratch page (DONTNEEDed in batches) */
+	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
+	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
+	int fault_tid;
+	uint64_t fault_t0;     /* when its message was read */
+	bool unwind_cold;      /* captured a stack without libunwind's trace cache: build it */
+	struct guard_thread gt; /* registration with core/guard (credentials) */
+};
+#define UFFD_SCRATCH_PAGES 32
+
+/* What a per-fault hook sees (issue 6 traces, issue 5 stall capture). */
+struct uffd_fault_event {
+	uintptr_t addr;
+	int tid; /* faulting thread (UFFD_FEATURE_THREAD_ID) */
+	bool write;
+	uint64_t t_read_ns;		/* message read (CLOCK_MONOTONIC) */
+	uint64_t latency_ns;		/* read to wake-up */
+	const struct mm_fault_rec *rec; /* mm's record (outcome, steps, cause) */
+	int real_pmd;			/* huge: 1 PMD-mapped, 0 not, -1 unknown; base: -1 */
+	const struct uffd_worker *worker;
+};
+typedef void (*uffd_fault_hook_fn)(void *arg, const struct uffd_fault_event *ev);
+
+/* Optional page-cache data hook (issue 5: memcpy in the page-cache arena). */
+typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint32_t to);
+
+struct uffd_live {
+	struct config cfg;
+	int uffd;
+	int ctl_fd;	   /* semaphore eventfd the handlers poll: a stop or a credential request */
+	/* A page that reads 1 in the process the emulator was made for and 0 in any process made
+	 * from it by a fork of the address space (MADV_WIPEONFORK), atfork handlers or not (a raw
+	 * clone, _Fork); a vfork or CLONE_VM child shares the page, and the emulator, as it should. */
+	const uint32_t *forkcheck;
+	uint64_t features; /* granted by UFFDIO_API */
+	struct mm *mm;
+	struct mm_env env;
+	pthread_mutex_t mm_lock;
+	struct waitq wbq; /* writeback waits (wait_writeback hook; io wakes it) */
+	int pagemap_fd;	  /* /proc/self/pagemap for PAGEMAP_SCAN */
+	struct uffd_table table;
+	struct uffd_staging staging;
+	unsigned nworkers; /* handlers; worker[nworkers] is the background thread */
+	struct uffd_worker workers[UFFD_MAX_HANDLERS + 1];
+	uint8_t *scratch_area; /* registered, DONTFORK, (nworkers + 1) * UFFD_SCRATCH_PAGES */
+	size_t scratch_len;
+	void *zero_page;	   /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
+	struct uffd_stats *stats;  /* shared file (run dir) or private */
+	pthread_mutex_t snap_lock; /* the stats' non-atomic parts: snapshot, note, state */
+	pthread_mutex_t census_lock; /* one census at a time (background tick or exit) */
+	size_t stats_len;
+	int stats_fd;
+	bool may_huge; /* the policy can ever decide huge (uffd_host_advise) */
+	bool child;    /* a fork child: everything passes through */
+	bool detached; /* stepped aside (seccomp, unshare...): threads gone, memory unregistered */
+	bool thp_disabled; /* prctl(PR_SET_THP_DISABLE) (atomic) */
+	bool stopping;
+	uint32_t bg_wake; /* futex word: wakes the background thread early */
+	bool bg_stop;
+	int said;		/* bit mask of one-time warnings already printed */
+	uintptr_t unknown_addr; /* last registered address no region claimed (atomic) */
+	uint32_t unknown_hits;	/* consecutive messages for it (livelock guard) */
+	uffd_fault_hook_fn fault_hook;
+	void *fault_hook_arg;
+	uffd_copy_file_fn copy_file;
+	void *copy_file_arg;
+	struct io *io;               /* writeback engine and dirtier (top-level process), or NULL */
+	struct uffd_stallcap *stallcap; /* stall events with stacks, or NULL */
+	struct uffd_tracer *tracer;     /* THPEMU_TRACE recording (trace.c), or NULL */
+};
+/* A consistent copy of the process's statistics (for writing a report while handlers run). */
+void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out);
+void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
+void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
+/* pattern with every "%p" replaced by this process's id (THPEMU_REPORT, THPEMU_TRACE). */
+void uffd_expand_pid(const char *pattern, char *out, size_t len);
+void uffd_note(struct uffd_live *lv, const char *msg);
+int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen);
+
+/* ---- io: the slow device and the dirtier (iolive.c) ----------------------------------------- */
+
+/* Start core/io in this process if THPEMU_DEVICE or THPEMU_DIRTY ask for it and this is the
+ * process `thpemu run` started (THPEMU_IO_PID). A device that cannot be used falls back to the
+ * in-process model; nothing here fails the emulator (problems go to the report's io.note). */
+void uffd_io_start(struct uffd_live *lv);
+/* Stop the dirtier and the flusher (at exit: waits up to 1 s for writes in flight). */
+void uffd_io_stop(struct uffd_live *lv);
+
+/* ---- stall events with stacks (stallcap.c) ---------------------------------------------------- */
+
+struct uffd_stallcap;
+
+/* Set up stall capture: the event store, libunwind, the application-stack signal and the
+ * watchdog thread that asks a thread blocked in a long fault for its stack. Returns 0 or -errno
+ * (then stalls are only counted). */
+int uffd_stallcap_start(struct uffd_live *lv);
+void uffd_stallcap_stop(struct uffd_live *lv);
+/* Handler thread, before serving faults. */
+void uffd_stallcap_thread_init(struct uffd_worker *w);
+/* Handler thread, between faults: after its first capture, build the thread's fast unwinder
+ * (obs_unwind_thread_warm), off every fault's latency and only on threads that capture. */
+void uffd_stallcap_idle(struct uffd_worker *w);
+/* A fault begins / ends on worker w (handler threads). */
+void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, uint64_t t_read);
+void uffd_stallcap_fault_end(struct uffd_worker *w, const struct mm_fault_rec *rec,
+			     uint64_t latency_ns);
+/* Inside a hook that blocks (wait_writeback, writeout): capture the handler's stack here, keep
+ * it if this is the longest block of the fault. Returns a token for uffd_stallcap_blocked. */
+uint64_t uffd_stallcap_blocking(struct uffd_worker *w, struct obs_stack *scratch);
+void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uint64_t token);
+/* From a [locked] hook inside long compaction or reclaim: capture the stack once the fault has
+ * been in service for half the threshold and no blocking point gave one. */
+void uffd_stallcap_long_running(struct uffd_worker *w);
+/* The events: JSON ("stalls" object) and the 2011 text report, at exit. */
+struct obs_stalls *uffd_stallcap_store(struct uffd_live *lv);
+/* Write DIR/PID.stalls.json and DIR/PID.stalls.txt for `thpemu run`. */
+void uffd_stallcap_write_files(struct uffd_live *lv, const char *dir);
+
+/* ---- fault traces (trace.c; format: core/obs/trace.h) --------------------------------------- */
+
+struct uffd_tracer;
+
+/* Start recording to THPEMU_TRACE (before the handlers start). 0, or -errno with one line in
+ * err (the path cannot be written, or is someone else's link: the emulator does not start). */
+int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen);
+/* Exit hook: write what the rings hold and the END record; recording goes on. */
+void uffd_trace_exit(struct uffd_live *lv);
+/* Stop the writer, write the rest, close the file (uffd_live_destroy). */
+void uffd_trace_stop(struct uffd_live *lv);
+void uffd_trace_forked_child(struct uffd_live *lv);
+bool uffd_tracing(const struct uffd_live *lv);
+/* A served fault (handler thread; lock-free, allocation-free): cand = mm was asked with huge_ok,
+ * decision = mm's outcome, host_small = mm said huge but the host mapped 4 KiB pages. */
+void uffd_trace_fault(const struct uffd_worker *w, const struct uffd_fault_event *ev, bool cand,
+		      unsigned decision, bool host_small);
+/* A change to managed memory made by the program's thread (enum obs_trace_type, OBS_TRF_*). */
+void uffd_trace_event(struct uffd_live *lv, unsigned type, uintptr_t addr, uint64_t len,
+		      uint64_t val2, unsigned flags, unsigned advice);
+
+/* ---- internals shared by the uffd files (and unit tests) ----------------------------------- */
+
+/* Serve one fault message (handler.c). */
+void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read);
+/* The mm environment (env.c). */
+extern const struct mm_env_ops uffd_env_ops;
+/* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
+int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
+/* Give a failed region back to the kernel (unregister, free its frames, wake everyone). */
+void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err);
+/* Free the frames behind pages [p0, p1) of r (caller holds r->busy for writing). Pages owned by
+ * a handler are flagged instead; `unmap` decides GONE vs EMPTY. */
+void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint32_t p0,
+			       uint32_t p1, bool unmap);
+
+/* munmap semantics for [lo, hi) on the managed regions it overlaps, running real(arg) (the
+ * actual system call) under their locks (mapops.c). */
+long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (*real)(void *arg),
+			void *arg);
+/* bytes_managed gauge */
+void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes);
+/* The host madvise of managed memory: MADV_HUGEPAGE (huge decisions possible), MADV_NOHUGEPAGE
+ * (--host-thp 0), or none. */
+void uffd_host_advise(struct uffd_live *lv, uintptr_t lo, size_t len);
+void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
+
+/* uffdio wrappers: 0 or -errno (moved/copied bytes reported through *done when not NULL). */
+int uffd_io_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake, int64_t *done);
+int uffd_io_zeropage(int fd, uintptr_t dst, size_t len);
+int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *done);
+int uffd_io_wake(int fd, uintptr_t start, size_t len);
+int uffd_io_register(int fd, uintptr_t start, size_t len);
+/* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
+int uffd_page_resident(uintptr_t addr);
+int uffd_io_unregister(int fd, uintptr_t start, size_t len);
+
+#endif
