@@ -152,8 +152,7 @@ static int check_recipe(const struct config *cfg, const char *side, char *err, s
 }
 
 /* A device directory must be one (a preset or none is mounted or modelled later). */
-static int check_device_dir(const struct config *cfg, const char *side, char *err,
-			    size_t errlen)
+static int check_device_dir(const struct config *cfg, const char *side, char *err, size_t errlen)
 {
 	struct stat st;
 	char name[64];

@@ -137,7 +137,8 @@ static void keys_list(char *buf, size_t len)
 
 	for (unsigned i = 0; i < CONFIG_NR && off < len; i++)
 		if (config_opts[i].cli && strcmp(config_opts[i].cli, "--trace"))
-			off += (size_t)snprintf(buf + off, len - off, ", %s", config_opts[i].cli + 2);
+			off +=
+			    (size_t)snprintf(buf + off, len - off, ", %s", config_opts[i].cli + 2);
 }
 
 /* "word=..." with a key-like word: a continuation that may have been meant as an item. */

@@ -409,7 +409,8 @@ __attribute__((constructor)) static void shim_init(void)
 	if (cfg.log >= CONFIG_LOG_INFO)
 		fprintf(stderr, "thpemu: pid %d managed: policy %s, pool %llu MiB, %u handlers\n",
 			(int)getpid(), uffd_live_stats(shim_lv)->policy,
-			(unsigned long long)(cfg.pool_bytes >> 20), uffd_live_stats(shim_lv)->handlers);
+			(unsigned long long)(cfg.pool_bytes >> 20),
+			uffd_live_stats(shim_lv)->handlers);
 	__atomic_store_n(&shim_state, SHIM_LIVE, __ATOMIC_RELEASE);
 out:
 	uffd_tls_passthrough--;

@@ -455,8 +455,7 @@ unsigned uffd_handlers_auto(void)
 	return n < 3 ? 3 : n > 16 ? 16 : (unsigned)n;
 }
 
-int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err,
-		     size_t errlen)
+int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err, size_t errlen)
 {
 	struct uffd_live *lv = map_anon(sizeof(*lv));
 	int rc;

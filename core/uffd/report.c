@@ -91,8 +91,7 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 
 static const char *const alloc_names[] = {"jemalloc", "none"};
 
-static void report_config(struct json_w *w, const struct config *cfg,
-			  const struct uffd_stats *st)
+static void report_config(struct json_w *w, const struct config *cfg, const struct uffd_stats *st)
 {
 	jw_obj_begin(w, "config");
 	jw_str(w, "policy", st->policy[0] ? st->policy : cfg->policy_spec);
@@ -135,8 +134,8 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 /* The shared "stalls" section (obs/stall.h): this process's captured events (stacks), the
  * launcher's merge of every process's, or, when no process left captured events (it crashed
  * before its exit hook), the handlers' records grouped by cause with modelled call chains. */
-static void report_stalls(struct json_w *w, const struct config *cfg,
-			  const struct uffd_stats *st, const struct uffd_program_info *prog)
+static void report_stalls(struct json_w *w, const struct config *cfg, const struct uffd_stats *st,
+			  const struct uffd_program_info *prog)
 {
 	if (prog->stalls && obs_report_stalls(w, prog->stalls) == 0)
 		return;
@@ -210,8 +209,8 @@ static void report_io_latency(struct json_w *w, const struct io_stats *io)
 }
 
 /* "io": the slow device and the dirtier (core/io) of the process that ran them. */
-static void report_io(struct json_w *w, const struct config *cfg,
-		      const struct uffd_stats *st, const struct uffd_program_info *prog)
+static void report_io(struct json_w *w, const struct config *cfg, const struct uffd_stats *st,
+		      const struct uffd_program_info *prog)
 {
 	const struct io_stats *io = &st->io;
 

@@ -185,16 +185,26 @@ TEST(options_help_lists_every_variable)
 
 /* A value of every option, each different from its default. A new option needs one here. */
 static const char *const sample[CONFIG_NR] = {
-    [CONFIG_POLICY] = "linux-3.1",	[CONFIG_POOL] = "256M",
-    [CONFIG_STALL_THRESHOLD] = "20ms",	[CONFIG_ALLOCATOR] = "none",
-    [CONFIG_HANDLERS] = "5",		[CONFIG_MIN_REGION] = "64K",
-    [CONFIG_STAGING] = "3",		[CONFIG_FRAGMENT] = "thpcompact",
-    [CONFIG_SEED] = "42",		[CONFIG_LOG] = "debug",
-    [CONFIG_HOST_THP] = "no",		[CONFIG_DISABLE] = "on",
-    [CONFIG_REPORT] = "/tmp/r.json",	[CONFIG_TRACE] = "/tmp/t.trace",
-    [CONFIG_RUN_DIR] = "/tmp/run",	[CONFIG_DEVICE] = "usb2-stick-2011",
-    [CONFIG_DIRTY] = "16M",		[CONFIG_DEVICE_DIR] = "/tmp/dev",
-    [CONFIG_TEST_MIGRATE_GAP] = "200us", [CONFIG_IO_PID] = "77",
+    [CONFIG_POLICY] = "linux-3.1",
+    [CONFIG_POOL] = "256M",
+    [CONFIG_STALL_THRESHOLD] = "20ms",
+    [CONFIG_ALLOCATOR] = "none",
+    [CONFIG_HANDLERS] = "5",
+    [CONFIG_MIN_REGION] = "64K",
+    [CONFIG_STAGING] = "3",
+    [CONFIG_FRAGMENT] = "thpcompact",
+    [CONFIG_SEED] = "42",
+    [CONFIG_LOG] = "debug",
+    [CONFIG_HOST_THP] = "no",
+    [CONFIG_DISABLE] = "on",
+    [CONFIG_REPORT] = "/tmp/r.json",
+    [CONFIG_TRACE] = "/tmp/t.trace",
+    [CONFIG_RUN_DIR] = "/tmp/run",
+    [CONFIG_DEVICE] = "usb2-stick-2011",
+    [CONFIG_DIRTY] = "16M",
+    [CONFIG_DEVICE_DIR] = "/tmp/dev",
+    [CONFIG_TEST_MIGRATE_GAP] = "200us",
+    [CONFIG_IO_PID] = "77",
 };
 
 /* Compare c with the defaults d: the option's field must differ, and nothing else may. The
@@ -224,8 +234,8 @@ static void expect_only_own_field(const struct config_opt *o, const struct confi
 			stray++;
 	}
 	if (!own || stray)
-		fprintf(stderr, "  %s='%s': %zu bytes of its field changed, %zu elsewhere\n", o->env,
-			sample[o - config_opts], own, stray);
+		fprintf(stderr, "  %s='%s': %zu bytes of its field changed, %zu elsewhere\n",
+			o->env, sample[o - config_opts], own, stray);
 	EXPECT(own > 0);
 	EXPECT_EQ(stray, 0);
 }
@@ -311,8 +321,9 @@ TEST(options_readme_table_is_current)
 		end = strchr(end, '\n') ? strchr(end, '\n') + 1 : end + strlen(end);
 	n = (size_t)(end - start);
 	if (n != len || memcmp(start, gen, len)) {
-		fprintf(stderr, "  core/uffd/README.md's THPEMU_* table differs from the table; "
-				"replace it with the output of 'thpemu run --help-markdown':\n%s",
+		fprintf(stderr,
+			"  core/uffd/README.md's THPEMU_* table differs from the table; "
+			"replace it with the output of 'thpemu run --help-markdown':\n%s",
 			gen);
 		EXPECT(0);
 	}

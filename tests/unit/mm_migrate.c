@@ -245,8 +245,8 @@ static void stress(const char *spec, uint64_t seed)
 	       spec, (unsigned long long)st[MM_STAT_PGMIGRATE_SUCCESS],
 	       (unsigned long long)T->migrations, (unsigned long long)T->gone_in_hook,
 	       (unsigned long long)T->freed_during_wait, (unsigned long long)T->freed_after_move,
-	       (unsigned long long)fe.n_wait,
-	       (unsigned long long)fe.n_writeout, (unsigned long long)st[MM_STAT_THP_FAULT_ALLOC],
+	       (unsigned long long)fe.n_wait, (unsigned long long)fe.n_writeout,
+	       (unsigned long long)st[MM_STAT_THP_FAULT_ALLOC],
 	       (unsigned long long)st[MM_STAT_THP_FAULT_FALLBACK]);
 	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
 	EXPECT_GT(st[MM_STAT_THP_FAULT_ALLOC], 0);

@@ -26,12 +26,12 @@ static struct uffd_live *mk(const char *policy)
 	char err[512] = "";
 
 	config_defaults(&cfg);
-	ASSERT_EQ(
-	    config_opt_parse(config_opt_by_env("THPEMU_POLICY"), NULL, policy, &cfg, err, sizeof(err)),
-	    0);
-	ASSERT_EQ(
-	    config_opt_parse(config_opt_by_env("THPEMU_POOL"), NULL, "128M", &cfg, err, sizeof(err)),
-	    0);
+	ASSERT_EQ(config_opt_parse(config_opt_by_env("THPEMU_POLICY"), NULL, policy, &cfg, err,
+				   sizeof(err)),
+		  0);
+	ASSERT_EQ(config_opt_parse(config_opt_by_env("THPEMU_POOL"), NULL, "128M", &cfg, err,
+				   sizeof(err)),
+		  0);
 	snprintf(path, sizeof(path), "/tmp/thpemu-uffd-trace.%d", (int)getpid());
 	snprintf(cfg.trace, sizeof(cfg.trace), "%s", path);
 	cfg.io_pid = (uint64_t)getpid();
