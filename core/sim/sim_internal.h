@@ -8,6 +8,7 @@
 
 #include "io/devmodel.h"
 #include "io/wbmodel.h"
+#include "io/wbthrottle.h"
 #include "mm/mm.h"
 #include "obs/faults.h"
 #include "obs/stall.h"
@@ -143,7 +144,7 @@ struct sim_flusher {
 
 struct sim_writer_stats {
 	uint64_t pages, files_created, files_deleted;
-	uint64_t throttle_ns, throttle_max_ns, throttles;
+	struct wbt_stats throttle; /* balance_dirty_pages() pauses */
 	uint64_t nomem, eagain;
 };
 

@@ -5,7 +5,8 @@
  * new one of random size (between the scenario's bounds) per transaction, writing it page by
  * page through the page cache (generic_perform_write: find/create the page, copy, mark dirty).
  * Every ratelimit pages it calls balance_dirty_pages(), which wakes background writeback over
- * the background threshold and pauses the writer on 3.2's control line (core/io/wbmodel).
+ * the background threshold and pauses the writer on 3.2's control line (the state machine of
+ * core/io/wbthrottle, the live dirtier's).
  *
  * Flusher: background writeback while dirty pages exceed the background threshold, plus
  * kupdate every dirty_writeback_interval for pages dirtied longer than dirty_expire ago. It
@@ -19,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WRITER_RATELIMIT 32	     /* pages between balance_dirty_pages() calls */
 #define RETRY_EAGAIN_NS	 10000ULL    /* lock_page would sleep this long, roughly */
 #define RETRY_NOMEM_NS	 20000000ULL /* congestion_wait(HZ/50) */
 #define NOMEM_RETRIES	 50
@@ -350,31 +350,25 @@ void flusher_start_kupdate(struct sim_world *w)
 
 void balance_dirty_pages(struct sim_world *w, struct sim_task *t, uint64_t dirtied)
 {
-	struct sim_writer_stats *st = &w->writer;
+	struct wbt_bdp b;
+	struct wbt_step s;
 
 	sim_settle(t->a);
 	wbm_age_dirtied(&w->fl.age, sim_now(w->e), dirtied);
-	for (;;) {
+	wbt_bdp_start(&b, dirtied);
+	do {
 		struct mm_counts c;
-		struct wbm_thresh th;
-		uint64_t nr, pause;
 
-		thresholds(w, &c, &th);
-		nr = (uint64_t)c.file_dirty + c.file_writeback;
-		if (wbm_over_background(&th, c.file_dirty))
+		mm_get_counts(w->mm, &c);
+		/* the bandwidth estimate only moves on completions, never inside flusher_kick */
+		s = wbt_bdp_step(&w->fl.p, &b, (uint64_t)c.free + c.file, c.file_dirty,
+				 c.file_writeback, w->fl.bw.bw);
+		if (s.kick)
 			flusher_kick(w);
-		pause = wbm_pause_ns(&w->fl.p, &th, nr, dirtied, w->fl.bw.bw);
-		if (pause == 0)
+		if (!s.pause_ns)
 			return;
-		sim_sleep(t->a, pause);
-		st->throttles++;
-		st->throttle_ns += pause;
-		if (pause > st->throttle_max_ns)
-			st->throttle_max_ns = pause;
-		if (nr < th.dirty)
-			return;
-		dirtied = WRITER_RATELIMIT; /* over the hard limit: keep pausing */
-	}
+		sim_sleep(t->a, s.pause_ns);
+	} while (wbt_bdp_paused(&b, s.pause_ns, &w->writer.throttle));
 }
 
 /* ---- the writer -------------------------------------------------------------------------------
@@ -417,7 +411,7 @@ static void writer_transaction(struct writer *wr, uint64_t *dirtied)
 	for (uint32_t i = 0; i < npages; i++) {
 		if (file_write_page(w, t, id, i) == 0)
 			(*dirtied)++;
-		if (*dirtied >= WRITER_RATELIMIT) {
+		if (*dirtied >= WBT_RATELIMIT_PAGES) {
 			balance_dirty_pages(w, t, *dirtied);
 			*dirtied = 0;
 		}
