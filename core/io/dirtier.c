@@ -3,9 +3,10 @@
  *
  * Writing mirrors generic_perform_write(): for every page, find or create it in the page cache
  * (grab_cache_page_write_begin), copy the data in, mark it dirty (set_page_dirty); every
- * ratelimit pages, balance_dirty_pages() (Linux 3.2, core/io/wbmodel): above the background
- * threshold it wakes the flusher, above the freerun ceiling it pauses the writer so that it
- * dirties no faster than the device cleans, never more than 200 ms at a time. The data is a
+ * ratelimit pages, balance_dirty_pages() (Linux 3.2, the state machine of core/io/wbthrottle,
+ * shared with the simulator): above the background threshold it wakes the flusher, above the
+ * freerun ceiling it pauses the writer so that it dirties no faster than the device cleans,
+ * never more than 200 ms at a time. The data is a
  * pattern of (seed, file, offset), so the files on the device can be verified afterwards.
  * Reading mirrors do_generic_file_read(): a page-cache miss allocates the page (locked, so
  * compaction leaves it alone), reads it from the device, and leaves it clean on the LRU.
@@ -19,9 +20,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "io/wbthrottle.h"
 #include "util/clock.h"
 
-#define RATELIMIT_PAGES 32	    /* balance_dirty_pages() every 32 pages (3.2's) */
 #define RETRY_LOCKED_NS 50000ULL    /* a locked page: lock_page would sleep this long */
 #define RETRY_NOMEM_NS	20000000ULL /* congestion_wait(HZ/50) */
 
@@ -123,28 +124,28 @@ int io_read_page(struct io *io, uint64_t file_id, uint64_t index)
 /* balance_dirty_pages(): pause while dirty + writeback pages are above the freerun ceiling. */
 static void balance_dirty_pages(struct io *io, uint64_t dirtied)
 {
-	for (;;) {
+	struct wbt_stats st = {0};
+	struct wbt_bdp b;
+	struct wbt_step s;
+
+	wbt_bdp_start(&b, dirtied);
+	do {
 		struct mm_counts c;
-		struct wbm_thresh th;
-		uint64_t nr, pause;
 
 		mm_get_counts(io->mm, &c);
-		wbm_thresholds(&io->wbp, (uint64_t)c.free + c.file, &th);
-		nr = (uint64_t)c.file_dirty + c.file_writeback;
-		io_stat_max(&io->st->dirty_max_pages, nr);
-		if (wbm_over_background(&th, c.file_dirty))
+		s = wbt_bdp_step(&io->wbp, &b, (uint64_t)c.free + c.file, c.file_dirty,
+				 c.file_writeback, __atomic_load_n(&io->bw_bps, __ATOMIC_RELAXED));
+		io_stat_max(&io->st->dirty_max_pages, b.nr);
+		if (s.kick)
 			io->be->kick(io);
-		pause = wbm_pause_ns(&io->wbp, &th, nr, dirtied,
-				     __atomic_load_n(&io->bw_bps, __ATOMIC_RELAXED));
-		if (!pause || io_stopping(io))
-			return;
-		nap(io, pause);
-		io_stat_add(&io->st->throttles, 1);
-		io_stat_add(&io->st->throttle_ns, pause);
-		io_stat_max(&io->st->throttle_max_ns, pause);
-		if (nr < th.dirty)
-			return;
-		dirtied = RATELIMIT_PAGES; /* over the hard limit: keep pausing */
+		if (!s.pause_ns || io_stopping(io))
+			break;
+		nap(io, s.pause_ns);
+	} while (wbt_bdp_paused(&b, s.pause_ns, &st));
+	if (st.throttles) {
+		io_stat_add(&io->st->throttles, st.throttles);
+		io_stat_add(&io->st->throttle_ns, st.throttle_ns);
+		io_stat_max(&io->st->throttle_max_ns, st.throttle_max_ns);
 	}
 }
 
@@ -188,7 +189,7 @@ static int write_file(struct io *io, uint64_t id, uint64_t npages, uint64_t *nex
 		if (rc < 0)
 			break;
 		rate_limit(io, next);
-		if (++dirtied >= RATELIMIT_PAGES) {
+		if (++dirtied >= WBT_RATELIMIT_PAGES) {
 			guard_thread_sync(&io->dirtier_gt);
 			balance_dirty_pages(io, dirtied);
 			dirtied = 0;
@@ -237,7 +238,7 @@ static void reader(struct io *io)
 			break;
 		}
 		for (uint64_t i = 0; i < npages && !io_stopping(io); i++) {
-			if (i % RATELIMIT_PAGES == 0)
+			if (i % WBT_RATELIMIT_PAGES == 0)
 				guard_thread_sync(&io->dirtier_gt);
 			if (io_read_page(io, id, i) == -ESHUTDOWN)
 				break;

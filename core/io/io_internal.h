@@ -13,6 +13,7 @@
 
 #include "guard/guard.h"
 #include "io/io.h"
+#include "io/wbqueue.h"
 #include "util/sys.h"
 
 #define IO_MAX_FILES	   4096 /* files with state at once (open, pending pages, in flight) */
@@ -132,10 +133,10 @@ struct io {
 	uint32_t writeout_pfn[IO_WRITEOUT_MAX];
 	uint64_t writeout_owner[IO_WRITEOUT_MAX];
 	unsigned nwriteout;
-	unsigned inflight_writes;	  /* flusher only */
-	uint32_t carry_pfn[IO_CARRY_MAX]; /* flusher only: pages under writeback, not submitted */
+	/* flusher only: pages under writeback not yet in a request, write requests in flight */
+	struct wbq carry;
+	uint32_t carry_pfn[IO_CARRY_MAX];
 	uint64_t carry_owner[IO_CARRY_MAX];
-	unsigned ncarry;
 
 	/* files */
 	pthread_mutex_t files_lock;

@@ -5,8 +5,9 @@
  * background threshold, wb_kupdate for pages dirtied longer than dirty_expire ago, sync for
  * fsync), mm/page-writeback.c's write_cache_pages -> test_set_page_writeback, the block
  * layer's merging of file-contiguous pages into one request of at most max_sectors and its
- * nr_requests bound, end_page_writeback() (clear PG_writeback, wake_up_page on the hashed wait
- * queue) and mm/vmscan.c / mm/migrate.c's writeout(), which starts writeback of one page.
+ * nr_requests bound (core/io/wbqueue, shared with the simulator), end_page_writeback() (clear
+ * PG_writeback, wake_up_page on the hashed wait queue) and mm/vmscan.c / mm/migrate.c's
+ * writeout(), which starts writeback of one page.
  *
  * Only the flusher talks to the backend. Other threads (the dirtier, fault handlers in
  * writeout()) hand it work through short critical sections on q_lock and a kick; no thread but
@@ -214,7 +215,7 @@ void io_complete(struct io *io, struct io_req *r, int res)
 	bool abandoned = req_state(r) == IORS_ABANDONED;
 
 	if (r->kind == IOR_WRITE)
-		io->inflight_writes--;
+		wbq_done(&io->carry, 1);
 	if (abandoned) { /* its pages (or waiter) were dealt with when we gave up on it */
 		if (r->file)
 			io_file_put(io, r->file);
@@ -245,37 +246,25 @@ static void submit(struct io *io, struct io_req *r)
 
 	r->t_submit = clock_now_ns();
 	req_set_state(r, IORS_INFLIGHT);
-	if (r->kind == IOR_WRITE) {
-		io->inflight_writes++;
-		io_stat_max(&io->st->inflight_max, io->inflight_writes);
-	}
+	if (r->kind == IOR_WRITE) /* taken from the carry in write_run */
+		io_stat_max(&io->st->inflight_max, io->carry.inflight);
 	rc = io->be->submit(io, r);
 	if (rc < 0)
 		io_complete(io, r, rc);
 }
 
-/* Length of the file-contiguous run at the head of pages[0..n). */
-static unsigned run_length(const uint64_t *owners, unsigned n, unsigned max)
+/* Make a write request of the carry's next n pages (a run, all under writeback). Returns false
+ * when no request slot is free (the pages stay in the carry). */
+static bool write_run(struct io *io, unsigned n)
 {
-	unsigned j = 1;
-
-	while (j < n && j < max && MM_OWNER_FILE_ID(owners[j]) == MM_OWNER_FILE_ID(owners[0]) &&
-	       MM_OWNER_FILE_INDEX(owners[j]) == MM_OWNER_FILE_INDEX(owners[0]) + j)
-		j++;
-	return j;
-}
-
-/* Make a write request of the run pfns[0..n) (all under writeback). Returns false when no
- * request slot is free (the pages stay where they are). */
-static bool write_run(struct io *io, const uint32_t *pfns, const uint64_t *owners, unsigned n)
-{
+	const uint32_t *pfns = io->carry.pfn + io->carry.head;
+	const uint64_t *owners = io->carry.owner + io->carry.head;
 	uint64_t fid = MM_OWNER_FILE_ID(owners[0]);
 	struct io_file *f;
 	struct io_req *r;
 	int rc;
 
-	if (io->inflight_writes >= io->cfg.dev.nr_requests ||
-	    __atomic_load_n(&io->nfree, __ATOMIC_RELAXED) <= IO_EXTRA_REQS / 2)
+	if (__atomic_load_n(&io->nfree, __ATOMIC_RELAXED) <= IO_EXTRA_REQS / 2)
 		return false;
 	r = io_req_get(io);
 	if (!r)
@@ -288,6 +277,7 @@ static bool write_run(struct io *io, const uint32_t *pfns, const uint64_t *owner
 		r->iov[i].iov_base = io_page(io, pfns[i]);
 		r->iov[i].iov_len = IO_PAGE_SIZE;
 	}
+	wbq_take(&io->carry, n); /* in flight from here: io_complete() ends it */
 	f = io_file_get(io, fid, true);
 	r->file = f;
 	io_stat_add(&io->st->pages_submitted, n);
@@ -297,7 +287,6 @@ static bool write_run(struct io *io, const uint32_t *pfns, const uint64_t *owner
 	if (rc < 0) { /* no file to write to: fail the pages */
 		r->t_submit = clock_now_ns();
 		req_set_state(r, IORS_INFLIGHT);
-		io->inflight_writes++;
 		io_complete(io, r, rc);
 		return true;
 	}
@@ -305,24 +294,14 @@ static bool write_run(struct io *io, const uint32_t *pfns, const uint64_t *owner
 	return true;
 }
 
-/* Submit the carry (pages under writeback waiting for a request) in order, as far as request
- * slots allow. */
+/* Submit the carry (pages under writeback waiting for a request) in order, as far as
+ * nr_requests and request slots allow. */
 static void submit_carry(struct io *io)
 {
-	unsigned i = 0;
+	unsigned n;
 
-	while (i < io->ncarry) {
-		unsigned n = run_length(io->carry_owner + i, io->ncarry - i, io->max_pages);
-
-		if (!write_run(io, io->carry_pfn + i, io->carry_owner + i, n))
-			break;
-		i += n;
-	}
-	if (i) {
-		memmove(io->carry_pfn, io->carry_pfn + i, (io->ncarry - i) * sizeof(uint32_t));
-		memmove(io->carry_owner, io->carry_owner + i, (io->ncarry - i) * sizeof(uint64_t));
-		io->ncarry -= i;
-	}
+	while ((n = wbq_next(&io->carry)) && write_run(io, n))
+		;
 }
 
 /* Pages from writeout() go first: a sync compaction is waiting for them. */
@@ -333,7 +312,7 @@ static void take_writeouts(struct io *io)
 	unsigned n, room;
 
 	pthread_mutex_lock(&io->q_lock);
-	room = IO_CARRY_MAX - io->ncarry;
+	room = wbq_room(&io->carry);
 	n = io->nwriteout < room ? io->nwriteout : room;
 	memcpy(pfn, io->writeout_pfn, n * sizeof(*pfn));
 	memcpy(owner, io->writeout_owner, n * sizeof(*owner));
@@ -341,13 +320,7 @@ static void take_writeouts(struct io *io)
 	memmove(io->writeout_owner, io->writeout_owner + n, (io->nwriteout - n) * sizeof(*owner));
 	io->nwriteout -= n;
 	pthread_mutex_unlock(&io->q_lock);
-	if (!n)
-		return;
-	memmove(io->carry_pfn + n, io->carry_pfn, io->ncarry * sizeof(uint32_t));
-	memmove(io->carry_owner + n, io->carry_owner, io->ncarry * sizeof(uint64_t));
-	memcpy(io->carry_pfn, pfn, n * sizeof(*pfn));
-	memcpy(io->carry_owner, owner, n * sizeof(*owner));
-	io->ncarry += n;
+	wbq_push_front(&io->carry, pfn, owner, n);
 }
 
 /* Reads and fsyncs queued by other threads. */
@@ -400,18 +373,17 @@ static uint64_t writeback_want(struct io *io, uint64_t now)
 
 static void writeback_pass(struct io *io, uint64_t now)
 {
-	uint64_t want = writeback_want(io, now);
+	uint64_t want = writeback_want(io, now), owner[IO_CARRY_MAX];
+	uint32_t pfn[IO_CARRY_MAX];
 
 	submit_carry(io);
-	while (want && io->inflight_writes < io->cfg.dev.nr_requests &&
-	       io->ncarry + io->max_pages <= IO_CARRY_MAX) {
+	while (want && !wbq_congested(&io->carry) && wbq_room(&io->carry) >= io->max_pages) {
 		unsigned max = want < io->max_pages ? (unsigned)want : io->max_pages;
-		unsigned n = mm_writeback_begin(io->mm, max, io->carry_pfn + io->ncarry,
-						io->carry_owner + io->ncarry);
+		unsigned n = mm_writeback_begin(io->mm, max, pfn, owner);
 
 		if (!n)
 			break;
-		io->ncarry += n;
+		wbq_push(&io->carry, pfn, owner, n);
 		want -= n < want ? n : want;
 		submit_carry(io);
 	}
@@ -473,11 +445,11 @@ static void flusher_shutdown(struct io *io)
 	struct mm_counts c;
 
 	take_writeouts(io);
-	for (unsigned i = 0; i < io->ncarry; i++) {
-		mm_writeback_end(io->mm, io->carry_pfn[i], -ESHUTDOWN);
-		waitq_wake(io->env.wq, io->carry_pfn[i]);
+	for (unsigned i = io->carry.head; i < io->carry.head + io->carry.n; i++) {
+		mm_writeback_end(io->mm, io->carry.pfn[i], -ESHUTDOWN);
+		waitq_wake(io->env.wq, io->carry.pfn[i]);
 	}
-	io->ncarry = 0;
+	io->carry.n = 0;
 	for (unsigned i = 0; i < io->nreqs; i++) {
 		struct io_req *r = &io->reqs[i];
 		uint8_t state = req_state(r);
@@ -497,7 +469,7 @@ static bool flusher_done(struct io *io, uint64_t now)
 		return false;
 	if (now >= io->drain_deadline)
 		return true;
-	return io->inflight_writes == 0 && !__atomic_load_n(&io->meta_pending, __ATOMIC_RELAXED);
+	return io->carry.inflight == 0 && !__atomic_load_n(&io->meta_pending, __ATOMIC_RELAXED);
 }
 
 static void *flusher_main(void *arg)
@@ -772,6 +744,8 @@ int io_create(const struct io_config *cfg, const struct io_env *env, struct io *
 	io->st = env->stats;
 	io->nr_frames = mm_nr_frames(io->mm);
 	io->max_pages = (unsigned)(cfg->dev.max_request / IO_PAGE_SIZE);
+	wbq_init(&io->carry, cfg->dev.nr_requests, io->max_pages, io->carry_pfn, io->carry_owner,
+		 IO_CARRY_MAX);
 	pthread_mutex_init(&io->q_lock, NULL);
 	pthread_mutex_init(&io->files_lock, NULL);
 	io_files_init(io);

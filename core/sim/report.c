@@ -144,9 +144,9 @@ static void json_io(struct json_w *w, const struct sim_result *r)
 	jw_u64(w, "writeout_pages", fl->writeout_pages);
 	jw_u64(w, "errors", fl->errors);
 	jw_u64(w, "bandwidth_estimate_bps", fl->bw.bw);
-	jw_u64(w, "throttles", r->writer.throttles);
-	jw_dbl(w, "throttle_ms", ms(r->writer.throttle_ns), 3);
-	jw_dbl(w, "throttle_max_ms", ms(r->writer.throttle_max_ns), 3);
+	jw_u64(w, "throttles", r->writer.throttle.throttles);
+	jw_dbl(w, "throttle_ms", ms(r->writer.throttle.throttle_ns), 3);
+	jw_dbl(w, "throttle_max_ms", ms(r->writer.throttle.throttle_max_ns), 3);
 	jw_obj_end(w);
 	jw_obj_begin(w, "reads");
 	jw_u64(w, "reads", r->reader.reads);
@@ -340,7 +340,7 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 		"writeback: %llu pages written by the writer, %llu completed, %llu written out "
 		"singly (->writepage from compaction or direct reclaim), writer throttled %.1f s\n",
 		(unsigned long long)r->writer.pages, (unsigned long long)r->fl.pages_done,
-		(unsigned long long)r->fl.writeout_pages, (double)r->writer.throttle_ns / 1e9);
+		(unsigned long long)r->fl.writeout_pages, (double)r->writer.throttle.throttle_ns / 1e9);
 	fprintf(f, "\nstalls >= %s: %llu, longest %.1f ms\n",
 		units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
 		(unsigned long long)s.stalls, ms(s.stall_max_ns));

@@ -8,6 +8,8 @@
 
 #include "io/devmodel.h"
 #include "io/wbmodel.h"
+#include "io/wbqueue.h"
+#include "io/wbthrottle.h"
 #include "mm/mm.h"
 #include "obs/faults.h"
 #include "obs/stall.h"
@@ -129,13 +131,16 @@ struct sim_steps {
 	uint64_t first_runs, first_success, second_runs, second_success;
 };
 
+#define SIM_FLUSHER_QUEUE (4 * SIM_IO_MAX_PAGES)
 struct sim_flusher {
 	struct wbm_params p;
 	struct wbm_age age;    /* when pages were dirtied (kupdate expiry) */
 	struct wbm_bw bw;      /* device write bandwidth estimate */
-	unsigned inflight;     /* writeback requests at the device */
-	unsigned max_inflight; /* nr_requests */
-	unsigned req_pages;    /* pages per request (max_sectors_kb) */
+	/* pages under writeback waiting for a request, requests at the device (nr_requests,
+	 * max_sectors_kb): core/io/wbqueue, as the live flusher's */
+	struct wbq q;
+	uint32_t q_pfn[SIM_FLUSHER_QUEUE];
+	uint64_t q_owner[SIM_FLUSHER_QUEUE];
 	uint64_t pages_submitted, pages_done, reqs, errors;
 	uint64_t bytes_done;	 /* written by completed writeback and writeout requests */
 	uint64_t writeout_pages; /* single pages written out by sync migration */
@@ -143,7 +148,7 @@ struct sim_flusher {
 
 struct sim_writer_stats {
 	uint64_t pages, files_created, files_deleted;
-	uint64_t throttle_ns, throttle_max_ns, throttles;
+	struct wbt_stats throttle; /* balance_dirty_pages() pauses */
 	uint64_t nomem, eagain;
 };
 

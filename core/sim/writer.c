@@ -5,13 +5,15 @@
  * new one of random size (between the scenario's bounds) per transaction, writing it page by
  * page through the page cache (generic_perform_write: find/create the page, copy, mark dirty).
  * Every ratelimit pages it calls balance_dirty_pages(), which wakes background writeback over
- * the background threshold and pauses the writer on 3.2's control line (core/io/wbmodel).
+ * the background threshold and pauses the writer on 3.2's control line (the state machine of
+ * core/io/wbthrottle, the live dirtier's).
  *
  * Flusher: background writeback while dirty pages exceed the background threshold, plus
  * kupdate every dirty_writeback_interval for pages dirtied longer than dirty_expire ago. It
- * keeps at most nr_requests requests of at most max_sectors at the device, taking the oldest
- * dirty pages from mm (mm_writeback_begin) and merging file-contiguous pages into one request,
- * as the block layer would. Pages stay under writeback until their request completes.
+ * takes the dirty files' pages in order (write_cache_pages), or the oldest dirty pages from mm
+ * (mm_writeback_begin) for files it does not know, and makes requests of them with the live
+ * flusher's queue (core/io/wbqueue): file-contiguous runs of at most max_sectors, at most
+ * nr_requests in flight. Pages stay under writeback until their request completes.
  */
 #include "sim/sim_internal.h"
 
@@ -19,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WRITER_RATELIMIT 32	     /* pages between balance_dirty_pages() calls */
 #define RETRY_EAGAIN_NS	 10000ULL    /* lock_page would sleep this long, roughly */
 #define RETRY_NOMEM_NS	 20000000ULL /* congestion_wait(HZ/50) */
 #define NOMEM_RETRIES	 50
@@ -178,11 +179,10 @@ void flusher_init(struct sim_world *w, unsigned max_inflight, unsigned req_pages
 
 	wbm_age_init(&fl->age, 1000000000ULL);
 	wbm_bw_init(&fl->bw, sim_now(w->e), dp->write_bw ? dp->write_bw : 100ULL << 20);
-	fl->max_inflight = max_inflight ? max_inflight : 1;
-	fl->req_pages = req_pages == 0		       ? 1
-			: req_pages > SIM_IO_MAX_PAGES ? SIM_IO_MAX_PAGES
-						       : req_pages;
-	w->elv_max_pages = fl->req_pages; /* the scheduler merges up to max_sectors too */
+	if (req_pages > SIM_IO_MAX_PAGES)
+		req_pages = SIM_IO_MAX_PAGES;
+	wbq_init(&fl->q, max_inflight, req_pages, fl->q_pfn, fl->q_owner, SIM_FLUSHER_QUEUE);
+	w->elv_max_pages = fl->q.max_pages; /* the scheduler merges up to max_sectors too */
 }
 
 static void thresholds(struct sim_world *w, struct mm_counts *c, struct wbm_thresh *th)
@@ -191,27 +191,25 @@ static void thresholds(struct sim_world *w, struct mm_counts *c, struct wbm_thre
 	wbm_thresholds(&w->fl.p, (uint64_t)c->free + c->file, th);
 }
 
-/* Submit pages [i, j) of one batch as requests of file-contiguous runs. */
-static void submit_runs(struct sim_world *w, const uint32_t *pfns, const uint64_t *owners,
-			unsigned n)
+/* Submit the queued pages as requests, as far as nr_requests allow. */
+static void submit_queued(struct sim_world *w)
 {
-	unsigned i = 0;
+	struct wbq *q = &w->fl.q;
+	unsigned n;
 
-	while (i < n) {
-		unsigned j = i + 1;
+	while ((n = wbq_next(q))) {
+		const uint32_t *pfns = q->pfn + q->head;
+		int rc = dev_submit(w, SIO_WRITEBACK, dev_offset_of(w, q->owner[q->head]), pfns, n,
+				    NULL);
 
-		while (j < n && MM_OWNER_FILE_ID(owners[j]) == MM_OWNER_FILE_ID(owners[i]) &&
-		       MM_OWNER_FILE_INDEX(owners[j]) == MM_OWNER_FILE_INDEX(owners[i]) + (j - i))
-			j++;
-		if (dev_submit(w, SIO_WRITEBACK, dev_offset_of(w, owners[i]), pfns + i, j - i,
-			       NULL) == 0) {
-			w->fl.inflight++;
+		wbq_take(q, n);
+		if (rc == 0) {
 			w->fl.reqs++;
-		} else {
-			for (unsigned k = i; k < j; k++) /* no memory for the request: fail it */
-				mm_writeback_end(w->mm, pfns[k], -ENOMEM);
+			continue;
 		}
-		i = j;
+		for (unsigned k = 0; k < n; k++) /* no memory for the request: fail it */
+			mm_writeback_end(w->mm, pfns[k], -ENOMEM);
+		wbq_done(q, 1);
 	}
 }
 
@@ -264,11 +262,12 @@ static unsigned take_run(struct sim_world *w, struct sim_file *f, unsigned max, 
 	return n;
 }
 
-/* Submit one request of the dirty files' next run of pages. Returns the pages submitted; 0
- * when no known file has dirty pages left. */
+/* Queue the dirty files' next run of pages. Returns how many; 0 when no known file has dirty
+ * pages left. */
 static unsigned writeback_head_file(struct sim_world *w, unsigned max)
 {
 	uint32_t pfns[SIM_IO_MAX_PAGES], first;
+	uint64_t owners[SIM_IO_MAX_PAGES];
 	struct sim_file *f;
 	unsigned n;
 
@@ -276,14 +275,10 @@ static unsigned writeback_head_file(struct sim_world *w, unsigned max)
 		n = take_run(w, f, max, pfns, &first);
 		if (n == 0)
 			continue;
-		if (dev_submit(w, SIO_WRITEBACK, f->dev_off + (uint64_t)first * MM_PAGE_SIZE, pfns,
-			       n, NULL) == 0) {
-			w->fl.inflight++;
-			w->fl.reqs++;
-		} else {
-			for (unsigned k = 0; k < n; k++)
-				mm_writeback_end(w->mm, pfns[k], -ENOMEM);
-		}
+		for (unsigned k = 0; k < n; k++)
+			owners[k] = MM_OWNER_FILE(SIM_FILE_ID_BASE + (uint32_t)(f - w->files),
+						  first + k);
+		wbq_push(&w->fl.q, pfns, owners, n);
 		return n;
 	}
 	return 0;
@@ -299,13 +294,14 @@ void flusher_kick(struct sim_world *w)
 
 	if (!w->mm)
 		return;
+	submit_queued(w); /* pages left over when nr_requests were in flight */
 	thresholds(w, &c, &th);
 	want = wbm_over_background(&th, c.file_dirty) ? c.file_dirty - th.background : 0;
 	expired = wbm_age_expired(&fl->age, sim_now(w->e), c.file_dirty, fl->p.expire_ns);
 	if (expired > want)
 		want = expired;
-	while (want > 0 && fl->inflight < fl->max_inflight) {
-		unsigned max = want < fl->req_pages ? (unsigned)want : fl->req_pages;
+	while (want > 0 && !wbq_congested(&fl->q) && wbq_room(&fl->q) >= fl->q.max_pages) {
+		unsigned max = want < fl->q.max_pages ? (unsigned)want : fl->q.max_pages;
 		unsigned n = writeback_head_file(w, max);
 
 		if (n == 0) {
@@ -313,8 +309,9 @@ void flusher_kick(struct sim_world *w)
 			n = mm_writeback_begin(w->mm, max, pfns, owners);
 			if (n == 0)
 				break;
-			submit_runs(w, pfns, owners, n);
+			wbq_push(&fl->q, pfns, owners, n);
 		}
+		submit_queued(w);
 		fl->pages_submitted += n;
 		want -= n < want ? n : want;
 	}
@@ -324,7 +321,7 @@ void flusher_io_done(struct sim_world *w, struct sim_io *io)
 {
 	struct sim_flusher *fl = &w->fl;
 
-	fl->inflight -= io->nwb < fl->inflight ? io->nwb : fl->inflight;
+	wbq_done(&fl->q, io->nwb);
 	fl->pages_done += io->npages;
 	if (io->req.err)
 		fl->errors++;
@@ -350,31 +347,25 @@ void flusher_start_kupdate(struct sim_world *w)
 
 void balance_dirty_pages(struct sim_world *w, struct sim_task *t, uint64_t dirtied)
 {
-	struct sim_writer_stats *st = &w->writer;
+	struct wbt_bdp b;
+	struct wbt_step s;
 
 	sim_settle(t->a);
 	wbm_age_dirtied(&w->fl.age, sim_now(w->e), dirtied);
-	for (;;) {
+	wbt_bdp_start(&b, dirtied);
+	do {
 		struct mm_counts c;
-		struct wbm_thresh th;
-		uint64_t nr, pause;
 
-		thresholds(w, &c, &th);
-		nr = (uint64_t)c.file_dirty + c.file_writeback;
-		if (wbm_over_background(&th, c.file_dirty))
+		mm_get_counts(w->mm, &c);
+		/* the bandwidth estimate only moves on completions, never inside flusher_kick */
+		s = wbt_bdp_step(&w->fl.p, &b, (uint64_t)c.free + c.file, c.file_dirty,
+				 c.file_writeback, w->fl.bw.bw);
+		if (s.kick)
 			flusher_kick(w);
-		pause = wbm_pause_ns(&w->fl.p, &th, nr, dirtied, w->fl.bw.bw);
-		if (pause == 0)
+		if (!s.pause_ns)
 			return;
-		sim_sleep(t->a, pause);
-		st->throttles++;
-		st->throttle_ns += pause;
-		if (pause > st->throttle_max_ns)
-			st->throttle_max_ns = pause;
-		if (nr < th.dirty)
-			return;
-		dirtied = WRITER_RATELIMIT; /* over the hard limit: keep pausing */
-	}
+		sim_sleep(t->a, s.pause_ns);
+	} while (wbt_bdp_paused(&b, s.pause_ns, &w->writer.throttle));
 }
 
 /* ---- the writer -------------------------------------------------------------------------------
@@ -417,7 +408,7 @@ static void writer_transaction(struct writer *wr, uint64_t *dirtied)
 	for (uint32_t i = 0; i < npages; i++) {
 		if (file_write_page(w, t, id, i) == 0)
 			(*dirtied)++;
-		if (*dirtied >= WRITER_RATELIMIT) {
+		if (*dirtied >= WBT_RATELIMIT_PAGES) {
 			balance_dirty_pages(w, t, *dirtied);
 			*dirtied = 0;
 		}
