@@ -14,7 +14,7 @@
  * (UFFDIO_MOVE to a registered scratch page, DONTWAKE: accesses wait as on a migration entry),
  * copied and remapped (UFFDIO_COPY back, waking the waiters) (migrate_pages/unmap_and_move).
  *
- * State machines (all transitions are atomic byte CAS; see region.c for the full rules):
+ * State machines (all transitions are atomic byte CAS; core/as/as.h has the full rules):
  *   extent  EMPTY -> FILLING -> HUGE | SMALL        (SMALL is terminal until a whole-extent free)
  *   page    EMPTY -> FILLING -> PRESENT <-> MIGRATING, any -> GONE (unmapped), PRESENT -> EMPTY
  * The owner of a transient state (FILLING, MIGRATING) is the only thread that may leave it; the
