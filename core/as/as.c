@@ -346,6 +346,28 @@ void as_transfer(const struct as_env *env, const struct as_region *r, struct as_
 	transfer_extents(env, r, s, (intptr_t)(s->lo - r->lo), c);
 }
 
+/* ---- first touches ------------------------------------------------------------------------------
+ */
+
+void as_fault_huge(struct as_region *r, uint32_t e, uint32_t head)
+{
+	uint32_t p0 = as_page_of(r, as_ext_addr(r, e));
+
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		as_pfn_set(r, p0 + i, head + i);
+		as_pstate_set(r, p0 + i, AS_P_PRESENT);
+	}
+	as_xstate_set(r, e, AS_X_HUGE);
+}
+
+void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent)
+{
+	as_pfn_set(r, p, pfn);
+	as_pstate_set(r, p, AS_P_PRESENT);
+	if (extent)
+		as_xstate_set(r, as_ext_of(r, as_page_addr(r, p)), AS_X_SMALL);
+}
+
 /* ---- the owner side of migration ---------------------------------------------------------------
  */
 

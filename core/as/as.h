@@ -212,6 +212,17 @@ bool as_advice_splits(const struct as_region *r, uintptr_t lo, uintptr_t hi, int
 void as_transfer(const struct as_env *env, const struct as_region *r, struct as_region *s,
 		 struct as_counts *c);
 
+/* ---- first touches ------------------------------------------------------------------------------
+ */
+
+/* A huge decision is mapped: extent e's pages hold head + i, the extent is HUGE
+ * (do_huge_pmd_anonymous_page). The caller owns the extent. */
+void as_fault_huge(struct as_region *r, uint32_t e, uint32_t head);
+/* A base decision is mapped at page p: it holds pfn (MM_NO_PFN: served outside the pool). If
+ * the fault owned the extent (extent), the extent has a page table now: SMALL, never huge again
+ * until it is freed whole (do_anonymous_page after __pte_alloc). */
+void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent);
+
 /* ---- the owner side of page migration (mm/migrate.c: unmap_and_move) ------------------------ */
 
 /* PRESENT -> MIGRATING if page p still holds frame `from`. Returns 0, -ENOENT (not mapped, or

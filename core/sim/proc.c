@@ -117,17 +117,11 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	}
 	switch (res.outcome) {
 	case MM_FAULT_HUGE:
-		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			as_pfn_set(r, first + i, res.pfn + i);
-			as_pstate_set(r, first + i, AS_P_PRESENT);
-		}
-		as_xstate_set(r, e, AS_X_HUGE);
+		as_fault_huge(r, e, res.pfn);
 		break;
 	case MM_FAULT_BASE:
 		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
-		as_pfn_set(r, page, res.pfn);
-		as_pstate_set(r, page, AS_P_PRESENT);
-		as_xstate_set(r, e, AS_X_SMALL);
+		as_fault_base(r, page, res.pfn, true);
 		break;
 	case MM_FAULT_NOMEM:
 		break; /* served outside the pool: nothing to track */

@@ -543,17 +543,11 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 		w->extents_huge += res.outcome == MM_FAULT_HUGE;
 	}
 	if (res.outcome == MM_FAULT_HUGE) {
-		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			as_pfn_set(r, first + i, res.pfn + i);
-			as_pstate_set(r, first + i, AS_P_PRESENT);
-		}
-		as_xstate_set(r, e, AS_X_HUGE);
+		as_fault_huge(r, e, res.pfn);
 	} else {
 		if (res.outcome == MM_FAULT_BASE)
 			sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
-		as_pfn_set(r, p, res.outcome == MM_FAULT_BASE ? res.pfn : MM_NO_PFN);
-		as_pstate_set(r, p, AS_P_PRESENT);
-		as_xstate_set(r, e, AS_X_SMALL);
+		as_fault_base(r, p, res.outcome == MM_FAULT_BASE ? res.pfn : MM_NO_PFN, true);
 	}
 	world_record_fault(w, t, &res, task_now(t) - t0, th->tid, addr);
 	return (int)res.outcome;

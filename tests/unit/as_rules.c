@@ -296,6 +296,23 @@ TEST(transfer_other_phase_splits_huge)
 	EXPECT_EQ(as_pfn(s, 511), 1536u + 511);
 }
 
+TEST(fault_commits_huge_and_base)
+{
+	struct as_region *r = region(BASE, BASE, BASE + 2 * HP);
+
+	as_fault_huge(r, 1, 2048);
+	EXPECT_EQ(as_xstate(r, 1), AS_X_HUGE);
+	EXPECT_EQ(as_pstate(r, MM_HPAGE_NR + 7), AS_P_PRESENT);
+	EXPECT_EQ(as_pfn(r, MM_HPAGE_NR + 7), 2048u + 7);
+	as_xstate_set(r, 0, AS_X_FILLING);
+	as_fault_base(r, 4, 33, true); /* the fault owned the extent: a page table now */
+	EXPECT_EQ(as_xstate(r, 0), AS_X_SMALL);
+	EXPECT_EQ(as_pfn(r, 4), 33u);
+	as_fault_base(r, 5, MM_NO_PFN, false); /* outside the pool */
+	EXPECT_EQ(as_pstate(r, 5), AS_P_PRESENT);
+	EXPECT_EQ(as_pfn(r, 5), MM_NO_PFN);
+}
+
 TEST(migrate_claim_rules)
 {
 	struct as_region *r = region(BASE, BASE, BASE + 2 * HP);
