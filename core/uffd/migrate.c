@@ -17,6 +17,8 @@
  * interleave; if it came first it has flagged the page FREED and the migration gives up with
  * -ENOENT (mm then frees both frames). Before returning, the hook takes the mm lock on mm's
  * behalf so that no free of the page can reach mm before mm has committed the migration.
+ * The page-state side (claim, freed meanwhile, commit, abandon) is core/as's, shared with the
+ * simulator (as_migrate_*).
  */
 #include "uffd/uffd.h"
 

@@ -12,6 +12,7 @@
  *   - anything else (part of a region, MREMAP_DONTUNMAP, a destination over managed memory) gives
  *     the source pages back to the kernel before the call and adopts the result afterwards:
  *     pages it holds stay, unaccounted, and its holes are first touches again.
+ * What the successor of a transferred region holds is core/as's rule (as_transfer).
  */
 #include "uffd/uffd.h"
 
