@@ -7,9 +7,13 @@
  * actor's virtual time across mm_fault plus, for a base page, zeroing it. Owner cookies are
  * pid << 32 | page index, so a huge extent's pages have consecutive cookies as mm.h requires.
  *
+ * The mapping is a core/as region, so munmap (a partial one splits a huge extent first) and the
+ * owner's side of migration follow the rules the live emulator and the replay use. A fault that
+ * mm served outside the pool leaves the page as it was (the next touch faults again).
+ *
  * Migration (the migrate_anon hook): the copy takes migrate-page of virtual time during which
- * the owner may exit; the owner then leaves the page alone and the hook reports -ENOENT so mm
- * frees both frames (mm.h's rule for munmap racing compaction).
+ * the owner may unmap the page or exit; the hook then reports -ENOENT so mm frees both frames
+ * (mm.h's rule for munmap racing compaction).
  */
 #include "sim/sim_internal.h"
 
@@ -26,14 +30,14 @@ static uint64_t cookie(const struct sim_proc *p, uint32_t page)
 
 static void proc_free(struct sim_proc *p)
 {
-	free(p->pfn);
-	free(p->flags);
+	free(p->as.pstate);
 	free(p);
 }
 
 struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_advice advice)
 {
 	struct sim_proc *p;
+	void *mem = NULL;
 	unsigned slot;
 
 	for (slot = 0; slot < SIM_MAX_PROCS && w->procs[slot]; slot++)
@@ -44,14 +48,13 @@ struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_ad
 	if (!p)
 		return NULL;
 	p->npages = (uint32_t)((bytes + MM_PAGE_SIZE - 1) / MM_PAGE_SIZE);
-	p->pfn = malloc((size_t)p->npages * sizeof(*p->pfn));
-	p->flags = calloc(p->npages, 1);
-	if (!p->pfn || !p->flags) {
-		proc_free(p);
+	if (as_region_geometry(&p->as, PROC_MAP_BASE, PROC_MAP_BASE,
+			       PROC_MAP_BASE + (uint64_t)p->npages * MM_PAGE_SIZE) ||
+	    !(mem = calloc(1, as_region_meta_size(&p->as)))) {
+		free(p);
 		return NULL;
 	}
-	for (uint32_t i = 0; i < p->npages; i++)
-		p->pfn[i] = MM_NO_PFN;
+	as_region_attach(&p->as, mem);
 	w->next_pid = w->next_pid >= PROC_PID_MAX ? 1 : w->next_pid + 1;
 	p->pid = w->next_pid;
 	p->advice = advice;
@@ -87,17 +90,10 @@ void proc_free_all(struct sim_world *w)
 	}
 }
 
-static bool extent_empty(const struct sim_proc *p, uint32_t first)
-{
-	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
-		if (p->pfn[first + i] != MM_NO_PFN)
-			return false;
-	return true;
-}
-
 void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t page)
 {
-	uint32_t first = page & ~(MM_HPAGE_NR - 1);
+	struct as_region *r = &p->as;
+	uint32_t first = page & ~(MM_HPAGE_NR - 1), e = page / MM_HPAGE_NR;
 	struct mm_fault_req req = {
 	    .owner = cookie(p, page),
 	    .extent_owner = cookie(p, first),
@@ -107,7 +103,7 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	struct mm_fault_res res;
 	uint64_t t0 = task_now(t);
 
-	req.huge_ok = first + MM_HPAGE_NR <= p->npages && extent_empty(p, first);
+	req.huge_ok = AS_X_STATE(as_xstate(r, e)) == AS_X_EMPTY;
 	t->fault_t0 = t0 ? t0 : 1;
 	t->fault_wb[0] = t->fault_wb[1] = (struct sim_wait_stat){0};
 	if (mm_fault(w->mm, &req, &res, t) != 0) {
@@ -121,21 +117,17 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	}
 	switch (res.outcome) {
 	case MM_FAULT_HUGE:
-		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			p->pfn[first + i] = res.pfn + i;
-			p->flags[first + i] |= PROC_HUGE;
-		}
+		as_fault_huge(r, e, res.pfn);
 		break;
 	case MM_FAULT_BASE:
 		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
-		p->pfn[page] = res.pfn;
+		as_fault_base(r, page, res.pfn, true);
 		break;
 	case MM_FAULT_NOMEM:
 		break; /* served outside the pool: nothing to track */
 	}
-	/* each process's mapping is modelled at the same address, 0x7f0000000000 */
 	world_record_fault(w, t, &res, task_now(t) - t0, p->pid,
-			   0x7f0000000000ULL + (uint64_t)page * MM_PAGE_SIZE);
+			   PROC_MAP_BASE + (uint64_t)page * MM_PAGE_SIZE);
 }
 
 void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
@@ -145,7 +137,8 @@ void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 	uint32_t end = first + n > p->npages ? p->npages : first + n;
 
 	for (uint32_t i = first; i < end; i++) {
-		if (p->pfn[i] == MM_NO_PFN && !(p->flags[i] & PROC_HUGE))
+		if (AS_P_STATE(as_pstate(&p->as, i)) == AS_P_EMPTY &&
+		    AS_X_STATE(as_xstate(&p->as, i / MM_HPAGE_NR)) != AS_X_HUGE)
 			proc_fault(w, t, p, i);
 		sim_charge(t->a, touch);
 		/* keep the actor within a millisecond of the rest of the machine */
@@ -155,53 +148,42 @@ void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 	sim_settle(t->a);
 }
 
-/* Split the huge extent starting at first into base pages (partial munmap of a THP). */
-static void proc_split(struct sim_world *w, struct sim_proc *p, uint32_t first)
+/* core/as's effects: the simulated pool, in the unmapping task's time. */
+struct proc_env {
+	struct sim_world *w;
+	struct sim_task *t;
+};
+
+static void env_free_frame(void *arg, uint32_t pfn, unsigned order)
 {
-	if (mm_anon_split(w->mm, p->pfn[first]) != 0)
-		return;
-	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
-		p->flags[first + i] &= (uint8_t)~PROC_HUGE;
+	struct proc_env *e = arg;
+
+	mm_anon_free(e->w->mm, pfn, order, e->t);
 }
 
-static void free_page(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t i)
+static int env_split_huge(void *arg, uint32_t head)
 {
-	if (p->pfn[i] != MM_NO_PFN && !(p->flags[i] & PROC_MIGRATING))
-		mm_anon_free(w->mm, p->pfn[i], 0, t);
-	p->pfn[i] = MM_NO_PFN;
+	struct proc_env *e = arg;
+
+	return mm_anon_split(e->w->mm, head);
 }
 
 void proc_unmap_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
 		      uint32_t n)
 {
+	struct proc_env ctx = {w, t};
+	const struct as_env env = {&ctx, env_free_frame, env_split_huge};
 	uint32_t end = first + n > p->npages ? p->npages : first + n;
+	struct as_counts c = {0};
 
+	/* extent by extent, in address order, as zap_pmd_range walks the range */
 	for (uint32_t i = first; i < end;) {
-		uint32_t ext = i & ~(MM_HPAGE_NR - 1);
+		uint32_t next = (i & ~(MM_HPAGE_NR - 1)) + MM_HPAGE_NR;
 
-		if (p->flags[i] & PROC_HUGE) {
-			if (i == ext && ext + MM_HPAGE_NR <= end) { /* the whole extent goes */
-				mm_anon_free(w->mm, p->pfn[ext], MM_HPAGE_ORDER, t);
-				for (uint32_t k = 0; k < MM_HPAGE_NR; k++) {
-					p->pfn[ext + k] = MM_NO_PFN;
-					p->flags[ext + k] = 0;
-				}
-				i = ext + MM_HPAGE_NR;
-				continue;
-			}
-			proc_split(w, p, ext);
-			if (p->flags[i] & PROC_HUGE) { /* split refused: drop the whole extent */
-				mm_anon_free(w->mm, p->pfn[ext], MM_HPAGE_ORDER, t);
-				for (uint32_t k = 0; k < MM_HPAGE_NR; k++) {
-					p->pfn[ext + k] = MM_NO_PFN;
-					p->flags[ext + k] = 0;
-				}
-				i = ext + MM_HPAGE_NR;
-				continue;
-			}
-		}
-		free_page(w, t, p, i);
-		i++;
+		if (next > end)
+			next = end;
+		as_release(&env, &p->as, i, next, true, &c);
+		i = next;
 	}
 }
 
@@ -219,24 +201,26 @@ int proc_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32
 {
 	struct sim_proc *p = proc_lookup(w, (uint32_t)(owner >> 32));
 	uint32_t page = (uint32_t)owner;
+	int rc;
 
-	if (!p || p->exited || page >= p->npages || p->pfn[page] != from)
+	if (!p || p->exited)
 		return -ENOENT;
-	if (p->flags[page] & (PROC_HUGE | PROC_MIGRATING))
-		return -EBUSY;
-	p->flags[page] |= PROC_MIGRATING;
+	rc = as_migrate_claim(&p->as, page, from);
+	if (rc)
+		return rc;
 	p->migrating++;
 	if (t && t->a) {
 		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_MIGRATE_PAGE]);
 		sim_settle(t->a); /* the owner may unmap or exit meanwhile */
 	}
 	p->migrating--;
-	p->flags[page] &= (uint8_t)~PROC_MIGRATING;
-	if (p->exited || p->pfn[page] != from) {
-		if (p->exited && p->migrating == 0)
+	rc = as_migrate_freed(&p->as, page);
+	if (p->exited) {
+		if (p->migrating == 0)
 			proc_reap(w, p);
 		return -ENOENT; /* mm frees both frames */
 	}
-	p->pfn[page] = to;
-	return 0;
+	if (rc == 0)
+		as_migrate_commit(&p->as, page, to);
+	return rc;
 }

@@ -1,10 +1,12 @@
 /* Trace replay in virtual time (`thpemu sim --replay FILE`): the faults and memory changes a
  * live run recorded (core/obs/trace.h), replayed against any policy on the same initial pool.
  *
- * The address space is modelled as the live emulator keeps it (core/uffd/region.c, mapops.c,
- * remap.c), so that the same policy makes the same decisions: regions with a live span, per-page
- * states (empty, present, gone) and per-extent states (empty: a huge candidate; huge; small: a
- * page table), the program's MADV_(NO)HUGEPAGE per extent (split when it covers part of one).
+ * The address space is core/as's model, the one the live emulator keeps, with the same rules, so
+ * that the same policy makes the same decisions: regions with a live span, per-page states
+ * (empty, present, gone, migrating) and per-extent states (empty: a huge candidate; huge; small:
+ * a page table), the program's MADV_(NO)HUGEPAGE per extent (split when it covers part of one).
+ * This file keeps the region table (by address, and by id for the owner cookies) and applies
+ * each record with core/as's rule for it:
  *   MAP      a new region, or a hole of one mapped again (its whole extents empty again)
  *   ADOPT    a region whose RESIDENT pages are present outside the pool
  *   RELEASE  munmap (pages gone, span trimmed) or MADV_DONTNEED (pages empty); a huge extent
@@ -37,28 +39,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "as/as.h"
 #include "obs/trace.h"
-
-#define RP_EMPTY     0
-#define RP_PRESENT   1
-#define RP_GONE	     2
-#define RP_MIGRATING 0x10 /* a migrate_anon call on the page is in flight */
-#define RP_FREED     0x20 /* ... and the program released it meanwhile */
-#define RX_EMPTY     0
-#define RX_HUGE	     1
-#define RX_SMALL     2
-#define RX_ADV_MASK  0x03
-#define RX_ADV_SPLIT 0x80
 
 #define RP_ID_BASE 0x10000000u /* cookie ids: (RP_ID_BASE + id) << 32 | page */
 
 struct rp_region {
+	struct as_region as; /* geometry, span, state arrays (one calloc at as.pstate) */
 	uint32_t id;
-	uintptr_t base, ext_base, lo, hi;
-	uint32_t npages, nexts;
-	uint32_t *pfn1; /* frame + 1 per page (0: none), so that zeroed memory means "none" */
-	uint8_t *ps, *xs, *xadv;
-	bool live;
+	unsigned migrating;	     /* migrate_anon calls in flight on its pages */
+	bool live;		     /* in the sorted table */
+	bool dead;		     /* transferred to a successor by a remap */
+	struct rp_region *next_dead; /* transferred while a migration held it: freed at the end */
 };
 
 struct rp_thread {
@@ -82,6 +74,7 @@ struct sim_replay {
 	uint32_t nregions, regions_cap;
 	struct rp_region **sorted; /* live spans, by lo */
 	uint32_t nsorted, sorted_cap;
+	struct rp_region *dead; /* transferred regions a migration still held */
 	size_t changes_done; /* memory changes applied, in record order: the next one's index */
 	struct sim_waitq change_wq;
 	struct sim_replay_stats st;
@@ -198,13 +191,22 @@ void sim_replay_info(const struct sim_replay *rp, struct sim_replay_info *out)
 	*out = rp->info;
 }
 
+static void region_free(struct rp_region *r)
+{
+	free(r->as.pstate);
+	free(r);
+}
+
 static void regions_free(struct sim_replay *rp)
 {
-	for (uint32_t i = 0; i < rp->nregions; i++) {
-		if (!rp->regions[i])
-			continue;
-		free(rp->regions[i]->pfn1);
-		free(rp->regions[i]);
+	for (uint32_t i = 0; i < rp->nregions; i++)
+		if (rp->regions[i])
+			region_free(rp->regions[i]);
+	while (rp->dead) {
+		struct rp_region *r = rp->dead;
+
+		rp->dead = r->next_dead;
+		region_free(r);
 	}
 	free(rp->regions);
 	free(rp->sorted);
@@ -226,58 +228,9 @@ void sim_replay_free(struct sim_replay *rp)
 /* ---- regions
  * ------------------------------------------------------------------------------------- */
 
-static uint32_t page_of(const struct rp_region *r, uintptr_t a)
-{
-	return (uint32_t)((a - r->base) / MM_PAGE_SIZE);
-}
-
-static uint32_t ext_of(const struct rp_region *r, uintptr_t a)
-{
-	return (uint32_t)((a - r->ext_base) / MM_HPAGE_SIZE);
-}
-
-static uintptr_t ext_addr(const struct rp_region *r, uint32_t e)
-{
-	return r->ext_base + (uintptr_t)e * MM_HPAGE_SIZE;
-}
-
-static bool ext_inside(const struct rp_region *r, uint32_t e)
-{
-	uintptr_t a = ext_addr(r, e);
-
-	return a >= r->lo && a + MM_HPAGE_SIZE <= r->hi;
-}
-
 static uint64_t cookie(const struct rp_region *r, uint32_t page)
 {
 	return (uint64_t)(RP_ID_BASE + r->id) << 32 | page;
-}
-
-static uint32_t pfn_at(const struct rp_region *r, uint32_t p)
-{
-	return r->pfn1[p] - 1; /* 0 - 1 = MM_NO_PFN */
-}
-
-static void pfn_set(struct rp_region *r, uint32_t p, uint32_t pfn)
-{
-	r->pfn1[p] = pfn + 1;
-}
-
-/* The per-page and per-extent arrays, zeroed (no frame, RP_EMPTY, default advice): a large
- * allocation's zero pages are only touched where the replay uses them. */
-static int region_arrays(struct rp_region *r)
-{
-	size_t np = r->npages, nx = r->nexts;
-	uint8_t *mem = calloc(1, np * sizeof(uint32_t) + np + 2 * nx);
-
-	_Static_assert(RP_EMPTY == 0 && MM_NO_PFN + 1 == 0, "zeroed arrays are empty pages");
-	if (!mem)
-		return -ENOMEM;
-	r->pfn1 = (uint32_t *)(void *)mem;
-	r->ps = mem + np * sizeof(uint32_t);
-	r->xs = r->ps + np;
-	r->xadv = r->xs + nx;
-	return 0;
 }
 
 /* Index of the last live span starting at or below a, or -1. */
@@ -288,7 +241,7 @@ static int sorted_find(const struct sim_replay *rp, uintptr_t a)
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
 
-		if (rp->sorted[mid]->lo <= a) {
+		if (rp->sorted[mid]->as.lo <= a) {
 			best = mid;
 			lo = mid + 1;
 		} else {
@@ -302,19 +255,19 @@ static struct rp_region *region_at(const struct sim_replay *rp, uintptr_t a)
 {
 	int i = sorted_find(rp, a);
 
-	return i >= 0 && a < rp->sorted[i]->hi ? rp->sorted[i] : NULL;
+	return i >= 0 && a < rp->sorted[i]->as.hi ? rp->sorted[i] : NULL;
 }
 
 static bool overlaps(const struct sim_replay *rp, uintptr_t lo, uintptr_t hi)
 {
 	int i = sorted_find(rp, hi - 1);
 
-	return i >= 0 && rp->sorted[i]->hi > lo;
+	return i >= 0 && rp->sorted[i]->as.hi > lo;
 }
 
 static int sorted_insert(struct sim_replay *rp, struct rp_region *r)
 {
-	int i = sorted_find(rp, r->lo);
+	int i = sorted_find(rp, r->as.lo);
 
 	if (rp->nsorted == rp->sorted_cap) {
 		uint32_t cap = rp->sorted_cap ? rp->sorted_cap * 2 : 64;
@@ -350,25 +303,16 @@ static void sorted_remove(struct sim_replay *rp, struct rp_region *r)
 static struct rp_region *region_new(struct sim_replay *rp, uintptr_t base, uintptr_t lo,
 				    uintptr_t hi, int64_t id_keep)
 {
-	struct rp_region *r;
+	struct rp_region *r = calloc(1, sizeof(*r));
+	void *mem = NULL;
 
-	if (hi <= lo || lo < base || (hi - base) / MM_PAGE_SIZE > UINT32_MAX)
-		return NULL; /* nothing, or more pages than a region indexes */
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return NULL;
-	r->base = base;
-	r->ext_base = base & ~(MM_HPAGE_SIZE - 1);
-	r->lo = lo;
-	r->hi = hi;
-	r->npages = (uint32_t)((hi - base) / MM_PAGE_SIZE);
-	r->nexts = (uint32_t)((hi - r->ext_base + MM_HPAGE_SIZE - 1) / MM_HPAGE_SIZE);
-	if (region_arrays(r)) {
+	/* a large calloc's zero pages are only touched where the replay uses them */
+	if (!r || as_region_geometry(&r->as, base, lo, hi) ||
+	    !(mem = calloc(1, as_region_meta_size(&r->as)))) {
 		free(r);
-		return NULL;
+		return NULL; /* nothing, more pages than a region indexes, or no memory */
 	}
-	for (uint32_t e = 0; e < r->nexts; e++)
-		r->xs[e] = ext_inside(r, e) ? RX_EMPTY : RX_SMALL;
+	as_region_attach(&r->as, mem);
 	if (id_keep >= 0) {
 		r->id = (uint32_t)id_keep;
 		return r;
@@ -378,8 +322,7 @@ static struct rp_region *region_new(struct sim_replay *rp, uintptr_t base, uintp
 		struct rp_region **p = realloc(rp->regions, cap * sizeof(*p));
 
 		if (!p) {
-			free(r->pfn1);
-			free(r);
+			region_free(r);
 			return NULL;
 		}
 		rp->regions = p;
@@ -390,133 +333,70 @@ static struct rp_region *region_new(struct sim_replay *rp, uintptr_t base, uintp
 	return r;
 }
 
-static void recompute_extents(struct rp_region *r, uint32_t e0, uint32_t e1)
-{
-	for (uint32_t e = e0; e <= e1 && e < r->nexts; e++) {
-		uint8_t want = RX_SMALL;
-
-		if (r->xs[e] == RX_HUGE)
-			continue;
-		if (ext_inside(r, e)) {
-			uint32_t p = page_of(r, ext_addr(r, e));
-
-			want = RX_EMPTY;
-			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-				if (r->ps[p + i] != RP_EMPTY) {
-					want = RX_SMALL;
-					break;
-				}
-			}
-		}
-		r->xs[e] = want;
-	}
-}
-
 static void trim(struct sim_replay *rp, struct rp_region *r)
 {
-	uint32_t p0 = page_of(r, r->lo), p1 = page_of(r, r->hi);
+	uintptr_t lo, hi;
 
-	while (p0 < p1 && (r->ps[p0] & 0x0f) == RP_GONE)
-		p0++;
-	while (p1 > p0 && (r->ps[p1 - 1] & 0x0f) == RP_GONE)
-		p1--;
-	if (p0 == p1) {
+	if (!as_trim_span(&r->as, &lo, &hi)) {
 		sorted_remove(rp, r);
 		return;
 	}
-	r->lo = r->base + (uintptr_t)p0 * MM_PAGE_SIZE;
-	r->hi = r->base + (uintptr_t)p1 * MM_PAGE_SIZE;
+	r->as.lo = lo;
+	r->as.hi = hi;
 }
 
 /* ---- memory changes -------------------------------------------------------------------------- */
 
-static void free_frame(struct sim_world *w, struct sim_task *t, struct rp_region *r, uint32_t p)
+/* core/as's effects: the simulated pool, in the acting thread's time. */
+struct rp_env {
+	struct sim_world *w;
+	struct sim_task *t;
+};
+
+static void env_free_frame(void *arg, uint32_t pfn, unsigned order)
 {
-	if (r->ps[p] & RP_MIGRATING) {
-		r->ps[p] |= RP_FREED; /* the migrator sees it and mm frees both frames */
-	} else if (pfn_at(r, p) != MM_NO_PFN) {
-		mm_anon_free(w->mm, pfn_at(r, p), 0, t);
-	}
-	pfn_set(r, p, MM_NO_PFN);
+	struct rp_env *e = arg;
+
+	mm_anon_free(e->w->mm, pfn, order, e->t);
 }
 
-/* release_extent() of mapops.c. */
-static void release_extent(struct sim_world *w, struct sim_task *t, struct sim_replay *rp,
-			   struct rp_region *r, uint32_t e, uint32_t p0, uint32_t p1, bool unmap)
+static int env_split_huge(void *arg, uint32_t head)
 {
-	uintptr_t ea = ext_addr(r, e);
-	bool whole = ext_inside(r, e) && ea >= r->base && page_of(r, ea) >= p0 &&
-		     page_of(r, ea) + MM_HPAGE_NR <= p1;
-	uint32_t ep;
+	struct rp_env *e = arg;
 
-	switch (r->xs[e]) {
-	case RX_HUGE:
-		ep = page_of(r, ea);
-		if (!whole) {
-			mm_anon_split(w->mm, pfn_at(r, ep));
-			r->xs[e] = RX_SMALL;
-			rp->st.huge_splits++;
-			return;
-		}
-		mm_anon_free(w->mm, pfn_at(r, ep), MM_HPAGE_ORDER, t);
-		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			pfn_set(r, ep + i, MM_NO_PFN);
-			r->ps[ep + i] = unmap ? RP_GONE : RP_EMPTY;
-		}
-		r->xs[e] = unmap ? RX_SMALL : RX_EMPTY;
-		return;
-	case RX_EMPTY:
-		if (unmap)
-			r->xs[e] = RX_SMALL;
-		return;
-	default:
-		return;
-	}
+	return mm_anon_split(e->w->mm, head);
 }
 
-static void release_range(struct sim_world *w, struct sim_task *t, struct sim_replay *rp,
-			  struct rp_region *r, uintptr_t a0, uintptr_t a1, bool unmap)
-{
-	uint32_t p0 = page_of(r, a0), p1 = page_of(r, a1);
+#define RP_AS_ENV(name, w, t)                                                                      \
+	struct rp_env name##_ctx = {(w), (t)};                                                     \
+	const struct as_env name = {&name##_ctx, env_free_frame, env_split_huge}
 
-	if (p0 >= p1)
-		return;
-	for (uint32_t e = ext_of(r, a0); e <= ext_of(r, a1 - 1); e++)
-		release_extent(w, t, rp, r, e, p0, p1, unmap);
-	for (uint32_t p = p0; p < p1; p++) {
-		uint8_t s = r->ps[p] & 0x0f;
-
-		if (s == RP_GONE)
-			continue;
-		if (s == RP_PRESENT)
-			free_frame(w, t, r, p);
-		r->ps[p] = (uint8_t)((unmap ? RP_GONE : RP_EMPTY) |
-				     (r->ps[p] & (RP_MIGRATING | RP_FREED)));
-	}
-	if (unmap)
-		trim(rp, r);
-}
-
+/* munmap / MADV_DONTNEED on every region [lo, hi) overlaps (uffd_unmap_managed, discard). */
 static void op_release(struct sim_world *w, struct sim_task *t, struct sim_replay *rp, uintptr_t lo,
 		       uintptr_t hi, bool unmap)
 {
+	RP_AS_ENV(env, w, t);
 	struct rp_region *hit[64];
 	unsigned n;
 
 	do { /* in passes of 64 regions, as mapops.c does */
 		int i = sorted_find(rp, lo);
 
-		if (i < 0 || rp->sorted[i]->hi <= lo)
+		if (i < 0 || rp->sorted[i]->as.hi <= lo)
 			i++;
-		for (n = 0; i < (int)rp->nsorted && rp->sorted[i]->lo < hi && n < 64; i++)
+		for (n = 0; i < (int)rp->nsorted && rp->sorted[i]->as.lo < hi && n < 64; i++)
 			hit[n++] = rp->sorted[i];
 		uintptr_t next = hi;
 
 		for (unsigned k = 0; k < n; k++) {
-			struct rp_region *r = hit[k];
+			struct as_region *r = &hit[k]->as;
 			uintptr_t a = lo > r->lo ? lo : r->lo, b = hi < r->hi ? hi : r->hi;
+			struct as_counts c = {0};
 
-			release_range(w, t, rp, r, a, b, unmap);
+			as_release(&env, r, as_page_of(r, a), as_page_of(r, b), unmap, &c);
+			rp->st.huge_splits += c.huge_splits;
+			if (unmap)
+				trim(rp, hit[k]);
 			next = b;
 		}
 		lo = next;
@@ -527,25 +407,14 @@ static void op_map(struct sim_replay *rp, uintptr_t lo, uintptr_t hi)
 {
 	struct rp_region *r = region_at(rp, lo);
 
-	if (r && hi <= r->hi) { /* a hole of r mapped again: revive() */
-		uint32_t p0 = page_of(r, lo), p1 = page_of(r, hi);
+	if (r && hi <= r->as.hi) { /* a hole of r mapped again: revive() */
+		uint32_t p0 = as_page_of(&r->as, lo), p1 = as_page_of(&r->as, hi);
 
-		for (uint32_t p = p0; p < p1; p++) {
-			if ((r->ps[p] & 0x0f) != RP_GONE) {
-				rp->st.map_conflicts++;
-				return;
-			}
+		if (!as_range_gone(&r->as, p0, p1)) {
+			rp->st.map_conflicts++;
+			return;
 		}
-		for (uint32_t p = p0; p < p1; p++)
-			r->ps[p] = RP_EMPTY;
-		for (uint32_t e = ext_of(r, lo); e <= ext_of(r, hi - 1); e++) {
-			uintptr_t ea = ext_addr(r, e);
-
-			if (ea >= lo && ea + MM_HPAGE_SIZE <= hi && ext_inside(r, e)) {
-				r->xs[e] = RX_EMPTY;
-				r->xadv[e] = MM_VMA_DEFAULT;
-			}
-		}
+		as_revive(&r->as, p0, p1);
 		return;
 	}
 	if (overlaps(rp, lo, hi)) {
@@ -563,88 +432,53 @@ static void op_resident(struct sim_replay *rp, uintptr_t lo, uintptr_t hi)
 {
 	struct rp_region *r = region_at(rp, lo);
 
-	if (!r || hi > r->hi)
+	if (!r || hi > r->as.hi)
 		return;
-	for (uint32_t p = page_of(r, lo); p < page_of(r, hi); p++)
-		r->ps[p] = RP_PRESENT; /* outside the pool: no frame */
-	recompute_extents(r, ext_of(r, lo), ext_of(r, hi - 1));
+	as_resident(&r->as, as_page_of(&r->as, lo), as_page_of(&r->as, hi));
 }
 
 static void op_advise(struct sim_replay *rp, uintptr_t lo, uintptr_t hi, uint8_t adv)
 {
 	int i = sorted_find(rp, lo);
 
-	if (i < 0 || rp->sorted[i]->hi <= lo)
+	if (i < 0 || rp->sorted[i]->as.hi <= lo)
 		i++;
-	for (; i < (int)rp->nsorted && rp->sorted[i]->lo < hi; i++) {
-		struct rp_region *r = rp->sorted[i];
-		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
-
-		if (x >= y)
-			continue;
-		for (uint32_t e = ext_of(r, x); e <= ext_of(r, y - 1); e++) {
-			uintptr_t ea = ext_addr(r, e);
-			bool whole = ea >= lo && ea + MM_HPAGE_SIZE <= hi;
-			uint8_t old = r->xadv[e];
-
-			r->xadv[e] = (uint8_t)(adv | (whole ? (old & RX_ADV_SPLIT) : RX_ADV_SPLIT));
-		}
-	}
+	for (; i < (int)rp->nsorted && rp->sorted[i]->as.lo < hi; i++)
+		as_advise(&rp->sorted[i]->as, lo, hi, adv);
 }
 
 /* transfer() of remap.c: the region at old_lo moves to [a, a + len) keeping page indices. */
-static void op_remap(struct sim_world *w, struct sim_replay *rp, uintptr_t old_lo, uintptr_t a,
-		     uint64_t len)
+static void op_remap(struct sim_world *w, struct sim_task *t, struct sim_replay *rp,
+		     uintptr_t old_lo, uintptr_t a, uint64_t len)
 {
+	RP_AS_ENV(env, w, t);
 	struct rp_region *r = region_at(rp, old_lo), *s;
-	uint32_t off, n_old, n_new;
-	intptr_t delta;
-	bool same_phase;
+	struct as_counts c = {0};
+	uint32_t off;
 
-	if (!r || r->lo != old_lo || len < MM_PAGE_SIZE ||
-	    a < (uintptr_t)page_of(r, r->lo) * MM_PAGE_SIZE) {
+	if (!r || r->as.lo != old_lo || len < MM_PAGE_SIZE ||
+	    a < (uintptr_t)as_page_of(&r->as, r->as.lo) * MM_PAGE_SIZE) {
 		rp->st.map_conflicts++;
 		return;
 	}
-	off = page_of(r, r->lo);
-	n_old = (uint32_t)((r->hi - r->lo) / MM_PAGE_SIZE);
-	n_new = (uint32_t)(len / MM_PAGE_SIZE);
-	delta = (intptr_t)(a - r->lo);
-	same_phase = (delta & (intptr_t)(MM_HPAGE_SIZE - 1)) == 0;
+	off = as_page_of(&r->as, r->as.lo);
 	s = region_new(rp, a - (uintptr_t)off * MM_PAGE_SIZE, a, a + len, r->id);
 	if (!s) {
 		rp->st.map_conflicts++;
 		return;
 	}
-	for (uint32_t q = 0; q < off; q++)
-		s->ps[q] = RP_GONE;
-	for (uint32_t q = off; q < off + n_old && q < off + n_new; q++) {
-		s->ps[q] = r->ps[q];
-		pfn_set(s, q, pfn_at(r, q));
-	}
-	for (uint32_t e = 0; e < s->nexts; e++)
-		s->xs[e] = RX_SMALL;
-	for (uint32_t e = 0; e < r->nexts; e++) {
-		uintptr_t ea = ext_addr(r, e);
-
-		if (r->xs[e] != RX_HUGE)
-			continue;
-		if (same_phase && ext_inside(s, ext_of(s, ea + (uintptr_t)delta))) {
-			s->xs[ext_of(s, ea + (uintptr_t)delta)] = RX_HUGE;
-			s->xadv[ext_of(s, ea + (uintptr_t)delta)] = r->xadv[e];
-		} else {
-			mm_anon_split(w->mm, pfn_at(r, page_of(r, ea)));
-			rp->st.huge_splits++;
-		}
-	}
-	for (uint32_t e = 0; e < s->nexts; e++)
-		if (s->xs[e] != RX_HUGE)
-			recompute_extents(s, e, e);
+	as_transfer(&env, &r->as, &s->as, &c);
+	rp->st.huge_splits += c.huge_splits;
 	sorted_remove(rp, r);
 	rp->regions[r->id] = s;
-	free(r->pfn1);
-	free(r);
-	if (overlaps(rp, s->lo, s->hi) || sorted_insert(rp, s))
+	if (r->migrating) { /* its migrator still looks at it (replay_migrate) */
+		r->dead = true;
+		r->next_dead = rp->dead;
+		rp->dead = r;
+	} else {
+		region_free(r);
+	}
+	if (overlaps(rp, s->as.lo, s->as.hi) || sorted_insert(rp, s))
 		rp->st.map_conflicts++;
 }
 
@@ -667,10 +501,10 @@ static void apply_change(struct sim_world *w, struct rp_thread *th, const struct
 		op_release(w, &th->task, rp, lo, hi, r->flags & OBS_TRF_UNMAP);
 		break;
 	case OBS_TR_ADVISE:
-		op_advise(rp, lo, hi, r->advice & RX_ADV_MASK);
+		op_advise(rp, lo, hi, r->advice & AS_ADV_MASK);
 		break;
 	case OBS_TR_REMAP:
-		op_remap(w, rp, r->addr, r->val2, r->val);
+		op_remap(w, &th->task, rp, r->addr, r->val2, r->val);
 		break;
 	default:
 		break;
@@ -680,16 +514,17 @@ static void apply_change(struct sim_world *w, struct rp_thread *th, const struct
 /* ---- faults ---------------------------------------------------------------------------------- */
 
 /* One first touch of page p. Returns the outcome, or -1 if mm refused the request. */
-static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region *r, uint32_t p,
+static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region *rr, uint32_t p,
 		    bool huge_ok, bool write, uintptr_t addr)
 {
+	struct as_region *r = &rr->as;
 	struct sim_task *t = &th->task;
-	uint32_t e = ext_of(r, r->base + (uintptr_t)p * MM_PAGE_SIZE);
-	uint32_t first = page_of(r, ext_addr(r, e));
+	uint32_t e = as_ext_of(r, as_page_addr(r, p));
+	uint32_t first = as_page_of(r, as_ext_addr(r, e));
 	struct mm_fault_req req = {
-	    .owner = cookie(r, p),
-	    .extent_owner = cookie(r, huge_ok ? first : p),
-	    .advice = (enum mm_vma_advice)(r->xadv[e] & RX_ADV_MASK),
+	    .owner = cookie(rr, p),
+	    .extent_owner = cookie(rr, huge_ok ? first : p),
+	    .advice = (enum mm_vma_advice)(as_xadv(r, e) & AS_ADV_MASK),
 	    .huge_ok = huge_ok,
 	    .write = write,
 	};
@@ -708,17 +543,11 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 		w->extents_huge += res.outcome == MM_FAULT_HUGE;
 	}
 	if (res.outcome == MM_FAULT_HUGE) {
-		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			pfn_set(r, first + i, res.pfn + i);
-			r->ps[first + i] = RP_PRESENT;
-		}
-		r->xs[e] = RX_HUGE;
+		as_fault_huge(r, e, res.pfn);
 	} else {
 		if (res.outcome == MM_FAULT_BASE)
 			sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
-		pfn_set(r, p, res.outcome == MM_FAULT_BASE ? res.pfn : MM_NO_PFN);
-		r->ps[p] = RP_PRESENT;
-		r->xs[e] = RX_SMALL;
+		as_fault_base(r, p, res.outcome == MM_FAULT_BASE ? res.pfn : MM_NO_PFN, true);
 	}
 	world_record_fault(w, t, &res, task_now(t) - t0, th->tid, addr);
 	return (int)res.outcome;
@@ -726,11 +555,11 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 
 /* The live host refused the huge mapping: keep only the faulting page, as huge_fallback_locked
  * does (the move mapped nothing). */
-static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, struct rp_region *r,
+static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, struct as_region *r,
 				 uint32_t e, uint32_t p)
 {
-	uint32_t first = page_of(r, ext_addr(r, e));
-	uint32_t head = pfn_at(r, first);
+	uint32_t first = as_page_of(r, as_ext_addr(r, e));
+	uint32_t head = as_pfn(r, first);
 
 	if (mm_anon_split(w->mm, head) != 0)
 		return;
@@ -738,29 +567,30 @@ static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, stru
 		if (first + i == p)
 			continue;
 		mm_anon_free(w->mm, head + i, 0, &th->task);
-		pfn_set(r, first + i, MM_NO_PFN);
-		r->ps[first + i] = RP_EMPTY;
+		as_pfn_set(r, first + i, MM_NO_PFN);
+		as_pstate_set(r, first + i, AS_P_EMPTY);
 	}
-	r->xs[e] = RX_SMALL;
+	as_xstate_set(r, e, AS_X_SMALL);
 	th->rp->st.host_fallbacks++;
 }
 
 /* A recorded huge touch that this replay served with 4 KiB pages: the rest of the extent. */
-static void implied_touches(struct sim_world *w, struct rp_thread *th, struct rp_region *r,
+static void implied_touches(struct sim_world *w, struct rp_thread *th, struct rp_region *rr,
 			    uint32_t e, bool write)
 {
-	uintptr_t ea = ext_addr(r, e);
+	struct as_region *r = &rr->as;
+	uintptr_t ea = as_ext_addr(r, e);
 
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		uintptr_t a = ea + (uintptr_t)i * MM_PAGE_SIZE;
 		uint32_t p;
 
-		if (a < r->lo || a >= r->hi || !r->live)
+		if (a < r->lo || a >= r->hi || !rr->live)
 			continue;
-		p = page_of(r, a);
-		if (r->ps[p] != RP_EMPTY)
+		p = as_page_of(r, a);
+		if (as_pstate(r, p) != AS_P_EMPTY)
 			continue;
-		if (do_fault(w, th, r, p, false, write, a) >= 0)
+		if (do_fault(w, th, rr, p, false, write, a) >= 0)
 			th->rp->st.implied++;
 		sim_charge(th->task.a, w->cfg->costs.ns[SIM_COST_TOUCH_4K]);
 	}
@@ -786,74 +616,81 @@ static void replay_fault(struct sim_world *w, struct rp_thread *th, const struct
 	struct sim_replay *rp = th->rp;
 	struct sim_replay_stats *st = &rp->st;
 	uintptr_t addr = rec->addr & ~(MM_PAGE_SIZE - 1);
-	struct rp_region *r = region_at(rp, addr);
+	struct rp_region *rr = region_at(rp, addr);
 	unsigned recorded = obs_trace_decision(rec);
 	bool write = rec->flags & OBS_TRF_WRITE;
+	struct as_region *r;
 	uint32_t p, e;
+	uint8_t xs;
 	int got;
 
 	st->recorded++;
-	if (!r) {
+	if (!rr) {
 		st->orphans++;
 		return;
 	}
-	p = page_of(r, addr);
-	e = ext_of(r, addr);
-	if (r->xs[e] == RX_HUGE || (r->ps[p] & 0x0f) != RP_EMPTY) {
+	r = &rr->as;
+	p = as_page_of(r, addr);
+	e = as_ext_of(r, addr);
+	xs = AS_X_STATE(as_xstate(r, e));
+	if (xs == AS_X_HUGE || AS_P_STATE(as_pstate(r, p)) != AS_P_EMPTY) {
 		st->absorbed++;
 		return;
 	}
-	if (r->xs[e] == RX_EMPTY) {
-		bool cand = !(r->xadv[e] & RX_ADV_SPLIT);
+	if (xs == AS_X_EMPTY) {
+		bool cand = !(as_xadv(r, e) & AS_ADV_SPLIT);
 
 		st->cand_mismatch += cand != !!(rec->flags & OBS_TRF_CAND);
-		got = do_fault(w, th, r, p, cand, write, addr);
+		got = do_fault(w, th, rr, p, cand, write, addr);
 		if (got < 0)
 			return;
 		agree(st, recorded, got);
 		if (got == MM_FAULT_HUGE && (rec->flags & OBS_TRF_HOST_SMALL))
 			mirror_host_fallback(w, th, r, e, p);
 		else if (got != MM_FAULT_HUGE && recorded == MM_FAULT_HUGE)
-			implied_touches(w, th, r, e, write);
+			implied_touches(w, th, rr, e, write);
 		return;
 	}
 	st->cand_mismatch += !!(rec->flags & OBS_TRF_CAND);
-	got = do_fault(w, th, r, p, false, write, addr);
+	got = do_fault(w, th, rr, p, false, write, addr);
 	if (got >= 0)
 		agree(st, recorded, got);
 }
 
-/* The owner's side of migrate_anon for replayed regions (proc_migrate's rules). */
+/* The owner's side of migrate_anon for replayed regions: core/as's rules, as migrate.c applies
+ * them live. The copy takes migrate-page of virtual time, during which the program may release
+ * the page (then mm frees both frames) or move its region (then the successor keeps the page and
+ * its frame, and the migration fails). */
 int replay_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32_t from,
 		   uint32_t to)
 {
 	struct sim_replay *rp = w->replay_state;
 	uint32_t id = (uint32_t)(owner >> 32) - RP_ID_BASE, page = (uint32_t)owner;
 	struct rp_region *r;
+	int rc;
 
-	if (!rp || id >= rp->nregions || !(r = rp->regions[id]) || page >= r->npages ||
-	    pfn_at(r, page) != from || (r->ps[page] & 0x0f) != RP_PRESENT)
+	if (!rp || id >= rp->nregions || !(r = rp->regions[id]))
 		return -ENOENT;
-	if (r->xs[ext_of(r, r->base + (uintptr_t)page * MM_PAGE_SIZE)] == RX_HUGE ||
-	    (r->ps[page] & RP_MIGRATING))
-		return -EBUSY;
-	r->ps[page] |= RP_MIGRATING;
+	rc = as_migrate_claim(&r->as, page, from);
+	if (rc)
+		return rc;
+	r->migrating++;
 	if (t && t->a) {
 		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_MIGRATE_PAGE]);
 		sim_settle(t->a); /* the program may release or move the page meanwhile */
 	}
-	r = id < rp->nregions ? rp->regions[id] : NULL; /* a remap replaces the struct */
-	if (!r || page >= r->npages)
-		return -ENOENT;
-	if (r->ps[page] & RP_FREED) {
-		r->ps[page] &= (uint8_t) ~(RP_MIGRATING | RP_FREED);
-		return -ENOENT; /* mm frees both frames */
+	r->migrating--;
+	rc = as_migrate_freed(&r->as, page);
+	if (rc < 0) {
+		if (r->live) /* an unmapped page may end the span */
+			trim(rp, r);
+	} else if (r->dead) {
+		as_migrate_cancel(&r->as, page, false);
+		rc = -EAGAIN;
+	} else {
+		as_migrate_commit(&r->as, page, to);
 	}
-	r->ps[page] &= (uint8_t)~RP_MIGRATING;
-	if (pfn_at(r, page) != from)
-		return -ENOENT;
-	pfn_set(r, page, to);
-	return 0;
+	return rc;
 }
 
 /* ---- the actors --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <ucontext.h>
 
+#include "as/as.h"
 #include "io/devmodel.h"
 #include "io/wbmodel.h"
 #include "io/wbqueue.h"
@@ -69,16 +70,15 @@ struct sim_task {
 	struct sim_task *next;		  /* the world's list of tasks */
 };
 
-/* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact). */
-#define PROC_HUGE      0x1 /* page belongs to a huge extent (pfn[] holds head + i) */
-#define PROC_MIGRATING 0x2 /* a migrate_anon call on this page is in flight */
+/* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact): one
+ * core/as region at PROC_MAP_BASE. */
+#define PROC_MAP_BASE 0x7f0000000000ULL
 struct sim_proc {
 	uint32_t pid; /* owner cookie = pid << 32 | page index */
 	uint32_t npages;
-	uint32_t *pfn;	    /* frame of each page, MM_NO_PFN when not faulted */
-	uint8_t *flags;	    /* PROC_* per page */
-	unsigned migrating; /* migrate_anon calls in flight */
-	bool exited;	    /* pages freed; the struct lives until migrating drops to 0 */
+	struct as_region as; /* page and extent states, frames */
+	unsigned migrating;  /* migrate_anon calls in flight */
+	bool exited;	     /* pages freed; the struct lives until migrating drops to 0 */
 	enum mm_vma_advice advice;
 };
 

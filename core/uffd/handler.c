@@ -103,12 +103,9 @@ static int base_map_locked(struct fault_ctx *fc, bool in_extent)
 		rc = 0;
 	}
 	if (rc == 0) {
-		uffd_pfn_set(r, fc->p, fc->res.pfn);
-		uffd_pstate_set(r, fc->p, UP_PRESENT);
-		if (in_extent) {
-			uffd_xstate_set(r, fc->e, UX_SMALL);
+		as_fault_base(&r->as, fc->p, fc->res.pfn, in_extent);
+		if (in_extent)
 			wake_extent(fc); /* other waiters in it now go per page */
-		}
 		return 0;
 	}
 	free_frame(fc->lv, fc->res.pfn, 0, fc->w);
@@ -224,7 +221,6 @@ static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
 	uintptr_t dst = uffd_ext_addr(r, fc->e);
-	uint32_t p0 = ext_first_page(fc);
 	size_t moved = 0;
 	int rc;
 
@@ -236,11 +232,7 @@ static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
 	rc = move_all(lv->uffd, dst, (uintptr_t)uffd_staging_addr(&lv->staging, slot),
 		      UFFD_HPAGE_SIZE, &moved);
 	if (rc == 0) {
-		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-			uffd_pfn_set(r, p0 + i, head + i);
-			uffd_pstate_set(r, p0 + i, UP_PRESENT);
-		}
-		uffd_xstate_set(r, fc->e, UX_HUGE);
+		as_fault_huge(&r->as, fc->e, head);
 		uffd_staging_spent(&lv->staging, slot);
 		return 1;
 	}

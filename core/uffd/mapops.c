@@ -7,6 +7,10 @@
  * flagged and their owner finalises. The real system call runs under the same locks. The
  * emulator never asks for EVENT_* features, so none of this waits for a handler round trip.
  *
+ * What a call does to the page and extent states (which frames go back, which huge extents are
+ * split, what a revived hole or an advice becomes) is core/as's rule, shared with the simulator;
+ * this file adds the locks, the trace records, the counters and the real system calls.
+ *
  * Lock order: region busy (address order) -> mm lock -> table lock.
  */
 #include "uffd/uffd_internal.h"
@@ -65,83 +69,33 @@ void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes)
 
 /* ---- releasing pages ------------------------------------------------------------------------ */
 
-/* Extent e overlaps the released pages [p0, p1). Returns true if its pages were all handled
- * here (a wholly freed huge extent: the page loop then finds them EMPTY or GONE). */
-static bool release_extent(struct uffd_live *lv, struct uffd_region *r, uint32_t e, uint32_t p0,
-			   uint32_t p1, bool unmap)
+static void env_free_frame(void *arg, uint32_t pfn, unsigned order)
 {
-	uintptr_t ea = uffd_ext_addr(r, e);
-	bool whole = uffd_ext_inside(r, e) && ea >= r->base && uffd_page_of(r, ea) >= p0 &&
-		     uffd_page_of(r, ea) + MM_HPAGE_NR <= p1;
+	struct uffd_live *lv = arg;
 
-	for (;;) {
-		uint8_t xs = uffd_xstate(r, e);
-
-		switch (UX_STATE(xs)) {
-		case UX_HUGE: {
-			uint32_t ep = uffd_page_of(r, ea), head = uffd_pfn_get(r, ep);
-
-			if (!whole) {
-				mm_anon_split(lv->mm, head);
-				uffd_xstate_set(r, e, UX_SMALL);
-				UFFD_COUNT(lv, huge_splits);
-				return false;
-			}
-			mm_anon_free(lv->mm, head, MM_HPAGE_ORDER, NULL);
-			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-				uffd_pfn_set(r, ep + i, MM_NO_PFN);
-				uffd_pstate_set(r, ep + i, unmap ? UP_GONE : UP_EMPTY);
-			}
-			/* a zapped PMD leaves pmd_none: the extent may take a THP again */
-			uffd_xstate_set(r, e, unmap ? UX_SMALL : UX_EMPTY);
-			uffd_stat_add(&lv->stats->host.pages_freed, MM_HPAGE_NR);
-			return true;
-		}
-		case UX_FILLING:
-			if (uffd_xstate_cas(r, e, xs, xs | UX_F_DISTURBED))
-				return false;
-			continue;
-		case UX_EMPTY:
-			if (!unmap || uffd_xstate_cas(r, e, xs, UX_SMALL))
-				return false;
-			continue;
-		default:
-			return false;
-		}
-	}
+	mm_anon_free(lv->mm, pfn, order, NULL);
 }
 
-/* Page p is being freed: returns the frame to give back (MM_NO_PFN if none). */
-static uint32_t release_page(struct uffd_region *r, uint32_t p, bool unmap, uint32_t *freed)
+static int env_split_huge(void *arg, uint32_t head)
 {
-	for (;;) {
-		uint8_t ps = uffd_pstate(r, p);
-		uint8_t flags = UP_F_FREED | (unmap ? UP_F_UNMAPPED : 0);
+	struct uffd_live *lv = arg;
 
-		switch (UP_STATE(ps)) {
-		case UP_EMPTY:
-			if (!unmap || uffd_pstate_cas(r, p, ps, UP_GONE))
-				return MM_NO_PFN;
-			continue;
-		case UP_PRESENT: {
-			uint32_t pfn = uffd_pfn_get(r, p);
+	return mm_anon_split(lv->mm, head);
+}
 
-			if (!uffd_pstate_cas(r, p, ps, unmap ? UP_GONE : UP_EMPTY))
-				continue;
-			uffd_pfn_set(r, p, MM_NO_PFN);
-			(*freed)++;
-			return pfn;
-		}
-		case UP_FILLING:
-		case UP_MIGRATING:
-			/* owned: flag it, the owner gives the frame back */
-			if (uffd_pstate_cas(r, p, ps, ps | flags))
-				return MM_NO_PFN;
-			continue;
-		default:
-			return MM_NO_PFN;
-		}
-	}
+/* core/as's effects on this process's pool. */
+void uffd_as_env(struct uffd_live *lv, struct as_env *env)
+{
+	*env = (struct as_env){lv, env_free_frame, env_split_huge};
+}
+
+/* Counters of what a core/as rule did. */
+void uffd_as_count(struct uffd_live *lv, const struct as_counts *c)
+{
+	if (c->pages_freed)
+		uffd_stat_add(&lv->stats->host.pages_freed, c->pages_freed);
+	if (c->huge_splits)
+		uffd_stat_add(&lv->stats->host.huge_splits, c->huge_splits);
 }
 
 void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint32_t p0,
@@ -149,22 +103,15 @@ void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint
 {
 	uintptr_t a0 = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
 	uintptr_t a1 = r->base + (uintptr_t)p1 * UFFD_PAGE_SIZE;
-	uint32_t freed = 0;
+	struct as_counts c = {0};
+	struct as_env env;
 
 	if (p0 >= p1)
 		return;
 	uffd_trace_event(lv, OBS_TR_RELEASE, a0, a1 - a0, 0, unmap ? OBS_TRF_UNMAP : 0, 0);
-	/* extents first: a wholly freed huge extent goes back as one order-9 block, a partly freed
-	 * one is split (split_huge_pmd) so that its pages go back one by one below */
-	for (uint32_t e = uffd_ext_of(r, a0); e <= uffd_ext_of(r, a1 - 1); e++)
-		release_extent(lv, r, e, p0, p1, unmap);
-	for (uint32_t p = p0; p < p1; p++) {
-		uint32_t pfn = release_page(r, p, unmap, &freed);
-
-		if (pfn != MM_NO_PFN)
-			mm_anon_free(lv->mm, pfn, 0, NULL);
-	}
-	uffd_stat_add(&lv->stats->host.pages_freed, freed);
+	uffd_as_env(lv, &env);
+	as_release(&env, &r->as, p0, p1, unmap, &c);
+	uffd_as_count(lv, &c);
 }
 
 /* ---- failing a region ------------------------------------------------------------------------ */
@@ -179,8 +126,7 @@ void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err)
 		return;
 	}
 	r->failed = 1;
-	for (uintptr_t a = r->lo; a < r->hi; a += UFFD_PAGE_SIZE)
-		live += UP_STATE(uffd_pstate(r, uffd_page_of(r, a))) != UP_GONE;
+	live = as_live_pages(&r->as, uffd_page_of(r, r->lo), uffd_page_of(r, r->hi));
 	/* the kernel serves this range natively from now on and wakes whoever waits in it */
 	uffd_io_unregister(lv->uffd, r->lo, r->hi - r->lo);
 	uffd_region_release_pages(lv, r, uffd_page_of(r, r->lo), uffd_page_of(r, r->hi), true);
@@ -211,26 +157,6 @@ bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int fl
 	return len >= lv->cfg.min_region && len > 0;
 }
 
-/* Pages [p0, p1) of r were GONE and are mapped again: revive them (busy write lock held). */
-static void revive_locked(struct uffd_region *r, uint32_t p0, uint32_t p1)
-{
-	uintptr_t a0 = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
-	uintptr_t a1 = r->base + (uintptr_t)p1 * UFFD_PAGE_SIZE;
-
-	for (uint32_t p = p0; p < p1; p++)
-		uffd_pstate_set(r, p, UP_EMPTY);
-	/* extents wholly inside the revived range had every page GONE, so no handler can be
-	 * claiming one of their pages: they may become huge candidates again */
-	for (uint32_t e = uffd_ext_of(r, a0); e <= uffd_ext_of(r, a1 - 1); e++) {
-		uintptr_t ea = uffd_ext_addr(r, e);
-
-		if (ea >= a0 && ea + UFFD_HPAGE_SIZE <= a1 && uffd_ext_inside(r, e)) {
-			uffd_xstate_set(r, e, UX_EMPTY);
-			uffd_xadv_set(r, e, MM_VMA_DEFAULT);
-		}
-	}
-}
-
 /* A hole [lo, hi) in a region's span was mapped again: manage it in that region. Returns
  * -EAGAIN when the span no longer covers the hole (trimmed or removed meanwhile). */
 static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
@@ -247,12 +173,11 @@ static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 	p0 = uffd_page_of(r, lo);
 	p1 = uffd_page_of(r, hi);
 	rc = -EEXIST;
-	for (uint32_t p = p0; p < p1; p++)
-		if (UP_STATE(uffd_pstate(r, p)) != UP_GONE)
-			goto unlock;
+	if (!as_range_gone(&r->as, p0, p1))
+		goto unlock;
 	uffd_host_advise(lv, lo, hi - lo);
 	uffd_trace_event(lv, OBS_TR_MAP, lo, hi - lo, 0, 0, 0);
-	revive_locked(r, p0, p1); /* before the first fault can arrive */
+	as_revive(&r->as, p0, p1); /* before the first fault can arrive */
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);
 	if (rc == 0) {
 		uffd_gauge_add(lv, hi - lo);
@@ -366,8 +291,7 @@ long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (
 		struct uffd_region *r = rs[i];
 		uintptr_t a = lo > r->lo ? lo : r->lo, b = hi < r->hi ? hi : r->hi;
 
-		for (uintptr_t x = a; x < b; x += UFFD_PAGE_SIZE)
-			gone += UP_STATE(uffd_pstate(r, uffd_page_of(r, x))) != UP_GONE;
+		gone += as_live_pages(&r->as, uffd_page_of(r, a), uffd_page_of(r, b));
 		uffd_region_release_pages(lv, r, uffd_page_of(r, a), uffd_page_of(r, b), true);
 	}
 	rc = real(arg);
@@ -493,17 +417,8 @@ static void set_advice(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int adv
 	if (n)
 		uffd_trace_event(lv, OBS_TR_ADVISE, lo, hi - lo, 0, 0, adv);
 	for (unsigned i = 0; i < n; i++) {
-		struct uffd_region *r = rs[i];
-		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
-
-		for (uint32_t e = uffd_ext_of(r, x); e <= uffd_ext_of(r, y - 1); e++) {
-			uintptr_t ea = uffd_ext_addr(r, e);
-			bool whole = ea >= lo && ea + UFFD_HPAGE_SIZE <= hi;
-			uint8_t old = uffd_xadv(r, e);
-
-			uffd_xadv_set(r, e, adv | (whole ? (old & UX_ADV_SPLIT) : UX_ADV_SPLIT));
-		}
-		uffd_region_put(&lv->table, r);
+		as_advise(&rs[i]->as, lo, hi, adv);
+		uffd_region_put(&lv->table, rs[i]);
 	}
 }
 
@@ -595,10 +510,14 @@ int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot)
 	if (rc < 0)
 		goto unmap_vec;
 	/* resident pages stay as the kernel made them: present, outside the pool */
-	for (size_t p = 0; p < npages; p++)
-		if (((uint8_t *)vec)[p] & 1)
-			r->pstate[p] = UP_PRESENT;
-	uffd_region_recompute_extents(r, 0, r->nexts - 1);
+	for (size_t p = 0; p < npages;) {
+		size_t q = p;
+
+		while (q < npages && (((uint8_t *)vec)[q] & 1))
+			q++;
+		as_resident(&r->as, (uint32_t)p, (uint32_t)q);
+		p = q > p ? q : p + 1;
+	}
 	uffd_host_advise(lv, (uintptr_t)addr, hi - lo);
 	trace_adopt(lv, lo, (const uint8_t *)vec, npages);
 	rc = uffd_io_register(lv->uffd, lo, hi - lo);

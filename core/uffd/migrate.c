@@ -18,6 +18,8 @@
  * -ENOENT (mm then frees both frames). Once the hook has returned, the program may free the page
  * before mm has retaken its lock to commit the migration: mm honours that free (mm.h,
  * mm_anon_free), so the hook returns without the mm lock, as every [unlocked] hook does.
+ * The page-state side (claim, freed meanwhile, commit, abandon) is core/as's, shared with the
+ * simulator (as_migrate_*).
  */
 #include "uffd/uffd_internal.h"
 
@@ -51,49 +53,17 @@ static bool moved_anyway(struct uffd_live *lv, uintptr_t dst, uintptr_t src)
 	return true;
 }
 
-/* PRESENT -> MIGRATING if the page still holds `from`. */
-static int migrate_claim(struct uffd_region *r, uint32_t p, uint32_t from)
-{
-	uint8_t ps;
-	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
-
-	if (p >= r->npages)
-		return -ENOENT;
-	if (UX_STATE(__atomic_load_n(&r->xstate[uffd_ext_of(r, addr)], __ATOMIC_ACQUIRE)) ==
-	    UX_HUGE)
-		return -EBUSY; /* THP are never migration sources */
-	ps = __atomic_load_n(&r->pstate[p], __ATOMIC_ACQUIRE);
-	switch (UP_STATE(ps)) {
-	case UP_PRESENT:
-		break;
-	case UP_EMPTY:
-	case UP_GONE:
-		return -ENOENT;
-	default:
-		return -EAGAIN;
-	}
-	if (ps != UP_PRESENT)
-		return -EAGAIN;
-	if (uffd_pfn_get(r, p) != from)
-		return -ENOENT; /* freed and refilled since mm isolated it */
-	if (!__atomic_compare_exchange_n(&r->pstate[p], &ps, UP_MIGRATING, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return -EAGAIN;
-	return 0;
-}
-
 /* The unmap failed: nothing moved. Say why in mm's terms. A thread that faulted meanwhile saw
  * MIGRATING and waits: wake it once the page has its new state. */
 static int unmap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p, int rc)
 {
 	struct uffd_live *lv = w->lv;
-	uint8_t state = UP_PRESENT;
+	bool lost = false;
 	int ret;
 
 	switch (rc) {
 	case -ENOENT: /* no page there any more: its data went with whoever zapped it */
-		uffd_pfn_set(r, p, MM_NO_PFN);
-		state = UP_EMPTY;
+		lost = true;
 		ret = -ENOENT;
 		break;
 	case -EBUSY:  /* pinned, or shared with a fork child: not movable now */
@@ -111,7 +81,7 @@ static int unmap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 		ret = -EAGAIN;
 		break;
 	}
-	uffd_pstate_set(r, p, state);
+	as_migrate_cancel(&r->as, p, lost);
 	uffd_io_wake(lv->uffd, r->base + (uintptr_t)p * UFFD_PAGE_SIZE, UFFD_PAGE_SIZE);
 	return ret;
 }
@@ -125,15 +95,14 @@ static int remap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 
 	if (uffd_io_move(lv->uffd, addr, (uintptr_t)scratch, UFFD_PAGE_SIZE, 0, NULL) == 0 ||
 	    moved_anyway(lv, addr, (uintptr_t)scratch)) {
-		uffd_pstate_set(r, p, UP_PRESENT);
+		as_migrate_cancel(&r->as, p, false);
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -EAGAIN;
 	}
 	/* only a mapping that vanished behind our back gets here: its data is gone with it */
 	if (rc != -ENOENT)
 		UFFD_COUNT(lv, uffd_errors);
-	uffd_pfn_set(r, p, MM_NO_PFN);
-	uffd_pstate_set(r, p, UP_EMPTY);
+	as_migrate_cancel(&r->as, p, true);
 	uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 	return -ENOENT;
 }
@@ -142,25 +111,22 @@ static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t
 {
 	struct uffd_live *lv = w->lv;
 	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
-	uint8_t ps = __atomic_load_n(&r->pstate[p], __ATOMIC_ACQUIRE);
 	uint8_t *scratch;
 	int rc;
 
-	if (ps & UP_F_FREED) { /* the program freed it first: nothing to copy */
-		uffd_pfn_set(r, p, MM_NO_PFN);
-		uffd_pstate_set(r, p, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+	if (as_migrate_freed(&r->as, p) < 0) { /* the program freed it first: nothing to copy */
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -ENOENT;
 	}
 	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed) {
 		/* transferred (its successor owns the frame) or given back to the kernel */
-		uffd_pstate_set(r, p, UP_PRESENT);
+		as_migrate_cancel(&r->as, p, false);
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -EAGAIN;
 	}
 	if (!guard_migrate_begin()) { /* a fork is copying the address space: not now */
 		UFFD_COUNT(lv, fork_deferred);
-		uffd_pstate_set(r, p, UP_PRESENT);
+		as_migrate_cancel(&r->as, p, false);
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -EBUSY;
 	}
@@ -185,8 +151,7 @@ static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t
 	guard_migrate_end(); /* the page is back where the program left it (or gone with it) */
 	if (rc < 0)
 		return rc;
-	uffd_pfn_set(r, p, to);
-	uffd_pstate_set(r, p, UP_PRESENT);
+	as_migrate_commit(&r->as, p, to);
 	UFFD_COUNT(lv, anon_migrations);
 	return 0;
 }
@@ -200,7 +165,7 @@ int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint
 
 	if (!r)
 		return -ENOENT;
-	rc = migrate_claim(r, p, from);
+	rc = as_migrate_claim(&r->as, p, from);
 	if (rc < 0) {
 		uffd_region_put(&lv->table, r);
 		return rc;

@@ -213,29 +213,15 @@ static int cid_alloc_locked(struct uffd_table *t, struct uffd_region *r, uint32_
 	return -ENOSPC;
 }
 
-/* Lay the four state arrays out in one mapping. */
+/* The four state arrays (core/as's layout) in one mapping. */
 static int region_meta_init(struct uffd_region *r)
 {
-	size_t ps = (r->npages + 7) & ~7UL;
-	size_t pf = (size_t)r->npages * sizeof(uint32_t);
-	size_t xs = (r->nexts + 7) & ~7UL;
-
-	r->meta_len = (ps + pf + 2 * xs + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+	r->meta_len = (as_region_meta_size(&r->as) + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
 	r->meta = meta_alloc(r->meta_len);
 	if (!r->meta)
 		return -ENOMEM;
-	r->pstate = r->meta;
-	r->pfn = (uint32_t *)(void *)(r->pstate + ps);
-	r->xstate = (uint8_t *)(r->pfn + r->npages);
-	r->xadv = r->xstate + xs;
+	as_region_attach(&r->as, r->meta);
 	return 0;
-}
-
-bool uffd_ext_inside(const struct uffd_region *r, uint32_t e)
-{
-	uintptr_t a = uffd_ext_addr(r, e);
-
-	return a >= r->lo && a + UFFD_HPAGE_SIZE <= r->hi;
 }
 
 /* Insert r into the sorted array; -EEXIST if its span overlaps a neighbour's. */
@@ -279,12 +265,9 @@ int uffd_region_create(struct uffd_table *t, uintptr_t lo, uintptr_t hi, int pro
 	}
 	r = &t->slots[slot];
 	memset(r, 0, sizeof(*r));
-	r->base = lo;
-	r->ext_base = lo & ~(UFFD_HPAGE_SIZE - 1);
-	r->lo = lo;
-	r->hi = hi;
-	r->npages = (uint32_t)((hi - lo) / UFFD_PAGE_SIZE);
-	r->nexts = (uint32_t)((hi - r->ext_base + UFFD_HPAGE_SIZE - 1) / UFFD_HPAGE_SIZE);
+	rc = as_region_geometry(&r->as, lo, lo, hi);
+	if (rc < 0)
+		goto free_slot;
 	r->prot = prot;
 	r->refs = 1; /* the table's */
 	rc = region_meta_init(r);
@@ -298,8 +281,6 @@ int uffd_region_create(struct uffd_table *t, uintptr_t lo, uintptr_t hi, int pro
 		if (rc < 0)
 			goto free_meta;
 	}
-	for (uint32_t e = 0; e < r->nexts; e++)
-		r->xstate[e] = uffd_ext_inside(r, e) ? UX_EMPTY : UX_SMALL;
 	if (insert) {
 		rc = sorted_insert_locked(t, r);
 		if (rc < 0)
@@ -375,43 +356,14 @@ void uffd_region_remove(struct uffd_table *t, struct uffd_region *r)
 
 void uffd_region_trim(struct uffd_table *t, struct uffd_region *r)
 {
-	uint32_t p0 = uffd_page_of(r, r->lo), p1 = uffd_page_of(r, r->hi);
+	uintptr_t lo, hi;
 
-	while (p0 < p1 && UP_STATE(__atomic_load_n(&r->pstate[p0], __ATOMIC_ACQUIRE)) == UP_GONE)
-		p0++;
-	while (p1 > p0 &&
-	       UP_STATE(__atomic_load_n(&r->pstate[p1 - 1], __ATOMIC_ACQUIRE)) == UP_GONE)
-		p1--;
-	if (p0 == p1) {
+	if (!as_trim_span(&r->as, &lo, &hi)) {
 		uffd_region_remove(t, r);
 		return;
 	}
 	pthread_rwlock_wrlock(&t->lock);
-	r->lo = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
-	r->hi = r->base + (uintptr_t)p1 * UFFD_PAGE_SIZE;
+	r->lo = lo;
+	r->hi = hi;
 	pthread_rwlock_unlock(&t->lock);
-}
-
-void uffd_region_recompute_extents(struct uffd_region *r, uint32_t e0, uint32_t e1)
-{
-	for (uint32_t e = e0; e <= e1 && e < r->nexts; e++) {
-		uint8_t xs = __atomic_load_n(&r->xstate[e], __ATOMIC_ACQUIRE);
-		uint8_t want = UX_SMALL;
-
-		if (UX_STATE(xs) == UX_HUGE)
-			continue;
-		if (uffd_ext_inside(r, e)) {
-			uint32_t p = uffd_page_of(r, uffd_ext_addr(r, e));
-
-			want = UX_EMPTY;
-			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-				if (__atomic_load_n(&r->pstate[p + i], __ATOMIC_ACQUIRE) !=
-				    UP_EMPTY) {
-					want = UX_SMALL;
-					break;
-				}
-			}
-		}
-		__atomic_store_n(&r->xstate[e], want, __ATOMIC_RELEASE);
-	}
 }

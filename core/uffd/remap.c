@@ -12,6 +12,7 @@
  *   - anything else (part of a region, MREMAP_DONTUNMAP, a destination over managed memory) gives
  *     the source pages back to the kernel before the call and adopts the result afterwards:
  *     pages it holds stay, unaccounted, and its holes are first touches again.
+ * What the successor of a transferred region holds is core/as's rule (as_transfer).
  */
 #include "uffd/uffd_internal.h"
 
@@ -30,65 +31,6 @@ static uintptr_t page_up(uintptr_t x)
 	return (x + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
 }
 
-/* Page q of the successor mirrors page q of the region (same index, same cookie). */
-static uint8_t successor_state(struct uffd_region *r, uint32_t q, uint32_t *pfn)
-{
-	uint8_t ps = uffd_pstate(r, q);
-	uint8_t gone = (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY;
-
-	*pfn = uffd_pfn_get(r, q);
-	switch (UP_STATE(ps)) {
-	case UP_FILLING: /* its owner sees the region dead and gives its frame back */
-		*pfn = MM_NO_PFN;
-		return (ps & UP_F_FREED) ? gone : UP_EMPTY;
-	case UP_MIGRATING: /* the migration fails (-EAGAIN) and the frame stays with the page,
-			    * unless the program freed it: then mm frees it (-ENOENT) */
-		if (ps & UP_F_FREED) {
-			*pfn = MM_NO_PFN;
-			return gone;
-		}
-		return UP_PRESENT;
-	default:
-		return UP_STATE(ps);
-	}
-}
-
-static void copy_extents(struct uffd_live *lv, struct uffd_region *r, struct uffd_region *s,
-			 intptr_t delta)
-{
-	bool same_phase = (delta & (intptr_t)(UFFD_HPAGE_SIZE - 1)) == 0;
-
-	for (uint32_t e = 0; e < r->nexts; e++) {
-		uint8_t xs = UX_STATE(uffd_xstate(r, e));
-		uintptr_t ea = uffd_ext_addr(r, e);
-		uint32_t head;
-
-		if (xs != UX_HUGE)
-			continue;
-		head = uffd_pfn_get(r, uffd_page_of(r, ea));
-		if (same_phase && uffd_ext_inside(s, uffd_ext_of(s, ea + (uintptr_t)delta))) {
-			uint32_t e2 = uffd_ext_of(s, ea + (uintptr_t)delta);
-
-			uffd_xstate_set(s, e2, UX_HUGE);
-			uffd_xadv_set(s, e2, uffd_xadv(r, e));
-		} else {
-			mm_anon_split(lv->mm, head); /* the move cannot keep this PMD */
-			UFFD_COUNT(lv, huge_splits);
-		}
-	}
-	for (uint32_t e2 = 0; e2 < s->nexts; e2++)
-		if (UX_STATE(uffd_xstate(s, e2)) != UX_HUGE)
-			uffd_region_recompute_extents(s, e2, e2);
-	if (same_phase) { /* carry the program's advice for the extents that kept their place */
-		for (uint32_t e = 0; e < r->nexts; e++) {
-			uintptr_t ea2 = uffd_ext_addr(r, e) + (uintptr_t)delta;
-
-			if (ea2 >= s->ext_base && uffd_ext_of(s, ea2) < s->nexts)
-				uffd_xadv_set(s, uffd_ext_of(s, ea2), uffd_xadv(r, e));
-		}
-	}
-}
-
 /* Transfer r (busy write lock held) to its new place [a, a + len). */
 static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, size_t len)
 {
@@ -96,8 +38,9 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 	uint32_t n_old = (uint32_t)((r->hi - r->lo) / UFFD_PAGE_SIZE);
 	uint32_t n_new = (uint32_t)(len / UFFD_PAGE_SIZE);
 	uintptr_t base = a - (uintptr_t)off * UFFD_PAGE_SIZE;
-	intptr_t delta = (intptr_t)(a - r->lo);
+	struct as_counts c = {0};
 	struct uffd_region *s;
+	struct as_env env;
 	int rc;
 
 	if (a < (uintptr_t)off * UFFD_PAGE_SIZE)
@@ -111,17 +54,9 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 		return rc;
 	uffd_trace_event(lv, OBS_TR_REMAP, r->lo, len, a, 0, 0);
 	s->lo = a;
-	for (uint32_t q = 0; q < off; q++)
-		s->pstate[q] = UP_GONE;
-	for (uint32_t q = off; q < off + n_old && q < off + n_new; q++) {
-		uint32_t pfn;
-
-		s->pstate[q] = successor_state(r, q, &pfn);
-		uffd_pfn_set(s, q, pfn);
-	}
-	for (uint32_t e = 0; e < s->nexts; e++)
-		s->xstate[e] = UX_SMALL;
-	copy_extents(lv, r, s, delta);
+	uffd_as_env(lv, &env);
+	as_transfer(&env, &r->as, &s->as, &c);
+	uffd_as_count(lv, &c);
 	s->no_huge_move = r->no_huge_move;
 	uffd_region_remove(&lv->table, r);
 	rc = uffd_region_insert(&lv->table, s);
@@ -297,24 +232,8 @@ static bool advice_splits(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 	bool split = false;
 
 	for (unsigned i = 0; i < n; i++) {
-		struct uffd_region *r = rs[i];
-		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
-
-		for (uint32_t e = uffd_ext_of(r, x); e <= uffd_ext_of(r, y - 1) && !split; e++) {
-			uintptr_t ea = uffd_ext_addr(r, e);
-			bool inside = ea >= lo && ea + UFFD_HPAGE_SIZE <= hi;
-			uint8_t a = uffd_xadv(r, e);
-
-			if (a & UX_ADV_SPLIT) {
-				split = inside;
-				continue;
-			}
-			if (first < 0)
-				first = a & UX_ADV_MASK;
-			else if ((a & UX_ADV_MASK) != first)
-				split = true;
-		}
-		uffd_region_put(&lv->table, r);
+		split = split || as_advice_splits(&rs[i]->as, lo, hi, &first);
+		uffd_region_put(&lv->table, rs[i]);
 	}
 	return split;
 }

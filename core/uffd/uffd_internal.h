@@ -15,7 +15,7 @@
  * (UFFDIO_MOVE to a registered scratch page, DONTWAKE: accesses wait as on a migration entry),
  * copied and remapped (UFFDIO_COPY back, waking the waiters) (migrate_pages/unmap_and_move).
  *
- * State machines (all transitions are atomic byte CAS; see region.c for the full rules):
+ * State machines (all transitions are atomic byte CAS; core/as/as.h has the full rules):
  *   extent  EMPTY -> FILLING -> HUGE | SMALL        (SMALL is terminal until a whole-extent free)
  *   page    EMPTY -> FILLING -> PRESENT <-> MIGRATING, any -> GONE (unmapped), PRESENT -> EMPTY
  * The owner of a transient state (FILLING, MIGRATING) is the only thread that may leave it; the
@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "as/as.h"
 #include "guard/guard.h"
 #include "io/waitq.h"
 #include "obs/stall.h"
@@ -55,36 +56,36 @@ void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src);
 
 /* ---- regions ------------------------------------------------------------------------------- */
 
+/* The page and extent states and their rules are core/as's (as.h); these are its names here. */
 enum uffd_page_state {
-	UP_EMPTY = 0, /* never populated, or freed: the next fault is a first touch */
-	UP_FILLING,   /* a handler owns it: deciding and materialising a first touch */
-	UP_PRESENT,   /* mapped; pfn[] holds its frame (MM_NO_PFN: unaccounted) */
-	UP_MIGRATING, /* compaction is moving it: faults wait for the migrator's copy */
-	UP_GONE,      /* not (any more) a live managed page: unmapped hole */
+	UP_EMPTY = AS_P_EMPTY,
+	UP_FILLING = AS_P_FILLING,
+	UP_PRESENT = AS_P_PRESENT,
+	UP_MIGRATING = AS_P_MIGRATING,
+	UP_GONE = AS_P_GONE,
 };
-#define UP_STATE(s)   ((s)&0x0f)
-#define UP_F_FREED    0x10 /* freed while a handler owned it: the owner finalises */
-#define UP_F_UNMAPPED 0x20 /* ... and unmapped (finalise to GONE, not EMPTY) */
+#define UP_STATE(s)   AS_P_STATE(s)
+#define UP_F_FREED    AS_P_FREED
+#define UP_F_UNMAPPED AS_P_UNMAPPED
 
 enum uffd_ext_state {
-	UX_EMPTY = 0, /* all pages EMPTY, extent wholly inside the span: a huge candidate */
-	UX_FILLING,   /* a handler owns the extent's first-touch decision */
-	UX_HUGE,      /* one emulated huge extent; pfn[] = head + i */
-	UX_SMALL,     /* per-page states rule (base decision, split, partial extent) */
+	UX_EMPTY = AS_X_EMPTY,
+	UX_FILLING = AS_X_FILLING,
+	UX_HUGE = AS_X_HUGE,
+	UX_SMALL = AS_X_SMALL,
 };
-#define UX_STATE(s)    ((s)&0x0f)
-#define UX_F_DISTURBED 0x10 /* freed or unmapped (in part) while FILLING: the owner aborts */
-#define UX_ADV_MASK    0x03 /* xadv: enum mm_vma_advice */
-#define UX_ADV_SPLIT                                                                               \
-	0x80 /* xadv: the program's advice covers part of the extent only (two                     \
-	      * VMAs in the kernel): never huge */
+#define UX_STATE(s)    AS_X_STATE(s)
+#define UX_F_DISTURBED AS_X_DISTURBED
+#define UX_ADV_MASK    AS_ADV_MASK
+#define UX_ADV_SPLIT   AS_ADV_SPLIT
 
 struct uffd_region {
-	uintptr_t base;	    /* address of metadata page 0 (page aligned) */
-	uintptr_t ext_base; /* base rounded down to 2 MiB: extent 0 starts here */
-	uintptr_t lo, hi;   /* live span, within [base, base + npages * 4K) */
-	uint32_t npages;
-	uint32_t nexts;
+	union { /* core/as's region: geometry, span and state arrays, by either name */
+		struct as_region as;
+		struct {
+			AS_REGION_MEMBERS
+		};
+	};
 	uint32_t cid; /* cookie id: owner cookies are cid << 32 | page index */
 	int prot;
 	int refs;	       /* atomic; the table holds one while the region is live */
@@ -93,11 +94,7 @@ struct uffd_region {
 	uint8_t no_huge_move;  /* the host refused huge moves here (VMA mismatch): 4 KiB only */
 	pthread_rwlock_t busy; /* read: a handler materialising or migrating; write: the program
 				* changing the mapping (munmap, madvise, mremap, MAP_FIXED) */
-	uint8_t *pstate;       /* per page: enum uffd_page_state | UP_F_* */
-	uint32_t *pfn;	       /* per page: emulated frame, MM_NO_PFN if none/unaccounted */
-	uint8_t *xstate;       /* per extent: enum uffd_ext_state | UX_F_* */
-	uint8_t *xadv;	       /* per extent: enum mm_vma_advice */
-	void *meta;	       /* one private mapping holding the four arrays */
+	void *meta;	       /* one private mapping holding the four state arrays */
 	size_t meta_len;
 };
 
@@ -127,17 +124,17 @@ static inline uint64_t uffd_cookie(const struct uffd_region *r, uint32_t page)
 
 static inline uint32_t uffd_page_of(const struct uffd_region *r, uintptr_t addr)
 {
-	return (uint32_t)((addr - r->base) / UFFD_PAGE_SIZE);
+	return as_page_of(&r->as, addr);
 }
 
 static inline uint32_t uffd_ext_of(const struct uffd_region *r, uintptr_t addr)
 {
-	return (uint32_t)((addr - r->ext_base) / UFFD_HPAGE_SIZE);
+	return as_ext_of(&r->as, addr);
 }
 
 static inline uintptr_t uffd_ext_addr(const struct uffd_region *r, uint32_t e)
 {
-	return r->ext_base + (uintptr_t)e * UFFD_HPAGE_SIZE;
+	return as_ext_addr(&r->as, e);
 }
 
 int uffd_table_init(struct uffd_table *t);
@@ -150,48 +147,46 @@ void uffd_region_put(struct uffd_table *t, struct uffd_region *r);
 /* Regions overlapping [lo, hi), in address order, with references; returns how many (<= max). */
 unsigned uffd_regions_overlapping(struct uffd_table *t, uintptr_t lo, uintptr_t hi,
 				  struct uffd_region **out, unsigned max);
-/* Frame behind page p (stored + 1 so that zeroed metadata means "none"). */
+/* The state bytes, atomically (core/as). */
 static inline uint32_t uffd_pfn_get(const struct uffd_region *r, uint32_t p)
 {
-	return __atomic_load_n(&r->pfn[p], __ATOMIC_ACQUIRE) - 1;
+	return as_pfn(&r->as, p);
 }
 static inline void uffd_pfn_set(struct uffd_region *r, uint32_t p, uint32_t pfn)
 {
-	__atomic_store_n(&r->pfn[p], pfn + 1, __ATOMIC_RELEASE);
+	as_pfn_set(&r->as, p, pfn);
 }
 static inline uint8_t uffd_pstate(const struct uffd_region *r, uint32_t p)
 {
-	return __atomic_load_n(&r->pstate[p], __ATOMIC_ACQUIRE);
+	return as_pstate(&r->as, p);
 }
 static inline void uffd_pstate_set(struct uffd_region *r, uint32_t p, uint8_t s)
 {
-	__atomic_store_n(&r->pstate[p], s, __ATOMIC_RELEASE);
+	as_pstate_set(&r->as, p, s);
 }
 static inline bool uffd_pstate_cas(struct uffd_region *r, uint32_t p, uint8_t from, uint8_t to)
 {
-	return __atomic_compare_exchange_n(&r->pstate[p], &from, to, false, __ATOMIC_SEQ_CST,
-					   __ATOMIC_SEQ_CST);
+	return as_pstate_cas(&r->as, p, from, to);
 }
 static inline uint8_t uffd_xadv(const struct uffd_region *r, uint32_t e)
 {
-	return __atomic_load_n(&r->xadv[e], __ATOMIC_RELAXED);
+	return as_xadv(&r->as, e);
 }
 static inline void uffd_xadv_set(struct uffd_region *r, uint32_t e, uint8_t adv)
 {
-	__atomic_store_n(&r->xadv[e], adv, __ATOMIC_RELAXED);
+	as_xadv_set(&r->as, e, adv);
 }
 static inline uint8_t uffd_xstate(const struct uffd_region *r, uint32_t e)
 {
-	return __atomic_load_n(&r->xstate[e], __ATOMIC_ACQUIRE);
+	return as_xstate(&r->as, e);
 }
 static inline void uffd_xstate_set(struct uffd_region *r, uint32_t e, uint8_t s)
 {
-	__atomic_store_n(&r->xstate[e], s, __ATOMIC_RELEASE);
+	as_xstate_set(&r->as, e, s);
 }
 static inline bool uffd_xstate_cas(struct uffd_region *r, uint32_t e, uint8_t from, uint8_t to)
 {
-	return __atomic_compare_exchange_n(&r->xstate[e], &from, to, false, __ATOMIC_SEQ_CST,
-					   __ATOMIC_SEQ_CST);
+	return as_xstate_cas(&r->as, e, from, to);
 }
 
 /* A new region for [lo, hi) (page aligned), pages EMPTY, extents EMPTY where wholly inside. With
@@ -211,8 +206,14 @@ void uffd_region_remove(struct uffd_table *t, struct uffd_region *r);
 /* Shrink the live span past GONE pages at either end; removes r when nothing is live. */
 void uffd_region_trim(struct uffd_table *t, struct uffd_region *r);
 /* Recompute the state of extents [e0, e1] from their pages (no owner may hold them). */
-void uffd_region_recompute_extents(struct uffd_region *r, uint32_t e0, uint32_t e1);
-bool uffd_ext_inside(const struct uffd_region *r, uint32_t e);
+static inline void uffd_region_recompute_extents(struct uffd_region *r, uint32_t e0, uint32_t e1)
+{
+	as_recompute_extents(&r->as, e0, e1);
+}
+static inline bool uffd_ext_inside(const struct uffd_region *r, uint32_t e)
+{
+	return as_ext_inside(&r->as, e);
+}
 
 /* ---- staging: prefaulted host THPs --------------------------------------------------------- */
 
@@ -421,6 +422,9 @@ extern const struct mm_env_ops uffd_env_ops;
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
 /* Give a failed region back to the kernel (unregister, free its frames, wake everyone). */
 void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err);
+/* core/as's environment for this process (frames go back to lv's mm) and its counters. */
+void uffd_as_env(struct uffd_live *lv, struct as_env *env);
+void uffd_as_count(struct uffd_live *lv, const struct as_counts *c);
 /* Free the frames behind pages [p0, p1) of r (caller holds r->busy for writing). Pages owned by
  * a handler are flagged instead; `unmap` decides GONE vs EMPTY. */
 void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint32_t p0,

@@ -194,12 +194,13 @@ static void other_fn(struct sim_actor *a, void *arg)
 	r->other = proc_create(w, 64 << 10, MM_VMA_NOHUGEPAGE);
 	proc_touch_range(w, &r->other_task, r->other, 0, r->other->npages);
 	sleep_until(a, 500000);
-	r->rc_racing = proc_migrate(w, &r->other_task, (uint64_t)r->victim_pid << 32 | 5,
-				    r->victim->pfn[5], FAKE_TARGET); /* copy: 0.5 ms .. 1.5 ms */
+	r->rc_racing =
+	    proc_migrate(w, &r->other_task, (uint64_t)r->victim_pid << 32 | 5,
+			 as_pfn(&r->victim->as, 5), FAKE_TARGET); /* copy: 0.5 ms .. 1.5 ms */
 	r->rc_clean = proc_migrate(w, &r->other_task, (uint64_t)r->other->pid << 32 | 3,
-				   r->other->pfn[3], FAKE_TARGET);
-	r->other_pfn_after = r->other->pfn[3];
-	r->other->pfn[3] = MM_NO_PFN; /* nothing moved in mm: forget the fake target */
+				   as_pfn(&r->other->as, 3), FAKE_TARGET);
+	r->other_pfn_after = as_pfn(&r->other->as, 3);
+	as_pfn_set(&r->other->as, 3, MM_NO_PFN); /* nothing moved in mm: forget the fake target */
 }
 
 TEST(owner_exiting_during_a_migration_copy_gets_enoent_and_leaves_the_frame_to_mm)
