@@ -111,16 +111,11 @@ static int parse_duration(const char *s, uint64_t *ns)
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-	    {"size", required_argument, NULL, 's'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"madvise", no_argument, NULL, 'm'},
-	    {"no-madvise", no_argument, NULL, 'n'},
-	    {"loops", required_argument, NULL, 'l'},
-	    {"hold", required_argument, NULL, 'h'},
-	    {"delay", required_argument, NULL, 'd'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'H'},
-	    {NULL, 0, NULL, 0},
+	    {"size", required_argument, NULL, 's'},  {"threads", required_argument, NULL, 't'},
+	    {"madvise", no_argument, NULL, 'm'},     {"no-madvise", no_argument, NULL, 'n'},
+	    {"loops", required_argument, NULL, 'l'}, {"hold", required_argument, NULL, 'h'},
+	    {"delay", required_argument, NULL, 'd'}, {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'H'},	     {NULL, 0, NULL, 0},
 	};
 	int c;
 	char *end;
@@ -159,7 +154,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'd':
 			if (parse_duration(optarg, &o->delay_ns) < 0)
-				usage_error("--delay: '%s' is not a duration (e.g. 500ms, 5s)", optarg);
+				usage_error("--delay: '%s' is not a duration (e.g. 500ms, 5s)",
+					    optarg);
 			break;
 		case 'q':
 			o->quiet = true;

@@ -13,17 +13,17 @@
 
 struct cli_command {
 	const char *name;
-	const char *summary; /* one line for `thpemu --help` */
+	const char *summary;		    /* one line for `thpemu --help` */
 	int (*main)(int argc, char **argv); /* argv[0] is the subcommand name */
 };
 
 void cli_register(const struct cli_command *c);
 
-#define CLI_COMMAND(ident, name_, summary_, fn)                                  \
-	static const struct cli_command cli_cmd_##ident = {name_, summary_, fn}; \
-	__attribute__((constructor)) static void cli_reg_##ident(void)           \
-	{                                                                        \
-		cli_register(&cli_cmd_##ident);                                  \
+#define CLI_COMMAND(ident, name_, summary_, fn)                                                    \
+	static const struct cli_command cli_cmd_##ident = {name_, summary_, fn};                   \
+	__attribute__((constructor)) static void cli_reg_##ident(void)                             \
+	{                                                                                          \
+		cli_register(&cli_cmd_##ident);                                                    \
 	}
 
 /* Messages are one line: the formatted message is escaped as a whole (util/text.h), so a value

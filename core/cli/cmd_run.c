@@ -38,13 +38,13 @@
 
 struct run_ctx {
 	struct config cfg;
-	const char *report;     /* --report FILE */
+	const char *report;	  /* --report FILE */
 	const char *stall_report; /* --stall-report FILE */
 	FILE *report_f, *stall_f; /* opened before the program starts (open_outputs) */
-	bool quiet;             /* --quiet: no summary */
-	struct run_device dev;  /* --device */
+	bool quiet;		  /* --quiet: no summary */
+	struct run_device dev;	  /* --device */
 	struct run_stalls stalls;
-	char **cmd;             /* the program and its arguments */
+	char **cmd; /* the program and its arguments */
 	char run_dir[PATH_MAX];
 	pid_t child;
 };
@@ -73,10 +73,10 @@ static void opt_stall_report(struct run_ctx *rc, const char *val)
 }
 
 static const struct run_opt run_opts[] = {
-	{"--report", "FILE", "write the merged JSON report to FILE", opt_report},
-	{"--stall-report", "FILE",
-	 "write the stall report (2011 format) to FILE instead of stderr", opt_stall_report},
-	{"--quiet", NULL, "no summary (nor stall report) on stderr", opt_quiet},
+    {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
+    {"--stall-report", "FILE", "write the stall report (2011 format) to FILE instead of stderr",
+     opt_stall_report},
+    {"--quiet", NULL, "no summary (nor stall report) on stderr", opt_quiet},
 };
 
 static void usage(FILE *f)
@@ -375,7 +375,8 @@ static void collect(struct run_ctx *rc, struct uffd_stats *total, struct uffd_pr
 		snprintf(path, sizeof(path), "%s/%s", rc->run_dir, de->d_name);
 		if (read_stats(path, st) == 0) {
 			if (st->state == UFFD_PROC_EXECED) {
-				/* the same process before it exec'd: its work counts, it does not */
+				/* the same process before it exec'd: its work counts, it does not
+				 */
 				uffd_stats_merge(total, st);
 				if (!total->note[0])
 					memcpy(total->note, st->note, sizeof(total->note));

@@ -84,10 +84,12 @@ static int cmp_cmd(const void *a, const void *b)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: thpemu COMMAND [OPTIONS]\n\n"
-		   "Userspace emulator of Linux transparent huge pages: runs real programs against an\n"
-		   "emulated kernel THP/compaction policy and reports, per fault, what it cost and why.\n\n"
-		   "Commands:\n");
+	fprintf(
+	    f, "usage: thpemu COMMAND [OPTIONS]\n\n"
+	       "Userspace emulator of Linux transparent huge pages: runs real programs against an\n"
+	       "emulated kernel THP/compaction policy and reports, per fault, what it cost and "
+	       "why.\n\n"
+	       "Commands:\n");
 	for (int i = 0; i < ncommands; i++)
 		fprintf(f, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
 	fprintf(f, "\n'thpemu COMMAND --help' describes a command. Version " THPEMU_VERSION ".\n");

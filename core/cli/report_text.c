@@ -63,13 +63,14 @@ int rd_trace_text(const char *path, FILE *out, char *err, size_t errlen)
 		if (k == ntid && ntid < 64)
 			tids[ntid++] = r->tid;
 	}
-	fprintf(out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n",
-		text_escape(path, e[0], ESC_LEN), t.hdr.pid,
-		text_escape(obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?", e[1], ESC_LEN),
-		text_escape(obs_trace_get(&t, "policy", pol, sizeof(pol)) ? pol : "?", e[2], ESC_LEN),
-		(double)span / 1e9,
-		t.complete ? "complete"
-			   : "truncated (no END record: the process did not exit cleanly)");
+	fprintf(
+	    out, "%s: fault trace of pid %d (%s), policy %s, %.3f s, %s\n",
+	    text_escape(path, e[0], ESC_LEN), t.hdr.pid,
+	    text_escape(obs_trace_get(&t, "exe", v, sizeof(v)) ? v : "?", e[1], ESC_LEN),
+	    text_escape(obs_trace_get(&t, "policy", pol, sizeof(pol)) ? pol : "?", e[2], ESC_LEN),
+	    (double)span / 1e9,
+	    t.complete ? "complete"
+		       : "truncated (no END record: the process did not exit cleanly)");
 	fprintf(out,
 		"  %zu records: %llu faults (%llu decided huge) from %zu threads, %llu maps, "
 		"%llu adopted, %llu releases, %llu advice, %llu remaps; %llu dropped\n",
@@ -95,7 +96,8 @@ void rd_mmtests_hist(const struct rd_run *r, FILE *out)
 /* The memory census of a run report (uffd/census.c), when there is one. */
 static void rd_memory_text(json_t *root, FILE *out)
 {
-	static const char *const why[] = {"brk", "stack", "file", "shared", "prot", "small", "unseen"};
+	static const char *const why[] = {"brk",  "stack", "file",  "shared",
+					  "prot", "small", "unseen"};
 	double procs = rd_num(root, "memory.processes");
 
 	if (!(procs > 0))

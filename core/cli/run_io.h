@@ -18,7 +18,7 @@
 #include "io/io.h"
 
 struct run_device {
-	const char *spec; /* --device as given, or NULL */
+	const char *spec;   /* --device as given, or NULL */
 	const char *parent; /* where to make the mount point (the run directory) */
 	struct io_device_spec dev;
 	char mnt[PATH_MAX]; /* the private mount ("" = none) */

@@ -126,10 +126,13 @@ static int load_hist(struct rd_hist *h, json_t *arr, char *why, size_t whylen)
 		unsigned b = lo < 0 ? 0 : obs_hist_bucket((uint64_t)lo);
 
 		if (json_array_size(e) != 3 || lo < 0 || hi < 0 || cnt < 0 ||
-		    obs_hist_bucket_lo(b) != (uint64_t)lo || obs_hist_bucket_hi(b) != (uint64_t)hi ||
+		    obs_hist_bucket_lo(b) != (uint64_t)lo ||
+		    obs_hist_bucket_hi(b) != (uint64_t)hi ||
 		    (i && (uint64_t)lo <= h->b[i - 1].lo)) {
-			snprintf(why, whylen, "bucket %zu is not [lo, hi, count] of the bucket grid "
-					      "in increasing order with a count 0..2^40", i);
+			snprintf(why, whylen,
+				 "bucket %zu is not [lo, hi, count] of the bucket grid "
+				 "in increasing order with a count 0..2^40",
+				 i);
 			return -EINVAL;
 		}
 		h->b[i] = (struct rd_bucket){(uint64_t)lo, (uint64_t)hi, (uint64_t)cnt};

@@ -53,8 +53,7 @@ struct rd_run {
 
 /* Take a report (a reference is taken) into r. 0, or -EINVAL (with a reason in err naming
  * source: a latency histogram that is not one thpemu writes) or -ENOMEM. */
-int rd_run_from_json(struct rd_run *r, json_t *root, const char *source, char *err,
-		     size_t errlen);
+int rd_run_from_json(struct rd_run *r, json_t *root, const char *source, char *err, size_t errlen);
 void rd_run_free(struct rd_run *r);
 /* Read a report file: a run or sim report gives one run, an ab report its runs (appended to
  * *runs, *n). Returns 0, or -errno with a one-line reason in err. */
@@ -140,7 +139,8 @@ void cmp_text(FILE *f, const struct cmp_result *c);
 /* "comparison": {...} into the current JSON object. */
 void cmp_json(struct json_w *w, const struct cmp_result *c);
 
-/* ---- text (report_text.c) --------------------------------------------------------------------- */
+/* ---- text (report_text.c) ---------------------------------------------------------------------
+ */
 
 /* A run's summary: label, status, faults, stalls, latency percentiles. */
 void rd_run_text(const struct rd_run *r, FILE *out);

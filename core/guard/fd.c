@@ -22,7 +22,7 @@
 #include "util/sys.h"
 
 static int zone_on;
-static unsigned zone_lo, zone_hi; /* [lo, hi): hi is the real hard limit */
+static unsigned zone_lo, zone_hi;   /* [lo, hi): hi is the real hard limit */
 static int tracked[GUARD_FD_TRACK]; /* fd + 1, 0 = empty */
 static unsigned ntracked_low;	    /* tracked descriptors below zone_lo */
 static int wlock;		    /* writers: tracking table, zone, the soft limit */
@@ -139,7 +139,8 @@ void guard_fd_zone(unsigned *lo, unsigned *hi)
 	*hi = on ? zone_hi : 0;
 }
 
-/* ---- tracking --------------------------------------------------------------------------------- */
+/* ---- tracking ---------------------------------------------------------------------------------
+ */
 
 static bool below_zone(int fd)
 {
@@ -326,7 +327,8 @@ int guard_prlimit(int pid, int resource, const struct rlimit *new_lim, struct rl
 	if (new_lim && new_lim->rlim_cur > new_lim->rlim_max)
 		return -EINVAL;
 	if (new_lim)
-		lock(); /* only a change serialises with dup_up_locked: a get may run in a handler */
+		lock(); /* only a change serialises with dup_up_locked: a get may run in a handler
+			 */
 	rc = raw_prlimit(0, RLIMIT_NOFILE, NULL, &cur);
 	if (rc == 0 && new_lim) {
 		nl.cur = new_lim->rlim_cur;
@@ -344,7 +346,8 @@ int guard_prlimit(int pid, int resource, const struct rlimit *new_lim, struct rl
 	if (rc < 0)
 		return (int)rc;
 	if (old_lim) {
-		old_lim->rlim_cur = __atomic_load_n(&window, __ATOMIC_ACQUIRE) ? window_soft : cur.cur;
+		old_lim->rlim_cur =
+		    __atomic_load_n(&window, __ATOMIC_ACQUIRE) ? window_soft : cur.cur;
 		old_lim->rlim_max = cur.max > GUARD_FD_ZONE ? cur.max - GUARD_FD_ZONE : cur.max;
 		if (old_lim->rlim_cur > old_lim->rlim_max)
 			old_lim->rlim_cur = old_lim->rlim_max;

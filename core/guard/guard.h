@@ -86,8 +86,8 @@ void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg)
 void guard_thread_leave(struct guard_thread *t);
 /* All of it: register t, create the thread with every signal blocked (the program's signals are
  * never delivered to it), name it. 0 or -errno (t is then unregistered). */
-int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *),
-			void *wake_arg, void *(*fn)(void *), void *arg, const char *name);
+int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *), void *wake_arg,
+			void *(*fn)(void *), void *arg, const char *name);
 /* The new thread's first call: records its id and applies what is pending. */
 void guard_thread_started(struct guard_thread *t);
 /* guard_thread_sync() for the calling thread if it is a registered emulator thread (for waits

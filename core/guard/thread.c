@@ -76,8 +76,8 @@ void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg)
 	list_release();
 }
 
-int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *),
-			void *wake_arg, void *(*fn)(void *), void *arg, const char *name)
+int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *), void *wake_arg,
+			void *(*fn)(void *), void *arg, const char *name)
 {
 	sigset_t all, old;
 	int rc;

@@ -488,19 +488,21 @@ static void retime(struct devm *m)
 		int i = -1;
 
 		for (unsigned k = 0; k < m->slot_hi; k++)
-			if (m->slot[k] && !done[k] && (i < 0 || m->slot[k]->t_done < m->slot[i]->t_done))
+			if (m->slot[k] && !done[k] &&
+			    (i < 0 || m->slot[k]->t_done < m->slot[i]->t_done))
 				i = (int)k;
 		if (i < 0)
 			break;
 		done[i] = true;
 		r = m->slot[i];
 		left = r->t_done <= r->t_start || m->now <= r->t_start
-			       ? 1.0
-			       : (double)(r->t_done - m->now) / (double)(r->t_done - r->t_start);
+			   ? 1.0
+			   : (double)(r->t_done - m->now) / (double)(r->t_done - r->t_start);
 		cost = left * plain_cost_ns(m, r);
 		if (cost > (double)DEVM_BUSY_MAX_NS)
 			cost = (double)DEVM_BUSY_MAX_NS;
-		m->st.busy_ns -= r->t_done - m->now < m->st.busy_ns ? r->t_done - m->now : m->st.busy_ns;
+		m->st.busy_ns -=
+		    r->t_done - m->now < m->st.busy_ns ? r->t_done - m->now : m->st.busy_ns;
 		t += ns_round(cost);
 		m->st.busy_ns += ns_round(cost);
 		r->t_done = t;

@@ -456,7 +456,8 @@ int devm_params_check(const struct devm_params *p, char *err, size_t errlen)
 		why = "gc-au needs gc-open 1..16";
 	else if (p->tail_min_ns > p->tail_max_ns)
 		why = "tail-latency's minimum is above its maximum";
-	else if (!(p->jitter >= 0 && p->jitter <= 1) || !(p->error_rate >= 0 && p->error_rate <= 1) ||
+	else if (!(p->jitter >= 0 && p->jitter <= 1) ||
+		 !(p->error_rate >= 0 && p->error_rate <= 1) ||
 		 !(p->tail_rate >= 0 && p->tail_rate <= 1))
 		why = "jitter, tail-rate and error-rate are fractions 0..1";
 	else if (p->err_down_ns && !p->err_up_ns)

@@ -115,9 +115,9 @@ struct io {
 	uint8_t *arena; /* nr_frames * 4 KiB, indexed by pfn */
 	size_t arena_len;
 	uint32_t nr_frames;
-	unsigned max_pages; /* pages per request */
-	bool odirect;	    /* files opened with O_DIRECT */
-	char dir[600];	    /* this process's directory on the device ("" = model) */
+	unsigned max_pages;    /* pages per request */
+	bool odirect;	       /* files opened with O_DIRECT */
+	char dir[600];	       /* this process's directory on the device ("" = model) */
 	uint64_t manifest_off; /* where the next manifest line goes (files_lock) */
 	uint32_t meta_pending; /* atomic: manifest lines queued or in flight */
 
@@ -162,7 +162,7 @@ struct io {
 	pthread_t flusher, dirtier;
 	bool flusher_started, dirtier_started;
 	struct guard_thread flusher_gt, dirtier_gt; /* credential replication (core/guard) */
-	atomic_bool stopping; /* dirtier and new submissions stop */
+	atomic_bool stopping;			    /* dirtier and new submissions stop */
 	atomic_bool flusher_stop;
 	uint64_t drain_deadline;
 	uint32_t dirtier_wake; /* futex word: io_stop wakes a sleeping dirtier */

@@ -27,9 +27,9 @@
 
 #include "guard/guard.h"
 
-#define TAG_KICK     1ULL
-#define TAG_CANCEL   2ULL
-#define TAG_OPEN     4ULL /* | request pointer (8-byte aligned): the open linked ahead of it */
+#define TAG_KICK      1ULL
+#define TAG_CANCEL    2ULL
+#define TAG_OPEN      4ULL /* | request pointer (8-byte aligned): the open linked ahead of it */
 #define SLOT_MANIFEST 0
 
 struct uring_be {

@@ -281,7 +281,7 @@ static bool write_run(struct io *io, unsigned n)
 	f = io_file_get(io, fid, true);
 	r->file = f;
 	io_stat_add(&io->st->pages_submitted, n);
-	rc = !f			   ? -ENFILE
+	rc = !f			    ? -ENFILE
 	     : io->dir[0] && f->err ? f->err
 				    : io_file_cover(io, f, r->off / IO_PAGE_SIZE + n);
 	if (rc < 0) { /* no file to write to: fail the pages */

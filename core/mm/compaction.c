@@ -709,7 +709,7 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 		cc->finish_pageblock =
 		    last_migrated != MM_NO_PFN &&
 		    pageblock_start(last_migrated) == pageblock_start(cc->migrate_pfn);
-rescan:
+	rescan:
 		switch (isolate_migratepages(mm, cc)) {
 		case ISOLATE_ABORT:
 			ret = MM_COMPACT_CONTENDED;

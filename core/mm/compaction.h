@@ -12,28 +12,28 @@
 
 /* struct compact_control: one compaction run over the zone. */
 struct compact_control {
-	int order;                     /* requested order; -1: whole-zone (proactive, /proc) */
+	int order;			 /* requested order; -1: whole-zone (proactive, /proc) */
 	enum mm_migratetype migratetype; /* of the allocation being served */
 	enum mm_migrate_mode mode;
-	unsigned alloc_flags;          /* watermark of the allocation being served */
-	bool direct;                   /* direct compaction (a fault), not kcompactd/proactive */
-	bool whole_zone;               /* scan from the zone's ends, not the cached positions */
-	bool ignore_skip_hint;         /* ignore pageblock skip bits */
-	bool finish_pageblock;         /* modern: isolate the rest of a block after a failure */
-	bool proactive;                /* proactive compaction: run until the score is low */
-	bool contended;                /* aborted (too many isolated, async) */
-	uint32_t migrate_pfn;          /* migrate scanner position (moves up) */
-	uint32_t free_pfn;             /* free scanner position (moves down) */
+	unsigned alloc_flags;  /* watermark of the allocation being served */
+	bool direct;	       /* direct compaction (a fault), not kcompactd/proactive */
+	bool whole_zone;       /* scan from the zone's ends, not the cached positions */
+	bool ignore_skip_hint; /* ignore pageblock skip bits */
+	bool finish_pageblock; /* modern: isolate the rest of a block after a failure */
+	bool proactive;	       /* proactive compaction: run until the score is low */
+	bool contended;	       /* aborted (too many isolated, async) */
+	uint32_t migrate_pfn;  /* migrate scanner position (moves up) */
+	uint32_t free_pfn;     /* free scanner position (moves down) */
 	uint32_t migratepages[CC_MIGRATE_MAX]; /* isolated sources */
 	unsigned nr_migratepages;
-	uint32_t freepages;            /* isolated free blocks: stack linked through ->next */
-	unsigned nr_freepages;         /* frames in freepages */
+	uint32_t freepages;    /* isolated free blocks: stack linked through ->next */
+	unsigned nr_freepages; /* frames in freepages */
 	uint64_t total_migrate_scanned;
 	uint64_t total_free_scanned;
-	struct capture_control *capc;  /* modern direct compaction: catch a freed block */
-	struct fault_ctx *fc;          /* accounting of the fault (or background actor) */
-	unsigned pass;                 /* current migrate_pages pass */
-	uint32_t proactive_low;        /* proactive: stop once the score is at most this */
+	struct capture_control *capc; /* modern direct compaction: catch a freed block */
+	struct fault_ctx *fc;	      /* accounting of the fault (or background actor) */
+	unsigned pass;		      /* current migrate_pages pass */
+	uint32_t proactive_low;	      /* proactive: stop once the score is at most this */
 };
 
 /* migrate.c */

@@ -48,73 +48,73 @@ enum frame_state {
 #define FF_DIRTY      0x04 /* page cache: dirty (PG_dirty) */
 #define FF_ACTIVE     0x08 /* page cache: on the active LRU (PG_active) */
 #define FF_REFERENCED 0x10 /* page cache: referenced since last scanned (PG_referenced) */
-#define FF_GONE       0x20 /* owner freed/removed it while someone else held it: free on release */
+#define FF_GONE	      0x20 /* owner freed/removed it while someone else held it: free on release */
 #define FF_ERROR      0x40 /* page cache: last writeback failed (PG_error) */
 #define FF_MIGRATING  0x80 /* a copy hook is running on it with the lock released */
 
 /* The order byte: buddy order of a free block head, or ORDER_TAIL inside a free block; bits 4-5
  * hold the migratetype of the free list the head sits on. */
-#define ORDER_MASK 0x0f
-#define ORDER_TAIL 0x0f
+#define ORDER_MASK     0x0f
+#define ORDER_TAIL     0x0f
 #define ORDER_MT_SHIFT 4
 
 struct mm_frame {
 	uint64_t owner; /* reverse map cookie (0 when free) */
-	uint32_t next;  /* list links: buddy free list, LRU, or a compaction's private list */
+	uint32_t next;	/* list links: buddy free list, LRU, or a compaction's private list */
 	uint32_t prev;
 	uint32_t hnext; /* page-cache hash chain: the next frame + 1 (0 ends it) */
-	uint8_t state;  /* enum frame_state */
-	uint8_t order;  /* see ORDER_* */
-	uint8_t flags;  /* FF_* */
-	uint8_t wb;     /* 1 while under writeback; written atomically, read lock-free */
+	uint8_t state;	/* enum frame_state */
+	uint8_t order;	/* see ORDER_* */
+	uint8_t flags;	/* FF_* */
+	uint8_t wb;	/* 1 while under writeback; written atomically, read lock-free */
 };
 
 /* Sentinel list heads, indexed after the last frame. */
-#define SENT_FREE(order, mt) ((order) * MM_MT_NR + (mt))
+#define SENT_FREE(order, mt) ((order)*MM_MT_NR + (mt))
 #define SENT_LRU_INACTIVE    (MM_NR_ORDERS * MM_MT_NR)
-#define SENT_LRU_ACTIVE      (SENT_LRU_INACTIVE + 1)
-#define NR_SENTINELS         (SENT_LRU_ACTIVE + 1)
+#define SENT_LRU_ACTIVE	     (SENT_LRU_INACTIVE + 1)
+#define NR_SENTINELS	     (SENT_LRU_ACTIVE + 1)
 
 /* Pageblock byte: migratetype in the low bits, the compaction skip bit above. */
 #define PB_MT_MASK 0x03
-#define PB_SKIP    0x04
+#define PB_SKIP	   0x04
 
 /* ---- gfp and alloc flags (the subset THP and page cache allocations use) ----------------- */
 
-#define GFP_DIRECT_RECLAIM 0x01 /* __GFP_WAIT (3.x) / __GFP_DIRECT_RECLAIM */
-#define GFP_KSWAPD_RECLAIM 0x02 /* may wake kswapd (3.x: absence of __GFP_NO_KSWAPD) */
-#define GFP_IO             0x04
-#define GFP_FS             0x08
-#define GFP_NORETRY        0x10
-#define GFP_THISNODE       0x20
-#define GFP_NOMEMALLOC     0x40
+#define GFP_DIRECT_RECLAIM   0x01 /* __GFP_WAIT (3.x) / __GFP_DIRECT_RECLAIM */
+#define GFP_KSWAPD_RECLAIM   0x02 /* may wake kswapd (3.x: absence of __GFP_NO_KSWAPD) */
+#define GFP_IO		     0x04
+#define GFP_FS		     0x08
+#define GFP_NORETRY	     0x10
+#define GFP_THISNODE	     0x20
+#define GFP_NOMEMALLOC	     0x40
 #define GFP_HIGHUSER_MOVABLE (GFP_DIRECT_RECLAIM | GFP_KSWAPD_RECLAIM | GFP_IO | GFP_FS)
 
 enum wmark { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
 
-#define ALLOC_WMARK_MASK     0x03 /* enum wmark in the low bits */
-#define ALLOC_NO_WATERMARKS  0x04
-#define ALLOC_KSWAPD         0x08
-#define ALLOC_NOFRAGMENT     0x10
+#define ALLOC_WMARK_MASK    0x03 /* enum wmark in the low bits */
+#define ALLOC_NO_WATERMARKS 0x04
+#define ALLOC_KSWAPD	    0x08
+#define ALLOC_NOFRAGMENT    0x10
 
 /* ---- The zone and the whole manager -------------------------------------------------------- */
 
 struct mm {
 	struct mm_env env;
-	struct mm_config cfg;          /* policy and sysctls as given (defaults filled in) */
+	struct mm_config cfg; /* policy and sysctls as given (defaults filled in) */
 	uint32_t nr_frames;
-	uint32_t nr_blocks;            /* pageblocks */
-	struct mm_frame *frames;       /* nr_frames descriptors + NR_SENTINELS list heads */
-	uint8_t *pageblock;            /* per pageblock: PB_* */
+	uint32_t nr_blocks;	 /* pageblocks */
+	struct mm_frame *frames; /* nr_frames descriptors + NR_SENTINELS list heads */
+	uint8_t *pageblock;	 /* per pageblock: PB_* */
 
 	/* Buddy allocator (zone->free_area). */
-	uint32_t nr_free_pages;        /* NR_FREE_PAGES: frames on the free lists */
+	uint32_t nr_free_pages; /* NR_FREE_PAGES: frames on the free lists */
 	/* Max-order blocks [fresh_pfn, fresh_end) have never been touched: they count as free and
 	 * sit, in pfn order, at the tail of the MAX_ORDER MOVABLE free list, where they would be
 	 * after memblock_free_all; materialise_free() writes their descriptors when the list or a
 	 * scanner reaches them (a pool costs nothing until its memory is used). */
 	uint32_t fresh_pfn, fresh_end;
-	uint32_t nr_free[MM_NR_ORDERS];             /* free blocks per order, all migratetypes */
+	uint32_t nr_free[MM_NR_ORDERS];		     /* free blocks per order, all migratetypes */
 	uint32_t nr_free_mt[MM_NR_ORDERS][MM_MT_NR]; /* free blocks per order and list */
 
 	/* Watermarks (zone->_watermark) and the modern boost. */
@@ -123,17 +123,17 @@ struct mm {
 	uint32_t watermark_boost;
 
 	/* Page cache: hash index, LRU sizes, writeback FIFO. */
-	uint32_t *pc_hash;             /* bucket heads: pfn + 1, 0 when empty */
+	uint32_t *pc_hash; /* bucket heads: pfn + 1, 0 when empty */
 	uint32_t pc_hash_mask;
-	uint32_t nr_lru[2];            /* inactive, active (not counting isolated frames) */
-	uint32_t *dirty_ring;          /* pfns in dirtying order; each frame at most once */
-	uint64_t *dirty_queued;        /* bitmap: frame has an entry in dirty_ring */
+	uint32_t nr_lru[2];	/* inactive, active (not counting isolated frames) */
+	uint32_t *dirty_ring;	/* pfns in dirtying order; each frame at most once */
+	uint64_t *dirty_queued; /* bitmap: frame has an entry in dirty_ring */
 	uint32_t ring_head, ring_len;
 
 	/* Per-state frame counts (mm_get_counts). */
 	uint32_t nr_anon, nr_anon_huge, nr_foreign, nr_file, nr_file_dirty, nr_file_writeback;
 	uint32_t nr_unmovable, nr_isolated;
-	uint32_t nr_isolated_free;     /* of nr_isolated: free frames held as migration targets */
+	uint32_t nr_isolated_free; /* of nr_isolated: free frames held as migration targets */
 
 	/* Per-zone compaction state (struct zone's compact_* fields). */
 	unsigned compact_considered;
@@ -146,14 +146,14 @@ struct mm {
 	bool compact_blockskip_flush;
 
 	/* Background actors. */
-	bool kswapd_awake;             /* woken and not yet balanced */
-	bool boost_wake;               /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
-	unsigned kswapd_order;         /* highest order asked of kswapd since it last slept */
+	bool kswapd_awake;     /* woken and not yet balanced */
+	bool boost_wake;       /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
+	unsigned kswapd_order; /* highest order asked of kswapd since it last slept */
 	unsigned kswapd_failures;
 	bool kcompactd_awake;
 	unsigned kcompactd_max_order;
-	uint64_t proactive_next_ns;    /* when proactive compaction next checks (0 = at once) */
-	unsigned proactive_defer;      /* consecutive non-improving proactive runs (<= 6) */
+	uint64_t proactive_next_ns; /* when proactive compaction next checks (0 = at once) */
+	unsigned proactive_defer;   /* consecutive non-improving proactive runs (<= 6) */
 
 	uint64_t stats[MM_STAT_NR];
 };
@@ -245,7 +245,7 @@ void mm_trace(struct mm *mm, void *call, enum mm_trace_kind kind, unsigned order
 
 /* Lists of frames through next/prev (list.c). */
 void flist_init(struct mm *mm, uint32_t head);
-void flist_add(struct mm *mm, uint32_t head, uint32_t pfn);      /* at the head */
+void flist_add(struct mm *mm, uint32_t head, uint32_t pfn);	 /* at the head */
 void flist_add_tail(struct mm *mm, uint32_t head, uint32_t pfn); /* at the tail */
 void flist_del(struct mm *mm, uint32_t pfn);
 static inline bool flist_empty(struct mm *mm, uint32_t head)
@@ -258,10 +258,10 @@ static inline bool flist_empty(struct mm *mm, uint32_t head)
 /* What the current allocation is doing, for the fault record (the kernel's "current" plus the
  * trace points of one fault). Page-cache and recipe allocations use one without a record. */
 struct fault_ctx {
-	struct mm_fault_rec *rec;      /* NULL: not a program fault */
-	void *call;                    /* passed to every hook */
+	struct mm_fault_rec *rec;	/* NULL: not a program fault */
+	void *call;			/* passed to every hook */
 	uint64_t cause_ns[MM_CAUSE_NR]; /* time per contributor, for rec->cause */
-	uint64_t hook_ns;              /* time in waits, writeouts and copies (already attributed) */
+	uint64_t hook_ns; /* time in waits, writeouts and copies (already attributed) */
 };
 
 void fault_step(struct fault_ctx *fc, enum mm_step step, unsigned result);
@@ -344,8 +344,8 @@ void wakeup_kcompactd(struct mm *mm, unsigned order);
 int proactive_compact_node(struct mm *mm, void *call);
 
 /* migrate.c */
-int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn,
-			    uint64_t timeout_ns, enum mm_cause cause);
+int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn, uint64_t timeout_ns,
+			    enum mm_cause cause);
 int reclaim_writeout(struct mm *mm, struct fault_ctx *fc, uint32_t pfn);
 
 /* vmscan.c */
@@ -356,7 +356,12 @@ uint64_t kswapd_run(struct mm *mm, void *call);
 /* Debug / tests (fragment.c): put a frame of the given kind at pfn, which must be free; file
  * kinds take a MM_OWNER_FILE cookie and enter the page cache. Returns 0 or -EBUSY. */
 enum mm_debug_kind {
-	DBG_ANON, DBG_FOREIGN, DBG_UNMOVABLE, DBG_FILE_CLEAN, DBG_FILE_DIRTY, DBG_FILE_WRITEBACK,
+	DBG_ANON,
+	DBG_FOREIGN,
+	DBG_UNMOVABLE,
+	DBG_FILE_CLEAN,
+	DBG_FILE_DIRTY,
+	DBG_FILE_WRITEBACK,
 };
 int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner);
 

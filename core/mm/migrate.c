@@ -137,8 +137,9 @@ __stall_frame static int writeout(struct mm *mm, struct fault_ctx *fc, uint32_t 
 	fc->cause_ns[cause] += dt;
 	fc->hook_ns += dt;
 	if (!ret)
-		count_event(mm, cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_STAT_COMPACT_WRITEOUT
-								  : MM_STAT_NR_VMSCAN_WRITE,
+		count_event(mm,
+			    cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_STAT_COMPACT_WRITEOUT
+							       : MM_STAT_NR_VMSCAN_WRITE,
 			    1);
 	return ret;
 }

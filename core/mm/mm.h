@@ -31,16 +31,16 @@
 
 #include "mm/mm_policy.h"
 
-#define MM_PAGE_SHIFT      12
-#define MM_PAGE_SIZE       (1UL << MM_PAGE_SHIFT)
-#define MM_MAX_ORDER       10 /* orders 0..MM_MAX_ORDER inclusive (the kernel's NR_PAGE_ORDERS = 11) */
-#define MM_NR_ORDERS       (MM_MAX_ORDER + 1)
-#define MM_PAGEBLOCK_ORDER 9
-#define MM_HPAGE_ORDER     9
-#define MM_HPAGE_NR        (1U << MM_HPAGE_ORDER) /* 512 frames per huge extent */
-#define MM_HPAGE_SIZE      (MM_PAGE_SIZE << MM_HPAGE_ORDER)
-#define MM_NO_PFN          UINT32_MAX
-#define MM_COMPACT_CLUSTER_MAX 32
+#define MM_PAGE_SHIFT		   12
+#define MM_PAGE_SIZE		   (1UL << MM_PAGE_SHIFT)
+#define MM_MAX_ORDER		   10 /* orders 0..MM_MAX_ORDER inclusive (the kernel's NR_PAGE_ORDERS = 11) */
+#define MM_NR_ORDERS		   (MM_MAX_ORDER + 1)
+#define MM_PAGEBLOCK_ORDER	   9
+#define MM_HPAGE_ORDER		   9
+#define MM_HPAGE_NR		   (1U << MM_HPAGE_ORDER) /* 512 frames per huge extent */
+#define MM_HPAGE_SIZE		   (MM_PAGE_SIZE << MM_HPAGE_ORDER)
+#define MM_NO_PFN		   UINT32_MAX
+#define MM_COMPACT_CLUSTER_MAX	   32
 #define MM_COMPACT_MAX_DEFER_SHIFT 6
 
 /* Migratetypes, in the kernel's 6.12 numbering. THP and page cache are MOVABLE. */
@@ -53,10 +53,11 @@ enum mm_migratetype {
 
 /* Owner cookies (the reverse map). mm stores them and hands them back to hooks; apart from the
  * FOREIGN bit it does not interpret them. Pages of one huge extent get consecutive cookies. */
-#define MM_OWNER_FOREIGN (1ULL << 63) /* anon memory of "other processes" (fragmentation recipes):
-				       * migrating it moves metadata only, no real copy */
+#define MM_OWNER_FOREIGN                                                                           \
+	(1ULL << 63) /* anon memory of "other processes" (fragmentation recipes):                  \
+		      * migrating it moves metadata only, no real copy */
 #define MM_OWNER_FILE_BIT (1ULL << 62)
-#define MM_OWNER_FILE(file_id, index) \
+#define MM_OWNER_FILE(file_id, index)                                                              \
 	(MM_OWNER_FILE_BIT | ((uint64_t)(file_id) << 36) | ((uint64_t)(index) & ((1ULL << 36) - 1)))
 #define MM_OWNER_FILE_ID(o)    (((o) & ~MM_OWNER_FILE_BIT & ~MM_OWNER_FOREIGN) >> 36)
 #define MM_OWNER_FILE_INDEX(o) ((o) & ((1ULL << 36) - 1))
@@ -71,7 +72,7 @@ enum mm_migrate_mode {
 /* What a fault's service time went to, for stall attribution. mm_cause_chain() names it, e.g.
  * "fault > sync compaction > migrate > wait on writeback". */
 enum mm_cause {
-	MM_CAUSE_NONE,             /* freelist hit, nothing slow */
+	MM_CAUSE_NONE, /* freelist hit, nothing slow */
 	MM_CAUSE_COMPACT_ASYNC,
 	MM_CAUSE_COMPACT_SYNC_LIGHT,
 	MM_CAUSE_COMPACT_SYNC,
@@ -79,23 +80,23 @@ enum mm_cause {
 	MM_CAUSE_COMPACT_WRITEOUT, /* sync compaction writing a dirty page out */
 	MM_CAUSE_COMPACT_MIGRATE,  /* copying pages (real copies live) */
 	MM_CAUSE_RECLAIM,
-	MM_CAUSE_RECLAIM_WB_WAIT,  /* direct reclaim's synchronous pass waiting on writeback */
-	MM_CAUSE_ZEROING,          /* clearing the 2 MiB extent */
+	MM_CAUSE_RECLAIM_WB_WAIT, /* direct reclaim's synchronous pass waiting on writeback */
+	MM_CAUSE_ZEROING,	  /* clearing the 2 MiB extent */
 	MM_CAUSE_NR,
 };
 const char *mm_cause_chain(enum mm_cause c);
 
 /* Slow-path steps, recorded in order per fault (profile step-sequence tests read these). */
 enum mm_step {
-	MM_STEP_FREELIST_LOW,  /* fast path: get_page_from_freelist at the LOW watermark */
-	MM_STEP_FREELIST_MIN,  /* slow path freelist attempt at MIN */
-	MM_STEP_WAKE_KSWAPD,   /* wake kswapd (or kcompactd: 6.12 mm/vmscan.c wakeup_kswapd) */
+	MM_STEP_FREELIST_LOW, /* fast path: get_page_from_freelist at the LOW watermark */
+	MM_STEP_FREELIST_MIN, /* slow path freelist attempt at MIN */
+	MM_STEP_WAKE_KSWAPD,  /* wake kswapd (or kcompactd: 6.12 mm/vmscan.c wakeup_kswapd) */
 	MM_STEP_COMPACT_ASYNC,
 	MM_STEP_COMPACT_SYNC_LIGHT,
 	MM_STEP_COMPACT_SYNC,
 	MM_STEP_COMPACT_DEFERRED, /* compaction skipped: zone deferred */
 	MM_STEP_RECLAIM,
-	MM_STEP_FALLBACK,      /* gave up on order 9, 4 KiB frame instead */
+	MM_STEP_FALLBACK, /* gave up on order 9, 4 KiB frame instead */
 	MM_STEP_NR,
 };
 const char *mm_step_name(enum mm_step s);
@@ -118,7 +119,7 @@ const char *mm_compact_result_name(enum mm_compact_result r);
 /* Modelled costs charged through ops->alloc_cost (the simulator turns them into virtual time;
  * live, the real work is its own cost and the hook may do nothing). */
 enum mm_cost {
-	MM_COST_FAULT,        /* fixed per-fault service overhead */
+	MM_COST_FAULT,	      /* fixed per-fault service overhead */
 	MM_COST_BUDDY_OP,     /* one buddy allocation or free */
 	MM_COST_SCAN_PFN,     /* one pfn examined by a compaction scanner */
 	MM_COST_ISOLATE,      /* one page isolated */
@@ -136,7 +137,7 @@ enum mm_stat {
 	MM_STAT_COMPACT_MIGRATE_SCANNED,
 	MM_STAT_COMPACT_FREE_SCANNED,
 	MM_STAT_COMPACT_ISOLATED,
-	MM_STAT_COMPACT_DEFERRED,      /* (ours) direct compaction skipped by deferral */
+	MM_STAT_COMPACT_DEFERRED, /* (ours) direct compaction skipped by deferral */
 	MM_STAT_COMPACT_DAEMON_WAKE,
 	MM_STAT_COMPACT_DAEMON_MIGRATE_SCANNED,
 	MM_STAT_COMPACT_DAEMON_FREE_SCANNED,
@@ -147,20 +148,20 @@ enum mm_stat {
 	MM_STAT_PGSTEAL_DIRECT,
 	MM_STAT_PGSCAN_KSWAPD,
 	MM_STAT_PGSTEAL_KSWAPD,
-	MM_STAT_KSWAPD_WAKE,           /* (ours) kswapd woken */
-	MM_STAT_PGALLOC,               /* frames allocated (any order, counted in frames) */
+	MM_STAT_KSWAPD_WAKE, /* (ours) kswapd woken */
+	MM_STAT_PGALLOC,     /* frames allocated (any order, counted in frames) */
 	MM_STAT_PGFREE,
-	MM_STAT_EXTFRAG_STEAL,         /* (ours) mm_page_alloc_extfrag events: fallback allocations */
-	MM_STAT_COMPACT_WB_WAIT,       /* (ours) writeback waits inside compaction */
-	MM_STAT_COMPACT_WRITEOUT,      /* (ours) dirty pages written out by sync migration */
-	MM_STAT_RECLAIM_WB_WAIT,       /* (ours) writeback waits inside direct reclaim */
-	MM_STAT_NOMEM_FALLBACK,        /* (ours) faults the pool could not serve at all */
+	MM_STAT_EXTFRAG_STEAL,	  /* (ours) mm_page_alloc_extfrag events: fallback allocations */
+	MM_STAT_COMPACT_WB_WAIT,  /* (ours) writeback waits inside compaction */
+	MM_STAT_COMPACT_WRITEOUT, /* (ours) dirty pages written out by sync migration */
+	MM_STAT_RECLAIM_WB_WAIT,  /* (ours) writeback waits inside direct reclaim */
+	MM_STAT_NOMEM_FALLBACK,	  /* (ours) faults the pool could not serve at all */
 	/* Added later, appended so that existing indices keep their value: */
-	MM_STAT_THP_SPLIT_PAGE,        /* huge extents split by mm_anon_split */
-	MM_STAT_COMPACT_BLOCKS_MOVED,  /* 3.x: migrate_pages batches run by compaction */
-	MM_STAT_PGSCAN_DIRECT_THROTTLE,/* (ours) direct reclaim passes that waited on writeback */
-	MM_STAT_PGWB_ERROR,            /* (ours) writebacks that completed with an error */
-	MM_STAT_NR_VMSCAN_WRITE,       /* dirty pages written out by direct reclaim (3.1 pageout) */
+	MM_STAT_THP_SPLIT_PAGE,		/* huge extents split by mm_anon_split */
+	MM_STAT_COMPACT_BLOCKS_MOVED,	/* 3.x: migrate_pages batches run by compaction */
+	MM_STAT_PGSCAN_DIRECT_THROTTLE, /* (ours) direct reclaim passes that waited on writeback */
+	MM_STAT_PGWB_ERROR,		/* (ours) writebacks that completed with an error */
+	MM_STAT_NR_VMSCAN_WRITE, /* dirty pages written out by direct reclaim (3.1 pageout) */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -168,30 +169,31 @@ extern const char *const mm_stat_names[MM_STAT_NR];
 /* One fault's record: outcome, latency and where the time went. All times in ns of env time. */
 #define MM_FAULT_MAX_STEPS 24 /* the modern NUMA two-pass path records up to ~14 steps */
 enum mm_fault_outcome {
-	MM_FAULT_HUGE,  /* pfn is the head of 512 frames, already cleared via ops->clear_huge */
-	MM_FAULT_BASE,  /* pfn is one frame */
+	MM_FAULT_HUGE,	/* pfn is the head of 512 frames, already cleared via ops->clear_huge */
+	MM_FAULT_BASE,	/* pfn is one frame */
 	MM_FAULT_NOMEM, /* the pool could not give a frame; caller serves it unaccounted */
 };
 struct mm_fault_rec {
-	uint64_t t_start;     /* env now() at entry */
-	uint64_t total_ns;    /* time spent in mm_fault, hooks included */
-	uint64_t compact_ns;  /* in direct compaction (includes its waits and copies) */
-	uint64_t reclaim_ns;  /* in direct reclaim (includes its waits) */
-	uint64_t wb_wait_ns;  /* waiting on writeback (compaction + reclaim) */
-	uint64_t migrate_ns;  /* in migrate_anon / copy_file_page hooks */
-	uint64_t zero_ns;     /* in clear_huge */
-	uint32_t wb_waits;    /* number of writeback waits */
+	uint64_t t_start;	 /* env now() at entry */
+	uint64_t total_ns;	 /* time spent in mm_fault, hooks included */
+	uint64_t compact_ns;	 /* in direct compaction (includes its waits and copies) */
+	uint64_t reclaim_ns;	 /* in direct reclaim (includes its waits) */
+	uint64_t wb_wait_ns;	 /* waiting on writeback (compaction + reclaim) */
+	uint64_t migrate_ns;	 /* in migrate_anon / copy_file_page hooks */
+	uint64_t zero_ns;	 /* in clear_huge */
+	uint32_t wb_waits;	 /* number of writeback waits */
 	uint32_t wb_wait_max_us; /* longest single writeback wait, in microseconds */
-	uint32_t migrated;    /* pages migrated successfully for this fault */
+	uint32_t migrated;	 /* pages migrated successfully for this fault */
 	uint32_t migrate_failed;
 	uint32_t reclaimed;
-	uint8_t outcome;      /* enum mm_fault_outcome */
-	uint8_t cause;        /* enum mm_cause: the largest contributor */
-	uint8_t nsteps;       /* steps[]: the huge attempt's steps, then FALLBACK if it failed;
-			       * a 4 KiB allocation adds its steps only past its fast path */
+	uint8_t outcome; /* enum mm_fault_outcome */
+	uint8_t cause;	 /* enum mm_cause: the largest contributor */
+	uint8_t nsteps;	 /* steps[]: the huge attempt's steps, then FALLBACK if it failed;
+			  * a 4 KiB allocation adds its steps only past its fast path */
 	struct {
-		uint8_t step;   /* enum mm_step */
-		uint8_t result; /* compaction: enum mm_compact_result; others: 1 success, 0 failure */
+		uint8_t step; /* enum mm_step */
+		uint8_t
+		    result; /* compaction: enum mm_compact_result; others: 1 success, 0 failure */
 	} steps[MM_FAULT_MAX_STEPS];
 };
 
@@ -202,10 +204,11 @@ enum mm_vma_advice {
 };
 
 struct mm_fault_req {
-	uint64_t owner;        /* cookie of the faulting 4 KiB page */
-	uint64_t extent_owner; /* cookie of page 0 of its 2 MiB extent (page i = extent_owner + i) */
+	uint64_t owner; /* cookie of the faulting 4 KiB page */
+	uint64_t
+	    extent_owner; /* cookie of page 0 of its 2 MiB extent (page i = extent_owner + i) */
 	enum mm_vma_advice advice;
-	bool huge_ok;          /* extent aligned, wholly inside the region and still empty */
+	bool huge_ok; /* extent aligned, wholly inside the region and still empty */
 	bool write;
 };
 
@@ -218,13 +221,13 @@ struct mm_fault_res {
 /* Optional tracepoints (names and fields as 6.12's include/trace/events/{compaction,migrate,
  * kmem}.h). */
 enum mm_trace_kind {
-	MM_TRACE_COMPACTION_BEGIN,  /* a=migrate_pfn b=free_pfn c=zone_end d=mode */
-	MM_TRACE_COMPACTION_END,    /* a=migrate_pfn b=free_pfn c=zone_end d=status */
-	MM_TRACE_MIGRATEPAGES,      /* a=nr_migrated b=nr_failed */
-	MM_TRACE_DEFERRED,          /* a=considered b=defer_shift c=order_failed */
-	MM_TRACE_DEFER_COMPACTION,  /* a=considered b=defer_shift c=order_failed */
-	MM_TRACE_DEFER_RESET,       /* a=considered b=defer_shift c=order_failed */
-	MM_TRACE_EXTFRAG,           /* a=pfn b=alloc_order c=fallback_order d=change_ownership */
+	MM_TRACE_COMPACTION_BEGIN, /* a=migrate_pfn b=free_pfn c=zone_end d=mode */
+	MM_TRACE_COMPACTION_END,   /* a=migrate_pfn b=free_pfn c=zone_end d=status */
+	MM_TRACE_MIGRATEPAGES,	   /* a=nr_migrated b=nr_failed */
+	MM_TRACE_DEFERRED,	   /* a=considered b=defer_shift c=order_failed */
+	MM_TRACE_DEFER_COMPACTION, /* a=considered b=defer_shift c=order_failed */
+	MM_TRACE_DEFER_RESET,	   /* a=considered b=defer_shift c=order_failed */
+	MM_TRACE_EXTFRAG,	   /* a=pfn b=alloc_order c=fallback_order d=change_ownership */
 	MM_TRACE_NR,
 };
 struct mm_trace {
@@ -273,10 +276,10 @@ struct mm_env {
 };
 
 struct mm_config {
-	uint64_t pool_bytes;           /* rounded down to whole pageblocks; at least 8 MiB */
-	struct mm_policy policy;       /* see mm_policy.h */
-	unsigned extfrag_threshold;    /* vm.extfrag_threshold, 0..1000; 0 in a config means 500 */
-	uint64_t min_free_kbytes;      /* 0: the kernel formula for the policy's era */
+	uint64_t pool_bytes;	    /* rounded down to whole pageblocks; at least 8 MiB */
+	struct mm_policy policy;    /* see mm_policy.h */
+	unsigned extfrag_threshold; /* vm.extfrag_threshold, 0..1000; 0 in a config means 500 */
+	uint64_t min_free_kbytes;   /* 0: the kernel formula for the policy's era */
 	unsigned watermark_scale_factor; /* 0 means the kernel default 10 (modern era) */
 };
 
@@ -284,8 +287,8 @@ struct mm;
 
 /* Create a pool (all frames free, pageblocks MOVABLE). Returns 0, -EINVAL (bad config: err
  * says why) or -ENOMEM (host could not allocate the metadata). */
-int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out,
-	      char *err, size_t errlen);
+int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out, char *err,
+	      size_t errlen);
 void mm_destroy(struct mm *mm);
 uint32_t mm_nr_frames(const struct mm *mm);
 /* Bytes of host memory spent on metadata per frame (target: at most 32). */
@@ -362,10 +365,10 @@ uint64_t mm_background(struct mm *mm, void *call);
 struct mm_counts {
 	uint32_t nr_frames;
 	uint32_t free;
-	uint32_t anon;          /* program anon frames, base and huge */
-	uint32_t anon_huge;     /* of which in huge extents (frames) */
-	uint32_t foreign;       /* foreign anon frames */
-	uint32_t file;          /* page cache, all states */
+	uint32_t anon;	    /* program anon frames, base and huge */
+	uint32_t anon_huge; /* of which in huge extents (frames) */
+	uint32_t foreign;   /* foreign anon frames */
+	uint32_t file;	    /* page cache, all states */
 	uint32_t file_dirty;
 	uint32_t file_writeback;
 	uint32_t unmovable;

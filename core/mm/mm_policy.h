@@ -2,8 +2,8 @@
  *
  * A profile says which slow-path steps run, in which migrate mode, which failures defer
  * compaction, whether a deferred THP fault skips reclaim, how compaction scanners behave in that
- * era, and what background threads do. Mechanism (the core/mm sources) reads the table; nothing in the
- * mechanism tests a profile's name.
+ * era, and what background threads do. Mechanism (the core/mm sources) reads the table; nothing in
+ * the mechanism tests a profile's name.
  *
  * Named profiles (mm_policy_names()):
  *   linux-3.1            mainline 3.1.0: async compaction, reclaim (which writes dirty pages out
@@ -51,32 +51,33 @@ enum mm_defrag {
 
 /* Which zones direct reclaim for a costly order skips because compaction could run instead. */
 enum mm_reclaim_skip {
-	MM_RECLAIM_SKIP_NONE,       /* 3.1: reclaim every zone */
-	MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED, /* 3.2: compaction_suitable() || compaction_deferred() */
-	MM_RECLAIM_SKIP_READY,      /* 3.3+: compaction_ready() (free >= high + gap, suitable) */
+	MM_RECLAIM_SKIP_NONE,		      /* 3.1: reclaim every zone */
+	MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED, /* 3.2: compaction_suitable() || compaction_deferred()
+					       */
+	MM_RECLAIM_SKIP_READY, /* 3.3+: compaction_ready() (free >= high + gap, suitable) */
 };
 
 struct mm_policy {
-	char name[64];                 /* the named profile it started from */
+	char name[64]; /* the named profile it started from */
 	enum mm_era era;
-	enum mm_thp_enabled enabled;   /* transparent_hugepage/enabled */
-	enum mm_defrag defrag;         /* transparent_hugepage/defrag */
-	int second_mode;               /* enum mm_migrate_mode of the second direct compaction, or
-					* -1 for none */
-	bool async_failure_defers;     /* 3.1: every compaction failure defers; 3.3+: only sync */
-	bool deferred_skips_reclaim;   /* 3.3: deferred THP fault goes to nopage without reclaim */
-	bool reclaim_waits_writeback;  /* 3.1-3.4 order>3 reclaim may wait on writeback (2nd pass) */
-	bool reclaim_writeout;         /* 3.1: direct reclaim writes dirty page cache out itself */
-	bool numa_two_pass;            /* modern: THISNODE|NORETRY pass before the full slow path */
-	unsigned sync_wait_from_pass;  /* SYNC waits on writeback from this migrate pass, counted
-					* from 0 (3.1: 3, the kernel's force = pass > 2) */
-	unsigned migrate_passes;       /* migrate_pages passes (10) */
-	uint64_t wb_wait_max_ns;       /* bound on one writeback wait in SYNC mode; 0 = unbounded.
-					* A wait that times out fails that page for the rest of
-					* its migrate_pages call */
-	bool kswapd;                   /* background reclaim thread model */
-	bool kcompactd;                /* background compaction thread model (modern) */
-	unsigned proactiveness;        /* vm.compaction_proactiveness (0 = off) */
+	enum mm_thp_enabled enabled;  /* transparent_hugepage/enabled */
+	enum mm_defrag defrag;	      /* transparent_hugepage/defrag */
+	int second_mode;	      /* enum mm_migrate_mode of the second direct compaction, or
+				       * -1 for none */
+	bool async_failure_defers;    /* 3.1: every compaction failure defers; 3.3+: only sync */
+	bool deferred_skips_reclaim;  /* 3.3: deferred THP fault goes to nopage without reclaim */
+	bool reclaim_waits_writeback; /* 3.1-3.4 order>3 reclaim may wait on writeback (2nd pass) */
+	bool reclaim_writeout;	      /* 3.1: direct reclaim writes dirty page cache out itself */
+	bool numa_two_pass;	      /* modern: THISNODE|NORETRY pass before the full slow path */
+	unsigned sync_wait_from_pass; /* SYNC waits on writeback from this migrate pass, counted
+				       * from 0 (3.1: 3, the kernel's force = pass > 2) */
+	unsigned migrate_passes;      /* migrate_pages passes (10) */
+	uint64_t wb_wait_max_ns;      /* bound on one writeback wait in SYNC mode; 0 = unbounded.
+				       * A wait that times out fails that page for the rest of
+				       * its migrate_pages call */
+	bool kswapd;		      /* background reclaim thread model */
+	bool kcompactd;		      /* background compaction thread model (modern) */
+	unsigned proactiveness;	      /* vm.compaction_proactiveness (0 = off) */
 	enum mm_reclaim_skip reclaim_skip; /* shrink_zones' costly-order skip rule */
 };
 

@@ -21,23 +21,23 @@
 #include "util/units.h"
 
 static const struct mm_policy base_3_1 = {
-	.name = "linux-3.1",
-	.era = MM_ERA_3_1,
-	.enabled = MM_THP_ALWAYS,
-	.defrag = MM_DEFRAG_ALWAYS,
-	.second_mode = MM_MIGRATE_SYNC,
-	.async_failure_defers = true,
-	.deferred_skips_reclaim = false,
-	.reclaim_waits_writeback = true,
-	.reclaim_writeout = true,
-	.numa_two_pass = false,
-	.sync_wait_from_pass = 3,
-	.migrate_passes = 10,
-	.wb_wait_max_ns = 0,
-	.kswapd = true,
-	.kcompactd = false,
-	.proactiveness = 0,
-	.reclaim_skip = MM_RECLAIM_SKIP_NONE,
+    .name = "linux-3.1",
+    .era = MM_ERA_3_1,
+    .enabled = MM_THP_ALWAYS,
+    .defrag = MM_DEFRAG_ALWAYS,
+    .second_mode = MM_MIGRATE_SYNC,
+    .async_failure_defers = true,
+    .deferred_skips_reclaim = false,
+    .reclaim_waits_writeback = true,
+    .reclaim_writeout = true,
+    .numa_two_pass = false,
+    .sync_wait_from_pass = 3,
+    .migrate_passes = 10,
+    .wb_wait_max_ns = 0,
+    .kswapd = true,
+    .kcompactd = false,
+    .proactiveness = 0,
+    .reclaim_skip = MM_RECLAIM_SKIP_NONE,
 };
 
 /* Mainline 3.2 (3.2-rc1, 7 Nov 2011, was current when Mel Gorman measured the stalls and posted
@@ -50,69 +50,69 @@ static const struct mm_policy base_3_1 = {
  *    make isolate_lru_page() filter-aware").
  * The synchronous reclaim pass, full SYNC compaction and "every failure defers" are as in 3.1. */
 static const struct mm_policy base_3_2 = {
-	.name = "linux-3.2",
-	.era = MM_ERA_3_2,
-	.enabled = MM_THP_ALWAYS,
-	.defrag = MM_DEFRAG_ALWAYS,
-	.second_mode = MM_MIGRATE_SYNC,
-	.async_failure_defers = true,
-	.deferred_skips_reclaim = false,
-	.reclaim_waits_writeback = true,
-	.reclaim_writeout = false,
-	.numa_two_pass = false,
-	.sync_wait_from_pass = 3,
-	.migrate_passes = 10,
-	.wb_wait_max_ns = 0,
-	.kswapd = true,
-	.kcompactd = false,
-	.proactiveness = 0,
-	.reclaim_skip = MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED,
+    .name = "linux-3.2",
+    .era = MM_ERA_3_2,
+    .enabled = MM_THP_ALWAYS,
+    .defrag = MM_DEFRAG_ALWAYS,
+    .second_mode = MM_MIGRATE_SYNC,
+    .async_failure_defers = true,
+    .deferred_skips_reclaim = false,
+    .reclaim_waits_writeback = true,
+    .reclaim_writeout = false,
+    .numa_two_pass = false,
+    .sync_wait_from_pass = 3,
+    .migrate_passes = 10,
+    .wb_wait_max_ns = 0,
+    .kswapd = true,
+    .kcompactd = false,
+    .proactiveness = 0,
+    .reclaim_skip = MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED,
 };
 
 static const struct mm_policy base_3_3 = {
-	.name = "linux-3.3",
-	.era = MM_ERA_3_3,
-	.enabled = MM_THP_ALWAYS,
-	.defrag = MM_DEFRAG_ALWAYS,
-	.second_mode = MM_MIGRATE_SYNC_LIGHT,
-	.async_failure_defers = false,
-	.deferred_skips_reclaim = true,
-	.reclaim_waits_writeback = true, /* until 3.5 (commit 41ac199) */
-	.reclaim_writeout = false,       /* 3.2: only kswapd writes filesystem pages */
-	.numa_two_pass = false,
-	.sync_wait_from_pass = 3,
-	.migrate_passes = 10,
-	.wb_wait_max_ns = 0,
-	.kswapd = true,
-	.kcompactd = false,
-	.proactiveness = 0,
-	.reclaim_skip = MM_RECLAIM_SKIP_READY,
+    .name = "linux-3.3",
+    .era = MM_ERA_3_3,
+    .enabled = MM_THP_ALWAYS,
+    .defrag = MM_DEFRAG_ALWAYS,
+    .second_mode = MM_MIGRATE_SYNC_LIGHT,
+    .async_failure_defers = false,
+    .deferred_skips_reclaim = true,
+    .reclaim_waits_writeback = true, /* until 3.5 (commit 41ac199) */
+    .reclaim_writeout = false,	     /* 3.2: only kswapd writes filesystem pages */
+    .numa_two_pass = false,
+    .sync_wait_from_pass = 3,
+    .migrate_passes = 10,
+    .wb_wait_max_ns = 0,
+    .kswapd = true,
+    .kcompactd = false,
+    .proactiveness = 0,
+    .reclaim_skip = MM_RECLAIM_SKIP_READY,
 };
 
 static const struct mm_policy base_modern = {
-	.name = "modern-madvise",
-	.era = MM_ERA_MODERN,
-	.enabled = MM_THP_ALWAYS,
-	.defrag = MM_DEFRAG_MADVISE,
-	.second_mode = MM_MIGRATE_SYNC_LIGHT,
-	.async_failure_defers = false,
-	.deferred_skips_reclaim = false,
-	.reclaim_waits_writeback = false,
-	.reclaim_writeout = false,
-	.numa_two_pass = true,
-	.sync_wait_from_pass = 0,
-	.migrate_passes = 10,
-	.wb_wait_max_ns = 0,
-	.kswapd = true,
-	.kcompactd = true,
-	.proactiveness = 20,
-	.reclaim_skip = MM_RECLAIM_SKIP_READY,
+    .name = "modern-madvise",
+    .era = MM_ERA_MODERN,
+    .enabled = MM_THP_ALWAYS,
+    .defrag = MM_DEFRAG_MADVISE,
+    .second_mode = MM_MIGRATE_SYNC_LIGHT,
+    .async_failure_defers = false,
+    .deferred_skips_reclaim = false,
+    .reclaim_waits_writeback = false,
+    .reclaim_writeout = false,
+    .numa_two_pass = true,
+    .sync_wait_from_pass = 0,
+    .migrate_passes = 10,
+    .wb_wait_max_ns = 0,
+    .kswapd = true,
+    .kcompactd = true,
+    .proactiveness = 20,
+    .reclaim_skip = MM_RECLAIM_SKIP_READY,
 };
 
 static const char *const profile_names[] = {
-	"linux-3.1",     "linux-3.1+nostall",    "linux-3.2",      "linux-3.2+nostall",
-	"linux-3.3",     "modern-always",        "modern-defer",   "modern-defer+madvise",
-	"modern-madvise", "modern-never",        NULL,
+    "linux-3.1",      "linux-3.1+nostall", "linux-3.2",	   "linux-3.2+nostall",
+    "linux-3.3",      "modern-always",	   "modern-defer", "modern-defer+madvise",
+    "modern-madvise", "modern-never",	   NULL,
 };
 
 const char *const *mm_policy_names(void)
@@ -132,11 +132,11 @@ static int policy_profile(const char *name, struct mm_policy *p)
 		const char *name;
 		enum mm_defrag defrag;
 	} modern[] = {
-		{"modern-always", MM_DEFRAG_ALWAYS},
-		{"modern-defer", MM_DEFRAG_DEFER},
-		{"modern-defer+madvise", MM_DEFRAG_DEFER_MADVISE},
-		{"modern-madvise", MM_DEFRAG_MADVISE},
-		{"modern-never", MM_DEFRAG_MADVISE},
+	    {"modern-always", MM_DEFRAG_ALWAYS},
+	    {"modern-defer", MM_DEFRAG_DEFER},
+	    {"modern-defer+madvise", MM_DEFRAG_DEFER_MADVISE},
+	    {"modern-madvise", MM_DEFRAG_MADVISE},
+	    {"modern-never", MM_DEFRAG_MADVISE},
 	};
 
 	if (!strcmp(name, "linux-3.1") || !strcmp(name, "linux-3.1+nostall")) {
@@ -177,53 +177,52 @@ enum key_kind { K_ENUM, K_BOOL, K_UINT, K_DURATION };
 struct key {
 	const char *name;
 	enum key_kind kind;
-	size_t off;                /* offset of the field in struct mm_policy */
+	size_t off;		   /* offset of the field in struct mm_policy */
 	const char *const *values; /* K_ENUM: accepted spellings, index = value (+ enum_base) */
-	int enum_base;             /* K_ENUM: value of values[0] (second-compaction: -1) */
-	unsigned max;              /* K_UINT: inclusive bounds */
+	int enum_base;		   /* K_ENUM: value of values[0] (second-compaction: -1) */
+	unsigned max;		   /* K_UINT: inclusive bounds */
 	unsigned min;
 	const char *help;
 };
 
 static const char *const era_values[] = {"3.1", "3.2", "3.3", "modern", NULL};
 static const char *const enabled_values[] = {"always", "madvise", "never", NULL};
-static const char *const defrag_values[] = {"always", "defer", "defer+madvise", "madvise", "never",
-					    NULL};
+static const char *const defrag_values[] = {"always",  "defer", "defer+madvise",
+					    "madvise", "never", NULL};
 static const char *const mode_values[] = {"none", "async", "sync-light", "sync", NULL};
-static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready",
-					  NULL};
+static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready", NULL};
 
 #define F(field) offsetof(struct mm_policy, field)
 
 static const struct key keys[] = {
-	{"era", K_ENUM, F(era), era_values, 0, 0, 0,
-	 "kernel era of the mechanism: scanners, isolation and migrate rules, watermarks"},
-	{"enabled", K_ENUM, F(enabled), enabled_values, 0, 0, 0, "transparent_hugepage/enabled"},
-	{"defrag", K_ENUM, F(defrag), defrag_values, 0, 0, 0,
-	 "transparent_hugepage/defrag (defer modes need era=modern)"},
-	{"second-compaction", K_ENUM, F(second_mode), mode_values, -1, 0, 0,
-	 "migrate mode of the direct compaction after reclaim"},
-	{"async-failure-defers", K_BOOL, F(async_failure_defers), NULL, 0, 0, 0,
-	 "an async compaction failure defers compaction (3.1)"},
-	{"deferred-skips-reclaim", K_BOOL, F(deferred_skips_reclaim), NULL, 0, 0, 0,
-	 "a THP fault finding compaction deferred skips direct reclaim (3.3)"},
-	{"reclaim-waits-writeback", K_BOOL, F(reclaim_waits_writeback), NULL, 0, 0, 0,
-	 "costly-order direct reclaim's synchronous pass waits on writeback (3.1-3.4)"},
-	{"reclaim-writeout", K_BOOL, F(reclaim_writeout), NULL, 0, 0, 0,
-	 "direct reclaim writes dirty page cache out itself (3.1)"},
-	{"reclaim-skip", K_ENUM, F(reclaim_skip), skip_values, 0, 0, 0,
-	 "zones direct reclaim skips for a costly order (3.2: suitable-or-deferred)"},
-	{"numa-two-pass", K_BOOL, F(numa_two_pass), NULL, 0, 0, 0,
-	 "THISNODE|NORETRY attempt before the full slow path (modern NUMA)"},
-	{"sync-wait-from-pass", K_UINT, F(sync_wait_from_pass), NULL, 0, 9, 0,
-	 "first migrate pass (from 0) in which SYNC waits on writeback"},
-	{"migrate-passes", K_UINT, F(migrate_passes), NULL, 0, 10, 1, "migrate_pages passes"},
-	{"wb-wait-max", K_DURATION, F(wb_wait_max_ns), NULL, 0, 0, 0,
-	 "bound on one writeback wait in compaction (0 = unbounded)"},
-	{"kswapd", K_BOOL, F(kswapd), NULL, 0, 0, 0, "background reclaim thread"},
-	{"kcompactd", K_BOOL, F(kcompactd), NULL, 0, 0, 0, "background compaction thread"},
-	{"proactiveness", K_UINT, F(proactiveness), NULL, 0, 100, 0,
-	 "vm.compaction_proactiveness (0 = off)"},
+    {"era", K_ENUM, F(era), era_values, 0, 0, 0,
+     "kernel era of the mechanism: scanners, isolation and migrate rules, watermarks"},
+    {"enabled", K_ENUM, F(enabled), enabled_values, 0, 0, 0, "transparent_hugepage/enabled"},
+    {"defrag", K_ENUM, F(defrag), defrag_values, 0, 0, 0,
+     "transparent_hugepage/defrag (defer modes need era=modern)"},
+    {"second-compaction", K_ENUM, F(second_mode), mode_values, -1, 0, 0,
+     "migrate mode of the direct compaction after reclaim"},
+    {"async-failure-defers", K_BOOL, F(async_failure_defers), NULL, 0, 0, 0,
+     "an async compaction failure defers compaction (3.1)"},
+    {"deferred-skips-reclaim", K_BOOL, F(deferred_skips_reclaim), NULL, 0, 0, 0,
+     "a THP fault finding compaction deferred skips direct reclaim (3.3)"},
+    {"reclaim-waits-writeback", K_BOOL, F(reclaim_waits_writeback), NULL, 0, 0, 0,
+     "costly-order direct reclaim's synchronous pass waits on writeback (3.1-3.4)"},
+    {"reclaim-writeout", K_BOOL, F(reclaim_writeout), NULL, 0, 0, 0,
+     "direct reclaim writes dirty page cache out itself (3.1)"},
+    {"reclaim-skip", K_ENUM, F(reclaim_skip), skip_values, 0, 0, 0,
+     "zones direct reclaim skips for a costly order (3.2: suitable-or-deferred)"},
+    {"numa-two-pass", K_BOOL, F(numa_two_pass), NULL, 0, 0, 0,
+     "THISNODE|NORETRY attempt before the full slow path (modern NUMA)"},
+    {"sync-wait-from-pass", K_UINT, F(sync_wait_from_pass), NULL, 0, 9, 0,
+     "first migrate pass (from 0) in which SYNC waits on writeback"},
+    {"migrate-passes", K_UINT, F(migrate_passes), NULL, 0, 10, 1, "migrate_pages passes"},
+    {"wb-wait-max", K_DURATION, F(wb_wait_max_ns), NULL, 0, 0, 0,
+     "bound on one writeback wait in compaction (0 = unbounded)"},
+    {"kswapd", K_BOOL, F(kswapd), NULL, 0, 0, 0, "background reclaim thread"},
+    {"kcompactd", K_BOOL, F(kcompactd), NULL, 0, 0, 0, "background compaction thread"},
+    {"proactiveness", K_UINT, F(proactiveness), NULL, 0, 100, 0,
+     "vm.compaction_proactiveness (0 = off)"},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -257,7 +256,7 @@ static void key_set_int(struct mm_policy *p, const struct key *k, int v)
 }
 
 static void seterr(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -308,28 +307,32 @@ static int key_parse(struct mm_policy *p, const struct key *k, const char *v, ch
 			}
 		}
 		list_values(k->values, accepted, sizeof(accepted));
-		seterr(err, errlen, "policy key '%s': got '%s', accepted: %s", k->name, v, accepted);
+		seterr(err, errlen, "policy key '%s': got '%s', accepted: %s", k->name, v,
+		       accepted);
 		return -EINVAL;
 	case K_BOOL:
 		if (parse_bool(v, &b)) {
-			seterr(err, errlen, "policy key '%s': got '%s', accepted: yes|no", k->name, v);
+			seterr(err, errlen, "policy key '%s': got '%s', accepted: yes|no", k->name,
+			       v);
 			return -EINVAL;
 		}
 		key_set_int(p, k, b);
 		return 0;
 	case K_UINT:
 		if (units_parse_uint(v, k->max, &u) || u < k->min) {
-			seterr(err, errlen, "policy key '%s': got '%s', accepted: an integer %u..%u",
-			       k->name, v, k->min, k->max);
+			seterr(err, errlen,
+			       "policy key '%s': got '%s', accepted: an integer %u..%u", k->name, v,
+			       k->min, k->max);
 			return -EINVAL;
 		}
 		key_set_int(p, k, (int)u);
 		return 0;
 	case K_DURATION:
 		if (units_parse_duration(v, &u)) {
-			seterr(err, errlen,
-			       "policy key '%s': got '%s', accepted: a duration such as 50ms, 2s or 0",
-			       k->name, v);
+			seterr(
+			    err, errlen,
+			    "policy key '%s': got '%s', accepted: a duration such as 50ms, 2s or 0",
+			    k->name, v);
 			return -EINVAL;
 		}
 		*(uint64_t *)((char *)p + k->off) = u;
@@ -351,7 +354,8 @@ static void key_names(char *buf, size_t len)
 	size_t used = 0;
 
 	for (size_t i = 0; i < NKEYS && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", keys[i].name);
+		used +=
+		    (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", keys[i].name);
 }
 
 /* Combinations no kernel had and the mechanism cannot give a meaning to. */
@@ -359,8 +363,10 @@ static int policy_check(const struct mm_policy *p, char *err, size_t errlen)
 {
 	if (p->era != MM_ERA_MODERN &&
 	    (p->defrag == MM_DEFRAG_DEFER || p->defrag == MM_DEFRAG_DEFER_MADVISE)) {
-		seterr(err, errlen, "policy key 'defrag': '%s' needs era=modern (3.x had "
-		       "always|madvise|never)", defrag_values[p->defrag]);
+		seterr(err, errlen,
+		       "policy key 'defrag': '%s' needs era=modern (3.x had "
+		       "always|madvise|never)",
+		       defrag_values[p->defrag]);
 		return -EINVAL;
 	}
 	return 0;
@@ -407,11 +413,11 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 		spec = "";
 	colon = strchr(spec, ':');
 	nlen = colon ? (size_t)(colon - spec) : strlen(spec);
-	if (nlen >= sizeof(name) || (memcpy(name, spec, nlen), name[nlen] = '\0',
-				      policy_profile(name, &p))) {
+	if (nlen >= sizeof(name) ||
+	    (memcpy(name, spec, nlen), name[nlen] = '\0', policy_profile(name, &p))) {
 		list_values(profile_names, accepted, sizeof(accepted));
-		seterr(err, errlen, "policy: unknown profile '%.*s' (accepted: %s)", (int)nlen, spec,
-		       accepted);
+		seterr(err, errlen, "policy: unknown profile '%.*s' (accepted: %s)", (int)nlen,
+		       spec, accepted);
 		return -EINVAL;
 	}
 	for (item = colon ? colon + 1 : NULL; item && *item;) {
@@ -485,8 +491,8 @@ void mm_policy_format(const struct mm_policy *p, char *buf, size_t len)
 		format_value(&base, k, b, sizeof(b));
 		if (!strcmp(a, b))
 			continue;
-		used += (size_t)snprintf(buf + used, len - used, "%c%s=%s", n++ ? ',' : ':', k->name,
-					 a);
+		used += (size_t)snprintf(buf + used, len - used, "%c%s=%s", n++ ? ',' : ':',
+					 k->name, a);
 	}
 }
 
@@ -496,17 +502,22 @@ void mm_policy_help(FILE *f)
 
 	fprintf(f, "Policy: NAME[:KEY=VALUE,...]  e.g. linux-3.1:wb-wait-max=50ms\n");
 	fprintf(f, "  profiles:\n");
-	fprintf(f, "    linux-3.1             mainline 3.1.0: async compaction, reclaim that writes\n"
-		   "                          dirty pages out, then SYNC compaction that waits on\n"
-		   "                          writeback and writes pages out\n");
-	fprintf(f, "    linux-3.1+nostall     Mel Gorman's Nov 2011 patch on 3.1 (Fedora 3.1.x): the\n"
-		   "                          second compaction is async\n");
-	fprintf(f, "    linux-3.2             mainline 3.2: as 3.1, but direct reclaim never writes\n"
-		   "                          file pages and skips the zone when compaction could run\n");
+	fprintf(f,
+		"    linux-3.1             mainline 3.1.0: async compaction, reclaim that writes\n"
+		"                          dirty pages out, then SYNC compaction that waits on\n"
+		"                          writeback and writes pages out\n");
+	fprintf(f,
+		"    linux-3.1+nostall     Mel Gorman's Nov 2011 patch on 3.1 (Fedora 3.1.x): the\n"
+		"                          second compaction is async\n");
+	fprintf(
+	    f,
+	    "    linux-3.2             mainline 3.2: as 3.1, but direct reclaim never writes\n"
+	    "                          file pages and skips the zone when compaction could run\n");
 	fprintf(f, "    linux-3.2+nostall     Mel's patch on 3.2-rc as queued in -mm: the second\n"
 		   "                          compaction is async\n");
-	fprintf(f, "    linux-3.3             sync-light second compaction; only sync failures defer;\n"
-		   "                          a deferred THP fault skips reclaim\n");
+	fprintf(
+	    f, "    linux-3.3             sync-light second compaction; only sync failures defer;\n"
+	       "                          a deferred THP fault skips reclaim\n");
 	fprintf(f, "    modern-always|defer|defer+madvise|madvise\n"
 		   "                          6.12 with enabled=always and that defrag mode\n");
 	fprintf(f, "    modern-never          6.12 with enabled=never (no huge faults)\n");

@@ -22,14 +22,14 @@
 
 #include "util/sys.h"
 
-#define LOAD_ACQ(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOAD_ACQ(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define CAS(p, oldp, v)                                                                     \
+#define CAS(p, oldp, v)                                                                            \
 	__atomic_compare_exchange_n((p), (oldp), (v), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 
-#define APP_SLOTS     8
-#define APP_IDX_BITS  8
-#define APP_GEN_MASK  0x7fffffU /* keeps sival_int positive */
+#define APP_SLOTS		  8
+#define APP_IDX_BITS		  8
+#define APP_GEN_MASK		  0x7fffffU /* keeps sival_int positive */
 #define APP_DEFAULT_SIGNAL_OFFSET 7
 
 /* Slot life cycle: IDLE -> CLAIMED (requester fills tid/gen) -> ARMED (signal sent) -> WRITING
@@ -39,15 +39,15 @@
 enum slot_state { SLOT_IDLE, SLOT_CLAIMED, SLOT_ARMED, SLOT_WRITING, SLOT_DONE, SLOT_ABANDONED };
 
 struct app_slot {
-	uint32_t state;      /* enum slot_state; also the futex word the requester sleeps on */
-	uint32_t gen;        /* request generation, sent in si_value to reject stale signals */
-	pid_t tid;           /* thread asked */
+	uint32_t state;	     /* enum slot_state; also the futex word the requester sleeps on */
+	uint32_t gen;	     /* request generation, sent in si_value to reject stale signals */
+	pid_t tid;	     /* thread asked */
 	struct obs_stack st; /* filled by the target thread */
 };
 
 static struct app_slot app_slots[APP_SLOTS];
-static int app_signo;               /* 0 while not installed */
-static struct sigaction app_prev;   /* disposition we chain to */
+static int app_signo;		  /* 0 while not installed */
+static struct sigaction app_prev; /* disposition we chain to */
 
 /* ---- The signal handler (runs on the application thread) ------------------------------- */
 
@@ -214,8 +214,9 @@ static const char *parse_hex(const char *p, uintptr_t *v)
 	if (p[0] == '0' && p[1] == 'x')
 		p += 2;
 	for (;; p++) {
-		int d = *p >= '0' && *p <= '9' ? *p - '0'
-			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		int d = *p >= '0' && *p <= '9'	 ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+						 : -1;
 
 		if (d < 0)
 			return p;
@@ -457,11 +458,11 @@ enum obs_app_result obs_appstack_capture(pid_t tid, struct obs_stack *st, long *
 }
 
 static const char *const app_result_names[OBS_APP_NR] = {
-	[OBS_APP_NONE] = "none",
-	[OBS_APP_USER] = "user",
-	[OBS_APP_SYSCALL] = "syscall",
-	[OBS_APP_TIMEOUT] = "timeout",
-	[OBS_APP_UNAVAILABLE] = "unavailable",
+    [OBS_APP_NONE] = "none",
+    [OBS_APP_USER] = "user",
+    [OBS_APP_SYSCALL] = "syscall",
+    [OBS_APP_TIMEOUT] = "timeout",
+    [OBS_APP_UNAVAILABLE] = "unavailable",
 };
 
 const char *obs_app_result_name(enum obs_app_result r)

@@ -10,19 +10,18 @@
 
 #include <string.h>
 
-#define LOAD(p)   __atomic_load_n((p), __ATOMIC_RELAXED)
+#define LOAD(p)	  __atomic_load_n((p), __ATOMIC_RELAXED)
 #define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 
 static const char *const band_names[OBS_NBANDS] = {
-	[OBS_BAND_10US] = "<10us",       [OBS_BAND_100US] = "10-100us",
-	[OBS_BAND_1MS] = "100us-1ms",    [OBS_BAND_10MS] = "1-10ms",
-	[OBS_BAND_100MS] = "10-100ms",   [OBS_BAND_1S] = "100ms-1s",
-	[OBS_BAND_SLOWER] = ">=1s",
+    [OBS_BAND_10US] = "<10us",	[OBS_BAND_100US] = "10-100us", [OBS_BAND_1MS] = "100us-1ms",
+    [OBS_BAND_10MS] = "1-10ms", [OBS_BAND_100MS] = "10-100ms", [OBS_BAND_1S] = "100ms-1s",
+    [OBS_BAND_SLOWER] = ">=1s",
 };
 
 static const char *const class_names[OBS_NCLASS] = {
-	[OBS_HUGE] = "huge",
-	[OBS_BASE] = "base",
+    [OBS_HUGE] = "huge",
+    [OBS_BASE] = "base",
 };
 
 enum obs_band obs_band_of(uint64_t ns)

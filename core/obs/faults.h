@@ -32,24 +32,24 @@ enum obs_class { OBS_HUGE, OBS_BASE, OBS_NCLASS };
 /* Latency bands (the "frequency of faults in latency bands" of THP papers, decade-wide),
  * counted exactly rather than from buckets. */
 enum obs_band {
-	OBS_BAND_10US,   /* < 10 us */
-	OBS_BAND_100US,  /* 10 us .. < 100 us */
-	OBS_BAND_1MS,    /* 100 us .. < 1 ms */
-	OBS_BAND_10MS,   /* 1 ms .. < 10 ms */
-	OBS_BAND_100MS,  /* 10 ms .. < 100 ms */
-	OBS_BAND_1S,     /* 100 ms .. < 1 s */
+	OBS_BAND_10US,	 /* < 10 us */
+	OBS_BAND_100US,	 /* 10 us .. < 100 us */
+	OBS_BAND_1MS,	 /* 100 us .. < 1 ms */
+	OBS_BAND_10MS,	 /* 1 ms .. < 10 ms */
+	OBS_BAND_100MS,	 /* 10 ms .. < 100 ms */
+	OBS_BAND_1S,	 /* 100 ms .. < 1 s */
 	OBS_BAND_SLOWER, /* >= 1 s */
 	OBS_NBANDS,
 };
 
 /* Plain data without pointers: it may live in a MAP_SHARED file that outlives the process. */
 struct obs_faults {
-	struct obs_hist lat[OBS_NCLASS]; /* service latency per outcome class */
+	struct obs_hist lat[OBS_NCLASS];	/* service latency per outcome class */
 	uint64_t bands[OBS_NCLASS][OBS_NBANDS]; /* fault counts per latency band */
-	uint64_t nomem;                  /* MM_FAULT_NOMEM faults (counted in base latency too) */
-	uint64_t wb_waits;               /* writeback waits, summed over faults */
-	uint64_t wb_wait_ns;             /* time in those waits */
-	uint64_t wb_wait_max_ns;         /* longest single wait (us resolution, from the record) */
+	uint64_t nomem;		 /* MM_FAULT_NOMEM faults (counted in base latency too) */
+	uint64_t wb_waits;	 /* writeback waits, summed over faults */
+	uint64_t wb_wait_ns;	 /* time in those waits */
+	uint64_t wb_wait_max_ns; /* longest single wait (us resolution, from the record) */
 	uint64_t compact_ns, reclaim_ns, migrate_ns, zero_ns; /* summed mm_fault_rec times */
 };
 

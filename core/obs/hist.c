@@ -10,8 +10,8 @@
 
 #include <string.h>
 
-#define LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
-#define ADD(p, v)   __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define LOAD(p)	  __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 
 void obs_hist_init(struct obs_hist *h)
 {

@@ -17,14 +17,14 @@
 #include <stdint.h>
 
 #define OBS_HIST_SUB_BITS 5
-#define OBS_HIST_SUB      (1U << OBS_HIST_SUB_BITS)
-#define OBS_HIST_EXPS     43
+#define OBS_HIST_SUB	  (1U << OBS_HIST_SUB_BITS)
+#define OBS_HIST_EXPS	  43
 #define OBS_HIST_BUCKETS  (OBS_HIST_EXPS * OBS_HIST_SUB)
 
 struct obs_hist {
 	uint64_t count;
-	uint64_t sum;     /* ns */
-	uint64_t min;     /* UINT64_MAX when empty */
+	uint64_t sum; /* ns */
+	uint64_t min; /* UINT64_MAX when empty */
 	uint64_t max;
 	uint64_t counts[OBS_HIST_BUCKETS];
 };
@@ -36,7 +36,7 @@ struct obs_hist_summary {
 };
 
 void obs_hist_init(struct obs_hist *h);
-void obs_hist_record(struct obs_hist *h, uint64_t ns);          /* lock-free */
+void obs_hist_record(struct obs_hist *h, uint64_t ns); /* lock-free */
 /* dst += src. src may be recorded into concurrently (its counts are read atomically). */
 void obs_hist_merge(struct obs_hist *dst, const struct obs_hist *src);
 /* Value at quantile q in [0, 1] (upper edge of the bucket holding it, clamped to max). */

@@ -13,7 +13,7 @@
 #include "obs/stall_internal.h"
 #include "util/sys.h"
 
-#define LOAD(p)   __atomic_load_n((p), __ATOMIC_RELAXED)
+#define LOAD(p)	  __atomic_load_n((p), __ATOMIC_RELAXED)
 #define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 
 /* Raw mmap (inside the preload library, mmap() is the shim's interposed name), marked as the
@@ -104,18 +104,20 @@ int obs_stalls_add_modelled(struct obs_stalls *s, uint64_t t_start_ns, uint64_t 
 }
 
 /* Chains name the kernel's functions (3.1 call paths) that core/mm mirrors, innermost first. */
-#define SLOWPATH_TAIL "__alloc_pages_slowpath", "__alloc_pages_nodemask", \
-		      "alloc_pages_vma", "do_huge_pmd_anonymous_page", "handle_mm_fault"
-#define COMPACT_TAIL "compact_zone", "compact_zone_order", "try_to_compact_pages", \
-		     "__alloc_pages_direct_compact", SLOWPATH_TAIL
+#define SLOWPATH_TAIL                                                                              \
+	"__alloc_pages_slowpath", "__alloc_pages_nodemask", "alloc_pages_vma",                     \
+	    "do_huge_pmd_anonymous_page", "handle_mm_fault"
+#define COMPACT_TAIL                                                                               \
+	"compact_zone", "compact_zone_order", "try_to_compact_pages",                              \
+	    "__alloc_pages_direct_compact", SLOWPATH_TAIL
 #define MIGRATE_TAIL "unmap_and_move", "migrate_pages", COMPACT_TAIL
-#define RECLAIM_TAIL "shrink_page_list", "shrink_inactive_list", "shrink_zone", \
-		     "do_try_to_free_pages", "try_to_free_pages", "__alloc_pages_direct_reclaim", \
-		     SLOWPATH_TAIL
+#define RECLAIM_TAIL                                                                               \
+	"shrink_page_list", "shrink_inactive_list", "shrink_zone", "do_try_to_free_pages",         \
+	    "try_to_free_pages", "__alloc_pages_direct_reclaim", SLOWPATH_TAIL
 
 static const char *const chain_none[] = {"get_page_from_freelist", "__alloc_pages_nodemask",
-					  "alloc_pages_vma", "do_huge_pmd_anonymous_page",
-					  "handle_mm_fault", NULL};
+					 "alloc_pages_vma",	   "do_huge_pmd_anonymous_page",
+					 "handle_mm_fault",	   NULL};
 static const char *const chain_compact[] = {COMPACT_TAIL, NULL};
 static const char *const chain_wb_wait[] = {"wait_on_frame_writeback", MIGRATE_TAIL, NULL};
 static const char *const chain_writeout[] = {"writeout", MIGRATE_TAIL, NULL};
@@ -123,7 +125,7 @@ static const char *const chain_migrate[] = {"migrate_page_copy", MIGRATE_TAIL, N
 static const char *const chain_reclaim[] = {RECLAIM_TAIL, NULL};
 static const char *const chain_reclaim_wb[] = {"wait_on_frame_writeback", RECLAIM_TAIL, NULL};
 static const char *const chain_zeroing[] = {"clear_huge_page", "do_huge_pmd_anonymous_page",
-					     "handle_mm_fault", NULL};
+					    "handle_mm_fault", NULL};
 
 const char *const *obs_stall_modelled_stack(enum mm_cause c)
 {

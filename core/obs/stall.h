@@ -41,13 +41,13 @@
 struct obs_stall_event {
 	uint64_t t_start_ns;  /* when the fault arrived (env time: monotonic live, virtual sim) */
 	uint64_t duration_ns; /* its service time */
-	uint64_t addr;        /* faulting address (0 if unknown) */
-	int32_t tid;          /* faulting thread (0 if unknown) */
+	uint64_t addr;	      /* faulting address (0 if unknown) */
+	int32_t tid;	      /* faulting thread (0 if unknown) */
 	int32_t syscall_nr;   /* app == OBS_APP_SYSCALL: the syscall the thread was in; else -1 */
-	uint8_t cause;        /* enum mm_cause: the fault record's largest contributor */
-	uint8_t app;          /* enum obs_app_result: what the application side gave */
-	char comm[OBS_COMM_LEN];  /* faulting thread's comm, NUL-terminated */
-	struct obs_stack handler; /* the handler's stack at the blocking point (or MODELLED) */
+	uint8_t cause;	      /* enum mm_cause: the fault record's largest contributor */
+	uint8_t app;	      /* enum obs_app_result: what the application side gave */
+	char comm[OBS_COMM_LEN];    /* faulting thread's comm, NUL-terminated */
+	struct obs_stack handler;   /* the handler's stack at the blocking point (or MODELLED) */
 	struct obs_stack app_stack; /* app == OBS_APP_USER: the program's stack at the fault */
 };
 

@@ -8,17 +8,17 @@
 #include "obs/stall.h"
 
 struct stall_slot {
-	uint32_t ready;             /* set (release) once ev is complete */
+	uint32_t ready; /* set (release) once ev is complete */
 	struct obs_stall_event ev;
 };
 
 struct obs_stalls {
-	size_t map_len;        /* bytes mapped, for munmap */
+	size_t map_len;	       /* bytes mapped, for munmap */
 	uint32_t capacity;     /* slots */
-	uint32_t kind;         /* enum obs_stacks_kind */
+	uint32_t kind;	       /* enum obs_stacks_kind */
 	uint64_t threshold_ns; /* events shorter than this are not stalls */
-	uint64_t next;         /* slots reserved so far (may exceed capacity) */
-	uint64_t count;        /* stalls seen, stored or not */
+	uint64_t next;	       /* slots reserved so far (may exceed capacity) */
+	uint64_t count;	       /* stalls seen, stored or not */
 	uint64_t total_ns;     /* their summed duration */
 	uint64_t dropped;      /* stalls not stored: the store was full */
 	struct stall_slot slots[];

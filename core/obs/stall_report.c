@@ -19,13 +19,13 @@
 /* ---- Symbol cache: each (ip, exact) is symbolised once per report ------------------------ */
 
 struct sym_ent {
-	uintptr_t key;  /* ip << 1 | exact; 0 = empty */
-	char *text;     /* "function+0xOFF (object)" */
-	char *func;     /* "function" */
+	uintptr_t key; /* ip << 1 | exact; 0 = empty */
+	char *text;    /* "function+0xOFF (object)" */
+	char *func;    /* "function" */
 };
 
 struct sym_cache {
-	size_t cap;          /* power of two */
+	size_t cap; /* power of two */
 	size_t n;
 	struct sym_ent *tab;
 };
@@ -91,12 +91,12 @@ static void cache_free(struct sym_cache *c)
 
 struct ev_view {
 	const struct obs_stall_event *ev;
-	char *key;            /* everything the grouping compares, as text */
+	char *key;	      /* everything the grouping compares, as text */
 	const char *function; /* the per-event column: app function, syscall, or handler frame */
 };
 
 struct group {
-	size_t first, n;   /* range in the sorted view array */
+	size_t first, n; /* range in the sorted view array */
 	uint64_t total_ns;
 };
 

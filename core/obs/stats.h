@@ -54,9 +54,9 @@ double obs_stats_normal_cdf(double z);
 double obs_stats_normal_quantile(double p);
 
 struct obs_bootstrap {
-	double diff;        /* mean(b) - mean(a) of the samples themselves */
-	double lo, hi;      /* percentile interval at the requested level */
-	double level;       /* e.g. 0.95 */
+	double diff;   /* mean(b) - mean(a) of the samples themselves */
+	double lo, hi; /* percentile interval at the requested level */
+	double level;  /* e.g. 0.95 */
 	unsigned resamples;
 	uint64_t seed;
 };
@@ -67,12 +67,12 @@ int obs_stats_bootstrap_diff(const double *a, size_t na, const double *b, size_t
 			     struct obs_bootstrap *out);
 
 struct obs_mannwhitney {
-	double u_a;   /* U statistic of group a (pairs where a > b, ties count half) */
-	double u_b;   /* n_a n_b - u_a */
-	double z;     /* normal score (continuity-corrected; 0 when exact) */
-	double p;     /* two-sided p-value */
-	bool exact;   /* p from the exact null distribution */
-	bool ties;    /* ties were present (mid-ranks used) */
+	double u_a; /* U statistic of group a (pairs where a > b, ties count half) */
+	double u_b; /* n_a n_b - u_a */
+	double z;   /* normal score (continuity-corrected; 0 when exact) */
+	double p;   /* two-sided p-value */
+	bool exact; /* p from the exact null distribution */
+	bool ties;  /* ties were present (mid-ranks used) */
 };
 /* Returns 0, -EINVAL (an empty group) or -ENOMEM. */
 int obs_stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb,

@@ -469,8 +469,8 @@ static int plan_push(struct obs_trace_thread *th, size_t i)
 
 /* The plan's thread for tid, added if new; NULL (rc set) past the limit or out of memory.
  * slots maps a tid hash to 1 + the thread's index (0: empty). */
-static struct obs_trace_thread *plan_thread(struct obs_trace_plan *p, uint32_t *slots,
-					    uint32_t tid, int *rc)
+static struct obs_trace_thread *plan_thread(struct obs_trace_plan *p, uint32_t *slots, uint32_t tid,
+					    int *rc)
 {
 	size_t h = (size_t)((tid * 0x9e3779b97f4a7c15ULL) >> 40) & (TID_SLOTS - 1);
 	struct obs_trace_thread *th;

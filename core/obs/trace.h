@@ -60,11 +60,11 @@
  * a trace together cover at most 64 GiB + 2 MiB per record, so that a replay's work on them
  * is bounded by the file's size (a live program's changes: its mappings, each faulted page a
  * record of its own); and a plan has at most OBS_TRACE_THREADS_MAX threads. */
-#define OBS_TRACE_TIME_MAX	     (1ULL << 62)
-#define OBS_TRACE_ADDR_MAX	     (1ULL << 57)
-#define OBS_TRACE_PAGES_BASE	     (1ULL << 24) /* 64 GiB */
-#define OBS_TRACE_PAGES_PER_RECORD 512	  /* 2 MiB */
-#define OBS_TRACE_THREADS_MAX	     4096
+#define OBS_TRACE_TIME_MAX	   (1ULL << 62)
+#define OBS_TRACE_ADDR_MAX	   (1ULL << 57)
+#define OBS_TRACE_PAGES_BASE	   (1ULL << 24) /* 64 GiB */
+#define OBS_TRACE_PAGES_PER_RECORD 512		/* 2 MiB */
+#define OBS_TRACE_THREADS_MAX	   4096
 
 enum obs_trace_type {
 	OBS_TR_FAULT = 1,

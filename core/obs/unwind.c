@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#define LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#define LOAD(p)	    __atomic_load_n((p), __ATOMIC_RELAXED)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 static unsigned unwind_limit;  /* threads allowed inside libunwind at once */
@@ -30,11 +30,11 @@ static __thread uintptr_t tls_stack_hi __attribute__((tls_model("initial-exec"))
 static __thread int tls_trace_warm __attribute__((tls_model("initial-exec")));
 
 static const char *const method_names[OBS_UNWIND_NR] = {
-	[OBS_UNWIND_NONE] = "none",
-	[OBS_UNWIND_LIBUNWIND] = "libunwind",
-	[OBS_UNWIND_FRAMEPTR] = "frame-pointer",
-	[OBS_UNWIND_MODELLED] = "modelled",
-	[OBS_UNWIND_PROC_PC] = "proc-pc",
+    [OBS_UNWIND_NONE] = "none",
+    [OBS_UNWIND_LIBUNWIND] = "libunwind",
+    [OBS_UNWIND_FRAMEPTR] = "frame-pointer",
+    [OBS_UNWIND_MODELLED] = "modelled",
+    [OBS_UNWIND_PROC_PC] = "proc-pc",
 };
 
 const char *obs_unwind_method_name(enum obs_unwind_method m)

@@ -47,8 +47,8 @@ enum obs_unwind_method {
 const char *obs_unwind_method_name(enum obs_unwind_method m);
 
 struct obs_stack {
-	uint8_t nr;          /* valid entries in ips[] */
-	uint8_t method;      /* enum obs_unwind_method */
+	uint8_t nr;	     /* valid entries in ips[] */
+	uint8_t method;	     /* enum obs_unwind_method */
 	uint8_t exact_first; /* ips[0] is the faulting instruction (a signal frame), not a return
 			      * address: symbolise it as is instead of ip - 1 */
 	uintptr_t ips[OBS_STACK_MAX]; /* innermost first */
@@ -88,9 +88,9 @@ unsigned obs_stack_capture_fp(struct obs_stack *st, unsigned skip);
 
 /* Where a thread was when asked (from /proc/self/task/TID/syscall). */
 enum obs_task_state {
-	OBS_TASK_GONE,    /* the thread no longer exists */
+	OBS_TASK_GONE,	  /* the thread no longer exists */
 	OBS_TASK_RUNNING, /* "running": on a CPU in user space */
-	OBS_TASK_USER,    /* "-1 ...": blocked outside a syscall, e.g. in a user-mode page fault */
+	OBS_TASK_USER,	  /* "-1 ...": blocked outside a syscall, e.g. in a user-mode page fault */
 	OBS_TASK_SYSCALL, /* "N ...": inside syscall N (a fault there is a kernel-mode fault) */
 };
 /* Classify thread tid of this process; *nr gets the syscall number for OBS_TASK_SYSCALL, *pc
@@ -114,8 +114,8 @@ int obs_appstack_signo(void);
 void obs_appstack_program_sigaction(const struct sigaction *act, struct sigaction *old);
 
 enum obs_app_result {
-	OBS_APP_NONE,        /* not asked (or the simulator) */
-	OBS_APP_USER,        /* user-mode fault: stack captured on the application thread */
+	OBS_APP_NONE,	     /* not asked (or the simulator) */
+	OBS_APP_USER,	     /* user-mode fault: stack captured on the application thread */
 	OBS_APP_SYSCALL,     /* kernel-mode fault inside a syscall: syscall recorded, no signal */
 	OBS_APP_TIMEOUT,     /* signalled but the thread did not answer in time */
 	OBS_APP_UNAVAILABLE, /* thread gone, no handler or free slot, /proc unreadable */

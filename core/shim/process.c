@@ -51,14 +51,16 @@ static long ret_errno(long r)
 	return r;
 }
 
-/* ---- descriptors ------------------------------------------------------------------------------ */
+/* ---- descriptors ------------------------------------------------------------------------------
+ */
 
 /* close(2) as the program sees it; syscall(SYS_close) shares it without calling the exported
  * close through the PLT. */
 static int close_as_native(int fd)
 {
 	if (guard_fd_is_ours(fd)) {
-		if (uffd_tls_passthrough) { /* the emulator (or a library it called) closing its own */
+		if (uffd_tls_passthrough) { /* the emulator (or a library it called) closing its own
+					     */
 			guard_fd_close(fd);
 			return 0;
 		}
@@ -112,7 +114,8 @@ EXPORT int pipe2(int fds[2], int flags)
 	return (int)ret_errno(r);
 }
 
-/* ---- limits ------------------------------------------------------------------------------------ */
+/* ---- limits ------------------------------------------------------------------------------------
+ */
 
 /* rlimit and rlimit64 are the same two 64-bit words on LP64. */
 _Static_assert(sizeof(struct rlimit) == sizeof(struct rlimit64), "rlimit layout");
@@ -126,8 +129,8 @@ EXPORT int prlimit(pid_t pid, __rlimit_resource_t resource, const struct rlimit 
 EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimit64 *new_lim,
 		     struct rlimit64 *old_lim)
 {
-	return (int)ret_errno(guard_prlimit(pid, (int)resource, (const void *)new_lim,
-					    (void *)old_lim));
+	return (int)ret_errno(
+	    guard_prlimit(pid, (int)resource, (const void *)new_lim, (void *)old_lim));
 }
 
 EXPORT int getrlimit(__rlimit_resource_t resource, struct rlimit *rl)
@@ -150,7 +153,8 @@ EXPORT int setrlimit64(__rlimit_resource_t resource, const struct rlimit64 *rl)
 	return (int)ret_errno(guard_prlimit(0, (int)resource, (const void *)rl, NULL));
 }
 
-/* ---- credentials, sandboxes, namespaces ------------------------------------------------------- */
+/* ---- credentials, sandboxes, namespaces -------------------------------------------------------
+ */
 
 static long do_prctl(long option, long a2, long a3, long a4, long a5)
 {
@@ -191,8 +195,8 @@ static long do_capset(void *hdr, const void *data)
 	long r = sys_call2(SYS_capset, hdr, data);
 
 	/* only a change of the calling thread's own sets is per thread (pid 0 or its tid) */
-	if (r == 0 && !uffd_tls_passthrough && h && data && (h->pid == 0 || h->pid == sys_gettid()) &&
-	    shim_live())
+	if (r == 0 && !uffd_tls_passthrough && h && data &&
+	    (h->pid == 0 || h->pid == sys_gettid()) && shim_live())
 		shim_cred_replicate(GUARD_CRED_CAPSET, NULL, hdr, data);
 	return r;
 }
@@ -263,7 +267,8 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 	return __sigaction(sig, act, old);
 }
 
-/* ---- syscall(2) --------------------------------------------------------------------------------- */
+/* ---- syscall(2) ---------------------------------------------------------------------------------
+ */
 
 /* Libraries make some of the calls above through syscall(2) (libseccomp's seccomp, close_range
  * before glibc had a wrapper): those take the same path. Anything else is the raw call. */
@@ -280,11 +285,11 @@ EXPORT long syscall(long nr, ...)
 	case SYS_close:
 		return close_as_native((int)a[0]);
 	case SYS_close_range:
-		return ret_errno(close_range_as_native((unsigned)a[0], (unsigned)a[1],
-						       (unsigned)a[2]));
+		return ret_errno(
+		    close_range_as_native((unsigned)a[0], (unsigned)a[1], (unsigned)a[2]));
 	case SYS_prlimit64:
-		return ret_errno(guard_prlimit((int)a[0], (int)a[1], (const void *)a[2],
-					       (void *)a[3]));
+		return ret_errno(
+		    guard_prlimit((int)a[0], (int)a[1], (const void *)a[2], (void *)a[3]));
 	case SYS_getrlimit:
 		return ret_errno(guard_prlimit(0, (int)a[0], NULL, (void *)a[1]));
 	case SYS_setrlimit:

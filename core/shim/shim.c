@@ -400,7 +400,8 @@ __attribute__((constructor)) static void shim_init(void)
 	}
 	guard_fd_init(); /* before the emulator opens anything: its descriptors go out of reach */
 	if (uffd_live_create(&cfg, &shim_lv, err, sizeof(err)) < 0) {
-		guard_fd_fini(); /* nothing of ours is open: the program's limits are its own again */
+		guard_fd_fini(); /* nothing of ours is open: the program's limits are its own again
+				  */
 		run_unmanaged(err, cfg.log == CONFIG_LOG_QUIET);
 		goto out;
 	}

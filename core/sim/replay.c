@@ -75,7 +75,7 @@ struct sim_replay {
 	struct rp_region **sorted; /* live spans, by lo */
 	uint32_t nsorted, sorted_cap;
 	struct rp_region *dead; /* transferred regions a migration still held */
-	size_t changes_done; /* memory changes applied, in record order: the next one's index */
+	size_t changes_done;	/* memory changes applied, in record order: the next one's index */
 	struct sim_waitq change_wq;
 	struct sim_replay_stats st;
 	bool used;
@@ -128,8 +128,9 @@ int sim_replay_load(const char *path, struct sim_replay **out, char *err, size_t
 	obs_trace_sort(&rp->tr);
 	rc = obs_trace_plan(&rp->tr, &rp->plan);
 	if (rc == -E2BIG) {
-		snprintf(err, errlen, "%s: the trace has more than %u threads (a replay runs at most %u)",
-			 path, OBS_TRACE_THREADS_MAX, OBS_TRACE_THREADS_MAX);
+		snprintf(err, errlen,
+			 "%s: the trace has more than %u threads (a replay runs at most %u)", path,
+			 OBS_TRACE_THREADS_MAX, OBS_TRACE_THREADS_MAX);
 		goto fail;
 	}
 	rp->nthreads = rp->plan.nthreads;
@@ -165,11 +166,12 @@ int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t 
 	char kv[sizeof(in->fragment) + 8], why[512];
 
 	if (!(keep & SIM_REPLAY_KEEP_DURATION) && in->span_ns > sim_replay_span_max(in)) {
-		snprintf(err, errlen,
-			 "%s spans %.1f h with %zu records: more than a replay covers by default "
-			 "(1 h + 1 min per record: %.1f h); give --duration to replay its first part",
-			 c->replay->path, in->span_ns / 3600e9, in->records,
-			 sim_replay_span_max(in) / 3600e9);
+		snprintf(
+		    err, errlen,
+		    "%s spans %.1f h with %zu records: more than a replay covers by default "
+		    "(1 h + 1 min per record: %.1f h); give --duration to replay its first part",
+		    c->replay->path, in->span_ns / 3600e9, in->records,
+		    sim_replay_span_max(in) / 3600e9);
 		return -EINVAL;
 	}
 	if (!(keep & SIM_REPLAY_KEEP_SEED))

@@ -340,7 +340,8 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 		"writeback: %llu pages written by the writer, %llu completed, %llu written out "
 		"singly (->writepage from compaction or direct reclaim), writer throttled %.1f s\n",
 		(unsigned long long)r->writer.pages, (unsigned long long)r->fl.pages_done,
-		(unsigned long long)r->fl.writeout_pages, (double)r->writer.throttle.throttle_ns / 1e9);
+		(unsigned long long)r->fl.writeout_pages,
+		(double)r->writer.throttle.throttle_ns / 1e9);
 	fprintf(f, "\nstalls >= %s: %llu, longest %.1f ms\n",
 		units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
 		(unsigned long long)s.stalls, ms(s.stall_max_ns));

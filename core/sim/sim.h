@@ -217,12 +217,12 @@ struct sim_replay_info {
 /* How the replay went. "compared" recorded faults were served here as first touches; of them
  * huge_huge + base_base got the recorded decision. */
 struct sim_replay_stats {
-	uint64_t recorded;	/* fault records replayed */
-	uint64_t compared;	/* ... served as first touches here */
+	uint64_t recorded;				     /* fault records replayed */
+	uint64_t compared;				     /* ... served as first touches here */
 	uint64_t huge_huge, huge_base, base_huge, base_base; /* recorded -> replayed */
-	uint64_t absorbed;	/* on a page this replay had already populated */
-	uint64_t orphans;	/* outside any region (a recorded race with munmap) */
-	uint64_t implied;	/* extra base faults: a recorded huge touch served with 4 KiB pages */
+	uint64_t absorbed; /* on a page this replay had already populated */
+	uint64_t orphans;  /* outside any region (a recorded race with munmap) */
+	uint64_t implied;  /* extra base faults: a recorded huge touch served with 4 KiB pages */
 	uint64_t host_fallbacks; /* recorded host refusals mirrored */
 	uint64_t cand_mismatch;	 /* huge_ok differed from the recording's */
 	uint64_t map_conflicts;	 /* memory changes that did not fit the modelled address space */

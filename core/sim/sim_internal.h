@@ -134,8 +134,8 @@ struct sim_steps {
 #define SIM_FLUSHER_QUEUE (4 * SIM_IO_MAX_PAGES)
 struct sim_flusher {
 	struct wbm_params p;
-	struct wbm_age age;    /* when pages were dirtied (kupdate expiry) */
-	struct wbm_bw bw;      /* device write bandwidth estimate */
+	struct wbm_age age; /* when pages were dirtied (kupdate expiry) */
+	struct wbm_bw bw;   /* device write bandwidth estimate */
 	/* pages under writeback waiting for a request, requests at the device (nr_requests,
 	 * max_sectors_kb): core/io/wbqueue, as the live flusher's */
 	struct wbq q;
@@ -205,10 +205,10 @@ struct sim_world {
 	struct sim_flusher fl;
 	struct sim_writer_stats writer;
 	struct sim_reader_stats reader;
-	void *writer_state;    /* writer.c's working set */
-	void *reader_state;    /* reader.c's actors */
-	void *scen_state;      /* the scenario's own (freed at the end) */
-	struct sim_io *io_all; /* every request ever allocated, for freeing */
+	void *writer_state;		 /* writer.c's working set */
+	void *reader_state;		 /* reader.c's actors */
+	void *scen_state;		 /* the scenario's own (freed at the end) */
+	struct sim_io *io_all;		 /* every request ever allocated, for freeing */
 	struct sim_replay *replay_state; /* scenario "replay" (replay.c) */
 	/* background (kswapd, kcompactd) */
 	struct sim_task bg;

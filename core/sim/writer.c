@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RETRY_EAGAIN_NS	 10000ULL    /* lock_page would sleep this long, roughly */
-#define RETRY_NOMEM_NS	 20000000ULL /* congestion_wait(HZ/50) */
-#define NOMEM_RETRIES	 50
+#define RETRY_EAGAIN_NS 10000ULL    /* lock_page would sleep this long, roughly */
+#define RETRY_NOMEM_NS	20000000ULL /* congestion_wait(HZ/50) */
+#define NOMEM_RETRIES	50
 
 /* ---- files ------------------------------------------------------------------------------- */
 
@@ -276,8 +276,8 @@ static unsigned writeback_head_file(struct sim_world *w, unsigned max)
 		if (n == 0)
 			continue;
 		for (unsigned k = 0; k < n; k++)
-			owners[k] = MM_OWNER_FILE(SIM_FILE_ID_BASE + (uint32_t)(f - w->files),
-						  first + k);
+			owners[k] =
+			    MM_OWNER_FILE(SIM_FILE_ID_BASE + (uint32_t)(f - w->files), first + k);
 		wbq_push(&w->fl.q, pfns, owners, n);
 		return n;
 	}

@@ -28,7 +28,7 @@
 #include "util/clock.h"
 #include "util/outfile.h"
 
-#define BG_PERIOD_NS (100 * 1000000ULL) /* background tick and stats snapshot period */
+#define BG_PERIOD_NS	     (100 * 1000000ULL)	    /* background tick and stats snapshot period */
 #define CENSUS_MIN_PERIOD_NS (1000ULL * 1000000ULL) /* memory census (census.c) */
 
 __thread int uffd_tls_passthrough __attribute__((tls_model("initial-exec")));
@@ -175,13 +175,15 @@ static void *background_main(void *arg)
 			uffd_live_snapshot(lv);
 			next_snap = now + BG_PERIOD_NS;
 		}
-		if (now >= next_census) { /* at most 5 % of this thread's time, at least 1 s apart */
+		if (now >=
+		    next_census) { /* at most 5 % of this thread's time, at least 1 s apart */
 			uint64_t took;
 
 			uffd_census_take(lv);
 			took = clock_now_ns() - now;
-			next_census = now + (took * 20 > CENSUS_MIN_PERIOD_NS ? took * 20
-									: CENSUS_MIN_PERIOD_NS);
+			next_census =
+			    now +
+			    (took * 20 > CENSUS_MIN_PERIOD_NS ? took * 20 : CENSUS_MIN_PERIOD_NS);
 		}
 		bg_sleep(lv, wait < BG_PERIOD_NS ? (wait ? wait : 1000000) : BG_PERIOD_NS);
 	}
@@ -210,8 +212,7 @@ static int start_threads(struct uffd_live *lv)
 		if (rc < 0)
 			return rc;
 	}
-	rc = start_thread(&lv->workers[lv->nworkers], background_main, bg_ping,
-			  "thpemu-kthread");
+	rc = start_thread(&lv->workers[lv->nworkers], background_main, bg_ping, "thpemu-kthread");
 	if (rc < 0 || !lv->may_huge)
 		return rc; /* no huge decisions: no staging THPs to keep ready */
 	return uffd_staging_start(&lv->staging);
@@ -479,7 +480,8 @@ int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err
 		rc = uffd_open_fd(UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID, &lv->features, err,
 				  errlen);
 	if (rc >= 0)
-		rc = guard_fd_own(rc); /* every descriptor of ours lives out of the program's reach */
+		rc = guard_fd_own(
+		    rc); /* every descriptor of ours lives out of the program's reach */
 	if (rc < 0)
 		goto destroy;
 	lv->uffd = rc;
@@ -487,9 +489,8 @@ int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err
 	if (rc < 0)
 		goto destroy;
 	stats_init(lv);
-	lv->pagemap_fd =
-	    guard_fd_own((int)sys_call4(SYS_openat, AT_FDCWD, "/proc/self/pagemap",
-					O_RDONLY | O_CLOEXEC, 0));
+	lv->pagemap_fd = guard_fd_own(
+	    (int)sys_call4(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0));
 	lv->zero_page = map_anon(UFFD_PAGE_SIZE);
 	lv->forkcheck = forkcheck_page();
 	lv->ctl_fd = guard_fd_own(
@@ -638,7 +639,7 @@ void uffd_live_forked_child(struct uffd_live *lv)
 	/* the kernel reset this child's registrations (no EVENT_FORK); its pages are plain
 	 * anonymous memory now. Nothing here may touch the parent's descriptors or files. */
 	lv->child = true;
-	lv->io = NULL;       /* its threads did not survive the fork; its arena is DONTFORK */
+	lv->io = NULL;	     /* its threads did not survive the fork; its arena is DONTFORK */
 	lv->stallcap = NULL; /* nor did the watchdog */
 	uffd_trace_forked_child(lv);
 	if (priv) {
@@ -727,8 +728,10 @@ void uffd_live_detach(struct uffd_live *lv, const char *why)
 
 	if (lv->detached || lv->child)
 		return;
-	snprintf(msg, sizeof(msg), "%s: the emulator stepped aside, the process runs unmanaged "
-		 "from here on", why);
+	snprintf(msg, sizeof(msg),
+		 "%s: the emulator stepped aside, the process runs unmanaged "
+		 "from here on",
+		 why);
 	uffd_note(lv, msg);
 	UFFD_COUNT(lv, stepped_aside);
 	uffd_io_stop(lv);	/* the writer stops; writes in flight complete or are abandoned */
@@ -762,10 +765,11 @@ void uffd_live_thp_disable(struct uffd_live *lv, bool disable)
 	 * VMA of the process from THP (6.12 include/linux/huge_mm.h: vma_thp_disabled). The 3.x
 	 * profiles predate it: their kernels did not know the call. */
 	if (lv->cfg.policy.era != MM_ERA_MODERN) {
-		uffd_say_once(lv, 7,
-			      "PR_SET_THP_DISABLE ignored: the emulated kernel predates it (it came "
-			      "with Linux 3.",
-			      15, ")");
+		uffd_say_once(
+		    lv, 7,
+		    "PR_SET_THP_DISABLE ignored: the emulated kernel predates it (it came "
+		    "with Linux 3.",
+		    15, ")");
 		return;
 	}
 	__atomic_store_n(&lv->thp_disabled, disable, __ATOMIC_RELEASE);

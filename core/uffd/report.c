@@ -339,7 +339,7 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-#define MANAGED_SHARE_WARN 0.5		  /* warn when less of the program's memory is managed */
+#define MANAGED_SHARE_WARN 0.5		 /* warn when less of the program's memory is managed */
 #define MANAGED_WARN_MIN   (16ULL << 20) /* ... and there is this much of it */
 
 static void report_memory_summary(FILE *f, const struct uffd_census *c)
@@ -349,14 +349,16 @@ static void report_memory_summary(FILE *f, const struct uffd_census *c)
 
 	if (!c->processes)
 		return;
-	fprintf(f,
-		"thpemu: memory at its largest: %.1f MiB anonymous, %.1f MiB of it managed (%.1f%%), "
-		"thpemu's own %.1f MiB",
-		(double)prog / 1048576.0, (double)c->anon_managed / 1048576.0,
-		100.0 * share(c->anon_managed, prog), (double)c->anon_own / 1048576.0);
+	fprintf(
+	    f,
+	    "thpemu: memory at its largest: %.1f MiB anonymous, %.1f MiB of it managed (%.1f%%), "
+	    "thpemu's own %.1f MiB",
+	    (double)prog / 1048576.0, (double)c->anon_managed / 1048576.0,
+	    100.0 * share(c->anon_managed, prog), (double)c->anon_own / 1048576.0);
 	if (c->top[0].anon)
-		fprintf(f, "; largest unmanaged %.1f MiB %s%s(%s)", (double)c->top[0].anon / 1048576.0,
-			c->top[0].name, c->top[0].name[0] ? " " : "", uffd_why_names[c->top[0].why]);
+		fprintf(f, "; largest unmanaged %.1f MiB %s%s(%s)",
+			(double)c->top[0].anon / 1048576.0, c->top[0].name,
+			c->top[0].name[0] ? " " : "", uffd_why_names[c->top[0].why]);
 	fputc('\n', f);
 	if (prog < MANAGED_WARN_MIN || share(c->anon_managed, prog) >= MANAGED_SHARE_WARN)
 		return;
@@ -395,8 +397,9 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 		(unsigned long long)h->anon_migrations, (unsigned long long)h->staging_misses,
 		(unsigned long long)h->host_thp_unavailable, (unsigned long long)h->uffd_errors);
 	if (st->io.active)
-		fprintf(f, "thpemu: io: %s%s, %.1f MiB dirtied, %.1f MiB written in %llu writes, "
-			   "%llu write errors, throttled %.0f ms%s%s\n",
+		fprintf(f,
+			"thpemu: io: %s%s, %.1f MiB dirtied, %.1f MiB written in %llu writes, "
+			"%llu write errors, throttled %.0f ms%s%s\n",
 			st->io.in_process ? "in-process model " : "", st->io.model,
 			(double)st->io.bytes_dirtied / 1048576.0,
 			(double)st->io.bytes_written / 1048576.0,

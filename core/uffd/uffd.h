@@ -18,8 +18,8 @@
 #include "mm/mm.h"
 #include "obs/faults.h"
 
-#define UFFD_PAGE_SIZE	  4096UL
-#define UFFD_HPAGE_SIZE	  (2UL << 20)
+#define UFFD_PAGE_SIZE	4096UL
+#define UFFD_HPAGE_SIZE (2UL << 20)
 
 /* ---- statistics shared with `thpemu run` ---------------------------------------------------- */
 
@@ -58,7 +58,7 @@
 	X(stall_ns, "total service time of those faults (ns)")                                     \
 	X(latency_max_ns, "longest fault service time (ns)")                                       \
 	X(stepped_aside, "1 if the emulator stepped aside for the process (note says why)")        \
-	X(fork_deferred, "migrations not started because the program was forking")                \
+	X(fork_deferred, "migrations not started because the program was forking")                 \
 	X(cred_changes, "per-thread credential changes also made on the emulator's threads")
 
 struct uffd_host_stats {
@@ -97,18 +97,18 @@ enum uffd_proc_state {
 #define UFFD_UNMANAGED_REASONS(X)                                                                  \
 	X(brk, "brk heap (glibc malloc's main arena: run with --allocator jemalloc)")              \
 	X(stack, "a stack ([stack], MAP_STACK thread stacks) or MADV_NOHUGEPAGE memory")           \
-	X(file, "private copies of a file's pages (a file mapping)")                              \
+	X(file, "private copies of a file's pages (a file mapping)")                               \
 	X(shared, "shared memory (MAP_SHARED, shmem)")                                             \
 	X(prot, "a protection thpemu does not manage (executable or read-only)")                   \
 	X(small, "a mapping smaller than --min-region")                                            \
-	X(unseen, "never passed the interposers (made before the library started, by a raw "      \
+	X(unseen, "never passed the interposers (made before the library started, by a raw "       \
 		  "system call, or left unmanaged: host.unmanaged_maps)")
 
 enum uffd_unmanaged_why {
 #define UFFD_X_ENUM(name, help) UFFD_WHY_##name,
 	UFFD_UNMANAGED_REASONS(UFFD_X_ENUM)
 #undef UFFD_X_ENUM
-	UFFD_WHY_NR
+	    UFFD_WHY_NR
 };
 extern const char *const uffd_why_names[];
 extern const char *const uffd_why_help[];
@@ -118,8 +118,8 @@ extern const char *const uffd_why_help[];
 struct uffd_unmanaged_map {
 	uint64_t start, size, anon; /* address, bytes mapped, anonymous bytes resident */
 	int32_t pid;
-	uint32_t why; /* enum uffd_unmanaged_why */
-	char name[64];	    /* smaps' name: [heap], a path, or empty */
+	uint32_t why;  /* enum uffd_unmanaged_why */
+	char name[64]; /* smaps' name: [heap], a path, or empty */
 };
 
 /* The program's memory as /proc/self/smaps shows it when the process exits: resident anonymous
@@ -155,8 +155,8 @@ struct uffd_stats {
 	struct obs_faults faults; /* per-fault latency histograms */
 	uint32_t nstall_recs;	  /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
 	struct uffd_stall_rec stall_recs[UFFD_STALL_RECS];
-	struct io_stats io;	  /* the writeback engine and dirtier (core/io), if running */
-	struct uffd_census mem;	  /* at exit */
+	struct io_stats io;	/* the writeback engine and dirtier (core/io), if running */
+	struct uffd_census mem; /* at exit */
 };
 
 static inline void uffd_stat_add(uint64_t *c, uint64_t n)
@@ -184,14 +184,14 @@ void uffd_stats_keep_previous(const char *dir, int pid);
 struct obs_stalls; /* obs/stall.h */
 
 struct uffd_program_info {
-	char *const *argv;	    /* NULL-terminated, or NULL */
-	struct obs_stalls *stalls;  /* this process's captured stall events, or NULL */
-	const char *stalls_json;    /* or the merged "stalls" object as JSON text (thpemu run) */
-	const char *device_json;    /* the launcher's device facts as a JSON object, or NULL */
-	const char *cmdline;	    /* used when argv is NULL */
-	int exit_status;	    /* -1 when unknown (still running at report time) */
+	char *const *argv;	   /* NULL-terminated, or NULL */
+	struct obs_stalls *stalls; /* this process's captured stall events, or NULL */
+	const char *stalls_json;   /* or the merged "stalls" object as JSON text (thpemu run) */
+	const char *device_json;   /* the launcher's device facts as a JSON object, or NULL */
+	const char *cmdline;	   /* used when argv is NULL */
+	int exit_status;	   /* -1 when unknown (still running at report time) */
 	double wall_s;
-	double start_mono_s;	    /* when the run began, CLOCK_MONOTONIC (stall event times) */
+	double start_mono_s;	/* when the run began, CLOCK_MONOTONIC (stall event times) */
 	unsigned processes;	/* managed processes merged */
 	unsigned unmanaged;	/* processes that ran unmanaged */
 	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */
@@ -211,8 +211,7 @@ struct uffd_live;
 /* Create the emulator: open the userfaultfd (syscall, else /dev/userfaultfd), create the pool,
  * apply the recipe, set up staging, scratch and stats, start handler, refill and background
  * threads. On failure err says why in one line and nothing is left behind. */
-int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err,
-		     size_t errlen);
+int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err, size_t errlen);
 /* Stop the threads and free everything (tests; the preload library never stops its handlers,
  * so a program exiting with threads still faulting cannot hang). */
 void uffd_live_destroy(struct uffd_live *lv);

@@ -277,8 +277,8 @@ struct uffd_worker {
 	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
 	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
-	uint64_t fault_t0;     /* when its message was read */
-	bool unwind_cold;      /* captured a stack without libunwind's trace cache: build it */
+	uint64_t fault_t0;	/* when its message was read */
+	bool unwind_cold;	/* captured a stack without libunwind's trace cache: build it */
 	struct guard_thread gt; /* registration with core/guard (credentials) */
 };
 #define UFFD_SCRATCH_PAGES 32
@@ -302,10 +302,11 @@ typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint3
 struct uffd_live {
 	struct config cfg;
 	int uffd;
-	int ctl_fd;	   /* semaphore eventfd the handlers poll: a stop or a credential request */
+	int ctl_fd; /* semaphore eventfd the handlers poll: a stop or a credential request */
 	/* A page that reads 1 in the process the emulator was made for and 0 in any process made
 	 * from it by a fork of the address space (MADV_WIPEONFORK), atfork handlers or not (a raw
-	 * clone, _Fork); a vfork or CLONE_VM child shares the page, and the emulator, as it should. */
+	 * clone, _Fork); a vfork or CLONE_VM child shares the page, and the emulator, as it should.
+	 */
 	const uint32_t *forkcheck;
 	uint64_t features; /* granted by UFFDIO_API */
 	struct mm *mm;
@@ -319,9 +320,9 @@ struct uffd_live {
 	struct uffd_worker workers[UFFD_MAX_HANDLERS + 1];
 	uint8_t *scratch_area; /* registered, DONTFORK, (nworkers + 1) * UFFD_SCRATCH_PAGES */
 	size_t scratch_len;
-	void *zero_page;	   /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
-	struct uffd_stats *stats;  /* shared file (run dir) or private */
-	pthread_mutex_t snap_lock; /* the stats' non-atomic parts: snapshot, note, state */
+	void *zero_page;	     /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
+	struct uffd_stats *stats;    /* shared file (run dir) or private */
+	pthread_mutex_t snap_lock;   /* the stats' non-atomic parts: snapshot, note, state */
 	pthread_mutex_t census_lock; /* one census at a time (background tick or exit) */
 	size_t stats_len;
 	int stats_fd;
@@ -339,9 +340,9 @@ struct uffd_live {
 	void *fault_hook_arg;
 	uffd_copy_file_fn copy_file;
 	void *copy_file_arg;
-	struct io *io;               /* writeback engine and dirtier (top-level process), or NULL */
+	struct io *io; /* writeback engine and dirtier (top-level process), or NULL */
 	struct uffd_stallcap *stallcap; /* stall events with stacks, or NULL */
-	struct uffd_tracer *tracer;     /* THPEMU_TRACE recording (trace.c), or NULL */
+	struct uffd_tracer *tracer;	/* THPEMU_TRACE recording (trace.c), or NULL */
 };
 /* A consistent copy of the process's statistics (for writing a report while handlers run). */
 void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out);
@@ -361,7 +362,8 @@ void uffd_io_start(struct uffd_live *lv);
 /* Stop the dirtier and the flusher (at exit: waits up to 1 s for writes in flight). */
 void uffd_io_stop(struct uffd_live *lv);
 
-/* ---- stall events with stacks (stallcap.c) ---------------------------------------------------- */
+/* ---- stall events with stacks (stallcap.c) ----------------------------------------------------
+ */
 
 struct uffd_stallcap;
 

@@ -148,8 +148,8 @@ static inline int sys_madvise(void *addr, size_t len, int advice)
  * (core/uffd/census.c) tells it from the program's memory. */
 static inline long sys_mmap_own(size_t len, int flags)
 {
-	long p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags,
-			  -1, 0);
+	long p =
+	    sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
 
 	if (!sys_is_err(p))
 		sys_madvise((void *)p, len, MADV_DONTDUMP);

@@ -53,12 +53,21 @@ static int parse_with(const char *s, const struct unit *table, int bare_ok, doub
 #define KD 1000.0
 
 static const struct unit size_units[] = {
-	{"B", 1},
-	{"k", KI},           {"K", KI},           {"KiB", KI},          {"KB", KD},
-	{"M", KI * KI},      {"MiB", KI * KI},    {"MB", KD * KD},
-	{"G", KI * KI * KI}, {"GiB", KI * KI * KI}, {"GB", KD * KD * KD},
-	{"T", KI * KI * KI * KI}, {"TiB", KI * KI * KI * KI}, {"TB", KD * KD * KD * KD},
-	{NULL, 0},
+    {"B", 1},
+    {"k", KI},
+    {"K", KI},
+    {"KiB", KI},
+    {"KB", KD},
+    {"M", KI *KI},
+    {"MiB", KI *KI},
+    {"MB", KD *KD},
+    {"G", KI *KI *KI},
+    {"GiB", KI *KI *KI},
+    {"GB", KD *KD *KD},
+    {"T", KI *KI *KI *KI},
+    {"TiB", KI *KI *KI *KI},
+    {"TB", KD *KD *KD *KD},
+    {NULL, 0},
 };
 
 int units_parse_size(const char *s, uint64_t *bytes)
@@ -74,16 +83,8 @@ int units_parse_size(const char *s, uint64_t *bytes)
 }
 
 static const struct unit duration_units[] = {
-	{"ns", 1},
-	{"us", 1e3},
-	{"µs", 1e3},
-	{"ms", 1e6},
-	{"s", 1e9},
-	{"sec", 1e9},
-	{"m", 60e9},
-	{"min", 60e9},
-	{"h", 3600e9},
-	{NULL, 0},
+    {"ns", 1},	  {"us", 1e3}, {"µs", 1e3},   {"ms", 1e6},   {"s", 1e9},
+    {"sec", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}, {NULL, 0},
 };
 
 int units_parse_duration(const char *s, uint64_t *ns)
@@ -117,7 +118,7 @@ int units_parse_rate(const char *s, uint64_t *bytes_per_s)
 	}
 	if (bits) {
 		static const struct unit bit_units[] = {
-			{"k", KD}, {"K", KD}, {"M", KD * KD}, {"G", KD * KD * KD}, {NULL, 0},
+		    {"k", KD}, {"K", KD}, {"M", KD * KD}, {"G", KD * KD * KD}, {NULL, 0},
 		};
 		if (parse_with(tmp, bit_units, 1, &v) < 0)
 			return -EINVAL;

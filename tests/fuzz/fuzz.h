@@ -16,13 +16,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define FUZZ_CHECK(cond)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__, \
-				#cond);                                                    \
-			abort();                                                           \
-		}                                                                          \
+#define FUZZ_CHECK(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__,      \
+				#cond);                                                            \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

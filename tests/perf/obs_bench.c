@@ -194,22 +194,26 @@ int main(void)
 
 	floor_ns = measure(do_clock, iters);
 	printf("obs_bench: floor: clock_gettime(CLOCK_MONOTONIC) %.1f ns/op (%" PRIu64
-	       " iterations, best of %d)\n", floor_ns, iters, rounds);
+	       " iterations, best of %d)\n",
+	       floor_ns, iters, rounds);
 	report("obs_hist_record", measure(do_hist, iters));
 	report("obs_faults_record (1 thread)", measure(do_faults, iters));
 	report("obs_faults_record (2 threads, shared)", measure_faults_shared(iters / 2));
 
 	deep(10); /* warm the unwinder's caches for these IPs */
 	report("obs_stack_capture libunwind, cold thread", measure(do_capture, iters / 2000));
-	printf("obs_bench:   %u frames, method %s\n", stack.nr, obs_unwind_method_name(stack.method));
+	printf("obs_bench:   %u frames, method %s\n", stack.nr,
+	       obs_unwind_method_name(stack.method));
 	if (!obs_unwind_thread_warm())
 		failed = 1;
 	deep(10);
 	report("obs_stack_capture libunwind", measure(do_capture, iters / 20));
-	printf("obs_bench:   %u frames, method %s\n", stack.nr, obs_unwind_method_name(stack.method));
+	printf("obs_bench:   %u frames, method %s\n", stack.nr,
+	       obs_unwind_method_name(stack.method));
 	obs_unwind_set_limit(0);
 	report("obs_stack_capture frame-pointer", measure(do_capture, iters / 20));
-	printf("obs_bench:   %u frames, method %s\n", stack.nr, obs_unwind_method_name(stack.method));
+	printf("obs_bench:   %u frames, method %s\n", stack.nr,
+	       obs_unwind_method_name(stack.method));
 
 	report("obs_stalls_add", measure_with(do_stall, STALLS_PER_ROUND, reset_stalls));
 

@@ -41,12 +41,12 @@ static inline void harness_register(const char *name, void (*fn)(void))
 		harness_tests[harness_ntests++] = (struct harness_test){name, fn};
 }
 
-#define TEST(name)                                                              \
-	static void name(void);                                                 \
-	__attribute__((constructor)) static void harness_reg_##name(void)       \
-	{                                                                       \
-		harness_register(#name, name);                                  \
-	}                                                                       \
+#define TEST(name)                                                                                 \
+	static void name(void);                                                                    \
+	__attribute__((constructor)) static void harness_reg_##name(void)                          \
+	{                                                                                          \
+		harness_register(#name, name);                                                     \
+	}                                                                                          \
 	static void name(void)
 
 static inline bool harness_in_ci(void)
@@ -58,43 +58,43 @@ static inline bool harness_in_ci(void)
 
 #define HARNESS_EXIT_SKIP 77
 
-#define SKIP(...)                                                               \
-	do {                                                                    \
-		fprintf(stderr, "  skip: " __VA_ARGS__);                        \
-		fputc('\n', stderr);                                            \
-		if (harness_in_ci()) {                                          \
-			fprintf(stderr, "  CI=true: a skip is a failure here\n"); \
-			_exit(1);                                               \
-		}                                                               \
-		_exit(HARNESS_EXIT_SKIP);                                       \
+#define SKIP(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "  skip: " __VA_ARGS__);                                           \
+		fputc('\n', stderr);                                                               \
+		if (harness_in_ci()) {                                                             \
+			fprintf(stderr, "  CI=true: a skip is a failure here\n");                  \
+			_exit(1);                                                                  \
+		}                                                                                  \
+		_exit(HARNESS_EXIT_SKIP);                                                          \
 	} while (0)
 
-#define HARNESS_FAIL_(stop, ...)                                                \
-	do {                                                                    \
-		fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);              \
-		fprintf(stderr, __VA_ARGS__);                                   \
-		fputc('\n', stderr);                                            \
-		harness_failed_here++;                                          \
-		if (stop)                                                       \
-			_exit(1);                                               \
+#define HARNESS_FAIL_(stop, ...)                                                                   \
+	do {                                                                                       \
+		fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);                                  \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		harness_failed_here++;                                                             \
+		if (stop)                                                                          \
+			_exit(1);                                                                  \
 	} while (0)
 
-#define EXPECT(c)                                                               \
-	do {                                                                    \
-		if (!(c))                                                       \
-			HARNESS_FAIL_(0, "expected: %s", #c);                   \
+#define EXPECT(c)                                                                                  \
+	do {                                                                                       \
+		if (!(c))                                                                          \
+			HARNESS_FAIL_(0, "expected: %s", #c);                                      \
 	} while (0)
-#define ASSERT(c)                                                               \
-	do {                                                                    \
-		if (!(c))                                                       \
-			HARNESS_FAIL_(1, "assertion failed: %s", #c);           \
+#define ASSERT(c)                                                                                  \
+	do {                                                                                       \
+		if (!(c))                                                                          \
+			HARNESS_FAIL_(1, "assertion failed: %s", #c);                              \
 	} while (0)
 
-#define HARNESS_CMP_(stop, a, op, b)                                            \
-	do {                                                                    \
-		long long ha_ = (long long)(a), hb_ = (long long)(b);          \
-		if (!(ha_ op hb_))                                              \
-			HARNESS_FAIL_(stop, "%s %s %s: %lld vs %lld", #a, #op, #b, ha_, hb_); \
+#define HARNESS_CMP_(stop, a, op, b)                                                               \
+	do {                                                                                       \
+		long long ha_ = (long long)(a), hb_ = (long long)(b);                              \
+		if (!(ha_ op hb_))                                                                 \
+			HARNESS_FAIL_(stop, "%s %s %s: %lld vs %lld", #a, #op, #b, ha_, hb_);      \
 	} while (0)
 
 #define ASSERT_EQ(a, b) HARNESS_CMP_(1, a, ==, b)
@@ -110,18 +110,18 @@ static inline bool harness_in_ci(void)
 #define EXPECT_GT(a, b) HARNESS_CMP_(0, a, >, b)
 #define EXPECT_GE(a, b) HARNESS_CMP_(0, a, >=, b)
 
-#define EXPECT_NEAR(a, b, tol)                                                  \
-	do {                                                                    \
-		double ha_ = (a), hb_ = (b), ht_ = (tol);                       \
-		if (!(ha_ - hb_ <= ht_ && hb_ - ha_ <= ht_))                    \
+#define EXPECT_NEAR(a, b, tol)                                                                     \
+	do {                                                                                       \
+		double ha_ = (a), hb_ = (b), ht_ = (tol);                                          \
+		if (!(ha_ - hb_ <= ht_ && hb_ - ha_ <= ht_))                                       \
 			HARNESS_FAIL_(0, "%s ~ %s (tol %g): %.9g vs %.9g", #a, #b, ht_, ha_, hb_); \
 	} while (0)
-#define ASSERT_STREQ(a, b)                                                      \
-	do {                                                                    \
-		const char *ha_ = (a), *hb_ = (b);                              \
-		if (!ha_ || !hb_ || strcmp(ha_, hb_) != 0)                      \
-			HARNESS_FAIL_(1, "%s == %s: \"%s\" vs \"%s\"", #a, #b,  \
-				      ha_ ? ha_ : "(null)", hb_ ? hb_ : "(null)"); \
+#define ASSERT_STREQ(a, b)                                                                         \
+	do {                                                                                       \
+		const char *ha_ = (a), *hb_ = (b);                                                 \
+		if (!ha_ || !hb_ || strcmp(ha_, hb_) != 0)                                         \
+			HARNESS_FAIL_(1, "%s == %s: \"%s\" vs \"%s\"", #a, #b,                     \
+				      ha_ ? ha_ : "(null)", hb_ ? hb_ : "(null)");                 \
 	} while (0)
 
 static inline int harness_run_one(const struct harness_test *t, unsigned timeout)
@@ -193,10 +193,10 @@ static inline int harness_main(int argc, char **argv)
 	return skipped == ran ? HARNESS_EXIT_SKIP : 0;
 }
 
-#define TEST_MAIN()                                                             \
-	int main(int argc, char **argv)                                         \
-	{                                                                       \
-		return harness_main(argc, argv);                                \
+#define TEST_MAIN()                                                                                \
+	int main(int argc, char **argv)                                                            \
+	{                                                                                          \
+		return harness_main(argc, argv);                                                   \
 	}
 
 #endif

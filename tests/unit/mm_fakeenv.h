@@ -30,21 +30,21 @@ struct fakeenv {
 	struct mm *mm;
 	bool threaded;
 	pthread_mutex_t mutex;
-	uint64_t now;                   /* virtual ns (atomic in threaded mode) */
-	uint64_t cost_ns[MM_COST_NR];   /* ns charged per unit of each modelled cost */
+	uint64_t now;				/* virtual ns (atomic in threaded mode) */
+	uint64_t cost_ns[MM_COST_NR];		/* ns charged per unit of each modelled cost */
 	uint64_t clear_ns, migrate_ns, copy_ns; /* ns per hook call */
-	uint64_t writeout_latency_ns;   /* writeout: writeback completes this long after */
-	uint64_t *wb_done_at;           /* per pfn: completion time of its writeback (0: at once) */
+	uint64_t writeout_latency_ns;		/* writeout: writeback completes this long after */
+	uint64_t *wb_done_at; /* per pfn: completion time of its writeback (0: at once) */
 	uint32_t nr_frames;
-	int migrate_ret;                /* what migrate_anon returns (0 by default) */
+	int migrate_ret; /* what migrate_anon returns (0 by default) */
 	/* optional test callbacks, run with the mm lock released (they may call into mm) */
 	int (*on_migrate)(struct fakeenv *fe, uint64_t owner, uint32_t from, uint32_t to);
 	void (*on_wait)(struct fakeenv *fe, uint32_t pfn);
 	void *user;
-	int copy_ret;                   /* what copy_file_page returns */
+	int copy_ret; /* what copy_file_page returns */
 	/* observations */
 	uint64_t n_wait, n_wait_timeout, n_writeout, n_migrate, n_copy, n_clear, n_trace;
-	uint64_t n_lock_violations;     /* a hook called with the wrong lock state */
+	uint64_t n_lock_violations; /* a hook called with the wrong lock state */
 	uint64_t trace_count[MM_TRACE_NR];
 	uint32_t wait_pfn[FE_MAX_WAITS];
 	uint64_t wait_ns[FE_MAX_WAITS];
@@ -213,27 +213,27 @@ static inline void fe_trace(void *priv, void *call, const struct mm_trace *ev)
 }
 
 static const struct mm_env_ops fe_ops_single = {
-	.now = fe_now,
-	.wait_writeback = fe_wait_writeback,
-	.migrate_anon = fe_migrate_anon,
-	.copy_file_page = fe_copy_file_page,
-	.clear_huge = fe_clear_huge,
-	.alloc_cost = fe_alloc_cost,
-	.writeout = fe_writeout,
-	.trace = fe_trace,
+    .now = fe_now,
+    .wait_writeback = fe_wait_writeback,
+    .migrate_anon = fe_migrate_anon,
+    .copy_file_page = fe_copy_file_page,
+    .clear_huge = fe_clear_huge,
+    .alloc_cost = fe_alloc_cost,
+    .writeout = fe_writeout,
+    .trace = fe_trace,
 };
 
 static const struct mm_env_ops fe_ops_threaded = {
-	.now = fe_now,
-	.lock = fe_lock,
-	.unlock = fe_unlock,
-	.wait_writeback = fe_wait_writeback,
-	.migrate_anon = fe_migrate_anon,
-	.copy_file_page = fe_copy_file_page,
-	.clear_huge = fe_clear_huge,
-	.alloc_cost = fe_alloc_cost,
-	.writeout = fe_writeout,
-	.trace = fe_trace,
+    .now = fe_now,
+    .lock = fe_lock,
+    .unlock = fe_unlock,
+    .wait_writeback = fe_wait_writeback,
+    .migrate_anon = fe_migrate_anon,
+    .copy_file_page = fe_copy_file_page,
+    .clear_huge = fe_clear_huge,
+    .alloc_cost = fe_alloc_cost,
+    .writeout = fe_writeout,
+    .trace = fe_trace,
 };
 
 /* Create a pool of pool_bytes with policy spec under a fake environment. Returns 0 or -errno;

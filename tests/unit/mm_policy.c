@@ -65,8 +65,7 @@ static bool policy_equal(const struct mm_policy *a, const struct mm_policy *b)
 	       a->async_failure_defers == b->async_failure_defers &&
 	       a->deferred_skips_reclaim == b->deferred_skips_reclaim &&
 	       a->reclaim_waits_writeback == b->reclaim_waits_writeback &&
-	       a->reclaim_writeout == b->reclaim_writeout &&
-	       a->numa_two_pass == b->numa_two_pass &&
+	       a->reclaim_writeout == b->reclaim_writeout && a->numa_two_pass == b->numa_two_pass &&
 	       a->sync_wait_from_pass == b->sync_wait_from_pass &&
 	       a->migrate_passes == b->migrate_passes && a->wb_wait_max_ns == b->wb_wait_max_ns &&
 	       a->kswapd == b->kswapd && a->kcompactd == b->kcompactd &&
@@ -76,12 +75,12 @@ static bool policy_equal(const struct mm_policy *a, const struct mm_policy *b)
 TEST(overrides_apply_and_round_trip)
 {
 	static const char *const specs[] = {
-		"linux-3.1:wb-wait-max=50ms",
-		"linux-3.1:second-compaction=sync-light,async-failure-defers=no",
-		"modern-always:second-compaction=sync,wb-wait-max=1500us,proactiveness=0",
-		"linux-3.3:reclaim-skip=suitable-or-deferred,migrate-passes=3,kswapd=no",
-		"linux-3.2+nostall:era=3.1,reclaim-writeout=yes",
-		"modern-madvise:second-compaction=none,sync-wait-from-pass=9,wb-wait-max=2s",
+	    "linux-3.1:wb-wait-max=50ms",
+	    "linux-3.1:second-compaction=sync-light,async-failure-defers=no",
+	    "modern-always:second-compaction=sync,wb-wait-max=1500us,proactiveness=0",
+	    "linux-3.3:reclaim-skip=suitable-or-deferred,migrate-passes=3,kswapd=no",
+	    "linux-3.2+nostall:era=3.1,reclaim-writeout=yes",
+	    "modern-madvise:second-compaction=none,sync-wait-from-pass=9,wb-wait-max=2s",
 	};
 
 	for (unsigned i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
@@ -104,12 +103,14 @@ TEST(override_values)
 	ASSERT_EQ(mm_policy_parse("linux-3.1:wb-wait-max=50ms", &p, err, sizeof(err)), 0);
 	EXPECT_EQ(p.wb_wait_max_ns, 50000000ULL);
 	EXPECT_EQ(p.second_mode, MM_MIGRATE_SYNC);
-	ASSERT_EQ(mm_policy_parse("linux-3.1:second-compaction=none,kcompactd=yes", &p, err,
-				  sizeof(err)), 0);
+	ASSERT_EQ(
+	    mm_policy_parse("linux-3.1:second-compaction=none,kcompactd=yes", &p, err, sizeof(err)),
+	    0);
 	EXPECT_EQ(p.second_mode, -1);
 	EXPECT(p.kcompactd);
 	/* a non-canonical spelling formats canonically */
-	ASSERT_EQ(mm_policy_parse("linux-3.1:kswapd=off,wb-wait-max=1000ms", &p, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_policy_parse("linux-3.1:kswapd=off,wb-wait-max=1000ms", &p, err, sizeof(err)),
+		  0);
 	{
 		char buf[256];
 

@@ -82,7 +82,8 @@ TEST(lazy_pool_hands_out_blocks_in_eager_order)
 	EXPECT_EQ(alloc_foreign(fe.mm, 10, 1), 0);
 	EXPECT_EQ(alloc_foreign(fe.mm, 10, 2), 1024);
 	EXPECT_EQ(alloc_foreign(fe.mm, 10, 3), 2048);
-	mm_free_pages(fe.mm, 1024, 10, NULL); /* __free_one_page: a max-order block goes to the head */
+	mm_free_pages(fe.mm, 1024, 10,
+		      NULL); /* __free_one_page: a max-order block goes to the head */
 	EXPECT_EQ(alloc_foreign(fe.mm, 10, 4), 1024);
 	EXPECT_EQ(alloc_foreign(fe.mm, 10, 5), 3072);
 	EXPECT_EQ(alloc_foreign(fe.mm, 0, 6), 16384); /* the order-9 tail block, smallest first */

@@ -6,11 +6,20 @@
 #include "mm/internal.h"
 
 #define MIB (1ULL << 20)
-#define MS 1000000ULL
+#define MS  1000000ULL
 
-enum { L = MM_STEP_FREELIST_LOW, M = MM_STEP_FREELIST_MIN, W = MM_STEP_WAKE_KSWAPD,
-       A = MM_STEP_COMPACT_ASYNC, SL = MM_STEP_COMPACT_SYNC_LIGHT, S = MM_STEP_COMPACT_SYNC,
-       D = MM_STEP_COMPACT_DEFERRED, R = MM_STEP_RECLAIM, F = MM_STEP_FALLBACK, END = -1 };
+enum {
+	L = MM_STEP_FREELIST_LOW,
+	M = MM_STEP_FREELIST_MIN,
+	W = MM_STEP_WAKE_KSWAPD,
+	A = MM_STEP_COMPACT_ASYNC,
+	SL = MM_STEP_COMPACT_SYNC_LIGHT,
+	S = MM_STEP_COMPACT_SYNC,
+	D = MM_STEP_COMPACT_DEFERRED,
+	R = MM_STEP_RECLAIM,
+	F = MM_STEP_FALLBACK,
+	END = -1
+};
 
 /* A 32 MiB pool where compaction cannot help: one unmovable frame in every pageblock, nothing
  * reclaimable. */
@@ -25,8 +34,11 @@ static void unmovable_everywhere(struct fakeenv *fe, const char *spec)
 
 static struct mm_fault_res fault(struct fakeenv *fe, enum mm_vma_advice advice, uint64_t extent)
 {
-	struct mm_fault_req req = {.owner = extent << 9, .extent_owner = extent << 9,
-				   .advice = advice, .huge_ok = true, .write = true};
+	struct mm_fault_req req = {.owner = extent << 9,
+				   .extent_owner = extent << 9,
+				   .advice = advice,
+				   .huge_ok = true,
+				   .write = true};
 	struct mm_fault_res res;
 	char err[256];
 
@@ -66,30 +78,37 @@ struct profile_case {
 /* The first THP fault of each profile on the unmovable-fragmented pool (__alloc_pages_slowpath:
  * 3.x async, reclaim, second compaction; 6.12 with mm/mempolicy.c's NUMA two-pass wrapper). */
 static const struct profile_case cases[] = {
-	/* 3.1: the failed async compaction defers the zone, so the sync one is skipped */
-	{"linux-3.1", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
-	{"linux-3.1+nostall", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
-	/* 3.2: as 3.1 (reclaim skips the zone: compaction_suitable() says go) */
-	{"linux-3.2", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
-	{"linux-3.2+nostall", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
-	{"linux-3.3", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, SL, F, END}},
-	{"linux-3.1:defrag=madvise", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, F, END}},
-	{"linux-3.1:defrag=madvise", MM_VMA_HUGEPAGE, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
-	{"modern-always", MM_VMA_DEFAULT, MM_FAULT_BASE,
-	 {L, M, A, M, R, A, L, M, A, M, R, A, F, END}},
-	{"modern-always", MM_VMA_HUGEPAGE, MM_FAULT_BASE,
-	 {L, M, A, M, R, A, L, M, A, M, R, SL, F, END}},
-	{"modern-defer", MM_VMA_HUGEPAGE, MM_FAULT_BASE, {L, W, M, W, M, F, END}},
-	{"modern-defer+madvise", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, W, M, W, M, F, END}},
-	{"modern-defer+madvise", MM_VMA_HUGEPAGE, MM_FAULT_BASE,
-	 {L, M, A, M, R, A, L, M, A, M, R, SL, F, END}},
-	{"modern-madvise", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, M, F, END}},
-	{"modern-madvise", MM_VMA_HUGEPAGE, MM_FAULT_BASE,
-	 {L, M, A, M, R, A, L, M, A, M, R, SL, F, END}},
-	{"modern-madvise:numa-two-pass=no", MM_VMA_HUGEPAGE, MM_FAULT_BASE,
-	 {L, M, A, M, R, SL, F, END}},
-	{"modern-never", MM_VMA_HUGEPAGE, MM_FAULT_BASE, {END}},
-	{"modern-always", MM_VMA_NOHUGEPAGE, MM_FAULT_BASE, {END}},
+    /* 3.1: the failed async compaction defers the zone, so the sync one is skipped */
+    {"linux-3.1", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
+    {"linux-3.1+nostall", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
+    /* 3.2: as 3.1 (reclaim skips the zone: compaction_suitable() says go) */
+    {"linux-3.2", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
+    {"linux-3.2+nostall", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
+    {"linux-3.3", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, R, SL, F, END}},
+    {"linux-3.1:defrag=madvise", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, F, END}},
+    {"linux-3.1:defrag=madvise", MM_VMA_HUGEPAGE, MM_FAULT_BASE, {L, M, A, R, D, F, END}},
+    {"modern-always", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, A, M, R, A, L, M, A, M, R, A, F, END}},
+    {"modern-always",
+     MM_VMA_HUGEPAGE,
+     MM_FAULT_BASE,
+     {L, M, A, M, R, A, L, M, A, M, R, SL, F, END}},
+    {"modern-defer", MM_VMA_HUGEPAGE, MM_FAULT_BASE, {L, W, M, W, M, F, END}},
+    {"modern-defer+madvise", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, W, M, W, M, F, END}},
+    {"modern-defer+madvise",
+     MM_VMA_HUGEPAGE,
+     MM_FAULT_BASE,
+     {L, M, A, M, R, A, L, M, A, M, R, SL, F, END}},
+    {"modern-madvise", MM_VMA_DEFAULT, MM_FAULT_BASE, {L, M, M, F, END}},
+    {"modern-madvise",
+     MM_VMA_HUGEPAGE,
+     MM_FAULT_BASE,
+     {L, M, A, M, R, A, L, M, A, M, R, SL, F, END}},
+    {"modern-madvise:numa-two-pass=no",
+     MM_VMA_HUGEPAGE,
+     MM_FAULT_BASE,
+     {L, M, A, M, R, SL, F, END}},
+    {"modern-never", MM_VMA_HUGEPAGE, MM_FAULT_BASE, {END}},
+    {"modern-always", MM_VMA_NOHUGEPAGE, MM_FAULT_BASE, {END}},
 };
 
 TEST(profile_step_sequences)
@@ -101,7 +120,8 @@ TEST(profile_step_sequences)
 		unmovable_everywhere(&fe, cases[i].spec);
 		res = fault(&fe, cases[i].advice, 1);
 		if (res.outcome != cases[i].outcome)
-			fprintf(stderr, "  case %u: %s advice %d\n", i, cases[i].spec, cases[i].advice);
+			fprintf(stderr, "  case %u: %s advice %d\n", i, cases[i].spec,
+				cases[i].advice);
 		EXPECT_EQ(res.outcome, cases[i].outcome);
 		expect_steps(&res.rec, cases[i].steps);
 		fakeenv_destroy(&fe);
@@ -184,8 +204,10 @@ static void stall_pool(struct fakeenv *fe, const char *spec)
 	/* an unmovable page opens every block of clean page cache, so 3.x order-9 reclaim's
 	 * neighbour isolation (mm_vmscan.c tests it) takes nothing from them */
 	for (uint32_t pfn = 2048; pfn < 4096; pfn++)
-		ASSERT_EQ(mm_debug_place(fe->mm, pfn, pfn % 512 == 0 ? DBG_UNMOVABLE : DBG_FILE_CLEAN,
-					 MM_OWNER_FILE(2, pfn)), 0);
+		ASSERT_EQ(mm_debug_place(fe->mm, pfn,
+					 pfn % 512 == 0 ? DBG_UNMOVABLE : DBG_FILE_CLEAN,
+					 MM_OWNER_FILE(2, pfn)),
+			  0);
 	fe->wb_done_at[11] = 1000 * MS;
 	fe->writeout_latency_ns = 10 * MS;
 	fe->clear_ns = 100000;

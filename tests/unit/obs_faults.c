@@ -48,26 +48,26 @@ TEST(bands_have_decade_edges)
 }
 
 static const char empty_json[] =
-	"{\"faults\":{\"total\":0,\"huge\":0,\"base\":0,\"nomem\":0,\"huge_pct\":0.00},"
-	"\"latency_us\":{"
-	"\"huge\":{\"count\":0,\"mean\":0.000,\"p50\":0.000,\"p90\":0.000,\"p99\":0.000,"
-	"\"p999\":0.000,\"max\":0.000},"
-	"\"base\":{\"count\":0,\"mean\":0.000,\"p50\":0.000,\"p90\":0.000,\"p99\":0.000,"
-	"\"p999\":0.000,\"max\":0.000},"
-	"\"both\":{\"count\":0,\"mean\":0.000,\"p50\":0.000,\"p90\":0.000,\"p99\":0.000,"
-	"\"p999\":0.000,\"max\":0.000}},"
-	"\"latency_bands\":{"
-	"\"huge\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
-	"\"100ms-1s\":0,\">=1s\":0},"
-	"\"base\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
-	"\"100ms-1s\":0,\">=1s\":0},"
-	"\"both\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
-	"\"100ms-1s\":0,\">=1s\":0}},"
-	"\"latency_cdf\":{\"huge\":[],\"base\":[],\"both\":[]},"
-	"\"latency_hist\":{\"huge\":[],\"base\":[],\"both\":[]},"
-	"\"writeback_waits\":{\"count\":0,\"total_ms\":0.000,\"max_ms\":0.000},"
-	"\"time_ms\":{\"compaction\":0.000,\"reclaim\":0.000,\"writeback_wait\":0.000,"
-	"\"migrate\":0.000,\"zeroing\":0.000}}\n";
+    "{\"faults\":{\"total\":0,\"huge\":0,\"base\":0,\"nomem\":0,\"huge_pct\":0.00},"
+    "\"latency_us\":{"
+    "\"huge\":{\"count\":0,\"mean\":0.000,\"p50\":0.000,\"p90\":0.000,\"p99\":0.000,"
+    "\"p999\":0.000,\"max\":0.000},"
+    "\"base\":{\"count\":0,\"mean\":0.000,\"p50\":0.000,\"p90\":0.000,\"p99\":0.000,"
+    "\"p999\":0.000,\"max\":0.000},"
+    "\"both\":{\"count\":0,\"mean\":0.000,\"p50\":0.000,\"p90\":0.000,\"p99\":0.000,"
+    "\"p999\":0.000,\"max\":0.000}},"
+    "\"latency_bands\":{"
+    "\"huge\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
+    "\"100ms-1s\":0,\">=1s\":0},"
+    "\"base\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
+    "\"100ms-1s\":0,\">=1s\":0},"
+    "\"both\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
+    "\"100ms-1s\":0,\">=1s\":0}},"
+    "\"latency_cdf\":{\"huge\":[],\"base\":[],\"both\":[]},"
+    "\"latency_hist\":{\"huge\":[],\"base\":[],\"both\":[]},"
+    "\"writeback_waits\":{\"count\":0,\"total_ms\":0.000,\"max_ms\":0.000},"
+    "\"time_ms\":{\"compaction\":0.000,\"reclaim\":0.000,\"writeback_wait\":0.000,"
+    "\"migrate\":0.000,\"zeroing\":0.000}}\n";
 
 TEST(empty_report_is_all_zeros)
 {
@@ -82,38 +82,38 @@ TEST(empty_report_is_all_zeros)
  * waits inside compaction) and three base faults (5 us, 20 us, and a NOMEM at 31 ns).
  * Hand-derived: huge p50 = rank 1 = 100000 ns, whose bucket (group 12, width 2048 ns) ends at
  * 100351 ns; p90 = rank 2 = max 3 s. base: 31 ns exact; 5000 ns bucket ends 5119; 20000 ns
- * bucket ends 20479, clamped to base max 20000 (not in "both", whose max is 3 s). Bands: 31 ns and 5 us < 10 us; 20 us and 100 us in
- * 10-100us / 100us-1ms; 3 s >= 1 s. */
+ * bucket ends 20479, clamped to base max 20000 (not in "both", whose max is 3 s). Bands: 31 ns and
+ * 5 us < 10 us; 20 us and 100 us in 10-100us / 100us-1ms; 3 s >= 1 s. */
 static const char known_json[] =
-	"{\"faults\":{\"total\":5,\"huge\":2,\"base\":3,\"nomem\":1,\"huge_pct\":40.00},"
-	"\"latency_us\":{"
-	"\"huge\":{\"count\":2,\"mean\":1500050.000,\"p50\":100.351,\"p90\":3000000.000,"
-	"\"p99\":3000000.000,\"p999\":3000000.000,\"max\":3000000.000},"
-	"\"base\":{\"count\":3,\"mean\":8.344,\"p50\":5.119,\"p90\":20.000,\"p99\":20.000,"
-	"\"p999\":20.000,\"max\":20.000},"
-	"\"both\":{\"count\":5,\"mean\":600025.006,\"p50\":20.479,\"p90\":3000000.000,"
-	"\"p99\":3000000.000,\"p999\":3000000.000,\"max\":3000000.000}},"
-	"\"latency_bands\":{"
-	"\"huge\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":1,\"1-10ms\":0,\"10-100ms\":0,"
-	"\"100ms-1s\":0,\">=1s\":1},"
-	"\"base\":{\"<10us\":2,\"10-100us\":1,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
-	"\"100ms-1s\":0,\">=1s\":0},"
-	"\"both\":{\"<10us\":2,\"10-100us\":1,\"100us-1ms\":1,\"1-10ms\":0,\"10-100ms\":0,"
-	"\"100ms-1s\":0,\">=1s\":1}},"
-	"\"latency_cdf\":{"
-	"\"huge\":[[100.351,0.500000],[3000000.000,1.000000]],"
-	"\"base\":[[0.031,0.333333],[5.119,0.666667],[20.000,1.000000]],"
-	"\"both\":[[0.031,0.200000],[5.119,0.400000],[20.479,0.600000],[100.351,0.800000],"
-	"[3000000.000,1.000000]]},"
-	/* exact counts per bucket [lo, hi] ns: the CDF's upper edges above, before clamping */
-	"\"latency_hist\":{"
-	"\"huge\":[[98304,100351,1],[2952790016,3019898879,1]],"
-	"\"base\":[[31,31,1],[4992,5119,1],[19968,20479,1]],"
-	"\"both\":[[31,31,1],[4992,5119,1],[19968,20479,1],[98304,100351,1],"
-	"[2952790016,3019898879,1]]},"
-	"\"writeback_waits\":{\"count\":2,\"total_ms\":2500.000,\"max_ms\":1500.000},"
-	"\"time_ms\":{\"compaction\":2900.000,\"reclaim\":0.000,\"writeback_wait\":2500.000,"
-	"\"migrate\":0.000,\"zeroing\":4.000}}\n";
+    "{\"faults\":{\"total\":5,\"huge\":2,\"base\":3,\"nomem\":1,\"huge_pct\":40.00},"
+    "\"latency_us\":{"
+    "\"huge\":{\"count\":2,\"mean\":1500050.000,\"p50\":100.351,\"p90\":3000000.000,"
+    "\"p99\":3000000.000,\"p999\":3000000.000,\"max\":3000000.000},"
+    "\"base\":{\"count\":3,\"mean\":8.344,\"p50\":5.119,\"p90\":20.000,\"p99\":20.000,"
+    "\"p999\":20.000,\"max\":20.000},"
+    "\"both\":{\"count\":5,\"mean\":600025.006,\"p50\":20.479,\"p90\":3000000.000,"
+    "\"p99\":3000000.000,\"p999\":3000000.000,\"max\":3000000.000}},"
+    "\"latency_bands\":{"
+    "\"huge\":{\"<10us\":0,\"10-100us\":0,\"100us-1ms\":1,\"1-10ms\":0,\"10-100ms\":0,"
+    "\"100ms-1s\":0,\">=1s\":1},"
+    "\"base\":{\"<10us\":2,\"10-100us\":1,\"100us-1ms\":0,\"1-10ms\":0,\"10-100ms\":0,"
+    "\"100ms-1s\":0,\">=1s\":0},"
+    "\"both\":{\"<10us\":2,\"10-100us\":1,\"100us-1ms\":1,\"1-10ms\":0,\"10-100ms\":0,"
+    "\"100ms-1s\":0,\">=1s\":1}},"
+    "\"latency_cdf\":{"
+    "\"huge\":[[100.351,0.500000],[3000000.000,1.000000]],"
+    "\"base\":[[0.031,0.333333],[5.119,0.666667],[20.000,1.000000]],"
+    "\"both\":[[0.031,0.200000],[5.119,0.400000],[20.479,0.600000],[100.351,0.800000],"
+    "[3000000.000,1.000000]]},"
+    /* exact counts per bucket [lo, hi] ns: the CDF's upper edges above, before clamping */
+    "\"latency_hist\":{"
+    "\"huge\":[[98304,100351,1],[2952790016,3019898879,1]],"
+    "\"base\":[[31,31,1],[4992,5119,1],[19968,20479,1]],"
+    "\"both\":[[31,31,1],[4992,5119,1],[19968,20479,1],[98304,100351,1],"
+    "[2952790016,3019898879,1]]},"
+    "\"writeback_waits\":{\"count\":2,\"total_ms\":2500.000,\"max_ms\":1500.000},"
+    "\"time_ms\":{\"compaction\":2900.000,\"reclaim\":0.000,\"writeback_wait\":2500.000,"
+    "\"migrate\":0.000,\"zeroing\":4.000}}\n";
 
 static void record_known(struct obs_faults *x)
 {
@@ -188,13 +188,14 @@ TEST(vmstat_section_uses_kernel_names_in_order)
 	snprintf(want + off, sizeof(want) - off, "}}\n");
 	ASSERT_STREQ(buf, want);
 	{
-		const char *head = "{\"vmstat\":{\"thp_fault_alloc\":7,\"thp_fault_fallback\":1007,";
+		const char *head =
+		    "{\"vmstat\":{\"thp_fault_alloc\":7,\"thp_fault_fallback\":1007,";
 
 		EXPECT(strncmp(buf, head, strlen(head)) == 0);
 	}
 }
 
-#define THREADS 4
+#define THREADS	   4
 #define PER_THREAD 100000
 
 static void *recorder(void *arg)

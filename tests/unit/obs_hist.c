@@ -137,7 +137,7 @@ TEST(merge_equals_recording_everything_in_one)
 	EXPECT_EQ(h.count, h3.count);
 }
 
-#define THREADS 4
+#define THREADS	   4
 #define PER_THREAD 250000
 
 static void *recorder(void *arg)

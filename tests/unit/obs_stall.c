@@ -48,7 +48,9 @@ TEST(threshold_and_capacity_are_accounted)
 		char buf[4096];
 
 		render_json(buf, sizeof(buf));
-		EXPECT(strstr(buf, "\"count\":3,\"total_ms\":9000.000,\"stored\":2,\"dropped\":1") != NULL);
+		EXPECT(
+		    strstr(buf, "\"count\":3,\"total_ms\":9000.000,\"stored\":2,\"dropped\":1") !=
+		    NULL);
 	}
 	obs_stalls_destroy(s);
 	EXPECT_EQ(obs_stalls_create(&s, 0, 1, OBS_STACKS_MODELLED), -EINVAL);
@@ -70,15 +72,19 @@ TEST(empty_store_reports_zero)
 static void add_seed_events(int order)
 {
 	if (order == 0) {
-		obs_stalls_add_modelled(s, 10 * MS, 1500 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem", 7, 0x1000);
-		obs_stalls_add_modelled(s, 20 * MS, 1200 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem", 8, 0x2000);
+		obs_stalls_add_modelled(s, 10 * MS, 1500 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem",
+					7, 0x1000);
+		obs_stalls_add_modelled(s, 20 * MS, 1200 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem",
+					8, 0x2000);
 		obs_stalls_add_modelled(s, 30 * MS, 2000 * MS, MM_CAUSE_RECLAIM, "dd", 9, 0x3000);
 		obs_stalls_add_modelled(s, 40 * MS, 10 * MS, MM_CAUSE_RECLAIM, "dd", 9, 0x3000);
 	} else {
 		obs_stalls_add_modelled(s, 40 * MS, 10 * MS, MM_CAUSE_RECLAIM, "dd", 9, 0x3000);
 		obs_stalls_add_modelled(s, 30 * MS, 2000 * MS, MM_CAUSE_RECLAIM, "dd", 9, 0x3000);
-		obs_stalls_add_modelled(s, 20 * MS, 1200 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem", 8, 0x2000);
-		obs_stalls_add_modelled(s, 10 * MS, 1500 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem", 7, 0x1000);
+		obs_stalls_add_modelled(s, 20 * MS, 1200 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem",
+					8, 0x2000);
+		obs_stalls_add_modelled(s, 10 * MS, 1500 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem",
+					7, 0x1000);
 	}
 }
 
@@ -89,28 +95,30 @@ TEST(modelled_events_json_is_byte_exact)
 	ASSERT_EQ(obs_stalls_create(&s, 64, 1000 * MS, OBS_STACKS_MODELLED), 0);
 	add_seed_events(0);
 	render_json(buf, sizeof(buf));
-	snprintf(want, sizeof(want),
-		 "{\"stalls\":{\"threshold_ms\":1000.000,\"count\":3,\"total_ms\":4700.000,"
-		 "\"stored\":3,\"dropped\":0,\"stacks\":\"modelled\",\"groups\":["
-		 "{\"total_ms\":2700.000,\"count\":2,\"events_ms\":[1500.000,1200.000],"
-		 "\"events_t_s\":[0.010000,0.020000],"
-		 "\"cause\":\"%s\",\"function\":\"wait_on_frame_writeback\",\"comms\":[\"usemem\"],"
-		 "\"unwind\":\"modelled\",\"app\":\"none\",\"app_unwind\":\"none\",\"syscall\":null,"
-		 "\"handler_stack\":[\"wait_on_frame_writeback\",\"unmap_and_move\",\"migrate_pages\","
-		 "\"compact_zone\",\"compact_zone_order\",\"try_to_compact_pages\","
-		 "\"__alloc_pages_direct_compact\",\"__alloc_pages_slowpath\",\"__alloc_pages_nodemask\","
-		 "\"alloc_pages_vma\",\"do_huge_pmd_anonymous_page\",\"handle_mm_fault\"],"
-		 "\"app_stack\":[]},"
-		 "{\"total_ms\":2000.000,\"count\":1,\"events_ms\":[2000.000],"
-		 "\"events_t_s\":[0.030000],"
-		 "\"cause\":\"%s\",\"function\":\"shrink_page_list\",\"comms\":[\"dd\"],"
-		 "\"unwind\":\"modelled\",\"app\":\"none\",\"app_unwind\":\"none\",\"syscall\":null,"
-		 "\"handler_stack\":[\"shrink_page_list\",\"shrink_inactive_list\",\"shrink_zone\","
-		 "\"do_try_to_free_pages\",\"try_to_free_pages\",\"__alloc_pages_direct_reclaim\","
-		 "\"__alloc_pages_slowpath\",\"__alloc_pages_nodemask\",\"alloc_pages_vma\","
-		 "\"do_huge_pmd_anonymous_page\",\"handle_mm_fault\"],"
-		 "\"app_stack\":[]}]}}\n",
-		 mm_cause_chain(MM_CAUSE_COMPACT_WB_WAIT), mm_cause_chain(MM_CAUSE_RECLAIM));
+	snprintf(
+	    want, sizeof(want),
+	    "{\"stalls\":{\"threshold_ms\":1000.000,\"count\":3,\"total_ms\":4700.000,"
+	    "\"stored\":3,\"dropped\":0,\"stacks\":\"modelled\",\"groups\":["
+	    "{\"total_ms\":2700.000,\"count\":2,\"events_ms\":[1500.000,1200.000],"
+	    "\"events_t_s\":[0.010000,0.020000],"
+	    "\"cause\":\"%s\",\"function\":\"wait_on_frame_writeback\",\"comms\":[\"usemem\"],"
+	    "\"unwind\":\"modelled\",\"app\":\"none\",\"app_unwind\":\"none\",\"syscall\":null,"
+	    "\"handler_stack\":[\"wait_on_frame_writeback\",\"unmap_and_move\",\"migrate_pages\","
+	    "\"compact_zone\",\"compact_zone_order\",\"try_to_compact_pages\","
+	    "\"__alloc_pages_direct_compact\",\"__alloc_pages_slowpath\",\"__alloc_pages_"
+	    "nodemask\","
+	    "\"alloc_pages_vma\",\"do_huge_pmd_anonymous_page\",\"handle_mm_fault\"],"
+	    "\"app_stack\":[]},"
+	    "{\"total_ms\":2000.000,\"count\":1,\"events_ms\":[2000.000],"
+	    "\"events_t_s\":[0.030000],"
+	    "\"cause\":\"%s\",\"function\":\"shrink_page_list\",\"comms\":[\"dd\"],"
+	    "\"unwind\":\"modelled\",\"app\":\"none\",\"app_unwind\":\"none\",\"syscall\":null,"
+	    "\"handler_stack\":[\"shrink_page_list\",\"shrink_inactive_list\",\"shrink_zone\","
+	    "\"do_try_to_free_pages\",\"try_to_free_pages\",\"__alloc_pages_direct_reclaim\","
+	    "\"__alloc_pages_slowpath\",\"__alloc_pages_nodemask\",\"alloc_pages_vma\","
+	    "\"do_huge_pmd_anonymous_page\",\"handle_mm_fault\"],"
+	    "\"app_stack\":[]}]}}\n",
+	    mm_cause_chain(MM_CAUSE_COMPACT_WB_WAIT), mm_cause_chain(MM_CAUSE_RECLAIM));
 	ASSERT_STREQ(buf, want);
 
 	/* the same events recorded in another order give the same bytes */
@@ -141,9 +149,13 @@ TEST(modelled_events_text_is_the_2011_format)
 	EXPECT(g1 != NULL);
 	EXPECT(g2 != NULL);
 	EXPECT(g1 && g2 && g1 < g2); /* largest total first */
-	EXPECT(strstr(buf, "Stalls of at least 1000 ms: 3 events, 4700 ms in total; stacks modelled\n") ==
-	       buf);
-	EXPECT(strstr(buf, "handler stack (modelled):\n  wait_on_frame_writeback\n  unmap_and_move\n") != NULL);
+	EXPECT(
+	    strstr(buf,
+		   "Stalls of at least 1000 ms: 3 events, 4700 ms in total; stacks modelled\n") ==
+	    buf);
+	EXPECT(strstr(buf,
+		      "handler stack (modelled):\n  wait_on_frame_writeback\n  unmap_and_move\n") !=
+	       NULL);
 	obs_stalls_destroy(s);
 }
 
@@ -251,7 +263,8 @@ TEST(captured_stacks_group_by_unique_handler_and_app_pair)
 	}
 	EXPECT(strstr(a, "\"app_stack\":[\"obs_test_app_touch_a+0x") != NULL);
 	EXPECT(strstr(sys, "\"function\":\"read\"") != NULL);
-	EXPECT(strstr(sys, "\"app\":\"syscall\",\"app_unwind\":\"none\",\"syscall\":\"read\"") != NULL);
+	EXPECT(strstr(sys, "\"app\":\"syscall\",\"app_unwind\":\"none\",\"syscall\":\"read\"") !=
+	       NULL);
 	EXPECT(strstr(sys, "\"app_stack\":[]") != NULL);
 	EXPECT(strstr(b, "\"handler_stack\":[\"obs_test_wait_site_b+0x") != NULL);
 
@@ -264,13 +277,14 @@ TEST(captured_stacks_group_by_unique_handler_and_app_pair)
 	EXPECT(strstr(buf, "reader               read                   1700 ms\n") != NULL);
 	EXPECT(strstr(buf, "app: kernel-mode fault inside read(2)\n") != NULL);
 	EXPECT(strstr(buf, "handler stack (libunwind):\n  obs_test_wait_site_b+0x") != NULL);
-	EXPECT(strstr(buf, "app stack (user-mode fault, libunwind):\n  obs_test_app_touch_a+0x") != NULL);
+	EXPECT(strstr(buf, "app stack (user-mode fault, libunwind):\n  obs_test_app_touch_a+0x") !=
+	       NULL);
 	obs_stalls_destroy(s);
 }
 
 /* ---- concurrency ---------------------------------------------------------------------- */
 
-#define THREADS 4
+#define THREADS	   4
 #define PER_THREAD 5000
 
 static void *adder(void *arg)
@@ -295,7 +309,8 @@ TEST(concurrent_adds_lose_nothing)
 	char *buf = malloc(4 << 20);
 
 	ASSERT(buf != NULL);
-	ASSERT_EQ(obs_stalls_create(&s, THREADS * PER_THREAD - 100, 1000 * MS, OBS_STACKS_MODELLED), 0);
+	ASSERT_EQ(obs_stalls_create(&s, THREADS * PER_THREAD - 100, 1000 * MS, OBS_STACKS_MODELLED),
+		  0);
 	for (intptr_t i = 0; i < THREADS; i++)
 		ASSERT_EQ(pthread_create(&t[i], NULL, adder, (void *)i), 0);
 	for (int i = 0; i < THREADS; i++)

@@ -41,7 +41,7 @@ TEST(multiops_matches_mmtests_definitions)
 	EXPECT_NEAR(m.amean, 10.5, 1e-12);
 	EXPECT_NEAR(m.stddev, 5.916079783099616, 1e-12); /* sample stddev (n - 1) */
 	EXPECT_NEAR(m.coeffvar, 56.34361698190111, 1e-9);
-	EXPECT_NEAR(m.bamean95, 10.0, 1e-12); /* best int(0.95 * 20) = 19: 1..19 */
+	EXPECT_NEAR(m.bamean95, 10.0, 1e-12);		 /* best int(0.95 * 20) = 19: 1..19 */
 	EXPECT_NEAR(m.meanci, 11.595303304540783, 1e-9); /* qnorm(0.975) * stddev */
 	ASSERT_EQ(obs_stats_multiops(x, 20, false, &m), 0);
 	EXPECT_NEAR(m.bamean95, 11.0, 1e-12); /* higher is better: 2..20 */
@@ -57,7 +57,7 @@ TEST(cidiff_pndiff_pdiff_follow_mmtests)
 	EXPECT(obs_stats_significant(obs_stats_cidiff(12, 1, 10, 0.5)));
 	EXPECT(!obs_stats_significant(obs_stats_cidiff(11, 1, 10, 0.5)));
 	EXPECT_NEAR(obs_stats_cidiff(12, 0, 10, 0), 2, 0); /* no spread: plain difference */
-	EXPECT_NEAR(obs_stats_pndiff(80, 100), 20, 1e-12);  /* lower is better: +20 % better */
+	EXPECT_NEAR(obs_stats_pndiff(80, 100), 20, 1e-12); /* lower is better: +20 % better */
 	EXPECT_NEAR(obs_stats_pndiff(125, 100), -25, 1e-12);
 	EXPECT_NEAR(obs_stats_pndiff(100, 100), 0, 0);
 	EXPECT_NEAR(obs_stats_pndiff(0, 100), 100, 0);
@@ -197,13 +197,13 @@ TEST(mann_whitney_large_groups_use_the_normal_approximation)
 	struct obs_mannwhitney r;
 
 	for (int i = 0; i < 40; i++) {
-		a[i] = i * 2;     /* evens */
+		a[i] = i * 2;	  /* evens */
 		b[i] = i * 2 + 1; /* odds: b slightly larger everywhere */
 	}
 	ASSERT_EQ(obs_stats_mann_whitney(a, 40, b, 40, &r), 0);
 	EXPECT(!r.exact && !r.ties);
 	EXPECT_NEAR(r.u_a, 780, 0); /* a_i > b_j iff i > j: 40 * 39 / 2 */
-	EXPECT(r.p > 0.5);          /* interleaved: no evidence of a shift */
+	EXPECT(r.p > 0.5);	    /* interleaved: no evidence of a shift */
 	for (int i = 0; i < 40; i++)
 		b[i] += 100;
 	ASSERT_EQ(obs_stats_mann_whitney(a, 40, b, 40, &r), 0);

@@ -197,7 +197,11 @@ TEST(records_beyond_what_a_trace_holds_are_refused)
 	    {fault(1ULL << 62, 0x1000, 1, 1), "beyond 2^62"},
 	    {{.t_ns = 1, .addr = 0x1000, .val2 = UINT64_MAX - 5, .tid = 1, .type = OBS_TR_FAULT},
 	     "decision time"},
-	    {{.t_ns = 1, .addr = 0x200000, .val = 8192, .val2 = (1ULL << 57) - 4096, .tid = 1,
+	    {{.t_ns = 1,
+	      .addr = 0x200000,
+	      .val = 8192,
+	      .val2 = (1ULL << 57) - 4096,
+	      .tid = 1,
 	      .type = OBS_TR_REMAP},
 	     "leave user space"},
 	};

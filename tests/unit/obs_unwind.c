@@ -24,8 +24,8 @@ static int state_soon(pid_t tid, int want, long *nr);
 static int sink;
 
 /* Test threads share these flags; atomics keep TSan builds quiet and honest. */
-#define GET(v)    __atomic_load_n(&(v), __ATOMIC_ACQUIRE)
-#define SET(v, x) __atomic_store_n(&(v), (x), __ATOMIC_RELEASE)
+#define GET(v)	   __atomic_load_n(&(v), __ATOMIC_ACQUIRE)
+#define SET(v, x)  __atomic_store_n(&(v), (x), __ATOMIC_RELEASE)
 #define BUMP(v, x) __atomic_fetch_add(&(v), (x), __ATOMIC_RELAXED)
 
 /* ThreadSanitizer runs asynchronous signal handlers only at its next intercepted call (the
@@ -230,8 +230,8 @@ TEST(foreign_signals_are_chained_to_the_previous_handler)
 	sa.sa_flags = SA_SIGINFO;
 	ASSERT_EQ(sigaction(sig, &sa, NULL), 0);
 	ASSERT_EQ(obs_appstack_install(0), sig);
-	raise(sig);                       /* SI_TKILL: not a capture request */
-	sigqueue(getpid(), sig, v);       /* SI_QUEUE with an index outside the slot table */
+	raise(sig);		    /* SI_TKILL: not a capture request */
+	sigqueue(getpid(), sig, v); /* SI_QUEUE with an index outside the slot table */
 	for (int i = 0; i < 1000 && GET(chained_hits) < 2; i++)
 		usleep(1000);
 	EXPECT_EQ(GET(chained_hits), 2);
@@ -368,7 +368,6 @@ static int uffd_open(void)
 
 static char *uffd_area;
 
-
 __attribute__((noinline)) static void *obs_test_touch_managed(void *arg)
 {
 	SET(spin_tid, (pid_t)syscall(SYS_gettid));
@@ -391,7 +390,8 @@ TEST(proc_syscall_under_userfaultfd_user_mode_vs_kernel_mode_fault)
 	if (fd < 0)
 		SKIP("no userfaultfd (%s)", strerror(errno));
 	ASSERT_EQ(ioctl(fd, UFFDIO_API, &api), 0);
-	uffd_area = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uffd_area =
+	    mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT(uffd_area != MAP_FAILED);
 	madvise(uffd_area, 2 * 4096, MADV_NOHUGEPAGE);
 	reg.range.start = (uintptr_t)uffd_area;
@@ -428,7 +428,8 @@ TEST(proc_syscall_under_userfaultfd_user_mode_vs_kernel_mode_fault)
 		ASSERT_STREQ(buf, "obs_test_touch_managed");
 	}
 	/* the faulting function is found on the application thread through the signal path */
-	EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr, SIGNALS_DEFERRED ? 50000000ULL : 2000000000ULL),
+	EXPECT_EQ(obs_appstack_capture(spin_tid, &st, &nr,
+				       SIGNALS_DEFERRED ? 50000000ULL : 2000000000ULL),
 		  OBS_APP_USER);
 	obs_symbolise(st.ips[0], true, buf, sizeof(buf));
 	printf("  faulting frame (%s): %s\n", obs_unwind_method_name(st.method), buf);

@@ -125,8 +125,9 @@ static void merge_actor(struct sim_actor *a, void *arg)
 	}
 	sim_settle(a);
 	k->t_submit = sim_now(w->e);
-	ASSERT_EQ(dev_submit(w, SIO_WRITEBACK, dev_offset_of(w, MM_OWNER_FILE(busy, 0)), pfns, 16,
-			     NULL), 0);
+	ASSERT_EQ(
+	    dev_submit(w, SIO_WRITEBACK, dev_offset_of(w, MM_OWNER_FILE(busy, 0)), pfns, 16, NULL),
+	    0);
 	for (uint32_t i = 0; i < 3; i++)
 		ASSERT_EQ(sim_env_ops.writeout(w, &k->task, MM_OWNER_FILE(id, i), pfn[i]), 0);
 	for (uint32_t i = 0; i < 3; i++) {

@@ -21,8 +21,12 @@
 
 static const char *kind(mode_t m)
 {
-	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISCHR(m) ? "chr" : S_ISFIFO(m) ? "fifo"
-	       : S_ISSOCK(m) ? "sock" : "other";
+	return S_ISREG(m)    ? "file"
+	       : S_ISDIR(m)  ? "dir"
+	       : S_ISCHR(m)  ? "chr"
+	       : S_ISFIFO(m) ? "fifo"
+	       : S_ISSOCK(m) ? "sock"
+			     : "other";
 }
 
 static int close_everything(void)

@@ -8,11 +8,11 @@
  * each page's first word again with the same value: a fork leaves the parent's pages shared
  * with the child, which the host refuses to move (UFFDIO_MOVE: EBUSY) until the parent writes
  * to them again. Churn threads keep faulting and freeing 2 MiB extents elsewhere, so that
- * emulated compaction keeps migrating the area's pages (unmap, copy, map back). Meanwhile the main thread forks children
- * without exec; each child verifies every page of the inherited area (or PAGES_PER_CHILD random
- * ones) and reports how many were wrong and how many of those were all zeros (what a child
- * forked while a page was moved out would see). Output: one line; exit status 1 if any page
- * was wrong.
+ * emulated compaction keeps migrating the area's pages (unmap, copy, map back). Meanwhile the main
+ * thread forks children without exec; each child verifies every page of the inherited area (or
+ * PAGES_PER_CHILD random ones) and reports how many were wrong and how many of those were all zeros
+ * (what a child forked while a page was moved out would see). Output: one line; exit status 1 if
+ * any page was wrong.
  *
  *   fork_verify [VERIFICATIONS [AREA_MB [CHURNERS [PAGES_PER_CHILD]]]]   (0: every page)
  */
@@ -29,9 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PAGE		4096UL
-#define HPAGE		(2UL << 20)
-#define WORDS		(PAGE / 8)
+#define PAGE  4096UL
+#define HPAGE (2UL << 20)
+#define WORDS (PAGE / 8)
 
 static atomic_int stop;
 static atomic_ullong churned;
@@ -87,7 +87,8 @@ static void *churn(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p =
+		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p == MAP_FAILED)
 			continue;

@@ -126,7 +126,8 @@ static void children(void)
 	pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); /* fork without atfork handlers */
 	if (pid == 0) {
 		size_t len = 8 << 20;
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p =
+		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p == MAP_FAILED || *shared_word != 42)
 			_exit(2);
@@ -157,7 +158,8 @@ static void misc(void)
 
 int main(void)
 {
-	shared_word = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	shared_word =
+	    mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (shared_word == MAP_FAILED)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);

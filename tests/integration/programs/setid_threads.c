@@ -1,11 +1,11 @@
-/* Drop root the way setpriv and many daemons do: keep capabilities across the uid change (PR_SET_KEEPCAPS), setresuid, raise CAP_SETGID again
- * (capset), setresgid and setgroups, then drop every capability. glibc makes set*id
- * process-wide by running them on every thread and aborts if any thread disagrees; capset and
- * PR_SET_KEEPCAPS are per thread, so natively this works only while the process has one
- * thread (the program starts its threads afterwards, as daemons do). Under the emulator its
- * threads are there from the start: they must follow, so that afterwards every thread of the
- * process holds the same credentials; memory must still work, also from a thread started
- * after the drop.
+/* Drop root the way setpriv and many daemons do: keep capabilities across the uid change
+ * (PR_SET_KEEPCAPS), setresuid, raise CAP_SETGID again (capset), setresgid and setgroups, then drop
+ * every capability. glibc makes set*id process-wide by running them on every thread and aborts if
+ * any thread disagrees; capset and PR_SET_KEEPCAPS are per thread, so natively this works only
+ * while the process has one thread (the program starts its threads afterwards, as daemons do).
+ * Under the emulator its threads are there from the start: they must follow, so that afterwards
+ * every thread of the process holds the same credentials; memory must still work, also from a
+ * thread started after the drop.
  *
  * Output: "dropped: uid=U gid=G threads=N agree=N" and "memory: ok"; exit 1 on disagreement.
  *

@@ -114,7 +114,8 @@ static void *writer_main(void *arg)
 
 	while (!atomic_load(&stop)) {
 		size_t i = xs(&seed) % n;
-		uint64_t tag = ((uint64_t)w->id << 48) | ((uint64_t)i << 20) | ((writes & 0xfffff) | 1);
+		uint64_t tag =
+		    ((uint64_t)w->id << 48) | ((uint64_t)i << 20) | ((writes & 0xfffff) | 1);
 
 		pthread_rwlock_rdlock(&fork_lock); /* a fork sees whole pages and matching tags */
 		w->tags[i] = tag;
@@ -136,8 +137,8 @@ static void *churner_main(void *arg)
 
 	while (!atomic_load(&stop)) {
 		size_t len = (1 + xs(&seed) % 4) * HPAGE, n = len / PAGE;
-		uint64_t *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				   -1, 0);
+		uint64_t *a =
+		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		size_t d0 = xs(&seed) % n, dn = 1 + xs(&seed) % (n - d0), cut = n / 2;
 
 		if (a == MAP_FAILED)
@@ -148,12 +149,14 @@ static void *churner_main(void *arg)
 		for (size_t k = 0; k < n; k++) {
 			bool freed = k >= d0 && k < d0 + dn;
 
-			account("churner", a + k * WORDS, check_page(a + k * WORDS, freed ? 0 : seed + k));
+			account("churner", a + k * WORDS,
+				check_page(a + k * WORDS, freed ? 0 : seed + k));
 		}
 		munmap(a, cut * PAGE);
 		for (size_t k = cut; k < n; k++)
 			if (!(k >= d0 && k < d0 + dn))
-				account("churner(tail)", a + k * WORDS, check_page(a + k * WORDS, seed + k));
+				account("churner(tail)", a + k * WORDS,
+					check_page(a + k * WORDS, seed + k));
 		munmap(a + cut * WORDS, (n - cut) * PAGE);
 		atomic_fetch_add(&churned, 1);
 	}
@@ -168,8 +171,9 @@ static void *remapper_main(void *arg)
 	(void)arg;
 	while (!atomic_load(&stop)) {
 		size_t n = (1 + xs(&seed) % 3) * (HPAGE / PAGE), grow = n * 2, part = n / 4;
-		uint64_t *a = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				   -1, 0), *b, *c;
+		uint64_t *a = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+			 *b, *c;
 
 		if (a == MAP_FAILED)
 			continue;
@@ -181,12 +185,15 @@ static void *remapper_main(void *arg)
 			continue;
 		}
 		for (size_t k = 0; k < grow; k++)
-			account("remap(grown)", b + k * WORDS, check_page(b + k * WORDS, k < n ? seed + k : 0));
+			account("remap(grown)", b + k * WORDS,
+				check_page(b + k * WORDS, k < n ? seed + k : 0));
 		b = mremap(b, grow * PAGE, n * PAGE, 0);
 		for (size_t k = 0; k < n; k++)
-			account("remap(shrunk)", b + k * WORDS, check_page(b + k * WORDS, seed + k));
+			account("remap(shrunk)", b + k * WORDS,
+				check_page(b + k * WORDS, seed + k));
 		/* move the last quarter elsewhere: the rest stays */
-		c = mremap(b + (n - part) * WORDS, part * PAGE, part * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+		c = mremap(b + (n - part) * WORDS, part * PAGE, part * PAGE,
+			   MREMAP_MAYMOVE | MREMAP_FIXED,
 			   mmap(NULL, part * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
 		if (c != MAP_FAILED) {
 			for (size_t k = 0; k < part; k++)
@@ -208,7 +215,8 @@ static void *huge_main(void *arg)
 	(void)arg;
 	while (!atomic_load(&stop)) {
 		size_t len = 4 * HPAGE;
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p =
+		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p == MAP_FAILED)
 			continue;
@@ -276,7 +284,8 @@ static void *forker_main(void *arg)
 			atomic_fetch_add(&child_bad, msg[0]);
 			atomic_fetch_add(&child_pages, msg[1]);
 			if (msg[0] && atomic_fetch_add(&reported, 1) < 8)
-				fprintf(stderr, "soak: child of kind %d found %lu bad bytes\n", kind, msg[0]);
+				fprintf(stderr, "soak: child of kind %d found %lu bad bytes\n",
+					kind, msg[0]);
 		}
 		close(pfd[0]);
 		kind = (kind + 1) % 3;
