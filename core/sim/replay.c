@@ -350,28 +350,9 @@ static void trim(struct sim_replay *rp, struct rp_region *r)
 /* ---- memory changes -------------------------------------------------------------------------- */
 
 /* core/as's effects: the simulated pool, in the acting thread's time. */
-struct rp_env {
-	struct sim_world *w;
-	struct sim_task *t;
-};
-
-static void env_free_frame(void *arg, uint32_t pfn, unsigned order)
-{
-	struct rp_env *e = arg;
-
-	mm_anon_free(e->w->mm, pfn, order, e->t);
-}
-
-static int env_split_huge(void *arg, uint32_t head)
-{
-	struct rp_env *e = arg;
-
-	return mm_anon_split(e->w->mm, head);
-}
-
 #define RP_AS_ENV(name, w, t)                                                                      \
-	struct rp_env name##_ctx = {(w), (t)};                                                     \
-	const struct as_env name = {&name##_ctx, env_free_frame, env_split_huge}
+	struct sim_as_ctx name##_ctx = {(w), (t)};                                                 \
+	const struct as_env name = sim_as_env(&name##_ctx)
 
 /* munmap / MADV_DONTNEED on every region [lo, hi) overlaps (uffd_unmap_managed, discard). */
 static void op_release(struct sim_world *w, struct sim_task *t, struct sim_replay *rp, uintptr_t lo,

@@ -279,24 +279,6 @@ TEST(options_env_reaches_every_field)
 	clear_env();
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = 0;
-	fclose(f);
-	return buf;
-}
-
 /* core/uffd/README.md's THPEMU_* table is exactly the one the table prints (`thpemu run
  * --help-markdown`): the same rows in the same order, none missing, none left over. */
 TEST(options_readme_table_is_current)
@@ -309,7 +291,7 @@ TEST(options_readme_table_is_current)
 	if (!src)
 		SKIP("THPEMU_SOURCE_DIR not set");
 	snprintf(path, sizeof(path), "%s/core/uffd/README.md", src);
-	readme = slurp(path);
+	readme = harness_slurp(path);
 	ASSERT(readme != NULL);
 	f = open_memstream(&gen, &len);
 	config_help(f, true);

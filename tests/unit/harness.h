@@ -49,6 +49,25 @@ static inline void harness_register(const char *name, void (*fn)(void))
 	}                                                                                          \
 	static void name(void)
 
+/* A whole file as a NUL-terminated string (free() it); NULL if it cannot be opened. */
+static inline char *harness_slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)(n > 0 ? n : 0) + 1);
+	if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = 0;
+	fclose(f);
+	return buf;
+}
+
 static inline bool harness_in_ci(void)
 {
 	const char *ci = getenv("CI");

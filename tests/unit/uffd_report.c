@@ -6,24 +6,6 @@
 
 #include "uffd/uffd.h"
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = 0;
-	fclose(f);
-	return buf;
-}
-
 TEST(report_readme_lists_host_counters)
 {
 	const char *src = getenv("THPEMU_SOURCE_DIR");
@@ -32,7 +14,7 @@ TEST(report_readme_lists_host_counters)
 	if (!src)
 		SKIP("THPEMU_SOURCE_DIR not set");
 	snprintf(path, sizeof(path), "%s/core/uffd/README.md", src);
-	readme = slurp(path);
+	readme = harness_slurp(path);
 	ASSERT(readme != NULL);
 	for (unsigned i = 0; i < UFFD_NR_HOST; i++) {
 		snprintf(line, sizeof(line), "| `%s` | %s |\n", uffd_host_names[i],
