@@ -48,6 +48,29 @@ void as_region_attach(struct as_region *r, void *mem)
 /* ---- release ----------------------------------------------------------------------------------
  */
 
+/* Split the huge block at head (split_huge_pmd); false if mm refused. mm refuses only a block
+ * that is not huge (a broken invariant): the caller then gives the whole block back and leaves
+ * the extent's pages with no frame behind them (outside the pool), instead of freeing them one
+ * by one with order 0 while the 512 frames leak in mm. */
+static bool split_or_drop(const struct as_env *env, uint32_t head)
+{
+	if (head == MM_NO_PFN || env->split_huge(env->arg, head) == 0)
+		return true;
+	env->free_frame(env->arg, head, MM_HPAGE_ORDER);
+	return false;
+}
+
+/* Pages [addr, addr + 2 MiB) of r lose their frame (the part inside r). */
+static void drop_frames(struct as_region *r, uintptr_t addr)
+{
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		uintptr_t a = addr + (uintptr_t)i * MM_PAGE_SIZE;
+
+		if (a >= r->base && as_page_of(r, a) < r->npages)
+			as_pfn_set(r, as_page_of(r, a), MM_NO_PFN);
+	}
+}
+
 /* Extent e overlaps the released pages [p0, p1). */
 static void release_extent(const struct as_env *env, struct as_region *r, uint32_t e, uint32_t p0,
 			   uint32_t p1, bool unmap, struct as_counts *c)
@@ -64,7 +87,8 @@ static void release_extent(const struct as_env *env, struct as_region *r, uint32
 			uint32_t ep = as_page_of(r, ea), head = as_pfn(r, ep);
 
 			if (!whole) {
-				env->split_huge(env->arg, head);
+				if (!split_or_drop(env, head))
+					drop_frames(r, ea);
 				as_xstate_set(r, e, AS_X_SMALL);
 				c->huge_splits++;
 				return;
@@ -309,7 +333,8 @@ static void transfer_extents(const struct as_env *env, const struct as_region *r
 			as_xstate_set(s, e2, AS_X_HUGE);
 			as_xadv_set(s, e2, as_xadv(r, e));
 		} else {
-			env->split_huge(env->arg, as_pfn(r, as_page_of(r, ea)));
+			if (!split_or_drop(env, as_pfn(r, as_page_of(r, ea))))
+				drop_frames(s, ea + (uintptr_t)delta);
 			c->huge_splits++;
 		}
 	}

@@ -145,8 +145,13 @@ int io_file_create(struct io *io, uint64_t file_id, uint64_t npages)
 
 	if (io->dir[0]) {
 		rc = make_presized(io, file_id, npages);
-		if (rc < 0) { /* the device refused the file: a device error like a failed write */
-			io_count_error(io, rc, 0);
+		if (rc < 0) {
+			/* the device refused the file (gone, full, failing): a device error like a
+			 * failed write; anything else (a path, a limit of ours) is not the device's
+			 */
+			if (rc == -ENOTCONN || rc == -ECONNABORTED || rc == -ENODEV || rc == -EIO ||
+			    rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG)
+				io_count_error(io, rc, 0);
 			io_stat_add(&io->st->files_failed, 1);
 			return rc;
 		}

@@ -13,6 +13,7 @@
 struct rec {
 	unsigned frees, frees_huge, splits;
 	uint32_t last_free, last_split;
+	bool refuse_split; /* mm_anon_split's -EINVAL: the block is not a huge one */
 };
 
 static void rec_free(void *arg, uint32_t pfn, unsigned order)
@@ -32,7 +33,7 @@ static int rec_split(void *arg, uint32_t head)
 
 	r->splits++;
 	r->last_split = head;
-	return 0;
+	return r->refuse_split ? -EINVAL : 0;
 }
 
 static struct rec R;
@@ -127,6 +128,27 @@ TEST(release_part_of_huge_splits_and_frees_pages)
 	EXPECT_EQ(as_pstate(r, 10), AS_P_EMPTY);
 	EXPECT_EQ(as_pstate(r, 20), AS_P_PRESENT);
 	EXPECT_EQ(as_pfn(r, 20), 4096u + 20);
+}
+
+/* a refused split (a broken invariant) gives the whole block back once; the pages keep their
+ * state with no frame behind them, and none is freed again one by one */
+TEST(release_part_of_huge_split_refused_drops_the_block)
+{
+	struct as_region *r = region(BASE, BASE, BASE + HP);
+	struct as_counts c = {0};
+
+	make_huge(r, 0, 4096);
+	R.refuse_split = true;
+	as_release(&ENV, r, 10, 20, false, &c);
+	EXPECT_EQ(R.splits, 1u);
+	EXPECT_EQ(R.frees_huge, 1u);
+	EXPECT_EQ(R.last_free, 4096u);
+	EXPECT_EQ(R.frees, 0u);
+	EXPECT_EQ(as_xstate(r, 0), AS_X_SMALL);
+	EXPECT_EQ(as_pstate(r, 10), AS_P_EMPTY);
+	EXPECT_EQ(as_pstate(r, 20), AS_P_PRESENT);
+	EXPECT_EQ(as_pfn(r, 20), MM_NO_PFN);
+	EXPECT_EQ(as_pfn(r, 0), MM_NO_PFN);
 }
 
 TEST(release_base_pages_and_empty_extent_unmapped_in_part)
