@@ -393,6 +393,26 @@ void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent)
 		as_xstate_set(r, as_ext_of(r, as_page_addr(r, p)), AS_X_SMALL);
 }
 
+void as_fault_huge_fallback(const struct as_env *env, struct as_region *r, uint32_t e,
+			    uint32_t head, const bool *mapped)
+{
+	uint32_t p0 = as_page_of(r, as_ext_addr(r, e));
+	bool split = split_or_drop(env, head); /* refused: the block went back whole */
+
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		if (mapped[i]) {
+			as_pfn_set(r, p0 + i, split ? head + i : MM_NO_PFN);
+			as_pstate_set(r, p0 + i, AS_P_PRESENT);
+			continue;
+		}
+		if (split)
+			env->free_frame(env->arg, head + i, 0);
+		as_pfn_set(r, p0 + i, MM_NO_PFN);
+		as_pstate_set(r, p0 + i, AS_P_EMPTY);
+	}
+	as_xstate_set(r, e, AS_X_SMALL);
+}
+
 /* ---- the owner side of migration ---------------------------------------------------------------
  */
 

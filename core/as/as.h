@@ -222,6 +222,14 @@ void as_fault_huge(struct as_region *r, uint32_t e, uint32_t head);
  * the fault owned the extent (extent), the extent has a page table now: SMALL, never huge again
  * until it is freed whole (do_anonymous_page after __pte_alloc). */
 void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent);
+/* A huge decision the host refused to map whole (the live UFFDIO_MOVE failed; the replay mirrors
+ * a recorded refusal): the fault falls back to 4 KiB pages, as a THP fault returning
+ * VM_FAULT_FALLBACK falls back to handle_pte_fault (mm/memory.c: __handle_mm_fault). The block
+ * at head is split; the pages of extent e that got mapped (mapped[i]) keep head + i and are
+ * PRESENT, the others give their frame back and are EMPTY; the extent is SMALL. The caller owns
+ * the extent (live: FILLING; replay: just committed huge). */
+void as_fault_huge_fallback(const struct as_env *env, struct as_region *r, uint32_t e,
+			    uint32_t head, const bool *mapped);
 
 /* ---- the owner side of page migration (mm/migrate.c: unmap_and_move) ------------------------ */
 

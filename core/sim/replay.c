@@ -536,24 +536,17 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 	return (int)res.outcome;
 }
 
-/* The live host refused the huge mapping: keep only the faulting page, as huge_fallback_locked
- * does (the move mapped nothing). */
+/* The live host refused the huge mapping: the move mapped nothing, so only the faulting page is
+ * kept (core/as's fallback rule, as huge_fallback_locked applies it live). */
 static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, struct as_region *r,
 				 uint32_t e, uint32_t p)
 {
+	RP_AS_ENV(env, w, &th->task);
 	uint32_t first = as_page_of(r, as_ext_addr(r, e));
-	uint32_t head = as_pfn(r, first);
+	bool mapped[MM_HPAGE_NR] = {false};
 
-	if (mm_anon_split(w->mm, head) != 0)
-		return;
-	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-		if (first + i == p)
-			continue;
-		mm_anon_free(w->mm, head + i, 0, &th->task);
-		as_pfn_set(r, first + i, MM_NO_PFN);
-		as_pstate_set(r, first + i, AS_P_EMPTY);
-	}
-	as_xstate_set(r, e, AS_X_SMALL);
+	mapped[p - first] = true;
+	as_fault_huge_fallback(&env, r, e, as_pfn(r, first), mapped);
 	th->rp->st.host_fallbacks++;
 }
 

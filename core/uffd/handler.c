@@ -166,14 +166,31 @@ static int move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, size_t *mo
  * a THP fault that falls back. What is mapped is read from the page tables (mincore), not from
  * the byte count the move reported: a move can under-report (see migrate.c). Busy read lock
  * held. */
+static void fb_free_frame(void *arg, uint32_t pfn, unsigned order)
+{
+	struct fault_ctx *fc = arg;
+
+	mm_anon_free(fc->lv->mm, pfn, order, fc->w);
+}
+
+static int fb_split_huge(void *arg, uint32_t head)
+{
+	struct fault_ctx *fc = arg;
+
+	return mm_anon_split(fc->lv->mm, head);
+}
+
 static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, int rc, size_t moved)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
 	uintptr_t dst = uffd_ext_addr(r, fc->e);
 	uint32_t p0 = ext_first_page(fc), nmoved = (uint32_t)(moved / UFFD_PAGE_SIZE);
+	const struct as_env env = {fc, fb_free_frame, fb_split_huge};
 	unsigned char vec[MM_HPAGE_NR];
 	bool known = sys_call3(SYS_mincore, dst, UFFD_HPAGE_SIZE, vec) == 0;
+	bool mapped[MM_HPAGE_NR];
+	uint32_t i_fault = fc->p - p0;
 	int frc = 0;
 
 	UFFD_COUNT(lv, huge_move_fallbacks);
@@ -181,24 +198,14 @@ static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, i
 		__atomic_store_n(&r->no_huge_move, 1, __ATOMIC_RELAXED);
 	else if (rc != -EEXIST && rc != -EBUSY && rc != -ENOENT && rc != -ENOMEM)
 		UFFD_COUNT(lv, uffd_errors);
-	mm_anon_split(lv->mm, head);
-	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-		uint32_t p = p0 + i;
-		bool mapped = known ? (vec[i] & 1) : i < nmoved;
-
-		if (!mapped && p == fc->p) {
-			frc = fill_page(fc);
-			mapped = frc == 0 || frc == -EEXIST;
-			frc = mapped ? 0 : frc;
-		}
-		if (mapped) {
-			uffd_pfn_set(r, p, head + i);
-			uffd_pstate_set(r, p, UP_PRESENT);
-		} else {
-			mm_anon_free(lv->mm, head + i, 0, fc->w);
-		}
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+		mapped[i] = known ? (vec[i] & 1) : i < nmoved;
+	if (!mapped[i_fault]) { /* the faulting page at least: a 4 KiB first touch */
+		frc = fill_page(fc);
+		mapped[i_fault] = frc == 0 || frc == -EEXIST;
+		frc = mapped[i_fault] ? 0 : frc;
 	}
-	uffd_xstate_set(r, fc->e, UX_SMALL);
+	as_fault_huge_fallback(&env, &r->as, fc->e, head, mapped);
 	uffd_staging_release(&lv->staging, slot, false);
 	wake_extent(fc);
 	fc->res.outcome = MM_FAULT_BASE;

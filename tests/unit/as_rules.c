@@ -335,6 +335,38 @@ TEST(fault_commits_huge_and_base)
 	EXPECT_EQ(as_pfn(r, 5), MM_NO_PFN);
 }
 
+/* the host refused the huge mapping: what got mapped keeps its frame, the rest goes back */
+TEST(fault_huge_fallback_keeps_the_mapped_pages)
+{
+	struct as_region *r = region(BASE, BASE, BASE + HP);
+	bool mapped[MM_HPAGE_NR] = {false};
+
+	as_xstate_set(r, 0, AS_X_FILLING);
+	mapped[3] = mapped[4] = true;
+	as_fault_huge_fallback(&ENV, r, 0, 1024, mapped);
+	EXPECT_EQ(R.splits, 1u);
+	EXPECT_EQ(R.last_split, 1024u);
+	EXPECT_EQ(R.frees, MM_HPAGE_NR - 2);
+	EXPECT_EQ(R.frees_huge, 0u);
+	EXPECT_EQ(as_xstate(r, 0), AS_X_SMALL);
+	EXPECT_EQ(as_pstate(r, 3), AS_P_PRESENT);
+	EXPECT_EQ(as_pfn(r, 4), 1024u + 4);
+	EXPECT_EQ(as_pstate(r, 5), AS_P_EMPTY);
+	EXPECT_EQ(as_pfn(r, 5), MM_NO_PFN);
+
+	/* after a huge commit (the replay's order), with the split refused: the block goes back */
+	r = region(BASE, BASE, BASE + HP);
+	as_fault_huge(r, 0, 2048);
+	R.refuse_split = true;
+	as_fault_huge_fallback(&ENV, r, 0, 2048, mapped);
+	EXPECT_EQ(R.frees_huge, 1u);
+	EXPECT_EQ(R.frees, 0u);
+	EXPECT_EQ(as_pstate(r, 3), AS_P_PRESENT);
+	EXPECT_EQ(as_pfn(r, 3), MM_NO_PFN);
+	EXPECT_EQ(as_pstate(r, 0), AS_P_EMPTY);
+	EXPECT_EQ(as_xstate(r, 0), AS_X_SMALL);
+}
+
 TEST(migrate_claim_rules)
 {
 	struct as_region *r = region(BASE, BASE, BASE + 2 * HP);
