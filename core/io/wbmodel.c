@@ -28,6 +28,13 @@ bool wbm_over_background(const struct wbm_thresh *t, uint64_t nr_dirty)
 	return nr_dirty > t->background;
 }
 
+uint64_t wbm_flush_want(const struct wbm_thresh *t, uint64_t nr_dirty, uint64_t expired)
+{
+	uint64_t want = wbm_over_background(t, nr_dirty) ? nr_dirty - t->background : 0;
+
+	return expired > want ? expired : want;
+}
+
 uint64_t wbm_pos_ratio(const struct wbm_thresh *t, uint64_t nr)
 {
 	int64_t x, r;

@@ -47,6 +47,11 @@ struct wbm_thresh {
 void wbm_thresholds(const struct wbm_params *p, uint64_t dirtyable, struct wbm_thresh *t);
 /* Background writeback wanted: dirty (not yet under writeback) pages above the threshold. */
 bool wbm_over_background(const struct wbm_thresh *t, uint64_t nr_dirty);
+/* How many dirty pages one flusher pass writes: the excess over the background threshold
+ * (fs/fs-writeback.c: wb_check_background_flush) or the expired ones (wb_check_old_data_flush,
+ * the kupdate pass), whichever is more. The live flusher and the simulator's both ask this; when
+ * a kupdate pass is due is theirs (expired = 0 between passes). */
+uint64_t wbm_flush_want(const struct wbm_thresh *t, uint64_t nr_dirty, uint64_t expired);
 /* Global position ratio in 1/1024 units (0 .. 2048) for nr = dirty + writeback pages. */
 uint64_t wbm_pos_ratio(const struct wbm_thresh *t, uint64_t nr);
 /* How long a writer that dirtied `dirtied` pages since its last check must pause, given

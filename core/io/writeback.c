@@ -349,7 +349,8 @@ static void take_queued(struct io *io)
  * background threshold, kupdate's expired pages, everything for sync waiters. */
 static uint64_t writeback_want(struct io *io, uint64_t now)
 {
-	uint64_t want = 0, fresh = __atomic_exchange_n(&io->dirtied_new, 0, __ATOMIC_RELAXED);
+	uint64_t want, expired = 0,
+		       fresh = __atomic_exchange_n(&io->dirtied_new, 0, __ATOMIC_RELAXED);
 	struct mm_counts c;
 	struct wbm_thresh th;
 
@@ -358,14 +359,11 @@ static uint64_t writeback_want(struct io *io, uint64_t now)
 	if (!c.file_dirty)
 		return 0;
 	wbm_thresholds(&io->wbp, (uint64_t)c.free + c.file, &th);
-	if (wbm_over_background(&th, c.file_dirty))
-		want = c.file_dirty - th.background;
-	if (now >= io->next_kupdate) {
-		uint64_t expired = wbm_age_expired(&io->age, now, c.file_dirty, io->wbp.expire_ns);
-
-		want = expired > want ? expired : want;
+	if (now >= io->next_kupdate) { /* the kupdate pass, every dirty_writeback_interval */
+		expired = wbm_age_expired(&io->age, now, c.file_dirty, io->wbp.expire_ns);
 		io->next_kupdate = now + io->wbp.interval_ns;
 	}
+	want = wbm_flush_want(&th, c.file_dirty, expired);
 	if (__atomic_load_n(&io->sync_all, __ATOMIC_ACQUIRE))
 		want = c.file_dirty;
 	return want;

@@ -296,10 +296,8 @@ void flusher_kick(struct sim_world *w)
 		return;
 	submit_queued(w); /* pages left over when nr_requests were in flight */
 	thresholds(w, &c, &th);
-	want = wbm_over_background(&th, c.file_dirty) ? c.file_dirty - th.background : 0;
 	expired = wbm_age_expired(&fl->age, sim_now(w->e), c.file_dirty, fl->p.expire_ns);
-	if (expired > want)
-		want = expired;
+	want = wbm_flush_want(&th, c.file_dirty, expired);
 	while (want > 0 && !wbq_congested(&fl->q) && wbq_room(&fl->q) >= fl->q.max_pages) {
 		unsigned max = want < fl->q.max_pages ? (unsigned)want : fl->q.max_pages;
 		unsigned n = writeback_head_file(w, max);

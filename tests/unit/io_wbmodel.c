@@ -21,6 +21,22 @@ TEST(thresholds_follow_global_dirty_limits)
 	EXPECT(!wbm_over_background(&t, 10000));
 }
 
+/* a flusher pass writes the excess over background or the expired pages, whichever is more */
+TEST(flush_want_is_background_excess_or_expired)
+{
+	struct wbm_params p;
+	struct wbm_thresh t;
+
+	wbm_params_default(&p);
+	wbm_thresholds(&p, 100000, &t);
+	EXPECT_EQ(t.background, 10000);
+	EXPECT_EQ(wbm_flush_want(&t, 9000, 0), 0);	 /* under background, nothing old */
+	EXPECT_EQ(wbm_flush_want(&t, 9000, 300), 300);	 /* kupdate: the expired ones */
+	EXPECT_EQ(wbm_flush_want(&t, 12000, 0), 2000);	 /* background: the excess */
+	EXPECT_EQ(wbm_flush_want(&t, 12000, 500), 2000); /* the larger of the two */
+	EXPECT_EQ(wbm_flush_want(&t, 12000, 5000), 5000);
+}
+
 TEST(control_line_is_one_at_setpoint_and_zero_at_limit)
 {
 	struct wbm_params p;
