@@ -475,6 +475,11 @@ static void apply_change(struct sim_world *w, struct rp_thread *th, const struct
 	switch (r->type) {
 	case OBS_TR_MAP:
 	case OBS_TR_ADOPT:
+		/* pages unmapped while a migration held them become a hole only when the migrator
+		 * lets go; a recorded map revived such a hole live (mapops.c: manage_new traces
+		 * only a map it managed), so the migrator had let go by then */
+		for (struct rp_region *m; (m = region_at(rp, lo)) && m->migrating;)
+			sim_sleep(th->task.a, w->cfg->costs.ns[SIM_COST_MIGRATE_PAGE]);
 		op_map(rp, lo, hi);
 		break;
 	case OBS_TR_RESIDENT:
@@ -601,6 +606,13 @@ static void replay_fault(struct sim_world *w, struct rp_thread *th, const struct
 	int got;
 
 	st->recorded++;
+	/* a page being migrated: the fault waits for the migrator, as a live fault waits for the
+	 * migrator's wake (handler.c: dispatch_page), and then meets what it left: the page, or a
+	 * hole if the program freed the page meanwhile (then this is a first touch) */
+	while (rr && AS_P_STATE(as_pstate(&rr->as, as_page_of(&rr->as, addr))) == AS_P_MIGRATING) {
+		sim_sleep(th->task.a, w->cfg->costs.ns[SIM_COST_MIGRATE_PAGE]);
+		rr = region_at(rp, addr);
+	}
 	if (!rr) {
 		st->orphans++;
 		return;
