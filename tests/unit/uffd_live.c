@@ -203,6 +203,39 @@ TEST(live_partial_dontneed_splits_a_huge_extent)
 	uffd_live_destroy(lv);
 }
 
+/* The host refuses a huge move (a page table already in the extent: a page was mapped there
+ * behind the emulator's back): the fault falls back to 4 KiB (core/as: as_fault_huge_fallback),
+ * the pages the move did map keep their frames and data, the rest of the extent faults again. */
+TEST(live_refused_huge_move_falls_back_to_small_pages)
+{
+	struct uffd_live *lv = mk("modern-always", "256M");
+	char *p = map(lv, 4 * MB);
+
+	ASSERT_EQ(uffd_io_zeropage(lv->uffd, (uintptr_t)p + 2 * 4096, 4096), 0);
+	/* a huge decision (recorded as one: the emulated kernel gave a THP); the move stops at the
+	 * page that is there (-EEXIST) */
+	p[0] = 0x11;
+	EXPECT_EQ(p[0], 0x11);
+	EXPECT_EQ(settle(lv, OBS_HUGE, 1), 1);
+	EXPECT_EQ(HOST(lv, huge_move_fallbacks), 1);
+	EXPECT_EQ(HOST(lv, real_pmd_faults), 0);
+	EXPECT_EQ(counts(lv).anon_huge, 0);
+	EXPECT_EQ(counts(lv).anon, 3); /* the two moved pages and the one found mapped */
+	EXPECT_EQ(p[4096], 0);
+	EXPECT_EQ(p[2 * 4096], 0);
+	p[5 * 4096] = 0x22; /* the rest of the extent: 4 KiB first touches */
+	EXPECT_EQ(p[5 * 4096], 0x22);
+	EXPECT_EQ(settle(lv, OBS_BASE, 1), 1);
+	EXPECT_EQ(counts(lv).anon, 4);
+	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 0);
+	memset(p + HP, 0x33, HP); /* the next extent is untouched by it: huge */
+	EXPECT_EQ(settle(lv, OBS_HUGE, 2), 2);
+	EXPECT_EQ(HOST(lv, real_pmd_faults), 1);
+	EXPECT_EQ(uffd_munmap(lv, p, 4 * MB), 0);
+	EXPECT_EQ(counts(lv).anon, 0);
+	uffd_live_destroy(lv);
+}
+
 TEST(live_map_fixed_over_managed_memory)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");
