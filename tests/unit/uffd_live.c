@@ -529,7 +529,14 @@ TEST(live_stalls_are_recorded_with_cause_and_thread)
 	for (size_t off = 0; off < 8 * MB; off += HP)
 		p[off] = 1;
 	settle(lv, OBS_HUGE, 4);
-	uffd_live_stats_copy(lv, st);
+	/* a stall event is published after the fault's count (record_stall reads the thread's
+	 * name first): wait for the last one too */
+	for (int i = 0; i < 1000; i++) {
+		uffd_live_stats_copy(lv, st);
+		if (st->nstall_recs >= 4)
+			break;
+		usleep(1000);
+	}
 	EXPECT_EQ(st->host.stalls, 4);
 	ASSERT_EQ(st->nstall_recs, 4);
 	for (int i = 0; i < 4; i++) {
