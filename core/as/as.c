@@ -48,6 +48,25 @@ void as_region_attach(struct as_region *r, void *mem)
 /* ---- release ----------------------------------------------------------------------------------
  */
 
+static void mm_free_frame(void *arg, uint32_t pfn, unsigned order)
+{
+	struct as_mm_ctx *ctx = arg;
+
+	mm_anon_free(ctx->mm, pfn, order, ctx->call);
+}
+
+static int mm_split_huge(void *arg, uint32_t head)
+{
+	struct as_mm_ctx *ctx = arg;
+
+	return mm_anon_split(ctx->mm, head);
+}
+
+struct as_env as_mm_env(struct as_mm_ctx *ctx)
+{
+	return (struct as_env){ctx, mm_free_frame, mm_split_huge};
+}
+
 /* Split the huge block at head (split_huge_pmd); false if mm refused. mm refuses only a block
  * that is not huge (a broken invariant): the caller then gives the whole block back and leaves
  * the extent's pages with no frame behind them (outside the pool), instead of freeing them one

@@ -81,6 +81,15 @@ struct as_env {
 	int (*split_huge)(void *arg, uint32_t head);
 };
 
+/* The environment every user has: frames go back with mm_anon_free(mm, pfn, order, call) and
+ * huge blocks split with mm_anon_split(mm, head), call being the caller's context for mm's hooks
+ * (the live handler's worker, the simulator's task, or NULL). ctx must outlive the env. */
+struct as_mm_ctx {
+	struct mm *mm;
+	void *call;
+};
+struct as_env as_mm_env(struct as_mm_ctx *ctx);
+
 /* What a rule did, for the caller's counters. */
 struct as_counts {
 	uint64_t pages_freed; /* frames given back by a release */

@@ -148,30 +148,11 @@ void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 	sim_settle(t->a);
 }
 
-static void env_free_frame(void *arg, uint32_t pfn, unsigned order)
-{
-	struct sim_as_ctx *e = arg;
-
-	mm_anon_free(e->w->mm, pfn, order, e->t);
-}
-
-static int env_split_huge(void *arg, uint32_t head)
-{
-	struct sim_as_ctx *e = arg;
-
-	return mm_anon_split(e->w->mm, head);
-}
-
-struct as_env sim_as_env(struct sim_as_ctx *ctx)
-{
-	return (struct as_env){ctx, env_free_frame, env_split_huge};
-}
-
 void proc_unmap_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
 		      uint32_t n)
 {
-	struct sim_as_ctx ctx = {w, t};
-	const struct as_env env = sim_as_env(&ctx);
+	struct as_mm_ctx ctx = {w->mm, t}; /* frames go back in the unmapping task's time */
+	const struct as_env env = as_mm_env(&ctx);
 	uint32_t end = first + n > p->npages ? p->npages : first + n;
 	struct as_counts c = {0};
 

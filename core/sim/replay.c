@@ -351,8 +351,8 @@ static void trim(struct sim_replay *rp, struct rp_region *r)
 
 /* core/as's effects: the simulated pool, in the acting thread's time. */
 #define RP_AS_ENV(name, w, t)                                                                      \
-	struct sim_as_ctx name##_ctx = {(w), (t)};                                                 \
-	const struct as_env name = sim_as_env(&name##_ctx)
+	struct as_mm_ctx name##_ctx = {(w)->mm, (t)};                                              \
+	const struct as_env name = as_mm_env(&name##_ctx)
 
 /* munmap / MADV_DONTNEED on every region [lo, hi) overlaps (uffd_unmap_managed, discard). */
 static void op_release(struct sim_world *w, struct sim_task *t, struct sim_replay *rp, uintptr_t lo,

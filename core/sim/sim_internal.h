@@ -298,14 +298,6 @@ int readers_spawn(struct sim_world *w, unsigned n, uint32_t first_id, uint32_t n
 		  uint64_t start);
 void readers_free(struct sim_world *w);
 
-/* core/as's environment on the simulated pool, in task t's time (proc.c and replay.c): frames
- * go back with mm_anon_free, huge blocks split with mm_anon_split. ctx must outlive the env. */
-struct sim_as_ctx {
-	struct sim_world *w;
-	struct sim_task *t;
-};
-struct as_env sim_as_env(struct sim_as_ctx *ctx);
-
 /* proc.c */
 struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_advice advice);
 struct sim_proc *proc_lookup(struct sim_world *w, uint32_t pid);

@@ -166,27 +166,14 @@ static int move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, size_t *mo
  * a THP fault that falls back. What is mapped is read from the page tables (mincore), not from
  * the byte count the move reported: a move can under-report (see migrate.c). Busy read lock
  * held. */
-static void fb_free_frame(void *arg, uint32_t pfn, unsigned order)
-{
-	struct fault_ctx *fc = arg;
-
-	mm_anon_free(fc->lv->mm, pfn, order, fc->w);
-}
-
-static int fb_split_huge(void *arg, uint32_t head)
-{
-	struct fault_ctx *fc = arg;
-
-	return mm_anon_split(fc->lv->mm, head);
-}
-
 static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, int rc, size_t moved)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
 	uintptr_t dst = uffd_ext_addr(r, fc->e);
 	uint32_t p0 = ext_first_page(fc), nmoved = (uint32_t)(moved / UFFD_PAGE_SIZE);
-	const struct as_env env = {fc, fb_free_frame, fb_split_huge};
+	struct as_mm_ctx ctx = {lv->mm, fc->w};
+	const struct as_env env = as_mm_env(&ctx);
 	unsigned char vec[MM_HPAGE_NR];
 	bool known = sys_call3(SYS_mincore, dst, UFFD_HPAGE_SIZE, vec) == 0;
 	bool mapped[MM_HPAGE_NR];

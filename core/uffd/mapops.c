@@ -69,26 +69,6 @@ void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes)
 
 /* ---- releasing pages ------------------------------------------------------------------------ */
 
-static void env_free_frame(void *arg, uint32_t pfn, unsigned order)
-{
-	struct uffd_live *lv = arg;
-
-	mm_anon_free(lv->mm, pfn, order, NULL);
-}
-
-static int env_split_huge(void *arg, uint32_t head)
-{
-	struct uffd_live *lv = arg;
-
-	return mm_anon_split(lv->mm, head);
-}
-
-/* core/as's effects on this process's pool. */
-void uffd_as_env(struct uffd_live *lv, struct as_env *env)
-{
-	*env = (struct as_env){lv, env_free_frame, env_split_huge};
-}
-
 /* Counters of what a core/as rule did. */
 void uffd_as_count(struct uffd_live *lv, const struct as_counts *c)
 {
@@ -104,12 +84,12 @@ void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint
 	uintptr_t a0 = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
 	uintptr_t a1 = r->base + (uintptr_t)p1 * UFFD_PAGE_SIZE;
 	struct as_counts c = {0};
-	struct as_env env;
+	struct as_mm_ctx ctx = {lv->mm, NULL};
+	const struct as_env env = as_mm_env(&ctx);
 
 	if (p0 >= p1)
 		return;
 	uffd_trace_event(lv, OBS_TR_RELEASE, a0, a1 - a0, 0, unmap ? OBS_TRF_UNMAP : 0, 0);
-	uffd_as_env(lv, &env);
 	as_release(&env, &r->as, p0, p1, unmap, &c);
 	uffd_as_count(lv, &c);
 }

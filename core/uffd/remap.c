@@ -40,7 +40,8 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 	uintptr_t base = a - (uintptr_t)off * UFFD_PAGE_SIZE;
 	struct as_counts c = {0};
 	struct uffd_region *s;
-	struct as_env env;
+	struct as_mm_ctx ctx = {lv->mm, NULL};
+	const struct as_env env = as_mm_env(&ctx);
 	int rc;
 
 	if (a < (uintptr_t)off * UFFD_PAGE_SIZE)
@@ -54,7 +55,6 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 		return rc;
 	uffd_trace_event(lv, OBS_TR_REMAP, r->lo, len, a, 0, 0);
 	s->lo = a;
-	uffd_as_env(lv, &env);
 	as_transfer(&env, &r->as, &s->as, &c);
 	uffd_as_count(lv, &c);
 	s->no_huge_move = r->no_huge_move;

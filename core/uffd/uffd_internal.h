@@ -425,7 +425,6 @@ int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint
 /* Give a failed region back to the kernel (unregister, free its frames, wake everyone). */
 void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err);
 /* core/as's environment for this process (frames go back to lv's mm) and its counters. */
-void uffd_as_env(struct uffd_live *lv, struct as_env *env);
 void uffd_as_count(struct uffd_live *lv, const struct as_counts *c);
 /* Free the frames behind pages [p0, p1) of r (caller holds r->busy for writing). Pages owned by
  * a handler are flagged instead; `unmap` decides GONE vs EMPTY. */
