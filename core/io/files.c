@@ -146,11 +146,11 @@ int io_file_create(struct io *io, uint64_t file_id, uint64_t npages)
 	if (io->dir[0]) {
 		rc = make_presized(io, file_id, npages);
 		if (rc < 0) {
-			/* the device refused the file (gone, full, failing): a device error like a
-			 * failed write; anything else (a path, a limit of ours) is not the device's
-			 */
-			if (rc == -ENOTCONN || rc == -ECONNABORTED || rc == -ENODEV || rc == -EIO ||
-			    rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG)
+			enum io_err_class cls = io_err_class(rc);
+
+			/* the device refused the file (gone, full, failing): counted like a failed
+			 * write; anything else (a path, a limit of ours) is not the device's */
+			if (cls == IO_ERR_EIO || cls == IO_ERR_ENOSPC || cls == IO_ERR_DISCONNECTED)
 				io_count_error(io, rc, 0);
 			io_stat_add(&io->st->files_failed, 1);
 			return rc;

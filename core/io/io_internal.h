@@ -178,6 +178,9 @@ int io_model_backend_init(struct io *io, char *err, size_t errlen);
 
 /* engine internals used by the backends and the dirtier */
 void io_complete(struct io *io, struct io_req *r, int res);
+/* The report's error classes (io.errors) of a failed operation's -errno. */
+enum io_err_class { IO_ERR_EIO, IO_ERR_ENOSPC, IO_ERR_DISCONNECTED, IO_ERR_TIMEOUT, IO_ERR_OTHER };
+enum io_err_class io_err_class(int err);
 /* Count a failed operation against the device in its error class (err < 0); npages of writeback
  * failed with it (0: the operation wrote nothing, e.g. a file the device refused to create). */
 void io_count_error(struct io *io, int err, unsigned npages);

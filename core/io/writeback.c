@@ -145,31 +145,47 @@ static void finish_sync(struct io_req *r, int res)
 
 /* ---- completion ------------------------------------------------------------------------------ */
 
+enum io_err_class io_err_class(int err)
+{
+	switch (-err) {
+	case EIO:
+		return IO_ERR_EIO;
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG:
+		return IO_ERR_ENOSPC;
+	case ENOTCONN:
+	case ECONNABORTED:
+	case ENODEV:
+		return IO_ERR_DISCONNECTED;
+	case ETIMEDOUT:
+	case ECANCELED:
+		return IO_ERR_TIMEOUT;
+	default:
+		return IO_ERR_OTHER;
+	}
+}
+
 void io_count_error(struct io *io, int err, unsigned npages)
 {
 	struct io_stats *st = io->st;
 
-	switch (-err) {
-	case EIO:
+	switch (io_err_class(err)) {
+	case IO_ERR_EIO:
 		io_stat_add(&st->err_eio, 1);
 		break;
-	case ENOSPC:
-	case EDQUOT:
-	case EFBIG:
+	case IO_ERR_ENOSPC:
 		io_stat_add(&st->err_enospc, 1);
 		break;
-	case ENOTCONN:
-	case ECONNABORTED:
-	case ENODEV:
+	case IO_ERR_DISCONNECTED:
 		if (!__atomic_fetch_add(&st->err_disconnected, 1, __ATOMIC_RELAXED))
 			io_note(io, "the device is gone (%s): writeback fails from now on",
 				strerrordesc_np(-err));
 		break;
-	case ETIMEDOUT:
-	case ECANCELED:
+	case IO_ERR_TIMEOUT:
 		io_stat_add(&st->err_timeout, 1);
 		break;
-	default:
+	case IO_ERR_OTHER:
 		if (!__atomic_fetch_add(&st->err_other, 1, __ATOMIC_RELAXED))
 			io_note(io, "writeback failed: %s", strerrordesc_np(-err));
 		break;
