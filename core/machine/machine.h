@@ -1,0 +1,193 @@
+/* core/machine: one emulated machine shared by many real processes.
+ *
+ * The kernel has one pool of memory per machine, one page cache, one writeback engine; every
+ * process faults against them. thpemu's machine is a shared-memory segment that holds exactly
+ * that shared state - the pure model of core/mm (its struct and every array), the page-cache
+ * data arena of core/io, the writeback wait queues - plus a process table. One process, the
+ * *host* (`thpemu run`, or `thpemu machine start`), creates it and runs the machine's kernel
+ * threads (kswapd/kcompactd, the flusher, the dirtier) and reaps dead processes; every managed
+ * process *attaches* and serves its own faults in its own handler threads (UFFDIO_MOVE only
+ * works from inside the faulting mm: ../shared/reference/shared-machine.md §2).
+ *
+ * Method.
+ *  one address   the segment is a memfd mapped MAP_SHARED | MAP_FIXED_NOREPLACE at MACHINE_BASE
+ *                in every process (a fork child inherits the mapping), so the absolute pointers
+ *                core/mm stores inside it (frames, pageblocks, hash, ring) are valid
+ *                everywhere. Only function pointers and per-process handles (mm's environment,
+ *                descriptors) stay per process. A process that cannot map it there (the address
+ *                is taken) cannot attach and runs unmanaged, saying so.
+ *  rendezvous    a process attaches by the memfd's path, /proc/HOSTPID/fd/N, passed in
+ *                THPEMU_MACHINE ("HOSTPID:N"); no file is ever created, so a dead host leaves
+ *                no shared-memory object behind.
+ *  the lock      mm's lock is one robust process-shared mutex in the segment. A process that
+ *                dies holding it (SIGKILL, _exit of a thread mid-fault) leaves the next locker
+ *                EOWNERDEAD: the lock's repair hook (the host's mm_repair) rebuilds the model
+ *                from its frame descriptors and the machine goes on; if it cannot, the machine
+ *                is *tainted* (machine_tainted) and its processes stop asking it.
+ *  slots         every attached process has a slot 1..MACHINE_MAX_PROCS-1 (0 is the host). Its
+ *                pages' owner cookies carry the slot (MACHINE_OWNER_SLOT), so the machine knows
+ *                whose frame a frame is.
+ *  mailboxes     nothing can unmap another process's page (process_madvise refuses
+ *                MADV_DONTNEED; UFFDIO_MOVE is EINVAL across mms), so compaction run by process A
+ *                (or by the host's kcompactd) that migrates B's page *asks* B: one request at a
+ *                time per slot, answered by B's agent thread; the requester waits on a shared
+ *                futex, bounded (a stopped B makes the page busy, as an unisolatable page).
+ *  death         the host watches every slot's process (pidfd); when one is gone its frames go
+ *                back to the pool (mm_release_owners) and pending requests to it fail -ENOENT.
+ *
+ * Futexes in the segment are shared (no FUTEX_PRIVATE_FLAG): a private futex key is (mm,
+ * address), and wake-ups between processes are lost.
+ *
+ * Errors: negative errno. Nothing here exits or aborts.
+ */
+#ifndef THPEMU_MACHINE_MACHINE_H
+#define THPEMU_MACHINE_MACHINE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MACHINE_BASE	  0x3f0000000000ULL /* where every process maps the segment */
+#define MACHINE_MAGIC	  0x544850454d554d31ULL /* "THPEMUM1" */
+#define MACHINE_VERSION	  1
+#define MACHINE_MAX_PROCS 256 /* slots, host included: 8 bits of an owner cookie */
+
+/* Owner cookies of program pages carry their process's slot in bits 54..61 (core/mm leaves
+ * bits 62 and 63 to FILE and FOREIGN; core/uffd keeps its region cookies below bit 54). */
+#define MACHINE_OWNER_SLOT_SHIFT 54
+#define MACHINE_OWNER_SLOT_MASK	 (0xffULL << MACHINE_OWNER_SLOT_SHIFT)
+#define MACHINE_OWNER_SLOT(o)	 ((unsigned)(((o)&MACHINE_OWNER_SLOT_MASK) >> MACHINE_OWNER_SLOT_SHIFT))
+#define MACHINE_OWNER_WITH_SLOT(o, s)                                                              \
+	(((o) & ~MACHINE_OWNER_SLOT_MASK) | ((uint64_t)(s) << MACHINE_OWNER_SLOT_SHIFT))
+
+enum machine_slot_state {
+	MACHINE_SLOT_FREE = 0,
+	MACHINE_SLOT_LIVE,    /* attached and serving its mailbox */
+	MACHINE_SLOT_EXITING, /* said goodbye (exit, detach); the host releases its frames */
+	MACHINE_SLOT_DEAD,    /* the host found the process gone; releasing its frames */
+};
+
+/* One request to a process's agent. */
+enum machine_req_op {
+	MACHINE_REQ_MIGRATE = 1, /* migrate page `owner` from frame `from` to frame `to` */
+};
+
+struct machine_mailbox {
+	pthread_mutex_t lock; /* robust, pshared: one requester at a time */
+	uint32_t req_seq;     /* futex: bumped by a requester, waited on by the agent */
+	uint32_t resp_seq;    /* futex: bumped by the agent, waited on by the requester */
+	uint32_t op;
+	uint32_t from, to;
+	int32_t rc;
+	uint64_t owner;
+	int32_t requester; /* pid, for stall reports ("waited on a page of pid N") */
+};
+
+struct machine_slot {
+	uint32_t state; /* enum machine_slot_state, atomic */
+	int32_t pid;
+	int32_t ppid;
+	uint32_t gen; /* bumped every time the slot is taken */
+	uint64_t start_ns;
+	char comm[16];
+	struct machine_mailbox mbox;
+	char pad[64];
+};
+
+/* The segment's header. Everything after it is carved by machine_alloc (mm's metadata) and the
+ * page-cache arena at arena_off. */
+struct machine_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size; /* sizeof(struct machine_hdr): a mismatch means another build */
+	uint64_t seg_size;
+	int32_t host_pid;
+	uint32_t tainted;	/* the model could not be repaired after a death: stop using it */
+	uint64_t repairs;	/* times the lock was found EOWNERDEAD and the model repaired */
+	uint64_t reaped;	/* processes whose frames were released after they were gone */
+	uint64_t alloc_off;	/* bump allocator: next free byte */
+	uint64_t alloc_end;	/* ... up to here (then the arena) */
+	uint64_t arena_off;	/* page-cache data arena: pool_bytes, 4 KiB aligned */
+	uint64_t arena_len;
+	uint64_t mm_off;	/* the struct mm (0 until the host created it) */
+	uint64_t waitq_off;	/* struct waitq of writeback waits (shared futexes) */
+	pthread_mutex_t mm_lock; /* robust, pshared */
+	uint32_t nslots_live;
+	uint32_t pad0;
+	char config[4096];	/* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
+	struct machine_slot slot[MACHINE_MAX_PROCS];
+};
+
+struct machine {
+	struct machine_hdr *hdr; /* == (void *)MACHINE_BASE */
+	int fd;			 /* the memfd (host: kept; attacher: closed after mapping) */
+	size_t len;
+	bool host;
+	/* EOWNERDEAD: repair the model (called with the lock held). 0: repaired; <0: taint. */
+	int (*repair)(void *arg);
+	void *repair_arg;
+};
+
+struct machine_config {
+	uint64_t meta_bytes;  /* room for mm's struct and metadata (machine_meta_bytes) */
+	uint64_t arena_bytes; /* page-cache data arena (pool_bytes), 0 for none */
+	const char *config;   /* copied into hdr->config (truncated to fit) */
+};
+
+/* Host: create the segment and map it at MACHINE_BASE. *out is filled in the caller's storage. */
+int machine_create(const struct machine_config *cfg, struct machine *out, char *err,
+		   size_t errlen);
+/* Host: unmap and close (attached processes keep their mappings: the memory lives until the
+ * last one is gone). */
+void machine_destroy(struct machine *m);
+/* The THPEMU_MACHINE value for processes the host starts ("PID:FD"). */
+void machine_rendezvous(const struct machine *m, char *buf, size_t len);
+
+/* Attach to the machine named by a THPEMU_MACHINE value. -ENOENT (host gone), -EEXIST (the
+ * address is taken in this process), -EPROTO (another build or version). */
+int machine_attach(const char *rendezvous, struct machine *out, char *err, size_t errlen);
+/* A fork child: the mapping was inherited; take a fresh struct machine for it (no descriptor). */
+void machine_forked_child(struct machine *m);
+void machine_detach(struct machine *m);
+
+/* Bump allocation inside the segment (host only, before processes attach): zeroed memory that
+ * costs nothing until touched, 64-byte aligned. NULL when the room is used up. */
+void *machine_alloc(struct machine *m, size_t len);
+/* Bytes of room core/mm needs for a pool of pool_bytes (generous: its metadata is ~31 B/frame). */
+uint64_t machine_meta_bytes(uint64_t pool_bytes);
+void *machine_arena(const struct machine *m);
+void *machine_at(const struct machine *m, uint64_t off); /* NULL for 0 */
+uint64_t machine_off(const struct machine *m, const void *p);
+
+/* The mm lock (robust). EOWNERDEAD runs m->repair; a repair that fails taints the machine. */
+void machine_lock(struct machine *m);
+void machine_unlock(struct machine *m);
+bool machine_tainted(const struct machine *m);
+
+/* Take a slot for the calling process (pid, ppid, comm from /proc). Returns 1.., or -ENOSPC. */
+int machine_slot_take(struct machine *m);
+/* The process is leaving (exit, detach): the host releases the slot's frames. */
+void machine_slot_leave(struct machine *m, int slot);
+const struct machine_slot *machine_slot(const struct machine *m, int slot);
+
+/* Ask slot's agent to do req (op, owner, from, to); wait at most timeout_ns for the answer.
+ * Returns the agent's result, -ENOENT (the process is gone), or -EBUSY (no answer in time: a
+ * stopped process; the request is withdrawn). */
+int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+		    uint32_t to, uint64_t timeout_ns);
+/* Agent side: wait for a request to `slot` (at most timeout_ns; 0 = forever). Returns true with
+ * the request in *op/*owner/*from/*to, false on timeout or when *stop became nonzero. */
+bool machine_serve_wait(struct machine *m, int slot, const uint32_t *stop, uint64_t timeout_ns,
+			uint32_t *op, uint64_t *owner, uint32_t *from, uint32_t *to);
+void machine_serve_done(struct machine *m, int slot, int rc);
+/* Wake a slot's agent blocked in machine_serve_wait (to see *stop). */
+void machine_serve_kick(struct machine *m, int slot);
+
+/* Host: look for processes that are gone (or said goodbye). For each, fail its pending request
+ * with -ENOENT, call release(arg, slot) (the host frees its frames) and free the slot. Returns
+ * the number reaped. Call periodically (the host's keeper thread). */
+unsigned machine_reap(struct machine *m, void (*release)(void *arg, int slot), void *arg);
+unsigned machine_nr_live(const struct machine *m);
+
+#endif
