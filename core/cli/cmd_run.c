@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/host.h"
 #include "cli/run_io.h"
 #include "config/config.h"
 #include "uffd/uffd.h"
@@ -47,6 +48,9 @@ struct run_ctx {
 	char **cmd; /* the program and its arguments */
 	char run_dir[PATH_MAX];
 	pid_t child;
+	struct run_host host; /* the program tree's one machine */
+	bool hosting;
+	char machine_json[400];
 };
 
 /* The launcher's own options (those not in the THPEMU_* table). */
@@ -444,6 +448,46 @@ static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
 	free(dev_json);
 }
 
+/* One machine for the whole program tree (host.h), configured as the processes will read it.
+ * Without it (it could not be made) every process makes a pool of its own, as before. */
+static bool start_host(struct run_ctx *rc)
+{
+	struct config hc;
+	char err[700];
+
+	if (config_from_env(&hc, err, sizeof(err)) < 0 || hc.disable)
+		return false;
+	if (run_host_start(&rc->host, &hc, err, sizeof(err)) < 0) {
+		if (!rc->quiet)
+			fprintf(stderr, "thpemu run: no shared machine (%s): each process gets a "
+					"pool of its own\n",
+				err);
+		return false;
+	}
+	return true;
+}
+
+/* After the program (its io stopped before the device went): the machine's counters are the run's (each process's copy of them is a
+ * snapshot of the same machine), and the machine checks its books. */
+static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog)
+{
+	struct run_host *h = &rc->host;
+	char why[300] = "";
+	int bad;
+
+	run_host_stats(h, total->vmstat, &total->counts, &total->io);
+	bad = run_host_check(h, why, sizeof(why));
+	snprintf(rc->machine_json, sizeof(rc->machine_json),
+		 "{\"shared\": true, \"processes_reaped\": %llu, \"frames_returned\": %llu, "
+		 "\"repairs\": %llu, \"check\": \"%s\"}",
+		 (unsigned long long)h->reaped, (unsigned long long)h->frames_back,
+		 (unsigned long long)h->m.hdr->repairs, bad ? "failed" : "ok");
+	prog->machine_json = rc->machine_json;
+	if (bad && !total->note[0])
+		snprintf(total->note, sizeof(total->note), " machine check failed: %.200s", why);
+	run_host_destroy(h);
+}
+
 static int run_main(int argc, char **argv)
 {
 	struct run_ctx rc = {.child = -1, .dev = {.pid = -1, .status = -1}};
@@ -468,10 +512,13 @@ static int run_main(int argc, char **argv)
 		cli_rmtree(rc.run_dir);
 		return 1;
 	}
+	rc.hosting = start_host(&rc);
 	t0 = clock_now_ns();
 	prog.start_mono_s = (double)t0 / 1e9;
 	status = run_child(&rc);
 	prog.wall_s = (double)(clock_now_ns() - t0) / 1e9;
+	if (rc.hosting) /* its writeback ends while the device is still there */
+		run_host_stop(&rc.host, 1000000000ULL);
 	run_device_stop(&rc.dev);
 	run_stalls_collect(rc.run_dir, &rc.stalls);
 	prog.argv = rc.cmd;
@@ -480,6 +527,8 @@ static int run_main(int argc, char **argv)
 	if (!total)
 		return status < 0 ? 1 : status;
 	collect(&rc, total, &prog);
+	if (rc.hosting)
+		stop_host(&rc, total, &prog);
 	cli_rmtree(rc.run_dir); /* what collect did not take: the owner record, stray files */
 	if (!prog.processes && !total->note[0])
 		snprintf(total->note, sizeof(total->note),

@@ -53,6 +53,8 @@ struct config {
 	struct io_dirty_spec dirty;   /* parsed */
 	char device_dir[512]; /* THPEMU_DEVICE_DIR: set by `thpemu run`: the mounted device */
 	uint64_t io_pid;      /* THPEMU_IO_PID: the process that runs io (0 = this one) */
+	char machine[64];     /* THPEMU_MACHINE: the shared machine to join ("" = a pool of its
+			       * own); core/machine's rendezvous, "HOSTPID:FD" */
 	uint64_t
 	    test_migrate_gap_ns; /* THPEMU_TEST_MIGRATE_GAP: tests widen the migration window */
 };
@@ -143,7 +145,11 @@ struct config {
 	X(IO_PID, NULL, "PID", uint, io_pid, "0", 0, UINT32_MAX, NULL, CONFIG_INTERNAL,            \
 	  "a process id",                                                                          \
 	  "set by `thpemu run` (or the first process): only this process runs the dirtier and "   \
-	  "writeback")
+	  "writeback")                                                                             \
+	X(MACHINE, NULL, "HOSTPID:FD", path, machine, "", 0, 0, NULL, CONFIG_INTERNAL,             \
+	  "set by `thpemu run`",                                                                   \
+	  "set by `thpemu run`: every process of the run faults against this one shared machine "  \
+	  "(pool, page cache, writeback) instead of a pool of its own")
 /* clang-format on */
 
 enum config_id {

@@ -70,7 +70,8 @@ enum machine_slot_state {
 
 /* One request to a process's agent. */
 enum machine_req_op {
-	MACHINE_REQ_MIGRATE = 1, /* migrate page `owner` from frame `from` to frame `to` */
+	MACHINE_REQ_MIGRATE = 1,  /* migrate page `owner` from frame `from` to frame `to` */
+	MACHINE_REQ_WRITEOUT = 2, /* (to the host) start writeback of dirty page-cache frame `from` */
 };
 
 struct machine_mailbox {

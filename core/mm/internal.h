@@ -365,8 +365,5 @@ enum mm_debug_kind {
 };
 int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner);
 
-/* Debug: walk every frame, list and index; return 0 or a negative number identifying the first
- * broken invariant (and describe it in err). Tests call it after every operation. */
-int mm_check(struct mm *mm, char *err, size_t errlen);
 
 #endif

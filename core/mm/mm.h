@@ -378,6 +378,10 @@ struct mm_counts {
 	uint32_t nr_free[MM_NR_ORDERS];
 };
 void mm_get_counts(struct mm *mm, struct mm_counts *c);
+/* Walk every frame, list and index (CONFIG_DEBUG_VM); return 0 or a negative number identifying
+ * the first broken invariant (and describe it in err). Tests call it after every operation; a
+ * shared machine's host after the run. Call without the lock, with nothing else running. */
+int mm_check(struct mm *mm, char *err, size_t errlen);
 void mm_get_stats(struct mm *mm, uint64_t out[MM_STAT_NR]);
 /* Fragmentation index for order (vmstat.c): -1000 if a suitable block exists, else 0..1000. */
 int mm_fragmentation_index(struct mm *mm, unsigned order);

@@ -290,8 +290,16 @@ static void shim_atfork_child(void)
 	int s = __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE);
 
 	if (s == SHIM_LIVE || s == SHIM_DETACHED) {
+		struct uffd_live *child;
+
 		guard_fork_child();
-		uffd_live_forked_child(shim_lv);
+		uffd_tls_passthrough++;
+		child = uffd_live_forked_child(shim_lv);
+		uffd_tls_passthrough--;
+		if (child && s == SHIM_LIVE) { /* a process of the same machine (THPEMU_MACHINE) */
+			shim_lv = child;
+			return;
+		}
 		__atomic_store_n(&shim_state, SHIM_CHILD, __ATOMIC_RELEASE);
 	}
 }

@@ -38,14 +38,20 @@ static void env_lock(void *priv)
 {
 	struct uffd_live *lv = priv;
 
-	pthread_mutex_lock(&lv->mm_lock);
+	if (lv->on_machine)
+		machine_lock(&lv->mach);
+	else
+		pthread_mutex_lock(&lv->mm_lock);
 }
 
 static void env_unlock(void *priv)
 {
 	struct uffd_live *lv = priv;
 
-	pthread_mutex_unlock(&lv->mm_lock);
+	if (lv->on_machine)
+		machine_unlock(&lv->mach);
+	else
+		pthread_mutex_unlock(&lv->mm_lock);
 }
 
 static bool frame_busy(void *arg, uint64_t pfn)
@@ -58,7 +64,7 @@ static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t tim
 	struct uffd_live *lv = priv;
 	struct obs_stack st;
 	uint64_t token = uffd_stallcap_blocking(call, &st); /* the blocking point's stack */
-	int rc = waitq_wait(&lv->wbq, pfn, frame_busy, lv->mm, timeout_ns);
+	int rc = waitq_wait(lv->wq, pfn, frame_busy, lv->mm, timeout_ns);
 
 	uffd_stallcap_blocked(call, &st, token);
 	return rc;
@@ -68,11 +74,19 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 {
 	struct uffd_live *lv = priv;
 
+	if (lv->on_machine) /* the machine's flusher runs in the host */
+		return uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0);
 	return lv->io ? io_writeout(lv->io, owner, pfn) : -EBUSY;
 }
 
 static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
 {
+	struct uffd_live *lv = priv;
+	unsigned slot = MACHINE_OWNER_SLOT(owner);
+
+	if (lv->on_machine && slot != (unsigned)lv->mslot) /* another process's page: ask it */
+		return uffd_machine_request(lv, call, (int)slot, MACHINE_REQ_MIGRATE, owner, from,
+					    to);
 	return uffd_migrate_page(call, owner, from, to);
 }
 
@@ -80,6 +94,8 @@ static int env_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t f
 {
 	struct uffd_live *lv = priv;
 
+	if (lv->on_machine) /* the page-cache arena is in the machine's segment */
+		return uffd_machine_copy_file(lv, from, to);
 	if (!lv->copy_file)
 		return 0;
 	return lv->copy_file(lv->copy_file_arg, owner, from, to);

@@ -66,7 +66,7 @@ void uffd_io_start(struct uffd_live *lv)
 {
 	struct io_env env = {
 	    .mm = lv->mm,
-	    .wq = &lv->wbq,
+	    .wq = lv->wq,
 	    .stats = &lv->stats->io,
 	    .thread_init = io_thread_init,
 	    .call = &lv->workers[lv->nworkers], /* io's mm calls never migrate program pages */
@@ -75,8 +75,9 @@ void uffd_io_start(struct uffd_live *lv)
 	char err[320] = "", why[640] = "";
 	int rc;
 
-	if ((!lv->cfg.device_spec[0] && !lv->cfg.dirty_spec[0]) || !io_is_ours(lv))
-		return;
+	if ((!lv->cfg.device_spec[0] && !lv->cfg.dirty_spec[0]) || lv->on_machine ||
+	    !io_is_ours(lv))
+		return; /* on a shared machine, io is the host's (core/cli/host.c) */
 	io_config_of(lv, &ic);
 	if (ic.dev.kind == IO_DEV_PRESET && !ic.dir[0])
 		snprintf(why, sizeof(why),

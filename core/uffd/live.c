@@ -169,7 +169,12 @@ static void *background_main(void *arg)
 		uint64_t wait, now;
 
 		guard_thread_sync(&w->gt);
-		wait = mm_background(lv->mm, w);
+		if (lv->on_machine) { /* the host runs the kernel threads; we answer requests */
+			uffd_machine_serve(lv, w, BG_PERIOD_NS);
+			wait = 0;
+		} else {
+			wait = mm_background(lv->mm, w);
+		}
 		now = clock_now_ns();
 		if (now >= next_snap) {
 			uffd_live_snapshot(lv);
@@ -185,7 +190,8 @@ static void *background_main(void *arg)
 			    now +
 			    (took * 20 > CENSUS_MIN_PERIOD_NS ? took * 20 : CENSUS_MIN_PERIOD_NS);
 		}
-		bg_sleep(lv, wait < BG_PERIOD_NS ? (wait ? wait : 1000000) : BG_PERIOD_NS);
+		if (!lv->on_machine)
+			bg_sleep(lv, wait < BG_PERIOD_NS ? (wait ? wait : 1000000) : BG_PERIOD_NS);
 	}
 	guard_thread_leave(&w->gt);
 	return NULL;
@@ -228,6 +234,7 @@ static void stop_threads(struct uffd_live *lv)
 		sys_write(lv->ctl_fd, &one, sizeof(one));
 	__atomic_store_n(&lv->bg_stop, true, __ATOMIC_RELEASE);
 	bg_ping(lv);
+	uffd_machine_kick(lv);
 	for (unsigned i = 0; i <= lv->nworkers; i++) {
 		if (lv->workers[i].started)
 			pthread_join(lv->workers[i].thread, NULL);
@@ -420,11 +427,14 @@ static int scratch_init(struct uffd_live *lv)
 	return 0;
 }
 
-static int pool_init(struct uffd_live *lv, char *err, size_t errlen)
+static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char *err,
+		     size_t errlen)
 {
 	struct mm_config mc = {.pool_bytes = lv->cfg.pool_bytes, .policy = lv->cfg.policy};
 	int rc;
 
+	if (lv->cfg.machine[0]) /* one machine for the whole run: the host made the pool */
+		return uffd_machine_join(lv, parent, err, errlen);
 	lv->env.ops = &uffd_env_ops;
 	lv->env.priv = lv;
 	rc = mm_create(&mc, &lv->env, &lv->mm, err, errlen);
@@ -456,7 +466,8 @@ unsigned uffd_handlers_auto(void)
 	return n < 3 ? 3 : n > 16 ? 16 : (unsigned)n;
 }
 
-int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err, size_t errlen)
+static int live_create(const struct config *cfg, const struct uffd_live *parent,
+		       struct uffd_live **out, char *err, size_t errlen)
 {
 	struct uffd_live *lv = map_anon(sizeof(*lv));
 	int rc;
@@ -474,6 +485,7 @@ int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err
 	pthread_mutex_init(&lv->snap_lock, NULL);
 	pthread_mutex_init(&lv->census_lock, NULL);
 	waitq_init(&lv->wbq);
+	lv->wq = &lv->wbq;
 	workers_init(lv);
 	rc = check_outputs(cfg, err, errlen);
 	if (rc == 0)
@@ -497,9 +509,10 @@ int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err
 	    (int)sys_call2(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
 	rc = lv->zero_page && lv->forkcheck && lv->ctl_fd >= 0 ? 0 : -ENOMEM;
 	if (rc == 0)
-		rc = pool_init(lv, err, errlen);
+		rc = pool_init(lv, parent, err, errlen);
 	if (rc == 0)
 		rc = uffd_table_init(&lv->table);
+	lv->table.proc_slot = (uint32_t)lv->mslot;
 	if (rc == 0)
 		rc = uffd_staging_init(&lv->staging, cfg->staging, lv->nworkers + 2,
 				       &lv->stats->host, lv->pagemap_fd, cfg->host_thp);
@@ -517,6 +530,8 @@ int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err
 		goto destroy;
 	}
 	uffd_io_start(lv);
+	if (parent)
+		uffd_machine_adopt_inherited(lv, parent);
 	uffd_live_snapshot(lv);
 	*out = lv;
 	return 0;
@@ -524,6 +539,11 @@ int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err
 destroy:
 	uffd_live_destroy(lv);
 	return rc;
+}
+
+int uffd_live_create(const struct config *cfg, struct uffd_live **out, char *err, size_t errlen)
+{
+	return live_create(cfg, NULL, out, err, errlen);
 }
 
 void uffd_live_destroy(struct uffd_live *lv)
@@ -540,7 +560,9 @@ void uffd_live_destroy(struct uffd_live *lv)
 	}
 	if (lv->uffd >= 0)
 		guard_fd_close(lv->uffd); /* unregisters every range and wakes any waiter */
-	if (lv->mm && !lv->child)
+	if (lv->on_machine && !lv->child)
+		uffd_machine_leave(lv); /* the machine and its mm are the host's */
+	else if (lv->mm && !lv->child && !lv->cfg.machine[0])
 		mm_destroy(lv->mm);
 	uffd_table_destroy(&lv->table);
 	if (lv->scratch_area)
@@ -632,9 +654,11 @@ static void live_exit(struct uffd_live *lv, const char *cmdline)
 	fclose(f);
 }
 
-void uffd_live_forked_child(struct uffd_live *lv)
+struct uffd_live *uffd_live_forked_child(struct uffd_live *lv)
 {
 	struct uffd_stats *priv = map_anon(lv->stats_len);
+	struct uffd_live *nlv = NULL;
+	char err[400] = "";
 
 	/* the kernel reset this child's registrations (no EVENT_FORK); its pages are plain
 	 * anonymous memory now. Nothing here may touch the parent's descriptors or files. */
@@ -652,6 +676,16 @@ void uffd_live_forked_child(struct uffd_live *lv)
 	 * tables, its io ring): the child sees only its own */
 	guard_fd_close_all();
 	lv->uffd = lv->ctl_fd = lv->stats_fd = lv->pagemap_fd = -1;
+	if (!lv->on_machine || lv->detached)
+		return NULL; /* a pool of its own was the parent's: the child runs unmanaged */
+	/* on a shared machine the child is a process of the machine like any other */
+	if (live_create(&lv->cfg, lv, &nlv, err, sizeof(err)) < 0) {
+		if (lv->cfg.log != CONFIG_LOG_QUIET)
+			fprintf(stderr, "thpemu: fork child %d: %s; running unmanaged\n",
+				(int)sys_getpid(), err);
+		return NULL;
+	}
+	return nlv;
 }
 
 /* ---- stepping aside -------------------------------------------------------------------------- */
@@ -737,6 +771,7 @@ void uffd_live_detach(struct uffd_live *lv, const char *why)
 	uffd_io_stop(lv);	/* the writer stops; writes in flight complete or are abandoned */
 	guard_migrate_freeze(); /* from here on no page of the program is ever mid-migration */
 	unregister_all(lv);
+	uffd_machine_leave(lv); /* requests for our pages now fail; the host takes our frames */
 	n = guard_thread_tids(ours, sizeof(ours) / sizeof(ours[0]));
 	uffd_stallcap_stop(lv);
 	obs_appstack_uninstall(); /* the program's own disposition of the signal, if it set one */

@@ -474,6 +474,11 @@ static void trace_adopt(struct uffd_live *lv, uintptr_t lo, const uint8_t *vec, 
 
 int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot)
 {
+	return uffd_adopt_range(lv, addr, len, prot, NULL);
+}
+
+int uffd_adopt_range(struct uffd_live *lv, void *addr, size_t len, int prot, uint64_t *present)
+{
 	uintptr_t lo = (uintptr_t)addr, hi = page_up(lo + len);
 	size_t npages = (hi - lo) / UFFD_PAGE_SIZE;
 	struct uffd_region *r;
@@ -496,6 +501,8 @@ int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot)
 		while (q < npages && (((uint8_t *)vec)[q] & 1))
 			q++;
 		as_resident(&r->as, (uint32_t)p, (uint32_t)q);
+		if (present)
+			*present += q - p;
 		p = q > p ? q : p + 1;
 	}
 	uffd_host_advise(lv, (uintptr_t)addr, hi - lo);

@@ -17,9 +17,14 @@
 
 #include "util/sys.h"
 
+/* A cookie id is [process slot: 8 bits][generation: 6 bits][cookie slot: 16 bits]; shifted left
+ * by 32 in an owner cookie it puts the process slot in bits 54..61 (MACHINE_OWNER_SLOT) and
+ * stays below bit 62 (FILE/FOREIGN bits). */
 #define CID_SLOT_BITS 16
 #define CID_SLOT_MASK ((1U << CID_SLOT_BITS) - 1)
-#define CID_GEN_MASK  0x3fffU /* 14 bits: cookies stay below bit 62 (FILE/FOREIGN bits) */
+#define CID_GEN_MASK  0x3fU
+#define CID_PROC_SHIFT (MACHINE_OWNER_SLOT_SHIFT - 32)
+#define CID_MASK       ((1U << (CID_PROC_SHIFT + 8)) - 1)
 
 static void *meta_alloc(size_t len)
 {
@@ -113,14 +118,16 @@ struct uffd_region *uffd_region_get(struct uffd_table *t, uintptr_t addr)
 
 struct uffd_region *uffd_region_by_cookie(struct uffd_table *t, uint64_t owner)
 {
-	uint32_t cid = (uint32_t)(owner >> 32);
+	uint32_t cid = (uint32_t)(owner >> 32) & CID_MASK;
 	struct uffd_cid_slot *c = &t->cids[cid & CID_SLOT_MASK];
 	struct uffd_region *r = NULL;
 
 	if (owner & (MM_OWNER_FOREIGN | MM_OWNER_FILE_BIT))
 		return NULL;
+	if ((cid >> CID_PROC_SHIFT) != t->proc_slot) /* another process's page */
+		return NULL;
 	pthread_rwlock_rdlock(&t->lock);
-	if (c->r && c->gen == (cid >> CID_SLOT_BITS)) {
+	if (c->r && c->gen == ((cid >> CID_SLOT_BITS) & CID_GEN_MASK)) {
 		r = c->r;
 		region_ref(r);
 	}
@@ -206,7 +213,8 @@ static int cid_alloc_locked(struct uffd_table *t, struct uffd_region *r, uint32_
 				c[i].gen = 1; /* cid 0 means "none" */
 			c[i].r = r;
 			t->cid_hint = i + 1;
-			*cid = ((uint32_t)c[i].gen << CID_SLOT_BITS) | i;
+			*cid = (t->proc_slot << CID_PROC_SHIFT) |
+			       ((uint32_t)c[i].gen << CID_SLOT_BITS) | i;
 			return 0;
 		}
 	}

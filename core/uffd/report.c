@@ -128,6 +128,8 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 	jw_u64(w, "processes", prog->processes);
 	jw_u64(w, "unmanaged_processes", prog->unmanaged);
 	jw_u64(w, "no_clean_exit", prog->no_clean_exit);
+	if (prog->machine_json)
+		jw_raw(w, "machine", prog->machine_json);
 	jw_obj_end(w);
 }
 

@@ -59,7 +59,11 @@
 	X(latency_max_ns, "longest fault service time (ns)")                                       \
 	X(stepped_aside, "1 if the emulator stepped aside for the process (note says why)")        \
 	X(fork_deferred, "migrations not started because the program was forking")                 \
-	X(cred_changes, "per-thread credential changes also made on the emulator's threads")
+	X(cred_changes, "per-thread credential changes also made on the emulator's threads")      \
+	X(machine_requests, "pages of other processes this one's compaction asked them to migrate") \
+	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")        \
+	X(machine_served, "migrations of this process's pages asked by other processes")          \
+	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -71,7 +75,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 5
+#define UFFD_STATS_VERSION 6
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
@@ -195,6 +199,7 @@ struct uffd_program_info {
 	unsigned processes;	/* managed processes merged */
 	unsigned unmanaged;	/* processes that ran unmanaged */
 	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */
+	const char *machine_json; /* the shared machine's facts as a JSON object, or NULL */
 };
 
 /* Write the run report (JSON, keys shared with `thpemu sim` through obs/faults.h). */
@@ -221,8 +226,10 @@ void uffd_live_snapshot(struct uffd_live *lv);
 int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline);
 /* Exit hook: final snapshot, state EXITED, per-process JSON when configured. */
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline);
-/* In a fork child: forget everything (the kernel unregistered the child's VMAs). */
-void uffd_live_forked_child(struct uffd_live *lv);
+/* In a fork child: forget everything of the parent's (the kernel unregistered the child's
+ * VMAs). On a shared machine the child joins it as a process of its own and the new emulator
+ * is returned; otherwise (or if that fails: one line on stderr) NULL, the child is unmanaged. */
+struct uffd_live *uffd_live_forked_child(struct uffd_live *lv);
 /* Step aside for good: io stopped, no migration in flight, every managed range handed back to
  * the kernel with its data, every emulator thread gone (the process is as single-threaded as
  * the program made it). The statistics stay for the exit report, which says why. */

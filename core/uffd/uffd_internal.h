@@ -36,6 +36,7 @@
 #include "as/as.h"
 #include "guard/guard.h"
 #include "io/waitq.h"
+#include "machine/machine.h"
 #include "obs/stall.h"
 #include "uffd/uffd.h"
 
@@ -115,6 +116,8 @@ struct uffd_table {
 	uint8_t *used;		    /* per region slot */
 	struct uffd_cid_slot *cids; /* UFFD_REGION_SLOTS cookie ids */
 	unsigned hint, cid_hint;    /* next slots to try */
+	uint32_t proc_slot;	    /* this process's machine slot (0 without a machine): in every
+				     * cookie id, so owner cookies name their process */
 };
 
 static inline uint64_t uffd_cookie(const struct uffd_region *r, uint32_t page)
@@ -313,6 +316,14 @@ struct uffd_live {
 	struct mm_env env;
 	pthread_mutex_t mm_lock;
 	struct waitq wbq; /* writeback waits (wait_writeback hook; io wakes it) */
+	struct waitq *wq; /* the writeback waits in use: &wbq, or the machine's (shared) */
+	/* One machine shared with other processes (machine.c), when THPEMU_MACHINE names one: mm
+	 * and the writeback waits live in its segment, the host runs io and the background
+	 * threads, and the background thread here serves the machine's migration requests. */
+	struct machine mach;
+	bool on_machine;
+	int mslot;	     /* this process's slot (0 without a machine) */
+	uint32_t agent_stop; /* the background thread stops serving the machine's requests */
 	int pagemap_fd;	  /* /proc/self/pagemap for PAGEMAP_SCAN */
 	struct uffd_table table;
 	struct uffd_staging staging;
@@ -361,6 +372,29 @@ int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen)
 void uffd_io_start(struct uffd_live *lv);
 /* Stop the dirtier and the flusher (at exit: waits up to 1 s for writes in flight). */
 void uffd_io_stop(struct uffd_live *lv);
+
+/* ---- a shared machine (machine.c) ------------------------------------------------------------ */
+
+/* Join the machine named by THPEMU_MACHINE (parent: a fork child's copy of its parent's live
+ * emulator, whose mapping of the segment it inherited). Sets lv->mm, lv->wq, lv->mslot. */
+int uffd_machine_join(struct uffd_live *lv, const struct uffd_live *parent, char *err,
+		      size_t errlen);
+/* Stepping aside: the host takes our frames back. */
+void uffd_machine_leave(struct uffd_live *lv);
+/* Ask slot's process (0: the host) to do op; waits bounded. The request's result, -ENOENT (gone)
+ * or -EBUSY (no answer in time). */
+int uffd_machine_request(struct uffd_live *lv, struct uffd_worker *w, int slot, uint32_t op,
+			 uint64_t owner, uint32_t from, uint32_t to);
+/* copy_file_page on the machine: the arena is in the segment. */
+int uffd_machine_copy_file(struct uffd_live *lv, uint32_t from, uint32_t to);
+/* The background thread: serve requests for our pages for up to slice_ns. */
+void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t slice_ns);
+/* Make the background thread leave uffd_machine_serve (stop). */
+void uffd_machine_kick(struct uffd_live *lv);
+/* A fork child: adopt every mapping the parent's (copied) table managed. */
+void uffd_machine_adopt_inherited(struct uffd_live *lv, const struct uffd_live *parent);
+/* uffd_adopt, counting the pages found present (resident) in *present. */
+int uffd_adopt_range(struct uffd_live *lv, void *addr, size_t len, int prot, uint64_t *present);
 
 /* ---- stall events with stacks (stallcap.c) ----------------------------------------------------
  */

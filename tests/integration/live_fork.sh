@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fork (the child runs unmanaged and sees the parent's data), vfork+exec and posix_spawn (the
+# fork (the child joins the run's machine and sees the parent's data), vfork+exec and posix_spawn (the
 # new programs manage their own memory) under the emulator.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -15,5 +15,5 @@ for want in "parent: managed=1" "fork: ok" "vfork+exec: ok" "posix_spawn: ok" "p
 	grep -qx "$want" "$T_TMP/out" || fail "missing '$want'"
 done
 expect_eq "spawned children managed" "$(grep -c 'spawned: ok managed=1' "$T_TMP/out")" 2
-expect_eq "managed processes" "$(json "$rep" .program.processes)" 3
+expect_eq "managed processes (the fork child too: one machine)" "$(json "$rep" .program.processes)" 4
 expect_eq "uffd errors" "$(json "$rep" .host.uffd_errors)" 0

@@ -1,0 +1,339 @@
+/* The host of a shared machine: see host.h.
+ *
+ * The host's mm environment:
+ *   lock/unlock     the machine's robust process-shared mutex (a process that died holding it
+ *                   is repaired after: mm_repair)
+ *   wait_writeback  the machine's shared wait queues, woken by the flusher here
+ *   migrate_anon    kcompactd picked a program page: its process is asked (core/machine
+ *                   mailbox) and migrates it for real; no answer in time makes it busy
+ *   copy_file_page  the segment's page-cache arena (core/io)
+ *   writeout        core/io starts writeback of the page
+ *   meta_alloc      the segment: mm's struct and arrays live where every process maps them
+ */
+#include "cli/host.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/clock.h"
+#include "util/sys.h"
+
+#define KEEPER_SLICE_NS	   (50 * 1000000ULL)
+#define MIGRATE_TIMEOUT_NS (200 * 1000000ULL)
+#define KTHREAD_MAX_SLEEP  (100 * 1000000ULL)
+
+static uint64_t env_now(void *priv, void *call)
+{
+	return clock_now_ns();
+}
+
+static void env_lock(void *priv)
+{
+	struct run_host *h = priv;
+
+	machine_lock(&h->m);
+}
+
+static void env_unlock(void *priv)
+{
+	struct run_host *h = priv;
+
+	machine_unlock(&h->m);
+}
+
+static bool frame_busy(void *arg, uint64_t pfn)
+{
+	return mm_frame_under_writeback(arg, (uint32_t)pfn);
+}
+
+static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
+{
+	struct run_host *h = priv;
+
+	return waitq_wait(h->wq, pfn, frame_busy, h->mm, timeout_ns);
+}
+
+static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+{
+	struct run_host *h = priv;
+	unsigned slot = MACHINE_OWNER_SLOT(owner);
+
+	if (!slot)
+		return -EBUSY; /* the host has no program pages */
+	return machine_request(&h->m, (int)slot, MACHINE_REQ_MIGRATE, owner, from, to,
+			       MIGRATE_TIMEOUT_NS);
+}
+
+static int env_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
+{
+	struct run_host *h = priv;
+
+	return h->io ? io_copy_file_page(h->io, owner, from, to) : 0;
+}
+
+static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
+{
+	struct run_host *h = priv;
+
+	return h->io ? io_writeout(h->io, owner, pfn) : -EBUSY;
+}
+
+static void *env_meta_alloc(void *priv, size_t len)
+{
+	struct run_host *h = priv;
+
+	return machine_alloc(&h->m, len);
+}
+
+static void env_meta_free(void *priv, void *p, size_t len)
+{
+	/* the segment goes as a whole */
+}
+
+static const struct mm_env_ops host_env_ops = {
+    .now = env_now,
+    .lock = env_lock,
+    .unlock = env_unlock,
+    .wait_writeback = env_wait_writeback,
+    .migrate_anon = env_migrate_anon,
+    .copy_file_page = env_copy_file_page,
+    .writeout = env_writeout,
+    .meta_alloc = env_meta_alloc,
+    .meta_free = env_meta_free,
+};
+
+static int repair(void *arg)
+{
+	return mm_repair(arg);
+}
+
+/* ---- threads ---------------------------------------------------------------------------------- */
+
+static bool stopping(struct run_host *h)
+{
+	return __atomic_load_n(&h->stop, __ATOMIC_ACQUIRE) != 0;
+}
+
+static void sleep_on(uint32_t *word, uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+	uint32_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+
+	sys_futex_wait(word, v, &ts);
+}
+
+/* kswapd, kcompactd and the proactive compaction timer of the machine. */
+static void *kthread_main(void *arg)
+{
+	struct run_host *h = arg;
+
+	while (!stopping(h)) {
+		uint64_t wait = mm_background(h->mm, NULL);
+
+		if (stopping(h))
+			break;
+		sleep_on(&h->stop, wait && wait < KTHREAD_MAX_SLEEP ? wait : KTHREAD_MAX_SLEEP);
+	}
+	return NULL;
+}
+
+static void release_slot(void *arg, int slot)
+{
+	struct run_host *h = arg;
+
+	h->frames_back += mm_release_owners(h->mm, MACHINE_OWNER_SLOT_MASK,
+					    (uint64_t)slot << MACHINE_OWNER_SLOT_SHIFT);
+}
+
+/* Requests to the machine itself (slot 0: writeout), and the reaping of dead processes. */
+static void *keeper_main(void *arg)
+{
+	struct run_host *h = arg;
+
+	while (!stopping(h)) {
+		uint64_t owner;
+		uint32_t op, from, to;
+
+		while (machine_serve_wait(&h->m, 0, &h->stop, KEEPER_SLICE_NS, &op, &owner, &from,
+					  &to)) {
+			int rc = -EINVAL;
+
+			if (op == MACHINE_REQ_WRITEOUT)
+				rc = h->io ? io_writeout(h->io, owner, from) : -EBUSY;
+			machine_serve_done(&h->m, 0, rc);
+		}
+		h->reaped += machine_reap(&h->m, release_slot, h);
+	}
+	return NULL;
+}
+
+/* ---- io ---------------------------------------------------------------------------------------- */
+
+static void io_config_of(const struct config *c, struct io_config *ic)
+{
+	char err[256];
+
+	memset(ic, 0, sizeof(*ic));
+	if (c->device_spec[0])
+		ic->dev = c->device;
+	else
+		io_device_parse("none", &ic->dev, err, sizeof(err));
+	if (c->device_dir[0])
+		snprintf(ic->dir, sizeof(ic->dir), "%s", c->device_dir);
+	else if (ic->dev.kind == IO_DEV_PATH)
+		snprintf(ic->dir, sizeof(ic->dir), "%s", ic->dev.path);
+	ic->dirty = c->dirty_spec[0] != '\0';
+	ic->dspec = c->dirty;
+	ic->seed = c->seed;
+}
+
+/* The machine's writeback engine and dirtier. A device that cannot be used degrades to the
+ * in-process model (the note says why); io that cannot start at all leaves the machine without
+ * writeback, as a process did before. */
+static void io_start_host(struct run_host *h, const struct config *cfg)
+{
+	struct io_env env = {
+	    .mm = h->mm, .wq = h->wq, .stats = &h->io_stats, .arena = machine_arena(&h->m)};
+	struct io_config ic;
+	char err[320] = "";
+	int rc;
+
+	if (!cfg->device_spec[0] && !cfg->dirty_spec[0])
+		return;
+	io_config_of(cfg, &ic);
+	rc = io_create(&ic, &env, &h->io, err, sizeof(err));
+	if (rc < 0 && ic.dir[0]) {
+		snprintf(h->io_stats.note, sizeof(h->io_stats.note),
+			 "device %.200s unusable (%.200s): the in-process device model stands in",
+			 ic.dir, err);
+		ic.dir[0] = '\0';
+		rc = io_create(&ic, &env, &h->io, err, sizeof(err));
+	}
+	if (rc == 0)
+		rc = io_start(h->io);
+	if (rc < 0) {
+		snprintf(h->io_stats.note, sizeof(h->io_stats.note),
+			 "io could not start (%.200s): no dirtier, no writeback",
+			 err[0] ? err : strerror(-rc));
+		io_destroy(h->io);
+		h->io = NULL;
+	}
+}
+
+/* ---- life cycle --------------------------------------------------------------------------------- */
+
+static int make_pool(struct run_host *h, const struct config *cfg, char *err, size_t errlen)
+{
+	struct mm_config mc = {
+	    .pool_bytes = cfg->pool_bytes, .policy = cfg->policy, .shared = true};
+	int rc;
+
+	h->env.ops = &host_env_ops;
+	h->env.priv = h;
+	h->wq = machine_alloc(&h->m, sizeof(*h->wq));
+	if (!h->wq) {
+		snprintf(err, errlen, "machine: no room for the wait queues");
+		return -ENOMEM;
+	}
+	waitq_init_shared(h->wq);
+	rc = mm_create(&mc, &h->env, &h->mm, err, errlen);
+	if (rc < 0)
+		return rc;
+	h->m.repair = repair;
+	h->m.repair_arg = h->mm;
+	if (cfg->fragment[0]) {
+		rc = mm_fragment(h->mm, cfg->fragment, cfg->seed, err, errlen, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	h->m.hdr->waitq_off = machine_off(&h->m, h->wq);
+	__atomic_store_n(&h->m.hdr->mm_off, machine_off(&h->m, h->mm), __ATOMIC_RELEASE);
+	return 0;
+}
+
+int run_host_start(struct run_host *h, const struct config *cfg, char *err, size_t errlen)
+{
+	struct machine_config mc = {.meta_bytes = machine_meta_bytes(cfg->pool_bytes),
+				    .arena_bytes = cfg->pool_bytes};
+	char rdv[64];
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	rc = machine_create(&mc, &h->m, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = make_pool(h, cfg, err, errlen);
+	if (rc < 0)
+		goto fail;
+	io_start_host(h, cfg);
+	rc = -pthread_create(&h->kthread, NULL, kthread_main, h);
+	h->kthread_started = rc == 0;
+	if (rc == 0)
+		rc = -pthread_create(&h->keeper, NULL, keeper_main, h);
+	h->keeper_started = rc == 0;
+	if (rc < 0) {
+		snprintf(err, errlen, "machine: cannot start its threads: %s", strerror(-rc));
+		goto fail;
+	}
+	machine_rendezvous(&h->m, rdv, sizeof(rdv));
+	setenv("THPEMU_MACHINE", rdv, 1);
+	return 0;
+
+fail:
+	run_host_destroy(h);
+	return rc;
+}
+
+static void stop_threads(struct run_host *h)
+{
+	__atomic_store_n(&h->stop, 1, __ATOMIC_RELEASE);
+	sys_futex_wake(&h->stop, 1 << 20);
+	machine_serve_kick(&h->m, 0);
+	if (h->kthread_started)
+		pthread_join(h->kthread, NULL);
+	if (h->keeper_started)
+		pthread_join(h->keeper, NULL);
+	h->kthread_started = h->keeper_started = false;
+}
+
+void run_host_stop(struct run_host *h, uint64_t drain_ns)
+{
+	if (h->io)
+		io_stop(h->io, drain_ns);
+	stop_threads(h);
+	/* the processes are gone: what they held goes back, so the pool's accounts close */
+	h->reaped += machine_reap(&h->m, release_slot, h);
+}
+
+void run_host_stats(struct run_host *h, uint64_t *vmstat, struct mm_counts *counts,
+		    struct io_stats *io)
+{
+	mm_get_stats(h->mm, vmstat);
+	mm_get_counts(h->mm, counts);
+	io_stats_copy(io, &h->io_stats);
+}
+
+int run_host_check(struct run_host *h, char *why, size_t len)
+{
+	if (machine_tainted(&h->m)) {
+		snprintf(why, len, "the model was damaged by a process that died holding its lock");
+		return -EUCLEAN;
+	}
+	return mm_check(h->mm, why, len);
+}
+
+void run_host_destroy(struct run_host *h)
+{
+	if (h->io)
+		io_stop(h->io, 0);
+	stop_threads(h);
+	io_destroy(h->io);
+	h->io = NULL;
+	if (h->mm)
+		mm_detach(h->mm);
+	h->mm = NULL;
+	machine_destroy(&h->m);
+}

@@ -1,0 +1,55 @@
+/* The host of a shared machine (core/machine): the process that makes the machine and runs what
+ * the kernel runs once per machine, not once per process.
+ *
+ * `thpemu run` hosts the machine of its program tree. The host creates the segment, the pool
+ * (core/mm, placed in the segment and bound to the host's own environment), the writeback wait
+ * queues and the page-cache arena; applies the fragmentation recipe; and runs three things on
+ * threads of its own: the kernel threads (mm_background: kswapd, kcompactd, proactive
+ * compaction), the writeback engine and dirtier (core/io, whose arena is the segment's, so any
+ * process's compaction can copy a page-cache page), and a keeper that answers requests made to
+ * the machine itself (sync compaction's writeout() of a dirty page, from any process) and reaps
+ * processes that are gone, giving their frames back. Every managed process finds the machine
+ * through THPEMU_MACHINE.
+ */
+#ifndef THPEMU_CLI_HOST_H
+#define THPEMU_CLI_HOST_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "io/io.h"
+#include "machine/machine.h"
+#include "mm/mm.h"
+
+struct run_host {
+	struct machine m;
+	struct mm *mm;
+	struct mm_env env;
+	struct waitq *wq;
+	struct io *io;
+	struct io_stats io_stats;
+	pthread_t kthread, keeper;
+	bool kthread_started, keeper_started;
+	uint32_t stop;	     /* futex word: the threads stop */
+	uint32_t kwake;	     /* futex word: wakes the kernel threads' sleep */
+	uint64_t reaped;     /* processes whose frames the keeper gave back */
+	uint64_t frames_back; /* ... and how many frames */
+	char note[320];	     /* what the report should say about the machine ("" = nothing) */
+};
+
+/* Create the machine for cfg (pool, policy, fragment, device, dirty) and start its threads;
+ * sets THPEMU_MACHINE for the processes started afterwards. 0, or -errno with err set. */
+int run_host_start(struct run_host *h, const struct config *cfg, char *err, size_t errlen);
+/* Stop the dirtier and the flusher (writes in flight get drain_ns) and the threads; the
+ * machine's state stays readable. */
+void run_host_stop(struct run_host *h, uint64_t drain_ns);
+/* The machine's counters now: vmstat, frame counts, io statistics. */
+void run_host_stats(struct run_host *h, uint64_t *vmstat, struct mm_counts *counts,
+		    struct io_stats *io);
+/* Check the shared model (mm_check) after the run: 0 if consistent. */
+int run_host_check(struct run_host *h, char *why, size_t len);
+void run_host_destroy(struct run_host *h);
+
+#endif
