@@ -80,8 +80,7 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 	count_event(mm, MM_STAT_THP_FAULT_ALLOC, 1);
 	t0 = mm_now(mm, fc->call);
 	mm_unlock(mm);
-	if (mm->env.ops->clear_huge)
-		mm->env.ops->clear_huge(mm->env.priv, fc->call, head, req->extent_owner);
+	mm_hook_clear_huge(mm, fc->call, head, req->extent_owner);
 	mm_lock(mm);
 	fc->rec->zero_ns = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[MM_CAUSE_ZEROING] += fc->rec->zero_ns;

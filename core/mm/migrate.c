@@ -111,10 +111,10 @@ __stall_frame int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, u
 	uint64_t t0 = mm_now(mm, fc->call);
 	int ret = 0;
 
-	if (!mm->env.ops->wait_writeback)
+	if (!mm_has_wait_writeback(mm))
 		return -ETIMEDOUT;
 	mm_unlock(mm);
-	ret = mm->env.ops->wait_writeback(mm->env.priv, fc->call, pfn, timeout_ns);
+	ret = mm_hook_wait_writeback(mm, fc->call, pfn, timeout_ns);
 	mm_lock(mm);
 	account_wait(mm, fc, mm_now(mm, fc->call) - t0, cause);
 	return ret == -ETIMEDOUT ? -ETIMEDOUT : 0;
@@ -128,10 +128,10 @@ __stall_frame static int writeout(struct mm *mm, struct fault_ctx *fc, uint32_t 
 	uint64_t owner = pfn_frame(mm, pfn)->owner, t0 = mm_now(mm, fc->call), dt;
 	int ret;
 
-	if (!mm->env.ops->writeout)
+	if (!mm_has_writeout(mm))
 		return -EBUSY;
 	mm_unlock(mm);
-	ret = mm->env.ops->writeout(mm->env.priv, fc->call, owner, pfn);
+	ret = mm_hook_writeout(mm, fc->call, owner, pfn);
 	mm_lock(mm);
 	dt = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[cause] += dt;
@@ -190,13 +190,13 @@ static int run_copy_hook(struct mm *mm, struct compact_control *cc, bool file, u
 {
 	struct fault_ctx *fc = cc->fc;
 	uint64_t t0 = mm_now(mm, fc->call), dt;
-	int ret = 0;
+	int ret;
 
 	mm_unlock(mm);
-	if (file && mm->env.ops->copy_file_page)
-		ret = mm->env.ops->copy_file_page(mm->env.priv, fc->call, owner, src, dst);
-	else if (!file && mm->env.ops->migrate_anon)
-		ret = mm->env.ops->migrate_anon(mm->env.priv, fc->call, owner, src, dst);
+	if (file)
+		ret = mm_hook_copy_file_page(mm, fc->call, owner, src, dst);
+	else
+		ret = mm_hook_migrate_anon(mm, fc->call, owner, src, dst);
 	mm_lock(mm);
 	dt = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[MM_CAUSE_COMPACT_MIGRATE] += dt;

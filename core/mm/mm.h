@@ -263,9 +263,12 @@ struct mm_env_ops {
 	int (*writeout)(void *priv, void *call, uint64_t owner, uint32_t pfn);
 	/* [locked] Tracepoint. May be NULL. */
 	void (*trace)(void *priv, void *call, const struct mm_trace *ev);
-	/* Zeroed memory for mm's own metadata (frame descriptors, indexes), len bytes, and its
-	 * release. Pages must cost nothing until touched. NULL: calloc / free. Live, it must be
-	 * memory no fault handler has to serve (never the program's allocator's). */
+	/* Zeroed memory for mm's own metadata (frame descriptors, indexes; for a shared pool the
+	 * struct mm too), len bytes, and its release. Pages must cost nothing until touched.
+	 * meta_alloc NULL: calloc / free. meta_free NULL with a meta_alloc: nothing is released
+	 * (memory carved from a segment that goes away whole). Live, it must be memory no fault
+	 * handler has to serve (never the program's allocator's); for a shared pool, memory mapped
+	 * at the same address in every process that attaches. */
 	void *(*meta_alloc)(void *priv, size_t len);
 	void (*meta_free)(void *priv, void *p, size_t len);
 };
@@ -281,6 +284,10 @@ struct mm_config {
 	unsigned extfrag_threshold; /* vm.extfrag_threshold, 0..1000; 0 in a config means 500 */
 	uint64_t min_free_kbytes;   /* 0: the kernel formula for the policy's era */
 	unsigned watermark_scale_factor; /* 0 means the kernel default 10 (modern era) */
+	/* One pool shared by several processes: the struct mm and every array come from
+	 * meta_alloc (shared memory at one address everywhere), and the environment given to
+	 * mm_create is bound for the creating process only (see mm_attach). */
+	bool shared;
 };
 
 struct mm;
@@ -289,7 +296,22 @@ struct mm;
  * says why) or -ENOMEM (host could not allocate the metadata). */
 int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out, char *err,
 	      size_t errlen);
+/* Free the pool (a shared one through the calling process's meta_free, then mm_detach). */
 void mm_destroy(struct mm *mm);
+
+/* ---- A pool shared by processes (mm_config.shared) ---------------------------------------- */
+
+/* An environment's function pointers and priv are per process (ASLR), so a shared pool never
+ * reads one from its shared struct: every process that calls into it binds its own first.
+ * Bindings live in a small process-global table keyed by the mm pointer (at most 4 shared
+ * pools per process); a fork child inherits the parent's (same image, same addresses).
+ * mm_attach: bind env for the calling process (replacing a binding it has; do that only while
+ * no other thread of the process is inside mm). Returns 0, -EINVAL (not a shared pool) or
+ * -ENOSPC (table full). mm_create binds the creator. A process that calls mm without a binding
+ * runs with no lock and no hooks: a bug of the caller.
+ * mm_detach: forget the binding; only once no thread of this process uses the pool. */
+int mm_attach(struct mm *mm, const struct mm_env *env);
+void mm_detach(struct mm *mm);
 uint32_t mm_nr_frames(const struct mm *mm);
 /* Bytes of host memory spent on metadata per frame (target: at most 32). */
 double mm_metadata_bytes_per_frame(const struct mm *mm);
