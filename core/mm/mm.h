@@ -312,6 +312,14 @@ void mm_destroy(struct mm *mm);
  * mm_detach: forget the binding; only once no thread of this process uses the pool. */
 int mm_attach(struct mm *mm, const struct mm_env *env);
 void mm_detach(struct mm *mm);
+/* A process is gone: free every program anon frame (base or huge extent; never page cache,
+ * never MM_OWNER_FOREIGN) whose owner & mask == value, as if the owner had called
+ * mm_anon_free on each (huge extents go back as order-9 blocks). A frame another caller holds
+ * isolated (a compaction between its scanner and its copy, with the lock released) is marked
+ * and freed by that caller when it lets go, as for mm_anon_free; a page whose migrate_anon call
+ * is in flight has both its frames marked (whatever the hook returns, both are freed). Returns
+ * the frames freed or so marked. Takes the lock. */
+uint32_t mm_release_owners(struct mm *mm, uint64_t mask, uint64_t value);
 uint32_t mm_nr_frames(const struct mm *mm);
 /* Bytes of host memory spent on metadata per frame (target: at most 32). */
 double mm_metadata_bytes_per_frame(const struct mm *mm);
