@@ -215,6 +215,21 @@ void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t exten
 		e->ops->clear_huge(e->priv, call, head, extent_owner);
 }
 
+/* Around an [unlocked] hook: the epoch before, and whether mm_repair ran meanwhile. */
+uint64_t mm_unlock_for_hook(struct mm *mm)
+{
+	uint64_t epoch = mm->epoch;
+
+	mm_unlock(mm);
+	return epoch;
+}
+
+bool mm_relock_after_hook(struct mm *mm, uint64_t epoch)
+{
+	mm_lock(mm);
+	return mm->epoch == epoch;
+}
+
 /* ---- Lists ------------------------------------------------------------------------------------
  */
 void flist_init(struct mm *mm, uint32_t head)

@@ -156,6 +156,10 @@ struct mm {
 	unsigned proactive_defer;   /* consecutive non-improving proactive runs (<= 6) */
 
 	uint64_t stats[MM_STAT_NR];
+
+	/* Bumped by mm_repair. A caller back from an [unlocked] hook that finds it changed holds
+	 * nothing any more: the frames it kept isolated were put back by the repair. */
+	uint64_t epoch;
 };
 
 /* ---- Small helpers -------------------------------------------------------------------------- */
@@ -258,6 +262,12 @@ int mm_hook_writeout(struct mm *mm, void *call, uint64_t owner, uint32_t pfn);
 int mm_hook_migrate_anon(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
 int mm_hook_copy_file_page(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
 void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner);
+/* Release the lock for an [unlocked] hook (returns the epoch) and retake it after: false when
+ * mm_repair ran meanwhile. Then the caller abandons its work without touching the frames it
+ * held (sources, targets, a captured block, a reclaim batch): the repair put them back where
+ * their state says. Internal calls report that as -ESTALE. */
+uint64_t mm_unlock_for_hook(struct mm *mm);
+bool mm_relock_after_hook(struct mm *mm, uint64_t epoch);
 
 /* Lists of frames through next/prev (list.c). */
 void flist_init(struct mm *mm, uint32_t head);
