@@ -327,6 +327,7 @@ void materialise_all(struct mm *mm);
  * never-touched blocks' and holds nothing else). */
 uint32_t free_list_first(struct mm *mm, unsigned order, unsigned mt);
 void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail);
+void link_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt);
 uint32_t alloc_frames(struct mm *mm, struct alloc_ctx *ac);
 void mark_allocated(struct mm *mm, uint32_t pfn, unsigned order, enum frame_state st,
 		    uint64_t owner);
@@ -349,6 +350,7 @@ void lru_add(struct mm *mm, uint32_t pfn);
 void lru_del(struct mm *mm, uint32_t pfn);
 void putback_frame(struct mm *mm, uint32_t pfn);
 bool release_if_gone(struct mm *mm, uint32_t pfn);
+void pc_rebuild_ring(struct mm *mm);
 void frame_free_owned(struct mm *mm, uint32_t pfn, struct capture_control *capc);
 
 /* ---- compaction.c / migrate.c / vmscan.c ---------------------------------------------------- */

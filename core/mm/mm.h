@@ -320,6 +320,16 @@ void mm_detach(struct mm *mm);
  * is in flight has both its frames marked (whatever the hook returns, both are freed). Returns
  * the frames freed or so marked. Takes the lock. */
 uint32_t mm_release_owners(struct mm *mm, uint64_t mask, uint64_t value);
+/* The lock holder died mid-update (the robust mutex said EOWNERDEAD): rebuild every derived
+ * structure (free lists, LRU, page-cache index, dirty ring, every count) from the frame
+ * descriptors and end every isolation, putting each frame back where its state says (repair.c
+ * says what is kept and what is lost). Call it with the lock held, from inside the lock hook's
+ * owner-died path: it does not take the lock itself. Callers in other processes that were
+ * inside an [unlocked] hook abandon what they held when they relock (a compaction fails as
+ * contended, those pages not migrated; a reclaim pass stops; a huge fault whose extent was
+ * taken back falls back to 4 KiB). Returns 0, or -EUCLEAN when the descriptors themselves are
+ * inconsistent (the model cannot be trusted: stop using it). */
+int mm_repair(struct mm *mm);
 uint32_t mm_nr_frames(const struct mm *mm);
 /* Bytes of host memory spent on metadata per frame (target: at most 32). */
 double mm_metadata_bytes_per_frame(const struct mm *mm);
