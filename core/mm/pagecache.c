@@ -254,7 +254,9 @@ static int pagecache_create(struct mm *mm, uint64_t owner, uint32_t *pfn, void *
 
 	if (p == MM_NO_PFN)
 		return -ENOMEM;
-	raced = pc_lookup(mm, owner); /* reclaim may have dropped the lock */
+	/* reclaim may have dropped the lock (and the pool may have been repaired meanwhile: p
+	 * was taken after that, and the index lookup is as good as any) */
+	raced = pc_lookup(mm, owner);
 	if (raced != MM_NO_PFN) {
 		free_frames(mm, p, 0, NULL);
 		*pfn = raced;
