@@ -18,7 +18,9 @@
  * other caller touches them) and re-validate after; an [unlocked] hook returns without the
  * lock, and whatever other callers do between its return and mm's re-lock is for mm to find
  * there (for migrate_anon: a free of the page's new frame, mm_anon_free). Hooks marked [locked]
- * are called with the lock held and must neither block nor call back into mm.
+ * are called with the lock held and must neither block nor call back into mm. In a pool shared
+ * by processes, mm_repair may rebuild the model while a hook runs: mm then abandons what it
+ * held across the hook (the repair put it back) and reports a failure (see mm_repair).
  *
  * Errors: negative errno. Nothing in mm/ aborts.
  */
