@@ -230,8 +230,8 @@ bool mm_relock_after_hook(struct mm *mm, uint64_t epoch)
 	return mm->epoch == epoch;
 }
 
-/* ---- Lists ------------------------------------------------------------------------------------
- */
+/* ---- Lists ------------------------------------------------------------------------------- */
+
 void flist_init(struct mm *mm, uint32_t head)
 {
 	mm->frames[head].next = head;

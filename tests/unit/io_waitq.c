@@ -185,8 +185,7 @@ TEST(no_lost_wakeups_under_races)
 	pthread_join(th, NULL);
 }
 
-/* ---- A queue shared by processes ----------------------------------------------------------------
- */
+/* ---- A queue shared by processes ------------------------------------------------------------- */
 
 struct shared_page {
 	struct waitq q;

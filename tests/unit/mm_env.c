@@ -245,8 +245,7 @@ TEST(threads_fault_free_write_and_flush_concurrently)
 	fakeenv_destroy(&fe);
 }
 
-/* ---- A pool shared by processes ----------------------------------------------------------------
- */
+/* ---- A pool shared by processes -------------------------------------------------------------- */
 
 /* Metadata from one MAP_SHARED segment (a bump allocator, nothing released), as the machine
  * segment gives it: every process that forks after mm_create sees the same pool. */

@@ -33,8 +33,7 @@ static uint32_t fault(struct fakeenv *fe, uint64_t owner, bool huge, enum mm_fau
 	return res.pfn;
 }
 
-/* ---- mm_release_owners ------------------------------------------------------------------------
- */
+/* ---- mm_release_owners ----------------------------------------------------------------------- */
 
 /* Two processes' huge and base pages, plus page cache and foreign frames whose cookies carry
  * process 1's slot bits: releasing process 1 frees exactly its program frames. */
@@ -198,8 +197,7 @@ TEST(release_owners_while_their_page_migrates_refused)
 	release_during_migration(-EAGAIN);
 }
 
-/* ---- mm_repair ---------------------------------------------------------------------------------
- */
+/* ---- mm_repair ------------------------------------------------------------------------------- */
 
 static bool cached(struct fakeenv *fe, uint64_t owner)
 {
@@ -434,8 +432,7 @@ TEST(repair_refuses_inconsistent_descriptors)
 	fakeenv_destroy(&fe);
 }
 
-/* ---- Callers inside an [unlocked] hook while the model is repaired ----------------------------
- */
+/* ---- Callers inside an [unlocked] hook while the model is repaired --------------------------- */
 
 struct repairing {
 	int ret;	    /* what the hook returns */
