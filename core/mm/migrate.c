@@ -230,14 +230,15 @@ static int copy_file_frame(struct mm *mm, struct compact_control *cc, uint32_t s
 /* The model was repaired while migrate_anon ran: it kept both frames as the owner's (it could
  * not know which one the page is in). The hook's result says: 0 moved it (the source is a
  * stale copy), an error left it (the target is); -ENOENT: the owner is gone, and the release of
- * its frames frees both. Free the stale one if both are still the owner's, not held by anyone. */
+ * its frames frees both. Nobody else frees the stale frame (the owner never knew it as its
+ * page, or knew it only until the move), so free it if it is still the owner's, unheld. */
 static void drop_stale_copy(struct mm *mm, uint64_t owner, uint32_t src, uint32_t dst, int ret)
 {
-	uint32_t stale = ret ? dst : src, page = ret ? src : dst;
-	const struct mm_frame *s = pfn_frame(mm, stale), *p = pfn_frame(mm, page);
+	uint32_t stale = ret ? dst : src;
+	const struct mm_frame *f = pfn_frame(mm, stale);
 
-	if (ret == -ENOENT || s->state != FS_ANON || s->owner != owner || p->state != FS_ANON ||
-	    p->owner != owner || (s->flags & (FF_ISOLATED | FF_GONE)))
+	if (ret == -ENOENT || f->state != FS_ANON || f->owner != owner ||
+	    (f->flags & (FF_ISOLATED | FF_GONE)))
 		return;
 	frame_free_owned(mm, stale, NULL);
 }

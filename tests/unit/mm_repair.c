@@ -436,6 +436,7 @@ TEST(repair_refuses_inconsistent_descriptors)
 
 struct repairing {
 	int ret;	    /* what the hook returns */
+	bool free_target;   /* the owner frees the page's new frame before the repair */
 	unsigned repairs;   /* how many times it repaired */
 	uint64_t only_slot; /* repair only during this owner's migration (0: the first) */
 };
@@ -454,6 +455,8 @@ static int repair_during_migration(struct fakeenv *fe, uint64_t owner, uint32_t 
 	struct repairing *r = fe->user;
 
 	if (!r->repairs) {
+		if (r->free_target)
+			mm_anon_free(fe->mm, to, 0, NULL);
 		repair_locked(fe);
 		r->repairs++;
 		return r->ret;
@@ -509,6 +512,27 @@ static void repair_while_migrating(int hook_ret)
 TEST(repair_during_migrate_anon_that_moved_the_page)
 {
 	repair_while_migrating(0);
+}
+
+/* The owner, its page moved, frees the new frame before the repair: the repair frees it, and
+ * the compaction, back, frees the stale source: nothing of the page is left. */
+TEST(repair_during_migrate_anon_after_the_owner_freed_the_page)
+{
+	static const uint32_t pfns[] = {13};
+	static const uint64_t owners[] = {SLOT(1) | 0x100};
+	struct repairing r = {.ret = 0, .free_target = true};
+	struct fakeenv fe;
+	struct mm_counts c;
+
+	craft(&fe, "linux-3.2", pfns, owners, 1);
+	fe.on_migrate = repair_during_migration;
+	fe.user = &r;
+	EXPECT_EQ(compact(&fe, MM_MIGRATE_ASYNC), MM_COMPACT_CONTENDED);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.anon, 0);
+	EXPECT_EQ(c.isolated, 0);
+	check(&fe);
+	fakeenv_destroy(&fe);
 }
 
 TEST(repair_during_migrate_anon_that_refused)
