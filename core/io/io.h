@@ -2,8 +2,9 @@
  * writeback engine that drains it to a (slow) device with liburing.
  *
  * Method. File pages are frames of the emulated pool (core/mm's page cache: movable, on the LRU,
- * dirty / under writeback / clean). Their bytes live in a private arena indexed by pfn
- * (MAP_NORESERVE | MADV_DONTFORK, 4 KiB aligned: the slots are the O_DIRECT I/O buffers), so a
+ * dirty / under writeback / clean). Their bytes live in an arena indexed by pfn, private
+ * (MAP_NORESERVE | MADV_DONTFORK) or given by the caller (io_env.arena: a shared machine's
+ * segment), 4 KiB aligned: the slots are the O_DIRECT I/O buffers; so a
  * page-cache migration is a memcpy between two slots (migrate_page_copy) and a write of a dirty
  * page is an O_DIRECT write straight from its slot.
  *
@@ -175,6 +176,11 @@ struct io_env {
 	void (*thread_init)(void *arg);
 	void *arg;
 	void *call; /* the `call` argument io passes to mm (its hooks get it back) */
+	/* The page-cache data arena (mm_nr_frames * 4 KiB, 4 KiB aligned), or NULL: io maps its
+	 * own (MAP_NORESERVE, MADV_DONTFORK). Given, it is the caller's memory (a shared
+	 * machine's segment, where every process's handlers copy pages): io neither maps nor
+	 * unmaps it, and leaves it inherited by fork children (no MADV_DONTFORK). */
+	void *arena;
 };
 
 struct io_config {

@@ -114,6 +114,7 @@ struct io {
 	struct io_stats *st;
 	uint8_t *arena; /* nr_frames * 4 KiB, indexed by pfn */
 	size_t arena_len;
+	bool arena_given; /* io_env.arena: the caller's (shared) memory, never unmapped here */
 	uint32_t nr_frames;
 	unsigned max_pages;    /* pages per request */
 	bool odirect;	       /* files opened with O_DIRECT */

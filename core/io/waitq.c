@@ -21,6 +21,12 @@ void waitq_init(struct waitq *q)
 	memset(q, 0, sizeof(*q));
 }
 
+void waitq_init_shared(struct waitq *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->shared = 1;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -29,11 +35,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static void futex_sleep(uint32_t *word, uint32_t val, uint64_t rel_ns)
+static void futex_sleep(const struct waitq *q, uint32_t *word, uint32_t val, uint64_t rel_ns)
 {
 	struct timespec ts = {(time_t)(rel_ns / 1000000000ULL), (long)(rel_ns % 1000000000ULL)};
 
-	sys_futex_wait(word, val, rel_ns ? &ts : NULL);
+	if (q->shared)
+		sys_futex_wait_shared(word, val, rel_ns ? &ts : NULL);
+	else
+		sys_futex_wait(word, val, rel_ns ? &ts : NULL);
 }
 
 int waitq_wait(struct waitq *q, uint64_t key, waitq_busy_fn busy, void *arg, uint64_t timeout_ns)
@@ -60,7 +69,7 @@ int waitq_wait(struct waitq *q, uint64_t key, waitq_busy_fn busy, void *arg, uin
 			rel = deadline - t;
 		}
 		guard_sync_self(); /* an emulator thread waiting here takes a credential change */
-		futex_sleep(seq, s, rel);
+		futex_sleep(q, seq, s, rel);
 	}
 	__atomic_fetch_sub(&q->bucket[h].waiters, 1, __ATOMIC_SEQ_CST);
 	errno = saved;
@@ -72,7 +81,11 @@ void waitq_wake(struct waitq *q, uint64_t key)
 	unsigned h = waitq_hash(key);
 
 	__atomic_fetch_add(&q->bucket[h].seq, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&q->bucket[h].waiters, __ATOMIC_SEQ_CST))
+	if (!__atomic_load_n(&q->bucket[h].waiters, __ATOMIC_SEQ_CST))
+		return;
+	if (q->shared)
+		sys_futex_wake_shared(&q->bucket[h].seq, INT_MAX);
+	else
 		sys_futex_wake(&q->bucket[h].seq, INT_MAX);
 }
 

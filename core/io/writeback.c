@@ -742,6 +742,22 @@ static void policy_init(struct io *io)
 	io->t0 = now;
 }
 
+/* The data arena: the caller's (io_env.arena) or a private mapping kept out of fork children
+ * (the page cache belongs to this process); then the request pool. */
+static int arena_init(struct io *io, void *given)
+{
+	io->arena_len = (size_t)io->nr_frames * IO_PAGE_SIZE;
+	if (given && (uintptr_t)given % IO_PAGE_SIZE)
+		return -EINVAL;
+	io->arena_given = given != NULL;
+	io->arena = given ? given : io_map(io->arena_len);
+	if (!io->arena)
+		return -ENOMEM;
+	if (!given)
+		sys_madvise(io->arena, io->arena_len, MADV_DONTFORK);
+	return reqs_init(io) < 0 ? -ENOMEM : 0;
+}
+
 int io_create(const struct io_config *cfg, const struct io_env *env, struct io **out, char *err,
 	      size_t errlen)
 {
@@ -763,14 +779,13 @@ int io_create(const struct io_config *cfg, const struct io_env *env, struct io *
 	pthread_mutex_init(&io->q_lock, NULL);
 	pthread_mutex_init(&io->files_lock, NULL);
 	io_files_init(io);
-	io->arena_len = (size_t)io->nr_frames * IO_PAGE_SIZE;
-	io->arena = io_map(io->arena_len);
-	if (!io->arena || reqs_init(io) < 0) {
-		snprintf(err, errlen, "io: cannot map the page-cache arena or the requests");
-		rc = -ENOMEM;
+	rc = arena_init(io, env->arena);
+	if (rc < 0) {
+		snprintf(err, errlen, "io: %s",
+			 rc == -EINVAL ? "the given page-cache arena is not 4 KiB aligned"
+				       : "cannot map the page-cache arena or the requests");
 		goto destroy;
 	}
-	sys_madvise(io->arena, io->arena_len, MADV_DONTFORK);
 	rc = cfg->dir[0] ? dir_init(io, err, errlen) : 0;
 	if (rc == 0)
 		rc = cfg->dir[0] ? io_uring_backend_init(io, err, errlen)
@@ -872,7 +887,8 @@ void io_destroy(struct io *io)
 	io_stop(io, 0);
 	if (io->be)
 		io->be->destroy(io); /* with it every slot it held open */
-	io_unmap(io->arena, io->arena_len);
+	if (!io->arena_given)
+		io_unmap(io->arena, io->arena_len);
 	io_unmap(io->req_mem, io->req_mem_len);
 	io_unmap(io->reqs, io->nreqs * sizeof(*io->reqs));
 	pthread_mutex_destroy(&io->q_lock);

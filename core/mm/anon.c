@@ -5,7 +5,8 @@
  * split_huge_page for a partly unmapped THP (thp_split_page), and alloc_pages/__free_pages for
  * kernel (UNMOVABLE/RECLAIMABLE) and other processes' (foreign MOVABLE) memory. A frame that
  * compaction has isolated is not freed here: it is marked and the compaction frees it (rule
- * stated in mm.h).
+ * stated in mm.h). mm_release_owners frees every frame of a process that is gone (a shared
+ * pool's reaper: exit_mmap of a process that can no longer free its own memory).
  */
 #include <errno.h>
 
@@ -43,6 +44,53 @@ void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call)
 			anon_free_huge(mm, pfn);
 	}
 	mm_unlock(mm);
+}
+
+/* A program anon frame (base or part of a huge extent) whose owner matches. */
+static bool owned_by(const struct mm_frame *f, uint64_t mask, uint64_t value)
+{
+	if (f->state != FS_ANON && f->state != FS_HUGE)
+		return false;
+	return !(f->owner & MM_OWNER_FOREIGN) && (f->owner & mask) == value;
+}
+
+/* One frame (or extent) of a dead owner, as mm_anon_free would: 0 if nothing to release. */
+static uint32_t release_one(struct mm *mm, uint32_t pfn, uint64_t mask, uint64_t value)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (!owned_by(f, mask, value) || (f->flags & FF_GONE))
+		return 0;
+	if (f->state == FS_HUGE) {
+		if (pfn % MM_HPAGE_NR)
+			return 0;
+		anon_free_huge(mm, pfn);
+		return MM_HPAGE_NR;
+	}
+	anon_free_base(mm, pfn);
+	return 1;
+}
+
+uint32_t mm_release_owners(struct mm *mm, uint64_t mask, uint64_t value)
+{
+	uint32_t released = 0;
+
+	mm_lock(mm);
+	for (uint32_t pfn = 0; pfn < mm->nr_frames;) {
+		if (pfn >= mm->fresh_pfn && pfn < mm->fresh_end) {
+			pfn = mm->fresh_end; /* never touched: nothing of anyone's */
+			continue;
+		}
+		if (pfn_frame(mm, pfn)->state == FS_HUGE && pfn % MM_HPAGE_NR == 0) {
+			released += release_one(mm, pfn, mask, value);
+			pfn += MM_HPAGE_NR;
+			continue;
+		}
+		released += release_one(mm, pfn, mask, value);
+		pfn++;
+	}
+	mm_unlock(mm);
+	return released;
 }
 
 int mm_anon_split(struct mm *mm, uint32_t head)

@@ -631,6 +631,10 @@ static enum mm_compact_result compact_zone_3x(struct mm *mm, struct compact_cont
 		}
 		migrate_frames(mm, cc, &ok);
 		count_event(mm, MM_STAT_COMPACT_BLOCKS_MOVED, 1);
+		if (cc->stale) {
+			ret = MM_COMPACT_CONTENDED; /* repaired under it: it holds nothing */
+			goto out;
+		}
 	}
 out:
 	release_freepages(mm, cc);
@@ -669,6 +673,10 @@ static bool migrate_batch_modern(struct mm *mm, struct compact_control *cc, uint
 
 	if (!err)
 		return false;
+	if (err == -ESTALE) {
+		*ret = MM_COMPACT_CONTENDED; /* repaired under it: it holds nothing */
+		return false;
+	}
 	if (err == -ENOMEM && !scanners_met(cc)) {
 		*ret = MM_COMPACT_CONTENDED;
 		cc->contended = true;

@@ -21,7 +21,8 @@ struct compact_control {
 	bool ignore_skip_hint; /* ignore pageblock skip bits */
 	bool finish_pageblock; /* modern: isolate the rest of a block after a failure */
 	bool proactive;	       /* proactive compaction: run until the score is low */
-	bool contended;	       /* aborted (too many isolated, async) */
+	bool contended;	       /* aborted (too many isolated, async; or stale) */
+	bool stale;	       /* the model was repaired under it: it holds nothing any more */
 	uint32_t migrate_pfn;  /* migrate scanner position (moves up) */
 	uint32_t free_pfn;     /* free scanner position (moves down) */
 	uint32_t migratepages[CC_MIGRATE_MAX]; /* isolated sources */

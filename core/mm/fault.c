@@ -56,7 +56,18 @@ static unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advic
 	}
 }
 
-/* do_huge_pmd_anonymous_page: allocate, count, clear with the lock released. */
+/* After clear_huge: is the extent still this fault's? It is unless, while the lock was
+ * released, the pool was repaired and could not keep it (mm_repair frees a half-written
+ * extent) or the owner's frames were released (mm_release_owners). */
+static bool extent_still_ours(struct mm *mm, uint32_t head, uint64_t extent_owner)
+{
+	const struct mm_frame *f = pfn_frame(mm, head);
+
+	return f->state == FS_HUGE && f->owner == extent_owner;
+}
+
+/* do_huge_pmd_anonymous_page: allocate, count, clear with the lock released. An extent taken
+ * back meanwhile makes the fault fall back to a 4 KiB page. */
 __stall_frame static uint32_t
 do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc)
 {
@@ -67,7 +78,7 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 	    .fc = fc,
 	};
 	uint32_t head = alloc_pages_mpol(mm, &ac);
-	uint64_t t0;
+	uint64_t t0, epoch;
 
 	if (head == MM_NO_PFN) {
 		count_event(mm, MM_STAT_THP_FAULT_FALLBACK, 1);
@@ -79,10 +90,14 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 	mm->nr_anon_huge += MM_HPAGE_NR;
 	count_event(mm, MM_STAT_THP_FAULT_ALLOC, 1);
 	t0 = mm_now(mm, fc->call);
-	mm_unlock(mm);
-	if (mm->env.ops->clear_huge)
-		mm->env.ops->clear_huge(mm->env.priv, fc->call, head, req->extent_owner);
-	mm_lock(mm);
+	epoch = mm_unlock_for_hook(mm);
+	mm_hook_clear_huge(mm, fc->call, head, req->extent_owner);
+	mm_relock_after_hook(mm, epoch); /* repaired meanwhile or not, the extent tells */
+	if (!extent_still_ours(mm, head, req->extent_owner)) {
+		count_event(mm, MM_STAT_THP_FAULT_FALLBACK, 1);
+		fault_step(fc, MM_STEP_FALLBACK, 0);
+		return MM_NO_PFN;
+	}
 	fc->rec->zero_ns = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[MM_CAUSE_ZEROING] += fc->rec->zero_ns;
 	return head;

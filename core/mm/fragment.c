@@ -106,7 +106,8 @@ static int recipe_scatter(struct recipe *r, double frac, enum frame_state st)
 }
 
 /* Clean or dirty page cache of one recipe file: n pages through the ordinary allocation path
- * (which may reclaim older clean page cache). */
+ * (which may reclaim older clean page cache). The lock is dropped around each page; the recipe
+ * holds no frame across that (a repair meanwhile leaves it nothing to abandon). */
 static int recipe_pagecache(struct recipe *r, uint32_t n, bool dirty)
 {
 	uint64_t file = r->next_file_id--;

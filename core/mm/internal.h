@@ -100,7 +100,7 @@ enum wmark { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
 /* ---- The zone and the whole manager -------------------------------------------------------- */
 
 struct mm {
-	struct mm_env env;
+	struct mm_env env;    /* private mm only: a shared one is bound per process (env.c) */
 	struct mm_config cfg; /* policy and sysctls as given (defaults filled in) */
 	uint32_t nr_frames;
 	uint32_t nr_blocks;	 /* pageblocks */
@@ -156,6 +156,10 @@ struct mm {
 	unsigned proactive_defer;   /* consecutive non-improving proactive runs (<= 6) */
 
 	uint64_t stats[MM_STAT_NR];
+
+	/* Bumped by mm_repair. A caller back from an [unlocked] hook that finds it changed holds
+	 * nothing any more: the frames it kept isolated were put back by the repair. */
+	uint64_t epoch;
 };
 
 /* ---- Small helpers -------------------------------------------------------------------------- */
@@ -235,13 +239,35 @@ static inline void count_event(struct mm *mm, enum mm_stat s, uint64_t n)
 /* policy.c: 0, or -EINVAL with a reason when a hand-built policy cannot run. */
 int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen);
 
-/* Locking and hooks (env.c). */
+/* Locking and hooks (env.c). Every hook is called through these wrappers, which find the
+ * environment of the calling process (mm->env, or its mm_attach binding of a shared mm). */
 void mm_lock(struct mm *mm);
 void mm_unlock(struct mm *mm);
 uint64_t mm_now(struct mm *mm, void *call);
 void mm_charge(struct mm *mm, void *call, enum mm_cost what, uint64_t n);
 void mm_trace(struct mm *mm, void *call, enum mm_trace_kind kind, unsigned order, uint64_t a,
 	      uint64_t b, uint64_t c, uint64_t d);
+/* Metadata memory: meta_alloc or calloc; what meta_alloc gave goes back through meta_free, or
+ * nowhere when meta_free is NULL. The env_ forms serve mm_create before the mm exists. */
+void *env_meta_alloc(const struct mm_env *env, size_t len);
+void env_meta_free(const struct mm_env *env, void *p, size_t len);
+void *mm_meta_alloc(struct mm *mm, size_t len);
+void mm_meta_free(struct mm *mm, void *p, size_t len);
+/* [unlocked] hooks, called with the lock released; a missing hook returns what mm.h says
+ * (wait_writeback -ETIMEDOUT, writeout -EBUSY, the copies 0). */
+bool mm_has_wait_writeback(struct mm *mm);
+bool mm_has_writeout(struct mm *mm);
+int mm_hook_wait_writeback(struct mm *mm, void *call, uint32_t pfn, uint64_t timeout_ns);
+int mm_hook_writeout(struct mm *mm, void *call, uint64_t owner, uint32_t pfn);
+int mm_hook_migrate_anon(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
+int mm_hook_copy_file_page(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
+void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner);
+/* Release the lock for an [unlocked] hook (returns the epoch) and retake it after: false when
+ * mm_repair ran meanwhile. Then the caller abandons its work without touching the frames it
+ * held (sources, targets, a captured block, a reclaim batch): the repair put them back where
+ * their state says. Internal calls report that as -ESTALE. */
+uint64_t mm_unlock_for_hook(struct mm *mm);
+bool mm_relock_after_hook(struct mm *mm, uint64_t epoch);
 
 /* Lists of frames through next/prev (list.c). */
 void flist_init(struct mm *mm, uint32_t head);
@@ -301,6 +327,7 @@ void materialise_all(struct mm *mm);
  * never-touched blocks' and holds nothing else). */
 uint32_t free_list_first(struct mm *mm, unsigned order, unsigned mt);
 void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail);
+void link_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt);
 uint32_t alloc_frames(struct mm *mm, struct alloc_ctx *ac);
 void mark_allocated(struct mm *mm, uint32_t pfn, unsigned order, enum frame_state st,
 		    uint64_t owner);
@@ -323,6 +350,7 @@ void lru_add(struct mm *mm, uint32_t pfn);
 void lru_del(struct mm *mm, uint32_t pfn);
 void putback_frame(struct mm *mm, uint32_t pfn);
 bool release_if_gone(struct mm *mm, uint32_t pfn);
+void pc_rebuild_ring(struct mm *mm);
 void frame_free_owned(struct mm *mm, uint32_t pfn, struct capture_control *capc);
 
 /* ---- compaction.c / migrate.c / vmscan.c ---------------------------------------------------- */

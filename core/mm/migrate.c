@@ -104,35 +104,40 @@ static void account_wait(struct mm *mm, struct fault_ctx *fc, uint64_t ns, enum 
 }
 
 /* wait_on_page_writeback for a frame the caller holds isolated: drop the mm lock, block in
- * the environment (bounded by timeout_ns unless 0), retake the lock. Returns 0 or -ETIMEDOUT. */
+ * the environment (bounded by timeout_ns unless 0), retake the lock. Returns 0, -ETIMEDOUT, or
+ * -ESTALE (the model was repaired meanwhile: the caller holds nothing any more). */
 __stall_frame int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn,
 					  uint64_t timeout_ns, enum mm_cause cause)
 {
-	uint64_t t0 = mm_now(mm, fc->call);
-	int ret = 0;
+	uint64_t t0 = mm_now(mm, fc->call), epoch;
+	bool same;
+	int ret;
 
-	if (!mm->env.ops->wait_writeback)
+	if (!mm_has_wait_writeback(mm))
 		return -ETIMEDOUT;
-	mm_unlock(mm);
-	ret = mm->env.ops->wait_writeback(mm->env.priv, fc->call, pfn, timeout_ns);
-	mm_lock(mm);
+	epoch = mm_unlock_for_hook(mm);
+	ret = mm_hook_wait_writeback(mm, fc->call, pfn, timeout_ns);
+	same = mm_relock_after_hook(mm, epoch);
 	account_wait(mm, fc, mm_now(mm, fc->call) - t0, cause);
+	if (!same)
+		return -ESTALE;
 	return ret == -ETIMEDOUT ? -ETIMEDOUT : 0;
 }
 
 /* writeout(): start writeback of a dirty page-cache frame through ->writepage. Returns 0 if
- * writeback started. */
+ * writeback started, -ESTALE if the model was repaired meanwhile. */
 __stall_frame static int writeout(struct mm *mm, struct fault_ctx *fc, uint32_t pfn,
 				  enum mm_cause cause)
 {
-	uint64_t owner = pfn_frame(mm, pfn)->owner, t0 = mm_now(mm, fc->call), dt;
+	uint64_t owner = pfn_frame(mm, pfn)->owner, t0 = mm_now(mm, fc->call), dt, epoch;
 	int ret;
 
-	if (!mm->env.ops->writeout)
+	if (!mm_has_writeout(mm))
 		return -EBUSY;
-	mm_unlock(mm);
-	ret = mm->env.ops->writeout(mm->env.priv, fc->call, owner, pfn);
-	mm_lock(mm);
+	epoch = mm_unlock_for_hook(mm);
+	ret = mm_hook_writeout(mm, fc->call, owner, pfn);
+	if (!mm_relock_after_hook(mm, epoch))
+		ret = -ESTALE;
 	dt = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[cause] += dt;
 	fc->hook_ns += dt;
@@ -184,20 +189,21 @@ static void commit_migration(struct mm *mm, struct compact_control *cc, uint32_t
 	finish_source(mm, cc, src);
 }
 
-/* Run a copy hook with the lock released; charge its time to COMPACT_MIGRATE. */
+/* Run a copy hook with the lock released; charge its time to COMPACT_MIGRATE. Returns the
+ * hook's result; *stale says the model was repaired meanwhile. */
 static int run_copy_hook(struct mm *mm, struct compact_control *cc, bool file, uint64_t owner,
-			 uint32_t src, uint32_t dst)
+			 uint32_t src, uint32_t dst, bool *stale)
 {
 	struct fault_ctx *fc = cc->fc;
-	uint64_t t0 = mm_now(mm, fc->call), dt;
-	int ret = 0;
+	uint64_t t0 = mm_now(mm, fc->call), dt, epoch;
+	int ret;
 
-	mm_unlock(mm);
-	if (file && mm->env.ops->copy_file_page)
-		ret = mm->env.ops->copy_file_page(mm->env.priv, fc->call, owner, src, dst);
-	else if (!file && mm->env.ops->migrate_anon)
-		ret = mm->env.ops->migrate_anon(mm->env.priv, fc->call, owner, src, dst);
-	mm_lock(mm);
+	epoch = mm_unlock_for_hook(mm);
+	if (file)
+		ret = mm_hook_copy_file_page(mm, fc->call, owner, src, dst);
+	else
+		ret = mm_hook_migrate_anon(mm, fc->call, owner, src, dst);
+	*stale = !mm_relock_after_hook(mm, epoch);
 	dt = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[MM_CAUSE_COMPACT_MIGRATE] += dt;
 	fc->hook_ns += dt;
@@ -210,12 +216,31 @@ static int run_copy_hook(struct mm *mm, struct compact_control *cc, bool file, u
 static int copy_file_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
 {
 	struct mm_frame *s = pfn_frame(mm, src);
+	bool stale;
 	int ret;
 
 	s->flags |= FF_MIGRATING;
-	ret = run_copy_hook(mm, cc, true, s->owner, src, dst);
+	ret = run_copy_hook(mm, cc, true, s->owner, src, dst, &stale);
+	if (stale)
+		return -ESTALE;
 	s->flags &= (uint8_t)~FF_MIGRATING;
 	return ret;
+}
+
+/* The model was repaired while migrate_anon ran: it kept both frames as the owner's (it could
+ * not know which one the page is in). The hook's result says: 0 moved it (the source is a
+ * stale copy), an error left it (the target is); -ENOENT: the owner is gone, and the release of
+ * its frames frees both. Nobody else frees the stale frame (the owner never knew it as its
+ * page, or knew it only until the move), so free it if it is still the owner's, unheld. */
+static void drop_stale_copy(struct mm *mm, uint64_t owner, uint32_t src, uint32_t dst, int ret)
+{
+	uint32_t stale = ret ? dst : src;
+	const struct mm_frame *f = pfn_frame(mm, stale);
+
+	if (ret == -ENOENT || f->state != FS_ANON || f->owner != owner ||
+	    (f->flags & (FF_ISOLATED | FF_GONE)))
+		return;
+	frame_free_owned(mm, stale, NULL);
 }
 
 /* A program page: the target takes the page's identity before the hook runs, so that once the
@@ -224,15 +249,22 @@ static int copy_file_frame(struct mm *mm, struct compact_control *cc, uint32_t s
 static int move_anon_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
 {
 	struct mm_frame *s = pfn_frame(mm, src), *d = pfn_frame(mm, dst);
+
+	uint64_t owner = s->owner;
+	bool stale;
 	int ret;
 
 	d->state = FS_ANON;
-	d->owner = s->owner;
+	d->owner = owner;
 	d->flags = FF_ISOLATED | FF_MIGRATING;
 	mm->nr_isolated_free--;
 	mm->nr_anon++;
 	s->flags |= FF_MIGRATING;
-	ret = run_copy_hook(mm, cc, false, s->owner, src, dst);
+	ret = run_copy_hook(mm, cc, false, owner, src, dst, &stale);
+	if (stale) {
+		drop_stale_copy(mm, owner, src, dst, ret);
+		return -ESTALE;
+	}
 	s->flags &= (uint8_t)~FF_MIGRATING;
 	d->flags &= (uint8_t)~FF_MIGRATING;
 	if (ret && ret != -ENOENT && !(s->flags & FF_GONE)) {
@@ -264,15 +296,17 @@ static int file_state_rules(struct mm *mm, struct compact_control *cc, uint32_t 
 {
 	const struct mm_policy *p = &mm->cfg.policy;
 	struct mm_frame *f = pfn_frame(mm, pfn);
+	int ret;
 
 	if (frame_under_wb(f)) {
 		if (cc->mode != MM_MIGRATE_SYNC)
 			return -EBUSY; /* ASYNC and SYNC_LIGHT never wait on writeback */
 		if (cc->pass < p->sync_wait_from_pass)
 			return -EAGAIN;
-		if (wait_on_frame_writeback(mm, cc->fc, pfn, p->wb_wait_max_ns,
-					    MM_CAUSE_COMPACT_WB_WAIT))
-			return -ETIMEDOUT;
+		ret = wait_on_frame_writeback(mm, cc->fc, pfn, p->wb_wait_max_ns,
+					      MM_CAUSE_COMPACT_WB_WAIT);
+		if (ret)
+			return ret; /* -ETIMEDOUT, or -ESTALE: f is not ours any more */
 		if (f->flags & (FF_GONE | FF_LOCKED) || frame_under_wb(f))
 			return f->flags & FF_GONE ? 0 : -EAGAIN;
 	}
@@ -280,15 +314,17 @@ static int file_state_rules(struct mm *mm, struct compact_control *cc, uint32_t 
 		/* no ->migratepage: fallback_migrate_page needs writeout() */
 		if (cc->mode != MM_MIGRATE_SYNC)
 			return -EBUSY;
-		if (writeout(mm, cc->fc, pfn, MM_CAUSE_COMPACT_WRITEOUT))
-			return -EBUSY;
+		ret = writeout(mm, cc->fc, pfn, MM_CAUSE_COMPACT_WRITEOUT);
+		if (ret)
+			return ret == -ESTALE ? -ESTALE : -EBUSY;
 		return -EAGAIN; /* migrate it once the write completes */
 	}
 	return 1;
 }
 
 /* unmap_and_move: 0 migrated (or freed under us), -EAGAIN retry in a later pass, -ENOMEM no
- * target, other -errno a permanent failure for this call. */
+ * target, -ESTALE the model was repaired meanwhile (this compaction holds nothing any more),
+ * other -errno a permanent failure for this call. */
 __stall_frame static int unmap_and_move(struct mm *mm, struct compact_control *cc, uint32_t src)
 {
 	struct mm_frame *f = pfn_frame(mm, src);
@@ -303,6 +339,8 @@ __stall_frame static int unmap_and_move(struct mm *mm, struct compact_control *c
 		return -EAGAIN; /* trylock_page failed; direct compaction never sleeps on it */
 	if (f->state == FS_FILE) {
 		ret = file_state_rules(mm, cc, src);
+		if (ret == -ESTALE)
+			return ret;
 		if (f->flags & FF_GONE) {
 			finish_source(mm, cc, src);
 			return 0;
@@ -316,6 +354,8 @@ __stall_frame static int unmap_and_move(struct mm *mm, struct compact_control *c
 	if (f->state == FS_ANON && !(f->owner & MM_OWNER_FOREIGN))
 		return move_anon_frame(mm, cc, src, dst);
 	ret = f->state == FS_FILE ? copy_file_frame(mm, cc, src, dst) : 0;
+	if (ret == -ESTALE)
+		return ret;
 	if (f->flags & FF_GONE) {
 		release_target(mm, cc, dst);
 		finish_source(mm, cc, src); /* removed from the page cache meanwhile */
@@ -329,9 +369,21 @@ __stall_frame static int unmap_and_move(struct mm *mm, struct compact_control *c
 	return 0;
 }
 
+/* The model was repaired under this compaction: the repair put back everything it held
+ * (sources, targets, a captured block); forget them without touching them. */
+static void abandon_compaction(struct compact_control *cc)
+{
+	cc->nr_migratepages = 0;
+	cc->freepages = MM_NO_PFN;
+	cc->nr_freepages = 0;
+	if (cc->capc)
+		cc->capc->pfn = MM_NO_PFN;
+	cc->stale = cc->contended = true;
+}
+
 /* migrate_pages for compaction: up to migrate_passes passes over the isolated frames; frames
- * still failing are put back. Returns the number not migrated, or -ENOMEM when targets ran
- * out. */
+ * still failing are put back. Returns the number not migrated, -ENOMEM when targets ran out,
+ * or -ESTALE when the model was repaired meanwhile (the compaction then holds nothing). */
 __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succeeded)
 {
 	unsigned n = cc->nr_migratepages, retry = 1, failed = 0, ok = 0;
@@ -345,6 +397,13 @@ __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsi
 			uint32_t pfn = cc->migratepages[i];
 			int rc = ret ? -ENOMEM : unmap_and_move(mm, cc, pfn);
 
+			if (rc == -ESTALE) {
+				failed +=
+				    keep + (n - i); /* not migrated; the repair put them back */
+				keep = 0;
+				ret = rc;
+				break;
+			}
 			if (rc == 0) {
 				ok++;
 			} else if (rc == -EAGAIN || rc == -ENOMEM) {
@@ -365,6 +424,8 @@ __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsi
 		putback_frame(mm, cc->migratepages[i]);
 	failed += n;
 	cc->nr_migratepages = 0;
+	if (ret == -ESTALE)
+		abandon_compaction(cc);
 	*nr_succeeded = ok;
 	count_event(mm, MM_STAT_PGMIGRATE_SUCCESS, ok);
 	count_event(mm, MM_STAT_PGMIGRATE_FAIL, failed);

@@ -18,7 +18,9 @@
  * other caller touches them) and re-validate after; an [unlocked] hook returns without the
  * lock, and whatever other callers do between its return and mm's re-lock is for mm to find
  * there (for migrate_anon: a free of the page's new frame, mm_anon_free). Hooks marked [locked]
- * are called with the lock held and must neither block nor call back into mm.
+ * are called with the lock held and must neither block nor call back into mm. In a pool shared
+ * by processes, mm_repair may rebuild the model while a hook runs: mm then abandons what it
+ * held across the hook (the repair put it back) and reports a failure (see mm_repair).
  *
  * Errors: negative errno. Nothing in mm/ aborts.
  */
@@ -263,9 +265,12 @@ struct mm_env_ops {
 	int (*writeout)(void *priv, void *call, uint64_t owner, uint32_t pfn);
 	/* [locked] Tracepoint. May be NULL. */
 	void (*trace)(void *priv, void *call, const struct mm_trace *ev);
-	/* Zeroed memory for mm's own metadata (frame descriptors, indexes), len bytes, and its
-	 * release. Pages must cost nothing until touched. NULL: calloc / free. Live, it must be
-	 * memory no fault handler has to serve (never the program's allocator's). */
+	/* Zeroed memory for mm's own metadata (frame descriptors, indexes; for a shared pool the
+	 * struct mm too), len bytes, and its release. Pages must cost nothing until touched.
+	 * meta_alloc NULL: calloc / free. meta_free NULL with a meta_alloc: nothing is released
+	 * (memory carved from a segment that goes away whole). Live, it must be memory no fault
+	 * handler has to serve (never the program's allocator's); for a shared pool, memory mapped
+	 * at the same address in every process that attaches. */
 	void *(*meta_alloc)(void *priv, size_t len);
 	void (*meta_free)(void *priv, void *p, size_t len);
 };
@@ -281,6 +286,10 @@ struct mm_config {
 	unsigned extfrag_threshold; /* vm.extfrag_threshold, 0..1000; 0 in a config means 500 */
 	uint64_t min_free_kbytes;   /* 0: the kernel formula for the policy's era */
 	unsigned watermark_scale_factor; /* 0 means the kernel default 10 (modern era) */
+	/* One pool shared by several processes: the struct mm and every array come from
+	 * meta_alloc (shared memory at one address everywhere), and the environment given to
+	 * mm_create is bound for the creating process only (see mm_attach). */
+	bool shared;
 };
 
 struct mm;
@@ -289,7 +298,40 @@ struct mm;
  * says why) or -ENOMEM (host could not allocate the metadata). */
 int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out, char *err,
 	      size_t errlen);
+/* Free the pool (a shared one through the calling process's meta_free, then mm_detach). */
 void mm_destroy(struct mm *mm);
+
+/* ---- A pool shared by processes (mm_config.shared) ---------------------------------------- */
+
+/* An environment's function pointers and priv are per process (ASLR), so a shared pool never
+ * reads one from its shared struct: every process that calls into it binds its own first.
+ * Bindings live in a small process-global table keyed by the mm pointer (at most 4 shared
+ * pools per process); a fork child inherits the parent's (same image, same addresses).
+ * mm_attach: bind env for the calling process (replacing a binding it has; do that only while
+ * no other thread of the process is inside mm). Returns 0, -EINVAL (not a shared pool) or
+ * -ENOSPC (table full). mm_create binds the creator. A process that calls mm without a binding
+ * runs with no lock and no hooks: a bug of the caller.
+ * mm_detach: forget the binding; only once no thread of this process uses the pool. */
+int mm_attach(struct mm *mm, const struct mm_env *env);
+void mm_detach(struct mm *mm);
+/* A process is gone: free every program anon frame (base or huge extent; never page cache,
+ * never MM_OWNER_FOREIGN) whose owner & mask == value, as if the owner had called
+ * mm_anon_free on each (huge extents go back as order-9 blocks). A frame another caller holds
+ * isolated (a compaction between its scanner and its copy, with the lock released) is marked
+ * and freed by that caller when it lets go, as for mm_anon_free; a page whose migrate_anon call
+ * is in flight has both its frames marked (whatever the hook returns, both are freed). Returns
+ * the frames freed or so marked. Takes the lock. */
+uint32_t mm_release_owners(struct mm *mm, uint64_t mask, uint64_t value);
+/* The lock holder died mid-update (the robust mutex said EOWNERDEAD): rebuild every derived
+ * structure (free lists, LRU, page-cache index, dirty ring, every count) from the frame
+ * descriptors and end every isolation, putting each frame back where its state says (repair.c
+ * says what is kept and what is lost). Call it with the lock held, from inside the lock hook's
+ * owner-died path: it does not take the lock itself. Callers in other processes that were
+ * inside an [unlocked] hook abandon what they held when they relock (a compaction fails as
+ * contended, those pages not migrated; a reclaim pass stops; a huge fault whose extent was
+ * taken back falls back to 4 KiB). Returns 0, or -EUCLEAN when the descriptors themselves are
+ * inconsistent (the model cannot be trusted: stop using it). */
+int mm_repair(struct mm *mm);
 uint32_t mm_nr_frames(const struct mm *mm);
 /* Bytes of host memory spent on metadata per frame (target: at most 32). */
 double mm_metadata_bytes_per_frame(const struct mm *mm);

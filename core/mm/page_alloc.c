@@ -139,6 +139,13 @@ static void list_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigne
 	mm->nr_free_pages += 1U << order;
 }
 
+/* Queue a free block at the tail of its list, counted, as it is (mm_repair relinks every block
+ * in pfn order before the never-touched ones, which keeps the logical list as it reads). */
+void link_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt)
+{
+	list_free_block(mm, pfn, order, mt, true);
+}
+
 /* The list (MM_MAX_ORDER, MOVABLE) is, logically, its linked entries followed by the
  * never-touched blocks [fresh_pfn, fresh_end) in ascending pfn order (where memblock_free_all
  * queued them, at the tail, and where every later head insertion leaves them). Taking the

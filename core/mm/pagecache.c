@@ -11,6 +11,7 @@
  * flusher takes the oldest first (the kernel orders by inode dirtied_when, then page index).
  */
 #include <errno.h>
+#include <string.h>
 
 #include "mm/internal.h"
 
@@ -129,6 +130,37 @@ static uint32_t ring_pop(struct mm *mm)
 	return pfn;
 }
 
+static bool queue_wanted(struct mm *mm, uint32_t pfn)
+{
+	const struct mm_frame *f = pfn_frame(mm, pfn);
+
+	return f->state == FS_FILE && (f->flags & FF_DIRTY) && !dirty_queued(mm, pfn);
+}
+
+/* mm_repair: the ring keeps its dirty frames in their order, each once (entries of frames
+ * cleaned or freed since are dropped, as mm_writeback_begin would skip them), and every dirty
+ * frame it lacks is appended in pfn order. */
+void pc_rebuild_ring(struct mm *mm)
+{
+	uint32_t n = mm->nr_frames, len = mm->ring_len < n ? mm->ring_len : n;
+	uint32_t head = mm->ring_head < n ? mm->ring_head : 0, kept = 0;
+
+	memset(mm->dirty_queued, 0, (n + 63) / 64 * sizeof(uint64_t));
+	for (uint32_t i = 0; i < len; i++) {
+		uint32_t pfn = mm->dirty_ring[(head + i) % n];
+
+		if (pfn >= n || !queue_wanted(mm, pfn))
+			continue;
+		mm->dirty_ring[(head + kept++) % n] = pfn;
+		set_dirty_queued(mm, pfn, true);
+	}
+	mm->ring_head = head;
+	mm->ring_len = kept;
+	for (uint32_t pfn = 0; pfn < n && mm->ring_len < mm->nr_file_dirty; pfn++)
+		if (!(pfn >= mm->fresh_pfn && pfn < mm->fresh_end) && queue_wanted(mm, pfn))
+			ring_push(mm, pfn);
+}
+
 /* set_page_dirty: count it and queue it for the flusher unless it already has a ring entry. */
 void set_page_dirty(struct mm *mm, uint32_t pfn)
 {
@@ -222,7 +254,9 @@ static int pagecache_create(struct mm *mm, uint64_t owner, uint32_t *pfn, void *
 
 	if (p == MM_NO_PFN)
 		return -ENOMEM;
-	raced = pc_lookup(mm, owner); /* reclaim may have dropped the lock */
+	/* reclaim may have dropped the lock (and the pool may have been repaired meanwhile: p
+	 * was taken after that, and the index lookup is as good as any) */
+	raced = pc_lookup(mm, owner);
 	if (raced != MM_NO_PFN) {
 		free_frames(mm, p, 0, NULL);
 		*pfn = raced;

@@ -51,23 +51,6 @@ static uint32_t pow2_floor(uint32_t x)
 	return p;
 }
 
-static void *meta_alloc(struct mm *mm, size_t len)
-{
-	if (mm->env.ops->meta_alloc)
-		return mm->env.ops->meta_alloc(mm->env.priv, len);
-	return calloc(1, len);
-}
-
-static void meta_free(struct mm *mm, void *p, size_t len)
-{
-	if (!p)
-		return;
-	if (mm->env.ops->meta_free)
-		mm->env.ops->meta_free(mm->env.priv, p, len);
-	else
-		free(p);
-}
-
 static size_t frames_len(const struct mm *mm)
 {
 	return ((size_t)mm->nr_frames + NR_SENTINELS) * sizeof(struct mm_frame);
@@ -79,12 +62,12 @@ static int alloc_metadata(struct mm *mm)
 {
 	uint32_t buckets = pow2_floor(mm->nr_frames / 2);
 
-	mm->frames = meta_alloc(mm, frames_len(mm));
-	mm->pageblock = meta_alloc(mm, mm->nr_blocks);
-	mm->pc_hash = meta_alloc(mm, (size_t)buckets * sizeof(*mm->pc_hash));
+	mm->frames = mm_meta_alloc(mm, frames_len(mm));
+	mm->pageblock = mm_meta_alloc(mm, mm->nr_blocks);
+	mm->pc_hash = mm_meta_alloc(mm, (size_t)buckets * sizeof(*mm->pc_hash));
 	mm->pc_hash_mask = buckets - 1;
-	mm->dirty_ring = meta_alloc(mm, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
-	mm->dirty_queued = meta_alloc(mm, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
+	mm->dirty_ring = mm_meta_alloc(mm, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
+	mm->dirty_queued = mm_meta_alloc(mm, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
 	if (!mm->frames || !mm->pageblock || !mm->pc_hash || !mm->dirty_ring || !mm->dirty_queued)
 		return -ENOMEM;
 	return 0;
@@ -92,11 +75,11 @@ static int alloc_metadata(struct mm *mm)
 
 static void free_metadata(struct mm *mm)
 {
-	meta_free(mm, mm->frames, frames_len(mm));
-	meta_free(mm, mm->pageblock, mm->nr_blocks);
-	meta_free(mm, mm->pc_hash, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
-	meta_free(mm, mm->dirty_ring, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
-	meta_free(mm, mm->dirty_queued, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
+	mm_meta_free(mm, mm->frames, frames_len(mm));
+	mm_meta_free(mm, mm->pageblock, mm->nr_blocks);
+	mm_meta_free(mm, mm->pc_hash, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
+	mm_meta_free(mm, mm->dirty_ring, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
+	mm_meta_free(mm, mm->dirty_queued, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
 }
 
 /* Descriptors of free frames [pfn, pfn + n): inside a free block. */
@@ -148,6 +131,39 @@ static void init_zone(struct mm *mm)
 	mm->compact_init_free_pfn = mm->compact_cached_free_pfn;
 }
 
+/* The pool descriptor itself: calloc, or for a shared pool meta_alloc (shared memory at one
+ * address in every process), bound to env for the calling process. */
+static int alloc_descriptor(const struct mm_config *cfg, const struct mm_env *env, struct mm **out)
+{
+	struct mm *mm = cfg->shared ? env_meta_alloc(env, sizeof(*mm)) : calloc(1, sizeof(*mm));
+	int ret;
+
+	*out = mm;
+	if (!mm)
+		return -ENOMEM;
+	mm->cfg.shared = cfg->shared;
+	if (!cfg->shared) {
+		mm->env = *env;
+		return 0;
+	}
+	ret = mm_attach(mm, env);
+	if (ret) {
+		env_meta_free(env, mm, sizeof(*mm));
+		*out = NULL;
+	}
+	return ret;
+}
+
+static void free_descriptor(struct mm *mm)
+{
+	if (!mm->cfg.shared) {
+		free(mm);
+		return;
+	}
+	mm_meta_free(mm, mm, sizeof(*mm)); /* through this process's binding, not *mm */
+	mm_detach(mm);
+}
+
 int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm **out, char *err,
 	      size_t errlen)
 {
@@ -164,12 +180,13 @@ int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm *
 		ret = mm_policy_validate(&cfg->policy, err, errlen);
 	if (ret)
 		return ret;
-	mm = calloc(1, sizeof(*mm));
-	if (!mm) {
-		snprintf(err, errlen, "out of memory for the pool descriptor");
-		return -ENOMEM;
+	ret = alloc_descriptor(cfg, env, &mm);
+	if (ret) {
+		snprintf(err, errlen, "%s",
+			 ret == -ENOSPC ? "too many shared pools attached in this process"
+					: "out of memory for the pool descriptor");
+		return ret;
 	}
-	mm->env = *env;
 	mm->cfg = *cfg;
 	if (!mm->cfg.extfrag_threshold)
 		mm->cfg.extfrag_threshold = 500;
@@ -189,7 +206,7 @@ int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm *
 
 out_free_metadata:
 	free_metadata(mm);
-	free(mm);
+	free_descriptor(mm);
 	return ret;
 }
 
@@ -198,7 +215,7 @@ void mm_destroy(struct mm *mm)
 	if (!mm)
 		return;
 	free_metadata(mm);
-	free(mm);
+	free_descriptor(mm);
 }
 
 uint32_t mm_nr_frames(const struct mm *mm)

@@ -25,6 +25,8 @@
  * Anonymous memory is never reclaimed (no swap is modelled). kswapd does not write dirty
  * pages (the flusher, core/io, does).
  */
+#include <errno.h>
+
 #include "mm/internal.h"
 
 #define SWAP_CLUSTER_MAX 32
@@ -47,10 +49,12 @@ struct scan_control {
 	bool kswapd;
 	bool compaction_ready; /* shrink_zones skipped the zone for compaction */
 	unsigned reclaim_mode; /* 3.x RM_* of the current batch */
+	bool stale;	       /* the model was repaired under it: its batch is gone, stop */
 	struct fault_ctx *fc;
 };
 
-enum page_verdict { PV_RECLAIMED, PV_KEEP, PV_KEEP_LUMPY, PV_ACTIVATE };
+/* PV_STALE: a hook found the model repaired (mm_repair) when it relocked: the batch is gone. */
+enum page_verdict { PV_RECLAIMED, PV_KEEP, PV_KEEP_LUMPY, PV_ACTIVATE, PV_STALE };
 
 /* ---- Per-batch reclaim ---------------------------------------------------------------------- */
 
@@ -103,15 +107,18 @@ static enum page_verdict dirty_verdict(struct mm *mm, struct scan_control *sc, u
 				       bool referenced)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
+	int ret;
 
 	if (!mm->cfg.policy.reclaim_writeout || sc->kswapd)
 		return era_modern(mm) ? PV_ACTIVATE : PV_KEEP;
 	if (referenced || !(sc->gfp & GFP_FS))
 		return PV_KEEP;
-	if (reclaim_writeout(mm, sc->fc, pfn))
-		return PV_KEEP;
-	if ((sc->reclaim_mode & RM_SYNC) && frame_under_wb(f))
-		wait_on_frame_writeback(mm, sc->fc, pfn, 0, MM_CAUSE_RECLAIM_WB_WAIT);
+	ret = reclaim_writeout(mm, sc->fc, pfn);
+	if (ret)
+		return ret == -ESTALE ? PV_STALE : PV_KEEP;
+	if ((sc->reclaim_mode & RM_SYNC) && frame_under_wb(f) &&
+	    wait_on_frame_writeback(mm, sc->fc, pfn, 0, MM_CAUSE_RECLAIM_WB_WAIT) == -ESTALE)
+		return PV_STALE;
 	if (frame_under_wb(f) || (f->flags & (FF_DIRTY | FF_LOCKED)))
 		return frame_under_wb(f) ? PV_KEEP_LUMPY : PV_KEEP;
 	return PV_RECLAIMED;
@@ -131,7 +138,9 @@ static enum page_verdict shrink_page(struct mm *mm, struct scan_control *sc, uin
 	if (frame_under_wb(f)) {
 		if (!(sc->reclaim_mode & RM_SYNC) || !(sc->gfp & GFP_FS))
 			return era_modern(mm) ? PV_ACTIVATE : PV_KEEP_LUMPY;
-		wait_on_frame_writeback(mm, sc->fc, pfn, 0, MM_CAUSE_RECLAIM_WB_WAIT);
+		if (wait_on_frame_writeback(mm, sc->fc, pfn, 0, MM_CAUSE_RECLAIM_WB_WAIT) ==
+		    -ESTALE)
+			return PV_STALE;
 		if ((f->flags & FF_GONE) && !frame_under_wb(f))
 			return PV_RECLAIMED;
 		if (frame_under_wb(f) || (f->flags & FF_LOCKED))
@@ -168,9 +177,14 @@ __stall_frame static uint32_t shrink_page_list(struct mm *mm, struct scan_contro
 			break;
 		case PV_KEEP_LUMPY:
 			break;
+		case PV_STALE:
+			sc->stale = true; /* the repair put the batch back: forget it */
+			kept = 0;
+			goto out;
 		}
 		pfns[kept++] = pfn;
 	}
+out:
 	*n = kept;
 	mm_charge(mm, sc->fc->call, MM_COST_RECLAIM_PAGE, reclaimed);
 	return reclaimed;
@@ -250,7 +264,7 @@ static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_
 	set_reclaim_mode(sc, false);
 	left = taken;
 	freed = shrink_page_list(mm, sc, pfns, &left);
-	if (should_reclaim_stall(mm, sc, taken, freed)) {
+	if (!sc->stale && should_reclaim_stall(mm, sc, taken, freed)) {
 		set_reclaim_mode(sc, true);
 		count_event(mm, MM_STAT_PGSCAN_DIRECT_THROTTLE, 1);
 		freed += shrink_page_list(mm, sc, pfns, &left);
@@ -288,7 +302,7 @@ static bool should_continue_reclaim(struct mm *mm, struct scan_control *sc, uint
 {
 	uint32_t gap = 2U << sc->order, inactive = mm->nr_lru[0];
 
-	if (!reclaimed || sc->kswapd)
+	if (!reclaimed || sc->kswapd || sc->stale)
 		return false;
 	if (era_modern(mm)) {
 		if (!(sc->order > COSTLY_ORDER || (sc->order && sc->priority < DEF_PRIORITY - 2)))
@@ -360,7 +374,7 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 		before = sc->nr_reclaimed;
 		if (!nr_in && mm->nr_lru[0])
 			nr_in = mm->nr_lru[0] < SWAP_CLUSTER_MAX ? mm->nr_lru[0] : SWAP_CLUSTER_MAX;
-		while (nr_in || nr_act) {
+		while ((nr_in || nr_act) && !sc->stale) {
 			uint32_t batch;
 
 			if (nr_act) {
@@ -388,7 +402,8 @@ static void do_try_to_free_pages(struct mm *mm, struct scan_control *sc)
 			break;
 		}
 		shrink_node(mm, sc);
-		if (sc->nr_reclaimed >= sc->nr_to_reclaim || !(mm->nr_lru[0] + mm->nr_lru[1]))
+		if (sc->nr_reclaimed >= sc->nr_to_reclaim || !(mm->nr_lru[0] + mm->nr_lru[1]) ||
+		    sc->stale)
 			break;
 	}
 }
@@ -469,7 +484,7 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 			sc.order = 0;
 		if (mm->watermark_boost && pgdat_balanced(mm, 0))
 			mm->watermark_boost = 0;
-		if (sc.nr_scanned == before && !mm->nr_lru[0])
+		if ((sc.nr_scanned == before && !mm->nr_lru[0]) || sc.stale)
 			break;
 	}
 	count_event(mm, MM_STAT_PGSCAN_KSWAPD, sc.nr_scanned);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define FIBER_ASAN 1
 #endif
@@ -200,6 +201,11 @@ void fiber_destroy(struct fiber *f)
 #ifdef FIBER_TSAN
 	if (f->tsan)
 		__tsan_destroy_fiber(f->tsan);
+#endif
+#ifdef FIBER_ASAN
+	/* frames a fiber never returned from (it was switched away from for good) leave their
+	 * redzones poisoned; a later stack mapped at the same address would inherit them */
+	__asan_unpoison_memory_region(f->stack, f->stack_size);
 #endif
 	munmap((char *)f->stack - (f->map_size - f->stack_size), f->map_size);
 	f->stack = NULL;

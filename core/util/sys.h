@@ -196,6 +196,19 @@ static inline int sys_futex_wake(uint32_t *uaddr, int nr)
 	return (int)sys_call3(SYS_futex, uaddr, 129 /* FUTEX_WAKE_PRIVATE */, nr);
 }
 
+/* The same on a word other processes map too: without FUTEX_PRIVATE_FLAG the kernel keys the
+ * futex by the backing object and offset, not by (mm, address), so waker and sleeper may be in
+ * different processes (at any address). */
+static inline int sys_futex_wait_shared(uint32_t *uaddr, uint32_t val, const void *timeout)
+{
+	return (int)sys_call4(SYS_futex, uaddr, 0 /* FUTEX_WAIT */, val, timeout);
+}
+
+static inline int sys_futex_wake_shared(uint32_t *uaddr, int nr)
+{
+	return (int)sys_call3(SYS_futex, uaddr, 1 /* FUTEX_WAKE */, nr);
+}
+
 /* Send sig to one thread of process tgid (tgkill(2)). */
 static inline int sys_tgkill(int tgid, int tid, int sig)
 {

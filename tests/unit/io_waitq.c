@@ -1,10 +1,12 @@
 /* core/io/waitq: the hashed futex wait queues writeback waits sleep on (wait_on_page_writeback).
  * Many waiters on many keys that share buckets, wake-all of one key, waiters of other keys in a
- * woken bucket going back to sleep, timeouts, and a lost-wake-up stress (run under TSan too). */
+ * woken bucket going back to sleep, timeouts, and a lost-wake-up stress (run under TSan too);
+ * a shared queue waking a waiter in another process. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "harness.h"
@@ -181,6 +183,54 @@ TEST(no_lost_wakeups_under_races)
 		ASSERT_EQ(waitq_wait(&q, 5 + (r & 3), is_busy, NULL, 5000000000ULL), 0);
 	}
 	pthread_join(th, NULL);
+}
+
+/* ---- A queue shared by processes ------------------------------------------------------------- */
+
+struct shared_page {
+	struct waitq q;
+	uint32_t busy;
+};
+
+static bool shared_busy(void *arg, uint64_t key)
+{
+	return __atomic_load_n(&((struct shared_page *)arg)->busy, __ATOMIC_ACQUIRE);
+}
+
+/* A waiter in a fork child sleeps on a queue in a MAP_SHARED mapping; the parent clears the
+ * condition and wakes it: with shared futexes the wake crosses processes (a private futex is
+ * keyed by (mm, address): the child would sleep until its timeout). */
+TEST(shared_queue_wakes_a_waiter_in_another_process)
+{
+	const uint64_t timeout = 10000000000ULL, key = 42;
+	struct shared_page *sp =
+	    mmap(NULL, sizeof(*sp), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t t0;
+	int status;
+	pid_t pid;
+
+	ASSERT(sp != MAP_FAILED);
+	waitq_init_shared(&sp->q);
+	sp->busy = 1;
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		int rc = waitq_wait(&sp->q, key, shared_busy, sp, timeout);
+
+		_exit(rc == 0 && !shared_busy(sp, key) ? 0 : 1);
+	}
+	for (int i = 0; i < 2000 && waitq_waiters(&sp->q, key) < 1; i++)
+		sleep_ms(1);
+	EXPECT_EQ(waitq_waiters(&sp->q, key), 1);
+	sleep_ms(50); /* let it reach its futex sleep */
+	t0 = clock_now_ns();
+	__atomic_store_n(&sp->busy, 0, __ATOMIC_RELEASE);
+	waitq_wake(&sp->q, key);
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_LT(clock_now_ns() - t0, timeout / 2); /* woken, not timed out */
+	EXPECT_EQ(waitq_waiters(&sp->q, key), 0);
+	munmap(sp, sizeof(*sp));
 }
 
 TEST_MAIN()

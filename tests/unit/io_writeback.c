@@ -2,7 +2,8 @@
  * data (tmpfs directory, a real thpemu-fusedev mount), stay under writeback from submission to
  * completion and wake their waiters, writeout() starts one page, errors end writeback with the
  * error and are counted, a dead device is timed out instead of pinning pages forever, and the
- * in-process model paces completions in real time. */
+ * in-process model paces completions in real time; an arena given by the caller holds the
+ * pages' bytes and is left alone. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -90,6 +92,7 @@ static const struct mm_env_ops t_ops = {
 };
 
 static struct tenv te;
+static void *given_arena; /* io_env.arena for the next setup() */
 
 /* An mm of pool bytes and an engine on dir ("" = the model of device spec dev). */
 static void setup(const char *dev, const char *dir, const char *dirty, uint64_t pool)
@@ -97,7 +100,7 @@ static void setup(const char *dev, const char *dir, const char *dirty, uint64_t 
 	struct mm_config mc = {.pool_bytes = pool};
 	struct mm_env env = {.ops = &t_ops, .priv = &te};
 	struct io_config cfg = {.seed = 42};
-	struct io_env ienv = {.stats = &te.st, .wq = &te.wq};
+	struct io_env ienv = {.stats = &te.st, .wq = &te.wq, .arena = given_arena};
 	char err[256];
 
 	memset(&te, 0, sizeof(te));
@@ -320,6 +323,59 @@ TEST(copy_file_page_moves_the_data)
 	EXPECT_EQ(memcmp(io_page(te.io, from), io_page(te.io, to), 4096), 0);
 	EXPECT_EQ(io_copy_file_page(te.io, 0, from, UINT32_MAX), -EINVAL);
 	teardown();
+}
+
+/* A given arena (a shared machine's segment): the pages' bytes are in it, a fork child sees
+ * them (no MADV_DONTFORK), and io leaves it mapped when it goes. */
+TEST(a_given_arena_holds_the_pages_and_outlives_the_engine)
+{
+	const size_t len = 64 << 20;
+	uint8_t *arena = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uint8_t *page;
+	int status;
+	pid_t pid;
+
+	ASSERT(arena != MAP_FAILED);
+	given_arena = arena;
+	setup("none", "", NULL, len);
+	given_arena = NULL;
+	write_file(7, 2);
+	page = arena + (size_t)pfn_of(7, 1) * 4096;
+	EXPECT(io_page(te.io, pfn_of(7, 1)) == page);
+	EXPECT_EQ(io_pattern_check(page, 42, 7, 4096, 4096), 4096);
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0)
+		_exit(io_pattern_check(page, 42, 7, 4096, 4096) == 4096 ? 0 : 1);
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_EQ(io_sync_all(te.io, 20000000000ULL), 0);
+	teardown();
+	EXPECT_EQ(io_pattern_check(page, 42, 7, 4096, 4096), 4096); /* still mapped, intact */
+	munmap(arena, len);
+}
+
+TEST(a_misaligned_arena_is_refused)
+{
+	struct mm_config mc = {.pool_bytes = 16 << 20};
+	struct mm_env env = {.ops = &t_ops, .priv = &te};
+	struct io_config cfg = {.seed = 42};
+	struct io_env ienv = {.stats = &te.st, .wq = &te.wq};
+	static uint8_t buf[2 * 4096];
+	char err[256];
+
+	memset(&te, 0, sizeof(te));
+	pthread_mutex_init(&te.lock, NULL);
+	waitq_init(&te.wq);
+	ASSERT_EQ(mm_policy_parse("linux-3.1", &mc.policy, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_create(&mc, &env, &te.mm, err, sizeof(err)), 0);
+	ASSERT_EQ(io_device_parse("none", &cfg.dev, err, sizeof(err)), 0);
+	ienv.mm = te.mm;
+	ienv.arena = (void *)(((uintptr_t)buf + 4095) / 4096 * 4096 + 8);
+	EXPECT_EQ(io_create(&cfg, &ienv, &te.io, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "aligned") != NULL);
+	mm_destroy(te.mm);
 }
 
 TEST(errors_end_writeback_with_the_error_and_are_counted)

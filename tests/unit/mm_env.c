@@ -2,7 +2,10 @@
  * the TSan build runs this): fault/free threads, a page-cache writer and a flusher completing
  * writeback run together while 3.1 sync compaction waits on writeback with the mm lock
  * released. Checks the lock discipline of every hook, the rule for frees racing with
- * migration, and that nothing is lost. */
+ * migration, and that nothing is lost. Also the environment of a pool shared by processes
+ * (mm_config.shared): placement through meta_alloc and the per-process bindings (mm_attach). */
+#include <sys/mman.h>
+
 #include "harness.h"
 #include "mm_fakeenv.h"
 #include "mm/internal.h"
@@ -240,6 +243,141 @@ TEST(threads_fault_free_write_and_flush_concurrently)
 	EXPECT_EQ(c.isolated, 0);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
+}
+
+/* ---- A pool shared by processes -------------------------------------------------------------- */
+
+/* Metadata from one MAP_SHARED segment (a bump allocator, nothing released), as the machine
+ * segment gives it: every process that forks after mm_create sees the same pool. */
+struct segment {
+	uint8_t *base;
+	size_t len, used;
+	unsigned nallocs, nfrees;
+};
+
+static void *seg_alloc(void *priv, size_t len)
+{
+	struct fakeenv *fe = priv;
+	struct segment *sg = fe->user;
+	void *p;
+
+	len = (len + 63) & ~(size_t)63;
+	if (sg->used + len > sg->len)
+		return NULL;
+	p = sg->base + sg->used;
+	sg->used += len;
+	sg->nallocs++;
+	return p;
+}
+
+static void seg_free(void *priv, void *p, size_t len)
+{
+	struct fakeenv *fe = priv;
+	struct segment *sg = fe->user;
+
+	(void)p;
+	(void)len;
+	sg->nfrees++;
+}
+
+static int create_shared(struct fakeenv *fe, struct mm_env_ops *ops, struct mm **mm)
+{
+	struct mm_config cfg = {.pool_bytes = 16 * MIB, .shared = true};
+	struct mm_env env = {.ops = ops, .priv = fe};
+	char err[256];
+	int ret = mm_policy_parse("linux-3.2", &cfg.policy, err, sizeof(err));
+
+	if (!ret)
+		ret = mm_create(&cfg, &env, mm, err, sizeof(err));
+	fe->mm = *mm;
+	return ret;
+}
+
+/* Faults served by a fork child that bound its own environment land in the one pool (the
+ * parent sees them), and the child's hooks run with the child's priv, never the creator's. */
+TEST(shared_pool_served_by_a_forked_child_with_its_own_env)
+{
+	struct segment sg = {.len = 8 * MIB};
+	struct fakeenv parent = {0};
+	struct mm_env_ops ops = fe_ops_single;
+	struct mm_counts c;
+	struct mm *mm;
+	char err[256];
+	int status;
+	pid_t pid;
+
+	sg.base = mmap(NULL, sg.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT(sg.base != MAP_FAILED);
+	ops.meta_alloc = seg_alloc;
+	ops.meta_free = NULL;
+	parent.user = &sg;
+	ASSERT_EQ(create_shared(&parent, &ops, &mm), 0);
+	EXPECT((uint8_t *)mm >= sg.base && (uint8_t *)mm < sg.base + sg.len);
+	EXPECT(mm->env.ops == NULL); /* never stored in the shared struct */
+	EXPECT_EQ(sg.nallocs, 6);    /* the struct and its five arrays */
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		struct fakeenv child = {.mm = mm, .user = &sg};
+		struct mm_env env = {.ops = &ops, .priv = &child};
+		struct mm_fault_req req = {.huge_ok = true, .write = true};
+		struct mm_fault_res res;
+		int bad = mm_attach(mm, &env) != 0;
+
+		for (unsigned i = 0; i < 3; i++) {
+			req.owner = req.extent_owner = 0x100000ULL * (i + 1);
+			bad |= mm_fault(mm, &req, &res, NULL) || res.outcome != MM_FAULT_HUGE;
+		}
+		_exit(bad || child.n_clear != 3 ? 1 : 0);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(parent.n_clear, 0);
+	mm_get_counts(mm, &c);
+	EXPECT_EQ(c.anon_huge, 3 * 512);
+	ASSERT_EQ(mm_check(mm, err, sizeof(err)), 0);
+	mm_destroy(mm); /* meta_free is NULL: nothing is released, the segment goes whole */
+	EXPECT_EQ(sg.nfrees, 0);
+	munmap(sg.base, sg.len);
+}
+
+/* Bindings: only shared pools take one, at most four per process; destroying a pool frees its
+ * struct and arrays through the binding's meta_free and releases the binding. */
+TEST(shared_bindings_table)
+{
+	struct segment sg = {.len = 64 * MIB};
+	struct fakeenv fe[5] = {0};
+	struct mm_env_ops ops = fe_ops_single;
+	struct mm_env env = {.ops = &ops, .priv = &fe[0]};
+	struct mm *mm[5], *priv_mm;
+	char err[256];
+
+	sg.base = mmap(NULL, sg.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT(sg.base != MAP_FAILED);
+	ops.meta_alloc = seg_alloc;
+	ops.meta_free = seg_free;
+	for (unsigned i = 0; i < 5; i++)
+		fe[i].user = &sg;
+	for (unsigned i = 0; i < 4; i++)
+		ASSERT_EQ(create_shared(&fe[i], &ops, &mm[i]), 0);
+	EXPECT_EQ(create_shared(&fe[4], &ops, &mm[4]), -ENOSPC);
+	EXPECT(mm[4] == NULL);
+	EXPECT_EQ(sg.nfrees, 1); /* the struct it had allocated */
+	ASSERT_EQ(fakeenv_init(&fe[4], "linux-3.2", 16 * MIB, false, err, sizeof(err)), 0);
+	priv_mm = fe[4].mm;
+	EXPECT_EQ(mm_attach(priv_mm, &env), -EINVAL);
+	fakeenv_destroy(&fe[4]);
+	EXPECT_EQ(mm_attach(mm[0], &env), 0); /* re-binding replaces */
+	mm_destroy(mm[1]);
+	EXPECT_EQ(sg.nfrees, 1 + 6);
+	fe[4].user = &sg;
+	ASSERT_EQ(create_shared(&fe[4], &ops, &mm[4]), 0);
+	mm_detach(mm[2]);
+	EXPECT_EQ(mm_attach(mm[2], &env), 0);
+	for (unsigned i = 0; i < 5; i++)
+		if (i != 1)
+			ASSERT_EQ(mm_check(mm[i], err, sizeof(err)), 0);
+	munmap(sg.base, sg.len);
 }
 
 TEST_MAIN()

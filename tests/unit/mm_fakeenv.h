@@ -40,6 +40,7 @@ struct fakeenv {
 	/* optional test callbacks, run with the mm lock released (they may call into mm) */
 	int (*on_migrate)(struct fakeenv *fe, uint64_t owner, uint32_t from, uint32_t to);
 	void (*on_wait)(struct fakeenv *fe, uint32_t pfn);
+	void (*on_clear)(struct fakeenv *fe, uint32_t head);
 	void *user;
 	int copy_ret; /* what copy_file_page returns */
 	/* observations */
@@ -177,6 +178,8 @@ static inline void fe_clear_huge(void *priv, void *call, uint32_t head, uint64_t
 	fe_expect_locked(fe, false);
 	__atomic_add_fetch(&fe->n_clear, 1, __ATOMIC_RELAXED);
 	fe_advance(fe, fe->clear_ns);
+	if (fe->on_clear)
+		fe->on_clear(fe, head);
 }
 
 static inline void fe_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)

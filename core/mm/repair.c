@@ -1,0 +1,334 @@
+/* Repair of the model after a lock holder died in the middle of an update (a pool shared by
+ * processes: SIGKILL or _exit of a process one of whose threads held the mm lock).
+ *
+ * The robust mutex tells the next locker (EOWNERDEAD), but not what the dead thread left half
+ * done: a free block unlinked and not yet relinked, a counter not yet moved, frames isolated on
+ * a private list nobody will put back. The kernel has no counterpart (a kernel thread does not
+ * die holding zone->lock); the method is a CONFIG_DEBUG_VM walk turned into a rebuild: the
+ * per-frame descriptors (state, order, owner, flags, writeback byte) and the pageblock bytes
+ * are authoritative, everything else is derived from them again.
+ *
+ *  checked     every state is a frame state; a page-cache frame has a file owner; an order-9
+ *              block holding huge frames is a whole extent, a split cut short (huge + base
+ *              frames of consecutive cookies: the split is finished), or an allocation or free
+ *              cut short (huge + free frames: the extent is freed, its caller is gone). Anything
+ *              else is -EUCLEAN and nothing is written.
+ *  put back    every isolation ends: free frames (buddy blocks, a compaction's targets, a
+ *              captured block) are merged as far as they go and queued per order and
+ *              migratetype in pfn order (a head that was on a list keeps its list, others take
+ *              their pageblock's); program and foreign frames stay as they are; page cache goes
+ *              on the LRU its active bit names; a frame whose owner let it go (FF_GONE) is
+ *              freed once nothing holds it (not locked, not under writeback).
+ *  rebuilt     free lists and nr_free / nr_free_mt / nr_free_pages (the never-touched blocks
+ *              past the fresh cursor stay pending and counted), the LRU lists and nr_lru, the
+ *              page-cache hash chains, the dirty ring and its bitmap (surviving entries keep
+ *              their order), every per-state count.
+ *  kept        page locks (FF_LOCKED): only page-cache callers take them (core/io's dirtier
+ *              and reader, in the machine's host), never a program's fault handler, so the
+ *              dead lock holder held none, and dropping a live holder's lock would lose the
+ *              dirtying its put brings. Writeback state (the flusher's). The pageblock bytes,
+ *              compaction's deferral and cached scanners, kswapd's state, the statistics.
+ *  lost        the order within each free list and LRU (rebuilt in pfn order), so allocation
+ *              and reclaim order differ from what they would have been.
+ * Callers in other processes that were inside an [unlocked] hook notice the bumped epoch when
+ * they relock and abandon what they held (internal.h, mm_relock_after_hook).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "mm/internal.h"
+
+static bool in_fresh(const struct mm *mm, uint32_t pfn)
+{
+	return pfn >= mm->fresh_pfn && pfn < mm->fresh_end;
+}
+
+/* ---- Checking the descriptors (nothing is written) ---------------------------------------- */
+
+/* An order-9 block that holds huge frames. */
+enum huge_block { HB_EXTENT, HB_SPLIT, HB_FREE, HB_BAD };
+
+/* The cookie of page 0 of the extent a huge frame belongs to (cookies are consecutive). */
+static uint64_t extent_base(struct mm *mm, uint32_t block)
+{
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+		if (pfn_frame(mm, block + i)->state == FS_HUGE)
+			return pfn_frame(mm, block + i)->owner - i;
+	return 0;
+}
+
+static enum huge_block classify_huge(struct mm *mm, uint32_t block)
+{
+	uint64_t base = extent_base(mm, block);
+	uint32_t huge = 0, split = 0, free = 0;
+
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		const struct mm_frame *f = pfn_frame(mm, block + i);
+
+		if (f->state == FS_HUGE)
+			huge++;
+		else if (f->state == FS_ANON && f->owner == base + i)
+			split++;
+		else if (f->state == FS_FREE)
+			free++;
+	}
+	if (huge == MM_HPAGE_NR)
+		return HB_EXTENT;
+	if (huge + split == MM_HPAGE_NR)
+		return HB_SPLIT;
+	return huge + free == MM_HPAGE_NR ? HB_FREE : HB_BAD;
+}
+
+static bool has_huge(struct mm *mm, uint32_t block)
+{
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+		if (pfn_frame(mm, block + i)->state == FS_HUGE)
+			return true;
+	return false;
+}
+
+static bool block_ok(struct mm *mm, uint32_t block)
+{
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		const struct mm_frame *f = pfn_frame(mm, block + i);
+
+		if (f->state > FS_UNMOVABLE)
+			return false;
+		if (f->state == FS_FILE && !(f->owner & MM_OWNER_FILE_BIT))
+			return false;
+	}
+	return !has_huge(mm, block) || classify_huge(mm, block) != HB_BAD;
+}
+
+static int check_descriptors(struct mm *mm)
+{
+	const uint32_t max_block = 1U << MM_MAX_ORDER;
+
+	if (mm->fresh_pfn > mm->fresh_end || mm->fresh_end > mm->nr_frames ||
+	    mm->fresh_pfn % max_block || mm->fresh_end % max_block)
+		return -EUCLEAN;
+	for (uint32_t b = 0; b < mm->nr_frames; b += MM_HPAGE_NR)
+		if (!in_fresh(mm, b) && !block_ok(mm, b))
+			return -EUCLEAN;
+	return 0;
+}
+
+/* ---- Rebuilding ------------------------------------------------------------------------------ */
+
+static void reset_derived(struct mm *mm)
+{
+	for (unsigned i = 0; i < NR_SENTINELS; i++) {
+		pfn_frame(mm, sentinel(mm, i))->state = FS_SENTINEL;
+		flist_init(mm, sentinel(mm, i));
+	}
+	memset(mm->nr_free, 0, sizeof(mm->nr_free));
+	memset(mm->nr_free_mt, 0, sizeof(mm->nr_free_mt));
+	memset(mm->nr_lru, 0, sizeof(mm->nr_lru));
+	mm->nr_free_pages = 0;
+	mm->nr_anon = mm->nr_anon_huge = mm->nr_foreign = mm->nr_file = 0;
+	mm->nr_file_dirty = mm->nr_file_writeback = mm->nr_unmovable = 0;
+	mm->nr_isolated = mm->nr_isolated_free = 0;
+	memset(mm->pc_hash, 0, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
+}
+
+static void set_extent(struct mm *mm, uint32_t block, enum frame_state st)
+{
+	uint64_t base = extent_base(mm, block);
+
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		struct mm_frame *f = pfn_frame(mm, block + i);
+
+		f->state = (uint8_t)st;
+		f->owner = base + i;
+		f->flags = 0;
+	}
+}
+
+/* Blocks with huge frames: a whole extent gets its cookies right, a split cut short is
+ * finished, an allocation or free cut short leaves free frames (the main walk frees them). */
+static void fix_huge_blocks(struct mm *mm)
+{
+	for (uint32_t b = 0; b < mm->nr_frames; b += MM_HPAGE_NR) {
+		if (in_fresh(mm, b) || !has_huge(mm, b))
+			continue;
+		switch (classify_huge(mm, b)) {
+		case HB_EXTENT:
+			set_extent(mm, b, FS_HUGE);
+			break;
+		case HB_SPLIT:
+			set_extent(mm, b, FS_ANON);
+			count_event(mm, MM_STAT_THP_SPLIT_PAGE, 1);
+			break;
+		default:
+			for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+				if (pfn_frame(mm, b + i)->state == FS_HUGE)
+					pfn_frame(mm, b + i)->state = FS_FREE;
+			break;
+		}
+	}
+}
+
+/* The page-cache index: first every frame nobody holds isolated, then the isolated ones. A
+ * second frame of one owner that is isolated is the source of a migration whose commit was cut
+ * short (the target already holds the page): it is let go. Two unisolated ones: -EUCLEAN. */
+static int rebuild_index(struct mm *mm)
+{
+	for (unsigned pass = 0; pass < 2; pass++) {
+		uint8_t isolated = pass ? FF_ISOLATED : 0;
+
+		for (uint32_t pfn = 0; pfn < mm->nr_frames; pfn++) {
+			struct mm_frame *f = pfn_frame(mm, pfn);
+
+			if (in_fresh(mm, pfn) || f->state != FS_FILE || (f->flags & FF_GONE) ||
+			    (f->flags & FF_ISOLATED) != isolated)
+				continue;
+			if (pc_lookup(mm, f->owner) == MM_NO_PFN)
+				pc_insert(mm, pfn);
+			else if (isolated)
+				f->flags |= FF_GONE;
+			else
+				return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
+static void make_free(struct mm_frame *f)
+{
+	f->state = FS_FREE;
+	f->owner = 0;
+	f->flags = 0;
+	f->order = ORDER_TAIL;
+	f->hnext = 0;
+	frame_set_wb(f, false);
+}
+
+/* A page-cache frame back where it belongs; false if it was freed. */
+static bool put_back_file(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if ((f->flags & FF_GONE) && !(f->flags & FF_LOCKED) && !frame_under_wb(f))
+		return false;
+	mm->nr_file++;
+	mm->nr_file_dirty += !!(f->flags & FF_DIRTY);
+	mm->nr_file_writeback += frame_under_wb(f);
+	lru_add(mm, pfn);
+	return true;
+}
+
+/* Put one (non-huge) frame back and count it. Returns true if it is free now. */
+static bool put_back(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+	bool held = f->flags & FF_ISOLATED;
+
+	f->flags &= (uint8_t) ~(FF_ISOLATED | FF_MIGRATING);
+	switch (f->state) {
+	case FS_ANON:
+		if (f->flags & FF_GONE)
+			break;
+		if (f->owner & MM_OWNER_FOREIGN)
+			mm->nr_foreign++;
+		else
+			mm->nr_anon++;
+		return false;
+	case FS_FILE:
+		if (put_back_file(mm, pfn))
+			return false;
+		break;
+	case FS_UNMOVABLE:
+		mm->nr_unmovable++;
+		return false;
+	default:
+		if (held)
+			f->order =
+			    ORDER_TAIL; /* a compaction's target: its order byte is no list's */
+		f->flags = 0;
+		f->owner = 0;
+		f->hnext = 0;
+		return true;
+	}
+	make_free(f);
+	return true;
+}
+
+/* The list a merged free block goes on: its head's, if the head headed a block of that order
+ * on a list before, else its pageblock's migratetype. */
+static unsigned block_mt(struct mm *mm, uint32_t pfn, unsigned order)
+{
+	const struct mm_frame *f = pfn_frame(mm, pfn);
+
+	if (f->order != ORDER_TAIL && frame_order(f) == order && frame_list_mt(f) < MM_MT_NR)
+		return frame_list_mt(f);
+	return pageblock_mt(mm, pfn);
+}
+
+/* Free frames [*run, end): the largest aligned blocks, as __free_one_page would merge them. */
+static void flush_run(struct mm *mm, uint32_t *run, uint32_t end)
+{
+	for (uint32_t pfn = *run; *run != MM_NO_PFN && pfn < end;) {
+		unsigned order = MM_MAX_ORDER, mt;
+
+		while (pfn + (1U << order) > end || (pfn & ((1U << order) - 1)))
+			order--;
+		mt = block_mt(mm, pfn, order);
+		init_free_frames(mm, pfn, 1U << order);
+		link_free_block(mm, pfn, order, mt);
+		pfn += 1U << order;
+	}
+	*run = MM_NO_PFN;
+}
+
+static void rebuild_frames(struct mm *mm)
+{
+	uint32_t run = MM_NO_PFN;
+
+	for (uint32_t pfn = 0; pfn < mm->nr_frames;) {
+		if (in_fresh(mm, pfn) || pfn_frame(mm, pfn)->state == FS_HUGE) {
+			flush_run(mm, &run, pfn);
+			if (in_fresh(mm, pfn)) {
+				pfn = mm->fresh_end;
+				continue;
+			}
+			mm->nr_anon += MM_HPAGE_NR;
+			mm->nr_anon_huge += MM_HPAGE_NR;
+			pfn += MM_HPAGE_NR;
+			continue;
+		}
+		if (!put_back(mm, pfn))
+			flush_run(mm, &run, pfn);
+		else if (run == MM_NO_PFN)
+			run = pfn;
+		pfn++;
+	}
+	flush_run(mm, &run, mm->nr_frames);
+}
+
+/* The never-touched max-order blocks stay pending, counted as free (pool.c's init_zone). */
+static void count_fresh(struct mm *mm)
+{
+	uint32_t n = (mm->fresh_end - mm->fresh_pfn) >> MM_MAX_ORDER;
+
+	mm->nr_free[MM_MAX_ORDER] += n;
+	mm->nr_free_mt[MM_MAX_ORDER][MM_MT_MOVABLE] += n;
+	mm->nr_free_pages += n << MM_MAX_ORDER;
+}
+
+int mm_repair(struct mm *mm)
+{
+	int ret = check_descriptors(mm);
+
+	mm->epoch++; /* whatever happens, what callers hold across a hook is no longer theirs */
+	if (ret)
+		return ret;
+	reset_derived(mm);
+	fix_huge_blocks(mm);
+	ret = rebuild_index(mm);
+	if (ret)
+		return ret;
+	rebuild_frames(mm);
+	count_fresh(mm);
+	pc_rebuild_ring(mm);
+	return 0;
+}
