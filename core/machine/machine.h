@@ -48,7 +48,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MACHINE_BASE	  0x3f0000000000ULL /* where every process maps the segment */
+/* Where every process maps the segment. ThreadSanitizer keeps its own tables around 0x3f...
+ * (instrumented accesses there fault), so a TSan build uses a spot in its application range. */
+#if defined(__SANITIZE_THREAD__)
+#define MACHINE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MACHINE_TSAN 1
+#endif
+#endif
+#ifdef MACHINE_TSAN
+#define MACHINE_BASE 0x004000000000ULL
+#else
+#define MACHINE_BASE 0x3f0000000000ULL
+#endif
 #define MACHINE_MAGIC	  0x544850454d554d31ULL /* "THPEMUM1" */
 #define MACHINE_VERSION	  1
 #define MACHINE_MAX_PROCS 256 /* slots, host included: 8 bits of an owner cookie */
@@ -57,7 +70,8 @@
  * bits 62 and 63 to FILE and FOREIGN; core/uffd keeps its region cookies below bit 54). */
 #define MACHINE_OWNER_SLOT_SHIFT 54
 #define MACHINE_OWNER_SLOT_MASK	 (0xffULL << MACHINE_OWNER_SLOT_SHIFT)
-#define MACHINE_OWNER_SLOT(o)	 ((unsigned)(((o)&MACHINE_OWNER_SLOT_MASK) >> MACHINE_OWNER_SLOT_SHIFT))
+#define MACHINE_OWNER_SLOT(o)                                                                      \
+	((unsigned)(((o)&MACHINE_OWNER_SLOT_MASK) >> MACHINE_OWNER_SLOT_SHIFT))
 #define MACHINE_OWNER_WITH_SLOT(o, s)                                                              \
 	(((o) & ~MACHINE_OWNER_SLOT_MASK) | ((uint64_t)(s) << MACHINE_OWNER_SLOT_SHIFT))
 
@@ -66,6 +80,7 @@ enum machine_slot_state {
 	MACHINE_SLOT_LIVE,    /* attached and serving its mailbox */
 	MACHINE_SLOT_EXITING, /* said goodbye (exit, detach); the host releases its frames */
 	MACHINE_SLOT_DEAD,    /* the host found the process gone; releasing its frames */
+	MACHINE_SLOT_TAKING,  /* being filled by its new process (pid first), not yet LIVE */
 };
 
 /* One request to a process's agent. */
@@ -74,14 +89,20 @@ enum machine_req_op {
 	MACHINE_REQ_WRITEOUT = 2, /* (to the host) start writeback of dirty page-cache frame `from` */
 };
 
+/* Requests are tagged: a request is pending while req_seq is odd, and req_seq is its tag. The
+ * agent takes it by moving req_seq from the tag to tag + 1 (compare-and-swap), a requester that
+ * gives up withdraws it by the same move: exactly one of them wins. An answer carries the tag it
+ * answers in the same word as the result, so a late answer to a withdrawn request can never be
+ * taken for the answer to a later one. */
 struct machine_mailbox {
 	pthread_mutex_t lock; /* robust, pshared: one requester at a time */
-	uint32_t req_seq;     /* futex: bumped by a requester, waited on by the agent */
-	uint32_t resp_seq;    /* futex: bumped by the agent, waited on by the requester */
+	uint32_t req_seq;     /* futex: odd = request `req_seq` pending; the agent waits on it */
+	uint32_t resp_seq;    /* futex: bumped by every answer; the requester waits on it */
+	uint32_t claimed;     /* tag of the request the agent took last */
 	uint32_t op;
 	uint32_t from, to;
-	int32_t rc;
 	uint64_t owner;
+	uint64_t answer;   /* tag << 32 | (uint32_t)rc of the last answer */
 	int32_t requester; /* pid, for stall reports ("waited on a page of pid N") */
 };
 
@@ -104,19 +125,20 @@ struct machine_hdr {
 	uint32_t hdr_size; /* sizeof(struct machine_hdr): a mismatch means another build */
 	uint64_t seg_size;
 	int32_t host_pid;
-	uint32_t tainted;	/* the model could not be repaired after a death: stop using it */
-	uint64_t repairs;	/* times the lock was found EOWNERDEAD and the model repaired */
-	uint64_t reaped;	/* processes whose frames were released after they were gone */
-	uint64_t alloc_off;	/* bump allocator: next free byte */
-	uint64_t alloc_end;	/* ... up to here (then the arena) */
-	uint64_t arena_off;	/* page-cache data arena: pool_bytes, 4 KiB aligned */
+	uint32_t tainted;   /* the model could not be repaired after a death: stop using it */
+	uint64_t base;	    /* MACHINE_BASE of the host's build: a mismatch is another build */
+	uint64_t repairs;   /* times the lock was found EOWNERDEAD and the model repaired */
+	uint64_t reaped;    /* processes whose frames were released after they were gone */
+	uint64_t alloc_off; /* bump allocator: next free byte */
+	uint64_t alloc_end; /* ... up to here (then the arena) */
+	uint64_t arena_off; /* page-cache data arena: pool_bytes, 4 KiB aligned */
 	uint64_t arena_len;
-	uint64_t mm_off;	/* the struct mm (0 until the host created it) */
-	uint64_t waitq_off;	/* struct waitq of writeback waits (shared futexes) */
+	uint64_t mm_off;	 /* the struct mm (0 until the host created it) */
+	uint64_t waitq_off;	 /* struct waitq of writeback waits (shared futexes) */
 	pthread_mutex_t mm_lock; /* robust, pshared */
-	uint32_t nslots_live;
+	uint32_t nslots_live;	 /* slots 1.. not FREE (taken by take, given back by reap) */
 	uint32_t pad0;
-	char config[4096];	/* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
+	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];
 };
 
@@ -128,6 +150,9 @@ struct machine {
 	/* EOWNERDEAD: repair the model (called with the lock held). 0: repaired; <0: taint. */
 	int (*repair)(void *arg);
 	void *repair_arg;
+	/* Host only (machine_reap): a pidfd per slot, and the slot generation it was opened for. */
+	int pidfd[MACHINE_MAX_PROCS];
+	uint32_t pidfd_gen[MACHINE_MAX_PROCS];
 };
 
 struct machine_config {
@@ -137,8 +162,7 @@ struct machine_config {
 };
 
 /* Host: create the segment and map it at MACHINE_BASE. *out is filled in the caller's storage. */
-int machine_create(const struct machine_config *cfg, struct machine *out, char *err,
-		   size_t errlen);
+int machine_create(const struct machine_config *cfg, struct machine *out, char *err, size_t errlen);
 /* Host: unmap and close (attached processes keep their mappings: the memory lives until the
  * last one is gone). */
 void machine_destroy(struct machine *m);
@@ -148,7 +172,8 @@ void machine_rendezvous(const struct machine *m, char *buf, size_t len);
 /* Attach to the machine named by a THPEMU_MACHINE value. -ENOENT (host gone), -EEXIST (the
  * address is taken in this process), -EPROTO (another build or version). */
 int machine_attach(const char *rendezvous, struct machine *out, char *err, size_t errlen);
-/* A fork child: the mapping was inherited; take a fresh struct machine for it (no descriptor). */
+/* A fork child: the mapping was inherited; take a fresh struct machine for it (no descriptor).
+ * Descriptors inherited from a host (memfd, pidfds) are close-on-exec and left alone. */
 void machine_forked_child(struct machine *m);
 void machine_detach(struct machine *m);
 
@@ -161,14 +186,16 @@ void *machine_arena(const struct machine *m);
 void *machine_at(const struct machine *m, uint64_t off); /* NULL for 0 */
 uint64_t machine_off(const struct machine *m, const void *p);
 
-/* The mm lock (robust). EOWNERDEAD runs m->repair; a repair that fails taints the machine. */
+/* The mm lock (robust). EOWNERDEAD runs m->repair (none set: nothing to repair); a repair that
+ * fails taints the machine. The lock stays usable either way. */
 void machine_lock(struct machine *m);
 void machine_unlock(struct machine *m);
 bool machine_tainted(const struct machine *m);
 
 /* Take a slot for the calling process (pid, ppid, comm from /proc). Returns 1.., or -ENOSPC. */
 int machine_slot_take(struct machine *m);
-/* The process is leaving (exit, detach): the host releases the slot's frames. */
+/* The process is leaving (exit, detach): the host releases the slot's frames. Stop the slot's
+ * agent first. */
 void machine_slot_leave(struct machine *m, int slot);
 const struct machine_slot *machine_slot(const struct machine *m, int slot);
 
@@ -178,7 +205,8 @@ const struct machine_slot *machine_slot(const struct machine *m, int slot);
 int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
 		    uint32_t to, uint64_t timeout_ns);
 /* Agent side: wait for a request to `slot` (at most timeout_ns; 0 = forever). Returns true with
- * the request in *op/*owner/*from/*to, false on timeout or when *stop became nonzero. */
+ * the request in *op, *owner, *from, *to, false on timeout, when *stop became nonzero or when the
+ * slot is no longer LIVE. Every request taken is answered with machine_serve_done. */
 bool machine_serve_wait(struct machine *m, int slot, const uint32_t *stop, uint64_t timeout_ns,
 			uint32_t *op, uint64_t *owner, uint32_t *from, uint32_t *to);
 void machine_serve_done(struct machine *m, int slot, int rc);
@@ -189,6 +217,7 @@ void machine_serve_kick(struct machine *m, int slot);
  * with -ENOENT, call release(arg, slot) (the host frees its frames) and free the slot. Returns
  * the number reaped. Call periodically (the host's keeper thread). */
 unsigned machine_reap(struct machine *m, void (*release)(void *arg, int slot), void *arg);
+/* Slots 1.. in state LIVE (attached processes; the host is not counted). */
 unsigned machine_nr_live(const struct machine *m);
 
 #endif

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,6 +53,12 @@ struct uffdio_move {
 #endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
 #endif
 
 #ifndef PAGEMAP_SCAN
@@ -186,6 +193,7 @@ static inline int sys_getpid(void)
 	return (int)sys_call0(SYS_getpid);
 }
 
+/* Futexes private to this process (cheaper: no lookup of the backing object). */
 static inline int sys_futex_wait(uint32_t *uaddr, uint32_t val, const void *timeout)
 {
 	return (int)sys_call4(SYS_futex, uaddr, 128 /* FUTEX_WAIT_PRIVATE */, val, timeout);
@@ -194,6 +202,44 @@ static inline int sys_futex_wait(uint32_t *uaddr, uint32_t val, const void *time
 static inline int sys_futex_wake(uint32_t *uaddr, int nr)
 {
 	return (int)sys_call3(SYS_futex, uaddr, 129 /* FUTEX_WAKE_PRIVATE */, nr);
+}
+
+static inline int sys_getppid(void)
+{
+	return (int)sys_call0(SYS_getppid);
+}
+
+static inline int sys_openat(int dirfd, const char *path, int flags, unsigned mode)
+{
+	return (int)sys_call4(SYS_openat, dirfd, path, flags, mode);
+}
+
+/* struct stat is the kernel's on x86_64 and on the asm-generic architectures. */
+static inline int sys_fstat(int fd, struct stat *st)
+{
+	return (int)sys_call2(SYS_fstat, fd, st);
+}
+
+static inline int sys_ftruncate(int fd, long len)
+{
+	return (int)sys_call2(SYS_ftruncate, fd, len);
+}
+
+static inline int sys_memfd_create(const char *name, unsigned flags)
+{
+	return (int)sys_call2(SYS_memfd_create, name, flags);
+}
+
+/* A descriptor of process pid (Linux 5.3+); readable (POLLIN) once it has exited. */
+static inline int sys_pidfd_open(int pid, unsigned flags)
+{
+	return (int)sys_call2(SYS_pidfd_open, pid, flags);
+}
+
+/* ppoll(2) without a signal mask; timeout is a struct timespec * (NULL: forever). */
+static inline int sys_ppoll(void *fds, unsigned long nfds, const void *timeout)
+{
+	return (int)sys_call4(SYS_ppoll, fds, nfds, timeout, NULL);
 }
 
 /* The same on a word other processes map too: without FUTEX_PRIVATE_FLAG the kernel keys the
