@@ -198,7 +198,7 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 	struct io_env env = {
 	    .mm = h->mm, .wq = h->wq, .stats = &h->io_stats, .arena = machine_arena(&h->m)};
 	struct io_config ic;
-	char err[320] = "";
+	char err[320] = "", why[640] = "";
 	int rc;
 
 	if (!cfg->device_spec[0] && !cfg->dirty_spec[0])
@@ -206,7 +206,7 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 	io_config_of(cfg, &ic);
 	rc = io_create(&ic, &env, &h->io, err, sizeof(err));
 	if (rc < 0 && ic.dir[0]) {
-		snprintf(h->io_stats.note, sizeof(h->io_stats.note),
+		snprintf(why, sizeof(why),
 			 "device %.200s unusable (%.200s): the in-process device model stands in",
 			 ic.dir, err);
 		ic.dir[0] = '\0';
@@ -215,12 +215,14 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 	if (rc == 0)
 		rc = io_start(h->io);
 	if (rc < 0) {
-		snprintf(h->io_stats.note, sizeof(h->io_stats.note),
-			 "io could not start (%.200s): no dirtier, no writeback",
+		snprintf(why, sizeof(why), "io could not start (%.200s): no dirtier, no writeback",
 			 err[0] ? err : strerror(-rc));
 		io_destroy(h->io);
 		h->io = NULL;
 	}
+	if (why[0]) /* the note keeps its head */
+		snprintf(h->io_stats.note, sizeof(h->io_stats.note), "%.*s",
+			 (int)sizeof(h->io_stats.note) - 1, why);
 }
 
 /* ---- life cycle --------------------------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #endif
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
