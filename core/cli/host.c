@@ -204,6 +204,10 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 	if (!cfg->device_spec[0] && !cfg->dirty_spec[0])
 		return;
 	io_config_of(cfg, &ic);
+	if (ic.dev.kind == IO_DEV_PRESET && !ic.dir[0])
+		snprintf(why, sizeof(why),
+			 "no mount for device %s: the in-process device model stands in",
+			 ic.dev.model.name);
 	rc = io_create(&ic, &env, &h->io, err, sizeof(err));
 	if (rc < 0 && ic.dir[0]) {
 		snprintf(why, sizeof(why),
@@ -223,6 +227,8 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 	if (why[0]) /* the note keeps its head */
 		snprintf(h->io_stats.note, sizeof(h->io_stats.note), "%.*s",
 			 (int)sizeof(h->io_stats.note) - 1, why);
+	if (why[0] && cfg->log != CONFIG_LOG_QUIET)
+		fprintf(stderr, "thpemu: %s\n", why);
 }
 
 /* ---- life cycle --------------------------------------------------------------------------------- */

@@ -433,8 +433,20 @@ static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char 
 	struct mm_config mc = {.pool_bytes = lv->cfg.pool_bytes, .policy = lv->cfg.policy};
 	int rc;
 
-	if (lv->cfg.machine[0]) /* one machine for the whole run: the host made the pool */
-		return uffd_machine_join(lv, parent, err, errlen);
+	if (lv->cfg.machine[0]) { /* one machine for the whole run: the host made the pool */
+		char why[400] = "", msg[600];
+
+		rc = uffd_machine_join(lv, parent, why, sizeof(why));
+		if (rc == 0)
+			return 0;
+		/* e.g. in a new user namespace, whose processes may not open the host's memfd:
+		 * a pool of its own still manages the process */
+		snprintf(msg, sizeof(msg), "%s: this process has a pool of its own", why);
+		uffd_note(lv, msg);
+		if (lv->cfg.log >= CONFIG_LOG_INFO)
+			fprintf(stderr, "thpemu: %s\n", msg);
+		lv->cfg.machine[0] = '\0';
+	}
 	lv->env.ops = &uffd_env_ops;
 	lv->env.priv = lv;
 	rc = mm_create(&mc, &lv->env, &lv->mm, err, errlen);

@@ -5,3 +5,8 @@ set_target_properties(live_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BIN
 target_link_libraries(live_bench PRIVATE Threads::Threads)
 thpemu_add_test(NAME perf/live_bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/live_bench.sh
                 LABELS perf needs-uffd needs-root TIMEOUT 1200)
+
+# Shared machine: first-touch service of 1, 2 and 4 processes on one machine, as ratios to the
+# same processes each with a pool of its own (tests/perf/machine_bench.sh).
+thpemu_add_test(NAME perf/machine_bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/machine_bench.sh
+                LABELS perf needs-uffd needs-root TIMEOUT 1200)
