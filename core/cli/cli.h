@@ -69,6 +69,9 @@ unsigned cli_tmpdir_sweep(const char *prefix);
 /* Remove a directory tree in-process (no shell, no symbolic link followed, no mount crossed).
  * 0, or -errno of the first failure (what could be removed is). */
 int cli_rmtree(const char *dir);
+/* Field 22 (starttime: clock ticks since boot) and field 3 (state) of /proc/PID/stat; 0, or
+ * -ENOENT: no such process. */
+int cli_proc_start(long pid, unsigned long long *start, char *state);
 /* Is path a mount point (listed in /proc/self/mountinfo)? */
 bool cli_is_mounted(const char *path);
 /* Detach the mount at path: umount2 MNT_DETACH, else fusermount3 -u -z (without root). */

@@ -5,8 +5,9 @@
  * process of the program at a private run directory where each keeps its statistics in a
  * MAP_SHARED file, runs the command, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to it, and
  * finally merges the processes' statistics into one report, whatever happened to them (_exit,
- * a crash or a kill leave their last counters behind). The exit status is the program's, or
- * 128 + signal if it was killed.
+ * a crash or a kill leave their last counters behind), with a summary of each process (pid,
+ * ppid, name, how it ended, its faults, latency and stalls; a pid that exec'd is one process). The
+ * exit status is the program's, or 128 + signal if it was killed.
  *
  * Options are table-driven: the THPEMU_* table of core/config supplies most of them, and
  * run_opts[] below the launcher's own.
@@ -47,7 +48,8 @@ struct run_ctx {
 	struct run_stalls stalls;
 	char **cmd; /* the program and its arguments */
 	char run_dir[PATH_MAX];
-	pid_t child;
+	pid_t child;	  /* the process run_child started */
+	int child_status; /* its wait status */
 	struct run_host host; /* the program tree's one machine */
 	bool hosting;
 	char machine_json[400];
@@ -338,10 +340,12 @@ static int run_child(struct run_ctx *rc)
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	forward_to = pid;
+	rc->child = pid;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -1;
 	forward_to = 0;
+	rc->child_status = status;
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
@@ -363,41 +367,219 @@ static int read_stats(const char *path, struct uffd_stats *st)
 	return 0;
 }
 
-/* Merge every DIR/PID.stats; unlink them and the directory. */
-static void collect(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog)
-{
-	DIR *d = opendir(rc->run_dir);
-	struct uffd_stats *st = calloc(1, sizeof(*st));
-	struct dirent *de;
-	char path[PATH_MAX + 300];
+/* A statistics file of the run directory: DIR/PID.stats (the last program of process PID) or
+ * DIR/PID.eN.stats (its earlier programs, N counting up; or an earlier process with that pid,
+ * whose exit hook ran). */
+struct stats_file {
+	int pid;   /* from the name; a name of another form: negative, a group of its own */
+	int order; /* N of PID.eN.stats; INT_MAX for PID.stats */
+	char name[48];
+};
 
-	memset(total, 0, sizeof(*total));
-	obs_faults_init(&total->faults);
-	while (d && st && (de = readdir(d))) {
-		if (!strstr(de->d_name, ".stats"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", rc->run_dir, de->d_name);
-		if (read_stats(path, st) == 0) {
-			if (st->state == UFFD_PROC_EXECED) {
-				/* the same process before it exec'd: its work counts, it does not
-				 */
-				uffd_stats_merge(total, st);
-				if (!total->note[0])
-					memcpy(total->note, st->note, sizeof(total->note));
-			} else if (st->state == UFFD_PROC_UNMANAGED) {
-				prog->unmanaged++;
-				if (!total->note[0])
-					memcpy(total->note, st->note, sizeof(total->note));
-			} else {
-				prog->processes++;
-				prog->no_clean_exit += st->state != UFFD_PROC_EXITED;
-				uffd_stats_merge(total, st);
-			}
+static int by_pid_order(const void *x, const void *y)
+{
+	const struct stats_file *a = x, *b = y;
+
+	if (a->pid != b->pid)
+		return (a->pid > b->pid) - (a->pid < b->pid);
+	return (a->order > b->order) - (a->order < b->order);
+}
+
+/* A decimal number of at most 9 digits at s; its end in *end. -1 if none. */
+static int small_number(const char *s, const char **end)
+{
+	int v = 0, n = 0;
+
+	while (s[n] >= '0' && s[n] <= '9' && n < 9)
+		v = v * 10 + (s[n++] - '0');
+	*end = s + n;
+	return n ? v : -1;
+}
+
+static void parse_stats_name(struct stats_file *f, int unparsed)
+{
+	const char *p;
+
+	f->pid = small_number(f->name, &p);
+	f->order = INT_MAX;
+	if (f->pid >= 0 && p[0] == '.' && p[1] == 'e') {
+		f->order = small_number(p + 2, &p);
+		if (f->order < 0)
+			f->pid = -1;
+	}
+	if (f->pid < 0 || strcmp(p, ".stats") != 0) {
+		f->pid = -1 - unparsed; /* read on its own */
+		f->order = INT_MAX;
+	}
+}
+
+/* Every *.stats file of the run directory, sorted by pid and program order. */
+static struct stats_file *list_stats(const char *dir, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct stats_file *v = NULL;
+	struct dirent *de;
+	size_t cap = 0;
+
+	*n = 0;
+	while (d && (de = readdir(d))) {
+		if (!strstr(de->d_name, ".stats") || strlen(de->d_name) >= sizeof(v->name))
+			continue; /* not a record (a longer name is none of the library's) */
+		if (*n == cap) {
+			struct stats_file *p = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+
+			if (!p)
+				break;
+			v = p;
 		}
-		unlink(path);
+		snprintf(v[*n].name, sizeof(v->name), "%s", de->d_name);
+		parse_stats_name(&v[*n], (int)*n);
+		(*n)++;
 	}
 	if (d)
 		closedir(d);
+	if (*n)
+		qsort(v, *n, sizeof(*v), by_pid_order);
+	return v;
+}
+
+static uint64_t timespec_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Is the process of this record still alive: its pid is taken by a live process that started
+ * before the record was made (a later one reused the pid)? /proc counts from boot, suspends
+ * included; the record's clock is CLOCK_MONOTONIC. */
+static bool still_running(const struct uffd_stats *st)
+{
+	unsigned long long start;
+	long tck = sysconf(_SC_CLK_TCK);
+	uint64_t tick, offset;
+	char state;
+
+	if (st->pid <= 0 || tck <= 0 || cli_proc_start(st->pid, &start, &state) < 0 ||
+	    state == 'Z' || state == 'X')
+		return false;
+	tick = 1000000000ULL / (uint64_t)tck;
+	offset = timespec_ns(CLOCK_BOOTTIME) - timespec_ns(CLOCK_MONOTONIC);
+	return start * tick <= st->start_mono_ns + offset + tick;
+}
+
+/* One process being gathered: its programs' records merged as the total merges them. */
+struct proc_acc {
+	struct uffd_stats *acc;
+	unsigned programs; /* records merged so far (0: none open) */
+	int32_t first_ppid;
+	char first_comm[16];
+};
+
+static void proc_open(struct proc_acc *pa, const struct uffd_stats *st)
+{
+	memset(pa->acc, 0, sizeof(*pa->acc));
+	obs_faults_init(&pa->acc->faults);
+	pa->programs = 0;
+	pa->first_ppid = st->ppid;
+	memcpy(pa->first_comm, st->comm, sizeof(pa->first_comm));
+	pa->first_comm[sizeof(pa->first_comm) - 1] = '\0';
+}
+
+/* Add one program's record (its counters unless it ran unmanaged: the total leaves those out
+ * too, so the processes' faults add up to the total's). */
+static void proc_add(struct proc_acc *pa, const struct uffd_stats *st)
+{
+	struct uffd_stats *a = pa->acc;
+
+	if (st->state != UFFD_PROC_UNMANAGED)
+		uffd_stats_merge(a, st);
+	a->pid = st->pid;
+	a->start_mono_ns = st->start_mono_ns;
+	memcpy(a->exe, st->exe, sizeof(a->exe));
+	memcpy(a->comm, st->comm, sizeof(a->comm));
+	memcpy(a->cmdline, st->cmdline, sizeof(a->cmdline));
+	pa->programs++;
+}
+
+/* The process's summary, its last program's record in state (or EXECED: none came after). */
+static void proc_close(const struct run_ctx *rc, struct proc_acc *pa, uint32_t state,
+		       struct uffd_proc_list *procs)
+{
+	struct uffd_proc_summary p;
+
+	uffd_proc_summarise(&p, pa->acc);
+	p.ppid = pa->first_ppid;
+	p.execs = pa->programs - 1;
+	if (p.execs)
+		memcpy(p.exec_from, pa->first_comm, sizeof(p.exec_from));
+	if (state == UFFD_PROC_EXITED)
+		p.end = UFFD_END_exited;
+	else if (state == UFFD_PROC_UNMANAGED)
+		p.end = UFFD_END_unmanaged;
+	else if (state == UFFD_PROC_EXECED)
+		p.end = UFFD_END_exec_unseen;
+	else if (p.pid == rc->child && WIFSIGNALED(rc->child_status)) {
+		p.end = UFFD_END_killed;
+		p.signal = WTERMSIG(rc->child_status);
+	} else
+		p.end = still_running(pa->acc) ? UFFD_END_running : UFFD_END_no_clean_exit;
+	uffd_procs_add(procs, &p);
+	pa->programs = 0;
+}
+
+/* Merge one record into the total. */
+static void merge_total(const struct uffd_stats *st, struct uffd_stats *total,
+			struct uffd_program_info *prog)
+{
+	if (st->state == UFFD_PROC_EXECED) {
+		/* the same process before it exec'd: its work counts, it does not */
+		uffd_stats_merge(total, st);
+		if (!total->note[0])
+			memcpy(total->note, st->note, sizeof(total->note));
+	} else if (st->state == UFFD_PROC_UNMANAGED) {
+		prog->unmanaged++;
+		if (!total->note[0])
+			memcpy(total->note, st->note, sizeof(total->note));
+	} else {
+		prog->processes++;
+		prog->no_clean_exit += st->state != UFFD_PROC_EXITED;
+		uffd_stats_merge(total, st);
+	}
+}
+
+/* Merge every DIR/PID.stats into the total and summarise each process (a pid's programs in
+ * exec order: the records of one pid up to one not EXECED are one process); unlink them. */
+static void collect(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog,
+		    struct uffd_proc_list *procs)
+{
+	struct uffd_stats *st = calloc(1, sizeof(*st));
+	struct proc_acc pa = {.acc = calloc(1, sizeof(*pa.acc))};
+	char path[PATH_MAX + 300];
+	size_t n;
+	struct stats_file *files = list_stats(rc->run_dir, &n);
+
+	memset(total, 0, sizeof(*total));
+	obs_faults_init(&total->faults);
+	for (size_t i = 0; st && pa.acc && i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", rc->run_dir, files[i].name);
+		if (read_stats(path, st) == 0) {
+			merge_total(st, total, prog);
+			if (!pa.programs)
+				proc_open(&pa, st);
+			proc_add(&pa, st);
+			if (st->state != UFFD_PROC_EXECED)
+				proc_close(rc, &pa, st->state, procs);
+		}
+		unlink(path);
+		/* a pid whose last record is EXECED exec'd a program that left none */
+		if (pa.programs && (i + 1 == n || files[i + 1].pid != files[i].pid))
+			proc_close(rc, &pa, UFFD_PROC_EXECED, procs);
+	}
+	uffd_procs_finish(procs);
+	free(files);
+	free(pa.acc);
 	free(st);
 	rmdir(rc->run_dir);
 }
@@ -492,6 +674,7 @@ static int run_main(int argc, char **argv)
 {
 	struct run_ctx rc = {.child = -1, .dev = {.pid = -1, .status = -1}};
 	struct uffd_program_info prog = {0};
+	struct uffd_proc_list procs;
 	struct uffd_stats *total;
 	char err[1024];
 	uint64_t t0;
@@ -520,13 +703,17 @@ static int run_main(int argc, char **argv)
 	if (rc.hosting) /* its writeback ends while the device is still there */
 		run_host_stop(&rc.host, 1000000000ULL);
 	run_device_stop(&rc.dev);
-	run_stalls_collect(rc.run_dir, &rc.stalls);
 	prog.argv = rc.cmd;
 	prog.exit_status = status;
 	total = calloc(1, sizeof(*total));
-	if (!total)
+	if (!total || uffd_procs_init(&procs, 0) < 0) {
+		cli_rmtree(rc.run_dir);
+		free(total);
 		return status < 0 ? 1 : status;
-	collect(&rc, total, &prog);
+	}
+	collect(&rc, total, &prog, &procs);
+	prog.procs = &procs;
+	run_stalls_collect(rc.run_dir, &rc.stalls, &procs); /* whose stalls: pid and comm */
 	if (rc.hosting)
 		stop_host(&rc, total, &prog);
 	cli_rmtree(rc.run_dir); /* what collect did not take: the owner record, stray files */
@@ -535,6 +722,7 @@ static int run_main(int argc, char **argv)
 			 " no process was managed (a static or setuid binary ignores LD_PRELOAD)");
 	write_report(&rc, total, &prog);
 	free(total);
+	uffd_procs_free(&procs);
 	run_stalls_free(&rc.stalls);
 	free(rc.dev.stats_json);
 	return status < 0 ? 1 : status;

@@ -11,6 +11,8 @@
  *                the stall groups with the emulated kernel's and the program's stacks
  *   vmstat       per series means (and B - A)
  *   runs         every run with its outcome
+ *   processes    each run's processes (thpemu run), busiest first; with a comparison, the
+ *                programs (comm) of both sides in the summary
  *   config       what produced it
  * A few lines of inline script only check, after load, that every plot was drawn, and record it
  * in <body data-rendered> (the integration test reads that in headless Chromium).
@@ -500,6 +502,38 @@ static void num(FILE *f, double v, int dec)
 		fprintf(f, "<td class=\"n\">%.*f</td>", dec, v);
 }
 
+/* The programs (comm) of the runs' processes on each side. */
+static void summary_comms(FILE *f, const struct cmp_result *c)
+{
+	size_t shown = c->ncomm < RD_PROCS_SHOWN ? c->ncomm : RD_PROCS_SHOWN;
+
+	if (!c->ncomm)
+		return;
+	fputs("<h3>Programs (processes by comm), mean per run</h3><table><tr><th>comm</th><th>A "
+	      "processes</th><th>A faults</th><th>A p50 us</th><th>B processes</th><th>B faults"
+	      "</th><th>B p50 us</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < shown; i++) {
+		const struct cmp_comm *m = &c->comm[i];
+
+		fputs("<tr><td>", f);
+		esc(f, m->comm);
+		fputs("</td>", f);
+		for (int sd = 0; sd < 2; sd++) {
+			num(f, m->procs[sd], 2);
+			num(f, m->faults[sd], 1);
+			num(f, m->p50_us[sd], 1);
+		}
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>", f);
+	if (c->ncomm > shown)
+		fprintf(f, "<p class=\"note\">%zu more programs</p>", c->ncomm - shown);
+	fputs("<p class=\"note\">p50: the median of the processes' p50 fault latencies, weighted "
+	      "by their faults.</p>\n",
+	      f);
+}
+
 static void summary_cmp(FILE *f, const struct cmp_result *c)
 {
 	fputs("<table><tr><th>metric</th><th>A: ", f);
@@ -561,6 +595,7 @@ static void summary_cmp(FILE *f, const struct cmp_result *c)
 			fputs("<td>-</td><td>-</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
+	summary_comms(f, c);
 }
 
 static void summary_series(FILE *f, const struct rd_run *runs, size_t n, const struct series *s,
@@ -659,14 +694,137 @@ static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 	fputs("</table>\n", f);
 }
 
+/* Busiest first: more faults, then the lower pid (entries without numbers last). */
+static int by_faults(const void *x, const void *y)
+{
+	json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+	double fa = rd_num(a, "faults.total"), fb = rd_num(b, "faults.total");
+	double pa = rd_num(a, "pid"), pb = rd_num(b, "pid");
+
+	fa = isnan(fa) ? -1 : fa;
+	fb = isnan(fb) ? -1 : fb;
+	if (fa != fb)
+		return fa < fb ? 1 : -1;
+	pa = isnan(pa) ? -1 : pa;
+	pb = isnan(pb) ? -1 : pb;
+	return (pa > pb) - (pa < pb);
+}
+
+static void str_cell(FILE *f, json_t *e, const char *key)
+{
+	fputs("<td>", f);
+	esc(f, json_string_value(json_object_get(e, key)));
+	fputs("</td>", f);
+}
+
+/* One run's processes (thpemu run's "processes"), the busiest RD_PROCS_SHOWN. */
+static void run_processes(FILE *f, const struct rd_run *r, bool open)
+{
+	json_t *arr = json_object_get(r->root, "processes");
+	size_t n = json_array_size(arr), shown = n < RD_PROCS_SHOWN ? n : RD_PROCS_SHOWN;
+	double omitted = rd_num(r->root, "program.processes_omitted");
+	json_t **v = malloc((n ? n : 1) * sizeof(*v));
+
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(arr, i);
+	qsort(v, n, sizeof(*v), by_faults);
+	fprintf(f, "<details%s><summary>", open ? " open" : "");
+	esc(f, r->source);
+	fprintf(f,
+		": %zu process%s</summary><table><tr><th>pid</th><th>ppid</th><th>comm</th>"
+		"<th>state</th><th>exec'd from</th><th>faults</th><th>huge %%</th><th>p50 us"
+		"</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th><th>"
+		"command</th></tr>\n",
+		n, n == 1 ? "" : "es");
+	for (size_t i = 0; i < shown; i++) {
+		double faults = rd_num(v[i], "faults.total");
+
+		fputs("<tr>", f);
+		num(f, rd_num(v[i], "pid"), 0);
+		num(f, rd_num(v[i], "ppid"), 0);
+		str_cell(f, v[i], "comm");
+		str_cell(f, v[i], "state");
+		str_cell(f, v[i], "exec_from");
+		num(f, faults, 0);
+		num(f, faults > 0 ? 100.0 * rd_num(v[i], "faults.huge") / faults : NAN, 1);
+		num(f, rd_num(v[i], "latency_us.p50"), 1);
+		num(f, rd_num(v[i], "latency_us.p99"), 1);
+		num(f, rd_num(v[i], "latency_us.max"), 1);
+		num(f, rd_num(v[i], "stalls.count"), 0);
+		num(f, rd_num(v[i], "stalls.total_ms"), 1);
+		fputs("<td class=\"src\">", f);
+		esc(f, json_string_value(json_object_get(v[i], "cmdline")));
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>", f);
+	if (n > shown || omitted > 0)
+		fprintf(f, "<p class=\"note\">%.0f more processes (the least busy)</p>",
+			(double)(n - shown) + (omitted > 0 ? omitted : 0));
+	fputs("</details>\n", f);
+	free(v);
+}
+
+static void processes_section(FILE *f, const struct rd_run *runs, size_t n)
+{
+	size_t shown = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (runs[i].root && json_array_size(json_object_get(runs[i].root, "processes")))
+			run_processes(f, &runs[i], shown++ == 0);
+	if (!shown)
+		fputs("<p>no per-process data (reports of thpemu run list their processes)</p>\n",
+		      f);
+}
+
 /* Stall groups of a series, merged over its runs by (cause, stacks). */
+#define SGROUP_WHO 4 /* processes named per group */
+
 struct sgroup {
 	char *key;
 	json_t *g; /* the first run's group: stacks and cause */
 	double total_ms;
 	uint64_t count;
 	unsigned runs;
+	json_t *who[SGROUP_WHO]; /* groups of distinct processes (thpemu run: pid, process) */
+	unsigned nwho, more_who;
 };
+
+/* Remember which process waited in gr (a process named by its name, or by pid without one). */
+static void sgroup_who(struct sgroup *sg, json_t *gr)
+{
+	json_t *pid = json_object_get(gr, "pid"), *proc = json_object_get(gr, "process");
+
+	if (!json_is_integer(pid))
+		return;
+	for (unsigned i = 0; i < sg->nwho; i++)
+		if (json_equal(json_object_get(sg->who[i], "process"), proc) &&
+		    (json_is_string(proc) || json_equal(json_object_get(sg->who[i], "pid"), pid)))
+			return;
+	if (sg->nwho < SGROUP_WHO)
+		sg->who[sg->nwho++] = gr;
+	else
+		sg->more_who++;
+}
+
+static void sgroup_who_html(FILE *f, const struct sgroup *sg)
+{
+	if (!sg->nwho)
+		return;
+	fputs(" &mdash; ", f);
+	for (unsigned i = 0; i < sg->nwho; i++) {
+		const char *proc = json_string_value(json_object_get(sg->who[i], "process"));
+
+		fputs(i ? ", " : "", f);
+		esc(f, proc ? proc : "?");
+		fprintf(f, " (pid %lld)",
+			(long long)json_integer_value(json_object_get(sg->who[i], "pid")));
+	}
+	if (sg->more_who)
+		fprintf(f, " and %u more", sg->more_who);
+	fputs(" waited", f);
+}
 
 static int cmp_sgroup(const void *x, const void *y)
 {
@@ -723,13 +881,14 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 					}
 					gs = p;
 				}
-				gs[ng++] = (struct sgroup){key, gr, 0, 0, 0};
+				gs[ng++] = (struct sgroup){.key = key, .g = gr};
 			} else {
 				free(key);
 			}
 			gs[k].total_ms += json_number_value(json_object_get(gr, "total_ms"));
 			gs[k].count += (uint64_t)json_integer_value(json_object_get(gr, "count"));
 			gs[k].runs++;
+			sgroup_who(&gs[k], gr);
 		}
 	}
 	fputs("<h3>", f);
@@ -748,6 +907,7 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 		esc(f, json_string_value(json_object_get(gr, "cause")));
 		fputs(" &mdash; ", f);
 		esc(f, json_string_value(json_object_get(gr, "function")));
+		sgroup_who_html(f, &gs[k]);
 		fputs("</summary>", f);
 		stack_pre(f, "emulated kernel (handler) stack",
 			  json_object_get(gr, "handler_stack"));
@@ -862,6 +1022,11 @@ int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_r
 	vmstat_table(f, runs, n, s, ns);
 	fputs("<h2>Runs</h2>\n", f);
 	runs_table(f, runs, n);
+	fputs("<h2>Processes</h2>\n<p class=\"note\">Each run's processes, busiest first: a "
+	      "process that exec'd is one row (its last program, its counters those of all its "
+	      "programs).</p>\n",
+	      f);
+	processes_section(f, runs, n);
 	fputs("<h2>Configuration</h2>\n", f);
 	config_section(f, runs, n, s, ns, o->config);
 	fprintf(f, "<p class=\"note\">thpemu %s</p>\n%s\n</body></html>\n", THPEMU_VERSION,

@@ -1,11 +1,12 @@
-/* What `thpemu report` prints of a run or a trace (see runs.h): a run's text summary, and the
- * mmtests fault lines ("fault <tid> <huge|base> <latency_us> <sec.usec>", as mmtests'
- * thpscale/thpcompact extractors read them), exact from a fault trace or reconstructed from a
- * run's latency histogram.
+/* What `thpemu report` prints of a run or a trace (see runs.h): a run's text summary (with its
+ * processes, busiest first, when there are several), and the mmtests fault lines ("fault <tid>
+ * <huge|base> <latency_us> <sec.usec>", as mmtests' thpscale/thpcompact extractors read them),
+ * exact from a fault trace or reconstructed from a run's latency histogram.
  */
 #include "cli/runs.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,74 @@ static void rd_memory_text(json_t *root, FILE *out)
 	fputc('\n', out);
 }
 
+/* Busiest first: more faults, then the lower pid (entries without numbers last). */
+static int by_faults(const void *x, const void *y)
+{
+	json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+	double fa = rd_num(a, "faults.total"), fb = rd_num(b, "faults.total");
+	double pa = rd_num(a, "pid"), pb = rd_num(b, "pid");
+
+	fa = isnan(fa) ? -1 : fa;
+	fb = isnan(fb) ? -1 : fb;
+	if (fa != fb)
+		return fa < fb ? 1 : -1;
+	pa = isnan(pa) ? -1 : pa;
+	pb = isnan(pb) ? -1 : pb;
+	return (pa > pb) - (pa < pb);
+}
+
+static const char *str_or(json_t *o, const char *key, const char *def)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : def;
+}
+
+/* The processes of a run report (thpemu run: "processes"), busiest first, when it has more
+ * than one. */
+static void rd_processes_text(json_t *root, FILE *out)
+{
+	json_t *arr = json_object_get(root, "processes");
+	size_t n = json_array_size(arr), shown;
+	double omitted = rd_num(root, "program.processes_omitted");
+	double more_faults = rd_num(root, "program.processes_omitted_faults");
+	json_t **v;
+
+	omitted = omitted > 0 ? omitted : 0;
+	more_faults = more_faults > 0 ? more_faults : 0;
+	if (n + omitted <= 1 || !(v = malloc(n * sizeof(*v))))
+		return;
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(arr, i);
+	qsort(v, n, sizeof(*v), by_faults);
+	shown = n < RD_PROCS_SHOWN ? n : RD_PROCS_SHOWN;
+	fprintf(out, "  processes, busiest first:\n  %8s %8s %-16s %-13s %9s %6s %9s %9s %7s %9s\n",
+		"pid", "ppid", "comm", "state", "faults", "huge%", "p50 us", "p99 us", "stalls",
+		"stall ms");
+	for (size_t i = 0; i < shown; i++) {
+		double f = rd_num(v[i], "faults.total"), h = rd_num(v[i], "faults.huge");
+		char e[2][64];
+
+		fprintf(out, "  %8.0f %8.0f %-16s %-13s %9.0f %6.1f %9.1f %9.1f %7.0f %9.1f\n",
+			rd_num(v[i], "pid"), rd_num(v[i], "ppid"),
+			text_escape(str_or(v[i], "comm", "?"), e[0], sizeof(e[0])),
+			text_escape(str_or(v[i], "state", "?"), e[1], sizeof(e[1])), f,
+			f > 0 ? 100.0 * h / f : 0.0, rd_num(v[i], "latency_us.p50"),
+			rd_num(v[i], "latency_us.p99"), rd_num(v[i], "stalls.count"),
+			rd_num(v[i], "stalls.total_ms"));
+	}
+	for (size_t i = shown; i < n; i++) {
+		double f = rd_num(v[i], "faults.total");
+
+		more_faults += f > 0 ? f : 0;
+	}
+	if (n - shown + omitted > 0)
+		fprintf(out, "  ... %.0f more process%s, %.0f faults\n",
+			(double)(n - shown) + omitted,
+			(double)(n - shown) + omitted == 1 ? "" : "es", more_faults);
+	free(v);
+}
+
 void rd_run_text(const struct rd_run *r, FILE *out)
 {
 	static const char *const cls[] = {"huge", "base", "both"};
@@ -148,4 +217,5 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 			cls[c], rd_num(r->root, p[0]), rd_num(r->root, p[1]), rd_num(r->root, p[2]),
 			rd_num(r->root, p[3]));
 	}
+	rd_processes_text(r->root, out);
 }

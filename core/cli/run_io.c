@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "uffd/uffd.h"
 #include "util/clock.h"
 
 #define READY_TIMEOUT_MS 15000
@@ -356,11 +357,28 @@ static void sort_groups(json_t *m)
 	json_object_set_new(m, "groups", sorted);
 }
 
-static void append_text(struct run_stalls *s, const char *pid, const char *txt, size_t n,
-			bool header)
+/* Say which process waited in each of its groups. */
+static void tag_groups(json_t *stalls, int pid, const char *comm)
 {
-	char head[64];
-	int h = header ? snprintf(head, sizeof(head), "# process %s\n", pid) : 0;
+	json_t *groups = json_object_get(stalls, "groups");
+
+	for (size_t i = 0; i < json_array_size(groups); i++) {
+		json_t *g = json_array_get(groups, i);
+
+		if (!json_is_object(g))
+			continue;
+		json_object_set_new(g, "pid", json_integer(pid));
+		json_object_set_new(g, "process", comm ? json_string(comm) : json_null());
+	}
+}
+
+static void append_text(struct run_stalls *s, const char *pid, const char *comm, const char *txt,
+			size_t n, bool header)
+{
+	char head[128];
+	int h = header ? snprintf(head, sizeof(head), "# process %s%s%s%s\n", pid, comm ? " (" : "",
+				  comm ? cli_esc(comm) : "", comm ? ")" : "")
+		       : 0;
 	char *nt = realloc(s->text, s->text_len + (size_t)h + n + 2);
 
 	if (!nt)
@@ -374,8 +392,10 @@ static void append_text(struct run_stalls *s, const char *pid, const char *txt, 
 
 /* One process's pair of files (base = DIR/PID). */
 static void collect_one(const char *dir, const char *pid, json_t *merged, struct run_stalls *s,
-			bool header)
+			bool header, const struct uffd_proc_list *procs)
 {
+	const struct uffd_proc_summary *p = uffd_procs_find(procs, atoi(pid));
+	const char *comm = p && p->comm[0] ? p->comm : NULL;
 	char path[PATH_MAX + 64], *txt;
 	json_t *j, *st;
 	size_t n;
@@ -384,6 +404,7 @@ static void collect_one(const char *dir, const char *pid, json_t *merged, struct
 	j = json_load_file(path, 0, NULL);
 	st = j ? json_object_get(j, "stalls") : NULL;
 	if (json_is_object(st)) {
+		tag_groups(st, atoi(pid), comm);
 		merge_stalls(merged, st);
 		s->processes++;
 		s->events += (unsigned long long)json_integer_value(json_object_get(st, "count"));
@@ -393,7 +414,7 @@ static void collect_one(const char *dir, const char *pid, json_t *merged, struct
 	snprintf(path, sizeof(path), "%s/%s.stalls.txt", dir, pid);
 	txt = slurp(path, 64 << 20, &n);
 	if (txt)
-		append_text(s, pid, txt, n, header);
+		append_text(s, pid, comm, txt, n, header);
 	free(txt);
 	unlink(path);
 }
@@ -409,7 +430,7 @@ static unsigned count_files(DIR *d)
 	return n;
 }
 
-void run_stalls_collect(const char *dir, struct run_stalls *s)
+void run_stalls_collect(const char *dir, struct run_stalls *s, const struct uffd_proc_list *procs)
 {
 	DIR *d = opendir(dir);
 	json_t *merged = json_object();
@@ -426,7 +447,7 @@ void run_stalls_collect(const char *dir, struct run_stalls *s)
 		dot = strchr(pid, '.');
 		if (dot)
 			*dot = '\0';
-		collect_one(dir, pid, merged, s, header);
+		collect_one(dir, pid, merged, s, header, procs);
 		rewinddir(d); /* files were removed: start over, the rest are still there */
 	}
 	if (d)

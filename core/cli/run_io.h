@@ -46,8 +46,11 @@ struct run_stalls {
 	unsigned long long events;
 };
 
-/* Read and remove DIR/PID.stalls.{json,txt} of every process. */
-void run_stalls_collect(const char *dir, struct run_stalls *s);
+struct uffd_proc_list;
+/* Read and remove DIR/PID.stalls.{json,txt} of every process. Each group of the merged JSON
+ * gets the process that waited: "pid", and "process" (its name in procs, when listed there);
+ * each process's text is headed by its pid and name when there are several. */
+void run_stalls_collect(const char *dir, struct run_stalls *s, const struct uffd_proc_list *procs);
 void run_stalls_free(struct run_stalls *s);
 
 #endif

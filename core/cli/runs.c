@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/text.h"
+
 const char *const rd_class_names[RD_NCLASS] = {"huge", "base", "both"};
 
 #define LAT(cls, q, h)                                                                             \
@@ -526,6 +528,139 @@ static int compare_vmstat(const struct rd_run *runs, size_t n, const char *la, c
 	return 0;
 }
 
+/* ---- programs: the runs' processes per comm ------------------------------------------------- */
+
+struct comm_obs {
+	size_t comm; /* index in c->comm */
+	int side;
+	double p50, faults;
+};
+
+static int by_comm_side_p50(const void *x, const void *y)
+{
+	const struct comm_obs *a = x, *b = y;
+
+	if (a->comm != b->comm)
+		return a->comm < b->comm ? -1 : 1;
+	if (a->side != b->side)
+		return a->side - b->side;
+	return (a->p50 > b->p50) - (a->p50 < b->p50);
+}
+
+static double comm_busy(const struct cmp_comm *c)
+{
+	return c->faults[0] > c->faults[1] ? c->faults[0] : c->faults[1];
+}
+
+static int by_busy_comm(const void *x, const void *y)
+{
+	const struct cmp_comm *a = x, *b = y;
+
+	if (comm_busy(a) != comm_busy(b))
+		return comm_busy(a) < comm_busy(b) ? 1 : -1;
+	return strcmp(a->comm, b->comm);
+}
+
+static size_t comm_index(struct cmp_result *c, const char *name)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t k = 0; k < c->ncomm; k++)
+			if (!strcmp(c->comm[k].comm, name))
+				return k;
+		if (c->ncomm < CMP_COMMS_MAX || pass)
+			break;
+		name = "(others)";
+	}
+	snprintf(c->comm[c->ncomm].comm, sizeof(c->comm->comm), "%s", name);
+	return c->ncomm++;
+}
+
+/* A number of a process entry that counts: finite and not negative, else 0. */
+static double entry_num(json_t *e, const char *path)
+{
+	double v = rd_num(e, path);
+
+	return isfinite(v) && v > 0 ? v : 0;
+}
+
+/* The median of a sorted run of observations, weighted by faults; NaN without faults. */
+static double weighted_median(const struct comm_obs *o, size_t n)
+{
+	double total = 0, seen = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += o[i].faults;
+	for (size_t i = 0; total > 0 && i < n; i++) {
+		seen += o[i].faults;
+		if (seen >= total / 2)
+			return o[i].p50;
+	}
+	return NAN;
+}
+
+static int compare_comms(const struct rd_run *runs, size_t n, const char *la, const char *lb,
+			 struct cmp_result *c)
+{
+	size_t nobs = 0, cap = 0, runs_side[2] = {c->runs_a, c->runs_b};
+	struct comm_obs *o;
+	bool several = false;
+
+	for (size_t i = 0; i < n; i++) {
+		int side;
+		size_t np = json_array_size(json_object_get(runs[i].root, "processes"));
+
+		if (counts(&runs[i], la, lb, &side)) {
+			cap += np;
+			several |= np > 1;
+		}
+	}
+	if (!several)
+		return 0;
+	c->comm = calloc(CMP_COMMS_MAX + 1, sizeof(*c->comm));
+	o = calloc(cap, sizeof(*o));
+	if (!c->comm || !o) {
+		free(o);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *arr = json_object_get(runs[i].root, "processes");
+		int side;
+
+		if (!counts(&runs[i], la, lb, &side))
+			continue;
+		for (size_t k = 0; k < json_array_size(arr); k++) {
+			json_t *e = json_array_get(arr, k);
+			const char *name = json_string_value(json_object_get(e, "comm"));
+			struct comm_obs *ob = &o[nobs++];
+			struct cmp_comm *cc;
+
+			ob->comm = comm_index(c, name ? name : "?");
+			ob->side = side;
+			ob->faults = entry_num(e, "faults.total");
+			ob->p50 = entry_num(e, "latency_us.p50");
+			cc = &c->comm[ob->comm];
+			cc->procs[side] += 1;
+			cc->faults[side] += ob->faults;
+		}
+	}
+	qsort(o, nobs, sizeof(*o), by_comm_side_p50);
+	for (size_t i = 0; i < c->ncomm; i++)
+		c->comm[i].p50_us[0] = c->comm[i].p50_us[1] = NAN;
+	for (size_t i = 0, j; i < nobs; i = j) {
+		for (j = i; j < nobs && o[j].comm == o[i].comm && o[j].side == o[i].side; j++)
+			;
+		c->comm[o[i].comm].p50_us[o[i].side] = weighted_median(&o[i], j - i);
+	}
+	for (size_t i = 0; i < c->ncomm; i++)
+		for (int sd = 0; sd < 2; sd++) {
+			c->comm[i].procs[sd] /= runs_side[sd] ? (double)runs_side[sd] : 1;
+			c->comm[i].faults[sd] /= runs_side[sd] ? (double)runs_side[sd] : 1;
+		}
+	qsort(c->comm, c->ncomm, sizeof(*c->comm), by_busy_comm);
+	free(o);
+	return 0;
+}
+
 int cmp_compute(const struct rd_run *runs, size_t n, const char *la, const char *lb,
 		unsigned resamples, uint64_t seed, struct cmp_result *c)
 {
@@ -560,6 +695,8 @@ int cmp_compute(const struct rd_run *runs, size_t n, const char *la, const char 
 		rc = compare_dist(runs, n, la, lb, k, &c->dist[k]);
 	if (rc == 0)
 		rc = compare_vmstat(runs, n, la, lb, c);
+	if (rc == 0)
+		rc = compare_comms(runs, n, la, lb, c);
 	return rc;
 }
 
@@ -571,6 +708,7 @@ void cmp_free(struct cmp_result *c)
 	}
 	free(c->m);
 	free(c->vm);
+	free(c->comm);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -586,6 +724,32 @@ static const char *fmt_num(double v, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.2f", v);
 	return buf;
+}
+
+/* The programs of the runs' processes, side by side. */
+static void cmp_comms_text(FILE *f, const struct cmp_result *c)
+{
+	size_t shown = c->ncomm < RD_PROCS_SHOWN ? c->ncomm : RD_PROCS_SHOWN;
+	char x[6][32], e[64];
+
+	if (!c->ncomm)
+		return;
+	fprintf(f, "\nPrograms (processes by comm), mean per run:\n");
+	fprintf(f, "%-16s %9s %10s %10s %9s %10s %10s\n", "comm", "A procs", "A faults", "A p50 us",
+		"B procs", "B faults", "B p50 us");
+	for (size_t i = 0; i < shown; i++) {
+		const struct cmp_comm *m = &c->comm[i];
+
+		fprintf(f, "%-16s %9s %10s %10s %9s %10s %10s\n",
+			text_escape(m->comm, e, sizeof(e)), fmt_num(m->procs[0], x[0], 32),
+			fmt_num(m->faults[0], x[1], 32), fmt_num(m->p50_us[0], x[2], 32),
+			fmt_num(m->procs[1], x[3], 32), fmt_num(m->faults[1], x[4], 32),
+			fmt_num(m->p50_us[1], x[5], 32));
+	}
+	if (c->ncomm > shown)
+		fprintf(f, "... %zu more programs\n", c->ncomm - shown);
+	fprintf(f, "p50: the median of the processes' p50 fault latencies, weighted by their "
+		   "faults.\n");
 }
 
 void cmp_text(FILE *f, const struct cmp_result *c)
@@ -646,6 +810,7 @@ void cmp_text(FILE *f, const struct cmp_result *c)
 	}
 	fprintf(f, "P(A>B): probability that a fault of A took longer than one of B (ties "
 		   "count half); '*': p < 0.05.\n");
+	cmp_comms_text(f, c);
 	if (c->nvm) {
 		fprintf(f, "\n%-32s %*s  %*s %12s\n", "vmstat, mean per run", wa, c->label_a,
 			wb + 1, c->label_b, "B - A");
@@ -740,6 +905,21 @@ void cmp_json(struct json_w *w, const struct cmp_result *c)
 		jw_obj_end(w);
 	}
 	jw_obj_end(w);
+	jw_arr_begin(w, "programs");
+	for (size_t i = 0; i < c->ncomm; i++) {
+		const struct cmp_comm *m = &c->comm[i];
+
+		jw_obj_begin(w, NULL);
+		jw_str(w, "comm", m->comm);
+		jw_dbl(w, "a_processes", m->procs[0], 2);
+		jw_dbl(w, "b_processes", m->procs[1], 2);
+		jw_dbl(w, "a_faults", m->faults[0], 2);
+		jw_dbl(w, "b_faults", m->faults[1], 2);
+		jw_dbl(w, "a_p50_us", m->p50_us[0], 3);
+		jw_dbl(w, "b_p50_us", m->p50_us[1], 3);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
 	jw_obj_begin(w, "vmstat");
 	for (size_t i = 0; i < c->nvm; i++) {
 		jw_obj_begin(w, c->vm[i].key);

@@ -117,6 +117,15 @@ struct cmp_vmstat {
 	double a, b; /* means over runs */
 };
 
+/* A program (comm) of the compared runs' processes, per side: means per run of its processes and
+ * their faults, and the median of its processes' p50 latencies weighted by their faults. */
+struct cmp_comm {
+	char comm[64];
+	double procs[2], faults[2], p50_us[2]; /* [0] A, [1] B; p50 NaN: no faults on that side */
+};
+
+#define CMP_COMMS_MAX 64 /* programs compared; the others are summed under "(others)" */
+
 struct cmp_result {
 	char label_a[160], label_b[160];
 	size_t runs_a, runs_b, failed_a, failed_b;
@@ -127,6 +136,8 @@ struct cmp_result {
 	size_t nvm;
 	unsigned resamples;
 	uint64_t seed;
+	struct cmp_comm *comm; /* busiest first; only when a run lists more than one process */
+	size_t ncomm;
 };
 
 /* Compare the runs labelled la (A, the baseline) and lb (B); warm-up and failed runs are left
@@ -142,7 +153,9 @@ void cmp_json(struct json_w *w, const struct cmp_result *c);
 /* ---- text (report_text.c) ---------------------------------------------------------------------
  */
 
-/* A run's summary: label, status, faults, stalls, latency percentiles. */
+#define RD_PROCS_SHOWN 20 /* processes a text or HTML table shows, the busiest */
+
+/* A run's summary: label, status, faults, stalls, latency percentiles, its processes. */
 void rd_run_text(const struct rd_run *r, FILE *out);
 /* mmtests fault lines reconstructed from a run's latency histogram: one per fault, thread 0,
  * time 0, the latency its bucket's upper edge. */

@@ -68,8 +68,7 @@ static ssize_t read_small(int dirfd, const char *name, char *buf, size_t len)
 	return n;
 }
 
-/* Field 22 (starttime) and field 3 (state) of /proc/PID/stat; -ENOENT: no such process. */
-static int proc_start(long pid, unsigned long long *start, char *state)
+int cli_proc_start(long pid, unsigned long long *start, char *state)
 {
 	char path[64], buf[1024], *p;
 	ssize_t n;
@@ -94,7 +93,7 @@ static int self_owner(struct owner *o)
 
 	memset(o, 0, sizeof(*o));
 	o->pid = getpid();
-	if (proc_start(o->pid, &o->start, &state) < 0)
+	if (cli_proc_start(o->pid, &o->start, &state) < 0)
 		return -ENOENT;
 	if (read_small(AT_FDCWD, "/proc/sys/kernel/random/boot_id", buf, sizeof(buf)) <= 0 ||
 	    sscanf(buf, "%39s", o->boot) != 1)
@@ -348,7 +347,7 @@ static bool maker_dead(int dirfd, const struct owner *self)
 		return true; /* made before the last boot */
 	if (strcmp(o.pidns, self->pidns))
 		return false; /* its pid means nothing here */
-	rc = proc_start(o.pid, &start, &state);
+	rc = cli_proc_start(o.pid, &start, &state);
 	if (rc == -ENOENT)
 		return true;
 	return rc == 0 && (start != o.start || state == 'Z' || state == 'X');

@@ -371,8 +371,7 @@ static void run_unmanaged(const char *why, bool quiet)
 			st->magic = UFFD_STATS_MAGIC;
 			st->version = UFFD_STATS_VERSION;
 			st->size = sizeof(*st);
-			st->pid = getpid();
-			st->ppid = getppid();
+			uffd_stats_identify(st);
 			st->state = UFFD_PROC_UNMANAGED;
 			snprintf(st->note, sizeof(st->note), " %s", why);
 			fwrite(st, sizeof(*st), 1, f);

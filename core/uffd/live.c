@@ -298,22 +298,29 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 	return 0;
 }
 
+void uffd_stats_identify(struct uffd_stats *st)
+{
+	ssize_t n;
+
+	st->pid = getpid();
+	st->ppid = getppid();
+	n = readlink("/proc/self/exe", st->exe, sizeof(st->exe) - 1);
+	st->exe[n > 0 ? n : 0] = '\0';
+	read_small_file("/proc/self/comm", st->comm, sizeof(st->comm), ' ');
+	read_small_file("/proc/self/cmdline", st->cmdline, sizeof(st->cmdline), ' ');
+}
+
 static void stats_init(struct uffd_live *lv)
 {
 	struct uffd_stats *st = lv->stats;
-	ssize_t n;
 
 	st->version = UFFD_STATS_VERSION;
 	st->size = sizeof(*st);
-	st->pid = getpid();
-	st->ppid = getppid();
+	uffd_stats_identify(st);
 	st->state = UFFD_PROC_RUNNING;
 	st->handlers = lv->nworkers;
 	st->pool_bytes = lv->cfg.pool_bytes;
 	st->start_mono_ns = clock_now_ns();
-	n = readlink("/proc/self/exe", st->exe, sizeof(st->exe) - 1);
-	st->exe[n > 0 ? n : 0] = '\0';
-	read_small_file("/proc/self/cmdline", st->cmdline, sizeof(st->cmdline), ' ');
 	mm_policy_format(&lv->cfg.policy, st->policy, sizeof(st->policy));
 	obs_faults_init(&st->faults);
 	__atomic_store_n(&st->magic, UFFD_STATS_MAGIC, __ATOMIC_RELEASE);

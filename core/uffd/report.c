@@ -1,7 +1,7 @@
 /* The live run report: JSON with the keys every thpemu report shares (obs/faults.h) plus a host
  * section (what the real machine did for the emulated decisions) and a program section, and a
  * short human summary. Also merging the statistics of several processes (exec'd children each
- * run their own emulator and pool).
+ * run their own emulator and pool); the per-process view is procs.c's.
  */
 #include "uffd/uffd_internal.h"
 
@@ -43,9 +43,10 @@ void uffd_stats_keep_previous(const char *dir, int pid)
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
+	/* a record whose exit hook ran is of an earlier process with this pid: kept as it is */
 	if (pread(fd, &head, offsetof(struct uffd_stats, exe), 0) ==
 		(ssize_t)offsetof(struct uffd_stats, exe) &&
-	    head.magic == UFFD_STATS_MAGIC && head.pid == pid &&
+	    head.magic == UFFD_STATS_MAGIC && head.pid == pid && head.state != UFFD_PROC_EXITED &&
 	    pwrite(fd, &state, sizeof(state), offsetof(struct uffd_stats, state)) < 0)
 		state = 0; /* a record we cannot mark is still kept: counted as a process */
 	sys_close(fd);
@@ -128,6 +129,11 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 	jw_u64(w, "processes", prog->processes);
 	jw_u64(w, "unmanaged_processes", prog->unmanaged);
 	jw_u64(w, "no_clean_exit", prog->no_clean_exit);
+	if (prog->procs) {
+		jw_u64(w, "processes_listed", prog->procs->n);
+		jw_u64(w, "processes_omitted", prog->procs->omitted);
+		jw_u64(w, "processes_omitted_faults", prog->procs->omitted_faults);
+	}
 	if (prog->machine_json)
 		jw_raw(w, "machine", prog->machine_json);
 	jw_obj_end(w);
@@ -332,6 +338,8 @@ int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats 
 	report_io(&w, cfg, st, prog);
 	report_host(&w, st);
 	report_memory(&w, st);
+	if (prog->procs)
+		uffd_report_procs_json(&w, prog->procs);
 	jw_obj_end(&w);
 	return jw_finish(&w);
 }
@@ -411,6 +419,8 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 					     st->io.err_other),
 			ms(st->io.throttle_ns), st->io.note[0] ? "; " : "", st->io.note);
 	report_memory_summary(f, &st->mem);
+	if (prog->procs)
+		uffd_report_procs_summary(f, prog->procs);
 	if (st->note[0])
 		fprintf(f, "thpemu: note:%s\n", st->note + 1);
 	if (prog->no_clean_exit)

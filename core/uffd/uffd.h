@@ -149,6 +149,7 @@ struct uffd_stats {
 	uint64_t start_mono_ns, last_update_mono_ns;
 	uint64_t pool_bytes;
 	char exe[256];
+	char comm[16];	    /* /proc/self/comm when the library started (the program's name) */
 	char cmdline[1024]; /* argv joined by spaces, truncated */
 	char policy[160];   /* canonical spec (mm_policy_format) */
 	char note[256];	    /* first warning (why unmanaged, pool exhausted, ...) */
@@ -180,8 +181,70 @@ static inline void uffd_stat_max(uint64_t *c, uint64_t v)
 void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src);
 /* A record DIR/PID.stats left by this pid's previous program (it exec'd) is kept as
  * DIR/PID.eN.stats in state EXECED, so that the new program's record does not erase what the
- * old one did (its counters, why the emulator stepped aside). */
+ * old one did (its counters, why the emulator stepped aside). A record in state EXITED is of
+ * an earlier process that had this pid (its exit hook ran: it did not exec): it is kept as it
+ * is, a process of its own. */
 void uffd_stats_keep_previous(const char *dir, int pid);
+/* Fill the record's identity from /proc/self: pid, ppid, exe, comm, cmdline. */
+void uffd_stats_identify(struct uffd_stats *st);
+
+/* ---- processes: the report's per-process view (procs.c) ------------------------------------ */
+
+/* How a process of the run ended, as far as `thpemu run` can tell. */
+#define UFFD_PROC_ENDS(X)                                                                          \
+	X(exited, "its exit hook ran: its counters are final")                                     \
+	X(no_clean_exit, "it ended without its exit hook (_exit, a crash, a signal)")              \
+	X(killed, "killed by a signal (the process thpemu run started: its wait status says so)")  \
+	X(running, "still running when the report was written")                                    \
+	X(unmanaged, "ran unmanaged (the library could not, or was told not to, manage it)")       \
+	X(exec_unseen, "exec'd a program that left no record (static, set-user-ID, no preload)")
+
+enum uffd_proc_end {
+#define UFFD_X_ENUM(name, help) UFFD_END_##name,
+	UFFD_PROC_ENDS(UFFD_X_ENUM)
+#undef UFFD_X_ENUM
+	    UFFD_END_NR
+};
+extern const char *const uffd_proc_end_names[];
+extern const char *const uffd_proc_end_help[];
+
+/* One process of the run as the report lists it, made by `thpemu run` from the statistics files
+ * once the program ended (never on the fault path). A pid that exec'd is one entry: its identity
+ * is its last program's, its counters those of every program it ran. */
+struct uffd_proc_summary {
+	int32_t pid, ppid;  /* ppid: its first program's parent */
+	uint32_t end;	    /* enum uffd_proc_end */
+	uint32_t execs;	    /* earlier programs of this pid merged in (exec'd predecessors) */
+	int32_t signal;	    /* UFFD_END_killed: the signal */
+	bool stepped_aside; /* the emulator stepped aside for one of its programs */
+	char comm[16];	    /* its last program's name */
+	char exec_from[16]; /* execs > 0: its first program's name */
+	char cmdline[256];  /* its last program's, truncated */
+	uint64_t faults, huge, nomem;  /* base = faults - huge (nomem included, as in "faults") */
+	double p50_us, p99_us, max_us; /* per-fault service latency, huge and base together */
+	uint64_t stalls, stall_ns;     /* faults slower than the stall threshold, their time */
+};
+
+#define UFFD_PROCS_MAX 4096 /* processes a report lists; the least busy beyond are counted */
+
+/* The processes of a run: the busiest max by faults, in pid order once finished. */
+struct uffd_proc_list {
+	struct uffd_proc_summary *v;
+	unsigned n, cap, max;
+	uint64_t omitted, omitted_faults; /* processes left out (the least busy), their faults */
+};
+
+/* 0, or -ENOMEM. max 0 means UFFD_PROCS_MAX. */
+int uffd_procs_init(struct uffd_proc_list *l, unsigned max);
+void uffd_procs_free(struct uffd_proc_list *l);
+/* Counters, identity (pid, ppid, comm, cmdline) and stepped_aside from a record (one program's,
+ * or several merged); end, execs, exec_from and signal are the caller's. */
+void uffd_proc_summarise(struct uffd_proc_summary *p, const struct uffd_stats *st);
+void uffd_procs_add(struct uffd_proc_list *l, const struct uffd_proc_summary *p);
+/* Keep the busiest max (counting the rest) and sort by pid. */
+void uffd_procs_finish(struct uffd_proc_list *l);
+/* A finished list's entry for pid, or NULL. */
+const struct uffd_proc_summary *uffd_procs_find(const struct uffd_proc_list *l, int pid);
 
 /* ---- report -------------------------------------------------------------------------------- */
 
@@ -199,13 +262,14 @@ struct uffd_program_info {
 	unsigned processes;	/* managed processes merged */
 	unsigned unmanaged;	/* processes that ran unmanaged */
 	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */
+	const struct uffd_proc_list *procs; /* thpemu run: every process (finished), or NULL */
 	const char *machine_json; /* the shared machine's facts as a JSON object, or NULL */
 };
 
 /* Write the run report (JSON, keys shared with `thpemu sim` through obs/faults.h). */
 int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats *st,
 		     const struct uffd_program_info *prog);
-/* A few human lines to f (stderr). */
+/* A few human lines to f (stderr); with more than one process, a table of the busiest. */
 void uffd_report_summary(FILE *f, const struct uffd_stats *st,
 			 const struct uffd_program_info *prog);
 

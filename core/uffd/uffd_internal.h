@@ -47,6 +47,13 @@ unsigned uffd_handlers_auto(void);
 
 #define UFFD_COUNT(lv, name) uffd_stat_add(&(lv)->stats->host.name, 1)
 
+/* ---- the per-process view of the report (procs.c) ------------------------------------------- */
+
+/* "processes": [...] into the current JSON object. */
+void uffd_report_procs_json(struct json_w *w, const struct uffd_proc_list *l);
+/* The busiest processes as a table, when there is more than one. */
+void uffd_report_procs_summary(FILE *f, const struct uffd_proc_list *l);
+
 /* ---- the memory census (census.c) ------------------------------------------------------------ */
 
 struct uffd_live;
