@@ -205,6 +205,7 @@ static const char *const sample[CONFIG_NR] = {
     [CONFIG_DEVICE_DIR] = "/tmp/dev",
     [CONFIG_TEST_MIGRATE_GAP] = "200us",
     [CONFIG_IO_PID] = "77",
+    [CONFIG_MACHINE] = "4242:7",
 };
 
 /* Compare c with the defaults d: the option's field must differ, and nothing else may. The
