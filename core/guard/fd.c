@@ -24,6 +24,11 @@
 static int zone_on;
 static unsigned zone_lo, zone_hi;   /* [lo, hi): hi is the real hard limit */
 static int tracked[GUARD_FD_TRACK]; /* fd + 1, 0 = empty */
+/* Tracked descriptors a fork child keeps (fd + 1, 0 = empty): those a library the emulator uses
+ * holds in its own static state, which the child inherits (libunwind's address-validation pipe).
+ * Closing them in the child would leave that state naming closed numbers, and the library would
+ * "re-open" them from several threads at once, closing numbers the program reuses meanwhile. */
+static int kept[4];
 static unsigned ntracked_low;	    /* tracked descriptors below zone_lo */
 static int wlock;		    /* writers: tracking table, zone, the soft limit */
 static int window;		    /* the soft limit is raised by us (atomic) */
@@ -161,9 +166,20 @@ static int track_locked(int fd)
 	return -EMFILE;
 }
 
+static bool is_kept(int fd)
+{
+	for (unsigned i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		if (kept[i] == fd + 1)
+			return true;
+	return false;
+}
+
 /* Writers' lock held. */
 static bool untrack_locked(int fd)
 {
+	for (unsigned i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		if (kept[i] == fd + 1)
+			kept[i] = 0;
 	for (unsigned i = 0; i < GUARD_FD_TRACK; i++) {
 		if (__atomic_load_n(&tracked[i], __ATOMIC_RELAXED) == fd + 1) {
 			__atomic_store_n(&tracked[i], 0, __ATOMIC_RELEASE);
@@ -252,12 +268,24 @@ void guard_fd_close_all(void)
 	for (unsigned i = 0; i < GUARD_FD_TRACK; i++) {
 		int v = __atomic_load_n(&tracked[i], __ATOMIC_RELAXED);
 
-		if (v) {
+		if (v && !is_kept(v - 1)) {
 			__atomic_store_n(&tracked[i], 0, __ATOMIC_RELEASE);
+			if (below_zone(v - 1) && ntracked_low)
+				__atomic_fetch_sub(&ntracked_low, 1, __ATOMIC_RELAXED);
 			sys_close(v - 1);
 		}
 	}
-	__atomic_store_n(&ntracked_low, 0, __ATOMIC_RELEASE);
+	unlock();
+}
+
+void guard_fd_keep_across_fork(int fd)
+{
+	lock();
+	for (unsigned i = 0; i < sizeof(kept) / sizeof(kept[0]) && fd >= 0; i++)
+		if (!kept[i]) {
+			kept[i] = fd + 1;
+			break;
+		}
 	unlock();
 }
 

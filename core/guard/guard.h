@@ -56,8 +56,12 @@ int guard_fd_own(int fd);
 bool guard_fd_is_ours(int fd);
 /* Close one of the emulator's descriptors and forget it. */
 void guard_fd_close(int fd);
-/* Forget every tracked descriptor, closing it (a fork child: they are the parent's). */
+/* Forget every tracked descriptor, closing it (a fork child: they are the parent's), except
+ * those marked with guard_fd_keep_across_fork. */
 void guard_fd_close_all(void);
+/* fd (tracked) belongs to a library's static state, which a fork child inherits with it: the
+ * child keeps it (libunwind's validation pipe; a pipe shared with the parent is harmless). */
+void guard_fd_keep_across_fork(int fd);
 /* The zone [lo, hi) (lo == hi when none). */
 void guard_fd_zone(unsigned *lo, unsigned *hi);
 

@@ -109,6 +109,9 @@ EXPORT int pipe2(int fds[2], int flags)
 		} else {
 			fds[0] = a;
 			fds[1] = b;
+			/* a library's pipe lives in its static state: a fork child inherits both */
+			guard_fd_keep_across_fork(a);
+			guard_fd_keep_across_fork(b);
 		}
 	}
 	return (int)ret_errno(r);
