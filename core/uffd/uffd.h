@@ -234,6 +234,11 @@ struct uffd_live *uffd_live_forked_child(struct uffd_live *lv);
  * the kernel with its data, every emulator thread gone (the process is as single-threaded as
  * the program made it). The statistics stay for the exit report, which says why. */
 void uffd_live_detach(struct uffd_live *lv, const char *why);
+/* The machine this process is on is being stopped (`thpemu machine stop`): fn is called once,
+ * on the emulator's background thread, which stepping aside joins, so fn must leave the step
+ * aside to a thread of its own. */
+typedef void (*uffd_machine_stop_fn)(void);
+void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn);
 /* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
 void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
 /* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no
