@@ -30,9 +30,9 @@
 
 #include "util/sys.h"
 
-#define REQUEST_TIMEOUT_NS   (200 * 1000000ULL) /* a stopped owner: the page is busy */
-#define AGENT_SLICE_NS	     (100 * 1000000ULL) /* the agent's other duties come round */
-#define WRITEOUT_TIMEOUT_NS  (1000 * 1000000ULL)
+#define REQUEST_TIMEOUT_NS  (200 * 1000000ULL) /* a stopped owner: the page is busy */
+#define AGENT_SLICE_NS	    (100 * 1000000ULL) /* the agent's other duties come round */
+#define WRITEOUT_TIMEOUT_NS (1000 * 1000000ULL)
 
 static uffd_machine_stop_fn stop_hook;
 

@@ -59,10 +59,11 @@
 	X(latency_max_ns, "longest fault service time (ns)")                                       \
 	X(stepped_aside, "1 if the emulator stepped aside for the process (note says why)")        \
 	X(fork_deferred, "migrations not started because the program was forking")                 \
-	X(cred_changes, "per-thread credential changes also made on the emulator's threads")      \
-	X(machine_requests, "pages of other processes this one's compaction asked them to migrate") \
-	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")        \
-	X(machine_served, "migrations of this process's pages asked by other processes")          \
+	X(cred_changes, "per-thread credential changes also made on the emulator's threads")       \
+	X(machine_requests,                                                                        \
+	  "pages of other processes this one's compaction asked them to migrate")                  \
+	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")       \
+	X(machine_served, "migrations of this process's pages asked by other processes")           \
 	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)")
 
 struct uffd_host_stats {
@@ -195,10 +196,10 @@ struct uffd_program_info {
 	const char *cmdline;	   /* used when argv is NULL */
 	int exit_status;	   /* -1 when unknown (still running at report time) */
 	double wall_s;
-	double start_mono_s;	/* when the run began, CLOCK_MONOTONIC (stall event times) */
-	unsigned processes;	/* managed processes merged */
-	unsigned unmanaged;	/* processes that ran unmanaged */
-	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */
+	double start_mono_s;	  /* when the run began, CLOCK_MONOTONIC (stall event times) */
+	unsigned processes;	  /* managed processes merged */
+	unsigned unmanaged;	  /* processes that ran unmanaged */
+	unsigned no_clean_exit;	  /* processes whose exit hook never ran (_exit, crash) */
 	const char *machine_json; /* the shared machine's facts as a JSON object, or NULL */
 };
 
