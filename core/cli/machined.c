@@ -423,16 +423,18 @@ static void serve_one(struct daemon *d)
 
 	if (fd < 0)
 		return;
-	if (!peer_allowed(fd)) {
-		reply(fd, "error refused: this machine is private to the user who started it\n",
-		      NULL, 0);
-		close(fd);
-		return;
-	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (read_request(fd, line, sizeof(line)))
-		answer(d, fd, line);
+	/* the request is read even from a stranger, so that it reads our refusal (a peer still
+	 * writing to a closed connection would only see it reset) */
+	if (read_request(fd, line, sizeof(line))) {
+		if (peer_allowed(fd))
+			answer(d, fd, line);
+		else
+			reply(fd,
+			      "error refused: this machine is private to the user who started it\n",
+			      NULL, 0);
+	}
 	close(fd);
 }
 
