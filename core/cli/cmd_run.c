@@ -53,7 +53,7 @@ struct run_ctx {
 	bool hosting;
 	char machine_json[400];
 	const char *machine;	      /* --machine NAME: a named machine hosts the program */
-	const char *given[CONFIG_NR]; /* the THPEMU_* options given, by id (--machine refuses some) */
+	const char *given[CONFIG_NR]; /* THPEMU_* options given, by id (--machine refuses some) */
 };
 
 /* The launcher's own options (those not in the THPEMU_* table). */
@@ -90,8 +90,7 @@ static const struct run_opt run_opts[] = {
      opt_stall_report},
     {"--quiet", NULL, "no summary (nor stall report) on stderr", opt_quiet},
     {"--machine", "NAME",
-     "attach to the named machine (thpemu machine start NAME) instead of making one",
-     opt_machine},
+     "attach to the named machine (thpemu machine start NAME) instead of making one", opt_machine},
 };
 
 static void usage(FILE *f)
