@@ -17,6 +17,7 @@
  * object (a memfd lives as long as a process maps it): its attached processes keep running,
  * still on the segment they map, without kernel threads, writeback or reaping.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -521,6 +522,26 @@ static int make_machine(struct daemon *d, char *err, size_t errlen)
 	return 0;
 }
 
+/* Descriptors the start command's caller left open (a pipe someone waits on for EOF) must not
+ * live as long as the daemon. */
+static void close_inherited(int keep_a, int keep_b)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int fds[256], n = 0;
+
+	while (d && (de = readdir(d)) && n < 256) {
+		int fd = atoi(de->d_name);
+
+		if (fd > 2 && fd != keep_a && fd != keep_b && fd != dirfd(d))
+			fds[n++] = fd;
+	}
+	if (d)
+		closedir(d);
+	while (n--)
+		close(fds[n]);
+}
+
 static void detach_streams(void)
 {
 	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -552,6 +573,7 @@ static void daemon_main(const struct named_daemon_opts *o, int ready_fd)
 	int rc;
 
 	setsid();
+	close_inherited(ready_fd, o->report_f ? fileno(o->report_f) : -1);
 	handle_signals();
 	d.o = o;
 	d.t0 = clock_now_ns();
