@@ -143,7 +143,10 @@ static void *kthread_main(void *arg)
 static void release_slot(void *arg, int slot)
 {
 	struct run_host *h = arg;
+	void (*seen)(void *, int) = __atomic_load_n(&h->on_reap, __ATOMIC_ACQUIRE);
 
+	if (seen) /* the slot still says whose it was */
+		seen(h->on_reap_arg, slot);
 	h->frames_back += mm_release_owners(h->mm, MACHINE_OWNER_SLOT_MASK,
 					    (uint64_t)slot << MACHINE_OWNER_SLOT_SHIFT);
 }

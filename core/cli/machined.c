@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@
 struct seen {
 	int slot, pid;
 	uint32_t gen, state;
+	bool reaped; /* it left the machine (exit, death, stepping aside) */
 	char comm[16];
 };
 
@@ -62,6 +64,7 @@ struct daemon {
 	char attach[ATTACH_MAX]; /* THPEMU_* lines for attach */
 	int lfd;
 	uint64_t t0;
+	pthread_mutex_t seen_lock; /* the keeper adds processes it reaps (on_reap) */
 	struct seen seen[MAX_SEEN];
 	unsigned nseen;
 };
@@ -83,28 +86,50 @@ static const char *state_name(uint32_t s)
 /* ---- what the machine has seen ----------------------------------------------------------------
  */
 
+/* The entry of slot's current process (added if new), or NULL when the list is full. */
+static struct seen *seen_slot(struct daemon *d, int s, const struct machine_slot *sl)
+{
+	unsigned i;
+
+	for (i = 0; i < d->nseen; i++)
+		if (d->seen[i].slot == s && d->seen[i].gen == sl->gen)
+			return &d->seen[i];
+	if (d->nseen == MAX_SEEN)
+		return NULL; /* the report lists the first MAX_SEEN */
+	d->nseen++;
+	d->seen[i] = (struct seen){.slot = s, .pid = sl->pid, .gen = sl->gen};
+	memcpy(d->seen[i].comm, sl->comm, sizeof(d->seen[i].comm));
+	d->seen[i].comm[sizeof(d->seen[i].comm) - 1] = '\0';
+	return &d->seen[i];
+}
+
 static void note_slots(struct daemon *d)
 {
+	pthread_mutex_lock(&d->seen_lock);
 	for (int s = 1; s < MACHINE_MAX_PROCS; s++) {
 		const struct machine_slot *sl = machine_slot(&d->host.m, s);
 		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
-		unsigned i;
+		struct seen *e;
 
 		if (st == MACHINE_SLOT_FREE || st == MACHINE_SLOT_TAKING)
 			continue;
-		for (i = 0; i < d->nseen; i++)
-			if (d->seen[i].slot == s && d->seen[i].gen == sl->gen)
-				break;
-		if (i == d->nseen) {
-			if (d->nseen == MAX_SEEN)
-				continue; /* the report lists the first MAX_SEEN */
-			d->nseen++;
-			d->seen[i] = (struct seen){.slot = s, .pid = sl->pid, .gen = sl->gen};
-			memcpy(d->seen[i].comm, sl->comm, sizeof(d->seen[i].comm));
-			d->seen[i].comm[sizeof(d->seen[i].comm) - 1] = '\0';
-		}
-		d->seen[i].state = st;
+		if ((e = seen_slot(d, s, sl)) && !e->reaped)
+			e->state = st;
 	}
+	pthread_mutex_unlock(&d->seen_lock);
+}
+
+/* host.c's on_reap (the keeper thread): a process too short-lived for note_slots' tick is
+ * listed all the same. */
+static void reaped(void *arg, int s)
+{
+	struct daemon *d = arg;
+	struct seen *e;
+
+	pthread_mutex_lock(&d->seen_lock);
+	if ((e = seen_slot(d, s, machine_slot(&d->host.m, s))))
+		e->reaped = true;
+	pthread_mutex_unlock(&d->seen_lock);
 }
 
 /* ---- status ---------------------------------------------------------------------------------- */
@@ -234,9 +259,9 @@ static json_t *seen_json(struct daemon *d)
 		const struct seen *s = &d->seen[i];
 		bool alive = kill(s->pid, 0) == 0 || errno == EPERM;
 		/* still running: it stepped aside (it had left), or never answered the stop */
-		const char *st = alive ? (s->state == MACHINE_SLOT_LIVE ? "attached" : "detached")
-				 : s->state == MACHINE_SLOT_DEAD ? "killed"
-								 : "exited";
+		const char *st = !alive					      ? "exited"
+				 : s->reaped || s->state != MACHINE_SLOT_LIVE ? "detached"
+									      : "attached";
 
 		json_array_append_new(a, json_pack("{s:i,s:i,s:s,s:s,s:b}", "slot", s->slot, "pid",
 						   s->pid, "comm", s->comm, "state", st, "running",
@@ -518,6 +543,8 @@ static int make_machine(struct daemon *d, char *err, size_t errlen)
 		return rc;
 	}
 	d->cfg = hc;
+	__atomic_store_n(&d->host.on_reap_arg, d, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->host.on_reap, reaped, __ATOMIC_RELEASE);
 	make_attach(d);
 	return 0;
 }
@@ -576,6 +603,7 @@ static void daemon_main(const struct named_daemon_opts *o, int ready_fd)
 	close_inherited(ready_fd, o->report_f ? fileno(o->report_f) : -1);
 	handle_signals();
 	d.o = o;
+	pthread_mutex_init(&d.seen_lock, NULL);
 	d.t0 = clock_now_ns();
 	d.lfd = listen_on(o->name, err, sizeof(err));
 	rc = d.lfd < 0 ? d.lfd : make_machine(&d, err, sizeof(err));
