@@ -472,16 +472,18 @@ static bool start_host(struct run_ctx *rc)
 		return false;
 	if (run_host_start(&rc->host, &hc, err, sizeof(err)) < 0) {
 		if (!rc->quiet)
-			fprintf(stderr, "thpemu run: no shared machine (%s): each process gets a "
-					"pool of its own\n",
+			fprintf(stderr,
+				"thpemu run: no shared machine (%s): each process gets a "
+				"pool of its own\n",
 				err);
 		return false;
 	}
 	return true;
 }
 
-/* After the program (its io stopped before the device went): the machine's counters are the run's (each process's copy of them is a
- * snapshot of the same machine), and the machine checks its books. */
+/* After the program (its io stopped before the device went): the machine's counters are the run's
+ * (each process's copy of them is a snapshot of the same machine), and the machine checks its
+ * books. */
 static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog)
 {
 	struct run_host *h = &rc->host;

@@ -110,7 +110,8 @@ static int repair(void *arg)
 	return mm_repair(arg);
 }
 
-/* ---- threads ---------------------------------------------------------------------------------- */
+/* ---- threads ----------------------------------------------------------------------------------
+ */
 
 static bool stopping(struct run_host *h)
 {
@@ -173,7 +174,8 @@ static void *keeper_main(void *arg)
 	return NULL;
 }
 
-/* ---- io ---------------------------------------------------------------------------------------- */
+/* ---- io ----------------------------------------------------------------------------------------
+ */
 
 static void io_config_of(const struct config *c, struct io_config *ic)
 {
@@ -228,7 +230,8 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 			 (int)sizeof(h->io_stats.note) - 1, why);
 }
 
-/* ---- life cycle --------------------------------------------------------------------------------- */
+/* ---- life cycle ---------------------------------------------------------------------------------
+ */
 
 static int make_pool(struct run_host *h, const struct config *cfg, char *err, size_t errlen)
 {
