@@ -33,6 +33,7 @@
 
 #include "cli/cli.h"
 #include "cli/host.h"
+#include "cli/named.h"
 #include "cli/run_io.h"
 #include "config/config.h"
 #include "uffd/uffd.h"
@@ -53,6 +54,8 @@ struct run_ctx {
 	struct run_host host; /* the program tree's one machine */
 	bool hosting;
 	char machine_json[400];
+	const char *machine;	      /* --machine NAME: a named machine hosts the program */
+	const char *given[CONFIG_NR]; /* THPEMU_* options given, by id (--machine refuses some) */
 };
 
 /* The launcher's own options (those not in the THPEMU_* table). */
@@ -78,11 +81,18 @@ static void opt_stall_report(struct run_ctx *rc, const char *val)
 	rc->stall_report = val;
 }
 
+static void opt_machine(struct run_ctx *rc, const char *val)
+{
+	rc->machine = val;
+}
+
 static const struct run_opt run_opts[] = {
     {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
     {"--stall-report", "FILE", "write the stall report (2011 format) to FILE instead of stderr",
      opt_stall_report},
     {"--quiet", NULL, "no summary (nor stall report) on stderr", opt_quiet},
+    {"--machine", "NAME",
+     "attach to the named machine (thpemu machine start NAME) instead of making one", opt_machine},
 };
 
 static void usage(FILE *f)
@@ -230,6 +240,7 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 			if (config_opt_parse(uo, name, v, &rc->cfg, err, sizeof(err)) < 0)
 				cli_usage_error("run", "%s", err);
 			setenv(uo->env, v, 1);
+			rc->given[uo - config_opts] = v;
 			if (uo == &config_opts[CONFIG_DEVICE]) {
 				rc->dev.spec = v;
 				rc->dev.dev = rc->cfg.device;
@@ -243,6 +254,8 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 		cli_usage_error("run",
 				"no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
 	rc->cmd = &argv[i];
+	if (rc->machine) /* the machine's own configuration, for the program and the report */
+		named_run_attach(rc->machine, rc->given, &rc->cfg);
 	absolute_trace(rc);
 	check_outputs(rc);
 }
@@ -641,16 +654,18 @@ static bool start_host(struct run_ctx *rc)
 		return false;
 	if (run_host_start(&rc->host, &hc, err, sizeof(err)) < 0) {
 		if (!rc->quiet)
-			fprintf(stderr, "thpemu run: no shared machine (%s): each process gets a "
-					"pool of its own\n",
+			fprintf(stderr,
+				"thpemu run: no shared machine (%s): each process gets a "
+				"pool of its own\n",
 				err);
 		return false;
 	}
 	return true;
 }
 
-/* After the program (its io stopped before the device went): the machine's counters are the run's (each process's copy of them is a
- * snapshot of the same machine), and the machine checks its books. */
+/* After the program (its io stopped before the device went): the machine's counters are the run's
+ * (each process's copy of them is a snapshot of the same machine), and the machine checks its
+ * books. */
 static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog)
 {
 	struct run_host *h = &rc->host;
@@ -695,7 +710,7 @@ static int run_main(int argc, char **argv)
 		cli_rmtree(rc.run_dir);
 		return 1;
 	}
-	rc.hosting = start_host(&rc);
+	rc.hosting = !rc.machine && start_host(&rc);
 	t0 = clock_now_ns();
 	prog.start_mono_s = (double)t0 / 1e9;
 	status = run_child(&rc);
@@ -716,6 +731,10 @@ static int run_main(int argc, char **argv)
 	run_stalls_collect(rc.run_dir, &rc.stalls, &procs); /* whose stalls: pid and comm */
 	if (rc.hosting)
 		stop_host(&rc, total, &prog);
+	if (rc.machine) { /* the figures of the machine, which other programs share */
+		named_run_stats(rc.machine, total, rc.machine_json, sizeof(rc.machine_json));
+		prog.machine_json = rc.machine_json;
+	}
 	cli_rmtree(rc.run_dir); /* what collect did not take: the owner record, stray files */
 	if (!prog.processes && !total->note[0])
 		snprintf(total->note, sizeof(total->note),

@@ -110,7 +110,8 @@ static int repair(void *arg)
 	return mm_repair(arg);
 }
 
-/* ---- threads ---------------------------------------------------------------------------------- */
+/* ---- threads ----------------------------------------------------------------------------------
+ */
 
 static bool stopping(struct run_host *h)
 {
@@ -143,7 +144,10 @@ static void *kthread_main(void *arg)
 static void release_slot(void *arg, int slot)
 {
 	struct run_host *h = arg;
+	void (*seen)(void *, int) = __atomic_load_n(&h->on_reap, __ATOMIC_ACQUIRE);
 
+	if (seen) /* the slot still says whose it was */
+		seen(h->on_reap_arg, slot);
 	h->frames_back += mm_release_owners(h->mm, MACHINE_OWNER_SLOT_MASK,
 					    (uint64_t)slot << MACHINE_OWNER_SLOT_SHIFT);
 }
@@ -170,7 +174,8 @@ static void *keeper_main(void *arg)
 	return NULL;
 }
 
-/* ---- io ---------------------------------------------------------------------------------------- */
+/* ---- io ----------------------------------------------------------------------------------------
+ */
 
 static void io_config_of(const struct config *c, struct io_config *ic)
 {
@@ -231,7 +236,8 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 		fprintf(stderr, "thpemu: %s\n", why);
 }
 
-/* ---- life cycle --------------------------------------------------------------------------------- */
+/* ---- life cycle ---------------------------------------------------------------------------------
+ */
 
 static int make_pool(struct run_host *h, const struct config *cfg, char *err, size_t errlen)
 {

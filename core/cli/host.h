@@ -32,11 +32,15 @@ struct run_host {
 	struct io_stats io_stats;
 	pthread_t kthread, keeper;
 	bool kthread_started, keeper_started;
-	uint32_t stop;	     /* futex word: the threads stop */
-	uint32_t kwake;	     /* futex word: wakes the kernel threads' sleep */
-	uint64_t reaped;     /* processes whose frames the keeper gave back */
+	uint32_t stop;	      /* futex word: the threads stop */
+	uint32_t kwake;	      /* futex word: wakes the kernel threads' sleep */
+	uint64_t reaped;      /* processes whose frames the keeper gave back */
 	uint64_t frames_back; /* ... and how many frames */
-	char note[320];	     /* what the report should say about the machine ("" = nothing) */
+	char note[320];	      /* what the report should say about the machine ("" = nothing) */
+	/* Called on the keeper thread for every process reaped, before its slot is freed (a
+	 * daemon lists the processes its machine had, however short-lived). Set it after start. */
+	void (*on_reap)(void *arg, int slot);
+	void *on_reap_arg;
 };
 
 /* Create the machine for cfg (pool, policy, fragment, device, dirty) and start its threads;

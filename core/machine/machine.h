@@ -85,8 +85,9 @@ enum machine_slot_state {
 
 /* One request to a process's agent. */
 enum machine_req_op {
-	MACHINE_REQ_MIGRATE = 1,  /* migrate page `owner` from frame `from` to frame `to` */
-	MACHINE_REQ_WRITEOUT = 2, /* (to the host) start writeback of dirty page-cache frame `from` */
+	MACHINE_REQ_MIGRATE = 1, /* migrate page `owner` from frame `from` to frame `to` */
+	MACHINE_REQ_WRITEOUT =
+	    2, /* (to the host) start writeback of dirty page-cache frame `from` */
 };
 
 /* Requests are tagged: a request is pending while req_seq is odd, and req_seq is its tag. The
@@ -137,8 +138,9 @@ struct machine_hdr {
 	uint64_t waitq_off;	 /* struct waitq of writeback waits (shared futexes) */
 	pthread_mutex_t mm_lock; /* robust, pshared */
 	uint32_t nslots_live;	 /* slots 1.. not FREE (taken by take, given back by reap) */
-	uint32_t pad0;
-	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
+	uint32_t stopping;	 /* the host is stopping the machine (`thpemu machine stop`): every
+				  * process steps aside (its agent sees it), none may join */
+	char config[4096];	 /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];
 };
 

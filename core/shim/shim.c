@@ -19,12 +19,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "shim/shim.h"
 #include "util/sys.h"
@@ -319,6 +321,39 @@ void shim_step_aside(const char *why)
 	uffd_tls_passthrough--;
 }
 
+static void *machine_stopped_main(void *arg)
+{
+	struct timespec ms = {0, 1000000};
+
+	(void)arg;
+	uffd_tls_passthrough++; /* this thread is the emulator's */
+	while (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_INITIALISING)
+		nanosleep(&ms, NULL); /* the stop came while we were joining */
+	shim_step_aside("the machine was stopped");
+	return NULL;
+}
+
+/* `thpemu machine stop` (called on the emulator's background thread, which stepping aside
+ * joins): step aside on a thread of our own, with every signal blocked (the program's handlers
+ * are not meant to run there). */
+static void shim_machine_stopped(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_attr_init(&attr) == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, machine_stopped_main, NULL) != 0)
+			fprintf(stderr, "thpemu: the machine was stopped, but this process cannot "
+					"step aside (no thread)\n");
+		pthread_attr_destroy(&attr);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr, const void *data)
 {
 	struct uffd_live *lv = shim_live();
@@ -406,6 +441,7 @@ __attribute__((constructor)) static void shim_init(void)
 		goto out;
 	}
 	guard_fd_init(); /* before the emulator opens anything: its descriptors go out of reach */
+	uffd_set_machine_stop_hook(shim_machine_stopped);
 	if (uffd_live_create(&cfg, &shim_lv, err, sizeof(err)) < 0) {
 		guard_fd_fini(); /* nothing of ours is open: the program's limits are its own again
 				  */

@@ -30,9 +30,21 @@
 
 #include "util/sys.h"
 
-#define REQUEST_TIMEOUT_NS   (200 * 1000000ULL) /* a stopped owner: the page is busy */
-#define AGENT_SLICE_NS	     (100 * 1000000ULL) /* the agent's other duties come round */
-#define WRITEOUT_TIMEOUT_NS  (1000 * 1000000ULL)
+#define REQUEST_TIMEOUT_NS  (200 * 1000000ULL) /* a stopped owner: the page is busy */
+#define AGENT_SLICE_NS	    (100 * 1000000ULL) /* the agent's other duties come round */
+#define WRITEOUT_TIMEOUT_NS (1000 * 1000000ULL)
+
+static uffd_machine_stop_fn stop_hook;
+
+void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn)
+{
+	__atomic_store_n(&stop_hook, fn, __ATOMIC_RELEASE);
+}
+
+static bool machine_stopping(const struct machine *m)
+{
+	return __atomic_load_n(&m->hdr->stopping, __ATOMIC_ACQUIRE) != 0;
+}
 
 static int repair_mm(void *arg)
 {
@@ -60,6 +72,10 @@ static int join_mapped(struct uffd_live *lv, char *err, size_t errlen)
 	struct machine_hdr *h = lv->mach.hdr;
 	int rc;
 
+	if (machine_stopping(&lv->mach)) { /* its host would only wait for us to leave again */
+		snprintf(err, errlen, "machine %s is being stopped", lv->cfg.machine);
+		return -ESHUTDOWN;
+	}
 	if (machine_tainted(&lv->mach)) {
 		snprintf(err, errlen, "machine %s: its model was damaged by a dead process",
 			 lv->cfg.machine);
@@ -149,6 +165,19 @@ int uffd_machine_copy_file(struct uffd_live *lv, uint32_t from, uint32_t to)
 	return 0;
 }
 
+/* The machine is being stopped: the process steps aside, once. Not here: stepping aside joins
+ * this very thread, so the hook hands it to a thread of its own. */
+static void tell_stopping(struct uffd_live *lv)
+{
+	uffd_machine_stop_fn fn = __atomic_load_n(&stop_hook, __ATOMIC_ACQUIRE);
+
+	if (!lv->on_machine || lv->machine_stop_told || !machine_stopping(&lv->mach))
+		return;
+	lv->machine_stop_told = true;
+	if (fn)
+		fn();
+}
+
 /* The agent: serve the machine's requests for our pages for up to one slice. */
 void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t slice_ns)
 {
@@ -168,6 +197,7 @@ void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t sl
 		machine_serve_done(&lv->mach, lv->mslot, rc);
 		slice_ns = 1; /* drain what is queued, then go back to the other duties */
 	}
+	tell_stopping(lv);
 }
 
 void uffd_machine_kick(struct uffd_live *lv)

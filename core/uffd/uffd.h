@@ -59,10 +59,11 @@
 	X(latency_max_ns, "longest fault service time (ns)")                                       \
 	X(stepped_aside, "1 if the emulator stepped aside for the process (note says why)")        \
 	X(fork_deferred, "migrations not started because the program was forking")                 \
-	X(cred_changes, "per-thread credential changes also made on the emulator's threads")      \
-	X(machine_requests, "pages of other processes this one's compaction asked them to migrate") \
-	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")        \
-	X(machine_served, "migrations of this process's pages asked by other processes")          \
+	X(cred_changes, "per-thread credential changes also made on the emulator's threads")       \
+	X(machine_requests,                                                                        \
+	  "pages of other processes this one's compaction asked them to migrate")                  \
+	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")       \
+	X(machine_served, "migrations of this process's pages asked by other processes")           \
 	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)")
 
 struct uffd_host_stats {
@@ -298,6 +299,11 @@ struct uffd_live *uffd_live_forked_child(struct uffd_live *lv);
  * the kernel with its data, every emulator thread gone (the process is as single-threaded as
  * the program made it). The statistics stay for the exit report, which says why. */
 void uffd_live_detach(struct uffd_live *lv, const char *why);
+/* The machine this process is on is being stopped (`thpemu machine stop`): fn is called once,
+ * on the emulator's background thread, which stepping aside joins, so fn must leave the step
+ * aside to a thread of its own. */
+typedef void (*uffd_machine_stop_fn)(void);
+void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn);
 /* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
 void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
 /* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no

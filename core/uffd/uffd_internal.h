@@ -329,9 +329,10 @@ struct uffd_live {
 	 * threads, and the background thread here serves the machine's migration requests. */
 	struct machine mach;
 	bool on_machine;
-	int mslot;	     /* this process's slot (0 without a machine) */
-	uint32_t agent_stop; /* the background thread stops serving the machine's requests */
-	int pagemap_fd;	  /* /proc/self/pagemap for PAGEMAP_SCAN */
+	int mslot;		/* this process's slot (0 without a machine) */
+	bool machine_stop_told; /* the stop hook ran for this process (machine.c) */
+	uint32_t agent_stop;	/* the background thread stops serving the machine's requests */
+	int pagemap_fd;		/* /proc/self/pagemap for PAGEMAP_SCAN */
 	struct uffd_table table;
 	struct uffd_staging staging;
 	unsigned nworkers; /* handlers; worker[nworkers] is the background thread */

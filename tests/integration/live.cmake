@@ -16,6 +16,12 @@ foreach(t programs threads stress badenv nonroot fork exit usemem signals exec a
                   LABELS integration needs-uffd needs-root)
 endforeach()
 
+# Named machines (thpemu machine start/status/stop, thpemu run --machine); its device part uses
+# fuse when there is one.
+thpemu_add_test(NAME integration/machine_named
+                COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_named.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 300)
+
 # No uffd or root needed: the built library against the names it exports (core/util/sys.h).
 thpemu_add_test(NAME integration/live_selfcalls
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_selfcalls.sh
