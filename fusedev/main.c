@@ -626,6 +626,7 @@ static int run_mounted(struct fdev *fs)
 		(void)0; /* only to not pin the launcher's directory */
 	err = serve(fs);
 	fdev_ioq_stop(fs);
+	fdev_machine_leave(fs);
 	if (fs->o.pidfile)
 		unlink(fs->o.pidfile);
 	return err < 0 ? err : 0;

@@ -229,6 +229,27 @@ void run_device_start(struct run_device *d, uint64_t seed, bool quiet)
 	use_model(d, quiet);
 }
 
+void run_device_join(struct run_device *d, const char *rendezvous, bool quiet)
+{
+	char path[PATH_MAX + 32], line[96];
+	int fd, n, ok = 0;
+
+	if (!d->mnt[0] || d->pid <= 0 || !rendezvous)
+		return;
+	snprintf(path, sizeof(path), "%s/.thpemu-control", d->mnt);
+	n = snprintf(line, sizeof(line), "machine=%s\n", rendezvous);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ok = write(fd, line, (size_t)n) == n;
+		close(fd);
+	}
+	if (!ok && !quiet)
+		fprintf(stderr,
+			"thpemu run: the device did not join the machine (%s): programs' writes "
+			"to it bypass the machine's page cache\n",
+			strerror(errno));
+}
+
 static void read_stats(struct run_device *d)
 {
 	char path[PATH_MAX + 32];

@@ -85,8 +85,9 @@ enum machine_slot_state {
 
 /* One request to a process's agent. */
 enum machine_req_op {
-	MACHINE_REQ_MIGRATE = 1,  /* migrate page `owner` from frame `from` to frame `to` */
-	MACHINE_REQ_WRITEOUT = 2, /* (to the host) start writeback of dirty page-cache frame `from` */
+	MACHINE_REQ_MIGRATE = 1, /* migrate page `owner` from frame `from` to frame `to` */
+	MACHINE_REQ_WRITEOUT =
+	    2, /* (to the host) start writeback of dirty page-cache frame `from` */
 };
 
 /* Requests are tagged: a request is pending while req_seq is odd, and req_seq is its tag. The
@@ -117,6 +118,20 @@ struct machine_slot {
 	char pad[64];
 };
 
+/* Real programs writing files on the machine's device: thpemu-fusedev joins the machine and
+ * puts their WRITEs through its page cache (fusedev/machine.c). Counted there, atomically. */
+struct machine_writers {
+	uint64_t pages_dirtied; /* page-cache pages dirtied by writers' WRITEs */
+	uint64_t bytes;		/* bytes those WRITEs carried */
+	uint64_t skipped;	/* pages left out (pool exhausted, page locked too long) */
+	uint64_t throttles;	/* balance_dirty_pages pauses of writers */
+	uint64_t throttle_ns;
+	uint64_t fsyncs; /* fsync/fdatasync that waited for the file's writeback */
+	uint64_t fsync_timeouts;
+	uint64_t dirty_max;	/* most dirty file pages in the pool a writer saw */
+	uint64_t writeback_max; /* most file pages under writeback a writer saw */
+};
+
 /* The segment's header. Everything after it is carved by machine_alloc (mm's metadata) and the
  * page-cache arena at arena_off. */
 struct machine_hdr {
@@ -138,6 +153,7 @@ struct machine_hdr {
 	pthread_mutex_t mm_lock; /* robust, pshared */
 	uint32_t nslots_live;	 /* slots 1.. not FREE (taken by take, given back by reap) */
 	uint32_t pad0;
+	struct machine_writers writers; /* real writers' page cache (thpemu-fusedev), atomic */
 	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];
 };
