@@ -30,7 +30,7 @@
 #define FDEV_CHUNK	(64 * 1024) /* memory store allocation granule */
 
 enum fdev_kind { FDEV_DIR, FDEV_REG, FDEV_CTL, FDEV_STATS };
-enum fdev_store_kind { FDEV_STORE_MEMORY, FDEV_STORE_DISCARD, FDEV_STORE_DIR };
+enum fdev_store_kind { FDEV_STORE_MEMORY, FDEV_STORE_DISCARD, FDEV_STORE_DIR, FDEV_STORE_WRITERS };
 enum fdev_cache { FDEV_CACHE_AUTO, FDEV_CACHE_DIRECT, FDEV_CACHE_WRITEBACK };
 
 struct fdev_inode;

@@ -92,8 +92,10 @@ static void fusedev_exec(struct run_device *d, uint64_t seed, int ready_fd, pid_
 	argv[n++] = "3";
 	argv[n++] = "--preset";
 	argv[n++] = d->dev.model.name;
-	argv[n++] = "--store"; /* a private mount lives as long as the run: keep no data */
-	argv[n++] = "discard";
+	/* a private mount lives as long as the run: programs' files are kept (they read back what
+	 * they wrote), the writeback engine's copies of them are not */
+	argv[n++] = "--store";
+	argv[n++] = "writers";
 	argv[n++] = "--seed";
 	argv[n++] = seedbuf;
 	for (kv = strtok_r(ov, ",", &save); kv && n < 92; kv = strtok_r(NULL, ",", &save)) {
