@@ -58,6 +58,13 @@ static int apply_line(struct fdev *fs, char *line, char *why, size_t whylen)
 	}
 	*eq = '\0';
 	line = trim(line);
+	if (!strcmp(line, "machine")) { /* thpemu run: join its machine (machine.c) */
+		err = fdev_machine_join(fs, trim(eq + 1));
+		if (err)
+			snprintf(why, whylen, "cannot join machine %s: %s", trim(eq + 1),
+				 strerror(-err));
+		return err ? -EINVAL : 0;
+	}
 	if (!strcmp(line, "capacity")) {
 		if (units_parse_size(trim(eq + 1), &v) == 0) {
 			atomic_store(&fs->capacity, v);

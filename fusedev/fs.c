@@ -149,7 +149,11 @@ static int set_size(struct fdev *fs, struct fdev_inode *i, uint64_t size)
 	if (i->kind != FDEV_REG)
 		return -EISDIR;
 	err = fdev_store_prepare(fs, i);
-	return err ? err : fdev_store_truncate(fs, i, size);
+	if (!err)
+		err = fdev_store_truncate(fs, i, size);
+	if (!err && fs->mach)
+		fdev_machine_truncate(fs, i, size);
+	return err;
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -195,6 +199,7 @@ static int make_node(struct fdev *fs, fuse_req_t req, struct fdev_inode *dir, co
 		return -EEXIST;
 	i->uid = ctx->uid;
 	i->gid = ctx->gid;
+	fdev_machine_mark(fs, dir, name, i);
 	err = fdev_store_mknode(fs, dir, name, i);
 	if (err)
 		return err;
@@ -479,8 +484,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		err = open_special(fs, i, fi);
 	else
 		err = fdev_store_prepare(fs, i);
-	if (!err && i->kind == FDEV_REG && (fi->flags & O_TRUNC))
+	if (!err && i->kind == FDEV_REG && (fi->flags & O_TRUNC)) {
 		err = fdev_store_truncate(fs, i, 0);
+		if (!err && fs->mach)
+			fdev_machine_truncate(fs, i, 0);
+	}
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
@@ -556,6 +564,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_err(req, -err);
 		return;
 	}
+	if (fs->mach && fdev_machine_caches(fs, i, fi->flags)) {
+		fdev_machine_write(fs, req, i, size, (uint64_t)off);
+		return;
+	}
 	fdev_ioq_write(fs, req, i->dev_base + (uint64_t)off, size);
 }
 
@@ -584,6 +596,10 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 	if (i->kind != FDEV_REG) {
 		fuse_reply_err(req, 0);
+		return;
+	}
+	if (fs->mach && fdev_machine_caches(fs, i, fi ? fi->flags : 0)) {
+		fdev_machine_fsync(fs, req, i);
 		return;
 	}
 	fdev_ioq_fsync(fs, req, i->dev_base);

@@ -30,7 +30,7 @@
 #define FDEV_CHUNK	(64 * 1024) /* memory store allocation granule */
 
 enum fdev_kind { FDEV_DIR, FDEV_REG, FDEV_CTL, FDEV_STATS };
-enum fdev_store_kind { FDEV_STORE_MEMORY, FDEV_STORE_DISCARD, FDEV_STORE_DIR };
+enum fdev_store_kind { FDEV_STORE_MEMORY, FDEV_STORE_DISCARD, FDEV_STORE_DIR, FDEV_STORE_WRITERS };
 enum fdev_cache { FDEV_CACHE_AUTO, FDEV_CACHE_DIRECT, FDEV_CACHE_WRITEBACK };
 
 struct fdev_inode;
@@ -62,6 +62,10 @@ struct fdev_inode {
 	size_t nchunks;
 	int fd;		    /* dir store: backing file, -1 until opened */
 	uint64_t allocated; /* bytes charged to the capacity */
+	/* On a machine (machine.c): */
+	bool engine;	     /* the machine's writeback engine's file: device traffic only */
+	uint64_t pc_pages;   /* lock: pages this file may have in the machine's page cache */
+	uint64_t pc_dirtied; /* lock: pages dirtied since the last balance_dirty_pages */
 };
 
 struct fdev_opts {
@@ -117,6 +121,7 @@ struct fdev {
 	uint64_t started_ns;
 	int launcher_fd; /* daemonized: pipe to the launcher waiting for "mounted", or -1 */
 	bool ready_sent;
+	struct fdev_mach *mach; /* the thpemu machine joined (machine=), or NULL; atomic */
 };
 
 /* ns.c */
@@ -177,6 +182,24 @@ uint64_t fdev_ioq_now(const struct fdev *fs);
 int fdev_ctl_apply(struct fdev *fs, const char *text, size_t len);
 /* Renders the control (settings) or stats (JSON) file; malloc'ed, *len set. */
 char *fdev_ctl_render(struct fdev *fs, enum fdev_kind kind, size_t *len);
+
+/* machine.c: joined to a thpemu machine, writers' WRITEs go through its page cache. Nothing
+ * here is called without one (fs->mach NULL): fusedev is then exactly the device alone. */
+struct fdev_mach;
+int fdev_machine_join(struct fdev *fs, const char *rendezvous);
+void fdev_machine_leave(struct fdev *fs);
+/* Sets i->engine for a new name in dir (the engine's directories are device traffic). */
+void fdev_machine_mark(struct fdev *fs, struct fdev_inode *dir, const char *name,
+		       struct fdev_inode *i);
+/* Does a WRITE to i through an open with open_flags go through the page cache? */
+bool fdev_machine_caches(struct fdev *fs, const struct fdev_inode *i, int open_flags);
+/* The bytes are stored: dirty the pages, throttle, answer req. */
+void fdev_machine_write(struct fdev *fs, fuse_req_t req, struct fdev_inode *i, size_t size,
+			uint64_t off);
+/* Answer req once none of i's pages is dirty or under writeback. */
+void fdev_machine_fsync(struct fdev *fs, fuse_req_t req, struct fdev_inode *i);
+/* i was cut to size: its pages beyond leave the page cache (also at free: size 0). */
+void fdev_machine_truncate(struct fdev *fs, struct fdev_inode *i, uint64_t size);
 
 /* fs.c */
 extern const struct fuse_lowlevel_ops fdev_ops;

@@ -58,7 +58,7 @@ static void usage(FILE *f)
 		"  --seed N              seed of jitter and error draws (default 1)\n"
 		"filesystem:\n"
 		"  --capacity SIZE       ENOSPC beyond SIZE (default: 1G for memory, else unbounded)\n"
-		"  --store S             memory | discard | DIRECTORY (default memory)\n"
+		"  --store S             memory | discard | writers | DIRECTORY (default memory)\n"
 		"  --cache MODE          auto (page cache, O_DIRECT honoured) | direct (no page\n"
 		"                        cache) | writeback (kernel writeback cache) (default auto)\n"
 		"  --reads MODE          model | instant (default model)\n"
@@ -157,6 +157,8 @@ static int parse_store(struct fdev_opts *o, const char *v)
 		o->store = FDEV_STORE_MEMORY;
 	} else if (!strcmp(v, "discard")) {
 		o->store = FDEV_STORE_DISCARD;
+	} else if (!strcmp(v, "writers")) {
+		o->store = FDEV_STORE_WRITERS;
 	} else {
 		if (stat(v, &st) || !S_ISDIR(st.st_mode))
 			return bad("--store",
@@ -626,6 +628,7 @@ static int run_mounted(struct fdev *fs)
 		(void)0; /* only to not pin the launcher's directory */
 	err = serve(fs);
 	fdev_ioq_stop(fs);
+	fdev_machine_leave(fs);
 	if (fs->o.pidfile)
 		unlink(fs->o.pidfile);
 	return err < 0 ? err : 0;

@@ -47,6 +47,8 @@ void fdev_inode_free(struct fdev *fs, struct fdev_inode *ino)
 {
 	if (!ino)
 		return;
+	if (ino->kind == FDEV_REG && fs->mach)
+		fdev_machine_truncate(fs, ino, 0);
 	if (ino->kind == FDEV_REG)
 		fdev_store_drop(fs, ino);
 	for (size_t i = 0; i < ino->nents; i++)

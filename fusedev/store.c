@@ -2,6 +2,9 @@
  *
  *   memory   sparse 64 KiB chunks per file, bounded by the capacity (holes read as zeros)
  *   discard  counts bytes and tracks sizes; reads return zeros (throughput runs, no RAM)
+ *   writers  memory for programs' files, discard for the files of the writeback engine of the
+ *            thpemu machine fusedev joined (thpemu run's private mount: programs read back
+ *            what they wrote, the engine's copies of it cost nothing)
  *   DIR      files and directories mirrored into a host directory, so data persists and
  *            a restarted daemon finds it again
  *
@@ -23,6 +26,15 @@
 
 #define C FDEV_CHUNK
 
+/* The back-end of ino's data: `writers` keeps programs' files in memory and only the sizes of
+ * the machine's writeback engine's own files (fusedev/machine.c), which hold copies. */
+static enum fdev_store_kind kind_of(const struct fdev *fs, const struct fdev_inode *ino)
+{
+	if (fs->o.store == FDEV_STORE_WRITERS)
+		return ino->engine ? FDEV_STORE_DISCARD : FDEV_STORE_MEMORY;
+	return fs->o.store;
+}
+
 const char *fdev_store_name(const struct fdev *fs)
 {
 	switch (fs->o.store) {
@@ -30,6 +42,8 @@ const char *fdev_store_name(const struct fdev *fs)
 		return "memory";
 	case FDEV_STORE_DISCARD:
 		return "discard";
+	case FDEV_STORE_WRITERS:
+		return "writers";
 	default:
 		return fs->o.store_dir;
 	}
@@ -273,7 +287,7 @@ int fdev_store_write(struct fdev *fs, struct fdev_inode *ino, const char *buf, s
 	if (off + len < off)
 		return -EFBIG;
 	pthread_mutex_lock(&ino->lock);
-	switch (fs->o.store) {
+	switch (kind_of(fs, ino)) {
 	case FDEV_STORE_MEMORY:
 		err = mem_write(fs, ino, buf, len, off);
 		break;
@@ -305,9 +319,9 @@ ssize_t fdev_store_read(struct fdev *fs, struct fdev_inode *ino, char *buf, size
 	if (len > ino->size - off)
 		len = ino->size - off;
 	n = (ssize_t)len;
-	if (fs->o.store == FDEV_STORE_MEMORY)
+	if (kind_of(fs, ino) == FDEV_STORE_MEMORY)
 		mem_read(ino, buf, len, off);
-	else if (fs->o.store == FDEV_STORE_DISCARD)
+	else if (kind_of(fs, ino) == FDEV_STORE_DISCARD)
 		memset(buf, 0, len);
 	else
 		n = dir_read(ino, buf, len, off);
@@ -322,10 +336,10 @@ int fdev_store_truncate(struct fdev *fs, struct fdev_inode *ino, uint64_t size)
 	int err = 0;
 
 	pthread_mutex_lock(&ino->lock);
-	if (fs->o.store == FDEV_STORE_MEMORY) {
+	if (kind_of(fs, ino) == FDEV_STORE_MEMORY) {
 		mem_truncate(fs, ino, size);
 	} else {
-		if (fs->o.store == FDEV_STORE_DIR &&
+		if (kind_of(fs, ino) == FDEV_STORE_DIR &&
 		    (ino->fd < 0 || ftruncate(ino->fd, (off_t)size)))
 			err = ino->fd < 0 ? -EIO : -errno;
 		if (!err)
@@ -344,11 +358,11 @@ static int falloc_alloc(struct fdev *fs, struct fdev_inode *ino, int mode, uint6
 {
 	int err;
 
-	if (fs->o.store == FDEV_STORE_MEMORY)
+	if (kind_of(fs, ino) == FDEV_STORE_MEMORY)
 		err = mem_alloc(fs, ino, off, len);
 	else
 		err = charge_to(fs, ino, off + len);
-	if (!err && fs->o.store == FDEV_STORE_DIR &&
+	if (!err && kind_of(fs, ino) == FDEV_STORE_DIR &&
 	    fallocate(ino->fd, mode, (off_t)off, (off_t)len))
 		err = -errno;
 	if (!err)
@@ -359,9 +373,10 @@ static int falloc_alloc(struct fdev *fs, struct fdev_inode *ino, int mode, uint6
 static int falloc_punch(struct fdev *fs, struct fdev_inode *ino, int mode, uint64_t off,
 			uint64_t len)
 {
-	if (fs->o.store == FDEV_STORE_MEMORY)
+	if (kind_of(fs, ino) == FDEV_STORE_MEMORY)
 		mem_punch(fs, ino, off, off + len);
-	else if (fs->o.store == FDEV_STORE_DIR && fallocate(ino->fd, mode, (off_t)off, (off_t)len))
+	else if (kind_of(fs, ino) == FDEV_STORE_DIR &&
+		 fallocate(ino->fd, mode, (off_t)off, (off_t)len))
 		return -errno;
 	written(ino, off + len, false);
 	return 0;
@@ -375,7 +390,7 @@ int fdev_store_fallocate(struct fdev *fs, struct fdev_inode *ino, int mode, uint
 	if (len == 0 || off + len < off)
 		return -EINVAL;
 	pthread_mutex_lock(&ino->lock);
-	if (fs->o.store == FDEV_STORE_DIR && ino->fd < 0)
+	if (kind_of(fs, ino) == FDEV_STORE_DIR && ino->fd < 0)
 		err = -EIO;
 	else if ((mode & ~FALLOC_FL_KEEP_SIZE) == 0)
 		err = falloc_alloc(fs, ino, mode, off, len);

@@ -53,7 +53,7 @@ struct run_ctx {
 	int child_status; /* its wait status */
 	struct run_host host; /* the program tree's one machine */
 	bool hosting;
-	char machine_json[400];
+	char machine_json[800];
 	const char *machine;	      /* --machine NAME: a named machine hosts the program */
 	const char *given[CONFIG_NR]; /* THPEMU_* options given, by id (--machine refuses some) */
 };
@@ -669,6 +669,7 @@ static bool start_host(struct run_ctx *rc)
 static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog)
 {
 	struct run_host *h = &rc->host;
+	const struct machine_writers *w = &h->m.hdr->writers; /* the device's writers */
 	char why[300] = "";
 	int bad;
 
@@ -676,9 +677,17 @@ static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_
 	bad = run_host_check(h, why, sizeof(why));
 	snprintf(rc->machine_json, sizeof(rc->machine_json),
 		 "{\"shared\": true, \"processes_reaped\": %llu, \"frames_returned\": %llu, "
-		 "\"repairs\": %llu, \"check\": \"%s\"}",
+		 "\"repairs\": %llu, \"check\": \"%s\", \"writers\": {\"pages_dirtied\": %llu, "
+		 "\"bytes\": %llu, \"pages_skipped\": %llu, \"throttles\": %llu, "
+		 "\"throttle_ns\": %llu, \"fsyncs\": %llu, \"fsync_timeouts\": %llu, "
+		 "\"dirty_max\": %llu, \"writeback_max\": %llu}}",
 		 (unsigned long long)h->reaped, (unsigned long long)h->frames_back,
-		 (unsigned long long)h->m.hdr->repairs, bad ? "failed" : "ok");
+		 (unsigned long long)h->m.hdr->repairs, bad ? "failed" : "ok",
+		 (unsigned long long)w->pages_dirtied, (unsigned long long)w->bytes,
+		 (unsigned long long)w->skipped, (unsigned long long)w->throttles,
+		 (unsigned long long)w->throttle_ns, (unsigned long long)w->fsyncs,
+		 (unsigned long long)w->fsync_timeouts, (unsigned long long)w->dirty_max,
+		 (unsigned long long)w->writeback_max);
 	prog->machine_json = rc->machine_json;
 	if (bad && !total->note[0])
 		snprintf(total->note, sizeof(total->note), " machine check failed: %.200s", why);
@@ -711,6 +720,8 @@ static int run_main(int argc, char **argv)
 		return 1;
 	}
 	rc.hosting = !rc.machine && start_host(&rc);
+	if (rc.hosting)
+		run_device_join(&rc.dev, getenv("THPEMU_MACHINE"), rc.quiet);
 	t0 = clock_now_ns();
 	prog.start_mono_s = (double)t0 / 1e9;
 	status = run_child(&rc);

@@ -543,6 +543,7 @@ static int make_machine(struct daemon *d, char *err, size_t errlen)
 		return rc;
 	}
 	d->cfg = hc;
+	run_device_join(&d->dev, getenv("THPEMU_MACHINE"), d->o->quiet); /* real writers */
 	__atomic_store_n(&d->host.on_reap_arg, d, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->host.on_reap, reaped, __ATOMIC_RELEASE);
 	make_attach(d);

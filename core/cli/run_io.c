@@ -93,8 +93,10 @@ static void fusedev_exec(struct run_device *d, uint64_t seed, int ready_fd, pid_
 	argv[n++] = "3";
 	argv[n++] = "--preset";
 	argv[n++] = d->dev.model.name;
-	argv[n++] = "--store"; /* a private mount lives as long as the run: keep no data */
-	argv[n++] = "discard";
+	/* a private mount lives as long as the run: programs' files are kept (they read back what
+	 * they wrote), the writeback engine's copies of them are not */
+	argv[n++] = "--store";
+	argv[n++] = "writers";
 	argv[n++] = "--seed";
 	argv[n++] = seedbuf;
 	for (kv = strtok_r(ov, ",", &save); kv && n < 92; kv = strtok_r(NULL, ",", &save)) {
@@ -228,6 +230,27 @@ void run_device_start(struct run_device *d, uint64_t seed, bool quiet)
 		return;
 	}
 	use_model(d, quiet);
+}
+
+void run_device_join(struct run_device *d, const char *rendezvous, bool quiet)
+{
+	char path[PATH_MAX + 32], line[96];
+	int fd, n, ok = 0;
+
+	if (!d->mnt[0] || d->pid <= 0 || !rendezvous)
+		return;
+	snprintf(path, sizeof(path), "%s/.thpemu-control", d->mnt);
+	n = snprintf(line, sizeof(line), "machine=%s\n", rendezvous);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ok = write(fd, line, (size_t)n) == n;
+		close(fd);
+	}
+	if (!ok && !quiet)
+		fprintf(stderr,
+			"thpemu run: the device did not join the machine (%s): programs' writes "
+			"to it bypass the machine's page cache\n",
+			strerror(errno));
 }
 
 static void read_stats(struct run_device *d)

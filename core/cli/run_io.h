@@ -32,6 +32,10 @@ struct run_device {
  * for it (a preset is mounted on PARENT/dev). A preset that cannot be mounted falls back to the
  * model (one line on stderr). */
 void run_device_start(struct run_device *d, uint64_t seed, bool quiet);
+/* The machine is made (after the device: the device's mount is in its configuration): a
+ * thpemu-fusedev device joins it (`machine=` on its control file), so programs' writes to the
+ * device go through the machine's page cache (fusedev/machine.c). */
+void run_device_join(struct run_device *d, const char *rendezvous, bool quiet);
 /* After the program: read the device's statistics, unmount, stop and reap the daemon, remove
  * the mount point. Safe to call when nothing was started, and more than once. */
 void run_device_stop(struct run_device *d);

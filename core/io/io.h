@@ -128,7 +128,10 @@ void io_file_name(uint64_t file_id, char *buf, size_t len);
 int io_file_id_of(const char *name, uint64_t *file_id);
 #define IO_WRITER_ID_BASE 1ULL	       /* writer files: 1, 2, ... */
 #define IO_READER_ID_BASE (1ULL << 24) /* reader files */
-#define IO_MANIFEST_NAME  "MANIFEST"   /* one line per file complete on the device */
+/* Real writers' files on the device (thpemu-fusedev: IO_FS_ID_BASE + inode % 2^24). The
+ * engine meets them as files it did not create: "f<id>.dat", made and extended on demand. */
+#define IO_FS_ID_BASE	 (1ULL << 25)
+#define IO_MANIFEST_NAME "MANIFEST" /* one line per file complete on the device */
 
 /* ---- statistics (plain data: it lives in the process's shared statistics file) --------------- */
 

@@ -118,6 +118,20 @@ struct machine_slot {
 	char pad[64];
 };
 
+/* Real programs writing files on the machine's device: thpemu-fusedev joins the machine and
+ * puts their WRITEs through its page cache (fusedev/machine.c). Counted there, atomically. */
+struct machine_writers {
+	uint64_t pages_dirtied; /* page-cache pages dirtied by writers' WRITEs */
+	uint64_t bytes;		/* bytes those WRITEs carried */
+	uint64_t skipped;	/* pages left out (pool exhausted, page locked too long) */
+	uint64_t throttles;	/* balance_dirty_pages pauses of writers */
+	uint64_t throttle_ns;
+	uint64_t fsyncs; /* fsync/fdatasync that waited for the file's writeback */
+	uint64_t fsync_timeouts;
+	uint64_t dirty_max;	/* most dirty file pages in the pool a writer saw */
+	uint64_t writeback_max; /* most file pages under writeback a writer saw */
+};
+
 /* The segment's header. Everything after it is carved by machine_alloc (mm's metadata) and the
  * page-cache arena at arena_off. */
 struct machine_hdr {
@@ -138,9 +152,10 @@ struct machine_hdr {
 	uint64_t waitq_off;	 /* struct waitq of writeback waits (shared futexes) */
 	pthread_mutex_t mm_lock; /* robust, pshared */
 	uint32_t nslots_live;	 /* slots 1.. not FREE (taken by take, given back by reap) */
-	uint32_t stopping;	 /* the host is stopping the machine (`thpemu machine stop`): every
-				  * process steps aside (its agent sees it), none may join */
-	char config[4096];	 /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
+	uint32_t stopping; /* the host is stopping the machine (`thpemu machine stop`): every
+			    * process steps aside (its agent sees it), none may join */
+	struct machine_writers writers; /* real writers' page cache (thpemu-fusedev), atomic */
+	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];
 };
 

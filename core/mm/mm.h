@@ -363,6 +363,11 @@ int mm_anon_split(struct mm *mm, uint32_t head);
  * released (the kernel's lock_page would sleep briefly; retry after yielding). */
 int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
 		     void *call);
+/* The state of owner's page-cache page without locking it: -ENOENT (not cached), or
+ * MM_PC_DIRTY | MM_PC_WRITEBACK bits (0: clean). For a writer's fsync (thpemu-fusedev). */
+#define MM_PC_DIRTY	1
+#define MM_PC_WRITEBACK 2
+int mm_pagecache_peek(struct mm *mm, uint64_t owner, uint32_t *pfn);
 /* Unlock a frame from mm_pagecache_get; mark it dirty if dirtied; mark it referenced. */
 void mm_pagecache_put(struct mm *mm, uint32_t pfn, bool dirtied);
 /* Drop owner from the page cache (delete/truncate). A frame under writeback is freed when its

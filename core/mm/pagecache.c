@@ -306,6 +306,26 @@ out_unlock:
 	return ret;
 }
 
+int mm_pagecache_peek(struct mm *mm, uint64_t owner, uint32_t *pfn)
+{
+	uint32_t p;
+	int ret = -ENOENT;
+
+	if (!(owner & MM_OWNER_FILE_BIT))
+		return -EINVAL;
+	mm_lock(mm);
+	p = pc_lookup(mm, owner);
+	if (p != MM_NO_PFN) {
+		const struct mm_frame *f = pfn_frame(mm, p);
+
+		ret = ((f->flags & FF_DIRTY) ? MM_PC_DIRTY : 0) |
+		      (frame_under_wb(f) ? MM_PC_WRITEBACK : 0);
+		*pfn = p;
+	}
+	mm_unlock(mm);
+	return ret;
+}
+
 void mm_pagecache_put(struct mm *mm, uint32_t pfn, bool dirtied)
 {
 	struct mm_frame *f;

@@ -11,3 +11,6 @@ foreach(t data errors device)
   thpemu_add_test(NAME integration/io_${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/io_${t}.sh
                   LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 600)
 endforeach()
+# real writers (rsync, cp, dd, tar, python) through the machine's page cache on fusedev
+thpemu_add_test(NAME integration/io_writers COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/io_writers.sh
+                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)
