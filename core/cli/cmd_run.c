@@ -49,8 +49,8 @@ struct run_ctx {
 	struct run_stalls stalls;
 	char **cmd; /* the program and its arguments */
 	char run_dir[PATH_MAX];
-	pid_t child;	  /* the process run_child started */
-	int child_status; /* its wait status */
+	pid_t child;	      /* the process run_child started */
+	int child_status;     /* its wait status */
 	struct run_host host; /* the program tree's one machine */
 	bool hosting;
 	char machine_json[800];

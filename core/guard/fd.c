@@ -29,12 +29,12 @@ static int tracked[GUARD_FD_TRACK]; /* fd + 1, 0 = empty */
  * Closing them in the child would leave that state naming closed numbers, and the library would
  * "re-open" them from several threads at once, closing numbers the program reuses meanwhile. */
 static int kept[4];
-static unsigned ntracked_low;	    /* tracked descriptors below zone_lo */
-static int wlock;		    /* writers: tracking table, zone, the soft limit */
-static int window;		    /* the soft limit is raised by us (atomic) */
-static uint64_t window_soft;	    /* the program's soft limit meanwhile */
-static uint64_t nr_open = 1048576;  /* fs.nr_open: the most a hard limit can be */
-static uint64_t lowered_from;	    /* the program's soft limit before guard_fd_init lowered it */
+static unsigned ntracked_low;	   /* tracked descriptors below zone_lo */
+static int wlock;		   /* writers: tracking table, zone, the soft limit */
+static int window;		   /* the soft limit is raised by us (atomic) */
+static uint64_t window_soft;	   /* the program's soft limit meanwhile */
+static uint64_t nr_open = 1048576; /* fs.nr_open: the most a hard limit can be */
+static uint64_t lowered_from;	   /* the program's soft limit before guard_fd_init lowered it */
 
 struct rlim64 {
 	uint64_t cur, max;

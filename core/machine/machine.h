@@ -152,8 +152,8 @@ struct machine_hdr {
 	uint64_t waitq_off;	 /* struct waitq of writeback waits (shared futexes) */
 	pthread_mutex_t mm_lock; /* robust, pshared */
 	uint32_t nslots_live;	 /* slots 1.. not FREE (taken by take, given back by reap) */
-	uint32_t stopping; /* the host is stopping the machine (`thpemu machine stop`): every
-			    * process steps aside (its agent sees it), none may join */
+	uint32_t stopping;	 /* the host is stopping the machine (`thpemu machine stop`): every
+				  * process steps aside (its agent sees it), none may join */
 	struct machine_writers writers; /* real writers' page cache (thpemu-fusedev), atomic */
 	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];

@@ -393,5 +393,4 @@ enum mm_debug_kind {
 };
 int mm_debug_place(struct mm *mm, uint32_t pfn, enum mm_debug_kind kind, uint64_t owner);
 
-
 #endif

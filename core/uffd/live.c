@@ -434,8 +434,7 @@ static int scratch_init(struct uffd_live *lv)
 	return 0;
 }
 
-static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char *err,
-		     size_t errlen)
+static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char *err, size_t errlen)
 {
 	struct mm_config mc = {.pool_bytes = lv->cfg.pool_bytes, .policy = lv->cfg.policy};
 	int rc;

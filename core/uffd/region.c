@@ -20,9 +20,9 @@
 /* A cookie id is [process slot: 8 bits][generation: 6 bits][cookie slot: 16 bits]; shifted left
  * by 32 in an owner cookie it puts the process slot in bits 54..61 (MACHINE_OWNER_SLOT) and
  * stays below bit 62 (FILE/FOREIGN bits). */
-#define CID_SLOT_BITS 16
-#define CID_SLOT_MASK ((1U << CID_SLOT_BITS) - 1)
-#define CID_GEN_MASK  0x3fU
+#define CID_SLOT_BITS  16
+#define CID_SLOT_MASK  ((1U << CID_SLOT_BITS) - 1)
+#define CID_GEN_MASK   0x3fU
 #define CID_PROC_SHIFT (MACHINE_OWNER_SLOT_SHIFT - 32)
 #define CID_MASK       ((1U << (CID_PROC_SHIFT + 8)) - 1)
 

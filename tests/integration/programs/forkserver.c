@@ -82,8 +82,8 @@ int main(int argc, char **argv)
 	int nw = argc > 1 ? atoi(argv[1]) : 2, ready[2], go[2], fails = 0;
 	size_t mib = argc > 2 ? (size_t)atoi(argv[2]) : 16;
 	bool kill_one = argc > 3 && !strcmp(argv[3], "--kill-one");
-	uint64_t *table = mmap(NULL, TABLE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
+	uint64_t *table =
+	    mmap(NULL, TABLE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint64_t table_sum;
 	pid_t pid[64];
 
