@@ -66,6 +66,7 @@ struct fdev_inode {
 	bool engine;	     /* the machine's writeback engine's file: device traffic only */
 	uint64_t pc_pages;   /* lock: pages this file may have in the machine's page cache */
 	uint64_t pc_dirtied; /* lock: pages dirtied since the last balance_dirty_pages */
+	int32_t noted_pid;   /* lock: the writer last noted in the machine's file table */
 };
 
 struct fdev_opts {

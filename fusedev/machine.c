@@ -167,10 +167,11 @@ int fdev_machine_join(struct fdev *fs, const char *rendezvous)
 	x->w = &x->m.hdr->writers;
 	wbm_params_default(&x->wbp);
 	__atomic_store_n(&fs->mach, x, __ATOMIC_RELEASE);
-	fprintf(stderr,
-		"thpemu-fusedev: joined machine %s (slot %d): writers' pages go through "
-		"its page cache\n",
-		rendezvous, x->slot);
+	if (fs->o.debug) /* the program's stderr is shared with the daemon's: quiet otherwise */
+		fprintf(stderr,
+			"thpemu-fusedev: joined machine %s (slot %d): writers' pages go through "
+			"its page cache\n",
+			rendezvous, x->slot);
 	return 0;
 
 detach:
@@ -347,6 +348,38 @@ static void defer(struct deferred *d)
 		deferred_main(d);
 }
 
+/* Note who writes i (the machine's file table), once per writer: a process waiting on one of
+ * its pages under writeback is told whose page it was. */
+static void note_writer(struct fdev *fs, struct fdev_mach *x, fuse_req_t req, struct fdev_inode *i)
+{
+	int pid = (int)fuse_req_ctx(req)->pid;
+	char comm[16] = "?", path[68] = "", proc[48];
+	bool fresh;
+	FILE *f;
+
+	pthread_mutex_lock(&i->lock);
+	fresh = i->noted_pid != pid;
+	i->noted_pid = pid;
+	pthread_mutex_unlock(&i->lock);
+	if (!fresh)
+		return;
+	snprintf(proc, sizeof(proc), "/proc/%d/comm", pid);
+	f = fopen(proc, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	pthread_mutex_lock(&fs->ns_lock);
+	if (i->parent && i->parent != fs->root && i->parent->name)
+		snprintf(path, sizeof(path), "%.30s/%.36s", i->parent->name,
+			 i->name ? i->name : "");
+	else if (i->name)
+		snprintf(path, sizeof(path), "%.67s", i->name);
+	pthread_mutex_unlock(&fs->ns_lock);
+	machine_file_note(&x->m, file_id(i), pid, comm, path);
+}
+
 void fdev_machine_write(struct fdev *fs, fuse_req_t req, struct fdev_inode *i, size_t size,
 			uint64_t off)
 {
@@ -357,6 +390,8 @@ void fdev_machine_write(struct fdev *fs, fuse_req_t req, struct fdev_inode *i, s
 	struct wbm_thresh th;
 	uint64_t due;
 
+	if (n)
+		note_writer(fs, x, req, i);
 	stat_add(&x->w->pages_dirtied, n);
 	stat_add(&x->w->bytes, size);
 	/* balance_dirty_pages_ratelimited(): look every WBT_RATELIMIT_PAGES pages */

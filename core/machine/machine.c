@@ -774,3 +774,67 @@ unsigned machine_reap(struct machine *m, void (*release)(void *arg, int slot), v
 	}
 	return n;
 }
+
+/* ---- who dirtied a file ------------------------------------------------------------------------
+ */
+
+static unsigned file_home(uint64_t file_id)
+{
+	return (unsigned)((file_id * 0x9e3779b97f4a7c15ULL) >> 54) % MACHINE_FILES;
+}
+
+static void copy_name(char *dst, size_t len, const char *src)
+{
+	size_t n = 0;
+
+	for (; src && src[n] && n + 1 < len; n++)
+		dst[n] = src[n];
+	dst[n] = '\0';
+}
+
+void machine_file_note(struct machine *m, uint64_t file_id, int pid, const char *comm,
+		       const char *path)
+{
+	struct machine_file *t = m->hdr->files;
+
+	if (!file_id)
+		return;
+	for (unsigned k = 0, i = file_home(file_id); k < MACHINE_FILES;
+	     k++, i = (i + 1) % MACHINE_FILES) {
+		uint64_t cur = __atomic_load_n(&t[i].file_id, __ATOMIC_ACQUIRE);
+
+		if (cur != file_id && cur != 0)
+			continue;
+		if (cur == 0 &&
+		    !__atomic_compare_exchange_n(&t[i].file_id, &cur, file_id, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+		    cur != file_id)
+			continue; /* another file took this entry first */
+		__atomic_store_n(&t[i].pid, pid, __ATOMIC_RELAXED);
+		copy_name(t[i].comm, sizeof(t[i].comm), comm);
+		copy_name(t[i].path, sizeof(t[i].path), path);
+		return;
+	}
+}
+
+bool machine_file_who(const struct machine *m, uint64_t file_id, struct machine_file *out)
+{
+	const struct machine_file *t = m->hdr->files;
+
+	if (!file_id)
+		return false;
+	for (unsigned k = 0, i = file_home(file_id); k < MACHINE_FILES;
+	     k++, i = (i + 1) % MACHINE_FILES) {
+		uint64_t cur = __atomic_load_n(&t[i].file_id, __ATOMIC_ACQUIRE);
+
+		if (!cur)
+			return false;
+		if (cur == file_id) {
+			*out = t[i];
+			out->comm[sizeof(out->comm) - 1] = '\0';
+			out->path[sizeof(out->path) - 1] = '\0';
+			return true;
+		}
+	}
+	return false;
+}

@@ -132,6 +132,19 @@ struct machine_writers {
 	uint64_t writeback_max; /* most file pages under writeback a writer saw */
 };
 
+/* Who dirtied a file's pages: a writer process noted per page-cache file id, so that a wait on
+ * one of its pages under writeback can say whose page it was ("a page written by rsync (pid
+ * 790) to f.tar"). Open addressing by file id; an entry is published by its file_id (release),
+ * and a later writer of the same file overwrites the rest (a reader may see a torn name: it is
+ * only for reports). */
+#define MACHINE_FILES 1024
+struct machine_file {
+	uint64_t file_id; /* 0: empty */
+	int32_t pid;
+	char comm[16];
+	char path[68];
+};
+
 /* The segment's header. Everything after it is carved by machine_alloc (mm's metadata) and the
  * page-cache arena at arena_off. */
 struct machine_hdr {
@@ -157,6 +170,7 @@ struct machine_hdr {
 	struct machine_writers writers; /* real writers' page cache (thpemu-fusedev), atomic */
 	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];
+	struct machine_file files[MACHINE_FILES];
 };
 
 struct machine {
@@ -236,5 +250,12 @@ void machine_serve_kick(struct machine *m, int slot);
 unsigned machine_reap(struct machine *m, void (*release)(void *arg, int slot), void *arg);
 /* Slots 1.. in state LIVE (attached processes; the host is not counted). */
 unsigned machine_nr_live(const struct machine *m);
+
+/* Note that pid (comm) dirtied pages of file_id (path: for reports). Lock-free; a full table
+ * forgets the newest files. */
+void machine_file_note(struct machine *m, uint64_t file_id, int pid, const char *comm,
+		       const char *path);
+/* Who dirtied file_id last, if noted: fills *out. Lock-free. */
+bool machine_file_who(const struct machine *m, uint64_t file_id, struct machine_file *out);
 
 #endif

@@ -384,6 +384,9 @@ int mm_writeback_begin_one(struct mm *mm, uint32_t pfn);
 void mm_writeback_end(struct mm *mm, uint32_t pfn, int err);
 /* Lock-free: is pfn under writeback right now? (for the live wait hook's futex loop) */
 bool mm_frame_under_writeback(const struct mm *mm, uint32_t pfn);
+/* The owner cookie of frame pfn now, read without the lock (for reports: whose page a wait was
+ * on; it may change at any moment). 0 when free. */
+uint64_t mm_frame_owner_peek(const struct mm *mm, uint32_t pfn);
 
 /* ---- Other allocations, recipes, background work ---------------------------------------- */
 

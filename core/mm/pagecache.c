@@ -440,3 +440,8 @@ bool mm_frame_under_writeback(const struct mm *mm, uint32_t pfn)
 {
 	return pfn < mm->nr_frames && frame_under_wb(&mm->frames[pfn]);
 }
+
+uint64_t mm_frame_owner_peek(const struct mm *mm, uint32_t pfn)
+{
+	return pfn < mm->nr_frames ? __atomic_load_n(&mm->frames[pfn].owner, __ATOMIC_RELAXED) : 0;
+}

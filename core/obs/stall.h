@@ -47,7 +47,9 @@ struct obs_stall_event {
 	int32_t syscall_nr;   /* app == OBS_APP_SYSCALL: the syscall the thread was in; else -1 */
 	uint8_t cause;	      /* enum mm_cause: the fault record's largest contributor */
 	uint8_t app;	      /* enum obs_app_result: what the application side gave */
-	char comm[OBS_COMM_LEN];    /* faulting thread's comm, NUL-terminated */
+	char comm[OBS_COMM_LEN]; /* faulting thread's comm, NUL-terminated */
+	char waited_on[128]; /* whose page the longest wait was on ("a page written by rsync (pid
+			      * 790) to r/f.tar"), or "" */
 	struct obs_stack handler;   /* the handler's stack at the blocking point (or MODELLED) */
 	struct obs_stack app_stack; /* app == OBS_APP_USER: the program's stack at the fault */
 };

@@ -359,6 +359,7 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 		jw_dbl(w, NULL, (double)r->views[i].ev->t_start_ns / 1e9, 6);
 	jw_arr_end(w);
 	jw_str(w, "cause", mm_cause_chain(ev->cause));
+	jw_str(w, "waited_on", ev->waited_on[0] ? ev->waited_on : NULL);
 	jw_str(w, "function", r->views[g->first].function);
 	json_comms(w, r, g);
 	jw_str(w, "unwind", obs_unwind_method_name(ev->handler.method));
@@ -452,6 +453,8 @@ static void text_group(FILE *f, struct report *r, const struct group *g)
 			r->views[i].ev->comm[0] ? r->views[i].ev->comm : "?", r->views[i].function,
 			ms_int(r->views[i].ev->duration_ns));
 	fprintf(f, "cause: %s\n", mm_cause_chain(ev->cause));
+	if (ev->waited_on[0])
+		fprintf(f, "waited on: %s\n", ev->waited_on);
 	fprintf(f, "handler stack (%s):\n", obs_unwind_method_name(ev->handler.method));
 	text_stack(f, r, &ev->handler, ev->cause);
 	text_app(f, r, ev);

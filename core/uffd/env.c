@@ -64,9 +64,10 @@ static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t tim
 	struct uffd_live *lv = priv;
 	struct obs_stack st;
 	uint64_t token = uffd_stallcap_blocking(call, &st); /* the blocking point's stack */
+	uint64_t owner = mm_frame_owner_peek(lv->mm, pfn);  /* whose page (for the report) */
 	int rc = waitq_wait(lv->wq, pfn, frame_busy, lv->mm, timeout_ns);
 
-	uffd_stallcap_blocked(call, &st, token);
+	uffd_stallcap_blocked(call, &st, token, owner);
 	return rc;
 }
 

@@ -58,8 +58,9 @@ struct stall_slot {
 	uint64_t t0;  /* when it was read (atomic) */
 	int32_t tid;  /* the faulting thread (atomic) */
 	/* handler side: the handler thread only */
-	uint64_t block_ns;  /* length of the block whose stack is kept */
-	bool long_captured; /* the cost hook already captured for this fault */
+	uint64_t block_ns;    /* length of the block whose stack is kept */
+	uint64_t block_owner; /* owner cookie of the page that block waited on (0: none) */
+	bool long_captured;   /* the cost hook already captured for this fault */
 	struct obs_stack handler;
 	/* application side: the watchdog writes, publishes with app_done */
 	uint32_t app_req;  /* the fault seq the watchdog asked for (watchdog only) */
@@ -176,6 +177,7 @@ void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, u
 	if (!s)
 		return;
 	s->block_ns = 0;
+	s->block_owner = 0;
 	s->long_captured = false;
 	s->handler.nr = 0;
 	s->handler.method = OBS_UNWIND_NONE;
@@ -195,7 +197,8 @@ uint64_t uffd_stallcap_blocking(struct uffd_worker *w, struct obs_stack *scratch
 	return clock_now_ns();
 }
 
-void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uint64_t token)
+void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uint64_t token,
+			   uint64_t owner)
 {
 	struct stall_slot *s;
 	uint64_t ns;
@@ -206,8 +209,29 @@ void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uin
 	ns = clock_now_ns() - token;
 	if (ns >= s->block_ns) {
 		s->block_ns = ns;
+		s->block_owner = owner;
 		s->handler = *scratch;
 	}
+}
+
+/* "a page written by rsync (pid 790) to r/f.tar": whose page a writeback wait was on. */
+static void describe_owner(struct uffd_live *lv, uint64_t owner, char *buf, size_t len)
+{
+	struct machine_file f;
+	uint64_t id;
+
+	buf[0] = '\0';
+	if (!(owner & MM_OWNER_FILE_BIT))
+		return;
+	id = MM_OWNER_FILE_ID(owner);
+	if (lv->on_machine && machine_file_who(&lv->mach, id, &f))
+		snprintf(buf, len, "a page written by %.15s (pid %d) to %.67s", f.comm, (int)f.pid,
+			 f.path[0] ? f.path : "?");
+	else if (id < IO_READER_ID_BASE)
+		snprintf(buf, len, "a page written by thpemu's --dirty writer to its file %llu",
+			 (unsigned long long)id);
+	else
+		snprintf(buf, len, "a page-cache page of file %llu", (unsigned long long)id);
 }
 
 void uffd_stallcap_long_running(struct uffd_worker *w)
@@ -252,6 +276,7 @@ void uffd_stallcap_fault_end(struct uffd_worker *w, const struct mm_fault_rec *r
 		ev.tid = s->tid;
 		ev.cause = rec->cause;
 		ev.handler = s->handler;
+		describe_owner(w->lv, s->block_owner, ev.waited_on, sizeof(ev.waited_on));
 		fill_app_side(s, &ev);
 		obs_stalls_add(w->lv->stallcap->store, &ev);
 	}

@@ -424,9 +424,12 @@ void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, u
 void uffd_stallcap_fault_end(struct uffd_worker *w, const struct mm_fault_rec *rec,
 			     uint64_t latency_ns);
 /* Inside a hook that blocks (wait_writeback, writeout): capture the handler's stack here, keep
- * it if this is the longest block of the fault. Returns a token for uffd_stallcap_blocked. */
+ * it if this is the longest block of the fault, with the owner cookie of the page waited on (0:
+ * none), which the stall event turns into whose page it was. Returns a token for
+ * uffd_stallcap_blocked. */
 uint64_t uffd_stallcap_blocking(struct uffd_worker *w, struct obs_stack *scratch);
-void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uint64_t token);
+void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uint64_t token,
+			   uint64_t owner);
 /* From a [locked] hook inside long compaction or reclaim: capture the stack once the fault has
  * been in service for half the threshold and no blocking point gave one. */
 void uffd_stallcap_long_running(struct uffd_worker *w);
