@@ -420,6 +420,7 @@ static void collect_one(const char *dir, const char *pid, json_t *merged, struct
 	const struct uffd_proc_summary *p = uffd_procs_find(procs, atoi(pid));
 	const char *comm = p && p->comm[0] ? p->comm : NULL;
 	char path[PATH_MAX + 64], *txt;
+	unsigned long long events = 0;
 	json_t *j, *st;
 	size_t n;
 
@@ -430,13 +431,14 @@ static void collect_one(const char *dir, const char *pid, json_t *merged, struct
 		tag_groups(st, atoi(pid), comm);
 		merge_stalls(merged, st);
 		s->processes++;
-		s->events += (unsigned long long)json_integer_value(json_object_get(st, "count"));
+		events = (unsigned long long)json_integer_value(json_object_get(st, "count"));
+		s->events += events;
 	}
 	json_decref(j);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/%s.stalls.txt", dir, pid);
 	txt = slurp(path, 64 << 20, &n);
-	if (txt)
+	if (txt && (events || !header)) /* of many processes, those that stalled */
 		append_text(s, pid, comm, txt, n, header);
 	free(txt);
 	unlink(path);
@@ -475,6 +477,13 @@ void run_stalls_collect(const char *dir, struct run_stalls *s, const struct uffd
 	}
 	if (d)
 		closedir(d);
+	if (header && !s->text && s->processes) {
+		char none[96];
+		int k = snprintf(none, sizeof(none), "No stalls in any of the %u processes.\n",
+				 s->processes);
+
+		append_text(s, "", NULL, none, (size_t)k, false);
+	}
 	if (s->processes) {
 		sort_groups(merged);
 		s->json = json_dumps(merged, JSON_COMPACT | JSON_REAL_PRECISION(12));
