@@ -26,3 +26,9 @@ thpemu_add_test(NAME integration/machine_named
 thpemu_add_test(NAME integration/live_selfcalls
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_selfcalls.sh
                 LABELS integration TIMEOUT 60)
+
+# A real writer (dd) and a faulting program on one named machine with a slow stick: whose pages
+# the faults waited on, under linux-3.2 and linux-3.2+nostall.
+thpemu_add_test(NAME integration/machine_writer
+                COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_writer.sh
+                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)
