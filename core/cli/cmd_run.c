@@ -669,25 +669,18 @@ static bool start_host(struct run_ctx *rc)
 static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog)
 {
 	struct run_host *h = &rc->host;
-	const struct machine_writers *w = &h->m.hdr->writers; /* the device's writers */
+	char writers[400];
 	char why[300] = "";
 	int bad;
 
 	run_host_stats(h, total->vmstat, &total->counts, &total->io);
 	bad = run_host_check(h, why, sizeof(why));
+	run_host_writers_json(&h->m.hdr->writers, writers, sizeof(writers));
 	snprintf(rc->machine_json, sizeof(rc->machine_json),
 		 "{\"shared\": true, \"processes_reaped\": %llu, \"frames_returned\": %llu, "
-		 "\"repairs\": %llu, \"check\": \"%s\", \"writers\": {\"pages_dirtied\": %llu, "
-		 "\"bytes\": %llu, \"pages_skipped\": %llu, \"throttles\": %llu, "
-		 "\"throttle_ns\": %llu, \"fsyncs\": %llu, \"fsync_timeouts\": %llu, "
-		 "\"dirty_max\": %llu, \"writeback_max\": %llu}}",
+		 "\"repairs\": %llu, \"check\": \"%s\", \"writers\": %s}",
 		 (unsigned long long)h->reaped, (unsigned long long)h->frames_back,
-		 (unsigned long long)h->m.hdr->repairs, bad ? "failed" : "ok",
-		 (unsigned long long)w->pages_dirtied, (unsigned long long)w->bytes,
-		 (unsigned long long)w->skipped, (unsigned long long)w->throttles,
-		 (unsigned long long)w->throttle_ns, (unsigned long long)w->fsyncs,
-		 (unsigned long long)w->fsync_timeouts, (unsigned long long)w->dirty_max,
-		 (unsigned long long)w->writeback_max);
+		 (unsigned long long)h->m.hdr->repairs, bad ? "failed" : "ok", writers);
 	prog->machine_json = rc->machine_json;
 	if (bad && !total->note[0])
 		snprintf(total->note, sizeof(total->note), " machine check failed: %.200s", why);

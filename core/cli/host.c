@@ -351,3 +351,16 @@ void run_host_destroy(struct run_host *h)
 	h->mm = NULL;
 	machine_destroy(&h->m);
 }
+
+void run_host_writers_json(const struct machine_writers *w, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "{\"pages_dirtied\": %llu, \"bytes\": %llu, \"pages_skipped\": %llu, "
+		 "\"throttles\": %llu, \"throttle_ns\": %llu, \"fsyncs\": %llu, "
+		 "\"fsync_timeouts\": %llu, \"dirty_max\": %llu, \"writeback_max\": %llu}",
+		 (unsigned long long)w->pages_dirtied, (unsigned long long)w->bytes,
+		 (unsigned long long)w->skipped, (unsigned long long)w->throttles,
+		 (unsigned long long)w->throttle_ns, (unsigned long long)w->fsyncs,
+		 (unsigned long long)w->fsync_timeouts, (unsigned long long)w->dirty_max,
+		 (unsigned long long)w->writeback_max);
+}

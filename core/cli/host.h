@@ -55,5 +55,7 @@ void run_host_stats(struct run_host *h, uint64_t *vmstat, struct mm_counts *coun
 /* Check the shared model (mm_check) after the run: 0 if consistent. */
 int run_host_check(struct run_host *h, char *why, size_t len);
 void run_host_destroy(struct run_host *h);
+/* The machine's real writers (thpemu-fusedev) as a JSON object, for reports. */
+void run_host_writers_json(const struct machine_writers *w, char *buf, size_t len);
 
 #endif

@@ -151,6 +151,7 @@ static void fill_stats(struct daemon *d, struct named_stats *ns)
 	ns->reaped = d->host.reaped;
 	ns->frames_back = d->host.frames_back;
 	ns->repairs = h->repairs;
+	ns->writers = h->writers;
 	run_host_stats(&d->host, ns->vmstat, &ns->counts, &ns->io);
 }
 
@@ -321,12 +322,26 @@ static void ask_everyone_to_leave(struct daemon *d)
 		machine_serve_kick(&d->host.m, s);
 }
 
+/* Slots still taken by programs (the device's daemon, a process of the machine too, goes with
+ * the device). */
+static unsigned slots_left(struct daemon *d)
+{
+	unsigned n = 0;
+
+	for (int s = 1; s < MACHINE_MAX_PROCS; s++) {
+		const struct machine_slot *sl = machine_slot(&d->host.m, s);
+
+		n += sl && __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != MACHINE_SLOT_FREE &&
+		     !(d->dev.pid > 0 && sl->pid == d->dev.pid);
+	}
+	return n;
+}
+
 static void wait_slots_free(struct daemon *d)
 {
 	uint64_t end = clock_now_ns() + STOP_WAIT_NS;
 
-	while (__atomic_load_n(&d->host.m.hdr->nslots_live, __ATOMIC_ACQUIRE) &&
-	       clock_now_ns() < end) {
+	while (slots_left(d) && clock_now_ns() < end) {
 		note_slots(d);
 		usleep(20000);
 	}
@@ -342,7 +357,7 @@ static void stop(struct daemon *d, int fd)
 
 	ask_everyone_to_leave(d);
 	wait_slots_free(d);
-	left = __atomic_load_n(&d->host.m.hdr->nslots_live, __ATOMIC_ACQUIRE);
+	left = slots_left(d);
 	run_host_stop(&d->host, IO_DRAIN_NS); /* its writeback ends while the device is there */
 	run_device_stop(&d->dev);
 	bad = left ? 0 : run_host_check(&d->host, why, sizeof(why));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/host.h"
 #include "config/config.h"
 #include "uffd/uffd.h"
 #include "util/clock.h"
@@ -238,7 +239,7 @@ void named_run_attach(const char *name, const char *const given[], struct config
 bool named_run_stats(const char *name, struct uffd_stats *total, char *json, size_t len)
 {
 	struct named_stats ns;
-	char *body = NULL, err[256];
+	char *body = NULL, err[256], writers[400];
 	size_t n;
 	bool ok;
 
@@ -262,12 +263,13 @@ bool named_run_stats(const char *name, struct uffd_stats *total, char *json, siz
 	memcpy(total->vmstat, ns.vmstat, sizeof(ns.vmstat));
 	total->counts = ns.counts;
 	total->io = ns.io;
+	run_host_writers_json(&ns.writers, writers, sizeof(writers));
 	snprintf(json, len,
 		 "{\"shared\": true, \"name\": \"%s\", \"pid\": %d, \"processes_attached\": %u, "
 		 "\"processes_reaped\": %llu, \"frames_returned\": %llu, \"repairs\": %llu, "
-		 "\"tainted\": %s}",
+		 "\"tainted\": %s, \"writers\": %s}",
 		 name, (int)ns.pid, ns.nr_live, (unsigned long long)ns.reaped,
 		 (unsigned long long)ns.frames_back, (unsigned long long)ns.repairs,
-		 ns.tainted ? "true" : "false");
+		 ns.tainted ? "true" : "false", writers);
 	return true;
 }

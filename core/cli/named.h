@@ -34,6 +34,7 @@
 #include <sys/un.h>
 
 #include "io/io.h"
+#include "machine/machine.h"
 #include "mm/mm.h"
 
 #define NAMED_NAME_MAX	 32
@@ -48,6 +49,7 @@ struct named_stats {
 	uint64_t vmstat[MM_STAT_NR];
 	struct mm_counts counts;
 	struct io_stats io;
+	struct machine_writers writers; /* the device's real writers */
 };
 
 /* Is name a machine name ([A-Za-z0-9._-]{1,32})? */

@@ -14,20 +14,20 @@ M="writer-$$"
 
 # run POLICY: a writer (dd, 48 MiB to the stick) and usemem, both attached to machine $M
 run() {
-	local p=$1
-	at_exit "'$THPEMU' machine stop '$M-$p'"
-	"$THPEMU" machine start "$M-$p" --policy "$p" --pool 96M --fragment anon:50%,pagecache:25% \
+	local p=$1 n="$M-${1//+/-}" # a machine name has no '+'
+	at_exit "'$THPEMU' machine stop '$n'"
+	"$THPEMU" machine start "$n" --policy "$p" --pool 96M --fragment anon:50%,pagecache:25% \
 		--device usb2-stick-2011 --report "$T_OUT/$p.machine.json" >/dev/null ||
 		fail "machine start ($p)"
-	"$THPEMU" run --machine "$M-$p" --quiet --report "$T_OUT/$p.dd.json" -- \
+	"$THPEMU" run --machine "$n" --quiet --report "$T_OUT/$p.dd.json" -- \
 		sh -c 'dd if=/dev/urandom of="$THPEMU_DEVICE_DIR/big" bs=1M count=48 2>/dev/null' &
 	local w=$!
 	sleep 1
-	"$THPEMU" run --machine "$M-$p" --quiet --stall-threshold 200ms --report "$T_OUT/$p.json" \
+	"$THPEMU" run --machine "$n" --quiet --stall-threshold 200ms --report "$T_OUT/$p.json" \
 		-- "$USEMEM" --size 8M --loops 10 --hold 100ms --quiet >/dev/null ||
 		fail "usemem on $p"
 	wait $w || fail "the writer on $p"
-	"$THPEMU" machine stop "$M-$p" >/dev/null || fail "machine stop ($p)"
+	"$THPEMU" machine stop "$n" >/dev/null || fail "machine stop ($p)"
 }
 
 run linux-3.2
@@ -37,7 +37,7 @@ jq -e '.program.machine.writers.pages_dirtied > 0' "$rep" >/dev/null ||
 on=$(jq -r '[.stalls.groups[] | select((.waited_on // "") | test("written by dd \\(pid [0-9]+\\)"))]
 	| .[0] | "\(.process) (pid \(.pid)) waited \(.total_ms | round) ms on \(.waited_on)"' "$rep")
 case $on in
-"usemem (pid "*"waited on a page written by dd (pid"*) ;;
+"usemem (pid "*" ms on a page written by dd (pid"*) ;;
 *) fail "no stall group of usemem names dd's page (groups: $(jq -c '[.stalls.groups[] | {process, cause, waited_on}]' "$rep"))" ;;
 esac
 say "linux-3.2: $on"
