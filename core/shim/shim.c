@@ -12,9 +12,11 @@
  * the library (an allocator's mmap under our own malloc, a signal handler interrupting us) and
  * calls from the emulator's threads pass through too.
  *
- * After fork() the child runs unmanaged (the kernel already dropped its registrations: no
- * EVENT_FORK); exec'd programs initialise afresh through LD_PRELOAD; vfork/posix_spawn children
- * share the parent's memory and its handlers until they exec.
+ * After fork() the kernel has dropped the child's registrations (no EVENT_FORK): on a shared
+ * machine (THPEMU_MACHINE, `thpemu run`) the child joins it as a process of its own in the atfork
+ * child handler (core/uffd/machine.c), otherwise it runs unmanaged; exec'd programs initialise
+ * afresh through LD_PRELOAD; vfork/posix_spawn children share the parent's memory and its
+ * handlers until they exec.
  */
 #include <errno.h>
 #include <pthread.h>
