@@ -359,7 +359,6 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 		jw_dbl(w, NULL, (double)r->views[i].ev->t_start_ns / 1e9, 6);
 	jw_arr_end(w);
 	jw_str(w, "cause", mm_cause_chain(ev->cause));
-	jw_str(w, "waited_on", ev->waited_on[0] ? ev->waited_on : NULL);
 	jw_str(w, "function", r->views[g->first].function);
 	json_comms(w, r, g);
 	jw_str(w, "unwind", obs_unwind_method_name(ev->handler.method));
@@ -371,6 +370,8 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 		jw_null(w, "syscall");
 	json_stack(w, r, "handler_stack", &ev->handler, ev->cause, true);
 	json_stack(w, r, "app_stack", &ev->app_stack, ev->cause, ev->app == OBS_APP_USER);
+	if (ev->waited_on[0]) /* live, on a shared machine: whose page the longest wait was on */
+		jw_str(w, "waited_on", ev->waited_on);
 	jw_obj_end(w);
 }
 

@@ -229,6 +229,8 @@ TEST(captured_stacks_group_by_unique_handler_and_app_pair)
 	captured_event(&ev, 0, 1100, "worker");
 	ASSERT_EQ(obs_stalls_add(s, &ev), 0);
 	captured_event(&ev, 1, 4000, "worker");
+	/* on a shared machine: whose page the wait was on */
+	strcpy(ev.waited_on, "a page written by rsync (pid 790) to stick/f.tar");
 	ASSERT_EQ(obs_stalls_add(s, &ev), 0);
 	captured_event(&ev, 0, 1300, "helper");
 	ASSERT_EQ(obs_stalls_add(s, &ev), 0);
@@ -267,6 +269,9 @@ TEST(captured_stacks_group_by_unique_handler_and_app_pair)
 	       NULL);
 	EXPECT(strstr(sys, "\"app_stack\":[]") != NULL);
 	EXPECT(strstr(b, "\"handler_stack\":[\"obs_test_wait_site_b+0x") != NULL);
+	EXPECT(strstr(b, "\"waited_on\":\"a page written by rsync (pid 790) to stick/f.tar\"}") !=
+	       NULL);
+	EXPECT(strstr(a, "\"waited_on\"") == NULL || strstr(a, "\"waited_on\"") > sys);
 
 	render_text(buf, sizeof(buf));
 	printf("%s", buf);
@@ -276,7 +281,8 @@ TEST(captured_stacks_group_by_unique_handler_and_app_pair)
 			   "helper               obs_test_app_touch_a   1300 ms\n") != NULL);
 	EXPECT(strstr(buf, "reader               read                   1700 ms\n") != NULL);
 	EXPECT(strstr(buf, "app: kernel-mode fault inside read(2)\n") != NULL);
-	EXPECT(strstr(buf, "handler stack (libunwind):\n  obs_test_wait_site_b+0x") != NULL);
+	EXPECT(strstr(buf, "waited on: a page written by rsync (pid 790) to stick/f.tar\n"
+			   "handler stack (libunwind):\n  obs_test_wait_site_b+0x") != NULL);
 	EXPECT(strstr(buf, "app stack (user-mode fault, libunwind):\n  obs_test_app_touch_a+0x") !=
 	       NULL);
 	obs_stalls_destroy(s);
