@@ -534,6 +534,7 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	if (rc == 0)
 		rc = uffd_staging_init(&lv->staging, cfg->staging, lv->nworkers + 2,
 				       &lv->stats->host, lv->pagemap_fd, cfg->host_thp);
+	lv->staging.lazy = parent != NULL; /* a fork child may exec at once */
 	if (rc == 0)
 		rc = scratch_init(lv);
 	if (rc == 0 && uffd_stallcap_start(lv) < 0)

@@ -142,7 +142,9 @@ static void *refill_main(void *arg)
 
 		guard_thread_sync(&s->gt);
 		pthread_mutex_lock(&s->lock);
-		while (!s->stop && count_state(s, US_READY) >= s->depth &&
+		while (!s->stop &&
+		       (count_state(s, US_READY) >= s->depth ||
+			(s->lazy && !__atomic_load_n(&s->wanted, __ATOMIC_ACQUIRE))) &&
 		       !guard_thread_pending(&s->gt))
 			pthread_cond_wait(&s->cond, &s->lock);
 		pthread_mutex_unlock(&s->lock);
@@ -195,6 +197,7 @@ void uffd_staging_destroy(struct uffd_staging *s)
 
 int uffd_staging_take(struct uffd_staging *s)
 {
+	__atomic_store_n(&s->wanted, true, __ATOMIC_RELEASE);
 	for (unsigned spins = 0;; spins++) {
 		for (unsigned i = 0; i < s->nslots; i++) {
 			if (slot_cas(s, i, US_READY, US_TAKEN)) {

@@ -242,6 +242,9 @@ struct uffd_staging {
 	pthread_cond_t cond;
 	bool stop;
 	bool started;
+	bool lazy;   /* prefill only once a huge fault has taken a chunk (a fork child, which
+		      * often execs at once: its chunks would be zeroed for nothing) */
+	bool wanted; /* a chunk was taken (atomic) */
 	pthread_t thread;
 	struct uffd_host_stats *host; /* counters (the process's stats) */
 	int pagemap_fd;		      /* /proc/self/pagemap, for PAGEMAP_SCAN checks */
