@@ -81,14 +81,17 @@ static void unwind_ucontext(struct obs_stack *st, void *uc)
 	unw_cursor_t c;
 	unsigned n = 0;
 
-	if (unw_init_local2(&c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
-		do {
-			unw_word_t ip;
+	if (obs_unwind_enter()) {
+		if (unw_init_local2(&c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
+			do {
+				unw_word_t ip;
 
-			if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
-				break;
-			st->ips[n++] = (uintptr_t)ip;
-		} while (n < OBS_STACK_MAX && unw_step(&c) > 0);
+				if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
+					break;
+				st->ips[n++] = (uintptr_t)ip;
+			} while (n < OBS_STACK_MAX && unw_step(&c) > 0);
+		}
+		obs_unwind_exit();
 	}
 	st->nr = (uint8_t)n;
 	st->method = n ? OBS_UNWIND_LIBUNWIND : OBS_UNWIND_NONE;

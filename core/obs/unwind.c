@@ -13,13 +13,18 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 
 #define LOAD(p)	    __atomic_load_n((p), __ATOMIC_RELAXED)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 static unsigned unwind_limit;  /* threads allowed inside libunwind at once */
 static unsigned unwind_inside; /* threads inside libunwind now */
-static int unwind_ready;       /* obs_unwind_init() has run */
+/* A fork is being prepared: nobody enters libunwind until it is done, and the fork waits until
+ * nobody is inside. libunwind's own locks are private memory: a fork child inherits one held by
+ * a thread that does not exist in the child, and its first unwind deadlocks. */
+static unsigned unwind_forking;
+static int unwind_ready; /* obs_unwind_init() has run */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* This thread's stack, for the frame-pointer walk (initial-exec: no allocation on access in a
@@ -128,10 +133,45 @@ static bool guard_enter(void)
 {
 	if (!LOAD(&unwind_ready))
 		return false;
-	if (__atomic_add_fetch(&unwind_inside, 1, __ATOMIC_ACQUIRE) <= LOAD(&unwind_limit))
+	if (__atomic_add_fetch(&unwind_inside, 1, __ATOMIC_SEQ_CST) <= LOAD(&unwind_limit) &&
+	    !__atomic_load_n(&unwind_forking, __ATOMIC_SEQ_CST))
 		return true;
 	__atomic_sub_fetch(&unwind_inside, 1, __ATOMIC_RELEASE);
 	return false;
+}
+
+bool obs_unwind_enter(void)
+{
+	return guard_enter();
+}
+
+void obs_unwind_exit(void)
+{
+	__atomic_sub_fetch(&unwind_inside, 1, __ATOMIC_RELEASE);
+}
+
+void obs_unwind_fork_prepare(void)
+{
+	__atomic_store_n(&unwind_forking, 1, __ATOMIC_SEQ_CST);
+	/* an unwind takes microseconds; a thread stopped inside one would hold the fork, so the
+	 * wait is bounded (1 s) and the child then simply never unwinds */
+	for (int i = 0; i < 10000 && __atomic_load_n(&unwind_inside, __ATOMIC_SEQ_CST); i++) {
+		struct timespec ts = {0, 100000};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+void obs_unwind_fork_parent(void)
+{
+	__atomic_store_n(&unwind_forking, 0, __ATOMIC_SEQ_CST);
+}
+
+void obs_unwind_fork_child(void)
+{
+	/* nobody was inside at the fork (or a stuck one never leaves: keep the child out) */
+	if (__atomic_load_n(&unwind_inside, __ATOMIC_SEQ_CST) == 0)
+		__atomic_store_n(&unwind_forking, 0, __ATOMIC_SEQ_CST);
 }
 
 static void guard_exit(void)
@@ -200,8 +240,10 @@ int obs_unwind_thread_init(void *lo, size_t size)
 	}
 	tls_stack_lo = (uintptr_t)lo;
 	tls_stack_hi = (uintptr_t)lo + size;
-	if (LOAD(&unwind_ready))
+	if (guard_enter()) {
 		warm_up();
+		guard_exit();
+	}
 	return 0;
 }
 

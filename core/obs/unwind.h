@@ -74,6 +74,15 @@ int obs_unwind_thread_init(void *lo, size_t size);
  * the fault path, only on threads that capture (each costs 64 page faults, so not at start-up).
  * Returns 1 when warm, 0 when the guard was full (try again later). */
 int obs_unwind_thread_warm(void);
+/* Around a call into libunwind made outside this module (a signal handler's unwind of the
+ * interrupted context): false means do not unwind now (too many inside, or a fork). */
+bool obs_unwind_enter(void);
+void obs_unwind_exit(void);
+/* pthread_atfork: no thread is inside libunwind while the address space is copied (its locks
+ * are private memory: a child would inherit one held by a thread it does not have). */
+void obs_unwind_fork_prepare(void);
+void obs_unwind_fork_parent(void);
+void obs_unwind_fork_child(void);
 
 /* ---- Handler side (fault path safe) ------------------------------------------------------ */
 

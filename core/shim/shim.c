@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "obs/unwind.h"
 #include "shim/shim.h"
 #include "util/sys.h"
 
@@ -279,14 +280,18 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 
 static void shim_atfork_prepare(void)
 {
-	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE)
-		guard_fork_prepare(); /* no page of the program is mid-migration in the copy */
+	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE) {
+		guard_fork_prepare();	   /* no page of the program is mid-migration in the copy */
+		obs_unwind_fork_prepare(); /* nor any thread inside libunwind (its locks) */
+	}
 }
 
 static void shim_atfork_parent(void)
 {
-	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE)
+	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE) {
+		obs_unwind_fork_parent();
 		guard_fork_parent();
+	}
 }
 
 static void shim_atfork_child(void)
@@ -297,6 +302,7 @@ static void shim_atfork_child(void)
 		struct uffd_live *child;
 
 		guard_fork_child();
+		obs_unwind_fork_child();
 		uffd_tls_passthrough++;
 		child = uffd_live_forked_child(shim_lv);
 		uffd_tls_passthrough--;
