@@ -680,9 +680,13 @@ static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_
 		 "{\"shared\": true, \"processes_reaped\": %llu, \"frames_returned\": %llu, "
 		 "\"repairs\": %llu, \"check\": \"%s\", \"writers\": %s}",
 		 (unsigned long long)h->reaped, (unsigned long long)h->frames_back,
-		 (unsigned long long)h->m.hdr->repairs, bad ? "failed" : "ok", writers);
+		 (unsigned long long)h->m.hdr->repairs,
+		 bad < 0   ? "failed"
+		 : bad > 0 ? "skipped"
+			   : "ok",
+		 writers);
 	prog->machine_json = rc->machine_json;
-	if (bad && !total->note[0])
+	if (bad < 0 && !total->note[0])
 		snprintf(total->note, sizeof(total->note), " machine check failed: %.200s", why);
 	run_host_destroy(h);
 }

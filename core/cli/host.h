@@ -52,7 +52,8 @@ void run_host_stop(struct run_host *h, uint64_t drain_ns);
 /* The machine's counters now: vmstat, frame counts, io statistics. */
 void run_host_stats(struct run_host *h, uint64_t *vmstat, struct mm_counts *counts,
 		    struct io_stats *io);
-/* Check the shared model (mm_check) after the run: 0 if consistent. */
+/* Check the shared model (mm_check) after the run: 0 if consistent, 1 if not checked (a pool
+ * above 4 GiB that was never repaired: the walk would cost seconds), <0 if inconsistent. */
 int run_host_check(struct run_host *h, char *why, size_t len);
 void run_host_destroy(struct run_host *h);
 /* The machine's real writers (thpemu-fusedev) as a JSON object, for reports. */

@@ -362,9 +362,9 @@ static void stop(struct daemon *d, int fd)
 	run_device_stop(&d->dev);
 	bad = left ? 0 : run_host_check(&d->host, why, sizeof(why));
 	if (d->o->report_f) {
-		if (write_report(d, left  ? "skipped"
-				    : bad ? "failed"
-					  : "ok") < 0 ||
+		if (write_report(d, left || bad > 0 ? "skipped"
+				    : bad < 0	    ? "failed"
+						    : "ok") < 0 ||
 		    fclose(d->o->report_f) != 0)
 			snprintf(why, sizeof(why), "could not write the report");
 	}
