@@ -445,7 +445,8 @@ static struct stats_file *list_stats(const char *dir, size_t *n)
 				break;
 			v = p;
 		}
-		snprintf(v[*n].name, sizeof(v->name), "%s", de->d_name);
+		snprintf(v[*n].name, sizeof(v->name), "%.*s", (int)sizeof(v->name) - 1,
+			 de->d_name); /* fits: checked above */
 		parse_stats_name(&v[*n], (int)*n);
 		(*n)++;
 	}

@@ -21,8 +21,12 @@ check() { # MODE EXPECTED_STATUS ARGS...
 	n=$(json "$rep" .faults.huge)
 	h=$(json "$rep" .config.handlers)
 	[ "$h" -ge 1 ] || fail "$mode: report names $h handlers"
-	[ "$n" -ge $((16 - h)) ] && [ "$n" -le 16 ] ||
-		fail "$mode: $n huge faults recorded, expected $((16 - h))-16 ($h handlers)"
+	# the crash path of SIGSEGV may fault in one extent of other managed memory (the
+	# allocator's) before the process is gone: CI saw 17 huge and 2 base faults once
+	local most=16
+	[ "$mode" = segv ] && most=17
+	[ "$n" -ge $((16 - h)) ] && [ "$n" -le $most ] ||
+		fail "$mode: $n huge faults recorded, expected $((16 - h))-$most ($h handlers)"
 	expect_eq "$mode no_clean_exit" "$(json "$rep" .program.no_clean_exit)" 1
 	say "$mode: status $rc, report with $(json "$rep" .faults.total) faults"
 }
