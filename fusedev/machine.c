@@ -71,16 +71,11 @@ static void env_unlock(void *priv)
 	machine_unlock(&((struct fdev_mach *)priv)->m);
 }
 
-static bool frame_busy(void *arg, uint64_t pfn)
-{
-	return mm_frame_under_writeback(arg, (uint32_t)pfn);
-}
-
 static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
 {
 	struct fdev_mach *x = priv;
 
-	return waitq_wait(x->wq, pfn, frame_busy, x->mm, timeout_ns);
+	return io_wait_writeback(x->wq, x->mm, pfn, timeout_ns);
 }
 
 static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)

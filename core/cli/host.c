@@ -45,16 +45,11 @@ static void env_unlock(void *priv)
 	machine_unlock(&h->m);
 }
 
-static bool frame_busy(void *arg, uint64_t pfn)
-{
-	return mm_frame_under_writeback(arg, (uint32_t)pfn);
-}
-
 static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
 {
 	struct run_host *h = priv;
 
-	return waitq_wait(h->wq, pfn, frame_busy, h->mm, timeout_ns);
+	return io_wait_writeback(h->wq, h->mm, pfn, timeout_ns);
 }
 
 static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
@@ -178,24 +173,6 @@ static void *keeper_main(void *arg)
 /* ---- io ----------------------------------------------------------------------------------------
  */
 
-static void io_config_of(const struct config *c, struct io_config *ic)
-{
-	char err[256];
-
-	memset(ic, 0, sizeof(*ic));
-	if (c->device_spec[0])
-		ic->dev = c->device;
-	else
-		io_device_parse("none", &ic->dev, err, sizeof(err));
-	if (c->device_dir[0])
-		snprintf(ic->dir, sizeof(ic->dir), "%s", c->device_dir);
-	else if (ic->dev.kind == IO_DEV_PATH)
-		snprintf(ic->dir, sizeof(ic->dir), "%s", ic->dev.path);
-	ic->dirty = c->dirty_spec[0] != '\0';
-	ic->dspec = c->dirty;
-	ic->seed = c->seed;
-}
-
 /* The machine's writeback engine and dirtier. A device that cannot be used degrades to the
  * in-process model (the note says why); io that cannot start at all leaves the machine without
  * writeback, as a process did before. */
@@ -209,7 +186,7 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 
 	if (!cfg->device_spec[0] && !cfg->dirty_spec[0])
 		return;
-	io_config_of(cfg, &ic);
+	config_io(cfg, &ic);
 	if (ic.dev.kind == IO_DEV_PRESET && !ic.dir[0])
 		snprintf(why, sizeof(why),
 			 "no mount for device %s: the in-process device model stands in",

@@ -186,6 +186,9 @@ int config_opt_parse(const struct config_opt *o, const char *name, const char *v
 		     struct config *cfg, char *err, size_t errlen);
 /* Defaults overridden by every THPEMU_* set in the environment (getenv; no allocation). An
  * empty value leaves the default, except for the file, directory and recipe options. */
+/* What core/io is to do for cfg: the device (THPEMU_DEVICE, or the model when none), where it
+ * is mounted, the dirtier and the seed (the live emulator's io and a machine's host alike). */
+void config_io(const struct config *cfg, struct io_config *ic);
 int config_from_env(struct config *cfg, char *err, size_t errlen);
 const struct config_opt *config_opt_by_cli(const char *cli);
 const struct config_opt *config_opt_by_env(const char *env);

@@ -317,3 +317,21 @@ void config_help(FILE *f, bool markdown)
 		fputc('\n', f);
 	}
 }
+
+void config_io(const struct config *c, struct io_config *ic)
+{
+	char err[256];
+
+	memset(ic, 0, sizeof(*ic));
+	if (c->device_spec[0])
+		ic->dev = c->device;
+	else
+		io_device_parse("none", &ic->dev, err, sizeof(err));
+	if (c->device_dir[0])
+		snprintf(ic->dir, sizeof(ic->dir), "%s", c->device_dir);
+	else if (ic->dev.kind == IO_DEV_PATH)
+		snprintf(ic->dir, sizeof(ic->dir), "%s", ic->dev.path);
+	ic->dirty = c->dirty_spec[0] != '\0';
+	ic->dspec = c->dirty;
+	ic->seed = c->seed;
+}

@@ -215,6 +215,9 @@ void *io_page(struct io *io, uint32_t pfn);
 int io_writeout(struct io *io, uint64_t owner, uint32_t pfn);
 /* copy_file_page(): the data of a migrated page-cache page. */
 int io_copy_file_page(struct io *io, uint64_t owner, uint32_t from, uint32_t to);
+/* wait_on_page_writeback() of frame pfn of mm on the writeback wait queues q (every mm
+ * environment's wait_writeback hook): 0, or -ETIMEDOUT after timeout_ns (0 = no bound). */
+int io_wait_writeback(struct waitq *q, struct mm *mm, uint32_t pfn, uint64_t timeout_ns);
 
 /* Dirtier-side operations, also for tests. */
 /* Write one page of file_id at index through the page cache (create, fill, dirty). Returns 0,

@@ -538,6 +538,16 @@ int io_writeout(struct io *io, uint64_t owner, uint32_t pfn)
 	return rc;
 }
 
+static bool frame_under_writeback(void *mm, uint64_t pfn)
+{
+	return mm_frame_under_writeback(mm, (uint32_t)pfn);
+}
+
+int io_wait_writeback(struct waitq *q, struct mm *mm, uint32_t pfn, uint64_t timeout_ns)
+{
+	return waitq_wait(q, pfn, frame_under_writeback, mm, timeout_ns);
+}
+
 int io_copy_file_page(struct io *io, uint64_t owner, uint32_t from, uint32_t to)
 {
 	if (from >= io->nr_frames || to >= io->nr_frames)

@@ -54,18 +54,13 @@ static void env_unlock(void *priv)
 		pthread_mutex_unlock(&lv->mm_lock);
 }
 
-static bool frame_busy(void *arg, uint64_t pfn)
-{
-	return mm_frame_under_writeback(arg, (uint32_t)pfn);
-}
-
 static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
 {
 	struct uffd_live *lv = priv;
 	struct obs_stack st;
 	uint64_t token = uffd_stallcap_blocking(call, &st); /* the blocking point's stack */
 	uint64_t owner = mm_frame_owner_peek(lv->mm, pfn);  /* whose page (for the report) */
-	int rc = waitq_wait(lv->wq, pfn, frame_busy, lv->mm, timeout_ns);
+	int rc = io_wait_writeback(lv->wq, lv->mm, pfn, timeout_ns);
 
 	uffd_stallcap_blocked(call, &st, token, owner);
 	return rc;

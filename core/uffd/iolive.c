@@ -43,25 +43,6 @@ static bool io_is_ours(struct uffd_live *lv)
 	return true;
 }
 
-static void io_config_of(struct uffd_live *lv, struct io_config *ic)
-{
-	const struct config *c = &lv->cfg;
-	char err[256];
-
-	memset(ic, 0, sizeof(*ic));
-	if (c->device_spec[0])
-		ic->dev = c->device;
-	else
-		io_device_parse("none", &ic->dev, err, sizeof(err));
-	if (c->device_dir[0])
-		snprintf(ic->dir, sizeof(ic->dir), "%s", c->device_dir);
-	else if (ic->dev.kind == IO_DEV_PATH)
-		snprintf(ic->dir, sizeof(ic->dir), "%s", ic->dev.path);
-	ic->dirty = c->dirty_spec[0] != '\0';
-	ic->dspec = c->dirty;
-	ic->seed = c->seed;
-}
-
 void uffd_io_start(struct uffd_live *lv)
 {
 	struct io_env env = {
@@ -78,7 +59,7 @@ void uffd_io_start(struct uffd_live *lv)
 	if ((!lv->cfg.device_spec[0] && !lv->cfg.dirty_spec[0]) || lv->on_machine ||
 	    !io_is_ours(lv))
 		return; /* on a shared machine, io is the host's (core/cli/host.c) */
-	io_config_of(lv, &ic);
+	config_io(&lv->cfg, &ic);
 	if (ic.dev.kind == IO_DEV_PRESET && !ic.dir[0])
 		snprintf(why, sizeof(why),
 			 "no mount for device %s: the in-process device model "
