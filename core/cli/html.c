@@ -694,22 +694,6 @@ static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 	fputs("</table>\n", f);
 }
 
-/* Busiest first: more faults, then the lower pid (entries without numbers last). */
-static int by_faults(const void *x, const void *y)
-{
-	json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
-	double fa = rd_num(a, "faults.total"), fb = rd_num(b, "faults.total");
-	double pa = rd_num(a, "pid"), pb = rd_num(b, "pid");
-
-	fa = isnan(fa) ? -1 : fa;
-	fb = isnan(fb) ? -1 : fb;
-	if (fa != fb)
-		return fa < fb ? 1 : -1;
-	pa = isnan(pa) ? -1 : pa;
-	pb = isnan(pb) ? -1 : pb;
-	return (pa > pb) - (pa < pb);
-}
-
 static void str_cell(FILE *f, json_t *e, const char *key)
 {
 	fputs("<td>", f);
@@ -729,7 +713,7 @@ static void run_processes(FILE *f, const struct rd_run *r, bool open)
 		return;
 	for (size_t i = 0; i < n; i++)
 		v[i] = json_array_get(arr, i);
-	qsort(v, n, sizeof(*v), by_faults);
+	qsort(v, n, sizeof(*v), rd_by_faults);
 	fprintf(f, "<details%s><summary>", open ? " open" : "");
 	esc(f, r->source);
 	fprintf(f,

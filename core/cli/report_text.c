@@ -119,22 +119,6 @@ static void rd_memory_text(json_t *root, FILE *out)
 	fputc('\n', out);
 }
 
-/* Busiest first: more faults, then the lower pid (entries without numbers last). */
-static int by_faults(const void *x, const void *y)
-{
-	json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
-	double fa = rd_num(a, "faults.total"), fb = rd_num(b, "faults.total");
-	double pa = rd_num(a, "pid"), pb = rd_num(b, "pid");
-
-	fa = isnan(fa) ? -1 : fa;
-	fb = isnan(fb) ? -1 : fb;
-	if (fa != fb)
-		return fa < fb ? 1 : -1;
-	pa = isnan(pa) ? -1 : pa;
-	pb = isnan(pb) ? -1 : pb;
-	return (pa > pb) - (pa < pb);
-}
-
 static const char *str_or(json_t *o, const char *key, const char *def)
 {
 	const char *v = json_string_value(json_object_get(o, key));
@@ -158,7 +142,7 @@ static void rd_processes_text(json_t *root, FILE *out)
 		return;
 	for (size_t i = 0; i < n; i++)
 		v[i] = json_array_get(arr, i);
-	qsort(v, n, sizeof(*v), by_faults);
+	qsort(v, n, sizeof(*v), rd_by_faults);
 	shown = n < RD_PROCS_SHOWN ? n : RD_PROCS_SHOWN;
 	fprintf(out, "  processes, busiest first:\n  %8s %8s %-16s %-13s %9s %6s %9s %9s %7s %9s\n",
 		"pid", "ppid", "comm", "state", "faults", "huge%", "p50 us", "p99 us", "stalls",

@@ -78,6 +78,22 @@ double rd_num(json_t *root, const char *path)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* Busiest first: more faults, then the lower pid (entries without numbers last). */
+int rd_by_faults(const void *x, const void *y)
+{
+	json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+	double fa = rd_num(a, "faults.total"), fb = rd_num(b, "faults.total");
+	double pa = rd_num(a, "pid"), pb = rd_num(b, "pid");
+
+	fa = isnan(fa) ? -1 : fa;
+	fb = isnan(fb) ? -1 : fb;
+	if (fa != fb)
+		return fa < fb ? 1 : -1;
+	pa = isnan(pa) ? -1 : pa;
+	pb = isnan(pb) ? -1 : pb;
+	return (pa > pb) - (pa < pb);
+}
+
 const char *rd_str(json_t *root, const char *path)
 {
 	return json_string_value(at(root, path));

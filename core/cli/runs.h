@@ -66,6 +66,8 @@ bool rd_counted(const struct rd_run *r);
 
 /* A number at a dotted path ("latency_us.both.p99"), NaN if absent. */
 double rd_num(json_t *root, const char *path);
+/* qsort order of a report's `processes` entries (json_t *): busiest first, then the lower pid. */
+int rd_by_faults(const void *x, const void *y);
 const char *rd_str(json_t *root, const char *path);
 
 /* ---- metrics ------------------------------------------------------------------------------- */
