@@ -62,9 +62,16 @@ static int mm_split_huge(void *arg, uint32_t head)
 	return mm_anon_split(ctx->mm, head);
 }
 
+static int mm_split_folio(void *arg, uint32_t head)
+{
+	struct as_mm_ctx *ctx = arg;
+
+	return mm_anon_split_folio(ctx->mm, head);
+}
+
 struct as_env as_mm_env(struct as_mm_ctx *ctx)
 {
-	return (struct as_env){ctx, mm_free_frame, mm_split_huge};
+	return (struct as_env){ctx, mm_free_frame, mm_split_huge, mm_split_folio};
 }
 
 /* Split the huge block at head (split_huge_pmd); false if mm refused. mm refuses only a block
@@ -215,7 +222,8 @@ void as_recompute_extents(struct as_region *r, uint32_t e0, uint32_t e1)
 	for (uint32_t e = e0; e <= e1 && e < r->nexts; e++) {
 		uint8_t want = AS_X_SMALL;
 
-		if (AS_X_STATE(as_xstate(r, e)) == AS_X_HUGE)
+		if (AS_X_STATE(as_xstate(r, e)) == AS_X_HUGE ||
+		    AS_X_STATE(as_xstate(r, e)) == AS_X_COLLAPSING)
 			continue;
 		if (as_ext_inside(r, e)) {
 			uint32_t p = as_page_of(r, as_ext_addr(r, e));
@@ -484,4 +492,164 @@ void as_migrate_cancel(struct as_region *r, uint32_t p, bool lost)
 	if (lost)
 		as_pfn_set(r, p, MM_NO_PFN);
 	as_pstate_set(r, p, lost ? AS_P_EMPTY : AS_P_PRESENT);
+}
+
+/* ---- collapse and the underused split ------------------------------------------------------------
+ */
+
+void as_collapse_scan(const struct as_region *r, uint32_t e, uint64_t extent_owner,
+		      struct mm_collapse_scan *s)
+{
+	uint8_t xs = AS_X_STATE(as_xstate(r, e));
+	uintptr_t ea = as_ext_addr(r, e);
+	uint8_t adv = as_xadv(r, e);
+
+	*s = (struct mm_collapse_scan){.extent_owner = extent_owner};
+	s->advice = (enum mm_vma_advice)(adv & AS_ADV_MASK);
+	s->vma_ok = as_ext_inside(r, e) && ea >= r->base && !(adv & AS_ADV_SPLIT);
+	s->huge = xs == AS_X_HUGE;
+	s->pmd_none = xs == AS_X_EMPTY;
+	s->busy = xs == AS_X_FILLING || xs == AS_X_COLLAPSING;
+	if (!s->vma_ok || s->huge || s->pmd_none)
+		return;
+	for (uint32_t i = 0, p = as_page_of(r, ea); i < MM_HPAGE_NR; i++, p++) {
+		uint8_t ps = as_pstate(r, p);
+
+		switch (AS_P_STATE(ps)) {
+		case AS_P_EMPTY:
+			s->none++;
+			break;
+		case AS_P_PRESENT:
+			if (as_pfn(r, p) == MM_NO_PFN)
+				s->shared++;
+			else
+				s->present++;
+			break;
+		case AS_P_GONE:
+			s->vma_ok = false; /* a hole in the VMA: two VMAs in the kernel */
+			break;
+		default:
+			s->busy = true;
+			break;
+		}
+	}
+}
+
+int as_collapse_claim(struct as_region *r, uint32_t e)
+{
+	uint32_t p0 = as_page_of(r, as_ext_addr(r, e));
+	uint8_t xs = as_xstate(r, e);
+
+	if (xs != AS_X_SMALL || !as_ext_inside(r, e) || as_ext_addr(r, e) < r->base)
+		return -ENOENT;
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		uint8_t ps = as_pstate(r, p0 + i);
+
+		if (ps == AS_P_GONE)
+			return -ENOENT;
+		if (ps != AS_P_EMPTY && ps != AS_P_PRESENT)
+			return -EAGAIN;
+	}
+	if (!as_xstate_cas(r, e, xs, AS_X_COLLAPSING))
+		return -EAGAIN;
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		uint32_t p = p0 + i;
+
+		if (as_pstate_cas(r, p, AS_P_PRESENT, AS_P_MIGRATING) ||
+		    as_pstate_cas(r, p, AS_P_EMPTY, AS_P_MIGRATING | AS_P_HOLE))
+			continue;
+		/* a fault took it between the check and the extent's claim: give back what was
+		 * claimed so far */
+		for (uint32_t j = 0; j < i; j++) {
+			uint8_t ps = as_pstate(r, p0 + j);
+
+			as_pstate_set(r, p0 + j, (ps & AS_P_HOLE) ? AS_P_EMPTY : AS_P_PRESENT);
+		}
+		as_xstate_set(r, e, AS_X_SMALL);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* Leave the collapse of extent e: freed pages finalised (frames back), the others restored. */
+static bool collapse_unwind(const struct as_env *env, struct as_region *r, uint32_t e,
+			    struct as_counts *c)
+{
+	uint32_t p0 = as_page_of(r, as_ext_addr(r, e));
+	bool freed = false;
+
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		uint32_t p = p0 + i, pfn = as_pfn(r, p);
+		uint8_t ps = as_pstate(r, p);
+
+		if (ps & AS_P_FREED) {
+			freed = true;
+			if (pfn != MM_NO_PFN) {
+				env->free_frame(env->arg, pfn, 0);
+				c->pages_freed++;
+			}
+			as_pfn_set(r, p, MM_NO_PFN);
+			as_pstate_set(r, p, (ps & AS_P_UNMAPPED) ? AS_P_GONE : AS_P_EMPTY);
+			continue;
+		}
+		as_pstate_set(r, p, (ps & AS_P_HOLE) ? AS_P_EMPTY : AS_P_PRESENT);
+	}
+	as_xstate_set(r, e, AS_X_SMALL);
+	return freed;
+}
+
+int as_collapse_commit(const struct as_env *env, struct as_region *r, uint32_t e, uint32_t head,
+		       struct as_counts *c)
+{
+	uint32_t p0 = as_page_of(r, as_ext_addr(r, e));
+
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		if (as_pstate(r, p0 + i) & AS_P_FREED) {
+			collapse_unwind(env, r, e, c);
+			return -EAGAIN;
+		}
+	}
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		uint32_t p = p0 + i, old = as_pfn(r, p);
+
+		if (!(as_pstate(r, p) & AS_P_HOLE) && old != MM_NO_PFN)
+			env->free_frame(env->arg, old, 0);
+		as_pfn_set(r, p, head + i);
+		as_pstate_set(r, p, AS_P_PRESENT);
+	}
+	as_xstate_set(r, e, AS_X_HUGE);
+	c->collapsed++;
+	return 0;
+}
+
+void as_collapse_cancel(const struct as_env *env, struct as_region *r, uint32_t e,
+			struct as_counts *c)
+{
+	collapse_unwind(env, r, e, c);
+}
+
+int as_split_underused(const struct as_env *env, struct as_region *r, uint32_t e,
+		       const bool *zero, struct as_counts *c)
+{
+	uint32_t p0 = as_page_of(r, as_ext_addr(r, e)), head;
+	int freed = 0, rc;
+
+	if (AS_X_STATE(as_xstate(r, e)) != AS_X_HUGE)
+		return -EINVAL;
+	head = as_pfn(r, p0);
+	rc = env->split_folio ? env->split_folio(env->arg, head) : -EOPNOTSUPP;
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		if (!zero[i])
+			continue;
+		env->free_frame(env->arg, head + i, 0);
+		as_pfn_set(r, p0 + i, MM_NO_PFN);
+		as_pstate_set(r, p0 + i, AS_P_EMPTY);
+		freed++;
+	}
+	as_xstate_set(r, e, AS_X_SMALL);
+	c->huge_splits++;
+	c->pages_freed += (uint64_t)freed;
+	return freed;
 }

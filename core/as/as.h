@@ -16,7 +16,9 @@
  * region alive and its span stable (core/uffd: the region's busy lock).
  *
  * State machines:
- *   extent  EMPTY -> FILLING -> HUGE | SMALL        (SMALL is terminal until a whole-extent free)
+ *   extent  EMPTY -> FILLING -> HUGE | SMALL        (SMALL is terminal until a whole-extent free,
+ *                                                     or a collapse: SMALL -> COLLAPSING -> HUGE;
+ *                                                     an underused split: HUGE -> SMALL)
  *   page    EMPTY -> FILLING -> PRESENT <-> MIGRATING, any -> GONE (unmapped), PRESENT -> EMPTY
  * The owner of a transient state (FILLING, MIGRATING) is the only one that may leave it; a release
  * only flags such a page (AS_P_FREED, AS_P_UNMAPPED) or extent (AS_X_DISTURBED) and the owner
@@ -41,12 +43,15 @@ enum as_page_state {
 #define AS_P_STATE(s) ((s)&0x0f)
 #define AS_P_FREED    0x10 /* freed while someone owned it: the owner finalises */
 #define AS_P_UNMAPPED 0x20 /* ... and unmapped (finalise to GONE, not EMPTY) */
+#define AS_P_HOLE     0x40 /* MIGRATING for a collapse, but a hole before it (EMPTY) */
 
 enum as_ext_state {
 	AS_X_EMPTY = 0, /* all pages EMPTY, extent wholly inside the span: a huge candidate */
 	AS_X_FILLING,	/* a fault owns the extent's first-touch decision */
 	AS_X_HUGE,	/* one emulated huge extent; pfn[] = head + i */
 	AS_X_SMALL,	/* per-page states rule (base decision, split, partial extent) */
+	AS_X_COLLAPSING, /* a collapse owns it (SMALL -> HUGE or back): every page of it is
+			  * MIGRATING, so faults and compaction wait or back off */
 };
 #define AS_X_STATE(s)  ((s)&0x0f)
 #define AS_X_DISTURBED 0x10 /* freed or unmapped (in part) while FILLING: the owner aborts */
@@ -79,6 +84,9 @@ struct as_env {
 	void (*free_frame)(void *arg, uint32_t pfn, unsigned order);
 	/* Split the huge block at head into base frames (mm_anon_split): 0 or -errno. */
 	int (*split_huge)(void *arg, uint32_t head);
+	/* Split the THP at head into 512 base frames at once (mm_anon_split_folio): 0 or -errno.
+	 * The underused split; may be NULL for users that never do one. */
+	int (*split_folio)(void *arg, uint32_t head);
 };
 
 /* The environment every user has: frames go back with mm_anon_free(mm, pfn, order, call) and
@@ -94,6 +102,7 @@ struct as_env as_mm_env(struct as_mm_ctx *ctx);
 struct as_counts {
 	uint64_t pages_freed; /* frames given back by a release */
 	uint64_t huge_splits; /* huge extents split (partial release, misaligned move) */
+	uint64_t collapsed;   /* extents collapsed into a huge one */
 };
 
 /* ---- geometry and state bytes --------------------------------------------------------------- */
@@ -239,6 +248,40 @@ void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent);
  * the extent (live: FILLING; replay: just committed huge). */
 void as_fault_huge_fallback(const struct as_env *env, struct as_region *r, uint32_t e,
 			    uint32_t head, const bool *mapped);
+
+/* ---- collapse (khugepaged, MADV_COLLAPSE) and the underused split ------------------------------ */
+
+/* What extent e holds, for khugepaged's scan (mm/khugepaged.c hpage_collapse_scan_pmd): holes
+ * (EMPTY pages), pages with a frame, pages without one (shared with a fork parent, or resident
+ * before the emulator saw the mapping: counted as shared), pages owned by a fault or a
+ * migration (busy), the extent's advice, whether it is wholly inside the span (vma_ok) and
+ * whether it is HUGE or was never touched (EMPTY: pmd_none). extent_owner is the cookie the
+ * caller's owner scheme gives page 0 of the extent. */
+void as_collapse_scan(const struct as_region *r, uint32_t e, uint64_t extent_owner,
+		      struct mm_collapse_scan *s);
+/* Claim extent e for a collapse (collapse_huge_page takes mmap_lock for write): SMALL ->
+ * COLLAPSING and every page of it MIGRATING (a hole flagged AS_P_HOLE), so faults into the
+ * range wait and compaction backs off. Returns 0, -EAGAIN (a fault or a migration owns part of
+ * it; nothing changed) or -ENOENT (not SMALL, not inside the span, or a page is GONE). */
+int as_collapse_claim(struct as_region *r, uint32_t e);
+/* The copy is in place: every page holds head + i, PRESENT, the extent is HUGE, the old frames
+ * went back through env->free_frame (order 0). A page the program freed or unmapped meanwhile
+ * (AS_P_FREED) makes the collapse fail instead: -EAGAIN, the extent SMALL, the freed pages
+ * finalised (their old frames given back), the others as before; the caller frees head. */
+int as_collapse_commit(const struct as_env *env, struct as_region *r, uint32_t e, uint32_t head,
+		       struct as_counts *c);
+/* The collapse is abandoned before anything changed: pages and extent as before the claim
+ * (freed ones finalised, their frames given back). */
+void as_collapse_cancel(const struct as_env *env, struct as_region *r, uint32_t e,
+			struct as_counts *c);
+/* The underused split of HUGE extent e (6.12 thp_underused + split_folio with the zero-page
+ * remap): the THP is split into base frames (env->split_folio), zero-filled subpages (zero[i])
+ * give their frame back and are EMPTY (the next touch is a first touch), the others stay
+ * PRESENT with head + i; the extent is SMALL. The caller owns the extent (the live emulator
+ * unmaps the zero subpages for real first). Returns the pages freed, or -EINVAL (not HUGE) /
+ * -errno of split_folio (nothing changed). */
+int as_split_underused(const struct as_env *env, struct as_region *r, uint32_t e,
+		       const bool *zero, struct as_counts *c);
 
 /* ---- the owner side of page migration (mm/migrate.c: unmap_and_move) ------------------------ */
 

@@ -164,6 +164,22 @@ enum mm_stat {
 	MM_STAT_PGSCAN_DIRECT_THROTTLE, /* (ours) direct reclaim passes that waited on writeback */
 	MM_STAT_PGWB_ERROR,		/* (ours) writebacks that completed with an error */
 	MM_STAT_NR_VMSCAN_WRITE, /* dirty pages written out by direct reclaim (3.1 pageout) */
+	/* THP over time (khugepaged.c, split.c): */
+	MM_STAT_THP_COLLAPSE_ALLOC,	   /* collapse allocations that succeeded (khugepaged and
+					    * MADV_COLLAPSE, before the collapse itself) */
+	MM_STAT_THP_COLLAPSE_ALLOC_FAILED, /* ... that failed */
+	MM_STAT_KHUGEPAGED_PAGES_COLLAPSED, /* khugepaged/pages_collapsed: ranges khugepaged
+					     * collapsed (huge pages, not MADV_COLLAPSE's) */
+	MM_STAT_KHUGEPAGED_FULL_SCANS,	    /* khugepaged/full_scans */
+	MM_STAT_KHUGEPAGED_PAGES_SCANNED,   /* (ours) khugepaged's scan progress, in pages */
+	MM_STAT_THP_SCAN_EXCEED_NONE_PTE,   /* ranges refused for too many holes */
+	MM_STAT_THP_SCAN_EXCEED_SHARED_PTE, /* ... for too many shared pages */
+	MM_STAT_THP_SCAN_EXCEED_SWAP_PTE,   /* ... for too many swap entries */
+	MM_STAT_THP_SPLIT_PMD,		    /* PMD mappings split (6.12: the folio may wait) */
+	MM_STAT_THP_DEFERRED_SPLIT_PAGE,    /* partially mapped THPs put on the split queue */
+	MM_STAT_THP_UNDERUSED_SPLIT_PAGE,   /* fully mapped THPs the shrinker split as underused */
+	MM_STAT_THP_SPLIT_PAGE_FAILED,	    /* splits the shrinker could not do (busy) */
+	MM_STAT_MADV_COLLAPSE,		    /* (ours) MADV_COLLAPSE ranges asked for */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -212,6 +228,7 @@ struct mm_fault_req {
 	enum mm_vma_advice advice;
 	bool huge_ok; /* extent aligned, wholly inside the region and still empty */
 	bool write;
+	uint32_t as_id; /* the faulting address space, for khugepaged_enter (0: the only one) */
 };
 
 struct mm_fault_res {
@@ -273,6 +290,22 @@ struct mm_env_ops {
 	 * at the same address in every process that attaches. */
 	void *(*meta_alloc)(void *priv, size_t len);
 	void (*meta_free)(void *priv, void *p, size_t len);
+	/* [unlocked] khugepaged visits address space as_id (khugepaged_scan_mm_slot): its owner
+	 * scans its 2 MiB ranges from *addr on with at most `budget` pages of progress, by calling
+	 * mm_khugepaged_scan_mm with a walker of its own regions (so a collapse is done by the
+	 * process whose memory it is), sets *addr where the next visit resumes and *done when it
+	 * passed its last range. Returns the progress made (>= 0), or -ENOENT when as_id is gone
+	 * (khugepaged forgets it). NULL: khugepaged never visits anyone. */
+	int (*khugepaged_scan)(void *priv, void *call, uint32_t as_id, uint64_t *addr,
+			       unsigned budget, bool *done);
+	/* [unlocked] The THP shrinker (6.12 deferred_split_scan) found a fully mapped THP on the
+	 * split queue: its owner counts the zero-filled subpages and, if mm_thp_underused() says
+	 * so, splits it for real: zero-filled subpages unmapped and freed (the kernel maps the
+	 * shared zero page there), the others kept as 4 KiB pages (mm_anon_split_folio, then
+	 * mm_anon_free of each freed subpage). Returns 1 split, 0 not underused (it leaves the
+	 * queue for good), -EAGAIN busy (it stays queued) or -ENOENT (no such THP any more).
+	 * NULL: no THP is ever judged underused. */
+	int (*split_underused)(void *priv, void *call, uint64_t extent_owner, uint32_t head);
 };
 
 struct mm_env {
@@ -353,6 +386,113 @@ void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call);
 /* Split a huge extent into 512 base anon frames (partial munmap / MADV_DONTNEED of a THP). */
 int mm_anon_split(struct mm *mm, uint32_t head);
 
+/* ---- THP over time: khugepaged, collapse, deferred split (khugepaged.c, split.c) ---------- */
+
+/* What one 2 MiB range of an address space holds, as khugepaged's scan sees it (6.12
+ * hpage_collapse_scan_pmd, 3.x khugepaged_scan_pmd). Filled by the owner (as_collapse_scan). */
+struct mm_collapse_scan {
+	uint64_t extent_owner; /* owner cookie page 0 of the range would have */
+	uint16_t none;	       /* pte_none pages: never touched, or freed */
+	uint16_t present;      /* mapped pages backed by a frame of the pool */
+	uint16_t shared;       /* mapped pages not the process's own: shared copy-on-write with
+				* another process (fork), or outside the pool */
+	uint16_t swap;	       /* swap entries (always 0: anonymous memory is never swapped) */
+	bool pmd_none;	       /* no page table: no page of the range was ever touched */
+	bool huge;	       /* PMD-mapped already */
+	bool vma_ok;	       /* a whole aligned 2 MiB inside one managed mapping */
+	bool busy;	       /* a fault, a migration or a collapse owns part of it */
+	enum mm_vma_advice advice;
+};
+
+/* The kernel's scan_result (mm/khugepaged.c), the subset modelled. */
+enum mm_scan_result {
+	MM_SCAN_FAIL,
+	MM_SCAN_SUCCEED,
+	MM_SCAN_PMD_NULL,	   /* nothing mapped there yet (6.12 SCAN_PMD_NULL/NONE) */
+	MM_SCAN_PMD_MAPPED,	   /* already huge */
+	MM_SCAN_EXCEED_NONE_PTE,   /* more holes than max_ptes_none */
+	MM_SCAN_EXCEED_SWAP_PTE,   /* more swap entries than max_ptes_swap */
+	MM_SCAN_EXCEED_SHARED_PTE, /* more shared pages than max_ptes_shared */
+	MM_SCAN_VMA_CHECK,	   /* the mapping may not be huge (advice, enabled, span) */
+	MM_SCAN_PAGE_LOCK,	   /* a page is busy (lock, isolation): try again later */
+	MM_SCAN_ALLOC_HUGE_PAGE_FAIL,
+	MM_SCAN_COPY_FAIL,	   /* the owner could not do it (the range changed meanwhile) */
+	MM_SCAN_NR,
+};
+const char *mm_scan_result_name(enum mm_scan_result r);
+/* MADV_COLLAPSE's errno for a range's result (6.12 madvise_collapse_errno): 0 success. */
+int mm_scan_result_errno(enum mm_scan_result r);
+
+/* The address-space side of a scan, in the process whose memory it is. */
+struct mm_khugepaged_walker {
+	void *arg;
+	/* The first 2 MiB range starting at or after *addr: set *addr to it and fill *scan.
+	 * Returns 0, or -ENOENT when there is none (the end of the address space). */
+	int (*next_range)(void *arg, uint64_t *addr, struct mm_collapse_scan *scan);
+	/* [unlocked] Collapse the range at addr into the new block at head (its frames already
+	 * owned by scan->extent_owner + i): the owner's accesses to the range wait, present pages'
+	 * data is copied to the huge page, holes are zeroed, the old frames go back (mm_anon_free)
+	 * and the range becomes one huge extent (as_collapse_*). Returns 0, or -EAGAIN when the
+	 * range changed since it was scanned (mm then frees head). */
+	int (*collapse)(void *arg, uint64_t addr, const struct mm_collapse_scan *scan, uint32_t head,
+			void *call);
+};
+
+/* Register address space as_id with khugepaged (khugepaged_enter: at the first THP-eligible
+ * fault, MADV_HUGEPAGE, fork). Idempotent. Returns 0, -ENOSPC (slot table full) or -EINVAL.
+ * The driver says whom: mm_fault_req.as_id does it for faults. */
+int mm_khugepaged_enter(struct mm *mm, uint32_t as_id);
+/* as_id is gone (exit_mmap: khugepaged_exit). */
+void mm_khugepaged_exit(struct mm *mm, uint32_t as_id);
+/* khugepaged's thread: run a wake if one is due (khugepaged_do_scan, paced by scan_sleep and
+ * alloc_sleep), visiting registered address spaces through the khugepaged_scan hook with the
+ * mm lock released. Returns the ns until it wants to run again (UINT64_MAX: nothing registered
+ * or khugepaged off: wait until mm_khugepaged_enter). */
+uint64_t mm_khugepaged(struct mm *mm, void *call);
+/* The owner's half of a visit (khugepaged_scan_mm_slot): walk ranges from *addr with budget
+ * pages of progress (+512 per range whatever it holds), check each against the era's rules
+ * (mm_collapse_check), allocate with khugepaged's gfp (mm_collapse_alloc) and collapse through
+ * the walker; a collapse attempt ends the visit, as the kernel drops mmap_lock. Returns the
+ * progress made; *addr and *done as for the hook. */
+int mm_khugepaged_scan_mm(struct mm *mm, const struct mm_khugepaged_walker *w, uint64_t *addr,
+			  unsigned budget, bool *done, void *call);
+/* The era's rules for a range (khugepaged: max_ptes_none/swap/shared, enabled and advice;
+ * MADV_COLLAPSE, khugepaged false: none of the limits, enabled ignored, NOHUGEPAGE honoured). */
+enum mm_scan_result mm_collapse_check(struct mm *mm, const struct mm_collapse_scan *scan,
+				      bool khugepaged);
+/* MADV_COLLAPSE of one 2 MiB range in the calling thread (6.12 madvise_collapse ->
+ * hpage_collapse_scan_pmd + collapse_huge_page): check, allocate with GFP_TRANSHUGE, collapse
+ * through the walker. rec (may be NULL) gets the allocation's cost. The caller maps the result
+ * with mm_scan_result_errno; a policy without madv_collapse is the caller's EINVAL. */
+enum mm_scan_result mm_madv_collapse(struct mm *mm, const struct mm_khugepaged_walker *w,
+				     uint64_t addr, struct mm_fault_rec *rec, void *call);
+/* The allocation of a collapse: order 9 with khugepaged's gfp of the era (khugepaged true:
+ * 3.x GFP_TRANSHUGE with __GFP_WAIT only under khugepaged/defrag and the second compaction in
+ * policy.khugepaged_mode; 6.12 GFP_TRANSHUGE or _LIGHT, one pass, no THISNODE pass) or
+ * MADV_COLLAPSE's (6.12 GFP_TRANSHUGE). Counts thp_collapse_alloc or _failed. The block is
+ * FS_HUGE, owned by extent_owner + i, not PMD-mapped until mm_collapse_done. Returns 0 (*head)
+ * or -ENOMEM. */
+int mm_collapse_alloc(struct mm *mm, uint64_t extent_owner, bool khugepaged, uint32_t *head,
+		      struct mm_fault_rec *rec, void *call);
+/* The collapse into head is mapped (ok) or abandoned (!ok: head is freed). ok counts
+ * pages_collapsed for khugepaged and, in 6.12 with shrink_underused, queues the THP for the
+ * shrinker (deferred_split_folio(folio, false)). */
+void mm_collapse_done(struct mm *mm, uint32_t head, bool khugepaged, bool ok);
+/* A THP whose PMD is split (partial munmap / MADV_DONTNEED): 3.x split_huge_page at once
+ * (this is mm_anon_split); with policy.deferred_split only the PMD goes (thp_split_pmd), the
+ * frames stay FS_HUGE until the shrinker or the last unmap. Freeing a subpage of such a THP
+ * (mm_anon_free order 0) marks it unmapped (thp_deferred_split_page on the first); the THP goes
+ * back whole when the last subpage does. */
+/* Split a THP into 512 base frames at once (split_folio), for the owner's split_underused
+ * hook: returns 0 or -EINVAL (not a THP). Counts thp_split_page. */
+int mm_anon_split_folio(struct mm *mm, uint32_t head);
+/* thp_underused (6.12 mm/huge_memory.c): more than max_ptes_none of the 512 subpages are
+ * zero-filled; never at max_ptes_none = 511. */
+bool mm_thp_underused(const struct mm *mm, unsigned nr_zero);
+/* Run the THP shrinker now (deferred_split_count/_scan) at reclaim priority prio (12..0), as
+ * shrink_slab would; returns the THPs split. Reclaim calls it itself; exposed for tests. */
+unsigned mm_shrink_thp(struct mm *mm, int prio, void *call);
+
 /* ---- Page cache (driven by core/io and the simulator) ---------------------------------- */
 
 /* Find the page-cache frame of owner (MM_OWNER_FILE), creating it if absent and create is set.
@@ -424,7 +564,13 @@ struct mm_counts {
 	uint32_t unmovable;
 	uint32_t isolated;
 	uint32_t wmark_min, wmark_low, wmark_high;
+	uint64_t min_free_kbytes; /* after the THP raise (set_recommended_min_free_kbytes) */
 	uint32_t free_blocks_order9; /* free 2 MiB blocks (an order-10 block counts as two) */
+	uint32_t anon_pmd;	      /* frames of THPs mapped by a PMD (the emulated AnonHugePages);
+				       * anon_huge less those of PTE-mapped THPs awaiting a split */
+	uint32_t split_queue;	      /* THPs on the deferred split queue */
+	uint32_t anon_partially_mapped; /* of which partially unmapped (nr_anon_partially_mapped) */
+	uint32_t khugepaged_mms;	/* address spaces registered with khugepaged */
 	uint32_t nr_free[MM_NR_ORDERS];
 };
 void mm_get_counts(struct mm *mm, struct mm_counts *c);
