@@ -208,4 +208,24 @@ TEST(names_are_kernel_names)
 	ASSERT_STREQ(mm_cause_chain(MM_CAUSE_NR), "?");
 }
 
+/* What the reports read: min_free_kbytes after the THP raise (the watermarks' base) and the
+ * PMD-mapped anon frames (the emulated AnonHugePages); the new counters' kernel names. */
+TEST(counts_for_reports)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "modern-always", GIB, false, err, sizeof(err)), 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.min_free_kbytes, 22528); /* max(sqrt(16 GiB in kB), 11 pageblocks) */
+	EXPECT_EQ(c.wmark_min, c.min_free_kbytes / 4);
+	EXPECT_EQ(c.anon_pmd, 0);
+	fakeenv_destroy(&fe);
+	ASSERT_STREQ(mm_stat_names[MM_STAT_THP_SCAN_EXCEED_SHARED_PTE], "thp_scan_exceed_share_pte");
+	ASSERT_STREQ(mm_stat_names[MM_STAT_KHUGEPAGED_PAGES_COLLAPSED],
+		     "khugepaged_pages_collapsed");
+	ASSERT_STREQ(mm_stat_names[MM_STAT_MADV_COLLAPSE], "madv_collapse");
+}
+
 TEST_MAIN()
