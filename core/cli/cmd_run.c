@@ -53,6 +53,7 @@ struct run_ctx {
 	int child_status;     /* its wait status */
 	struct run_host host; /* the program tree's one machine */
 	bool hosting;
+	struct obs_coverage cov; /* the machine's AnonHugePages over the program's run */
 	char machine_json[800];
 	const char *machine;	      /* --machine NAME: a named machine hosts the program */
 	const char *given[CONFIG_NR]; /* THPEMU_* options given, by id (--machine refuses some) */
@@ -720,10 +721,16 @@ static int run_main(int argc, char **argv)
 	rc.hosting = !rc.machine && start_host(&rc);
 	if (rc.hosting)
 		run_device_join(&rc.dev, getenv("THPEMU_MACHINE"), rc.quiet);
+	if (rc.hosting)
+		run_host_coverage_start(&rc.host);
 	t0 = clock_now_ns();
 	prog.start_mono_s = (double)t0 / 1e9;
 	status = run_child(&rc);
 	prog.wall_s = (double)(clock_now_ns() - t0) / 1e9;
+	if (rc.hosting) {
+		run_host_coverage(&rc.host, &rc.cov);
+		prog.coverage = &rc.cov;
+	}
 	if (rc.hosting) /* its writeback ends while the device is still there */
 		run_host_stop(&rc.host, 1000000000ULL);
 	run_device_stop(&rc.dev);

@@ -122,19 +122,56 @@ static void sleep_on(uint32_t *word, uint64_t ns)
 	sys_futex_wait(word, v, &ts);
 }
 
-/* kswapd, kcompactd and the proactive compaction timer of the machine. */
+/* A coverage sample if one is due (last: the program ended, its memory is going back: the series
+ * ends without a sample); returns the ns until the next. */
+static uint64_t coverage_tick(struct run_host *h, bool last)
+{
+	struct mm_counts c;
+	uint64_t now, next;
+
+	mm_get_counts(h->mm, &c);
+	now = clock_now_ns();
+	pthread_mutex_lock(&h->cov_lock);
+	if (last)
+		obs_coverage_close(&h->cov, now);
+	else if (now >= obs_coverage_next(&h->cov))
+		obs_coverage_sample(&h->cov, now, c.anon_pmd, c.anon);
+	next = obs_coverage_next(&h->cov);
+	pthread_mutex_unlock(&h->cov_lock);
+	return next > now ? next - now : 1;
+}
+
+/* kswapd, kcompactd and the proactive compaction timer of the machine; coverage samples. */
 static void *kthread_main(void *arg)
 {
 	struct run_host *h = arg;
 
 	while (!stopping(h)) {
 		uint64_t wait = mm_background(h->mm, NULL);
+		uint64_t cov = coverage_tick(h, false);
 
 		if (stopping(h))
 			break;
-		sleep_on(&h->stop, wait && wait < KTHREAD_MAX_SLEEP ? wait : KTHREAD_MAX_SLEEP);
+		if (!wait || wait > KTHREAD_MAX_SLEEP)
+			wait = KTHREAD_MAX_SLEEP;
+		sleep_on(&h->stop, cov < wait ? cov : wait);
 	}
 	return NULL;
+}
+
+void run_host_coverage_start(struct run_host *h)
+{
+	pthread_mutex_lock(&h->cov_lock);
+	obs_coverage_init(&h->cov, clock_now_ns(), RUN_HOST_COV_INTERVAL);
+	pthread_mutex_unlock(&h->cov_lock);
+}
+
+void run_host_coverage(struct run_host *h, struct obs_coverage *out)
+{
+	coverage_tick(h, true);
+	pthread_mutex_lock(&h->cov_lock);
+	memcpy(out, &h->cov, sizeof(*out));
+	pthread_mutex_unlock(&h->cov_lock);
 }
 
 static void release_slot(void *arg, int slot)
@@ -257,9 +294,11 @@ int run_host_start(struct run_host *h, const struct config *cfg, char *err, size
 	rc = machine_create(&mc, &h->m, err, errlen);
 	if (rc < 0)
 		return rc;
+	pthread_mutex_init(&h->cov_lock, NULL);
 	rc = make_pool(h, cfg, err, errlen);
 	if (rc < 0)
 		goto fail;
+	run_host_coverage_start(h);
 	io_start_host(h, cfg);
 	rc = -pthread_create(&h->kthread, NULL, kthread_main, h);
 	h->kthread_started = rc == 0;

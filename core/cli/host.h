@@ -22,6 +22,7 @@
 #include "io/io.h"
 #include "machine/machine.h"
 #include "mm/mm.h"
+#include "obs/coverage.h"
 
 struct run_host {
 	struct machine m;
@@ -41,7 +42,12 @@ struct run_host {
 	 * daemon lists the processes its machine had, however short-lived). Set it after start. */
 	void (*on_reap)(void *arg, int slot);
 	void *on_reap_arg;
+	/* AnonHugePages coverage, sampled by the kernel threads' loop (RUN_HOST_COV_INTERVAL) */
+	pthread_mutex_t cov_lock;
+	struct obs_coverage cov;
 };
+
+#define RUN_HOST_COV_INTERVAL (10 * 1000000ULL) /* wall time; thinned past 2000 samples */
 
 /* Create the machine for cfg (pool, policy, fragment, device, dirty) and start its threads;
  * sets THPEMU_MACHINE for the processes started afterwards. 0, or -errno with err set. */
@@ -52,6 +58,12 @@ void run_host_stop(struct run_host *h, uint64_t drain_ns);
 /* The machine's counters now: vmstat, frame counts, io statistics. */
 void run_host_stats(struct run_host *h, uint64_t *vmstat, struct mm_counts *counts,
 		    struct io_stats *io);
+/* Start the coverage series again from now (run_host_start starts one: `thpemu run` restarts
+ * it when the program starts). */
+void run_host_coverage_start(struct run_host *h);
+/* End the series now and copy it out (the program has ended: its memory is going back to the
+ * pool, so the last sample taken while it ran is the end's). */
+void run_host_coverage(struct run_host *h, struct obs_coverage *out);
 /* Check the shared model (mm_check) after the run: 0 if consistent, 1 if not checked (a pool
  * above 4 GiB that was never repaired: the walk would cost seconds), <0 if inconsistent. */
 int run_host_check(struct run_host *h, char *why, size_t len);

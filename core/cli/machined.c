@@ -190,15 +190,20 @@ static void status_text(struct daemon *d, FILE *f)
 
 static json_t *counts_json(const struct mm_counts *c)
 {
-	json_t *o = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "frames", c->nr_frames,
-			      "free", c->free, "anon", c->anon, "anon_huge", c->anon_huge, "file",
-			      c->file, "dirty", c->file_dirty, "writeback", c->file_writeback,
-			      "unmovable", c->unmovable, "isolated", c->isolated);
+	json_t *o =
+	    json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}", "frames", c->nr_frames,
+		      "free", c->free, "anon", c->anon, "anon_huge", c->anon_huge, "file", c->file,
+		      "dirty", c->file_dirty, "writeback", c->file_writeback, "unmovable",
+		      c->unmovable, "isolated", c->isolated, "anon_pmd", c->anon_pmd,
+		      "min_free_kbytes", (json_int_t)c->min_free_kbytes);
 	json_t *a = json_array();
 
 	for (unsigned i = 0; i < MM_NR_ORDERS; i++)
 		json_array_append_new(a, json_integer(c->nr_free[i]));
 	json_object_set_new(o, "free_blocks_by_order", a);
+	json_object_set_new(o, "watermarks",
+			    json_pack("{s:i,s:i,s:i}", "min", c->wmark_min, "low", c->wmark_low,
+				      "high", c->wmark_high));
 	return o;
 }
 
@@ -275,6 +280,7 @@ static json_t *seen_json(struct daemon *d)
 static int write_report(struct daemon *d, const char *check)
 {
 	struct uffd_stats *st = calloc(1, sizeof(*st));
+	struct obs_coverage *cov = malloc(sizeof(*cov));
 	struct uffd_program_info prog = {.exit_status = -1, .cmdline = "thpemu machine"};
 	char mjson[600], *text = NULL, *dev_json = run_device_json(&d->dev);
 	size_t len = 0;
@@ -297,6 +303,10 @@ static int write_report(struct daemon *d, const char *check)
 		prog.device_json = dev_json;
 		prog.wall_s = (double)(clock_now_ns() - d->t0) / 1e9;
 		prog.processes = d->nseen;
+		if (cov) { /* over the machine's life */
+			run_host_coverage(&d->host, cov);
+			prog.coverage = cov;
+		}
 		uffd_report_json(mem, &d->cfg, st, &prog);
 	}
 	if (mem && fclose(mem) == 0)
@@ -308,6 +318,7 @@ static int write_report(struct daemon *d, const char *check)
 	json_decref(j);
 	free(text);
 	free(dev_json);
+	free(cov);
 	free(st);
 	return rc;
 }

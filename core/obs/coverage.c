@@ -1,6 +1,7 @@
 /* THP coverage over time (see coverage.h). */
 #include "obs/coverage.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define FRAME_KB 4 /* MM_PAGE_SIZE / 1024 */
@@ -92,6 +93,14 @@ void obs_coverage_finish(struct obs_coverage *c, uint64_t now_ns, uint32_t huge,
 		keep(c);
 }
 
+void obs_coverage_close(struct obs_coverage *c, uint64_t now_ns)
+{
+	if (!c->have_last || now_ns < c->t0_ns || now_ns - c->t0_ns <= c->last.t_ns)
+		return;
+	integrate(c, now_ns - c->t0_ns);
+	c->last.t_ns = now_ns - c->t0_ns;
+}
+
 static double pct(double part, double whole)
 {
 	double p = whole > 0 ? 100.0 * part / whole : 0.0;
@@ -114,12 +123,15 @@ void obs_report_coverage(struct json_w *w, const struct obs_coverage *c)
 	jw_obj_begin(w, "coverage");
 	jw_dbl(w, "interval_ms", (double)c->interval_ns / 1e6, 3);
 	jw_arr_begin(w, "samples");
-	for (uint32_t i = 0; i < c->n; i++) {
-		jw_arr_begin(w, NULL);
-		jw_dbl(w, NULL, (double)c->s[i].t_ns / 1e6, 3);
-		jw_u64(w, NULL, (uint64_t)c->s[i].huge * FRAME_KB);
-		jw_u64(w, NULL, (uint64_t)c->s[i].anon * FRAME_KB);
-		jw_arr_end(w);
+	for (uint32_t i = 0; i < c->n; i++) { /* one line per sample, pretty or not */
+		char buf[80];
+
+		snprintf(buf, sizeof(buf), "[%llu.%03llu,%llu,%llu]",
+			 (unsigned long long)(c->s[i].t_ns / 1000000),
+			 (unsigned long long)(c->s[i].t_ns / 1000 % 1000),
+			 (unsigned long long)c->s[i].huge * FRAME_KB,
+			 (unsigned long long)c->s[i].anon * FRAME_KB);
+		jw_raw(w, NULL, buf);
 	}
 	jw_arr_end(w);
 	jw_dbl(w, "end_pct", obs_coverage_end_pct(c), 2);

@@ -57,6 +57,10 @@ void obs_coverage_sample(struct obs_coverage *c, uint64_t now_ns, uint32_t huge,
 /* The last sample, at the end of the run: always kept (thinning first if full). */
 void obs_coverage_finish(struct obs_coverage *c, uint64_t now_ns, uint32_t huge, uint32_t anon);
 
+/* End the series at now without a new sample: the last one holds until now (`thpemu run`: the
+ * program has exited and its memory is going back to the pool; a sample now would see that). */
+void obs_coverage_close(struct obs_coverage *c, uint64_t now_ns);
+
 /* Percentages (0..100); 0 when anon was never above 0. */
 double obs_coverage_end_pct(const struct obs_coverage *c);
 double obs_coverage_tw_pct(const struct obs_coverage *c);

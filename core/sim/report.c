@@ -187,6 +187,13 @@ static void json_pool_end(struct json_w *w, const struct mm_counts *c)
 	jw_u64(w, "file_dirty", c->file_dirty);
 	jw_u64(w, "file_writeback", c->file_writeback);
 	jw_u64(w, "unmovable", c->unmovable);
+	jw_u64(w, "anon_pmd", c->anon_pmd);
+	jw_u64(w, "min_free_kbytes", c->min_free_kbytes);
+	jw_obj_begin(w, "watermarks"); /* pages, boost included (mm_counts) */
+	jw_u64(w, "min", c->wmark_min);
+	jw_u64(w, "low", c->wmark_low);
+	jw_u64(w, "high", c->wmark_high);
+	jw_obj_end(w);
 	jw_obj_end(w);
 }
 
@@ -260,6 +267,7 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	obs_report_stalls(&w, r->stalls);
 	json_io(&w, r);
 	json_pool_end(&w, &r->end);
+	obs_report_coverage(&w, &r->cov);
 	jw_obj_begin(&w, "engine");
 	jw_u64(&w, "events", r->eng.events);
 	jw_u64(&w, "context_switches", r->eng.switches);
@@ -313,6 +321,11 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 	fprintf(f, "latency (us):\n");
 	text_latency(f, "huge", &r->faults.lat[OBS_HUGE]);
 	text_latency(f, "base", &r->faults.lat[OBS_BASE]);
+	fprintf(f,
+		"AnonHugePages coverage: end %.2f %%, time-weighted %.2f %%; watermarks min %u "
+		"low %u high %u pages (min_free_kbytes %llu)\n",
+		obs_coverage_end_pct(&r->cov), obs_coverage_tw_pct(&r->cov), r->end.wmark_min,
+		r->end.wmark_low, r->end.wmark_high, (unsigned long long)r->end.min_free_kbytes);
 	if (r->unfinished)
 		fprintf(f, "faults still in service at the end: %llu, the longest for %.1f ms\n",
 			(unsigned long long)r->unfinished, ms(r->unfinished_max_ns));

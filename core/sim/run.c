@@ -166,6 +166,8 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->writer = w->writer;
 	r->reader = w->reader;
 	mm_get_counts(w->mm, &r->end);
+	world_finish_coverage(w);
+	r->cov = w->cov;
 	sim_engine_get_stats(w->e, &r->eng);
 	replay_collect(w, r);
 }
@@ -200,6 +202,11 @@ int sim_run_scenario(const struct sim_config *c, struct sim_result **out, char *
 	pol = mm_policy(w->mm);
 	if (pol->kswapd || pol->kcompactd || pol->proactiveness)
 		world_start_background(w);
+	rc = world_start_coverage(w);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		goto out_fini;
+	}
 	rc = sim_run(w->e, run_bound(w));
 	if (rc) {
 		snprintf(err, errlen, "simulation failed: %s", strerror(-rc));

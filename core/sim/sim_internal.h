@@ -12,6 +12,7 @@
 #include "io/wbqueue.h"
 #include "io/wbthrottle.h"
 #include "mm/mm.h"
+#include "obs/coverage.h"
 #include "obs/faults.h"
 #include "obs/stall.h"
 #include "sim/sim.h"
@@ -180,6 +181,7 @@ struct sim_world {
 	uint64_t nstalls, stall_max_ns;
 	uint64_t stats_done[MM_STAT_NR]; /* counters of pools already destroyed (iterations) */
 	uint64_t iterations;
+	struct obs_coverage cov; /* AnonHugePages over virtual time (world_start_coverage) */
 	/* anonymous memory */
 	struct sim_proc *procs[SIM_MAX_PROCS];
 	uint32_t next_pid;
@@ -239,6 +241,7 @@ struct sim_result {
 	struct sim_writer_stats writer;
 	struct sim_reader_stats reader;
 	struct mm_counts end;
+	struct obs_coverage cov;
 	struct sim_engine_stats eng;
 	bool has_replay;
 	struct sim_replay_stats replay;
@@ -260,6 +263,10 @@ void world_record_fault(struct sim_world *w, struct sim_task *t, const struct mm
 int world_apply_recipe(struct sim_world *w, const char *recipe, char *err, size_t errlen);
 void world_wake_background(struct sim_world *w);
 void world_start_background(struct sim_world *w);
+/* Sample coverage (w->cov) on a virtual-time timer from now on; world_finish_coverage takes the
+ * last sample at the end. */
+int world_start_coverage(struct sim_world *w);
+void world_finish_coverage(struct sim_world *w);
 
 /* env.c */
 extern const struct mm_env_ops sim_env_ops;

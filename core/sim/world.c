@@ -156,3 +156,44 @@ void world_start_background(struct sim_world *w)
 	if (world_spawn(w, &w->bg, "kswapd0", sim_now(w->e), background_fn, w) == 0)
 		w->bg_running = true;
 }
+
+/* Coverage: a sample every interval of virtual time, at most ~2000 per run (OBS_COV_MAX_SAMPLES:
+ * a scenario of fixed duration gets max(100 ms, duration / 2000); one that runs to completion
+ * starts at 100 ms and thins). A timer on the scheduler's stack: it only reads the pool. */
+#define COV_MIN_INTERVAL_NS (100ULL * 1000000ULL)
+
+static void coverage_sample(struct sim_world *w, bool last)
+{
+	struct mm_counts c;
+
+	if (!w->mm)
+		return; /* between two iterations' pools */
+	mm_get_counts(w->mm, &c);
+	if (last)
+		obs_coverage_finish(&w->cov, sim_now(w->e), c.anon_pmd, c.anon);
+	else
+		obs_coverage_sample(&w->cov, sim_now(w->e), c.anon_pmd, c.anon);
+}
+
+static void coverage_event(struct sim_engine *e, void *arg)
+{
+	struct sim_world *w = arg;
+
+	coverage_sample(w, false);
+	sim_at(e, obs_coverage_next(&w->cov), coverage_event, w);
+}
+
+int world_start_coverage(struct sim_world *w)
+{
+	uint64_t iv = w->end_ns / OBS_COV_MAX_SAMPLES;
+
+	if (w->cfg->scenario->runs_to_completion || iv < COV_MIN_INTERVAL_NS)
+		iv = COV_MIN_INTERVAL_NS;
+	obs_coverage_init(&w->cov, sim_now(w->e), iv);
+	return sim_at(w->e, sim_now(w->e), coverage_event, w);
+}
+
+void world_finish_coverage(struct sim_world *w)
+{
+	coverage_sample(w, true);
+}

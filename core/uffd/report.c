@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "obs/coverage.h"
 #include "obs/stall.h"
 #include "util/json.h"
 #include "util/sys.h"
@@ -270,6 +271,13 @@ static void report_host(struct json_w *w, const struct uffd_stats *st)
 	jw_u64(w, "anon_huge", st->counts.anon_huge);
 	jw_u64(w, "file", st->counts.file);
 	jw_u64(w, "free_blocks_order9", st->counts.free_blocks_order9);
+	jw_u64(w, "anon_pmd", st->counts.anon_pmd);
+	jw_u64(w, "min_free_kbytes", st->counts.min_free_kbytes);
+	jw_obj_begin(w, "watermarks"); /* pages, boost included (mm_counts) */
+	jw_u64(w, "min", st->counts.wmark_min);
+	jw_u64(w, "low", st->counts.wmark_low);
+	jw_u64(w, "high", st->counts.wmark_high);
+	jw_obj_end(w);
 	jw_obj_end(w);
 	jw_obj_end(w);
 }
@@ -338,6 +346,8 @@ int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats 
 	report_io(&w, cfg, st, prog);
 	report_host(&w, st);
 	report_memory(&w, st);
+	if (prog->coverage)
+		obs_report_coverage(&w, prog->coverage);
 	if (prog->procs)
 		uffd_report_procs_json(&w, prog->procs);
 	jw_obj_end(&w);
@@ -418,6 +428,12 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 					     st->io.err_disconnected + st->io.err_timeout +
 					     st->io.err_other),
 			ms(st->io.throttle_ns), st->io.note[0] ? "; " : "", st->io.note);
+	if (prog->coverage)
+		fprintf(f,
+			"thpemu: AnonHugePages coverage: end %.1f%%, time-weighted %.1f%%; "
+			"watermarks min %u low %u high %u pages\n",
+			obs_coverage_end_pct(prog->coverage), obs_coverage_tw_pct(prog->coverage),
+			st->counts.wmark_min, st->counts.wmark_low, st->counts.wmark_high);
 	report_memory_summary(f, &st->mem);
 	if (prog->procs)
 		uffd_report_procs_summary(f, prog->procs);

@@ -18,6 +18,8 @@
 #include "mm/mm.h"
 #include "obs/faults.h"
 
+struct obs_coverage;
+
 #define UFFD_PAGE_SIZE	4096UL
 #define UFFD_HPAGE_SIZE (2UL << 20)
 
@@ -265,6 +267,7 @@ struct uffd_program_info {
 	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */
 	const struct uffd_proc_list *procs; /* thpemu run: every process (finished), or NULL */
 	const char *machine_json; /* the shared machine's facts as a JSON object, or NULL */
+	const struct obs_coverage *coverage; /* the machine's AnonHugePages over the run, or NULL */
 };
 
 /* Write the run report (JSON, keys shared with `thpemu sim` through obs/faults.h). */

@@ -222,7 +222,8 @@ TEST(counts_for_reports)
 	EXPECT_EQ(c.wmark_min, c.min_free_kbytes / 4);
 	EXPECT_EQ(c.anon_pmd, 0);
 	fakeenv_destroy(&fe);
-	ASSERT_STREQ(mm_stat_names[MM_STAT_THP_SCAN_EXCEED_SHARED_PTE], "thp_scan_exceed_share_pte");
+	ASSERT_STREQ(mm_stat_names[MM_STAT_THP_SCAN_EXCEED_SHARED_PTE],
+		     "thp_scan_exceed_share_pte");
 	ASSERT_STREQ(mm_stat_names[MM_STAT_KHUGEPAGED_PAGES_COLLAPSED],
 		     "khugepaged_pages_collapsed");
 	ASSERT_STREQ(mm_stat_names[MM_STAT_MADV_COLLAPSE], "madv_collapse");

@@ -18,7 +18,7 @@ TEST(samples_on_the_grid_only)
 	EXPECT_EQ(c.n, 2);
 	EXPECT_EQ(c.s[1].t_ns, 130 * MS);
 	EXPECT_EQ(obs_coverage_next(&c), 1200 * MS);
-	obs_coverage_sample(&c, 900 * MS, 10, 10); /* before t0: ignored */
+	obs_coverage_sample(&c, 900 * MS, 10, 10);  /* before t0: ignored */
 	obs_coverage_sample(&c, 1120 * MS, 10, 10); /* before the last: ignored */
 	EXPECT_EQ(c.n, 2);
 	obs_coverage_finish(&c, 1150 * MS, 10, 10);
@@ -42,6 +42,21 @@ TEST(time_weighted_counts_only_time_with_anon)
 	EXPECT_NEAR(obs_coverage_tw_pct(&c), 55.0, 1e-9);
 	EXPECT_NEAR(obs_coverage_end_pct(&c), 100.0, 1e-9); /* the last sample with anon */
 	EXPECT_EQ(c.n, 7);
+}
+
+/* thpemu run ends the series after the program exited: the last sample holds until then. */
+TEST(close_extends_the_last_sample)
+{
+	obs_coverage_init(&c, 0, 100 * MS);
+	obs_coverage_sample(&c, 0, 0, 100);
+	obs_coverage_sample(&c, 100 * MS, 100, 100);
+	obs_coverage_close(&c, 300 * MS);
+	EXPECT_EQ(c.n, 2);
+	EXPECT_EQ(c.anon_ns, 300 * MS);
+	EXPECT_NEAR(obs_coverage_tw_pct(&c), 100.0 * 2 / 3, 1e-9);
+	EXPECT_NEAR(obs_coverage_end_pct(&c), 100.0, 1e-9);
+	obs_coverage_close(&c, 200 * MS); /* earlier: nothing */
+	EXPECT_EQ(c.anon_ns, 300 * MS);
 }
 
 TEST(empty_and_clamped)
