@@ -7,6 +7,7 @@
  *                pooled exact histograms; tail CDF on a "nines" axis (p90, p99, p99.9, ...) as
  *                CBMM plots it
  *   huge %       per run, per series
+ *   coverage     AnonHugePages / managed anon over time, a plot per series, a line per run
  *   stalls       a timeline (one row per run, one bar per stall event, coloured by cause) and
  *                the stall groups with the emulated kernel's and the program's stacks
  *   vmstat       per series means (and B - A)
@@ -381,6 +382,100 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 				s[j].color);
 	}
 	legend(f, s, ns, false);
+	fputs("</svg>\n", f);
+}
+
+/* ---- coverage over time
+ * ----------------------------------------------------------------------------- */
+
+/* A run's coverage samples ([[t_ms, anon_huge_kb, anon_kb], ...]), or NULL. */
+static json_t *cov_samples(const struct rd_run *r)
+{
+	json_t *a = json_object_get(json_object_get(r->root, "coverage"), "samples");
+
+	return json_is_array(a) && json_array_size(a) ? a : NULL;
+}
+
+static bool cov_sample(json_t *e, double *t_s, double *pct)
+{
+	json_t *t = json_array_get(e, 0), *h = json_array_get(e, 1), *a = json_array_get(e, 2);
+
+	if (!json_is_number(t) || !json_is_number(h) || !json_is_number(a))
+		return false;
+	*t_s = json_number_value(t) / 1e3;
+	*pct = json_number_value(a) > 0
+		   ? fmin(100, fmax(0, 100 * json_number_value(h) / json_number_value(a)))
+		   : NAN; /* nothing mapped: no coverage to draw */
+	return isfinite(*t_s);
+}
+
+/* One plot per series: AnonHugePages / managed anon (%) over time, one line per run (a gap
+ * where there was no managed anonymous memory). */
+static void coverage_plot(FILE *f, const struct rd_run *runs, size_t n, const struct series *s)
+{
+	struct axes a = {0, 1, 0, 100, false, false};
+	char title[200], lab[32];
+	size_t lines = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *sm;
+		double t, p;
+
+		if (!rd_counted(&runs[i]) || strcmp(runs[i].label, s->label) ||
+		    !(sm = cov_samples(&runs[i])))
+			continue;
+		if (cov_sample(json_array_get(sm, json_array_size(sm) - 1), &t, &p))
+			a.x1 = fmax(a.x1, t);
+		lines++;
+	}
+	snprintf(title, sizeof(title), "AnonHugePages coverage: %.150s", s->label);
+	svg_open(f, title, "time (s)", "anon mapped huge (%)");
+	if (!lines) {
+		no_data(f, "no coverage samples");
+		fputs("</svg>\n", f);
+		return;
+	}
+	y_ticks_linear(f, &a, 25, "%");
+	for (int k = 0; k <= 4; k++) {
+		double x = px(&a, a.x1 * k / 4);
+
+		snprintf(lab, sizeof(lab), "%.3g", a.x1 * k / 4);
+		fprintf(f,
+			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
+			x, PLOT_H - PAD_B + 13, lab);
+	}
+	lines = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *sm;
+		bool pen = false;
+
+		if (!rd_counted(&runs[i]) || strcmp(runs[i].label, s->label) ||
+		    !(sm = cov_samples(&runs[i])))
+			continue;
+		/* the series' colour; its runs told apart by dashes */
+		fprintf(f, "<path class=\"series\" stroke=\"%s\" stroke-dasharray=\"%s\" d=\"",
+			s->color,
+			lines % 3 == 0	 ? "none"
+			: lines % 3 == 1 ? "5 2"
+					 : "1 2");
+		for (size_t k = 0; k < json_array_size(sm); k++) {
+			double t, p;
+
+			if (!cov_sample(json_array_get(sm, k), &t, &p) || isnan(p)) {
+				pen = false;
+				continue;
+			}
+			fprintf(f, "%s%.1f %.1f ", pen ? "L" : "M", px(&a, fmin(t, a.x1)),
+				py(&a, p));
+			pen = true;
+		}
+		fputs("\"><title>", f);
+		esc(f, runs[i].source);
+		fprintf(f, ": end %.2f %%, time-weighted %.2f %%</title></path>",
+			rd_num(runs[i].root, "coverage.end_pct"),
+			rd_num(runs[i].root, "coverage.time_weighted_pct"));
+		lines++;
+	}
 	fputs("</svg>\n", f);
 }
 
@@ -994,6 +1089,13 @@ int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_r
 		tail_plot(f, s, ns, c);
 	fputs("</div>\n<h2>Huge pages</h2>\n<div class=\"plots\">\n", f);
 	huge_plot(f, runs, n, s, ns);
+	fputs("</div>\n<h2>AnonHugePages coverage over time</h2>\n<p class=\"note\">Managed "
+	      "anonymous memory mapped huge, against all managed anonymous memory, sampled over "
+	      "each run (a line per run, dashed for the second and third; a gap where nothing was "
+	      "mapped).</p>\n<div class=\"plots\">\n",
+	      f);
+	for (size_t j = 0; j < ns; j++)
+		coverage_plot(f, runs, n, &s[j]);
 	fputs("</div>\n<h2>Stalls</h2>\n<div class=\"plots\">\n", f);
 	timeline(f, runs, n);
 	fputs("</div>\n<h2>Stall groups</h2>\n<p class=\"note\">Faults slower than the stall "

@@ -189,6 +189,10 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 		rd_num(r->root, "stalls.count"), rd_num(r->root, "stalls.total_ms"),
 		rd_num(r->root, "writeback_waits.count"),
 		rd_num(r->root, "writeback_waits.total_ms"));
+	if (!isnan(rd_num(r->root, "coverage.end_pct")))
+		fprintf(out, "  AnonHugePages coverage: end %.2f %%, time-weighted %.2f %%\n",
+			rd_num(r->root, "coverage.end_pct"),
+			rd_num(r->root, "coverage.time_weighted_pct"));
 	rd_memory_text(r->root, out);
 	for (int c = 0; c < 3; c++) {
 		char p[4][48];
