@@ -185,7 +185,7 @@ static void coverage_event(struct sim_engine *e, void *arg)
 
 int world_start_coverage(struct sim_world *w)
 {
-	uint64_t iv = w->end_ns / OBS_COV_MAX_SAMPLES;
+	uint64_t iv = w->end_ns / (OBS_COV_MAX_SAMPLES - 2); /* and the end's sample */
 
 	if (w->cfg->scenario->runs_to_completion || iv < COV_MIN_INTERVAL_NS)
 		iv = COV_MIN_INTERVAL_NS;

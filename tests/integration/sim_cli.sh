@@ -88,4 +88,45 @@ printf 'migrate-page = 27us\nfault=27us\n' >"$T_TMP/live.costs"
 	fail "run with a valid cost file failed"
 expect_eq costs.migrate-page "$(json "$T_TMP/r.json" '.costs_ns."migrate-page"')" 27000
 expect_eq costs.fault "$(json "$T_TMP/r.json" '.costs_ns.fault')" 27000
+
+# Issue 12: the pool's watermarks and the AnonHugePages coverage over the run. A 1 GiB pool, all
+# free, usemem with MADV_HUGEPAGE: modern-always maps nearly all of it huge, modern-never none.
+for p in modern-always modern-never linux-3.1; do
+	J=$T_TMP/cov-$p.json
+	"$THPEMU" sim --policy $p --scenario seed-2011 --pool 1G --duration 300s --opt init= \
+		--json "$J" >/dev/null || fail "sim $p"
+	expect_eq "$p: min < low < high" \
+		"$(json "$J" '.pool_end.watermarks | .min < .low and .low < .high')" true
+	expect_eq "$p: min = min_free_kbytes in pages" \
+		"$(json "$J" '.pool_end.watermarks.min == (.pool_end.min_free_kbytes / 4 | floor)')" true
+	expect_eq "$p: 1..2000 samples" "$(json "$J" '.coverage.samples | length > 1 and length <= 2000')" true
+	expect_eq "$p: the interval spreads them over the run" "$(json "$J" '.coverage.interval_ms >= 100')" true
+	expect_eq "$p: samples in time order" \
+		"$(json "$J" '[.coverage.samples[][0]] as $t | [range(1; $t | length) | $t[.] > $t[. - 1]] | all')" true
+	expect_eq "$p: the last sample at the end" \
+		"$(json "$J" '.coverage.samples[-1][0] == .duration_s * 1000')" true
+	expect_eq "$p: 0 <= huge <= anon" "$(json "$J" '.coverage.samples | map(.[1] >= 0 and .[1] <= .[2]) | all')" true
+	expect_eq "$p: percentages in 0..100" \
+		"$(json "$J" '.coverage | [.end_pct, .time_weighted_pct] | map(. >= 0 and . <= 100) | all')" true
+	# end: the last sample with anon; time-weighted: each sample holds until the next, over the
+	# time with anon (every sample is kept at this length: the mean can be recomputed)
+	expect_eq "$p: end_pct is the last sample's" "$(json "$J" '.coverage |
+		.end_pct as $e | (.samples | map(select(.[2] > 0)) | last | 100 * .[1] / .[2]) - $e | fabs < 0.006')" true
+	expect_eq "$p: time_weighted_pct from the samples" "$(json "$J" '.coverage | .time_weighted_pct as $tw | .samples as $s |
+		[range(1; $s | length) | select($s[. - 1][2] > 0) |
+		 [($s[.][0] - $s[. - 1][0]), ($s[.][0] - $s[. - 1][0]) * $s[. - 1][1] / $s[. - 1][2]]] |
+		(map(.[1]) | add) * 100 / (map(.[0]) | add) - $tw | fabs < 0.01')" true
+done
+J=$T_TMP/cov-modern-always.json
+expect_eq "modern 1 GiB: min_free_kbytes raised to 11 pageblocks" "$(json "$J" .pool_end.min_free_kbytes)" 22528
+expect_eq "modern 1 GiB: watermarks" "$(json "$J" '.pool_end.watermarks | "\(.min) \(.low) \(.high)"')" \
+	"5632 7040 8448"
+expect_eq "modern-always: coverage above 90 %" \
+	"$(json "$J" '.coverage | .end_pct > 90 and .time_weighted_pct > 90')" true
+expect_eq "modern-never: no coverage" \
+	"$(json "$T_TMP/cov-modern-never.json" '.coverage | [.end_pct, .time_weighted_pct] | "\(.)"')" "[0,0]"
+expect_eq "modern-never: there was anon memory" "$(json "$T_TMP/cov-modern-never.json" '.coverage.anon_ms > 0')" true
+"$THPEMU" sim --policy modern-always --scenario seed-2011 --pool 1G --duration 20s --opt init= |
+	grep -q "^AnonHugePages coverage: end [0-9.]* %, time-weighted [0-9.]* %; watermarks min 5632 low 7040 high 8448" ||
+	fail "the text summary lacks the coverage and watermarks line"
 say "ok"
