@@ -61,9 +61,13 @@ static bool take(struct obs_coverage *c, uint64_t now_ns, uint32_t huge, uint32_
 	integrate(c, t);
 	c->last = (struct obs_cov_sample){.t_ns = t, .huge = huge, .anon = anon};
 	c->have_last = true;
-	if (anon) {
+	/* the last sample with at least half the peak: the peak itself, or one after it */
+	if (anon > c->peak) {
+		c->peak = anon;
 		c->end = c->last;
 		c->have_end = true;
+	} else if (anon && anon >= c->peak - c->peak / 2) {
+		c->end = c->last;
 	}
 	return true;
 }
@@ -135,6 +139,10 @@ void obs_report_coverage(struct json_w *w, const struct obs_coverage *c)
 	}
 	jw_arr_end(w);
 	jw_dbl(w, "end_pct", obs_coverage_end_pct(c), 2);
+	if (c->have_end)
+		jw_dbl(w, "end_t_ms", (double)c->end.t_ns / 1e6, 3);
+	else
+		jw_null(w, "end_t_ms");
 	jw_dbl(w, "time_weighted_pct", obs_coverage_tw_pct(c), 2);
 	jw_dbl(w, "anon_ms", (double)c->anon_ns / 1e6, 3);
 	jw_obj_end(w);

@@ -10,14 +10,17 @@
  * the run, each sample's value holding until the next, divided by the time during which there
  * was managed anonymous memory at all (anon > 0): time before the program mapped anything, or
  * after it gave everything back, counts for nothing. The end coverage is that of the last
- * sample with anon > 0 (a program's memory goes back to the pool when it exits).
+ * sample whose anon was at least half the run's peak: a program unmaps its working set before
+ * it exits (or exits, and its memory goes back), and what is left then (a few malloc pages) is
+ * not what it ran with.
  *
  * Plain data without pointers (it may be copied whole); not thread-safe: the caller serialises.
  *
  * JSON ("coverage"): {"interval_ms", "samples": [[t_ms, anon_huge_kb, anon_kb], ...],
- * "end_pct", "time_weighted_pct", "anon_ms"} — t_ms from the run's start, 3 decimals; the
- * percentages 2 decimals, 0 when there never was anonymous memory; anon_ms the time with
- * anon > 0 (the time-weighted mean's denominator).
+ * "end_pct", "end_t_ms", "time_weighted_pct", "anon_ms"} — t_ms from the run's start, 3
+ * decimals; the percentages 2 decimals, 0 when there never was anonymous memory (end_t_ms then
+ * null); end_t_ms the end sample's time; anon_ms the time with anon > 0 (the time-weighted
+ * mean's denominator).
  */
 #ifndef THPEMU_OBS_COVERAGE_H
 #define THPEMU_OBS_COVERAGE_H
@@ -42,7 +45,8 @@ struct obs_coverage {
 	bool have_last;		    /* a sample was taken (kept or not) */
 	struct obs_cov_sample last; /* ... the latest: it holds until the next */
 	bool have_end;
-	struct obs_cov_sample end; /* the latest with anon > 0 */
+	struct obs_cov_sample end; /* the latest with anon >= peak / 2 */
+	uint32_t peak;		   /* the most anon of any sample */
 	double area_ns;		   /* integral of huge/anon over time (ns) */
 	uint64_t anon_ns;	   /* time with anon > 0 */
 };

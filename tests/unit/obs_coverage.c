@@ -44,6 +44,24 @@ TEST(time_weighted_counts_only_time_with_anon)
 	EXPECT_EQ(c.n, 7);
 }
 
+/* The end is the last sample with at least half the peak's anon: what a program leaves once it
+ * unmapped its working set (a few base pages) is not its end state. */
+TEST(end_is_the_last_sample_near_the_peak)
+{
+	obs_coverage_init(&c, 0, 10 * MS);
+	obs_coverage_sample(&c, 0, 512, 1000);
+	obs_coverage_sample(&c, 10 * MS, 1024, 2000); /* the peak */
+	obs_coverage_sample(&c, 20 * MS, 900, 1000);  /* half of it: still the working set */
+	obs_coverage_sample(&c, 30 * MS, 0, 999);     /* below half */
+	obs_coverage_sample(&c, 40 * MS, 0, 32);
+	obs_coverage_finish(&c, 50 * MS, 0, 0);
+	EXPECT_NEAR(obs_coverage_end_pct(&c), 90.0, 1e-9);
+	EXPECT_EQ(c.end.t_ns, 20 * MS);
+	obs_coverage_sample(&c, 60 * MS, 4000, 4000); /* a new peak later on */
+	EXPECT_NEAR(obs_coverage_end_pct(&c), 100.0, 1e-9);
+	EXPECT_EQ(c.end.t_ns, 60 * MS);
+}
+
 /* thpemu run ends the series after the program exited: the last sample holds until then. */
 TEST(close_extends_the_last_sample)
 {
@@ -108,9 +126,10 @@ TEST(json_is_exact)
 	jw_obj_end(&w);
 	ASSERT_EQ(jw_finish(&w), 0);
 	fclose(m);
-	ASSERT_STREQ(buf, "{\"coverage\":{\"interval_ms\":100.000,\"samples\":[[0.000,0,1024],"
-			  "[100.000,2048,4096],[150.000,2048,2048]],\"end_pct\":100.00,"
-			  "\"time_weighted_pct\":16.67,\"anon_ms\":150.000}}\n");
+	ASSERT_STREQ(buf,
+		     "{\"coverage\":{\"interval_ms\":100.000,\"samples\":[[0.000,0,1024],"
+		     "[100.000,2048,4096],[150.000,2048,2048]],\"end_pct\":100.00,"
+		     "\"end_t_ms\":150.000,\"time_weighted_pct\":16.67,\"anon_ms\":150.000}}\n");
 }
 
 TEST_MAIN()
