@@ -94,7 +94,7 @@ say "bad input found before the first run"
 # a clear difference, with commas inside values, warm-up, random order, kept files
 "$THPEMU" ab --a "label=thp,policy=modern-always,pool=256M,fragment=anon:10%,pagecache:5%" \
 	--b "label=nothp,policy=modern-never,pool=256M" --runs 3 --warmup 1 --order random --seed 7 \
-	--json "$T_OUT/clear.json" --keep "$T_TMP/keep" -- "$USEMEM" --size 32M --quiet \
+	--json "$T_OUT/clear.json" --keep "$T_TMP/keep" -- "$USEMEM" --size 32M --hold 100ms --quiet \
 	>"$T_OUT/clear.txt" 2>"$T_TMP/clear.err" || fail "ab failed: $(tail -3 "$T_TMP/clear.err")"
 J=$T_OUT/clear.json
 expect_eq "labels" "$(json "$J" '.config.a.label + "/" + .config.b.label')" "thp/nothp"
@@ -114,6 +114,21 @@ expect_eq "nothp huge-pct" "$(m huge-pct .b.mean)" 0
 expect_eq "faults significant" "$(m faults .significant)" true
 expect_eq "base faults compared per fault" "$(json "$J" .comparison.distributions.base.tested)" true
 expect_eq "huge faults of B" "$(json "$J" .comparison.distributions.huge.b_faults)" 0
+# issue 12: AnonHugePages coverage per run (sampled while usemem holds its memory) and the pool's
+# watermarks (modern, 256 MiB: the THP raise to 11 pageblocks is capped at 5 %: 3276 pages)
+expect_eq "coverage-tw significant" "$(m coverage-tw .significant)" true
+expect_eq "coverage-end significant" "$(m coverage-end .significant)" true
+expect_eq "nothp coverage" "$(m coverage-tw .b.mean) $(m coverage-end .b.mean)" "0 0"
+expect_eq "thp coverage above 50 %" "$(m coverage-tw '.a.values | map(. > 50) | all')" true
+expect_eq "coverage is better when higher" "$(m coverage-tw .lower_is_better)" false
+R=$T_TMP/keep/A-run1.json
+expect_eq "run report: watermarks" "$(json "$R" '.host.pool | "\(.min_free_kbytes) \(.watermarks.min) \(.watermarks.low) \(.watermarks.high)"')" \
+	"13104 3276 4095 4914"
+expect_eq "run report: coverage samples in time order, huge <= anon" "$(json "$R" '.coverage.samples |
+	(map(.[0]) as $t | [range(1; $t | length) | $t[.] > $t[. - 1]] | all) and (map(.[1] <= .[2]) | all)')" true
+expect_eq "run report: coverage in 0..100" \
+	"$(json "$R" '.coverage | [.end_pct, .time_weighted_pct] | map(. >= 0 and . <= 100) | all')" true
+grep -q "^Amean     coverage-tw (%)" "$T_OUT/clear.txt" || fail "no coverage-tw row: $(grep Amean "$T_OUT/clear.txt")"
 grep -q "^Amean     huge-pct (%)" "$T_OUT/clear.txt" || fail "no compare-kernels table: $(head "$T_OUT/clear.txt")"
 grep -q "^ab: 8/8 all runs done" "$T_TMP/clear.err" || fail "no plain progress lines: $(cat "$T_TMP/clear.err")"
 "$THPEMU" ab --a policy=modern-always,pool=256M --b policy=modern-never,pool=256M --runs 3 \
@@ -146,6 +161,9 @@ grep -q "run.json: linux-3.3, ok" "$T_TMP/rep.txt" && grep -q "sim.json: linux-3
 	fail "report text: $(cat "$T_TMP/rep.txt")"
 "$THPEMU" report "$T_TMP/sim.json" --html "$T_TMP/sim.html" || fail "report --html of a sim report"
 grep -q '<svg class="plot' "$T_TMP/sim.html" || fail "no plots in the sim HTML"
+grep -q '<title>AnonHugePages coverage: linux-3.3</title>' "$T_TMP/sim.html" || fail "no coverage plot in the sim HTML"
+grep -q '<path class="series" [^>]*><title>[^<]*sim.json: end ' "$T_TMP/sim.html" || fail "no coverage line in the sim HTML"
+expect_eq "coverage lines in the text report" "$(grep -c '^  AnonHugePages coverage: end [0-9.]* %, time-weighted [0-9.]* %$' "$T_TMP/rep.txt")" 2
 "$THPEMU" report --mmtests "$T_TMP/run.json" >"$T_TMP/mm.txt" 2>"$T_TMP/mm.err" || fail "report --mmtests"
 expect_eq "mmtests lines from the histogram" "$(grep -c '^fault 0 \(huge\|base\) [0-9]* 0.000000$' "$T_TMP/mm.txt")" \
 	"$(json "$T_TMP/run.json" .faults.total)"

@@ -57,7 +57,7 @@ grep -Eiq '<(link|img|iframe|object|embed)[ >]|src=|@import|url\(' "$H" && fail 
 plots=$(grep -o '<svg class="plot' "$H" | wc -l)
 [ "$plots" -ge 8 ] || fail "only $plots plots in the HTML"
 for want in "latency CDF: both faults" "tail latency: huge faults" "huge faults per run" \
-	"stalls over time" "wait_on_frame_writeback" "usemem_touch_extent" "compact_writeback_wait"; do
+	"stalls over time" "AnonHugePages coverage: linux-3.2+nostall" "wait_on_frame_writeback" "usemem_touch_extent" "compact_writeback_wait"; do
 	grep -q "$want" "$H" || fail "the HTML lacks '$want'"
 done
 python3 - "$H" <<'EOF' || fail "the HTML is not well-formed"
