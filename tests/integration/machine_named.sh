@@ -38,6 +38,11 @@ sleep 1.5
 comms=$(jq -r '[.processes[].comm] | unique | join(",")' "$T_TMP/status.json")
 expect_eq "processes while both run" "$comms" "holdcheck,usemem"
 "$THPEMU" machine status "$M" | grep -q "comm holdcheck state live" || fail "text status"
+expect_eq "status: min < low < high" \
+	"$(json "$T_TMP/status.json" '.pool.watermarks | .min < .low and .low < .high')" true
+expect_eq "status: min is min_free_kbytes in pages" \
+	"$(json "$T_TMP/status.json" '.pool.watermarks.min == (.pool.min_free_kbytes / 4 | floor)')" true
+expect_eq "status: PMD-mapped anon within anon" "$(json "$T_TMP/status.json" '.pool.anon_pmd <= .pool.anon')" true
 wait $pa || fail "holdcheck failed: $(cat "$T_TMP/a.out")"
 wait $pb || fail "usemem failed: $(cat "$T_TMP/b.out")"
 grep -q "managed start=1 end=1 .* data ok" "$T_TMP/a.out" || fail "a: $(cat "$T_TMP/a.out")"
@@ -130,6 +135,12 @@ expect_eq "report: every process seen (short-lived ones too)" \
 	"$(jq -r '[.processes[].comm] | sort | join(",")' "$r")" \
 	"forkserver,forkserver,forkserver,holdcheck,holdcheck,usemem"
 [ "$(json "$r" .vmstat.thp_fault_alloc)" -gt 0 ] || fail "report: no thp_fault_alloc"
+# coverage over the machine's life (a run on it has none: samples are the machine's)
+expect_eq "report: coverage sampled" "$(json "$r" '.coverage.samples | length > 10')" true
+expect_eq "report: coverage samples in order, huge <= anon" "$(json "$r" '.coverage.samples |
+	(map(.[0]) as $t | [range(1; $t | length) | $t[.] > $t[. - 1]] | all) and (map(.[1] <= .[2]) | all)')" true
+expect_eq "report: usemem's THPs were seen" "$(json "$r" '.coverage | .time_weighted_pct > 0 and .time_weighted_pct <= 100')" true
+expect_eq "a run on a named machine has no coverage" "$(json "$T_OUT/b.json" .coverage)" null
 kill -0 "$dpid" 2>/dev/null && fail "daemon $dpid still running after stop"
 expect_eq "status after stop" "$(st "$THPEMU" machine status "$M")" 2
 grep -q thpemu-machine /proc/mounts && fail "a machine mount remains"
