@@ -141,20 +141,32 @@ static uint64_t coverage_tick(struct run_host *h, bool last)
 	return next > now ? next - now : 1;
 }
 
-/* kswapd, kcompactd and the proactive compaction timer of the machine; coverage samples. */
+/* kswapd, kcompactd and the proactive compaction timer of the machine. */
 static void *kthread_main(void *arg)
 {
 	struct run_host *h = arg;
 
 	while (!stopping(h)) {
 		uint64_t wait = mm_background(h->mm, NULL);
-		uint64_t cov = coverage_tick(h, false);
 
 		if (stopping(h))
 			break;
-		if (!wait || wait > KTHREAD_MAX_SLEEP)
-			wait = KTHREAD_MAX_SLEEP;
-		sleep_on(&h->stop, cov < wait ? cov : wait);
+		sleep_on(&h->stop, wait && wait < KTHREAD_MAX_SLEEP ? wait : KTHREAD_MAX_SLEEP);
+	}
+	return NULL;
+}
+
+/* Coverage samples, on a thread of their own so that the kernel threads keep their pace. */
+static void *covthread_main(void *arg)
+{
+	struct run_host *h = arg;
+
+	while (!stopping(h)) {
+		uint64_t wait = coverage_tick(h, false);
+
+		if (stopping(h))
+			break;
+		sleep_on(&h->stop, wait);
 	}
 	return NULL;
 }
@@ -305,6 +317,9 @@ int run_host_start(struct run_host *h, const struct config *cfg, char *err, size
 	if (rc == 0)
 		rc = -pthread_create(&h->keeper, NULL, keeper_main, h);
 	h->keeper_started = rc == 0;
+	if (rc == 0)
+		rc = -pthread_create(&h->covthread, NULL, covthread_main, h);
+	h->covthread_started = rc == 0;
 	if (rc < 0) {
 		snprintf(err, errlen, "machine: cannot start its threads: %s", strerror(-rc));
 		goto fail;
@@ -327,7 +342,9 @@ static void stop_threads(struct run_host *h)
 		pthread_join(h->kthread, NULL);
 	if (h->keeper_started)
 		pthread_join(h->keeper, NULL);
-	h->kthread_started = h->keeper_started = false;
+	if (h->covthread_started)
+		pthread_join(h->covthread, NULL);
+	h->kthread_started = h->keeper_started = h->covthread_started = false;
 }
 
 void run_host_stop(struct run_host *h, uint64_t drain_ns)

@@ -3,13 +3,13 @@
  *
  * `thpemu run` hosts the machine of its program tree. The host creates the segment, the pool
  * (core/mm, placed in the segment and bound to the host's own environment), the writeback wait
- * queues and the page-cache arena; applies the fragmentation recipe; and runs three things on
+ * queues and the page-cache arena; applies the fragmentation recipe; and runs four things on
  * threads of its own: the kernel threads (mm_background: kswapd, kcompactd, proactive
  * compaction), the writeback engine and dirtier (core/io, whose arena is the segment's, so any
- * process's compaction can copy a page-cache page), and a keeper that answers requests made to
- * the machine itself (sync compaction's writeout() of a dirty page, from any process) and reaps
- * processes that are gone, giving their frames back. Every managed process finds the machine
- * through THPEMU_MACHINE.
+ * process's compaction can copy a page-cache page), a keeper that answers requests made to the
+ * machine itself (sync compaction's writeout() of a dirty page, from any process) and reaps
+ * processes that are gone (their frames go back), and a sampler of the THP coverage over time
+ * (obs/coverage.h). Every managed process finds the machine through THPEMU_MACHINE.
  */
 #ifndef THPEMU_CLI_HOST_H
 #define THPEMU_CLI_HOST_H
@@ -42,7 +42,9 @@ struct run_host {
 	 * daemon lists the processes its machine had, however short-lived). Set it after start. */
 	void (*on_reap)(void *arg, int slot);
 	void *on_reap_arg;
-	/* AnonHugePages coverage, sampled by the kernel threads' loop (RUN_HOST_COV_INTERVAL) */
+	/* AnonHugePages coverage, sampled by a thread of its own (RUN_HOST_COV_INTERVAL) */
+	pthread_t covthread;
+	bool covthread_started;
 	pthread_mutex_t cov_lock;
 	struct obs_coverage cov;
 };
