@@ -1,7 +1,7 @@
 /* The run report (core/uffd/report.c, procs.c): core/uffd/README.md lists every host counter
  * and process state with the help text the code carries, so the two cannot drift; the
  * per-process view (summaries, the bounded list, its JSON and its table on stderr); the records
- * a pid's earlier programs leave. */
+ * a pid's earlier programs leave; the pool's watermarks and the coverage section. */
 #include "harness.h"
 
 #include <fcntl.h>
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "obs/coverage.h"
 #include "uffd/uffd.h"
 
 TEST(report_readme_lists_host_counters)
@@ -235,6 +236,63 @@ TEST(report_json_lists_every_process)
 	EXPECT(strstr(buf, "\"processes\": [") == NULL);
 	free(buf);
 	uffd_procs_free(&l);
+	free(total);
+}
+
+/* The pool's watermarks and min_free_kbytes go into host.pool; the machine's coverage, when the
+ * run has one, into "coverage" (a process's own report has none). */
+TEST(report_json_has_watermarks_and_coverage)
+{
+	struct uffd_stats *total = calloc(1, sizeof(*total));
+	struct obs_coverage *cov = calloc(1, sizeof(*cov));
+	struct uffd_program_info prog = {.exit_status = 0, .processes = 1};
+	struct config cfg;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	json_t *root, *pool, *wm, *c;
+	json_error_t je;
+
+	ASSERT(total && cov && f);
+	config_defaults(&cfg);
+	obs_faults_init(&total->faults);
+	total->counts = (struct mm_counts){.nr_frames = 65536,
+					   .anon = 1024,
+					   .anon_pmd = 512,
+					   .wmark_min = 3276,
+					   .wmark_low = 4095,
+					   .wmark_high = 4914,
+					   .min_free_kbytes = 13104};
+	obs_coverage_init(cov, 1000, 10000000);
+	obs_coverage_sample(cov, 1000, 0, 1024);
+	obs_coverage_sample(cov, 10001000, 512, 1024);
+	obs_coverage_close(cov, 20001000);
+	prog.coverage = cov;
+	ASSERT_EQ(uffd_report_json(f, &cfg, total, &prog), 0);
+	fclose(f);
+	root = json_loads(buf, 0, &je);
+	ASSERT(root != NULL);
+	pool = json_object_get(json_object_get(root, "host"), "pool");
+	wm = json_object_get(pool, "watermarks");
+	EXPECT_EQ(json_integer_value(json_object_get(wm, "min")), 3276);
+	EXPECT_EQ(json_integer_value(json_object_get(wm, "low")), 4095);
+	EXPECT_EQ(json_integer_value(json_object_get(wm, "high")), 4914);
+	EXPECT_EQ(json_integer_value(json_object_get(pool, "min_free_kbytes")), 13104);
+	EXPECT_EQ(json_integer_value(json_object_get(pool, "anon_pmd")), 512);
+	c = json_object_get(root, "coverage");
+	EXPECT_EQ(json_array_size(json_object_get(c, "samples")), 2);
+	EXPECT_NEAR(json_number_value(json_object_get(c, "end_pct")), 50.0, 1e-9);
+	EXPECT_NEAR(json_number_value(json_object_get(c, "time_weighted_pct")), 25.0, 1e-9);
+	json_decref(root);
+	free(buf);
+	prog.coverage = NULL;
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	ASSERT_EQ(uffd_report_json(f, &cfg, total, &prog), 0);
+	fclose(f);
+	EXPECT(strstr(buf, "\"coverage\"") == NULL);
+	free(buf);
+	free(cov);
 	free(total);
 }
 
