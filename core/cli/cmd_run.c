@@ -719,10 +719,10 @@ static int run_main(int argc, char **argv)
 		return 1;
 	}
 	rc.hosting = !rc.machine && start_host(&rc);
-	if (rc.hosting)
+	if (rc.hosting) {
 		run_device_join(&rc.dev, getenv("THPEMU_MACHINE"), rc.quiet);
-	if (rc.hosting)
-		run_host_coverage_start(&rc.host);
+		run_host_coverage_start(&rc.host); /* from the program's start */
+	}
 	t0 = clock_now_ns();
 	prog.start_mono_s = (double)t0 / 1e9;
 	status = run_child(&rc);

@@ -128,7 +128,7 @@ void obs_report_coverage(struct json_w *w, const struct obs_coverage *c)
 	jw_dbl(w, "interval_ms", (double)c->interval_ns / 1e6, 3);
 	jw_arr_begin(w, "samples");
 	for (uint32_t i = 0; i < c->n; i++) { /* one line per sample, pretty or not */
-		char buf[80];
+		char buf[96];
 
 		snprintf(buf, sizeof(buf), "[%llu.%03llu,%llu,%llu]",
 			 (unsigned long long)(c->s[i].t_ns / 1000000),

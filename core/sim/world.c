@@ -158,7 +158,7 @@ void world_start_background(struct sim_world *w)
 }
 
 /* Coverage: a sample every interval of virtual time, at most ~2000 per run (OBS_COV_MAX_SAMPLES:
- * a scenario of fixed duration gets max(100 ms, duration / 2000); one that runs to completion
+ * a scenario of fixed duration gets max(100 ms, duration / 1998); one that runs to completion
  * starts at 100 ms and thins). A timer on the scheduler's stack: it only reads the pool. */
 #define COV_MIN_INTERVAL_NS (100ULL * 1000000ULL)
 
@@ -179,8 +179,13 @@ static void coverage_event(struct sim_engine *e, void *arg)
 {
 	struct sim_world *w = arg;
 
+	uint64_t next;
+
 	coverage_sample(w, false);
-	sim_at(e, obs_coverage_next(&w->cov), coverage_event, w);
+	next = obs_coverage_next(&w->cov);
+	if (next <= sim_now(e)) /* no sample kept (no pool): never again at this instant */
+		next = sim_now(e) + w->cov.interval_ns;
+	sim_at(e, next, coverage_event, w);
 }
 
 int world_start_coverage(struct sim_world *w)
