@@ -8,7 +8,10 @@
  * then a summary with the region's AnonHugePages from /proc/self/smaps:
  *   usemem: extents=N huge=N huge_pct=P anonhuge_kb=K p50_us=X p99_us=Y max_us=Z
  * --loops repeats map -> touch -> unmap in one process; --delay waits before the first map (so
- * that a writer started with the process under thpemu run has filled the page cache). It runs
+ * that a writer started with the process under thpemu run has filled the page cache); --hold
+ * keeps each mapping that long before unmapping it, reading it every second and printing its
+ * AnonHugePages ("hold <sec> anonhuge_kb=<kB>"): a long-lived process for khugepaged, whose
+ * summary's anonhuge_kb is then the value at the end of the hold. It runs
  * natively as well as under thpemu: it does not link the emulator.
  */
 #ifndef _GNU_SOURCE
@@ -259,7 +262,41 @@ static void sleep_ns(uint64_t ns)
 		;
 }
 
-/* One map -> touch -> unmap cycle; returns the region's AnonHugePages before the unmap. */
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Keep the mapping for hold_ns, reading every page once a second (a long-lived process using
+ * its memory: khugepaged collapses it meanwhile, or the shrinker splits it) and printing the
+ * region's AnonHugePages then: "hold <sec> anonhuge_kb=<kB>". Returns the last value. */
+static uint64_t hold(const struct opts *o, const char *base, size_t len, uint64_t kb)
+{
+	struct timespec t0;
+	volatile unsigned long sum = 0;
+	double left;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		left = (double)o->hold_ns / 1e9 - since(&t0);
+		if (left <= 0)
+			break;
+		sleep_ns(left < 1.0 ? (uint64_t)(left * 1e9) : 1000000000ULL);
+		for (size_t off = 0; off < len; off += 4096)
+			sum += (unsigned char)base[off];
+		kb = anon_huge_kb((uintptr_t)base, (uintptr_t)base + len);
+		if (!o->quiet)
+			printf("hold %.1f anonhuge_kb=%" PRIu64 "\n", since(&t0), kb);
+	}
+	(void)sum;
+	return kb;
+}
+
+/* One map -> touch -> unmap cycle; returns the region's AnonHugePages before the unmap (at the
+ * end of --hold with one). */
 static uint64_t run_loop(const struct opts *o, size_t nexts, struct sample *out)
 {
 	size_t len = nexts * HPAGE;
@@ -286,12 +323,8 @@ static uint64_t run_loop(const struct opts *o, size_t nexts, struct sample *out)
 	for (unsigned t = 0; t < o->threads; t++)
 		pthread_join(w[t].th, NULL);
 	kb = anon_huge_kb((uintptr_t)base, (uintptr_t)base + len);
-	if (o->hold_ns) {
-		struct timespec ts = {(time_t)(o->hold_ns / 1000000000ULL),
-				      (long)(o->hold_ns % 1000000000ULL)};
-
-		nanosleep(&ts, NULL);
-	}
+	if (o->hold_ns)
+		kb = hold(o, base, len, kb);
 	munmap(base, len);
 	pthread_barrier_destroy(&bar);
 	free(w);

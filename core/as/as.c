@@ -424,7 +424,13 @@ void as_fault_huge_fallback(const struct as_env *env, struct as_region *r, uint3
 			    uint32_t head, const bool *mapped)
 {
 	uint32_t p0 = as_page_of(r, as_ext_addr(r, e));
-	bool split = split_or_drop(env, head); /* refused: the block went back whole */
+	/* no THP was mapped: the block is split whole (split_folio), not left PTE-mapped on the
+	 * deferred split queue; refused: the block went back whole */
+	bool split = env->split_folio ? head != MM_NO_PFN && env->split_folio(env->arg, head) == 0
+				      : split_or_drop(env, head);
+
+	if (!split && env->split_folio && head != MM_NO_PFN)
+		env->free_frame(env->arg, head, MM_HPAGE_ORDER);
 
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		if (mapped[i]) {
@@ -494,7 +500,8 @@ void as_migrate_cancel(struct as_region *r, uint32_t p, bool lost)
 	as_pstate_set(r, p, lost ? AS_P_EMPTY : AS_P_PRESENT);
 }
 
-/* ---- collapse and the underused split ------------------------------------------------------------
+/* ---- collapse and the underused split
+ * ------------------------------------------------------------
  */
 
 void as_collapse_scan(const struct as_region *r, uint32_t e, uint64_t extent_owner,
@@ -628,8 +635,8 @@ void as_collapse_cancel(const struct as_env *env, struct as_region *r, uint32_t 
 	collapse_unwind(env, r, e, c);
 }
 
-int as_split_underused(const struct as_env *env, struct as_region *r, uint32_t e,
-		       const bool *zero, struct as_counts *c)
+int as_split_underused(const struct as_env *env, struct as_region *r, uint32_t e, const bool *zero,
+		       struct as_counts *c)
 {
 	uint32_t p0 = as_page_of(r, as_ext_addr(r, e)), head;
 	int freed = 0, rc;

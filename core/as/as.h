@@ -46,10 +46,10 @@ enum as_page_state {
 #define AS_P_HOLE     0x40 /* MIGRATING for a collapse, but a hole before it (EMPTY) */
 
 enum as_ext_state {
-	AS_X_EMPTY = 0, /* all pages EMPTY, extent wholly inside the span: a huge candidate */
-	AS_X_FILLING,	/* a fault owns the extent's first-touch decision */
-	AS_X_HUGE,	/* one emulated huge extent; pfn[] = head + i */
-	AS_X_SMALL,	/* per-page states rule (base decision, split, partial extent) */
+	AS_X_EMPTY = 0,	 /* all pages EMPTY, extent wholly inside the span: a huge candidate */
+	AS_X_FILLING,	 /* a fault owns the extent's first-touch decision */
+	AS_X_HUGE,	 /* one emulated huge extent; pfn[] = head + i */
+	AS_X_SMALL,	 /* per-page states rule (base decision, split, partial extent) */
 	AS_X_COLLAPSING, /* a collapse owns it (SMALL -> HUGE or back): every page of it is
 			  * MIGRATING, so faults and compaction wait or back off */
 };
@@ -249,7 +249,8 @@ void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent);
 void as_fault_huge_fallback(const struct as_env *env, struct as_region *r, uint32_t e,
 			    uint32_t head, const bool *mapped);
 
-/* ---- collapse (khugepaged, MADV_COLLAPSE) and the underused split ------------------------------ */
+/* ---- collapse (khugepaged, MADV_COLLAPSE) and the underused split ------------------------------
+ */
 
 /* What extent e holds, for khugepaged's scan (mm/khugepaged.c hpage_collapse_scan_pmd): holes
  * (EMPTY pages), pages with a frame, pages without one (shared with a fork parent, or resident
@@ -280,8 +281,8 @@ void as_collapse_cancel(const struct as_env *env, struct as_region *r, uint32_t 
  * PRESENT with head + i; the extent is SMALL. The caller owns the extent (the live emulator
  * unmaps the zero subpages for real first). Returns the pages freed, or -EINVAL (not HUGE) /
  * -errno of split_folio (nothing changed). */
-int as_split_underused(const struct as_env *env, struct as_region *r, uint32_t e,
-		       const bool *zero, struct as_counts *c);
+int as_split_underused(const struct as_env *env, struct as_region *r, uint32_t e, const bool *zero,
+		       struct as_counts *c);
 
 /* ---- the owner side of page migration (mm/migrate.c: unmap_and_move) ------------------------ */
 

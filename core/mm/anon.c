@@ -16,6 +16,10 @@ static void anon_free_base(struct mm *mm, uint32_t pfn)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 
+	if (f->state == FS_HUGE) {
+		thp_unmap_subpage(mm, pfn); /* a subpage of a PTE-mapped THP (split.c) */
+		return;
+	}
 	if (f->state != FS_ANON)
 		return;
 	if (f->flags & FF_ISOLATED) {
@@ -29,6 +33,7 @@ static void anon_free_huge(struct mm *mm, uint32_t head)
 {
 	if (head % MM_HPAGE_NR || pfn_frame(mm, head)->state != FS_HUGE)
 		return;
+	thp_forget(mm, head);
 	mm->nr_anon -= MM_HPAGE_NR;
 	mm->nr_anon_huge -= MM_HPAGE_NR;
 	free_frames(mm, head, MM_HPAGE_ORDER, NULL);
@@ -93,6 +98,8 @@ uint32_t mm_release_owners(struct mm *mm, uint64_t mask, uint64_t value)
 	return released;
 }
 
+/* A partial unmap of a THP: 3.x split_huge_page at once; with deferred_split (4.5+) only the
+ * PMD (__split_huge_pmd), the folio staying whole until the shrinker or its last unmap. */
 int mm_anon_split(struct mm *mm, uint32_t head)
 {
 	int ret = -EINVAL;
@@ -100,10 +107,18 @@ int mm_anon_split(struct mm *mm, uint32_t head)
 	mm_lock(mm);
 	if (head < mm->nr_frames && head % MM_HPAGE_NR == 0 &&
 	    pfn_frame(mm, head)->state == FS_HUGE) {
-		for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
-			pfn_frame(mm, head + i)->state = FS_ANON;
-		mm->nr_anon_huge -= MM_HPAGE_NR;
-		count_event(mm, MM_STAT_THP_SPLIT_PAGE, 1);
+		if (mm->cfg.policy.deferred_split) {
+			thp_pmd_split(mm, head);
+		} else {
+			thp_forget(mm, head);
+			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+				pfn_frame(mm, head + i)->state = FS_ANON;
+				pfn_frame(mm, head + i)->flags = 0;
+				pfn_frame(mm, head + i)->hnext = 0;
+			}
+			mm->nr_anon_huge -= MM_HPAGE_NR;
+			count_event(mm, MM_STAT_THP_SPLIT_PAGE, 1);
+		}
 		ret = 0;
 	}
 	mm_unlock(mm);

@@ -17,6 +17,7 @@ struct check {
 	uint32_t buddy_heads, free_pages, isolated, isolated_free, anon, huge, foreign, file, dirty,
 	    wb, unmov;
 	uint32_t lru[2], indexed, dirty_unqueued;
+	uint32_t huge_pte, queued, partial; /* THPs: PTE-mapped frames, queued, partially mapped */
 };
 
 static int fail(struct check *c, int code, const char *fmt, ...)
@@ -79,13 +80,26 @@ static uint32_t check_huge(struct check *c, uint32_t pfn)
 		fail(c, -4, "pfn %u: huge extent not aligned", pfn);
 		return 1;
 	}
+	const struct mm_frame *hf = pfn_frame(mm, pfn);
+	uint32_t unmapped = 0;
+
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		const struct mm_frame *f = pfn_frame(mm, pfn + i);
+		uint8_t allowed = i ? FF_THP_UNMAPPED : FF_THP_MASK;
 
-		if (f->state != FS_HUGE || f->owner != owner + i || f->flags)
+		if (f->state != FS_HUGE || f->owner != owner + i || (f->flags & ~allowed))
 			fail(c, -5, "pfn %u: frame %u of huge extent inconsistent", pfn, pfn + i);
+		unmapped += !!(f->flags & FF_THP_UNMAPPED);
 	}
+	if (unmapped != hf->hnext || unmapped >= MM_HPAGE_NR ||
+	    (unmapped && !(hf->flags & FF_THP_PTE)) ||
+	    ((hf->flags & FF_THP_PARTIAL) && !(hf->flags & FF_THP_QUEUED)))
+		fail(c, -5, "pfn %u: THP with %u unmapped subpages (count %u), flags %#x", pfn,
+		     unmapped, hf->hnext, hf->flags);
 	c->huge += MM_HPAGE_NR;
+	c->huge_pte += (hf->flags & FF_THP_PTE) ? MM_HPAGE_NR : 0;
+	c->queued += !!(hf->flags & FF_THP_QUEUED);
+	c->partial += !!(hf->flags & FF_THP_PARTIAL);
 	return MM_HPAGE_NR;
 }
 
@@ -189,6 +203,18 @@ static bool lru_entry_ok(struct check *c, uint32_t pfn, unsigned active)
 	return true;
 }
 
+static bool queue_entry_ok(struct check *c, uint32_t pfn, unsigned unused)
+{
+	const struct mm_frame *f = pfn_frame(c->mm, pfn);
+
+	(void)unused;
+	if (f->state != FS_HUGE || pfn % MM_HPAGE_NR || !(f->flags & FF_THP_QUEUED)) {
+		fail(c, -25, "the split queue holds pfn %u which is not a queued THP head", pfn);
+		return false;
+	}
+	return true;
+}
+
 static void check_lists(struct check *c)
 {
 	struct mm *mm = c->mm;
@@ -222,6 +248,8 @@ static void check_lists(struct check *c)
 			fail(c, -15, "LRU %u: listed %u, frames %u, counter %u", a, n, c->lru[a],
 			     mm->nr_lru[a]);
 	}
+	if (walk_list(c, SENT_SPLIT_QUEUE, queue_entry_ok, 0) != c->queued)
+		fail(c, -26, "the split queue does not list the %u queued THPs", c->queued);
 }
 
 static void check_index(struct check *c)
@@ -254,6 +282,12 @@ static void check_counts(struct check *c)
 {
 	struct mm *mm = c->mm;
 
+	if (c->huge_pte != mm->nr_huge_pte || c->queued != mm->nr_split_queue ||
+	    c->partial != mm->nr_partially_mapped)
+		fail(c, -24,
+		     "PTE-mapped THP frames %u, queued %u, partial %u; counters %u / %u / %u",
+		     c->huge_pte, c->queued, c->partial, mm->nr_huge_pte, mm->nr_split_queue,
+		     mm->nr_partially_mapped);
 	if (c->anon + c->huge != mm->nr_anon || c->huge != mm->nr_anon_huge)
 		fail(c, -19, "anon frames %u (+%u huge), counters %u / %u", c->anon, c->huge,
 		     mm->nr_anon, mm->nr_anon_huge);

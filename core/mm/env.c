@@ -215,6 +215,30 @@ void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t exten
 		e->ops->clear_huge(e->priv, call, head, extent_owner);
 }
 
+int mm_hook_khugepaged_scan(struct mm *mm, void *call, uint32_t as_id, uint64_t *addr,
+			    unsigned budget, bool *done)
+{
+	const struct mm_env *e = env_of(mm);
+
+	if (!e->ops->khugepaged_scan)
+		return -ENOENT;
+	return e->ops->khugepaged_scan(e->priv, call, as_id, addr, budget, done);
+}
+
+bool mm_has_khugepaged_scan(struct mm *mm)
+{
+	return env_of(mm)->ops && env_of(mm)->ops->khugepaged_scan;
+}
+
+int mm_hook_split_underused(struct mm *mm, void *call, uint64_t extent_owner, uint32_t head)
+{
+	const struct mm_env *e = env_of(mm);
+
+	if (!e->ops->split_underused)
+		return 0;
+	return e->ops->split_underused(e->priv, call, extent_owner, head);
+}
+
 /* Around an [unlocked] hook: the epoch before, and whether mm_repair ran meanwhile. */
 uint64_t mm_unlock_for_hook(struct mm *mm)
 {

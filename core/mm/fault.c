@@ -98,6 +98,7 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 		fault_step(fc, MM_STEP_FALLBACK, 0);
 		return MM_NO_PFN;
 	}
+	thp_new_mapped(mm, head);
 	fc->rec->zero_ns = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[MM_CAUSE_ZEROING] += fc->rec->zero_ns;
 	return head;
@@ -148,8 +149,13 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	mm_lock(mm);
 	res->rec.t_start = mm_now(mm, call);
 	mm_charge(mm, call, MM_COST_FAULT, 1);
-	if (thp_vma_allowable(&mm->cfg.policy, req))
+	if (thp_vma_allowable(&mm->cfg.policy, req)) {
+		/* khugepaged_enter (3.x) / khugepaged_enter_vma (6.12) in
+		 * do_huge_pmd_anonymous_page, before the allocation, whatever its result */
+		if (mm->cfg.policy.khugepaged)
+			khugepaged_enter_locked(mm, req->as_id);
 		pfn = do_huge_pmd_anonymous_page(mm, req, &fc);
+	}
 	if (pfn != MM_NO_PFN) {
 		res->outcome = MM_FAULT_HUGE;
 	} else {

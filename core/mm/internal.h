@@ -51,6 +51,16 @@ enum frame_state {
 #define FF_GONE	      0x20 /* owner freed/removed it while someone else held it: free on release */
 #define FF_ERROR      0x40 /* page cache: last writeback failed (PG_error) */
 #define FF_MIGRATING  0x80 /* a copy hook is running on it with the lock released */
+/* Flags of FS_HUGE frames (the page-cache bits above mean nothing there; split.c): */
+#define FF_THP_PTE                                                                                 \
+	FF_ACTIVE		     /* head: not mapped by a PMD (PMD split, or a collapse not    \
+				      * yet mapped): a "PTE-mapped THP" */
+#define FF_THP_QUEUED  FF_REFERENCED /* head: on the deferred split queue */
+#define FF_THP_PARTIAL FF_DIRTY	     /* head: partially unmapped (PG_partially_mapped) */
+#define FF_THP_UNMAPPED                                                                            \
+	FF_LOCKED /* any frame: its subpage is unmapped; the head's hnext                          \
+		   * counts them */
+#define FF_THP_MASK (FF_THP_PTE | FF_THP_QUEUED | FF_THP_PARTIAL | FF_THP_UNMAPPED)
 
 /* The order byte: buddy order of a free block head, or ORDER_TAIL inside a free block; bits 4-5
  * hold the migratetype of the free list the head sits on. */
@@ -73,7 +83,8 @@ struct mm_frame {
 #define SENT_FREE(order, mt) ((order)*MM_MT_NR + (mt))
 #define SENT_LRU_INACTIVE    (MM_NR_ORDERS * MM_MT_NR)
 #define SENT_LRU_ACTIVE	     (SENT_LRU_INACTIVE + 1)
-#define NR_SENTINELS	     (SENT_LRU_ACTIVE + 1)
+#define SENT_SPLIT_QUEUE     (SENT_LRU_ACTIVE + 1) /* deferred split queue: THP heads */
+#define NR_SENTINELS	     (SENT_SPLIT_QUEUE + 1)
 
 /* Pageblock byte: migratetype in the low bits, the compaction skip bit above. */
 #define PB_MT_MASK 0x03
@@ -156,6 +167,27 @@ struct mm {
 	unsigned proactive_defer;   /* consecutive non-improving proactive runs (<= 6) */
 
 	uint64_t stats[MM_STAT_NR];
+
+	/* THPs over time (split.c): frames of FS_HUGE blocks not mapped by a PMD (FF_THP_PTE),
+	 * the deferred split queue's length, its partially mapped entries, and the THP
+	 * shrinker's carried-over scan count (shrinker->nr_deferred). */
+	uint32_t nr_huge_pte, nr_split_queue, nr_partially_mapped;
+	uint64_t shrink_deferred;
+
+	/* khugepaged (khugepaged.c): the registered address spaces (mm_slots, as_id + 1, in
+	 * registration order), the scan cursor (slot index and address), the pacing. */
+	struct {
+		uint32_t ids[MM_KHUGEPAGED_SLOTS];
+		uint32_t nr;
+		uint32_t cursor;	  /* slot index; == nr: at the list head */
+		uint64_t addr;		  /* where the cursor's visit resumes */
+		uint64_t next_ns;	  /* when the next wake (or the resumption) is due */
+		uint32_t resume_progress; /* 6.12: a wake suspended by alloc_sleep */
+		uint8_t resume_pass;
+		bool resuming;
+		bool alloc_failed; /* the last visit's collapse could not allocate */
+		bool running;	   /* a wake is in progress (one khugepaged) */
+	} khp;
 
 	/* Bumped by mm_repair. A caller back from an [unlocked] hook that finds it changed holds
 	 * nothing any more: the frames it kept isolated were put back by the repair. */
@@ -262,6 +294,11 @@ int mm_hook_writeout(struct mm *mm, void *call, uint64_t owner, uint32_t pfn);
 int mm_hook_migrate_anon(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
 int mm_hook_copy_file_page(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
 void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner);
+bool mm_has_khugepaged_scan(struct mm *mm);
+int mm_hook_khugepaged_scan(struct mm *mm, void *call, uint32_t as_id, uint64_t *addr,
+			    unsigned budget, bool *done); /* -ENOENT without the hook */
+int mm_hook_split_underused(struct mm *mm, void *call, uint64_t extent_owner,
+			    uint32_t head); /* 0 (not underused) without the hook */
 /* Release the lock for an [unlocked] hook (returns the epoch) and retake it after: false when
  * mm_repair ran meanwhile. Then the caller abandons its work without touching the frames it
  * held (sources, targets, a captured block, a reclaim batch): the repair put them back where
@@ -301,6 +338,9 @@ struct alloc_ctx {
 	unsigned gfp;
 	unsigned alloc_flags;
 	struct fault_ctx *fc;
+	bool mode_set; /* the compaction after reclaim runs in `mode` (khugepaged's
+			* policy.khugepaged_mode), not the policy's second_mode */
+	int mode;      /* enum mm_migrate_mode, or -1: none */
 };
 
 /* Capture of a block freed during compaction (struct capture_control). */
@@ -336,6 +376,7 @@ void wake_all_kswapds(struct mm *mm, struct alloc_ctx *ac);
 
 /* slowpath.c */
 uint32_t alloc_pages_mpol(struct mm *mm, struct alloc_ctx *ac);
+uint32_t alloc_pages_one_pass(struct mm *mm, struct alloc_ctx *ac); /* no NUMA first pass */
 uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort);
 
 /* ---- pagecache.c ----------------------------------------------------------------------------- */
@@ -375,6 +416,20 @@ int proactive_compact_node(struct mm *mm, void *call);
 int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn, uint64_t timeout_ns,
 			    enum mm_cause cause);
 int reclaim_writeout(struct mm *mm, struct fault_ctx *fc, uint32_t pfn);
+
+/* khugepaged.c */
+int khugepaged_enter_locked(struct mm *mm, uint32_t as_id);
+/* The gfp mask and the mode of the compaction after reclaim of a collapse allocation. */
+void collapse_alloc_ctx(const struct mm_policy *p, bool khugepaged, struct alloc_ctx *ac);
+
+/* split.c: the PTE-mapped THP, the deferred split queue and the THP shrinker */
+void thp_queue_add(struct mm *mm, uint32_t head, bool partial);
+void thp_queue_del(struct mm *mm, uint32_t head);
+void thp_forget(struct mm *mm, uint32_t head); /* a THP goes back whole: off the queue, counts */
+void thp_unmap_subpage(struct mm *mm, uint32_t pfn);
+bool thp_pmd_split(struct mm *mm, uint32_t head);
+void thp_new_mapped(struct mm *mm, uint32_t head); /* a PMD maps a new THP (fault, collapse) */
+unsigned shrink_thp(struct mm *mm, int prio, void *call, bool *stale);
 
 /* vmscan.c */
 uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac);

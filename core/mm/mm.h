@@ -44,6 +44,7 @@
 #define MM_NO_PFN		   UINT32_MAX
 #define MM_COMPACT_CLUSTER_MAX	   32
 #define MM_COMPACT_MAX_DEFER_SHIFT 6
+#define MM_KHUGEPAGED_SLOTS	   256 /* address spaces khugepaged can know */
 
 /* Migratetypes, in the kernel's 6.12 numbering. THP and page cache are MOVABLE. */
 enum mm_migratetype {
@@ -165,9 +166,9 @@ enum mm_stat {
 	MM_STAT_PGWB_ERROR,		/* (ours) writebacks that completed with an error */
 	MM_STAT_NR_VMSCAN_WRITE, /* dirty pages written out by direct reclaim (3.1 pageout) */
 	/* THP over time (khugepaged.c, split.c): */
-	MM_STAT_THP_COLLAPSE_ALLOC,	   /* collapse allocations that succeeded (khugepaged and
-					    * MADV_COLLAPSE, before the collapse itself) */
-	MM_STAT_THP_COLLAPSE_ALLOC_FAILED, /* ... that failed */
+	MM_STAT_THP_COLLAPSE_ALLOC,	    /* collapse allocations that succeeded (khugepaged and
+					     * MADV_COLLAPSE, before the collapse itself) */
+	MM_STAT_THP_COLLAPSE_ALLOC_FAILED,  /* ... that failed */
 	MM_STAT_KHUGEPAGED_PAGES_COLLAPSED, /* khugepaged/pages_collapsed: ranges khugepaged
 					     * collapsed (huge pages, not MADV_COLLAPSE's) */
 	MM_STAT_KHUGEPAGED_FULL_SCANS,	    /* khugepaged/full_scans */
@@ -416,7 +417,7 @@ enum mm_scan_result {
 	MM_SCAN_VMA_CHECK,	   /* the mapping may not be huge (advice, enabled, span) */
 	MM_SCAN_PAGE_LOCK,	   /* a page is busy (lock, isolation): try again later */
 	MM_SCAN_ALLOC_HUGE_PAGE_FAIL,
-	MM_SCAN_COPY_FAIL,	   /* the owner could not do it (the range changed meanwhile) */
+	MM_SCAN_COPY_FAIL, /* the owner could not do it (the range changed meanwhile) */
 	MM_SCAN_NR,
 };
 const char *mm_scan_result_name(enum mm_scan_result r);
@@ -434,8 +435,8 @@ struct mm_khugepaged_walker {
 	 * data is copied to the huge page, holes are zeroed, the old frames go back (mm_anon_free)
 	 * and the range becomes one huge extent (as_collapse_*). Returns 0, or -EAGAIN when the
 	 * range changed since it was scanned (mm then frees head). */
-	int (*collapse)(void *arg, uint64_t addr, const struct mm_collapse_scan *scan, uint32_t head,
-			void *call);
+	int (*collapse)(void *arg, uint64_t addr, const struct mm_collapse_scan *scan,
+			uint32_t head, void *call);
 };
 
 /* Register address space as_id with khugepaged (khugepaged_enter: at the first THP-eligible
@@ -564,11 +565,11 @@ struct mm_counts {
 	uint32_t unmovable;
 	uint32_t isolated;
 	uint32_t wmark_min, wmark_low, wmark_high;
-	uint64_t min_free_kbytes; /* after the THP raise (set_recommended_min_free_kbytes) */
+	uint64_t min_free_kbytes;    /* after the THP raise (set_recommended_min_free_kbytes) */
 	uint32_t free_blocks_order9; /* free 2 MiB blocks (an order-10 block counts as two) */
-	uint32_t anon_pmd;	      /* frames of THPs mapped by a PMD (the emulated AnonHugePages);
-				       * anon_huge less those of PTE-mapped THPs awaiting a split */
-	uint32_t split_queue;	      /* THPs on the deferred split queue */
+	uint32_t anon_pmd;	     /* frames of THPs mapped by a PMD (the emulated AnonHugePages);
+				      * anon_huge less those of PTE-mapped THPs awaiting a split */
+	uint32_t split_queue;	     /* THPs on the deferred split queue */
 	uint32_t anon_partially_mapped; /* of which partially unmapped (nr_anon_partially_mapped) */
 	uint32_t khugepaged_mms;	/* address spaces registered with khugepaged */
 	uint32_t nr_free[MM_NR_ORDERS];

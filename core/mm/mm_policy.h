@@ -80,21 +80,21 @@ struct mm_policy {
 	unsigned proactiveness;	      /* vm.compaction_proactiveness (0 = off) */
 	enum mm_reclaim_skip reclaim_skip; /* shrink_zones' costly-order skip rule */
 	/* A THP over time (mm/khugepaged.c, mm/huge_memory.c): */
-	bool khugepaged;	   /* the thread runs (and only while enabled != never) */
-	unsigned pages_to_scan;	   /* khugepaged/pages_to_scan (4096) */
-	uint64_t scan_sleep_ns;	   /* khugepaged/scan_sleep_millisecs (10 s) */
-	uint64_t alloc_sleep_ns;   /* khugepaged/alloc_sleep_millisecs (60 s) */
-	unsigned max_ptes_none;	   /* khugepaged/max_ptes_none (511) */
-	unsigned max_ptes_swap;	   /* 6.12 64; 3.x: any swap entry aborts (0) */
-	unsigned max_ptes_shared;  /* 6.12 256; 3.x: page_count must be 1 (0) */
-	bool khugepaged_defrag;	   /* khugepaged/defrag (1): direct reclaim and compaction */
-	int khugepaged_mode;	   /* enum mm_migrate_mode of khugepaged's compaction after
-				    * reclaim, -1 none (3.1/3.2 SYNC, +nostall ASYNC: the patch
-				    * keys on __GFP_NO_KSWAPD, which khugepaged's mask carries;
-				    * 3.3 SYNC_LIGHT; 3.16 kept SYNC_LIGHT for kernel threads) */
-	bool deferred_split;	   /* a partly unmapped THP waits on the split queue (4.5+) */
-	bool shrink_underused;	   /* transparent_hugepage/shrink_underused (6.12) */
-	bool madv_collapse;	   /* MADV_COLLAPSE exists (6.1+) */
+	bool khugepaged;	  /* the thread runs (and only while enabled != never) */
+	unsigned pages_to_scan;	  /* khugepaged/pages_to_scan (4096) */
+	uint64_t scan_sleep_ns;	  /* khugepaged/scan_sleep_millisecs (10 s) */
+	uint64_t alloc_sleep_ns;  /* khugepaged/alloc_sleep_millisecs (60 s) */
+	unsigned max_ptes_none;	  /* khugepaged/max_ptes_none (511) */
+	unsigned max_ptes_swap;	  /* 6.12 64; 3.x: any swap entry aborts (0) */
+	unsigned max_ptes_shared; /* 6.12 256; 3.x: page_count must be 1 (0) */
+	bool khugepaged_defrag;	  /* khugepaged/defrag (1): direct reclaim and compaction */
+	int khugepaged_mode;	  /* enum mm_migrate_mode of khugepaged's compaction after
+				   * reclaim, -1 none (3.1/3.2 SYNC, +nostall ASYNC: the patch
+				   * keys on __GFP_NO_KSWAPD, which khugepaged's mask carries;
+				   * 3.3 SYNC_LIGHT; 3.16 kept SYNC_LIGHT for kernel threads) */
+	bool deferred_split;	  /* a partly unmapped THP waits on the split queue (4.5+) */
+	bool shrink_underused;	  /* transparent_hugepage/shrink_underused (6.12) */
+	bool madv_collapse;	  /* MADV_COLLAPSE exists (6.1+) */
 };
 
 /* NULL-terminated list of the named profiles. */

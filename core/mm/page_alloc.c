@@ -32,7 +32,7 @@ static uint64_t int_sqrt64(uint64_t x)
 	return r;
 }
 
-/* init_per_zone_wmark_min (+ khugepaged's raise for modern kernels with THP enabled). */
+/* init_per_zone_wmark_min: the sqrt rule (khugepaged's raise is applied by setup_watermarks). */
 static uint64_t default_min_free_kbytes(const struct mm *mm)
 {
 	uint64_t lowmem_kb = (uint64_t)mm->nr_frames * (MM_PAGE_SIZE / 1024);
@@ -46,7 +46,9 @@ static uint64_t default_min_free_kbytes(const struct mm *mm)
 	return kb;
 }
 
-/* set_recommended_min_free_kbytes: one zone, MIGRATE_PCPTYPES = 3, capped at 5 % of memory. */
+/* set_recommended_min_free_kbytes (3.1-3.3 mm/huge_memory.c, 6.12 mm/khugepaged.c, the same
+ * text): pageblock_nr_pages * nr_zones * 2 + pageblock_nr_pages * nr_zones * MIGRATE_PCPTYPES^2,
+ * one zone, MIGRATE_PCPTYPES = 3; capped at 5 % of memory (nr_free_buffer_pages() / 20). */
 static uint64_t thp_recommended_min_free_kbytes(const struct mm *mm)
 {
 	uint64_t pages = (uint64_t)MM_HPAGE_NR * 1 * 2 + (uint64_t)MM_HPAGE_NR * 1 * 3 * 3;
@@ -62,7 +64,9 @@ void setup_watermarks(struct mm *mm)
 	    mm->cfg.min_free_kbytes ? mm->cfg.min_free_kbytes : default_min_free_kbytes(mm);
 	uint32_t min, step;
 
-	if (era_modern(mm) && mm->cfg.policy.enabled != MM_THP_NEVER) {
+	/* 3.x hugepage_init / start_khugepaged and 6.12 start_stop_khugepaged: raised while THP
+	 * is enabled (set_recommended_min_free_kbytes returns at once under enabled=never) */
+	if (mm->cfg.policy.enabled != MM_THP_NEVER) {
 		uint64_t rec = thp_recommended_min_free_kbytes(mm);
 
 		if (rec > kb)

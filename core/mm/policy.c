@@ -20,6 +20,18 @@
 #include "mm/internal.h"
 #include "util/units.h"
 
+/* khugepaged of 3.1-3.3 (mm/huge_memory.c): the defaults of khugepaged_init and the sysfs
+ * knobs; no max_ptes_swap / max_ptes_shared (a swap entry aborts, page_count must be 1), no
+ * deferred split queue (split_huge_page at once), no MADV_COLLAPSE. khugepaged's compaction
+ * after reclaim runs in the fault's mode: its gfp is the fault's GFP_TRANSHUGE (3.1/3.2 SYNC;
+ * 3.3 SYNC_LIGHT; Mel Gorman's nostall patch keys sync_migration on __GFP_NO_KSWAPD, which
+ * khugepaged's mask carries too, so +nostall makes it ASYNC as well). */
+#define KHUGEPAGED_3X(mode)                                                                        \
+	.khugepaged = true, .pages_to_scan = 4096, .scan_sleep_ns = 10000000000ULL,                \
+	.alloc_sleep_ns = 60000000000ULL, .max_ptes_none = 511, .max_ptes_swap = 0,                \
+	.max_ptes_shared = 0, .khugepaged_defrag = true, .khugepaged_mode = (mode),                \
+	.deferred_split = false, .shrink_underused = false, .madv_collapse = false
+
 static const struct mm_policy base_3_1 = {
     .name = "linux-3.1",
     .era = MM_ERA_3_1,
@@ -38,6 +50,7 @@ static const struct mm_policy base_3_1 = {
     .kcompactd = false,
     .proactiveness = 0,
     .reclaim_skip = MM_RECLAIM_SKIP_NONE,
+    KHUGEPAGED_3X(MM_MIGRATE_SYNC),
 };
 
 /* Mainline 3.2 (3.2-rc1, 7 Nov 2011, was current when Mel Gorman measured the stalls and posted
@@ -67,6 +80,7 @@ static const struct mm_policy base_3_2 = {
     .kcompactd = false,
     .proactiveness = 0,
     .reclaim_skip = MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED,
+    KHUGEPAGED_3X(MM_MIGRATE_SYNC),
 };
 
 static const struct mm_policy base_3_3 = {
@@ -87,6 +101,7 @@ static const struct mm_policy base_3_3 = {
     .kcompactd = false,
     .proactiveness = 0,
     .reclaim_skip = MM_RECLAIM_SKIP_READY,
+    KHUGEPAGED_3X(MM_MIGRATE_SYNC_LIGHT),
 };
 
 static const struct mm_policy base_modern = {
@@ -107,6 +122,21 @@ static const struct mm_policy base_modern = {
     .kcompactd = true,
     .proactiveness = 20,
     .reclaim_skip = MM_RECLAIM_SKIP_READY,
+    /* 6.12 mm/khugepaged.c khugepaged_init (max_ptes_swap HPAGE_PMD_NR / 8, max_ptes_shared
+     * HPAGE_PMD_NR / 2), khugepaged/defrag 1 (GFP_TRANSHUGE: compaction up to SYNC_LIGHT),
+     * the deferred split queue, transparent_hugepage/shrink_underused 1, MADV_COLLAPSE */
+    .khugepaged = true,
+    .pages_to_scan = 4096,
+    .scan_sleep_ns = 10000000000ULL,
+    .alloc_sleep_ns = 60000000000ULL,
+    .max_ptes_none = 511,
+    .max_ptes_swap = 64,
+    .max_ptes_shared = 256,
+    .khugepaged_defrag = true,
+    .khugepaged_mode = MM_MIGRATE_SYNC_LIGHT,
+    .deferred_split = true,
+    .shrink_underused = true,
+    .madv_collapse = true,
 };
 
 static const char *const profile_names[] = {
@@ -142,14 +172,14 @@ static int policy_profile(const char *name, struct mm_policy *p)
 	if (!strcmp(name, "linux-3.1") || !strcmp(name, "linux-3.1+nostall")) {
 		*p = base_3_1;
 		if (strchr(name, '+'))
-			p->second_mode = MM_MIGRATE_ASYNC;
+			p->second_mode = p->khugepaged_mode = MM_MIGRATE_ASYNC;
 		set_name(p, name);
 		return 0;
 	}
 	if (!strcmp(name, "linux-3.2") || !strcmp(name, "linux-3.2+nostall")) {
 		*p = base_3_2;
 		if (strchr(name, '+'))
-			p->second_mode = MM_MIGRATE_ASYNC;
+			p->second_mode = p->khugepaged_mode = MM_MIGRATE_ASYNC;
 		set_name(p, name);
 		return 0;
 	}
@@ -223,6 +253,29 @@ static const struct key keys[] = {
     {"kcompactd", K_BOOL, F(kcompactd), NULL, 0, 0, 0, "background compaction thread"},
     {"proactiveness", K_UINT, F(proactiveness), NULL, 0, 100, 0,
      "vm.compaction_proactiveness (0 = off)"},
+    {"khugepaged", K_BOOL, F(khugepaged), NULL, 0, 0, 0,
+     "khugepaged collapses 4 KiB ranges into huge pages in the background"},
+    {"pages-to-scan", K_UINT, F(pages_to_scan), NULL, 0, 4194304, 1,
+     "khugepaged/pages_to_scan: scan progress per wake (4096)"},
+    {"scan-sleep", K_DURATION, F(scan_sleep_ns), NULL, 0, 0, 0,
+     "khugepaged/scan_sleep_millisecs: between wakes (10s)"},
+    {"alloc-sleep", K_DURATION, F(alloc_sleep_ns), NULL, 0, 0, 0,
+     "khugepaged/alloc_sleep_millisecs: after a failed allocation (60s)"},
+    {"max-ptes-none", K_UINT, F(max_ptes_none), NULL, 0, 511, 0,
+     "khugepaged/max_ptes_none: holes a collapse may fill (511)"},
+    {"max-ptes-swap", K_UINT, F(max_ptes_swap), NULL, 0, 511, 0,
+     "khugepaged/max_ptes_swap (6.12 64; 3.x none allowed)"},
+    {"max-ptes-shared", K_UINT, F(max_ptes_shared), NULL, 0, 511, 0,
+     "khugepaged/max_ptes_shared (6.12 256; 3.x none allowed)"},
+    {"khugepaged-defrag", K_BOOL, F(khugepaged_defrag), NULL, 0, 0, 0,
+     "khugepaged/defrag: its allocation may reclaim and compact"},
+    {"khugepaged-compaction", K_ENUM, F(khugepaged_mode), mode_values, -1, 0, 0,
+     "migrate mode of khugepaged's compaction after reclaim (3.16: sync-light)"},
+    {"deferred-split", K_BOOL, F(deferred_split), NULL, 0, 0, 0,
+     "a partly unmapped THP waits on the split queue for the shrinker (4.5+)"},
+    {"shrink-underused", K_BOOL, F(shrink_underused), NULL, 0, 0, 0,
+     "transparent_hugepage/shrink_underused: the shrinker splits underused THPs (6.12)"},
+    {"madv-collapse", K_BOOL, F(madv_collapse), NULL, 0, 0, 0, "MADV_COLLAPSE exists (6.1+)"},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -549,7 +602,9 @@ int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen)
 	if ((unsigned)p->era > MM_ERA_MODERN || (unsigned)p->enabled > MM_THP_NEVER ||
 	    (unsigned)p->defrag > MM_DEFRAG_NEVER || p->second_mode < -1 ||
 	    p->second_mode > MM_MIGRATE_SYNC || p->migrate_passes < 1 || p->migrate_passes > 10 ||
-	    p->proactiveness > 100 || (unsigned)p->reclaim_skip > MM_RECLAIM_SKIP_READY) {
+	    p->proactiveness > 100 || (unsigned)p->reclaim_skip > MM_RECLAIM_SKIP_READY ||
+	    p->khugepaged_mode < -1 || p->khugepaged_mode > MM_MIGRATE_SYNC ||
+	    p->max_ptes_none > 511 || p->max_ptes_swap > 511 || p->max_ptes_shared > 511) {
 		seterr(err, errlen, "policy: a field is out of range");
 		return -EINVAL;
 	}

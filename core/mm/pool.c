@@ -256,6 +256,11 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c)
 	c->wmark_min = wmark_pages(mm, WMARK_MIN);
 	c->wmark_low = wmark_pages(mm, WMARK_LOW);
 	c->wmark_high = wmark_pages(mm, WMARK_HIGH);
+	c->min_free_kbytes = mm->min_free_kbytes;
+	c->anon_pmd = mm->nr_anon_huge - mm->nr_huge_pte;
+	c->split_queue = mm->nr_split_queue;
+	c->anon_partially_mapped = mm->nr_partially_mapped;
+	c->khugepaged_mms = mm->khp.nr;
 	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
 		c->nr_free[o] = mm->nr_free[o];
 		if (o >= MM_HPAGE_ORDER)

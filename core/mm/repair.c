@@ -128,6 +128,7 @@ static void reset_derived(struct mm *mm)
 	mm->nr_anon = mm->nr_anon_huge = mm->nr_foreign = mm->nr_file = 0;
 	mm->nr_file_dirty = mm->nr_file_writeback = mm->nr_unmovable = 0;
 	mm->nr_isolated = mm->nr_isolated_free = 0;
+	mm->nr_huge_pte = mm->nr_split_queue = mm->nr_partially_mapped = 0;
 	memset(mm->pc_hash, 0, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
 }
 
@@ -140,8 +141,46 @@ static void set_extent(struct mm *mm, uint32_t block, enum frame_state st)
 
 		f->state = (uint8_t)st;
 		f->owner = base + i;
-		f->flags = 0;
+		/* a THP keeps what split.c says of it (PTE-mapped, partially mapped, unmapped
+		 * subpages); its queue membership is rebuilt */
+		f->flags = st == FS_HUGE ? f->flags & (i ? FF_THP_UNMAPPED : FF_THP_MASK) : 0;
+		f->hnext = 0;
 	}
+}
+
+/* A THP's derived state: the unmapped count, the counters, the split queue. */
+static void rebuild_thp(struct mm *mm, uint32_t head)
+{
+	struct mm_frame *hf = pfn_frame(mm, head);
+	bool queued = hf->flags & FF_THP_QUEUED;
+	uint32_t unmapped = 0;
+
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+		unmapped += !!(pfn_frame(mm, head + i)->flags & FF_THP_UNMAPPED);
+	hf->flags &= (uint8_t)~FF_THP_QUEUED;
+	if (unmapped)
+		hf->flags |= FF_THP_PTE;
+	hf->hnext = unmapped;
+	if (hf->flags & FF_THP_PTE)
+		mm->nr_huge_pte += MM_HPAGE_NR;
+	if (hf->flags & FF_THP_PARTIAL) {
+		mm->nr_partially_mapped++;
+		queued = true;
+	}
+	if (queued) {
+		flist_add_tail(mm, sentinel(mm, SENT_SPLIT_QUEUE), head);
+		hf->flags |= FF_THP_QUEUED;
+		mm->nr_split_queue++;
+	}
+}
+
+/* Every subpage of a THP was unmapped but the free was cut short. */
+static bool thp_all_unmapped(struct mm *mm, uint32_t block)
+{
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+		if (!(pfn_frame(mm, block + i)->flags & FF_THP_UNMAPPED))
+			return false;
+	return true;
 }
 
 /* Blocks with huge frames: a whole extent gets its cookies right, a split cut short is
@@ -153,6 +192,11 @@ static void fix_huge_blocks(struct mm *mm)
 			continue;
 		switch (classify_huge(mm, b)) {
 		case HB_EXTENT:
+			if (thp_all_unmapped(mm, b)) {
+				for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+					pfn_frame(mm, b + i)->state = FS_FREE;
+				break;
+			}
 			set_extent(mm, b, FS_HUGE);
 			break;
 		case HB_SPLIT:
@@ -293,6 +337,7 @@ static void rebuild_frames(struct mm *mm)
 			}
 			mm->nr_anon += MM_HPAGE_NR;
 			mm->nr_anon_huge += MM_HPAGE_NR;
+			rebuild_thp(mm, pfn);
 			pfn += MM_HPAGE_NR;
 			continue;
 		}

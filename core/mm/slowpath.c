@@ -162,6 +162,12 @@ __stall_frame static uint32_t __alloc_pages_direct_reclaim(struct mm *mm, struct
  * a6bc32b89922 "mm: compaction: introduce sync-light migration for use by compaction"): MIN,
  * async compaction, direct reclaim, the second compaction in the policy's mode. NORETRY: no
  * OOM, no retry loop. */
+/* The mode of the compaction after reclaim: the policy's, or the caller's (khugepaged). */
+static int second_mode(const struct mm_policy *p, const struct alloc_ctx *ac)
+{
+	return ac->mode_set ? ac->mode : p->second_mode;
+}
+
 static uint32_t slowpath_3x(struct mm *mm, struct alloc_ctx *ac)
 {
 	const struct mm_policy *p = &mm->cfg.policy;
@@ -182,10 +188,10 @@ static uint32_t slowpath_3x(struct mm *mm, struct alloc_ctx *ac)
 	    !(ac->gfp & GFP_KSWAPD_RECLAIM))
 		return MM_NO_PFN;
 	pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
-	if (pfn != MM_NO_PFN || p->second_mode < 0)
+	if (pfn != MM_NO_PFN || second_mode(p, ac) < 0)
 		return pfn;
 	return __alloc_pages_direct_compact(mm, ac, alloc_flags,
-					    (enum mm_migrate_mode)p->second_mode, &res);
+					    (enum mm_migrate_mode)second_mode(p, ac), &res);
 }
 
 /* 6.12 slow path (6.12 __alloc_pages_slowpath). NORETRY and costly non-RETRY_MAYFAIL callers
@@ -196,7 +202,7 @@ static uint32_t slowpath_modern(struct mm *mm, struct alloc_ctx *ac)
 	bool can_direct_reclaim = ac->gfp & GFP_DIRECT_RECLAIM;
 	bool costly = ac->order > COSTLY_ORDER, noretry = ac->gfp & GFP_NORETRY;
 	unsigned alloc_flags = WMARK_MIN;
-	int prio = p->second_mode;
+	int prio = second_mode(p, ac);
 	enum mm_compact_result res;
 	uint32_t pfn;
 
@@ -249,6 +255,13 @@ static uint32_t __alloc_pages(struct mm *mm, struct alloc_ctx *ac)
 	if (pfn != MM_NO_PFN)
 		return pfn;
 	return __alloc_pages_slowpath(mm, ac);
+}
+
+/* One pass of __alloc_pages (khugepaged's and MADV_COLLAPSE's __folio_alloc on the node holding
+ * most of the range's pages: no THISNODE|NORETRY first pass). */
+uint32_t alloc_pages_one_pass(struct mm *mm, struct alloc_ctx *ac)
+{
+	return __alloc_pages(mm, ac);
 }
 
 /* alloc_pages_mpol for a PMD-order allocation: with the NUMA two-pass model, first a

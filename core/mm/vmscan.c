@@ -367,6 +367,10 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 {
 	uint32_t before;
 
+	/* 6.12 shrink_node_memcgs -> shrink_slab: the THP shrinker (split.c) at this priority */
+	shrink_thp(mm, sc->priority, sc->fc->call, &sc->stale);
+	if (sc->stale)
+		return;
 	do {
 		uint32_t nr_in = mm->nr_lru[0] >> sc->priority,
 			 nr_act = mm->nr_lru[1] >> sc->priority;

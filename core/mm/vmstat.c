@@ -37,6 +37,19 @@ const char *const mm_stat_names[MM_STAT_NR] = {
     [MM_STAT_PGSCAN_DIRECT_THROTTLE] = "pgscan_direct_throttle",
     [MM_STAT_PGWB_ERROR] = "writeback_error",
     [MM_STAT_NR_VMSCAN_WRITE] = "nr_vmscan_write",
+    [MM_STAT_THP_COLLAPSE_ALLOC] = "thp_collapse_alloc",
+    [MM_STAT_THP_COLLAPSE_ALLOC_FAILED] = "thp_collapse_alloc_failed",
+    [MM_STAT_KHUGEPAGED_PAGES_COLLAPSED] = "khugepaged_pages_collapsed",
+    [MM_STAT_KHUGEPAGED_FULL_SCANS] = "khugepaged_full_scans",
+    [MM_STAT_KHUGEPAGED_PAGES_SCANNED] = "khugepaged_pages_scanned",
+    [MM_STAT_THP_SCAN_EXCEED_NONE_PTE] = "thp_scan_exceed_none_pte",
+    [MM_STAT_THP_SCAN_EXCEED_SHARED_PTE] = "thp_scan_exceed_share_pte",
+    [MM_STAT_THP_SCAN_EXCEED_SWAP_PTE] = "thp_scan_exceed_swap_pte",
+    [MM_STAT_THP_SPLIT_PMD] = "thp_split_pmd",
+    [MM_STAT_THP_DEFERRED_SPLIT_PAGE] = "thp_deferred_split_page",
+    [MM_STAT_THP_UNDERUSED_SPLIT_PAGE] = "thp_underused_split_page",
+    [MM_STAT_THP_SPLIT_PAGE_FAILED] = "thp_split_page_failed",
+    [MM_STAT_MADV_COLLAPSE] = "madv_collapse",
 };
 
 const char *mm_step_name(enum mm_step s)

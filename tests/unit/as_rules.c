@@ -37,7 +37,7 @@ static int rec_split(void *arg, uint32_t head)
 }
 
 static struct rec R;
-static const struct as_env ENV = {&R, rec_free, rec_split};
+static const struct as_env ENV = {&R, rec_free, rec_split, NULL};
 
 static struct as_region *region(uintptr_t base, uintptr_t lo, uintptr_t hi)
 {
@@ -408,6 +408,112 @@ TEST(migrate_freed_meanwhile_and_cancel)
 	as_migrate_cancel(r, 3, true);
 	EXPECT_EQ(as_pstate(r, 3), AS_P_EMPTY);
 	EXPECT_EQ(as_pfn(r, 3), MM_NO_PFN);
+}
+
+static int rec_split_folio(void *arg, uint32_t head)
+{
+	struct rec *r = arg;
+
+	r->splits++;
+	r->last_split = head;
+	return 0;
+}
+
+/* khugepaged's view of a range: holes, pages with and without a frame, busy pages, huge and
+ * never-touched extents, a range cut by the advice. */
+TEST(collapse_scan_counts_what_a_range_holds)
+{
+	struct as_region *r = region(BASE, BASE, BASE + 3 * HP);
+	struct mm_collapse_scan s;
+	uint32_t p1 = as_page_of(r, BASE + HP);
+
+	make_base(r, p1, 10);
+	make_base(r, p1 + 1, 11);
+	as_pstate_set(r, p1 + 2, AS_P_PRESENT); /* resident before the emulator: no frame */
+	as_collapse_scan(r, 1, 77, &s);
+	EXPECT_EQ(s.extent_owner, 77);
+	EXPECT(s.vma_ok && !s.huge && !s.pmd_none && !s.busy);
+	EXPECT_EQ(s.present, 2);
+	EXPECT_EQ(s.shared, 1);
+	EXPECT_EQ(s.none, 509);
+	as_collapse_scan(r, 0, 0, &s);
+	EXPECT(s.pmd_none);
+	make_huge(r, 2, 1024);
+	as_collapse_scan(r, 2, 0, &s);
+	EXPECT(s.huge);
+	as_pstate_set(r, p1 + 3, AS_P_FILLING);
+	as_collapse_scan(r, 1, 0, &s);
+	EXPECT(s.busy);
+	as_pstate_set(r, p1 + 3, AS_P_EMPTY);
+	as_advise(r, BASE + HP, BASE + HP + PG, MM_VMA_HUGEPAGE); /* part of the extent: 2 VMAs */
+	as_collapse_scan(r, 1, 0, &s);
+	EXPECT(!s.vma_ok);
+}
+
+/* A collapse: every page MIGRATING (holes flagged), then HUGE with head + i and the old
+ * frames given back; a cancel restores the pages; a release during it makes commit fail. */
+TEST(collapse_claim_commit_cancel)
+{
+	struct as_region *r = region(BASE, BASE, BASE + 2 * HP);
+	struct as_env env = ENV;
+	struct as_counts c = {0};
+	uint32_t p0 = as_page_of(r, BASE);
+
+	env.split_folio = rec_split_folio;
+	make_base(r, p0, 10);
+	make_base(r, p0 + 5, 15);
+	EXPECT_EQ(as_collapse_claim(r, 1), -ENOENT); /* never touched: not SMALL */
+	ASSERT_EQ(as_collapse_claim(r, 0), 0);
+	EXPECT_EQ(AS_X_STATE(as_xstate(r, 0)), AS_X_COLLAPSING);
+	EXPECT_EQ(AS_P_STATE(as_pstate(r, p0)), AS_P_MIGRATING);
+	EXPECT(as_pstate(r, p0 + 1) & AS_P_HOLE);
+	EXPECT_EQ(as_collapse_claim(r, 0), -ENOENT); /* owned already */
+	as_collapse_cancel(&env, r, 0, &c);
+	EXPECT_EQ(as_pstate(r, p0), AS_P_PRESENT);
+	EXPECT_EQ(as_pstate(r, p0 + 1), AS_P_EMPTY);
+	EXPECT_EQ(AS_X_STATE(as_xstate(r, 0)), AS_X_SMALL);
+	ASSERT_EQ(as_collapse_claim(r, 0), 0);
+	ASSERT_EQ(as_collapse_commit(&env, r, 0, 2048, &c), 0);
+	EXPECT_EQ(R.frees, 2); /* frames 10 and 15 */
+	EXPECT_EQ(AS_X_STATE(as_xstate(r, 0)), AS_X_HUGE);
+	EXPECT_EQ(as_pfn(r, p0 + 1), 2049);
+	EXPECT_EQ(as_pstate(r, p0 + 1), AS_P_PRESENT);
+	EXPECT_EQ(c.collapsed, 1);
+	/* a page released while the collapse owned it: the collapse fails, the page is gone */
+	r = region(BASE, BASE, BASE + 2 * HP);
+	p0 = as_page_of(r, BASE);
+	make_base(r, p0, 10);
+	make_base(r, p0 + 1, 11);
+	ASSERT_EQ(as_collapse_claim(r, 0), 0);
+	as_release(&env, r, p0 + 1, p0 + 2, true, &c);
+	EXPECT_EQ(as_collapse_commit(&env, r, 0, 2048, &c), -EAGAIN);
+	EXPECT_EQ(as_pstate(r, p0 + 1), AS_P_GONE);
+	EXPECT_EQ(as_pstate(r, p0), AS_P_PRESENT);
+	EXPECT_EQ(R.frees, 1); /* frame 11 */
+	EXPECT_EQ(AS_X_STATE(as_xstate(r, 0)), AS_X_SMALL);
+}
+
+/* The underused split: the THP split whole, the zero-filled subpages freed and EMPTY. */
+TEST(split_underused_frees_the_zero_subpages)
+{
+	struct as_region *r = region(BASE, BASE, BASE + HP);
+	struct as_env env = ENV;
+	struct as_counts c = {0};
+	bool zero[MM_HPAGE_NR];
+
+	env.split_folio = rec_split_folio;
+	for (unsigned i = 0; i < MM_HPAGE_NR; i++)
+		zero[i] = i % 12 != 0;				      /* 43 data pages */
+	EXPECT_EQ(as_split_underused(&env, r, 0, zero, &c), -EINVAL); /* not huge */
+	make_huge(r, 0, 512);
+	EXPECT_EQ(as_split_underused(&env, r, 0, zero, &c), 512 - 43);
+	EXPECT_EQ(R.splits, 1);
+	EXPECT_EQ(R.frees, 512 - 43);
+	EXPECT_EQ(AS_X_STATE(as_xstate(r, 0)), AS_X_SMALL);
+	EXPECT_EQ(as_pstate(r, 1), AS_P_EMPTY);
+	EXPECT_EQ(as_pfn(r, 1), MM_NO_PFN);
+	EXPECT_EQ(as_pstate(r, 12), AS_P_PRESENT);
+	EXPECT_EQ(as_pfn(r, 12), 524);
 }
 
 TEST_MAIN()

@@ -41,6 +41,10 @@ struct fakeenv {
 	int (*on_migrate)(struct fakeenv *fe, uint64_t owner, uint32_t from, uint32_t to);
 	void (*on_wait)(struct fakeenv *fe, uint32_t pfn);
 	void (*on_clear)(struct fakeenv *fe, uint32_t head);
+	/* khugepaged_scan and split_underused hooks (NULL: -ENOENT, 0) */
+	int (*on_khugepaged_scan)(struct fakeenv *fe, uint32_t as_id, uint64_t *addr,
+				  unsigned budget, bool *done);
+	int (*on_split_underused)(struct fakeenv *fe, uint64_t extent_owner, uint32_t head);
 	void *user;
 	int copy_ret; /* what copy_file_page returns */
 	/* observations */
@@ -215,6 +219,26 @@ static inline void fe_trace(void *priv, void *call, const struct mm_trace *ev)
 		fe->trace_count[ev->kind]++;
 }
 
+static inline int fe_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t *addr,
+				     unsigned budget, bool *done)
+{
+	struct fakeenv *fe = priv;
+
+	(void)call;
+	fe_expect_locked(fe, false);
+	return fe->on_khugepaged_scan ? fe->on_khugepaged_scan(fe, as_id, addr, budget, done)
+				      : -ENOENT;
+}
+
+static inline int fe_split_underused(void *priv, void *call, uint64_t extent_owner, uint32_t head)
+{
+	struct fakeenv *fe = priv;
+
+	(void)call;
+	fe_expect_locked(fe, false);
+	return fe->on_split_underused ? fe->on_split_underused(fe, extent_owner, head) : 0;
+}
+
 static const struct mm_env_ops fe_ops_single = {
     .now = fe_now,
     .wait_writeback = fe_wait_writeback,
@@ -224,6 +248,8 @@ static const struct mm_env_ops fe_ops_single = {
     .alloc_cost = fe_alloc_cost,
     .writeout = fe_writeout,
     .trace = fe_trace,
+    .khugepaged_scan = fe_khugepaged_scan,
+    .split_underused = fe_split_underused,
 };
 
 static const struct mm_env_ops fe_ops_threaded = {
@@ -237,6 +263,8 @@ static const struct mm_env_ops fe_ops_threaded = {
     .alloc_cost = fe_alloc_cost,
     .writeout = fe_writeout,
     .trace = fe_trace,
+    .khugepaged_scan = fe_khugepaged_scan,
+    .split_underused = fe_split_underused,
 };
 
 /* Create a pool of pool_bytes with policy spec under a fake environment. Returns 0 or -errno;

@@ -152,6 +152,7 @@ TEST(movable_fragmentation_is_compacted)
 	fakeenv_destroy(&fe);
 }
 
+/* 3.x: a partial unmap splits the THP at once (split_huge_page from zap_pmd_range). */
 TEST(split_then_free_base_pages_merges_back)
 {
 	struct fakeenv fe;
@@ -161,7 +162,7 @@ TEST(split_then_free_base_pages_merges_back)
 	uint64_t st[MM_STAT_NR];
 	char err[256];
 
-	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.2", 16 * MIB, false, err, sizeof(err)), 0);
 	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
 	ASSERT_EQ(res.outcome, MM_FAULT_HUGE);
 	EXPECT_EQ(mm_anon_split(fe.mm, res.pfn + 1), -EINVAL);
@@ -169,6 +170,7 @@ TEST(split_then_free_base_pages_merges_back)
 	mm_get_counts(fe.mm, &c);
 	EXPECT_EQ(c.anon, 512);
 	EXPECT_EQ(c.anon_huge, 0);
+	EXPECT_EQ(c.split_queue, 0);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	for (uint32_t i = 0; i < 512; i += 2)
 		mm_anon_free(fe.mm, res.pfn + i, 0, NULL);
@@ -180,6 +182,52 @@ TEST(split_then_free_base_pages_merges_back)
 	EXPECT_EQ(c.nr_free[MM_MAX_ORDER], c.nr_frames >> MM_MAX_ORDER);
 	mm_get_stats(fe.mm, st);
 	EXPECT_EQ(st[MM_STAT_THP_SPLIT_PAGE], 1);
+	EXPECT_EQ(st[MM_STAT_THP_DEFERRED_SPLIT_PAGE], 0);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* 6.12: a partial unmap splits the PMD only (thp_split_pmd); the folio stays whole, on the
+ * deferred split queue once partially mapped (thp_deferred_split_page, nr_anon_partially_mapped)
+ * with every frame allocated, and goes back whole when its last subpage is unmapped. */
+TEST(partial_unmap_defers_the_split)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(1, MM_VMA_DEFAULT);
+	struct mm_fault_res res;
+	struct mm_counts c;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	ASSERT_EQ(res.outcome, MM_FAULT_HUGE);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.split_queue, 1); /* every new THP is queued (shrink_underused) */
+	EXPECT_EQ(c.anon_partially_mapped, 0);
+	EXPECT_EQ(c.anon_pmd, 512);
+	ASSERT_EQ(mm_anon_split(fe.mm, res.pfn), 0);
+	mm_anon_free(fe.mm, res.pfn + 7, 0, NULL);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.anon, 512); /* all 512 frames stay until the shrinker runs */
+	EXPECT_EQ(c.anon_huge, 512);
+	EXPECT_EQ(c.anon_pmd, 0);
+	EXPECT_EQ(c.split_queue, 1);
+	EXPECT_EQ(c.anon_partially_mapped, 1);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_SPLIT_PMD], 1);
+	EXPECT_EQ(st[MM_STAT_THP_DEFERRED_SPLIT_PAGE], 1);
+	EXPECT_EQ(st[MM_STAT_THP_SPLIT_PAGE], 0);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	mm_anon_free(fe.mm, res.pfn + 8, 0, NULL); /* already partially mapped: counted once */
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_DEFERRED_SPLIT_PAGE], 1);
+	for (uint32_t i = 0; i < 512; i++)
+		mm_anon_free(fe.mm, res.pfn + i, 0, NULL);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free, c.nr_frames);
+	EXPECT_EQ(c.split_queue, 0);
+	EXPECT_EQ(c.anon_partially_mapped, 0);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
 }

@@ -27,10 +27,35 @@ static void check_wmarks(const char *spec, uint64_t pool, uint32_t min, uint32_t
 }
 
 /* 3.x: min_free_kbytes = sqrt(16 * lowmem_kb); low = min + min/4, high = min + min/2. */
+/* 3.x: sqrt(16 x memory in kB), raised while THP is enabled by set_recommended_min_free_kbytes
+ * (3.1-3.3 mm/huge_memory.c): 512 x 1 zone x 2 + 512 x 1 x 3 x 3 = 5632 pages, at most 5 % of
+ * memory; low/high = min x 5/4 and x 3/2. */
 TEST(watermarks_3x)
 {
-	check_wmarks("linux-3.1", GIB, 1024, 1280, 1536);   /* sqrt(16 GiB in kB) = 4096 kB */
-	check_wmarks("linux-3.3", 64 * MIB, 256, 320, 384); /* 1024 kB */
+	/* 1 GiB: sqrt gives 4096 kB (1024 pages), the raise 22528 kB */
+	check_wmarks("linux-3.1", GIB, 5632, 5632 + 1408, 5632 + 2816);
+	check_wmarks("linux-3.2+nostall", GIB, 5632, 5632 + 1408, 5632 + 2816);
+	/* 64 MiB: sqrt gives 1024 kB (256 pages), the raise is capped at 5 %: 16384 / 20 = 819 */
+	check_wmarks("linux-3.3", 64 * MIB, 819, 819 + 204, 819 + 409);
+	/* enabled=never: set_recommended_min_free_kbytes returns at once */
+	check_wmarks("linux-3.1:enabled=never", GIB, 1024, 1280, 1536);
+	check_wmarks("linux-3.3:enabled=never", 64 * MIB, 256, 320, 384);
+}
+
+TEST(min_free_kbytes_is_reported)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.2", GIB, false, err, sizeof(err)), 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.min_free_kbytes, 22528); /* 5.5 x the un-raised 4096 kB */
+	fakeenv_destroy(&fe);
+	ASSERT_EQ(fakeenv_init(&fe, "modern-never", GIB, false, err, sizeof(err)), 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.min_free_kbytes, 4096);
+	fakeenv_destroy(&fe);
 }
 
 /* 6.12: khugepaged raises min_free_kbytes to 11 pageblocks (capped at 5 %); low/high step is
