@@ -77,6 +77,9 @@ static const struct sim_param_def long_params[] = {
     {"hold-start", SIM_P_DURATION, "10s", "when the long-lived processes map and fault"},
     {"hold", SIM_P_DURATION, "0s",
      "how long they keep their memory once faulted (0: to the end of the run)"},
+    {"writer-stop", SIM_P_DURATION, "0s",
+     "when the writer stops (an rsync that ends; 0: it streams to the end of the run); its "
+     "dirty pages are then written back and memory settles"},
     {"rewrite", SIM_P_DURATION, "30s",
      "period of a pass writing the whole mapping again (0: never); a touch of a range "
      "khugepaged is collapsing waits"},
@@ -181,6 +184,8 @@ static int seed2011_start(struct sim_world *w, char *err, size_t errlen)
 		     (unsigned)(sim_param_u(w, "max-request") / MM_PAGE_SIZE));
 	flusher_params(w);
 	flusher_start_kupdate(w);
+	if (lng)
+		w->writer_stop_ns = sim_param_u(w, "writer-stop");
 	rc = writer_spawn(w);
 	if (rc)
 		return rc;

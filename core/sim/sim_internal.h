@@ -209,10 +209,11 @@ struct sim_world {
 	struct sim_flusher fl;
 	struct sim_writer_stats writer;
 	struct sim_reader_stats reader;
-	void *writer_state;		 /* writer.c's working set */
-	void *reader_state;		 /* reader.c's actors */
-	void *scen_state;		 /* the scenario's own (freed at the end) */
-	struct sim_io *io_all;		 /* every request ever allocated, for freeing */
+	void *writer_state;	 /* writer.c's working set */
+	uint64_t writer_stop_ns; /* the writer's last transaction starts before (0: never) */
+	void *reader_state;	 /* reader.c's actors */
+	void *scen_state;	 /* the scenario's own (freed at the end) */
+	struct sim_io *io_all;	 /* every request ever allocated, for freeing */
 	struct sim_replay *replay_state; /* scenario "replay" (replay.c) */
 	/* background (kswapd, kcompactd) */
 	struct sim_task bg;
