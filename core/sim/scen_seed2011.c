@@ -73,7 +73,8 @@ static const struct sim_param_def long_params[] = {
     {"hold-procs", SIM_P_COUNT, "1", "long-lived processes (each maps, faults and keeps)"},
     {"hold-size", SIM_P_FRACTION, "25%",
      "each long-lived mapping, fraction of the pool (25% of 1G: 128 ranges, one full "
-     "khugepaged scan in ~160 s at the defaults)"},
+     "khugepaged scan in ~160 s at the defaults while its allocations succeed; each failure "
+     "costs alloc_sleep, 60 s)"},
     {"hold-start", SIM_P_DURATION, "10s", "when the long-lived processes map and fault"},
     {"hold", SIM_P_DURATION, "0s",
      "how long they keep their memory once faulted (0: to the end of the run)"},
