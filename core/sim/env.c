@@ -12,7 +12,11 @@
  *   writeout       starts writeback of one dirty page (->writepage): a single-page request
  *                  queued behind everything already at the device;
  *   trace          tracks whether the actor is inside compact_zone, so that writeback waits
- *                  can be told apart: compaction (migration) versus direct reclaim.
+ *                  can be told apart: compaction (migration) versus direct reclaim;
+ *   khugepaged_scan the visited process (as_id = pid) walks its region with
+ *                  mm_khugepaged_scan_mm and collapses in khugepaged's time (proc.c); the
+ *                  replay has no processes: every as_id is gone (-ENOENT);
+ *   split_underused the THP's process judges its subpages by what it wrote (proc.c).
  * There is no lock: the simulator is one thread, and actors only switch at unlocked hooks.
  * Called without an actor (setup, recipes), costs are not charged and waits do not block.
  */
@@ -119,6 +123,21 @@ static void env_trace(void *priv, void *call, const struct mm_trace *ev)
 		t->in_compaction--;
 }
 
+static int env_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t *addr,
+			       unsigned budget, bool *done)
+{
+	return proc_khugepaged_scan(priv, call, as_id, addr, budget, done);
+}
+
+static int env_split_underused(void *priv, void *call, uint64_t extent_owner, uint32_t head)
+{
+	struct sim_world *w = priv;
+
+	if (w->replay_state)
+		return 0; /* the replay does not know what the program wrote: never underused */
+	return proc_split_underused(priv, call, extent_owner, head);
+}
+
 const struct mm_env_ops sim_env_ops = {
     .now = env_now,
     .lock = NULL,
@@ -130,4 +149,6 @@ const struct mm_env_ops sim_env_ops = {
     .alloc_cost = env_alloc_cost,
     .writeout = env_writeout,
     .trace = env_trace,
+    .khugepaged_scan = env_khugepaged_scan,
+    .split_underused = env_split_underused,
 };

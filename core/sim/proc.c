@@ -14,6 +14,22 @@
  * Migration (the migrate_anon hook): the copy takes migrate-page of virtual time during which
  * the owner may unmap the page or exit; the hook then reports -ENOENT so mm frees both frames
  * (mm.h's rule for munmap racing compaction).
+ *
+ * khugepaged (the khugepaged_scan hook): a process is khugepaged's address space `pid` (its
+ * faults pass as_id = pid, so mm registers it at its first THP-eligible fault, as
+ * do_huge_pmd_anonymous_page calls khugepaged_enter; exit calls mm_khugepaged_exit, as
+ * exit_mmap calls khugepaged_exit). A visit walks the region with mm_khugepaged_scan_mm: each
+ * 2 MiB extent is described by as_collapse_scan, and a collapse claims it (as_collapse_claim:
+ * every page MIGRATING, as collapse_huge_page holds mmap_lock for write and has cleared the
+ * PMD), copies the present pages (copy-4k each) and zeroes the holes (clear-4k each) in the
+ * khugepaged actor's time (mm/khugepaged.c: __collapse_huge_page_copy), then commits it
+ * (as_collapse_commit: the old frames go back). Meanwhile the program's touches of the extent
+ * and its munmap/exit of it wait, as a fault on the cleared PMD and munmap wait on mmap_lock.
+ *
+ * The underused split (the split_underused hook, 6.12 deferred_split_scan -> thp_underused):
+ * a simulated program writes every page it touches (non-zero data), so a subpage is zero-filled
+ * iff it was not written since its frame was zeroed: a huge fault zeroes all 512, a collapse
+ * the holes. proc.c keeps that as one bit per page (`written`).
  */
 #include "sim/sim_internal.h"
 
@@ -31,7 +47,21 @@ static uint64_t cookie(const struct sim_proc *p, uint32_t page)
 static void proc_free(struct sim_proc *p)
 {
 	free(p->as.pstate);
+	free(p->written);
 	free(p);
+}
+
+static bool page_written(const struct sim_proc *p, uint32_t page)
+{
+	return p->written[page / 8] & (1u << (page % 8));
+}
+
+static void page_set_written(struct sim_proc *p, uint32_t page, bool on)
+{
+	if (on)
+		p->written[page / 8] |= (uint8_t)(1u << (page % 8));
+	else
+		p->written[page / 8] &= (uint8_t) ~(1u << (page % 8));
 }
 
 struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_advice advice)
@@ -50,7 +80,9 @@ struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_ad
 	p->npages = (uint32_t)((bytes + MM_PAGE_SIZE - 1) / MM_PAGE_SIZE);
 	if (as_region_geometry(&p->as, PROC_MAP_BASE, PROC_MAP_BASE,
 			       PROC_MAP_BASE + (uint64_t)p->npages * MM_PAGE_SIZE) ||
-	    !(mem = calloc(1, as_region_meta_size(&p->as)))) {
+	    !(mem = calloc(1, as_region_meta_size(&p->as))) ||
+	    !(p->written = calloc(1, p->npages / 8 + 1))) {
+		free(mem);
 		free(p);
 		return NULL;
 	}
@@ -58,6 +90,7 @@ struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_ad
 	w->next_pid = w->next_pid >= PROC_PID_MAX ? 1 : w->next_pid + 1;
 	p->pid = w->next_pid;
 	p->advice = advice;
+	sim_waitq_init(&p->collapse_wq);
 	w->procs[slot] = p;
 	return p;
 }
@@ -81,6 +114,22 @@ static void proc_reap(struct sim_world *w, struct sim_proc *p)
 	proc_free(p);
 }
 
+/* A call that held an exited process (a migration copy, a khugepaged visit) lets go of it. */
+static void proc_put(struct sim_world *w, struct sim_proc *p)
+{
+	if (p->exited && p->migrating == 0 && p->scanning == 0)
+		proc_reap(w, p);
+}
+
+/* Extent e is being collapsed: the program's access waits until khugepaged lets go (a fault on
+ * the cleared PMD, or munmap, waits on mmap_lock; mm/khugepaged.c collapse_huge_page holds it
+ * for write from pmdp_collapse_flush to set_pmd_at). */
+static void wait_collapse(struct sim_task *t, struct sim_proc *p, uint32_t e)
+{
+	while (AS_X_STATE(as_xstate(&p->as, e)) == AS_X_COLLAPSING)
+		sim_wait(t->a, &p->collapse_wq, SIM_NO_TIMEOUT);
+}
+
 void proc_free_all(struct sim_world *w)
 {
 	for (unsigned i = 0; i < SIM_MAX_PROCS; i++) {
@@ -99,6 +148,7 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	    .extent_owner = cookie(p, first),
 	    .advice = p->advice,
 	    .write = true,
+	    .as_id = p->pid,
 	};
 	struct mm_fault_res res;
 	uint64_t t0 = task_now(t);
@@ -118,6 +168,8 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	switch (res.outcome) {
 	case MM_FAULT_HUGE:
 		as_fault_huge(r, e, res.pfn);
+		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) /* all 512 zeroed (clear_huge) */
+			page_set_written(p, first + i, false);
 		break;
 	case MM_FAULT_BASE:
 		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
@@ -128,6 +180,8 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	}
 	world_record_fault(w, t, &res, task_now(t) - t0, p->pid,
 			   PROC_MAP_BASE + (uint64_t)page * MM_PAGE_SIZE);
+	if (req.huge_ok)
+		world_wake_khugepaged(w); /* khugepaged_enter may have registered p */
 }
 
 void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
@@ -137,9 +191,11 @@ void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 	uint32_t end = first + n > p->npages ? p->npages : first + n;
 
 	for (uint32_t i = first; i < end; i++) {
+		wait_collapse(t, p, i / MM_HPAGE_NR);
 		if (AS_P_STATE(as_pstate(&p->as, i)) == AS_P_EMPTY &&
 		    AS_X_STATE(as_xstate(&p->as, i / MM_HPAGE_NR)) != AS_X_HUGE)
 			proc_fault(w, t, p, i);
+		page_set_written(p, i, true);
 		sim_charge(t->a, touch);
 		/* keep the actor within a millisecond of the rest of the machine */
 		if (sim_actor_debt(t->a) >= 1000000)
@@ -162,18 +218,21 @@ void proc_unmap_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 
 		if (next > end)
 			next = end;
+		wait_collapse(t, p, i / MM_HPAGE_NR);
 		as_release(&env, &p->as, i, next, true, &c);
 		i = next;
 	}
 }
 
+/* __mmput: khugepaged_exit before exit_mmap, which waits for a collapse in flight (mmap_lock). */
 void proc_exit(struct sim_world *w, struct sim_task *t, struct sim_proc *p)
 {
+	p->exiting = true;
+	mm_khugepaged_exit(w->mm, p->pid);
 	proc_unmap_range(w, t, p, 0, p->npages);
 	sim_settle(t->a);
 	p->exited = true;
-	if (p->migrating == 0)
-		proc_reap(w, p);
+	proc_put(w, p);
 }
 
 int proc_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32_t from,
@@ -196,11 +255,148 @@ int proc_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32
 	p->migrating--;
 	rc = as_migrate_freed(&p->as, page);
 	if (p->exited) {
-		if (p->migrating == 0)
-			proc_reap(w, p);
+		proc_put(w, p);
 		return -ENOENT; /* mm frees both frames */
 	}
 	if (rc == 0)
 		as_migrate_commit(&p->as, page, to);
 	return rc;
+}
+
+/* ---- khugepaged ------------------------------------------------------------------------------ */
+
+struct khd_walk {
+	struct sim_world *w;
+	struct sim_proc *p;
+};
+
+/* The first extent starting at or after *addr (the region's virtual addresses). */
+static int walk_next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
+{
+	struct khd_walk *k = arg;
+	struct sim_proc *p = k->p;
+	struct as_region *r = &p->as;
+	uint64_t e = 0;
+
+	if (p->exiting)
+		return -ENOENT; /* khugepaged_scan_mm_slot: hpage_collapse_test_exit */
+	if (*addr > r->ext_base)
+		e = (*addr - r->ext_base + MM_HPAGE_SIZE - 1) / MM_HPAGE_SIZE;
+	if (e >= r->nexts)
+		return -ENOENT;
+	*addr = as_ext_addr(r, (uint32_t)e);
+	as_collapse_scan(r, (uint32_t)e, cookie(p, as_page_of(r, *addr)), scan);
+	return 0;
+}
+
+/* collapse_huge_page's part under mmap_lock for write (mm/khugepaged.c): the range is claimed,
+ * re-checked (__collapse_huge_page_isolate: more holes or shared pages than the scan judged
+ * is a changed range), copied and zeroed (__collapse_huge_page_copy), then mapped. */
+static int walk_collapse(void *arg, uint64_t addr, const struct mm_collapse_scan *scan,
+			 uint32_t head, void *call)
+{
+	struct khd_walk *k = arg;
+	struct sim_world *w = k->w;
+	struct sim_proc *p = k->p;
+	struct sim_task *t = call;
+	struct as_region *r = &p->as;
+	struct as_mm_ctx ctx = {w->mm, t};
+	const struct as_env env = as_mm_env(&ctx);
+	uint32_t e = as_ext_of(r, addr), p0 = as_page_of(r, addr);
+	uint32_t holes = 0, shared = 0;
+	uint64_t hole[MM_HPAGE_NR / 64] = {0};
+	struct as_counts c = {0};
+	int rc;
+
+	if (p->exiting || as_collapse_claim(r, e) != 0)
+		return -EAGAIN;
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		if (as_pstate(r, p0 + i) & AS_P_HOLE) {
+			hole[i / 64] |= 1ULL << (i % 64);
+			holes++;
+		} else if (as_pfn(r, p0 + i) == MM_NO_PFN) {
+			shared++;
+		}
+	}
+	if (holes > scan->none || shared > scan->shared) {
+		as_collapse_cancel(&env, r, e, &c);
+		sim_wake_all(w->e, &p->collapse_wq);
+		return -EAGAIN;
+	}
+	if (t && t->a) {
+		sim_charge(t->a,
+			   (uint64_t)(MM_HPAGE_NR - holes) * w->cfg->costs.ns[SIM_COST_COPY_4K] +
+			       (uint64_t)holes * w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
+		sim_settle(t->a); /* the program's touches of the range wait meanwhile */
+	}
+	if (p->exited) { /* cannot happen: exit waits for the collapse; kept for safety */
+		as_collapse_cancel(&env, r, e, &c);
+		rc = -EAGAIN;
+	} else {
+		rc = as_collapse_commit(&env, r, e, head, &c);
+	}
+	if (rc == 0)
+		for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+			if (hole[i / 64] & (1ULL << (i % 64)))
+				page_set_written(p, p0 + i, false); /* cleared */
+	sim_wake_all(w->e, &p->collapse_wq);
+	return rc ? -EAGAIN : 0;
+}
+
+int proc_khugepaged_scan(struct sim_world *w, struct sim_task *t, uint32_t pid, uint64_t *addr,
+			 unsigned budget, bool *done)
+{
+	struct sim_proc *p = proc_lookup(w, pid);
+	struct khd_walk k = {w, p};
+	const struct mm_khugepaged_walker walker = {&k, walk_next_range, walk_collapse};
+	int rc;
+
+	if (!p || p->exiting)
+		return -ENOENT;
+	p->scanning++; /* the visit may sleep (allocation, copy): p stays until it returns */
+	rc = mm_khugepaged_scan_mm(w->mm, &walker, addr, budget, done, t);
+	p->scanning--;
+	proc_put(w, p);
+	return rc;
+}
+
+/* 6.12 mm/huge_memory.c thp_underused, with the shrinker's split (deferred_split_scan ->
+ * split_folio, zero subpages remapped to the zero page and freed). The content check reads
+ * subpages until it can decide (more than max_ptes_none zero-filled, or 512 - max_ptes_none
+ * holding data): touch-4k each. */
+int proc_split_underused(struct sim_world *w, struct sim_task *t, uint64_t extent_owner,
+			 uint32_t head)
+{
+	struct sim_proc *p = proc_lookup(w, (uint32_t)(extent_owner >> 32));
+	uint32_t page = (uint32_t)extent_owner, e, nr_zero = 0, filled = 0, read = 0;
+	unsigned max_none = mm_policy(w->mm)->max_ptes_none;
+	bool zero[MM_HPAGE_NR], decided;
+	struct as_mm_ctx ctx = {w->mm, t};
+	const struct as_env env = as_mm_env(&ctx);
+	struct as_counts c = {0};
+	int rc;
+
+	if (!p || p->exiting || page >= p->npages || page % MM_HPAGE_NR)
+		return -ENOENT;
+	e = as_ext_of(&p->as, as_page_addr(&p->as, page));
+	if (AS_X_STATE(as_xstate(&p->as, e)) != AS_X_HUGE || as_pfn(&p->as, page) != head)
+		return -ENOENT;
+	decided = max_none >= MM_HPAGE_NR - 1; /* 511: false without reading anything */
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		zero[i] = !page_written(p, page + i);
+		nr_zero += zero[i];
+		if (decided)
+			continue;
+		read++;
+		if (zero[i])
+			decided = nr_zero > max_none;
+		else
+			decided = ++filled >= MM_HPAGE_NR - max_none;
+	}
+	if (t && t->a)
+		sim_charge(t->a, (uint64_t)read * w->cfg->costs.ns[SIM_COST_TOUCH_4K]);
+	if (!mm_thp_underused(w->mm, nr_zero))
+		return 0;
+	rc = as_split_underused(&env, &p->as, e, zero, &c);
+	return rc < 0 ? rc : 1;
 }

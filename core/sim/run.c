@@ -202,6 +202,8 @@ int sim_run_scenario(const struct sim_config *c, struct sim_result **out, char *
 	pol = mm_policy(w->mm);
 	if (pol->kswapd || pol->kcompactd || pol->proactiveness)
 		world_start_background(w);
+	if (pol->khugepaged && !w->replay_state) /* khugepaged.c: not in a replay */
+		world_start_khugepaged(w);
 	rc = world_start_coverage(w);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");

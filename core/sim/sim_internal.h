@@ -75,12 +75,16 @@ struct sim_task {
  * core/as region at PROC_MAP_BASE. */
 #define PROC_MAP_BASE 0x7f0000000000ULL
 struct sim_proc {
-	uint32_t pid; /* owner cookie = pid << 32 | page index */
+	uint32_t pid; /* owner cookie = pid << 32 | page index; also its khugepaged as_id */
 	uint32_t npages;
 	struct as_region as; /* page and extent states, frames */
 	unsigned migrating;  /* migrate_anon calls in flight */
-	bool exited;	     /* pages freed; the struct lives until migrating drops to 0 */
+	unsigned scanning;   /* khugepaged visits (khugepaged_scan, split_underused) in flight */
+	bool exiting;	     /* exit began: khugepaged leaves it alone (hpage_collapse_test_exit) */
+	bool exited;	     /* pages freed; the struct lives until both drop to 0 */
 	enum mm_vma_advice advice;
+	uint8_t *written;	      /* per page, a bit: written since its frame was zeroed */
+	struct sim_waitq collapse_wq; /* the program's touches waiting for a collapse to end */
 };
 
 /* A page-cache file written or read by an actor. */
@@ -207,15 +211,21 @@ struct sim_world {
 	struct sim_flusher fl;
 	struct sim_writer_stats writer;
 	struct sim_reader_stats reader;
-	void *writer_state;		 /* writer.c's working set */
-	void *reader_state;		 /* reader.c's actors */
-	void *scen_state;		 /* the scenario's own (freed at the end) */
-	struct sim_io *io_all;		 /* every request ever allocated, for freeing */
+	void *writer_state;	 /* writer.c's working set */
+	uint64_t writer_stop_ns; /* the writer's last transaction starts before (0: never) */
+	void *reader_state;	 /* reader.c's actors */
+	void *scen_state;	 /* the scenario's own (freed at the end) */
+	struct sim_io *io_all;	 /* every request ever allocated, for freeing */
 	struct sim_replay *replay_state; /* scenario "replay" (replay.c) */
 	/* background (kswapd, kcompactd) */
 	struct sim_task bg;
 	struct sim_waitq bg_wq;
 	bool bg_running;
+	/* khugepaged (khugepaged.c) */
+	struct sim_task khd;
+	struct sim_waitq khd_wq;
+	bool khd_running;
+	bool khd_idle; /* parked until a registration (mm_khugepaged said UINT64_MAX) */
 };
 
 /* What a finished run keeps for its report (run.c fills it, report.c writes it). */
@@ -267,6 +277,12 @@ void world_start_background(struct sim_world *w);
  * last sample at the end. */
 int world_start_coverage(struct sim_world *w);
 void world_finish_coverage(struct sim_world *w);
+
+/* khugepaged.c: the khugepaged thread */
+void world_start_khugepaged(struct sim_world *w);
+/* A THP-eligible fault may have registered its process (khugepaged_enter): wake khugepaged
+ * if it is parked for lack of work. */
+void world_wake_khugepaged(struct sim_world *w);
 
 /* env.c */
 extern const struct mm_env_ops sim_env_ops;
@@ -320,6 +336,12 @@ void proc_unmap_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 void proc_exit(struct sim_world *w, struct sim_task *t, struct sim_proc *p);
 int proc_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32_t from,
 		 uint32_t to);
+/* The khugepaged_scan hook for process pid (mm.h): walk its region with mm_khugepaged_scan_mm. */
+int proc_khugepaged_scan(struct sim_world *w, struct sim_task *t, uint32_t pid, uint64_t *addr,
+			 unsigned budget, bool *done);
+/* The split_underused hook (mm.h) for the THP at head whose page 0 is extent_owner. */
+int proc_split_underused(struct sim_world *w, struct sim_task *t, uint64_t extent_owner,
+			 uint32_t head);
 void proc_free_all(struct sim_world *w);
 
 /* replay.c */

@@ -419,7 +419,7 @@ static void writer_fn(struct sim_actor *a, void *arg)
 	uint64_t dirtied = 0;
 
 	(void)a;
-	for (;;)
+	while (!wr->w->writer_stop_ns || sim_now(wr->w->e) < wr->w->writer_stop_ns)
 		writer_transaction(wr, &dirtied);
 }
 
