@@ -9,6 +9,9 @@
  *   copy_file_page  the segment's page-cache arena (core/io)
  *   writeout        core/io starts writeback of the page
  *   meta_alloc      the segment: mm's struct and arrays live where every process maps them
+ *   khugepaged_scan khugepaged (a thread here) visits a process: the process's agent scans its
+ *                   own ranges and collapses them for real (core/uffd/collapse.c); the host
+ *                   waits while the process lives, a collapse in 3.x may wait seconds
  */
 #include "cli/host.h"
 
@@ -24,7 +27,10 @@
 #define KEEPER_SLICE_NS	   (50 * 1000000ULL)
 #define MIGRATE_TIMEOUT_NS (200 * 1000000ULL)
 #define KTHREAD_MAX_SLEEP  (100 * 1000000ULL)
-#define CHECK_MAX_FRAMES   (1U << 20) /* 4 GiB: mm_check at the end of a run takes ~0.2 s */
+/* khugepaged's wait for a process's visit: a collapse may sit in sync compaction for seconds;
+ * the process's answer after this comes too late for this wake (the visit is not repeated) */
+#define KHUGEPAGED_TIMEOUT_NS (5000 * 1000000ULL)
+#define CHECK_MAX_FRAMES      (1U << 20) /* 4 GiB: mm_check at the end of a run takes ~0.2 s */
 
 static uint64_t env_now(void *priv, void *call)
 {
@@ -77,6 +83,27 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 	return h->io ? io_writeout(h->io, owner, pfn) : -EBUSY;
 }
 
+/* A visit's answer: the progress, bit 30 when the process's last range was passed. */
+#define KHUGEPAGED_DONE (1 << 30)
+
+static int env_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t *addr,
+			       unsigned budget, bool *done)
+{
+	struct run_host *h = priv;
+	uint64_t value = *addr;
+	int rc;
+
+	if (!as_id || as_id >= MACHINE_MAX_PROCS)
+		return -ENOENT;
+	rc = machine_request_value(&h->m, (int)as_id, MACHINE_REQ_KHUGEPAGED, *addr, budget, 0,
+				   KHUGEPAGED_TIMEOUT_NS, &value);
+	if (rc < 0) /* busy (stopped, or a collapse longer than the wait): nothing this time */
+		return rc == -EBUSY ? 0 : -ENOENT;
+	*done = rc & KHUGEPAGED_DONE;
+	*addr = value;
+	return rc & ~KHUGEPAGED_DONE;
+}
+
 static void *env_meta_alloc(void *priv, size_t len)
 {
 	struct run_host *h = priv;
@@ -99,6 +126,7 @@ static const struct mm_env_ops host_env_ops = {
     .writeout = env_writeout,
     .meta_alloc = env_meta_alloc,
     .meta_free = env_meta_free,
+    .khugepaged_scan = env_khugepaged_scan,
 };
 
 static int repair(void *arg)
@@ -156,6 +184,23 @@ static void *kthread_main(void *arg)
 	return NULL;
 }
 
+/* khugepaged: a kernel thread of its own (a collapse may wait seconds in 3.x sync compaction,
+ * kswapd and kcompactd keep their pace meanwhile). */
+static void *khugepaged_main(void *arg)
+{
+	struct run_host *h = arg;
+
+	while (!stopping(h)) {
+		uint64_t wait = mm_khugepaged(h->mm, NULL);
+
+		if (stopping(h))
+			break;
+		/* nothing registered (UINT64_MAX): look again soon, a process may register */
+		sleep_on(&h->stop, wait < KTHREAD_MAX_SLEEP ? wait : KTHREAD_MAX_SLEEP);
+	}
+	return NULL;
+}
+
 /* Coverage samples, on a thread of their own so that the kernel threads keep their pace. */
 static void *covthread_main(void *arg)
 {
@@ -193,6 +238,7 @@ static void release_slot(void *arg, int slot)
 
 	if (seen) /* the slot still says whose it was */
 		seen(h->on_reap_arg, slot);
+	mm_khugepaged_exit(h->mm, (uint32_t)slot); /* khugepaged_exit: its mm_slot goes */
 	h->frames_back += mm_release_owners(h->mm, MACHINE_OWNER_SLOT_MASK,
 					    (uint64_t)slot << MACHINE_OWNER_SLOT_SHIFT);
 }
@@ -320,6 +366,9 @@ int run_host_start(struct run_host *h, const struct config *cfg, char *err, size
 	if (rc == 0)
 		rc = -pthread_create(&h->covthread, NULL, covthread_main, h);
 	h->covthread_started = rc == 0;
+	if (rc == 0)
+		rc = -pthread_create(&h->khugepaged, NULL, khugepaged_main, h);
+	h->khugepaged_started = rc == 0;
 	if (rc < 0) {
 		snprintf(err, errlen, "machine: cannot start its threads: %s", strerror(-rc));
 		goto fail;
@@ -344,7 +393,10 @@ static void stop_threads(struct run_host *h)
 		pthread_join(h->keeper, NULL);
 	if (h->covthread_started)
 		pthread_join(h->covthread, NULL);
+	if (h->khugepaged_started)
+		pthread_join(h->khugepaged, NULL);
 	h->kthread_started = h->keeper_started = h->covthread_started = false;
+	h->khugepaged_started = false;
 }
 
 void run_host_stop(struct run_host *h, uint64_t drain_ns)

@@ -31,8 +31,8 @@ struct run_host {
 	struct waitq *wq;
 	struct io *io;
 	struct io_stats io_stats;
-	pthread_t kthread, keeper;
-	bool kthread_started, keeper_started;
+	pthread_t kthread, keeper, khugepaged;
+	bool kthread_started, keeper_started, khugepaged_started;
 	uint32_t stop;	      /* futex word: the threads stop */
 	uint32_t kwake;	      /* futex word: wakes the kernel threads' sleep */
 	uint64_t reaped;      /* processes whose frames the keeper gave back */

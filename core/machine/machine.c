@@ -515,8 +515,8 @@ static int mbox_lock(struct machine_mailbox *mb, uint64_t deadline)
 	return rc == 0 ? 0 : -EBUSY;
 }
 
-int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
-		    uint32_t to, uint64_t timeout_ns)
+static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+		   uint32_t to, uint64_t timeout_ns, uint64_t *value)
 {
 	uint64_t deadline = clock_now_ns() + (timeout_ns < (1ULL << 62) ? timeout_ns : 1ULL << 62);
 	struct machine_slot *s;
@@ -559,8 +559,11 @@ int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, ui
 		uint32_t seen = ld(&mb->resp_seq), state;
 		uint64_t now;
 
-		if (mbox_answered(mb, tag, &rc))
+		if (mbox_answered(mb, tag, &rc)) {
+			if (value)
+				*value = ld(&mb->value);
 			break;
+		}
 		state = ld(&s->state);
 		if (ld(&s->gen) != gen ||
 		    (state != MACHINE_SLOT_LIVE && state != MACHINE_SLOT_EXITING)) {
@@ -586,6 +589,18 @@ int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, ui
 	}
 	pthread_mutex_unlock(&mb->lock);
 	return rc;
+}
+
+int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+		    uint32_t to, uint64_t timeout_ns)
+{
+	return request(m, slot, op, owner, from, to, timeout_ns, NULL);
+}
+
+int machine_request_value(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+			  uint32_t to, uint64_t timeout_ns, uint64_t *value)
+{
+	return request(m, slot, op, owner, from, to, timeout_ns, value);
 }
 
 bool machine_serve_wait(struct machine *m, int slot, const uint32_t *stop, uint64_t timeout_ns,
@@ -641,6 +656,14 @@ void machine_serve_done(struct machine *m, int slot, int rc)
 		return;
 	mb = &m->hdr->slot[slot].mbox;
 	mbox_answer(mb, ld(&mb->claimed), rc);
+}
+
+void machine_serve_done_value(struct machine *m, int slot, int rc, uint64_t value)
+{
+	if (slot < 0 || slot >= MACHINE_MAX_PROCS)
+		return;
+	st(&m->hdr->slot[slot].mbox.value, value);
+	machine_serve_done(m, slot, rc);
 }
 
 void machine_serve_kick(struct machine *m, int slot)

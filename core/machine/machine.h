@@ -88,6 +88,9 @@ enum machine_req_op {
 	MACHINE_REQ_MIGRATE = 1, /* migrate page `owner` from frame `from` to frame `to` */
 	MACHINE_REQ_WRITEOUT =
 	    2, /* (to the host) start writeback of dirty page-cache frame `from` */
+	MACHINE_REQ_KHUGEPAGED = 3, /* khugepaged's visit: scan from address `owner` with `from`
+				     * pages of budget; answer: the progress (>= 0, bit 30 set
+				     * when the last range was passed), value: where to resume */
 };
 
 /* Requests are tagged: a request is pending while req_seq is odd, and req_seq is its tag. The
@@ -104,6 +107,7 @@ struct machine_mailbox {
 	uint32_t from, to;
 	uint64_t owner;
 	uint64_t answer;   /* tag << 32 | (uint32_t)rc of the last answer */
+	uint64_t value;	   /* a 64-bit result the agent wrote before that answer */
 	int32_t requester; /* pid, for stall reports ("waited on a page of pid N") */
 };
 
@@ -235,12 +239,17 @@ const struct machine_slot *machine_slot(const struct machine *m, int slot);
  * stopped process; the request is withdrawn). */
 int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
 		    uint32_t to, uint64_t timeout_ns);
+/* The same for a request whose answer carries a 64-bit value too (machine_serve_done_value):
+ * *value is set when the agent answered (left alone otherwise). */
+int machine_request_value(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+			  uint32_t to, uint64_t timeout_ns, uint64_t *value);
 /* Agent side: wait for a request to `slot` (at most timeout_ns; 0 = forever). Returns true with
  * the request in *op, *owner, *from, *to, false on timeout, when *stop became nonzero or when the
  * slot is no longer LIVE. Every request taken is answered with machine_serve_done. */
 bool machine_serve_wait(struct machine *m, int slot, const uint32_t *stop, uint64_t timeout_ns,
 			uint32_t *op, uint64_t *owner, uint32_t *from, uint32_t *to);
 void machine_serve_done(struct machine *m, int slot, int rc);
+void machine_serve_done_value(struct machine *m, int slot, int rc, uint64_t value);
 /* Wake a slot's agent blocked in machine_serve_wait (to see *stop). */
 void machine_serve_kick(struct machine *m, int slot);
 

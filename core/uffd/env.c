@@ -108,6 +108,18 @@ static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t exten
 		memset(uffd_staging_addr(&lv->staging, w->slot), 0, UFFD_HPAGE_SIZE);
 }
 
+/* khugepaged of a pool of our own visits us (on a machine the host's khugepaged asks each
+ * process's agent instead: machine.c). */
+static int env_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t *addr,
+			       unsigned budget, bool *done)
+{
+	struct uffd_live *lv = priv;
+
+	if (as_id != lv->table.proc_slot)
+		return -ENOENT;
+	return uffd_khugepaged_visit(lv, call, addr, budget, done);
+}
+
 static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
 {
 	uffd_stallcap_long_running(call); /* a long compaction or reclaim pass: where is it? */
@@ -138,4 +150,5 @@ const struct mm_env_ops uffd_env_ops = {
     .trace = NULL,
     .meta_alloc = env_meta_alloc,
     .meta_free = env_meta_free,
+    .khugepaged_scan = env_khugepaged_scan,
 };

@@ -172,8 +172,11 @@ static void *background_main(void *arg)
 		if (lv->on_machine) { /* the host runs the kernel threads; we answer requests */
 			uffd_machine_serve(lv, w, BG_PERIOD_NS);
 			wait = 0;
-		} else {
+		} else { /* kswapd, kcompactd and khugepaged of a pool of our own */
+			uint64_t kh = mm_khugepaged(lv->mm, w);
+
 			wait = mm_background(lv->mm, w);
+			wait = kh < wait ? kh : wait;
 		}
 		now = clock_now_ns();
 		if (now >= next_snap) {
@@ -416,7 +419,7 @@ static const uint32_t *forkcheck_page(void)
 
 static int scratch_init(struct uffd_live *lv)
 {
-	unsigned n = lv->nworkers + 1;
+	unsigned n = lv->nworkers + 2; /* the handlers, the background thread, the caller's */
 	int rc;
 
 	lv->scratch_len = (size_t)n * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
@@ -428,9 +431,11 @@ static int scratch_init(struct uffd_live *lv)
 	rc = uffd_io_register(lv->uffd, (uintptr_t)lv->scratch_area, lv->scratch_len);
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i + 1 < n; i++)
 		lv->workers[i].scratch =
 		    lv->scratch_area + (size_t)i * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
+	lv->caller.scratch =
+	    lv->scratch_area + (size_t)(n - 1) * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
 	return 0;
 }
 
@@ -471,6 +476,10 @@ static void workers_init(struct uffd_live *lv)
 		lv->workers[i].idx = i;
 		lv->workers[i].slot = -1;
 	}
+	lv->caller.lv = lv;
+	lv->caller.idx = lv->nworkers + 1;
+	lv->caller.slot = -1;
+	pthread_mutex_init(&lv->caller_lock, NULL);
 }
 
 unsigned uffd_handlers_auto(void)
@@ -588,6 +597,8 @@ void uffd_live_destroy(struct uffd_live *lv)
 		sys_munmap(lv->scratch_area, lv->scratch_len);
 	if (lv->zero_page)
 		sys_munmap(lv->zero_page, UFFD_PAGE_SIZE);
+	if (lv->zeros_2m)
+		sys_munmap(lv->zeros_2m, UFFD_HPAGE_SIZE);
 	if (lv->forkcheck)
 		sys_munmap((void *)lv->forkcheck, UFFD_PAGE_SIZE);
 	if (lv->stats)

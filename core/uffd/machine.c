@@ -133,7 +133,8 @@ void uffd_machine_leave(struct uffd_live *lv)
 {
 	if (!lv->on_machine)
 		return;
-	machine_slot_leave(&lv->mach, lv->mslot); /* the host gives our frames back */
+	mm_khugepaged_exit(lv->mm, (uint32_t)lv->mslot); /* khugepaged_exit */
+	machine_slot_leave(&lv->mach, lv->mslot);	 /* the host gives our frames back */
 	mm_detach(lv->mm);
 	lv->on_machine = false;
 }
@@ -193,6 +194,15 @@ void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t sl
 		if (op == MACHINE_REQ_MIGRATE) {
 			rc = uffd_migrate_page(w, owner, from, to);
 			UFFD_COUNT(lv, machine_served);
+		} else if (op == MACHINE_REQ_KHUGEPAGED) { /* the host's khugepaged visits us */
+			bool done = false;
+
+			rc = uffd_khugepaged_visit(lv, w, &owner, from, &done);
+			if (rc >= 0 && done)
+				rc |= 1 << 30;
+			machine_serve_done_value(&lv->mach, lv->mslot, rc, owner);
+			slice_ns = 1;
+			continue;
 		}
 		machine_serve_done(&lv->mach, lv->mslot, rc);
 		slice_ns = 1; /* drain what is queued, then go back to the other duties */

@@ -66,7 +66,12 @@ struct obs_coverage;
 	  "pages of other processes this one's compaction asked them to migrate")                  \
 	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")       \
 	X(machine_served, "migrations of this process's pages asked by other processes")           \
-	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)")
+	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)") \
+	X(collapses, "2 MiB ranges collapsed into a huge page here (khugepaged, MADV_COLLAPSE)")   \
+	X(collapse_host_small, "... of which the host left mapped by 4 KiB pages (no THP for it)") \
+	X(collapse_ns, "time the program's accesses to collapsing ranges were held (ns)")          \
+	X(collapse_max_ns, "longest of those holds (ns)")                                          \
+	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -78,7 +83,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 6
+#define UFFD_STATS_VERSION 7
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)

@@ -342,7 +342,12 @@ struct uffd_live {
 	struct uffd_worker workers[UFFD_MAX_HANDLERS + 1];
 	uint8_t *scratch_area; /* registered, DONTFORK, (nworkers + 1) * UFFD_SCRATCH_PAGES */
 	size_t scratch_len;
-	void *zero_page;	     /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
+	void *zero_page; /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
+	void *zeros_2m;	 /* 2 MiB never written, mapped on first use (collapse.c) */
+	/* The hooks' context for work done in a program thread (MADV_COLLAPSE: its allocation
+	 * may compact and migrate): one at a time; its scratch pages follow the workers'. */
+	struct uffd_worker caller;
+	pthread_mutex_t caller_lock;
 	struct uffd_stats *stats;    /* shared file (run dir) or private */
 	pthread_mutex_t snap_lock;   /* the stats' non-atomic parts: snapshot, note, state */
 	pthread_mutex_t census_lock; /* one census at a time (background tick or exit) */
@@ -470,6 +475,12 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int ti
 extern const struct mm_env_ops uffd_env_ops;
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
+
+/* collapse.c: khugepaged's visit of this process (mm_khugepaged_scan_mm over its regions, the
+ * collapses done for real), and MADV_COLLAPSE of [lo, hi) (0 or -errno, as madvise(2)). */
+int uffd_khugepaged_visit(struct uffd_live *lv, struct uffd_worker *w, uint64_t *addr,
+			  unsigned budget, bool *done);
+int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
 /* Give a failed region back to the kernel (unregister, free its frames, wake everyone). */
 void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err);
 /* core/as's environment for this process (frames go back to lv's mm) and its counters. */
