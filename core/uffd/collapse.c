@@ -102,12 +102,14 @@ static int fill_holes(struct uffd_live *lv, struct uffd_region *r, uint32_t e)
 		while (j < MM_HPAGE_NR && (as_pstate(&r->as, p0 + j) & AS_P_HOLE))
 			j++;
 		if (zeros)
-			rc = uffd_io_copy(lv->uffd, uffd_ext_addr(r, e) + (uintptr_t)i * UFFD_PAGE_SIZE,
+			rc = uffd_io_copy(lv->uffd,
+					  uffd_ext_addr(r, e) + (uintptr_t)i * UFFD_PAGE_SIZE,
 					  zeros, (size_t)(j - i) * UFFD_PAGE_SIZE, false, NULL);
 		else
 			rc = -ENOMEM;
 		for (uint32_t k = i; rc == -ENOMEM && k < j; k++) /* one page at a time */
-			rc = uffd_io_copy(lv->uffd, uffd_ext_addr(r, e) + (uintptr_t)k * UFFD_PAGE_SIZE,
+			rc = uffd_io_copy(lv->uffd,
+					  uffd_ext_addr(r, e) + (uintptr_t)k * UFFD_PAGE_SIZE,
 					  lv->zero_page, UFFD_PAGE_SIZE, false, NULL);
 		if (rc < 0 && rc != -EEXIST)
 			return rc;

@@ -95,8 +95,8 @@ static void check_page(size_t i)
 		uint64_t v = __atomic_load_n(&w[k], __ATOMIC_RELAXED);
 
 		/* the index part is always right; a word is never older than the generation word 0
-		 * published after it (release/acquire), though a writer may have rewritten it since:
-		 * a page copied back stale, or lost, breaks one or the other */
+		 * published after it (release/acquire), though a writer may have rewritten it
+		 * since: a page copied back stale, or lost, breaks one or the other */
 		if ((v & ((1ULL << 40) - 1)) != i * 512 + k || (v >> 40) < g0) {
 			__atomic_fetch_add(&bad, 1, __ATOMIC_RELAXED);
 			return;
