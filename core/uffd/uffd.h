@@ -64,7 +64,9 @@
 	  "pages of other processes this one's compaction asked them to migrate")                  \
 	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")       \
 	X(machine_served, "migrations of this process's pages asked by other processes")           \
-	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)")
+	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)") \
+	X(underused_splits, "THPs the shrinker found underused and this process split for real")   \
+	X(underused_pages_freed, "zero-filled subpages those splits unmapped and freed")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -76,7 +78,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 6
+#define UFFD_STATS_VERSION 7
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
