@@ -470,6 +470,9 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int ti
 extern const struct mm_env_ops uffd_env_ops;
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
+/* Judge the THP at head (extent_owner: its page 0's cookie) and split it for real if underused
+ * (split.c): the split_underused hook's body. 1 split, 0 not underused, -EAGAIN busy, -ENOENT. */
+int uffd_split_underused(struct uffd_worker *w, uint64_t extent_owner, uint32_t head);
 /* Give a failed region back to the kernel (unregister, free its frames, wake everyone). */
 void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err);
 /* core/as's environment for this process (frames go back to lv's mm) and its counters. */
