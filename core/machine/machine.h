@@ -88,6 +88,9 @@ enum machine_req_op {
 	MACHINE_REQ_MIGRATE = 1, /* migrate page `owner` from frame `from` to frame `to` */
 	MACHINE_REQ_WRITEOUT =
 	    2, /* (to the host) start writeback of dirty page-cache frame `from` */
+	/* the THP shrinker: judge the THP whose extent's page 0 is `owner`, head frame `from`, and
+	 * split it if underused (mm.h split_underused: 1, 0, -EAGAIN, -ENOENT) */
+	MACHINE_REQ_SPLIT = 3,
 };
 
 /* Requests are tagged: a request is pending while req_seq is odd, and req_seq is its tag. The
