@@ -157,6 +157,10 @@ static int split_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 		return -ENOENT;
 	e = uffd_ext_of(r, ext);
 	xs = uffd_xstate(r, e);
+	/* mm queues a THP when it allocates it for a fault: until the fault has mapped it (or
+	 * while a collapse owns the extent) it is busy, not gone */
+	if (UX_STATE(xs) == UX_FILLING || UX_STATE(xs) == AS_X_COLLAPSING)
+		return -EAGAIN;
 	if (UX_STATE(xs) != UX_HUGE || uffd_pfn_get(r, p0) != head)
 		return -ENOENT;
 
@@ -181,10 +185,18 @@ static int split_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
 		if (zero[i] && !uffd_pstate_cas(r, p0 + i, UP_PRESENT, UP_MIGRATING))
 			zero[i] = false;
+	nz = 0;
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
-		if (zero[i])
+		if (zero[i]) {
 			zero[i] = take_zero_page(w, r, p0 + i);
+			nz += zero[i];
+		}
 	uffd_xstate_set(r, e, xs); /* HUGE again for as_split_underused, which makes it SMALL */
+	if (!nz) { /* the host let no page go (shared with a fork child...): nothing to gain */
+		uffd_io_wake(lv->uffd, ext, UFFD_HPAGE_SIZE);
+		guard_migrate_end();
+		return 0;
+	}
 	freed = as_split_underused(&env, &r->as, e, zero, &c);
 	if (freed < 0) {
 		put_back(lv, r, p0, zero);
