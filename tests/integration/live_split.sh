@@ -73,3 +73,25 @@ expect_eq "max-ptes-none=511 thp_underused_split_page" \
 expect_eq "max-ptes-none=511 host.underused_splits" "$(host under.511 underused_splits)" 0
 expect_eq "max-ptes-none=511 resident" "$(field under.511 resident_after)" "$(field under.511 pages)"
 say "max-ptes-none=511: no underused split, all $(field under.511 pages) pages resident"
+
+# (c) the THPs of one process, the pressure from another of the same machine: the reclaim
+#     that finds them (the other process's, or the host's kswapd) asks their owner to split
+#     them (MACHINE_REQ_SPLIT), whose agent does it for real
+ready="$T_TMP/ready"
+"$THPEMU" run --policy modern-always:max-ptes-none=450 --pool 64M --fragment dirty:30% --quiet \
+	--report "$T_OUT/cross.json" -- /bin/sh -c \
+	"'$PROG' hold 4 '$ready' 10 & pid=\$!
+	 i=0; while [ ! -e '$ready' ] && [ \$i -lt 500 ]; do sleep 0.02; i=\$((i + 1)); done
+	 '$PROG' pressure 60 || exit 3
+	 wait \$pid" >"$T_TMP/cross.out" 2>"$T_TMP/cross.err" || {
+	cat "$T_TMP/cross.out" "$T_TMP/cross.err" >&2
+	fail "cross-process: a program failed (the held THPs' data was not intact?)"
+}
+cat "$T_TMP/cross.out"
+ge "cross-process thp_underused_split_page" "$(vm cross thp_underused_split_page)" 1
+ge "cross-process host.underused_splits" "$(host cross underused_splits)" 1
+pages=$(field cross pages)
+after=$(field cross resident_after)
+[ "$after" -lt "$pages" ] || fail "cross-process: the held THPs kept all $pages pages resident"
+say "cross-process: $(host cross underused_splits) underused splits by the owner," \
+	"resident $pages -> $after"

@@ -82,6 +82,16 @@ static size_t resident(const char *p, size_t len)
 	return n;
 }
 
+/* The fault is recorded once its handler is done with the extent (HUGE, lock released). */
+static void settle_huge(struct uffd_live *lv, uint64_t want)
+{
+	for (int i = 0; i < 1000 && __atomic_load_n(&lv->stats->faults.lat[OBS_HUGE].count,
+						    __ATOMIC_RELAXED) < want;
+	     i++)
+		usleep(1000);
+	ASSERT_EQ(__atomic_load_n(&lv->stats->faults.lat[OBS_HUGE].count, __ATOMIC_RELAXED), want);
+}
+
 /* Two huge extents, one byte written every STRIDE pages; all huge, all resident. */
 static char *sparse(struct uffd_live *lv)
 {
@@ -89,8 +99,7 @@ static char *sparse(struct uffd_live *lv)
 
 	for (size_t i = 0; i < 2 * HP / PG; i += STRIDE)
 		p[i * PG] = (char)(i | 1);
-	for (int i = 0; i < 1000 && counts(lv).anon_huge < 1024; i++)
-		usleep(1000);
+	settle_huge(lv, 2);
 	ASSERT_EQ(counts(lv).anon_huge, 1024);
 	ASSERT_EQ(resident(p, 2 * HP), 1024);
 	return p;
@@ -146,8 +155,7 @@ TEST(thps_that_are_not_underused_stay_whole)
 	memset(p, 0x5a, HP);			/* a THP full of data */
 	for (size_t i = 0; i < HP / PG; i += 8) /* and one with 64 written pages: */
 		p[HP + i * PG] = 1;		/* 448 zero, not more than 450 */
-	for (int i = 0; i < 1000 && counts(lv).anon_huge < 1024; i++)
-		usleep(1000);
+	settle_huge(lv, 2);
 	EXPECT_EQ(mm_shrink_thp(lv->mm, 0, &lv->workers[0]), 0);
 	EXPECT_EQ(vmstat(lv, MM_STAT_THP_UNDERUSED_SPLIT_PAGE), 0);
 	EXPECT_EQ(counts(lv).anon_huge, 1024);

@@ -12,6 +12,11 @@
  *       are resident (mincore) before reading them back; with `wait` it waits up to 5 s for the
  *       range to lose pages (a split by the host's kswapd may come a little later). Then checks
  *       every byte: written pages hold their bytes, the others read zero.
+ *   thp_split hold NTHP READY_FILE SECS
+ *       the same THPs (no racer), then creates READY_FILE and waits up to SECS for them to be
+ *       split by another process's reclaim (its request to this process), then checks them.
+ *   thp_split pressure MB
+ *       touches MB (for `hold`: the pressure from another process).
  * Exit status 0 when the data is intact, 1 otherwise (2: usage or setup).
  */
 #include <pthread.h>
@@ -113,13 +118,72 @@ static void *race_writes(void *arg)
 	return NULL;
 }
 
+/* What the racer and the check share with the set-up. */
+static int check_sparse(uint8_t *p, size_t len, const uint8_t *written, size_t res0, size_t res,
+			const char *what)
+{
+	size_t npages = len / PAGE, bad = 0;
+
+	for (size_t i = 0; i < npages; i++) {
+		const uint8_t *pg = p + i * PAGE;
+
+		for (size_t b = 0; b < PAGE; b++) {
+			uint8_t want = 0;
+
+			if (b == 0 && i % STRIDE == 0)
+				want = (uint8_t)(i | 1);
+			else if (b == 100 && written && written[i])
+				want = (uint8_t)(i | 0x80);
+			bad += pg[b] != want;
+		}
+	}
+	printf("thp_split %s: pages=%zu resident_before=%zu resident_after=%zu bad_bytes=%zu\n",
+	       what, npages, res0, res, bad);
+	return bad ? 1 : 0;
+}
+
+/* Wait up to secs for [p, p + len) to lose resident pages; returns the resident count. */
+static size_t wait_for_split(const uint8_t *p, size_t len, size_t res0, int secs)
+{
+	struct timespec t0, t;
+	size_t res = resident(p, len);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (res == res0) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= secs)
+			break;
+		usleep(10000);
+		res = resident(p, len);
+	}
+	return res;
+}
+
+/* Sparse THPs in this process, the pressure from another one: say `ready` in a file, then
+ * wait for another process's reclaim to have them split (by this process's agent). */
+static int hold(size_t nthp, const char *ready, int secs)
+{
+	size_t len = nthp * HPAGE, res0, res;
+	uint8_t *p = map(len);
+	FILE *f;
+
+	for (size_t i = 0; i < len / PAGE; i += STRIDE)
+		p[i * PAGE] = (uint8_t)(i | 1);
+	res0 = resident(p, len);
+	f = fopen(ready, "w");
+	if (!f || fclose(f) != 0)
+		return 2;
+	res = wait_for_split(p, len, res0, secs);
+	return check_sparse(p, len, NULL, res0, res, "hold");
+}
+
 static int underused(size_t nthp, size_t pressure_mb, int wait)
 {
-	size_t len = nthp * HPAGE, npages = len / PAGE, bad = 0, res0, res;
+	size_t len = nthp * HPAGE, npages = len / PAGE, res0, res;
 	uint8_t *p = map(len);
 	struct racer rc = {p, nthp, 0, calloc(npages, 1)};
 	pthread_t th;
-	struct timespec t0, t;
+	int bad;
 
 	if (!rc.written)
 		return 2;
@@ -131,33 +195,10 @@ static int underused(size_t nthp, size_t pressure_mb, int wait)
 	pressure(pressure_mb);
 	rc.stop = 1;
 	pthread_join(th, NULL);
-	res = resident(p, len);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (wait && res == res0) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec >= 5)
-			break;
-		usleep(10000);
-		res = resident(p, len);
-	}
-	for (size_t i = 0; i < npages; i++) {
-		const uint8_t *pg = p + i * PAGE;
-
-		for (size_t b = 0; b < PAGE; b++) {
-			uint8_t want = 0;
-
-			if (b == 0 && i % STRIDE == 0)
-				want = (uint8_t)(i | 1);
-			else if (b == 100 && rc.written[i])
-				want = (uint8_t)(i | 0x80);
-			bad += pg[b] != want;
-		}
-	}
-	printf("thp_split underused: pages=%zu resident_before=%zu resident_after=%zu "
-	       "bad_bytes=%zu\n",
-	       npages, res0, res, bad);
+	res = wait ? wait_for_split(p, len, res0, 5) : resident(p, len);
+	bad = check_sparse(p, len, rc.written, res0, res, "underused");
 	free(rc.written);
-	return bad ? 1 : 0;
+	return (int)bad;
 }
 
 int main(int argc, char **argv)
@@ -167,7 +208,14 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "underused"))
 		return underused(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
 				 argc >= 5 && !strcmp(argv[4], "wait"));
+	if (argc >= 5 && !strcmp(argv[1], "hold"))
+		return hold(strtoul(argv[2], NULL, 0), argv[3], atoi(argv[4]));
+	if (argc >= 3 && !strcmp(argv[1], "pressure")) {
+		pressure(strtoul(argv[2], NULL, 0));
+		return 0;
+	}
 	fprintf(stderr,
-		"usage: thp_split partial PRESSURE_MB | underused NTHP PRESSURE_MB [wait]\n");
+		"usage: thp_split partial PRESSURE_MB | underused NTHP PRESSURE_MB [wait] | "
+		"hold NTHP READY_FILE SECS | pressure MB\n");
 	return 2;
 }
