@@ -69,6 +69,20 @@ static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t fro
 			       MIGRATE_TIMEOUT_NS);
 }
 
+/* The THP shrinker run by kswapd here: the THP's process judges and splits it (its mailbox). */
+static int env_split_underused(void *priv, void *call, uint64_t extent_owner, uint32_t head)
+{
+	struct run_host *h = priv;
+	unsigned slot = MACHINE_OWNER_SLOT(extent_owner);
+	int rc;
+
+	if (!slot)
+		return -ENOENT; /* the host has no program pages */
+	rc = machine_request(&h->m, (int)slot, MACHINE_REQ_SPLIT, extent_owner, head, 0,
+			     MIGRATE_TIMEOUT_NS);
+	return rc == -EBUSY ? -EAGAIN : rc;
+}
+
 static int env_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
 {
 	struct run_host *h = priv;
@@ -127,6 +141,7 @@ static const struct mm_env_ops host_env_ops = {
     .meta_alloc = env_meta_alloc,
     .meta_free = env_meta_free,
     .khugepaged_scan = env_khugepaged_scan,
+    .split_underused = env_split_underused,
 };
 
 static int repair(void *arg)

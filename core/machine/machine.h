@@ -91,6 +91,9 @@ enum machine_req_op {
 	MACHINE_REQ_KHUGEPAGED = 3, /* khugepaged's visit: scan from address `owner` with `from`
 				     * pages of budget; answer: the progress (>= 0, bit 30 set
 				     * when the last range was passed), value: where to resume */
+	/* the THP shrinker: judge the THP whose extent's page 0 is `owner`, head frame `from`, and
+	 * split it if underused (mm.h split_underused: 1, 0, -EAGAIN, -ENOENT) */
+	MACHINE_REQ_SPLIT = 4,
 };
 
 /* Requests are tagged: a request is pending while req_seq is odd, and req_seq is its tag. The

@@ -406,8 +406,10 @@ static void do_try_to_free_pages(struct mm *mm, struct scan_control *sc)
 			break;
 		}
 		shrink_node(mm, sc);
-		if (sc->nr_reclaimed >= sc->nr_to_reclaim || !(mm->nr_lru[0] + mm->nr_lru[1]) ||
-		    sc->stale)
+		/* an empty LRU still leaves shrink_slab's THP shrinker, whose volume grows as the
+		 * priority drops (6.12 shrink_node calls it at every priority) */
+		if (sc->nr_reclaimed >= sc->nr_to_reclaim ||
+		    (!(mm->nr_lru[0] + mm->nr_lru[1]) && !mm->nr_split_queue) || sc->stale)
 			break;
 	}
 }
@@ -488,7 +490,7 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 			sc.order = 0;
 		if (mm->watermark_boost && pgdat_balanced(mm, 0))
 			mm->watermark_boost = 0;
-		if ((sc.nr_scanned == before && !mm->nr_lru[0]) || sc.stale)
+		if ((sc.nr_scanned == before && !mm->nr_lru[0] && !mm->nr_split_queue) || sc.stale)
 			break;
 	}
 	count_event(mm, MM_STAT_PGSCAN_KSWAPD, sc.nr_scanned);

@@ -7,6 +7,8 @@
  *                   the writeback engine when the frame's I/O completes; the handler's stack is
  *                   captured here for stall reports (stallcap.c)
  *   migrate_anon    a real unmap / copy / remap of the program's page (migrate.c)
+ *   split_underused the THP shrinker's underused split: zero-filled subpages really unmapped
+ *                   (split.c); another process's THP is split by that process (its mailbox)
  *   copy_file_page  the page-cache arena's copy (core/io), when io runs in this process; without
  *                   it the emulated file pages carry no data and migrate as metadata
  *   writeout        writeout(): core/io starts writeback of the page (without io: -EBUSY, the
@@ -86,6 +88,20 @@ static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t fro
 	return uffd_migrate_page(call, owner, from, to);
 }
 
+/* The THP shrinker's underused split: by the process whose THP it is (split.c). Another
+ * process's is asked through its mailbox like a migration; no answer in time is a busy THP. */
+static int env_split_underused(void *priv, void *call, uint64_t extent_owner, uint32_t head)
+{
+	struct uffd_live *lv = priv;
+	unsigned slot = MACHINE_OWNER_SLOT(extent_owner);
+	int rc;
+
+	if (!lv->on_machine || slot == (unsigned)lv->mslot)
+		return uffd_split_underused(call, extent_owner, head);
+	rc = uffd_machine_request(lv, call, (int)slot, MACHINE_REQ_SPLIT, extent_owner, head, 0);
+	return rc == -EBUSY ? -EAGAIN : rc;
+}
+
 static int env_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
 {
 	struct uffd_live *lv = priv;
@@ -151,4 +167,5 @@ const struct mm_env_ops uffd_env_ops = {
     .meta_alloc = env_meta_alloc,
     .meta_free = env_meta_free,
     .khugepaged_scan = env_khugepaged_scan,
+    .split_underused = env_split_underused,
 };

@@ -194,6 +194,8 @@ void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t sl
 		if (op == MACHINE_REQ_MIGRATE) {
 			rc = uffd_migrate_page(w, owner, from, to);
 			UFFD_COUNT(lv, machine_served);
+		} else if (op == MACHINE_REQ_SPLIT) {
+			rc = uffd_split_underused(w, owner, from);
 		} else if (op == MACHINE_REQ_KHUGEPAGED) { /* the host's khugepaged visits us */
 			bool done = false;
 

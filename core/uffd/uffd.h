@@ -71,7 +71,9 @@ struct obs_coverage;
 	X(collapse_host_small, "... of which the host left mapped by 4 KiB pages (no THP for it)") \
 	X(collapse_ns, "time the program's accesses to collapsing ranges were held (ns)")          \
 	X(collapse_max_ns, "longest of those holds (ns)")                                          \
-	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")
+	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")                            \
+	X(underused_splits, "THPs the shrinker found underused and this process split for real")   \
+	X(underused_pages_freed, "zero-filled subpages those splits unmapped and freed")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;

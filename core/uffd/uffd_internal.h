@@ -481,6 +481,10 @@ int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint
 int uffd_khugepaged_visit(struct uffd_live *lv, struct uffd_worker *w, uint64_t *addr,
 			  unsigned budget, bool *done);
 int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
+
+/* Judge the THP at head (extent_owner: its page 0's cookie) and split it for real if underused
+ * (split.c): the split_underused hook's body. 1 split, 0 not underused, -EAGAIN busy, -ENOENT. */
+int uffd_split_underused(struct uffd_worker *w, uint64_t extent_owner, uint32_t head);
 /* Give a failed region back to the kernel (unregister, free its frames, wake everyone). */
 void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err);
 /* core/as's environment for this process (frames go back to lv's mm) and its counters. */

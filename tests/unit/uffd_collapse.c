@@ -42,7 +42,8 @@ static struct uffd_live *mk(const char *policy)
  * its index; then MADV_HUGEPAGE. */
 static char *populate(struct uffd_live *lv, size_t len, unsigned hole_every)
 {
-	long p = uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long p =
+	    uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *c = (char *)p;
 
 	ASSERT(!sys_is_err(p));
@@ -96,7 +97,8 @@ TEST(madv_collapse_fills_holes_and_maps_a_pmd)
 TEST(madv_collapse_untouched_range_is_einval_and_3x_has_none)
 {
 	struct uffd_live *lv = mk("modern-always:khugepaged=no");
-	long p = uffd_mmap(lv, NULL, HP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long p =
+	    uffd_mmap(lv, NULL, HP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	ASSERT(!sys_is_err(p));
 	EXPECT_EQ(uffd_madvise(lv, (void *)p, HP, 25), -EINVAL);
