@@ -15,6 +15,7 @@
  *                   move
  *   alloc_cost      nothing to charge (live, the real work is its own cost); a long-running
  *                   fault's stack is captured here for stall reports
+ *   khugepaged_scan a khugepaged visit of this process: the collapse walker (collapse.c)
  *   meta_alloc/free mm's frame descriptors and indexes: a raw private anonymous NORESERVE
  *                   mapping (never the program's allocator, never a managed region), whose
  *                   pages the host kernel supplies when mm first writes them, so a 64 GiB pool
@@ -113,6 +114,18 @@ static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n
 	uffd_stallcap_long_running(call); /* a long compaction or reclaim pass: where is it? */
 }
 
+/* khugepaged visits this process (its own pool: as_id 0, on khugepaged's thread). On a machine
+ * the host runs khugepaged and its hook asks the owner through the mailbox (machine.c). */
+static int env_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t *addr,
+			       unsigned budget, bool *done)
+{
+	struct uffd_live *lv = priv;
+
+	if (lv->on_machine || as_id != 0 || !call)
+		return -ENOENT;
+	return uffd_khugepaged_visit(call, addr, budget, done);
+}
+
 static void *env_meta_alloc(void *priv, size_t len)
 {
 	long p = sys_mmap_own(len, MAP_NORESERVE); /* thpemu's own, as the census counts it */
@@ -138,4 +151,5 @@ const struct mm_env_ops uffd_env_ops = {
     .trace = NULL,
     .meta_alloc = env_meta_alloc,
     .meta_free = env_meta_free,
+    .khugepaged_scan = env_khugepaged_scan,
 };

@@ -133,7 +133,8 @@ void uffd_machine_leave(struct uffd_live *lv)
 {
 	if (!lv->on_machine)
 		return;
-	machine_slot_leave(&lv->mach, lv->mslot); /* the host gives our frames back */
+	mm_khugepaged_exit(lv->mm, (uint32_t)lv->mslot); /* khugepaged_exit */
+	machine_slot_leave(&lv->mach, lv->mslot);	 /* the host gives our frames back */
 	mm_detach(lv->mm);
 	lv->on_machine = false;
 }

@@ -66,7 +66,14 @@ struct obs_coverage;
 	  "pages of other processes this one's compaction asked them to migrate")                  \
 	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")       \
 	X(machine_served, "migrations of this process's pages asked by other processes")           \
-	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)")
+	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)") \
+	X(collapses, "4 KiB ranges collapsed into a huge extent (khugepaged and MADV_COLLAPSE)")   \
+	X(collapse_host_small, "... of which the host mapped with 4 KiB pages (no THP, refused)")  \
+	X(collapse_failed, "collapses abandoned (the range changed, a page busy or pinned)")       \
+	X(collapse_copy_ns, "total time the program's accesses to collapsing ranges waited (ns)")  \
+	X(collapse_copy_max_ns, "longest such wait (ns)")                                          \
+	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")                            \
+	X(khugepaged_visits, "khugepaged visits of this process's address space")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -78,7 +85,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 6
+#define UFFD_STATS_VERSION 7
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
