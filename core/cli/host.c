@@ -8,6 +8,7 @@
  *                   mailbox) and migrates it for real; no answer in time makes it busy
  *   copy_file_page  the segment's page-cache arena (core/io)
  *   writeout        core/io starts writeback of the page
+ *   khugepaged_scan khugepaged's visit of a process: its agent scans and collapses (mailbox)
  *   meta_alloc      the segment: mm's struct and arrays live where every process maps them
  */
 #include "cli/host.h"
@@ -77,6 +78,33 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 	return h->io ? io_writeout(h->io, owner, pfn) : -EBUSY;
 }
 
+/* khugepaged visits process as_id (its machine slot): the process scans and collapses its own
+ * ranges (only it can move a THP into its mapping). The agent must take the request within
+ * 200 ms, else the process is skipped this pass, as 6.12 skips an mm whose mmap_lock it cannot
+ * take (khugepaged_scan_mm_slot: mmap_read_trylock); once taken, the visit may take as long as
+ * its collapse does (sync compaction), and -ENOENT says the process is gone. */
+static int env_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t *addr,
+			       unsigned budget, bool *done)
+{
+	struct run_host *h = priv;
+	uint64_t reply = 0;
+	int rc;
+
+	if (as_id == 0 || as_id >= MACHINE_MAX_PROCS)
+		return -ENOENT;
+	rc = machine_request_long(&h->m, (int)as_id, MACHINE_REQ_KHUGEPAGED, *addr, budget, 0,
+				  MIGRATE_TIMEOUT_NS, &reply);
+	if (rc == -EBUSY) {
+		*done = true;
+		return 0;
+	}
+	if (rc < 0)
+		return -ENOENT;
+	*addr = reply & ~1ULL;
+	*done = reply & 1;
+	return rc;
+}
+
 static void *env_meta_alloc(void *priv, size_t len)
 {
 	struct run_host *h = priv;
@@ -99,6 +127,7 @@ static const struct mm_env_ops host_env_ops = {
     .writeout = env_writeout,
     .meta_alloc = env_meta_alloc,
     .meta_free = env_meta_free,
+    .khugepaged_scan = env_khugepaged_scan,
 };
 
 static int repair(void *arg)
@@ -156,6 +185,22 @@ static void *kthread_main(void *arg)
 	return NULL;
 }
 
+/* khugepaged: a thread of its own (a visit may wait seconds for a process's collapse). A
+ * registration does not wake it: with nothing registered it looks again every 100 ms. */
+static void *khugepaged_main(void *arg)
+{
+	struct run_host *h = arg;
+
+	while (!stopping(h)) {
+		uint64_t wait = mm_khugepaged(h->mm, NULL);
+
+		if (stopping(h))
+			break;
+		sleep_on(&h->stop, wait && wait < KTHREAD_MAX_SLEEP ? wait : KTHREAD_MAX_SLEEP);
+	}
+	return NULL;
+}
+
 /* Coverage samples, on a thread of their own so that the kernel threads keep their pace. */
 static void *covthread_main(void *arg)
 {
@@ -193,6 +238,7 @@ static void release_slot(void *arg, int slot)
 
 	if (seen) /* the slot still says whose it was */
 		seen(h->on_reap_arg, slot);
+	mm_khugepaged_exit(h->mm, (uint32_t)slot); /* khugepaged_exit, if it did not say so */
 	h->frames_back += mm_release_owners(h->mm, MACHINE_OWNER_SLOT_MASK,
 					    (uint64_t)slot << MACHINE_OWNER_SLOT_SHIFT);
 }
@@ -320,6 +366,9 @@ int run_host_start(struct run_host *h, const struct config *cfg, char *err, size
 	if (rc == 0)
 		rc = -pthread_create(&h->covthread, NULL, covthread_main, h);
 	h->covthread_started = rc == 0;
+	if (rc == 0)
+		rc = -pthread_create(&h->khugepaged, NULL, khugepaged_main, h);
+	h->khugepaged_started = rc == 0;
 	if (rc < 0) {
 		snprintf(err, errlen, "machine: cannot start its threads: %s", strerror(-rc));
 		goto fail;
@@ -344,7 +393,10 @@ static void stop_threads(struct run_host *h)
 		pthread_join(h->keeper, NULL);
 	if (h->covthread_started)
 		pthread_join(h->covthread, NULL);
+	if (h->khugepaged_started)
+		pthread_join(h->khugepaged, NULL);
 	h->kthread_started = h->keeper_started = h->covthread_started = false;
+	h->khugepaged_started = false;
 }
 
 void run_host_stop(struct run_host *h, uint64_t drain_ns)

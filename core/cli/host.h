@@ -45,6 +45,8 @@ struct run_host {
 	/* AnonHugePages coverage, sampled by a thread of its own (RUN_HOST_COV_INTERVAL) */
 	pthread_t covthread;
 	bool covthread_started;
+	pthread_t khugepaged; /* mm_khugepaged: visits processes through their mailboxes */
+	bool khugepaged_started;
 	pthread_mutex_t cov_lock;
 	struct obs_coverage cov;
 };

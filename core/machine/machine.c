@@ -515,8 +515,10 @@ static int mbox_lock(struct machine_mailbox *mb, uint64_t deadline)
 	return rc == 0 ? 0 : -EBUSY;
 }
 
-int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
-		    uint32_t to, uint64_t timeout_ns)
+/* One request. The answer is awaited until deadline; with `taken` set, only until the agent
+ * took it, and then for as long as the slot's process is there. */
+static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+		   uint32_t to, uint64_t timeout_ns, bool taken_then_wait, uint64_t *reply)
 {
 	uint64_t deadline = clock_now_ns() + (timeout_ns < (1ULL << 62) ? timeout_ns : 1ULL << 62);
 	struct machine_slot *s;
@@ -559,8 +561,11 @@ int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, ui
 		uint32_t seen = ld(&mb->resp_seq), state;
 		uint64_t now;
 
-		if (mbox_answered(mb, tag, &rc))
+		if (mbox_answered(mb, tag, &rc)) {
+			if (reply)
+				*reply = ld(&mb->reply);
 			break;
+		}
 		state = ld(&s->state);
 		if (ld(&s->gen) != gen ||
 		    (state != MACHINE_SLOT_LIVE && state != MACHINE_SLOT_EXITING)) {
@@ -577,15 +582,35 @@ int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, ui
 		if (now >= deadline) {
 			/* withdrawn, or taken and not answered: its answer, if it ever comes,
 			 * carries a tag no later request has */
-			if (mbox_withdraw(mb, tag) || !mbox_answered(mb, tag, &rc))
+			if (mbox_withdraw(mb, tag)) {
 				rc = -EBUSY;
-			break;
+				break;
+			}
+			if (!taken_then_wait) {
+				if (!mbox_answered(mb, tag, &rc))
+					rc = -EBUSY;
+				break;
+			}
+			deadline = now + (1ULL << 62); /* taken: wait while the process is there */
+			continue;
 		}
 		futex_wait_ns(&mb->resp_seq, seen,
 			      deadline - now < REQ_SLICE_NS ? deadline - now : REQ_SLICE_NS);
 	}
 	pthread_mutex_unlock(&mb->lock);
 	return rc;
+}
+
+int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+		    uint32_t to, uint64_t timeout_ns)
+{
+	return request(m, slot, op, owner, from, to, timeout_ns, false, NULL);
+}
+
+int machine_request_long(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+			 uint32_t to, uint64_t take_timeout_ns, uint64_t *reply)
+{
+	return request(m, slot, op, owner, from, to, take_timeout_ns, true, reply);
 }
 
 bool machine_serve_wait(struct machine *m, int slot, const uint32_t *stop, uint64_t timeout_ns,
@@ -641,6 +666,14 @@ void machine_serve_done(struct machine *m, int slot, int rc)
 		return;
 	mb = &m->hdr->slot[slot].mbox;
 	mbox_answer(mb, ld(&mb->claimed), rc);
+}
+
+void machine_serve_reply(struct machine *m, int slot, int rc, uint64_t reply)
+{
+	if (slot < 0 || slot >= MACHINE_MAX_PROCS)
+		return;
+	st(&m->hdr->slot[slot].mbox.reply, reply);
+	machine_serve_done(m, slot, rc);
 }
 
 void machine_serve_kick(struct machine *m, int slot)
