@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Collapse for real (issue 12). A 4 MiB mapping populated with 4 KiB pages (enabled=madvise, no
+# MADV_HUGEPAGE at fault time) becomes two real PMD mappings while two threads keep writing and
+# reading back their pages; every page must hold what its thread last wrote:
+#   - khugepaged, after the program's MADV_HUGEPAGE, with the scan sleep shortened to 100 ms
+#     (modern-always:enabled=madvise,scan-sleep=100ms: the same scan, 100x faster), on a shared
+#     machine (thpemu run: the host's khugepaged visits the process through its mailbox) and
+#     with LD_PRELOAD alone (a pool of its own: khugepaged is a thread of the process);
+#   - MADV_COLLAPSE from the program: 0 on the populated range; with holes (the emulated VMA is
+#     not uffd-armed, so holes are allowed) 0 for the half-populated extent and EINVAL for a
+#     range including a never-touched extent; EINVAL under linux-3.2 (no such advice);
+#   - --host-thp 0: the emulated collapse happens, the host maps 4 KiB pages
+#     (host.collapse_host_small).
+. "$(dirname "$0")/lib.sh"
+need_root
+need_uffd
+need_cmd jq
+PROG="$THPEMU_BUILD_DIR/tests/programs/collapse_check"
+KHD=modern-always:enabled=madvise,scan-sleep=100ms
+
+check_report() { # NAME REPORT MIN_COLLAPSES
+	local c small
+	c=$(json "$2" .host.collapses)
+	[ "$c" -ge "$3" ] || fail "$1: $c collapses, expected at least $3"
+	expect_eq "$1 uffd errors" "$(json "$2" .host.uffd_errors)" 0
+	[ "$(json "$2" .vmstat.thp_collapse_alloc)" -ge "$3" ] || fail "$1: thp_collapse_alloc too low"
+	small=$(json "$2" .host.collapse_host_small)
+	say "$1: $c collapses ($small host-small), longest wait $(($(json "$2" .host.collapse_copy_max_ns) / 1000)) us"
+}
+
+# khugepaged on the machine
+rep="$T_OUT/khugepaged.machine.json"
+out=$("$THPEMU" run --quiet --policy "$KHD" --report "$rep" -- "$PROG" khugepaged 20) ||
+	fail "khugepaged (machine): $out"
+echo "$out" | grep -q '^huge_kb 4096 smaps_kb 4096$' || fail "khugepaged (machine): not huge: $out"
+check_report "khugepaged (machine)" "$rep" 2
+[ "$(json "$rep" .vmstat.khugepaged_pages_collapsed)" -ge 2 ] || fail "pages_collapsed < 2"
+expect_eq "machine check" "$(json "$rep" .program.machine.check)" ok
+
+# khugepaged in a process with a pool of its own
+out=$(THPEMU_POLICY=$KHD THPEMU_REPORT="$T_OUT/khugepaged.own.%p.json" \
+	LD_PRELOAD="$LIBTHPEMU" "$PROG" khugepaged 20) || fail "khugepaged (own pool): $out"
+echo "$out" | grep -q '^huge_kb 4096 smaps_kb 4096$' || fail "khugepaged (own pool): not huge: $out"
+check_report "khugepaged (own pool)" "$(ls "$T_OUT"/khugepaged.own.*.json | tail -1)" 2
+rm -f "$T_OUT"/khugepaged.own.*.json
+
+# MADV_COLLAPSE
+rep="$T_OUT/madv.json"
+out=$("$THPEMU" run --quiet --policy modern-always:enabled=madvise --report "$rep" -- "$PROG" madv) ||
+	fail "MADV_COLLAPSE: $out"
+echo "$out" | grep -q '^madvise 0 errno 0$' || fail "MADV_COLLAPSE: $out"
+echo "$out" | grep -q '^huge_kb 4096 smaps_kb 4096$' || fail "MADV_COLLAPSE: not huge: $out"
+check_report "MADV_COLLAPSE" "$rep" 2
+expect_eq "madv_collapse calls" "$(json "$rep" .host.madv_collapse_calls)" 1
+
+rep="$T_OUT/madv-holes.json"
+out=$("$THPEMU" run --quiet --policy modern-never --report "$rep" -- "$PROG" madv-holes) ||
+	fail "MADV_COLLAPSE with holes (modern-never): $out"
+echo "$out" | grep -q '^whole -1 errno 22$' || fail "holes: whole range: $out"
+echo "$out" | grep -q '^extent0 0 errno 0$' || fail "holes: extent 0: $out"
+echo "$out" | grep -q '^huge_kb 2048 ' || fail "holes: extent 0 not huge: $out"
+check_report "MADV_COLLAPSE with holes under enabled=never" "$rep" 1
+
+out=$("$THPEMU" run --quiet --policy linux-3.2:enabled=madvise -- "$PROG" madv-einval) ||
+	fail "MADV_COLLAPSE under linux-3.2: $out"
+echo "$out" | grep -q '^madvise -1 errno 22$' || fail "linux-3.2: $out"
+say "MADV_COLLAPSE: EINVAL under linux-3.2"
+
+# no THP from the host: the emulated collapse happens, the mapping stays small
+rep="$T_OUT/madv.nothp.json"
+out=$("$THPEMU" run --quiet --host-thp 0 --policy modern-always:enabled=madvise --report "$rep" \
+	-- "$PROG" madv) || fail "MADV_COLLAPSE --host-thp 0: $out"
+echo "$out" | grep -q '^madvise 0 errno 0$' || fail "--host-thp 0: $out"
+echo "$out" | grep -q '^huge_kb 0 ' || fail "--host-thp 0: a real PMD appeared: $out"
+check_report "MADV_COLLAPSE --host-thp 0" "$rep" 2
+expect_eq "host-small collapses" "$(json "$rep" .host.collapse_host_small)" 2
