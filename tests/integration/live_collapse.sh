@@ -66,6 +66,14 @@ out=$("$THPEMU" run --quiet --policy linux-3.2:enabled=madvise -- "$PROG" madv-e
 echo "$out" | grep -q '^madvise -1 errno 22$' || fail "linux-3.2: $out"
 say "MADV_COLLAPSE: EINVAL under linux-3.2"
 
+# the writers really met collapsing ranges (their faults waited for the collapse)
+waits=0
+for f in "$T_OUT"/khugepaged.machine.json "$T_OUT"/madv.json "$T_OUT"/madv-holes.json; do
+	waits=$((waits + $(json "$f" .host.migrating_waits)))
+done
+[ "$waits" -ge 1 ] || fail "no access of the writers waited for a collapse"
+say "$waits accesses waited for a collapse in progress"
+
 # no THP from the host: the emulated collapse happens, the mapping stays small
 rep="$T_OUT/madv.nothp.json"
 out=$("$THPEMU" run --quiet --host-thp 0 --policy modern-always:enabled=madvise --report "$rep" \
