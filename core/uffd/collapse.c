@@ -169,16 +169,15 @@ static void put_back(struct uffd_live *lv, uintptr_t addr, uintptr_t src, bool z
 }
 
 /* Steps 3 and 4. Returns true when the range ended PMD-mapped. */
-static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs)
+static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int slot)
 {
 	unsigned char vec[MM_HPAGE_NR];
 	uint8_t *chunk;
 	size_t moved;
-	int slot, rc;
+	int rc;
 
 	if (!resident((uintptr_t)cs, vec))
 		memset(vec, 1, sizeof(vec));
-	slot = uffd_staging_take(&lv->staging);
 	if (slot < 0) { /* no host THP to give: the 4 KiB pages go back, holes zeroed */
 		put_back(lv, addr, (uintptr_t)cs, true);
 		return false;
@@ -211,7 +210,7 @@ static void count_wait(struct uffd_live *lv, uint64_t t0)
 }
 
 static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t e, uintptr_t addr,
-			   const struct mm_collapse_scan *scan, uint32_t head)
+			   const struct mm_collapse_scan *scan, uint32_t head, int slot)
 {
 	struct uffd_live *lv = w->lv;
 	struct as_mm_ctx ctx = {lv->mm, w};
@@ -223,8 +222,10 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 	int rc;
 
 	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
-	    as_collapse_claim(&r->as, e) != 0)
+	    as_collapse_claim(&r->as, e) != 0) {
+		uffd_staging_release(&lv->staging, slot, true); /* untouched (none: no-op) */
 		return -EAGAIN;
+	}
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		if (uffd_pstate(r, p0 + i) & AS_P_HOLE)
 			holes++;
@@ -238,6 +239,7 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 			UFFD_COUNT(lv, fork_deferred);
 		as_collapse_cancel(&env, &r->as, e, &c);
 		uffd_io_wake(lv->uffd, addr, HPAGE);
+		uffd_staging_release(&lv->staging, slot, true);
 		return -EAGAIN;
 	}
 	t0 = clock_now_ns();
@@ -249,9 +251,10 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 		uffd_io_wake(lv->uffd, addr, HPAGE);
 		count_wait(lv, t0);
 		sys_madvise(w->cscratch, HPAGE, MADV_DONTNEED);
+		uffd_staging_release(&lv->staging, slot, true);
 		return -EAGAIN;
 	}
-	pmd = map_collapsed(lv, addr, w->cscratch);
+	pmd = map_collapsed(lv, addr, w->cscratch, slot);
 	rc = as_collapse_commit(&env, &r->as, e, head, &c);
 	guard_migrate_end();
 	uffd_io_wake(lv->uffd, addr, HPAGE);
@@ -283,8 +286,12 @@ static int collapse(void *arg, uint64_t addr, const struct mm_collapse_scan *sca
 	e = uffd_ext_of(r, (uintptr_t)addr);
 	if (uffd_ext_addr(r, e) == addr &&
 	    uffd_cookie(r, uffd_page_of(r, (uintptr_t)addr)) == scan->extent_owner) {
+		/* the host THP first, before the program waits (the kernel allocates before it
+		 * takes mmap_lock for write); -errno: the range will be mapped small */
+		int slot = uffd_staging_take(&lv->staging);
+
 		pthread_rwlock_rdlock(&r->busy);
-		rc = collapse_locked(w, r, e, (uintptr_t)addr, scan, head);
+		rc = collapse_locked(w, r, e, (uintptr_t)addr, scan, head, slot);
 		pthread_rwlock_unlock(&r->busy);
 	}
 	uffd_region_put(&lv->table, r);
