@@ -6,7 +6,8 @@
 #     (modern-always:enabled=madvise,scan-sleep=100ms: the same scan, 100x faster), on a shared
 #     machine (thpemu run: the host's khugepaged visits the process through its mailbox) and
 #     with LD_PRELOAD alone (a pool of its own: khugepaged is a thread of the process);
-#   - MADV_COLLAPSE from the program: 0 on the populated range; with holes (the emulated VMA is
+#   - MADV_COLLAPSE from the program: 0 on the populated range (also where pages were only
+#     read: zero-page PTEs, which the host kernel's own collapse would refuse); with holes (the emulated VMA is
 #     not uffd-armed, so holes are allowed) 0 for the half-populated extent and EINVAL for a
 #     range including a never-touched extent; EINVAL under linux-3.2 (no such advice);
 #   - --host-thp 0: the emulated collapse happens, the host maps 4 KiB pages
@@ -52,6 +53,16 @@ echo "$out" | grep -q '^madvise 0 errno 0$' || fail "MADV_COLLAPSE: $out"
 echo "$out" | grep -q '^huge_kb 4096 smaps_kb 4096$' || fail "MADV_COLLAPSE: not huge: $out"
 check_report "MADV_COLLAPSE" "$rep" 2
 expect_eq "madv_collapse calls" "$(json "$rep" .host.madv_collapse_calls)" 1
+
+# pages only read before (the zero page: the host kernel's own collapse counts them as holes
+# and refuses a userfaultfd-armed range with any) collapse all the same
+rep="$T_OUT/madv-zero.json"
+out=$("$THPEMU" run --quiet --policy modern-always:enabled=madvise --report "$rep" -- "$PROG" \
+	madv-zero) || fail "MADV_COLLAPSE over zero-page PTEs: $out"
+echo "$out" | grep -q '^madvise 0 errno 0$' || fail "zero pages: $out"
+echo "$out" | grep -q '^huge_kb 4096 smaps_kb 4096$' || fail "zero pages: not huge: $out"
+check_report "MADV_COLLAPSE over zero-page PTEs" "$rep" 2
+expect_eq "zero pages: host-small collapses" "$(json "$rep" .host.collapse_host_small)" 0
 
 rep="$T_OUT/madv-holes.json"
 out=$("$THPEMU" run --quiet --policy modern-never --report "$rep" -- "$PROG" madv-holes) ||

@@ -7,6 +7,7 @@
  *
  * usage: collapse_check khugepaged SECONDS    wait up to SECONDS for the range to become huge
  *        collapse_check madv                   MADV_COLLAPSE of the populated range: 0 and huge
+ *        collapse_check madv-zero              ... where every 16th page was only read (zero page)
  *        collapse_check madv-holes             half of extent 0 populated, extent 1 untouched:
  *                                              the whole range -1 EINVAL, extent 0 alone 0
  *        collapse_check madv-einval            MADV_COLLAPSE must fail with EINVAL (3.x)
@@ -176,6 +177,13 @@ int main(int argc, char **argv)
 	for (size_t p = 0; p < NPAGES; p++) {
 		if (!strcmp(mode, "madv-holes") && (p >= NPAGES / 2 || p % 2))
 			continue; /* extent 0: every other page; extent 1: untouched */
+		if (!strcmp(mode, "madv-zero") && p % 16 == 3) {
+			/* read first: the shared zero page (a pte_none_or_zero entry to the
+			 * kernel's collapse), data 0, never written */
+			if (*(volatile uint64_t *)(base + p * PAGE) != 0)
+				bad = 1;
+			continue;
+		}
 		counter[p] = 1;
 		fill(p, 1);
 	}
@@ -192,7 +200,7 @@ int main(int argc, char **argv)
 		for (long ms = 0; ms < (long)(secs * 1000) && (kb = huge_kb()) < (long)(LEN >> 10);
 		     ms += 50)
 			sleep_ms(50);
-	} else if (!strcmp(mode, "madv")) {
+	} else if (!strcmp(mode, "madv") || !strcmp(mode, "madv-zero")) {
 		rc = madvise(base, LEN, COLLAPSE);
 		err = errno;
 		printf("madvise %d errno %d\n", rc, rc ? err : 0);
@@ -216,8 +224,10 @@ int main(int argc, char **argv)
 		if (rc != -1 || err != EINVAL)
 			bad = 1;
 	} else {
-		fprintf(stderr, "usage: collapse_check khugepaged SECONDS | madv | madv-holes | "
-				"madv-einval\n");
+		fprintf(
+		    stderr,
+		    "usage: collapse_check khugepaged SECONDS | madv | madv-zero | madv-holes | "
+		    "madv-einval\n");
 		return 2;
 	}
 	sleep_ms(50); /* the writers go on over the collapsed range */
