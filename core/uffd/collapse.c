@@ -44,6 +44,19 @@
 
 /* ---- the walker ------------------------------------------------------------------------------ */
 
+/* A fault finishing a page (FILLING until just after the program was woken) or a migration in
+ * flight owns it for microseconds: the kernel's collapse would wait for them (its mmap_lock for
+ * write waits for the faults in flight; the PTE lock for the rest). Wait a little for them. */
+static void settle(struct uffd_region *r, uint32_t e, uint64_t owner, struct mm_collapse_scan *s)
+{
+	for (int i = 0; i < 100 && s->busy; i++) {
+		struct timespec ts = {0, 50000};
+
+		nanosleep(&ts, NULL);
+		as_collapse_scan(&r->as, e, owner, s);
+	}
+}
+
 static int next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
 {
 	struct uffd_live *lv = arg;
@@ -61,8 +74,11 @@ static int next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
 		ok = ea >= start && ea + HPAGE <= r->hi && !r->failed &&
 		     !__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
 		if (ok) {
-			as_collapse_scan(&r->as, uffd_ext_of(r, ea),
-					 uffd_cookie(r, uffd_page_of(r, ea)), scan);
+			uint32_t e = uffd_ext_of(r, ea);
+			uint64_t owner = uffd_cookie(r, uffd_page_of(r, ea));
+
+			as_collapse_scan(&r->as, e, owner, scan);
+			settle(r, e, owner, scan);
 			*addr = ea;
 		}
 		a = r->hi;
@@ -221,8 +237,17 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 	uint64_t t0;
 	int rc;
 
-	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
-	    as_collapse_claim(&r->as, e) != 0) {
+	rc = -EAGAIN;
+	for (int i = 0; i < 100 && rc == -EAGAIN; i++) { /* owners in flight: see settle() */
+		struct timespec ts = {0, 50000};
+
+		if (i)
+			nanosleep(&ts, NULL);
+		rc = as_collapse_claim(&r->as, e);
+	}
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed || rc != 0) {
+		if (rc == 0)
+			as_collapse_cancel(&env, &r->as, e, &c);
 		uffd_staging_release(&lv->staging, slot, true); /* untouched (none: no-op) */
 		return -EAGAIN;
 	}
