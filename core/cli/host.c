@@ -8,10 +8,8 @@
  *                   mailbox) and migrates it for real; no answer in time makes it busy
  *   copy_file_page  the segment's page-cache arena (core/io)
  *   writeout        core/io starts writeback of the page
+ *   khugepaged_scan khugepaged's visit of a process: its agent scans and collapses (mailbox)
  *   meta_alloc      the segment: mm's struct and arrays live where every process maps them
- *   khugepaged_scan khugepaged (a thread here) visits a process: the process's agent scans its
- *                   own ranges and collapses them for real (core/uffd/collapse.c); the host
- *                   waits while the process lives, a collapse in 3.x may wait seconds
  */
 #include "cli/host.h"
 
@@ -27,10 +25,7 @@
 #define KEEPER_SLICE_NS	   (50 * 1000000ULL)
 #define MIGRATE_TIMEOUT_NS (200 * 1000000ULL)
 #define KTHREAD_MAX_SLEEP  (100 * 1000000ULL)
-/* khugepaged's wait for a process's visit: a collapse may sit in sync compaction for seconds;
- * the process's answer after this comes too late for this wake (the visit is not repeated) */
-#define KHUGEPAGED_TIMEOUT_NS (5000 * 1000000ULL)
-#define CHECK_MAX_FRAMES      (1U << 20) /* 4 GiB: mm_check at the end of a run takes ~0.2 s */
+#define CHECK_MAX_FRAMES   (1U << 20) /* 4 GiB: mm_check at the end of a run takes ~0.2 s */
 
 static uint64_t env_now(void *priv, void *call)
 {
@@ -97,25 +92,31 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 	return h->io ? io_writeout(h->io, owner, pfn) : -EBUSY;
 }
 
-/* A visit's answer: the progress, bit 30 when the process's last range was passed. */
-#define KHUGEPAGED_DONE (1 << 30)
-
+/* khugepaged visits process as_id (its machine slot): the process scans and collapses its own
+ * ranges (only it can move a THP into its mapping). The agent must take the request within
+ * 200 ms, else the process is skipped this pass, as 6.12 skips an mm whose mmap_lock it cannot
+ * take (khugepaged_scan_mm_slot: mmap_read_trylock); once taken, the visit may take as long as
+ * its collapse does (sync compaction), and -ENOENT says the process is gone. */
 static int env_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t *addr,
 			       unsigned budget, bool *done)
 {
 	struct run_host *h = priv;
-	uint64_t value = *addr;
+	uint64_t reply = 0;
 	int rc;
 
-	if (!as_id || as_id >= MACHINE_MAX_PROCS)
+	if (as_id == 0 || as_id >= MACHINE_MAX_PROCS)
 		return -ENOENT;
-	rc = machine_request_value(&h->m, (int)as_id, MACHINE_REQ_KHUGEPAGED, *addr, budget, 0,
-				   KHUGEPAGED_TIMEOUT_NS, &value);
-	if (rc < 0) /* busy (stopped, or a collapse longer than the wait): nothing this time */
-		return rc == -EBUSY ? 0 : -ENOENT;
-	*done = rc & KHUGEPAGED_DONE;
-	*addr = value;
-	return rc & ~KHUGEPAGED_DONE;
+	rc = machine_request_long(&h->m, (int)as_id, MACHINE_REQ_KHUGEPAGED, *addr, budget, 0,
+				  MIGRATE_TIMEOUT_NS, &reply);
+	if (rc == -EBUSY) {
+		*done = true;
+		return 0;
+	}
+	if (rc < 0)
+		return -ENOENT;
+	*addr = reply & ~1ULL;
+	*done = reply & 1;
+	return rc;
 }
 
 static void *env_meta_alloc(void *priv, size_t len)
@@ -199,8 +200,8 @@ static void *kthread_main(void *arg)
 	return NULL;
 }
 
-/* khugepaged: a kernel thread of its own (a collapse may wait seconds in 3.x sync compaction,
- * kswapd and kcompactd keep their pace meanwhile). */
+/* khugepaged: a thread of its own (a visit may wait seconds for a process's collapse). A
+ * registration does not wake it: with nothing registered it looks again every 100 ms. */
 static void *khugepaged_main(void *arg)
 {
 	struct run_host *h = arg;
@@ -210,8 +211,7 @@ static void *khugepaged_main(void *arg)
 
 		if (stopping(h))
 			break;
-		/* nothing registered (UINT64_MAX): look again soon, a process may register */
-		sleep_on(&h->stop, wait < KTHREAD_MAX_SLEEP ? wait : KTHREAD_MAX_SLEEP);
+		sleep_on(&h->stop, wait && wait < KTHREAD_MAX_SLEEP ? wait : KTHREAD_MAX_SLEEP);
 	}
 	return NULL;
 }
@@ -253,7 +253,7 @@ static void release_slot(void *arg, int slot)
 
 	if (seen) /* the slot still says whose it was */
 		seen(h->on_reap_arg, slot);
-	mm_khugepaged_exit(h->mm, (uint32_t)slot); /* khugepaged_exit: its mm_slot goes */
+	mm_khugepaged_exit(h->mm, (uint32_t)slot); /* khugepaged_exit, if it did not say so */
 	h->frames_back += mm_release_owners(h->mm, MACHINE_OWNER_SLOT_MASK,
 					    (uint64_t)slot << MACHINE_OWNER_SLOT_SHIFT);
 }

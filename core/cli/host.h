@@ -31,8 +31,8 @@ struct run_host {
 	struct waitq *wq;
 	struct io *io;
 	struct io_stats io_stats;
-	pthread_t kthread, keeper, khugepaged;
-	bool kthread_started, keeper_started, khugepaged_started;
+	pthread_t kthread, keeper;
+	bool kthread_started, keeper_started;
 	uint32_t stop;	      /* futex word: the threads stop */
 	uint32_t kwake;	      /* futex word: wakes the kernel threads' sleep */
 	uint64_t reaped;      /* processes whose frames the keeper gave back */
@@ -45,6 +45,8 @@ struct run_host {
 	/* AnonHugePages coverage, sampled by a thread of its own (RUN_HOST_COV_INTERVAL) */
 	pthread_t covthread;
 	bool covthread_started;
+	pthread_t khugepaged; /* mm_khugepaged: visits processes through their mailboxes */
+	bool khugepaged_started;
 	pthread_mutex_t cov_lock;
 	struct obs_coverage cov;
 };

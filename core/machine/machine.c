@@ -515,8 +515,10 @@ static int mbox_lock(struct machine_mailbox *mb, uint64_t deadline)
 	return rc == 0 ? 0 : -EBUSY;
 }
 
+/* One request. The answer is awaited until deadline; with `taken` set, only until the agent
+ * took it, and then for as long as the slot's process is there. */
 static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
-		   uint32_t to, uint64_t timeout_ns, uint64_t *value)
+		   uint32_t to, uint64_t timeout_ns, bool taken_then_wait, uint64_t *reply)
 {
 	uint64_t deadline = clock_now_ns() + (timeout_ns < (1ULL << 62) ? timeout_ns : 1ULL << 62);
 	struct machine_slot *s;
@@ -560,8 +562,8 @@ static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uin
 		uint64_t now;
 
 		if (mbox_answered(mb, tag, &rc)) {
-			if (value)
-				*value = ld(&mb->value);
+			if (reply)
+				*reply = ld(&mb->reply);
 			break;
 		}
 		state = ld(&s->state);
@@ -580,9 +582,17 @@ static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uin
 		if (now >= deadline) {
 			/* withdrawn, or taken and not answered: its answer, if it ever comes,
 			 * carries a tag no later request has */
-			if (mbox_withdraw(mb, tag) || !mbox_answered(mb, tag, &rc))
+			if (mbox_withdraw(mb, tag)) {
 				rc = -EBUSY;
-			break;
+				break;
+			}
+			if (!taken_then_wait) {
+				if (!mbox_answered(mb, tag, &rc))
+					rc = -EBUSY;
+				break;
+			}
+			deadline = now + (1ULL << 62); /* taken: wait while the process is there */
+			continue;
 		}
 		futex_wait_ns(&mb->resp_seq, seen,
 			      deadline - now < REQ_SLICE_NS ? deadline - now : REQ_SLICE_NS);
@@ -594,13 +604,13 @@ static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uin
 int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
 		    uint32_t to, uint64_t timeout_ns)
 {
-	return request(m, slot, op, owner, from, to, timeout_ns, NULL);
+	return request(m, slot, op, owner, from, to, timeout_ns, false, NULL);
 }
 
-int machine_request_value(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
-			  uint32_t to, uint64_t timeout_ns, uint64_t *value)
+int machine_request_long(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+			 uint32_t to, uint64_t take_timeout_ns, uint64_t *reply)
 {
-	return request(m, slot, op, owner, from, to, timeout_ns, value);
+	return request(m, slot, op, owner, from, to, take_timeout_ns, true, reply);
 }
 
 bool machine_serve_wait(struct machine *m, int slot, const uint32_t *stop, uint64_t timeout_ns,
@@ -658,11 +668,11 @@ void machine_serve_done(struct machine *m, int slot, int rc)
 	mbox_answer(mb, ld(&mb->claimed), rc);
 }
 
-void machine_serve_done_value(struct machine *m, int slot, int rc, uint64_t value)
+void machine_serve_reply(struct machine *m, int slot, int rc, uint64_t reply)
 {
 	if (slot < 0 || slot >= MACHINE_MAX_PROCS)
 		return;
-	st(&m->hdr->slot[slot].mbox.value, value);
+	st(&m->hdr->slot[slot].mbox.reply, reply);
 	machine_serve_done(m, slot, rc);
 }
 

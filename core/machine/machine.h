@@ -63,7 +63,7 @@
 #define MACHINE_BASE 0x3f0000000000ULL
 #endif
 #define MACHINE_MAGIC	  0x544850454d554d31ULL /* "THPEMUM1" */
-#define MACHINE_VERSION	  1
+#define MACHINE_VERSION	  2
 #define MACHINE_MAX_PROCS 256 /* slots, host included: 8 bits of an owner cookie */
 
 /* Owner cookies of program pages carry their process's slot in bits 54..61 (core/mm leaves
@@ -88,9 +88,10 @@ enum machine_req_op {
 	MACHINE_REQ_MIGRATE = 1, /* migrate page `owner` from frame `from` to frame `to` */
 	MACHINE_REQ_WRITEOUT =
 	    2, /* (to the host) start writeback of dirty page-cache frame `from` */
-	MACHINE_REQ_KHUGEPAGED = 3, /* khugepaged's visit: scan from address `owner` with `from`
-				     * pages of budget; answer: the progress (>= 0, bit 30 set
-				     * when the last range was passed), value: where to resume */
+	/* khugepaged visits the process: scan from address `owner` with budget `from` pages of
+	 * progress; the answer is the progress (or -ENOENT) and the reply the address where the
+	 * next visit resumes, | 1 when the visit passed the last range */
+	MACHINE_REQ_KHUGEPAGED = 3,
 	/* the THP shrinker: judge the THP whose extent's page 0 is `owner`, head frame `from`, and
 	 * split it if underused (mm.h split_underused: 1, 0, -EAGAIN, -ENOENT) */
 	MACHINE_REQ_SPLIT = 4,
@@ -110,7 +111,7 @@ struct machine_mailbox {
 	uint32_t from, to;
 	uint64_t owner;
 	uint64_t answer;   /* tag << 32 | (uint32_t)rc of the last answer */
-	uint64_t value;	   /* a 64-bit result the agent wrote before that answer */
+	uint64_t reply;	   /* a value the last answer carries (written before answer) */
 	int32_t requester; /* pid, for stall reports ("waited on a page of pid N") */
 };
 
@@ -242,17 +243,20 @@ const struct machine_slot *machine_slot(const struct machine *m, int slot);
  * stopped process; the request is withdrawn). */
 int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
 		    uint32_t to, uint64_t timeout_ns);
-/* The same for a request whose answer carries a 64-bit value too (machine_serve_done_value):
- * *value is set when the agent answered (left alone otherwise). */
-int machine_request_value(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
-			  uint32_t to, uint64_t timeout_ns, uint64_t *value);
+/* A request that may take long once taken (a khugepaged visit: a collapse can wait seconds in
+ * sync compaction): the agent must take it within take_timeout_ns (else -EBUSY, withdrawn), then
+ * the answer is awaited for as long as the slot's process is there (-ENOENT when it is gone).
+ * *reply gets the value the agent answered with (machine_serve_reply). */
+int machine_request_long(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
+			 uint32_t to, uint64_t take_timeout_ns, uint64_t *reply);
 /* Agent side: wait for a request to `slot` (at most timeout_ns; 0 = forever). Returns true with
  * the request in *op, *owner, *from, *to, false on timeout, when *stop became nonzero or when the
  * slot is no longer LIVE. Every request taken is answered with machine_serve_done. */
 bool machine_serve_wait(struct machine *m, int slot, const uint32_t *stop, uint64_t timeout_ns,
 			uint32_t *op, uint64_t *owner, uint32_t *from, uint32_t *to);
 void machine_serve_done(struct machine *m, int slot, int rc);
-void machine_serve_done_value(struct machine *m, int slot, int rc, uint64_t value);
+/* machine_serve_done with a value for the requester (machine_request_long's *reply). */
+void machine_serve_reply(struct machine *m, int slot, int rc, uint64_t reply);
 /* Wake a slot's agent blocked in machine_serve_wait (to see *stop). */
 void machine_serve_kick(struct machine *m, int slot);
 

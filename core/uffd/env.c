@@ -17,6 +17,7 @@
  *                   move
  *   alloc_cost      nothing to charge (live, the real work is its own cost); a long-running
  *                   fault's stack is captured here for stall reports
+ *   khugepaged_scan a khugepaged visit of this process: the collapse walker (collapse.c)
  *   meta_alloc/free mm's frame descriptors and indexes: a raw private anonymous NORESERVE
  *                   mapping (never the program's allocator, never a managed region), whose
  *                   pages the host kernel supplies when mm first writes them, so a 64 GiB pool
@@ -124,21 +125,21 @@ static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t exten
 		memset(uffd_staging_addr(&lv->staging, w->slot), 0, UFFD_HPAGE_SIZE);
 }
 
-/* khugepaged of a pool of our own visits us (on a machine the host's khugepaged asks each
- * process's agent instead: machine.c). */
+static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
+{
+	uffd_stallcap_long_running(call); /* a long compaction or reclaim pass: where is it? */
+}
+
+/* khugepaged visits this process (its own pool: as_id 0, on khugepaged's thread). On a machine
+ * the host runs khugepaged and its hook asks the owner through the mailbox (machine.c). */
 static int env_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t *addr,
 			       unsigned budget, bool *done)
 {
 	struct uffd_live *lv = priv;
 
-	if (as_id != lv->table.proc_slot)
+	if (lv->on_machine || as_id != 0 || !call)
 		return -ENOENT;
-	return uffd_khugepaged_visit(lv, call, addr, budget, done);
-}
-
-static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
-{
-	uffd_stallcap_long_running(call); /* a long compaction or reclaim pass: where is it? */
+	return uffd_khugepaged_visit(call, addr, budget, done);
 }
 
 static void *env_meta_alloc(void *priv, size_t len)

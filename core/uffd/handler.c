@@ -283,7 +283,7 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED) &&
 		       !__atomic_load_n(&lv->thp_disabled, __ATOMIC_RELAXED),
 	    .write = fc->write,
-	    .as_id = lv->table.proc_slot, /* khugepaged's mm_slot: the machine process slot */
+	    .as_id = (uint32_t)lv->mslot, /* khugepaged's mm_slot: the machine slot, else 0 */
 	};
 
 	if (fc->w->slot >= 0) { /* left over from an earlier fault that never used it */

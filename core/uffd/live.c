@@ -172,11 +172,8 @@ static void *background_main(void *arg)
 		if (lv->on_machine) { /* the host runs the kernel threads; we answer requests */
 			uffd_machine_serve(lv, w, BG_PERIOD_NS);
 			wait = 0;
-		} else { /* kswapd, kcompactd and khugepaged of a pool of our own */
-			uint64_t kh = mm_khugepaged(lv->mm, w);
-
+		} else {
 			wait = mm_background(lv->mm, w);
-			wait = kh < wait ? kh : wait;
 		}
 		now = clock_now_ns();
 		if (now >= next_snap) {
@@ -222,6 +219,9 @@ static int start_threads(struct uffd_live *lv)
 			return rc;
 	}
 	rc = start_thread(&lv->workers[lv->nworkers], background_main, bg_ping, "thpemu-kthread");
+	if (rc == 0 && !lv->on_machine) /* on a machine the host runs khugepaged */
+		rc = start_thread(UFFD_W_KHD(lv), uffd_khugepaged_main, uffd_khugepaged_ping,
+				  "thpemu-khugepd");
 	if (rc < 0 || !lv->may_huge)
 		return rc; /* no huge decisions: no staging THPs to keep ready */
 	return uffd_staging_start(&lv->staging);
@@ -237,8 +237,10 @@ static void stop_threads(struct uffd_live *lv)
 		sys_write(lv->ctl_fd, &one, sizeof(one));
 	__atomic_store_n(&lv->bg_stop, true, __ATOMIC_RELEASE);
 	bg_ping(lv);
+	__atomic_store_n(&lv->khd_stop, true, __ATOMIC_RELEASE);
+	uffd_khugepaged_ping(lv);
 	uffd_machine_kick(lv);
-	for (unsigned i = 0; i <= lv->nworkers; i++) {
+	for (unsigned i = 0; i < lv->nworkers + UFFD_EXTRA_WORKERS; i++) {
 		if (lv->workers[i].started)
 			pthread_join(lv->workers[i].thread, NULL);
 		lv->workers[i].started = false;
@@ -419,23 +421,34 @@ static const uint32_t *forkcheck_page(void)
 
 static int scratch_init(struct uffd_live *lv)
 {
-	unsigned n = lv->nworkers + 2; /* the handlers, the background thread, the caller's */
+	unsigned n = lv->nworkers + UFFD_EXTRA_WORKERS;
+	size_t pages = (size_t)n * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
+	size_t pages_up = (pages + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1);
+	uintptr_t aligned;
+	long map;
 	int rc;
 
-	lv->scratch_len = (size_t)n * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
-	lv->scratch_area = map_anon(lv->scratch_len);
-	if (!lv->scratch_area)
+	/* the migration pages, then a 2 MiB collapse scratch for each worker that collapses (the
+	 * background thread answering the machine's khugepaged, khugepaged, MADV_COLLAPSE) */
+	lv->scratch_len = pages_up + (size_t)UFFD_EXTRA_WORKERS * UFFD_HPAGE_SIZE;
+	lv->scratch_map_len = lv->scratch_len + UFFD_HPAGE_SIZE;
+	map = sys_mmap_own(lv->scratch_map_len, MAP_NORESERVE);
+	if (sys_is_err(map))
 		return -ENOMEM;
-	sys_madvise(lv->scratch_area, lv->scratch_len, MADV_DONTFORK);
+	lv->scratch_map = (void *)map;
+	aligned = ((uintptr_t)map + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1);
+	lv->scratch_area = (uint8_t *)aligned;
+	sys_madvise(lv->scratch_map, lv->scratch_map_len, MADV_DONTFORK);
 	/* moves into it need a registered destination with the program's VMA flags */
 	rc = uffd_io_register(lv->uffd, (uintptr_t)lv->scratch_area, lv->scratch_len);
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; i + 1 < n; i++)
+	for (unsigned i = 0; i < n; i++)
 		lv->workers[i].scratch =
 		    lv->scratch_area + (size_t)i * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
-	lv->caller.scratch =
-	    lv->scratch_area + (size_t)(n - 1) * UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE;
+	for (unsigned i = 0; i < UFFD_EXTRA_WORKERS; i++)
+		lv->workers[lv->nworkers + i].cscratch =
+		    lv->scratch_area + pages_up + (size_t)i * UFFD_HPAGE_SIZE;
 	return 0;
 }
 
@@ -471,15 +484,11 @@ static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char 
 
 static void workers_init(struct uffd_live *lv)
 {
-	for (unsigned i = 0; i <= lv->nworkers; i++) {
+	for (unsigned i = 0; i < lv->nworkers + UFFD_EXTRA_WORKERS; i++) {
 		lv->workers[i].lv = lv;
 		lv->workers[i].idx = i;
 		lv->workers[i].slot = -1;
 	}
-	lv->caller.lv = lv;
-	lv->caller.idx = lv->nworkers + 1;
-	lv->caller.slot = -1;
-	pthread_mutex_init(&lv->caller_lock, NULL);
 }
 
 unsigned uffd_handlers_auto(void)
@@ -511,6 +520,7 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	pthread_mutex_init(&lv->mm_lock, NULL);
 	pthread_mutex_init(&lv->snap_lock, NULL);
 	pthread_mutex_init(&lv->census_lock, NULL);
+	pthread_mutex_init(&lv->madv_lock, NULL);
 	waitq_init(&lv->wbq);
 	lv->wq = &lv->wbq;
 	workers_init(lv);
@@ -541,7 +551,7 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 		rc = uffd_table_init(&lv->table);
 	lv->table.proc_slot = (uint32_t)lv->mslot;
 	if (rc == 0)
-		rc = uffd_staging_init(&lv->staging, cfg->staging, lv->nworkers + 2,
+		rc = uffd_staging_init(&lv->staging, cfg->staging, lv->nworkers + 4,
 				       &lv->stats->host, lv->pagemap_fd, cfg->host_thp);
 	lv->staging.lazy = parent != NULL; /* a fork child may exec at once */
 	if (rc == 0)
@@ -593,12 +603,10 @@ void uffd_live_destroy(struct uffd_live *lv)
 	else if (lv->mm && !lv->child && !lv->cfg.machine[0])
 		mm_destroy(lv->mm);
 	uffd_table_destroy(&lv->table);
-	if (lv->scratch_area)
-		sys_munmap(lv->scratch_area, lv->scratch_len);
+	if (lv->scratch_map)
+		sys_munmap(lv->scratch_map, lv->scratch_map_len);
 	if (lv->zero_page)
 		sys_munmap(lv->zero_page, UFFD_PAGE_SIZE);
-	if (lv->zeros_2m)
-		sys_munmap(lv->zeros_2m, UFFD_HPAGE_SIZE);
 	if (lv->forkcheck)
 		sys_munmap((void *)lv->forkcheck, UFFD_PAGE_SIZE);
 	if (lv->stats)

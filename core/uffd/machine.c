@@ -15,6 +15,10 @@
  * process that does not answer in time (stopped, or swamped) makes the page busy, as a page the
  * kernel cannot isolate; one that is gone makes it -ENOENT (mm frees both frames).
  *
+ * khugepaged is the host's thread (one for the machine); its visit of this process comes as a
+ * request too (MACHINE_REQ_KHUGEPAGED), and the agent scans and collapses our ranges itself
+ * (collapse.c), since only this process can move a THP into its own mapping.
+ *
  * A fork child: the kernel dropped the child's userfaultfd registrations (no EVENT_FORK), so its
  * untouched pages are plain anonymous memory and its touched ones are copies of its parent's.
  * The child joins as a process of its own (a new slot, userfaultfd, threads) and adopts every
@@ -191,6 +195,8 @@ void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t sl
 				  &from, &to)) {
 		int rc = -EINVAL;
 
+		uint64_t reply = 0;
+
 		if (op == MACHINE_REQ_MIGRATE) {
 			rc = uffd_migrate_page(w, owner, from, to);
 			UFFD_COUNT(lv, machine_served);
@@ -199,14 +205,10 @@ void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t sl
 		} else if (op == MACHINE_REQ_KHUGEPAGED) { /* the host's khugepaged visits us */
 			bool done = false;
 
-			rc = uffd_khugepaged_visit(lv, w, &owner, from, &done);
-			if (rc >= 0 && done)
-				rc |= 1 << 30;
-			machine_serve_done_value(&lv->mach, lv->mslot, rc, owner);
-			slice_ns = 1;
-			continue;
+			rc = uffd_khugepaged_visit(w, &owner, from, &done);
+			reply = (owner & ~1ULL) | (done ? 1 : 0);
 		}
-		machine_serve_done(&lv->mach, lv->mslot, rc);
+		machine_serve_reply(&lv->mach, lv->mslot, rc, reply);
 		slice_ns = 1; /* drain what is queued, then go back to the other duties */
 	}
 	tell_stopping(lv);

@@ -397,7 +397,7 @@ static void set_advice(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int adv
 	if (n)
 		uffd_trace_event(lv, OBS_TR_ADVISE, lo, hi - lo, 0, 0, adv);
 	if (n && adv == MM_VMA_HUGEPAGE) /* hugepage_madvise -> khugepaged_enter_vma */
-		mm_khugepaged_enter(lv->mm, lv->table.proc_slot);
+		mm_khugepaged_enter(lv->mm, (uint32_t)lv->mslot);
 	for (unsigned i = 0; i < n; i++) {
 		as_advise(&rs[i]->as, lo, hi, adv);
 		uffd_region_put(&lv->table, rs[i]);
@@ -446,8 +446,14 @@ int uffd_madvise(struct uffd_live *lv, void *addr, size_t len, int advice)
 	case MADV_NOHUGEPAGE:
 		set_advice(lv, lo, hi, advice);
 		return advise_unmanaged(lv, lo, hi, advice);
-	case 25: /* MADV_COLLAPSE (6.1) */
-		return uffd_madv_collapse(lv, lo, hi);
+	case 25: { /* MADV_COLLAPSE: the managed part emulated (collapse.c), the rest native */
+		int rc = uffd_madv_collapse(lv, lo, hi), r2;
+
+		if (rc == -EINVAL && !mm_policy(lv->mm)->madv_collapse)
+			return rc; /* the emulated kernel does not know the advice at all */
+		r2 = advise_unmanaged(lv, lo, hi, advice);
+		return rc ? rc : r2;
+	}
 	default:
 		return sys_madvise(addr, len, advice);
 	}

@@ -31,7 +31,7 @@ const char *const uffd_host_help[] = {
 static bool host_is_max(const char *name)
 {
 	return strcmp(name, "latency_max_ns") == 0 || strcmp(name, "bytes_managed_peak") == 0 ||
-	       strcmp(name, "collapse_max_ns") == 0;
+	       strcmp(name, "collapse_copy_max_ns") == 0;
 }
 
 void uffd_stats_keep_previous(const char *dir, int pid)

@@ -67,11 +67,13 @@ struct obs_coverage;
 	X(machine_request_busy, "... of which refused or unanswered in time (counted busy)")       \
 	X(machine_served, "migrations of this process's pages asked by other processes")           \
 	X(fork_inherited_pages, "pages a fork child inherited (its parent's frames: not its own)") \
-	X(collapses, "2 MiB ranges collapsed into a huge page here (khugepaged, MADV_COLLAPSE)")   \
-	X(collapse_host_small, "... of which the host left mapped by 4 KiB pages (no THP for it)") \
-	X(collapse_ns, "time the program's accesses to collapsing ranges were held (ns)")          \
-	X(collapse_max_ns, "longest of those holds (ns)")                                          \
+	X(collapses, "4 KiB ranges collapsed into a huge extent (khugepaged and MADV_COLLAPSE)")   \
+	X(collapse_host_small, "... of which the host mapped with 4 KiB pages (no THP, refused)")  \
+	X(collapse_failed, "collapses abandoned (the range changed, a page busy or pinned)")       \
+	X(collapse_copy_ns, "total time the program's accesses to collapsing ranges waited (ns)")  \
+	X(collapse_copy_max_ns, "longest such wait (ns)")                                          \
 	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")                            \
+	X(khugepaged_visits, "khugepaged visits of this process's address space")  \
 	X(underused_splits, "THPs the shrinker found underused and this process split for real")   \
 	X(underused_pages_freed, "zero-filled subpages those splits unmapped and freed")
 

@@ -287,6 +287,7 @@ struct uffd_worker {
 	int slot;	       /* staging slot taken by clear_huge for the fault in progress */
 	uint8_t *scratch;      /* UFFD_SCRATCH_PAGES registered pages for migration */
 	unsigned scratch_next; /* next unused scratch page (DONTNEEDed in batches) */
+	uint8_t *cscratch;     /* 2 MiB registered, empty between collapses (collapse.c), or NULL */
 	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
 	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
@@ -295,6 +296,10 @@ struct uffd_worker {
 	struct guard_thread gt; /* registration with core/guard (credentials) */
 };
 #define UFFD_SCRATCH_PAGES 32
+#define UFFD_EXTRA_WORKERS 3 /* background, khugepaged, MADV_COLLAPSE */
+#define UFFD_W_BG(lv)	   (&(lv)->workers[(lv)->nworkers])
+#define UFFD_W_KHD(lv)	   (&(lv)->workers[(lv)->nworkers + 1])
+#define UFFD_W_MADV(lv)	   (&(lv)->workers[(lv)->nworkers + 2])
 
 /* What a per-fault hook sees (issue 6 traces, issue 5 stall capture). */
 struct uffd_fault_event {
@@ -338,16 +343,18 @@ struct uffd_live {
 	int pagemap_fd;		/* /proc/self/pagemap for PAGEMAP_SCAN */
 	struct uffd_table table;
 	struct uffd_staging staging;
-	unsigned nworkers; /* handlers; worker[nworkers] is the background thread */
-	struct uffd_worker workers[UFFD_MAX_HANDLERS + 1];
-	uint8_t *scratch_area; /* registered, DONTFORK, (nworkers + 1) * UFFD_SCRATCH_PAGES */
+	unsigned nworkers; /* handlers; worker[nworkers] is the background thread,
+			    * [nworkers + 1] khugepaged's, [nworkers + 2] MADV_COLLAPSE callers' */
+	struct uffd_worker workers[UFFD_MAX_HANDLERS + UFFD_EXTRA_WORKERS];
+	uint8_t *scratch_area; /* registered, DONTFORK, (nworkers + 3) * UFFD_SCRATCH_PAGES, then
+				* 3 * 2 MiB of collapse scratch (2 MiB aligned) */
 	size_t scratch_len;
-	void *zero_page; /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
-	void *zeros_2m;	 /* 2 MiB never written, mapped on first use (collapse.c) */
-	/* The hooks' context for work done in a program thread (MADV_COLLAPSE: its allocation
-	 * may compact and migrate): one at a time; its scratch pages follow the workers'. */
-	struct uffd_worker caller;
-	pthread_mutex_t caller_lock;
+	void *scratch_map; /* the mapping as made (scratch_area is aligned inside it) */
+	size_t scratch_map_len;
+	pthread_mutex_t madv_lock; /* one MADV_COLLAPSE at a time (the kernel's mmap_lock write) */
+	uint32_t khd_wake;	   /* futex word: wakes the khugepaged thread early */
+	bool khd_stop;
+	void *zero_page;	     /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
 	struct uffd_stats *stats;    /* shared file (run dir) or private */
 	pthread_mutex_t snap_lock;   /* the stats' non-atomic parts: snapshot, note, state */
 	pthread_mutex_t census_lock; /* one census at a time (background tick or exit) */
@@ -473,15 +480,19 @@ void uffd_trace_event(struct uffd_live *lv, unsigned type, uintptr_t addr, uint6
 void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read);
 /* The mm environment (env.c). */
 extern const struct mm_env_ops uffd_env_ops;
+/* ---- collapse (collapse.c) ------------------------------------------------------------------- */
+
+/* The owner's half of a khugepaged visit (the khugepaged_scan hook's body, here or for the
+ * machine's khugepaged through the mailbox): mm_khugepaged_scan_mm over our regions. */
+int uffd_khugepaged_visit(struct uffd_worker *w, uint64_t *addr, unsigned budget, bool *done);
+/* MADV_COLLAPSE of [lo, hi) (managed part): 0 or -errno (madvise_collapse). */
+int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
+/* khugepaged's thread of a process with a pool of its own. */
+void *uffd_khugepaged_main(void *arg);
+void uffd_khugepaged_ping(void *arg);
+
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
-
-/* collapse.c: khugepaged's visit of this process (mm_khugepaged_scan_mm over its regions, the
- * collapses done for real), and MADV_COLLAPSE of [lo, hi) (0 or -errno, as madvise(2)). */
-int uffd_khugepaged_visit(struct uffd_live *lv, struct uffd_worker *w, uint64_t *addr,
-			  unsigned budget, bool *done);
-int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
-
 /* Judge the THP at head (extent_owner: its page 0's cookie) and split it for real if underused
  * (split.c): the split_underused hook's body. 1 split, 0 not underused, -EAGAIN busy, -ENOENT. */
 int uffd_split_underused(struct uffd_worker *w, uint64_t extent_owner, uint32_t head);

@@ -10,7 +10,8 @@ foreach(src ${_live_progs})
   target_link_libraries(prog_${n} PRIVATE Threads::Threads)
 endforeach()
 
-foreach(t programs threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make collapse split)
+foreach(t programs threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make
+          collapse split)
   thpemu_add_test(NAME integration/live_${t}
                   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_${t}.sh
                   LABELS integration needs-uffd needs-root)
