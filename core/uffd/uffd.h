@@ -73,7 +73,7 @@ struct obs_coverage;
 	X(collapse_copy_ns, "total time the program's accesses to collapsing ranges waited (ns)")  \
 	X(collapse_copy_max_ns, "longest such wait (ns)")                                          \
 	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")                            \
-	X(khugepaged_visits, "khugepaged visits of this process's address space")  \
+	X(khugepaged_visits, "khugepaged visits of this process's address space")                  \
 	X(underused_splits, "THPs the shrinker found underused and this process split for real")   \
 	X(underused_pages_freed, "zero-filled subpages those splits unmapped and freed")
 
