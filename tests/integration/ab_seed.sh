@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # thpemu ab on the 2011 experiment: usemem under writeback pressure (a slow USB stick, a writer
-# through the page cache), the stalling kernel against Mel Gorman's patch, 3 runs each:
+# through the page cache), the stalling kernel against Mel Gorman's patch, 5 runs each:
 #  - the JSON says the stall totals differ in the expected direction (the patch stalls less)
 #    and marks the difference significant (its bootstrap interval excludes 0); the stalls in
 #    compaction on writeback are the patched kernel's no more;
@@ -24,16 +24,16 @@ S="pool=96M,fragment=anon:50%,pagecache:25%,device=usb2-stick-2011"
 S="$S,dirty=total=16M,file=2M,dirty-ratio=40%,background-ratio=20%"
 J=$T_OUT/ab.json H=$T_OUT/ab.html
 start=$(date +%s)
-"$THPEMU" ab --a "policy=linux-3.2,$S" --b "policy=linux-3.2+nostall,$S" --runs 3 \
+"$THPEMU" ab --a "policy=linux-3.2,$S" --b "policy=linux-3.2+nostall,$S" --runs 5 \
 	--json "$J" --html "$H" -- "$USEMEM" --delay 1s --size 8M --loops 15 --hold 100ms --quiet \
 	>"$T_OUT/ab.txt" 2>"$T_TMP/ab.err" || fail "thpemu ab failed: $(tail -5 "$T_TMP/ab.err")"
 say "ab took $(($(date +%s) - start)) s"
 sed -n '/^thpemu ab/,/^Per-fault/p' "$T_OUT/ab.txt" | grep -E 'thpemu ab|stall|huge-pct|wb-|wall'
 
 expect_eq "kind" "$(json "$J" .kind)" ab
-expect_eq "runs" "$(json "$J" '.runs | length')" 6
-expect_eq "runs ok" "$(json "$J" '[.runs[] | select(.ok)] | length')" 6
-expect_eq "order ABAB" "$(json "$J" '[.runs[].side] | join("")')" ABABAB
+expect_eq "runs" "$(json "$J" '.runs | length')" 10
+expect_eq "runs ok" "$(json "$J" '[.runs[] | select(.ok)] | length')" 10
+expect_eq "order ABAB" "$(json "$J" '[.runs[].side] | join("")')" ABABABABAB
 m() { json "$J" ".comparison.metrics[] | select(.name == \"$1\") | $2"; }
 a=$(m stall-total .a.mean) b=$(m stall-total .b.mean)
 say "stall totals: A $(m stall-total '.a.values | join(" ")') ms, B $(m stall-total '.b.values | join(" ")') ms," \
@@ -43,8 +43,8 @@ expect_eq "stall-total significant" "$(m stall-total .significant)" true
 awk -v hi="$(m stall-total '.ci95[1]')" 'BEGIN { exit !(hi < 0) }' || fail "the CI of B-A does not lie below 0"
 expect_eq "the patched kernel's compaction writeback waits" \
 	"$(json "$J" '[.runs[] | select(.side == "B") | .report.vmstat.compact_writeback_wait] | add')" 0
-[ "$(json "$J" '[.runs[] | select(.side == "A") | .report.vmstat.compact_writeback_wait] | min')" -gt 0 ] ||
-	fail "a linux-3.2 run never waited on writeback in compaction"
+[ "$(json "$J" '[.runs[] | select(.side == "A") | .report.vmstat.compact_writeback_wait] | add')" -gt 0 ] ||
+	fail "no linux-3.2 run waited on writeback in compaction"
 grep -Eq '^Amean +stall-total \(ms\) .*\*' "$T_OUT/ab.txt" || fail "the text does not mark stall-total significant"
 expect_eq "distribution test ran" "$(json "$J" .comparison.distributions.both.tested)" true
 
