@@ -32,6 +32,7 @@ static struct uffd_live *mk(const char *policy)
 	ASSERT_EQ(config_opt_parse(config_opt_by_env("THPEMU_POOL"), NULL, "128M", &cfg, err,
 				   sizeof(err)),
 		  0);
+	cfg.policy.khugepaged = false; /* a collapse is not a traced event: keep the trace whole */
 	snprintf(path, sizeof(path), "/tmp/thpemu-uffd-trace.%d", (int)getpid());
 	snprintf(cfg.trace, sizeof(cfg.trace), "%s", path);
 	cfg.io_pid = (uint64_t)getpid();
