@@ -95,27 +95,10 @@ static bool resident(uintptr_t a, unsigned char *vec)
 	return sys_call3(SYS_mincore, a, HPAGE, vec) == 0;
 }
 
-/* Move [src, src + 2 MiB) to dst (holes allowed), going on after partial progress. */
+/* Move [src, src + 2 MiB) to dst, holes allowed, going on after partial progress. */
 static int move_range(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, size_t *out)
 {
-	size_t off = 0;
-	int rc = 0;
-
-	for (int tries = 0; tries < 64 && off < len; tries++) {
-		int64_t done = 0;
-
-		rc = uffd_io_move(fd, dst + off, src + off, len - off,
-				  mode | UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES, &done);
-		if (rc == 0) {
-			off = len;
-			break;
-		}
-		off += (size_t)done;
-		if (rc != -EAGAIN)
-			break;
-	}
-	*out = off;
-	return off >= len ? 0 : rc;
+	return uffd_io_move_all(fd, dst, src, len, mode | UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES, out);
 }
 
 /* Step 2: every present page of the range at addr into the scratch cs. */
@@ -134,8 +117,7 @@ static int move_out(struct uffd_live *lv, uintptr_t addr, uint8_t *cs)
 		if (rc == 0)
 			return 0;
 		at = addr + off;
-		if (uffd_page_resident((uintptr_t)cs + off) == 1 && uffd_page_resident(at) == 0) {
-			UFFD_COUNT(lv, move_misreports); /* it moved (migrate.c says why) */
+		if (uffd_moved_anyway(lv, (uintptr_t)cs + off, at)) { /* migrate.c says why */
 			off += PAGE;
 			if (off >= HPAGE)
 				return 0;

@@ -139,28 +139,6 @@ static void materialise_base(struct fault_ctx *fc, bool in_extent)
 		uffd_region_fail(fc->lv, fc->r, rc);
 }
 
-/* Move 2 MiB, continuing after partial progress (-EAGAIN with bytes moved). */
-static int move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, size_t *moved)
-{
-	size_t off = 0;
-	int rc = -EAGAIN;
-
-	for (int tries = 0; tries < 64 && off < len; tries++) {
-		int64_t done = 0;
-
-		rc = uffd_io_move(fd, dst + off, src + off, len - off, 0, &done);
-		if (rc == 0) {
-			off = len;
-			break;
-		}
-		off += (size_t)done;
-		if (rc != -EAGAIN)
-			break;
-	}
-	*moved = off;
-	return off == len ? 0 : rc;
-}
-
 /* The host refused the huge move (a PTE table already in the extent, VMA flags that differ from
  * the staging area, ...): serve the fault with 4 KiB pages, keeping whatever the move mapped, as
  * a THP fault that falls back. What is mapped is read from the page tables (mincore), not from
@@ -223,8 +201,8 @@ static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
 		huge_abort_locked(fc, head, slot, true);
 		return 0;
 	}
-	rc = move_all(lv->uffd, dst, (uintptr_t)uffd_staging_addr(&lv->staging, slot),
-		      UFFD_HPAGE_SIZE, &moved);
+	rc = uffd_io_move_all(lv->uffd, dst, (uintptr_t)uffd_staging_addr(&lv->staging, slot),
+			      UFFD_HPAGE_SIZE, 0, &moved);
 	if (rc == 0) {
 		as_fault_huge(&r->as, fc->e, head);
 		uffd_staging_spent(&lv->staging, slot);

@@ -30,11 +30,11 @@
 
 /* An empty scratch page: the batch is emptied when used up, and a page found mapped anyway is
  * emptied before use, so that whatever a move leaves there is the program's page. */
-static uint8_t *scratch_page(struct uffd_worker *w)
+uint8_t *uffd_scratch_page(struct uffd_worker *w)
 {
 	uint8_t *s;
 
-	if (w->scratch_next == UFFD_SCRATCH_PAGES) {
+	if (w->scratch_next >= UFFD_SCRATCH_PAGES) {
 		sys_madvise(w->scratch, UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE, MADV_DONTNEED);
 		w->scratch_next = 0;
 	}
@@ -45,7 +45,7 @@ static uint8_t *scratch_page(struct uffd_worker *w)
 }
 
 /* A move from src to dst failed: did it move the page anyway? */
-static bool moved_anyway(struct uffd_live *lv, uintptr_t dst, uintptr_t src)
+bool uffd_moved_anyway(struct uffd_live *lv, uintptr_t dst, uintptr_t src)
 {
 	if (uffd_page_resident(dst) != 1 || uffd_page_resident(src) != 0)
 		return false;
@@ -94,7 +94,7 @@ static int remap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
 
 	if (uffd_io_move(lv->uffd, addr, (uintptr_t)scratch, UFFD_PAGE_SIZE, 0, NULL) == 0 ||
-	    moved_anyway(lv, addr, (uintptr_t)scratch)) {
+	    uffd_moved_anyway(lv, addr, (uintptr_t)scratch)) {
 		as_migrate_cancel(&r->as, p, false);
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -EAGAIN;
@@ -130,10 +130,10 @@ static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -EBUSY;
 	}
-	scratch = scratch_page(w);
+	scratch = uffd_scratch_page(w);
 	rc = uffd_io_move(lv->uffd, (uintptr_t)scratch, addr, UFFD_PAGE_SIZE,
 			  UFFDIO_MOVE_MODE_DONTWAKE, NULL);
-	if (rc < 0 && moved_anyway(lv, (uintptr_t)scratch, addr))
+	if (rc < 0 && uffd_moved_anyway(lv, (uintptr_t)scratch, addr))
 		rc = 0;
 	if (rc < 0) {
 		guard_migrate_end();

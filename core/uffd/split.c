@@ -62,30 +62,6 @@ static bool program_page_is_zero(uintptr_t addr)
 	return n == (long)UFFD_PAGE_SIZE && page_is_zero(buf);
 }
 
-/* An empty scratch page of the worker (the batch is emptied when used up, as migrate.c does). */
-static uint8_t *scratch_page(struct uffd_worker *w)
-{
-	uint8_t *s;
-
-	if (w->scratch_next >= UFFD_SCRATCH_PAGES) {
-		sys_madvise(w->scratch, UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE, MADV_DONTNEED);
-		w->scratch_next = 0;
-	}
-	s = w->scratch + (size_t)w->scratch_next++ * UFFD_PAGE_SIZE;
-	if (uffd_page_resident((uintptr_t)s) != 0)
-		sys_madvise(s, UFFD_PAGE_SIZE, MADV_DONTNEED);
-	return s;
-}
-
-/* A move from src to dst reported an error: did it move the page anyway? (migrate.c) */
-static bool moved_anyway(struct uffd_live *lv, uintptr_t dst, uintptr_t src)
-{
-	if (uffd_page_resident(dst) != 1 || uffd_page_resident(src) != 0)
-		return false;
-	UFFD_COUNT(lv, move_misreports);
-	return true;
-}
-
 /* Take page p (MIGRATING, believed zero-filled) out of the program's mapping. Returns true if
  * it is out and zero-filled (it stays out, MIGRATING), false if it is back in place, PRESENT
  * (the host refused the move, or the program wrote it meanwhile). */
@@ -93,13 +69,13 @@ static bool take_zero_page(struct uffd_worker *w, struct uffd_region *r, uint32_
 {
 	struct uffd_live *lv = w->lv;
 	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
-	uint8_t *s = scratch_page(w);
+	uint8_t *s = uffd_scratch_page(w);
 	int rc = -EAGAIN;
 
 	for (int i = 0; i < MOVE_TRIES && rc == -EAGAIN; i++) {
 		rc = uffd_io_move(lv->uffd, (uintptr_t)s, addr, UFFD_PAGE_SIZE,
 				  UFFDIO_MOVE_MODE_DONTWAKE, NULL);
-		if (rc < 0 && moved_anyway(lv, (uintptr_t)s, addr))
+		if (rc < 0 && uffd_moved_anyway(lv, (uintptr_t)s, addr))
 			rc = 0;
 	}
 	if (rc < 0) { /* still mapped (pinned, shared with a fork child...): keep it */
@@ -116,7 +92,7 @@ static bool take_zero_page(struct uffd_worker *w, struct uffd_region *r, uint32_
 	/* written since it was read: its data goes back where the program left it */
 	rc = uffd_io_copy(lv->uffd, addr, s, UFFD_PAGE_SIZE, true, NULL);
 	if (rc < 0 && uffd_io_move(lv->uffd, addr, (uintptr_t)s, UFFD_PAGE_SIZE, 0, NULL) < 0 &&
-	    !moved_anyway(lv, addr, (uintptr_t)s))
+	    !uffd_moved_anyway(lv, addr, (uintptr_t)s))
 		UFFD_COUNT(lv, uffd_errors);
 	uffd_pstate_set(r, p, UP_PRESENT);
 	uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);

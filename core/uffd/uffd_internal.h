@@ -493,6 +493,10 @@ void uffd_khugepaged_ping(void *arg);
 
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
+/* migrate.c, also for split.c: an empty scratch page of worker w, and whether a move from src
+ * to dst that reported an error moved the page anyway (counted in move_misreports). */
+uint8_t *uffd_scratch_page(struct uffd_worker *w);
+bool uffd_moved_anyway(struct uffd_live *lv, uintptr_t dst, uintptr_t src);
 /* Judge the THP at head (extent_owner: its page 0's cookie) and split it for real if underused
  * (split.c): the split_underused hook's body. 1 split, 0 not underused, -EAGAIN busy, -ENOENT. */
 int uffd_split_underused(struct uffd_worker *w, uint64_t extent_owner, uint32_t head);
@@ -520,6 +524,10 @@ void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
 int uffd_io_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake, int64_t *done);
 int uffd_io_zeropage(int fd, uintptr_t dst, size_t len);
 int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *done);
+/* UFFDIO_MOVE of [src, src + len) to dst, going on after partial progress (-EAGAIN with bytes
+ * moved, at most 64 tries): 0 or the last -errno; *moved says how far it got. */
+int uffd_io_move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode,
+		     size_t *moved);
 int uffd_io_wake(int fd, uintptr_t start, size_t len);
 int uffd_io_register(int fd, uintptr_t start, size_t len);
 /* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */

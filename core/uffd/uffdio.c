@@ -55,6 +55,27 @@ int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode
 	return rc;
 }
 
+int uffd_io_move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, size_t *moved)
+{
+	size_t off = 0;
+	int rc = 0;
+
+	for (int tries = 0; tries < 64 && off < len; tries++) {
+		int64_t done = 0;
+
+		rc = uffd_io_move(fd, dst + off, src + off, len - off, mode, &done);
+		if (rc == 0) {
+			off = len;
+			break;
+		}
+		off += (size_t)done;
+		if (rc != -EAGAIN)
+			break;
+	}
+	*moved = off;
+	return off >= len ? 0 : rc;
+}
+
 int uffd_io_wake(int fd, uintptr_t start, size_t len)
 {
 	struct uffdio_range r = {.start = start, .len = len};
