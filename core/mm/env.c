@@ -186,6 +186,23 @@ int mm_hook_wait_writeback(struct mm *mm, void *call, uint32_t pfn, uint64_t tim
 				      : -ETIMEDOUT;
 }
 
+int mm_hook_throttle(struct mm *mm, void *call, enum mm_wait_kind kind, uint64_t timeout_ns,
+		     bool iff_congested)
+{
+	const struct mm_env *e = env_of(mm);
+
+	return e->ops->throttle ? e->ops->throttle(e->priv, call, kind, timeout_ns, iff_congested)
+				: 0;
+}
+
+void mm_hook_waited(struct mm *mm, void *call, const struct mm_wait *w)
+{
+	const struct mm_env *e = env_of(mm);
+
+	if (e->ops->waited)
+		e->ops->waited(e->priv, call, w);
+}
+
 int mm_hook_writeout(struct mm *mm, void *call, uint64_t owner, uint32_t pfn)
 {
 	const struct mm_env *e = env_of(mm);

@@ -299,6 +299,10 @@ int mm_hook_khugepaged_scan(struct mm *mm, void *call, uint32_t as_id, uint64_t 
 			    unsigned budget, bool *done); /* -ENOENT without the hook */
 int mm_hook_split_underused(struct mm *mm, void *call, uint64_t extent_owner,
 			    uint32_t head); /* 0 (not underused) without the hook */
+/* A throttle sleep ([unlocked]; nothing without the hook) and the per-wait report ([locked]). */
+int mm_hook_throttle(struct mm *mm, void *call, enum mm_wait_kind kind, uint64_t timeout_ns,
+		     bool iff_congested);
+void mm_hook_waited(struct mm *mm, void *call, const struct mm_wait *w);
 /* Release the lock for an [unlocked] hook (returns the epoch) and retake it after: false when
  * mm_repair ran meanwhile. Then the caller abandons its work without touching the frames it
  * held (sources, targets, a captured block, a reclaim batch): the repair put them back where

@@ -83,11 +83,41 @@ enum mm_cause {
 	MM_CAUSE_COMPACT_WRITEOUT, /* sync compaction writing a dirty page out */
 	MM_CAUSE_COMPACT_MIGRATE,  /* copying pages (real copies live) */
 	MM_CAUSE_RECLAIM,
-	MM_CAUSE_RECLAIM_WB_WAIT, /* direct reclaim's synchronous pass waiting on writeback */
-	MM_CAUSE_ZEROING,	  /* clearing the 2 MiB extent */
+	MM_CAUSE_RECLAIM_WB_WAIT,  /* direct reclaim's synchronous pass waiting on writeback */
+	MM_CAUSE_ZEROING,	   /* clearing the 2 MiB extent */
+	MM_CAUSE_COMPACT_THROTTLE, /* sync compaction napping: too_many_isolated */
+	MM_CAUSE_RECLAIM_THROTTLE, /* direct reclaim napping: too_many_isolated, congestion */
 	MM_CAUSE_NR,
 };
 const char *mm_cause_chain(enum mm_cause c);
+
+/* One blocking wait inside the emulated kernel: what a task in D state was doing, as Mel
+ * Gorman's 2011 stall monitor (watch-dstate) saw it. A fault that waits ten times is ten waits.
+ * Reported through ops->waited after each wait, whatever its length. */
+enum mm_wait_kind {
+	MM_WAIT_COMPACT_WRITEBACK, /* unmap_and_move: wait_on_page_writeback (sleep_on_page) */
+	MM_WAIT_COMPACT_WRITEOUT,  /* fallback_migrate_page: writeout() -> ->writepage */
+	MM_WAIT_COMPACT_ISOLATED,  /* isolate_migratepages: too_many_isolated -> congestion_wait */
+	MM_WAIT_RECLAIM_WRITEBACK, /* shrink_page_list's sync pass: wait_on_page_writeback */
+	MM_WAIT_RECLAIM_WRITEOUT,  /* shrink_page_list: pageout() -> ->writepage */
+	MM_WAIT_RECLAIM_ISOLATED,  /* shrink_inactive_list: too_many_isolated -> congestion_wait */
+	MM_WAIT_RECLAIM_CONGESTED, /* do_try_to_free_pages / balance_pgdat: wait_iff_congested,
+				    * congestion_wait */
+	MM_WAIT_NR,
+};
+/* The kernel function that blocked ("sleep_on_page", "congestion_wait", ...), for the 2011
+ * report's "comm function ms" line; and a short name for JSON ("compact-writeback", ...). */
+const char *mm_wait_function(enum mm_wait_kind k);
+const char *mm_wait_name(enum mm_wait_kind k);
+
+struct mm_wait {
+	enum mm_wait_kind kind;
+	uint64_t t_start; /* env now() when it began */
+	uint64_t ns;	  /* how long it blocked */
+	uint64_t owner;	  /* the page's owner cookie (writeback, writeout), else 0 */
+	uint32_t pfn;	  /* the frame waited on (writeback, writeout), else MM_NO_PFN */
+	bool background;  /* kswapd (no program fault behind it) */
+};
 
 /* Slow-path steps, recorded in order per fault (profile step-sequence tests read these). */
 enum mm_step {
@@ -307,6 +337,18 @@ struct mm_env_ops {
 	 * queue for good), -EAGAIN busy (it stays queued) or -ENOENT (no such THP any more).
 	 * NULL: no THP is ever judged underused. */
 	int (*split_underused)(void *priv, void *call, uint64_t extent_owner, uint32_t head);
+	/* [unlocked] A reclaim or compaction throttle (3.x congestion_wait(BLK_RW_ASYNC, HZ/10),
+	 * wait_iff_congested; 6.12 reclaim_throttle): sleep until the device leaves write
+	 * congestion (clear_bdi_congested wakes the sleepers) or timeout_ns passed. With
+	 * iff_congested, return at once when no device is congested (wait_iff_congested's
+	 * cond_resched). kind says which throttle it is. Returns 0. NULL: throttles cost nothing.
+	 */
+	int (*throttle)(void *priv, void *call, enum mm_wait_kind kind, uint64_t timeout_ns,
+			bool iff_congested);
+	/* [locked] Every blocking wait just ended (writeback wait, writeout, throttle), in the
+	 * thread that waited: per-wait stall events are built from these. Must not block or
+	 * allocate. May be NULL. */
+	void (*waited)(void *priv, void *call, const struct mm_wait *w);
 };
 
 struct mm_env {

@@ -57,6 +57,24 @@ enum mm_reclaim_skip {
 	MM_RECLAIM_SKIP_READY, /* 3.3+: compaction_ready() (free >= high + gap, suitable) */
 };
 
+/* The file system of the device's files (3.1/3.2 address_space_operations). */
+enum mm_fs {
+	MM_FS_VFAT, /* fs/fat/inode.c fat_aops: no ->migratepage, so mm/migrate.c
+		     * fallback_migrate_page writes a dirty page out (writeout) before migrating
+		     * it; fat_writepage (block_write_full_page) writes from reclaim */
+	MM_FS_EXT4, /* fs/ext4/inode.c ext4_da_aops: ->migratepage = buffer_migrate_page (a dirty
+		     * page migrates without writeout); ext4_da_writepage redirties a page with
+		     * delayed-allocation buffers (ext4_bh_delay_or_unwritten): ->writepage from
+		     * reclaim writes nothing */
+};
+
+/* Which dirty page-cache pages kswapd writes itself (mm/vmscan.c shrink_page_list). */
+enum mm_kswapd_write {
+	MM_KSWAPD_WRITE_NEVER,	/* 6.12 (the flusher writes; see core/mm/README.md) */
+	MM_KSWAPD_WRITE_ALWAYS, /* 3.1: PF_SWAPWRITE, pageout() of every unreferenced dirty page */
+	MM_KSWAPD_WRITE_PRESSURE, /* 3.2/3.3: only at priority < DEF_PRIORITY - 2 */
+};
+
 struct mm_policy {
 	char name[64]; /* the named profile it started from */
 	enum mm_era era;
@@ -95,6 +113,11 @@ struct mm_policy {
 	bool deferred_split;	  /* a partly unmapped THP waits on the split queue (4.5+) */
 	bool shrink_underused;	  /* transparent_hugepage/shrink_underused (6.12) */
 	bool madv_collapse;	  /* MADV_COLLAPSE exists (6.1+) */
+	/* 3.x reclaim and the device's file system (issue 13): */
+	enum mm_fs fs;			   /* fs=vfat|ext4 (machine setting: --fs) */
+	enum mm_kswapd_write kswapd_write; /* kswapd-writepage=never|always|pressure */
+	bool reclaim_throttles;		   /* 3.x congestion_wait / wait_iff_congested /
+					    * too_many_isolated naps (throttle=yes|no) */
 };
 
 /* NULL-terminated list of the named profiles. */

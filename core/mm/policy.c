@@ -51,6 +51,9 @@ static const struct mm_policy base_3_1 = {
     .proactiveness = 0,
     .reclaim_skip = MM_RECLAIM_SKIP_NONE,
     KHUGEPAGED_3X(MM_MIGRATE_SYNC),
+    .fs = MM_FS_VFAT,
+    .kswapd_write = MM_KSWAPD_WRITE_ALWAYS,
+    .reclaim_throttles = true,
 };
 
 /* Mainline 3.2 (3.2-rc1, 7 Nov 2011, was current when Mel Gorman measured the stalls and posted
@@ -81,6 +84,9 @@ static const struct mm_policy base_3_2 = {
     .proactiveness = 0,
     .reclaim_skip = MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED,
     KHUGEPAGED_3X(MM_MIGRATE_SYNC),
+    .fs = MM_FS_VFAT,
+    .kswapd_write = MM_KSWAPD_WRITE_PRESSURE,
+    .reclaim_throttles = true,
 };
 
 static const struct mm_policy base_3_3 = {
@@ -102,6 +108,9 @@ static const struct mm_policy base_3_3 = {
     .proactiveness = 0,
     .reclaim_skip = MM_RECLAIM_SKIP_READY,
     KHUGEPAGED_3X(MM_MIGRATE_SYNC_LIGHT),
+    .fs = MM_FS_VFAT,
+    .kswapd_write = MM_KSWAPD_WRITE_PRESSURE,
+    .reclaim_throttles = true,
 };
 
 static const struct mm_policy base_modern = {
@@ -137,6 +146,9 @@ static const struct mm_policy base_modern = {
     .deferred_split = true,
     .shrink_underused = true,
     .madv_collapse = true,
+    .fs = MM_FS_VFAT,
+    .kswapd_write = MM_KSWAPD_WRITE_NEVER,
+    .reclaim_throttles = true,
 };
 
 static const char *const profile_names[] = {
@@ -221,6 +233,8 @@ static const char *const defrag_values[] = {"always",  "defer", "defer+madvise",
 					    "madvise", "never", NULL};
 static const char *const mode_values[] = {"none", "async", "sync-light", "sync", NULL};
 static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready", NULL};
+static const char *const fs_values[] = {"vfat", "ext4", NULL};
+static const char *const kswapd_write_values[] = {"never", "always", "pressure", NULL};
 
 #define F(field) offsetof(struct mm_policy, field)
 
@@ -276,6 +290,12 @@ static const struct key keys[] = {
     {"shrink-underused", K_BOOL, F(shrink_underused), NULL, 0, 0, 0,
      "transparent_hugepage/shrink_underused: the shrinker splits underused THPs (6.12)"},
     {"madv-collapse", K_BOOL, F(madv_collapse), NULL, 0, 0, 0, "MADV_COLLAPSE exists (6.1+)"},
+    {"fs", K_ENUM, F(fs), fs_values, 0, 0, 0,
+     "file system of the device's files: vfat (no ->migratepage) or ext4 (delalloc)"},
+    {"kswapd-writepage", K_ENUM, F(kswapd_write), kswapd_write_values, 0, 0, 0,
+     "dirty pages kswapd writes itself (3.1 always, 3.2/3.3 pressure: priority < 10)"},
+    {"throttle", K_BOOL, F(reclaim_throttles), NULL, 0, 0, 0,
+     "reclaim/compaction naps: congestion_wait, wait_iff_congested, too_many_isolated"},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

@@ -86,6 +86,36 @@ const char *mm_compact_result_name(enum mm_compact_result r)
 	return (unsigned)r < MM_COMPACT_NR ? names[r] : "?";
 }
 
+const char *mm_wait_function(enum mm_wait_kind k)
+{
+	static const char *const fn[MM_WAIT_NR] = {
+	    [MM_WAIT_COMPACT_WRITEBACK] = "sleep_on_page",
+	    [MM_WAIT_COMPACT_WRITEOUT] = "writeout",
+	    [MM_WAIT_COMPACT_ISOLATED] = "congestion_wait",
+	    [MM_WAIT_RECLAIM_WRITEBACK] = "sleep_on_page",
+	    [MM_WAIT_RECLAIM_WRITEOUT] = "pageout",
+	    [MM_WAIT_RECLAIM_ISOLATED] = "congestion_wait",
+	    [MM_WAIT_RECLAIM_CONGESTED] = "congestion_wait",
+	};
+
+	return (unsigned)k < MM_WAIT_NR ? fn[k] : "?";
+}
+
+const char *mm_wait_name(enum mm_wait_kind k)
+{
+	static const char *const names[MM_WAIT_NR] = {
+	    [MM_WAIT_COMPACT_WRITEBACK] = "compact-writeback",
+	    [MM_WAIT_COMPACT_WRITEOUT] = "compact-writeout",
+	    [MM_WAIT_COMPACT_ISOLATED] = "compact-isolated",
+	    [MM_WAIT_RECLAIM_WRITEBACK] = "reclaim-writeback",
+	    [MM_WAIT_RECLAIM_WRITEOUT] = "reclaim-writeout",
+	    [MM_WAIT_RECLAIM_ISOLATED] = "reclaim-isolated",
+	    [MM_WAIT_RECLAIM_CONGESTED] = "reclaim-congested",
+	};
+
+	return (unsigned)k < MM_WAIT_NR ? names[k] : "?";
+}
+
 const char *mm_cause_chain(enum mm_cause c)
 {
 	static const char *const chains[MM_CAUSE_NR] = {
@@ -99,6 +129,8 @@ const char *mm_cause_chain(enum mm_cause c)
 	    [MM_CAUSE_RECLAIM] = "fault > direct reclaim",
 	    [MM_CAUSE_RECLAIM_WB_WAIT] = "fault > direct reclaim > wait on writeback",
 	    [MM_CAUSE_ZEROING] = "fault > clear huge page",
+	    [MM_CAUSE_COMPACT_THROTTLE] = "fault > sync compaction > too many isolated > nap",
+	    [MM_CAUSE_RECLAIM_THROTTLE] = "fault > direct reclaim > congestion wait",
 	};
 
 	return (unsigned)c < MM_CAUSE_NR ? chains[c] : "?";

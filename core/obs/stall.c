@@ -133,6 +133,7 @@ const char *const *obs_stall_modelled_stack(enum mm_cause c)
 	case MM_CAUSE_COMPACT_ASYNC:
 	case MM_CAUSE_COMPACT_SYNC_LIGHT:
 	case MM_CAUSE_COMPACT_SYNC:
+	case MM_CAUSE_COMPACT_THROTTLE:
 		return chain_compact;
 	case MM_CAUSE_COMPACT_WB_WAIT:
 		return chain_wb_wait;
@@ -141,6 +142,7 @@ const char *const *obs_stall_modelled_stack(enum mm_cause c)
 	case MM_CAUSE_COMPACT_MIGRATE:
 		return chain_migrate;
 	case MM_CAUSE_RECLAIM:
+	case MM_CAUSE_RECLAIM_THROTTLE:
 		return chain_reclaim;
 	case MM_CAUSE_RECLAIM_WB_WAIT:
 		return chain_reclaim_wb;
