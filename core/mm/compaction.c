@@ -159,6 +159,38 @@ static bool too_many_isolated(const struct mm *mm)
 
 /* Is the frame at pfn an LRU page this compaction may isolate? (__isolate_lru_page with the
  * mode's filter.) */
+/* Naps one too_many_isolated wait may take before giving up (the kernel loops until the
+ * isolated pages drop or a fatal signal arrives; the bound stands in for the signal). */
+#define ISOLATED_NAPS_MAX 100
+
+/* The too_many_isolated check at the start of a block: ASYNC aborts; otherwise 3.x
+ * isolate_migratepages sleeps in congestion_wait(BLK_RW_ASYNC, HZ/10) and 6.12
+ * isolate_migratepages_block in reclaim_throttle(VMSCAN_THROTTLE_ISOLATED), up to HZ/50 (but
+ * aborts if it already holds pages), until the count drops. Returns 0 to go on, -EAGAIN to
+ * abort (cc->stale set if the model was repaired during a nap). */
+static int isolated_throttle(struct mm *mm, struct compact_control *cc)
+{
+	bool modern = era_modern(mm);
+	unsigned naps = 0;
+
+	while (too_many_isolated(mm)) {
+		if (cc->mode == MM_MIGRATE_ASYNC || (modern && cc->nr_migratepages))
+			return -EAGAIN;
+		if (!mm->cfg.policy.reclaim_throttles)
+			return 0; /* throttle=no: go on regardless */
+		if (naps++ == ISOLATED_NAPS_MAX)
+			return -EAGAIN;
+		count_event(mm, MM_STAT_THROTTLE_ISOLATED, 1);
+		if (throttle_nap(mm, cc->fc, MM_WAIT_COMPACT_ISOLATED,
+				 modern ? NSEC_PER_HZ_50 : NSEC_PER_HZ_10, false,
+				 MM_CAUSE_COMPACT_THROTTLE)) {
+			abandon_compaction(cc);
+			return -EAGAIN;
+		}
+	}
+	return 0;
+}
+
 static bool isolatable(struct mm *mm, struct compact_control *cc, const struct mm_frame *f)
 {
 	if (f->flags & (FF_ISOLATED | FF_GONE))
@@ -167,10 +199,15 @@ static bool isolatable(struct mm *mm, struct compact_control *cc, const struct m
 		return true;
 	if (f->state != FS_FILE)
 		return false;
-	if (isolate_skips_dirty_writeback(mm, cc->mode) &&
-	    ((f->flags & FF_DIRTY) || frame_under_wb(f)))
-		return false; /* no ->migratepage on VFAT: dirty needs writeout */
-	return true;
+	if (!isolate_skips_dirty_writeback(mm, cc->mode))
+		return true;
+	if (frame_under_wb(f))
+		return false;
+	/* 3.2's ISOLATE_CLEAN takes clean pages only; 3.3's ISOLATE_ASYNC_MIGRATE (and 6.12's
+	 * filter) skip a dirty page only if its mapping has no ->migratepage: vfat's
+	 * fallback_migrate_page would need writeout, ext4's buffer_migrate_page would not */
+	return !(f->flags & FF_DIRTY) ||
+	       (mm->cfg.policy.era != MM_ERA_3_2 && mm->cfg.policy.fs == MM_FS_EXT4);
 }
 
 static void isolate_frame(struct mm *mm, struct compact_control *cc, uint32_t pfn)
@@ -202,8 +239,8 @@ static enum isolate_result isolate_migratepages_3x(struct mm *mm, struct compact
 		cc->migrate_pfn = end;
 		return ISOLATE_NONE;
 	}
-	if (too_many_isolated(mm) && cc->mode == MM_MIGRATE_ASYNC)
-		return ISOLATE_ABORT; /* sync would congestion_wait: not modelled */
+	if (isolated_throttle(mm, cc))
+		return ISOLATE_ABORT;
 	if (cc->mode == MM_MIGRATE_ASYNC && pageblock_mt(mm, pfn) != MM_MT_MOVABLE)
 		pfn = end; /* async: only MOVABLE blocks are migration sources */
 	for (; pfn < end; pfn++) {
@@ -310,7 +347,7 @@ static int isolate_migratepages_block(struct mm *mm, struct compact_control *cc,
 		s.skip_on_failure = true;
 		s.next_skip_pfn = (low & ~((1U << cc->order) - 1)) + (1U << cc->order);
 	}
-	if (too_many_isolated(mm) && cc->mode == MM_MIGRATE_ASYNC)
+	if (isolated_throttle(mm, cc))
 		return -EAGAIN;
 	if (at_block_start && !isolation_suitable(mm, cc, low)) {
 		cc->migrate_pfn = end;

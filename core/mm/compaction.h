@@ -42,6 +42,8 @@ int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succe
 uint32_t compaction_alloc(struct mm *mm, struct compact_control *cc);
 void release_freepages(struct mm *mm, struct compact_control *cc);
 void isolate_freepages(struct mm *mm, struct compact_control *cc);
+/* The model was repaired under cc: forget what it held, without touching it. */
+void abandon_compaction(struct compact_control *cc);
 
 /* compaction.c */
 bool isolate_skips_dirty_writeback(const struct mm *mm, enum mm_migrate_mode mode);

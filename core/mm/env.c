@@ -203,6 +203,13 @@ void mm_hook_waited(struct mm *mm, void *call, const struct mm_wait *w)
 		e->ops->waited(e->priv, call, w);
 }
 
+bool mm_hook_congested(struct mm *mm, void *call)
+{
+	const struct mm_env *e = env_of(mm);
+
+	return e->ops->congested && e->ops->congested(e->priv, call);
+}
+
 int mm_hook_writeout(struct mm *mm, void *call, uint64_t owner, uint32_t pfn)
 {
 	const struct mm_env *e = env_of(mm);

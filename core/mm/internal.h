@@ -67,6 +67,9 @@ enum frame_state {
 #define ORDER_MASK     0x0f
 #define ORDER_TAIL     0x0f
 #define ORDER_MT_SHIFT 4
+#define ORDER_RECLAIM                                                                              \
+	0x40 /* page cache: PG_reclaim (rotate to the inactive tail when its                       \
+	      * writeback ends); kept in the order byte, FF_* being full */
 
 struct mm_frame {
 	uint64_t owner; /* reverse map cookie (0 when free) */
@@ -157,9 +160,13 @@ struct mm {
 	bool compact_blockskip_flush;
 
 	/* Background actors. */
-	bool kswapd_awake;     /* woken and not yet balanced */
-	bool boost_wake;       /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
-	unsigned kswapd_order; /* highest order asked of kswapd since it last slept */
+	bool kswapd_awake;	/* woken and not yet balanced */
+	int kswapd_resume_prio; /* 3.x: the priority balance_pgdat napped at (congestion_wait);
+				 * its next run goes on one lower. 0: not napping */
+	bool zone_congested;	/* 3.x ZONE_CONGESTED: reclaim found every dirty page it tried to
+				 * write backed by a congested device (wait_iff_congested sleeps) */
+	bool boost_wake;	/* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
+	unsigned kswapd_order;	/* highest order asked of kswapd since it last slept */
 	unsigned kswapd_failures;
 	bool kcompactd_awake;
 	unsigned kcompactd_max_order;
@@ -303,6 +310,7 @@ int mm_hook_split_underused(struct mm *mm, void *call, uint64_t extent_owner,
 int mm_hook_throttle(struct mm *mm, void *call, enum mm_wait_kind kind, uint64_t timeout_ns,
 		     bool iff_congested);
 void mm_hook_waited(struct mm *mm, void *call, const struct mm_wait *w);
+bool mm_hook_congested(struct mm *mm, void *call); /* false without the hook */
 /* Release the lock for an [unlocked] hook (returns the epoch) and retake it after: false when
  * mm_repair ran meanwhile. Then the caller abandons its work without touching the frames it
  * held (sources, targets, a captured block, a reclaim batch): the repair put them back where
@@ -329,6 +337,7 @@ struct fault_ctx {
 	void *call;			/* passed to every hook */
 	uint64_t cause_ns[MM_CAUSE_NR]; /* time per contributor, for rec->cause */
 	uint64_t hook_ns; /* time in waits, writeouts and copies (already attributed) */
+	bool background;  /* kswapd: its waits are nobody's fault (mm_wait.background) */
 };
 
 void fault_step(struct fault_ctx *fc, enum mm_step step, unsigned result);
@@ -420,6 +429,17 @@ int proactive_compact_node(struct mm *mm, void *call);
 int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn, uint64_t timeout_ns,
 			    enum mm_cause cause);
 int reclaim_writeout(struct mm *mm, struct fault_ctx *fc, uint32_t pfn);
+/* The throttles' timeouts: HZ/10 (3.x congestion_wait, wait_iff_congested) and HZ/50 (6.12
+ * reclaim_throttle(VMSCAN_THROTTLE_ISOLATED)), whatever HZ is. */
+#define NSEC_PER_HZ_10 100000000ULL
+#define NSEC_PER_HZ_50 20000000ULL
+/* ops->waited for one wait that just ended ([locked]). */
+void mm_report_wait(struct mm *mm, struct fault_ctx *fc, enum mm_wait_kind kind, uint64_t t0,
+		    uint64_t ns, uint32_t pfn, uint64_t owner);
+/* A throttle nap (congestion_wait, wait_iff_congested, too_many_isolated's sleep): drops the
+ * lock for ops->throttle, charges the time to cause. Returns 0 or -ESTALE (repaired). */
+int throttle_nap(struct mm *mm, struct fault_ctx *fc, enum mm_wait_kind kind, uint64_t timeout_ns,
+		 bool iff_congested, enum mm_cause cause);
 
 /* khugepaged.c */
 int khugepaged_enter_locked(struct mm *mm, uint32_t as_id);

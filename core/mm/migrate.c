@@ -103,13 +103,30 @@ static void account_wait(struct mm *mm, struct fault_ctx *fc, uint64_t ns, enum 
 		rec->wb_wait_max_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
+/* Tell the environment about one blocking wait that just ended (per-wait stall events). */
+void mm_report_wait(struct mm *mm, struct fault_ctx *fc, enum mm_wait_kind kind, uint64_t t0,
+		    uint64_t ns, uint32_t pfn, uint64_t owner)
+{
+	struct mm_wait w = {
+	    .kind = kind,
+	    .t_start = t0,
+	    .ns = ns,
+	    .owner = owner,
+	    .pfn = pfn,
+	    .background = fc->background,
+	};
+
+	mm_hook_waited(mm, fc->call, &w);
+}
+
 /* wait_on_page_writeback for a frame the caller holds isolated: drop the mm lock, block in
  * the environment (bounded by timeout_ns unless 0), retake the lock. Returns 0, -ETIMEDOUT, or
  * -ESTALE (the model was repaired meanwhile: the caller holds nothing any more). */
 __stall_frame int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn,
 					  uint64_t timeout_ns, enum mm_cause cause)
 {
-	uint64_t t0 = mm_now(mm, fc->call), epoch;
+	uint64_t t0 = mm_now(mm, fc->call), epoch, ns;
+	uint64_t owner = pfn_frame(mm, pfn)->owner;
 	bool same;
 	int ret;
 
@@ -118,7 +135,12 @@ __stall_frame int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, u
 	epoch = mm_unlock_for_hook(mm);
 	ret = mm_hook_wait_writeback(mm, fc->call, pfn, timeout_ns);
 	same = mm_relock_after_hook(mm, epoch);
-	account_wait(mm, fc, mm_now(mm, fc->call) - t0, cause);
+	ns = mm_now(mm, fc->call) - t0;
+	account_wait(mm, fc, ns, cause);
+	mm_report_wait(mm, fc,
+		       cause == MM_CAUSE_RECLAIM_WB_WAIT ? MM_WAIT_RECLAIM_WRITEBACK
+							 : MM_WAIT_COMPACT_WRITEBACK,
+		       t0, ns, pfn, owner);
 	if (!same)
 		return -ESTALE;
 	return ret == -ETIMEDOUT ? -ETIMEDOUT : 0;
@@ -141,11 +163,18 @@ __stall_frame static int writeout(struct mm *mm, struct fault_ctx *fc, uint32_t 
 	dt = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[cause] += dt;
 	fc->hook_ns += dt;
-	if (!ret)
+	mm_report_wait(mm, fc,
+		       cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_WAIT_COMPACT_WRITEOUT
+							  : MM_WAIT_RECLAIM_WRITEOUT,
+		       t0, dt, pfn, owner);
+	if (!ret) {
 		count_event(mm,
 			    cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_STAT_COMPACT_WRITEOUT
 							       : MM_STAT_NR_VMSCAN_WRITE,
 			    1);
+		if (fc->background)
+			count_event(mm, MM_STAT_KSWAPD_WRITE, 1);
+	}
 	return ret;
 }
 
@@ -183,6 +212,13 @@ static void commit_migration(struct mm *mm, struct compact_control *cc, uint32_t
 		pc_replace(mm, src, dst);
 		lru_add(mm, dst);
 		mm->nr_file++; /* finish_source below uncounts the source */
+		if (s->flags & FF_DIRTY) {
+			/* a dirty page moved by ->migratepage (ext4's buffer_migrate_page): the
+			 * dirty bit goes with the data (migrate_page_copy); the target joins the
+			 * flusher's queue at its end, the source's entry is dropped when met */
+			set_page_dirty(mm, dst);
+			mm->nr_file_dirty--;
+		}
 	} else {
 		mm->nr_foreign++;
 	}
@@ -310,8 +346,12 @@ static int file_state_rules(struct mm *mm, struct compact_control *cc, uint32_t 
 		if (f->flags & (FF_GONE | FF_LOCKED) || frame_under_wb(f))
 			return f->flags & FF_GONE ? 0 : -EAGAIN;
 	}
+	if ((f->flags & FF_DIRTY) && p->fs == MM_FS_EXT4)
+		return 1; /* buffer_migrate_page moves a dirty page with its buffers, no writeout
+			   * (a dirty page's buffers are unlocked, so 3.1's blocking lock_buffer
+			   * and 3.3's trylock_buffer in ASYNC both get them) */
 	if (f->flags & FF_DIRTY) {
-		/* no ->migratepage: fallback_migrate_page needs writeout() */
+		/* vfat: no ->migratepage, fallback_migrate_page needs writeout() */
 		if (cc->mode != MM_MIGRATE_SYNC)
 			return -EBUSY;
 		ret = writeout(mm, cc->fc, pfn, MM_CAUSE_COMPACT_WRITEOUT);
@@ -371,7 +411,7 @@ __stall_frame static int unmap_and_move(struct mm *mm, struct compact_control *c
 
 /* The model was repaired under this compaction: the repair put back everything it held
  * (sources, targets, a captured block); forget them without touching them. */
-static void abandon_compaction(struct compact_control *cc)
+void abandon_compaction(struct compact_control *cc)
 {
 	cc->nr_migratepages = 0;
 	cc->freepages = MM_NO_PFN;

@@ -211,6 +211,15 @@ enum mm_stat {
 	MM_STAT_THP_UNDERUSED_SPLIT_PAGE,   /* fully mapped THPs the shrinker split as underused */
 	MM_STAT_THP_SPLIT_PAGE_FAILED,	    /* splits the shrinker could not do (busy) */
 	MM_STAT_MADV_COLLAPSE,		    /* (ours) MADV_COLLAPSE ranges asked for */
+	/* 3.x reclaim rules (vmscan.c): */
+	MM_STAT_KSWAPD_WRITE,	     /* (ours) of nr_vmscan_write, the pages kswapd wrote */
+	MM_STAT_NR_VMSCAN_IMMEDIATE, /* dirty pages reclaim marked PG_reclaim (3.2+) */
+	MM_STAT_PGROTATED,	     /* PG_reclaim pages rotated to the inactive tail when
+				      * their writeback ended (rotate_reclaimable_page) */
+	MM_STAT_THROTTLE_CONGESTION, /* (ours) congestion naps (congestion_wait,
+				      * wait_iff_congested) that slept */
+	MM_STAT_THROTTLE_ISOLATED,   /* (ours) too_many_isolated naps (reclaim, compaction) */
+	MM_STAT_ZONE_CONGESTED,	     /* (ours) times reclaim flagged the zone congested */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -349,6 +358,10 @@ struct mm_env_ops {
 	 * thread that waited: per-wait stall events are built from these. Must not block or
 	 * allocate. May be NULL. */
 	void (*waited)(void *priv, void *call, const struct mm_wait *w);
+	/* [locked] Is the device's write queue congested now (bdi_write_congested)? 3.1's
+	 * may_write_to_queue asks before a small-order direct reclaim writes a page out. Must not
+	 * block. NULL: never congested. */
+	bool (*congested)(void *priv, void *call);
 };
 
 struct mm_env {

@@ -415,6 +415,21 @@ int mm_writeback_begin_one(struct mm *mm, uint32_t pfn)
 	return ret;
 }
 
+/* end_page_writeback's TestClearPageReclaim + rotate_reclaimable_page (mm/swap.c): a page
+ * reclaim wanted gone, clean now and idle on the inactive list, moves to its tail, where reclaim
+ * takes it next. */
+static void rotate_reclaimable_page(struct mm *mm, uint32_t pfn)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	f->order = (uint8_t)(f->order & ~ORDER_RECLAIM);
+	if (f->flags & (FF_LOCKED | FF_DIRTY | FF_ACTIVE | FF_ISOLATED | FF_GONE))
+		return;
+	flist_del(mm, pfn);
+	flist_add_tail(mm, sentinel(mm, SENT_LRU_INACTIVE), pfn);
+	count_event(mm, MM_STAT_PGROTATED, 1);
+}
+
 void mm_writeback_end(struct mm *mm, uint32_t pfn, int err)
 {
 	struct mm_frame *f;
@@ -431,6 +446,8 @@ void mm_writeback_end(struct mm *mm, uint32_t pfn, int err)
 		f->flags |= FF_ERROR;
 		count_event(mm, MM_STAT_PGWB_ERROR, 1);
 	}
+	if (f->order & ORDER_RECLAIM)
+		rotate_reclaimable_page(mm, pfn);
 	release_if_gone(mm, pfn);
 out_unlock:
 	mm_unlock(mm);

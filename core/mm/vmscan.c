@@ -50,6 +50,10 @@ struct scan_control {
 	bool compaction_ready; /* shrink_zones skipped the zone for compaction */
 	unsigned reclaim_mode; /* 3.x RM_* of the current batch */
 	bool stale;	       /* the model was repaired under it: its batch is gone, stop */
+	bool napped;	       /* kswapd: balance_pgdat's congestion_wait ends this run */
+	uint32_t nr_dirty;     /* this shrink_page_list: dirty pages met */
+	uint32_t nr_congested; /* ... kept because the device was congested */
+	uint32_t nr_writeback; /* ... under writeback */
 	struct fault_ctx *fc;
 };
 
@@ -101,21 +105,137 @@ static void reclaim_frame(struct mm *mm, uint32_t pfn)
 	frame_free_owned(mm, pfn, NULL);
 }
 
-/* A dirty page found by reclaim: 3.1 writes it out itself (pageout), later eras leave it to
- * the flusher (kept; activated in 6.12). */
+/* ---- Throttles ------------------------------------------------------------------------------ */
+
+/* congestion_wait / wait_iff_congested / reclaim_throttle: sleep in the environment with the
+ * lock dropped, charge the time to cause, and report the wait if it slept. */
+__stall_frame int throttle_nap(struct mm *mm, struct fault_ctx *fc, enum mm_wait_kind kind,
+			       uint64_t timeout_ns, bool iff_congested, enum mm_cause cause)
+{
+	uint64_t t0 = mm_now(mm, fc->call), epoch, ns;
+	bool same;
+
+	epoch = mm_unlock_for_hook(mm);
+	mm_hook_throttle(mm, fc->call, kind, timeout_ns, iff_congested);
+	same = mm_relock_after_hook(mm, epoch);
+	ns = mm_now(mm, fc->call) - t0;
+	fc->cause_ns[cause] += ns;
+	fc->hook_ns += ns;
+	if (ns) {
+		if (kind != MM_WAIT_COMPACT_ISOLATED && kind != MM_WAIT_RECLAIM_ISOLATED)
+			count_event(mm, MM_STAT_THROTTLE_CONGESTION, 1);
+		mm_report_wait(mm, fc, kind, t0, ns, MM_NO_PFN, 0);
+	}
+	return same ? 0 : -ESTALE;
+}
+
+/* 3.x wait_iff_congested(zone, BLK_RW_ASYNC, HZ/10) (mm/backing-dev.c): sleep only if the zone
+ * is flagged ZONE_CONGESTED and some device is congested (the environment checks the second);
+ * otherwise cond_resched. */
+static void wait_iff_congested(struct mm *mm, struct scan_control *sc)
+{
+	if (!mm->cfg.policy.reclaim_throttles || !mm->zone_congested)
+		return;
+	if (throttle_nap(mm, sc->fc, MM_WAIT_RECLAIM_CONGESTED, NSEC_PER_HZ_10, true,
+			 MM_CAUSE_RECLAIM_THROTTLE))
+		sc->stale = true;
+}
+
+/* shrink_inactive_list's too_many_isolated (direct reclaim only: kswapd is exempt): more
+ * page-cache pages isolated than on the inactive list. Isolated pages are not counted per LRU
+ * here; every isolated frame but compaction's free targets counts. */
+static bool reclaim_too_many_isolated(const struct mm *mm, const struct scan_control *sc)
+{
+	if (sc->kswapd)
+		return false;
+	return mm->nr_isolated - mm->nr_isolated_free > mm->nr_lru[0];
+}
+
+/* The loop before isolating: 3.x congestion_wait(BLK_RW_ASYNC, HZ/10), 6.12
+ * reclaim_throttle(VMSCAN_THROTTLE_ISOLATED) up to HZ/50, until the count drops (a fatal signal
+ * ends it in the kernel; a bound of 100 naps stands in for it here). */
+static void throttle_isolated(struct mm *mm, struct scan_control *sc)
+{
+	unsigned naps = 0;
+
+	if (!mm->cfg.policy.reclaim_throttles)
+		return;
+	while (reclaim_too_many_isolated(mm, sc) && naps++ < 100 && !sc->stale) {
+		count_event(mm, MM_STAT_THROTTLE_ISOLATED, 1);
+		if (throttle_nap(mm, sc->fc, MM_WAIT_RECLAIM_ISOLATED,
+				 era_modern(mm) ? NSEC_PER_HZ_50 : NSEC_PER_HZ_10, false,
+				 MM_CAUSE_RECLAIM_THROTTLE))
+			sc->stale = true;
+	}
+}
+
+/* ---- Dirty pages ------------------------------------------------------------------------------
+ */
+
+/* Does this reclaimer write dirty page cache itself? Direct reclaim: 3.1 only (3.2's
+ * ee72886d8ed5 "mm: vmscan: do not writeback filesystem pages in direct reclaim"). kswapd: 3.1
+ * always (PF_SWAPWRITE, any unreferenced dirty page it reaches); 3.2 and 3.3 only under
+ * pressure, priority < DEF_PRIORITY - 2 (f84f6e2b0868 "mm: vmscan: do not writeback
+ * filesystem pages in kswapd except in high priority"); 6.12 not here (see README). */
+static bool reclaim_may_pageout(const struct mm *mm, const struct scan_control *sc)
+{
+	if (!sc->kswapd)
+		return mm->cfg.policy.reclaim_writeout;
+	switch (mm->cfg.policy.kswapd_write) {
+	case MM_KSWAPD_WRITE_ALWAYS:
+		return true;
+	case MM_KSWAPD_WRITE_PRESSURE:
+		return sc->priority < DEF_PRIORITY - 2;
+	default:
+		return false;
+	}
+}
+
+/* 3.1-3.4 may_write_to_queue: kswapd (PF_SWAPWRITE) and a costly order ("lumpy reclaim for
+ * hugepage often need a lot of write", removed with lumpy reclaim in 3.5) write whatever the
+ * queue; anyone else only to a device that is not congested. */
+static bool may_write_to_queue(struct mm *mm, const struct scan_control *sc)
+{
+	return sc->kswapd || sc->order > COSTLY_ORDER || !mm_hook_congested(mm, sc->fc->call);
+}
+
+static void set_pg_reclaim(struct mm_frame *f, bool on)
+{
+	f->order = (uint8_t)(on ? f->order | ORDER_RECLAIM : f->order & ~ORDER_RECLAIM);
+}
+
+/* A dirty page found by reclaim (shrink_page_list's PageDirty branch). */
 static enum page_verdict dirty_verdict(struct mm *mm, struct scan_control *sc, uint32_t pfn,
 				       bool referenced)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 	int ret;
 
-	if (!mm->cfg.policy.reclaim_writeout || sc->kswapd)
-		return era_modern(mm) ? PV_ACTIVATE : PV_KEEP;
-	if (referenced || !(sc->gfp & GFP_FS))
+	sc->nr_dirty++;
+	if (!reclaim_may_pageout(mm, sc)) {
+		if (era_modern(mm))
+			return PV_ACTIVATE;
+		if (mm->cfg.policy.era != MM_ERA_3_1) {
+			/* 3.2 49ea7eb65e7c: reclaim it at once when its writeback ends */
+			set_pg_reclaim(f, true);
+			count_event(mm, MM_STAT_NR_VMSCAN_IMMEDIATE, 1);
+		}
 		return PV_KEEP;
+	}
+	if (referenced || !(sc->gfp & GFP_FS))
+		return PV_KEEP; /* PAGEREF_RECLAIM_CLEAN; !may_enter_fs */
+	if (!may_write_to_queue(mm, sc)) {
+		sc->nr_congested++; /* pageout's PAGE_KEEP */
+		return PV_KEEP;
+	}
+	if (mm->cfg.policy.fs == MM_FS_EXT4)
+		return PV_KEEP;	 /* ext4_da_writepage redirties a delalloc page: nothing written */
+	set_pg_reclaim(f, true); /* pageout: SetPageReclaim before ->writepage */
 	ret = reclaim_writeout(mm, sc->fc, pfn);
-	if (ret)
+	if (ret) {
+		set_pg_reclaim(f, false);
 		return ret == -ESTALE ? PV_STALE : PV_KEEP;
+	}
 	if ((sc->reclaim_mode & RM_SYNC) && frame_under_wb(f) &&
 	    wait_on_frame_writeback(mm, sc->fc, pfn, 0, MM_CAUSE_RECLAIM_WB_WAIT) == -ESTALE)
 		return PV_STALE;
@@ -136,6 +256,7 @@ static enum page_verdict shrink_page(struct mm *mm, struct scan_control *sc, uin
 		return PV_KEEP; /* trylock_page failed */
 	sc->nr_scanned++;
 	if (frame_under_wb(f)) {
+		sc->nr_writeback++;
 		if (!(sc->reclaim_mode & RM_SYNC) || !(sc->gfp & GFP_FS))
 			return era_modern(mm) ? PV_ACTIVATE : PV_KEEP_LUMPY;
 		if (wait_on_frame_writeback(mm, sc->fc, pfn, 0, MM_CAUSE_RECLAIM_WB_WAIT) ==
@@ -160,6 +281,7 @@ __stall_frame static uint32_t shrink_page_list(struct mm *mm, struct scan_contro
 {
 	uint32_t kept = 0, reclaimed = 0;
 
+	sc->nr_dirty = sc->nr_congested = 0;
 	for (uint32_t i = 0; i < *n; i++) {
 		uint32_t pfn = pfns[i];
 
@@ -187,6 +309,12 @@ __stall_frame static uint32_t shrink_page_list(struct mm *mm, struct scan_contro
 out:
 	*n = kept;
 	mm_charge(mm, sc->fc->call, MM_COST_RECLAIM_PAGE, reclaimed);
+	/* 3.x: every dirty page it tried to write met a congested device */
+	if (!era_modern(mm) && sc->nr_dirty && sc->nr_dirty == sc->nr_congested &&
+	    !mm->zone_congested) {
+		mm->zone_congested = true;
+		count_event(mm, MM_STAT_ZONE_CONGESTED, 1);
+	}
 	return reclaimed;
 }
 
@@ -259,10 +387,14 @@ static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_
 {
 	uint32_t pfns[MAX_BATCH], taken, left, freed;
 
+	throttle_isolated(mm, sc);
+	if (sc->stale)
+		return;
 	taken = isolate_lru_pages(mm, sc, nr, pfns);
 	mm_charge(mm, sc->fc->call, MM_COST_RECLAIM_PAGE, taken);
 	set_reclaim_mode(sc, false);
 	left = taken;
+	sc->nr_writeback = 0;
 	freed = shrink_page_list(mm, sc, pfns, &left);
 	if (!sc->stale && should_reclaim_stall(mm, sc, taken, freed)) {
 		set_reclaim_mode(sc, true);
@@ -270,8 +402,16 @@ static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_
 		freed += shrink_page_list(mm, sc, pfns, &left);
 	}
 	sc->nr_reclaimed += freed;
+	if (sc->stale)
+		return; /* the repair put the batch back */
 	for (uint32_t i = 0; i < left; i++)
 		putback_frame(mm, pfns[i]);
+	/* 3.2/3.3 (92df3a723f84 "mm: vmscan: throttle reclaim if encountering too many dirty
+	 * pages under writeback"): nap when the batch's writeback share reaches
+	 * 1 >> (DEF_PRIORITY - priority) */
+	if ((mm->cfg.policy.era == MM_ERA_3_2 || mm->cfg.policy.era == MM_ERA_3_3) &&
+	    sc->nr_writeback && sc->nr_writeback >= (taken >> (DEF_PRIORITY - sc->priority)))
+		wait_iff_congested(mm, sc);
 }
 
 /* shrink_active_list: deactivate up to nr frames from the active tail. */
@@ -401,6 +541,8 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 static void do_try_to_free_pages(struct mm *mm, struct scan_control *sc)
 {
 	for (sc->priority = DEF_PRIORITY; sc->priority >= 0; sc->priority--) {
+		uint32_t scanned = sc->nr_scanned;
+
 		if (skip_zone_for_compaction(mm, sc)) {
 			sc->compaction_ready = true;
 			break;
@@ -411,6 +553,14 @@ static void do_try_to_free_pages(struct mm *mm, struct scan_control *sc)
 		if (sc->nr_reclaimed >= sc->nr_to_reclaim ||
 		    (!(mm->nr_lru[0] + mm->nr_lru[1]) && !mm->nr_split_queue) || sc->stale)
 			break;
+		/* 3.x "Take a nap, wait for some writeback to complete": after a pass that
+		 * scanned something at priority < DEF_PRIORITY - 2 */
+		if (!era_modern(mm) && sc->nr_scanned != scanned &&
+		    sc->priority < DEF_PRIORITY - 2) {
+			wait_iff_congested(mm, sc);
+			if (sc->stale)
+				break;
+		}
 	}
 }
 
@@ -471,13 +621,18 @@ static bool pgdat_balanced(struct mm *mm, unsigned order)
 
 /* balance_pgdat: reclaim toward HIGH at the order (dropping to order 0 once compact_gap is
  * reclaimed). Returns frames reclaimed. */
-__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call)
+__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call, bool *napped)
 {
-	struct fault_ctx fc = {.call = call};
+	struct fault_ctx fc = {.call = call, .background = true};
 	struct scan_control sc = {
 	    .order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true, .fc = &fc};
 
-	for (sc.priority = DEF_PRIORITY; sc.priority >= 0; sc.priority--) {
+	sc.priority = DEF_PRIORITY;
+	if (mm->kswapd_resume_prio) { /* back from the nap: go on where it was */
+		sc.priority = mm->kswapd_resume_prio - 1;
+		mm->kswapd_resume_prio = 0;
+	}
+	for (; sc.priority >= 0; sc.priority--) {
 		uint32_t before = sc.nr_scanned;
 
 		if (pgdat_balanced(mm, sc.order) && !mm->watermark_boost)
@@ -492,7 +647,21 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 			mm->watermark_boost = 0;
 		if ((sc.nr_scanned == before && !mm->nr_lru[0] && !mm->nr_split_queue) || sc.stale)
 			break;
+		/* 3.x "kswapd is getting into trouble. Take a nap": congestion_wait(BLK_RW_ASYNC,
+		 * HZ/10) after a pass that scanned at priority < DEF_PRIORITY - 2, unless the zone
+		 * is below MIN. The nap ends this run; kswapd_run asks to run again after it, and
+		 * that run goes on at the next priority, as the kernel's loop would. */
+		if (!era_modern(mm) && mm->cfg.policy.reclaim_throttles &&
+		    sc.nr_scanned != before && sc.priority < DEF_PRIORITY - 2 &&
+		    zone_watermark_ok(mm, 0, wmark_pages(mm, WMARK_MIN), 0) && sc.priority > 0) {
+			*napped = true;
+			mm->kswapd_resume_prio = sc.priority; /* the next run starts one lower */
+			break;
+		}
 	}
+	/* balance_pgdat: a zone at its high watermark is no longer congested */
+	if (pgdat_balanced(mm, 0))
+		mm->zone_congested = false;
 	count_event(mm, MM_STAT_PGSCAN_KSWAPD, sc.nr_scanned);
 	count_event(mm, MM_STAT_PGSTEAL_KSWAPD, sc.nr_reclaimed);
 	return sc.nr_reclaimed;
@@ -503,7 +672,8 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 uint64_t kswapd_run(struct mm *mm, void *call)
 {
 	unsigned order = mm->kswapd_order;
-	uint32_t reclaimed = balance_pgdat(mm, order, call);
+	bool napped = false;
+	uint32_t reclaimed = balance_pgdat(mm, order, call, &napped);
 	bool balanced = pgdat_balanced(mm, 0);
 
 	mm->watermark_boost = 0;
@@ -517,6 +687,13 @@ uint64_t kswapd_run(struct mm *mm, void *call)
 		reset_isolation_suitable(mm);
 		wakeup_kcompactd(mm, order);
 	}
+	if (napped && !balanced) {
+		mm->kswapd_awake = true; /* balance_pgdat's congestion_wait, then again */
+		mm->kswapd_order = order;
+		count_event(mm, MM_STAT_THROTTLE_CONGESTION, 1);
+		return NSEC_PER_HZ_10;
+	}
+	mm->kswapd_resume_prio = 0;
 	if (!balanced && reclaimed) {
 		mm->kswapd_awake = true; /* kswapd_try_to_sleep's short nap, then again */
 		return 100 * 1000000ULL;

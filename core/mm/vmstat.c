@@ -50,6 +50,12 @@ const char *const mm_stat_names[MM_STAT_NR] = {
     [MM_STAT_THP_UNDERUSED_SPLIT_PAGE] = "thp_underused_split_page",
     [MM_STAT_THP_SPLIT_PAGE_FAILED] = "thp_split_page_failed",
     [MM_STAT_MADV_COLLAPSE] = "madv_collapse",
+    [MM_STAT_KSWAPD_WRITE] = "kswapd_writepage",
+    [MM_STAT_NR_VMSCAN_IMMEDIATE] = "nr_vmscan_immediate_reclaim",
+    [MM_STAT_PGROTATED] = "pgrotated",
+    [MM_STAT_THROTTLE_CONGESTION] = "throttle_congestion_wait",
+    [MM_STAT_THROTTLE_ISOLATED] = "throttle_too_many_isolated",
+    [MM_STAT_ZONE_CONGESTED] = "zone_congested",
 };
 
 const char *mm_step_name(enum mm_step s)

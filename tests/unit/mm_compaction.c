@@ -439,4 +439,110 @@ TEST(suitability)
 	fakeenv_destroy(&fe);
 }
 
+/* ---- The device's file system, and the isolation throttle ------------------------------------ */
+
+/* ext4's buffer_migrate_page moves a dirty page without writeout: 3.1 SYNC copies it (and only
+ * waits on the page under writeback); vfat (fallback_migrate_page) writes it out first. Each
+ * wait and writeout is reported to ops->waited with its kind. */
+TEST(fs_decides_writeout_in_sync_migration)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	craft(&fe, "linux-3.1:fs=ext4");
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(fe.n_writeout, 0);
+	EXPECT_EQ(r.st[MM_STAT_COMPACT_WRITEOUT], 0);
+	EXPECT_NE(where_file(&fe, 10), P_DIRTY); /* migrated, still dirty */
+	EXPECT(pfn_frame(fe.mm, where_file(&fe, 10))->flags & FF_DIRTY);
+	EXPECT_EQ(fe.n_waited_kind[MM_WAIT_COMPACT_WRITEOUT], 0);
+	EXPECT_EQ(fe.n_waited_kind[MM_WAIT_COMPACT_WRITEBACK], fe.n_wait);
+	EXPECT_GT(fe.n_wait, 0);
+	fakeenv_destroy(&fe);
+
+	craft(&fe, "linux-3.1");
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(fe.n_writeout, 1);
+	EXPECT_EQ(fe.n_waited_kind[MM_WAIT_COMPACT_WRITEOUT], 1);
+	EXPECT_EQ(fe.n_waited_kind[MM_WAIT_COMPACT_WRITEBACK], fe.n_wait);
+	EXPECT_EQ(fe.waited[0].pfn, P_DIRTY);
+	EXPECT_EQ(fe.waited[0].owner, MM_OWNER_FILE(1, 10));
+	fakeenv_destroy(&fe);
+}
+
+/* Async isolation of a dirty page: 3.2's ISOLATE_CLEAN skips it on any file system; 3.3's
+ * ISOLATE_ASYNC_MIGRATE only when the mapping has no ->migratepage (vfat), so ext4's is
+ * isolated and migrated (trylock_buffer succeeds on a page not under I/O). */
+TEST(fs_decides_async_isolation_of_dirty_pages)
+{
+	static const struct {
+		const char *spec;
+		bool moved;
+	} cases[] = {
+	    {"linux-3.2:fs=ext4", false}, {"linux-3.3", false}, {"linux-3.3:fs=ext4", true}};
+	/* (6.12 has 3.3's filter, but its async direct compaction skips the rest of an
+	 * order-aligned range at the first failure: P_WB's) */
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fakeenv fe;
+		struct run r;
+
+		craft(&fe, cases[i].spec);
+		compact(&fe, MM_MIGRATE_ASYNC, &r);
+		EXPECT_EQ(where_file(&fe, 10) != P_DIRTY, cases[i].moved);
+		EXPECT_EQ(where_file(&fe, 11), P_WB); /* writeback: never in async */
+		EXPECT_EQ(fe.n_writeout, 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* too_many_isolated at the start of a block: ASYNC gives up; SYNC naps (3.x congestion_wait,
+ * HZ/10; 6.12 reclaim_throttle, HZ/50) until the count drops, each nap a reported wait. */
+static void drop_isolated(struct fakeenv *fe, enum mm_wait_kind kind)
+{
+	if (kind == MM_WAIT_COMPACT_ISOLATED && fe->n_throttle_kind[kind] == 2)
+		fe->mm->nr_isolated -= 100000;
+}
+
+TEST(too_many_isolated_throttles_sync_compaction)
+{
+	static const struct {
+		const char *spec;
+		enum mm_migrate_mode mode;
+		uint64_t nap;
+	} cases[] = {{"linux-3.1", MM_MIGRATE_SYNC, 100 * MS},
+		     {"linux-3.3", MM_MIGRATE_SYNC_LIGHT, 100 * MS},
+		     {"modern-always", MM_MIGRATE_SYNC_LIGHT, 20 * MS}};
+	struct fakeenv fe;
+	struct fault_ctx fc = {0};
+	struct alloc_ctx ac = {.order = 9,
+			       .mt = MM_MT_MOVABLE,
+			       .gfp = GFP_HIGHUSER_MOVABLE,
+			       .alloc_flags = WMARK_MIN,
+			       .fc = &fc};
+	uint32_t captured;
+	struct run r;
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		craft(&fe, cases[i].spec);
+		fe.mm->nr_isolated += 100000;
+		fe.on_throttle = drop_isolated;
+		compact(&fe, cases[i].mode, &r);
+		EXPECT_EQ(fe.n_throttle_kind[MM_WAIT_COMPACT_ISOLATED], 2);
+		EXPECT_EQ(r.st[MM_STAT_THROTTLE_ISOLATED], 2);
+		EXPECT_EQ(fe.n_waited_kind[MM_WAIT_COMPACT_ISOLATED], 2);
+		EXPECT_EQ(fe.waited[0].ns, cases[i].nap);
+		EXPECT_GT(r.st[MM_STAT_PGMIGRATE_SUCCESS], 0); /* then it went on */
+		fakeenv_destroy(&fe);
+	}
+
+	craft(&fe, "linux-3.1");
+	fe.mm->nr_isolated += 100000;
+	EXPECT_EQ(try_to_compact_pages(fe.mm, &ac, MM_MIGRATE_ASYNC, &captured),
+		  MM_COMPACT_CONTENDED);
+	EXPECT_EQ(fe.n_throttle, 0);
+	fe.mm->nr_isolated -= 100000;
+	fakeenv_destroy(&fe);
+}
+
 TEST_MAIN()

@@ -45,6 +45,7 @@ struct fakeenv {
 	int (*on_khugepaged_scan)(struct fakeenv *fe, uint32_t as_id, uint64_t *addr,
 				  unsigned budget, bool *done);
 	int (*on_split_underused)(struct fakeenv *fe, uint64_t extent_owner, uint32_t head);
+	void (*on_throttle)(struct fakeenv *fe, enum mm_wait_kind kind);
 	void *user;
 	int copy_ret; /* what copy_file_page returns */
 	/* observations */
@@ -54,6 +55,12 @@ struct fakeenv {
 	uint32_t wait_pfn[FE_MAX_WAITS];
 	uint64_t wait_ns[FE_MAX_WAITS];
 	uint64_t wait_timeout[FE_MAX_WAITS];
+	/* throttles and per-wait reports: a nap advances the clock by its timeout unless it is
+	 * wait_iff_congested and the device is not `congested` */
+	bool congested;
+	uint64_t n_throttle, n_throttle_kind[MM_WAIT_NR];
+	uint64_t n_waited, n_waited_kind[MM_WAIT_NR];
+	struct mm_wait waited[FE_MAX_WAITS];
 };
 
 static __thread int fe_lock_depth; /* the mm lock held by this thread */
@@ -239,6 +246,47 @@ static inline int fe_split_underused(void *priv, void *call, uint64_t extent_own
 	return fe->on_split_underused ? fe->on_split_underused(fe, extent_owner, head) : 0;
 }
 
+static inline int fe_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t timeout_ns,
+			      bool iff_congested)
+{
+	struct fakeenv *fe = priv;
+
+	(void)call;
+	fe_expect_locked(fe, false);
+	if (iff_congested && !fe->congested)
+		return 0;
+	__atomic_add_fetch(&fe->n_throttle, 1, __ATOMIC_RELAXED);
+	if ((unsigned)kind < MM_WAIT_NR)
+		__atomic_add_fetch(&fe->n_throttle_kind[kind], 1, __ATOMIC_RELAXED);
+	fe_advance(fe, timeout_ns);
+	if (fe->on_throttle)
+		fe->on_throttle(fe, kind);
+	return 0;
+}
+
+static inline void fe_waited(void *priv, void *call, const struct mm_wait *w)
+{
+	struct fakeenv *fe = priv;
+	uint64_t i;
+
+	(void)call;
+	fe_expect_locked(fe, true);
+	i = __atomic_fetch_add(&fe->n_waited, 1, __ATOMIC_RELAXED);
+	if (i < FE_MAX_WAITS)
+		fe->waited[i] = *w;
+	if ((unsigned)w->kind < MM_WAIT_NR)
+		__atomic_add_fetch(&fe->n_waited_kind[w->kind], 1, __ATOMIC_RELAXED);
+}
+
+static inline bool fe_congested(void *priv, void *call)
+{
+	struct fakeenv *fe = priv;
+
+	(void)call;
+	fe_expect_locked(fe, true);
+	return fe->congested;
+}
+
 static const struct mm_env_ops fe_ops_single = {
     .now = fe_now,
     .wait_writeback = fe_wait_writeback,
@@ -250,6 +298,9 @@ static const struct mm_env_ops fe_ops_single = {
     .trace = fe_trace,
     .khugepaged_scan = fe_khugepaged_scan,
     .split_underused = fe_split_underused,
+    .throttle = fe_throttle,
+    .waited = fe_waited,
+    .congested = fe_congested,
 };
 
 static const struct mm_env_ops fe_ops_threaded = {
@@ -265,6 +316,9 @@ static const struct mm_env_ops fe_ops_threaded = {
     .trace = fe_trace,
     .khugepaged_scan = fe_khugepaged_scan,
     .split_underused = fe_split_underused,
+    .throttle = fe_throttle,
+    .waited = fe_waited,
+    .congested = fe_congested,
 };
 
 /* Create a pool of pool_bytes with policy spec under a fake environment. Returns 0 or -errno;

@@ -190,4 +190,264 @@ TEST(modern_reclaim_takes_no_neighbours)
 	fakeenv_destroy(&fe);
 }
 
+/* ---- 3.x reclaim rules: kswapd's own writeback, throttles, PG_reclaim, the file system ------ */
+
+/* A 16 MiB pool full of page cache: the first `ndirty` frames placed (the LRU tail) are dirty,
+ * the rest clean (or all dirty), down to a few frames above MIN; then an order-0 fault below
+ * LOW wakes kswapd. Returns after kswapd has run to sleep (its 3.x naps included). */
+static void kswapd_pool(struct fakeenv *fe, const char *spec, uint32_t ndirty)
+{
+	struct mm_fault_req req = {.owner = 1, .extent_owner = 1, .advice = MM_VMA_NOHUGEPAGE};
+	struct mm_fault_res res;
+	struct mm_counts c;
+	char err[256];
+	uint32_t pfn = 0;
+
+	ASSERT_EQ(fakeenv_init(fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	for (mm_get_counts(fe->mm, &c); c.free > c.wmark_min + 2; mm_get_counts(fe->mm, &c)) {
+		ASSERT_EQ(mm_debug_place(fe->mm, pfn,
+					 pfn < ndirty ? DBG_FILE_DIRTY : DBG_FILE_CLEAN, own(pfn)),
+			  0);
+		pfn++;
+	}
+	ASSERT_EQ(mm_fault(fe->mm, &req, &res, NULL), 0);
+	ASSERT(fe->mm->kswapd_awake);
+	for (int runs = 0; runs < 20 && mm_background(fe->mm, NULL) != UINT64_MAX; runs++)
+		;
+	ASSERT_EQ(mm_check(fe->mm, err, sizeof(err)), 0);
+}
+
+/* 3.1: kswapd (PF_SWAPWRITE) writes every unreferenced dirty page it reaches. 3.2 and 3.3:
+ * not at priorities 12-10, where a dirty page only gets PG_reclaim; 6.12 never. */
+TEST(kswapd_writes_dirty_pages_per_era)
+{
+	struct fakeenv fe;
+
+	kswapd_pool(&fe, "linux-3.1", 32);
+	EXPECT_EQ(stat(&fe, MM_STAT_KSWAPD_WRITE), 32); /* its first batch: the dirty tail */
+	EXPECT_EQ(stat(&fe, MM_STAT_KSWAPD_WRITE), fe.n_writeout);
+	EXPECT_EQ(stat(&fe, MM_STAT_NR_VMSCAN_WRITE), fe.n_writeout);
+	EXPECT_EQ(stat(&fe, MM_STAT_NR_VMSCAN_IMMEDIATE), 0);
+	fakeenv_destroy(&fe);
+
+	kswapd_pool(&fe, "linux-3.2", 32); /* met at priority 12 only */
+	EXPECT_EQ(fe.n_writeout, 0);
+	EXPECT_EQ(stat(&fe, MM_STAT_KSWAPD_WRITE), 0);
+	EXPECT_GE(stat(&fe, MM_STAT_NR_VMSCAN_IMMEDIATE), 32); /* kept with PG_reclaim */
+	fakeenv_destroy(&fe);
+
+	kswapd_pool(&fe, "linux-3.1:kswapd-writepage=pressure", 32);
+	EXPECT_EQ(fe.n_writeout, 0);
+	fakeenv_destroy(&fe);
+
+	kswapd_pool(&fe, "modern-always", 32);
+	EXPECT_EQ(fe.n_writeout, 0);
+	EXPECT_EQ(stat(&fe, MM_STAT_NR_VMSCAN_IMMEDIATE), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* Only dirty page cache: 3.2 kswapd keeps it at priorities 12-10 and writes it below, once
+ * "under significant pressure" (priority < DEF_PRIORITY - 2). */
+TEST(kswapd_writes_under_pressure_in_32)
+{
+	struct fakeenv fe;
+
+	kswapd_pool(&fe, "linux-3.2", UINT32_MAX);
+	EXPECT_GT(stat(&fe, MM_STAT_NR_VMSCAN_IMMEDIATE), 0);
+	EXPECT_GT(stat(&fe, MM_STAT_KSWAPD_WRITE), 0);
+	EXPECT_EQ(stat(&fe, MM_STAT_KSWAPD_WRITE), fe.n_writeout);
+	/* every 3.x pass below priority 10 that scanned ends in congestion_wait */
+	EXPECT_GT(stat(&fe, MM_STAT_THROTTLE_CONGESTION), 0);
+	fakeenv_destroy(&fe);
+}
+
+/* ext4 (delalloc): ->writepage from reclaim redirties the page; nothing is written, so 3.1's
+ * batch keeps the dirty neighbour (the mode resets: no synchronous pass). */
+TEST(ext4_refuses_writepage_from_reclaim)
+{
+	struct fakeenv fe;
+
+	reclaim_pool(&fe, "linux-3.1:second-compaction=none,fs=ext4", DBG_FILE_DIRTY, false);
+	thp_fault(&fe, MM_VMA_DEFAULT);
+	EXPECT_EQ(fe.n_writeout, 0);
+	EXPECT_EQ(stat(&fe, MM_STAT_NR_VMSCAN_WRITE), 0);
+	EXPECT(cached(&fe, NB3)); /* still dirty */
+	fakeenv_destroy(&fe);
+
+	kswapd_pool(&fe, "linux-3.1:fs=ext4", 32);
+	EXPECT_EQ(fe.n_writeout, 0);
+	fakeenv_destroy(&fe);
+}
+
+/* 3.1's pageout writes and the sync pass waits: each wait is reported once, with its kind,
+ * frame, owner and length, and none is kswapd's. */
+TEST(every_wait_is_reported)
+{
+	struct fakeenv fe;
+
+	reclaim_pool(&fe, "linux-3.1:second-compaction=none", DBG_FILE_DIRTY, false);
+	thp_fault(&fe, MM_VMA_DEFAULT);
+	EXPECT_EQ(fe.n_waited_kind[MM_WAIT_RECLAIM_WRITEOUT], fe.n_writeout);
+	EXPECT_EQ(fe.n_waited_kind[MM_WAIT_RECLAIM_WRITEBACK], fe.n_wait);
+	EXPECT_EQ(fe.n_waited_kind[MM_WAIT_COMPACT_WRITEBACK], 0);
+	for (uint64_t i = 0, k = 0; i < fe.n_waited && i < FE_MAX_WAITS; i++) {
+		const struct mm_wait *w = &fe.waited[i];
+
+		EXPECT(!w->background);
+		if (w->kind != MM_WAIT_RECLAIM_WRITEBACK)
+			continue;
+		EXPECT_EQ(w->pfn, fe.wait_pfn[k]);
+		EXPECT_EQ(w->owner, own(fe.wait_pfn[k]));
+		EXPECT_EQ(w->ns, fe.wait_ns[k]);
+		k++;
+	}
+	EXPECT(!strcmp(mm_wait_function(MM_WAIT_RECLAIM_WRITEBACK), "sleep_on_page"));
+	EXPECT(!strcmp(mm_wait_name(MM_WAIT_RECLAIM_WRITEOUT), "reclaim-writeout"));
+	EXPECT(!strcmp(mm_wait_name(MM_WAIT_NR), "?"));
+	fakeenv_destroy(&fe);
+}
+
+/* An order-0 allocation (a page-cache page) of a pool full of unreferenced dirty page cache:
+ * its direct reclaim is what the tests look at (it may end without a page). */
+static void small_alloc(struct fakeenv *fe, uint32_t idx)
+{
+	uint32_t pfn;
+	bool created;
+
+	if (!mm_pagecache_get(fe->mm, MM_OWNER_FILE(9, idx), true, &pfn, &created, NULL))
+		mm_pagecache_put(fe->mm, pfn, false);
+}
+
+static void dirty_pool(struct fakeenv *fe, const char *spec)
+{
+	char err[256];
+	struct mm_counts c;
+	uint32_t pfn = 0;
+
+	ASSERT_EQ(fakeenv_init(fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	for (mm_get_counts(fe->mm, &c); c.free > c.wmark_min / 2; mm_get_counts(fe->mm, &c)) {
+		ASSERT_EQ(mm_debug_place(fe->mm, pfn, DBG_FILE_DIRTY, own(pfn)), 0);
+		pfn++;
+	}
+}
+
+/* 3.1 may_write_to_queue: an order-0 direct reclaimer does not write to a congested device;
+ * a batch whose every dirty page met congestion flags the zone (ZONE_CONGESTED), and then
+ * do_try_to_free_pages' nap below priority 10 (wait_iff_congested) sleeps. Without congestion
+ * the pages are written and nobody naps. */
+TEST(congested_device_flags_the_zone_in_31)
+{
+	struct fakeenv fe;
+
+	dirty_pool(&fe, "linux-3.1:kswapd=no");
+	fe.congested = true;
+	small_alloc(&fe, 0);
+	EXPECT_EQ(fe.n_writeout, 0);
+	EXPECT_EQ(stat(&fe, MM_STAT_ZONE_CONGESTED), 1);
+	EXPECT(fe.mm->zone_congested);
+	EXPECT_GT(fe.n_throttle_kind[MM_WAIT_RECLAIM_CONGESTED], 0);
+	EXPECT_EQ(fe.n_waited_kind[MM_WAIT_RECLAIM_CONGESTED],
+		  fe.n_throttle_kind[MM_WAIT_RECLAIM_CONGESTED]);
+	EXPECT_EQ(fe.waited[0].ns, 100 * MS); /* HZ/10 */
+	fakeenv_destroy(&fe);
+
+	dirty_pool(&fe, "linux-3.1:kswapd=no");
+	small_alloc(&fe, 0);
+	EXPECT_GT(fe.n_writeout, 0);
+	EXPECT(!fe.mm->zone_congested);
+	EXPECT_EQ(fe.n_throttle, 0);
+	fakeenv_destroy(&fe);
+
+	dirty_pool(&fe, "linux-3.1:kswapd=no,throttle=no");
+	fe.congested = true;
+	small_alloc(&fe, 0);
+	EXPECT_EQ(fe.n_throttle, 0);
+	fakeenv_destroy(&fe);
+}
+
+/* too_many_isolated in shrink_inactive_list: a direct reclaimer naps in congestion_wait
+ * (3.x, HZ/10) or reclaim_throttle (6.12, HZ/50) until the isolated count drops. */
+static void release_isolated(struct fakeenv *fe, enum mm_wait_kind kind)
+{
+	if (kind == MM_WAIT_RECLAIM_ISOLATED && fe->n_throttle_kind[kind] == 3)
+		fe->mm->nr_isolated -= 100000;
+}
+
+TEST(too_many_isolated_naps)
+{
+	static const struct {
+		const char *spec;
+		uint64_t nap;
+	} cases[] = {{"linux-3.2:kswapd=no", 100 * MS}, {"modern-always:kswapd=no", 20 * MS}};
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct fakeenv fe;
+		char err[256];
+
+		dirty_pool(&fe, cases[i].spec);
+		fe.mm->nr_isolated += 100000; /* others' batches */
+		fe.on_throttle = release_isolated;
+		small_alloc(&fe, 0);
+		EXPECT_EQ(fe.n_throttle_kind[MM_WAIT_RECLAIM_ISOLATED], 3);
+		EXPECT_EQ(stat(&fe, MM_STAT_THROTTLE_ISOLATED), 3);
+		EXPECT_EQ(fe.n_waited_kind[MM_WAIT_RECLAIM_ISOLATED], 3);
+		EXPECT_EQ(fe.waited[0].ns, cases[i].nap);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* 3.2 shrink_inactive_list: a batch all under writeback at priority 12 naps in
+ * wait_iff_congested, which sleeps only for a zone flagged congested and a congested device. */
+TEST(writeback_batch_throttles_in_32)
+{
+	for (int flagged = 0; flagged < 2; flagged++) {
+		struct fakeenv fe;
+		char err[256];
+		struct mm_counts c;
+		uint32_t pfn = 0;
+
+		ASSERT_EQ(
+		    fakeenv_init(&fe, "linux-3.2:kswapd=no", 16 * MIB, false, err, sizeof(err)), 0);
+		for (mm_get_counts(fe.mm, &c); c.free > c.wmark_min / 2; mm_get_counts(fe.mm, &c)) {
+			ASSERT_EQ(mm_debug_place(fe.mm, pfn,
+						 pfn % 64 ? DBG_FILE_WRITEBACK : DBG_FILE_CLEAN,
+						 own(pfn)),
+				  0);
+			fe.wb_done_at[pfn] = 10000 * MS;
+			pfn++;
+		}
+		fe.congested = true;
+		fe.mm->zone_congested = flagged;
+		small_alloc(&fe, 0);
+		if (flagged)
+			EXPECT_GT(fe.n_throttle_kind[MM_WAIT_RECLAIM_CONGESTED], 0);
+		else
+			EXPECT_EQ(fe.n_throttle, 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* PG_reclaim: 3.2 direct reclaim keeps a dirty page with PG_reclaim; when its writeback ends
+ * it moves to the inactive tail (rotate_reclaimable_page), the next page reclaim takes. */
+TEST(pg_reclaim_rotates_at_writeback_end)
+{
+	struct fakeenv fe;
+	uint32_t tail;
+
+	reclaim_pool(&fe, "linux-3.2:second-compaction=none", DBG_FILE_DIRTY, false);
+	thp_fault(&fe, MM_VMA_DEFAULT);
+	ASSERT(cached(&fe, NB3));
+	EXPECT_GT(stat(&fe, MM_STAT_NR_VMSCAN_IMMEDIATE), 0);
+	EXPECT(pfn_frame(fe.mm, NB3)->order & ORDER_RECLAIM);
+	tail = pfn_frame(fe.mm, sentinel(fe.mm, SENT_LRU_INACTIVE))->prev;
+	EXPECT_NE(tail, NB3);
+	ASSERT_EQ(mm_writeback_begin_one(fe.mm, NB3), 0);
+	mm_writeback_end(fe.mm, NB3, 0);
+	EXPECT_EQ(stat(&fe, MM_STAT_PGROTATED), 1);
+	EXPECT(!(pfn_frame(fe.mm, NB3)->order & ORDER_RECLAIM));
+	EXPECT_EQ(pfn_frame(fe.mm, sentinel(fe.mm, SENT_LRU_INACTIVE))->prev, NB3);
+	fakeenv_destroy(&fe);
+}
+
 TEST_MAIN()
