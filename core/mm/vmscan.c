@@ -136,6 +136,13 @@ static void wait_iff_congested(struct mm *mm, struct scan_control *sc)
 {
 	if (!mm->cfg.policy.reclaim_throttles || !mm->zone_congested)
 		return;
+	if (sc->kswapd) {
+		/* kswapd cannot sleep inside a run (the simulator drives it from its event loop):
+		 * the nap ends the run, which goes on at the next priority 100 ms later */
+		if (mm_hook_congested(mm, sc->fc->call))
+			sc->napped = true;
+		return;
+	}
 	if (throttle_nap(mm, sc->fc, MM_WAIT_RECLAIM_CONGESTED, NSEC_PER_HZ_10, true,
 			 MM_CAUSE_RECLAIM_THROTTLE))
 		sc->stale = true;
@@ -518,7 +525,7 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 		before = sc->nr_reclaimed;
 		if (!nr_in && mm->nr_lru[0])
 			nr_in = mm->nr_lru[0] < SWAP_CLUSTER_MAX ? mm->nr_lru[0] : SWAP_CLUSTER_MAX;
-		while ((nr_in || nr_act) && !sc->stale) {
+		while ((nr_in || nr_act) && !sc->stale && !sc->napped) {
 			uint32_t batch;
 
 			if (nr_act) {
@@ -641,6 +648,11 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 							  ? wmark_pages(mm, WMARK_HIGH)
 							  : SWAP_CLUSTER_MAX);
 		shrink_node(mm, &sc);
+		if (sc.napped) { /* shrink_inactive_list's wait_iff_congested (3.2/3.3) */
+			*napped = true;
+			mm->kswapd_resume_prio = sc.priority ? sc.priority : 1;
+			break;
+		}
 		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)
 			sc.order = 0;
 		if (mm->watermark_boost && pgdat_balanced(mm, 0))
