@@ -9,8 +9,8 @@
 # series) it prints alloc's elapsed time and the machine's thp_fault_alloc / thp_fault_fallback,
 # then the ratios against 3.1 (published: 3.2-rc2 0.50, sync-light 0.06).
 #
-# Scaling (demo/README.md): memory 2 GiB -> --pool 128M (--quick 64M), so alloc's mapping
-# shrinks by 16 (32); the stick keeps its 2011 speed; 5 iterations -> 1 (--iterations N);
+# Scaling (demo/README.md): memory 2 GiB -> --pool 256M (--quick 128M), so alloc's mapping
+# shrinks by 8 (16); the stick keeps its 2011 speed; 5 iterations -> 1 (--iterations N);
 # the reader is the machine's own reader thread (--dirty stream,read: real reads of a FUSE file
 # do not enter the emulated page cache, writes do), standing in for cp /dev/sda /dev/null;
 # thpavail's "MemFree < MemTotal/6" becomes a fixed fill time.
@@ -21,7 +21,7 @@ set -u
 usage() {
 	cat <<'EOF'
 usage: writeback-cp.sh [--quick] [--iterations N] [--out DIR] [--build DIR]
-  --quick         a short run (under two minutes on 2 cores)
+  --quick         a short run (128M; about 70 s on 2 cores)
   --iterations N  alloc runs per kernel (default 1)
   --out DIR       keep each run's JSON report and outputs in DIR
   --build DIR     where thpemu and usemem are (default: $THPEMU_BUILD_DIR, else ./build)
@@ -70,9 +70,9 @@ command -v jq >/dev/null || {
 }
 policies=(linux-3.1 linux-3.2 linux-3.3)
 if [ $quick = 1 ]; then
-	pool=64M fill=6 limit=30
+	pool=128M fill=10 limit=60
 else
-	pool=128M fill=10 limit=120
+	pool=256M fill=15 limit=300
 fi
 device=usb2-stick-2011
 reader=stream,read,file=16M
