@@ -628,23 +628,19 @@ static bool pgdat_balanced(struct mm *mm, unsigned order)
 
 /* balance_pgdat: reclaim toward HIGH at the order (dropping to order 0 once compact_gap is
  * reclaimed). Returns frames reclaimed. */
-__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call, bool *napped,
-					    bool *again)
+__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call, bool *napped)
 {
 	struct fault_ctx fc = {.call = call, .background = true};
 	struct scan_control sc = {
 	    .order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true, .fc = &fc};
-	uint32_t round = 0; /* 3.x: reclaimed since loop_again (carried across a nap) */
 
 	sc.priority = DEF_PRIORITY;
 	if (mm->kswapd_resume_prio) { /* back from the nap: go on where it was */
 		sc.priority = mm->kswapd_resume_prio - 1;
-		round = mm->kswapd_round_reclaimed;
 		mm->kswapd_resume_prio = 0;
 	}
-	mm->kswapd_round_reclaimed = 0;
 	for (; sc.priority >= 0; sc.priority--) {
-		uint32_t before = sc.nr_scanned, freed = sc.nr_reclaimed;
+		uint32_t before = sc.nr_scanned;
 
 		if (pgdat_balanced(mm, sc.order) && !mm->watermark_boost)
 			break;
@@ -652,11 +648,9 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 							  ? wmark_pages(mm, WMARK_HIGH)
 							  : SWAP_CLUSTER_MAX);
 		shrink_node(mm, &sc);
-		round += sc.nr_reclaimed - freed;
 		if (sc.napped) { /* shrink_inactive_list's wait_iff_congested (3.2/3.3) */
 			*napped = true;
 			mm->kswapd_resume_prio = sc.priority ? sc.priority : 1;
-			mm->kswapd_round_reclaimed = round;
 			break;
 		}
 		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)
@@ -665,29 +659,15 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 			mm->watermark_boost = 0;
 		if ((sc.nr_scanned == before && !mm->nr_lru[0] && !mm->nr_split_queue) || sc.stale)
 			break;
-		if (era_modern(mm))
-			continue;
 		/* 3.x "kswapd is getting into trouble. Take a nap": congestion_wait(BLK_RW_ASYNC,
 		 * HZ/10) after a pass that scanned at priority < DEF_PRIORITY - 2, unless the zone
 		 * is below MIN. The nap ends this run; kswapd_run asks to run again after it, and
-		 * that run goes on as the kernel's loop would after congestion_wait. */
-		if (mm->cfg.policy.reclaim_throttles && sc.nr_scanned != before &&
-		    sc.priority < DEF_PRIORITY - 2 &&
+		 * that run goes on at the next priority, as the kernel's loop would. */
+		if (!era_modern(mm) && mm->cfg.policy.reclaim_throttles &&
+		    sc.nr_scanned != before && sc.priority < DEF_PRIORITY - 2 &&
 		    zone_watermark_ok(mm, 0, wmark_pages(mm, WMARK_MIN), 0) && sc.priority > 0) {
 			*napped = true;
-			if (round >= SWAP_CLUSTER_MAX) {
-				mm->kswapd_resume_prio = DEF_PRIORITY + 1; /* loop_again */
-			} else {
-				mm->kswapd_resume_prio = sc.priority; /* on one lower */
-				mm->kswapd_round_reclaimed = round;
-			}
-			break;
-		}
-		/* 3.x: "We do this so kswapd doesn't build up large priorities for example when it
-		 * is freeing in parallel with allocators": a round that reclaimed
-		 * SWAP_CLUSTER_MAX starts again at DEF_PRIORITY (goto loop_again) */
-		if (round >= SWAP_CLUSTER_MAX) {
-			*again = true;
+			mm->kswapd_resume_prio = sc.priority; /* the next run starts one lower */
 			break;
 		}
 	}
@@ -704,8 +684,8 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 uint64_t kswapd_run(struct mm *mm, void *call)
 {
 	unsigned order = mm->kswapd_order;
-	bool napped = false, again = false;
-	uint32_t reclaimed = balance_pgdat(mm, order, call, &napped, &again);
+	bool napped = false;
+	uint32_t reclaimed = balance_pgdat(mm, order, call, &napped);
 	bool balanced = pgdat_balanced(mm, 0);
 
 	mm->watermark_boost = 0;
@@ -718,12 +698,6 @@ uint64_t kswapd_run(struct mm *mm, void *call)
 	if (era_modern(mm)) {
 		reset_isolation_suitable(mm);
 		wakeup_kcompactd(mm, order);
-	}
-	if (again && !balanced) { /* 3.x loop_again: from DEF_PRIORITY, at once */
-		mm->kswapd_awake = true;
-		mm->kswapd_order = order;
-		mm->kswapd_resume_prio = 0;
-		return 0;
 	}
 	if (napped && !balanced) {
 		mm->kswapd_awake = true; /* balance_pgdat's congestion_wait, then again */
