@@ -30,6 +30,35 @@ static void json_wait_stat(struct json_w *w, const char *key, const struct sim_w
 	jw_obj_end(w);
 }
 
+/* Per-iteration results (writeback-cp: alloc's elapsed time and THP fault counts, as mmtests
+ * thpavail reports them) and their totals. */
+static void json_iterations(struct json_w *w, const struct sim_result *r)
+{
+	uint64_t total = 0, alloc = 0, fallback = 0;
+
+	jw_arr_begin(w, "iteration_stats");
+	for (unsigned i = 0; i < r->niter; i++) {
+		const struct sim_iter *it = &r->iter[i];
+
+		jw_obj_begin(w, NULL);
+		jw_dbl(w, "start_s", (double)it->start_ns / 1e9, 3);
+		jw_dbl(w, "elapsed_s", (double)it->elapsed_ns / 1e9, 3);
+		jw_u64(w, "thp_fault_alloc", it->thp_fault_alloc);
+		jw_u64(w, "thp_fault_fallback", it->thp_fault_fallback);
+		jw_obj_end(w);
+		total += it->elapsed_ns;
+		alloc += it->thp_fault_alloc;
+		fallback += it->thp_fault_fallback;
+	}
+	jw_arr_end(w);
+	jw_obj_begin(w, "iteration_totals");
+	jw_dbl(w, "elapsed_s", (double)total / 1e9, 3);
+	jw_dbl(w, "elapsed_mean_s", (double)total / 1e9 / r->niter, 3);
+	jw_u64(w, "thp_fault_alloc", alloc);
+	jw_u64(w, "thp_fault_fallback", fallback);
+	jw_obj_end(w);
+}
+
 static void json_config(struct json_w *w, const struct sim_result *r)
 {
 	const struct sim_config *c = &r->cfg;
@@ -53,6 +82,8 @@ static void json_config(struct json_w *w, const struct sim_result *r)
 	jw_dbl(w, "duration_s", (double)r->duration_ns / 1e9, 3);
 	if (s->runs_to_completion)
 		jw_u64(w, "iterations", r->iterations);
+	if (r->niter)
+		json_iterations(w, r);
 	jw_obj_begin(w, "params");
 	for (unsigned i = 0; i < s->nparams; i++)
 		jw_str(w, s->params[i].key, c->params.s[i]);
@@ -286,6 +317,28 @@ static void text_latency(FILE *f, const char *name, const struct obs_hist *h)
 		(unsigned long long)s.count, s.mean, s.p50, s.p99, s.max);
 }
 
+static void text_iterations(FILE *f, const struct sim_result *r)
+{
+	uint64_t total = 0, alloc = 0, fallback = 0;
+
+	if (!r->niter)
+		return;
+	fprintf(f, "\niteration  elapsed (s)  thp_fault_alloc  thp_fault_fallback\n");
+	for (unsigned i = 0; i < r->niter; i++) {
+		const struct sim_iter *it = &r->iter[i];
+
+		fprintf(f, "%9u  %11.2f  %15llu  %18llu\n", i + 1, (double)it->elapsed_ns / 1e9,
+			(unsigned long long)it->thp_fault_alloc,
+			(unsigned long long)it->thp_fault_fallback);
+		total += it->elapsed_ns;
+		alloc += it->thp_fault_alloc;
+		fallback += it->thp_fault_fallback;
+	}
+	fprintf(f, "    total  %11.2f  %15llu  %18llu   (mean elapsed %.2f s)\n",
+		(double)total / 1e9, (unsigned long long)alloc, (unsigned long long)fallback,
+		(double)total / 1e9 / r->niter);
+}
+
 void sim_report_text(const struct sim_result *r, FILE *f)
 {
 	const uint64_t *v = r->vmstat;
@@ -312,6 +365,7 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 			(unsigned long long)rs->absorbed, (unsigned long long)rs->orphans,
 			(unsigned long long)rs->implied);
 	}
+	text_iterations(f, r);
 	fprintf(f, "\nfaults %llu: huge %llu (%.2f %%), base %llu, nomem %llu\n",
 		(unsigned long long)s.faults, (unsigned long long)s.huge, s.huge_pct,
 		(unsigned long long)s.base, (unsigned long long)s.nomem);

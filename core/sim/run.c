@@ -134,6 +134,8 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->pool_bytes = (uint64_t)mm_nr_frames(w->mm) * MM_PAGE_SIZE;
 	r->duration_ns = sim_now(w->e);
 	r->iterations = w->iterations;
+	r->niter = w->niter;
+	memcpy(r->iter, w->iter, sizeof(r->iter));
 	r->finished = w->finished;
 	r->faults = w->faults;
 	r->extents = w->extents;

@@ -161,6 +161,13 @@ struct sim_reader_stats {
 	uint64_t reads, misses, nomem, eagain, read_ns;
 };
 
+/* One iteration of a scenario that measures whole iterations (writeback-cp: alloc's run). */
+struct sim_iter {
+	uint64_t start_ns, elapsed_ns;
+	uint64_t thp_fault_alloc, thp_fault_fallback; /* vmstat deltas over the iteration */
+};
+#define SIM_MAX_ITERS 64
+
 #define SIM_MAX_PROCS	 256
 #define SIM_FILE_ID_BASE (1u << 20) /* our file ids, clear of mm_fragment's recipe files */
 
@@ -185,6 +192,8 @@ struct sim_world {
 	uint64_t nstalls, stall_max_ns;
 	uint64_t stats_done[MM_STAT_NR]; /* counters of pools already destroyed (iterations) */
 	uint64_t iterations;
+	struct sim_iter iter[SIM_MAX_ITERS]; /* per-iteration results, if the scenario keeps them */
+	unsigned niter;
 	struct obs_coverage cov; /* AnonHugePages over virtual time (world_start_coverage) */
 	/* anonymous memory */
 	struct sim_proc *procs[SIM_MAX_PROCS];
@@ -235,6 +244,8 @@ struct sim_result {
 	uint64_t pool_bytes;  /* what the pool really has (whole pageblocks) */
 	uint64_t duration_ns; /* virtual time simulated */
 	uint64_t iterations;
+	struct sim_iter iter[SIM_MAX_ITERS];
+	unsigned niter;
 	bool finished;
 	struct obs_faults faults;
 	uint64_t extents, extents_huge;
