@@ -41,6 +41,7 @@
 #include "uffd/uffd.h"
 
 #define UFFD_MAX_HANDLERS CONFIG_MAX_HANDLERS
+#define UFFD_EPOLL_MAX	  8 /* epoll instances at most (descriptors are scarce: core/guard) */
 
 /* Handler threads when THPEMU_HANDLERS is auto: CPUs + 2, at least 3, at most 16 (live.c). */
 unsigned uffd_handlers_auto(void);
@@ -321,6 +322,10 @@ struct uffd_live {
 	struct config cfg;
 	int uffd;
 	int ctl_fd; /* semaphore eventfd the handlers poll: a stop or a credential request */
+	/* epoll instances the idle handlers wait in (handler i in ep_fd[i % n_ep]): the uffd with
+	 * EPOLLEXCLUSIVE, so that a fault wakes one idle handler, and ctl_fd */
+	int ep_fd[UFFD_EPOLL_MAX];
+	unsigned n_ep;
 	/* A page that reads 1 in the process the emulator was made for and 0 in any process made
 	 * from it by a fork of the address space (MADV_WIPEONFORK), atfork handlers or not (a raw
 	 * clone, _Fork); a vfork or CLONE_VM child shares the page, and the emulator, as it should.
