@@ -178,6 +178,7 @@ static void *background_main(void *arg)
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
 	guard_thread_started(&w->gt);
+	uffd_probe_run(lv); /* the bare round trip, before the program loads the handlers */
 	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t wait, now;
 
@@ -244,6 +245,7 @@ static void stop_threads(struct uffd_live *lv)
 {
 	uint64_t one;
 
+	uffd_probe_stop(lv); /* a probe touch in flight needs the handlers */
 	__atomic_store_n(&lv->stopping, true, __ATOMIC_RELEASE);
 	one = (uint64_t)lv->nworkers + 1; /* a token for every handler (semaphore) */
 	if (lv->ctl_fd >= 0)
@@ -371,6 +373,10 @@ void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out)
 	obs_faults_init(&out->faults);
 	obs_faults_merge(&out->faults, &lv->stats->faults);
 	io_stats_copy(&out->io, &lv->stats->io);
+	if (__atomic_load_n(&lv->stats->probe.n, __ATOMIC_ACQUIRE))
+		out->probe = lv->stats->probe; /* published: complete */
+	else
+		memset(&out->probe, 0, sizeof(out->probe));
 	out->nstall_recs = 0;
 	for (uint32_t i = 0; i < UFFD_STALL_RECS; i++) {
 		const struct uffd_stall_rec *sr = &lv->stats->stall_recs[i];
@@ -599,6 +605,8 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	lv->staging.lazy = parent != NULL; /* a fork child may exec at once */
 	if (rc == 0)
 		rc = scratch_init(lv);
+	if (rc == 0 && !parent) /* a fork child joining a machine: its parent measured it */
+		rc = uffd_probe_init(lv);
 	if (rc == 0 && uffd_stallcap_start(lv) < 0)
 		uffd_note(lv, "stall stacks unavailable (libunwind): stalls are only counted");
 	if (rc == 0)
