@@ -120,6 +120,33 @@ static void handler_wait(struct uffd_worker *w)
 			sys_read(lv->ctl_fd, &token, sizeof(token));
 }
 
+/* --spin: one idle handler at a time polls the userfaultfd for up to spin_ns before it sleeps
+ * (a fault then costs no wake-up of a handler; the kernel still wakes an epoll waiter, who finds
+ * the message taken). Returns the read's result: a message, or -EAGAIN when the time is up. */
+static long handler_spin(struct uffd_worker *w, struct uffd_msg *msg)
+{
+	struct uffd_live *lv = w->lv;
+	uint32_t free_slot = 0;
+	uint64_t until;
+	long n = -EAGAIN;
+
+	if (!lv->cfg.spin_ns || !__atomic_compare_exchange_n(&lv->spinner, &free_slot, 1, false,
+							     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return -EAGAIN;
+	until = clock_now_ns() + lv->cfg.spin_ns;
+	while (!__atomic_load_n(&lv->stopping, __ATOMIC_RELAXED) && !guard_thread_pending(&w->gt) &&
+	       clock_now_ns() < until) {
+		n = sys_read(lv->uffd, msg, sizeof(*msg));
+		if (n != -EAGAIN)
+			break;
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+	__atomic_store_n(&lv->spinner, 0, __ATOMIC_RELEASE);
+	return n;
+}
+
 static void *handler_main(void *arg)
 {
 	struct uffd_worker *w = arg;
@@ -138,6 +165,8 @@ static void *handler_main(void *arg)
 			break;
 		__atomic_store_n(&w->busy, 1, __ATOMIC_SEQ_CST);
 		n = sys_read(lv->uffd, &msg, sizeof(msg)); /* non-blocking: queued faults first */
+		if (n == -EAGAIN)
+			n = handler_spin(w, &msg);
 		if (n == sizeof(msg) && msg.event == UFFD_EVENT_PAGEFAULT)
 			uffd_handle_fault(w, (uintptr_t)msg.arg.pagefault.address,
 					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,

@@ -326,6 +326,7 @@ struct uffd_live {
 	 * EPOLLEXCLUSIVE, so that a fault wakes one idle handler, and ctl_fd */
 	int ep_fd[UFFD_EPOLL_MAX];
 	unsigned n_ep;
+	uint32_t spinner; /* a handler is polling (--spin) (atomic) */
 	/* A page that reads 1 in the process the emulator was made for and 0 in any process made
 	 * from it by a fork of the address space (MADV_WIPEONFORK), atfork handlers or not (a raw
 	 * clone, _Fork); a vfork or CLONE_VM child shares the page, and the emulator, as it should.
