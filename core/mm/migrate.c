@@ -103,22 +103,43 @@ static void account_wait(struct mm *mm, struct fault_ctx *fc, uint64_t ns, enum 
 		rec->wb_wait_max_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
+/* Report one completed wait ([locked], ops->waited): per-wait stall events are built from these.
+ * Background: no program fault behind it (kswapd). */
+static void report_wait(struct mm *mm, struct fault_ctx *fc, enum mm_wait_kind kind, uint64_t t0,
+			uint64_t ns, uint64_t owner, uint32_t pfn)
+{
+	struct mm_wait w = {.kind = kind,
+			    .t_start = t0,
+			    .ns = ns,
+			    .owner = owner,
+			    .pfn = pfn,
+			    .background = fc->rec == NULL};
+
+	mm_hook_waited(mm, fc->call, &w);
+}
+
 /* wait_on_page_writeback for a frame the caller holds isolated: drop the mm lock, block in
  * the environment (bounded by timeout_ns unless 0), retake the lock. Returns 0, -ETIMEDOUT, or
  * -ESTALE (the model was repaired meanwhile: the caller holds nothing any more). */
 __stall_frame int wait_on_frame_writeback(struct mm *mm, struct fault_ctx *fc, uint32_t pfn,
 					  uint64_t timeout_ns, enum mm_cause cause)
 {
-	uint64_t t0 = mm_now(mm, fc->call), epoch;
+	uint64_t t0 = mm_now(mm, fc->call), epoch, owner, ns;
 	bool same;
 	int ret;
 
 	if (!mm_has_wait_writeback(mm))
 		return -ETIMEDOUT;
+	owner = pfn_frame(mm, pfn)->owner;
 	epoch = mm_unlock_for_hook(mm);
 	ret = mm_hook_wait_writeback(mm, fc->call, pfn, timeout_ns);
 	same = mm_relock_after_hook(mm, epoch);
-	account_wait(mm, fc, mm_now(mm, fc->call) - t0, cause);
+	ns = mm_now(mm, fc->call) - t0;
+	account_wait(mm, fc, ns, cause);
+	report_wait(mm, fc,
+		    cause == MM_CAUSE_RECLAIM_WB_WAIT ? MM_WAIT_RECLAIM_WRITEBACK
+						      : MM_WAIT_COMPACT_WRITEBACK,
+		    t0, ns, owner, pfn);
 	if (!same)
 		return -ESTALE;
 	return ret == -ETIMEDOUT ? -ETIMEDOUT : 0;
@@ -141,6 +162,10 @@ __stall_frame static int writeout(struct mm *mm, struct fault_ctx *fc, uint32_t 
 	dt = mm_now(mm, fc->call) - t0;
 	fc->cause_ns[cause] += dt;
 	fc->hook_ns += dt;
+	report_wait(mm, fc,
+		    cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_WAIT_COMPACT_WRITEOUT
+						       : MM_WAIT_RECLAIM_WRITEOUT,
+		    t0, dt, owner, pfn);
 	if (!ret)
 		count_event(mm,
 			    cause == MM_CAUSE_COMPACT_WRITEOUT ? MM_STAT_COMPACT_WRITEOUT
