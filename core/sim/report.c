@@ -264,7 +264,7 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	json_steps(&w, &r->steps);
 	obs_report_vmstat(&w, r->vmstat);
 	json_efficiency(&w, r->vmstat);
-	obs_report_stalls(&w, r->stalls);
+	obs_report_stalls_pair(&w, r->stalls, r->waits);
 	json_io(&w, r);
 	json_pool_end(&w, &r->end);
 	obs_report_coverage(&w, &r->cov);
@@ -355,11 +355,16 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 		(unsigned long long)r->writer.pages, (unsigned long long)r->fl.pages_done,
 		(unsigned long long)r->fl.writeout_pages,
 		(double)r->writer.throttle.throttle_ns / 1e9);
-	fprintf(f, "\nstalls >= %s: %llu, longest %.1f ms\n",
+	fprintf(
+	    f,
+	    "\nper-wait stall events (single waits) >= %s: %llu, %.1f ms total, longest %.1f ms\n",
+	    units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
+	    (unsigned long long)s.wait_stalls, ms(s.wait_stall_ns), ms(s.wait_stall_max_ns));
+	fprintf(f, "per-fault stalls (whole faults) >= %s: %llu, longest %.1f ms\n",
 		units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
 		(unsigned long long)s.stalls, ms(s.stall_max_ns));
-	if (s.stalls) {
+	if (s.stalls || s.wait_stalls) {
 		fputc('\n', f);
-		obs_report_stalls_text(f, r->stalls);
+		obs_report_stalls_text_pair(f, r->stalls, r->waits);
 	}
 }

@@ -288,7 +288,9 @@ struct sim_summary {
 	uint64_t extents, extents_huge; /* THP-eligible 2 MiB extents first touched, served huge */
 	uint64_t wb_waits, compact_wb_waits, reclaim_wb_waits;
 	uint64_t wb_wait_ns, compact_wb_wait_ns, reclaim_wb_wait_ns, wb_wait_max_ns;
-	uint64_t stalls, stall_max_ns;
+	uint64_t stalls, stall_max_ns; /* per-fault: faults whose service crossed the threshold */
+	uint64_t wait_stalls, wait_stall_ns,
+	    wait_stall_max_ns; /* per-wait: single waits that did */
 	uint64_t duration_ns;
 	uint64_t events;
 };
