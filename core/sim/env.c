@@ -21,7 +21,8 @@
  *                  request completes with the flusher's queue uncongested, or the timeout
  *                  (device.c dev_throttle);
  *   waited         every completed wait: one of at least the stall threshold is a per-wait
- *                  stall event (obs/stall.h), kswapd's under "kswapd0".
+ *                  stall event (obs/stall.h) under the actor's comm (the background actor is
+ *                  "kswapd0").
  * There is no lock: the simulator is one thread, and actors only switch at unlocked hooks.
  * Called without an actor (setup, recipes), costs are not charged and waits do not block.
  */
@@ -70,16 +71,19 @@ static int env_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t
 }
 
 /* A per-wait event for each wait of at least the threshold, in the actor's virtual time; kswapd's
- * (background) under its own comm, as Mel Gorman's monitor saw every task. */
+ * (background) too, under its actor's comm, as Mel Gorman's monitor saw every task. */
 static void env_waited(void *priv, void *call, const struct mm_wait *wt)
 {
 	struct sim_world *w = priv;
 	struct sim_task *t = call;
-	const char *comm = wt->background ? "kswapd0" : t ? t->comm : "?";
+	const char *comm = t ? t->comm : wt->background ? "kswapd0" : "?";
+	/* kswapd's chain only for the kswapd actor (khugepaged has no fault behind it either, but
+	 * its own allocation path) */
+	bool kswapd = wt->background && (!t || t == &w->bg);
 
 	if (w->waits)
-		obs_stalls_add_modelled_wait(w->waits, wt->t_start, wt->ns, wt->kind,
-					     wt->background, comm, 0);
+		obs_stalls_add_modelled_wait(w->waits, wt->t_start, wt->ns, wt->kind, kswapd, comm,
+					     0);
 }
 
 static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)

@@ -291,7 +291,7 @@ void uffd_stallcap_waited(struct uffd_worker *w, const struct mm_wait *wt)
 	ev.t_start_ns = wt->t_start;
 	ev.duration_ns = wt->ns;
 	ev.wait = (uint8_t)wt->kind;
-	ev.background = wt->background;
+	ev.background = wt->background && w->idx == w->lv->nworkers; /* kswapd's part */
 	ev.cause = (uint8_t)obs_stall_wait_cause(wt->kind);
 	describe_owner(w->lv, wt->owner, ev.waited_on, sizeof(ev.waited_on));
 	if (s && (s->seq & 1)) { /* a handler's wait inside a fault: the fault's thread */
