@@ -49,7 +49,10 @@ static void usage(FILE *f)
 	    "                         summary goes to stdout)\n"
 	    "  --costs FILE           calibration file: KEY=VALUE lines with the cost keys below\n"
 	    "  --device SPEC          slow device for writeback (default %s)\n"
-	    "  --stall-threshold DUR  faults at least this long are stall events (default 1s)\n"
+	    "  --stall-threshold DUR  faults at least this long are per-fault stalls, single "
+	    "waits\n"
+	    "                         (writeback, writeout, congestion nap) per-wait stall events\n"
+	    "                         (default 1s)\n"
 	    "  --opt KEY=VALUE        a scenario parameter (below)\n\n",
 	    SIM_DEFAULT_DEVICE);
 	fprintf(f, "Policies:\n");

@@ -256,7 +256,7 @@ struct sim_config {
 	char device_spec[128]; /* PRESET[:key=value,...] as given, for the report */
 	struct devm_params device;
 	struct sim_costs costs;
-	uint64_t stall_threshold_ns; /* faults at least this long are stall events */
+	uint64_t stall_threshold_ns; /* faults (and single waits) at least this long are stalls */
 };
 
 #define SIM_DEFAULT_DEVICE	    "usb2-stick-2011"
