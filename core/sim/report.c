@@ -142,6 +142,9 @@ static void json_io(struct json_w *w, const struct sim_result *r)
 	jw_u64(w, "pages_completed", fl->pages_done);
 	jw_u64(w, "requests", fl->reqs);
 	jw_u64(w, "writeout_pages", fl->writeout_pages);
+	/* reclaim/compaction throttle naps (congestion_wait, wait_iff_congested that slept) */
+	jw_u64(w, "congestion_naps", fl->throttles);
+	jw_dbl(w, "congestion_nap_ms", ms(fl->throttle_ns), 3);
 	jw_u64(w, "errors", fl->errors);
 	jw_u64(w, "bandwidth_estimate_bps", fl->bw.bw);
 	jw_u64(w, "throttles", r->writer.throttle.throttles);
