@@ -163,7 +163,7 @@ static json_t *run_root(const char *policy, uint64_t secs)
 	json_t *root;
 	char *j;
 
-	if (config(&c, policy, "seed-2011", 0, secs, 1) != 0)
+	if (config(&c, policy, "seed-2011", 256 << 20, secs, 1) != 0)
 		return NULL;
 	j = run_json(&c);
 	root = j ? json_loads(j, 0, &jerr) : NULL;
@@ -189,7 +189,7 @@ static unsigned wait_kind_count(json_t *root, const char *kind, int background)
 
 TEST(writeback_waits_are_per_wait_events_beside_the_per_fault_stalls)
 {
-	json_t *root = run_root("linux-3.1", 120), *groups;
+	json_t *root = run_root("linux-3.1", 60), *groups;
 	double thr, max = 0, total = 0;
 	json_int_t waits, faults, stored = 0;
 
@@ -243,7 +243,7 @@ TEST(writeback_waits_are_per_wait_events_beside_the_per_fault_stalls)
 	EXPECT_NEAR(max, json_number_value(get(root, "stalls.waits.max_ms")), 0.001);
 	json_decref(root);
 
-	root = run_root("linux-3.3", 120);
+	root = run_root("linux-3.3", 60);
 	ASSERT(root);
 	EXPECT_EQ(wait_kind_count(root, "compact-writeback", -1), 0);
 	json_decref(root);
