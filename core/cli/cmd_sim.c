@@ -53,7 +53,10 @@ static void usage(FILE *f)
 	    "                         (default: the policy's, vfat in every profile; vfat has no\n"
 	    "                         ->migratepage, ext4 migrates dirty pages and never writes\n"
 	    "                         them from reclaim)\n"
-	    "  --stall-threshold DUR  faults at least this long are stall events (default 1s)\n"
+	    "  --stall-threshold DUR  faults at least this long are per-fault stalls, single "
+	    "waits\n"
+	    "                         (writeback, writeout, congestion nap) per-wait stall events\n"
+	    "                         (default 1s)\n"
 	    "  --opt KEY=VALUE        a scenario parameter (below)\n\n",
 	    SIM_DEFAULT_DEVICE);
 	fprintf(f, "Policies:\n");

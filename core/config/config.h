@@ -35,7 +35,8 @@ struct config {
 	struct mm_policy policy; /* parsed */
 	char fs[8];		 /* THPEMU_FS: vfat or ext4, sets policy.fs ("" = the policy's) */
 	uint64_t pool_bytes;	 /* emulated physical memory */
-	uint64_t stall_threshold_ns;	 /* a fault served slower than this is a stall event */
+	uint64_t stall_threshold_ns; /* a fault served slower than this is a stall; a single wait
+				      * that long a per-wait stall event */
 	enum config_allocator allocator; /* what `thpemu run` preloads (recorded in the report) */
 	unsigned handlers;		 /* handler threads; 0 = auto (uffd_handlers_auto()) */
 	uint64_t spin_ns;    /* an idle handler polls the userfaultfd this long before sleeping */
@@ -100,7 +101,8 @@ struct config {
 	  "emulated physical memory (the program's managed memory is accounted in it)")            \
 	X(STALL_THRESHOLD, "--stall-threshold", "DUR", duration, stall_threshold_ns, "1s", 0, 0,   \
 	  NULL, 0, "a duration such as 100ms or 1s",                                               \
-	  "a fault served slower than this is a stall (counted and reported)")                     \
+	  "a fault served slower than this is a stall, a single wait that long a per-wait stall "   \
+	  "event (both counted and reported)")                     \
 	X(ALLOCATOR, "--allocator", "A", words, allocator, "jemalloc", 0, 0, config_alloc_words,   \
 	  CONFIG_LAUNCHER, "jemalloc or none",                                                     \
 	  "allocator `thpemu run` preloads after the library (glibc malloc never reaches mmap)")   \

@@ -173,6 +173,9 @@ static void json_io(struct json_w *w, const struct sim_result *r)
 	jw_u64(w, "pages_completed", fl->pages_done);
 	jw_u64(w, "requests", fl->reqs);
 	jw_u64(w, "writeout_pages", fl->writeout_pages);
+	/* reclaim/compaction throttle naps (congestion_wait, wait_iff_congested that slept) */
+	jw_u64(w, "congestion_naps", fl->throttles);
+	jw_dbl(w, "congestion_nap_ms", ms(fl->throttle_ns), 3);
 	jw_u64(w, "errors", fl->errors);
 	jw_u64(w, "bandwidth_estimate_bps", fl->bw.bw);
 	jw_u64(w, "throttles", r->writer.throttle.throttles);
@@ -295,7 +298,7 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	json_steps(&w, &r->steps);
 	obs_report_vmstat(&w, r->vmstat);
 	json_efficiency(&w, r->vmstat);
-	obs_report_stalls(&w, r->stalls);
+	obs_report_stalls_pair(&w, r->stalls, r->waits);
 	json_io(&w, r);
 	json_pool_end(&w, &r->end);
 	obs_report_coverage(&w, &r->cov);
@@ -409,11 +412,16 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 		(unsigned long long)r->writer.pages, (unsigned long long)r->fl.pages_done,
 		(unsigned long long)r->fl.writeout_pages,
 		(double)r->writer.throttle.throttle_ns / 1e9);
-	fprintf(f, "\nstalls >= %s: %llu, longest %.1f ms\n",
+	fprintf(
+	    f,
+	    "\nper-wait stall events (single waits) >= %s: %llu, %.1f ms total, longest %.1f ms\n",
+	    units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
+	    (unsigned long long)s.wait_stalls, ms(s.wait_stall_ns), ms(s.wait_stall_max_ns));
+	fprintf(f, "per-fault stalls (whole faults) >= %s: %llu, longest %.1f ms\n",
 		units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
 		(unsigned long long)s.stalls, ms(s.stall_max_ns));
-	if (s.stalls) {
+	if (s.stalls || s.wait_stalls) {
 		fputc('\n', f);
-		obs_report_stalls_text(f, r->stalls);
+		obs_report_stalls_text_pair(f, r->stalls, r->waits);
 	}
 }

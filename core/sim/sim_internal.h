@@ -149,6 +149,11 @@ struct sim_flusher {
 	uint64_t pages_submitted, pages_done, reqs, errors;
 	uint64_t bytes_done;	 /* written by completed writeback and writeout requests */
 	uint64_t writeout_pages; /* single pages written out by sync migration */
+	/* actors in a throttle nap (congestion_wait): woken when a writeback request completes
+	 * and the queue is not congested (mm/backing-dev.c clear_bdi_congested, called from
+	 * block/blk-core.c __freed_request below the congestion-off threshold) */
+	struct sim_waitq congest_wq;
+	uint64_t throttles, throttle_ns; /* naps taken, their summed length */
 };
 
 struct sim_writer_stats {
@@ -190,6 +195,7 @@ struct sim_world {
 	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
 	struct obs_stalls *stalls; /* cause-only stall events (obs/stall.h, modelled stacks) */
 	uint64_t nstalls, stall_max_ns;
+	struct obs_stalls *waits;	 /* per-wait events (mm's ops->waited, modelled stacks) */
 	uint64_t stats_done[MM_STAT_NR]; /* counters of pools already destroyed (iterations) */
 	uint64_t iterations;
 	struct sim_iter iter[SIM_MAX_ITERS]; /* per-iteration results, if the scenario keeps them */
@@ -253,6 +259,7 @@ struct sim_result {
 	uint64_t unfinished, unfinished_max_ns; /* faults still in service at the end */
 	struct obs_stalls *stalls;
 	uint64_t nstalls, stall_max_ns;
+	struct obs_stalls *waits; /* per-wait events */
 	uint64_t vmstat[MM_STAT_NR];
 	struct sim_wait_stat wb_compact, wb_reclaim;
 	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
@@ -305,6 +312,9 @@ void dev_io_release(struct sim_world *w, struct sim_io *io);
 void dev_free_all(struct sim_world *w);
 void wait_stat_add(struct sim_wait_stat *s, uint64_t ns, uint64_t threshold_ns);
 int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, uint64_t timeout);
+/* The throttle hook (mm.h): park t until a writeback request completes with the queue not
+ * congested, or the timeout; with iff_congested, return at once when it is not congested. */
+int dev_throttle(struct sim_world *w, struct sim_task *t, uint64_t timeout, bool iff_congested);
 uint64_t dev_offset_of(struct sim_world *w, uint64_t owner);
 
 /* writer.c: the writer (postmark-like), the flusher and dirty throttling */

@@ -320,6 +320,8 @@ void flusher_io_done(struct sim_world *w, struct sim_io *io)
 	struct sim_flusher *fl = &w->fl;
 
 	wbq_done(&fl->q, io->nwb);
+	if (io->nwb && !wbq_congested(&fl->q))
+		sim_wake_all(w->e, &fl->congest_wq);
 	fl->pages_done += io->npages;
 	if (io->req.err)
 		fl->errors++;
