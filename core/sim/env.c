@@ -72,6 +72,15 @@ static int env_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t
 
 /* A per-wait event for each wait of at least the threshold, in the actor's virtual time; kswapd's
  * (background) too, under its actor's comm, as Mel Gorman's monitor saw every task. */
+/* bdi_write_congested: the flusher's request queue is full. */
+static bool env_congested(void *priv, void *call)
+{
+	struct sim_world *w = priv;
+
+	(void)call;
+	return wbq_congested(&w->fl.q);
+}
+
 static void env_waited(void *priv, void *call, const struct mm_wait *wt)
 {
 	struct sim_world *w = priv;
@@ -181,4 +190,5 @@ const struct mm_env_ops sim_env_ops = {
     .split_underused = env_split_underused,
     .throttle = env_throttle,
     .waited = env_waited,
+    .congested = env_congested,
 };

@@ -116,6 +116,15 @@ static int env_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t
 	return 0;
 }
 
+/* bdi_write_congested: the writeback engine's queue (none in this process: never). */
+static bool env_congested(void *priv, void *call)
+{
+	struct uffd_live *lv = priv;
+
+	(void)call;
+	return lv->io && io_congested(lv->io);
+}
+
 static void env_waited(void *priv, void *call, const struct mm_wait *w)
 {
 	uffd_stallcap_waited(call, w);
@@ -214,4 +223,5 @@ const struct mm_env_ops uffd_env_ops = {
     .split_underused = env_split_underused,
     .throttle = env_throttle,
     .waited = env_waited,
+    .congested = env_congested,
 };
