@@ -72,12 +72,15 @@ static int env_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t
 
 /* A per-wait event for each wait of at least the threshold, in the actor's virtual time; kswapd's
  * (background) too, under its actor's comm, as Mel Gorman's monitor saw every task. */
-/* bdi_write_congested: the flusher's request queue is full. */
+/* bdi_write_congested: the flusher's request queue is full - except for a task writing to
+ * the stick itself (may_write_to_queue: bdi == current->backing_dev_info). */
 static bool env_congested(void *priv, void *call)
 {
 	struct sim_world *w = priv;
+	const struct sim_task *t = call;
 
-	(void)call;
+	if (t && t->writing)
+		return false;
 	return wbq_congested(&w->fl.q);
 }
 

@@ -69,6 +69,8 @@ struct sim_task {
 	uint64_t fault_t0;		  /* start of the fault in service, 0 if none */
 	struct sim_wait_stat fault_wb[2]; /* waits of the fault in service: compaction, reclaim */
 	struct sim_task *next;		  /* the world's list of tasks */
+	bool writing; /* in a write() to the stick: 3.1's may_write_to_queue lets a task write to
+		       * its own congested device (current->backing_dev_info) */
 };
 
 /* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact): one
