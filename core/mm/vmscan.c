@@ -50,7 +50,7 @@ struct scan_control {
 	bool compaction_ready; /* shrink_zones skipped the zone for compaction */
 	unsigned reclaim_mode; /* 3.x RM_* of the current batch */
 	bool stale;	       /* the model was repaired under it: its batch is gone, stop */
-	bool napped;	       /* kswapd: balance_pgdat's congestion_wait ends this run */
+	bool napped;	       /* kswapd: a 3.2/3.3 wait_iff_congested ended this run */
 	uint32_t nr_dirty;     /* this shrink_page_list: dirty pages met */
 	uint32_t nr_congested; /* ... kept because the device was congested */
 	uint32_t nr_writeback; /* ... under writeback */
