@@ -344,6 +344,10 @@ TEST(congestion_wait_sleeps_until_a_write_completes_or_the_timeout)
 	ASSERT_EQ(io_writeout(te.io, MM_OWNER_FILE(1, 2), pfn), 0);
 	pthread_join(th, NULL);
 	EXPECT_EQ(a.rc, 0); /* woken by the completion, 10 s before its timeout */
+	/* the engine wakes the sleepers as the request completes and ends the page's writeback
+	 * right after: give it a moment (a slow TSan run saw the page still under writeback) */
+	for (int i = 0; i < 500 && mm_frame_under_writeback(te.mm, pfn); i++)
+		usleep(10000);
 	EXPECT(!mm_frame_under_writeback(te.mm, pfn));
 	teardown();
 }
