@@ -127,6 +127,21 @@ int obs_stalls_add(struct obs_stalls *s, const struct obs_stall_event *ev)
 	return 0;
 }
 
+/* The fields a simulator event (per fault or per wait) has in common: no stacks, the cause's
+ * modelled chain. */
+static void modelled_event(struct obs_stall_event *ev, uint64_t t_start_ns, uint64_t duration_ns,
+			   enum mm_cause cause, const char *comm, int32_t tid)
+{
+	obs_stall_event_init(ev);
+	ev->t_start_ns = t_start_ns;
+	ev->duration_ns = duration_ns;
+	ev->cause = (uint8_t)cause;
+	ev->tid = tid;
+	ev->handler.method = OBS_UNWIND_MODELLED;
+	if (comm)
+		strncpy(ev->comm, comm, OBS_COMM_LEN - 1);
+}
+
 int obs_stalls_add_modelled(struct obs_stalls *s, uint64_t t_start_ns, uint64_t duration_ns,
 			    enum mm_cause cause, const char *comm, int32_t tid, uint64_t addr)
 {
@@ -134,15 +149,8 @@ int obs_stalls_add_modelled(struct obs_stalls *s, uint64_t t_start_ns, uint64_t 
 
 	if (duration_ns < s->threshold_ns)
 		return 1;
-	obs_stall_event_init(&ev);
-	ev.t_start_ns = t_start_ns;
-	ev.duration_ns = duration_ns;
-	ev.cause = (uint8_t)cause;
-	ev.tid = tid;
+	modelled_event(&ev, t_start_ns, duration_ns, cause, comm, tid);
 	ev.addr = addr;
-	ev.handler.method = OBS_UNWIND_MODELLED;
-	if (comm)
-		strncpy(ev.comm, comm, OBS_COMM_LEN - 1);
 	return obs_stalls_add(s, &ev);
 }
 
@@ -154,16 +162,9 @@ int obs_stalls_add_modelled_wait(struct obs_stalls *s, uint64_t t_start_ns, uint
 
 	if (duration_ns < s->threshold_ns)
 		return 1;
-	obs_stall_event_init(&ev);
-	ev.t_start_ns = t_start_ns;
-	ev.duration_ns = duration_ns;
+	modelled_event(&ev, t_start_ns, duration_ns, obs_stall_wait_cause(k), comm, tid);
 	ev.wait = (uint8_t)k;
 	ev.background = background;
-	ev.cause = (uint8_t)obs_stall_wait_cause(k);
-	ev.tid = tid;
-	ev.handler.method = OBS_UNWIND_MODELLED;
-	if (comm)
-		strncpy(ev.comm, comm, OBS_COMM_LEN - 1);
 	return obs_stalls_add(s, &ev);
 }
 
