@@ -39,10 +39,11 @@ struct config {
 				      * that long a per-wait stall event */
 	enum config_allocator allocator; /* what `thpemu run` preloads (recorded in the report) */
 	unsigned handlers;		 /* handler threads; 0 = auto (uffd_handlers_auto()) */
-	uint64_t min_region;		 /* smallest mapping managed */
-	unsigned staging;		 /* prefaulted host THPs kept ready */
-	char fragment[256];		 /* mm_fragment recipe applied at start ("" = none) */
-	uint64_t seed;			 /* recipe seed */
+	uint64_t spin_ns;    /* an idle handler polls the userfaultfd this long before sleeping */
+	uint64_t min_region; /* smallest mapping managed */
+	unsigned staging;    /* prefaulted host THPs kept ready */
+	char fragment[256];  /* mm_fragment recipe applied at start ("" = none) */
+	uint64_t seed;	     /* recipe seed */
 	enum config_log_level log;
 	char report[512];  /* THPEMU_REPORT: per-process JSON written at exit ("" = none);
 			    * "%p" expands to the pid */
@@ -108,6 +109,10 @@ struct config {
 	X(HANDLERS, "--handlers", "N", uint, handlers, "auto", 1, CONFIG_MAX_HANDLERS,             \
 	  config_auto_words, 0, "auto or 1..64",                                                   \
 	  "fault handler threads (auto: CPUs + 2, at least 3, at most 16)")                        \
+	X(SPIN, "--spin", "DUR", duration, spin_ns, "0", 0, 0, NULL, 0,                            \
+	  "a duration such as 50us (0: never)",                                                    \
+	  "one idle handler at a time polls the userfaultfd this long before it sleeps: faster "   \
+	  "first touches for latency studies, for a CPU's worth of polling")                       \
 	X(MIN_REGION, "--min-region", "SIZE", size, min_region, "256K", 4096, 1ULL << 40, NULL, 0, \
 	  "a size of at least 4K, e.g. 64K or 2M",                                                 \
 	  "smallest private anonymous mapping managed (below 2M: 4 KiB faults only)")              \

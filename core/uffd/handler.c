@@ -468,6 +468,8 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int ti
 	    .real_pmd = -1,
 	};
 
+	if (uffd_probe_serve(w, fc.addr, t_read))
+		return; /* the start-up probe's page: a bare fill, nothing to emulate */
 	UFFD_COUNT(lv, messages);
 	fc.r = uffd_region_get(&lv->table, fc.addr);
 	if (!fc.r) {

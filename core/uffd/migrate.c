@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "util/sys.h"
+#include "util/clock.h"
 
 /* An empty scratch page: the batch is emptied when used up, and a page found mapped anyway is
  * emptied before use, so that whatever a move leaves there is the program's page. */
@@ -161,6 +162,7 @@ int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint
 	struct uffd_live *lv = w->lv;
 	struct uffd_region *r = uffd_region_by_cookie(&lv->table, owner);
 	uint32_t p = (uint32_t)owner;
+	uint64_t t0 = clock_now_ns();
 	int rc;
 
 	if (!r)
@@ -174,5 +176,7 @@ int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint
 	rc = migrate_locked(w, r, p, to);
 	pthread_rwlock_unlock(&r->busy);
 	uffd_region_put(&lv->table, r);
+	if (rc == 0) /* per-page cost, against the bare MOVE + COPY floor (tests/perf/bench.sh) */
+		uffd_stat_add(&lv->stats->host.anon_migrate_ns, clock_now_ns() - t0);
 	return rc;
 }

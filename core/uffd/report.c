@@ -90,6 +90,8 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 		dst->pool_bytes = src->pool_bytes;
 	if (!dst->handlers)
 		dst->handlers = src->handlers;
+	if (!dst->probe.n && src->probe.n) /* the first process's measurement stands for all */
+		dst->probe = src->probe;
 }
 
 static const char *const alloc_names[] = {"jemalloc", "none"};
@@ -330,6 +332,62 @@ static void report_memory(struct json_w *w, const struct uffd_stats *st)
 	jw_obj_end(w);
 }
 
+static void report_probe_q(struct json_w *w, const char *key, const uint64_t q[UFFD_PROBE_Q])
+{
+	static const char *const names[UFFD_PROBE_Q] = {"min", "p10", "p50", "p90",
+							"p99", "max", "mean"};
+
+	jw_obj_begin(w, key);
+	for (unsigned i = 0; i < UFFD_PROBE_Q; i++)
+		jw_dbl(w, names[i], (double)q[i] / 1000.0, 3);
+	jw_obj_end(w);
+}
+
+/* The latency summary of h less the emulation's overhead (us), clamped at 0. */
+static void report_net(struct json_w *w, const char *key, const struct obs_hist *h, double over)
+{
+	struct obs_hist_summary s;
+
+	obs_hist_summarise(h, 1000, &s);
+	jw_obj_begin(w, key);
+	jw_u64(w, "count", s.count);
+	jw_dbl(w, "mean", s.count && s.mean > over ? s.mean - over : 0.0, 3);
+	jw_dbl(w, "p50", s.count && s.p50 > over ? s.p50 - over : 0.0, 3);
+	jw_dbl(w, "p90", s.count && s.p90 > over ? s.p90 - over : 0.0, 3);
+	jw_dbl(w, "p99", s.count && s.p99 > over ? s.p99 - over : 0.0, 3);
+	jw_dbl(w, "p999", s.count && s.p999 > over ? s.p999 - over : 0.0, 3);
+	jw_dbl(w, "max", s.count && s.max > over ? s.max - over : 0.0, 3);
+	jw_obj_end(w);
+}
+
+/* "uffd_probe": the start-up round trip (probe.c); "kernel_latency_us": latency_us net of the
+ * emulation, i.e. less the probe's median handler service time (a bare UFFDIO_COPY answer):
+ * what the emulated kernel's own work cost (decision, compaction, reclaim, waits, clears,
+ * copies). The faulting thread saw latency_us + (round trip - service); a native kernel's
+ * fault has no round trip, so thread-side minus round trip is latency_us - service. Without a
+ * probe (overhead_us 0) kernel_latency_us equals latency_us. */
+static void report_kernel_latency(struct json_w *w, const struct uffd_stats *st)
+{
+	const struct uffd_probe *pr = &st->probe;
+	double over = pr->n ? (double)pr->svc_ns[2] / 1000.0 : 0.0;
+	struct obs_hist both;
+
+	jw_obj_begin(w, "uffd_probe");
+	jw_u64(w, "probes", pr->n);
+	report_probe_q(w, "round_trip_us", pr->rt_ns);
+	report_probe_q(w, "service_us", pr->svc_ns);
+	jw_obj_end(w);
+	obs_hist_init(&both);
+	obs_hist_merge(&both, &st->faults.lat[OBS_HUGE]);
+	obs_hist_merge(&both, &st->faults.lat[OBS_BASE]);
+	jw_obj_begin(w, "kernel_latency_us");
+	jw_dbl(w, "overhead_us", over, 3);
+	report_net(w, "huge", &st->faults.lat[OBS_HUGE], over);
+	report_net(w, "base", &st->faults.lat[OBS_BASE], over);
+	report_net(w, "both", &both, over);
+	jw_obj_end(w);
+}
+
 int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats *st,
 		     const struct uffd_program_info *prog)
 {
@@ -342,6 +400,7 @@ int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats 
 	report_config(&w, cfg, st);
 	report_program(&w, prog);
 	obs_report_faults(&w, &st->faults);
+	report_kernel_latency(&w, st);
 	obs_report_vmstat(&w, st->vmstat);
 	report_stalls(&w, cfg, st, prog);
 	report_io(&w, cfg, st, prog);
@@ -411,6 +470,21 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 		"thpemu: service latency us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
 		"p99 %.1f max %.1f; stalls %llu\n",
 		hs.p50, hs.p99, hs.max, bs.p50, bs.p99, bs.max, (unsigned long long)h->stalls);
+	if (st->probe.n) {
+		double over = (double)st->probe.svc_ns[2] / 1000.0;
+
+		fprintf(
+		    f,
+		    "thpemu: bare userfaultfd round trip us: p50 %.1f (p10 %.1f, p90 %.1f) over "
+		    "%u probes, of which service %.1f; kernel latency us (service less %.1f): "
+		    "huge p50 %.1f p99 %.1f; base p50 %.1f p99 %.1f\n",
+		    (double)st->probe.rt_ns[2] / 1000.0, (double)st->probe.rt_ns[1] / 1000.0,
+		    (double)st->probe.rt_ns[3] / 1000.0, st->probe.n, over, over,
+		    hs.count && hs.p50 > over ? hs.p50 - over : 0.0,
+		    hs.count && hs.p99 > over ? hs.p99 - over : 0.0,
+		    bs.count && bs.p50 > over ? bs.p50 - over : 0.0,
+		    bs.count && bs.p99 > over ? bs.p99 - over : 0.0);
+	}
 	fprintf(f,
 		"thpemu: host: real PMD %llu of %llu huge, %llu anon migrations, %llu staging "
 		"misses, %llu THP-less chunks, %llu uffd errors\n",

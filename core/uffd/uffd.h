@@ -38,6 +38,7 @@ struct obs_coverage;
 	X(staging_misses, "huge faults that found no ready staging chunk")                         \
 	X(host_thp_unavailable, "staging chunks the host backed with 4 KiB pages")                 \
 	X(anon_migrations, "program pages really migrated (unmap, copy, remap)")                   \
+	X(anon_migrate_ns, "time spent migrating program pages (claim, unmap, copy, remap; ns)")   \
 	X(anon_migrate_busy, "migrations refused: page busy, shared or not movable")               \
 	X(move_misreports, "UFFDIO_MOVEs that moved the page but reported an error (recovered)")   \
 	X(nomem_faults, "faults served outside the exhausted pool")                                \
@@ -87,7 +88,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 7
+#define UFFD_STATS_VERSION 8
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
@@ -151,6 +152,17 @@ struct uffd_census {
 
 /* One process's record. With THPEMU_RUN_DIR it lives in a MAP_SHARED file <dir>/<pid>.stats that
  * handlers update in place, so `thpemu run` can read it even after _exit or a crash. */
+/* The start-up round-trip probe (probe.c): quantiles of the bare userfaultfd round trip seen by
+ * the touching thread (rt) and of the handler's service time (svc), in ns. */
+#define UFFD_PROBES  256
+#define UFFD_PROBE_Q 7 /* min, p10, p50, p90, p99, max, mean */
+struct uffd_probe {
+	uint32_t n; /* probes measured (0: none) */
+	uint32_t pad;
+	uint64_t rt_ns[UFFD_PROBE_Q];
+	uint64_t svc_ns[UFFD_PROBE_Q];
+};
+
 struct uffd_stats {
 	uint64_t magic;
 	uint32_t version;
@@ -172,8 +184,9 @@ struct uffd_stats {
 	struct obs_faults faults; /* per-fault latency histograms */
 	uint32_t nstall_recs;	  /* records reserved (atomic; may exceed UFFD_STALL_RECS) */
 	struct uffd_stall_rec stall_recs[UFFD_STALL_RECS];
-	struct io_stats io;	/* the writeback engine and dirtier (core/io), if running */
-	struct uffd_census mem; /* at exit */
+	struct io_stats io;	 /* the writeback engine and dirtier (core/io), if running */
+	struct uffd_census mem;	 /* at exit */
+	struct uffd_probe probe; /* the start-up round-trip probe */
 };
 
 static inline void uffd_stat_add(uint64_t *c, uint64_t n)

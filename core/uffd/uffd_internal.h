@@ -41,6 +41,7 @@
 #include "uffd/uffd.h"
 
 #define UFFD_MAX_HANDLERS CONFIG_MAX_HANDLERS
+#define UFFD_EPOLL_MAX	  8 /* epoll instances at most (descriptors are scarce: core/guard) */
 
 /* Handler threads when THPEMU_HANDLERS is auto: CPUs + 2, at least 3, at most 16 (live.c). */
 unsigned uffd_handlers_auto(void);
@@ -321,6 +322,11 @@ struct uffd_live {
 	struct config cfg;
 	int uffd;
 	int ctl_fd; /* semaphore eventfd the handlers poll: a stop or a credential request */
+	/* epoll instances the idle handlers wait in (handler i in ep_fd[i % n_ep]): the uffd with
+	 * EPOLLEXCLUSIVE, so that a fault wakes one idle handler, and ctl_fd */
+	int ep_fd[UFFD_EPOLL_MAX];
+	unsigned n_ep;
+	uint32_t spinner; /* a handler is polling (--spin) (atomic) */
 	/* A page that reads 1 in the process the emulator was made for and 0 in any process made
 	 * from it by a fork of the address space (MADV_WIPEONFORK), atfork handlers or not (a raw
 	 * clone, _Fork); a vfork or CLONE_VM child shares the page, and the emulator, as it should.
@@ -370,6 +376,11 @@ struct uffd_live {
 	int said;		/* bit mask of one-time warnings already printed */
 	uintptr_t unknown_addr; /* last registered address no region claimed (atomic) */
 	uint32_t unknown_hits;	/* consecutive messages for it (livelock guard) */
+	/* the start-up round-trip probe (probe.c) */
+	uintptr_t probe_base;
+	size_t probe_len; /* atomic; 0 once the probe is over */
+	uint32_t probe_stop, probe_inflight;
+	uint64_t probe_svc_ns[UFFD_PROBES]; /* each probe's service time, written by its handler */
 	uffd_fault_hook_fn fault_hook;
 	void *fault_hook_arg;
 	uffd_copy_file_fn copy_file;
@@ -495,6 +506,14 @@ int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
 /* khugepaged's thread of a process with a pool of its own. */
 void *uffd_khugepaged_main(void *arg);
 void uffd_khugepaged_ping(void *arg);
+
+/* The start-up round-trip probe (probe.c): register its pages (create), run it (the background
+ * thread, first thing), serve one of its messages (a handler: false if addr is not a probe
+ * page), and keep a stop from waiting on it. */
+int uffd_probe_init(struct uffd_live *lv);
+void uffd_probe_run(struct uffd_live *lv);
+bool uffd_probe_serve(struct uffd_worker *w, uintptr_t addr, uint64_t t_read);
+void uffd_probe_stop(struct uffd_live *lv);
 
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);

@@ -191,6 +191,7 @@ static const char *const sample[CONFIG_NR] = {
     [CONFIG_STALL_THRESHOLD] = "20ms",
     [CONFIG_ALLOCATOR] = "none",
     [CONFIG_HANDLERS] = "5",
+    [CONFIG_SPIN] = "50us",
     [CONFIG_MIN_REGION] = "64K",
     [CONFIG_STAGING] = "3",
     [CONFIG_FRAGMENT] = "thpcompact",

@@ -132,6 +132,25 @@ TEST(live_base_faults_under_never)
 	uffd_live_destroy(lv);
 }
 
+/* The start-up probe: the background thread's round trips are served bare (not faults of the
+ * program), and a destroy right after create never waits on a probe in flight. */
+TEST(live_startup_probe)
+{
+	struct uffd_live *lv = mk("modern-never", "64M");
+	const struct uffd_probe *pr = &lv->stats->probe;
+
+	for (int i = 0; i < 5000 && !__atomic_load_n(&pr->n, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	EXPECT_EQ(pr->n, UFFD_PROBES);
+	EXPECT_GT(pr->rt_ns[2], 0);
+	EXPECT_LE(pr->svc_ns[0], pr->svc_ns[2]);
+	EXPECT_LE(pr->rt_ns[2], pr->rt_ns[5]);
+	EXPECT_EQ(nfaults(lv, OBS_BASE) + nfaults(lv, OBS_HUGE), 0);
+	uffd_live_destroy(lv);
+	for (int i = 0; i < 20; i++) /* stopped at once, probing or not */
+		uffd_live_destroy(mk("modern-never", "64M"));
+}
+
 struct toucher {
 	char *p;
 	size_t len;

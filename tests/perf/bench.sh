@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Fault service at the floor (issue 14): every ratio in one run, measured from the faulting
+# threads' side against floors measured in the same run (tests/perf/live_bench.c):
+#   - 4 KiB first touch: thpemu modern-never vs a bare handler thread blocked in read() answering
+#     with UFFDIO_COPY; 2 MiB first touch: thpemu modern-always vs the bare handler clearing a
+#     prefaulted THP and UFFDIO_MOVEing it; each with 1, 2 and 4 faulting threads, p50 and p99;
+#   - throughput: faults/s of N faulting threads with M handler threads (thpemu --handlers M vs
+#     the bare handler with M threads), and handler wake-ups per fault;
+#   - migration of a program page (move out, copy, map back): thpemu's mean per page
+#     (host.anon_migrate_ns / anon_migrations, under compaction of a fragmented pool) vs the bare
+#     UFFDIO_MOVE + UFFDIO_COPY floor, per page and batched 32 (COMPACT_CLUSTER_MAX);
+#   - usemem wall time under thpemu vs native (THP and 4 KiB), and thpemu's kernel_latency_us
+#     (latency net of its own start-up round-trip probe) beside native usemem's per-extent
+#     latency on an unfragmented pool.
+# Floors and emulator alternate round after round (load from elsewhere hits both alike); per
+# figure the best p50 and the median p99 over the rounds are kept. The machine may be shared:
+# read ratios, not times. THPEMU_PERF_QUICK=1: one short round, and only generous bounds are
+# asserted (the benchmark ran and printed).
+. "$THPEMU_SOURCE_DIR/tests/integration/lib.sh"
+need_root
+need_uffd
+need_cmd jq
+BENCH="$THPEMU_BUILD_DIR/tests/perf/live_bench"
+STRESS="$THPEMU_BUILD_DIR/tests/programs/stress_migrate"
+if [ "${THPEMU_PERF_QUICK:-0}" = 1 ]; then
+	n4=2000 n2=16 nmig=512 usz=64 reps=1 msecs=1
+else
+	n4=16000 n2=48 nmig=4096 usz=512 reps=3 msecs=4
+fi
+THREADS="1 2 4"
+
+get() { sed -n "s/.*[ ^]$2=\([-0-9.]*\).*/\1/p" <<<" $1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", b - a }'; }
+# summary FILE: "p50_us=best p99_us=median rate=best wakeups=median"
+summary() {
+	local f=$1
+	col() { sed -n "s/.* $1=\([-0-9.]*\).*/\1/p" "$f" | sort -g; }
+	med() { awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+	echo "p50_us=$(col p50_us | head -1) p99_us=$(col p99_us | med) rate=$(col rate | tail -1) wakeups=$(col wakeups | med)"
+}
+
+for r in $(seq $reps); do
+	for t in $THREADS; do
+		"$BENCH" bare4k $n4 $t 1 >>"$T_TMP/bare4.$t" || fail "bare4k $t"
+		"$THPEMU" run --quiet --policy modern-never --report "$T_OUT/b4k.$t.json" -- \
+			"$BENCH" touch4k $n4 $t >>"$T_TMP/emu4.$t" || fail "touch4k $t under thpemu"
+		"$BENCH" bare4k $n4 $t $t >>"$T_TMP/bare4m.$t" || fail "bare4k $t x $t"
+		"$THPEMU" run --quiet --policy modern-never --handlers $t -- \
+			"$BENCH" touch4k $n4 $t >>"$T_TMP/emu4m.$t" || fail "touch4k $t, --handlers $t"
+		"$BENCH" bare2m $n2 $t 1 >>"$T_TMP/bare2.$t" || fail "bare2m $t"
+		"$THPEMU" run --quiet --policy modern-always --staging $n2 --pool 4G \
+			--report "$T_OUT/b2m.$t.json" -- "$BENCH" touch2m $n2 $t >>"$T_TMP/emu2.$t" ||
+			fail "touch2m $t under thpemu"
+	done
+	"$BENCH" migrate $nmig 1 >>"$T_TMP/mig1" || fail "migrate floor"
+	"$BENCH" migrate $nmig 32 >>"$T_TMP/mig32" || fail "migrate floor, batched"
+	"$THPEMU" run --quiet --policy linux-3.1 --pool 96M --fragment thpcompact --seed 3 \
+		--report "$T_OUT/bmig.$r.json" -- "$STRESS" $msecs 2 0 6 >/dev/null ||
+		fail "stress_migrate under thpemu"
+done
+
+row() { printf '%-40s %8s %8s %8s %8s %7s %7s %6s\n' "$@"; }
+echo "fault service seen by the faulting threads ($reps rounds; best p50, median p99; us)"
+row "" "floor" "" "thpemu" "" "ratio" "" "wake/"
+row "" p50 p99 p50 p99 p50 p99 fault
+for size in 4 2; do
+	for t in $THREADS; do
+		f=$(summary "$T_TMP/bare$size.$t")
+		e=$(summary "$T_TMP/emu$size.$t")
+		if [ $size = 4 ]; then name="4 KiB modern-never, $t thread(s)"; else name="2 MiB modern-always, $t thread(s)"; fi
+		row "$name" "$(get "$f" p50_us)" "$(get "$f" p99_us)" "$(get "$e" p50_us)" "$(get "$e" p99_us)" \
+			"$(ratio "$(get "$e" p50_us)" "$(get "$f" p50_us)")" "$(ratio "$(get "$e" p99_us)" "$(get "$f" p99_us)")" \
+			"$(get "$e" wakeups)"
+		echo "r4_$size.$t $(ratio "$(get "$e" p50_us)" "$(get "$f" p50_us)")" >>"$T_TMP/ratios"
+	done
+done
+echo
+echo "throughput, 4 KiB first touches: N faulting threads, M handler threads (best of $reps)"
+printf '%-40s %10s %10s %7s %10s %10s\n' "" "bare f/s" "thpemu f/s" ratio "bare wake" "emu wake"
+for t in $THREADS; do
+	f=$(summary "$T_TMP/bare4m.$t")
+	e=$(summary "$T_TMP/emu4m.$t")
+	printf '%-40s %10s %10s %7s %10s %10s\n' "N=$t M=$t" "$(get "$f" rate)" "$(get "$e" rate)" \
+		"$(ratio "$(get "$e" rate)" "$(get "$f" rate)")" "$(get "$f" wakeups)" "$(get "$e" wakeups)"
+done
+echo
+
+m1=$(summary "$T_TMP/mig1")
+m32=$(summary "$T_TMP/mig32")
+fmean() { sed -n 's/.* mean_us=\([0-9.]*\).*/\1/p' "$1" | sort -g | head -1; }
+emig=$(for r in $(seq $reps); do
+	jq -r '.host | if .anon_migrations > 0 then .anon_migrate_ns / .anon_migrations / 1000 * 100 | round / 100 else empty end' "$T_OUT/bmig.$r.json"
+done | sort -g | head -1)
+nmigs=$(for r in $(seq $reps); do json "$T_OUT/bmig.$r.json" .host.anon_migrations; done | paste -sd+ | bc)
+echo "migration of a program page (move out, copy, map back; us per page, mean)"
+printf '%-40s %8s\n' "floor: UFFDIO_MOVE + UFFDIO_COPY" "$(fmean "$T_TMP/mig1")"
+printf '%-40s %8s\n' "floor: the same, 32 pages per ioctl" "$(fmean "$T_TMP/mig32")"
+printf '%-40s %8s   x%s (%s migrations, stress_migrate, linux-3.1 fragmented 96M)\n' \
+	"thpemu (anon_migrate_ns / anon_migrations)" "${emig:-n/a}" "$(ratio "${emig:-0}" "$(fmean "$T_TMP/mig1")")" "$nmigs"
+echo
+
+best() { sort -g | head -1; }
+ustat() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
+for i in $(seq $reps); do
+	t0=$(now); "$USEMEM" --size ${usz}M --quiet >>"$T_TMP/un.thp" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/wn.thp"
+	t0=$(now); "$THPEMU" run --quiet --policy modern-always --pool 1G --report "$T_OUT/u.thp.$i.json" -- \
+		"$USEMEM" --size ${usz}M --quiet >>"$T_TMP/ue.thp" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/we.thp"
+	t0=$(now); "$USEMEM" --size ${usz}M --no-madvise --quiet >>"$T_TMP/un.4k" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/wn.4k"
+	t0=$(now); "$THPEMU" run --quiet --policy modern-never --pool 1G --report "$T_OUT/u.4k.$i.json" -- \
+		"$USEMEM" --size ${usz}M --quiet >>"$T_TMP/ue.4k" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/we.4k"
+done
+echo "usemem --size ${usz}M (best of $reps)"
+printf '%-40s %10s %10s %8s %12s %12s %12s\n' "" "native s" "thpemu s" ratio "native p50" "thpemu p50" "kernel p50"
+for k in thp 4k; do
+	cls=huge
+	[ $k = 4k ] && cls=base
+	kl=$(for i in $(seq $reps); do json "$T_OUT/u.$k.$i.json" ".kernel_latency_us.$cls.p50"; done | best)
+	tn=$(best <"$T_TMP/wn.$k")
+	te=$(best <"$T_TMP/we.$k")
+	printf '%-40s %10s %10s %8s %12s %12s %12s\n' "$k (p50: per 2 MiB extent, fault + memset)" "$tn" "$te" "$(ratio "$te" "$tn")" \
+		"$(ustat p50_us <"$T_TMP/un.$k" | best)" "$(ustat p50_us <"$T_TMP/ue.$k" | best)" "$kl"
+done
+pr=$(for i in $(seq $reps); do json "$T_OUT/u.thp.$i.json" '"\(.uffd_probe.round_trip_us.p50) \(.uffd_probe.round_trip_us.p10) \(.uffd_probe.round_trip_us.p90) \(.uffd_probe.service_us.p50)"'; done | sort -g | head -1)
+echo "  thpemu's start-up probe: bare round trip p50 $(cut -d' ' -f1 <<<"$pr") us (p10 $(cut -d' ' -f2 <<<"$pr"), p90 $(cut -d' ' -f3 <<<"$pr")), handler service p50 $(cut -d' ' -f4 <<<"$pr") us (subtracted: kernel_latency_us)"
+echo "  (kernel p50: the report's kernel_latency_us.huge / .base p50 - per fault; a 4 KiB extent is 512 faults)"
+
+# that it ran and printed: on a shared VM a ratio is no pass/fail criterion (a 2 MiB first touch
+# can meet the hypervisor's first touch of guest memory: milliseconds)
+while read -r key val; do
+	awk -v v="$val" 'BEGIN { exit !(v != "n/a" && v > 0) }' || fail "$key: no ratio ($val)"
+done <"$T_TMP/ratios"
+huge=$(json "$T_OUT/b2m.1.json" .faults.huge)
+[ "$huge" -ge $((n2 * 9 / 10)) ] || fail "only $huge of $n2 emulated faults were huge"
+[ "$(json "$T_OUT/u.thp.1.json" .uffd_probe.probes)" -gt 0 ] || fail "no start-up probe in the report"
