@@ -9,8 +9,10 @@
  * measures for a real fault). The distributions go into the statistics; the report subtracts the
  * median service time from every latency (uffd_report_json).
  *
- * The probe never blocks a stop: stop_threads raises probe_stop and waits for a touch in flight
- * (served by handlers that are still running) before it stops the handlers.
+ * The probe never blocks a stop for long: stop_threads gives a probe under way up to
+ * UFFD_PROBE_GRACE_NS to finish (a program that exits within milliseconds still gets its
+ * measurement), then raises probe_stop and waits for a touch in flight (served by handlers that
+ * are still running) before it stops the handlers.
  */
 #include "uffd/uffd_internal.h"
 
@@ -121,6 +123,12 @@ void uffd_probe_run(struct uffd_live *lv)
 
 void uffd_probe_stop(struct uffd_live *lv)
 {
+	uint64_t give_up = clock_now_ns() + UFFD_PROBE_GRACE_NS;
+
+	/* a program that ends within milliseconds would otherwise leave no measurement: let a
+	 * probe under way finish (256 round trips take a few milliseconds), within a bound */
+	while (__atomic_load_n(&lv->probe_len, __ATOMIC_ACQUIRE) && clock_now_ns() < give_up)
+		sched_yield();
 	__atomic_store_n(&lv->probe_stop, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&lv->probe_inflight, __ATOMIC_SEQ_CST))
 		sched_yield();

@@ -510,6 +510,7 @@ void uffd_khugepaged_ping(void *arg);
 /* The start-up round-trip probe (probe.c): register its pages (create), run it (the background
  * thread, first thing), serve one of its messages (a handler: false if addr is not a probe
  * page), and keep a stop from waiting on it. */
+#define UFFD_PROBE_GRACE_NS (200ull * 1000 * 1000) /* how long a stop lets a probe finish */
 int uffd_probe_init(struct uffd_live *lv);
 void uffd_probe_run(struct uffd_live *lv);
 bool uffd_probe_serve(struct uffd_worker *w, uintptr_t addr, uint64_t t_read);

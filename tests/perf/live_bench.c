@@ -188,7 +188,7 @@ static void bare_setup(struct bare *b, char *p, size_t len, size_t n, unsigned n
 /* Voluntary context switches (sleeps, each ended by a wake-up) of one thread of this process. */
 static long task_switches(const char *tid)
 {
-	char path[96], line[128];
+	char path[320], line[128];
 	long sum = 0, v;
 	FILE *f;
 
