@@ -66,7 +66,7 @@ void setup_watermarks(struct mm *mm)
 
 	/* 3.x hugepage_init / start_khugepaged and 6.12 start_stop_khugepaged: raised while THP
 	 * is enabled (set_recommended_min_free_kbytes returns at once under enabled=never) */
-	if (mm->cfg.policy.enabled != MM_THP_NEVER) {
+	if (thp_pmd_enabled(&mm->cfg.policy)) {
 		uint64_t rec = thp_recommended_min_free_kbytes(mm);
 
 		if (rec > kb)
