@@ -418,6 +418,13 @@ struct capture_control {
 void setup_watermarks(struct mm *mm);
 uint32_t wmark_pages(const struct mm *mm, enum wmark w);
 bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned alloc_flags);
+uint32_t free_pages_blocks(const struct mm *mm); /* NR_FREE_PAGES_BLOCKS */
+bool zone_watermark_ok_blocks(struct mm *mm, unsigned order, uint32_t mark);
+/* vm.defrag_mode (6.15) in force: modern era only (policy_check rejects it in 3.x). */
+static inline bool defrag_mode(const struct mm *mm)
+{
+	return mm->cfg.policy.era == MM_ERA_MODERN && mm->cfg.policy.defrag_mode;
+}
 uint32_t rmqueue(struct mm *mm, unsigned order, enum mm_migratetype mt, unsigned alloc_flags,
 		 void *call);
 uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags);

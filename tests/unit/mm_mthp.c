@@ -519,6 +519,77 @@ TEST(as_and_mm_together)
 	fakeenv_destroy(fe);
 }
 
+/* ---- vm.defrag_mode ------------------------------------------------------------------------ */
+
+/* One foreign frame at the start of every pageblock: no free pageblock is left whole. */
+static void pollute_every_block(struct fakeenv *fe)
+{
+	for (uint32_t pfn = 0; pfn < fe->nr_frames; pfn += MM_HPAGE_NR)
+		ASSERT_EQ(mm_debug_place(fe->mm, pfn, DBG_FOREIGN, 1), 0);
+}
+
+/* wake_all_kswapds (6.15): kswapd is asked for a whole pageblock whatever the order. */
+TEST(defrag_mode_wakes_kswapd_at_pageblock_order)
+{
+	for (unsigned dm = 0; dm < 2; dm++) {
+		struct fakeenv *fe =
+		    env(dm ? "modern-always:defrag-mode=1" : "modern-always", 16 * MIB);
+		struct fault_ctx fc = {0};
+		struct alloc_ctx ac = {.order = 0, .mt = MM_MT_MOVABLE, .fc = &fc};
+
+		wake_all_kswapds(fe->mm, &ac);
+		EXPECT_EQ(fe->mm->kswapd_order, dm ? MM_PAGEBLOCK_ORDER : 0);
+		ac.order = 4;
+		wake_all_kswapds(fe->mm, &ac);
+		EXPECT_EQ(fe->mm->kswapd_order, dm ? MM_PAGEBLOCK_ORDER : 4);
+		fakeenv_destroy(fe);
+	}
+}
+
+/* ALLOC_NOFRAGMENT in the fast and the slow path: an unmovable page that can only come from a
+ * partly used movable block is stolen on the fast path without defrag_mode; with it, only
+ * after direct reclaim ran and failed (NOFRAGMENT dropped once, before OOM). */
+TEST(defrag_mode_steals_only_after_reclaim)
+{
+	for (unsigned dm = 0; dm < 2; dm++) {
+		struct fakeenv *fe =
+		    env(dm ? "modern-always:defrag-mode=1" : "modern-always", 16 * MIB);
+		uint32_t pfn;
+
+		pollute_every_block(fe);
+		EXPECT_EQ(free_pages_blocks(fe->mm), 0);
+		ASSERT_EQ(mm_alloc_pages(fe->mm, 0, MM_MT_UNMOVABLE, 0, &pfn, NULL), 0);
+		EXPECT_GE(stat(fe, MM_STAT_EXTFRAG_STEAL), 1);
+		EXPECT_EQ(stat(fe, MM_STAT_ALLOCSTALL), dm ? 1 : 0);
+		check(fe);
+		fakeenv_destroy(fe);
+	}
+}
+
+/* kcompactd's target (6.15 compaction_suit_allocation_order with kcompactd): HIGH in whole
+ * free pageblocks. Plenty of free order-2 blocks satisfy it at MIN without defrag_mode; with
+ * it, kcompactd is woken. */
+TEST(defrag_mode_kcompactd_wants_whole_blocks)
+{
+	for (unsigned dm = 0; dm < 2; dm++) {
+		struct fakeenv *fe =
+		    env(dm ? "modern-always:defrag-mode=1" : "modern-always", 16 * MIB);
+
+		pollute_every_block(fe);
+		EXPECT_EQ(zone_watermark_ok_blocks(fe->mm, 2, 0), false);
+		wakeup_kcompactd(fe->mm, 2);
+		EXPECT_EQ(fe->mm->kcompactd_awake, dm == 1);
+		fakeenv_destroy(fe);
+	}
+	{
+		struct fakeenv *fe = env("modern-always:defrag-mode=1", 16 * MIB);
+
+		EXPECT_EQ(free_pages_blocks(fe->mm), fe->nr_frames);
+		EXPECT(zone_watermark_ok_blocks(fe->mm, 9, wmark_pages(fe->mm, WMARK_HIGH)));
+		fakeenv_destroy(fe);
+	}
+}
+
 TEST(stats_reject_orders_without_a_size)
 {
 	struct fakeenv *fe = env("modern-always", 16 * MIB);
