@@ -590,6 +590,40 @@ TEST(defrag_mode_kcompactd_wants_whole_blocks)
 	}
 }
 
+/* mm_repair keeps whole folios (partially mapped ones queued again), finishes a split cut
+ * short and frees what a cut-short allocation left. */
+TEST(repair_rebuilds_mthp_folios)
+{
+	struct fakeenv *fe = env("modern-always:hugepages-64kB=always", 64 * MIB);
+	struct mm_fault_res a = fault(fe, 0, ALL_MTHP, MM_VMA_DEFAULT, false);
+	struct mm_fault_res b = fault(fe, 16, ALL_MTHP, MM_VMA_DEFAULT, false);
+	struct mm_fault_res c = fault(fe, 32, ALL_MTHP, MM_VMA_DEFAULT, false);
+	struct mm_fault_res d = fault(fe, 48, ALL_MTHP, MM_VMA_DEFAULT, false);
+	struct mm_counts cnt;
+
+	mm_anon_free(fe->mm, a.pfn + 5, 0, NULL); /* a: partially mapped, queued */
+	/* b: a split cut short after its first 6 frames */
+	for (uint32_t i = 0; i < 6; i++) {
+		pfn_frame(fe->mm, b.pfn + i)->state = FS_ANON;
+		pfn_frame(fe->mm, b.pfn + i)->order = ORDER_TAIL;
+	}
+	/* c: an allocation cut short: half its frames still free */
+	for (uint32_t i = 8; i < 16; i++) {
+		pfn_frame(fe->mm, c.pfn + i)->state = FS_FREE;
+		pfn_frame(fe->mm, c.pfn + i)->owner = 0;
+	}
+	ASSERT_EQ(mm_repair(fe->mm), 0);
+	check(fe);
+	mm_get_counts(fe->mm, &cnt);
+	EXPECT_EQ(cnt.anon_mthp, 32); /* a and d */
+	EXPECT_EQ(cnt.anon, 16 + 16 + 16);
+	EXPECT_EQ(cnt.split_queue, 1);
+	EXPECT_EQ(mstats(fe, 4).nr_anon, 2);
+	EXPECT_EQ(mstats(fe, 4).nr_anon_partially_mapped, 1);
+	EXPECT_EQ(pfn_frame(fe->mm, d.pfn)->state, FS_MTHP);
+	fakeenv_destroy(fe);
+}
+
 TEST(stats_reject_orders_without_a_size)
 {
 	struct fakeenv *fe = env("modern-always", 16 * MIB);
