@@ -6,7 +6,8 @@
 # in the same process, maps anonymous memory with MADV_HUGEPAGE, touches it extent by extent
 # and unmaps it, over and over. The run is repeated under three kernels -- the one that stalls,
 # the one with Mel's patch, and 3.3's sync-light -- and for each the 2011-format stall report is
-# printed, then a side-by-side table.
+# printed (per-wait events, as Mel's monitor counted them, then the per-fault view), then a
+# side-by-side table with both stall metrics.
 #
 # Usage: demo/seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--device SPEC] [--seed N]
 #                          [--build DIR]
@@ -140,8 +141,19 @@ row "faults huge %" '.faults.huge_pct'
 row "fault latency p50 ms" '(.latency_us.both.p50 / 1000 * 1000 | round) / 1000'
 row "fault latency p99 ms" '(.latency_us.both.p99 / 1000 * 1000 | round) / 1000'
 row "fault latency max ms" '(.latency_us.both.max / 1000 * 1000 | round) / 1000'
-row "stalls >= threshold (count)" '.stalls.count'
-row "stalls total s" '(.stalls.total_ms / 100 | round) / 10'
+# Two stall metrics. Mel Gorman's 2011 monitor logged every single sleep in D state of at least
+# a second (a fault that waits ten times is ten events): per-wait events, .stalls.waits (reports
+# without them show "-"). thpemu's per-fault view counts a fault whose whole service took that
+# long, however many waits it held: .stalls.count.
+row "per-wait events >= threshold (count)" '.stalls.waits.count // "-"'
+row "  their total s" 'if .stalls.waits then (.stalls.waits.total_ms / 100 | round) / 10 else "-" end'
+row "  longest s" 'if .stalls.waits then (.stalls.waits.max_ms / 100 | round) / 10 else "-" end'
+row "  share in 1-5 s %" \
+	'if .stalls.waits then ([.stalls.waits.groups[].events_ms[]] as $e | if ($e | length) == 0 then "-" else ([$e[] | select(. >= 1000 and . <= 5000)] | length) * 1000 / ($e | length) | round / 10 end) else "-" end'
+row "  of them kswapd's" '.stalls.waits.background // "-"'
+row "per-fault stalls >= threshold (count)" '.stalls.count'
+row "  their total s" '(.stalls.total_ms / 100 | round) / 10'
+row "  longest s" 'if .stalls.faults then (.stalls.faults.max_ms / 100 | round) / 10 else "-" end'
 row "  of them in compaction on writeback" \
 	'[.stalls.groups[] | select(.cause | test("compaction.*writeback")) | .count] | add // 0'
 row "  of them in reclaim on writeback" \

@@ -46,7 +46,7 @@
 struct side {
 	char spec[1024];
 	char label[160];
-	char *argv[2 * MAX_ITEMS + 1]; /* "--key", "value", ... */
+	char *argv[2 * MAX_ITEMS + 3]; /* "--key", "value", ... (and ab --fs), NULL */
 	int argc;
 };
 
@@ -89,7 +89,9 @@ static void usage(FILE *f)
 	    "  --json FILE          the comparison and every run's report\n"
 	    "  --html FILE          a self-contained HTML report (inline SVG)\n"
 	    "  --keep DIR           keep each run's report, stall report and output in DIR\n"
-	    "  --resamples N        bootstrap resamples (default %d)\n\n"
+	    "  --resamples N        bootstrap resamples (default %d)\n"
+	    "  --fs vfat|ext4       file system of the device's files for both sides (a side's\n"
+	    "                       fs= wins; default: the policy's, vfat)\n\n"
 	    "Keys: label",
 	    MAX_RUNS / 2, DEF_RESAMPLE);
 	for (unsigned i = 0; i < CONFIG_NR; i++)
@@ -269,6 +271,16 @@ static void parse_spec(const char *opt, const char *spec, struct side *s)
 /* ---- options
  * ------------------------------------------------------------------------------------- */
 
+/* ab --fs: a side without its own fs= runs with --fs FS. */
+static void side_default_fs(struct side *s, const char *fs)
+{
+	for (int i = 0; i + 1 < s->argc; i += 2)
+		if (!strcmp(s->argv[i], "--fs"))
+			return;
+	s->argv[s->argc++] = strdup("--fs");
+	s->argv[s->argc++] = strdup(fs);
+}
+
 static unsigned parse_count(const char *opt, const char *v, unsigned lo, unsigned hi)
 {
 	uint64_t n;
@@ -302,7 +314,7 @@ static void check_outputs(const struct ab *ab)
 
 static void parse(int argc, char **argv, struct ab *ab)
 {
-	const char *a = NULL, *b = NULL;
+	const char *a = NULL, *b = NULL, *fs = NULL;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -348,7 +360,14 @@ static void parse(int argc, char **argv, struct ab *ab)
 			ab->html = v;
 		else if (!strcmp(name, "--keep"))
 			ab->keep = v;
-		else
+		else if (!strcmp(name, "--fs")) {
+			if (strcmp(v, "vfat") && strcmp(v, "ext4"))
+				cli_usage_error(CMD,
+						"--fs: '%s' is not accepted (accepted: vfat or "
+						"ext4)",
+						v);
+			fs = v;
+		} else
 			cli_usage_error(CMD, "unknown option '%s' (see 'thpemu ab --help')", name);
 	}
 	if (!a || !b)
@@ -360,6 +379,8 @@ static void parse(int argc, char **argv, struct ab *ab)
 	ab->cmd = &argv[i];
 	parse_spec("--a", a, &ab->s[0]);
 	parse_spec("--b", b, &ab->s[1]);
+	for (int k = 0; k < 2 && fs; k++)
+		side_default_fs(&ab->s[k], fs);
 	if (!ab->s[0].label[0])
 		snprintf(ab->s[0].label, sizeof(ab->s[0].label), "A");
 	if (!ab->s[1].label[0])

@@ -22,9 +22,9 @@
 #define STOP_TIMEOUT_MS	  60000
 
 /* What a machine is made of; the rest of run's options are per process. */
-static const enum config_id machine_keys[] = {CONFIG_POLICY,   CONFIG_POOL, CONFIG_STALL_THRESHOLD,
-					      CONFIG_FRAGMENT, CONFIG_SEED, CONFIG_DEVICE,
-					      CONFIG_DIRTY};
+static const enum config_id machine_keys[] = {CONFIG_POLICY,	      CONFIG_FS,       CONFIG_POOL,
+					      CONFIG_STALL_THRESHOLD, CONFIG_FRAGMENT, CONFIG_SEED,
+					      CONFIG_DEVICE,	      CONFIG_DIRTY};
 
 static bool is_machine_opt(const struct config_opt *o)
 {

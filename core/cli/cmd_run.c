@@ -615,7 +615,7 @@ static void write_stall_report(struct run_ctx *rc)
 		if (fclose(f) != 0)
 			cli_error("run", "--stall-report: error writing '%s': %s", rc->stall_report,
 				  strerror(errno));
-	} else if (!rc->quiet && s->events && s->text) {
+	} else if (!rc->quiet && (s->events || s->wait_events) && s->text) {
 		fputc('\n', stderr);
 		fwrite(s->text, 1, s->text_len, stderr);
 	}

@@ -17,7 +17,7 @@
 #define MAX_OPTS 64
 
 struct sim_args {
-	const char *policy, *scenario, *json, *costs, *device, *replay;
+	const char *policy, *scenario, *json, *costs, *device, *replay, *fs;
 	bool seed_set, pool_set, duration_set;
 	const char *opts[MAX_OPTS];
 	unsigned nopts;
@@ -29,8 +29,8 @@ static void usage(FILE *f)
 	    f,
 	    "usage: thpemu sim --policy POLICY --scenario SCENARIO [--seed N] [--pool SIZE]\n"
 	    "                  [--duration DUR] [--json FILE|-] [--costs FILE]\n"
-	    "                  [--device PRESET[:KEY=VALUE,...]] [--stall-threshold DUR]\n"
-	    "                  [--opt KEY=VALUE]...\n"
+	    "                  [--device PRESET[:KEY=VALUE,...]] [--fs vfat|ext4]\n"
+	    "                  [--stall-threshold DUR] [--opt KEY=VALUE]...\n"
 	    "       thpemu sim --replay TRACE [--policy POLICY] [the options above]\n\n"
 	    "Runs a scenario against the emulated kernel in virtual time: deterministic (the same\n"
 	    "inputs and seed give byte-identical JSON) and much faster than real time.\n\n"
@@ -49,7 +49,14 @@ static void usage(FILE *f)
 	    "                         summary goes to stdout)\n"
 	    "  --costs FILE           calibration file: KEY=VALUE lines with the cost keys below\n"
 	    "  --device SPEC          slow device for writeback (default %s)\n"
-	    "  --stall-threshold DUR  faults at least this long are stall events (default 1s)\n"
+	    "  --fs vfat|ext4         file system of the device's files: the policy key fs\n"
+	    "                         (default: the policy's, vfat in every profile; vfat has no\n"
+	    "                         ->migratepage, ext4 migrates dirty pages and never writes\n"
+	    "                         them from reclaim)\n"
+	    "  --stall-threshold DUR  faults at least this long are per-fault stalls, single "
+	    "waits\n"
+	    "                         (writeback, writeout, congestion nap) per-wait stall events\n"
+	    "                         (default 1s)\n"
 	    "  --opt KEY=VALUE        a scenario parameter (below)\n\n",
 	    SIM_DEFAULT_DEVICE);
 	fprintf(f, "Policies:\n");
@@ -164,7 +171,14 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 			a->device = v;
 		else if ((v = opt_value(argc, argv, &i, "--replay")))
 			a->replay = v;
-		else if ((v = opt_value(argc, argv, &i, "--opt"))) {
+		else if ((v = opt_value(argc, argv, &i, "--fs"))) {
+			if (strcmp(v, "vfat") && strcmp(v, "ext4"))
+				cli_usage_error(CMD,
+						"--fs: '%s' is not accepted (accepted: vfat or "
+						"ext4)",
+						v);
+			a->fs = v;
+		} else if ((v = opt_value(argc, argv, &i, "--opt"))) {
 			if (a->nopts == MAX_OPTS)
 				cli_usage_error(CMD, "--opt: at most %d", MAX_OPTS);
 			a->opts[a->nopts++] = v;
@@ -246,6 +260,8 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 				     "NAME:KEY=VALUE,...; see 'thpemu sim --help')");
 	if (mm_policy_parse(a->policy, &c->policy, err, sizeof(err)))
 		cli_usage_error(CMD, "--policy: %s", err);
+	if (a->fs)
+		c->policy.fs = strcmp(a->fs, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;
 	if (!a->replay) {
 		if (!a->scenario)
 			cli_usage_error(CMD, "--scenario is required (accepted: %s)", names);

@@ -131,6 +131,34 @@ static void env_meta_free(void *priv, void *p, size_t len)
 	/* the segment goes as a whole */
 }
 
+/* congestion_wait / wait_iff_congested for the machine's own threads (kswapd, khugepaged's
+ * compaction): the writeback engine's queue. */
+static int env_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t timeout_ns,
+			bool iff_congested)
+{
+	struct run_host *h = priv;
+
+	(void)call;
+	(void)kind;
+	if (h->io) {
+		io_wait_uncongested(h->io, timeout_ns, iff_congested);
+	} else if (!iff_congested) {
+		struct timespec ts = {(time_t)(timeout_ns / 1000000000ULL),
+				      (long)(timeout_ns % 1000000000ULL)};
+
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static bool env_congested(void *priv, void *call)
+{
+	struct run_host *h = priv;
+
+	(void)call;
+	return h->io && io_congested(h->io);
+}
+
 static const struct mm_env_ops host_env_ops = {
     .now = env_now,
     .lock = env_lock,
@@ -143,6 +171,8 @@ static const struct mm_env_ops host_env_ops = {
     .meta_free = env_meta_free,
     .khugepaged_scan = env_khugepaged_scan,
     .split_underused = env_split_underused,
+    .throttle = env_throttle,
+    .congested = env_congested,
 };
 
 static int repair(void *arg)

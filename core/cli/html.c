@@ -759,7 +759,7 @@ static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 {
 	fputs("<table><tr><th>series</th><th>run</th><th>outcome</th><th>wall s</th><th>faults"
 	      "</th><th>huge %</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th>"
-	      "<th>source</th></tr>\n",
+	      "<th>wait events</th><th>longest wait ms</th><th>source</th></tr>\n",
 	      f);
 	for (size_t i = 0; i < n; i++) {
 		const struct rd_run *r = &runs[i];
@@ -782,6 +782,9 @@ static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 		num(f, r->root ? rd_num(r->root, "latency_us.both.max") : NAN, 1);
 		num(f, r->root ? rd_num(r->root, "stalls.count") : NAN, 0);
 		num(f, r->root ? rd_num(r->root, "stalls.total_ms") : NAN, 1);
+		/* per-wait stall events (stalls.waits): single waits of at least the threshold */
+		num(f, r->root ? rd_num(r->root, "stalls.waits.count") : NAN, 0);
+		num(f, r->root ? rd_num(r->root, "stalls.waits.max_ms") : NAN, 1);
 		fputs("<td class=\"src\">", f);
 		esc(f, r->source);
 		fputs("</td></tr>\n", f);

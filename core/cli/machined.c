@@ -512,8 +512,8 @@ static void serve(struct daemon *d)
 static void make_attach(struct daemon *d)
 {
 	static const enum config_id keys[] = {
-	    CONFIG_POLICY, CONFIG_POOL,	      CONFIG_FRAGMENT, CONFIG_SEED,
-	    CONFIG_DEVICE, CONFIG_DEVICE_DIR, CONFIG_DIRTY,    CONFIG_STALL_THRESHOLD};
+	    CONFIG_POLICY, CONFIG_FS,	      CONFIG_POOL,  CONFIG_FRAGMENT,	   CONFIG_SEED,
+	    CONFIG_DEVICE, CONFIG_DEVICE_DIR, CONFIG_DIRTY, CONFIG_STALL_THRESHOLD};
 	size_t n = 0;
 
 	n += (size_t)snprintf(d->attach, sizeof(d->attach), "THPEMU_MACHINE=%s\n",

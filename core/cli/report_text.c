@@ -189,6 +189,15 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 		rd_num(r->root, "stalls.count"), rd_num(r->root, "stalls.total_ms"),
 		rd_num(r->root, "writeback_waits.count"),
 		rd_num(r->root, "writeback_waits.total_ms"));
+	if (!isnan(rd_num(r->root, "stalls.waits.count"))) /* both stall metrics (obs/stall.h) */
+		fprintf(
+		    out,
+		    "  stalls >= %.0f ms: per-wait events %.0f (%.1f ms, longest %.1f ms), "
+		    "per-fault stalls %.0f (%.1f ms, longest %.1f ms)\n",
+		    rd_num(r->root, "stalls.waits.threshold_ms"),
+		    rd_num(r->root, "stalls.waits.count"), rd_num(r->root, "stalls.waits.total_ms"),
+		    rd_num(r->root, "stalls.waits.max_ms"), rd_num(r->root, "stalls.count"),
+		    rd_num(r->root, "stalls.total_ms"), rd_num(r->root, "stalls.faults.max_ms"));
 	if (!isnan(rd_num(r->root, "coverage.end_pct")))
 		fprintf(out, "  AnonHugePages coverage: end %.2f %%, time-weighted %.2f %%\n",
 			rd_num(r->root, "coverage.end_pct"),

@@ -343,6 +343,48 @@ static void add_number(json_t *dst, json_t *src, const char *key)
 		json_object_set_new(dst, key, json_real(v));
 }
 
+static void max_number(json_t *dst, json_t *src, const char *key)
+{
+	json_t *b = json_object_get(src, key);
+
+	if (json_is_number(b) &&
+	    json_number_value(b) > json_number_value(json_object_get(dst, key)))
+		json_object_set(dst, key, b);
+}
+
+/* Fold one process's "faults" or "waits" summary (obs/stall.h) into the merged one: counts add
+ * up, the longest is the longest of all, the per-wait groups are appended. */
+static void merge_part(json_t *m, json_t *s, const char *part)
+{
+	static const char *const sums[] = {"count", "total_ms", "stored", "dropped", "background"};
+	json_t *src = json_object_get(s, part), *dst = json_object_get(m, part), *groups;
+
+	if (!json_is_object(src))
+		return;
+	if (!dst) {
+		dst = json_object();
+		json_object_set(dst, "threshold_ms", json_object_get(src, "threshold_ms"));
+		json_object_set_new(dst, "max_ms", json_real(0));
+		json_object_set_new(m, part, dst);
+	}
+	for (size_t i = 0; i < sizeof(sums) / sizeof(sums[0]); i++) {
+		if (!json_object_get(src, sums[i]))
+			continue;
+		if (!json_object_get(dst, sums[i]))
+			json_object_set_new(dst, sums[i], json_integer(0));
+		add_number(dst, src, sums[i]);
+	}
+	max_number(dst, src, "max_ms");
+	if (json_object_get(src, "stacks"))
+		json_object_set(dst, "stacks", json_object_get(src, "stacks"));
+	groups = json_object_get(src, "groups");
+	if (json_is_array(groups)) {
+		if (!json_object_get(dst, "groups"))
+			json_object_set_new(dst, "groups", json_array());
+		json_array_extend(json_object_get(dst, "groups"), groups);
+	}
+}
+
 /* Fold one process's "stalls" object into the merged one. */
 static void merge_stalls(json_t *m, json_t *s)
 {
@@ -362,11 +404,14 @@ static void merge_stalls(json_t *m, json_t *s)
 		add_number(m, s, sums[i]);
 	if (json_is_array(groups))
 		json_array_extend(json_object_get(m, "groups"), groups);
+	merge_part(m, s, "faults");
+	merge_part(m, s, "waits");
 }
 
 static void sort_groups(json_t *m)
 {
-	json_t *g = json_object_get(m, "groups"), *sorted = json_array();
+	json_t *g = json_object_get(m, "groups"), *sorted = json_array(),
+	       *waits = json_object_get(m, "waits");
 	size_t n = json_array_size(g);
 	json_t **v = calloc(n ? n : 1, sizeof(*v));
 
@@ -378,13 +423,18 @@ static void sort_groups(json_t *m)
 		json_array_append(sorted, v[i]);
 	free(v);
 	json_object_set_new(m, "groups", sorted);
+	if (json_is_object(waits) && json_object_get(waits, "groups"))
+		sort_groups(waits); /* the per-wait groups likewise */
 }
 
 /* Say which process waited in each of its groups. */
 static void tag_groups(json_t *stalls, int pid, const char *comm)
 {
-	json_t *groups = json_object_get(stalls, "groups");
+	json_t *groups = json_object_get(stalls, "groups"),
+	       *waits = json_object_get(stalls, "waits");
 
+	if (json_is_object(waits))
+		tag_groups(waits, pid, comm);
 	for (size_t i = 0; i < json_array_size(groups); i++) {
 		json_t *g = json_array_get(groups, i);
 
@@ -420,7 +470,7 @@ static void collect_one(const char *dir, const char *pid, json_t *merged, struct
 	const struct uffd_proc_summary *p = uffd_procs_find(procs, atoi(pid));
 	const char *comm = p && p->comm[0] ? p->comm : NULL;
 	char path[PATH_MAX + 64], *txt;
-	unsigned long long events = 0;
+	unsigned long long events = 0, waits;
 	json_t *j, *st;
 	size_t n;
 
@@ -433,6 +483,12 @@ static void collect_one(const char *dir, const char *pid, json_t *merged, struct
 		s->processes++;
 		events = (unsigned long long)json_integer_value(json_object_get(st, "count"));
 		s->events += events;
+		/* a process whose waits crossed the threshold has a report even without a stalled
+		 * fault */
+		waits = (unsigned long long)json_integer_value(
+		    json_object_get(json_object_get(st, "waits"), "count"));
+		s->wait_events += waits;
+		events += waits;
 	}
 	json_decref(j);
 	unlink(path);

@@ -46,8 +46,9 @@ struct run_stalls {
 	char *json; /* merged "stalls" object (malloc), or NULL: no process wrote one */
 	char *text; /* 2011-format text of every process (malloc), or NULL */
 	size_t text_len;
-	unsigned processes; /* processes that wrote stall files */
-	unsigned long long events;
+	unsigned processes;		/* processes that wrote stall files */
+	unsigned long long events;	/* per-fault stalls */
+	unsigned long long wait_events; /* per-wait stall events (obs/stall.h) */
 };
 
 struct uffd_proc_list;

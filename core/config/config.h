@@ -29,12 +29,14 @@ enum config_log_level { CONFIG_LOG_QUIET, CONFIG_LOG_WARN, CONFIG_LOG_INFO, CONF
 enum config_allocator { CONFIG_ALLOC_JEMALLOC, CONFIG_ALLOC_NONE };
 
 struct config {
-	bool disable;		     /* THPEMU_DISABLE: run the program unmanaged */
-	bool host_thp;		     /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
-	char policy_spec[160];	     /* as given (validated by mm_policy_parse) */
-	struct mm_policy policy;     /* parsed */
-	uint64_t pool_bytes;	     /* emulated physical memory */
-	uint64_t stall_threshold_ns; /* a fault served slower than this is a stall event */
+	bool disable;		 /* THPEMU_DISABLE: run the program unmanaged */
+	bool host_thp;		 /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
+	char policy_spec[160];	 /* as given (validated by mm_policy_parse) */
+	struct mm_policy policy; /* parsed */
+	char fs[8];		 /* THPEMU_FS: vfat or ext4, sets policy.fs ("" = the policy's) */
+	uint64_t pool_bytes;	 /* emulated physical memory */
+	uint64_t stall_threshold_ns; /* a fault served slower than this is a stall; a single wait
+				      * that long a per-wait stall event */
 	enum config_allocator allocator; /* what `thpemu run` preloads (recorded in the report) */
 	unsigned handlers;		 /* handler threads; 0 = auto (uffd_handlers_auto()) */
 	uint64_t min_region;		 /* smallest mapping managed */
@@ -83,6 +85,13 @@ struct config {
 	  "a profile (linux-3.1, linux-3.1+nostall, linux-3.3, modern-always, modern-defer, "     \
 	  "modern-defer+madvise, modern-madvise, modern-never) or PROFILE:KEY=VALUE,...",          \
 	  "emulated kernel THP/compaction policy")                                                 \
+	/* after POLICY: config_from_env applies the table in order, and parse_policy re-applies  \
+	 * a given fs to a policy parsed later (--fs ext4 --policy P) */                          \
+	X(FS, "--fs", "FS", fs, fs, "", 0, 0, NULL, 0, "vfat or ext4",                             \
+	  "file system of the slow device's files, the policy key fs (default: the policy's, vfat "\
+	  "in every profile, what a 2011 USB stick carried): vfat has no ->migratepage, so sync "  \
+	  "migration writes dirty pages out; ext4 migrates them (buffer_migrate_page) and its "    \
+	  "delalloc ->writepage writes nothing from reclaim")                                      \
 	/* the limits are core/mm's (MM_POOL_MIN, MM_POOL_MAX in mm/pool.c: mm_create refuses any  \
 	 * other size), so `thpemu run` refuses what the library would; tests/unit/config_options.c\
 	 * checks that they agree */                                                               \
@@ -91,7 +100,8 @@ struct config {
 	  "emulated physical memory (the program's managed memory is accounted in it)")            \
 	X(STALL_THRESHOLD, "--stall-threshold", "DUR", duration, stall_threshold_ns, "1s", 0, 0,   \
 	  NULL, 0, "a duration such as 100ms or 1s",                                               \
-	  "a fault served slower than this is a stall (counted and reported)")                     \
+	  "a fault served slower than this is a stall, a single wait that long a per-wait stall "   \
+	  "event (both counted and reported)")                     \
 	X(ALLOCATOR, "--allocator", "A", words, allocator, "jemalloc", 0, 0, config_alloc_words,   \
 	  CONFIG_LAUNCHER, "jemalloc or none",                                                     \
 	  "allocator `thpemu run` preloads after the library (glibc malloc never reaches mmap)")   \

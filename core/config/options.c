@@ -166,6 +166,18 @@ static int parse_policy(const struct config_opt *o, const char *name, const char
 		return bad(o, name, val, "is too long", err, errlen);
 	if (mm_policy_parse(val, &cfg->policy, why, sizeof(why)) < 0) /* names the bad part */
 		return bad_because(name, val, why, err, errlen);
+	if (cfg->fs[0]) /* --fs given before --policy still counts */
+		cfg->policy.fs = strcmp(cfg->fs, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;
+	return store_text(o, name, val, field, err, errlen);
+}
+
+/* --fs: the policy key fs, as a machine setting. */
+static int parse_fs(const struct config_opt *o, const char *name, const char *val,
+		    struct config *cfg, void *field, char *err, size_t errlen)
+{
+	if (strcmp(val, "vfat") && strcmp(val, "ext4"))
+		return bad(o, name, val, "is not accepted", err, errlen);
+	cfg->policy.fs = strcmp(val, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;
 	return store_text(o, name, val, field, err, errlen);
 }
 
@@ -200,6 +212,7 @@ static const struct config_parser config_parse_uint = {parse_uint, false};
 static const struct config_parser config_parse_words = {parse_words, false};
 static const struct config_parser config_parse_bool = {parse_bool, false};
 static const struct config_parser config_parse_policy = {parse_policy, false};
+static const struct config_parser config_parse_fs = {parse_fs, false};
 static const struct config_parser config_parse_recipe = {parse_text, true};
 static const struct config_parser config_parse_path = {parse_text, true};
 static const struct config_parser config_parse_device = {parse_device, false};
@@ -214,6 +227,7 @@ static const struct config_parser config_parse_dirty = {parse_dirty, false};
 	(sizeof(f) == sizeof(int) && !__builtin_types_compatible_p(__typeof__(f), bool))
 #define FIELD_OK_bool(f)    __builtin_types_compatible_p(__typeof__(f), bool)
 #define FIELD_OK_policy(f)  IS_CHARS(f)
+#define FIELD_OK_fs(f)	    IS_CHARS(f)
 #define FIELD_OK_recipe(f)  IS_CHARS(f)
 #define FIELD_OK_path(f)    IS_CHARS(f)
 #define FIELD_OK_device(f)  IS_CHARS(f)

@@ -218,6 +218,16 @@ int io_copy_file_page(struct io *io, uint64_t owner, uint32_t from, uint32_t to)
 /* wait_on_page_writeback() of frame pfn of mm on the writeback wait queues q (every mm
  * environment's wait_writeback hook): 0, or -ETIMEDOUT after timeout_ns (0 = no bound). */
 int io_wait_writeback(struct waitq *q, struct mm *mm, uint32_t pfn, uint64_t timeout_ns);
+/* A reclaim/compaction throttle (3.x mm/backing-dev.c congestion_wait(BLK_RW_ASYNC, timeout)):
+ * sleep until a write request completes leaving the queue uncongested (clear_bdi_congested,
+ * which block/blk-core.c __freed_request calls for every request freed below the congestion-off
+ * threshold), or timeout_ns passed. With iff_congested (wait_iff_congested), return at once when
+ * the queue is not congested. "Congested" is the writeback engine's nr_requests requests in
+ * flight (io/wbqueue.h wbq_congested). 0 (woken) or -ETIMEDOUT. A futex wait: lock-free,
+ * allocation-free, handler-thread safe. */
+int io_wait_uncongested(struct io *io, uint64_t timeout_ns, bool iff_congested);
+/* Whether the writeback queue is congested now. */
+bool io_congested(struct io *io);
 
 /* Dirtier-side operations, also for tests. */
 /* Write one page of file_id at index through the page cache (create, fill, dirty). Returns 0,

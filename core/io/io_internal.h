@@ -138,6 +138,12 @@ struct io {
 	struct wbq carry;
 	uint32_t carry_pfn[IO_CARRY_MAX];
 	uint64_t carry_owner[IO_CARRY_MAX];
+	/* write congestion, for the reclaim/compaction throttles (io_wait_uncongested): the
+	 * flusher publishes whether carry is congested, and bumps uncongest_seq (a futex word) at
+	 * every write completion that leaves it uncongested */
+	uint32_t congested;	    /* atomic */
+	uint32_t uncongest_seq;	    /* atomic, futex word */
+	uint32_t uncongest_waiters; /* atomic: sleepers on uncongest_seq */
 
 	/* files */
 	pthread_mutex_t files_lock;

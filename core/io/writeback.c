@@ -24,7 +24,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <stdint.h>
+#include <time.h>
+
 #include "util/clock.h"
+#include "util/sys.h"
 #include "util/units.h"
 
 /* ---- small helpers --------------------------------------------------------------------------- */
@@ -226,12 +230,58 @@ static void complete_write(struct io *io, struct io_req *r, int res)
 	io_req_put(io, r);
 }
 
+/* Publish carry's congestion (flusher only); after a completion that leaves it uncongested,
+ * wake the throttled (clear_bdi_congested: every request freed below the off threshold). */
+static void publish_congestion(struct io *io, bool completed)
+{
+	bool c = wbq_congested(&io->carry);
+
+	__atomic_store_n(&io->congested, c, __ATOMIC_RELEASE);
+	if (!completed || c)
+		return;
+	__atomic_fetch_add(&io->uncongest_seq, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&io->uncongest_waiters, __ATOMIC_SEQ_CST))
+		sys_futex_wake(&io->uncongest_seq, INT32_MAX);
+}
+
+bool io_congested(struct io *io)
+{
+	return __atomic_load_n(&io->congested, __ATOMIC_ACQUIRE);
+}
+
+int io_wait_uncongested(struct io *io, uint64_t timeout_ns, bool iff_congested)
+{
+	uint64_t deadline = clock_now_ns() + timeout_ns;
+	uint32_t seq = __atomic_load_n(&io->uncongest_seq, __ATOMIC_ACQUIRE);
+
+	if (iff_congested && !io_congested(io))
+		return 0;
+	for (;;) {
+		uint64_t now = clock_now_ns(), left;
+		struct timespec ts;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		left = deadline - now;
+		ts.tv_sec = (time_t)(left / 1000000000ULL);
+		ts.tv_nsec = (long)(left % 1000000000ULL);
+		__atomic_fetch_add(&io->uncongest_waiters, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&io->uncongest_seq, __ATOMIC_SEQ_CST) == seq)
+			sys_futex_wait(&io->uncongest_seq, seq, &ts);
+		__atomic_fetch_sub(&io->uncongest_waiters, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&io->uncongest_seq, __ATOMIC_ACQUIRE) != seq)
+			return 0;
+	}
+}
+
 void io_complete(struct io *io, struct io_req *r, int res)
 {
 	bool abandoned = req_state(r) == IORS_ABANDONED;
 
-	if (r->kind == IOR_WRITE)
+	if (r->kind == IOR_WRITE) {
 		wbq_done(&io->carry, 1);
+		publish_congestion(io, true);
+	}
 	if (abandoned) { /* its pages (or waiter) were dealt with when we gave up on it */
 		if (r->file)
 			io_file_put(io, r->file);
@@ -294,6 +344,7 @@ static bool write_run(struct io *io, unsigned n)
 		r->iov[i].iov_len = IO_PAGE_SIZE;
 	}
 	wbq_take(&io->carry, n); /* in flight from here: io_complete() ends it */
+	publish_congestion(io, false);
 	f = io_file_get(io, fid, true);
 	r->file = f;
 	io_stat_add(&io->st->pages_submitted, n);

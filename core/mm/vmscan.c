@@ -50,7 +50,7 @@ struct scan_control {
 	bool compaction_ready; /* shrink_zones skipped the zone for compaction */
 	unsigned reclaim_mode; /* 3.x RM_* of the current batch */
 	bool stale;	       /* the model was repaired under it: its batch is gone, stop */
-	bool napped;	       /* kswapd: balance_pgdat's congestion_wait ends this run */
+	bool napped;	       /* kswapd: a 3.2/3.3 wait_iff_congested ended this run */
 	uint32_t nr_dirty;     /* this shrink_page_list: dirty pages met */
 	uint32_t nr_congested; /* ... kept because the device was congested */
 	uint32_t nr_writeback; /* ... under writeback */
@@ -659,17 +659,11 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 			mm->watermark_boost = 0;
 		if ((sc.nr_scanned == before && !mm->nr_lru[0] && !mm->nr_split_queue) || sc.stale)
 			break;
-		/* 3.x "kswapd is getting into trouble. Take a nap": congestion_wait(BLK_RW_ASYNC,
-		 * HZ/10) after a pass that scanned at priority < DEF_PRIORITY - 2, unless the zone
-		 * is below MIN. The nap ends this run; kswapd_run asks to run again after it, and
-		 * that run goes on at the next priority, as the kernel's loop would. */
-		if (!era_modern(mm) && mm->cfg.policy.reclaim_throttles &&
-		    sc.nr_scanned != before && sc.priority < DEF_PRIORITY - 2 &&
-		    zone_watermark_ok(mm, 0, wmark_pages(mm, WMARK_MIN), 0) && sc.priority > 0) {
-			*napped = true;
-			mm->kswapd_resume_prio = sc.priority; /* the next run starts one lower */
-			break;
-		}
+		/* 3.x "kswapd is getting into trouble. Take a nap" (congestion_wait(BLK_RW_ASYNC,
+		 * HZ/10) after a pass that scanned below DEF_PRIORITY - 2) is not modelled: it
+		 * comes with balance_pgdat's loop_again, which the model lacks (README,
+		 * Deviations); without it kswapd reaches those priorities on every run of a large
+		 * zone and the nap throttled it to one pass per 100 ms. */
 	}
 	/* balance_pgdat: a zone at its high watermark is no longer congested */
 	if (pgdat_balanced(mm, 0))

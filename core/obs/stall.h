@@ -26,10 +26,31 @@
  * by total_ms descending, then count descending, then by their stacks' text, so equal inputs give
  * equal bytes. "stacks" is "captured" (live: real stacks) or "modelled" (simulator: handler_stack
  * lists the mm function chain of the cause, app_stack is empty).
+ *
+ * Two metrics (issue 13). The store above counts *faults* whose whole service crossed the
+ * threshold (per-fault stalls). Mel Gorman's monitor counted *waits*: every single sleep in D
+ * state of at least the threshold, so a fault that waits ten times is ten events. A second store
+ * (obs_stalls_create_waits) holds those per-wait events: one per blocking wait inside the
+ * emulated kernel (mm's ops->waited: a writeback wait, a writeout, a congestion_wait /
+ * too_many_isolated nap) that lasted at least the threshold, with the wait's kind, the kernel
+ * function that blocked, its own stack (live: the handler's at the blocking point of that very
+ * wait, plus the fault's application stack; simulator: the kind's modelled 3.x chain) and, for
+ * kswapd's waits (no fault behind them), comm "kswapd0" and "background": true.
+ * obs_report_stalls_pair writes both:
+ *   "stalls": {<the per-fault keys above, unchanged, for existing readers>,
+ *     "faults": {"threshold_ms", "count", "total_ms", "max_ms", "stored", "dropped"}
+ *               (the per-fault summary; its groups are stalls.groups, not repeated),
+ *     "waits": {"threshold_ms", "count", "total_ms", "max_ms", "stored", "dropped",
+ *               "background" (how many of count were kswapd's), "stacks",
+ *               "groups": [{... as above, plus "kind" (mm_wait_name), "background",
+ *                           with "function" the blocking function (mm_wait_function)}]}}
+ * and obs_report_stalls_text_pair the 2011 report from the per-wait events first, then the
+ * per-fault view.
  */
 #ifndef THPEMU_OBS_STALL_H
 #define THPEMU_OBS_STALL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -38,6 +59,7 @@
 #include "util/json.h"
 
 #define OBS_COMM_LEN 16
+#define OBS_NO_WAIT  0xff /* obs_stall_event.wait of a per-fault event */
 
 struct obs_stall_event {
 	uint64_t t_start_ns;  /* when the fault arrived (env time: monotonic live, virtual sim) */
@@ -48,6 +70,8 @@ struct obs_stall_event {
 	uint8_t cause;	      /* enum mm_cause: the fault record's largest contributor */
 	uint8_t app;	      /* enum obs_app_result: what the application side gave */
 	char comm[OBS_COMM_LEN]; /* faulting thread's comm, NUL-terminated */
+	uint8_t wait;		 /* per-wait events: enum mm_wait_kind; OBS_NO_WAIT for a fault */
+	uint8_t background;	 /* per-wait events: kswapd's (no program fault behind it) */
 	char waited_on[128]; /* whose page the longest wait was on ("a page written by rsync (pid
 			      * 790) to r/f.tar"), or "" */
 	struct obs_stack handler;   /* the handler's stack at the blocking point (or MODELLED) */
@@ -65,8 +89,15 @@ struct obs_stalls;
  * -ENOMEM. */
 int obs_stalls_create(struct obs_stalls **out, unsigned capacity, uint64_t threshold_ns,
 		      enum obs_stacks_kind kind);
+/* The same for per-wait events (their reports say "waits"; events carry a wait kind). */
+int obs_stalls_create_waits(struct obs_stalls **out, unsigned capacity, uint64_t threshold_ns,
+			    enum obs_stacks_kind kind);
 void obs_stalls_destroy(struct obs_stalls *s);
 uint64_t obs_stalls_threshold(const struct obs_stalls *s);
+/* Events seen (stored or not), their summed and their longest duration. */
+uint64_t obs_stalls_count(const struct obs_stalls *s);
+uint64_t obs_stalls_total_ns(const struct obs_stalls *s);
+uint64_t obs_stalls_max_ns(const struct obs_stalls *s);
 
 /* An event with no stacks, no application side, syscall_nr -1. */
 void obs_stall_event_init(struct obs_stall_event *ev);
@@ -79,6 +110,17 @@ int obs_stalls_add(struct obs_stalls *s, const struct obs_stall_event *ev);
 int obs_stalls_add_modelled(struct obs_stalls *s, uint64_t t_start_ns, uint64_t duration_ns,
 			    enum mm_cause cause, const char *comm, int32_t tid, uint64_t addr);
 
+/* Simulator: a per-wait event of kind k; the handler stack is the kind's modelled chain
+ * (kswapd's when background). Same returns as obs_stalls_add. */
+int obs_stalls_add_modelled_wait(struct obs_stalls *s, uint64_t t_start_ns, uint64_t duration_ns,
+				 enum mm_wait_kind k, bool background, const char *comm,
+				 int32_t tid);
+/* The 3.x kernel call chain of a wait kind, innermost first (its first frame is
+ * mm_wait_function(k)), NULL-terminated; background: kswapd's instead of a fault's. */
+const char *const *obs_stall_wait_stack(enum mm_wait_kind k, bool background);
+/* The cause a wait kind belongs to (a per-wait event's "cause"). */
+enum mm_cause obs_stall_wait_cause(enum mm_wait_kind k);
+
 /* The mm function chain a cause stands for, innermost first, NULL-terminated (the names core/mm
  * gives its noinline functions, which are the kernel's). */
 const char *const *obs_stall_modelled_stack(enum mm_cause c);
@@ -88,5 +130,9 @@ const char *const *obs_stall_modelled_stack(enum mm_cause c);
 int obs_report_stalls(struct json_w *w, struct obs_stalls *s);
 /* The 2011 text report. Returns 0, -ENOMEM or -EIO. */
 int obs_report_stalls_text(FILE *f, struct obs_stalls *s);
+/* Both metrics (see above): faults and waits from their stores; waits may be NULL (then
+ * "waits" is written with zero counts and no groups, and the text says none were recorded). */
+int obs_report_stalls_pair(struct json_w *w, struct obs_stalls *faults, struct obs_stalls *waits);
+int obs_report_stalls_text_pair(FILE *f, struct obs_stalls *faults, struct obs_stalls *waits);
 
 #endif

@@ -87,6 +87,19 @@ static void cache_free(struct sym_cache *c)
 	free(c->tab);
 }
 
+/* The modelled chain of an event: its wait kind's (per-wait events) or its cause's. */
+static const char *const *modelled(const struct obs_stall_event *ev)
+{
+	if (ev->wait != OBS_NO_WAIT)
+		return obs_stall_wait_stack((enum mm_wait_kind)ev->wait, ev->background);
+	return obs_stall_modelled_stack(ev->cause);
+}
+
+static bool is_wait(const struct obs_stall_event *ev)
+{
+	return ev->wait != OBS_NO_WAIT;
+}
+
 /* ---- Per-event view and grouping ------------------------------------------------------ */
 
 struct ev_view {
@@ -147,6 +160,8 @@ static const char *event_function(struct report *r, const struct obs_stall_event
 {
 	const struct obs_stack *app = &ev->app_stack, *h = &ev->handler;
 
+	if (is_wait(ev)) /* Mel's lines name the function that slept (sleep_on_page, ...) */
+		return mm_wait_function((enum mm_wait_kind)ev->wait);
 	if (ev->app == OBS_APP_SYSCALL)
 		return obs_syscall_name(ev->syscall_nr) ? obs_syscall_name(ev->syscall_nr)
 							: "syscall";
@@ -160,16 +175,17 @@ static const char *event_function(struct report *r, const struct obs_stall_event
 		return frame_func(r, app, 0);
 	}
 	if (h->method == OBS_UNWIND_MODELLED)
-		return obs_stall_modelled_stack(ev->cause)[0];
+		return modelled(ev)[0];
 	if (h->nr)
 		return frame_func(r, h, 0);
 	return "?";
 }
 
-static int put_stack(struct report *r, FILE *m, const struct obs_stack *st, enum mm_cause cause)
+static int put_stack(struct report *r, FILE *m, const struct obs_stack *st,
+		     const struct obs_stall_event *ev)
 {
 	if (st->method == OBS_UNWIND_MODELLED) {
-		for (const char *const *f = obs_stall_modelled_stack(cause); *f; f++)
+		for (const char *const *f = modelled(ev); *f; f++)
 			fprintf(m, "%s\n", *f);
 		return 0;
 	}
@@ -200,14 +216,17 @@ static char *event_key(struct report *r, const struct obs_stall_event *ev)
 
 	if (!m)
 		return NULL;
+	if (is_wait(ev))
+		fprintf(m, "%s%s\n", mm_wait_name((enum mm_wait_kind)ev->wait),
+			ev->background ? " (kswapd)" : "");
 	fprintf(m, "%s\n%s\n%s\n%s\n%d\n", mm_cause_chain(ev->cause),
 		obs_unwind_method_name(ev->handler.method), obs_app_result_name(ev->app),
 		obs_unwind_method_name(app_method(ev)),
 		ev->app == OBS_APP_SYSCALL ? ev->syscall_nr : -1);
-	err = put_stack(r, m, &ev->handler, ev->cause);
+	err = put_stack(r, m, &ev->handler, ev);
 	fputs("--\n", m);
 	if (!err && ev->app == OBS_APP_USER)
-		err = put_stack(r, m, &ev->app_stack, ev->cause);
+		err = put_stack(r, m, &ev->app_stack, ev);
 	if (fclose(m) != 0 || err) {
 		free(buf);
 		return NULL;
@@ -314,11 +333,11 @@ static double ms(uint64_t ns)
 }
 
 static void json_stack(struct json_w *w, struct report *r, const char *key,
-		       const struct obs_stack *st, enum mm_cause cause, bool include)
+		       const struct obs_stack *st, const struct obs_stall_event *ev, bool include)
 {
 	jw_arr_begin(w, key);
 	if (include && st->method == OBS_UNWIND_MODELLED) {
-		for (const char *const *f = obs_stall_modelled_stack(cause); *f; f++)
+		for (const char *const *f = modelled(ev); *f; f++)
 			jw_str(w, NULL, *f);
 	} else if (include) {
 		for (unsigned i = 0; i < st->nr; i++)
@@ -358,6 +377,10 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 	for (size_t i = g->first; i < g->first + g->n; i++)
 		jw_dbl(w, NULL, (double)r->views[i].ev->t_start_ns / 1e9, 6);
 	jw_arr_end(w);
+	if (is_wait(ev)) {
+		jw_str(w, "kind", mm_wait_name((enum mm_wait_kind)ev->wait));
+		jw_bool(w, "background", ev->background);
+	}
 	jw_str(w, "cause", mm_cause_chain(ev->cause));
 	jw_str(w, "function", r->views[g->first].function);
 	json_comms(w, r, g);
@@ -368,8 +391,8 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 		jw_str(w, "syscall", syscall_label(r, ev->syscall_nr));
 	else
 		jw_null(w, "syscall");
-	json_stack(w, r, "handler_stack", &ev->handler, ev->cause, true);
-	json_stack(w, r, "app_stack", &ev->app_stack, ev->cause, ev->app == OBS_APP_USER);
+	json_stack(w, r, "handler_stack", &ev->handler, ev, true);
+	json_stack(w, r, "app_stack", &ev->app_stack, ev, ev->app == OBS_APP_USER);
 	if (ev->waited_on[0]) /* live, on a shared machine: whose page the longest wait was on */
 		jw_str(w, "waited_on", ev->waited_on);
 	jw_obj_end(w);
@@ -410,10 +433,11 @@ static int ms_int(uint64_t ns)
 	return v > INT32_MAX ? INT32_MAX : (int)v;
 }
 
-static void text_stack(FILE *f, struct report *r, const struct obs_stack *st, enum mm_cause cause)
+static void text_stack(FILE *f, struct report *r, const struct obs_stack *st,
+		       const struct obs_stall_event *ev)
 {
 	if (st->method == OBS_UNWIND_MODELLED) {
-		for (const char *const *fn = obs_stall_modelled_stack(cause); *fn; fn++)
+		for (const char *const *fn = modelled(ev); *fn; fn++)
 			fprintf(f, "  %s\n", *fn);
 		return;
 	}
@@ -430,7 +454,7 @@ static void text_app(FILE *f, struct report *r, const struct obs_stall_event *ev
 	case OBS_APP_USER:
 		fprintf(f, "app stack (user-mode fault, %s):\n",
 			obs_unwind_method_name(ev->app_stack.method));
-		text_stack(f, r, &ev->app_stack, ev->cause);
+		text_stack(f, r, &ev->app_stack, ev);
 		break;
 	case OBS_APP_SYSCALL:
 		fprintf(f, "app: kernel-mode fault inside %s(2)\n",
@@ -453,11 +477,14 @@ static void text_group(FILE *f, struct report *r, const struct group *g)
 		fprintf(f, "%-20s %-20s %6d ms\n",
 			r->views[i].ev->comm[0] ? r->views[i].ev->comm : "?", r->views[i].function,
 			ms_int(r->views[i].ev->duration_ns));
+	if (is_wait(ev))
+		fprintf(f, "wait: %s%s\n", mm_wait_name((enum mm_wait_kind)ev->wait),
+			ev->background ? " (kswapd: background, no fault behind it)" : "");
 	fprintf(f, "cause: %s\n", mm_cause_chain(ev->cause));
 	if (ev->waited_on[0])
 		fprintf(f, "waited on: %s\n", ev->waited_on);
 	fprintf(f, "handler stack (%s):\n", obs_unwind_method_name(ev->handler.method));
-	text_stack(f, r, &ev->handler, ev->cause);
+	text_stack(f, r, &ev->handler, ev);
 	text_app(f, r, ev);
 	fputc('\n', f);
 }
@@ -475,6 +502,91 @@ int obs_report_stalls_text(FILE *f, struct obs_stalls *s)
 	for (size_t i = 0; !err && i < r.ngroups; i++)
 		text_group(f, &r, &r.groups[i]);
 	report_free(&r);
+	if (!err && ferror(f))
+		err = -EIO;
+	return err;
+}
+
+/* ---- Both metrics: per-wait events and per-fault stalls ------------------------------------ */
+
+/* "faults" / "waits" summary counts; s may be NULL (nothing recorded). */
+static void json_summary(struct json_w *w, struct obs_stalls *s, uint64_t threshold_ns,
+			 size_t stored)
+{
+	jw_dbl(w, "threshold_ms", ms(s ? s->threshold_ns : threshold_ns), 3);
+	jw_u64(w, "count", s ? LOAD(&s->count) : 0);
+	jw_dbl(w, "total_ms", ms(s ? LOAD(&s->total_ns) : 0), 3);
+	jw_dbl(w, "max_ms", ms(s ? LOAD(&s->max_ns) : 0), 3);
+	jw_u64(w, "stored", stored);
+	jw_u64(w, "dropped", s ? LOAD(&s->dropped) : 0);
+}
+
+int obs_report_stalls_pair(struct json_w *w, struct obs_stalls *faults, struct obs_stalls *waits)
+{
+	struct report rf, rw;
+	int errf = report_build(&rf, faults), errw = 0;
+
+	memset(&rw, 0, sizeof(rw));
+	if (waits)
+		errw = report_build(&rw, waits);
+	jw_obj_begin(w, "stalls");
+	json_counts(w, faults, errf ? 0 : rf.nviews); /* the per-fault keys, as before */
+	jw_arr_begin(w, "groups");
+	for (size_t i = 0; !errf && i < rf.ngroups; i++)
+		json_group(w, &rf, &rf.groups[i]);
+	jw_arr_end(w);
+	jw_obj_begin(w, "faults");
+	json_summary(w, faults, 0, errf ? 0 : rf.nviews);
+	jw_obj_end(w);
+	jw_obj_begin(w, "waits");
+	json_summary(w, waits, faults->threshold_ns, errw ? 0 : rw.nviews);
+	jw_u64(w, "background", waits ? LOAD(&waits->background) : 0);
+	jw_str(w, "stacks",
+	       (waits ? waits->kind : faults->kind) == OBS_STACKS_MODELLED ? "modelled"
+									   : "captured");
+	jw_arr_begin(w, "groups");
+	for (size_t i = 0; !errw && i < rw.ngroups; i++)
+		json_group(w, &rw, &rw.groups[i]);
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_obj_end(w);
+	report_free(&rf);
+	report_free(&rw);
+	return errf ? errf : errw;
+}
+
+int obs_report_stalls_text_pair(FILE *f, struct obs_stalls *faults, struct obs_stalls *waits)
+{
+	struct report r;
+	int err = 0;
+
+	memset(&r, 0, sizeof(r));
+	if (waits) {
+		err = report_build(&r, waits);
+		fprintf(f,
+			"Per-wait stall events (each single blocking wait of at least %d ms: "
+			"writeback wait, writeout, congestion nap; as Mel Gorman's 2011 monitor "
+			"counted them): %" PRIu64 " events, %d ms in total, longest %d ms",
+			ms_int(waits->threshold_ns), LOAD(&waits->count),
+			ms_int(LOAD(&waits->total_ns)), ms_int(LOAD(&waits->max_ns)));
+		if (LOAD(&waits->background))
+			fprintf(f, ", %" PRIu64 " of them kswapd's", LOAD(&waits->background));
+		if (LOAD(&waits->dropped))
+			fprintf(f, " (%" PRIu64 " not stored: store full)", LOAD(&waits->dropped));
+		fprintf(f, "; stacks %s\n\n",
+			waits->kind == OBS_STACKS_MODELLED ? "modelled" : "captured");
+		for (size_t i = 0; !err && i < r.ngroups; i++)
+			text_group(f, &r, &r.groups[i]);
+		report_free(&r);
+	} else {
+		fprintf(f, "Per-wait stall events: none recorded (no per-wait store)\n\n");
+	}
+	fprintf(f,
+		"Per-fault view (a fault whose whole service took at least %d ms is one stall, "
+		"however many waits it held):\n",
+		ms_int(faults->threshold_ns));
+	if (!err)
+		err = obs_report_stalls_text(f, faults);
 	if (!err && ferror(f))
 		err = -EIO;
 	return err;

@@ -327,6 +327,28 @@ int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, ui
 	return rc;
 }
 
+/* congestion_wait(BLK_RW_ASYNC, timeout) (3.x mm/backing-dev.c): sleep on the congestion wait
+ * queue until clear_bdi_congested wakes it - every writeback request freed while the queue is
+ * below its congestion-off threshold (block/blk-core.c __freed_request) - or the timeout.
+ * wait_iff_congested (3.1+) returns at once when no device is congested. Here "congested" is
+ * the flusher's queue having nr_requests in flight (io/wbqueue.h), and flusher_io_done wakes
+ * the nappers. */
+int dev_throttle(struct sim_world *w, struct sim_task *t, uint64_t timeout, bool iff_congested)
+{
+	uint64_t t0;
+
+	if (!t || !t->a)
+		return 0;
+	sim_settle(t->a);
+	if (iff_congested && !wbq_congested(&w->fl.q))
+		return 0;
+	t0 = sim_now(w->e);
+	sim_wait(t->a, &w->fl.congest_wq, timeout ? timeout : 1);
+	w->fl.throttles++;
+	w->fl.throttle_ns += sim_now(w->e) - t0;
+	return 0;
+}
+
 /* Device address of a page-cache page: files we created are laid out where they were
  * allocated; pages of recipe-made files get a stable address from their file id. */
 uint64_t dev_offset_of(struct sim_world *w, uint64_t owner)

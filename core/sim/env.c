@@ -16,7 +16,13 @@
  *   khugepaged_scan the visited process (as_id = pid) walks its region with
  *                  mm_khugepaged_scan_mm and collapses in khugepaged's time (proc.c); the
  *                  replay has no processes: every as_id is gone (-ENOENT);
- *   split_underused the THP's process judges its subpages by what it wrote (proc.c).
+ *   split_underused the THP's process judges its subpages by what it wrote (proc.c);
+ *   throttle       congestion_wait / wait_iff_congested: parks the actor until a writeback
+ *                  request completes with the flusher's queue uncongested, or the timeout
+ *                  (device.c dev_throttle);
+ *   waited         every completed wait: one of at least the stall threshold is a per-wait
+ *                  stall event (obs/stall.h) under the actor's comm (the background actor is
+ *                  "kswapd0").
  * There is no lock: the simulator is one thread, and actors only switch at unlocked hooks.
  * Called without an actor (setup, recipes), costs are not charged and waits do not block.
  */
@@ -56,6 +62,40 @@ static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n
 static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
 {
 	return dev_wait_writeback(priv, call, pfn, timeout_ns);
+}
+
+static int env_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t timeout_ns,
+			bool iff_congested)
+{
+	return dev_throttle(priv, call, timeout_ns, iff_congested);
+}
+
+/* A per-wait event for each wait of at least the threshold, in the actor's virtual time; kswapd's
+ * (background) too, under its actor's comm, as Mel Gorman's monitor saw every task. */
+/* bdi_write_congested: the flusher's request queue is full - except for a task writing to
+ * the stick itself (may_write_to_queue: bdi == current->backing_dev_info). */
+static bool env_congested(void *priv, void *call)
+{
+	struct sim_world *w = priv;
+	const struct sim_task *t = call;
+
+	if (t && t->writing)
+		return false;
+	return wbq_congested(&w->fl.q);
+}
+
+static void env_waited(void *priv, void *call, const struct mm_wait *wt)
+{
+	struct sim_world *w = priv;
+	struct sim_task *t = call;
+	const char *comm = t ? t->comm : wt->background ? "kswapd0" : "?";
+	/* kswapd's chain only for the kswapd actor (khugepaged has no fault behind it either, but
+	 * its own allocation path) */
+	bool kswapd = wt->background && (!t || t == &w->bg);
+
+	if (w->waits)
+		obs_stalls_add_modelled_wait(w->waits, wt->t_start, wt->ns, wt->kind, kswapd, comm,
+					     0);
 }
 
 static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
@@ -151,4 +191,7 @@ const struct mm_env_ops sim_env_ops = {
     .trace = env_trace,
     .khugepaged_scan = env_khugepaged_scan,
     .split_underused = env_split_underused,
+    .throttle = env_throttle,
+    .waited = env_waited,
+    .congested = env_congested,
 };

@@ -30,6 +30,35 @@ static void json_wait_stat(struct json_w *w, const char *key, const struct sim_w
 	jw_obj_end(w);
 }
 
+/* Per-iteration results (writeback-cp: alloc's elapsed time and THP fault counts, as mmtests
+ * thpavail reports them) and their totals. */
+static void json_iterations(struct json_w *w, const struct sim_result *r)
+{
+	uint64_t total = 0, alloc = 0, fallback = 0;
+
+	jw_arr_begin(w, "iteration_stats");
+	for (unsigned i = 0; i < r->niter; i++) {
+		const struct sim_iter *it = &r->iter[i];
+
+		jw_obj_begin(w, NULL);
+		jw_dbl(w, "start_s", (double)it->start_ns / 1e9, 3);
+		jw_dbl(w, "elapsed_s", (double)it->elapsed_ns / 1e9, 3);
+		jw_u64(w, "thp_fault_alloc", it->thp_fault_alloc);
+		jw_u64(w, "thp_fault_fallback", it->thp_fault_fallback);
+		jw_obj_end(w);
+		total += it->elapsed_ns;
+		alloc += it->thp_fault_alloc;
+		fallback += it->thp_fault_fallback;
+	}
+	jw_arr_end(w);
+	jw_obj_begin(w, "iteration_totals");
+	jw_dbl(w, "elapsed_s", (double)total / 1e9, 3);
+	jw_dbl(w, "elapsed_mean_s", (double)total / 1e9 / r->niter, 3);
+	jw_u64(w, "thp_fault_alloc", alloc);
+	jw_u64(w, "thp_fault_fallback", fallback);
+	jw_obj_end(w);
+}
+
 static void json_config(struct json_w *w, const struct sim_result *r)
 {
 	const struct sim_config *c = &r->cfg;
@@ -53,6 +82,8 @@ static void json_config(struct json_w *w, const struct sim_result *r)
 	jw_dbl(w, "duration_s", (double)r->duration_ns / 1e9, 3);
 	if (s->runs_to_completion)
 		jw_u64(w, "iterations", r->iterations);
+	if (r->niter)
+		json_iterations(w, r);
 	jw_obj_begin(w, "params");
 	for (unsigned i = 0; i < s->nparams; i++)
 		jw_str(w, s->params[i].key, c->params.s[i]);
@@ -142,6 +173,9 @@ static void json_io(struct json_w *w, const struct sim_result *r)
 	jw_u64(w, "pages_completed", fl->pages_done);
 	jw_u64(w, "requests", fl->reqs);
 	jw_u64(w, "writeout_pages", fl->writeout_pages);
+	/* reclaim/compaction throttle naps (congestion_wait, wait_iff_congested that slept) */
+	jw_u64(w, "congestion_naps", fl->throttles);
+	jw_dbl(w, "congestion_nap_ms", ms(fl->throttle_ns), 3);
 	jw_u64(w, "errors", fl->errors);
 	jw_u64(w, "bandwidth_estimate_bps", fl->bw.bw);
 	jw_u64(w, "throttles", r->writer.throttle.throttles);
@@ -264,7 +298,7 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	json_steps(&w, &r->steps);
 	obs_report_vmstat(&w, r->vmstat);
 	json_efficiency(&w, r->vmstat);
-	obs_report_stalls(&w, r->stalls);
+	obs_report_stalls_pair(&w, r->stalls, r->waits);
 	json_io(&w, r);
 	json_pool_end(&w, &r->end);
 	obs_report_coverage(&w, &r->cov);
@@ -284,6 +318,28 @@ static void text_latency(FILE *f, const char *name, const struct obs_hist *h)
 	obs_hist_summarise(h, 1000, &s);
 	fprintf(f, "  %-5s %10llu  mean %10.1f  p50 %10.1f  p99 %11.1f  max %12.1f\n", name,
 		(unsigned long long)s.count, s.mean, s.p50, s.p99, s.max);
+}
+
+static void text_iterations(FILE *f, const struct sim_result *r)
+{
+	uint64_t total = 0, alloc = 0, fallback = 0;
+
+	if (!r->niter)
+		return;
+	fprintf(f, "\niteration  elapsed (s)  thp_fault_alloc  thp_fault_fallback\n");
+	for (unsigned i = 0; i < r->niter; i++) {
+		const struct sim_iter *it = &r->iter[i];
+
+		fprintf(f, "%9u  %11.2f  %15llu  %18llu\n", i + 1, (double)it->elapsed_ns / 1e9,
+			(unsigned long long)it->thp_fault_alloc,
+			(unsigned long long)it->thp_fault_fallback);
+		total += it->elapsed_ns;
+		alloc += it->thp_fault_alloc;
+		fallback += it->thp_fault_fallback;
+	}
+	fprintf(f, "    total  %11.2f  %15llu  %18llu   (mean elapsed %.2f s)\n",
+		(double)total / 1e9, (unsigned long long)alloc, (unsigned long long)fallback,
+		(double)total / 1e9 / r->niter);
 }
 
 void sim_report_text(const struct sim_result *r, FILE *f)
@@ -312,6 +368,7 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 			(unsigned long long)rs->absorbed, (unsigned long long)rs->orphans,
 			(unsigned long long)rs->implied);
 	}
+	text_iterations(f, r);
 	fprintf(f, "\nfaults %llu: huge %llu (%.2f %%), base %llu, nomem %llu\n",
 		(unsigned long long)s.faults, (unsigned long long)s.huge, s.huge_pct,
 		(unsigned long long)s.base, (unsigned long long)s.nomem);
@@ -355,11 +412,16 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 		(unsigned long long)r->writer.pages, (unsigned long long)r->fl.pages_done,
 		(unsigned long long)r->fl.writeout_pages,
 		(double)r->writer.throttle.throttle_ns / 1e9);
-	fprintf(f, "\nstalls >= %s: %llu, longest %.1f ms\n",
+	fprintf(
+	    f,
+	    "\nper-wait stall events (single waits) >= %s: %llu, %.1f ms total, longest %.1f ms\n",
+	    units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
+	    (unsigned long long)s.wait_stalls, ms(s.wait_stall_ns), ms(s.wait_stall_max_ns));
+	fprintf(f, "per-fault stalls (whole faults) >= %s: %llu, longest %.1f ms\n",
 		units_fmt_duration(r->cfg.stall_threshold_ns, a, sizeof(a)),
 		(unsigned long long)s.stalls, ms(s.stall_max_ns));
-	if (s.stalls) {
+	if (s.stalls || s.wait_stalls) {
 		fputc('\n', f);
-		obs_report_stalls_text(f, r->stalls);
+		obs_report_stalls_text_pair(f, r->stalls, r->waits);
 	}
 }

@@ -93,6 +93,10 @@ int world_init(struct sim_world *w, const struct sim_config *c, char *err, size_
 			       OBS_STACKS_MODELLED);
 	if (rc)
 		goto out_nomem;
+	rc = obs_stalls_create_waits(&w->waits, STALL_CAPACITY, c->stall_threshold_ns,
+				     OBS_STACKS_MODELLED);
+	if (rc)
+		goto out_nomem;
 	rc = world_mm_create(w, err, errlen);
 	if (rc)
 		return rc;
@@ -123,6 +127,7 @@ void world_fini(struct sim_world *w)
 	free(w->scen_state);
 	files_free(w);
 	obs_stalls_destroy(w->stalls);
+	obs_stalls_destroy(w->waits);
 }
 
 static void collect(struct sim_world *w, struct sim_result *r)
@@ -134,6 +139,8 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->pool_bytes = (uint64_t)mm_nr_frames(w->mm) * MM_PAGE_SIZE;
 	r->duration_ns = sim_now(w->e);
 	r->iterations = w->iterations;
+	r->niter = w->niter;
+	memcpy(r->iter, w->iter, sizeof(r->iter));
 	r->finished = w->finished;
 	r->faults = w->faults;
 	r->extents = w->extents;
@@ -151,6 +158,8 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	}
 	r->stalls = w->stalls; /* moved: the result reports and frees it */
 	w->stalls = NULL;
+	r->waits = w->waits;
+	w->waits = NULL;
 	r->nstalls = w->nstalls;
 	r->stall_max_ns = w->stall_max_ns;
 	mm_get_stats(w->mm, st);
@@ -233,6 +242,7 @@ void sim_result_free(struct sim_result *r)
 	if (!r)
 		return;
 	obs_stalls_destroy(r->stalls);
+	obs_stalls_destroy(r->waits);
 	free(r);
 }
 
@@ -262,6 +272,9 @@ void sim_result_summary(const struct sim_result *r, struct sim_summary *s)
 	s->reclaim_wb_wait_ns = r->wb_reclaim.total_ns;
 	s->stalls = r->nstalls;
 	s->stall_max_ns = r->stall_max_ns;
+	s->wait_stalls = r->waits ? obs_stalls_count(r->waits) : 0;
+	s->wait_stall_ns = r->waits ? obs_stalls_total_ns(r->waits) : 0;
+	s->wait_stall_max_ns = r->waits ? obs_stalls_max_ns(r->waits) : 0;
 	s->duration_ns = r->duration_ns;
 	s->events = r->eng.events;
 }

@@ -256,7 +256,7 @@ struct sim_config {
 	char device_spec[128]; /* PRESET[:key=value,...] as given, for the report */
 	struct devm_params device;
 	struct sim_costs costs;
-	uint64_t stall_threshold_ns; /* faults at least this long are stall events */
+	uint64_t stall_threshold_ns; /* faults (and single waits) at least this long are stalls */
 };
 
 #define SIM_DEFAULT_DEVICE	    "usb2-stick-2011"
@@ -288,7 +288,9 @@ struct sim_summary {
 	uint64_t extents, extents_huge; /* THP-eligible 2 MiB extents first touched, served huge */
 	uint64_t wb_waits, compact_wb_waits, reclaim_wb_waits;
 	uint64_t wb_wait_ns, compact_wb_wait_ns, reclaim_wb_wait_ns, wb_wait_max_ns;
-	uint64_t stalls, stall_max_ns;
+	uint64_t stalls, stall_max_ns; /* per-fault: faults whose service crossed the threshold */
+	uint64_t wait_stalls, wait_stall_ns,
+	    wait_stall_max_ns; /* per-wait: single waits that did */
 	uint64_t duration_ns;
 	uint64_t events;
 };

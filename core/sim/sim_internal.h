@@ -69,6 +69,8 @@ struct sim_task {
 	uint64_t fault_t0;		  /* start of the fault in service, 0 if none */
 	struct sim_wait_stat fault_wb[2]; /* waits of the fault in service: compaction, reclaim */
 	struct sim_task *next;		  /* the world's list of tasks */
+	bool writing; /* in a write() to the stick: 3.1's may_write_to_queue lets a task write to
+		       * its own congested device (current->backing_dev_info) */
 };
 
 /* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact): one
@@ -149,6 +151,11 @@ struct sim_flusher {
 	uint64_t pages_submitted, pages_done, reqs, errors;
 	uint64_t bytes_done;	 /* written by completed writeback and writeout requests */
 	uint64_t writeout_pages; /* single pages written out by sync migration */
+	/* actors in a throttle nap (congestion_wait): woken when a writeback request completes
+	 * and the queue is not congested (mm/backing-dev.c clear_bdi_congested, called from
+	 * block/blk-core.c __freed_request below the congestion-off threshold) */
+	struct sim_waitq congest_wq;
+	uint64_t throttles, throttle_ns; /* naps taken, their summed length */
 };
 
 struct sim_writer_stats {
@@ -160,6 +167,13 @@ struct sim_writer_stats {
 struct sim_reader_stats {
 	uint64_t reads, misses, nomem, eagain, read_ns;
 };
+
+/* One iteration of a scenario that measures whole iterations (writeback-cp: alloc's run). */
+struct sim_iter {
+	uint64_t start_ns, elapsed_ns;
+	uint64_t thp_fault_alloc, thp_fault_fallback; /* vmstat deltas over the iteration */
+};
+#define SIM_MAX_ITERS 64
 
 #define SIM_MAX_PROCS	 256
 #define SIM_FILE_ID_BASE (1u << 20) /* our file ids, clear of mm_fragment's recipe files */
@@ -183,8 +197,11 @@ struct sim_world {
 	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
 	struct obs_stalls *stalls; /* cause-only stall events (obs/stall.h, modelled stacks) */
 	uint64_t nstalls, stall_max_ns;
+	struct obs_stalls *waits;	 /* per-wait events (mm's ops->waited, modelled stacks) */
 	uint64_t stats_done[MM_STAT_NR]; /* counters of pools already destroyed (iterations) */
 	uint64_t iterations;
+	struct sim_iter iter[SIM_MAX_ITERS]; /* per-iteration results, if the scenario keeps them */
+	unsigned niter;
 	struct obs_coverage cov; /* AnonHugePages over virtual time (world_start_coverage) */
 	/* anonymous memory */
 	struct sim_proc *procs[SIM_MAX_PROCS];
@@ -235,6 +252,8 @@ struct sim_result {
 	uint64_t pool_bytes;  /* what the pool really has (whole pageblocks) */
 	uint64_t duration_ns; /* virtual time simulated */
 	uint64_t iterations;
+	struct sim_iter iter[SIM_MAX_ITERS];
+	unsigned niter;
 	bool finished;
 	struct obs_faults faults;
 	uint64_t extents, extents_huge;
@@ -242,6 +261,7 @@ struct sim_result {
 	uint64_t unfinished, unfinished_max_ns; /* faults still in service at the end */
 	struct obs_stalls *stalls;
 	uint64_t nstalls, stall_max_ns;
+	struct obs_stalls *waits; /* per-wait events */
 	uint64_t vmstat[MM_STAT_NR];
 	struct sim_wait_stat wb_compact, wb_reclaim;
 	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
@@ -294,6 +314,9 @@ void dev_io_release(struct sim_world *w, struct sim_io *io);
 void dev_free_all(struct sim_world *w);
 void wait_stat_add(struct sim_wait_stat *s, uint64_t ns, uint64_t threshold_ns);
 int dev_wait_writeback(struct sim_world *w, struct sim_task *t, uint32_t pfn, uint64_t timeout);
+/* The throttle hook (mm.h): park t until a writeback request completes with the queue not
+ * congested, or the timeout; with iff_congested, return at once when it is not congested. */
+int dev_throttle(struct sim_world *w, struct sim_task *t, uint64_t timeout, bool iff_congested);
 uint64_t dev_offset_of(struct sim_world *w, uint64_t owner);
 
 /* writer.c: the writer (postmark-like), the flusher and dirty throttling */

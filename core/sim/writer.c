@@ -159,8 +159,10 @@ int file_write_page(struct sim_world *w, struct sim_task *t, uint32_t id, uint32
 	bool created;
 	int rc;
 
+	t->writing = true; /* generic_file_aio_write: current->backing_dev_info is the stick's */
 	rc = file_get_page(w, t, MM_OWNER_FILE(id, index), &pfn, &created, &w->writer.eagain,
 			   &w->writer.nomem);
+	t->writing = false;
 	if (rc)
 		return rc;
 	sim_charge(t->a, w->cfg->costs.ns[SIM_COST_COPY_4K]);
@@ -320,6 +322,8 @@ void flusher_io_done(struct sim_world *w, struct sim_io *io)
 	struct sim_flusher *fl = &w->fl;
 
 	wbq_done(&fl->q, io->nwb);
+	if (io->nwb && !wbq_congested(&fl->q))
+		sim_wake_all(w->e, &fl->congest_wq);
 	fl->pages_done += io->npages;
 	if (io->req.err)
 		fl->errors++;

@@ -12,7 +12,12 @@
  *   copy_file_page  the page-cache arena's copy (core/io), when io runs in this process; without
  *                   it the emulated file pages carry no data and migrate as metadata
  *   writeout        writeout(): core/io starts writeback of the page (without io: -EBUSY, the
- *                   dirty page is not migratable)
+ *                   dirty page is not migratable); its stack is captured like a wait's
+ *   throttle        congestion_wait / wait_iff_congested: a futex sleep until the writeback
+ *                   engine completes a request with its queue uncongested, or the timeout
+ *                   (io_wait_uncongested); its stack is captured like a wait's
+ *   waited          every completed wait: one of at least the stall threshold becomes a
+ *                   per-wait stall event with the stack of its blocking point (stallcap.c)
  *   clear_huge      clear_huge_page(): memset of a 2 MiB staging THP, kept for the materialising
  *                   move
  *   alloc_cost      nothing to charge (live, the real work is its own cost); a long-running
@@ -28,6 +33,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "util/sys.h"
 #include "util/clock.h"
@@ -72,10 +78,56 @@ static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t tim
 static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 {
 	struct uffd_live *lv = priv;
+	struct obs_stack st;
+	uint64_t token = uffd_stallcap_blocking(call, &st); /* writeout's own stack */
+	int rc;
 
 	if (lv->on_machine) /* the machine's flusher runs in the host */
-		return uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0);
-	return lv->io ? io_writeout(lv->io, owner, pfn) : -EBUSY;
+		rc = uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0);
+	else
+		rc = lv->io ? io_writeout(lv->io, owner, pfn) : -EBUSY;
+	uffd_stallcap_blocked(call, &st, token, owner);
+	return rc;
+}
+
+/* congestion_wait / wait_iff_congested: the writeback engine's queue (io_wait_uncongested).
+ * Without an engine in this process (a machine's host runs it, or no --dirty), there is no
+ * congestion to see: wait_iff_congested returns at once, congestion_wait sleeps its timeout
+ * (nothing completes to wake it). */
+static int env_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t timeout_ns,
+			bool iff_congested)
+{
+	struct uffd_live *lv = priv;
+	struct obs_stack st;
+	uint64_t token;
+
+	if (iff_congested && (!lv->io || !io_congested(lv->io)))
+		return 0;
+	token = uffd_stallcap_blocking(call, &st); /* the nap's own stack */
+	if (lv->io) {
+		io_wait_uncongested(lv->io, timeout_ns, iff_congested);
+	} else {
+		struct timespec ts = {(time_t)(timeout_ns / 1000000000ULL),
+				      (long)(timeout_ns % 1000000000ULL)};
+
+		sys_call2(SYS_nanosleep, &ts, NULL);
+	}
+	uffd_stallcap_blocked(call, &st, token, 0);
+	return 0;
+}
+
+/* bdi_write_congested: the writeback engine's queue (none in this process: never). */
+static bool env_congested(void *priv, void *call)
+{
+	struct uffd_live *lv = priv;
+
+	(void)call;
+	return lv->io && io_congested(lv->io);
+}
+
+static void env_waited(void *priv, void *call, const struct mm_wait *w)
+{
+	uffd_stallcap_waited(call, w);
 }
 
 static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
@@ -169,4 +221,7 @@ const struct mm_env_ops uffd_env_ops = {
     .meta_free = env_meta_free,
     .khugepaged_scan = env_khugepaged_scan,
     .split_underused = env_split_underused,
+    .throttle = env_throttle,
+    .waited = env_waited,
+    .congested = env_congested,
 };

@@ -629,6 +629,7 @@ int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
 	uffd_live_stats_copy(lv, st);
 	prog.cmdline = cmdline ? cmdline : st->cmdline;
 	prog.stalls = uffd_stallcap_store(lv);
+	prog.waits = uffd_stallcap_waits(lv);
 	prog.wall_s = (double)(clock_now_ns() - st->start_mono_ns) / 1e9;
 	prog.start_mono_s = (double)st->start_mono_ns / 1e9;
 	rc = uffd_report_json(f, &lv->cfg, st, &prog);

@@ -147,7 +147,7 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 static void report_stalls(struct json_w *w, const struct config *cfg, const struct uffd_stats *st,
 			  const struct uffd_program_info *prog)
 {
-	if (prog->stalls && obs_report_stalls(w, prog->stalls) == 0)
+	if (prog->stalls && obs_report_stalls_pair(w, prog->stalls, prog->waits) == 0)
 		return;
 	if (prog->stalls_json) {
 		jw_raw(w, "stalls", prog->stalls_json);
@@ -170,7 +170,7 @@ static void report_stalls(struct json_w *w, const struct config *cfg, const stru
 						(enum mm_cause)sr->cause, sr->comm, sr->tid,
 						sr->addr);
 	}
-	obs_report_stalls(w, s);
+	obs_report_stalls_pair(w, s, NULL); /* no per-wait events survive a crash */
 	obs_stalls_destroy(s);
 }
 

@@ -21,6 +21,14 @@
  * instead (a signal would make the kernel's fault retry loop spin). The answer is attached to
  * the handler's fault only if that fault is still the one in service.
  *
+ * Per-wait events. Every blocking hook (wait_writeback, writeout, throttle) captures at its
+ * blocking point; mm then reports the wait ([locked], ops->waited -> uffd_stallcap_waited, in
+ * the same thread right after it), and one of at least the threshold becomes a per-wait event
+ * with that wait's own stack (not the fault's longest), the fault's thread and application
+ * stack when the watchdog has it, and whose page it was. Waits of the background thread (kswapd's
+ * part) and khugepaged's are events under "kswapd0" / "khugepaged" with the kind's modelled
+ * kernel chain (those threads do not capture).
+ *
  * Per handler a slot: `seq` is odd while a fault is in service (even between faults); the
  * watchdog publishes an application stack for fault seq s by writing its fields and then
  * app_done = s (release), and the handler reads them at the end of fault s only if app_done
@@ -62,6 +70,8 @@ struct stall_slot {
 	uint64_t block_owner; /* owner cookie of the page that block waited on (0: none) */
 	bool long_captured;   /* the cost hook already captured for this fault */
 	struct obs_stack handler;
+	bool wait_have;		     /* wait_stack is the last block's (per-wait events) */
+	struct obs_stack wait_stack; /* the handler's stack at the last blocking point */
 	/* application side: the watchdog writes, publishes with app_done */
 	uint32_t app_req;  /* the fault seq the watchdog asked for (watchdog only) */
 	uint32_t app_done; /* fault seq the fields below belong to (atomic) */
@@ -74,6 +84,7 @@ struct stall_slot {
 struct uffd_stallcap {
 	struct uffd_live *lv;
 	struct obs_stalls *store;
+	struct obs_stalls *waits; /* per-wait events (uffd_stallcap_waited) */
 	uint64_t threshold_ns;
 	uint64_t period_ns; /* watchdog scan period */
 	pthread_t watchdog;
@@ -181,6 +192,7 @@ void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, u
 	s->long_captured = false;
 	s->handler.nr = 0;
 	s->handler.method = OBS_UNWIND_NONE;
+	s->wait_have = false;
 	__atomic_store_n(&s->t0, t_read, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->tid, tid, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->seq, s->seq | 1, __ATOMIC_RELEASE);
@@ -207,6 +219,8 @@ void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uin
 		return;
 	s = slot_of(w);
 	ns = clock_now_ns() - token;
+	s->wait_stack = *scratch; /* this wait's own, for its per-wait event (waited follows) */
+	s->wait_have = true;
 	if (ns >= s->block_ns) {
 		s->block_ns = ns;
 		s->block_owner = owner;
@@ -246,6 +260,59 @@ void uffd_stallcap_long_running(struct uffd_worker *w)
 	/* the mm lock is held here: never libunwind, whose dl_iterate_phdr takes the loader lock a
 	 * faulting application thread may hold (it would wait for a handler, which waits for us) */
 	obs_stack_capture_fp(&s->handler, 3); /* past the cost hook and mm_charge */
+}
+
+/* The comm of a thread that is not a fault handler: the background thread is kswapd's part
+ * (Mel Gorman's monitor saw kswapd0 sleep too), the next khugepaged's. */
+static const char *worker_comm(struct uffd_worker *w)
+{
+	unsigned n = w->lv->nworkers;
+
+	return w->idx == n ? "kswapd0" : w->idx == n + 1 ? "khugepaged" : "thpemu-collapse";
+}
+
+static void fill_app_side(struct stall_slot *s, struct obs_stall_event *ev);
+
+void uffd_stallcap_waited(struct uffd_worker *w, const struct mm_wait *wt)
+{
+	struct uffd_stallcap *sc = w ? w->lv->stallcap : NULL;
+	struct stall_slot *s;
+	struct obs_stall_event ev;
+
+	if (!sc || !sc->waits)
+		return;
+	s = slot_of(w);
+	if (wt->ns < sc->threshold_ns) {
+		if (s)
+			s->wait_have = false;
+		return;
+	}
+	obs_stall_event_init(&ev);
+	ev.t_start_ns = wt->t_start;
+	ev.duration_ns = wt->ns;
+	ev.wait = (uint8_t)wt->kind;
+	ev.background = wt->background && w->idx == w->lv->nworkers; /* kswapd's part */
+	ev.cause = (uint8_t)obs_stall_wait_cause(wt->kind);
+	describe_owner(w->lv, wt->owner, ev.waited_on, sizeof(ev.waited_on));
+	if (s && (s->seq & 1)) { /* a handler's wait inside a fault: the fault's thread */
+		ev.addr = w->fault_addr;
+		ev.tid = s->tid;
+		fill_app_side(s, &ev); /* its stack if the watchdog has it, else its comm */
+	} else {
+		ev.tid = w->tid;
+		const char *c = worker_comm(w);
+
+		for (unsigned i = 0; c[i] && i < OBS_COMM_LEN - 1; i++)
+			ev.comm[i] = c[i];
+	}
+	if (s && s->wait_have) {
+		ev.handler = s->wait_stack;
+		s->wait_have = false;
+	} else { /* no capture on this thread (background): the kind's kernel chain */
+		ev.handler.nr = 0;
+		ev.handler.method = OBS_UNWIND_MODELLED;
+	}
+	obs_stalls_add(sc->waits, &ev);
 }
 
 static void fill_app_side(struct stall_slot *s, struct obs_stall_event *ev)
@@ -366,6 +433,9 @@ int uffd_stallcap_start(struct uffd_live *lv)
 	if (sc->period_ns > WATCH_MAX_PERIOD_NS)
 		sc->period_ns = WATCH_MAX_PERIOD_NS;
 	rc = obs_stalls_create(&sc->store, STALL_CAPACITY, sc->threshold_ns, OBS_STACKS_CAPTURED);
+	if (rc == 0)
+		rc = obs_stalls_create_waits(&sc->waits, STALL_CAPACITY, sc->threshold_ns,
+					     OBS_STACKS_CAPTURED);
 	if (rc == 0 && STALLCAP_LIBUNWIND)
 		rc = obs_unwind_init(lv->nworkers > 1 ? lv->nworkers - 1 : 1);
 	if (rc < 0)
@@ -382,6 +452,8 @@ int uffd_stallcap_start(struct uffd_live *lv)
 unmap:
 	if (sc->store)
 		obs_stalls_destroy(sc->store);
+	if (sc->waits)
+		obs_stalls_destroy(sc->waits);
 	sys_munmap(sc, sizeof(*sc));
 	return rc;
 }
@@ -401,6 +473,11 @@ void uffd_stallcap_stop(struct uffd_live *lv)
 struct obs_stalls *uffd_stallcap_store(struct uffd_live *lv)
 {
 	return lv->stallcap ? lv->stallcap->store : NULL;
+}
+
+struct obs_stalls *uffd_stallcap_waits(struct uffd_live *lv)
+{
+	return lv->stallcap ? lv->stallcap->waits : NULL;
 }
 
 static FILE *open_in(const char *dir, const char *suffix)
@@ -423,14 +500,14 @@ void uffd_stallcap_write_files(struct uffd_live *lv, const char *dir)
 	if (f) {
 		jw_init(&w, f, false);
 		jw_obj_begin(&w, NULL);
-		obs_report_stalls(&w, st);
+		obs_report_stalls_pair(&w, st, uffd_stallcap_waits(lv));
 		jw_obj_end(&w);
 		jw_finish(&w);
 		fclose(f);
 	}
 	f = open_in(dir, "stalls.txt");
 	if (f) {
-		obs_report_stalls_text(f, st);
+		obs_report_stalls_text_pair(f, st, uffd_stallcap_waits(lv));
 		fclose(f);
 	}
 }

@@ -265,6 +265,7 @@ struct obs_stalls; /* obs/stall.h */
 struct uffd_program_info {
 	char *const *argv;	   /* NULL-terminated, or NULL */
 	struct obs_stalls *stalls; /* this process's captured stall events, or NULL */
+	struct obs_stalls *waits;  /* and its per-wait events (obs/stall.h), or NULL */
 	const char *stalls_json;   /* or the merged "stalls" object as JSON text (thpemu run) */
 	const char *device_json;   /* the launcher's device facts as a JSON object, or NULL */
 	const char *cmdline;	   /* used when argv is NULL */

@@ -450,6 +450,11 @@ void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uin
 void uffd_stallcap_long_running(struct uffd_worker *w);
 /* The events: JSON ("stalls" object) and the 2011 text report, at exit. */
 struct obs_stalls *uffd_stallcap_store(struct uffd_live *lv);
+/* The per-wait events (obs/stall.h), or NULL. */
+struct obs_stalls *uffd_stallcap_waits(struct uffd_live *lv);
+/* ops->waited: a wait of at least the threshold becomes a per-wait event ([locked]: no
+ * allocation, no blocking, no libunwind). */
+void uffd_stallcap_waited(struct uffd_worker *w, const struct mm_wait *wt);
 /* Write DIR/PID.stalls.json and DIR/PID.stalls.txt for `thpemu run`. */
 void uffd_stallcap_write_files(struct uffd_live *lv, const char *dir);
 

@@ -33,6 +33,8 @@ bad "--a policy=" ab --a policy=linux-9.9 --b policy=linux-3.3 -- true
 bad "--runs: '0' is out of range (accepted: 1..500)" ab --a policy=linux-3.1 --b policy=linux-3.3 --runs 0 -- true
 bad "--order: 'zigzag' is not accepted (alternate, random)" ab --a policy=linux-3.1 --b policy=linux-3.3 --order zigzag -- true
 bad "unknown option '--colour'" ab --colour --a policy=linux-3.1 --b policy=linux-3.3 -- true
+bad "--fs: 'ntfs' is not accepted (accepted: vfat or ext4)" ab --fs ntfs --a policy=linux-3.1 --b policy=linux-3.3 -- true
+bad "--a fs=: 'ntfs' is not accepted" ab --a policy=linux-3.1,fs=ntfs --b policy=linux-3.3 -- true
 bad "unknown option '--pdf'" report --pdf x.json
 bad "no report given" report
 bad "not a readable JSON report" report /etc/hostname

@@ -46,6 +46,9 @@ bad() {
 	expect_eq "run $*: the victim" "$(cat "$victim")" precious
 }
 
+# a bad machine setting
+bad --fs "'xfs'" "vfat or ext4" -- --fs xfs
+
 # output paths
 bad --report "'/nonexistent/d/r.json'" "the directory '/nonexistent/d' does not exist" -- \
 	--report /nonexistent/d/r.json

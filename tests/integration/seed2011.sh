@@ -8,7 +8,11 @@
 #  - with Mel's patch (+nostall) and in 3.3, compaction never waits on writeback nor writes a
 #    page out, and no stall is caused by writeback in compaction (reclaim's synchronous pass,
 #    which lasted until 3.5, may still wait: reported, not asserted away);
-#  - 3.2: the patch does not raise the share of huge extents (Andrea Arcangeli measured it lower).
+#  - 3.2: the patch does not raise the share of huge extents (Andrea Arcangeli measured it lower);
+#  - both stall metrics are reported: per-wait events (stalls.waits, each single wait of at least
+#    the threshold, as Mel Gorman's monitor counted) beside the per-fault stalls, in the JSON and
+#    in the demo's table; with the patch and in 3.3 no per-wait event is a compaction writeback
+#    wait (needs core/mm to report its waits through ops->waited).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd
@@ -70,7 +74,22 @@ else
 fi
 say "$nopatch: $n stall group(s) on writeback with the 2011 stack and usemem's"
 
+grep -q '^per-wait events >= threshold (count)' "$T_TMP/demo.out" ||
+	fail "the demo's table lacks the per-wait events"
+grep -q '^per-fault stalls >= threshold (count)' "$T_TMP/demo.out" ||
+	fail "the demo's table lacks the per-fault stalls"
+for p in $nopatch $patched linux-3.3; do
+	jq -e '.stalls.waits.count >= .stalls.waits.stored and
+		.stalls.waits.stored == ([.stalls.waits.groups[].count] | add // 0) and
+		.stalls.waits.threshold_ms as $t | all(.stalls.waits.groups[].events_ms[]; . >= $t) and
+		.stalls.faults.count == .stalls.count' "$out/$p.json" >/dev/null ||
+		fail "$p: stalls.waits / stalls.faults inconsistent: $(jq -c '.stalls | del(.groups) | .waits |= del(.groups)' "$out/$p.json")"
+	say "$p: per-wait events $(json "$out/$p.json" .stalls.waits.count), per-fault stalls $(json "$out/$p.json" .stalls.count)"
+done
+
 for p in $patched linux-3.3; do
+	expect_eq "$p: per-wait compaction writeback events" \
+		"$(jq '[.stalls.waits.groups[] | select(.kind == "compact-writeback")] | length' "$out/$p.json")" 0
 	expect_eq "$p: writeback waits in compaction" "$(json "$out/$p.json" .vmstat.compact_writeback_wait)" 0
 	expect_eq "$p: pages written out by compaction" "$(json "$out/$p.json" .vmstat.compact_writeout)" 0
 	expect_eq "$p: stalls caused by writeback in compaction" \

@@ -38,6 +38,12 @@ expect_usage_error --pool 8M 64G -- "${ok[@]}" --pool 1M
 expect_usage_error --pool 8M 64G -- "${ok[@]}" --pool lots
 expect_usage_error --duration unit -- "${ok[@]}" --duration 10
 expect_usage_error --duration -- "${ok[@]}" --duration 0
+expect_usage_error --fs "'fat32'" vfat ext4 -- "${ok[@]}" --fs fat32
+# --fs is the policy key fs, before or after --policy; the report's policy records it
+pol=$("$THPEMU" sim --fs ext4 "${ok[@]}" --json - | jq -r .policy) || fail "sim --fs ext4 failed"
+expect_eq "--fs ext4 in the policy" "$pol" "linux-3.1:fs=ext4"
+pol=$("$THPEMU" sim "${ok[@]}" --fs vfat --json - | jq -r .policy) || fail "sim --fs vfat failed"
+expect_eq "--fs vfat in the policy" "$pol" "linux-3.1"
 expect_usage_error --seed integer -- "${ok[@]}" --seed -3
 expect_usage_error --stall-threshold -- "${ok[@]}" --stall-threshold fast
 expect_usage_error --device "unknown preset 'floppy'" usb2-stick-2011 sd-class4 -- "${ok[@]}" --device floppy

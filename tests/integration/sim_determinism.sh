@@ -2,11 +2,12 @@
 # The same inputs and seed give byte-identical JSON from separate processes; another seed gives
 # another run. (A process started later, elsewhere in memory, must not change a byte.)
 # seed-2011-long runs on its own 1G pool under modern-always, long enough for khugepaged to
-# collapse (asserted, so that its part of the run is covered by the comparison).
+# collapse (asserted, so that its part of the run is covered by the comparison); writeback-cp
+# runs one whole iteration (--duration bounds the iterations started).
 . "$(dirname "$0")/lib.sh"
 
 for spec in seed-2011:20s:64M:linux-3.1 seed-2011-long:2m:1G:modern-always \
-	thpcompact:2s:64M:linux-3.1 thpchallenge-fio:3s:64M:linux-3.1; do
+	thpcompact:2s:64M:linux-3.1 thpchallenge-fio:3s:64M:linux-3.1 writeback-cp:1s:128M:linux-3.3; do
 	IFS=: read -r scen dur pool policy <<<"$spec"
 	args=(--policy "$policy" --scenario "$scen" --pool "$pool" --duration "$dur")
 	"$THPEMU" sim "${args[@]}" --seed 5 --json "$T_TMP/a.json" >/dev/null || fail "$scen run a"

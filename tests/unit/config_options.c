@@ -186,6 +186,7 @@ TEST(options_help_lists_every_variable)
 /* A value of every option, each different from its default. A new option needs one here. */
 static const char *const sample[CONFIG_NR] = {
     [CONFIG_POLICY] = "linux-3.1",
+    [CONFIG_FS] = "ext4",
     [CONFIG_POOL] = "256M",
     [CONFIG_STALL_THRESHOLD] = "20ms",
     [CONFIG_ALLOCATOR] = "none",

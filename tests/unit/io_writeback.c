@@ -310,6 +310,48 @@ TEST(writeout_pins_a_page_until_its_write_completes_and_wakes_waiters)
 	teardown();
 }
 
+/* congestion_wait (io_wait_uncongested): nothing completes, so it sleeps to its timeout; a
+ * write completing with the queue uncongested wakes it (clear_bdi_congested); wait_iff_congested
+ * does not sleep on an uncongested queue. */
+struct napper_arg {
+	int rc;
+};
+
+static void *napper_main(void *arg)
+{
+	struct napper_arg *a = arg;
+
+	a->rc = io_wait_uncongested(te.io, 10000000000ULL, false);
+	return NULL;
+}
+
+TEST(congestion_wait_sleeps_until_a_write_completes_or_the_timeout)
+{
+	struct napper_arg a = {.rc = 1};
+	pthread_t th;
+	uint32_t pfn;
+
+	setup("none:preset=usb2-stick-2011,bandwidth=40K,latency=100ms,jitter=0,stall-every=0,"
+	      "gc-au=0",
+	      "", NULL, 64 << 20);
+	EXPECT(!io_congested(te.io));
+	EXPECT_EQ(io_wait_uncongested(te.io, 20000000ULL, false), -ETIMEDOUT); /* no I/O at all */
+	EXPECT_EQ(io_wait_uncongested(te.io, 10000000000ULL, true), 0);	       /* not congested */
+	write_file(1, 4);
+	pfn = pfn_of(1, 2);
+	ASSERT_EQ(pthread_create(&th, NULL, napper_main, &a), 0);
+	usleep(20000);
+	ASSERT_EQ(io_writeout(te.io, MM_OWNER_FILE(1, 2), pfn), 0);
+	pthread_join(th, NULL);
+	EXPECT_EQ(a.rc, 0); /* woken by the completion, 10 s before its timeout */
+	/* the engine wakes the sleepers as the request completes and ends the page's writeback
+	 * right after: give it a moment (a slow TSan run saw the page still under writeback) */
+	for (int i = 0; i < 500 && mm_frame_under_writeback(te.mm, pfn); i++)
+		usleep(10000);
+	EXPECT(!mm_frame_under_writeback(te.mm, pfn));
+	teardown();
+}
+
 TEST(copy_file_page_moves_the_data)
 {
 	uint32_t from, to;

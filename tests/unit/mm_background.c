@@ -16,7 +16,6 @@ TEST(kswapd_balances_to_high)
 	struct mm_fault_res res;
 	struct mm_counts c;
 	uint64_t st[MM_STAT_NR], next;
-	unsigned naps;
 	char err[256];
 
 	ASSERT_EQ(fakeenv_init(&fe, "linux-3.3", 16 * MIB, false, err, sizeof(err)), 0);
@@ -35,15 +34,12 @@ TEST(kswapd_balances_to_high)
 	mm_get_stats(fe.mm, st);
 	EXPECT_EQ(st[MM_STAT_KSWAPD_WAKE], 1);
 	EXPECT(fe.mm->kswapd_awake);
-	/* 3.x balance_pgdat naps in congestion_wait(HZ/10) after each pass below priority
-	 * DEF_PRIORITY - 2 that scanned something (a 16 MiB zone needs such priorities), and goes
-	 * on at the next priority: kswapd asks to run again in 100 ms until it is balanced */
-	for (naps = 0; (next = mm_background(fe.mm, NULL)) == 100000000ULL && naps < 13; naps++)
-		;
+	/* one run balances it: balance_pgdat's congestion_wait nap is not modelled (it goes with
+	 * loop_again, core/mm/README.md) and nothing is congested */
+	next = mm_background(fe.mm, NULL);
 	EXPECT_EQ(next, UINT64_MAX);
 	mm_get_stats(fe.mm, st);
-	EXPECT_GT(naps, 0);
-	EXPECT_EQ(st[MM_STAT_THROTTLE_CONGESTION], naps);
+	EXPECT_EQ(st[MM_STAT_THROTTLE_CONGESTION], 0);
 	mm_get_counts(fe.mm, &c);
 	EXPECT_GE(c.free, c.wmark_high);
 	mm_get_stats(fe.mm, st);

@@ -159,6 +159,173 @@ TEST(modelled_events_text_is_the_2011_format)
 	obs_stalls_destroy(s);
 }
 
+/* ---- per-wait events (issue 13): Mel Gorman's monitor counted each sleep, not each fault -- */
+
+static struct obs_stalls *wt;
+
+static void render_pair_json(char *buf, size_t len)
+{
+	FILE *m = fmemopen(buf, len, "w");
+	struct json_w w;
+
+	ASSERT(m != NULL);
+	jw_init(&w, m, false);
+	jw_obj_begin(&w, NULL);
+	ASSERT_EQ(obs_report_stalls_pair(&w, s, wt), 0);
+	jw_obj_end(&w);
+	ASSERT_EQ(jw_finish(&w), 0);
+	fclose(m);
+}
+
+/* One usemem fault that slept three times on writeback inside sync compaction (1.5 s, 1.2 s
+ * and 0.4 s: the last is below the threshold), one kswapd congestion nap of 1.1 s and one dd
+ * fault with a 2 s writeback wait in direct reclaim. */
+static void add_seed_waits(void)
+{
+	EXPECT_EQ(obs_stalls_add_modelled_wait(wt, 10 * MS, 1500 * MS, MM_WAIT_COMPACT_WRITEBACK,
+					       false, "usemem", 7),
+		  0);
+	EXPECT_EQ(obs_stalls_add_modelled_wait(wt, 1510 * MS, 1200 * MS, MM_WAIT_COMPACT_WRITEBACK,
+					       false, "usemem", 7),
+		  0);
+	EXPECT_EQ(obs_stalls_add_modelled_wait(wt, 2710 * MS, 400 * MS, MM_WAIT_COMPACT_WRITEBACK,
+					       false, "usemem", 7),
+		  1);
+	EXPECT_EQ(obs_stalls_add_modelled_wait(wt, 50 * MS, 1100 * MS, MM_WAIT_RECLAIM_CONGESTED,
+					       true, "kswapd0", 0),
+		  0);
+	EXPECT_EQ(obs_stalls_add_modelled_wait(wt, 30 * MS, 2000 * MS, MM_WAIT_RECLAIM_WRITEBACK,
+					       false, "dd", 9),
+		  0);
+	/* the per-fault view of the same run: the usemem fault is one stall of 3.1 s */
+	obs_stalls_add_modelled(s, 10 * MS, 3100 * MS, MM_CAUSE_COMPACT_WB_WAIT, "usemem", 7, 0);
+	obs_stalls_add_modelled(s, 30 * MS, 2000 * MS, MM_CAUSE_RECLAIM_WB_WAIT, "dd", 9, 0);
+}
+
+TEST(per_wait_store_counts_each_wait_and_the_longest)
+{
+	ASSERT_EQ(obs_stalls_create(&s, 64, 1000 * MS, OBS_STACKS_MODELLED), 0);
+	ASSERT_EQ(obs_stalls_create_waits(&wt, 64, 1000 * MS, OBS_STACKS_MODELLED), 0);
+	add_seed_waits();
+	EXPECT_EQ(obs_stalls_count(wt), 4);
+	EXPECT_EQ(obs_stalls_total_ns(wt), 5800 * MS);
+	EXPECT_EQ(obs_stalls_max_ns(wt), 2000 * MS);
+	EXPECT_EQ(obs_stalls_count(s), 2);
+	EXPECT_EQ(obs_stalls_max_ns(s), 3100 * MS);
+	obs_stalls_destroy(wt);
+	obs_stalls_destroy(s);
+	EXPECT_EQ(obs_stalls_create_waits(&wt, 0, 1, OBS_STACKS_MODELLED), -EINVAL);
+}
+
+TEST(per_wait_modelled_chains_are_the_3x_kernels)
+{
+	const char *const *c = obs_stall_wait_stack(MM_WAIT_COMPACT_WRITEBACK, false);
+	const char *const *k = obs_stall_wait_stack(MM_WAIT_RECLAIM_WRITEBACK, true);
+	const char *want[] = {"sleep_on_page",	"__wait_on_bit", "wait_on_page_bit",
+			      "unmap_and_move", "migrate_pages", "compact_zone"};
+	int n = 0;
+
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ASSERT_STREQ(c[i], want[i]);
+	while (c[n])
+		n++;
+	ASSERT_STREQ(c[n - 1], "handle_mm_fault");
+	/* every chain starts with the function the kind blocks in, fault's or kswapd's */
+	for (int kind = 0; kind < MM_WAIT_NR; kind++)
+		for (int bg = 0; bg < 2; bg++)
+			ASSERT_STREQ(obs_stall_wait_stack((enum mm_wait_kind)kind, bg)[0],
+				     mm_wait_function((enum mm_wait_kind)kind));
+	n = 0;
+	while (k[n])
+		n++;
+	ASSERT_STREQ(k[n - 1], "kthread");
+	ASSERT_STREQ(k[n - 2], "kswapd");
+	ASSERT_STREQ(obs_stall_wait_stack(MM_WAIT_NR, false)[0], "?");
+}
+
+TEST(pair_json_carries_both_metrics)
+{
+	char buf[16384];
+	const char *waits, *g;
+
+	ASSERT_EQ(obs_stalls_create(&s, 64, 1000 * MS, OBS_STACKS_MODELLED), 0);
+	ASSERT_EQ(obs_stalls_create_waits(&wt, 64, 1000 * MS, OBS_STACKS_MODELLED), 0);
+	add_seed_waits();
+	render_pair_json(buf, sizeof(buf));
+	/* the per-fault keys stay where existing readers look, the summaries follow */
+	EXPECT(strstr(buf, "{\"stalls\":{\"threshold_ms\":1000.000,\"count\":2,\"total_ms\":"
+			   "5100.000,\"stored\":2,") == buf);
+	EXPECT(strstr(buf, "\"faults\":{\"threshold_ms\":1000.000,\"count\":2,\"total_ms\":"
+			   "5100.000,\"max_ms\":3100.000,\"stored\":2,\"dropped\":0}") != NULL);
+	waits = strstr(buf, "\"waits\":{\"threshold_ms\":1000.000,\"count\":4,\"total_ms\":"
+			    "5800.000,\"max_ms\":2000.000,\"stored\":4,\"dropped\":0,"
+			    "\"background\":1,\"stacks\":\"modelled\",\"groups\":[");
+	ASSERT(waits != NULL);
+	/* the two usemem waits are one group (same kind, same stack), first by total */
+	g = strstr(waits, "{\"total_ms\":2700.000,\"count\":2,\"events_ms\":[1500.000,1200.000],"
+			  "\"events_t_s\":[0.010000,1.510000],\"kind\":\"compact-writeback\","
+			  "\"background\":false,");
+	EXPECT(g == waits + strlen("\"waits\":{\"threshold_ms\":1000.000,\"count\":4,"
+				   "\"total_ms\":5800.000,\"max_ms\":2000.000,\"stored\":4,"
+				   "\"dropped\":0,\"background\":1,\"stacks\":\"modelled\","
+				   "\"groups\":["));
+	EXPECT(strstr(waits, "\"function\":\"sleep_on_page\",\"comms\":[\"usemem\"]") != NULL);
+	EXPECT(strstr(waits, "\"handler_stack\":[\"sleep_on_page\",\"__wait_on_bit\","
+			     "\"wait_on_page_bit\",\"unmap_and_move\",\"migrate_pages\","
+			     "\"compact_zone\"") != NULL);
+	EXPECT(strstr(waits, "\"kind\":\"reclaim-congested\",\"background\":true,") != NULL);
+	EXPECT(strstr(waits, "\"function\":\"congestion_wait\",\"comms\":[\"kswapd0\"]") != NULL);
+	EXPECT(strstr(waits, "\"kind\":\"reclaim-writeback\",\"background\":false,") != NULL);
+	obs_stalls_destroy(wt);
+	wt = NULL;
+
+	/* without a per-wait store: zero counts, no groups */
+	render_pair_json(buf, sizeof(buf));
+	EXPECT(strstr(buf, "\"waits\":{\"threshold_ms\":1000.000,\"count\":0,\"total_ms\":"
+			   "0.000,\"max_ms\":0.000,\"stored\":0,\"dropped\":0,\"background\":0,"
+			   "\"stacks\":\"modelled\",\"groups\":[]}}}\n") != NULL);
+	obs_stalls_destroy(s);
+}
+
+TEST(pair_text_puts_the_per_wait_2011_report_first)
+{
+	char buf[16384];
+	FILE *m = fmemopen(buf, sizeof(buf), "w");
+	const char *w1, *w2, *fv, *f1;
+
+	ASSERT(m != NULL);
+	ASSERT_EQ(obs_stalls_create(&s, 64, 1000 * MS, OBS_STACKS_MODELLED), 0);
+	ASSERT_EQ(obs_stalls_create_waits(&wt, 64, 1000 * MS, OBS_STACKS_MODELLED), 0);
+	add_seed_waits();
+	ASSERT_EQ(obs_report_stalls_text_pair(m, s, wt), 0);
+	fclose(m);
+	printf("%s", buf);
+	EXPECT(strstr(buf, "Per-wait stall events (") == buf);
+	EXPECT(strstr(buf, "): 4 events, 5800 ms in total, longest 2000 ms, 1 of them kswapd's; "
+			   "stacks modelled\n") != NULL);
+	w1 = strstr(buf, "Time stalled in this event:     2700 ms\n"
+			 "Event count:        2\n"
+			 "usemem               sleep_on_page          1500 ms\n"
+			 "usemem               sleep_on_page          1200 ms\n"
+			 "wait: compact-writeback\n");
+	w2 = strstr(buf, "Event count:        1\n"
+			 "kswapd0              congestion_wait        1100 ms\n"
+			 "wait: reclaim-congested (kswapd");
+	fv = strstr(buf, "Per-fault view (");
+	f1 = strstr(buf, "Time stalled in this event:     3100 ms\n"
+			 "Event count:        1\n"
+			 "usemem               wait_on_frame_writeback   3100 ms\n");
+	EXPECT(w1 != NULL);
+	EXPECT(w2 != NULL);
+	EXPECT(fv != NULL);
+	EXPECT(f1 != NULL);
+	EXPECT(w1 && w2 && fv && f1 && w1 < fv && w2 < fv && fv < f1);
+	EXPECT(strstr(buf, "handler stack (modelled):\n  sleep_on_page\n  __wait_on_bit\n") !=
+	       NULL);
+	obs_stalls_destroy(wt);
+	obs_stalls_destroy(s);
+}
+
 /* ---- captured stacks ------------------------------------------------------------------ */
 
 static struct obs_stack app_a, app_b, handler_a, handler_b;

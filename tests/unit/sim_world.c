@@ -99,6 +99,87 @@ TEST(writeback_wait_ends_when_the_queue_completes_the_request)
 	world_fini(&f.w);
 }
 
+/* The throttle hook (congestion_wait / wait_iff_congested) and the per-wait report. With one
+ * request allowed in flight the queue is congested while it is at the device: wait_iff_congested
+ * returns at once on an idle queue, a nap shorter than the request times out, a nap on the
+ * congested queue ends exactly when the request completes (clear_bdi_congested), a congestion
+ * nap without congestion waits for the next completion. */
+struct nap_case {
+	struct sim_task task;
+	struct sim_world *w;
+	uint64_t t_submit, t_iff_idle, t_short, t_woken, t_next;
+	bool congested_at_submit;
+};
+
+static void nap_actor(struct sim_actor *a, void *arg)
+{
+	struct nap_case *k = arg;
+	struct sim_world *w = k->w;
+	uint32_t id = file_new(w, 64);
+	uint64_t t0;
+
+	for (uint32_t i = 0; i < 64; i++)
+		file_write_page(w, &k->task, id, i);
+	sim_settle(a);
+	t0 = sim_now(w->e);
+	dev_throttle(w, &k->task, 100000000, true); /* idle queue: no nap */
+	k->t_iff_idle = sim_now(w->e) - t0;
+	w->fl.q.nr_requests = 1;
+	w->fl.p.background_ratio = 0;
+	w->fl.p.dirty_ratio = 1;
+	k->t_submit = sim_now(w->e);
+	flusher_kick(w);
+	k->congested_at_submit = wbq_congested(&w->fl.q);
+	dev_throttle(w, &k->task, 1000000, false); /* 1 ms: shorter than the request */
+	k->t_short = sim_now(w->e);
+	dev_throttle(w, &k->task, 10000000000ULL, true); /* congested: until it completes */
+	k->t_woken = sim_now(w->e);
+	dev_throttle(w, &k->task, 10000000000ULL, false); /* the next completion */
+	k->t_next = sim_now(w->e);
+}
+
+TEST(throttle_naps_end_at_a_completion_on_an_uncongested_queue_or_the_timeout)
+{
+	struct fixture f;
+	struct nap_case k = {0};
+	const uint64_t req30 = 1000000 + 30 * 4096 * 200; /* 5 MB/s, 1 ms setup */
+
+	setup(&f, "usb2-stick-2011:jitter=0,gc-au=0");
+	k.w = &f.w;
+	ASSERT_EQ(world_spawn(&f.w, &k.task, "writer", 0, nap_actor, &k), 0);
+	ASSERT_EQ(sim_run(f.w.e, 10000000000ULL), 0);
+	EXPECT_EQ(k.t_iff_idle, 0);
+	EXPECT(k.congested_at_submit);
+	EXPECT_EQ(k.t_short, k.t_submit + 1000000);
+	EXPECT_EQ(k.t_woken, k.t_submit + req30);
+	EXPECT_EQ(k.t_next, k.t_submit + 2 * req30);
+	EXPECT_EQ(f.w.fl.throttles, 3); /* the idle wait_iff_congested did not nap */
+	world_fini(&f.w);
+}
+
+TEST(waits_of_at_least_the_threshold_are_per_wait_events)
+{
+	struct fixture f;
+	struct sim_task t = {0};
+	struct mm_wait wt = {.kind = MM_WAIT_COMPACT_WRITEBACK, .t_start = 5, .pfn = MM_NO_PFN};
+
+	setup(&f, "usb2-stick-2011:jitter=0,gc-au=0");
+	snprintf(t.comm, sizeof(t.comm), "usemem");
+	wt.ns = f.c.stall_threshold_ns - 1;
+	sim_env_ops.waited(&f.w, &t, &wt);
+	EXPECT_EQ(obs_stalls_count(f.w.waits), 0);
+	wt.ns = f.c.stall_threshold_ns;
+	sim_env_ops.waited(&f.w, &t, &wt);
+	wt.kind = MM_WAIT_RECLAIM_CONGESTED;
+	wt.background = true;
+	wt.ns = 3 * f.c.stall_threshold_ns;
+	sim_env_ops.waited(&f.w, &f.w.bg, &wt);
+	EXPECT_EQ(obs_stalls_count(f.w.waits), 2);
+	EXPECT_EQ(obs_stalls_max_ns(f.w.waits), 3 * f.c.stall_threshold_ns);
+	EXPECT_EQ(obs_stalls_total_ns(f.w.waits), 4 * f.c.stall_threshold_ns);
+	world_fini(&f.w);
+}
+
 struct merge_case {
 	struct sim_task task;
 	struct sim_world *w;
