@@ -420,6 +420,46 @@ void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent)
 		as_xstate_set(r, as_ext_of(r, as_page_addr(r, p)), AS_X_SMALL);
 }
 
+uint16_t as_mthp_orders(const struct as_region *r, uint32_t p)
+{
+	uintptr_t a = as_page_addr(r, p);
+	uint32_t e = as_ext_of(r, a);
+	uint16_t orders = 0;
+
+	if (p >= r->npages || (as_xadv(r, e) & AS_ADV_SPLIT))
+		return 0; /* two VMAs share the extent: where one ends is not known here */
+	for (unsigned k = MM_MTHP_MIN_ORDER; k < MM_HPAGE_ORDER; k++) {
+		uintptr_t len = MM_PAGE_SIZE << k, start = a & ~(len - 1);
+		uint32_t p0;
+		bool none = true;
+
+		/* thp_vma_suitable_order: the aligned block inside the VMA */
+		if (start < r->lo || start + len > r->hi)
+			break; /* a larger block cannot fit either */
+		/* pte_range_none: every other page of the block still empty */
+		p0 = as_page_of(r, start);
+		for (uint32_t i = 0; i < (1U << k) && none; i++)
+			none = p0 + i == p || AS_P_STATE(as_pstate(r, p0 + i)) == AS_P_EMPTY;
+		if (!none)
+			break; /* nor can a larger block around it */
+		orders |= (uint16_t)(1U << k);
+	}
+	return orders;
+}
+
+void as_fault_mthp(struct as_region *r, uint32_t p, unsigned order, uint32_t head, bool extent)
+{
+	uint32_t n = 1U << order;
+	uint32_t p0 = as_page_of(r, as_page_addr(r, p) & ~((uintptr_t)(MM_PAGE_SIZE << order) - 1));
+
+	for (uint32_t i = 0; i < n; i++) {
+		as_pfn_set(r, p0 + i, head + i);
+		as_pstate_set(r, p0 + i, AS_P_PRESENT);
+	}
+	if (extent)
+		as_xstate_set(r, as_ext_of(r, as_page_addr(r, p)), AS_X_SMALL);
+}
+
 void as_fault_huge_fallback(const struct as_env *env, struct as_region *r, uint32_t e,
 			    uint32_t head, const bool *mapped)
 {

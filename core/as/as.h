@@ -240,6 +240,20 @@ void as_fault_huge(struct as_region *r, uint32_t e, uint32_t head);
  * the fault owned the extent (extent), the extent has a page table now: SMALL, never huge again
  * until it is freed whole (do_anonymous_page after __pte_alloc). */
 void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent);
+/* Multi-size THP candidates of a first touch at page p (6.12 mm/memory.c alloc_anon_folio:
+ * thp_vma_suitable_order and pte_range_none): bit k (MM_MTHP_MIN_ORDER..8) set when the
+ * naturally aligned 2^k-page block around p lies inside the live span and every page of it but
+ * p is EMPTY (p is the faulting page: its state is not judged, its fault may own it already).
+ * 0 when the extent's advice is split (two VMAs: the block's VMA is not known). Pass it as
+ * mm_fault_req.orders_ok with extent_owner the cookie of the extent's page 0. A concurrent
+ * user must own the block's pages before it maps a folio there (core/uffd: not yet). */
+uint16_t as_mthp_orders(const struct as_region *r, uint32_t p);
+/* An mTHP decision (MM_FAULT_MTHP of order `order`, 2..8) is mapped at page p: the naturally
+ * aligned block around p holds head + i, PRESENT (do_anonymous_page with a large folio,
+ * set_ptes). extent as for as_fault_base (the extent has a page table now: SMALL). Releasing
+ * its pages later gives each frame back at order 0; mm keeps the folio until its last page
+ * goes or the shrinker splits it. */
+void as_fault_mthp(struct as_region *r, uint32_t p, unsigned order, uint32_t head, bool extent);
 /* A huge decision the host refused to map whole (the live UFFDIO_MOVE failed; the replay mirrors
  * a recorded refusal): the fault falls back to 4 KiB pages, as a THP fault returning
  * VM_FAULT_FALLBACK falls back to handle_pte_fault (mm/memory.c: __handle_mm_fault). The block

@@ -20,6 +20,10 @@ static void anon_free_base(struct mm *mm, uint32_t pfn)
 		thp_unmap_subpage(mm, pfn); /* a subpage of a PTE-mapped THP (split.c) */
 		return;
 	}
+	if (f->state == FS_MTHP) {
+		mthp_unmap_subpage(mm, pfn); /* a page of an mTHP folio (mthp.c) */
+		return;
+	}
 	if (f->state != FS_ANON)
 		return;
 	if (f->flags & FF_ISOLATED) {
@@ -47,6 +51,10 @@ void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call)
 			anon_free_base(mm, pfn);
 		else if (order == MM_HPAGE_ORDER)
 			anon_free_huge(mm, pfn);
+		else if (order >= MM_MTHP_MIN_ORDER && order < MM_HPAGE_ORDER &&
+			 pfn_frame(mm, pfn)->state == FS_MTHP &&
+			 mthp_order(pfn_frame(mm, pfn)) == order && pfn % (1U << order) == 0)
+			mthp_free_folio(mm, pfn);
 	}
 	mm_unlock(mm);
 }
@@ -54,7 +62,7 @@ void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call)
 /* A program anon frame (base or part of a huge extent) whose owner matches. */
 static bool owned_by(const struct mm_frame *f, uint64_t mask, uint64_t value)
 {
-	if (f->state != FS_ANON && f->state != FS_HUGE)
+	if (f->state != FS_ANON && f->state != FS_HUGE && f->state != FS_MTHP)
 		return false;
 	return !(f->owner & MM_OWNER_FOREIGN) && (f->owner & mask) == value;
 }
@@ -71,6 +79,14 @@ static uint32_t release_one(struct mm *mm, uint32_t pfn, uint64_t mask, uint64_t
 			return 0;
 		anon_free_huge(mm, pfn);
 		return MM_HPAGE_NR;
+	}
+	if (f->state == FS_MTHP) {
+		uint32_t n = 1U << mthp_order(f);
+
+		if (mthp_head(f, pfn) != pfn)
+			return 0;
+		mthp_free_folio(mm, pfn);
+		return n;
 	}
 	anon_free_base(mm, pfn);
 	return 1;
@@ -89,6 +105,13 @@ uint32_t mm_release_owners(struct mm *mm, uint64_t mask, uint64_t value)
 		if (pfn_frame(mm, pfn)->state == FS_HUGE && pfn % MM_HPAGE_NR == 0) {
 			released += release_one(mm, pfn, mask, value);
 			pfn += MM_HPAGE_NR;
+			continue;
+		}
+		if (pfn_frame(mm, pfn)->state == FS_MTHP) {
+			uint32_t n = 1U << mthp_order(pfn_frame(mm, pfn));
+
+			released += release_one(mm, pfn, mask, value);
+			pfn += n;
 			continue;
 		}
 		released += release_one(mm, pfn, mask, value);
@@ -118,6 +141,7 @@ int mm_anon_split(struct mm *mm, uint32_t head)
 			}
 			mm->nr_anon_huge -= MM_HPAGE_NR;
 			count_event(mm, MM_STAT_THP_SPLIT_PAGE, 1);
+			count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_SPLIT);
 		}
 		ret = 0;
 	}

@@ -18,6 +18,7 @@ struct check {
 	    wb, unmov;
 	uint32_t lru[2], indexed, dirty_unqueued;
 	uint32_t huge_pte, queued, partial; /* THPs: PTE-mapped frames, queued, partially mapped */
+	uint32_t mthp, mthp_folios[MM_HPAGE_ORDER], mthp_partial[MM_HPAGE_ORDER]; /* mTHP frames */
 };
 
 static int fail(struct check *c, int code, const char *fmt, ...)
@@ -103,6 +104,46 @@ static uint32_t check_huge(struct check *c, uint32_t pfn)
 	return MM_HPAGE_NR;
 }
 
+/* An mTHP folio (mthp.c): aligned to its order, every frame FS_MTHP of that order with
+ * consecutive owners, only the head queued (and then partially mapped), the unmapped pages
+ * counted in the head's hnext, never all of them. Returns its length. */
+static uint32_t check_mthp(struct check *c, uint32_t pfn)
+{
+	struct mm *mm = c->mm;
+	const struct mm_frame *hf = pfn_frame(mm, pfn);
+	unsigned order = mthp_order(hf);
+	uint32_t n = 1U << order, unmapped = 0;
+
+	if (order < MM_MTHP_MIN_ORDER || order >= MM_HPAGE_ORDER || pfn % n ||
+	    pfn + n > mm->nr_frames) {
+		fail(c, -27, "pfn %u: mTHP frame of order %u not at an aligned folio head", pfn,
+		     order);
+		return 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mm_frame *f = pfn_frame(mm, pfn + i);
+		uint8_t allowed = i ? FF_THP_UNMAPPED
+				    : (uint8_t)(FF_THP_QUEUED | FF_THP_PARTIAL | FF_THP_UNMAPPED);
+
+		if (f->state != FS_MTHP || mthp_order(f) != order || f->owner != hf->owner + i ||
+		    (f->flags & ~allowed) || (i && f->hnext))
+			fail(c, -28, "pfn %u: frame %u of an order-%u mTHP inconsistent", pfn,
+			     pfn + i, order);
+		unmapped += !!(f->flags & FF_THP_UNMAPPED);
+	}
+	if (unmapped != hf->hnext || unmapped >= n ||
+	    !!(hf->flags & FF_THP_PARTIAL) != !!(hf->flags & FF_THP_QUEUED) ||
+	    (unmapped && !(hf->flags & FF_THP_PARTIAL)) ||
+	    ((hf->flags & FF_THP_PARTIAL) && !unmapped))
+		fail(c, -28, "pfn %u: order-%u mTHP with %u unmapped pages (count %u), flags %#x",
+		     pfn, order, unmapped, hf->hnext, hf->flags);
+	c->mthp += n;
+	c->mthp_folios[order]++;
+	c->queued += !!(hf->flags & FF_THP_QUEUED);
+	c->mthp_partial[order] += !!(hf->flags & FF_THP_PARTIAL);
+	return n;
+}
+
 static void check_file(struct check *c, uint32_t pfn)
 {
 	struct mm *mm = c->mm;
@@ -139,6 +180,9 @@ static void walk_frames(struct check *c)
 			continue;
 		case FS_HUGE:
 			pfn += check_huge(c, pfn);
+			continue;
+		case FS_MTHP:
+			pfn += check_mthp(c, pfn);
 			continue;
 		case FS_ANON:
 			if (f->owner & MM_OWNER_FOREIGN)
@@ -208,7 +252,10 @@ static bool queue_entry_ok(struct check *c, uint32_t pfn, unsigned unused)
 	const struct mm_frame *f = pfn_frame(c->mm, pfn);
 
 	(void)unused;
-	if (f->state != FS_HUGE || pfn % MM_HPAGE_NR || !(f->flags & FF_THP_QUEUED)) {
+	if (!(f->state == FS_HUGE && pfn % MM_HPAGE_NR == 0) &&
+	    !(f->state == FS_MTHP && mthp_head(f, pfn) == pfn))
+		f = NULL;
+	if (!f || !(f->flags & FF_THP_QUEUED)) {
 		fail(c, -25, "the split queue holds pfn %u which is not a queued THP head", pfn);
 		return false;
 	}
@@ -288,9 +335,16 @@ static void check_counts(struct check *c)
 		     "PTE-mapped THP frames %u, queued %u, partial %u; counters %u / %u / %u",
 		     c->huge_pte, c->queued, c->partial, mm->nr_huge_pte, mm->nr_split_queue,
 		     mm->nr_partially_mapped);
-	if (c->anon + c->huge != mm->nr_anon || c->huge != mm->nr_anon_huge)
-		fail(c, -19, "anon frames %u (+%u huge), counters %u / %u", c->anon, c->huge,
-		     mm->nr_anon, mm->nr_anon_huge);
+	if (c->anon + c->huge + c->mthp != mm->nr_anon || c->huge != mm->nr_anon_huge ||
+	    c->mthp != mm->nr_anon_mthp)
+		fail(c, -19, "anon frames %u (+%u huge, +%u mTHP), counters %u / %u / %u", c->anon,
+		     c->huge, c->mthp, mm->nr_anon, mm->nr_anon_huge, mm->nr_anon_mthp);
+	for (unsigned o = MM_MTHP_MIN_ORDER; o < MM_HPAGE_ORDER; o++)
+		if (c->mthp_folios[o] != mm->nr_mthp[o] ||
+		    c->mthp_partial[o] != mm->nr_mthp_partial[o])
+			fail(c, -29, "order-%u mTHPs %u (%u partially mapped), counters %u / %u", o,
+			     c->mthp_folios[o], c->mthp_partial[o], mm->nr_mthp[o],
+			     mm->nr_mthp_partial[o]);
 	if (c->foreign != mm->nr_foreign || c->unmov != mm->nr_unmovable)
 		fail(c, -20, "foreign %u unmovable %u, counters %u / %u", c->foreign, c->unmov,
 		     mm->nr_foreign, mm->nr_unmovable);
@@ -301,12 +355,12 @@ static void check_counts(struct check *c)
 	if (c->isolated != mm->nr_isolated || c->isolated_free != mm->nr_isolated_free)
 		fail(c, -22, "isolated frames %u (%u free), counters %u / %u", c->isolated,
 		     c->isolated_free, mm->nr_isolated, mm->nr_isolated_free);
-	if (c->free_pages + c->isolated_free + c->anon + c->huge + c->foreign + c->file +
+	if (c->free_pages + c->isolated_free + c->anon + c->huge + c->mthp + c->foreign + c->file +
 		c->unmov !=
 	    mm->nr_frames)
 		fail(c, -23, "frames lost or duplicated: %u accounted of %u",
-		     c->free_pages + c->isolated_free + c->anon + c->huge + c->foreign + c->file +
-			 c->unmov,
+		     c->free_pages + c->isolated_free + c->anon + c->huge + c->mthp + c->foreign +
+			 c->file + c->unmov,
 		     mm->nr_frames);
 }
 

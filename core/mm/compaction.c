@@ -323,6 +323,13 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 		isolate_fail(mm, cc, s);
 		return true;
 	}
+	if (f->state == FS_MTHP) {
+		/* an mTHP folio: 6.12 would isolate and migrate it whole when its order is below
+		 * cc->order; the model does not migrate folios yet (core/mm/README.md) */
+		s->pfn = mthp_head(f, s->pfn) + (1U << mthp_order(f)) - 1;
+		isolate_fail(mm, cc, s);
+		return true;
+	}
 	if (!isolatable(mm, cc, f)) {
 		isolate_fail(mm, cc, s);
 		return true;
@@ -637,6 +644,13 @@ static enum mm_compact_result compact_finished_modern(struct mm *mm, struct comp
 	}
 	if (cc->order < 0 || cc->migrate_pfn % MM_HPAGE_NR)
 		return MM_COMPACT_CONTINUE; /* always finish a pageblock */
+	/* vm.defrag_mode (6.15 __compact_finished): kcompactd works until HIGH is met in whole
+	 * free pageblocks */
+	if (defrag_mode(mm) && !cc->direct)
+		return zone_watermark_ok_blocks(mm, (unsigned)cc->order,
+						wmark_pages(mm, WMARK_HIGH))
+			   ? MM_COMPACT_SUCCESS
+			   : MM_COMPACT_CONTINUE;
 	return suitable_page_free(mm, cc) ? MM_COMPACT_SUCCESS : MM_COMPACT_CONTINUE;
 }
 
@@ -859,6 +873,16 @@ __stall_frame enum mm_compact_result try_to_compact_pages(struct mm *mm, struct 
 
 /* ---- Background compaction (kcompactd, proactive) ------------------------------------------ */
 
+/* Is kcompactd's work for order done already (compaction_suit_allocation_order's watermark
+ * test in kcompactd_node_suitable / kcompactd_do_work)? At MIN in free pages; under
+ * vm.defrag_mode (6.15) at HIGH in whole free pageblocks. */
+static bool kcompactd_order_met(struct mm *mm, unsigned order)
+{
+	if (defrag_mode(mm))
+		return zone_watermark_ok_blocks(mm, order, wmark_pages(mm, WMARK_HIGH));
+	return zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_MIN), 0);
+}
+
 /* kcompactd_do_work: SYNC_LIGHT compaction at kcompactd_max_order, honouring deferral. */
 __stall_frame uint64_t kcompactd_do_work(struct mm *mm, void *call)
 {
@@ -877,8 +901,7 @@ __stall_frame uint64_t kcompactd_do_work(struct mm *mm, void *call)
 	count_event(mm, MM_STAT_COMPACT_DAEMON_WAKE, 1);
 	mm->kcompactd_awake = false;
 	mm->kcompactd_max_order = 0;
-	if (compaction_deferred(mm, order) ||
-	    zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_MIN), 0) ||
+	if (compaction_deferred(mm, order) || kcompactd_order_met(mm, order) ||
 	    !suitable(compaction_suitable(mm, order, WMARK_MIN)))
 		return 0;
 	ret = compact_zone(mm, &cc);
@@ -898,8 +921,7 @@ void wakeup_kcompactd(struct mm *mm, unsigned order)
 		mm->kcompactd_max_order = order;
 	if (mm->kcompactd_awake)
 		return;
-	if (zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_MIN), 0) ||
-	    !suitable(compaction_suitable(mm, order, WMARK_MIN)))
+	if (kcompactd_order_met(mm, order) || !suitable(compaction_suitable(mm, order, WMARK_MIN)))
 		return;
 	mm->kcompactd_awake = true;
 }

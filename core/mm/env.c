@@ -239,6 +239,14 @@ void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t exten
 		e->ops->clear_huge(e->priv, call, head, extent_owner);
 }
 
+void mm_hook_clear_folio(struct mm *mm, void *call, uint32_t head, unsigned order, uint64_t owner)
+{
+	const struct mm_env *e = env_of(mm);
+
+	if (e->ops->clear_folio)
+		e->ops->clear_folio(e->priv, call, head, order, owner);
+}
+
 int mm_hook_khugepaged_scan(struct mm *mm, void *call, uint32_t as_id, uint64_t *addr,
 			    unsigned budget, bool *done)
 {

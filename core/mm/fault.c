@@ -3,7 +3,8 @@
  *
  * Mirrors mm/huge_memory.c (do_huge_pmd_anonymous_page, vma_thp_gfp_mask, the 3.x
  * alloc_hugepage_gfpmask / transparent_hugepage_enabled checks, thp_fault_alloc /
- * thp_fault_fallback) and mm/memory.c's do_anonymous_page for the 4 KiB fallback.
+ * thp_fault_fallback) and mm/memory.c's do_anonymous_page for the 4 KiB fallback; between the
+ * two, 6.8+'s multi-size THP (mm/memory.c alloc_anon_folio, in mthp.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -15,24 +16,17 @@
 /* 6.12 GFP_TRANSHUGE_LIGHT: no reclaim of any kind. */
 #define GFP_TRANSHUGE_LIGHT (GFP_IO | GFP_FS | GFP_NOMEMALLOC)
 
-/* transparent_hugepage/enabled for this VMA (hugepage_vma_check). */
+/* May this fault be a PMD THP: transparent_hugepage/enabled for the VMA (3.x
+ * hugepage_vma_check; 6.12 thp_vma_allowable_order(PMD_ORDER), which reads
+ * hugepages-2048kB/enabled and inherits the top level). */
 static bool thp_vma_allowable(const struct mm_policy *p, const struct mm_fault_req *req)
 {
-	if (!req->huge_ok || req->advice == MM_VMA_NOHUGEPAGE)
-		return false;
-	switch (p->enabled) {
-	case MM_THP_ALWAYS:
-		return true;
-	case MM_THP_MADVISE:
-		return req->advice == MM_VMA_HUGEPAGE;
-	default:
-		return false;
-	}
+	return req->huge_ok && (mm_thp_allowable_orders(p, req->advice) & (1U << MM_HPAGE_ORDER));
 }
 
 /* The gfp mask of the THP allocation: 3.x alloc_hugepage_gfpmask(defrag), 6.12
  * vma_thp_gfp_mask (both in mm/huge_memory.c). */
-static unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice)
+unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice)
 {
 	bool madvised = advice == MM_VMA_HUGEPAGE;
 
@@ -82,6 +76,7 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 
 	if (head == MM_NO_PFN) {
 		count_event(mm, MM_STAT_THP_FAULT_FALLBACK, 1);
+		count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_ANON_FAULT_FALLBACK);
 		fault_step(fc, MM_STEP_FALLBACK, 0);
 		return MM_NO_PFN;
 	}
@@ -89,12 +84,14 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 	mm->nr_anon += MM_HPAGE_NR;
 	mm->nr_anon_huge += MM_HPAGE_NR;
 	count_event(mm, MM_STAT_THP_FAULT_ALLOC, 1);
+	count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_ANON_FAULT_ALLOC);
 	t0 = mm_now(mm, fc->call);
 	epoch = mm_unlock_for_hook(mm);
 	mm_hook_clear_huge(mm, fc->call, head, req->extent_owner);
 	mm_relock_after_hook(mm, epoch); /* repaired meanwhile or not, the extent tells */
 	if (!extent_still_ours(mm, head, req->extent_owner)) {
 		count_event(mm, MM_STAT_THP_FAULT_FALLBACK, 1);
+		count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_ANON_FAULT_FALLBACK);
 		fault_step(fc, MM_STEP_FALLBACK, 0);
 		return MM_NO_PFN;
 	}
@@ -141,6 +138,7 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 {
 	struct fault_ctx fc = {.call = call};
 	uint32_t pfn = MM_NO_PFN;
+	unsigned order = 0;
 
 	if (!mm || !req || !res)
 		return -EINVAL;
@@ -158,6 +156,11 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	}
 	if (pfn != MM_NO_PFN) {
 		res->outcome = MM_FAULT_HUGE;
+		res->order = MM_HPAGE_ORDER;
+	} else if (req->orders_ok && req->write && era_modern(mm) &&
+		   (pfn = alloc_anon_folio(mm, req, &fc, &order)) != MM_NO_PFN) {
+		res->outcome = MM_FAULT_MTHP;
+		res->order = (uint8_t)order;
 	} else {
 		pfn = do_anonymous_page(mm, req, &fc);
 		res->outcome = pfn == MM_NO_PFN ? MM_FAULT_NOMEM : MM_FAULT_BASE;

@@ -40,6 +40,9 @@ enum frame_state {
 	FS_FILE,      /* page cache */
 	FS_UNMOVABLE, /* kernel allocation (UNMOVABLE or RECLAIMABLE migratetype) */
 	FS_SENTINEL,  /* list head, never a real frame */
+	FS_MTHP,      /* one of the 2^k frames (k = 2..8, in every frame's order byte) of a
+		       * program's mTHP folio (head = pfn aligned down to 2^k), mapped by PTEs;
+		       * head and subpage flags as a PTE-mapped THP's (mthp.c) */
 };
 
 /* Frame flags (struct mm_frame.flags). */
@@ -63,7 +66,7 @@ enum frame_state {
 #define FF_THP_MASK (FF_THP_PTE | FF_THP_QUEUED | FF_THP_PARTIAL | FF_THP_UNMAPPED)
 
 /* The order byte: buddy order of a free block head, or ORDER_TAIL inside a free block; bits 4-5
- * hold the migratetype of the free list the head sits on. */
+ * hold the migratetype of the free list the head sits on. FS_MTHP frames: the folio order. */
 #define ORDER_MASK     0x0f
 #define ORDER_TAIL     0x0f
 #define ORDER_MT_SHIFT 4
@@ -92,6 +95,16 @@ struct mm_frame {
 /* Pageblock byte: migratetype in the low bits, the compaction skip bit above. */
 #define PB_MT_MASK 0x03
 #define PB_SKIP	   0x04
+
+/* Per-size events (6.12 enum mthp_stat_item, the event subset). */
+enum mthp_event {
+	MTHP_EV_ANON_FAULT_ALLOC,
+	MTHP_EV_ANON_FAULT_FALLBACK,
+	MTHP_EV_SPLIT,
+	MTHP_EV_SPLIT_FAILED,
+	MTHP_EV_SPLIT_DEFERRED,
+	MTHP_EV_NR,
+};
 
 /* ---- gfp and alloc flags (the subset THP and page cache allocations use) ----------------- */
 
@@ -180,6 +193,12 @@ struct mm {
 	 * shrinker's carried-over scan count (shrinker->nr_deferred). */
 	uint32_t nr_huge_pte, nr_split_queue, nr_partially_mapped;
 	uint64_t shrink_deferred;
+
+	/* Multi-size THP (mthp.c): frames in mTHP folios, folios and partially mapped folios per
+	 * order (2..8), and the per-size events of every order (9: the PMD size). */
+	uint32_t nr_anon_mthp;
+	uint32_t nr_mthp[MM_HPAGE_ORDER], nr_mthp_partial[MM_HPAGE_ORDER];
+	uint64_t mthp_events[MM_HPAGE_ORDER + 1][MTHP_EV_NR];
 
 	/* khugepaged (khugepaged.c): the registered address spaces (mm_slots, as_id + 1, in
 	 * registration order), the scan cursor (slot index and address), the pacing. */
@@ -275,6 +294,39 @@ static inline void count_event(struct mm *mm, enum mm_stat s, uint64_t n)
 	mm->stats[s] += n;
 }
 
+/* count_mthp_stat: order 2..9. */
+static inline void count_mthp_event(struct mm *mm, unsigned order, enum mthp_event e)
+{
+	mm->mthp_events[order][e]++;
+}
+
+/* The folio order of an FS_MTHP frame and its folio's head. */
+static inline unsigned mthp_order(const struct mm_frame *f)
+{
+	return f->order & ORDER_MASK;
+}
+static inline uint32_t mthp_head(const struct mm_frame *f, uint32_t pfn)
+{
+	return pfn & ~((1U << mthp_order(f)) - 1);
+}
+
+/* hugepage_pmd_enabled (6.12 mm/khugepaged.c): may PMD-size THPs exist at all (khugepaged
+ * runs, min_free_kbytes is raised)? 3.x: transparent_hugepage/enabled != never. */
+static inline bool thp_pmd_enabled(const struct mm_policy *p)
+{
+	if (p->era != MM_ERA_MODERN)
+		return p->enabled != MM_THP_NEVER;
+	switch (p->hugepages[MM_HPAGE_ORDER]) {
+	case MM_THP_SIZE_ALWAYS:
+	case MM_THP_SIZE_MADVISE:
+		return true;
+	case MM_THP_SIZE_INHERIT:
+		return p->enabled != MM_THP_NEVER;
+	default:
+		return false;
+	}
+}
+
 /* policy.c: 0, or -EINVAL with a reason when a hand-built policy cannot run. */
 int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen);
 
@@ -301,6 +353,7 @@ int mm_hook_writeout(struct mm *mm, void *call, uint64_t owner, uint32_t pfn);
 int mm_hook_migrate_anon(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
 int mm_hook_copy_file_page(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
 void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner);
+void mm_hook_clear_folio(struct mm *mm, void *call, uint32_t head, unsigned order, uint64_t owner);
 bool mm_has_khugepaged_scan(struct mm *mm);
 int mm_hook_khugepaged_scan(struct mm *mm, void *call, uint32_t as_id, uint64_t *addr,
 			    unsigned budget, bool *done); /* -ENOENT without the hook */
@@ -365,6 +418,13 @@ struct capture_control {
 void setup_watermarks(struct mm *mm);
 uint32_t wmark_pages(const struct mm *mm, enum wmark w);
 bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned alloc_flags);
+uint32_t free_pages_blocks(const struct mm *mm); /* NR_FREE_PAGES_BLOCKS */
+bool zone_watermark_ok_blocks(struct mm *mm, unsigned order, uint32_t mark);
+/* vm.defrag_mode (6.15) in force: modern era only (policy_check rejects it in 3.x). */
+static inline bool defrag_mode(const struct mm *mm)
+{
+	return mm->cfg.policy.era == MM_ERA_MODERN && mm->cfg.policy.defrag_mode;
+}
 uint32_t rmqueue(struct mm *mm, unsigned order, enum mm_migratetype mt, unsigned alloc_flags,
 		 void *call);
 uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags);
@@ -454,6 +514,15 @@ void thp_unmap_subpage(struct mm *mm, uint32_t pfn);
 bool thp_pmd_split(struct mm *mm, uint32_t head);
 void thp_new_mapped(struct mm *mm, uint32_t head); /* a PMD maps a new THP (fault, collapse) */
 unsigned shrink_thp(struct mm *mm, int prio, void *call, bool *stale);
+
+/* mthp.c: multi-size THP folios */
+uint32_t alloc_anon_folio(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc,
+			  unsigned *order);
+void mthp_unmap_subpage(struct mm *mm, uint32_t pfn);
+void mthp_free_folio(struct mm *mm, uint32_t head);
+unsigned mthp_split_locked(struct mm *mm, uint32_t head); /* returns the frames freed */
+/* The gfp mask of a THP fault allocation, any order (fault.c: vma_thp_gfp_mask). */
+unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice);
 
 /* vmscan.c */
 uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac);

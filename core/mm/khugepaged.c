@@ -130,14 +130,8 @@ static bool vma_allowable(const struct mm_policy *p, const struct mm_collapse_sc
 		return false;
 	if (!khugepaged)
 		return true; /* MADV_COLLAPSE ignores enabled (tva_flags = 0) */
-	switch (p->enabled) {
-	case MM_THP_ALWAYS:
-		return true;
-	case MM_THP_MADVISE:
-		return s->advice == MM_VMA_HUGEPAGE;
-	default:
-		return false;
-	}
+	/* 6.12 collapses to the PMD order only: hugepages-2048kB/enabled (inherit by default) */
+	return mm_thp_allowable_orders(p, s->advice) & (1U << MM_HPAGE_ORDER);
 }
 
 static enum mm_scan_result collapse_check(struct mm *mm, const struct mm_collapse_scan *s,
@@ -381,7 +375,7 @@ static bool khugepaged_runs(struct mm *mm)
 {
 	const struct mm_policy *p = &mm->cfg.policy;
 
-	return p->khugepaged && p->enabled != MM_THP_NEVER && mm_has_khugepaged_scan(mm);
+	return p->khugepaged && thp_pmd_enabled(p) && mm_has_khugepaged_scan(mm);
 }
 
 /* khugepaged_scan_mm_slot's caller side: one visit of the slot at the cursor. Called and

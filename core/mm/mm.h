@@ -41,6 +41,7 @@
 #define MM_HPAGE_ORDER		   9
 #define MM_HPAGE_NR		   (1U << MM_HPAGE_ORDER) /* 512 frames per huge extent */
 #define MM_HPAGE_SIZE		   (MM_PAGE_SIZE << MM_HPAGE_ORDER)
+#define MM_MTHP_MIN_ORDER	   2 /* multi-size THP for anon memory: orders 2..8 below the PMD */
 #define MM_NO_PFN		   UINT32_MAX
 #define MM_COMPACT_CLUSTER_MAX	   32
 #define MM_COMPACT_MAX_DEFER_SHIFT 6
@@ -230,6 +231,8 @@ enum mm_fault_outcome {
 	MM_FAULT_HUGE,	/* pfn is the head of 512 frames, already cleared via ops->clear_huge */
 	MM_FAULT_BASE,	/* pfn is one frame */
 	MM_FAULT_NOMEM, /* the pool could not give a frame; caller serves it unaccounted */
+	MM_FAULT_MTHP,	/* pfn is the head of 2^res.order frames (order 2..8, the naturally aligned
+			 * block around the fault), cleared via ops->clear_folio; mapped by PTEs */
 };
 struct mm_fault_rec {
 	uint64_t t_start;	 /* env now() at entry */
@@ -269,11 +272,19 @@ struct mm_fault_req {
 	bool huge_ok; /* extent aligned, wholly inside the region and still empty */
 	bool write;
 	uint32_t as_id; /* the faulting address space, for khugepaged_enter (0: the only one) */
+	/* Multi-size THP (6.8+): bit k (2..8) set when the naturally aligned 2^k-page block
+	 * around the fault lies inside the region and all its pages are empty (pte_none);
+	 * as_mthp_orders computes it. 0: no mTHP candidate (today's callers: 4 KiB fallback as
+	 * before). When nonzero, extent_owner must be the cookie of page 0 of the 2 MiB extent
+	 * (page i = extent_owner + i), as for a huge_ok request, so that the block's cookies are
+	 * known. Read faults never take an mTHP (the kernel maps the zero page). */
+	uint16_t orders_ok;
 };
 
 struct mm_fault_res {
 	enum mm_fault_outcome outcome;
 	uint32_t pfn;
+	uint8_t order; /* frames served: 2^order (0 base, 2..8 mTHP, 9 huge) */
 	struct mm_fault_rec rec;
 };
 
@@ -362,6 +373,10 @@ struct mm_env_ops {
 	 * may_write_to_queue asks before a small-order direct reclaim writes a page out. Must not
 	 * block. NULL: never congested. */
 	bool (*congested)(void *priv, void *call);
+	/* [unlocked] Zero the 2^order frames (order 2..8) just allocated at head for an mTHP
+	 * fault; owner is page 0's cookie (folio_zero_user). May be NULL: the owner zeroes each
+	 * page as it maps it, as for a 4 KiB fault. */
+	void (*clear_folio)(void *priv, void *call, uint32_t head, unsigned order, uint64_t owner);
 };
 
 struct mm_env {
@@ -431,7 +446,11 @@ const struct mm_policy *mm_policy(const struct mm *mm);
 /* Serve a page fault: decide huge or base per the policy, allocate, clear (huge) and fill res.
  * Returns 0 (res->outcome may be MM_FAULT_NOMEM) or -EINVAL. */
 int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res *res, void *call);
-/* Free a program's anon frame (order 0) or whole huge extent (order 9, head pfn).
+/* Free a program's anon frame (order 0), whole mTHP folio (order 2..8, head pfn: the owner
+ * unmapped all of it at once) or whole huge extent (order 9, head pfn). An order-0 free of a
+ * page of an mTHP folio unmaps that page: the folio goes on the deferred split queue (partially
+ * mapped; without policy.deferred_split it is split at once) and goes back whole when its last
+ * page does (mthp.c).
  * Races with compaction: if compaction has isolated the frame but not yet called migrate_anon,
  * mm marks it and frees it (and its migration target) itself without calling the hook. The owner
  * never calls this for a frame while a migrate_anon call on it is in flight; it makes that call
@@ -540,7 +559,8 @@ void mm_collapse_done(struct mm *mm, uint32_t head, bool khugepaged, bool ok);
  * (mm_anon_free order 0) marks it unmapped (thp_deferred_split_page on the first); the THP goes
  * back whole when the last subpage does. */
 /* Split a THP into 512 base frames at once (split_folio), for the owner's split_underused
- * hook: returns 0 or -EINVAL (not a THP). Counts thp_split_page. */
+ * hook, or an mTHP folio (head of 2^k frames) into base frames: returns 0 or -EINVAL (not a
+ * folio head). Counts thp_split_page (THP) and the order's split stat. */
 int mm_anon_split_folio(struct mm *mm, uint32_t head);
 /* thp_underused (6.12 mm/huge_memory.c): more than max_ptes_none of the 512 subpages are
  * zero-filled; never at max_ptes_none = 511. */
@@ -627,6 +647,7 @@ struct mm_counts {
 	uint32_t split_queue;	     /* THPs on the deferred split queue */
 	uint32_t anon_partially_mapped; /* of which partially unmapped (nr_anon_partially_mapped) */
 	uint32_t khugepaged_mms;	/* address spaces registered with khugepaged */
+	uint32_t anon_mthp;		/* of anon, frames in mTHP folios (orders 2..8) */
 	uint32_t nr_free[MM_NR_ORDERS];
 };
 void mm_get_counts(struct mm *mm, struct mm_counts *c);
@@ -635,6 +656,26 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c);
  * shared machine's host after the run. Call without the lock, with nothing else running. */
 int mm_check(struct mm *mm, char *err, size_t errlen);
 void mm_get_stats(struct mm *mm, uint64_t out[MM_STAT_NR]);
+
+/* Per-size THP statistics, transparent_hugepage/hugepages-<size>kB/stats/ of 6.12 (events since
+ * boot, then two gauges). Order 9 is the PMD size: its fault and split events are the
+ * thp_fault_* / thp_split_page / thp_deferred_split_page events counted again per size. */
+struct mm_mthp_stats {
+	uint64_t anon_fault_alloc;	     /* faults served at this order */
+	uint64_t anon_fault_fallback;	     /* allocations at this order that failed */
+	uint64_t anon_fault_fallback_charge; /* memcg charge failures: always 0 (no memcg) */
+	uint64_t split;			     /* folios of this order split */
+	uint64_t split_failed;		     /* splits the shrinker could not do */
+	uint64_t split_deferred;	     /* folios queued as partially mapped */
+	uint64_t nr_anon;		     /* gauge: anon folios of this order now */
+	uint64_t nr_anon_partially_mapped;   /* gauge: of which partially unmapped */
+};
+/* Order MM_MTHP_MIN_ORDER..MM_HPAGE_ORDER; returns 0 or -EINVAL. */
+int mm_get_mthp_stats(struct mm *mm, unsigned order, struct mm_mthp_stats *out);
+/* The orders (bit k) the policy lets an anonymous VMA with this advice fault in: 6.12
+ * thp_vma_allowable_orders (the always mask, madvise under MADV_HUGEPAGE, inherit when
+ * transparent_hugepage/enabled allows the VMA); 3.x: bit 9 when enabled allows it. */
+uint16_t mm_thp_allowable_orders(const struct mm_policy *p, enum mm_vma_advice advice);
 /* Fragmentation index for order (vmstat.c): -1000 if a suitable block exists, else 0..1000. */
 int mm_fragmentation_index(struct mm *mm, unsigned order);
 /* Proactive compaction's fragmentation score: % of free memory in blocks smaller than 2 MiB. */

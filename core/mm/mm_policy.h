@@ -21,6 +21,10 @@
  *                        6.12 with transparent_hugepage/enabled=always (never for modern-never)
  *                        and the named defrag mode (gfp table of vma_thp_gfp_mask)
  *
+ * Multi-size THP (6.8+): keys hugepages-16kB .. hugepages-2048kB (always|inherit|madvise|never,
+ * the sysfs files transparent_hugepage/hugepages-<size>kB/enabled) choose the fault orders of
+ * the modern profiles; defrag-mode=0|1 is vm.defrag_mode (6.15). The 3.x eras reject them.
+ *
  * Spec strings: NAME[:KEY=VALUE[,KEY=VALUE...]] start from a named profile and override fields
  * (for example "linux-3.1:wb-wait-max=50ms"). mm_policy_help() lists the keys.
  */
@@ -41,6 +45,17 @@ enum mm_era {
 };
 
 enum mm_thp_enabled { MM_THP_ALWAYS, MM_THP_MADVISE, MM_THP_NEVER };
+
+/* transparent_hugepage/hugepages-<size>kB/enabled (multi-size THP, 6.8+): per anon order 2..9.
+ * Zero is never, so a policy built without mm_policy_parse has no mTHP sizes. */
+enum mm_thp_size {
+	MM_THP_SIZE_NEVER,
+	MM_THP_SIZE_ALWAYS,
+	MM_THP_SIZE_MADVISE,
+	MM_THP_SIZE_INHERIT, /* follow transparent_hugepage/enabled */
+};
+#define MM_POLICY_MTHP_MIN_ORDER 2 /* hugepages-16kB: order 1 is shmem-only (8kB) */
+#define MM_POLICY_PMD_ORDER	 9 /* hugepages-2048kB */
 enum mm_defrag {
 	MM_DEFRAG_ALWAYS,
 	MM_DEFRAG_DEFER,
@@ -118,6 +133,12 @@ struct mm_policy {
 	enum mm_kswapd_write kswapd_write; /* kswapd-writepage=never|always|pressure */
 	bool reclaim_throttles;		   /* 3.x congestion_wait / wait_iff_congested /
 					    * too_many_isolated naps (throttle=yes|no) */
+	/* Multi-size THP and vm.defrag_mode (issue 15; modern era only): */
+	unsigned hugepages[MM_POLICY_PMD_ORDER + 1]; /* enum mm_thp_size per order 2..9 (keys
+						      * hugepages-16kB .. -2048kB); 0, 1
+						      * unused. 6.12 defaults: never, PMD
+						      * inherit. The 3.x eras ignore it. */
+	unsigned defrag_mode;			     /* vm.defrag_mode (6.15): 0 or 1 */
 };
 
 /* NULL-terminated list of the named profiles. */

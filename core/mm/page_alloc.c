@@ -66,7 +66,7 @@ void setup_watermarks(struct mm *mm)
 
 	/* 3.x hugepage_init / start_khugepaged and 6.12 start_stop_khugepaged: raised while THP
 	 * is enabled (set_recommended_min_free_kbytes returns at once under enabled=never) */
-	if (mm->cfg.policy.enabled != MM_THP_NEVER) {
+	if (thp_pmd_enabled(&mm->cfg.policy)) {
 		uint64_t rec = thp_recommended_min_free_kbytes(mm);
 
 		if (rec > kb)
@@ -97,6 +97,32 @@ uint32_t wmark_pages(const struct mm *mm, enum wmark w)
 
 /* __zone_watermark_ok for the era: 3.x decays the mark per order below the request, 6.12 only
  * asks for one free block of at least the order on a list of the usable migratetypes. */
+/* NR_FREE_PAGES_BLOCKS (6.15, vm.defrag_mode): free pages in free blocks of at least pageblock
+ * order, the ones an allocation can take without polluting a block of another type. */
+uint32_t free_pages_blocks(const struct mm *mm)
+{
+	uint32_t n = 0;
+
+	for (unsigned o = MM_PAGEBLOCK_ORDER; o <= MM_MAX_ORDER; o++)
+		n += mm->nr_free[o] << o;
+	return n;
+}
+
+/* __zone_watermark_ok against NR_FREE_PAGES_BLOCKS instead of NR_FREE_PAGES (6.15
+ * mm/compaction.c __compact_finished / compaction_suit_allocation_order for kcompactd under
+ * defrag_mode, mm/vmscan.c pgdat_balanced): the mark met in whole free pageblocks. */
+bool zone_watermark_ok_blocks(struct mm *mm, unsigned order, uint32_t mark)
+{
+	int64_t free = (int64_t)free_pages_blocks(mm) - ((1 << order) - 1);
+
+	if (free <= (int64_t)mark)
+		return false;
+	for (unsigned o = order; o <= MM_MAX_ORDER; o++)
+		if (mm->nr_free[o])
+			return true;
+	return false;
+}
+
 bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned alloc_flags)
 {
 	int64_t free = (int64_t)mm->nr_free_pages - ((1 << order) - 1);
@@ -535,7 +561,9 @@ uint32_t rmqueue(struct mm *mm, unsigned order, enum mm_migratetype mt, unsigned
 
 /* get_page_from_freelist for our single zone: the watermark named by alloc_flags (unless
  * ALLOC_NO_WATERMARKS), then the buddy allocator. Modern kernels retry without
- * ALLOC_NOFRAGMENT before giving up. */
+ * ALLOC_NOFRAGMENT before giving up, except under vm.defrag_mode (6.15
+ * get_page_from_freelist: "if (no_fallback && !defrag_mode)"): then only the slow path drops
+ * it, once reclaim and compaction failed (slowpath.c). */
 uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags)
 {
 	void *call = ac->fc ? ac->fc->call : NULL;
@@ -549,7 +577,7 @@ uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned al
 			return MM_NO_PFN;
 	}
 	pfn = rmqueue(mm, ac->order, ac->mt, alloc_flags, call);
-	if (pfn == MM_NO_PFN && (alloc_flags & ALLOC_NOFRAGMENT))
+	if (pfn == MM_NO_PFN && (alloc_flags & ALLOC_NOFRAGMENT) && !mm->cfg.policy.defrag_mode)
 		pfn = rmqueue(mm, ac->order, ac->mt, alloc_flags & ~ALLOC_NOFRAGMENT, call);
 	if (pfn != MM_NO_PFN)
 		count_event(mm, MM_STAT_PGALLOC, 1U << ac->order);

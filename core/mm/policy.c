@@ -32,6 +32,12 @@
 	.max_ptes_shared = 0, .khugepaged_defrag = true, .khugepaged_mode = (mode),                \
 	.deferred_split = false, .shrink_underused = false, .madv_collapse = false
 
+/* The per-size settings as 6.12 boots them (mm/huge_memory.c hugepage_init_sysfs: the PMD size
+ * inherits transparent_hugepage/enabled, every other size is never). The 3.x eras carry the
+ * same values, which their mechanism ignores (there is no mTHP before 6.8). */
+#define THP_SIZES_DEFAULT                                                                          \
+	.hugepages = {[MM_POLICY_PMD_ORDER] = MM_THP_SIZE_INHERIT}, .defrag_mode = 0
+
 static const struct mm_policy base_3_1 = {
     .name = "linux-3.1",
     .era = MM_ERA_3_1,
@@ -54,6 +60,7 @@ static const struct mm_policy base_3_1 = {
     .fs = MM_FS_VFAT,
     .kswapd_write = MM_KSWAPD_WRITE_ALWAYS,
     .reclaim_throttles = true,
+    THP_SIZES_DEFAULT,
 };
 
 /* Mainline 3.2 (3.2-rc1, 7 Nov 2011, was current when Mel Gorman measured the stalls and posted
@@ -87,6 +94,7 @@ static const struct mm_policy base_3_2 = {
     .fs = MM_FS_VFAT,
     .kswapd_write = MM_KSWAPD_WRITE_PRESSURE,
     .reclaim_throttles = true,
+    THP_SIZES_DEFAULT,
 };
 
 static const struct mm_policy base_3_3 = {
@@ -111,6 +119,7 @@ static const struct mm_policy base_3_3 = {
     .fs = MM_FS_VFAT,
     .kswapd_write = MM_KSWAPD_WRITE_PRESSURE,
     .reclaim_throttles = true,
+    THP_SIZES_DEFAULT,
 };
 
 static const struct mm_policy base_modern = {
@@ -149,6 +158,7 @@ static const struct mm_policy base_modern = {
     .fs = MM_FS_VFAT,
     .kswapd_write = MM_KSWAPD_WRITE_NEVER,
     .reclaim_throttles = true,
+    THP_SIZES_DEFAULT,
 };
 
 static const char *const profile_names[] = {
@@ -235,6 +245,7 @@ static const char *const mode_values[] = {"none", "async", "sync-light", "sync",
 static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready", NULL};
 static const char *const fs_values[] = {"vfat", "ext4", NULL};
 static const char *const kswapd_write_values[] = {"never", "always", "pressure", NULL};
+static const char *const thp_size_values[] = {"never", "always", "madvise", "inherit", NULL};
 
 #define F(field) offsetof(struct mm_policy, field)
 
@@ -296,7 +307,29 @@ static const struct key keys[] = {
      "dirty pages kswapd writes itself (3.1 always, 3.2/3.3 pressure: priority < 10)"},
     {"throttle", K_BOOL, F(reclaim_throttles), NULL, 0, 0, 0,
      "reclaim/compaction naps: congestion_wait, wait_iff_congested, too_many_isolated"},
+#define THP_SIZE_KEY(kb, order)                                                                    \
+	{                                                                                          \
+		"hugepages-" #kb "kB", K_ENUM, F(hugepages[order]), thp_size_values, 0, 0, 0,      \
+		    "transparent_hugepage/hugepages-" #kb "kB/enabled: order-" #order              \
+		    " anon THP faults (6.8+)"                                                      \
+	}
+    THP_SIZE_KEY(16, 2),
+    THP_SIZE_KEY(32, 3),
+    THP_SIZE_KEY(64, 4),
+    THP_SIZE_KEY(128, 5),
+    THP_SIZE_KEY(256, 6),
+    THP_SIZE_KEY(512, 7),
+    THP_SIZE_KEY(1024, 8),
+    THP_SIZE_KEY(2048, 9),
+    {"defrag-mode", K_UINT, F(defrag_mode), NULL, 0, 1, 0,
+     "vm.defrag_mode (6.15): 1 = no fallback steals before reclaim and compaction ran"},
 };
+
+/* Keys of 6.8+ (mTHP) and 6.15 (defrag_mode): the 3.x eras have nothing they could mean. */
+static bool key_is_modern_only(const struct key *k)
+{
+	return k->off >= F(hugepages) && k->off <= F(defrag_mode);
+}
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -442,15 +475,35 @@ static int policy_check(const struct mm_policy *p, char *err, size_t errlen)
 		       defrag_values[p->defrag]);
 		return -EINVAL;
 	}
+	if (p->era != MM_ERA_MODERN) {
+		for (unsigned o = MM_POLICY_MTHP_MIN_ORDER; o <= MM_POLICY_PMD_ORDER; o++) {
+			unsigned want =
+			    o == MM_POLICY_PMD_ORDER ? MM_THP_SIZE_INHERIT : MM_THP_SIZE_NEVER;
+
+			if (p->hugepages[o] != want) {
+				seterr(err, errlen,
+				       "policy key 'hugepages-%lukB': multi-size THP needs "
+				       "era=modern (it came in 6.8)",
+				       (4UL << o));
+				return -EINVAL;
+			}
+		}
+		if (p->defrag_mode) {
+			seterr(err, errlen,
+			       "policy key 'defrag-mode': needs era=modern (vm.defrag_mode came in "
+			       "6.15)");
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
 static int parse_assignment(struct mm_policy *p, const char *item, size_t len, char *err,
-			    size_t errlen)
+			    size_t errlen, const struct key **modern_key)
 {
 	const char *eq = memchr(item, '=', len);
 	const struct key *k;
-	char value[64], names[400];
+	char value[64], names[800];
 	size_t vlen;
 
 	if (!eq) {
@@ -471,12 +524,15 @@ static int parse_assignment(struct mm_policy *p, const char *item, size_t len, c
 	}
 	memcpy(value, eq + 1, vlen);
 	value[vlen] = '\0';
+	if (key_is_modern_only(k))
+		*modern_key = k;
 	return key_parse(p, k, value, err, errlen);
 }
 
 int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t errlen)
 {
 	char name[64], accepted[256];
+	const struct key *modern_key = NULL;
 	const char *colon, *item;
 	struct mm_policy p;
 	size_t nlen;
@@ -497,10 +553,18 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 		const char *end = strchr(item, ',');
 		size_t len = end ? (size_t)(end - item) : strlen(item);
 
-		ret = parse_assignment(&p, item, len, err, errlen);
+		ret = parse_assignment(&p, item, len, err, errlen, &modern_key);
 		if (ret)
 			return ret;
 		item = end ? end + 1 : NULL;
+	}
+	if (modern_key && p.era != MM_ERA_MODERN) {
+		seterr(
+		    err, errlen, "policy key '%s': needs era=modern (%s)", modern_key->name,
+		    modern_key->off == F(defrag_mode)
+			? "vm.defrag_mode came in 6.15"
+			: "multi-size THP came in 6.8; 3.x has only transparent_hugepage/enabled");
+		return -EINVAL;
 	}
 	ret = policy_check(&p, err, errlen);
 	if (ret)
@@ -594,6 +658,9 @@ void mm_policy_help(FILE *f)
 	fprintf(f, "    modern-always|defer|defer+madvise|madvise\n"
 		   "                          6.12 with enabled=always and that defrag mode\n");
 	fprintf(f, "    modern-never          6.12 with enabled=never (no huge faults)\n");
+	fprintf(
+	    f, "  multi-size THP (era=modern): hugepages-16kB .. hugepages-1024kB (default never)\n"
+	       "  and hugepages-2048kB (default inherit) as the sysfs files; defrag-mode=0|1\n");
 	fprintf(f, "  keys:\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct key *k = &keys[i];
@@ -624,9 +691,50 @@ int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen)
 	    p->second_mode > MM_MIGRATE_SYNC || p->migrate_passes < 1 || p->migrate_passes > 10 ||
 	    p->proactiveness > 100 || (unsigned)p->reclaim_skip > MM_RECLAIM_SKIP_READY ||
 	    p->khugepaged_mode < -1 || p->khugepaged_mode > MM_MIGRATE_SYNC ||
-	    p->max_ptes_none > 511 || p->max_ptes_swap > 511 || p->max_ptes_shared > 511) {
+	    p->max_ptes_none > 511 || p->max_ptes_swap > 511 || p->max_ptes_shared > 511 ||
+	    p->defrag_mode > 1) {
 		seterr(err, errlen, "policy: a field is out of range");
 		return -EINVAL;
 	}
+	for (unsigned o = 0; o <= MM_POLICY_PMD_ORDER; o++) {
+		if (p->hugepages[o] > MM_THP_SIZE_INHERIT ||
+		    (o < MM_POLICY_MTHP_MIN_ORDER && p->hugepages[o] != MM_THP_SIZE_NEVER)) {
+			seterr(err, errlen, "policy: a field is out of range");
+			return -EINVAL;
+		}
+	}
 	return policy_check(p, err, errlen);
+}
+
+/* thp_vma_allowable_orders for anonymous faults (6.12 mm/huge_memory.c
+ * __thp_vma_allowable_orders with the masks of hugepage_init_sysfs / anon_enabled_store): the
+ * always mask, the madvise mask under MADV_HUGEPAGE, the inherit mask when the top-level
+ * setting allows the VMA; nothing under MADV_NOHUGEPAGE. 3.x: the PMD order when
+ * transparent_hugepage/enabled allows it (hugepage_vma_check). */
+uint16_t mm_thp_allowable_orders(const struct mm_policy *p, enum mm_vma_advice advice)
+{
+	bool madvised = advice == MM_VMA_HUGEPAGE;
+	bool global = p->enabled == MM_THP_ALWAYS || (p->enabled == MM_THP_MADVISE && madvised);
+	uint16_t orders = 0;
+
+	if (advice == MM_VMA_NOHUGEPAGE)
+		return 0;
+	if (p->era != MM_ERA_MODERN)
+		return global ? (uint16_t)(1U << MM_HPAGE_ORDER) : 0;
+	for (unsigned o = MM_POLICY_MTHP_MIN_ORDER; o <= MM_POLICY_PMD_ORDER; o++) {
+		switch (p->hugepages[o]) {
+		case MM_THP_SIZE_ALWAYS:
+			orders |= (uint16_t)(1U << o);
+			break;
+		case MM_THP_SIZE_MADVISE:
+			orders |= madvised ? (uint16_t)(1U << o) : 0;
+			break;
+		case MM_THP_SIZE_INHERIT:
+			orders |= global ? (uint16_t)(1U << o) : 0;
+			break;
+		default:
+			break;
+		}
+	}
+	return orders;
 }

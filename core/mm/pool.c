@@ -261,6 +261,7 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c)
 	c->split_queue = mm->nr_split_queue;
 	c->anon_partially_mapped = mm->nr_partially_mapped;
 	c->khugepaged_mms = mm->khp.nr;
+	c->anon_mthp = mm->nr_anon_mthp;
 	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
 		c->nr_free[o] = mm->nr_free[o];
 		if (o >= MM_HPAGE_ORDER)

@@ -12,7 +12,8 @@
  *              block holding huge frames is a whole extent, a split cut short (huge + base
  *              frames of consecutive cookies: the split is finished), or an allocation or free
  *              cut short (huge + free frames: the extent is freed, its caller is gone). Anything
- *              else is -EUCLEAN and nothing is written.
+ *              else is -EUCLEAN and nothing is written. mTHP folios: a whole one is kept, a
+ *              split cut short is finished, other mTHP frames are freed (fix_mthp_folios).
  *  put back    every isolation ends: free frames (buddy blocks, a compaction's targets, a
  *              captured block) are merged as far as they go and queued per order and
  *              migratetype in pfn order (a head that was on a list keeps its list, others take
@@ -92,7 +93,7 @@ static bool block_ok(struct mm *mm, uint32_t block)
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		const struct mm_frame *f = pfn_frame(mm, block + i);
 
-		if (f->state > FS_UNMOVABLE)
+		if (f->state > FS_UNMOVABLE && f->state != FS_MTHP)
 			return false;
 		if (f->state == FS_FILE && !(f->owner & MM_OWNER_FILE_BIT))
 			return false;
@@ -129,6 +130,9 @@ static void reset_derived(struct mm *mm)
 	mm->nr_file_dirty = mm->nr_file_writeback = mm->nr_unmovable = 0;
 	mm->nr_isolated = mm->nr_isolated_free = 0;
 	mm->nr_huge_pte = mm->nr_split_queue = mm->nr_partially_mapped = 0;
+	mm->nr_anon_mthp = 0;
+	memset(mm->nr_mthp, 0, sizeof(mm->nr_mthp));
+	memset(mm->nr_mthp_partial, 0, sizeof(mm->nr_mthp_partial));
 	memset(mm->pc_hash, 0, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
 }
 
@@ -209,6 +213,82 @@ static void fix_huge_blocks(struct mm *mm)
 					pfn_frame(mm, b + i)->state = FS_FREE;
 			break;
 		}
+	}
+}
+
+/* mTHP folios (mthp.c): a whole one stays (freed if every page was unmapped but the free was
+ * cut short); a split cut short (mTHP + base frames of consecutive cookies) is finished; any
+ * other mTHP frame is what an allocation or a free cut short left: it is freed. */
+static void fix_mthp_folios(struct mm *mm)
+{
+	for (uint32_t pfn = 0; pfn < mm->nr_frames; pfn++) {
+		struct mm_frame *f = pfn_frame(mm, pfn);
+		unsigned order = mthp_order(f);
+		uint32_t n = 1U << order, head = pfn & ~(n - 1), mthp = 0, anon = 0, unmapped = 0;
+		uint64_t base;
+
+		if (in_fresh(mm, pfn) || f->state != FS_MTHP)
+			continue;
+		if (order < MM_MTHP_MIN_ORDER || order >= MM_HPAGE_ORDER ||
+		    head + n > mm->nr_frames) {
+			f->state = FS_FREE;
+			continue;
+		}
+		base = f->owner - (pfn - head);
+		for (uint32_t i = 0; i < n; i++) {
+			const struct mm_frame *t = pfn_frame(mm, head + i);
+
+			if (t->owner != base + i)
+				continue;
+			if (t->state == FS_MTHP && mthp_order(t) == order) {
+				mthp++;
+				unmapped += !!(t->flags & FF_THP_UNMAPPED);
+			} else if (t->state == FS_ANON) {
+				anon++;
+			}
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			struct mm_frame *t = pfn_frame(mm, head + i);
+
+			if (t->state != FS_MTHP)
+				continue;
+			if (mthp == n && unmapped == n) {
+				t->state = FS_FREE;
+			} else if (mthp == n) {
+				t->flags &= i ? FF_THP_UNMAPPED
+					      : (uint8_t)(FF_THP_PARTIAL | FF_THP_UNMAPPED);
+				t->hnext = 0;
+			} else if (mthp + anon == n) {
+				t->state = FS_ANON; /* the split goes on to its end */
+				t->flags = 0;
+				t->order = ORDER_TAIL;
+			} else {
+				t->state = FS_FREE;
+			}
+		}
+		pfn = head + n - 1;
+	}
+}
+
+/* An mTHP folio's derived state: counts, unmapped pages, the split queue. */
+static void rebuild_mthp(struct mm *mm, uint32_t head)
+{
+	struct mm_frame *hf = pfn_frame(mm, head);
+	unsigned order = mthp_order(hf);
+	uint32_t n = 1U << order, unmapped = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		unmapped += !!(pfn_frame(mm, head + i)->flags & FF_THP_UNMAPPED);
+	hf->hnext = unmapped;
+	hf->flags &= (uint8_t) ~(FF_THP_QUEUED | FF_THP_PARTIAL);
+	mm->nr_anon += n;
+	mm->nr_anon_mthp += n;
+	mm->nr_mthp[order]++;
+	if (unmapped) { /* partially mapped: queued (the statistics are kept, not recounted) */
+		flist_add_tail(mm, sentinel(mm, SENT_SPLIT_QUEUE), head);
+		hf->flags |= FF_THP_QUEUED | FF_THP_PARTIAL;
+		mm->nr_split_queue++;
+		mm->nr_mthp_partial[order]++;
 	}
 }
 
@@ -341,6 +421,12 @@ static void rebuild_frames(struct mm *mm)
 			pfn += MM_HPAGE_NR;
 			continue;
 		}
+		if (pfn_frame(mm, pfn)->state == FS_MTHP) {
+			flush_run(mm, &run, pfn);
+			rebuild_mthp(mm, pfn);
+			pfn += 1U << mthp_order(pfn_frame(mm, pfn));
+			continue;
+		}
 		if (!put_back(mm, pfn))
 			flush_run(mm, &run, pfn);
 		else if (run == MM_NO_PFN)
@@ -369,6 +455,7 @@ int mm_repair(struct mm *mm)
 		return ret;
 	reset_derived(mm);
 	fix_huge_blocks(mm);
+	fix_mthp_folios(mm);
 	ret = rebuild_index(mm);
 	if (ret)
 		return ret;

@@ -11,10 +11,15 @@
 
 #define COSTLY_ORDER 3
 
-/* wake_all_kswapds for the allocation (only when its gfp may wake kswapd). */
+/* wake_all_kswapds for the allocation (only when its gfp may wake kswapd); under
+ * vm.defrag_mode at max(order, pageblock_order) (6.15 mm/page_alloc.c wake_all_kswapds). */
 void wake_all_kswapds(struct mm *mm, struct alloc_ctx *ac)
 {
-	wakeup_kswapd(mm, ac->order, ac->gfp);
+	unsigned order = ac->order;
+
+	if (defrag_mode(mm) && order < MM_PAGEBLOCK_ORDER)
+		order = MM_PAGEBLOCK_ORDER;
+	wakeup_kswapd(mm, order, ac->gfp);
 	fault_step(ac->fc, MM_STEP_WAKE_KSWAPD, 1);
 }
 
@@ -194,8 +199,22 @@ static uint32_t slowpath_3x(struct mm *mm, struct alloc_ctx *ac)
 					    (enum mm_migrate_mode)second_mode(p, ac), &res);
 }
 
+/* vm.defrag_mode's last resort (6.15 __alloc_pages_slowpath, before __alloc_pages_may_oom):
+ * reclaim and compaction did not prevent the fallback, so drop ALLOC_NOFRAGMENT once and try
+ * again. Only allocations that would retry and OOM get there: NORETRY and costly ones went to
+ * nopage before (so THP faults never steal below a pageblock). The retry's reclaim and
+ * compaction rounds are not modelled: one more freelist attempt at MIN. */
+static uint32_t defrag_mode_drop(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags)
+{
+	if (!defrag_mode(mm) || !(alloc_flags & ALLOC_NOFRAGMENT) ||
+	    !(ac->gfp & GFP_DIRECT_RECLAIM) || (ac->gfp & GFP_NORETRY) || ac->order > COSTLY_ORDER)
+		return MM_NO_PFN;
+	return freelist_step(mm, ac, alloc_flags & ~ALLOC_NOFRAGMENT, MM_STEP_FREELIST_MIN);
+}
+
 /* 6.12 slow path (6.12 __alloc_pages_slowpath). NORETRY and costly non-RETRY_MAYFAIL callers
- * fail after one reclaim + compaction round; THP never escalates to SYNC_FULL. */
+ * fail after one reclaim + compaction round; THP never escalates to SYNC_FULL. Under
+ * vm.defrag_mode (6.15 gfp_to_alloc_flags) the slow path keeps ALLOC_NOFRAGMENT. */
 static uint32_t slowpath_modern(struct mm *mm, struct alloc_ctx *ac)
 {
 	const struct mm_policy *p = &mm->cfg.policy;
@@ -206,6 +225,8 @@ static uint32_t slowpath_modern(struct mm *mm, struct alloc_ctx *ac)
 	enum mm_compact_result res;
 	uint32_t pfn;
 
+	if (defrag_mode(mm))
+		alloc_flags |= ALLOC_NOFRAGMENT;
 	if (ac->gfp & GFP_KSWAPD_RECLAIM) {
 		alloc_flags |= ALLOC_KSWAPD;
 		wake_all_kswapds(mm, ac);
@@ -229,9 +250,14 @@ static uint32_t slowpath_modern(struct mm *mm, struct alloc_ctx *ac)
 	if (pfn != MM_NO_PFN || !can_direct_reclaim)
 		return pfn;
 	pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
-	if (pfn != MM_NO_PFN || prio < 0)
+	if (pfn != MM_NO_PFN)
 		return pfn;
-	return __alloc_pages_direct_compact(mm, ac, alloc_flags, (enum mm_migrate_mode)prio, &res);
+	if (prio >= 0)
+		pfn = __alloc_pages_direct_compact(mm, ac, alloc_flags, (enum mm_migrate_mode)prio,
+						   &res);
+	if (pfn != MM_NO_PFN)
+		return pfn;
+	return defrag_mode_drop(mm, ac, alloc_flags);
 }
 
 __stall_frame static uint32_t __alloc_pages_slowpath(struct mm *mm, struct alloc_ctx *ac)
@@ -286,8 +312,11 @@ uint32_t alloc_pages_mpol(struct mm *mm, struct alloc_ctx *ac)
  * OOM-kill rather than fail the fault). Slow steps are recorded in the fault record. */
 uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
 {
-	unsigned alloc_flags = WMARK_MIN;
-	uint32_t pfn = get_page_from_freelist(mm, ac, WMARK_LOW);
+	/* vm.defrag_mode: alloc_flags_nofragment and gfp_to_alloc_flags (6.15) set
+	 * ALLOC_NOFRAGMENT for every allocation, fast path and slow path */
+	unsigned nofrag = defrag_mode(mm) ? ALLOC_NOFRAGMENT : 0;
+	unsigned alloc_flags = WMARK_MIN | nofrag;
+	uint32_t pfn = get_page_from_freelist(mm, ac, WMARK_LOW | nofrag);
 
 	if (pfn != MM_NO_PFN)
 		return pfn;
@@ -300,6 +329,9 @@ uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
 		return pfn;
 	if (ac->gfp & GFP_DIRECT_RECLAIM) {
 		pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
+		if (pfn != MM_NO_PFN)
+			return pfn;
+		pfn = defrag_mode_drop(mm, ac, alloc_flags);
 		if (pfn != MM_NO_PFN)
 			return pfn;
 	}

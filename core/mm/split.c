@@ -11,7 +11,8 @@
  *
  * A "PTE-mapped THP" keeps its 512 frames FS_HUGE with FF_THP_PTE on the head; a subpage its
  * owner freed is FF_THP_UNMAPPED and counted in the head's hnext (unused by FS_HUGE frames).
- * The queue links THP heads through their (otherwise unused) list links.
+ * The queue links THP heads through their (otherwise unused) list links; partially mapped mTHP
+ * folios (mthp.c) share it, as 6.12's one deferred split queue holds every large folio.
  */
 #include <errno.h>
 
@@ -31,8 +32,14 @@ void thp_queue_add(struct mm *mm, uint32_t head, bool partial)
 	}
 	if (partial && !(hf->flags & FF_THP_PARTIAL)) {
 		hf->flags |= FF_THP_PARTIAL;
+		if (hf->state == FS_MTHP) { /* an mTHP folio (mthp.c) */
+			mm->nr_mthp_partial[mthp_order(hf)]++;
+			count_mthp_event(mm, mthp_order(hf), MTHP_EV_SPLIT_DEFERRED);
+			return;
+		}
 		mm->nr_partially_mapped++;
 		count_event(mm, MM_STAT_THP_DEFERRED_SPLIT_PAGE, 1);
+		count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_SPLIT_DEFERRED);
 	}
 }
 
@@ -101,6 +108,7 @@ static unsigned split_folio_locked(struct mm *mm, uint32_t head)
 	}
 	mm->nr_anon_huge -= MM_HPAGE_NR;
 	count_event(mm, MM_STAT_THP_SPLIT_PAGE, 1);
+	count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_SPLIT);
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		if (unmapped[i / 64] & (1ULL << (i % 64))) {
 			frame_free_owned(mm, head + i, NULL);
@@ -140,6 +148,10 @@ int mm_anon_split_folio(struct mm *mm, uint32_t head)
 	    pfn_frame(mm, head)->state == FS_HUGE) {
 		split_folio_locked(mm, head);
 		ret = 0;
+	} else if (head < mm->nr_frames && pfn_frame(mm, head)->state == FS_MTHP &&
+		   mthp_head(pfn_frame(mm, head), head) == head) {
+		mthp_split_locked(mm, head);
+		ret = 0;
 	}
 	mm_unlock(mm);
 	return ret;
@@ -170,11 +182,16 @@ static unsigned deferred_split_scan(struct mm *mm, unsigned nr, void *call, bool
 		int rc;
 
 		if (hf->flags & FF_THP_PARTIAL) {
-			split_folio_locked(mm, head);
+			if (hf->state == FS_MTHP)
+				mthp_split_locked(mm, head);
+			else
+				split_folio_locked(mm, head);
 			split++;
 			continue;
 		}
 		thp_queue_del(mm, head);
+		if (hf->state == FS_MTHP)
+			continue; /* only partially mapped mTHPs are queued (thp_underused: PMD) */
 		if (!mm->cfg.policy.shrink_underused ||
 		    mm->cfg.policy.max_ptes_none >= MM_HPAGE_NR - 1)
 			continue; /* thp_underused() is false: off the queue for good */
@@ -190,6 +207,7 @@ static unsigned deferred_split_scan(struct mm *mm, unsigned nr, void *call, bool
 			split++;
 		} else if (rc == -EAGAIN) {
 			count_event(mm, MM_STAT_THP_SPLIT_PAGE_FAILED, 1);
+			count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_SPLIT_FAILED);
 			if (pfn_frame(mm, head)->state == FS_HUGE &&
 			    pfn_frame(mm, head)->owner == owner && requeue++ < MM_HPAGE_NR)
 				thp_queue_add(mm, head, false);

@@ -177,6 +177,8 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 		break;
 	case MM_FAULT_NOMEM:
 		break; /* served outside the pool: nothing to track */
+	case MM_FAULT_MTHP:
+		break; /* not asked for: orders_ok is 0 until the simulator models mTHP */
 	}
 	world_record_fault(w, t, &res, task_now(t) - t0, p->pid,
 			   PROC_MAP_BASE + (uint64_t)page * MM_PAGE_SIZE);
