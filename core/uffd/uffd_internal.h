@@ -296,7 +296,7 @@ struct uffd_worker {
 	bool unwind_cold;	/* captured a stack without libunwind's trace cache: build it */
 	struct guard_thread gt; /* registration with core/guard (credentials) */
 };
-#define UFFD_SCRATCH_PAGES 32
+#define UFFD_SCRATCH_PAGES 128
 #define UFFD_EXTRA_WORKERS 3 /* background, khugepaged, MADV_COLLAPSE */
 #define UFFD_W_BG(lv)	   (&(lv)->workers[(lv)->nworkers])
 #define UFFD_W_KHD(lv)	   (&(lv)->workers[(lv)->nworkers + 1])

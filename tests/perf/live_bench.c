@@ -13,7 +13,13 @@
  *   live_bench migrate N [B]     the floor of migrating a program page: UFFDIO_MOVE it out to a
  *                                registered scratch page (DONTWAKE), UFFDIO_COPY it back, per
  *                                page (B=1) or B pages per ioctl (the kernel's
- *                                COMPACT_CLUSTER_MAX batch is 32)
+ *                                COMPACT_CLUSTER_MAX batch is 32); with FREE, the free of the
+ *   live_bench migrate N B FREE  old copies is timed too: one MADV_DONTNEED of the scratch
+ *                                pages per FREE pages (as the emulator frees them)
+ *   live_bench compactee MB      MB MiB of 4 KiB pages, half freed in 64 KiB holes, then 2 MiB
+ *                                first touches: run under `thpemu run` with a pool just big
+ *                                enough, compaction migrates the program's pages while the
+ *                                program waits (the emulator's per-page migration cost)
  *
  * T faulting threads (default 1) each touch N/T pages of their own, started together. Each touch
  * is timed around the faulting store. Output, one line:
@@ -280,18 +286,19 @@ static void report(const char *mode, double *v, size_t n, unsigned threads, doub
 
 /* The migration floor: n program pages (populated through the uffd, as the emulator's are) are
  * moved out to a registered scratch area and copied back, `batch` pages per ioctl. */
-static int migrate_floor(size_t n, size_t batch)
+static int migrate_floor(size_t n, size_t batch, size_t free_every)
 {
 	int uffd = open_uffd();
-	char *prog = map_aligned(n * PAGE), *scratch = map_aligned(batch * PAGE);
+	size_t slen = (free_every > batch ? free_every : batch) * PAGE, used = 0;
+	char *prog = map_aligned(n * PAGE), *scratch = map_aligned(slen);
 	char *data = malloc(PAGE);
 	double *lat = calloc(n / batch + 1, sizeof(*lat)), t_all;
 	size_t nb = 0;
 
 	madvise(prog, n * PAGE, MADV_NOHUGEPAGE);
-	madvise(scratch, batch * PAGE, MADV_NOHUGEPAGE);
+	madvise(scratch, slen, MADV_NOHUGEPAGE);
 	uffd_register(uffd, prog, n * PAGE);
-	uffd_register(uffd, scratch, batch * PAGE);
+	uffd_register(uffd, scratch, slen);
 	for (size_t i = 0; i < n; i++) { /* every program page populated */
 		struct uffdio_copy c = {
 		    .dst = (uintptr_t)prog + i * PAGE, .src = (uintptr_t)data, .len = PAGE};
@@ -303,19 +310,29 @@ static int migrate_floor(size_t n, size_t batch)
 	t_all = now_us();
 	for (size_t i = 0; i + batch <= n; i += batch) {
 		uintptr_t a = (uintptr_t)prog + i * PAGE;
-		struct uffdio_move m = {.dst = (uintptr_t)scratch,
+		char *sp = scratch + (free_every ? used * PAGE : 0);
+		struct uffdio_move m = {.dst = (uintptr_t)sp,
 					.src = a,
 					.len = batch * PAGE,
 					.mode = UFFDIO_MOVE_MODE_DONTWAKE};
-		struct uffdio_copy c = {.dst = a, .src = (uintptr_t)scratch, .len = batch * PAGE};
+		struct uffdio_copy c = {.dst = a, .src = (uintptr_t)sp, .len = batch * PAGE};
 		double t0 = now_us();
 
 		if (ioctl(uffd, UFFDIO_MOVE, &m) < 0)
 			die("UFFDIO_MOVE");
 		if (ioctl(uffd, UFFDIO_COPY, &c) < 0)
 			die("UFFDIO_COPY");
+		if (!free_every) { /* the old copies' free, untimed */
+			lat[nb++] = (now_us() - t0) / (double)batch;
+			madvise(scratch, batch * PAGE, MADV_DONTNEED);
+			continue;
+		}
+		used += batch; /* the free of the old copies, timed: one DONTNEED per free_every */
+		if (used + batch > free_every) {
+			madvise(scratch, used * PAGE, MADV_DONTNEED);
+			used = 0;
+		}
 		lat[nb++] = (now_us() - t0) / (double)batch;
-		madvise(scratch, batch * PAGE, MADV_DONTNEED);
 	}
 	t_all = now_us() - t_all;
 	for (size_t i = 0; i < n; i++)
@@ -324,9 +341,36 @@ static int migrate_floor(size_t n, size_t batch)
 	{
 		char mode[32];
 
-		snprintf(mode, sizeof(mode), "migrate/%zu", batch);
+		snprintf(mode, sizeof(mode), "migrate/%zu/%zu", batch, free_every);
 		report(mode, lat, nb, 1, t_all / 1e6, 0);
 	}
+	return 0;
+}
+
+/* A program whose pages compaction has to move, and which stays out of the emulator's way while
+ * it does: MB MiB of 4 KiB pages (MADV_NOHUGEPAGE), every other 64 KiB of them freed, then 2 MiB
+ * first touches (MADV_HUGEPAGE) that, in a pool just big enough, only compaction can serve. One
+ * thread, idle in its faults: the migrations' cost (the report's host.anon_migrate_ns /
+ * anon_migrations) is not inflated by program threads competing for the CPUs, as it is under
+ * stress_migrate. The kept pages are checked at the end. */
+static int compactee(size_t mb)
+{
+	size_t len = mb << 20, np = len / PAGE, nh = len / 2 / HPAGE;
+	char *a = map_aligned(len), *h = map_aligned(nh * HPAGE);
+	double t0 = now_us();
+
+	madvise(a, len, MADV_NOHUGEPAGE);
+	madvise(h, nh * HPAGE, MADV_HUGEPAGE);
+	for (size_t i = 0; i < np; i++)
+		a[i * PAGE] = (char)((i & 0x7f) | 1);
+	for (size_t i = 16; i < np; i += 32) /* every other 64 KiB: holes in every pageblock */
+		madvise(a + i * PAGE, 16 * PAGE, MADV_DONTNEED);
+	for (size_t i = 0; i < nh; i++)
+		h[i * HPAGE] = 1;
+	for (size_t i = 0; i < np; i++)
+		if (a[i * PAGE] != ((i / 16) % 2 ? 0 : (char)((i & 0x7f) | 1)))
+			die("a kept page changed");
+	printf("bench compactee mb=%zu extents=%zu secs=%.3f\n", mb, nh, (now_us() - t0) / 1e6);
 	return 0;
 }
 
@@ -345,12 +389,15 @@ int main(int argc, char **argv)
 	long sw0, sw1;
 	char *p;
 
+	if (strcmp(mode, "compactee") == 0)
+		return compactee(n);
 	if (strcmp(mode, "migrate") == 0)
-		return migrate_floor(n, argc > 3 ? strtoul(argv[3], NULL, 10) : 1);
+		return migrate_floor(n, argc > 3 ? strtoul(argv[3], NULL, 10) : 1,
+				     argc > 4 ? strtoul(argv[4], NULL, 10) : 0);
 	if (!n || nt < 1 || nt > MAXT || nh < 1 || nh > MAXT ||
 	    (!bare && strncmp(mode, "touch", 5)) || (!huge && !strstr(mode, "4k"))) {
 		fprintf(stderr, "usage: live_bench bare4k|bare2m|touch4k|touch2m N [THREADS "
-				"[HANDLERS]] | migrate N [BATCH]\n");
+				"[HANDLERS]] | migrate N [BATCH [FREE]] | compactee MB\n");
 		return 2;
 	}
 	per = n / nt;
