@@ -213,6 +213,17 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 		fprintf(out, "  %-4s latency us: p50 %.1f p99 %.1f max %.1f (%.0f faults)\n",
 			cls[c], rd_num(r->root, p[0]), rd_num(r->root, p[1]), rd_num(r->root, p[2]),
 			rd_num(r->root, p[3]));
+		/* live reports: the same faults net of the emulation (the start-up probe) */
+		char k[3][56];
+
+		for (int q = 0; q < 3; q++)
+			snprintf(k[q], sizeof(k[q]), "kernel_%.47s", p[q]);
+		if (rd_num(r->root, p[3]) > 0 && !isnan(rd_num(r->root, k[0])))
+			fprintf(
+			    out,
+			    "       net of the emulation (kernel_latency_us): p50 %.1f p99 %.1f "
+			    "max %.1f\n",
+			    rd_num(r->root, k[0]), rd_num(r->root, k[1]), rd_num(r->root, k[2]));
 	}
 	rd_processes_text(r->root, out);
 }

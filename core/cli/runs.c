@@ -29,6 +29,12 @@ const struct rd_metric rd_metrics[] = {
     LAT("base", "p50", ""),
     LAT("base", "p99", ""),
     LAT("base", "max", ""),
+    {"kernel-both-p50", "us", "kernel_latency_us.both.p50", true, 0,
+     "live runs: latency net of the emulation (less the start-up probe's bare handler service): "
+     "what the emulated kernel's work cost, to hold against a native kernel"},
+    {"kernel-both-p99", "us", "kernel_latency_us.both.p99", true, 0, ""},
+    {"kernel-huge-p50", "us", "kernel_latency_us.huge.p50", true, 0, ""},
+    {"kernel-base-p50", "us", "kernel_latency_us.base.p50", true, 0, ""},
     {"huge-pct", "%", "faults.huge_pct", false, 0, "share of faults served huge"},
     {"coverage-end", "%", "coverage.end_pct", false, 0,
      "AnonHugePages / managed anon at the end (the last sample with anon)"},
@@ -331,9 +337,10 @@ double rd_metric(const struct rd_run *r, const struct rd_metric *m)
 				 "vmstat.compact_free_scanned");
 	if (!strcmp(m->name, "wall") && r->wall_s > 0)
 		return r->wall_s;
-	if (!strncmp(m->path, "latency_us.", 11)) { /* a class without faults has no latency */
+	if (!strncmp(m->path, "latency_us.", 11) || !strncmp(m->path, "kernel_latency_us.", 18)) {
+		/* a class without faults has no latency */
 		char cnt[48];
-		const char *dot = strchr(m->path + 11, '.');
+		const char *dot = strchr(strchr(m->path, '.') + 1, '.');
 
 		snprintf(cnt, sizeof(cnt), "%.*s.count", (int)(dot - m->path), m->path);
 		if (!(rd_num(r->root, cnt) > 0))

@@ -165,6 +165,12 @@ grep -q "run.json: linux-3.3, ok" "$T_TMP/rep.txt" && grep -q "sim.json: linux-3
 grep -q '<svg class="plot' "$T_TMP/sim.html" || fail "no plots in the sim HTML"
 grep -q '<title>AnonHugePages coverage: linux-3.3</title>' "$T_TMP/sim.html" || fail "no coverage plot in the sim HTML"
 grep -q '<path class="series" [^>]*><title>[^<]*sim.json: end ' "$T_TMP/sim.html" || fail "no coverage line in the sim HTML"
+# live reports carry latency net of the emulation (the start-up probe); sim reports do not
+expect_eq "kernel_latency_us lines (run.json: both and base or huge)" \
+	"$(grep -c '^       net of the emulation (kernel_latency_us): p50 [0-9.]* p99' "$T_TMP/rep.txt")" \
+	"$(jq '[.kernel_latency_us[] | objects | select(.count > 0)] | length' "$T_TMP/run.json")"
+[ "$(jq '.kernel_latency_us.both.p50 <= .latency_us.both.p50' "$T_TMP/run.json")" = true ] ||
+	fail "kernel_latency_us above latency_us"
 expect_eq "coverage lines in the text report" "$(grep -c '^  AnonHugePages coverage: end [0-9.]* %, time-weighted [0-9.]* %$' "$T_TMP/rep.txt")" 2
 "$THPEMU" report --mmtests "$T_TMP/run.json" >"$T_TMP/mm.txt" 2>"$T_TMP/mm.err" || fail "report --mmtests"
 expect_eq "mmtests lines from the histogram" "$(grep -c '^fault 0 \(huge\|base\) [0-9]* 0.000000$' "$T_TMP/mm.txt")" \
