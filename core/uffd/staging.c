@@ -60,10 +60,29 @@ static bool slot_cas(struct uffd_staging *s, unsigned i, uint8_t from, uint8_t t
 					   __ATOMIC_ACQUIRE);
 }
 
+static unsigned count_state(struct uffd_staging *s, uint8_t st)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->nslots; i++)
+		n += __atomic_load_n(&s->state[i], __ATOMIC_ACQUIRE) == st;
+	return n;
+}
+
+/* Wake the refill thread once the ready chunks fall below half the depth; it then fills up to
+ * the depth in one burst. A kick on every take cost each huge fault a futex wake and had the
+ * refill (a host THP allocation and its clearing) run beside the very next faults, competing with
+ * their clear and move for the CPUs, the memory bandwidth and the TLB (a move flushes on every
+ * CPU the refill runs on). */
 static void refill_kick(struct uffd_staging *s)
 {
 	if (!s->started)
 		return;
+	if (!__atomic_load_n(&s->refilling, __ATOMIC_ACQUIRE)) {
+		if (count_state(s, US_READY) * 2 >= s->depth)
+			return;
+		__atomic_store_n(&s->refilling, true, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_lock(&s->lock);
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -102,15 +121,6 @@ int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
 	return 0;
 }
 
-static unsigned count_state(struct uffd_staging *s, uint8_t st)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < s->nslots; i++)
-		n += __atomic_load_n(&s->state[i], __ATOMIC_ACQUIRE) == st;
-	return n;
-}
-
 /* Populate slot i (owned: FILLING or TAKEN) and record whether it is a real THP. */
 static void slot_fill(struct uffd_staging *s, unsigned i)
 {
@@ -142,8 +152,11 @@ static void *refill_main(void *arg)
 
 		guard_thread_sync(&s->gt);
 		pthread_mutex_lock(&s->lock);
+		if (count_state(s, US_READY) >= s->depth) /* full: sleep until below half */
+			__atomic_store_n(&s->refilling, false, __ATOMIC_RELEASE);
 		while (!s->stop &&
 		       (count_state(s, US_READY) >= s->depth ||
+			!__atomic_load_n(&s->refilling, __ATOMIC_ACQUIRE) ||
 			(s->lazy && !__atomic_load_n(&s->wanted, __ATOMIC_ACQUIRE))) &&
 		       !guard_thread_pending(&s->gt))
 			pthread_cond_wait(&s->cond, &s->lock);
@@ -169,8 +182,11 @@ static void *refill_main(void *arg)
 
 int uffd_staging_start(struct uffd_staging *s)
 {
-	int rc = guard_thread_create(&s->thread, &s->gt, refill_ping, s, refill_main, s,
-				     "thpemu-refill");
+	int rc;
+
+	__atomic_store_n(&s->refilling, true, __ATOMIC_RELEASE); /* the first fill */
+	rc = guard_thread_create(&s->thread, &s->gt, refill_ping, s, refill_main, s,
+				 "thpemu-refill");
 
 	if (rc == 0)
 		s->started = true;

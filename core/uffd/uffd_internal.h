@@ -243,9 +243,10 @@ struct uffd_staging {
 	pthread_cond_t cond;
 	bool stop;
 	bool started;
-	bool lazy;   /* prefill only once a huge fault has taken a chunk (a fork child, which
-		      * often execs at once: its chunks would be zeroed for nothing) */
-	bool wanted; /* a chunk was taken (atomic) */
+	bool lazy;	/* prefill only once a huge fault has taken a chunk (a fork child, which
+			 * often execs at once: its chunks would be zeroed for nothing) */
+	bool wanted;	/* a chunk was taken (atomic) */
+	bool refilling; /* filling up to the depth (atomic): set below half, cleared when full */
 	pthread_t thread;
 	struct uffd_host_stats *host; /* counters (the process's stats) */
 	int pagemap_fd;		      /* /proc/self/pagemap, for PAGEMAP_SCAN checks */
