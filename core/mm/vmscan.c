@@ -596,6 +596,18 @@ __stall_frame uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac)
 /* ---- kswapd -----------------------------------------------------------------------------------
  */
 
+/* 6.15 mm/vmscan.c pgdat_balanced: HIGH at the order; under vm.defrag_mode an order > 0 check
+ * counts free memory in whole pageblocks (NR_FREE_PAGES_BLOCKS), so that kswapd, woken at
+ * pageblock order, reclaims until compaction has whole blocks to work with. Once balance_pgdat
+ * has reclaimed compact_gap and dropped to order 0 the plain count applies and kswapd hands
+ * over to kcompactd (the "defrag_mode && order" of Johannes Weiner's fix in the 6.15 series). */
+static bool pgdat_balanced(struct mm *mm, unsigned order)
+{
+	if (defrag_mode(mm) && order)
+		return zone_watermark_ok_blocks(mm, order, wmark_pages(mm, WMARK_HIGH));
+	return zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_HIGH), 0);
+}
+
 /* wakeup_kswapd: 3.x wakes it unless the zone is fine at LOW for the order; 6.12 records the
  * order and, when the zone is balanced at HIGH, hands a no-direct-reclaim caller to
  * kcompactd instead. */
@@ -608,8 +620,7 @@ void wakeup_kswapd(struct mm *mm, unsigned order, unsigned gfp)
 	if (mm->kswapd_awake)
 		return;
 	if (era_modern(mm)) {
-		if (zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_HIGH), 0) &&
-		    !mm->watermark_boost) {
+		if (pgdat_balanced(mm, order) && !mm->watermark_boost) {
 			if (!(gfp & GFP_DIRECT_RECLAIM))
 				wakeup_kcompactd(mm, order);
 			return;
@@ -619,11 +630,6 @@ void wakeup_kswapd(struct mm *mm, unsigned order, unsigned gfp)
 	}
 	mm->kswapd_awake = true;
 	count_event(mm, MM_STAT_KSWAPD_WAKE, 1);
-}
-
-static bool pgdat_balanced(struct mm *mm, unsigned order)
-{
-	return zone_watermark_ok(mm, order, wmark_pages(mm, WMARK_HIGH), 0);
 }
 
 /* balance_pgdat: reclaim toward HIGH at the order (dropping to order 0 once compact_gap is

@@ -590,6 +590,25 @@ TEST(defrag_mode_kcompactd_wants_whole_blocks)
 	}
 }
 
+/* kswapd's balance check (6.15 pgdat_balanced): an order > 0 check counts whole free
+ * pageblocks under defrag_mode. With one foreign frame in every block, free order-2 blocks
+ * keep the zone "balanced" at HIGH without it (kswapd stays asleep); with it the zone is not
+ * (no whole free block), and kswapd is woken. An order-0 check is the plain count either way. */
+TEST(defrag_mode_kswapd_balances_in_whole_blocks)
+{
+	for (unsigned dm = 0; dm < 2; dm++) {
+		struct fakeenv *fe =
+		    env(dm ? "modern-always:defrag-mode=1" : "modern-always", 16 * MIB);
+
+		pollute_every_block(fe);
+		wakeup_kswapd(fe->mm, 0, 0);
+		EXPECT_EQ(fe->mm->kswapd_awake, false);
+		wakeup_kswapd(fe->mm, 2, 0);
+		EXPECT_EQ(fe->mm->kswapd_awake, dm == 1);
+		fakeenv_destroy(fe);
+	}
+}
+
 /* mm_repair keeps whole folios (partially mapped ones queued again), finishes a split cut
  * short and frees what a cut-short allocation left. */
 TEST(repair_rebuilds_mthp_folios)
