@@ -248,6 +248,7 @@ struct mm_fault_rec {
 	uint32_t migrate_failed;
 	uint32_t reclaimed;
 	uint8_t outcome; /* enum mm_fault_outcome */
+	uint8_t order;	 /* frames served: 2^order (res.order: 0 base, 2..8 mTHP, 9 huge) */
 	uint8_t cause;	 /* enum mm_cause: the largest contributor */
 	uint8_t nsteps;	 /* steps[]: the huge attempt's steps, then FALLBACK if it failed;
 			  * a 4 KiB allocation adds its steps only past its fast path */

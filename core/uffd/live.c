@@ -379,12 +379,15 @@ void uffd_live_snapshot(struct uffd_live *lv)
 {
 	uint64_t v[MM_STAT_NR];
 	struct mm_counts c;
+	struct obs_mthp m;
 
 	mm_get_stats(lv->mm, v);
 	mm_get_counts(lv->mm, &c);
+	obs_mthp_snapshot(&m, &lv->cfg.policy, lv->mm);
 	pthread_mutex_lock(&lv->snap_lock);
 	memcpy(lv->stats->vmstat, v, sizeof(v));
 	lv->stats->counts = c;
+	lv->stats->mthp = m;
 	lv->stats->last_update_mono_ns = clock_now_ns();
 	pthread_mutex_unlock(&lv->snap_lock);
 }
