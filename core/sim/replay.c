@@ -513,7 +513,12 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 	uint16_t orders_ok = write ? as_mthp_orders(r, p) : 0;
 	struct mm_fault_req req = {
 	    .owner = cookie(rr, p),
-	    .extent_owner = cookie(rr, huge_ok || orders_ok ? first : p),
+	    /* page 0 of the 2 MiB extent by address (the region may start inside it: the
+	     * cookie arithmetic is what mm needs, page 0 itself need not be in the region) */
+	    .extent_owner = huge_ok	? cookie(rr, first)
+			    : orders_ok ? cookie(rr, p) - ((as_page_addr(r, p) / MM_PAGE_SIZE) &
+							   (MM_HPAGE_NR - 1))
+					: cookie(rr, p),
 	    .advice = (enum mm_vma_advice)(as_xadv(r, e) & AS_ADV_MASK),
 	    .huge_ok = huge_ok,
 	    .write = write,
