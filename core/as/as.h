@@ -87,6 +87,9 @@ struct as_env {
 	/* Split the THP at head into 512 base frames at once (mm_anon_split_folio): 0 or -errno.
 	 * The underused split; may be NULL for users that never do one. */
 	int (*split_folio)(void *arg, uint32_t head);
+	/* The order (2..8) of the mTHP folio pfn belongs to, else 0 (mm_anon_folio_order); may
+	 * be NULL: every page then goes back at order 0. */
+	unsigned (*folio_order)(void *arg, uint32_t pfn);
 };
 
 /* The environment every user has: frames go back with mm_anon_free(mm, pfn, order, call) and
