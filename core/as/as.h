@@ -249,7 +249,8 @@ void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent);
  * p is EMPTY (p is the faulting page: its state is not judged, its fault may own it already).
  * 0 when the extent's advice is split (two VMAs: the block's VMA is not known). Pass it as
  * mm_fault_req.orders_ok with extent_owner the cookie of the extent's page 0. A concurrent
- * user must own the block's pages before it maps a folio there (core/uffd: not yet). */
+ * user must own the block's pages before it maps a folio there (core/uffd handler.c claims
+ * them). */
 uint16_t as_mthp_orders(const struct as_region *r, uint32_t p);
 /* An mTHP decision (MM_FAULT_MTHP of order `order`, 2..8) is mapped at page p: the naturally
  * aligned block around p holds head + i, PRESENT (do_anonymous_page with a large folio,
