@@ -69,9 +69,16 @@ static int mm_split_folio(void *arg, uint32_t head)
 	return mm_anon_split_folio(ctx->mm, head);
 }
 
+static unsigned mm_folio_order(void *arg, uint32_t pfn)
+{
+	struct as_mm_ctx *ctx = arg;
+
+	return mm_anon_folio_order(ctx->mm, pfn);
+}
+
 struct as_env as_mm_env(struct as_mm_ctx *ctx)
 {
-	return (struct as_env){ctx, mm_free_frame, mm_split_huge, mm_split_folio};
+	return (struct as_env){ctx, mm_free_frame, mm_split_huge, mm_split_folio, mm_folio_order};
 }
 
 /* Split the huge block at head (split_huge_pmd); false if mm refused. mm refuses only a block
@@ -189,9 +196,38 @@ void as_release(const struct as_env *env, struct as_region *r, uint32_t p0, uint
 		release_extent(env, r, e, p0, p1, unmap, c);
 	for (uint32_t p = p0; p < p1; p++) {
 		uint32_t pfn = release_page(r, p, unmap, c);
+		unsigned k;
 
-		if (pfn != MM_NO_PFN)
-			env->free_frame(env->arg, pfn, 0);
+		if (pfn == MM_NO_PFN)
+			continue;
+		/* the head of an mTHP folio wholly in the range: released as one batch, the folio
+		 * goes back whole at its order (6.12 zap_pte_range, folio_remove_rmap_ptes); a part
+		 * of one goes back page by page (partially mapped: deferred split, mm/mthp.c) */
+		k = env->folio_order ? env->folio_order(env->arg, pfn) : 0;
+		if (k && !(pfn & ((1U << k) - 1)) && p + (1U << k) <= p1) {
+			uint32_t n = 1U << k, i;
+
+			for (i = 1; i < n; i++) {
+				uint32_t q = release_page(r, p + i, unmap, c);
+
+				if (q == pfn + i)
+					continue;
+				if (q != MM_NO_PFN)
+					env->free_frame(env->arg, q, 0);
+				break;
+			}
+			if (i == n) {
+				env->free_frame(env->arg, pfn, k);
+				p += n - 1;
+				continue;
+			}
+			/* not the whole folio: what was released goes back page by page */
+			for (uint32_t j = 0; j < i; j++)
+				env->free_frame(env->arg, pfn + j, 0);
+			p += i;
+			continue;
+		}
+		env->free_frame(env->arg, pfn, 0);
 	}
 }
 

@@ -87,6 +87,9 @@ struct as_env {
 	/* Split the THP at head into 512 base frames at once (mm_anon_split_folio): 0 or -errno.
 	 * The underused split; may be NULL for users that never do one. */
 	int (*split_folio)(void *arg, uint32_t head);
+	/* The order (2..8) of the mTHP folio pfn belongs to, else 0 (mm_anon_folio_order); may
+	 * be NULL: every page then goes back at order 0. */
+	unsigned (*folio_order)(void *arg, uint32_t pfn);
 };
 
 /* The environment every user has: frames go back with mm_anon_free(mm, pfn, order, call) and
@@ -246,7 +249,8 @@ void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent);
  * p is EMPTY (p is the faulting page: its state is not judged, its fault may own it already).
  * 0 when the extent's advice is split (two VMAs: the block's VMA is not known). Pass it as
  * mm_fault_req.orders_ok with extent_owner the cookie of the extent's page 0. A concurrent
- * user must own the block's pages before it maps a folio there (core/uffd: not yet). */
+ * user must own the block's pages before it maps a folio there (core/uffd handler.c claims
+ * them). */
 uint16_t as_mthp_orders(const struct as_region *r, uint32_t p);
 /* An mTHP decision (MM_FAULT_MTHP of order `order`, 2..8) is mapped at page p: the naturally
  * aligned block around p holds head + i, PRESENT (do_anonymous_page with a large folio,

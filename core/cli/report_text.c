@@ -16,6 +16,30 @@
 /* What a report or a trace says is echoed escaped: a crafted label cannot drive the terminal. */
 #define ESC_LEN 1024
 
+/* One line per mTHP size (obs/mthp.h's "mthp" section) that served any fault. */
+static void rd_mthp_text(json_t *root, FILE *out)
+{
+	const char *delivery = rd_str(root, "mthp.delivery");
+
+	for (unsigned k = 2; k <= 8 && delivery; k++) {
+		char key[4][48];
+		static const char *const f[] = {"faults", "anon_fault_alloc", "anon_fault_fallback",
+						"latency_us.p50"};
+
+		for (int i = 0; i < 4; i++)
+			snprintf(key[i], sizeof(key[i]), "mthp.sizes.%ukB.%s", 4U << k, f[i]);
+		if (!(rd_num(root, key[0]) > 0))
+			continue;
+		fprintf(out,
+			"  mTHP %ukB: %.0f faults (alloc %.0f, fallback %.0f), p50 %.1f us (per "
+			"fault%s)\n",
+			4U << k, rd_num(root, key[0]), rd_num(root, key[1]), rd_num(root, key[2]),
+			rd_num(root, key[3]),
+			strcmp(delivery, "per-PTE") == 0 ? "; delivered as 4 KiB PTEs"
+							 : "; modelled");
+	}
+}
+
 int rd_trace_mmtests(const char *path, FILE *out, char *err, size_t errlen)
 {
 	struct obs_trace t;
@@ -225,5 +249,6 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 			    "max %.1f\n",
 			    rd_num(r->root, k[0]), rd_num(r->root, k[1]), rd_num(r->root, k[2]));
 	}
+	rd_mthp_text(r->root, out);
 	rd_processes_text(r->root, out);
 }

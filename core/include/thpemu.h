@@ -18,7 +18,8 @@ extern "C" {
 #endif
 
 struct thpemu_counters {
-	uint64_t faults;	  /* first-touch faults served by the emulator */
+	uint64_t faults;	  /* first-touch faults served by the emulator (huge + base +
+				   * those served by multi-size THP folios) */
 	uint64_t huge_faults;	  /* of which emulated huge (2 MiB) decisions */
 	uint64_t base_faults;	  /* of which 4 KiB decisions (including outside the pool) */
 	uint64_t nomem_faults;	  /* served outside the exhausted emulated pool */

@@ -169,6 +169,7 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	}
 	res->pfn = pfn;
 	res->rec.outcome = (uint8_t)res->outcome;
+	res->rec.order = res->order;
 	res->rec.total_ns = mm_now(mm, call) - res->rec.t_start;
 	res->rec.cause = (uint8_t)pick_cause(&fc);
 	mm_unlock(mm);

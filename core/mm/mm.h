@@ -248,6 +248,7 @@ struct mm_fault_rec {
 	uint32_t migrate_failed;
 	uint32_t reclaimed;
 	uint8_t outcome; /* enum mm_fault_outcome */
+	uint8_t order;	 /* frames served: 2^order (res.order: 0 base, 2..8 mTHP, 9 huge) */
 	uint8_t cause;	 /* enum mm_cause: the largest contributor */
 	uint8_t nsteps;	 /* steps[]: the huge attempt's steps, then FALLBACK if it failed;
 			  * a 4 KiB allocation adds its steps only past its fast path */
@@ -672,6 +673,11 @@ struct mm_mthp_stats {
 };
 /* Order MM_MTHP_MIN_ORDER..MM_HPAGE_ORDER; returns 0 or -EINVAL. */
 int mm_get_mthp_stats(struct mm *mm, unsigned order, struct mm_mthp_stats *out);
+/* The order (2..8) of the mTHP folio frame pfn belongs to, 0 for any other frame: an owner
+ * unmapping a whole folio gives it back at that order (mm_anon_free(head, k)), not page by
+ * page through the deferred split queue (6.12 zap_pte_range: folio_remove_rmap_ptes of the
+ * whole batch leaves nothing partially mapped). */
+unsigned mm_anon_folio_order(struct mm *mm, uint32_t pfn);
 /* The orders (bit k) the policy lets an anonymous VMA with this advice fault in: 6.12
  * thp_vma_allowable_orders (the always mask, madvise under MADV_HUGEPAGE, inherit when
  * transparent_hugepage/enabled allows the VMA); 3.x: bit 9 when enabled allows it. */

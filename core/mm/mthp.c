@@ -192,3 +192,16 @@ int mm_get_mthp_stats(struct mm *mm, unsigned order, struct mm_mthp_stats *out)
 	mm_unlock(mm);
 	return 0;
 }
+
+unsigned mm_anon_folio_order(struct mm *mm, uint32_t pfn)
+{
+	unsigned order = 0;
+
+	if (!mm || pfn >= mm->nr_frames)
+		return 0;
+	mm_lock(mm);
+	if (pfn_frame(mm, pfn)->state == FS_MTHP)
+		order = mthp_order(pfn_frame(mm, pfn));
+	mm_unlock(mm);
+	return order;
+}

@@ -22,6 +22,7 @@ static const char *const band_names[OBS_NBANDS] = {
 static const char *const class_names[OBS_NCLASS] = {
     [OBS_HUGE] = "huge",
     [OBS_BASE] = "base",
+    [OBS_MTHP] = "mthp",
 };
 
 enum obs_band obs_band_of(uint64_t ns)
@@ -46,6 +47,8 @@ void obs_faults_init(struct obs_faults *f)
 	memset(f, 0, sizeof(*f));
 	for (int c = 0; c < OBS_NCLASS; c++)
 		obs_hist_init(&f->lat[c]);
+	for (int k = 0; k < OBS_MTHP_NORDERS; k++)
+		obs_hist_init(&f->lat_order[k]);
 }
 
 static void atomic_max(uint64_t *p, uint64_t v)
@@ -59,9 +62,15 @@ static void atomic_max(uint64_t *p, uint64_t v)
 
 void obs_faults_record(struct obs_faults *f, const struct mm_fault_rec *rec, uint64_t latency_ns)
 {
-	int c = rec->outcome == MM_FAULT_HUGE ? OBS_HUGE : OBS_BASE;
+	int c = rec->outcome == MM_FAULT_HUGE ? OBS_HUGE
+		: rec->outcome == MM_FAULT_MTHP && rec->order >= OBS_MTHP_MIN_ORDER &&
+			rec->order <= OBS_MTHP_MAX_ORDER
+		    ? OBS_MTHP
+		    : OBS_BASE;
 
 	obs_hist_record(&f->lat[c], latency_ns);
+	if (c == OBS_MTHP)
+		obs_hist_record(&f->lat_order[rec->order - OBS_MTHP_MIN_ORDER], latency_ns);
 	ADD(&f->bands[c][obs_band_of(latency_ns)], 1);
 	if (rec->outcome == MM_FAULT_NOMEM)
 		ADD(&f->nomem, 1);
@@ -87,6 +96,8 @@ void obs_faults_merge(struct obs_faults *dst, const struct obs_faults *src)
 		for (int b = 0; b < OBS_NBANDS; b++)
 			ADD(&dst->bands[c][b], LOAD(&src->bands[c][b]));
 	}
+	for (int k = 0; k < OBS_MTHP_NORDERS; k++)
+		obs_hist_merge(&dst->lat_order[k], &src->lat_order[k]);
 	ADD(&dst->nomem, LOAD(&src->nomem));
 	ADD(&dst->wb_waits, LOAD(&src->wb_waits));
 	ADD(&dst->wb_wait_ns, LOAD(&src->wb_wait_ns));
@@ -107,31 +118,50 @@ static double ms(uint64_t ns)
 static void report_counts(struct json_w *w, const struct obs_faults *f)
 {
 	uint64_t huge = LOAD(&f->lat[OBS_HUGE].count), base = LOAD(&f->lat[OBS_BASE].count);
-	uint64_t total = huge + base;
+	uint64_t mthp = LOAD(&f->lat[OBS_MTHP].count);
+	uint64_t total = huge + base + mthp;
 
 	jw_obj_begin(w, "faults");
 	jw_u64(w, "total", total);
 	jw_u64(w, "huge", huge);
 	jw_u64(w, "base", base);
+	jw_u64(w, "mthp", mthp);
 	jw_u64(w, "nomem", LOAD(&f->nomem));
 	jw_dbl(w, "huge_pct", total ? (double)huge * 100.0 / (double)total : 0.0, 2);
 	jw_obj_end(w);
 }
 
-static void report_summary(struct json_w *w, const char *key, const struct obs_hist *h)
+static double net(uint64_t count, double v, double over)
+{
+	return count && v > over ? v - over : 0.0;
+}
+
+void obs_report_summary(struct json_w *w, const char *key, const struct obs_hist *h, double over_us)
 {
 	struct obs_hist_summary s;
 
 	obs_hist_summarise(h, 1000, &s);
 	jw_obj_begin(w, key);
 	jw_u64(w, "count", s.count);
-	jw_dbl(w, "mean", s.mean, 3);
-	jw_dbl(w, "p50", s.p50, 3);
-	jw_dbl(w, "p90", s.p90, 3);
-	jw_dbl(w, "p99", s.p99, 3);
-	jw_dbl(w, "p999", s.p999, 3);
-	jw_dbl(w, "max", s.max, 3);
+	jw_dbl(w, "mean", net(s.count, s.mean, over_us), 3);
+	jw_dbl(w, "p50", net(s.count, s.p50, over_us), 3);
+	jw_dbl(w, "p90", net(s.count, s.p90, over_us), 3);
+	jw_dbl(w, "p99", net(s.count, s.p99, over_us), 3);
+	jw_dbl(w, "p999", net(s.count, s.p999, over_us), 3);
+	jw_dbl(w, "max", net(s.count, s.max, over_us), 3);
 	jw_obj_end(w);
+}
+
+static void report_summary(struct json_w *w, const char *key, const struct obs_hist *h)
+{
+	obs_report_summary(w, key, h, 0.0);
+}
+
+void obs_faults_both(const struct obs_faults *f, struct obs_hist *both)
+{
+	obs_hist_init(both);
+	for (int c = 0; c < OBS_NCLASS; c++)
+		obs_hist_merge(both, &f->lat[c]);
 }
 
 static void report_bands(struct json_w *w, const char *key, const uint64_t *bands)
@@ -195,8 +225,11 @@ static void report_latency(struct json_w *w, const struct obs_faults *f,
 	report_summary(w, "both", both);
 	jw_obj_end(w);
 
-	for (int b = 0; b < OBS_NBANDS; b++)
-		both_bands[b] = LOAD(&f->bands[OBS_HUGE][b]) + LOAD(&f->bands[OBS_BASE][b]);
+	for (int b = 0; b < OBS_NBANDS; b++) {
+		both_bands[b] = 0;
+		for (int c = 0; c < OBS_NCLASS; c++)
+			both_bands[b] += LOAD(&f->bands[c][b]);
+	}
 	jw_obj_begin(w, "latency_bands");
 	for (int c = 0; c < OBS_NCLASS; c++)
 		report_bands(w, class_names[c], f->bands[c]);
@@ -237,9 +270,7 @@ void obs_report_faults(struct json_w *w, const struct obs_faults *f)
 {
 	struct obs_hist both; /* ~11 KiB on the reporter's stack, never on the fault path */
 
-	obs_hist_init(&both);
-	obs_hist_merge(&both, &f->lat[OBS_HUGE]);
-	obs_hist_merge(&both, &f->lat[OBS_BASE]);
+	obs_faults_both(f, &both);
 	report_counts(w, f);
 	report_latency(w, f, &both);
 	report_times(w, f);

@@ -41,7 +41,8 @@ EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
 	memset(&v, 0, sizeof(v));
 	v.huge_faults = __atomic_load_n(&st->faults.lat[OBS_HUGE].count, __ATOMIC_RELAXED);
 	v.base_faults = __atomic_load_n(&st->faults.lat[OBS_BASE].count, __ATOMIC_RELAXED);
-	v.faults = v.huge_faults + v.base_faults;
+	v.faults = v.huge_faults + v.base_faults +
+		   __atomic_load_n(&st->faults.lat[OBS_MTHP].count, __ATOMIC_RELAXED);
 	v.nomem_faults = __atomic_load_n(&st->faults.nomem, __ATOMIC_RELAXED);
 	v.real_pmd_faults = __atomic_load_n(&st->host.real_pmd_faults, __ATOMIC_RELAXED);
 	v.anon_migrations = __atomic_load_n(&st->host.anon_migrations, __ATOMIC_RELAXED);

@@ -154,6 +154,8 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	uint64_t t0 = task_now(t);
 
 	req.huge_ok = AS_X_STATE(as_xstate(r, e)) == AS_X_EMPTY;
+	/* mTHP candidates (6.12 alloc_anon_folio: thp_vma_suitable_order, pte_range_none) */
+	req.orders_ok = as_mthp_orders(r, page);
 	t->fault_t0 = t0 ? t0 : 1;
 	t->fault_wb[0] = t->fault_wb[1] = (struct sim_wait_stat){0};
 	if (mm_fault(w->mm, &req, &res, t) != 0) {
@@ -177,8 +179,16 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 		break;
 	case MM_FAULT_NOMEM:
 		break; /* served outside the pool: nothing to track */
-	case MM_FAULT_MTHP:
-		break; /* not asked for: orders_ok is 0 until the simulator models mTHP */
+	case MM_FAULT_MTHP: {
+		/* the folio's 2^k pages zeroed (folio_zero_user) and mapped by set_ptes at once */
+		uint32_t n = 1U << res.order, p0 = page & ~(n - 1);
+
+		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K] << res.order);
+		as_fault_mthp(r, page, res.order, res.pfn, true);
+		for (uint32_t i = 0; i < n; i++)
+			page_set_written(p, p0 + i, false);
+		break;
+	}
 	}
 	world_record_fault(w, t, &res, task_now(t) - t0, p->pid,
 			   PROC_MAP_BASE + (uint64_t)page * MM_PAGE_SIZE);

@@ -509,12 +509,20 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 	struct sim_task *t = &th->task;
 	uint32_t e = as_ext_of(r, as_page_addr(r, p));
 	uint32_t first = as_page_of(r, as_ext_addr(r, e));
+	/* mTHP candidates of a write (6.12 alloc_anon_folio); they need extent_owner as page 0 */
+	uint16_t orders_ok = write ? as_mthp_orders(r, p) : 0;
 	struct mm_fault_req req = {
 	    .owner = cookie(rr, p),
-	    .extent_owner = cookie(rr, huge_ok ? first : p),
+	    /* page 0 of the 2 MiB extent by address (the region may start inside it: the
+	     * cookie arithmetic is what mm needs, page 0 itself need not be in the region) */
+	    .extent_owner = huge_ok	? cookie(rr, first)
+			    : orders_ok ? cookie(rr, p) - ((as_page_addr(r, p) / MM_PAGE_SIZE) &
+							   (MM_HPAGE_NR - 1))
+					: cookie(rr, p),
 	    .advice = (enum mm_vma_advice)(as_xadv(r, e) & AS_ADV_MASK),
 	    .huge_ok = huge_ok,
 	    .write = write,
+	    .orders_ok = orders_ok,
 	};
 	struct mm_fault_res res;
 	uint64_t t0 = task_now(t);
@@ -532,6 +540,9 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 	}
 	if (res.outcome == MM_FAULT_HUGE) {
 		as_fault_huge(r, e, res.pfn);
+	} else if (res.outcome == MM_FAULT_MTHP) {
+		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K] << res.order);
+		as_fault_mthp(r, p, res.order, res.pfn, true);
 	} else {
 		if (res.outcome == MM_FAULT_BASE)
 			sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);

@@ -297,6 +297,7 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	jw_obj_end(&w);
 	json_steps(&w, &r->steps);
 	obs_report_vmstat(&w, r->vmstat);
+	obs_report_mthp(&w, &r->mthp, &r->faults, "model", -1.0);
 	json_efficiency(&w, r->vmstat);
 	obs_report_stalls_pair(&w, r->stalls, r->waits);
 	json_io(&w, r);
@@ -369,15 +370,18 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 			(unsigned long long)rs->implied);
 	}
 	text_iterations(f, r);
-	fprintf(f, "\nfaults %llu: huge %llu (%.2f %%), base %llu, nomem %llu\n",
+	fprintf(f, "\nfaults %llu: huge %llu (%.2f %%), base %llu, mTHP %llu, nomem %llu\n",
 		(unsigned long long)s.faults, (unsigned long long)s.huge, s.huge_pct,
-		(unsigned long long)s.base, (unsigned long long)s.nomem);
+		(unsigned long long)s.base, (unsigned long long)s.mthp,
+		(unsigned long long)s.nomem);
 	fprintf(f, "2 MiB extents first touched: %llu, huge %llu (%.2f %%)\n",
 		(unsigned long long)r->extents, (unsigned long long)r->extents_huge,
 		pct(r->extents_huge, r->extents));
 	fprintf(f, "latency (us):\n");
 	text_latency(f, "huge", &r->faults.lat[OBS_HUGE]);
 	text_latency(f, "base", &r->faults.lat[OBS_BASE]);
+	text_latency(f, "mthp", &r->faults.lat[OBS_MTHP]);
+	obs_mthp_text(f, "", &r->mthp, &r->faults, "; modelled");
 	fprintf(f,
 		"AnonHugePages coverage: end %.2f %%, time-weighted %.2f %%; watermarks min %u "
 		"low %u high %u pages (min_free_kbytes %llu)\n",

@@ -165,6 +165,13 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	mm_get_stats(w->mm, st);
 	for (int i = 0; i < MM_STAT_NR; i++)
 		r->vmstat[i] = st[i] + w->stats_done[i];
+	{
+		struct obs_mthp m;
+
+		obs_mthp_snapshot(&m, mm_policy(w->mm), w->mm);
+		r->mthp = w->mthp_done;
+		obs_mthp_accumulate(&r->mthp, &m);
+	}
 	r->wb_compact = w->wb_compact;
 	r->wb_reclaim = w->wb_reclaim;
 	r->fault_wb[0] = w->fault_wb[0];
@@ -258,7 +265,8 @@ void sim_result_summary(const struct sim_result *r, struct sim_summary *s)
 	memset(s, 0, sizeof(*s));
 	s->huge = f->lat[OBS_HUGE].count;
 	s->base = f->lat[OBS_BASE].count;
-	s->faults = s->huge + s->base;
+	s->mthp = f->lat[OBS_MTHP].count;
+	s->faults = s->huge + s->base + s->mthp;
 	s->nomem = f->nomem;
 	s->huge_pct = s->faults ? (double)s->huge * 100.0 / (double)s->faults : 0;
 	s->extents = r->extents;

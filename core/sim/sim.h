@@ -284,6 +284,7 @@ void sim_result_free(struct sim_result *r);
 /* The run's numbers, for tests and the CLI. */
 struct sim_summary {
 	uint64_t faults, huge, base, nomem;
+	uint64_t mthp; /* faults served by a multi-size THP folio (orders 2..8) */
 	double huge_pct;
 	uint64_t extents, extents_huge; /* THP-eligible 2 MiB extents first touched, served huge */
 	uint64_t wb_waits, compact_wb_waits, reclaim_wb_waits;

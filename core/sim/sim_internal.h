@@ -14,6 +14,7 @@
 #include "mm/mm.h"
 #include "obs/coverage.h"
 #include "obs/faults.h"
+#include "obs/mthp.h"
 #include "obs/stall.h"
 #include "sim/sim.h"
 #include "util/rng.h"
@@ -199,6 +200,7 @@ struct sim_world {
 	uint64_t nstalls, stall_max_ns;
 	struct obs_stalls *waits;	 /* per-wait events (mm's ops->waited, modelled stacks) */
 	uint64_t stats_done[MM_STAT_NR]; /* counters of pools already destroyed (iterations) */
+	struct obs_mthp mthp_done;	 /* per-size mTHP statistics of those pools */
 	uint64_t iterations;
 	struct sim_iter iter[SIM_MAX_ITERS]; /* per-iteration results, if the scenario keeps them */
 	unsigned niter;
@@ -263,6 +265,7 @@ struct sim_result {
 	uint64_t nstalls, stall_max_ns;
 	struct obs_stalls *waits; /* per-wait events */
 	uint64_t vmstat[MM_STAT_NR];
+	struct obs_mthp mthp; /* per-size mTHP settings and statistics (obs/mthp.h) */
 	struct sim_wait_stat wb_compact, wb_reclaim;
 	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
 	struct devm_stats dev;

@@ -19,12 +19,15 @@ int world_mm_create(struct sim_world *w, char *err, size_t errlen)
 void world_mm_destroy(struct sim_world *w)
 {
 	uint64_t st[MM_STAT_NR];
+	struct obs_mthp m;
 
 	if (!w->mm)
 		return;
 	mm_get_stats(w->mm, st);
 	for (int i = 0; i < MM_STAT_NR; i++)
 		w->stats_done[i] += st[i];
+	obs_mthp_snapshot(&m, mm_policy(w->mm), w->mm);
+	obs_mthp_accumulate(&w->mthp_done, &m);
 	mm_destroy(w->mm);
 	w->mm = NULL;
 }

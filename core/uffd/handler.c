@@ -35,6 +35,7 @@ struct fault_ctx {
 	struct mm_fault_res res;
 	int real_pmd;	  /* huge: 1 PMD-mapped, 0 not, -1 unknown */
 	bool cand;	  /* mm was asked with huge_ok */
+	uint32_t lo, hi;  /* pages [lo, hi) claimed (FILLING) for an mTHP block; p among them */
 	uint8_t decision; /* mm's outcome (res.outcome may become BASE if the host refuses) */
 };
 
@@ -247,6 +248,155 @@ static void materialise_huge(struct fault_ctx *fc)
 	}
 }
 
+/* ---- multi-size THP (6.8+) ------------------------------------------------------------------
+ *
+ * 6.12 mm/memory.c alloc_anon_folio: a write fault in a VMA whose allowable orders include some
+ * mTHP size takes the highest order whose naturally aligned block lies in the VMA
+ * (thp_vma_suitable_order) with every PTE none (pte_range_none); as_mthp_orders says which.
+ * A handler owns only its page (page FILLING) unless it owns the whole extent, so before asking
+ * mm it claims the other pages of the candidate blocks, smallest block first, and asks only for
+ * the orders it holds: a page another thread is serving is not none. The folio is delivered as
+ * one UFFDIO_COPY of 2^k zeroed pages (the kernel's folio_zero_user + set_ptes at once; the
+ * host maps it with 4 KiB PTEs, so the delivery is per PTE while the decision and its cost are
+ * the emulated kernel's). */
+
+static void unclaim_page(struct fault_ctx *fc, uint32_t q)
+{
+	uint8_t ps = uffd_pstate(fc->r, q);
+
+	uffd_pstate_set(fc->r, q, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+	uffd_io_wake(fc->lv->uffd, as_page_addr(&fc->r->as, q), UFFD_PAGE_SIZE);
+}
+
+/* Give back the claimed pages outside [keep0, keep0 + keepn) (busy read lock held). */
+static void unclaim(struct fault_ctx *fc, uint32_t keep0, uint32_t keepn)
+{
+	for (uint32_t q = fc->lo; q < fc->hi; q++)
+		if (q < keep0 || q >= keep0 + keepn)
+			unclaim_page(fc, q);
+	fc->lo = keep0;
+	fc->hi = keep0 + keepn;
+}
+
+static uint32_t block_first(const struct fault_ctx *fc, unsigned order)
+{
+	uintptr_t len = (uintptr_t)UFFD_PAGE_SIZE << order;
+
+	return uffd_page_of(fc->r, fc->addr & ~(len - 1));
+}
+
+/* The mTHP orders this fault may ask for (bit k); claims their blocks' pages (page case). */
+static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent)
+{
+	uint16_t ok, got = 0;
+
+	fc->lo = fc->p;
+	fc->hi = fc->p + 1;
+	if (!fc->write || __atomic_load_n(&fc->lv->thp_disabled, __ATOMIC_RELAXED))
+		return 0; /* read: the zero page; PR_SET_THP_DISABLE: no size at all */
+	ok = as_mthp_orders(&fc->r->as, fc->p);
+	if (in_extent || !ok)
+		return ok; /* the extent's owner owns every page of it */
+	for (unsigned k = MM_MTHP_MIN_ORDER; k < MM_HPAGE_ORDER && (ok & (1U << k)); k++) {
+		uint32_t b0 = block_first(fc, k), n = 1U << k, q;
+
+		for (q = b0; q < b0 + n; q++) {
+			uint8_t ps = uffd_pstate(fc->r, q);
+
+			if (q >= fc->lo && q < fc->hi)
+				continue;
+			if (UP_STATE(ps) != UP_EMPTY || !uffd_pstate_cas(fc->r, q, ps, UP_FILLING))
+				break;
+		}
+		if (q < b0 + n) { /* taken meanwhile: not none; give back this step's claims */
+			for (uint32_t u = b0; u < q; u++)
+				if (u < fc->lo || u >= fc->hi)
+					unclaim_page(fc, u);
+			break;
+		}
+		fc->lo = b0;
+		fc->hi = b0 + n;
+		got |= (uint16_t)(1U << k);
+	}
+	return got;
+}
+
+/* The program freed or unmapped part of the block, or the mapping went: the folio goes back
+ * whole (busy read lock held). */
+static void mthp_abort_locked(struct fault_ctx *fc, bool in_extent, uint32_t b0, uint32_t n)
+{
+	mm_anon_free(fc->lv->mm, fc->res.pfn, fc->res.order, fc->w);
+	if (in_extent) {
+		uffd_region_recompute_extents(fc->r, fc->e, fc->e);
+		wake_extent(fc);
+	} else {
+		fc->lo = b0;
+		fc->hi = b0 + n;
+		unclaim(fc, 0, 0);
+	}
+}
+
+/* Map the folio (busy read lock held); -errno when the region must be failed. */
+static int mthp_map_locked(struct fault_ctx *fc, bool in_extent)
+{
+	struct uffd_live *lv = fc->lv;
+	struct uffd_region *r = fc->r;
+	unsigned order = fc->res.order;
+	uint32_t b0 = block_first(fc, order), n = 1U << order;
+	uintptr_t dst = as_page_addr(&r->as, b0);
+	size_t len = (size_t)n * UFFD_PAGE_SIZE, off = 0;
+	bool disturbed = in_extent && (uffd_xstate(r, fc->e) & UX_F_DISTURBED);
+	int rc = 0;
+
+	for (uint32_t q = b0; q < b0 + n && !in_extent && !disturbed; q++)
+		disturbed = (uffd_pstate(r, q) & UP_F_FREED) != 0;
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed || disturbed) {
+		mthp_abort_locked(fc, in_extent, b0, n);
+		return 0;
+	}
+	for (unsigned tries = 0; off < len && tries < 64; tries++) {
+		int64_t done = 0;
+
+		rc = uffd_io_copy(lv->uffd, dst + off, lv->zero_block, len - off, false, &done);
+		off += (size_t)done;
+		if (rc == 0)
+			break;
+		if (rc == -EEXIST) { /* that page mapped behind our back: keep it */
+			UFFD_COUNT(lv, eexist);
+			off += UFFD_PAGE_SIZE;
+			rc = 0;
+		} else if (rc != -EAGAIN) {
+			break;
+		}
+	}
+	if (rc == 0 && off < len)
+		rc = -EAGAIN;
+	if (rc < 0) {
+		mthp_abort_locked(fc, in_extent, b0, n);
+		if (rc == -ENOENT || rc == -ESRCH) /* mapping or process gone */
+			return 0;
+		UFFD_COUNT(lv, uffd_errors);
+		return rc;
+	}
+	as_fault_mthp(&r->as, fc->p, order, fc->res.pfn, in_extent);
+	if (in_extent)
+		wake_extent(fc); /* other waiters in it now go per page */
+	else
+		uffd_io_wake(lv->uffd, dst, len);
+	return 0;
+}
+
+static void materialise_mthp(struct fault_ctx *fc, bool in_extent)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&fc->r->busy);
+	rc = mthp_map_locked(fc, in_extent);
+	pthread_rwlock_unlock(&fc->r->busy);
+	if (rc < 0)
+		uffd_region_fail(fc->lv, fc->r, rc);
+}
+
 static void decide(struct fault_ctx *fc, bool huge_ok)
 {
 	struct uffd_live *lv = fc->lv;
@@ -262,6 +412,7 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		       !__atomic_load_n(&lv->thp_disabled, __ATOMIC_RELAXED),
 	    .write = fc->write,
 	    .as_id = (uint32_t)lv->mslot, /* khugepaged's mm_slot: the machine slot, else 0 */
+	    .orders_ok = mthp_orders(fc, huge_ok),
 	};
 
 	if (fc->w->slot >= 0) { /* left over from an earlier fault that never used it */
@@ -269,6 +420,10 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		fc->w->slot = -1;
 	}
 	fc->cand = req.huge_ok;
+	if (req.orders_ok && !req.huge_ok) /* page 0 of the 2 MiB extent by address (the region
+					    * may start inside it): mm's block cookies */
+		req.extent_owner =
+		    req.owner - ((fc->addr / UFFD_PAGE_SIZE) & (uintptr_t)(MM_HPAGE_NR - 1));
 	if (mm_fault(lv->mm, &req, &fc->res, fc->w) < 0) {
 		fc->res.outcome = MM_FAULT_NOMEM;
 		fc->res.pfn = MM_NO_PFN;
@@ -276,6 +431,14 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	if (!huge_ok && fc->res.outcome == MM_FAULT_HUGE) { /* cannot happen: mm honours huge_ok */
 		mm_anon_free(lv->mm, fc->res.pfn, MM_HPAGE_ORDER, fc->w);
 		fc->res.outcome = MM_FAULT_NOMEM;
+	}
+	if (fc->hi - fc->lo > 1) { /* claimed pages the folio does not cover go back */
+		bool mthp = fc->res.outcome == MM_FAULT_MTHP;
+
+		pthread_rwlock_rdlock(&fc->r->busy);
+		unclaim(fc, mthp ? block_first(fc, fc->res.order) : fc->p,
+			mthp ? 1U << fc->res.order : 1);
+		pthread_rwlock_unlock(&fc->r->busy);
 	}
 	fc->decision = (uint8_t)fc->res.outcome;
 }
@@ -366,6 +529,8 @@ static void fault_extent(struct fault_ctx *fc)
 	decide(fc, true);
 	if (fc->res.outcome == MM_FAULT_HUGE)
 		materialise_huge(fc);
+	else if (fc->res.outcome == MM_FAULT_MTHP)
+		materialise_mthp(fc, true);
 	else
 		materialise_base(fc, true);
 	record(fc);
@@ -374,7 +539,10 @@ static void fault_extent(struct fault_ctx *fc)
 static void fault_page(struct fault_ctx *fc)
 {
 	decide(fc, false);
-	materialise_base(fc, false);
+	if (fc->res.outcome == MM_FAULT_MTHP)
+		materialise_mthp(fc, false);
+	else
+		materialise_base(fc, false);
 	record(fc);
 }
 

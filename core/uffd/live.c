@@ -379,12 +379,15 @@ void uffd_live_snapshot(struct uffd_live *lv)
 {
 	uint64_t v[MM_STAT_NR];
 	struct mm_counts c;
+	struct obs_mthp m;
 
 	mm_get_stats(lv->mm, v);
 	mm_get_counts(lv->mm, &c);
+	obs_mthp_snapshot(&m, &lv->cfg.policy, lv->mm);
 	pthread_mutex_lock(&lv->snap_lock);
 	memcpy(lv->stats->vmstat, v, sizeof(v));
 	lv->stats->counts = c;
+	lv->stats->mthp = m;
 	lv->stats->last_update_mono_ns = clock_now_ns();
 	pthread_mutex_unlock(&lv->snap_lock);
 }
@@ -617,10 +620,11 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	lv->pagemap_fd = guard_fd_own(
 	    (int)sys_call4(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0));
 	lv->zero_page = map_anon(UFFD_PAGE_SIZE);
+	lv->zero_block = map_anon(UFFD_MTHP_MAX_BYTES);
 	lv->forkcheck = forkcheck_page();
 	lv->ctl_fd = guard_fd_own(
 	    (int)sys_call2(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
-	rc = lv->zero_page && lv->forkcheck && lv->ctl_fd >= 0 ? 0 : -ENOMEM;
+	rc = lv->zero_page && lv->zero_block && lv->forkcheck && lv->ctl_fd >= 0 ? 0 : -ENOMEM;
 	if (rc == 0)
 		rc = epoll_init(lv);
 	if (rc == 0)
@@ -687,6 +691,8 @@ void uffd_live_destroy(struct uffd_live *lv)
 		sys_munmap(lv->scratch_map, lv->scratch_map_len);
 	if (lv->zero_page)
 		sys_munmap(lv->zero_page, UFFD_PAGE_SIZE);
+	if (lv->zero_block)
+		sys_munmap(lv->zero_block, UFFD_MTHP_MAX_BYTES);
 	if (lv->forkcheck)
 		sys_munmap((void *)lv->forkcheck, UFFD_PAGE_SIZE);
 	if (lv->stats)

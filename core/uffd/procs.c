@@ -69,15 +69,13 @@ void uffd_proc_summarise(struct uffd_proc_summary *p, const struct uffd_stats *s
 	snprintf(p->cmdline, sizeof(p->cmdline), "%.*s", (int)sizeof(p->cmdline) - 1, st->cmdline);
 	p->stepped_aside = st->host.stepped_aside != 0;
 	p->huge = st->faults.lat[OBS_HUGE].count;
-	p->faults = p->huge + st->faults.lat[OBS_BASE].count;
+	p->faults = p->huge + st->faults.lat[OBS_BASE].count + st->faults.lat[OBS_MTHP].count;
 	p->nomem = st->faults.nomem;
 	p->stalls = st->host.stalls;
 	p->stall_ns = st->host.stall_ns;
 	if (!both)
 		return;
-	obs_hist_init(both);
-	obs_hist_merge(both, &st->faults.lat[OBS_HUGE]);
-	obs_hist_merge(both, &st->faults.lat[OBS_BASE]);
+	obs_faults_both(&st->faults, both);
 	obs_hist_summarise(both, 1000, &hs);
 	p->p50_us = hs.p50;
 	p->p99_us = hs.p99;

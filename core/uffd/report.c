@@ -74,6 +74,7 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 	for (unsigned i = 0; i < MM_STAT_NR; i++)
 		dst->vmstat[i] += src->vmstat[i];
 	obs_faults_merge(&dst->faults, &src->faults);
+	obs_mthp_merge(&dst->mthp, &src->mthp);
 	io_stats_merge(&dst->io, &src->io);
 	uffd_census_merge(&dst->mem, &src->mem);
 	for (uint32_t i = 0; i < src->nstall_recs && i < UFFD_STALL_RECS; i++) {
@@ -343,23 +344,6 @@ static void report_probe_q(struct json_w *w, const char *key, const uint64_t q[U
 	jw_obj_end(w);
 }
 
-/* The latency summary of h less the emulation's overhead (us), clamped at 0. */
-static void report_net(struct json_w *w, const char *key, const struct obs_hist *h, double over)
-{
-	struct obs_hist_summary s;
-
-	obs_hist_summarise(h, 1000, &s);
-	jw_obj_begin(w, key);
-	jw_u64(w, "count", s.count);
-	jw_dbl(w, "mean", s.count && s.mean > over ? s.mean - over : 0.0, 3);
-	jw_dbl(w, "p50", s.count && s.p50 > over ? s.p50 - over : 0.0, 3);
-	jw_dbl(w, "p90", s.count && s.p90 > over ? s.p90 - over : 0.0, 3);
-	jw_dbl(w, "p99", s.count && s.p99 > over ? s.p99 - over : 0.0, 3);
-	jw_dbl(w, "p999", s.count && s.p999 > over ? s.p999 - over : 0.0, 3);
-	jw_dbl(w, "max", s.count && s.max > over ? s.max - over : 0.0, 3);
-	jw_obj_end(w);
-}
-
 /* "uffd_probe": the start-up round trip (probe.c); "kernel_latency_us": latency_us net of the
  * emulation, i.e. less the probe's median handler service time (a bare UFFDIO_COPY answer):
  * what the emulated kernel's own work cost (decision, compaction, reclaim, waits, clears,
@@ -377,15 +361,20 @@ static void report_kernel_latency(struct json_w *w, const struct uffd_stats *st)
 	report_probe_q(w, "round_trip_us", pr->rt_ns);
 	report_probe_q(w, "service_us", pr->svc_ns);
 	jw_obj_end(w);
-	obs_hist_init(&both);
-	obs_hist_merge(&both, &st->faults.lat[OBS_HUGE]);
-	obs_hist_merge(&both, &st->faults.lat[OBS_BASE]);
+	obs_faults_both(&st->faults, &both);
 	jw_obj_begin(w, "kernel_latency_us");
 	jw_dbl(w, "overhead_us", over, 3);
-	report_net(w, "huge", &st->faults.lat[OBS_HUGE], over);
-	report_net(w, "base", &st->faults.lat[OBS_BASE], over);
-	report_net(w, "both", &both, over);
+	obs_report_summary(w, "huge", &st->faults.lat[OBS_HUGE], over);
+	obs_report_summary(w, "base", &st->faults.lat[OBS_BASE], over);
+	obs_report_summary(w, "mthp", &st->faults.lat[OBS_MTHP], over);
+	obs_report_summary(w, "both", &both, over);
 	jw_obj_end(w);
+}
+
+/* The emulation's overhead subtracted for kernel_latency_us (see above). */
+static double kernel_overhead_us(const struct uffd_stats *st)
+{
+	return st->probe.n ? (double)st->probe.svc_ns[2] / 1000.0 : 0.0;
 }
 
 int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats *st,
@@ -402,6 +391,7 @@ int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats 
 	obs_report_faults(&w, &st->faults);
 	report_kernel_latency(&w, st);
 	obs_report_vmstat(&w, st->vmstat);
+	obs_report_mthp(&w, &st->mthp, &st->faults, "per-PTE", kernel_overhead_us(st));
 	report_stalls(&w, cfg, st, prog);
 	report_io(&w, cfg, st, prog);
 	report_host(&w, st);
@@ -459,13 +449,17 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 
 	obs_hist_summarise(&st->faults.lat[OBS_HUGE], 1000, &hs);
 	obs_hist_summarise(&st->faults.lat[OBS_BASE], 1000, &bs);
-	total = hs.count + bs.count;
+	total = hs.count + bs.count + st->faults.lat[OBS_MTHP].count;
 	fprintf(f, "thpemu: %u process%s managed (%u unmanaged), policy %s, wall %.2f s\n",
 		prog->processes, prog->processes == 1 ? "" : "es", prog->unmanaged,
 		st->policy[0] ? st->policy : "?", prog->wall_s);
-	fprintf(f, "thpemu: %llu faults: huge %llu (%.1f%%), base %llu, outside the pool %llu\n",
+	fprintf(f,
+		"thpemu: %llu faults: huge %llu (%.1f%%), base %llu, mTHP %llu, outside the pool "
+		"%llu\n",
 		(unsigned long long)total, (unsigned long long)hs.count, pct(hs.count, total),
-		(unsigned long long)bs.count, (unsigned long long)st->faults.nomem);
+		(unsigned long long)bs.count, (unsigned long long)st->faults.lat[OBS_MTHP].count,
+		(unsigned long long)st->faults.nomem);
+	obs_mthp_text(f, "thpemu: ", &st->mthp, &st->faults, "; delivered as 4 KiB PTEs");
 	fprintf(f,
 		"thpemu: service latency us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
 		"p99 %.1f max %.1f; stalls %llu\n",

@@ -17,6 +17,7 @@
 #include "io/io.h"
 #include "mm/mm.h"
 #include "obs/faults.h"
+#include "obs/mthp.h"
 
 struct obs_coverage;
 
@@ -88,7 +89,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 8
+#define UFFD_STATS_VERSION 9
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
@@ -180,6 +181,7 @@ struct uffd_stats {
 	uint64_t
 	    vmstat[MM_STAT_NR];	 /* snapshot of mm's counters (refreshed periodically, at exit) */
 	struct mm_counts counts; /* pool occupancy at the last snapshot */
+	struct obs_mthp mthp;	 /* per-size mTHP settings and statistics, same snapshot */
 	struct uffd_host_stats host;
 	struct obs_faults faults; /* per-fault latency histograms */
 	uint32_t nstall_recs;	  /* records reserved (atomic; may exceed UFFD_STALL_RECS) */

@@ -40,8 +40,9 @@
 #include "obs/stall.h"
 #include "uffd/uffd.h"
 
-#define UFFD_MAX_HANDLERS CONFIG_MAX_HANDLERS
-#define UFFD_EPOLL_MAX	  8 /* epoll instances at most (descriptors are scarce: core/guard) */
+#define UFFD_MTHP_MAX_BYTES (4096UL << 8) /* the largest mTHP folio (order 8, 1 MiB) */
+#define UFFD_MAX_HANDLERS   CONFIG_MAX_HANDLERS
+#define UFFD_EPOLL_MAX	    8 /* epoll instances at most (descriptors are scarce: core/guard) */
 
 /* Handler threads when THPEMU_HANDLERS is auto: CPUs + 2, at least 3, at most 16 (live.c). */
 unsigned uffd_handlers_auto(void);
@@ -361,7 +362,9 @@ struct uffd_live {
 	pthread_mutex_t madv_lock; /* one MADV_COLLAPSE at a time (the kernel's mmap_lock write) */
 	uint32_t khd_wake;	   /* futex word: wakes the khugepaged thread early */
 	bool khd_stop;
-	void *zero_page;	     /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
+	void *zero_page;  /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
+	void *zero_block; /* UFFD_MTHP_MAX_BYTES of zeros (never written: the host's zero page)
+			   * for an mTHP folio's one UFFDIO_COPY */
 	struct uffd_stats *stats;    /* shared file (run dir) or private */
 	pthread_mutex_t snap_lock;   /* the stats' non-atomic parts: snapshot, note, state */
 	pthread_mutex_t census_lock; /* one census at a time (background tick or exit) */

@@ -37,7 +37,7 @@ static int rec_split(void *arg, uint32_t head)
 }
 
 static struct rec R;
-static const struct as_env ENV = {&R, rec_free, rec_split, NULL};
+static const struct as_env ENV = {&R, rec_free, rec_split, NULL, NULL};
 
 static struct as_region *region(uintptr_t base, uintptr_t lo, uintptr_t hi)
 {

@@ -519,6 +519,56 @@ TEST(as_and_mm_together)
 	fakeenv_destroy(fe);
 }
 
+/* An unmap or MADV_DONTNEED covering whole folios gives each back at its order (6.12
+ * zap_pte_range: folio_remove_rmap_ptes of the whole batch): never partially mapped, no
+ * deferred split; one covering a part of a folio (or straddling two) queues each part. */
+TEST(as_release_of_whole_folios_skips_the_split_queue)
+{
+	struct fakeenv *fe =
+	    env("modern-always:hugepages-64kB=always,hugepages-2048kB=never", 64 * MIB);
+	struct as_region *r = region(BASE, BASE + HP);
+	struct as_mm_ctx ctx = {fe->mm, NULL};
+	struct as_env aenv = as_mm_env(&ctx);
+	struct as_counts cnt = {0};
+	struct mm_counts c;
+
+	for (uint32_t b = 0; b < 4; b++) {
+		struct mm_fault_req req = {
+		    .owner = 512 + b * 16, .extent_owner = 512, .write = true};
+		struct mm_fault_res res;
+
+		req.orders_ok = as_mthp_orders(r, b * 16);
+		ASSERT_EQ(mm_fault(fe->mm, &req, &res, NULL), 0);
+		ASSERT_EQ(res.outcome, MM_FAULT_MTHP);
+		ASSERT_EQ(res.order, 4);
+		as_fault_mthp(r, b * 16, res.order, res.pfn, true);
+		EXPECT_EQ(mm_anon_folio_order(fe->mm, res.pfn + 5), 4);
+	}
+	EXPECT_EQ(mstats(fe, 4).nr_anon, 4);
+	/* folios 0 and 1 whole */
+	as_release(&aenv, r, 0, 32, true, &cnt);
+	EXPECT_EQ(mstats(fe, 4).nr_anon, 2);
+	EXPECT_EQ(mstats(fe, 4).split_deferred, 0);
+	EXPECT_EQ(mstats(fe, 4).nr_anon_partially_mapped, 0);
+	check(fe);
+	/* the tail of folio 2 and the head of folio 3: both partially mapped */
+	as_release(&aenv, r, 40, 52, false, &cnt);
+	EXPECT_EQ(mstats(fe, 4).split_deferred, 2);
+	EXPECT_EQ(mstats(fe, 4).nr_anon_partially_mapped, 2);
+	for (uint32_t p = 32; p < 64; p++)
+		EXPECT_EQ(AS_P_STATE(as_pstate(r, p)),
+			  p >= 40 && p < 52 ? AS_P_EMPTY : AS_P_PRESENT);
+	check(fe);
+	as_release(&aenv, r, 0, 512, true, &cnt);
+	mm_get_counts(fe->mm, &c);
+	EXPECT_EQ(c.free, c.nr_frames);
+	EXPECT_EQ(mstats(fe, 4).nr_anon, 0);
+	EXPECT_EQ(mm_anon_folio_order(fe->mm, 0), 0);
+	check(fe);
+	region_free(r);
+	fakeenv_destroy(fe);
+}
+
 /* ---- vm.defrag_mode ------------------------------------------------------------------------ */
 
 /* One foreign frame at the start of every pageblock: no free pageblock is left whole. */

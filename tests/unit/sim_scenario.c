@@ -264,6 +264,61 @@ TEST(thpcompact_runs_whole_iterations)
 	sim_result_free(r);
 }
 
+/* Multi-size THP (issue 15): under hugepages-64kB=always the simulated process's write faults
+ * take 64 KiB folios (modern-never: no PMD), every one counted in faults.mthp, the 64kB size
+ * and its latency; without the setting none; a 3.x run has no "mthp" section. */
+static json_t *run_thpcompact(const char *policy)
+{
+	struct sim_config c;
+	json_error_t jerr;
+	json_t *root;
+	char *j;
+
+	if (config(&c, policy, "thpcompact", 64 << 20, 1, 1) != 0)
+		return NULL;
+	j = run_json(&c);
+	root = j ? json_loads(j, 0, &jerr) : NULL;
+	free(j);
+	return root;
+}
+
+static json_int_t ival(json_t *root, const char *path)
+{
+	json_t *v = get(root, path);
+
+	ASSERT(json_is_integer(v));
+	return json_integer_value(v);
+}
+
+TEST(mthp_64k_faults_per_folio_and_reports_them)
+{
+	json_t *m = run_thpcompact("modern-never:hugepages-64kB=always");
+	json_t *b = run_thpcompact("modern-never");
+	json_t *old = run_thpcompact("linux-3.3");
+	json_t *s64;
+	json_int_t mthp;
+
+	ASSERT(m && b && old);
+	mthp = ival(m, "faults.mthp");
+	EXPECT_GT(mthp, 1000);
+	EXPECT_EQ(ival(m, "faults.base"), 0);
+	EXPECT_EQ(ival(m, "faults.huge"), 0);
+	EXPECT_EQ(ival(m, "latency_us.mthp.count"), mthp);
+	s64 = json_object_get(json_object_get(get(m, "mthp"), "sizes"), "64kB");
+	ASSERT(s64 != NULL);
+	EXPECT_EQ(json_integer_value(json_object_get(s64, "faults")), mthp);
+	EXPECT_EQ(json_integer_value(json_object_get(s64, "anon_fault_alloc")), mthp);
+	EXPECT_EQ(json_integer_value(json_object_get(s64, "order")), 4);
+	ASSERT_STREQ(json_string_value(json_object_get(s64, "setting")), "always");
+	ASSERT_STREQ(json_string_value(get(m, "mthp.delivery")), "model");
+	EXPECT_EQ(ival(b, "faults.mthp"), 0);
+	EXPECT_GT(ival(b, "faults.base"), 0);
+	EXPECT_EQ(json_object_get(old, "mthp"), NULL);
+	json_decref(m);
+	json_decref(b);
+	json_decref(old);
+}
+
 TEST(parameters_parse_with_units_and_name_the_key_on_error)
 {
 	const struct sim_scenario *s = sim_scenario_find("seed-2011");
