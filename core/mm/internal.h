@@ -218,6 +218,13 @@ struct mm {
 	/* Bumped by mm_repair. A caller back from an [unlocked] hook that finds it changed holds
 	 * nothing any more: the frames it kept isolated were put back by the repair. */
 	uint64_t epoch;
+
+	/* Policy plugin (fault.c): the hook, whether its first nonsense / overtime was reported,
+	 * and the stall time of the last THPEMU_POLICY_STALL_WINDOW faults (ring and sum). */
+	struct mm_policy_hook hook;
+	bool hook_err_noted, hook_slow_noted;
+	uint64_t stall_ring[16], stall_sum;
+	unsigned stall_pos;
 };
 
 /* ---- Small helpers -------------------------------------------------------------------------- */
@@ -391,6 +398,7 @@ struct fault_ctx {
 	uint64_t cause_ns[MM_CAUSE_NR]; /* time per contributor, for rec->cause */
 	uint64_t hook_ns; /* time in waits, writeouts and copies (already attributed) */
 	bool background;  /* kswapd: its waits are nobody's fault (mm_wait.background) */
+	const struct thpemu_fault_info *pinfo; /* policy plugin's view of this fault, or NULL */
 };
 
 void fault_step(struct fault_ctx *fc, enum mm_step step, unsigned result);
@@ -523,6 +531,13 @@ void mthp_free_folio(struct mm *mm, uint32_t head);
 unsigned mthp_split_locked(struct mm *mm, uint32_t head); /* returns the frames freed */
 /* The gfp mask of a THP fault allocation, any order (fault.c: vma_thp_gfp_mask). */
 unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice);
+/* thp_gfp_mask as a policy plugin's slowpath hook amends it for this fault and order. */
+unsigned fault_thp_gfp(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc,
+		       unsigned order);
+/* One mTHP order's allocation for a fault (order 2..8), its per-size event counted; a plugin's
+ * order list calls it order by order. MM_NO_PFN when it failed. */
+uint32_t alloc_anon_folio_order(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc,
+				unsigned order);
 
 /* vmscan.c */
 uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac);
