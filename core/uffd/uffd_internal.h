@@ -39,6 +39,7 @@
 #include "machine/machine.h"
 #include "obs/stall.h"
 #include "uffd/uffd.h"
+#include "util/plugin.h"
 
 #define UFFD_MAX_HANDLERS CONFIG_MAX_HANDLERS
 #define UFFD_EPOLL_MAX	  8 /* epoll instances at most (descriptors are scarce: core/guard) */
@@ -321,6 +322,7 @@ typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint3
 
 struct uffd_live {
 	struct config cfg;
+	struct util_plugin plugin; /* the policy plugin (cfg.policy.plugin), when it loaded */
 	int uffd;
 	int ctl_fd; /* semaphore eventfd the handlers poll: a stop or a credential request */
 	/* epoll instances the idle handlers wait in (handler i in ep_fd[i % n_ep]): the uffd with
