@@ -58,11 +58,12 @@ unsigned fault_thp_gfp(struct mm *mm, const struct mm_fault_req *req, struct fau
 		       unsigned order)
 {
 	unsigned gfp = thp_gfp_mask(&mm->cfg.policy, req->advice);
+	struct mm_hook_state *hs = fc->pinfo ? mm_hook_state(mm) : NULL;
 	int v;
 
-	if (!fc->pinfo || !mm->hook.pl || !mm->hook.pl->slowpath)
+	if (!hs || !hs->h.pl || !hs->h.pl->slowpath)
 		return gfp;
-	v = mm->hook.pl->slowpath(fc->pinfo, order);
+	v = hs->h.pl->slowpath(fc->pinfo, order);
 	switch (v) {
 	case THPEMU_SLOWPATH_DEFAULT:
 		return gfp;
@@ -75,9 +76,9 @@ unsigned fault_thp_gfp(struct mm *mm, const struct mm_fault_req *req, struct fau
 
 		snprintf(msg, sizeof(msg), "slowpath returned %d (not an enum thpemu_slowpath)", v);
 		count_event(mm, MM_STAT_PLUGIN_ERRORS, 1);
-		if (!mm->hook_err_noted && mm->hook.note) {
-			mm->hook_err_noted = true;
-			mm->hook.note(mm->hook.cookie, msg);
+		if (!hs->err_noted && hs->h.note) {
+			hs->err_noted = true;
+			hs->h.note(hs->h.cookie, msg);
 		}
 		return gfp;
 	}
@@ -184,27 +185,27 @@ static const char *const era_names[] = {
 
 int mm_set_policy_hook(struct mm *mm, const struct mm_policy_hook *hook)
 {
-	if (!mm || mm->cfg.shared)
+	struct mm_hook_state *hs;
+
+	if (!mm || !(hs = mm_hook_state(mm)))
 		return -EINVAL;
 	if (hook && (!hook->pl || hook->pl->abi_version != THPEMU_POLICY_ABI_VERSION ||
 		     !hook->pl->select_orders))
 		return -EINVAL;
 	mm_lock(mm);
+	memset(hs, 0, sizeof(*hs));
 	if (hook)
-		mm->hook = *hook;
-	else
-		memset(&mm->hook, 0, sizeof(mm->hook));
-	mm->hook_err_noted = mm->hook_slow_noted = false;
+		hs->h = *hook;
 	mm_unlock(mm);
 	return 0;
 }
 
-static void plugin_note(struct mm *mm, bool *noted, const char *msg)
+static void plugin_note(struct mm_hook_state *hs, bool *noted, const char *msg)
 {
-	if (*noted || !mm->hook.note)
+	if (*noted || !hs->h.note)
 		return;
 	*noted = true;
-	mm->hook.note(mm->hook.cookie, msg);
+	hs->h.note(hs->h.cookie, msg);
 }
 
 /* The plugin's view of the fault. possible: 0 always, 9 when huge_ok, 2..8 from orders_ok on
@@ -237,12 +238,13 @@ static void plugin_info(struct mm *mm, const struct mm_fault_req *req, void *cal
 
 /* Ask select_orders; check the answer. Returns the number of orders in list (0 = order 0 at
  * once), or -1 for the built-in decision (no opinion, or nonsense). */
-static int plugin_orders(struct mm *mm, const struct thpemu_fault_info *in, void *call,
+static int plugin_orders(struct mm *mm, struct mm_hook_state *hs,
+			 const struct thpemu_fault_info *in, void *call,
 			 uint8_t list[MM_HPAGE_ORDER + 1])
 {
 	const unsigned max = MM_HPAGE_ORDER + 1;
 	uint64_t t0 = mm_now(mm, call), dt;
-	int n = mm->hook.pl->select_orders(in, list, max);
+	int n = hs->h.pl->select_orders(in, list, max);
 	unsigned seen = 0;
 	char msg[200];
 
@@ -255,7 +257,7 @@ static int plugin_orders(struct mm *mm, const struct thpemu_fault_info *in, void
 			 "plugin_overtime)",
 			 (unsigned long long)(dt / 1000),
 			 (unsigned long long)(THPEMU_POLICY_OVERTIME_NS / 1000));
-		plugin_note(mm, &mm->hook_slow_noted, msg);
+		plugin_note(hs, &hs->slow_noted, msg);
 	}
 	if (n < 0)
 		return -1;
@@ -280,7 +282,7 @@ static int plugin_orders(struct mm *mm, const struct thpemu_fault_info *in, void
 		snprintf(msg + len, sizeof(msg) - len,
 			 "; built-in decision used (later ones counted in plugin_errors)");
 		count_event(mm, MM_STAT_PLUGIN_ERRORS, 1);
-		plugin_note(mm, &mm->hook_err_noted, msg);
+		plugin_note(hs, &hs->err_noted, msg);
 		return -1;
 	}
 	return n;
@@ -331,6 +333,7 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	uint32_t pfn = MM_NO_PFN;
 	unsigned order = 0;
 	int n = -1; /* the plugin's order count; -1: the built-in decision */
+	struct mm_hook_state *hs;
 
 	if (!mm || !req || !res)
 		return -EINVAL;
@@ -339,10 +342,11 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	mm_lock(mm);
 	res->rec.t_start = mm_now(mm, call);
 	mm_charge(mm, call, MM_COST_FAULT, 1);
-	if (mm->hook.pl) {
+	hs = mm_hook_state(mm);
+	if (hs && hs->h.pl) {
 		plugin_info(mm, req, call, &info);
 		fc.pinfo = &info;
-		n = plugin_orders(mm, &info, call, list);
+		n = plugin_orders(mm, hs, &info, call, list);
 	}
 	if (n >= 0) {
 		pfn = fault_plugin_orders(mm, req, &fc, list, n, res);

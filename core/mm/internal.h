@@ -126,6 +126,13 @@ enum wmark { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
 
 /* ---- The zone and the whole manager -------------------------------------------------------- */
 
+/* A policy plugin's hook as installed in one process, and whether its first nonsense /
+ * overtime answer was reported there. */
+struct mm_hook_state {
+	struct mm_policy_hook h;
+	bool err_noted, slow_noted;
+};
+
 struct mm {
 	struct mm_env env;    /* private mm only: a shared one is bound per process (env.c) */
 	struct mm_config cfg; /* policy and sysctls as given (defaults filled in) */
@@ -219,13 +226,16 @@ struct mm {
 	 * nothing any more: the frames it kept isolated were put back by the repair. */
 	uint64_t epoch;
 
-	/* Policy plugin (fault.c): the hook, whether its first nonsense / overtime was reported,
-	 * and the stall time of the last THPEMU_POLICY_STALL_WINDOW faults (ring and sum). */
-	struct mm_policy_hook hook;
-	bool hook_err_noted, hook_slow_noted;
+	/* Policy plugin (fault.c): the hook of a private pool (a shared one's is per process, in
+	 * env.c's binding), and the stall time of the last THPEMU_POLICY_STALL_WINDOW faults
+	 * (ring and sum). */
+	struct mm_hook_state hook_st;
 	uint64_t stall_ring[16], stall_sum;
 	unsigned stall_pos;
 };
+
+/* env.c: this process's plugin hook of mm (a shared pool's binding; NULL when unbound). */
+struct mm_hook_state *mm_hook_state(struct mm *mm);
 
 /* ---- Small helpers -------------------------------------------------------------------------- */
 

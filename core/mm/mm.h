@@ -696,8 +696,10 @@ struct mm_policy_hook {
 	void *cookie;
 };
 /* Install (hook->pl non-NULL) or remove (hook NULL) the plugin: mm_fault asks it for the
- * orders of every anonymous fault (fault.c). Call before any fault. Returns 0, or -EINVAL for
- * a shared pool (function pointers are per process) or an abi_version other than 1. */
+ * orders of every anonymous fault (fault.c). Call before any fault. A shared pool keeps it per
+ * process, in the calling process's binding (mm_attach first; mm_detach forgets it): function
+ * pointers are per process, and each process of a machine loads its own copy. Returns 0, or
+ * -EINVAL (a shared pool not attached here, no select_orders, abi_version other than 1). */
 int mm_set_policy_hook(struct mm *mm, const struct mm_policy_hook *hook);
 
 /* Proactive compaction's fragmentation score: % of free memory in blocks smaller than 2 MiB. */

@@ -534,8 +534,7 @@ static void plugin_init(struct uffd_live *lv)
 					 sizeof(lv->stats->policy));
 			return;
 		}
-		snprintf(why, sizeof(why), "%s: a machine's shared pool takes no plugin",
-			 lv->plugin.path);
+		snprintf(why, sizeof(why), "%s: the pool refused it", lv->plugin.path);
 		util_plugin_unload(&lv->plugin);
 	}
 	fprintf(stderr, "thpemu: policy plugin %s; using the built-in policy\n", why);
@@ -551,8 +550,10 @@ static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char 
 		char why[400] = "", msg[600];
 
 		rc = uffd_machine_join(lv, parent, why, sizeof(why));
-		if (rc == 0)
+		if (rc == 0) {
+			plugin_init(lv); /* per process: this process's binding of the pool */
 			return 0;
+		}
 		/* e.g. in a new user namespace, whose processes may not open the host's memfd:
 		 * a pool of its own still manages the process */
 		snprintf(msg, sizeof(msg), "%s: this process has a pool of its own", why);
