@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "util/plugin.h"
 
 /* ---- the program ----------------------------------------------------------------------------- */
 
@@ -166,11 +167,42 @@ static int check_device_dir(const struct config *cfg, const char *side, char *er
 	return -EINVAL;
 }
 
+int cli_check_plugin(const char *name, const char *spec, char *err, size_t errlen)
+{
+	struct util_plugin p;
+	char why[400];
+
+	if (!spec || !*spec)
+		return 0;
+	if (util_plugin_load(spec, &p, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s (a shared object exporting thpemu_policy, ABI %d)",
+			 name, why, THPEMU_POLICY_ABI_VERSION);
+		return -EINVAL;
+	}
+	util_plugin_unload(&p);
+	return 0;
+}
+
+/* The policy plugin the program's processes will load: the policy's plugin= key, else
+ * THPEMU_POLICY_PLUGIN (which --policy-plugin sets). */
+static int check_plugin(const struct config *cfg, const char *side, char *err, size_t errlen)
+{
+	char name[64];
+
+	if (cfg->policy.plugin[0])
+		return cli_check_plugin(key_name(side, "policy", name, sizeof(name)),
+					cfg->policy.plugin, err, errlen);
+	return cli_check_plugin("--policy-plugin (THPEMU_POLICY_PLUGIN)",
+				getenv("THPEMU_POLICY_PLUGIN"), err, errlen);
+}
+
 int cli_run_check_config(const struct config *cfg, const char *side, char *err, size_t errlen)
 {
 	int rc = check_repeats(cfg, side, err, errlen);
 
 	if (rc == 0)
 		rc = check_device_dir(cfg, side, err, errlen);
+	if (rc == 0)
+		rc = check_plugin(cfg, side, err, errlen);
 	return rc < 0 ? rc : check_recipe(cfg, side, err, errlen);
 }

@@ -92,6 +92,9 @@ struct config;
  * side NULL names the options as run's (--fragment), else as in an ab spec (--a fragment=).
  * 0, or -EINVAL with err set. */
 int cli_run_check_config(const struct config *cfg, const char *side, char *err, size_t errlen);
+/* A policy plugin (PATH[?ARGS]) loads: dlopen, thpemu_policy, abi_version, init. 0, or -EINVAL
+ * with "NAME: why" in err. */
+int cli_check_plugin(const char *name, const char *spec, char *err, size_t errlen);
 
 /* Does `thpemu run` option name (e.g. "--report", "--pool") take a value? (for commands that
  * pass run options through: replay) */

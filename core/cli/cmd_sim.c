@@ -18,6 +18,7 @@
 
 struct sim_args {
 	const char *policy, *scenario, *json, *costs, *device, *replay, *fs;
+	const char *plugin; /* --policy-plugin */
 	bool seed_set, pool_set, duration_set;
 	const char *opts[MAX_OPTS];
 	unsigned nopts;
@@ -35,6 +36,9 @@ static void usage(FILE *f)
 	    "Runs a scenario against the emulated kernel in virtual time: deterministic (the same\n"
 	    "inputs and seed give byte-identical JSON) and much faster than real time.\n\n"
 	    "  --policy POLICY        kernel profile or spec string (below)\n"
+	    "  --policy-plugin FILE.so  THP policy plugin (thpemu_policy.h) choosing each fault's\n"
+	    "                         orders: the policy key plugin=FILE (env\n"
+	    "                         THPEMU_POLICY_PLUGIN)\n"
 	    "  --scenario SCENARIO    built-in workload (below)\n"
 	    "  --replay TRACE         replay a fault trace (thpemu run --trace) instead: the same\n"
 	    "                         faults and memory changes at their recorded times, on the\n"
@@ -161,6 +165,8 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 			continue;
 		if ((v = opt_value(argc, argv, &i, "--policy")))
 			a->policy = v;
+		else if ((v = opt_value(argc, argv, &i, "--policy-plugin")))
+			a->plugin = v;
 		else if ((v = opt_value(argc, argv, &i, "--scenario")))
 			a->scenario = v;
 		else if ((v = opt_value(argc, argv, &i, "--json")))
@@ -260,6 +266,17 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 				     "NAME:KEY=VALUE,...; see 'thpemu sim --help')");
 	if (mm_policy_parse(a->policy, &c->policy, err, sizeof(err)))
 		cli_usage_error(CMD, "--policy: %s", err);
+	if (!a->plugin && !c->policy.plugin[0] && getenv("THPEMU_POLICY_PLUGIN"))
+		a->plugin = getenv("THPEMU_POLICY_PLUGIN");
+	if (a->plugin) {
+		if (strlen(a->plugin) >= sizeof(c->policy.plugin))
+			cli_usage_error(CMD, "--policy-plugin: path longer than %zu bytes",
+					sizeof(c->policy.plugin) - 1);
+		snprintf(c->policy.plugin, sizeof(c->policy.plugin), "%s", a->plugin);
+	}
+	if (cli_check_plugin(a->plugin ? "--policy-plugin" : "--policy plugin=", c->policy.plugin,
+			     err, sizeof(err)) < 0)
+		cli_usage_error(CMD, "%s", err);
 	if (a->fs)
 		c->policy.fs = strcmp(a->fs, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;
 	if (!a->replay) {

@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "mm/internal.h"
 
 /* ---- Which environment: the mm's own, or this process's binding of a shared mm ------------ */
@@ -27,6 +29,7 @@
 static struct {
 	struct mm *mm; /* NULL: free; SLOT_CLAIMED: being filled; else the bound mm */
 	struct mm_env env;
+	struct mm_hook_state hook; /* the policy plugin this process installed (fault.c) */
 } bindings[MM_MAX_SHARED];
 
 /* A shared mm this process has not attached: no lock, no hooks (a bug of the caller). */
@@ -84,12 +87,24 @@ int mm_attach(struct mm *mm, const struct mm_env *env)
 	return 0;
 }
 
+struct mm_hook_state *mm_hook_state(struct mm *mm)
+{
+	int i;
+
+	if (__builtin_expect(!mm->cfg.shared, 1))
+		return &mm->hook_st;
+	i = find_binding(mm);
+	return i < 0 ? NULL : &bindings[i].hook;
+}
+
 void mm_detach(struct mm *mm)
 {
 	int i = mm ? find_binding(mm) : -1;
 
-	if (i >= 0)
+	if (i >= 0) {
+		memset(&bindings[i].hook, 0, sizeof(bindings[i].hook));
 		__atomic_store_n(&bindings[i].mm, NULL, __ATOMIC_RELEASE);
+	}
 }
 
 /* ---- Metadata memory ------------------------------------------------------------------------ */

@@ -7,9 +7,11 @@
  * two, 6.8+'s multi-size THP (mm/memory.c alloc_anon_folio, in mthp.c).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mm/internal.h"
+#include "thpemu_policy.h"
 
 /* 3.x GFP_TRANSHUGE: no kswapd wake (__GFP_NO_KSWAPD), NORETRY; __GFP_WAIT only with defrag. */
 #define GFP_TRANSHUGE_3X (GFP_IO | GFP_FS | GFP_NORETRY | GFP_NOMEMALLOC | GFP_DIRECT_RECLAIM)
@@ -50,6 +52,39 @@ unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice)
 	}
 }
 
+/* A policy plugin's slowpath verdict on the THP allocation of `order` for this fault, applied
+ * to the gfp mask (what the RFC's BPF hook would change in vma_thp_gfp_mask's result). */
+unsigned fault_thp_gfp(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc,
+		       unsigned order)
+{
+	unsigned gfp = thp_gfp_mask(&mm->cfg.policy, req->advice);
+	struct mm_hook_state *hs = fc->pinfo ? mm_hook_state(mm) : NULL;
+	int v;
+
+	if (!hs || !hs->h.pl || !hs->h.pl->slowpath)
+		return gfp;
+	v = hs->h.pl->slowpath(fc->pinfo, order);
+	switch (v) {
+	case THPEMU_SLOWPATH_DEFAULT:
+		return gfp;
+	case THPEMU_SLOWPATH_NONE:
+		return gfp & ~(unsigned)(GFP_DIRECT_RECLAIM | GFP_KSWAPD_RECLAIM);
+	case THPEMU_SLOWPATH_DIRECT:
+		return gfp | GFP_DIRECT_RECLAIM;
+	default: {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "slowpath returned %d (not an enum thpemu_slowpath)", v);
+		count_event(mm, MM_STAT_PLUGIN_ERRORS, 1);
+		if (!hs->err_noted && hs->h.note) {
+			hs->err_noted = true;
+			hs->h.note(hs->h.cookie, msg);
+		}
+		return gfp;
+	}
+	}
+}
+
 /* After clear_huge: is the extent still this fault's? It is unless, while the lock was
  * released, the pool was repaired and could not keep it (mm_repair frees a half-written
  * extent) or the owner's frames were released (mm_release_owners). */
@@ -68,7 +103,7 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 	struct alloc_ctx ac = {
 	    .order = MM_HPAGE_ORDER,
 	    .mt = MM_MT_MOVABLE,
-	    .gfp = thp_gfp_mask(&mm->cfg.policy, req->advice),
+	    .gfp = fault_thp_gfp(mm, req, fc, MM_HPAGE_ORDER),
 	    .fc = fc,
 	};
 	uint32_t head = alloc_pages_mpol(mm, &ac);
@@ -134,11 +169,171 @@ static enum mm_cause pick_cause(const struct fault_ctx *fc)
 	return best;
 }
 
+/* ---- Policy plugin (thpemu_policy.h) ------------------------------------------------------
+ * The hook sits where 6.12 chooses a fault's folio order: before do_huge_pmd_anonymous_page
+ * (mm/huge_memory.c, guarded by thp_vma_allowable_order(PMD_ORDER)) and alloc_anon_folio
+ * (mm/memory.c, orders from thp_vma_allowable_orders, tried highest first) - the spot of the
+ * BPF RFC's get_suggested_order (2025). The plugin's list replaces both; its answer is checked
+ * because a wrong order would break the frame model. */
+
+static const char *const era_names[] = {
+    [MM_ERA_3_1] = "linux-3.1",
+    [MM_ERA_3_2] = "linux-3.2",
+    [MM_ERA_3_3] = "linux-3.3",
+    [MM_ERA_MODERN] = "modern",
+};
+
+int mm_set_policy_hook(struct mm *mm, const struct mm_policy_hook *hook)
+{
+	struct mm_hook_state *hs;
+
+	if (!mm || !(hs = mm_hook_state(mm)))
+		return -EINVAL;
+	if (hook && (!hook->pl || hook->pl->abi_version != THPEMU_POLICY_ABI_VERSION ||
+		     !hook->pl->select_orders))
+		return -EINVAL;
+	mm_lock(mm);
+	memset(hs, 0, sizeof(*hs));
+	if (hook)
+		hs->h = *hook;
+	mm_unlock(mm);
+	return 0;
+}
+
+static void plugin_note(struct mm_hook_state *hs, bool *noted, const char *msg)
+{
+	if (*noted || !hs->h.note)
+		return;
+	*noted = true;
+	hs->h.note(hs->h.cookie, msg);
+}
+
+/* The plugin's view of the fault. possible: 0 always, 9 when huge_ok, 2..8 from orders_ok on
+ * a modern-era write fault (as mm_fault would consider them). */
+static void plugin_info(struct mm *mm, const struct mm_fault_req *req, void *call,
+			struct thpemu_fault_info *in)
+{
+	const struct mm_policy *p = &mm->cfg.policy;
+
+	memset(in, 0, sizeof(*in));
+	in->size = sizeof(*in);
+	in->advice = (uint32_t)req->advice;
+	in->addr = req->addr;
+	in->region_start = req->region_start;
+	in->region_len = req->region_len;
+	in->possible_orders = 1U | (req->huge_ok ? 1U << MM_HPAGE_ORDER : 0);
+	if (req->write && era_modern(mm))
+		in->possible_orders |=
+		    req->orders_ok & ((1U << MM_HPAGE_ORDER) - (1U << MM_MTHP_MIN_ORDER));
+	in->allowed_orders = mm_thp_allowable_orders(p, req->advice);
+	for (unsigned o = 0; o < MM_NR_ORDERS && o < THPEMU_POLICY_NR_ORDERS; o++)
+		in->nr_free[o] = mm->nr_free[o];
+	in->frag_index_9 = fragmentation_index(mm, MM_HPAGE_ORDER);
+	in->recent_stall_ns = mm->stall_sum;
+	in->now_ns = mm_now(mm, call);
+	in->era = era_names[p->era];
+	in->policy = p->name;
+	in->write = req->write;
+}
+
+/* Ask select_orders; check the answer. Returns the number of orders in list (0 = order 0 at
+ * once), or -1 for the built-in decision (no opinion, or nonsense). */
+static int plugin_orders(struct mm *mm, struct mm_hook_state *hs,
+			 const struct thpemu_fault_info *in, void *call,
+			 uint8_t list[MM_HPAGE_ORDER + 1])
+{
+	const unsigned max = MM_HPAGE_ORDER + 1;
+	uint64_t t0 = mm_now(mm, call), dt;
+	int n = hs->h.pl->select_orders(in, list, max);
+	unsigned seen = 0;
+	char msg[200];
+
+	count_event(mm, MM_STAT_PLUGIN_CALLS, 1);
+	dt = mm_now(mm, call) - t0;
+	if (dt > THPEMU_POLICY_OVERTIME_NS) {
+		count_event(mm, MM_STAT_PLUGIN_OVERTIME, 1);
+		snprintf(msg, sizeof(msg),
+			 "select_orders took %llu us (bound %llu us; later ones counted in "
+			 "plugin_overtime)",
+			 (unsigned long long)(dt / 1000),
+			 (unsigned long long)(THPEMU_POLICY_OVERTIME_NS / 1000));
+		plugin_note(hs, &hs->slow_noted, msg);
+	}
+	if (n < 0)
+		return -1;
+	msg[0] = 0;
+	if ((unsigned)n > max)
+		snprintf(msg, sizeof(msg), "select_orders returned %d orders (max %u)", n, max);
+	for (int i = 0; !msg[0] && i < n; i++) {
+		unsigned o = list[i];
+
+		if (o > MM_HPAGE_ORDER || !(in->possible_orders & (1U << o)))
+			snprintf(msg, sizeof(msg),
+				 "select_orders chose order %u, not possible here (possible "
+				 "orders 0x%x)",
+				 o, in->possible_orders);
+		else if (seen & (1U << o))
+			snprintf(msg, sizeof(msg), "select_orders chose order %u twice", o);
+		seen |= 1U << o;
+	}
+	if (msg[0]) {
+		size_t len = strlen(msg);
+
+		snprintf(msg + len, sizeof(msg) - len,
+			 "; built-in decision used (later ones counted in plugin_errors)");
+		count_event(mm, MM_STAT_PLUGIN_ERRORS, 1);
+		plugin_note(hs, &hs->err_noted, msg);
+		return -1;
+	}
+	return n;
+}
+
+/* The plugin's orders, in its order, then order 0. */
+static uint32_t fault_plugin_orders(struct mm *mm, const struct mm_fault_req *req,
+				    struct fault_ctx *fc, const uint8_t *list, int n,
+				    struct mm_fault_res *res)
+{
+	for (int i = 0; i < n && list[i] != 0; i++) {
+		unsigned o = list[i];
+		uint32_t pfn;
+
+		if (o == MM_HPAGE_ORDER) {
+			if (mm->cfg.policy.khugepaged)
+				khugepaged_enter_locked(mm, req->as_id);
+			pfn = do_huge_pmd_anonymous_page(mm, req, fc);
+			if (pfn != MM_NO_PFN) {
+				res->outcome = MM_FAULT_HUGE;
+				res->order = MM_HPAGE_ORDER;
+				return pfn;
+			}
+		} else if ((pfn = alloc_anon_folio_order(mm, req, fc, o)) != MM_NO_PFN) {
+			res->outcome = MM_FAULT_MTHP;
+			res->order = (uint8_t)o;
+			return pfn;
+		}
+	}
+	return MM_NO_PFN;
+}
+
+/* The last THPEMU_POLICY_STALL_WINDOW faults' compaction + reclaim time (recent_stall_ns). */
+static void stall_window_add(struct mm *mm, const struct mm_fault_rec *rec)
+{
+	uint64_t v = rec->compact_ns + rec->reclaim_ns;
+	unsigned i = mm->stall_pos++ % THPEMU_POLICY_STALL_WINDOW;
+
+	mm->stall_sum += v - mm->stall_ring[i];
+	mm->stall_ring[i] = v;
+}
+
 int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res *res, void *call)
 {
 	struct fault_ctx fc = {.call = call};
+	struct thpemu_fault_info info;
+	uint8_t list[MM_HPAGE_ORDER + 1];
 	uint32_t pfn = MM_NO_PFN;
 	unsigned order = 0;
+	int n = -1; /* the plugin's order count; -1: the built-in decision */
+	struct mm_hook_state *hs;
 
 	if (!mm || !req || !res)
 		return -EINVAL;
@@ -147,17 +342,27 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	mm_lock(mm);
 	res->rec.t_start = mm_now(mm, call);
 	mm_charge(mm, call, MM_COST_FAULT, 1);
-	if (thp_vma_allowable(&mm->cfg.policy, req)) {
+	hs = mm_hook_state(mm);
+	if (hs && hs->h.pl) {
+		plugin_info(mm, req, call, &info);
+		fc.pinfo = &info;
+		n = plugin_orders(mm, hs, &info, call, list);
+	}
+	if (n >= 0) {
+		pfn = fault_plugin_orders(mm, req, &fc, list, n, res);
+	} else if (thp_vma_allowable(&mm->cfg.policy, req)) {
 		/* khugepaged_enter (3.x) / khugepaged_enter_vma (6.12) in
 		 * do_huge_pmd_anonymous_page, before the allocation, whatever its result */
 		if (mm->cfg.policy.khugepaged)
 			khugepaged_enter_locked(mm, req->as_id);
 		pfn = do_huge_pmd_anonymous_page(mm, req, &fc);
 	}
-	if (pfn != MM_NO_PFN) {
+	if (n >= 0 && pfn != MM_NO_PFN) {
+		/* outcome and order set by fault_plugin_orders */
+	} else if (pfn != MM_NO_PFN) {
 		res->outcome = MM_FAULT_HUGE;
 		res->order = MM_HPAGE_ORDER;
-	} else if (req->orders_ok && req->write && era_modern(mm) &&
+	} else if (n < 0 && req->orders_ok && req->write && era_modern(mm) &&
 		   (pfn = alloc_anon_folio(mm, req, &fc, &order)) != MM_NO_PFN) {
 		res->outcome = MM_FAULT_MTHP;
 		res->order = (uint8_t)order;
@@ -172,6 +377,7 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	res->rec.order = res->order;
 	res->rec.total_ns = mm_now(mm, call) - res->rec.t_start;
 	res->rec.cause = (uint8_t)pick_cause(&fc);
+	stall_window_add(mm, &res->rec);
 	mm_unlock(mm);
 	return 0;
 }

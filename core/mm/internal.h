@@ -126,6 +126,13 @@ enum wmark { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
 
 /* ---- The zone and the whole manager -------------------------------------------------------- */
 
+/* A policy plugin's hook as installed in one process, and whether its first nonsense /
+ * overtime answer was reported there. */
+struct mm_hook_state {
+	struct mm_policy_hook h;
+	bool err_noted, slow_noted;
+};
+
 struct mm {
 	struct mm_env env;    /* private mm only: a shared one is bound per process (env.c) */
 	struct mm_config cfg; /* policy and sysctls as given (defaults filled in) */
@@ -218,7 +225,17 @@ struct mm {
 	/* Bumped by mm_repair. A caller back from an [unlocked] hook that finds it changed holds
 	 * nothing any more: the frames it kept isolated were put back by the repair. */
 	uint64_t epoch;
+
+	/* Policy plugin (fault.c): the hook of a private pool (a shared one's is per process, in
+	 * env.c's binding), and the stall time of the last THPEMU_POLICY_STALL_WINDOW faults
+	 * (ring and sum). */
+	struct mm_hook_state hook_st;
+	uint64_t stall_ring[16], stall_sum;
+	unsigned stall_pos;
 };
+
+/* env.c: this process's plugin hook of mm (a shared pool's binding; NULL when unbound). */
+struct mm_hook_state *mm_hook_state(struct mm *mm);
 
 /* ---- Small helpers -------------------------------------------------------------------------- */
 
@@ -391,6 +408,7 @@ struct fault_ctx {
 	uint64_t cause_ns[MM_CAUSE_NR]; /* time per contributor, for rec->cause */
 	uint64_t hook_ns; /* time in waits, writeouts and copies (already attributed) */
 	bool background;  /* kswapd: its waits are nobody's fault (mm_wait.background) */
+	const struct thpemu_fault_info *pinfo; /* policy plugin's view of this fault, or NULL */
 };
 
 void fault_step(struct fault_ctx *fc, enum mm_step step, unsigned result);
@@ -523,6 +541,13 @@ void mthp_free_folio(struct mm *mm, uint32_t head);
 unsigned mthp_split_locked(struct mm *mm, uint32_t head); /* returns the frames freed */
 /* The gfp mask of a THP fault allocation, any order (fault.c: vma_thp_gfp_mask). */
 unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice);
+/* thp_gfp_mask as a policy plugin's slowpath hook amends it for this fault and order. */
+unsigned fault_thp_gfp(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc,
+		       unsigned order);
+/* One mTHP order's allocation for a fault (order 2..8), its per-size event counted; a plugin's
+ * order list calls it order by order. MM_NO_PFN when it failed. */
+uint32_t alloc_anon_folio_order(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc,
+				unsigned order);
 
 /* vmscan.c */
 uint32_t try_to_free_pages(struct mm *mm, struct alloc_ctx *ac);

@@ -221,6 +221,9 @@ enum mm_stat {
 				      * wait_iff_congested) that slept */
 	MM_STAT_THROTTLE_ISOLATED,   /* (ours) too_many_isolated naps (reclaim, compaction) */
 	MM_STAT_ZONE_CONGESTED,	     /* (ours) times reclaim flagged the zone congested */
+	MM_STAT_PLUGIN_CALLS,	     /* (ours) policy plugin select_orders calls */
+	MM_STAT_PLUGIN_ERRORS,	     /* (ours) nonsense answers (built-in decision taken) */
+	MM_STAT_PLUGIN_OVERTIME,     /* (ours) hook calls above THPEMU_POLICY_OVERTIME_NS */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -280,6 +283,9 @@ struct mm_fault_req {
 	 * (page i = extent_owner + i), as for a huge_ok request, so that the block's cookies are
 	 * known. Read faults never take an mTHP (the kernel maps the zero page). */
 	uint16_t orders_ok;
+	/* For a policy plugin only (thpemu_fault_info): the faulting address and its region
+	 * (VMA), in the caller's address space; 0 when the caller does not know. */
+	uint64_t addr, region_start, region_len;
 };
 
 struct mm_fault_res {
@@ -684,6 +690,24 @@ unsigned mm_anon_folio_order(struct mm *mm, uint32_t pfn);
 uint16_t mm_thp_allowable_orders(const struct mm_policy *p, enum mm_vma_advice advice);
 /* Fragmentation index for order (vmstat.c): -1000 if a suitable block exists, else 0..1000. */
 int mm_fragmentation_index(struct mm *mm, unsigned order);
+/* ---- Policy plugin (thpemu_policy.h) ------------------------------------------------------ */
+
+struct thpemu_policy_v1;
+/* A loaded plugin's table, and where its first nonsense answer / overtime call is reported
+ * (one line, no newline; called with mm's lock held: must not block or call into mm). mm does
+ * no loading: the caller dlopen()s (core/util/plugin.c). */
+struct mm_policy_hook {
+	const struct thpemu_policy_v1 *pl;
+	void (*note)(void *cookie, const char *msg);
+	void *cookie;
+};
+/* Install (hook->pl non-NULL) or remove (hook NULL) the plugin: mm_fault asks it for the
+ * orders of every anonymous fault (fault.c). Call before any fault. A shared pool keeps it per
+ * process, in the calling process's binding (mm_attach first; mm_detach forgets it): function
+ * pointers are per process, and each process of a machine loads its own copy. Returns 0, or
+ * -EINVAL (a shared pool not attached here, no select_orders, abi_version other than 1). */
+int mm_set_policy_hook(struct mm *mm, const struct mm_policy_hook *hook);
+
 /* Proactive compaction's fragmentation score: % of free memory in blocks smaller than 2 MiB. */
 unsigned mm_fragmentation_score(struct mm *mm);
 

@@ -25,6 +25,9 @@
  * the sysfs files transparent_hugepage/hugepages-<size>kB/enabled) choose the fault orders of
  * the modern profiles; defrag-mode=0|1 is vm.defrag_mode (6.15). The 3.x eras reject them.
  *
+ * Policy plugin: key plugin=PATH[?ARGS] names a shared object with the thpemu_policy.h ABI
+ * that chooses fault orders in place of the built-in rules (loaded by the driver, not by mm).
+ *
  * Spec strings: NAME[:KEY=VALUE[,KEY=VALUE...]] start from a named profile and override fields
  * (for example "linux-3.1:wb-wait-max=50ms"). mm_policy_help() lists the keys.
  */
@@ -139,6 +142,10 @@ struct mm_policy {
 						      * unused. 6.12 defaults: never, PMD
 						      * inherit. The 3.x eras ignore it. */
 	unsigned defrag_mode;			     /* vm.defrag_mode (6.15): 0 or 1 */
+	/* Policy plugin (thpemu_policy.h; key plugin=PATH[?ARGS], no ',' in it): a shared object
+	 * that chooses each anonymous fault's orders. mm only carries the path: the driver loads
+	 * it (core/util/plugin.c) and installs it with mm_set_policy_hook. "" = none. */
+	char plugin[192];
 };
 
 /* NULL-terminated list of the named profiles. */

@@ -39,7 +39,7 @@ static uint32_t alloc_one_order(struct mm *mm, const struct mm_fault_req *req, s
 	struct alloc_ctx ac = {
 	    .order = order,
 	    .mt = MM_MT_MOVABLE,
-	    .gfp = thp_gfp_mask(&mm->cfg.policy, req->advice),
+	    .gfp = fault_thp_gfp(mm, req, fc, order),
 	    .fc = fc,
 	};
 	uint32_t head = alloc_pages_one_pass(mm, &ac), n = 1U << order;
@@ -92,6 +92,18 @@ uint32_t alloc_anon_folio(struct mm *mm, const struct mm_fault_req *req, struct 
 		count_mthp_event(mm, o, MTHP_EV_ANON_FAULT_FALLBACK);
 	}
 	return MM_NO_PFN;
+}
+
+uint32_t alloc_anon_folio_order(struct mm *mm, const struct mm_fault_req *req, struct fault_ctx *fc,
+				unsigned order)
+{
+	uint64_t off = req->owner - req->extent_owner;
+	uint64_t owner = req->extent_owner + (off & ~((1ULL << order) - 1));
+	uint32_t head = alloc_one_order(mm, req, fc, order, owner);
+
+	count_mthp_event(
+	    mm, order, head != MM_NO_PFN ? MTHP_EV_ANON_FAULT_ALLOC : MTHP_EV_ANON_FAULT_FALLBACK);
+	return head;
 }
 
 /* Off the split queue, partial state dropped (the folio goes away or is split). */

@@ -510,6 +510,19 @@ static int parse_assignment(struct mm_policy *p, const char *item, size_t len, c
 		seterr(err, errlen, "policy: '%.*s' is not KEY=VALUE", (int)len, item);
 		return -EINVAL;
 	}
+	if ((size_t)(eq - item) == 6 && !memcmp(item, "plugin", 6)) {
+		vlen = len - 7;
+		if (vlen == 0 || vlen >= sizeof(p->plugin)) {
+			seterr(err, errlen,
+			       "policy key 'plugin': missing or overlong path (a shared object, "
+			       "at most %zu bytes)",
+			       sizeof(p->plugin) - 1);
+			return -EINVAL;
+		}
+		memcpy(p->plugin, eq + 1, vlen);
+		p->plugin[vlen] = '\0';
+		return 0;
+	}
 	k = find_key(item, (size_t)(eq - item));
 	if (!k) {
 		key_names(names, sizeof(names));
@@ -631,6 +644,8 @@ void mm_policy_format(const struct mm_policy *p, char *buf, size_t len)
 		used += (size_t)snprintf(buf + used, len - used, "%c%s=%s", n++ ? ',' : ':',
 					 k->name, a);
 	}
+	if (p->plugin[0] && used < len)
+		snprintf(buf + used, len - used, "%cplugin=%s", n ? ',' : ':', p->plugin);
 }
 
 void mm_policy_help(FILE *f)
@@ -661,6 +676,8 @@ void mm_policy_help(FILE *f)
 	fprintf(
 	    f, "  multi-size THP (era=modern): hugepages-16kB .. hugepages-1024kB (default never)\n"
 	       "  and hugepages-2048kB (default inherit) as the sysfs files; defrag-mode=0|1\n");
+	fprintf(f, "  policy plugin (thpemu_policy.h): plugin=PATH[?ARGS]  a shared object that\n"
+		   "  chooses each fault's orders (see README \"Policy plugins\")\n");
 	fprintf(f, "  keys:\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct key *k = &keys[i];

@@ -149,6 +149,9 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	    .advice = p->advice,
 	    .write = true,
 	    .as_id = p->pid,
+	    .addr = PROC_MAP_BASE + (uint64_t)page * MM_PAGE_SIZE,
+	    .region_start = PROC_MAP_BASE,
+	    .region_len = (uint64_t)p->npages * MM_PAGE_SIZE,
 	};
 	struct mm_fault_res res;
 	uint64_t t0 = task_now(t);

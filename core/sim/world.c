@@ -5,14 +5,42 @@
 #include "sim/sim_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The plugin's first nonsense / overtime answer (mm's lock held: one line, nothing more). */
+static void plugin_note(void *cookie, const char *msg)
+{
+	const struct util_plugin *p = cookie;
+
+	fprintf(stderr, "thpemu: policy plugin %s: %s\n", p->path, msg);
+}
+
 int world_mm_create(struct sim_world *w, char *err, size_t errlen)
 {
+	int rc;
+
 	w->env.ops = &sim_env_ops;
 	w->env.priv = w;
-	return mm_create(&w->mmcfg, &w->env, &w->mm, err, errlen);
+	if (w->mmcfg.policy.plugin[0] && !w->plugin.pl) {
+		char why[400];
+
+		if (util_plugin_load(w->mmcfg.policy.plugin, &w->plugin, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "policy key 'plugin': %s", why);
+			return -EINVAL;
+		}
+	}
+	rc = mm_create(&w->mmcfg, &w->env, &w->mm, err, errlen);
+	if (rc == 0 && w->plugin.pl) {
+		struct mm_policy_hook h = {
+		    .pl = w->plugin.pl, .note = plugin_note, .cookie = &w->plugin};
+
+		rc = mm_set_policy_hook(w->mm, &h);
+		if (rc < 0)
+			snprintf(err, errlen, "policy key 'plugin': the pool refused it");
+	}
+	return rc;
 }
 
 /* Fold the pool's counters into the run's totals and drop it (between iterations). */
@@ -30,6 +58,7 @@ void world_mm_destroy(struct sim_world *w)
 	obs_mthp_accumulate(&w->mthp_done, &m);
 	mm_destroy(w->mm);
 	w->mm = NULL;
+	util_plugin_unload(&w->plugin);
 }
 
 /* Apply an mm_fragment recipe to the pool (the scenarios' "init" parameter); an empty recipe

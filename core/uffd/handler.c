@@ -413,6 +413,10 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	    .write = fc->write,
 	    .as_id = (uint32_t)lv->mslot, /* khugepaged's mm_slot: the machine slot, else 0 */
 	    .orders_ok = mthp_orders(fc, huge_ok),
+	    /* for a policy plugin: the live span of the region (the VMA) */
+	    .addr = fc->addr,
+	    .region_start = r->lo,
+	    .region_len = r->hi - r->lo,
 	};
 
 	if (fc->w->slot >= 0) { /* left over from an earlier fault that never used it */

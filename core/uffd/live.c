@@ -503,6 +503,47 @@ static int scratch_init(struct uffd_live *lv)
 	return 0;
 }
 
+/* The plugin's first nonsense / overtime answer: in a handler thread with mm's lock held, so
+ * one raw write and nothing more (no stdio, no other lock). */
+static void plugin_note(void *cookie, const char *msg)
+{
+	const struct util_plugin *p = cookie;
+	char line[512];
+	int n = snprintf(line, sizeof(line), "thpemu: policy plugin %s: %s\n", p->path, msg);
+
+	if (n > 0)
+		(void)sys_write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* The policy plugin of cfg.policy (key plugin=, or THPEMU_POLICY_PLUGIN): loaded into this
+ * process and installed in its pool. One that does not load leaves the built-in policy, after
+ * one stderr line (the CLI refuses such a plugin before starting anything; this is the bare
+ * LD_PRELOAD case). */
+static void plugin_init(struct uffd_live *lv)
+{
+	const char *env = getenv("THPEMU_POLICY_PLUGIN");
+	char why[400];
+
+	if (!lv->cfg.policy.plugin[0] && env && *env)
+		snprintf(lv->cfg.policy.plugin, sizeof(lv->cfg.policy.plugin), "%s", env);
+	if (!lv->cfg.policy.plugin[0])
+		return;
+	if (util_plugin_load(lv->cfg.policy.plugin, &lv->plugin, why, sizeof(why)) == 0) {
+		struct mm_policy_hook h = {
+		    .pl = lv->plugin.pl, .note = plugin_note, .cookie = &lv->plugin};
+
+		if (mm_set_policy_hook(lv->mm, &h) == 0) { /* the report names it */
+			mm_policy_format(&lv->cfg.policy, lv->stats->policy,
+					 sizeof(lv->stats->policy));
+			return;
+		}
+		snprintf(why, sizeof(why), "%s: the pool refused it", lv->plugin.path);
+		util_plugin_unload(&lv->plugin);
+	}
+	fprintf(stderr, "thpemu: policy plugin %s; using the built-in policy\n", why);
+	lv->cfg.policy.plugin[0] = '\0';
+}
+
 static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char *err, size_t errlen)
 {
 	struct mm_config mc = {.pool_bytes = lv->cfg.pool_bytes, .policy = lv->cfg.policy};
@@ -512,8 +553,10 @@ static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char 
 		char why[400] = "", msg[600];
 
 		rc = uffd_machine_join(lv, parent, why, sizeof(why));
-		if (rc == 0)
+		if (rc == 0) {
+			plugin_init(lv); /* per process: this process's binding of the pool */
 			return 0;
+		}
 		/* e.g. in a new user namespace, whose processes may not open the host's memfd:
 		 * a pool of its own still manages the process */
 		snprintf(msg, sizeof(msg), "%s: this process has a pool of its own", why);
@@ -524,9 +567,11 @@ static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char 
 	}
 	lv->env.ops = &uffd_env_ops;
 	lv->env.priv = lv;
+	mc.policy.plugin[0] = '\0'; /* loaded below, after the pool exists */
 	rc = mm_create(&mc, &lv->env, &lv->mm, err, errlen);
 	if (rc < 0)
 		return rc;
+	plugin_init(lv);
 	if (lv->cfg.fragment[0])
 		rc = mm_fragment(lv->mm, lv->cfg.fragment, lv->cfg.seed, err, errlen,
 				 &lv->workers[lv->nworkers]);
@@ -686,6 +731,8 @@ void uffd_live_destroy(struct uffd_live *lv)
 		uffd_machine_leave(lv); /* the machine and its mm are the host's */
 	else if (lv->mm && !lv->child && !lv->cfg.machine[0])
 		mm_destroy(lv->mm);
+	if (!lv->child)
+		util_plugin_unload(&lv->plugin);
 	uffd_table_destroy(&lv->table);
 	if (lv->scratch_map)
 		sys_munmap(lv->scratch_map, lv->scratch_map_len);

@@ -176,7 +176,7 @@ struct uffd_stats {
 	char exe[256];
 	char comm[16];	    /* /proc/self/comm when the library started (the program's name) */
 	char cmdline[1024]; /* argv joined by spaces, truncated */
-	char policy[160];   /* canonical spec (mm_policy_format) */
+	char policy[352];   /* canonical spec (mm_policy_format; plugin=PATH included) */
 	char note[256];	    /* first warning (why unmanaged, pool exhausted, ...) */
 	uint64_t
 	    vmstat[MM_STAT_NR];	 /* snapshot of mm's counters (refreshed periodically, at exit) */

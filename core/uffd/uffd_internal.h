@@ -39,6 +39,7 @@
 #include "machine/machine.h"
 #include "obs/stall.h"
 #include "uffd/uffd.h"
+#include "util/plugin.h"
 
 #define UFFD_MTHP_MAX_BYTES (4096UL << 8) /* the largest mTHP folio (order 8, 1 MiB) */
 #define UFFD_MAX_HANDLERS   CONFIG_MAX_HANDLERS
@@ -322,6 +323,7 @@ typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint3
 
 struct uffd_live {
 	struct config cfg;
+	struct util_plugin plugin; /* the policy plugin (cfg.policy.plugin), when it loaded */
 	int uffd;
 	int ctl_fd; /* semaphore eventfd the handlers poll: a stop or a credential request */
 	/* epoll instances the idle handlers wait in (handler i in ep_fd[i % n_ep]): the uffd with
