@@ -973,6 +973,8 @@ static void summary_series(FILE *f, const struct rd_run *runs, size_t n, const s
 	}
 	fputs("</tr>\n", f);
 	for (size_t m = 0; m < rd_nmetrics; m++) {
+		if (!rd_metric_shown(runs, n, &rd_metrics[m]))
+			continue;
 		fprintf(f, "<tr><td>%s%s%s%s</td>", rd_metrics[m].name,
 			rd_metrics[m].unit[0] ? " (" : "", rd_metrics[m].unit,
 			rd_metrics[m].unit[0] ? ")" : "");

@@ -820,9 +820,22 @@ static bool mthp_compared(const struct rd_run *runs, size_t n, const char *la, c
 	for (size_t i = 0; i < n; i++) {
 		int side;
 
-		if (counts(&runs[i], la, lb, &side) && rd_mthp_size_active(&runs[i], size))
+		if ((la ? counts(&runs[i], la, lb, &side) : rd_counted(&runs[i])) &&
+		    rd_mthp_size_active(&runs[i], size))
 			return true;
 	}
+	return false;
+}
+
+bool rd_metric_shown(const struct rd_run *runs, size_t n, const struct rd_metric *m)
+{
+	if (strncmp(m->name, "mthp-", 5))
+		return true;
+	if (!mthp_compared(runs, n, NULL, NULL, m))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (rd_counted(&runs[i]) && !isnan(rd_metric(&runs[i], m)))
+			return true;
 	return false;
 }
 

@@ -107,9 +107,15 @@ grep -q 'class="sig"><td>mthp-64kB-alloc</td>' cmp.html || fail "summary: mthp-6
 ! grep -q 'per-PTE' cmp.html || fail "sim-only HTML speaks of per-PTE delivery"
 "$THPEMU" report live.json --html live.html || fail "report --html live"
 grep -q 'mTHP delivery is per-PTE' live.html || fail "live HTML: per-PTE delivery not said"
+# one series: its means, the mTHP rows only for sizes with activity, none without mTHP
+"$THPEMU" report a1.json --html one.html || fail "report --html a1.json"
+grep -q '<tr><td>mthp-64kB-alloc</td>' one.html || fail "one series: no mthp-64kB-alloc row"
+! grep -q 'mthp-32kB\|mthp-16kB' one.html || fail "one series: rows of sizes without activity"
+"$THPEMU" report always1.json --html plain.html || fail "report --html always1.json"
+! grep -qi 'order-mix\|mthp' plain.html || fail "one series without mTHP: the HTML mentions it"
 cp cmp.html live.html "$T_OUT/"
 if command -v chromium >/dev/null; then
-	for h in cmp live old; do
+	for h in cmp live old one; do
 		timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run \
 			--dump-dom "file://$T_TMP/$h.html" >dom.html 2>chrome.err ||
 			fail "chromium --dump-dom $h.html: $(tail -3 chrome.err)"
@@ -117,7 +123,7 @@ if command -v chromium >/dev/null; then
 		grep -q "data-rendered=\"ok:$plots/$plots\"" dom.html ||
 			fail "$h.html: chromium rendered $(grep -o 'data-rendered="[^"]*"' dom.html) of $plots"
 	done
-	say "chromium drew every plot of the three pages"
+	say "chromium drew every plot of the four pages"
 else
 	say "chromium not installed: the pages were not rendered"
 fi
