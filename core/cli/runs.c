@@ -359,6 +359,9 @@ double rd_metric(const struct rd_run *r, const struct rd_metric *m)
 				 "vmstat.compact_free_scanned");
 	if (!strcmp(m->name, "wall") && r->wall_s > 0)
 		return r->wall_s;
+	/* eras without mTHP write faults.mthp = 0 but no "mthp": they have no mTHP to compare */
+	if (!strncmp(m->name, "mthp-", 5) && !rd_has_mthp(r))
+		return NAN;
 	if (strstr(m->path, "latency_us.")) {
 		/* a class (or an mTHP size) without faults has no latency: its "count" beside */
 		char cnt[64];
