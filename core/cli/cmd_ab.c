@@ -97,13 +97,15 @@ static void usage(FILE *f)
 	for (unsigned i = 0; i < CONFIG_NR; i++)
 		if (config_opts[i].cli && strcmp(config_opts[i].cli, "--trace"))
 			fprintf(f, ", %s", config_opts[i].cli + 2);
-	fprintf(f, " (see 'thpemu run --help' for their values).\nA key may appear once in a "
-		   "SPEC; an option of ab given twice: the last one counts.\n\n"
-		   "Output: the comparison in mmtests compare-kernels style on stdout; progress on "
-		   "stderr.\n--json and --html are opened, --keep created (mode 0700; an existing "
-		   "directory must be\nours), and the command looked up before the first run.\n"
-		   "Exit status: 0; 1 if a run failed (the others are still compared); 2 for a bad "
-		   "option,\nan output that cannot be written or a command that cannot be run.\n");
+	fprintf(f,
+		" (see 'thpemu run --help' for their values).\nA key may appear once in a "
+		"SPEC; an option of ab given twice: the last one counts.\n\n"
+		"Output: the comparison in mmtests compare-kernels style on stdout; progress on "
+		"stderr.\n--json and --html are opened, --keep created (mode 0700; an existing "
+		"directory must be\nours), and the command looked up before the first run.\n"
+		"Exit status: 0; 1 if a run failed (the others are still compared); 2 for a bad "
+		"option,\nan output that cannot be written or a command that cannot be run.\n\n");
+	rd_metrics_usage(f);
 }
 
 /* ---- SPEC

@@ -56,7 +56,8 @@ static void usage(FILE *f)
 	    "--html OUT is checked before any report is read (an existing OUT must be a regular\n"
 	    "file of ours with one link, never a symbolic link) and written after.\n"
 	    "Exit status: 0; 1 if a file cannot be written; 2 for a bad option, an unreadable "
-	    "report\nor an output that cannot be written.\n");
+	    "report\nor an output that cannot be written.\n\n");
+	rd_metrics_usage(f);
 }
 
 static void parse(int argc, char **argv, struct report_args *a)

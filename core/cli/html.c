@@ -7,6 +7,9 @@
  *                pooled exact histograms; tail CDF on a "nines" axis (p90, p99, p99.9, ...) as
  *                CBMM plots it
  *   huge %       per run, per series
+ *   order mix    only when a report has mTHP ("mthp", issue 15): the share of the faulted memory
+ *                per folio size as a stacked bar per series, and per size the p50/p99 fault
+ *                latency per series (log axis); sizes and series without data are left out
  *   coverage     AnonHugePages / managed anon over time, a plot per series, a line per run
  *   stalls       a timeline (one row per run, one bar per stall event, coloured by cause) and
  *                the stall groups with the emulated kernel's and the program's stacks
@@ -131,17 +134,19 @@ static void fmt_us(double us, char *buf, size_t len)
 		snprintf(buf, len, "%gus", us);
 }
 
-static void svg_open(FILE *f, const char *title, const char *xlabel, const char *ylabel)
+/* A plot w wide whose frame ends at w - PAD_R - legend_w (room for a legend on the right). */
+static void svg_open_w(FILE *f, int w, int legend_w, const char *title, const char *xlabel,
+		       const char *ylabel)
 {
 	fprintf(f,
 		"<svg class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
 		"height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>",
-		PLOT_W, PLOT_H, PLOT_W, PLOT_H);
+		w, PLOT_H, w, PLOT_H);
 	esc(f, title);
 	fprintf(f, "</title><text x=\"%d\" y=\"15\" class=\"t\">", PAD_L);
 	esc(f, title);
 	fprintf(f, "</text><text x=\"%d\" y=\"%d\" class=\"al\" text-anchor=\"middle\">",
-		(PLOT_W + PAD_L) / 2, PLOT_H - 6);
+		(w - legend_w + PAD_L) / 2, PLOT_H - 6);
 	esc(f, xlabel);
 	fprintf(f,
 		"</text><text x=\"12\" y=\"%d\" class=\"al\" text-anchor=\"middle\" "
@@ -149,7 +154,12 @@ static void svg_open(FILE *f, const char *title, const char *xlabel, const char 
 		PLOT_H / 2, PLOT_H / 2);
 	esc(f, ylabel);
 	fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"frame\"/>",
-		PAD_L, PAD_T, PLOT_W - PAD_L - PAD_R, PLOT_H - PAD_B - PAD_T);
+		PAD_L, PAD_T, w - legend_w - PAD_L - PAD_R, PLOT_H - PAD_B - PAD_T);
+}
+
+static void svg_open(FILE *f, const char *title, const char *xlabel, const char *ylabel)
+{
+	svg_open_w(f, PLOT_W, 0, title, xlabel, ylabel);
 }
 
 /* Decade ticks on a log axis in us, or plain ticks on a linear one. */
@@ -383,6 +393,265 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 	}
 	legend(f, s, ns, false);
 	fputs("</svg>\n", f);
+}
+
+/* ---- order mix (mTHP, issue 15)
+ * ----------------------------------------------------------------------------- */
+
+#define LEG_W 96 /* a legend column right of the frame */
+
+/* 4 KiB grey, the mTHP sizes a blue ramp (small to large), the PMD size orange */
+static const char *const order_color[RD_ORDERS] = {"#c7c7c7", "#c6dbef", "#9ecae1",
+						   "#6baed6", "#4292c6", "#2171b5",
+						   "#08519c", "#08306b", "#ff7f0e"};
+
+/* A series' order mix: 4 KiB pages per order summed over its counted runs with mTHP, and per
+ * order the mean over those runs (with faults of it) of each run's p50 and p99. */
+struct series_mix {
+	size_t runs;
+	double pages[RD_ORDERS], total;
+	double p50[RD_ORDERS], p99[RD_ORDERS]; /* NaN: no run had faults of that order */
+	bool shown[RD_ORDERS];
+};
+
+static void series_mix(const struct rd_run *runs, size_t n, const struct series *s,
+		       struct series_mix *x)
+{
+	size_t cnt[RD_ORDERS] = {0};
+
+	memset(x, 0, sizeof(*x));
+	for (size_t i = 0; i < n; i++) {
+		struct rd_order_mix m;
+
+		if (!rd_counted(&runs[i]) || strcmp(runs[i].label, s->label) ||
+		    !rd_order_mix(&runs[i], &m))
+			continue;
+		x->runs++;
+		for (int k = 0; k < RD_ORDERS; k++) {
+			x->pages[k] += m.pages[k];
+			x->total += m.pages[k];
+			x->shown[k] |= m.shown[k];
+			if (!isnan(m.p50[k]) && !isnan(m.p99[k])) {
+				x->p50[k] += m.p50[k];
+				x->p99[k] += m.p99[k];
+				cnt[k]++;
+			}
+		}
+	}
+	for (int k = 0; k < RD_ORDERS; k++) {
+		x->p50[k] = cnt[k] ? x->p50[k] / (double)cnt[k] : NAN;
+		x->p99[k] = cnt[k] ? x->p99[k] / (double)cnt[k] : NAN;
+	}
+}
+
+/* A label cut to at most max bytes (at a UTF-8 character boundary, ".." appended). */
+static void esc_cut(FILE *f, const char *label, size_t max)
+{
+	char buf[64];
+	size_t len = strlen(label);
+
+	if (max >= sizeof(buf))
+		max = sizeof(buf) - 1;
+	if (len <= max) {
+		esc(f, label);
+		return;
+	}
+	len = max > 2 ? max - 2 : 0;
+	while (len && ((unsigned char)label[len] & 0xc0) == 0x80)
+		len--;
+	memcpy(buf, label, len);
+	memcpy(buf + len, "..", 3);
+	esc(f, buf);
+}
+
+static void order_legend(FILE *f, const bool *shown)
+{
+	int y = PAD_T + 10;
+
+	for (int k = RD_ORDERS - 1; k >= 0; k--) {
+		if (!shown[k])
+			continue;
+		fprintf(f,
+			"<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+			"<text x=\"%d\" y=\"%d\" class=\"leg\">%s</text>",
+			PLOT_W + 4, y - 9, order_color[k], PLOT_W + 18, y, rd_order_names[k]);
+		y += 14;
+	}
+}
+
+/* Stacked bars, one per series: the share of the faulted memory (4 KiB pages mapped by the
+ * faults) per folio order. */
+static void order_mix_plot(FILE *f, const struct series *s, const struct series_mix *x, size_t ns)
+{
+	struct axes a = {0, 1, 0, 100, false, false};
+	bool shown[RD_ORDERS] = {false};
+	size_t nb = 0, b = 0;
+	double slot;
+
+	for (size_t j = 0; j < ns; j++)
+		if (x[j].runs && x[j].total > 0) {
+			nb++;
+			for (int k = 0; k < RD_ORDERS; k++)
+				shown[k] |= x[j].shown[k];
+		}
+	svg_open_w(f, PLOT_W + LEG_W, LEG_W, "order mix: faulted memory per folio size",
+		   "series (runs with mTHP pooled)", "share of faulted memory (%)");
+	y_ticks_linear(f, &a, 25, "%");
+	slot = (double)(PLOT_W - PAD_L - PAD_R) / (double)(nb ? nb : 1);
+	for (size_t j = 0; j < ns; j++) {
+		double x0, bw = slot * 0.6 < 60 ? slot * 0.6 : 60, acc = 0;
+
+		if (!x[j].runs || !(x[j].total > 0))
+			continue;
+		x0 = PAD_L + slot * ((double)b++ + 0.5);
+		for (int k = 0; k < RD_ORDERS; k++) {
+			double pct = 100.0 * x[j].pages[k] / x[j].total;
+
+			if (!(pct > 0))
+				continue;
+			fprintf(f,
+				"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+				"fill=\"%s\"><title>",
+				x0 - bw / 2, py(&a, acc + pct), bw, py(&a, acc) - py(&a, acc + pct),
+				order_color[k]);
+			esc(f, s[j].label);
+			fprintf(f, ": %s %.2f %% (%.0f pages of 4 KiB in %zu run%s)</title></rect>",
+				rd_order_names[k], pct, x[j].pages[k], x[j].runs,
+				x[j].runs == 1 ? "" : "s");
+			acc += pct;
+		}
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">", x0,
+			PLOT_H - PAD_B + 13);
+		esc_cut(f, s[j].label, (size_t)(slot / 6));
+		fputs("</text>", f);
+	}
+	if (!nb)
+		no_data(f, "no faults");
+	order_legend(f, shown);
+	fputs("</svg>\n", f);
+}
+
+/* Per folio size, per series: the p50 fault latency as a bar, the p99 as an outlined bar
+ * behind it, on a log axis. Sizes without faults in any series are left out. */
+static void order_latency_plot(FILE *f, const struct series *s, const struct series_mix *x,
+			       size_t ns)
+{
+	struct axes a = {0, 1, 0, 1, false, true};
+	double lo = INFINITY, hi = 0, group, bw;
+	int groups[RD_ORDERS], ng = 0;
+	size_t nser = 0;
+	bool any_series[MAX_SERIES] = {false};
+
+	for (int k = 0; k < RD_ORDERS; k++) {
+		bool any = false;
+
+		for (size_t j = 0; j < ns; j++)
+			if (x[j].runs && !isnan(x[j].p50[k]) && x[j].p50[k] > 0 &&
+			    x[j].p99[k] > 0) {
+				any = any_series[j] = true;
+				lo = x[j].p50[k] < lo ? x[j].p50[k] : lo;
+				hi = x[j].p99[k] > hi ? x[j].p99[k] : hi;
+			}
+		if (any)
+			groups[ng++] = k;
+	}
+	for (size_t j = 0; j < ns; j++)
+		nser += any_series[j];
+	svg_open_w(f, PLOT_W + LEG_W, LEG_W, "fault latency per folio size (p50, p99 outlined)",
+		   "folio size", "latency per fault");
+	if (!ng) {
+		no_data(f, "no faults");
+		fputs("</svg>\n", f);
+		return;
+	}
+	a.y0 = floor(log10(lo));
+	a.y1 = ceil(log10(hi));
+	if (a.y1 <= a.y0)
+		a.y1 = a.y0 + 1;
+	y_ticks_log_us(f, &a);
+	group = (double)(PLOT_W - PAD_L - PAD_R) / ng;
+	bw = group * 0.8 / (double)(nser ? nser : 1);
+	for (int g = 0; g < ng; g++) {
+		int k = groups[g];
+		double gx = PAD_L + group * g + group * 0.1;
+		size_t b = 0;
+
+		fprintf(f,
+			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
+			PAD_L + group * (g + 0.5), PLOT_H - PAD_B + 13, rd_order_names[k]);
+		for (size_t j = 0; j < ns; j++) {
+			double bx;
+
+			if (!any_series[j])
+				continue;
+			bx = gx + bw * (double)b++;
+			if (isnan(x[j].p50[k]) || !(x[j].p50[k] > 0) || !(x[j].p99[k] > 0))
+				continue;
+			fprintf(f,
+				"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+				"fill=\"none\" stroke=\"%s\"><title>",
+				bx + 1, py(&a, log10(x[j].p99[k])), bw - 2,
+				py(&a, a.y0) - py(&a, log10(x[j].p99[k])), s[j].color);
+			esc(f, s[j].label);
+			fprintf(f, " %s: p99 %.1f us</title></rect>", rd_order_names[k],
+				x[j].p99[k]);
+			fprintf(f,
+				"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+				"fill=\"%s\"><title>",
+				bx + 1, py(&a, log10(x[j].p50[k])), bw - 2,
+				py(&a, a.y0) - py(&a, log10(x[j].p50[k])), s[j].color);
+			esc(f, s[j].label);
+			fprintf(f, " %s: p50 %.1f us</title></rect>", rd_order_names[k],
+				x[j].p50[k]);
+		}
+	}
+	for (size_t j = 0, b = 0; j < ns; j++) {
+		int y = PAD_T + 10 + (int)b * 14;
+
+		if (!any_series[j])
+			continue;
+		b++;
+		fprintf(f,
+			"<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+			"<text x=\"%d\" y=\"%d\" class=\"leg\">",
+			PLOT_W + 4, y - 9, s[j].color, PLOT_W + 18, y);
+		esc_cut(f, s[j].label, 12);
+		fputs("</text>", f);
+	}
+	fputs("</svg>\n", f);
+}
+
+/* The order-mix section, only when some counted run's report has mTHP. */
+static void order_mix_section(FILE *f, const struct rd_run *runs, size_t n, const struct series *s,
+			      size_t ns)
+{
+	struct series_mix x[MAX_SERIES];
+	bool any = false, per_pte = false;
+
+	for (size_t j = 0; j < ns; j++) {
+		series_mix(runs, n, &s[j], &x[j]);
+		any |= x[j].runs > 0;
+	}
+	if (!any)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const char *d = rd_counted(&runs[i]) ? rd_str(runs[i].root, "mthp.delivery") : NULL;
+
+		per_pte |= d && !strcmp(d, "per-PTE");
+	}
+	fputs("<h2 id=\"order-mix\">Order mix (mTHP)</h2>\n<p class=\"note\">Faulted anonymous "
+	      "memory per folio size (base 4 KiB pages, each multi-size THP size with activity, "
+	      "2 MiB), pooled over each series' runs, and the fault latency per size: per fault, "
+	      "the mean over the runs of each run's p50 and p99.",
+	      f);
+	if (per_pte)
+		fputs(" In live runs mTHP delivery is per-PTE: the host maps a folio with 4 KiB "
+		      "PTEs; the order and the cost of serving it are the emulated kernel's.",
+		      f);
+	fputs("</p>\n<div class=\"plots\">\n", f);
+	order_mix_plot(f, s, x, ns);
+	order_latency_plot(f, s, x, ns);
+	fputs("</div>\n", f);
 }
 
 /* ---- coverage over time
@@ -704,6 +973,8 @@ static void summary_series(FILE *f, const struct rd_run *runs, size_t n, const s
 	}
 	fputs("</tr>\n", f);
 	for (size_t m = 0; m < rd_nmetrics; m++) {
+		if (!rd_metric_shown(runs, n, &rd_metrics[m]))
+			continue;
 		fprintf(f, "<tr><td>%s%s%s%s</td>", rd_metrics[m].name,
 			rd_metrics[m].unit[0] ? " (" : "", rd_metrics[m].unit,
 			rd_metrics[m].unit[0] ? ")" : "");
@@ -1092,7 +1363,9 @@ int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_r
 		tail_plot(f, s, ns, c);
 	fputs("</div>\n<h2>Huge pages</h2>\n<div class=\"plots\">\n", f);
 	huge_plot(f, runs, n, s, ns);
-	fputs("</div>\n<h2>AnonHugePages coverage over time</h2>\n<p class=\"note\">Managed "
+	fputs("</div>\n", f);
+	order_mix_section(f, runs, n, s, ns);
+	fputs("<h2>AnonHugePages coverage over time</h2>\n<p class=\"note\">Managed "
 	      "anonymous memory mapped huge, against all managed anonymous memory, sampled over "
 	      "each run (a line per run, dashed for the second and third; a gap where nothing was "
 	      "mapped).</p>\n<div class=\"plots\">\n",

@@ -16,30 +16,6 @@
 /* What a report or a trace says is echoed escaped: a crafted label cannot drive the terminal. */
 #define ESC_LEN 1024
 
-/* One line per mTHP size (obs/mthp.h's "mthp" section) that served any fault. */
-static void rd_mthp_text(json_t *root, FILE *out)
-{
-	const char *delivery = rd_str(root, "mthp.delivery");
-
-	for (unsigned k = 2; k <= 8 && delivery; k++) {
-		char key[4][48];
-		static const char *const f[] = {"faults", "anon_fault_alloc", "anon_fault_fallback",
-						"latency_us.p50"};
-
-		for (int i = 0; i < 4; i++)
-			snprintf(key[i], sizeof(key[i]), "mthp.sizes.%ukB.%s", 4U << k, f[i]);
-		if (!(rd_num(root, key[0]) > 0))
-			continue;
-		fprintf(out,
-			"  mTHP %ukB: %.0f faults (alloc %.0f, fallback %.0f), p50 %.1f us (per "
-			"fault%s)\n",
-			4U << k, rd_num(root, key[0]), rd_num(root, key[1]), rd_num(root, key[2]),
-			rd_num(root, key[3]),
-			strcmp(delivery, "per-PTE") == 0 ? "; delivered as 4 KiB PTEs"
-							 : "; modelled");
-	}
-}
-
 int rd_trace_mmtests(const char *path, FILE *out, char *err, size_t errlen)
 {
 	struct obs_trace t;
@@ -195,6 +171,60 @@ static void rd_processes_text(json_t *root, FILE *out)
 	free(v);
 }
 
+/* The order mix of a report with mTHP (issue 15): faults and 4 KiB pages per folio size, base
+ * pages, each mTHP size with activity, 2 MiB, with each size's per-fault latency. */
+static void rd_order_mix_text(const struct rd_run *r, FILE *out)
+{
+	const char *delivery = rd_str(r->root, "mthp.delivery");
+	char e[64];
+	struct rd_order_mix m;
+
+	if (!rd_order_mix(r, &m))
+		return;
+	fprintf(out,
+		"  order mix: mTHP coverage %.2f %% of the anonymous pages faulted; latency per "
+		"fault\n",
+		rd_num(r->root, "mthp.coverage_pct"));
+	if (delivery && !strcmp(delivery, "per-PTE"))
+		fprintf(out, "  (mTHP delivery is per-PTE: the host maps a folio with 4 KiB PTEs; "
+			     "the order and its cost are the emulated kernel's)\n");
+	else
+		fprintf(out, "  (mTHP delivery: %s)\n",
+			text_escape(delivery ? delivery : "?", e, sizeof(e)));
+	fprintf(out, "  %-8s %5s %10s %12s %7s %10s %10s %9s\n", "size", "order", "faults",
+		"pages 4k", "mem %", "p50 us", "p99 us", "fallback");
+	for (int i = 0; i < RD_ORDERS; i++) {
+		char p50[32], p99[32], fall[32] = "-";
+
+		if (!m.shown[i])
+			continue;
+		if (isnan(m.p50[i]))
+			snprintf(p50, sizeof(p50), "-");
+		else
+			snprintf(p50, sizeof(p50), "%.1f", m.p50[i]);
+		if (isnan(m.p99[i]))
+			snprintf(p99, sizeof(p99), "-");
+		else
+			snprintf(p99, sizeof(p99), "%.1f", m.p99[i]);
+		if (i) { /* the size's anon_fault_fallback (base pages have none) */
+			char path[64];
+			double fb;
+
+			snprintf(path, sizeof(path), "mthp.sizes.%s.anon_fault_fallback",
+				 rd_order_names[i]);
+			fb = rd_num(r->root, path);
+			if (isnan(fb))
+				snprintf(fall, sizeof(fall), "-");
+			else
+				snprintf(fall, sizeof(fall), "%.0f", fb);
+		}
+		fprintf(out, "  %-8s %5d %10.0f %12.0f %7.2f %10s %10s %9s\n", rd_order_names[i],
+			rd_order_of(i), m.faults[i], m.pages[i],
+			m.total_pages > 0 ? 100.0 * m.pages[i] / m.total_pages : 0.0, p50, p99,
+			fall);
+	}
+}
+
 void rd_run_text(const struct rd_run *r, FILE *out)
 {
 	static const char *const cls[] = {"huge", "base", "both"};
@@ -249,6 +279,6 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 			    "max %.1f\n",
 			    rd_num(r->root, k[0]), rd_num(r->root, k[1]), rd_num(r->root, k[2]));
 	}
-	rd_mthp_text(r->root, out);
+	rd_order_mix_text(r, out);
 	rd_processes_text(r->root, out);
 }

@@ -14,6 +14,14 @@ const char *const rd_class_names[RD_NCLASS] = {"huge", "base", "both"};
 	{                                                                                          \
 		"fault-" cls "-" q, "us", "latency_us." cls "." q, true, 0, h                      \
 	}
+/* mTHP per folio size: the report's "mthp.sizes.SIZE" (mthp_stats of
+ * /sys/kernel/mm/transparent_hugepage/hugepages-SIZE/stats) */
+#define MTHP(sz, h)                                                                                \
+	{"mthp-" sz "-alloc", "", "mthp.sizes." sz ".anon_fault_alloc", false, 0, h},              \
+	    {"mthp-" sz "-fallback", "", "mthp.sizes." sz ".anon_fault_fallback", true, 0, ""},    \
+	{                                                                                          \
+		"mthp-" sz "-p50", "us", "mthp.sizes." sz ".latency_us.p50", true, 0, ""           \
+	}
 const struct rd_metric rd_metrics[] = {
     LAT("both", "mean", "fault service latency, every fault"),
     LAT("both", "p50", ""),
@@ -57,6 +65,20 @@ const struct rd_metric rd_metrics[] = {
     {"scan-efficiency", "%", NULL, false, 2,
      "mmtests: compact_migrate_scanned / compact_free_scanned"},
     {"wall", "s", "program.wall_s", true, 0, "the program's wall time"},
+    /* mTHP (issue 15): present only in reports of eras with multi-size THP (the "mthp" key) */
+    {"mthp-faults", "", "faults.mthp", false, 0,
+     "faults served by an mTHP folio (16 KiB .. 1 MiB, orders 2..8)"},
+    {"mthp-coverage", "%", "mthp.coverage_pct", false, 0,
+     "share of the anonymous pages faulted that mTHP folios mapped"},
+    MTHP("16kB", "per size (sysfs hugepages-SIZE): anon_fault_alloc, anon_fault_fallback, "
+		 "p50 fault latency (us); listed for sizes with activity on either side"),
+    MTHP("32kB", ""),
+    MTHP("64kB", ""),
+    MTHP("128kB", ""),
+    MTHP("256kB", ""),
+    MTHP("512kB", ""),
+    MTHP("1024kB", ""),
+    MTHP("2048kB", ""),
 };
 const size_t rd_nmetrics = sizeof(rd_metrics) / sizeof(rd_metrics[0]);
 
@@ -337,16 +359,111 @@ double rd_metric(const struct rd_run *r, const struct rd_metric *m)
 				 "vmstat.compact_free_scanned");
 	if (!strcmp(m->name, "wall") && r->wall_s > 0)
 		return r->wall_s;
-	if (!strncmp(m->path, "latency_us.", 11) || !strncmp(m->path, "kernel_latency_us.", 18)) {
-		/* a class without faults has no latency */
-		char cnt[48];
-		const char *dot = strchr(strchr(m->path, '.') + 1, '.');
+	/* eras without mTHP write faults.mthp = 0 but no "mthp": they have no mTHP to compare */
+	if (!strncmp(m->name, "mthp-", 5) && !rd_has_mthp(r))
+		return NAN;
+	if (strstr(m->path, "latency_us.")) {
+		/* a class (or an mTHP size) without faults has no latency: its "count" beside */
+		char cnt[64];
+		const char *dot = strrchr(m->path, '.');
 
 		snprintf(cnt, sizeof(cnt), "%.*s.count", (int)(dot - m->path), m->path);
 		if (!(rd_num(r->root, cnt) > 0))
 			return NAN;
 	}
 	return rd_num(r->root, m->path);
+}
+
+const char *const rd_mthp_sizes[RD_MTHP_NSIZES] = {"16kB",  "32kB",  "64kB",   "128kB",
+						   "256kB", "512kB", "1024kB", "2048kB"};
+
+bool rd_has_mthp(const struct rd_run *r)
+{
+	return r->root && json_is_object(at(r->root, "mthp"));
+}
+
+bool rd_mthp_size_active(const struct rd_run *r, const char *size)
+{
+	static const char *const keys[] = {"faults", "anon_fault_alloc", "anon_fault_fallback",
+					   "anon_fault_fallback_charge"};
+	char path[96];
+
+	if (!rd_has_mthp(r))
+		return false;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		snprintf(path, sizeof(path), "mthp.sizes.%s.%s", size, keys[k]);
+		if (rd_num(r->root, path) > 0)
+			return true;
+	}
+	return false;
+}
+
+const char *const rd_order_names[RD_ORDERS] = {"4kB",	"16kB",	 "32kB",   "64kB",  "128kB",
+					       "256kB", "512kB", "1024kB", "2048kB"};
+
+int rd_order_of(int row)
+{
+	return row ? row + 1 : 0;
+}
+
+/* A latency of a report's object at prefix ("latency_us.base"), NaN when it counts no fault. */
+static double lat_at(json_t *root, const char *prefix, const char *q)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "%s.count", prefix);
+	if (!(rd_num(root, path) > 0))
+		return NAN;
+	snprintf(path, sizeof(path), "%s.%s", prefix, q);
+	return rd_num(root, path);
+}
+
+bool rd_order_mix(const struct rd_run *r, struct rd_order_mix *m)
+{
+	double v;
+
+	if (!rd_has_mthp(r))
+		return false;
+	memset(m, 0, sizeof(*m));
+	v = rd_num(r->root, "faults.base");
+	m->faults[0] = m->pages[0] = v > 0 ? v : 0;
+	m->p50[0] = lat_at(r->root, "latency_us.base", "p50");
+	m->p99[0] = lat_at(r->root, "latency_us.base", "p99");
+	m->shown[0] = true;
+	for (int i = 1; i < RD_ORDERS; i++) {
+		const char *size = rd_mthp_sizes[i - 1];
+		bool pmd = i == RD_ORDERS - 1;
+		char path[96];
+
+		snprintf(path, sizeof(path), "mthp.sizes.%s.faults", size);
+		v = rd_num(r->root, path);
+		if (pmd && !(v > 0)) /* the PMD size: the report's huge faults */
+			v = rd_num(r->root, "faults.huge");
+		m->faults[i] = v > 0 ? v : 0;
+		m->pages[i] = m->faults[i] * (double)(1u << rd_order_of(i));
+		snprintf(path, sizeof(path), "mthp.sizes.%s.latency_us", size);
+		m->p50[i] = lat_at(r->root, path, "p50");
+		m->p99[i] = lat_at(r->root, path, "p99");
+		if (pmd && isnan(m->p50[i])) {
+			m->p50[i] = lat_at(r->root, "latency_us.huge", "p50");
+			m->p99[i] = lat_at(r->root, "latency_us.huge", "p99");
+		}
+		m->shown[i] = pmd || rd_mthp_size_active(r, size);
+	}
+	for (int i = 0; i < RD_ORDERS; i++)
+		m->total_pages += m->pages[i];
+	return true;
+}
+
+const char *rd_metric_mthp_size(const struct rd_metric *m, char *buf, size_t len)
+{
+	const char *p = m->path && !strncmp(m->path, "mthp.sizes.", 11) ? m->path + 11 : NULL;
+	const char *dot = p ? strchr(p, '.') : NULL;
+
+	if (!dot || (size_t)(dot - p) >= len)
+		return NULL;
+	snprintf(buf, len, "%.*s", (int)(dot - p), p);
+	return buf;
 }
 
 static double mean_of(const struct rd_run *runs, size_t n, const char *label,
@@ -694,6 +811,37 @@ static int compare_comms(const struct rd_run *runs, size_t n, const char *la, co
 	return 0;
 }
 
+/* A per-size mTHP metric is compared when the size had activity (a fault, an allocation or a
+ * fallback) in a counted run of either side; every other metric always is. */
+static bool mthp_compared(const struct rd_run *runs, size_t n, const char *la, const char *lb,
+			  const struct rd_metric *m)
+{
+	char size[16];
+
+	if (!rd_metric_mthp_size(m, size, sizeof(size)))
+		return true;
+	for (size_t i = 0; i < n; i++) {
+		int side;
+
+		if ((la ? counts(&runs[i], la, lb, &side) : rd_counted(&runs[i])) &&
+		    rd_mthp_size_active(&runs[i], size))
+			return true;
+	}
+	return false;
+}
+
+bool rd_metric_shown(const struct rd_run *runs, size_t n, const struct rd_metric *m)
+{
+	if (strncmp(m->name, "mthp-", 5))
+		return true;
+	if (!mthp_compared(runs, n, NULL, NULL, m))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (rd_counted(&runs[i]) && !isnan(rd_metric(&runs[i], m)))
+			return true;
+	return false;
+}
+
 int cmp_compute(const struct rd_run *runs, size_t n, const char *la, const char *lb,
 		unsigned resamples, uint64_t seed, struct cmp_result *c)
 {
@@ -721,8 +869,21 @@ int cmp_compute(const struct rd_run *runs, size_t n, const char *la, const char 
 	if (!c->m)
 		return -ENOMEM;
 	for (size_t i = 0; i < rd_nmetrics && rc == 0; i++) {
-		c->m[c->nm].def = &rd_metrics[i];
-		rc = compare_metric(runs, n, la, lb, c, &c->m[c->nm++]);
+		struct cmp_metric *m = &c->m[c->nm];
+
+		if (!mthp_compared(runs, n, la, lb, &rd_metrics[i]))
+			continue;
+		m->def = &rd_metrics[i];
+		rc = compare_metric(runs, n, la, lb, c, m);
+		c->nm++;
+		/* mTHP metrics appear only where a report has them (reports of older eras and
+		 * versions have no "mthp" and say nothing about it) */
+		if (rc == 0 && !strncmp(m->def->name, "mthp-", 5) && !m->na && !m->nb) {
+			free(m->a);
+			free(m->b);
+			memset(m, 0, sizeof(*m));
+			c->nm--;
+		}
 	}
 	for (int k = 0; k < RD_NCLASS && rc == 0; k++)
 		rc = compare_dist(runs, n, la, lb, k, &c->dist[k]);
@@ -962,4 +1123,38 @@ void cmp_json(struct json_w *w, const struct cmp_result *c)
 	}
 	jw_obj_end(w);
 	jw_obj_end(w);
+}
+
+void rd_metrics_usage(FILE *f)
+{
+	int col = 0;
+	char size[16];
+
+	fputs("Metrics compared (mmtests' names where it has one; '+': higher is better):\n", f);
+	for (size_t i = 0; i < rd_nmetrics; i++) {
+		const struct rd_metric *m = &rd_metrics[i];
+		char item[64];
+		int len;
+
+		if (rd_metric_mthp_size(m, size, sizeof(size))) {
+			if (strcmp(size, rd_mthp_sizes[0]))
+				continue;
+			snprintf(item, sizeof(item), "mthp-SIZE-%s%s", m->name + 6 + strlen(size),
+				 m->lower_is_better ? "" : "+");
+		} else {
+			snprintf(item, sizeof(item), "%s%s", m->name,
+				 m->lower_is_better ? "" : "+");
+		}
+		len = (int)strlen(item) + 1;
+		if (col + len > 78) {
+			fputc('\n', f);
+			col = 0;
+		}
+		fprintf(f, "%s%s", col ? " " : "  ", item);
+		col += len + (col ? 0 : 1);
+	}
+	fprintf(f,
+		"\n  (mthp-*: reports with mTHP only; SIZE %s..%s, the sizes with activity on "
+		"either side)\n",
+		rd_mthp_sizes[0], rd_mthp_sizes[RD_MTHP_NSIZES - 1]);
 }

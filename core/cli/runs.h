@@ -83,6 +83,33 @@ struct rd_metric {
 extern const struct rd_metric rd_metrics[];
 extern const size_t rd_nmetrics;
 double rd_metric(const struct rd_run *r, const struct rd_metric *m); /* NaN if absent */
+/* mTHP (issue 15): the folio sizes of a report's "mthp.sizes" (orders 2..9; 2048kB is the PMD
+ * size), in order. A report has "mthp" only for eras with multi-size THP. */
+#define RD_MTHP_NSIZES 8
+extern const char *const rd_mthp_sizes[RD_MTHP_NSIZES];
+bool rd_has_mthp(const struct rd_run *r);
+/* Did the size see a fault, an allocation or a fallback in this run? */
+bool rd_mthp_size_active(const struct rd_run *r, const char *size);
+/* The size of a per-size mTHP metric ("mthp-64kB-alloc": "64kB") into buf, else NULL. */
+const char *rd_metric_mthp_size(const struct rd_metric *m, char *buf, size_t len);
+/* A run's order mix: row 0 base pages (4kB), rows 1..8 the sizes of rd_mthp_sizes (the last
+ * the PMD size, whose faults are the report's huge faults when the size has none of its own). */
+#define RD_ORDERS (RD_MTHP_NSIZES + 1)
+extern const char *const rd_order_names[RD_ORDERS]; /* "4kB", "16kB", ..., "2048kB" */
+int rd_order_of(int row);			    /* 0, 2, 3, ..., 9 */
+struct rd_order_mix {
+	double faults[RD_ORDERS], pages[RD_ORDERS]; /* pages: 4 KiB pages mapped by those faults */
+	double p50[RD_ORDERS], p99[RD_ORDERS];	    /* per-fault latency, us (NaN: no faults) */
+	bool shown[RD_ORDERS]; /* base, 2048kB, and the mTHP sizes with activity */
+	double total_pages;
+};
+/* Fill m from a report with mTHP; false (m untouched) for one without. */
+bool rd_order_mix(const struct rd_run *r, struct rd_order_mix *m);
+/* Is the metric worth a row for these runs? Every metric is, but an mTHP one only when a counted
+ * run has a value of it (and, per size, when the size saw activity). */
+bool rd_metric_shown(const struct rd_run *runs, size_t n, const struct rd_metric *m);
+/* The metric names, for --help: one line each group. */
+void rd_metrics_usage(FILE *f);
 /* Means over the counted runs labelled label, of a metric or of the number at a path; runs
  * without a value are left out; NaN when none has one. */
 double rd_mean_metric(const struct rd_run *runs, size_t n, const char *label,

@@ -9,3 +9,6 @@ thpemu_add_test(NAME integration/ab_cli
 thpemu_add_test(NAME integration/ab_seed
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ab_seed.sh
                 LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 1500)
+thpemu_add_test(NAME integration/report_mthp
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/report_mthp.sh
+                LABELS integration TIMEOUT 300)
