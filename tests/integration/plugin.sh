@@ -96,6 +96,15 @@ run_usemem "$T_OUT/key.json" --policy "modern-always:plugin=$BIG?64:0"
 expect_eq "plugin=PATH?64:0 huge faults" "$(json "$T_OUT/key.json" .faults.huge)" 0
 say "run: huge_big_regions huge=$p_huge vs built-in $b_huge"
 
+# thpemu ab: a side's policy spec carries the plugin (policy=SPEC:plugin=PATH)
+"$THPEMU" ab --a policy=modern-always --b "policy=modern-always:plugin=$BIG?64:0" --runs 1 \
+	--json "$T_OUT/ab.json" -- "$USEMEM" --size 48M --quiet >"$T_TMP/ab.txt" 2>&1 ||
+	fail "ab with a plugin side: $(tail -3 "$T_TMP/ab.txt")"
+expect_eq "ab: the plugin side's huge faults" \
+	"$(jq '[.runs[] | select(.side == "B") | .report.faults.huge] | add' "$T_OUT/ab.json")" 0
+[ "$(jq '[.runs[] | select(.side == "A") | .report.faults.huge] | add' "$T_OUT/ab.json")" -gt 0 ] ||
+	fail "ab: the built-in side made no huge fault"
+
 # mthp_under_frag under a fragmented pool with no free order-9 block: no huge fault at all
 # (the built-in policy still gets some through compaction); PMD on a clean pool
 "$THPEMU" run --quiet --pool 256M --policy modern-always:defrag=always --fragment \
