@@ -527,6 +527,7 @@ void collapse_alloc_ctx(const struct mm_policy *p, bool khugepaged, struct alloc
 /* split.c: the PTE-mapped THP, the deferred split queue and the THP shrinker */
 void thp_queue_add(struct mm *mm, uint32_t head, bool partial);
 void thp_queue_del(struct mm *mm, uint32_t head);
+unsigned split_free_unmapped(struct mm *mm, uint32_t head, uint32_t n, const uint64_t *unmapped);
 void thp_forget(struct mm *mm, uint32_t head); /* a THP goes back whole: off the queue, counts */
 void thp_unmap_subpage(struct mm *mm, uint32_t pfn);
 bool thp_pmd_split(struct mm *mm, uint32_t head);

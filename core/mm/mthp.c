@@ -131,7 +131,7 @@ void mthp_free_folio(struct mm *mm, uint32_t head)
 
 unsigned mthp_split_locked(struct mm *mm, uint32_t head)
 {
-	unsigned order = mthp_order(pfn_frame(mm, head)), freed = 0;
+	unsigned order = mthp_order(pfn_frame(mm, head));
 	uint32_t n = 1U << order;
 	uint64_t unmapped[MM_HPAGE_NR / 2 / 64 + 1] = {0};
 
@@ -149,13 +149,7 @@ unsigned mthp_split_locked(struct mm *mm, uint32_t head)
 	mm->nr_anon_mthp -= n;
 	mm->nr_mthp[order]--;
 	count_mthp_event(mm, order, MTHP_EV_SPLIT);
-	for (uint32_t i = 0; i < n; i++) {
-		if (unmapped[i / 64] & (1ULL << (i % 64))) {
-			frame_free_owned(mm, head + i, NULL);
-			freed++;
-		}
-	}
-	return freed;
+	return split_free_unmapped(mm, head, n, unmapped);
 }
 
 /* zap_pte_range -> __folio_remove_rmap of one page of an mTHP folio: the folio becomes

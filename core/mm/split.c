@@ -89,12 +89,26 @@ void thp_new_mapped(struct mm *mm, uint32_t head)
 		thp_queue_add(mm, head, false);
 }
 
+/* The end of a folio's split: the subpages marked in `unmapped` (bit i: head + i) go back to
+ * the buddy, the others stay their owners' base frames. Returns the frames freed. */
+unsigned split_free_unmapped(struct mm *mm, uint32_t head, uint32_t n, const uint64_t *unmapped)
+{
+	unsigned freed = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (unmapped[i / 64] & (1ULL << (i % 64))) {
+			frame_free_owned(mm, head + i, NULL);
+			freed++;
+		}
+	}
+	return freed;
+}
+
 /* split_folio of a THP: unmapped subpages go back to the buddy, the rest become base anon
  * frames of their owner. Returns the frames freed. */
 static unsigned split_folio_locked(struct mm *mm, uint32_t head)
 {
 	uint64_t unmapped[MM_HPAGE_NR / 64] = {0};
-	unsigned freed = 0;
 
 	thp_forget(mm, head);
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
@@ -109,13 +123,7 @@ static unsigned split_folio_locked(struct mm *mm, uint32_t head)
 	mm->nr_anon_huge -= MM_HPAGE_NR;
 	count_event(mm, MM_STAT_THP_SPLIT_PAGE, 1);
 	count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_SPLIT);
-	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-		if (unmapped[i / 64] & (1ULL << (i % 64))) {
-			frame_free_owned(mm, head + i, NULL);
-			freed++;
-		}
-	}
-	return freed;
+	return split_free_unmapped(mm, head, MM_HPAGE_NR, unmapped);
 }
 
 /* A subpage of a PTE-mapped THP is unmapped by its owner (zap_pte_range ->

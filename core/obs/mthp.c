@@ -29,6 +29,17 @@ void obs_mthp_snapshot(struct obs_mthp *m, const struct mm_policy *p, struct mm 
 	}
 }
 
+/* The event counters of one size: summed, whether over snapshots or over processes. */
+static void add_events(struct mm_mthp_stats *d, const struct mm_mthp_stats *s)
+{
+	d->anon_fault_alloc += s->anon_fault_alloc;
+	d->anon_fault_fallback += s->anon_fault_fallback;
+	d->anon_fault_fallback_charge += s->anon_fault_fallback_charge;
+	d->split += s->split;
+	d->split_failed += s->split_failed;
+	d->split_deferred += s->split_deferred;
+}
+
 void obs_mthp_accumulate(struct obs_mthp *dst, const struct obs_mthp *src)
 {
 	dst->era_has_mthp = src->era_has_mthp;
@@ -37,12 +48,7 @@ void obs_mthp_accumulate(struct obs_mthp *dst, const struct obs_mthp *src)
 		const struct mm_mthp_stats *s = &src->st[k];
 
 		dst->setting[k] = src->setting[k];
-		d->anon_fault_alloc += s->anon_fault_alloc;
-		d->anon_fault_fallback += s->anon_fault_fallback;
-		d->anon_fault_fallback_charge += s->anon_fault_fallback_charge;
-		d->split += s->split;
-		d->split_failed += s->split_failed;
-		d->split_deferred += s->split_deferred;
+		add_events(d, s);
 		d->nr_anon = s->nr_anon;
 		d->nr_anon_partially_mapped = s->nr_anon_partially_mapped;
 	}
@@ -65,12 +71,7 @@ void obs_mthp_merge(struct obs_mthp *dst, const struct obs_mthp *src)
 		struct mm_mthp_stats *d = &dst->st[k];
 		const struct mm_mthp_stats *s = &src->st[k];
 
-		d->anon_fault_alloc += s->anon_fault_alloc;
-		d->anon_fault_fallback += s->anon_fault_fallback;
-		d->anon_fault_fallback_charge += s->anon_fault_fallback_charge;
-		d->split += s->split;
-		d->split_failed += s->split_failed;
-		d->split_deferred += s->split_deferred;
+		add_events(d, s);
 		d->nr_anon += s->nr_anon;
 		d->nr_anon_partially_mapped += s->nr_anon_partially_mapped;
 	}
