@@ -409,12 +409,12 @@ int rd_order_of(int row)
 /* A latency of a report's object at prefix ("latency_us.base"), NaN when it counts no fault. */
 static double lat_at(json_t *root, const char *prefix, const char *q)
 {
-	char path[96];
+	char path[128];
 
-	snprintf(path, sizeof(path), "%s.count", prefix);
+	snprintf(path, sizeof(path), "%.96s.count", prefix);
 	if (!(rd_num(root, path) > 0))
 		return NAN;
-	snprintf(path, sizeof(path), "%s.%s", prefix, q);
+	snprintf(path, sizeof(path), "%.96s.%.16s", prefix, q);
 	return rd_num(root, path);
 }
 

@@ -721,6 +721,7 @@ void uffd_live_destroy(struct uffd_live *lv)
 		uffd_io_stop(lv);
 		uffd_stallcap_stop(lv);
 		stop_threads(lv);
+		uffd_probe_release(lv); /* not a fork child's: the range is DONTFORK */
 		uffd_trace_stop(lv);
 		io_destroy(lv->io);
 		lv->io = NULL;

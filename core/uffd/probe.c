@@ -113,7 +113,11 @@ void uffd_probe_run(struct uffd_live *lv)
 	}
 	__atomic_store_n(&lv->probe_len, 0, __ATOMIC_RELEASE);
 	uffd_io_unregister(lv->uffd, lv->probe_base, len);
-	sys_munmap((void *)lv->probe_base, len);
+	/* the pages go back now; the range stays reserved until destroy (uffd_probe_release), so
+	 * that no later mapping of the program reuses an address this thread wrote without any
+	 * ordering a race detector could see (TSan reported the probe's store against a test's
+	 * memset of a new mapping at the same address) */
+	sys_madvise((void *)lv->probe_base, len, MADV_DONTNEED);
 	if (n < UFFD_PROBES / 2)
 		return; /* stopped early: too few to say anything */
 	quantiles(rt, n, lv->stats->probe.rt_ns);
@@ -132,4 +136,11 @@ void uffd_probe_stop(struct uffd_live *lv)
 	__atomic_store_n(&lv->probe_stop, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&lv->probe_inflight, __ATOMIC_SEQ_CST))
 		sched_yield();
+}
+
+void uffd_probe_release(struct uffd_live *lv)
+{
+	if (lv->probe_base)
+		sys_munmap((void *)lv->probe_base, (size_t)UFFD_PROBES * UFFD_PAGE_SIZE);
+	lv->probe_base = 0;
 }

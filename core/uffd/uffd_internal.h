@@ -521,6 +521,7 @@ int uffd_probe_init(struct uffd_live *lv);
 void uffd_probe_run(struct uffd_live *lv);
 bool uffd_probe_serve(struct uffd_worker *w, uintptr_t addr, uint64_t t_read);
 void uffd_probe_stop(struct uffd_live *lv);
+void uffd_probe_release(struct uffd_live *lv); /* destroy: the probe's range, threads stopped */
 
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
