@@ -207,7 +207,7 @@ static void *background_main(void *arg)
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
 	guard_thread_started(&w->gt);
-	uffd_probe_run(lv); /* the bare round trip, before the program loads the handlers */
+	uffd_probe_run(lv, &w->gt); /* the bare round trip, before the program loads the handlers */
 	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t wait, now;
 

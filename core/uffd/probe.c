@@ -82,7 +82,7 @@ static void quantiles(uint64_t *v, unsigned n, uint64_t q[UFFD_PROBE_Q])
 	q[6] = sum / n;
 }
 
-void uffd_probe_run(struct uffd_live *lv)
+void uffd_probe_run(struct uffd_live *lv, struct guard_thread *gt)
 {
 	static uint64_t rt[UFFD_PROBES], svc[UFFD_PROBES]; /* the background thread's only */
 	size_t len = __atomic_load_n(&lv->probe_len, __ATOMIC_ACQUIRE);
@@ -94,6 +94,9 @@ void uffd_probe_run(struct uffd_live *lv)
 		volatile uint8_t *page = (volatile uint8_t *)(lv->probe_base + n * UFFD_PAGE_SIZE);
 		uint64_t t0;
 
+		/* a credential change of the program waits for this thread: apply it between
+		 * touches, not after all of them */
+		guard_thread_sync(gt);
 		__atomic_store_n(&lv->probe_inflight, 1, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&lv->probe_stop, __ATOMIC_SEQ_CST)) {
 			__atomic_store_n(&lv->probe_inflight, 0, __ATOMIC_RELEASE);

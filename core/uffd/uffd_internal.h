@@ -518,7 +518,7 @@ void uffd_khugepaged_ping(void *arg);
  * page), and keep a stop from waiting on it. */
 #define UFFD_PROBE_GRACE_NS (200ull * 1000 * 1000) /* how long a stop lets a probe finish */
 int uffd_probe_init(struct uffd_live *lv);
-void uffd_probe_run(struct uffd_live *lv);
+void uffd_probe_run(struct uffd_live *lv, struct guard_thread *gt);
 bool uffd_probe_serve(struct uffd_worker *w, uintptr_t addr, uint64_t t_read);
 void uffd_probe_stop(struct uffd_live *lv);
 void uffd_probe_release(struct uffd_live *lv); /* destroy: the probe's range, threads stopped */
