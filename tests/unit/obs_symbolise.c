@@ -120,13 +120,19 @@ TEST(static_libc_function_is_named_from_the_build_id_debug_file)
 	EXPECT(strncmp(buf, "_int_malloc+0x40 ", 17) == 0);
 }
 
-/* The caller's return address, and the line of the call. */
+/* The caller's return address, and the line of the call. noipa keeps gcc from inlining or
+ * cloning them (clang does not know it; noinline does there). */
+#ifdef __clang__
+#define NOFOLD __attribute__((noinline))
+#else
+#define NOFOLD __attribute__((noipa))
+#endif
 static int call_line;
-__attribute__((noipa)) static uintptr_t obs_test_return_address(void)
+NOFOLD static uintptr_t obs_test_return_address(void)
 {
 	return (uintptr_t)__builtin_return_address(0);
 }
-__attribute__((noipa)) static uintptr_t obs_test_caller(void)
+NOFOLD static uintptr_t obs_test_caller(void)
 {
 	call_line = __LINE__ + 1;
 	uintptr_t ra = obs_test_return_address();
@@ -156,19 +162,29 @@ TEST(own_static_function_with_its_source_line)
 
 TEST(library_loaded_after_the_first_lookup_is_found)
 {
-	char buf[512];
-	void *h, *fn;
+	/* a library this program has not loaded (unit tests link with --as-needed, not always) */
+	static const char *const libs[][2] = {{"libjansson.so.4", "json_loads"},
+					      {"libfuse3.so.3", "fuse_session_new"},
+					      {"libjemalloc.so.2", "mallctl"}};
+	char buf[512], want[96];
+	void *h = NULL, *fn = NULL;
+	unsigned i;
 
 	obs_symbolise((uintptr_t)obs_test_caller, true, buf, sizeof(buf)); /* session begins */
-	ASSERT(dlsym(RTLD_DEFAULT, "json_loads") == NULL);
-	h = dlopen("libjansson.so.4", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		SKIP("libjansson.so.4 not loadable: %s\n", dlerror());
-	fn = dlsym(h, "json_loads");
-	ASSERT(fn != NULL);
+	for (i = 0; i < sizeof(libs) / sizeof(libs[0]) && !fn; i++) {
+		if (dlsym(RTLD_DEFAULT, libs[i][1]))
+			continue; /* loaded already */
+		h = dlopen(libs[i][0], RTLD_LAZY | RTLD_LOCAL);
+		fn = h ? dlsym(h, libs[i][1]) : NULL;
+	}
+	if (!fn)
+		SKIP("none of libjansson.so.4, libfuse3.so.3, libjemalloc.so.2 could be loaded "
+		     "anew\n");
+	i--;
 	obs_symbolise((uintptr_t)fn + 1, true, buf, sizeof(buf));
 	printf("  %s\n", buf);
-	EXPECT(strncmp(buf, "json_loads+0x1 (libjansson.so.4", 31) == 0);
+	snprintf(want, sizeof(want), "%s+0x1 (%s+0x", libs[i][1], libs[i][0]);
+	EXPECT(strncmp(buf, want, strlen(want)) == 0);
 }
 
 TEST(address_in_no_object)
