@@ -72,7 +72,7 @@ static bool dw_load(void)
 		return false;
 #define X(f)                                                                                       \
 	if (!(dw.f = (__typeof__(f) *)dlsym(h, #f)))                                               \
-		return false;
+		goto missing;
 	DW_FUNCS(X)
 #undef X
 	dw.pathp = dw.path;
@@ -81,6 +81,9 @@ static bool dw_load(void)
 				 .debuginfo_path = &dw.pathp};
 	dw.loaded = 1;
 	return true;
+missing: /* an older libdw: frames print as "?? (object+0xADDR)" */
+	dlclose(h);
+	return false;
 }
 
 /* (Re)read this process's mappings into the session; modules already known keep what was read
