@@ -20,7 +20,7 @@
 
 struct sym_ent {
 	uintptr_t key; /* ip << 1 | exact; 0 = empty */
-	char *text;    /* "function+0xOFF (object)" */
+	char *text;    /* "function+0xOFF (object+0xADDR) file:line", obs_symbolise */
 	char *func;    /* "function" */
 };
 
@@ -147,11 +147,12 @@ static const char *frame_func(struct report *r, const struct obs_stack *st, unsi
 	return e ? e->func : NULL;
 }
 
+/* "name+0xOFF (libc.so.6+0xADDR) file:line": the object follows the first " (" */
 static bool in_libc(const char *text)
 {
-	const char *p = strrchr(text, '(');
+	const char *p = strstr(text, " (");
 
-	return p && strncmp(p, "(libc.so", 8) == 0;
+	return p && strncmp(p, " (libc.so", 9) == 0;
 }
 
 /* The application-side function that faulted: the innermost frame outside libc (a fault in

@@ -1,21 +1,141 @@
 /* Report-time symbolisation of captured stacks, and x86_64 syscall names.
  *
  * Prints frames the way a kernel developer reads them in a stall report (the kernel's %pS:
- * "function+0xOFF"), plus the object the code lives in. Names come from libunwind's local
- * address-space get_proc_name accessor, which reads each object's .symtab, so static and hidden
- * functions (mm's compact_zone, the program's usemem_touch_extent) resolve; dladdr gives the
- * object and is the fallback for the name. Not for the fault path: it opens files and allocates.
+ * "function+0xOFF"), then where the code lives, "(object+0xADDR)" with the address as the
+ * object's ELF file numbers it (what addr2line -e takes), then the source line when debug
+ * information has one. Names come from elfutils' libdwfl, one session per process that keeps
+ * each module's symbol tables and debug information once opened: the module's .symtab (static
+ * and hidden functions: mm's compact_zone, the program's usemem_touch_extent), the .dynsym of a
+ * stripped library (Debian's libc), and the build-id debug file a Debian -dbg / -dbgsym package
+ * installs under /usr/lib/debug (libc6-dbg names libc's static functions: start_thread,
+ * _int_malloc). An address no symbol covers prints "?? (object+0xADDR)", never the nearest
+ * exported name below it.
+ *
+ * libdw is dlopen'ed at the first lookup, not linked: symbolisation runs inside the managed
+ * program, at its exit, and only when a stall was captured; linked, every managed process would
+ * load libdw, libelf, libz and libbz2 at start for nothing. Debug files are found locally by
+ * build ID only (dwfl_build_id_find_debuginfo), not with dwfl_standard_find_debuginfo: with
+ * DEBUGINFOD_URLS set (Debian's libdebuginfod-common sets it in login shells) that one downloads
+ * from the network, from inside the program.
+ *
+ * Not for the fault path: it opens files and allocates.
  */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 #include "obs/unwind.h"
 
 #include <dlfcn.h>
-#include <link.h>
+#include <elfutils/libdwfl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#define OBS_DEBUGINFO_PATH "/usr/lib/debug"
+
+/* The libdwfl calls made, resolved from libdw.so.1 at the first lookup. */
+#define DW_FUNCS(X)                                                                                \
+	X(dwfl_begin)                                                                              \
+	X(dwfl_end)                                                                                \
+	X(dwfl_report_begin)                                                                       \
+	X(dwfl_report_end)                                                                         \
+	X(dwfl_linux_proc_report)                                                                  \
+	X(dwfl_linux_proc_find_elf)                                                                \
+	X(dwfl_build_id_find_debuginfo)                                                            \
+	X(dwfl_addrmodule)                                                                         \
+	X(dwfl_module_info)                                                                        \
+	X(dwfl_module_getelf)                                                                      \
+	X(dwfl_module_addrinfo)                                                                    \
+	X(dwfl_module_getsrc)                                                                      \
+	X(dwfl_lineinfo)
+
+static struct {
+	pthread_mutex_t lock;
+	int loaded; /* 0: not tried, 1: libdw resolved, -1: unavailable */
+	Dwfl *dwfl; /* this process's modules, NULL until the first lookup */
+	Dwfl_Callbacks cb;
+	char path[256]; /* debuginfo_path */
+	char *pathp;
+#define X(f) __typeof__(f) *f;
+	DW_FUNCS(X)
+#undef X
+} dw = {.lock = PTHREAD_MUTEX_INITIALIZER, .path = OBS_DEBUGINFO_PATH};
+
+static bool dw_load(void)
+{
+	void *h;
+
+	if (dw.loaded)
+		return dw.loaded > 0;
+	dw.loaded = -1;
+	h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return false;
+#define X(f)                                                                                       \
+	if (!(dw.f = (__typeof__(f) *)dlsym(h, #f)))                                               \
+		goto missing;
+	DW_FUNCS(X)
+#undef X
+	dw.pathp = dw.path;
+	dw.cb = (Dwfl_Callbacks){.find_elf = dw.dwfl_linux_proc_find_elf,
+				 .find_debuginfo = dw.dwfl_build_id_find_debuginfo,
+				 .debuginfo_path = &dw.pathp};
+	dw.loaded = 1;
+	return true;
+missing: /* an older libdw: frames print as "?? (object+0xADDR)" */
+	dlclose(h);
+	return false;
+}
+
+/* (Re)read this process's mappings into the session; modules already known keep what was read
+ * from their files. */
+static int dw_report(void)
+{
+	int err;
+
+	dw.dwfl_report_begin(dw.dwfl);
+	err = dw.dwfl_linux_proc_report(dw.dwfl, getpid());
+	return dw.dwfl_report_end(dw.dwfl, NULL, NULL) != 0 || err != 0 ? -1 : 0;
+}
+
+/* The module holding addr; a miss rereads the mappings once (a library loaded since). */
+static Dwfl_Module *dw_module(uintptr_t addr)
+{
+	Dwfl_Module *m;
+
+	if (!dw_load())
+		return NULL;
+	if (!dw.dwfl) {
+		dw.dwfl = dw.dwfl_begin(&dw.cb);
+		if (dw.dwfl && dw_report() < 0) {
+			dw.dwfl_end(dw.dwfl);
+			dw.dwfl = NULL;
+		}
+		if (!dw.dwfl)
+			return NULL;
+		return dw.dwfl_addrmodule(dw.dwfl, addr);
+	}
+	m = dw.dwfl_addrmodule(dw.dwfl, addr);
+	if (!m && dw_report() == 0)
+		m = dw.dwfl_addrmodule(dw.dwfl, addr);
+	return m;
+}
+
+void obs_symbolise_end(void)
+{
+	pthread_mutex_lock(&dw.lock);
+	if (dw.dwfl)
+		dw.dwfl_end(dw.dwfl);
+	dw.dwfl = NULL;
+	pthread_mutex_unlock(&dw.lock);
+}
+
+void obs_symbolise_debuginfo_path(const char *path)
+{
+	obs_symbolise_end();
+	pthread_mutex_lock(&dw.lock);
+	snprintf(dw.path, sizeof(dw.path), "%s", path ? path : OBS_DEBUGINFO_PATH);
+	pthread_mutex_unlock(&dw.lock);
+}
 
 static const char *base_name(const char *path)
 {
@@ -26,69 +146,92 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* In a stripped object (Debian's libc) the symbol found may be a distant exported one: start_thread
- * would print as "pthread_condattr_setpshared+0x515". A name is only trusted if addr lies inside
- * that symbol: when the symbol's start is a dynamic symbol with a size (dladdr1 at the start), the
- * offset must be below that size. Names libunwind found in .symtab only are kept. */
-static bool beyond_symbol(uintptr_t addr, uintptr_t off)
+/* The last two components of a source path ("mm/compact.c", "malloc/malloc.c"): enough to
+ * tell files apart, without the build machine's directories. */
+static const char *src_tail(const char *path)
 {
-	const ElfW(Sym) *sym = NULL;
-	Dl_info di;
+	const char *p = path + strlen(path);
+	int slashes = 0;
 
-	if (!dladdr1((void *)(addr - off), &di, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
-	    (uintptr_t)di.dli_saddr != addr - off)
-		return false;
-	return sym->st_size && off >= sym->st_size;
+	while (p > path && !(p[-1] == '/' && ++slashes == 2))
+		p--;
+	return p;
 }
 
-/* Function containing addr and addr's offset into it: 0; -1 if unknown (then *off is addr's
- * offset in its object, or addr itself when no object is known). */
-static int lookup(uintptr_t addr, char *name, size_t len, uintptr_t *off, const char **obj)
-{
-	unw_accessors_t *acc = unw_get_accessors(unw_local_addr_space);
-	unw_word_t uoff = 0;
-	Dl_info di;
-	bool have_dl = dladdr((void *)addr, &di) != 0;
+struct sym {
+	char name[256]; /* "" when no symbol covers the address */
+	uintptr_t off;	/* into the function */
+	const char *obj;
+	uintptr_t obj_addr; /* the address as the object's file numbers it */
+	char src[160];	    /* "dir/file.c:123" or "" */
+};
 
-	*obj = have_dl ? base_name(di.dli_fname) : "?";
-	if (acc && acc->get_proc_name &&
-	    acc->get_proc_name(unw_local_addr_space, addr, name, len, &uoff, NULL) == 0 && *name &&
-	    !beyond_symbol(addr, (uintptr_t)uoff)) {
-		*off = (uintptr_t)uoff;
-		return 0;
+/* Everything known about addr; false when it lies in no known object. Called with dw.lock. */
+static bool lookup(uintptr_t addr, struct sym *s)
+{
+	Dwfl_Module *m = dw_module(addr);
+	Dwarf_Addr start = 0;
+	GElf_Addr bias = 0;
+	GElf_Off off = 0;
+	GElf_Sym es;
+	const char *name, *file;
+	Dwfl_Line *line;
+	int lineno = 0;
+	Dl_info di;
+
+	s->name[0] = s->src[0] = '\0';
+	if (!m) { /* no libdw, or not in /proc/self/maps: the loader may still know it */
+		if (!dladdr((void *)addr, &di) || !di.dli_fname)
+			return false;
+		s->obj = base_name(di.dli_fname);
+		s->obj_addr = addr - (uintptr_t)di.dli_fbase;
+		return true;
 	}
-	if (have_dl && di.dli_sname && di.dli_saddr &&
-	    !beyond_symbol(addr, addr - (uintptr_t)di.dli_saddr)) {
-		snprintf(name, len, "%s", di.dli_sname);
-		*off = addr - (uintptr_t)di.dli_saddr;
-		return 0;
+	/* the name the loader knows the object by (libjansson.so.4, not the file it links to) */
+	name = dw.dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	s->obj = base_name(dladdr((void *)addr, &di) && di.dli_fname && *di.dli_fname ? di.dli_fname
+										      : name);
+	s->obj_addr = addr - (dw.dwfl_module_getelf(m, &bias) ? bias : start);
+	name = dw.dwfl_module_addrinfo(m, addr, &off, &es, NULL, NULL, NULL);
+	if (name && *name) {
+		snprintf(s->name, sizeof(s->name), "%s", name);
+		s->off = off;
 	}
-	*off = have_dl ? addr - (uintptr_t)di.dli_fbase : addr;
-	return -1;
+	line = dw.dwfl_module_getsrc(m, addr);
+	file = line ? dw.dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+	if (file && lineno > 0)
+		snprintf(s->src, sizeof(s->src), " %s:%d", src_tail(file), lineno);
+	return true;
 }
 
 const char *obs_symbolise(uintptr_t ip, bool exact, char *buf, size_t len)
 {
-	uintptr_t look = exact || !ip ? ip : ip - 1, off;
-	char name[256];
-	const char *obj;
+	uintptr_t look = exact || !ip ? ip : ip - 1, d = ip - look;
+	struct sym s;
 
-	if (lookup(look, name, sizeof(name), &off, &obj) == 0)
-		snprintf(buf, len, "%s+0x%" PRIxPTR " (%s)", name, off + (ip - look), obj);
-	else if (strcmp(obj, "?") != 0)
-		snprintf(buf, len, "?? (%s+0x%" PRIxPTR ")", obj, off + (ip - look));
-	else
+	pthread_mutex_lock(&dw.lock);
+	if (!lookup(look, &s))
 		snprintf(buf, len, "0x%" PRIxPTR " (?)", ip);
+	else if (s.name[0])
+		snprintf(buf, len, "%s+0x%" PRIxPTR " (%s+0x%" PRIxPTR ")%s", s.name, s.off + d,
+			 s.obj, s.obj_addr + d, s.src);
+	else
+		snprintf(buf, len, "?? (%s+0x%" PRIxPTR ")%s", s.obj, s.obj_addr + d, s.src);
+	pthread_mutex_unlock(&dw.lock);
 	return buf;
 }
 
 const char *obs_symbolise_function(uintptr_t ip, bool exact, char *buf, size_t len)
 {
-	uintptr_t look = exact || !ip ? ip : ip - 1, off;
-	const char *obj;
+	uintptr_t look = exact || !ip ? ip : ip - 1;
+	struct sym s;
 
-	if (lookup(look, buf, len, &off, &obj) != 0)
+	pthread_mutex_lock(&dw.lock);
+	if (lookup(look, &s) && s.name[0])
+		snprintf(buf, len, "%s", s.name);
+	else
 		snprintf(buf, len, "0x%" PRIxPTR, ip);
+	pthread_mutex_unlock(&dw.lock);
 	return buf;
 }
 

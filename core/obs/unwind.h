@@ -21,7 +21,8 @@
  *    kernel-mode fault: arch/x86/mm/fault.c retries, fault_signal_pending() checking
  *    user_mode(regs), and handle_userfault() queues a new message each time); its syscall is
  *    recorded instead.
- *  - Symbolisation (obs_symbolise) opens ELF files and allocates: report time only.
+ *  - Symbolisation (obs_symbolise, elfutils' libdwfl) opens ELF files and allocates: report time
+ *    only.
  */
 #ifndef THPEMU_OBS_UNWIND_H
 #define THPEMU_OBS_UNWIND_H
@@ -143,12 +144,25 @@ enum obs_app_result obs_appstack_capture(pid_t tid, struct obs_stack *st, long *
 
 /* ---- Report time ------------------------------------------------------------------------ */
 
-/* "function+0xOFF (object)" for ip (ip - 1 is looked up unless exact, so a return address after
- * a call at the end of a function names the caller). Unknown symbols print as "0x<ip> (object)"
- * or "0x<ip> (?)". Allocates and opens files: never on the fault path. Returns buf. */
+/* "function+0xOFF (object+0xADDR) dir/file.c:LINE" for ip (ip - 1 is looked up unless exact,
+ * so a return address after a call at the end of a function names the caller; offsets are
+ * printed for ip itself). ADDR is the address as the object's ELF file numbers it (addr2line -e
+ * object ADDR); the source line is there when debug information has it. An address no symbol
+ * covers prints "?? (object+0xADDR)", one in no object "0x<ip> (?)". Names come from libdwfl
+ * (libdw.so.1, loaded at the first call): .symtab, .dynsym, and the build-id debug file under the
+ * debuginfo path (/usr/lib/debug: Debian's -dbg packages). Allocates and opens files: never on
+ * the fault path. Returns buf. */
 const char *obs_symbolise(uintptr_t ip, bool exact, char *buf, size_t len);
-/* Just the function name (without offset) of ip, for the per-event "function" column. */
+/* Just the function name (without offset) of ip, for the per-event "function" column; "0x<ip>"
+ * when unknown. */
 const char *obs_symbolise_function(uintptr_t ip, bool exact, char *buf, size_t len);
+/* Drop the symboliser's session (each object's symbol tables and debug information, kept from
+ * the first lookup so that a report reads each file once, and the descriptors it holds). The
+ * next lookup starts a new one. */
+void obs_symbolise_end(void);
+/* Where debug files are looked for by build ID ("DIR/.build-id/xx/yyyy.debug"; NULL: the
+ * default, /usr/lib/debug). Ends the session. */
+void obs_symbolise_debuginfo_path(const char *path);
 
 /* Read /proc/self/task/TID/comm (raw open/read/close; fault path safe). Returns 0 or -errno. */
 int obs_task_comm(pid_t tid, char comm[16]);

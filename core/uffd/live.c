@@ -797,6 +797,8 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 	if (lv->child)
 		return;
 	live_exit(lv, cmdline);
+	obs_symbolise_end(); /* the reports are written: close the objects' files, free their tables
+			      */
 	/* last: the faults of writing the stall files and the report are in the trace too */
 	wait_handlers_idle(lv, 20 * 1000000ULL);
 	uffd_trace_exit(lv);

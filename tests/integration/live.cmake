@@ -33,3 +33,9 @@ thpemu_add_test(NAME integration/live_selfcalls
 thpemu_add_test(NAME integration/machine_writer
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_writer.sh
                 LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)
+
+# Stall stacks of a real run named down into Debian's stripped libc (.dynsym, libc6-dbg's
+# build-id debug file), checked against nm.
+thpemu_add_test(NAME integration/live_symbolise
+                COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_symbolise.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 60)
