@@ -41,7 +41,7 @@ case $kernel in 3.2 | 3.1) ;; *) die_usage "--kernel: '$kernel' is not accepted 
 [ -x "$build/thpemu" ] && [ -x "$build/usemem" ] || die_usage "--build: no thpemu and usemem in '$build'"
 mkdir -p "$out" || die_usage "--out: cannot create '$out'"
 
-spec="pool=96M,fragment=anon:50%,pagecache:25%,device=usb2-stick-2011"
+spec="pool=128M,fragment=anon:50%,pagecache:25%,device=usb2-stick-2011"
 spec="$spec,dirty=total=16M,file=2M,dirty-ratio=40%,background-ratio=20%"
 "$build/thpemu" ab --a "policy=linux-$kernel,$spec" --b "policy=linux-$kernel+nostall,$spec" \
 	--runs "$runs" --json "$out/ab.json" --html "$out/ab.html" -- \

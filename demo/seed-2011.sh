@@ -90,7 +90,7 @@ command -v jq >/dev/null || {
 # whatever rate the dirty limits allow; usemem waits until the writer has filled its share, then
 # maps, touches and unmaps anonymous memory in a loop.
 if [ $quick = 1 ]; then
-	pool=96M
+	pool=128M
 	dirty=total=16M,file=2M,dirty-ratio=40%,background-ratio=20%
 	usemem=(--delay 1s --size 8M --loops 15 --hold 100ms)
 else
