@@ -10,20 +10,21 @@
 # side-by-side table with both stall metrics.
 #
 # Usage: demo/seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--only POLICY]
-#                          [--device SPEC] [--seed N] [--build DIR]
+#                          [--pool SIZE] [--device SPEC] [--seed N] [--build DIR]
 # See demo/README.md for what to expect and how to read it.
 set -u
 
 usage() {
 	cat <<'EOF'
 usage: seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--only POLICY]
-                    [--device SPEC] [--seed N] [--build DIR]
+                    [--pool SIZE] [--device SPEC] [--seed N] [--build DIR]
   --quick         a short run (under two minutes on 2 cores) instead of the faithful one
   --out DIR       keep each run's JSON report as DIR/<policy>.json, its stall report as
                   DIR/<policy>.stalls.txt and usemem's output as DIR/<policy>.usemem.txt
   --kernel K      3.2 (default: linux-3.2, linux-3.2+nostall, linux-3.3 -- the kernel the
                   2011 experiment ran) or 3.1 (linux-3.1, linux-3.1+nostall, linux-3.3)
   --only POLICY   run only this one of the kernel's three policies
+  --pool SIZE     the emulated pool (default 128M with --quick, else 256M)
   --device SPEC   the slow device (default usb2-stick-2011; see thpemu run --help)
   --seed N        seed of the initial pool state, the device model and the data (default 1)
   --build DIR     where thpemu and usemem are (default: $THPEMU_BUILD_DIR, else ./build)
@@ -35,17 +36,18 @@ die_usage() {
 	exit 2
 }
 
-quick=0 out="" kernel=3.2 device=usb2-stick-2011 seed=1 only=
+quick=0 out="" kernel=3.2 device=usb2-stick-2011 seed=1 only="" pool_opt=""
 build=${THPEMU_BUILD_DIR:-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
-	--out | --kernel | --only | --device | --seed | --build)
+	--out | --kernel | --only | --pool | --device | --seed | --build)
 		[ $# -ge 2 ] || die_usage "$1 needs a value"
 		case $1 in
 		--out) out=$2 ;;
 		--kernel) kernel=$2 ;;
 		--only) only=$2 ;;
+		--pool) pool_opt=$2 ;;
 		--device) device=$2 ;;
 		--seed) seed=$2 ;;
 		--build) build=$2 ;;
@@ -56,7 +58,7 @@ while [ $# -gt 0 ]; do
 		usage
 		exit 0
 		;;
-	*) die_usage "unknown option '$1' (accepted: --quick, --out, --kernel, --only, --device, --seed, --build, --help)" ;;
+	*) die_usage "unknown option '$1' (accepted: --quick, --out, --kernel, --only, --pool, --device, --seed, --build, --help)" ;;
 	esac
 	shift
 done
@@ -98,6 +100,7 @@ else
 	dirty=stream,file=4M
 	usemem=(--delay 10s --size 16M --loops 60 --hold 500ms)
 fi
+[ -n "$pool_opt" ] && pool=$pool_opt
 recipe=anon:50%,pagecache:25%
 
 if [ -n "$out" ]; then
