@@ -292,13 +292,12 @@ static int make_run_dir(struct run_ctx *rc)
 /* LD_PRELOAD = libthpemu.so [jemalloc] [whatever was there]. */
 static int set_preload(struct run_ctx *rc)
 {
-	char lib[PATH_MAX], val[3 * PATH_MAX];
+	char lib[PATH_MAX], val[3 * PATH_MAX], why[3 * PATH_MAX];
 	const char *old = getenv("LD_PRELOAD");
 	const char *jem = THPEMU_JEMALLOC_PATH;
 
-	snprintf(lib, sizeof(lib), "%s/libthpemu.so", cli_self_dir());
-	if (access(lib, R_OK) < 0) {
-		cli_error("run", "cannot find %s: %s", lib, strerror(errno));
+	if (cli_find_lib("libthpemu.so", lib, sizeof(lib), why, sizeof(why)) < 0) {
+		cli_error("run", "%s", why);
 		return -1;
 	}
 	if (rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC && access(jem, R_OK) < 0) {
