@@ -98,7 +98,8 @@ static void opt_policy_plugin(struct run_ctx *rc, const char *val)
 static const struct run_opt run_opts[] = {
     {"--policy-plugin", "FILE.so",
      "THP policy plugin (thpemu_policy.h) choosing each fault's orders; the policy key "
-     "plugin=FILE, env THPEMU_POLICY_PLUGIN",
+     "plugin=FILE, env THPEMU_POLICY_PLUGIN; a NAME without '/' is an installed plugin "
+     "(e.g. mthp_under_frag)",
      opt_policy_plugin},
     {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
     {"--stall-report", "FILE", "write the stall report (2011 format) to FILE instead of stderr",

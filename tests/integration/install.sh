@@ -74,6 +74,18 @@ thpemu sim --policy modern-always --scenario seed-2011 --duration 20s --policy-p
 	--json "$T_TMP/plug.json" >/dev/null 2>"$T_TMP/sim.err" || fail "sim with the plugin: $(cat "$T_TMP/sim.err")"
 jq -e '.policy | test("plugin=")' "$T_TMP/plug.json" >/dev/null || fail "sim report does not name the plugin"
 say "plugin built with pkg-config --cflags ($cflags) and loaded by the installed thpemu sim"
+# plugin=NAME: the installed example plugins by name, from the copy and from the build tree
+for t in "$copy/bin/thpemu" "$THPEMU_BUILD_DIR/thpemu"; do
+	"$t" sim --policy modern-always --scenario seed-2011 --duration 20s --seed 3 \
+		--policy-plugin mthp_under_frag --json "$T_TMP/byname.json" >/dev/null 2>"$T_TMP/sim.err" ||
+		fail "$t sim --policy-plugin mthp_under_frag: $(cat "$T_TMP/sim.err")"
+	"$t" sim --policy modern-always --scenario seed-2011 --duration 20s --seed 3 \
+		--policy-plugin "$copy/lib/thpemu/plugins/mthp_under_frag.so" --json "$T_TMP/bypath.json" \
+		>/dev/null 2>&1 || fail "$t sim with the installed plugin's path"
+	cmp -s <(jq -S 'del(.policy)' "$T_TMP/byname.json") <(jq -S 'del(.policy)' "$T_TMP/bypath.json") ||
+		fail "$t: plugin=mthp_under_frag did not load the same plugin as its path"
+done
+say "plugin=NAME resolves to the installed plugins (copy: lib/thpemu/plugins; build: build/plugins)"
 
 # --- the README's examples
 need_root
@@ -167,4 +179,8 @@ done
 for f in run.json r.json a.json app.trace; do
 	[ -s "$f" ] || fail "the examples left no $f"
 done
+# plugin=NAME live: libthpemu.so in the program resolves it too (lib/thpemu/plugins beside it)
+thpemu run --quiet --policy-plugin huge_big_regions -- usemem --size 8M --quiet \
+	>"$T_TMP/pl.out" 2>"$T_TMP/pl.err" || fail "run --policy-plugin huge_big_regions: $(cat "$T_TMP/pl.err")"
+grep -i plugin "$T_TMP/pl.err" && fail "the managed program did not load plugin huge_big_regions"
 say "README examples: $ran commands run from $copy, $skipped skipped (reasons above), of $n extracted"
