@@ -34,8 +34,10 @@ install(FILES ${CMAKE_BINARY_DIR}/thpemu.pc DESTINATION share/pkgconfig)
 
 # Man pages from --help (help2man). The thpemu command list is read from `thpemu --help` when
 # the pages are made, so a new command gets its page without an edit here.
+# Sanitizer and fuzz builds make none: their binaries are not for installing, and running them at
+# build time (TSan, libFuzzer's instrumentation) can fail for reasons unrelated to the pages.
 find_program(HELP2MAN help2man)
-if(HELP2MAN)
+if(HELP2MAN AND THPEMU_SANITIZE STREQUAL "" AND NOT THPEMU_FUZZ)
   set(_mandir ${CMAKE_BINARY_DIR}/man/man1)
   add_custom_command(
     OUTPUT ${CMAKE_BINARY_DIR}/man/stamp
@@ -49,6 +51,6 @@ if(HELP2MAN)
     COMMENT "Man pages from --help (help2man)")
   add_custom_target(thpemu_man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/stamp)
   install(DIRECTORY ${_mandir}/ DESTINATION share/man/man1 FILES_MATCHING PATTERN "*.1")
-else()
+elseif(NOT HELP2MAN)
   message(STATUS "help2man not found: no man pages (apt-get install help2man; .ci/deps has it)")
 endif()

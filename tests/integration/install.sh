@@ -14,7 +14,8 @@ need_cmd cmake
 need_cmd pkg-config
 need_cmd man
 command -v help2man >/dev/null || skip "help2man not installed (no man pages built; package help2man)"
-[ -f "$THPEMU_BUILD_DIR/man/stamp" ] || fail "help2man is installed but build/man was not made: re-run cmake"
+[ -f "$THPEMU_BUILD_DIR/man/stamp" ] ||
+	fail "help2man is installed but $THPEMU_BUILD_DIR/man was not made (configured before help2man was installed, or a sanitizer build: re-run cmake)"
 
 inst="$T_TMP/inst" copy="$T_TMP/moved/prefix"
 cmake --install "$THPEMU_BUILD_DIR" --prefix "$inst" >"$T_OUT/install.log" 2>&1 ||
