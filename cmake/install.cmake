@@ -47,7 +47,7 @@ if(HELP2MAN AND THPEMU_SANITIZE STREQUAL "" AND NOT THPEMU_FUZZ)
             -P ${CMAKE_CURRENT_LIST_DIR}/manpages.cmake
     COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/man/stamp
     DEPENDS thpemu_cli thpemu_fusedev thpemu_replayer usemem
-            ${CMAKE_CURRENT_LIST_DIR}/manpages.cmake
+            ${CMAKE_CURRENT_LIST_DIR}/manpages.cmake ${CMAKE_CURRENT_LIST_DIR}/help2man-usage.sh
     COMMENT "Man pages from --help (help2man)")
   add_custom_target(thpemu_man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/stamp)
   install(DIRECTORY ${_mandir}/ DESTINATION share/man/man1 FILES_MATCHING PATTERN "*.1")

@@ -1,10 +1,23 @@
 # cmake -P: the man pages, made by help2man from each program's --help and --version.
 # In: HELP2MAN, OUT (a man1 directory), THPEMU, FUSEDEV, REPLAYER, USEMEM (executables).
-file(REMOVE_RECURSE ${OUT})
-file(MAKE_DIRECTORY ${OUT})
+get_filename_component(ROOT ${OUT} DIRECTORY)
+file(REMOVE_RECURSE ${OUT} ${ROOT}/wrap)
+file(MAKE_DIRECTORY ${OUT} ${ROOT}/wrap)
+
+# help2man takes "Usage:" (and "or:" lines) for the SYNOPSIS; the programs print "usage:" with
+# indented further forms. Each runs through a wrapper that rewrites that block
+# (help2man-usage.sh) and keeps the program's exit status.
+function(wrap prog out)
+  file(WRITE ${out} "#!/bin/sh\nexec sh \"${CMAKE_CURRENT_LIST_DIR}/help2man-usage.sh\" \"${prog}\" \"$@\"\n")
+  file(CHMOD ${out} PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE)
+endfunction()
 
 # page NAME PROGRAM DESCRIPTION [help option] [include file]
 function(page name prog desc helpopt incl)
+  get_filename_component(base ${prog} NAME)
+  set(w ${ROOT}/wrap/${base})
+  wrap(${prog} ${w})
+  set(prog ${w})
   set(args --no-info --version-option=--version "--help-option=${helpopt}" -n "${desc}"
       -o ${OUT}/${name}.1)
   if(incl)
@@ -33,10 +46,10 @@ foreach(line ${cmds})
   endif()
 endforeach()
 string(APPEND seealso ".BR thpemu-fusedev (1),\n.BR thpemu-replayer (1),\n.BR usemem (1)\n")
-file(WRITE ${OUT}/../seealso.h2m "${seealso}")
+file(WRITE ${ROOT}/seealso.h2m "${seealso}")
 
 page(thpemu ${THPEMU} "userspace emulator of Linux transparent huge pages" --help
-     ${OUT}/../seealso.h2m)
+     ${ROOT}/seealso.h2m)
 foreach(c ${names})
   # thpemu-CMD.1 documents `thpemu CMD`: help2man names the page after the program, rename it
   page(thpemu-${c} ${THPEMU} "${summary_${c}}" "${c} --help" "")
