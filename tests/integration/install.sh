@@ -180,6 +180,13 @@ done
 for f in run.json r.json a.json app.trace; do
 	[ -s "$f" ] || fail "the examples left no $f"
 done
+# thpemu does not link libthpemu.so (ldd has nothing to say about it): it preloads it, so the
+# managed program's own map must show the copy's, not build/'s
+thpemu run --quiet -- cat /proc/self/maps >"$T_TMP/maps" 2>"$T_TMP/maps.err" ||
+	fail "thpemu run -- cat /proc/self/maps: $(cat "$T_TMP/maps.err")"
+lib=$(awk '/libthpemu\.so/ {print $6; exit}' "$T_TMP/maps")
+[ "$lib" = "$copy/lib/thpemu/libthpemu.so" ] || fail "the managed program mapped libthpemu.so from '$lib'"
+say "a managed program preloads $lib"
 # plugin=NAME live: libthpemu.so in the program resolves it too (lib/thpemu/plugins beside it)
 thpemu run --quiet --policy-plugin huge_big_regions -- usemem --size 8M --quiet \
 	>"$T_TMP/pl.out" 2>"$T_TMP/pl.err" || fail "run --policy-plugin huge_big_regions: $(cat "$T_TMP/pl.err")"
