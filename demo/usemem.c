@@ -111,14 +111,47 @@ static int parse_duration(const char *s, uint64_t *ns)
 	return 0;
 }
 
+/* --help; also the source of usemem.1 (help2man) */
+static void usage(void)
+{
+	printf("usage: usemem --size SIZE [--threads N] [--madvise|--no-madvise] "
+	       "[--loops N] [--hold DUR] [--delay DUR] [--quiet]\n\n"
+	       "A self-timing first-touch workload (after mmtests' thpscale): maps SIZE bytes, "
+	       "touches them one\n"
+	       "2 MiB extent at a time and prints each touch's latency and whether it got a huge "
+	       "page:\n"
+	       "  fault TID huge|base LATENCY_US SEC.USEC\n"
+	       "then one summary line, with the mapping's AnonHugePages in kB\n"
+	       "  usemem: extents=N huge=N huge_pct=P anonhuge_kb=K p50_us=X p99_us=Y max_us=Z\n"
+	       "It runs natively or under 'thpemu run'; it does not link the emulator.\n\n"
+	       "Options:\n"
+	       "  --size SIZE       bytes to map per loop, at least 2M (e.g. 8M, 512M, 4G)\n"
+	       "  --threads N       threads sharing the extents (1..1024; default 1)\n"
+	       "  --madvise         MADV_HUGEPAGE the mapping (the default)\n"
+	       "  --no-madvise      leave the mapping without MADV_HUGEPAGE\n"
+	       "  --loops N         repeat map, touch, unmap N times (default 1)\n"
+	       "  --hold DUR        keep each mapping DUR before unmapping it, printing its\n"
+	       "                    AnonHugePages every second (e.g. 500ms, 2s, 1m)\n"
+	       "  --delay DUR       wait DUR before the first mapping (e.g. 1s)\n"
+	       "  --quiet           print the summary only, not one line per fault\n"
+	       "  --help            this help\n"
+	       "  --version         print the version (thpemu's)\n");
+}
+
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-	    {"size", required_argument, NULL, 's'},  {"threads", required_argument, NULL, 't'},
-	    {"madvise", no_argument, NULL, 'm'},     {"no-madvise", no_argument, NULL, 'n'},
-	    {"loops", required_argument, NULL, 'l'}, {"hold", required_argument, NULL, 'h'},
-	    {"delay", required_argument, NULL, 'd'}, {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'H'},	     {NULL, 0, NULL, 0},
+	    {"size", required_argument, NULL, 's'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"madvise", no_argument, NULL, 'm'},
+	    {"no-madvise", no_argument, NULL, 'n'},
+	    {"loops", required_argument, NULL, 'l'},
+	    {"hold", required_argument, NULL, 'h'},
+	    {"delay", required_argument, NULL, 'd'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'H'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 	char *end;
@@ -164,13 +197,16 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->quiet = true;
 			break;
 		case 'H':
-			printf("usage: usemem --size SIZE [--threads N] [--madvise|--no-madvise] "
-			       "[--loops N] [--hold DUR] [--delay DUR] [--quiet]\n");
+			usage();
+			exit(0);
+		case 'V':
+			printf("usemem (thpemu) " THPEMU_VERSION "\n");
 			exit(0);
 		default:
-			usage_error("unknown option '%s' (accepted: --size, --threads, --madvise, "
-				    "--no-madvise, --loops, --hold, --delay, --quiet)",
-				    argv[optind - 1]);
+			usage_error(
+			    "unknown option '%s' (accepted: --size, --threads, --madvise, "
+			    "--no-madvise, --loops, --hold, --delay, --quiet, --help, --version)",
+			    argv[optind - 1]);
 		}
 	}
 	if (!o->size)

@@ -100,7 +100,12 @@ int cli_check_plugin(const char *name, const char *spec, char *err, size_t errle
  * pass run options through: replay) */
 bool cli_run_opt_takes_value(const char *name);
 
-/* Directory holding the thpemu executable (to find libthpemu.so, thpemu-fusedev beside it). */
+/* Directory holding the thpemu executable (to find thpemu-fusedev, thpemu-replayer beside it). */
 const char *cli_self_dir(void);
+
+/* A library of thpemu's own (libthpemu.so) found relative to the executable: beside it (the build
+ * tree) or in ../lib/thpemu (an installed tree, wherever it was installed or copied to). 0 with
+ * the path in buf, or -1 with both places tried in why. */
+int cli_find_lib(const char *name, char *buf, size_t len, char *why, size_t whylen);
 
 #endif

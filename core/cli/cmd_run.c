@@ -98,7 +98,8 @@ static void opt_policy_plugin(struct run_ctx *rc, const char *val)
 static const struct run_opt run_opts[] = {
     {"--policy-plugin", "FILE.so",
      "THP policy plugin (thpemu_policy.h) choosing each fault's orders; the policy key "
-     "plugin=FILE, env THPEMU_POLICY_PLUGIN",
+     "plugin=FILE, env THPEMU_POLICY_PLUGIN; a NAME without '/' is an installed plugin "
+     "(e.g. mthp_under_frag)",
      opt_policy_plugin},
     {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
     {"--stall-report", "FILE", "write the stall report (2011 format) to FILE instead of stderr",
@@ -292,13 +293,12 @@ static int make_run_dir(struct run_ctx *rc)
 /* LD_PRELOAD = libthpemu.so [jemalloc] [whatever was there]. */
 static int set_preload(struct run_ctx *rc)
 {
-	char lib[PATH_MAX], val[3 * PATH_MAX];
+	char lib[PATH_MAX], val[3 * PATH_MAX], why[3 * PATH_MAX];
 	const char *old = getenv("LD_PRELOAD");
 	const char *jem = THPEMU_JEMALLOC_PATH;
 
-	snprintf(lib, sizeof(lib), "%s/libthpemu.so", cli_self_dir());
-	if (access(lib, R_OK) < 0) {
-		cli_error("run", "cannot find %s: %s", lib, strerror(errno));
+	if (cli_find_lib("libthpemu.so", lib, sizeof(lib), why, sizeof(why)) < 0) {
+		cli_error("run", "%s", why);
 		return -1;
 	}
 	if (rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC && access(jem, R_OK) < 0) {

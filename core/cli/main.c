@@ -75,6 +75,22 @@ const char *cli_self_dir(void)
 	return dir;
 }
 
+int cli_find_lib(const char *name, char *buf, size_t len, char *why, size_t whylen)
+{
+	static const char *const rel[] = {"", "/../lib/thpemu"};
+	char tried[2][PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(tried[i], sizeof(tried[i]), "%s%s/%s", cli_self_dir(), rel[i], name);
+		if (access(tried[i], R_OK) == 0) {
+			snprintf(buf, len, "%s", tried[i]);
+			return 0;
+		}
+	}
+	snprintf(why, whylen, "cannot find %s (looked for %s and %s)", name, tried[0], tried[1]);
+	return -1;
+}
+
 static int cmp_cmd(const void *a, const void *b)
 {
 	const struct cli_command *const *x = a, *const *y = b;

@@ -362,8 +362,12 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: thpemu-replayer TRACE [--speed F] [--quiet]\n"
 		   "Acts out a fault trace (thpemu run --trace) at its recorded times; run it "
-		   "with 'thpemu replay'.\n"
-		   "  --speed F   replay F times faster (0 < F; default 1)\n");
+		   "with 'thpemu replay'.\n\n"
+		   "Options:\n"
+		   "  --speed F   replay F times faster (0 < F; default 1)\n"
+		   "  --quiet     print nothing but errors (no summary, no warning)\n"
+		   "  --help      this help\n"
+		   "  --version   print the version (thpemu's)\n");
 }
 
 int main(int argc, char **argv)
@@ -377,6 +381,9 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("thpemu-replayer " THPEMU_VERSION "\n");
 			return 0;
 		} else if (!strcmp(argv[i], "--quiet")) {
 			quiet = true;

@@ -19,11 +19,14 @@
  *
  * Loading: policy spec key plugin=PATH (thpemu run/sim/ab/replay and THPEMU_POLICY), the
  * --policy-plugin FILE.so option of run and sim (shorthand for the key), or the environment
- * variable THPEMU_POLICY_PLUGIN. thpemu dlopen()s the file with RTLD_NOW|RTLD_LOCAL outside
- * core/mm and checks abi_version; a plugin that cannot be loaded is an error (exit 2) on the
- * command line, and under a bare LD_PRELOAD the program runs under the built-in policy after one
- * stderr line. An optional init(args) runs once after loading (args: the text after '?' in
- * plugin=PATH?ARGS, else NULL); nonzero refuses the plugin.
+ * variable THPEMU_POLICY_PLUGIN. A PATH without '/' that is no file in the current directory names
+ * an installed plugin: NAME or NAME.so in PREFIX/lib/thpemu/plugins (build/plugins in a build
+ * tree), found relative to thpemu itself. Build a plugin against an installed thpemu with
+ * `cc -shared -fPIC $(pkg-config --cflags thpemu) -o mine.so mine.c`. thpemu dlopen()s the file
+ * with RTLD_NOW|RTLD_LOCAL outside core/mm and checks abi_version; a plugin that cannot be loaded
+ * is an error (exit 2) on the command line, and under a bare LD_PRELOAD the program runs under the
+ * built-in policy after one stderr line. An optional init(args) runs once after loading (args: the
+ * text after '?' in plugin=PATH?ARGS, else NULL); nonzero refuses the plugin.
  *
  * Rules of the hooks (the fault path's rules): they run inside mm_fault with mm's lock held, in
  * the faulting thread (live: a fault handler thread while the program waits). No malloc, no

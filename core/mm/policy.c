@@ -676,8 +676,11 @@ void mm_policy_help(FILE *f)
 	fprintf(
 	    f, "  multi-size THP (era=modern): hugepages-16kB .. hugepages-1024kB (default never)\n"
 	       "  and hugepages-2048kB (default inherit) as the sysfs files; defrag-mode=0|1\n");
-	fprintf(f, "  policy plugin (thpemu_policy.h): plugin=PATH[?ARGS]  a shared object that\n"
-		   "  chooses each fault's orders (see README \"Policy plugins\")\n");
+	fprintf(
+	    f, "  policy plugin (thpemu_policy.h): plugin=PATH[?ARGS]  a shared object that\n"
+	       "  chooses each fault's orders (see README \"Policy plugins\"); a PATH without '/'\n"
+	       "  that is no file here names an installed plugin (mthp_under_frag,\n"
+	       "  huge_big_regions: PREFIX/lib/thpemu/plugins, build/plugins)\n");
 	fprintf(f, "  keys:\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct key *k = &keys[i];

@@ -5,12 +5,63 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* The directory of the object this code is in (libthpemu.so in a managed program, else the
+ * thpemu executable), into dir. */
+static int self_dir(char *dir, size_t len)
+{
+	Dl_info info;
+	char *slash;
+	ssize_t n;
+
+	if (dladdr((void *)self_dir, &info) && info.dli_fname && strchr(info.dli_fname, '/') &&
+	    strlen(info.dli_fname) < len) {
+		strcpy(dir, info.dli_fname);
+	} else {
+		n = readlink("/proc/self/exe", dir, len - 1);
+		if (n <= 0)
+			return -1;
+		dir[n] = '\0';
+	}
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	return 0;
+}
+
+/* A plugin named without a '/' that is not a file in the current directory: NAME or NAME.so
+ * among the installed plugins, found relative to thpemu itself as both layouts put them: beside
+ * libthpemu.so and the thpemu executable in build/ (build/plugins), lib/thpemu/plugins in an
+ * installed tree (beside libthpemu.so, or ../lib/thpemu/plugins from bin/thpemu). */
+static void resolve_name(char *path, size_t len)
+{
+	static const char *const rel[] = {"/plugins/", "/../lib/thpemu/plugins/"};
+	static const char *const ext[] = {"", ".so"};
+	char dir[4096], cand[4096];
+	struct stat st;
+
+	if (strchr(path, '/') || stat(path, &st) == 0 || self_dir(dir, sizeof(dir)) < 0)
+		return;
+	for (size_t r = 0; r < sizeof(rel) / sizeof(rel[0]); r++)
+		for (size_t e = 0; e < sizeof(ext) / sizeof(ext[0]); e++) {
+			int n = snprintf(cand, sizeof(cand), "%s%s%s%s", dir, rel[r], path, ext[e]);
+
+			if (n > 0 && (size_t)n < len && stat(cand, &st) == 0 &&
+			    S_ISREG(st.st_mode)) {
+				memcpy(path, cand, (size_t)n + 1);
+				return;
+			}
+		}
+}
 
 int util_plugin_load(const char *spec, struct util_plugin *out, char *why, size_t whylen)
 {
 	const char *q = strchr(spec, '?');
 	size_t len = q ? (size_t)(q - spec) : strlen(spec);
 	const struct thpemu_policy_v1 *pl;
+	char here[sizeof(out->path) + 2];
 	struct stat st;
 	const char *e;
 	void *h;
@@ -22,8 +73,12 @@ int util_plugin_load(const char *spec, struct util_plugin *out, char *why, size_
 	}
 	memcpy(out->path, spec, len);
 	out->path[len] = '\0';
+	resolve_name(out->path, sizeof(out->path));
 	if (stat(out->path, &st) != 0) {
-		snprintf(why, whylen, "%s: no such file", out->path);
+		snprintf(why, whylen, "%s: no such file%s", out->path,
+			 strchr(out->path, '/') ? ""
+						: " (nor an installed plugin of that name, "
+						  "e.g. mthp_under_frag)");
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -31,7 +86,8 @@ int util_plugin_load(const char *spec, struct util_plugin *out, char *why, size_
 		return -1;
 	}
 	/* a path without '/' would be searched in the library path: say what we mean */
-	h = dlopen(out->path, RTLD_NOW | RTLD_LOCAL);
+	snprintf(here, sizeof(here), "%s%s", strchr(out->path, '/') ? "" : "./", out->path);
+	h = dlopen(here, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		e = dlerror();
 		snprintf(why, whylen, "%s: not a loadable shared object (%s)", out->path,

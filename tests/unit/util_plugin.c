@@ -1,6 +1,7 @@
 /* core/util/plugin.c: loading a policy plugin - the example plugins built in
  * $THPEMU_BUILD_DIR/plugins load, run their init with ARGS and answer; a missing file, a file
- * that is not a shared object and a refused init each give a one-line reason and no handle. */
+ * that is not a shared object, an unknown plugin name and a refused init each give a one-line
+ * reason and no handle (names that resolve: tests/integration/install.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,10 @@ TEST(failures_say_why)
 
 	EXPECT_EQ(util_plugin_load("/nonexistent/x.so", &p, why, sizeof(why)), -1);
 	EXPECT(strstr(why, "no such file") != NULL);
+	EXPECT(p.pl == NULL);
+	/* a bare name is looked up among the installed plugins; none of that name: said so */
+	EXPECT_EQ(util_plugin_load("no_such_plugin_xyz", &p, why, sizeof(why)), -1);
+	EXPECT(strstr(why, "nor an installed plugin") != NULL);
 	EXPECT(p.pl == NULL);
 	snprintf(spec, sizeof(spec), "%s/util_plugin_text.so", build_dir());
 	f = fopen(spec, "w");

@@ -1,0 +1,56 @@
+# `cmake --install build --prefix P`: the layout of a Debian tool, relocatable.
+#   P/bin                      thpemu, thpemu-fusedev, thpemu-replayer, usemem
+#   P/lib/thpemu               libthpemu.so: a private library (it is only ever LD_PRELOADed by
+#                              `thpemu run`, nothing links it), so it stays out of the linker's
+#                              path, as Debian keeps a package's private objects in /usr/lib/PKG
+#   P/lib/thpemu/plugins       the example policy plugins (demo/plugins)
+#   P/include/thpemu           thpemu.h, thpemu_policy.h
+#   P/share/pkgconfig          thpemu.pc (headers only: arch-independent), prefix = its own place
+#   P/share/man/man1           thpemu.1, thpemu-COMMAND.1, thpemu-fusedev.1, thpemu-replayer.1,
+#                              usemem.1, made from --help by help2man at build time
+# Nothing names P: `thpemu` finds libthpemu.so from /proc/self/exe (beside it in build/, else
+# ../lib/thpemu), its helpers beside it, and every installed ELF carries RUNPATH
+# $ORIGIN/../lib/thpemu, so a copied or moved tree works (tests/integration/install.sh).
+set(THPEMU_PRIVLIBDIR lib/thpemu)
+set(_thpemu_exes thpemu_cli thpemu_replayer thpemu_fusedev usemem)
+foreach(t ${_thpemu_exes} thpemu_preload)
+  set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../${THPEMU_PRIVLIBDIR}")
+endforeach()
+# libthpemu.so sits in lib/thpemu itself: its own RUNPATH is $ORIGIN
+set_target_properties(thpemu_preload PROPERTIES INSTALL_RPATH "$ORIGIN")
+
+install(TARGETS ${_thpemu_exes} RUNTIME DESTINATION bin)
+install(TARGETS thpemu_preload LIBRARY DESTINATION ${THPEMU_PRIVLIBDIR})
+file(GLOB _plugin_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/demo/plugins/*.c)
+foreach(src ${_plugin_srcs})
+  get_filename_component(_name ${src} NAME_WE)
+  install(TARGETS plugin_${_name} LIBRARY DESTINATION ${THPEMU_PRIVLIBDIR}/plugins)
+endforeach()
+install(FILES ${PROJECT_SOURCE_DIR}/core/include/thpemu.h
+              ${PROJECT_SOURCE_DIR}/core/include/thpemu_policy.h
+        DESTINATION include/thpemu)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/thpemu.pc.in ${CMAKE_BINARY_DIR}/thpemu.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/thpemu.pc DESTINATION share/pkgconfig)
+
+# Man pages from --help (help2man). The thpemu command list is read from `thpemu --help` when
+# the pages are made, so a new command gets its page without an edit here.
+# Sanitizer and fuzz builds make none: their binaries are not for installing, and running them at
+# build time (TSan, libFuzzer's instrumentation) can fail for reasons unrelated to the pages.
+find_program(HELP2MAN help2man)
+if(HELP2MAN AND THPEMU_SANITIZE STREQUAL "" AND NOT THPEMU_FUZZ)
+  set(_mandir ${CMAKE_BINARY_DIR}/man/man1)
+  add_custom_command(
+    OUTPUT ${CMAKE_BINARY_DIR}/man/stamp
+    COMMAND ${CMAKE_COMMAND} -DHELP2MAN=${HELP2MAN} -DOUT=${_mandir}
+            -DTHPEMU=$<TARGET_FILE:thpemu_cli> -DFUSEDEV=$<TARGET_FILE:thpemu_fusedev>
+            -DREPLAYER=$<TARGET_FILE:thpemu_replayer> -DUSEMEM=$<TARGET_FILE:usemem>
+            -P ${CMAKE_CURRENT_LIST_DIR}/manpages.cmake
+    COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/man/stamp
+    DEPENDS thpemu_cli thpemu_fusedev thpemu_replayer usemem
+            ${CMAKE_CURRENT_LIST_DIR}/manpages.cmake ${CMAKE_CURRENT_LIST_DIR}/help2man-usage.sh
+    COMMENT "Man pages from --help (help2man)")
+  add_custom_target(thpemu_man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/stamp)
+  install(DIRECTORY ${_mandir}/ DESTINATION share/man/man1 FILES_MATCHING PATTERN "*.1")
+elseif(NOT HELP2MAN)
+  message(STATUS "help2man not found: no man pages (apt-get install help2man; .ci/deps has it)")
+endif()
