@@ -9,7 +9,8 @@
 PROBES="fault_begin fault_end compaction_begin compaction_end migrate_pages migrate_page
 	wb_wait_begin wb_wait_end reclaim wait collapse split stall"
 
-grep -q '^THPEMU_SDT_H:INTERNAL=1' "$THPEMU_BUILD_DIR/CMakeCache.txt" ||
+grep -q '^THPEMU_USDT:BOOL=ON' "$THPEMU_BUILD_DIR/CMakeCache.txt" &&
+	grep -q '^THPEMU_SDT_H:INTERNAL=1' "$THPEMU_BUILD_DIR/CMakeCache.txt" ||
 	skip "built without sys/sdt.h (package systemtap-sdt-dev) or with -DTHPEMU_USDT=OFF"
 need_cmd readelf
 notes=$(readelf -n "$LIBTHPEMU") || fail "readelf -n $LIBTHPEMU"
