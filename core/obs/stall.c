@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "obs/stall_internal.h"
+#include "obs/usdt.h"
 #include "util/sys.h"
 
 #define LOAD(p)	  __atomic_load_n((p), __ATOMIC_RELAXED)
@@ -110,6 +111,7 @@ int obs_stalls_add(struct obs_stalls *s, const struct obs_stall_event *ev)
 
 	if (ev->duration_ns < s->threshold_ns)
 		return 1;
+	THPEMU_PROBE(stall, ev->duration_ns, (int)ev->cause, ev->addr, ev->tid, (int)ev->wait);
 	ADD(&s->count, 1);
 	ADD(&s->total_ns, ev->duration_ns);
 	raise_max(s, ev->duration_ns);

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "obs/usdt.h"
 #include "util/clock.h"
 #include "util/sys.h"
 
@@ -303,6 +304,7 @@ static int collapse(void *arg, uint64_t addr, const struct mm_collapse_scan *sca
 	}
 	uffd_region_put(&lv->table, r);
 out:
+	THPEMU_PROBE(collapse, addr, rc);
 	if (rc < 0)
 		UFFD_COUNT(lv, collapse_failed);
 	return rc;

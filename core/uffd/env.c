@@ -37,6 +37,7 @@
 
 #include "util/sys.h"
 #include "util/clock.h"
+#include "obs/usdt.h"
 
 static uint64_t env_now(void *priv, void *call)
 {
@@ -69,8 +70,13 @@ static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t tim
 	struct obs_stack st;
 	uint64_t token = uffd_stallcap_blocking(call, &st); /* the blocking point's stack */
 	uint64_t owner = mm_frame_owner_peek(lv->mm, pfn);  /* whose page (for the report) */
-	int rc = io_wait_writeback(lv->wq, lv->mm, pfn, timeout_ns);
+	uint64_t t0 = clock_now_ns();
+	int rc;
 
+	THPEMU_PROBE(wb_wait_begin, pfn, owner);
+	rc = io_wait_writeback(lv->wq, lv->mm, pfn, timeout_ns);
+	THPEMU_PROBE(wb_wait_end, pfn, rc, clock_now_ns() - t0);
+	(void)t0; /* without probes */
 	uffd_stallcap_blocked(call, &st, token, owner);
 	return rc;
 }
@@ -127,6 +133,7 @@ static bool env_congested(void *priv, void *call)
 
 static void env_waited(void *priv, void *call, const struct mm_wait *w)
 {
+	THPEMU_PROBE(wait, (int)w->kind, w->ns, w->pfn, (int)w->background);
 	uffd_stallcap_waited(call, w);
 }
 
@@ -134,11 +141,15 @@ static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t fro
 {
 	struct uffd_live *lv = priv;
 	unsigned slot = MACHINE_OWNER_SLOT(owner);
+	int rc;
 
 	if (lv->on_machine && slot != (unsigned)lv->mslot) /* another process's page: ask it */
-		return uffd_machine_request(lv, call, (int)slot, MACHINE_REQ_MIGRATE, owner, from,
-					    to);
-	return uffd_migrate_page(call, owner, from, to);
+		rc =
+		    uffd_machine_request(lv, call, (int)slot, MACHINE_REQ_MIGRATE, owner, from, to);
+	else
+		rc = uffd_migrate_page(call, owner, from, to);
+	THPEMU_PROBE(migrate_page, from, to, owner, rc, 0);
+	return rc;
 }
 
 /* The THP shrinker's underused split: by the process whose THP it is (split.c). Another
@@ -158,12 +169,34 @@ static int env_split_underused(void *priv, void *call, uint64_t extent_owner, ui
 static int env_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to)
 {
 	struct uffd_live *lv = priv;
+	int rc;
 
 	if (lv->on_machine) /* the page-cache arena is in the machine's segment */
-		return uffd_machine_copy_file(lv, from, to);
-	if (!lv->copy_file)
-		return 0;
-	return lv->copy_file(lv->copy_file_arg, owner, from, to);
+		rc = uffd_machine_copy_file(lv, from, to);
+	else if (!lv->copy_file)
+		rc = 0;
+	else
+		rc = lv->copy_file(lv->copy_file_arg, owner, from, to);
+	THPEMU_PROBE(migrate_page, from, to, owner, rc, 1);
+	return rc;
+}
+
+/* mm's tracepoints (compaction.h, migrate.h names) as USDT probes. */
+static void env_trace(void *priv, void *call, const struct mm_trace *ev)
+{
+	switch (ev->kind) {
+	case MM_TRACE_COMPACTION_BEGIN:
+		THPEMU_PROBE(compaction_begin, (int)ev->d, ev->order, ev->a, ev->b);
+		break;
+	case MM_TRACE_COMPACTION_END:
+		THPEMU_PROBE(compaction_end, (int)ev->d, ev->order, ev->a, ev->b);
+		break;
+	case MM_TRACE_MIGRATEPAGES:
+		THPEMU_PROBE(migrate_pages, ev->a, ev->b);
+		break;
+	default:
+		break;
+	}
 }
 
 static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t extent_owner)
@@ -216,7 +249,7 @@ const struct mm_env_ops uffd_env_ops = {
     .clear_huge = env_clear_huge,
     .alloc_cost = env_alloc_cost,
     .writeout = env_writeout,
-    .trace = NULL,
+    .trace = env_trace,
     .meta_alloc = env_meta_alloc,
     .meta_free = env_meta_free,
     .khugepaged_scan = env_khugepaged_scan,

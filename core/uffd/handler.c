@@ -22,6 +22,7 @@
 
 #include "util/sys.h"
 #include "util/clock.h"
+#include "obs/usdt.h"
 
 struct fault_ctx {
 	struct uffd_worker *w;
@@ -428,6 +429,7 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 					    * may start inside it): mm's block cookies */
 		req.extent_owner =
 		    req.owner - ((fc->addr / UFFD_PAGE_SIZE) & (uintptr_t)(MM_HPAGE_NR - 1));
+	THPEMU_PROBE(fault_begin, (uint64_t)fc->addr, (int)fc->write, fc->tid);
 	if (mm_fault(lv->mm, &req, &fc->res, fc->w) < 0) {
 		fc->res.outcome = MM_FAULT_NOMEM;
 		fc->res.pfn = MM_NO_PFN;
@@ -502,6 +504,12 @@ static void record(struct fault_ctx *fc)
 	struct uffd_host_stats *h = &lv->stats->host;
 
 	obs_faults_record(&lv->stats->faults, &fc->res.rec, lat);
+	/* decision: mm's (huge even when the host then mapped it small); order: frames served */
+	THPEMU_PROBE(fault_end, (uint64_t)fc->addr, (int)fc->decision, (int)fc->res.order, lat,
+		     fc->tid);
+	if (fc->res.rec.reclaim_ns)
+		THPEMU_PROBE(reclaim, (uint64_t)fc->addr, (uint64_t)fc->res.rec.reclaimed,
+			     fc->res.rec.reclaim_ns);
 	uffd_stat_max(&h->latency_max_ns, lat);
 	if (lat >= lv->cfg.stall_threshold_ns) {
 		uffd_stat_add(&h->stalls, 1);

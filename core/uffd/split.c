@@ -35,6 +35,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "obs/usdt.h"
 #include "util/sys.h"
 
 #define MOVE_TRIES 3 /* a move the host answers -EAGAIN (a racing PMD split) is retried */
@@ -205,6 +206,7 @@ int uffd_split_underused(struct uffd_worker *w, uint64_t extent_owner, uint32_t 
 		return -EAGAIN;
 	}
 	rc = split_locked(w, r, (uint32_t)extent_owner, head);
+	THPEMU_PROBE(split, head, extent_owner, rc);
 	pthread_rwlock_unlock(&r->busy);
 	uffd_region_put(&lv->table, r);
 	return rc;
