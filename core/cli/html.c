@@ -931,11 +931,22 @@ static void summary_cmp(FILE *f, const struct cmp_result *c)
 			fputs("<td>-</td>", f);
 		if (m->have_ci)
 			fprintf(f, "<td class=\"n\">[%.2f, %.2f]</td>", m->ci.lo, m->ci.hi);
+		else if (m->have_a && m->have_b)
+			fputs("<td>n/a</td>", f);
 		else
 			fputs("<td>-</td>", f);
 		fprintf(f, "<td>%s</td></tr>\n", m->significant ? "significant" : "");
 	}
-	fputs("</table><p class=\"note\">Change: positive is better (mmtests' convention). "
+	fputs("</table>", f);
+	if (c->why[0]) {
+		fputs(
+		    "<p class=\"note why\">No difference is marked significant and no interval is "
+		    "shown: ",
+		    f);
+		esc(f, c->why);
+		fputs(".</p>", f);
+	}
+	fputs("<p class=\"note\">Change: positive is better (mmtests' convention). "
 	      "Significant: the bootstrap interval of the difference of means excludes 0.</p>\n",
 	      f);
 	fputs("<h3>Per-fault latency, runs pooled (Mann&ndash;Whitney U)</h3><table><tr><th>class"

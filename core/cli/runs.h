@@ -158,6 +158,9 @@ struct cmp_comm {
 struct cmp_result {
 	char label_a[160], label_b[160];
 	size_t runs_a, runs_b, failed_a, failed_b;
+	/* why nothing is called significant (fewer than 2 counted runs on a side); "" when the
+	 * comparison can call a difference significant */
+	char why[96];
 	struct cmp_metric *m;
 	size_t nm;
 	struct cmp_dist dist[RD_NCLASS];
