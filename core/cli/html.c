@@ -912,9 +912,10 @@ static void summary_cmp(FILE *f, const struct cmp_result *c)
 
 		if (!m->have_a && !m->have_b)
 			continue;
+		const char *unit = rd_metric_unit_text(m->def);
+
 		fprintf(f, "<tr%s><td>%s%s%s%s</td>", m->significant ? " class=\"sig\"" : "",
-			m->def->name, m->def->unit[0] ? " (" : "", m->def->unit,
-			m->def->unit[0] ? ")" : "");
+			m->def->name, unit[0] ? " (" : "", unit, unit[0] ? ")" : "");
 		if (m->have_a)
 			fprintf(f, "<td class=\"n\">%.2f &plusmn; %.2f</td>", m->ma.amean,
 				m->ma.stddev);

@@ -953,6 +953,21 @@ static void cmp_comms_text(FILE *f, const struct cmp_result *c)
 		   "faults.\n");
 }
 
+const char *rd_metric_unit_text(const struct rd_metric *m)
+{
+	size_t n = strlen(m->name);
+
+	if (!strcmp(m->unit, "us") &&
+	    (!strncmp(m->name, "fault-", 6) || !strncmp(m->name, "kernel-", 7) ||
+	     (!strncmp(m->name, "mthp-", 5) && n > 4 && !strcmp(m->name + n - 4, "-p50"))))
+		return "us per fault";
+	if (!strcmp(m->name, "huge-pct"))
+		return "% of faults";
+	if (!strncmp(m->name, "coverage-", 9) || !strcmp(m->name, "mthp-coverage"))
+		return "% of anon memory";
+	return m->unit;
+}
+
 void cmp_text(FILE *f, const struct cmp_result *c)
 {
 	char a[32], b[32], lo[32], hi[32];
@@ -960,18 +975,19 @@ void cmp_text(FILE *f, const struct cmp_result *c)
 
 	wa = wa < 22 ? 22 : wa;
 	wb = wb < 22 ? 22 : wb;
-	fprintf(f, "%-32s %*s  %*s  %s\n", "", wa, c->label_a, wb + 1, c->label_b,
+	fprintf(f, "%-46s %*s  %*s  %s\n", "", wa, c->label_a, wb + 1, c->label_b,
 		"B-A, 95% bootstrap CI");
-	fprintf(f, "%-32s %*s  %*s\n", "", wa, "(A, baseline)", wb + 1, "(B)");
+	fprintf(f, "%-46s %*s  %*s\n", "", wa, "(A, baseline)", wb + 1, "(B)");
 	for (size_t i = 0; i < c->nm; i++) {
 		const struct cmp_metric *m = &c->m[i];
-		char name[40];
+		const char *unit = rd_metric_unit_text(m->def);
+		char name[64];
 
 		if (!m->have_a && !m->have_b)
 			continue;
-		snprintf(name, sizeof(name), "%s%s%s%s", m->def->name, m->def->unit[0] ? " (" : "",
-			 m->def->unit, m->def->unit[0] ? ")" : "");
-		fprintf(f, "Amean     %-22s %*s (%7.2f%%) %*s ", name, wa - 11,
+		snprintf(name, sizeof(name), "%s%s%s%s", m->def->name, unit[0] ? " (" : "", unit,
+			 unit[0] ? ")" : "");
+		fprintf(f, "Amean     %-36s %*s (%7.2f%%) %*s ", name, wa - 11,
 			m->have_a ? fmt_num(m->ma.amean, a, sizeof(a)) : "-", 0.0, wb - 11,
 			m->have_b ? fmt_num(m->mb.amean, b, sizeof(b)) : "-");
 		if (m->have_a && m->have_b && !isnan(m->change_pct))
@@ -990,6 +1006,9 @@ void cmp_text(FILE *f, const struct cmp_result *c)
 	if (c->why[0])
 		fprintf(f, "\nNo difference is marked significant and no interval is shown: %s.\n",
 			c->why);
+	fprintf(f, "\nEach value is the mean over runs of one number per run: a fault-*/kernel-* "
+		   "percentile is of that run's per-fault latencies; huge-pct counts faults, not "
+		   "2 MiB extents.\n");
 	fprintf(f,
 		"\n'*': the 95%% bootstrap interval of the difference of means (%u resamples, "
 		"seed %llu) excludes 0.\nChange: (A - B) / A for lower-is-better metrics, "

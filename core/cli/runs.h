@@ -108,6 +108,9 @@ bool rd_order_mix(const struct rd_run *r, struct rd_order_mix *m);
 /* Is the metric worth a row for these runs? Every metric is, but an mTHP one only when a counted
  * run has a value of it (and, per size, when the size saw activity). */
 bool rd_metric_shown(const struct rd_run *runs, size_t n, const struct rd_metric *m);
+/* The metric's unit as text and tables print it, saying what it is per: "us per fault",
+ * "% of faults", "% of anon memory"; otherwise its unit. (JSON keeps the plain unit.) */
+const char *rd_metric_unit_text(const struct rd_metric *m);
 /* The metric names, for --help: one line each group. */
 void rd_metrics_usage(FILE *f);
 /* Means over the counted runs labelled label, of a metric or of the number at a path; runs
