@@ -1028,9 +1028,10 @@ static void summary_series(FILE *f, const struct rd_run *runs, size_t n, const s
 	for (size_t m = 0; m < rd_nmetrics; m++) {
 		if (!rd_metric_shown(runs, n, &rd_metrics[m]))
 			continue;
-		fprintf(f, "<tr><td>%s%s%s%s</td>", rd_metrics[m].name,
-			rd_metrics[m].unit[0] ? " (" : "", rd_metrics[m].unit,
-			rd_metrics[m].unit[0] ? ")" : "");
+		const char *unit = rd_metric_unit_text(&rd_metrics[m]);
+
+		fprintf(f, "<tr><td>%s%s%s%s</td>", rd_metrics[m].name, unit[0] ? " (" : "", unit,
+			unit[0] ? ")" : "");
 		for (size_t j = 0; j < ns; j++)
 			num(f, rd_mean_metric(runs, n, s[j].label, &rd_metrics[m]), 2);
 		fputs("</tr>\n", f);
@@ -1082,7 +1083,9 @@ static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const str
 static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 {
 	fputs("<table><tr><th>series</th><th>run</th><th>outcome</th><th>wall s</th><th>faults"
-	      "</th><th>huge %</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th>"
+	      "</th><th>huge % of faults</th><th>p99 us per fault</th><th>max us per "
+	      "fault</th><th>stalls</th>"
+	      "<th>stalled ms</th>"
 	      "<th>wait events</th><th>longest wait ms</th><th>source</th></tr>\n",
 	      f);
 	for (size_t i = 0; i < n; i++) {
@@ -1138,12 +1141,13 @@ static void run_processes(FILE *f, const struct rd_run *r, bool open)
 	qsort(v, n, sizeof(*v), rd_by_faults);
 	fprintf(f, "<details%s><summary>", open ? " open" : "");
 	esc(f, r->source);
-	fprintf(f,
-		": %zu process%s</summary><table><tr><th>pid</th><th>ppid</th><th>comm</th>"
-		"<th>state</th><th>exec'd from</th><th>faults</th><th>huge %%</th><th>p50 us"
-		"</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th><th>"
-		"command</th></tr>\n",
-		n, n == 1 ? "" : "es");
+	fprintf(
+	    f,
+	    ": %zu process%s</summary><table><tr><th>pid</th><th>ppid</th><th>comm</th>"
+	    "<th>state</th><th>exec'd from</th><th>faults</th><th>huge %% of faults</th><th>p50 us"
+	    "</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th><th>"
+	    "command</th></tr>\n",
+	    n, n == 1 ? "" : "es");
 	for (size_t i = 0; i < shown; i++) {
 		double faults = rd_num(v[i], "faults.total");
 
