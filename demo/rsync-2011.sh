@@ -104,6 +104,10 @@ EOF
 
 echo "rsync-2011: one machine: pool $pool ($recipe), device $device;"
 echo "            rsync -a of $tree_mb MiB ($files files) + usemem ${usemem[*]}"
+# usemem's own summary counts 2 MiB extents (one timed first touch + memset each), not faults
+usemem_explain() { # usemem_explain FILE: usemem's key=value summary, said in words
+	sed -n 's/^usemem: extents=\([0-9]*\) huge=\([0-9]*\) huge_pct=\([0-9.]*\) .*p50_us=\([0-9.]*\) p99_us=\([0-9.]*\).*/  usemem, per 2 MiB extent: huge % of 2 MiB extents \3 (\2 of \1); extent touch latency p50 \4 us, p99 \5 us/p' "$1" 2>/dev/null | tail -1
+}
 for p in "${policies[@]}"; do
 	echo
 	echo "=== $p"
@@ -114,6 +118,7 @@ for p in "${policies[@]}"; do
 	rc=$?
 	[ $rc = 0 ] || echo "rsync-2011: the run under $p exited $rc" >&2
 	cat "$dir/$p.usemem.txt" 2>/dev/null | tail -2
+	usemem_explain "$dir/$p.usemem.txt"
 	if [ -s "$dir/$p.rsync_end" ]; then
 		awk -v a="$(cat "$dir/$p.rsync_start")" -v b="$(cat "$dir/$p.rsync_end")" -v mb="$tree_mb" \
 			'BEGIN { printf "rsync: %d MiB in %.1f s (%.1f MB/s into the page cache)\n", mb, b - a, mb * 1.048576 / (b - a) }' |
@@ -136,7 +141,7 @@ printf '%-40s' ""
 for p in "${policies[@]}"; do printf '%19s' "$p"; done
 printf '\n'
 row "processes on the machine" '.program.processes'
-row "faults huge % (per fault)" '.faults.huge_pct'
+row "huge % of faults" '.faults.huge_pct'
 row "stalls >= 1 s (per fault)" '.stalls.count'
 row "longest fault ms" '(.latency_us.both.max / 1000 | round)'
 row "stalls on rsync's pages" '[.stalls.groups[] | select((.waited_on // "") | test("rsync")) | .count] | add // 0'

@@ -113,6 +113,10 @@ fi
 
 echo "seed-2011: pool $pool ($recipe), writer --dirty $dirty to --device $device,"
 echo "           usemem ${usemem[*]}; kernels: ${policies[*]}"
+# usemem's own summary counts 2 MiB extents (one timed first touch + memset each), not faults
+usemem_explain() { # usemem_explain FILE: usemem's key=value summary, said in words
+	sed -n 's/^usemem: extents=\([0-9]*\) huge=\([0-9]*\) huge_pct=\([0-9.]*\) .*p50_us=\([0-9.]*\) p99_us=\([0-9.]*\).*/  usemem, per 2 MiB extent: huge % of 2 MiB extents \3 (\2 of \1); extent touch latency p50 \4 us, p99 \5 us/p' "$1" 2>/dev/null | tail -1
+}
 for p in "${policies[@]}"; do
 	echo
 	echo "=== $p"
@@ -123,14 +127,21 @@ for p in "${policies[@]}"; do
 		>"$dir/$p.usemem.txt"
 	rc=$?
 	cat "$dir/$p.usemem.txt"
+	usemem_explain "$dir/$p.usemem.txt"
 	[ $rc = 0 ] || echo "seed-2011: thpemu run under $p exited $rc" >&2
 	echo "($(($(date +%s) - start)) s)"
 	[ -s "$dir/$p.stalls.txt" ] && cat "$dir/$p.stalls.txt"
 done
 
-# The side-by-side table.
+
+# The side-by-side table. usemem's rows count 2 MiB extents; thpemu's count faults (a 2 MiB extent
+# served with base pages is 512 faults, one served huge is 1).
 col() { # col POLICY JQ-FILTER
 	[ -s "$dir/$1.json" ] && jq -r "$2" "$dir/$1.json" 2>/dev/null || echo "-"
+}
+usemem_p50_ms() {
+	sed -n 's/.*p50_us=\([0-9.]*\).*/\1/p' "$dir/$1.usemem.txt" 2>/dev/null | tail -1 |
+		awk '{ printf "%.3f", $1 / 1000 }'
 }
 usemem_pct() {
 	sed -n 's/.*huge_pct=\([0-9.]*\).*/\1/p' "$dir/$1.usemem.txt" 2>/dev/null | tail -1
@@ -144,14 +155,17 @@ echo
 printf '%-38s' ""
 for p in "${policies[@]}"; do printf '%20s' "$p"; done
 printf '\n'
-printf '%-38s' "usemem extents huge %"
+printf '%-38s' "huge % of 2 MiB extents (usemem)"
 for p in "${policies[@]}"; do printf '%20s' "$(usemem_pct "$p")"; done
 printf '\n'
+printf '%-38s' "extent touch p50 per 2 MiB extent, ms"
+for p in "${policies[@]}"; do printf '%20s' "$(usemem_p50_ms "$p")"; done
+printf '\n'
 row "faults" '.faults.total'
-row "faults huge %" '.faults.huge_pct'
-row "fault latency p50 ms" '(.latency_us.both.p50 / 1000 * 1000 | round) / 1000'
-row "fault latency p99 ms" '(.latency_us.both.p99 / 1000 * 1000 | round) / 1000'
-row "fault latency max ms" '(.latency_us.both.max / 1000 * 1000 | round) / 1000'
+row "huge % of faults" '.faults.huge_pct'
+row "fault latency p50 per fault, ms" '(.latency_us.both.p50 / 1000 * 1000 | round) / 1000'
+row "fault latency p99 per fault, ms" '(.latency_us.both.p99 / 1000 * 1000 | round) / 1000'
+row "fault latency max per fault, ms" '(.latency_us.both.max / 1000 * 1000 | round) / 1000'
 # Two stall metrics. Mel Gorman's 2011 monitor logged every single sleep in D state of at least
 # a second (a fault that waits ten times is ten events): per-wait events, .stalls.waits (reports
 # without them show "-"). thpemu's per-fault view counts a fault whose whole service took that

@@ -34,7 +34,7 @@
 #define PAD_L	   56
 #define PAD_B	   40
 #define PAD_T	   24
-#define PAD_R	   12
+#define PAD_R	   28 /* half the widest x tick label ("p99.9999"): the last one fits centred */
 
 static const char *const palette[MAX_SERIES] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
 						"#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"};
@@ -134,6 +134,26 @@ static void fmt_us(double us, char *buf, size_t len)
 		snprintf(buf, len, "%gus", us);
 }
 
+static void esc_cut(FILE *f, const char *label, size_t max);
+
+/* Text widths are not known when the SVG is written: these are upper estimates per character
+ * (system-ui digits and lower case are narrower) of the .tick/.leg (10 px) and .t (12 px bold)
+ * fonts, used to keep every label inside its plot. The Chromium test measures the real ones. */
+#define TICK_CHAR_W  6.5
+#define TITLE_CHAR_W 7.5
+
+/* An x-axis tick label centred under x, or ending (starting) at x where centring would run past
+ * the right (left) edge of the w-wide plot. */
+static void x_tick(FILE *f, double x, int y, const char *lab, int w)
+{
+	double half = 0.5 * TICK_CHAR_W * (double)strlen(lab);
+	const char *anchor = x + half > w - 2 ? "end" : x - half < 2 ? "start" : "middle";
+
+	fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"%s\">", x, y, anchor);
+	esc(f, lab);
+	fputs("</text>", f);
+}
+
 /* A plot w wide whose frame ends at w - PAD_R - legend_w (room for a legend on the right). */
 static void svg_open_w(FILE *f, int w, int legend_w, const char *title, const char *xlabel,
 		       const char *ylabel)
@@ -144,7 +164,7 @@ static void svg_open_w(FILE *f, int w, int legend_w, const char *title, const ch
 		w, PLOT_H, w, PLOT_H);
 	esc(f, title);
 	fprintf(f, "</title><text x=\"%d\" y=\"15\" class=\"t\">", PAD_L);
-	esc(f, title);
+	esc_cut(f, title, (size_t)((w - PAD_L - 4) / TITLE_CHAR_W)); /* whole in <title> */
 	fprintf(f, "</text><text x=\"%d\" y=\"%d\" class=\"al\" text-anchor=\"middle\">",
 		(w - legend_w + PAD_L) / 2, PLOT_H - 6);
 	esc(f, xlabel);
@@ -173,10 +193,9 @@ static void x_ticks_log_us(FILE *f, const struct axes *a)
 		if (e < a->x0 - 1e-9 || e > a->x1 + 1e-9)
 			continue;
 		fmt_us(pow(10, e), lab, sizeof(lab));
-		fprintf(f,
-			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
-			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
-			x, x, PAD_T, PLOT_H - PAD_B, x, PLOT_H - PAD_B + 13, lab);
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>", x,
+			x, PAD_T, PLOT_H - PAD_B);
+		x_tick(f, x, PLOT_H - PAD_B + 13, lab, PLOT_W);
 	}
 }
 
@@ -209,21 +228,36 @@ static void y_ticks_linear(FILE *f, const struct axes *a, double step, const cha
 	}
 }
 
-/* The series' colours, in the top-left corner or (bottom) the bottom-right one. */
-static void legend(FILE *f, const struct series *s, size_t ns, bool bottom)
+/* The colours of the series that have data in the plot (has[i]; NULL: all), in the top-left
+ * corner or (bottom) the bottom-right one; a series without data is not listed. */
+static void legend(FILE *f, const struct series *s, size_t ns, bool bottom, const bool *has)
 {
-	for (size_t i = 0; i < ns; i++) {
-		int y =
-		    bottom ? PLOT_H - PAD_B - 8 - (int)(ns - 1 - i) * 13 : PAD_T + 12 + (int)i * 13;
-		int x = bottom ? PLOT_W - PAD_R - 150 : PAD_L + 8;
+	size_t shown = 0, k = 0;
 
+	for (size_t i = 0; i < ns; i++)
+		shown += !has || has[i];
+	for (size_t i = 0; i < ns; i++) {
+		int x = bottom ? PLOT_W - PAD_R - 150 : PAD_L + 8, y;
+
+		if (has && !has[i])
+			continue;
+		y = bottom ? PLOT_H - PAD_B - 8 - (int)(shown - 1 - k) * 13
+			   : PAD_T + 12 + (int)k * 13;
+		k++;
 		fprintf(f,
 			"<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"3\" fill=\"%s\"/>"
 			"<text x=\"%d\" y=\"%d\" class=\"leg\">",
 			x, y - 3, s[i].color, x + 14, y);
-		esc(f, s[i].label);
+		esc_cut(f, s[i].label, (size_t)((PLOT_W - 2 - x - 14) / TICK_CHAR_W));
 		fputs("</text>", f);
 	}
+}
+
+/* Which series have faults of class c. */
+static void has_class(const struct series *s, size_t ns, int c, bool *has)
+{
+	for (size_t i = 0; i < ns; i++)
+		has[i] = s[i].nb[c] > 0;
 }
 
 static void no_data(FILE *f, const char *what)
@@ -258,6 +292,7 @@ static void cdf_plot(FILE *f, const struct series *s, size_t ns, int c)
 {
 	char title[64];
 	struct axes a = {0, 1, 0, 1, true, false};
+	bool has[MAX_SERIES];
 
 	snprintf(title, sizeof(title), "latency CDF: %s faults", rd_class_names[c]);
 	svg_open(f, title, "fault service latency (log)", "fraction of faults");
@@ -285,7 +320,8 @@ static void cdf_plot(FILE *f, const struct series *s, size_t ns, int c)
 		}
 		fputs("\"/>", f);
 	}
-	legend(f, s, ns, true);
+	has_class(s, ns, c, has);
+	legend(f, s, ns, true, has);
 	fputs("</svg>\n", f);
 }
 
@@ -294,6 +330,7 @@ static void tail_plot(FILE *f, const struct series *s, size_t ns, int c)
 {
 	char title[64], lab[16];
 	struct axes a = {0, 1, 0, 1, false, true};
+	bool has[MAX_SERIES];
 	double nines = 1;
 
 	snprintf(title, sizeof(title), "tail latency: %s faults", rd_class_names[c]);
@@ -315,10 +352,12 @@ static void tail_plot(FILE *f, const struct series *s, size_t ns, int c)
 			snprintf(lab, sizeof(lab), "%s", k == 0 ? "p0" : k == 1 ? "p90" : "p99");
 		else
 			snprintf(lab, sizeof(lab), "p99.%.*s", k - 2, "9999");
-		fprintf(f,
-			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
-			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
-			x, x, PAD_T, PLOT_H - PAD_B, x, PLOT_H - PAD_B + 13, lab);
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>", x,
+			x, PAD_T, PLOT_H - PAD_B);
+		/* from p99.99 on the labels are as wide as the ticks are apart: with many nines,
+		 * every other one, counted from the last */
+		if (k < 3 || a.x1 < 5 || ((int)a.x1 - k) % 2 == 0)
+			x_tick(f, x, PLOT_H - PAD_B + 13, lab, PLOT_W);
 	}
 	for (size_t i = 0; i < ns; i++) {
 		uint64_t before = 0;
@@ -339,7 +378,8 @@ static void tail_plot(FILE *f, const struct series *s, size_t ns, int c)
 		}
 		fputs("\"/>", f);
 	}
-	legend(f, s, ns, false);
+	has_class(s, ns, c, has);
+	legend(f, s, ns, false, has);
 	fputs("</svg>\n", f);
 }
 
@@ -350,6 +390,7 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 		      size_t ns)
 {
 	struct axes a = {0, 1, 0, 100, false, false};
+	bool has[MAX_SERIES] = {false};
 	int maxidx = 1;
 
 	for (size_t i = 0; i < n; i++)
@@ -359,10 +400,12 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 	a.x1 = (n <= 1 ? 1 : maxidx) + 0.5;
 	svg_open(f, "huge faults per run", "run", "faults served huge (%)");
 	y_ticks_linear(f, &a, 25, "%");
-	for (int k = 1; k <= (int)a.x1; k++)
-		fprintf(f,
-			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%d</text>",
-			px(&a, k), PLOT_H - PAD_B + 13, k);
+	for (int k = 1; k <= (int)a.x1; k++) {
+		char lab[16];
+
+		snprintf(lab, sizeof(lab), "%d", k);
+		x_tick(f, px(&a, k), PLOT_H - PAD_B + 13, lab, PLOT_W);
+	}
 	for (size_t j = 0; j < ns; j++) {
 		double sum = 0;
 		int cnt = 0;
@@ -384,6 +427,7 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 			sum += v;
 			cnt++;
 		}
+		has[j] = cnt > 0;
 		if (cnt)
 			fprintf(f,
 				"<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
@@ -391,7 +435,7 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 				PAD_L, PLOT_W - PAD_R, py(&a, sum / cnt), py(&a, sum / cnt),
 				s[j].color);
 	}
-	legend(f, s, ns, false);
+	legend(f, s, ns, false, has);
 	fputs("</svg>\n", f);
 }
 
@@ -576,9 +620,8 @@ static void order_latency_plot(FILE *f, const struct series *s, const struct ser
 		double gx = PAD_L + group * g + group * 0.1;
 		size_t b = 0;
 
-		fprintf(f,
-			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
-			PAD_L + group * (g + 0.5), PLOT_H - PAD_B + 13, rd_order_names[k]);
+		x_tick(f, PAD_L + group * (g + 0.5), PLOT_H - PAD_B + 13, rd_order_names[k],
+		       PLOT_W + LEG_W);
 		for (size_t j = 0; j < ns; j++) {
 			double bx;
 
@@ -709,9 +752,7 @@ static void coverage_plot(FILE *f, const struct rd_run *runs, size_t n, const st
 		double x = px(&a, a.x1 * k / 4);
 
 		snprintf(lab, sizeof(lab), "%.3g", a.x1 * k / 4);
-		fprintf(f,
-			"<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s</text>",
-			x, PLOT_H - PAD_B + 13, lab);
+		x_tick(f, x, PLOT_H - PAD_B + 13, lab, PLOT_W);
 	}
 	lines = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -791,12 +832,12 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 		w, h, w, h, left);
 	for (int k = 0; k <= 5; k++) {
 		double x = left + (double)k / 5 * (w - left - 10);
+		char lab[32];
 
-		fprintf(
-		    f,
-		    "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>"
-		    "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%.1fs</text>",
-		    x, x, top, h - 30, x, h - 18, tmax * k / 5);
+		snprintf(lab, sizeof(lab), "%.1fs", tmax * k / 5);
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" class=\"grid\"/>", x,
+			x, top, h - 30);
+		x_tick(f, x, h - 18, lab, w);
 	}
 	rows = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -812,7 +853,7 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 			t0 = 0;
 		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"tick\" text-anchor=\"end\">", left - 6,
 			y + 11);
-		esc(f, runs[i].label);
+		esc_cut(f, runs[i].label, (size_t)((left - 10) / TICK_CHAR_W) - 5);
 		fprintf(f,
 			" #%d</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
 			"class=\"lane\"/>",
@@ -912,9 +953,10 @@ static void summary_cmp(FILE *f, const struct cmp_result *c)
 
 		if (!m->have_a && !m->have_b)
 			continue;
+		const char *unit = rd_metric_unit_text(m->def);
+
 		fprintf(f, "<tr%s><td>%s%s%s%s</td>", m->significant ? " class=\"sig\"" : "",
-			m->def->name, m->def->unit[0] ? " (" : "", m->def->unit,
-			m->def->unit[0] ? ")" : "");
+			m->def->name, unit[0] ? " (" : "", unit, unit[0] ? ")" : "");
 		if (m->have_a)
 			fprintf(f, "<td class=\"n\">%.2f &plusmn; %.2f</td>", m->ma.amean,
 				m->ma.stddev);
@@ -931,11 +973,22 @@ static void summary_cmp(FILE *f, const struct cmp_result *c)
 			fputs("<td>-</td>", f);
 		if (m->have_ci)
 			fprintf(f, "<td class=\"n\">[%.2f, %.2f]</td>", m->ci.lo, m->ci.hi);
+		else if (m->have_a && m->have_b)
+			fputs("<td>n/a</td>", f);
 		else
 			fputs("<td>-</td>", f);
 		fprintf(f, "<td>%s</td></tr>\n", m->significant ? "significant" : "");
 	}
-	fputs("</table><p class=\"note\">Change: positive is better (mmtests' convention). "
+	fputs("</table>", f);
+	if (c->why[0]) {
+		fputs(
+		    "<p class=\"note why\">No difference is marked significant and no interval is "
+		    "shown: ",
+		    f);
+		esc(f, c->why);
+		fputs(".</p>", f);
+	}
+	fputs("<p class=\"note\">Change: positive is better (mmtests' convention). "
 	      "Significant: the bootstrap interval of the difference of means excludes 0.</p>\n",
 	      f);
 	fputs("<h3>Per-fault latency, runs pooled (Mann&ndash;Whitney U)</h3><table><tr><th>class"
@@ -975,9 +1028,10 @@ static void summary_series(FILE *f, const struct rd_run *runs, size_t n, const s
 	for (size_t m = 0; m < rd_nmetrics; m++) {
 		if (!rd_metric_shown(runs, n, &rd_metrics[m]))
 			continue;
-		fprintf(f, "<tr><td>%s%s%s%s</td>", rd_metrics[m].name,
-			rd_metrics[m].unit[0] ? " (" : "", rd_metrics[m].unit,
-			rd_metrics[m].unit[0] ? ")" : "");
+		const char *unit = rd_metric_unit_text(&rd_metrics[m]);
+
+		fprintf(f, "<tr><td>%s%s%s%s</td>", rd_metrics[m].name, unit[0] ? " (" : "", unit,
+			unit[0] ? ")" : "");
 		for (size_t j = 0; j < ns; j++)
 			num(f, rd_mean_metric(runs, n, s[j].label, &rd_metrics[m]), 2);
 		fputs("</tr>\n", f);
@@ -1029,7 +1083,9 @@ static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const str
 static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 {
 	fputs("<table><tr><th>series</th><th>run</th><th>outcome</th><th>wall s</th><th>faults"
-	      "</th><th>huge %</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th>"
+	      "</th><th>huge % of faults</th><th>p99 us per fault</th><th>max us per "
+	      "fault</th><th>stalls</th>"
+	      "<th>stalled ms</th>"
 	      "<th>wait events</th><th>longest wait ms</th><th>source</th></tr>\n",
 	      f);
 	for (size_t i = 0; i < n; i++) {
@@ -1085,12 +1141,13 @@ static void run_processes(FILE *f, const struct rd_run *r, bool open)
 	qsort(v, n, sizeof(*v), rd_by_faults);
 	fprintf(f, "<details%s><summary>", open ? " open" : "");
 	esc(f, r->source);
-	fprintf(f,
-		": %zu process%s</summary><table><tr><th>pid</th><th>ppid</th><th>comm</th>"
-		"<th>state</th><th>exec'd from</th><th>faults</th><th>huge %%</th><th>p50 us"
-		"</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th><th>"
-		"command</th></tr>\n",
-		n, n == 1 ? "" : "es");
+	fprintf(
+	    f,
+	    ": %zu process%s</summary><table><tr><th>pid</th><th>ppid</th><th>comm</th>"
+	    "<th>state</th><th>exec'd from</th><th>faults</th><th>huge %% of faults</th><th>p50 us"
+	    "</th><th>p99 us</th><th>max us</th><th>stalls</th><th>stalled ms</th><th>"
+	    "command</th></tr>\n",
+	    n, n == 1 ? "" : "es");
 	for (size_t i = 0; i < shown; i++) {
 		double faults = rd_num(v[i], "faults.total");
 
@@ -1319,13 +1376,19 @@ static const char style[] =
     "overflow-x:auto;font-size:12px}.stk{display:inline-block;vertical-align:top;margin-right:"
     "12px}.note{color:#555;font-size:12px}details{margin:4px 0}";
 
-/* Checks after load that every plot drew something; the result is body[data-rendered]. */
+/* Checks after load that every plot drew something (body[data-rendered]) and that no text of
+ * a plot reaches outside its plot's box, where it would be clipped (body[data-clipped]: how
+ * many, body[data-clipped-texts]: the first of them). */
 static const char check_script[] =
     "<script>addEventListener('load',function(){var b=document.body;try{var s=document."
-    "querySelectorAll('svg.plot'),d=0;s.forEach(function(e){var r=e.getBoundingClientRect();"
-    "if(r.width>0&&r.height>0&&e.querySelector('path,circle,rect,text'))d++});b.dataset."
-    "rendered=(d===s.length?'ok':'partial')+':'+d+'/'+s.length}catch(x){b.dataset.rendered="
-    "'error:'+x}})</script>";
+    "querySelectorAll('svg.plot'),d=0,c=[];s.forEach(function(e){var r=e.getBoundingClientRect"
+    "();if(r.width>0&&r.height>0&&e.querySelector('path,circle,rect,text'))d++;var i=(r.width-"
+    "e.width.baseVal.value)/2;e.querySelectorAll('text').forEach(function(t){var q=t."
+    "getBoundingClientRect();if(q.width>0&&(q.left<r.left+i-0.5||q.right>r.right-i+0.5||q.top<"
+    "r.top+i-0.5||q.bottom>r.bottom-i+0.5))c.push(t.textContent)})});b.dataset.rendered=(d==="
+    "s.length?'ok':'partial')+':'+d+'/'+s.length;b.dataset.clipped=c.length;b.dataset."
+    "clippedTexts=c.slice(0,10).join(' | ')}catch(x){b.dataset.rendered='error:'+x}})"
+    "</script>";
 
 int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_result *cmp,
 		const struct html_opts *o)

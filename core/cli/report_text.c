@@ -144,7 +144,9 @@ static void rd_processes_text(json_t *root, FILE *out)
 		v[i] = json_array_get(arr, i);
 	qsort(v, n, sizeof(*v), rd_by_faults);
 	shown = n < RD_PROCS_SHOWN ? n : RD_PROCS_SHOWN;
-	fprintf(out, "  processes, busiest first:\n  %8s %8s %-16s %-13s %9s %6s %9s %9s %7s %9s\n",
+	fprintf(out,
+		"  processes, busiest first (huge%%: of its faults; p50, p99: latency per "
+		"fault):\n  %8s %8s %-16s %-13s %9s %6s %9s %9s %7s %9s\n",
 		"pid", "ppid", "comm", "state", "faults", "huge%", "p50 us", "p99 us", "stalls",
 		"stall ms");
 	for (size_t i = 0; i < shown; i++) {
@@ -236,7 +238,7 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 	if (!r->root)
 		return;
 	fprintf(out,
-		"  faults %.0f: huge %.0f (%.2f %%), base %.0f; stalls %.0f (%.1f ms); "
+		"  faults %.0f: huge %.0f (%.2f %% of faults), base %.0f; stalls %.0f (%.1f ms); "
 		"writeback waits %.0f (%.1f ms)\n",
 		rd_num(r->root, "faults.total"), rd_num(r->root, "faults.huge"),
 		rd_num(r->root, "faults.huge_pct"), rd_num(r->root, "faults.base"),
@@ -253,7 +255,9 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 		    rd_num(r->root, "stalls.waits.max_ms"), rd_num(r->root, "stalls.count"),
 		    rd_num(r->root, "stalls.total_ms"), rd_num(r->root, "stalls.faults.max_ms"));
 	if (!isnan(rd_num(r->root, "coverage.end_pct")))
-		fprintf(out, "  AnonHugePages coverage: end %.2f %%, time-weighted %.2f %%\n",
+		fprintf(out,
+			"  AnonHugePages coverage (%% of managed anon memory): end %.2f %%, "
+			"time-weighted %.2f %%\n",
 			rd_num(r->root, "coverage.end_pct"),
 			rd_num(r->root, "coverage.time_weighted_pct"));
 	rd_memory_text(r->root, out);
@@ -264,7 +268,8 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 		snprintf(p[1], sizeof(p[1]), "latency_us.%s.p99", cls[c]);
 		snprintf(p[2], sizeof(p[2]), "latency_us.%s.max", cls[c]);
 		snprintf(p[3], sizeof(p[3]), "latency_us.%s.count", cls[c]);
-		fprintf(out, "  %-4s latency us: p50 %.1f p99 %.1f max %.1f (%.0f faults)\n",
+		fprintf(out,
+			"  %-4s latency per fault, us: p50 %.1f p99 %.1f max %.1f (%.0f faults)\n",
 			cls[c], rd_num(r->root, p[0]), rd_num(r->root, p[1]), rd_num(r->root, p[2]),
 			rd_num(r->root, p[3]));
 		/* live reports: the same faults net of the emulation (the start-up probe) */

@@ -547,6 +547,10 @@ static int compare_metric(const struct rd_run *runs, size_t n, const char *la, c
 	m->diff = m->mb.amean - m->ma.amean;
 	m->change_pct = change_pct(m->mb.amean, m->ma.amean, m->def->lower_is_better);
 	m->cidiff = obs_stats_cidiff(m->mb.amean, m->mb.meanci, m->ma.amean, m->ma.meanci);
+	/* with one value on a side the bootstrap interval has zero width: no interval at all,
+	 * rather than one that looks real */
+	if (c->why[0] || m->na < OBS_STATS_MIN_RUNS || m->nb < OBS_STATS_MIN_RUNS)
+		return 0;
 	m->have_ci = obs_stats_bootstrap_diff(m->a, m->na, m->b, m->nb, c->resamples, 0.95, c->seed,
 					      &m->ci) == 0;
 	/* a difference is real when its interval excludes 0 (and it is not 0 itself) */
@@ -584,7 +588,7 @@ static double pooled_q(const struct pooled *p, size_t n, uint64_t total, bool si
 }
 
 static int compare_dist(const struct rd_run *runs, size_t n, const char *la, const char *lb,
-			int cls, struct cmp_dist *d)
+			int cls, const struct cmp_result *c, struct cmp_dist *d)
 {
 	size_t cap = 0, np = 0;
 	struct pooled *p = NULL;
@@ -638,7 +642,9 @@ static int compare_dist(const struct rd_run *runs, size_t n, const char *la, con
 		d->tested = obs_stats_mann_whitney_grouped(ca, cb, np, &d->mw) == 0;
 		if (d->tested) {
 			d->prob_a_greater = d->mw.u_a / ((double)d->na * (double)d->nb);
-			d->significant = d->mw.p < 0.05;
+			/* faults of one run are not independent samples of the setting:
+			 * one run per side says nothing of run-to-run spread */
+			d->significant = !c->why[0] && d->mw.p < 0.05;
 		}
 	}
 	free(ca);
@@ -865,6 +871,7 @@ int cmp_compute(const struct rd_run *runs, size_t n, const char *la, const char 
 			c->failed_b += b;
 		}
 	}
+	obs_stats_significance_why(c->runs_a, c->runs_b, c->why, sizeof(c->why));
 	c->m = calloc(rd_nmetrics, sizeof(*c->m));
 	if (!c->m)
 		return -ENOMEM;
@@ -886,7 +893,7 @@ int cmp_compute(const struct rd_run *runs, size_t n, const char *la, const char 
 		}
 	}
 	for (int k = 0; k < RD_NCLASS && rc == 0; k++)
-		rc = compare_dist(runs, n, la, lb, k, &c->dist[k]);
+		rc = compare_dist(runs, n, la, lb, k, c, &c->dist[k]);
 	if (rc == 0)
 		rc = compare_vmstat(runs, n, la, lb, c);
 	if (rc == 0)
@@ -946,6 +953,21 @@ static void cmp_comms_text(FILE *f, const struct cmp_result *c)
 		   "faults.\n");
 }
 
+const char *rd_metric_unit_text(const struct rd_metric *m)
+{
+	size_t n = strlen(m->name);
+
+	if (!strcmp(m->unit, "us") &&
+	    (!strncmp(m->name, "fault-", 6) || !strncmp(m->name, "kernel-", 7) ||
+	     (!strncmp(m->name, "mthp-", 5) && n > 4 && !strcmp(m->name + n - 4, "-p50"))))
+		return "us per fault";
+	if (!strcmp(m->name, "huge-pct"))
+		return "% of faults";
+	if (!strncmp(m->name, "coverage-", 9) || !strcmp(m->name, "mthp-coverage"))
+		return "% of anon memory";
+	return m->unit;
+}
+
 void cmp_text(FILE *f, const struct cmp_result *c)
 {
 	char a[32], b[32], lo[32], hi[32];
@@ -953,18 +975,19 @@ void cmp_text(FILE *f, const struct cmp_result *c)
 
 	wa = wa < 22 ? 22 : wa;
 	wb = wb < 22 ? 22 : wb;
-	fprintf(f, "%-32s %*s  %*s  %s\n", "", wa, c->label_a, wb + 1, c->label_b,
+	fprintf(f, "%-46s %*s  %*s  %s\n", "", wa, c->label_a, wb + 1, c->label_b,
 		"B-A, 95% bootstrap CI");
-	fprintf(f, "%-32s %*s  %*s\n", "", wa, "(A, baseline)", wb + 1, "(B)");
+	fprintf(f, "%-46s %*s  %*s\n", "", wa, "(A, baseline)", wb + 1, "(B)");
 	for (size_t i = 0; i < c->nm; i++) {
 		const struct cmp_metric *m = &c->m[i];
-		char name[40];
+		const char *unit = rd_metric_unit_text(m->def);
+		char name[64];
 
 		if (!m->have_a && !m->have_b)
 			continue;
-		snprintf(name, sizeof(name), "%s%s%s%s", m->def->name, m->def->unit[0] ? " (" : "",
-			 m->def->unit, m->def->unit[0] ? ")" : "");
-		fprintf(f, "Amean     %-22s %*s (%7.2f%%) %*s ", name, wa - 11,
+		snprintf(name, sizeof(name), "%s%s%s%s", m->def->name, unit[0] ? " (" : "", unit,
+			 unit[0] ? ")" : "");
+		fprintf(f, "Amean     %-36s %*s (%7.2f%%) %*s ", name, wa - 11,
 			m->have_a ? fmt_num(m->ma.amean, a, sizeof(a)) : "-", 0.0, wb - 11,
 			m->have_b ? fmt_num(m->mb.amean, b, sizeof(b)) : "-");
 		if (m->have_a && m->have_b && !isnan(m->change_pct))
@@ -976,8 +999,16 @@ void cmp_text(FILE *f, const struct cmp_result *c)
 		if (m->have_ci)
 			fprintf(f, "  [%s, %s]", fmt_num(m->ci.lo, lo, sizeof(lo)),
 				fmt_num(m->ci.hi, hi, sizeof(hi)));
+		else if (m->have_a && m->have_b)
+			fprintf(f, "  n/a");
 		fputc('\n', f);
 	}
+	if (c->why[0])
+		fprintf(f, "\nNo difference is marked significant and no interval is shown: %s.\n",
+			c->why);
+	fprintf(f, "\nEach value is the mean over runs of one number per run: a fault-*/kernel-* "
+		   "percentile is of that run's per-fault latencies; huge-pct counts faults, not "
+		   "2 MiB extents.\n");
 	fprintf(f,
 		"\n'*': the 95%% bootstrap interval of the difference of means (%u resamples, "
 		"seed %llu) excludes 0.\nChange: (A - B) / A for lower-is-better metrics, "
@@ -1002,6 +1033,8 @@ void cmp_text(FILE *f, const struct cmp_result *c)
 		else
 			fprintf(f, " %8s %10s\n", "-", "-");
 	}
+	if (c->why[0])
+		fprintf(f, "No latency difference is marked significant: %s.\n", c->why);
 	fprintf(f, "P(A>B): probability that a fault of A took longer than one of B (ties "
 		   "count half); '*': p < 0.05.\n");
 	cmp_comms_text(f, c);
@@ -1049,6 +1082,10 @@ void cmp_json(struct json_w *w, const struct cmp_result *c)
 	jw_u64(w, "runs_b", c->runs_b);
 	jw_u64(w, "failed_a", c->failed_a);
 	jw_u64(w, "failed_b", c->failed_b);
+	if (c->why[0]) {
+		jw_null(w, "significance");
+		jw_str(w, "why", c->why);
+	}
 	jw_u64(w, "resamples", c->resamples);
 	jw_u64(w, "seed", c->seed);
 	jw_arr_begin(w, "metrics");
@@ -1065,7 +1102,8 @@ void cmp_json(struct json_w *w, const struct cmp_result *c)
 			jw_dbl(w, "diff", m->diff, 3);
 			jw_dbl(w, "change_pct", m->change_pct, 2);
 			jw_dbl(w, "cidiff", m->cidiff, 3);
-			jw_bool(w, "cidiff_significant", obs_stats_significant(m->cidiff));
+			jw_bool(w, "cidiff_significant",
+				!c->why[0] && obs_stats_significant(m->cidiff));
 		}
 		if (m->have_ci) {
 			jw_arr_begin(w, "ci95");

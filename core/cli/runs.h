@@ -108,6 +108,9 @@ bool rd_order_mix(const struct rd_run *r, struct rd_order_mix *m);
 /* Is the metric worth a row for these runs? Every metric is, but an mTHP one only when a counted
  * run has a value of it (and, per size, when the size saw activity). */
 bool rd_metric_shown(const struct rd_run *runs, size_t n, const struct rd_metric *m);
+/* The metric's unit as text and tables print it, saying what it is per: "us per fault",
+ * "% of faults", "% of anon memory"; otherwise its unit. (JSON keeps the plain unit.) */
+const char *rd_metric_unit_text(const struct rd_metric *m);
 /* The metric names, for --help: one line each group. */
 void rd_metrics_usage(FILE *f);
 /* Means over the counted runs labelled label, of a metric or of the number at a path; runs
@@ -158,6 +161,9 @@ struct cmp_comm {
 struct cmp_result {
 	char label_a[160], label_b[160];
 	size_t runs_a, runs_b, failed_a, failed_b;
+	/* why nothing is called significant (fewer than 2 counted runs on a side); "" when the
+	 * comparison can call a difference significant */
+	char why[96];
 	struct cmp_metric *m;
 	size_t nm;
 	struct cmp_dist dist[RD_NCLASS];

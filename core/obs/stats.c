@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,20 @@ double obs_stats_cidiff(double new_mean, double new_ci, double base_mean, double
 bool obs_stats_significant(double cidiff)
 {
 	return fabs(cidiff) > 1;
+}
+
+const char *obs_stats_significance_why(size_t na, size_t nb, char *buf, size_t len)
+{
+	if (na >= OBS_STATS_MIN_RUNS && nb >= OBS_STATS_MIN_RUNS)
+		return NULL;
+	if (na < OBS_STATS_MIN_RUNS && nb < OBS_STATS_MIN_RUNS)
+		snprintf(buf, len, "significance needs >= %d runs per side; A has %zu, B has %zu",
+			 OBS_STATS_MIN_RUNS, na, nb);
+	else
+		snprintf(buf, len, "significance needs >= %d runs per side; %s has %zu",
+			 OBS_STATS_MIN_RUNS, na < OBS_STATS_MIN_RUNS ? "A" : "B",
+			 na < OBS_STATS_MIN_RUNS ? na : nb);
+	return buf;
 }
 
 double obs_stats_pndiff(double new_value, double base)

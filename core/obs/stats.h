@@ -46,6 +46,12 @@ int obs_stats_multiops(const double *x, size_t n, bool lower_is_better, struct o
 
 double obs_stats_cidiff(double new_mean, double new_ci, double base_mean, double base_ci);
 bool obs_stats_significant(double cidiff); /* mmtests: |cidiff| > 1 */
+/* Can a difference between groups of na and nb runs be called significant? Each side needs at
+ * least OBS_STATS_MIN_RUNS runs: with one, there is no run-to-run spread, a bootstrap interval has
+ * zero width and every difference would look real. NULL when it can; otherwise the reason,
+ * e.g. "significance needs >= 2 runs per side; A has 1", written into buf. */
+#define OBS_STATS_MIN_RUNS 2
+const char *obs_stats_significance_why(size_t na, size_t nb, char *buf, size_t len);
 double obs_stats_pndiff(double new_value, double base);
 double obs_stats_pdiff(double new_value, double base);
 

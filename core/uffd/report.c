@@ -454,23 +454,26 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 		prog->processes, prog->processes == 1 ? "" : "es", prog->unmanaged,
 		st->policy[0] ? st->policy : "?", prog->wall_s);
 	fprintf(f,
-		"thpemu: %llu faults: huge %llu (%.1f%%), base %llu, mTHP %llu, outside the pool "
+		"thpemu: %llu faults: huge %llu (%.1f%% of faults), base %llu, mTHP %llu, outside "
+		"the pool "
 		"%llu\n",
 		(unsigned long long)total, (unsigned long long)hs.count, pct(hs.count, total),
 		(unsigned long long)bs.count, (unsigned long long)st->faults.lat[OBS_MTHP].count,
 		(unsigned long long)st->faults.nomem);
 	obs_mthp_text(f, "thpemu: ", &st->mthp, &st->faults, "; delivered as 4 KiB PTEs");
-	fprintf(f,
-		"thpemu: service latency us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
-		"p99 %.1f max %.1f; stalls %llu\n",
-		hs.p50, hs.p99, hs.max, bs.p50, bs.p99, bs.max, (unsigned long long)h->stalls);
+	fprintf(
+	    f,
+	    "thpemu: service latency per fault, us: huge p50 %.1f p99 %.1f max %.1f; base p50 %.1f "
+	    "p99 %.1f max %.1f; stalls %llu\n",
+	    hs.p50, hs.p99, hs.max, bs.p50, bs.p99, bs.max, (unsigned long long)h->stalls);
 	if (st->probe.n) {
 		double over = (double)st->probe.svc_ns[2] / 1000.0;
 
 		fprintf(
 		    f,
 		    "thpemu: bare userfaultfd round trip us: p50 %.1f (p10 %.1f, p90 %.1f) over "
-		    "%u probes, of which service %.1f; kernel latency us (service less %.1f): "
+		    "%u probes, of which service %.1f; kernel latency per fault, us (service less "
+		    "%.1f): "
 		    "huge p50 %.1f p99 %.1f; base p50 %.1f p99 %.1f\n",
 		    (double)st->probe.rt_ns[2] / 1000.0, (double)st->probe.rt_ns[1] / 1000.0,
 		    (double)st->probe.rt_ns[3] / 1000.0, st->probe.n, over, over,
@@ -499,7 +502,8 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 			ms(st->io.throttle_ns), st->io.note[0] ? "; " : "", st->io.note);
 	if (prog->coverage)
 		fprintf(f,
-			"thpemu: AnonHugePages coverage: end %.1f%%, time-weighted %.1f%%; "
+			"thpemu: AnonHugePages coverage (%% of managed anon memory): end %.1f%%, "
+			"time-weighted %.1f%%; "
 			"watermarks min %u low %u high %u pages\n",
 			obs_coverage_end_pct(prog->coverage), obs_coverage_tw_pct(prog->coverage),
 			st->counts.wmark_min, st->counts.wmark_low, st->counts.wmark_high);

@@ -130,8 +130,8 @@ expect_eq "run report: coverage samples in time order, huge <= anon" "$(json "$R
 	(map(.[0]) as $t | [range(1; $t | length) | $t[.] > $t[. - 1]] | all) and (map(.[1] <= .[2]) | all)')" true
 expect_eq "run report: coverage in 0..100" \
 	"$(json "$R" '.coverage | [.end_pct, .time_weighted_pct] | map(. >= 0 and . <= 100) | all')" true
-grep -q "^Amean     coverage-tw (%)" "$T_OUT/clear.txt" || fail "no coverage-tw row: $(grep Amean "$T_OUT/clear.txt")"
-grep -q "^Amean     huge-pct (%)" "$T_OUT/clear.txt" || fail "no compare-kernels table: $(head "$T_OUT/clear.txt")"
+grep -q "^Amean     coverage-tw (% of anon memory)" "$T_OUT/clear.txt" || fail "no coverage-tw row: $(grep Amean "$T_OUT/clear.txt")"
+grep -q "^Amean     huge-pct (% of faults)" "$T_OUT/clear.txt" || fail "no compare-kernels table: $(head "$T_OUT/clear.txt")"
 grep -q "^ab: 8/8 all runs done" "$T_TMP/clear.err" || fail "no plain progress lines: $(cat "$T_TMP/clear.err")"
 "$THPEMU" ab --a policy=modern-always,pool=256M --b policy=modern-never,pool=256M --runs 3 \
 	--order random --seed 7 --json "$T_TMP/again.json" -- "$USEMEM" --size 8M --quiet >/dev/null 2>&1 ||
@@ -171,7 +171,7 @@ expect_eq "kernel_latency_us lines (run.json: both and base or huge)" \
 	"$(jq '[.kernel_latency_us[] | objects | select(.count > 0)] | length' "$T_TMP/run.json")"
 [ "$(jq '.kernel_latency_us.both.p50 <= .latency_us.both.p50' "$T_TMP/run.json")" = true ] ||
 	fail "kernel_latency_us above latency_us"
-expect_eq "coverage lines in the text report" "$(grep -c '^  AnonHugePages coverage: end [0-9.]* %, time-weighted [0-9.]* %$' "$T_TMP/rep.txt")" 2
+expect_eq "coverage lines in the text report" "$(grep -c '^  AnonHugePages coverage (% of managed anon memory): end [0-9.]* %, time-weighted [0-9.]* %$' "$T_TMP/rep.txt")" 2
 "$THPEMU" report --mmtests "$T_TMP/run.json" >"$T_TMP/mm.txt" 2>"$T_TMP/mm.err" || fail "report --mmtests"
 expect_eq "mmtests lines from the histogram" "$(grep -c '^fault 0 \(huge\|base\) [0-9]* 0.000000$' "$T_TMP/mm.txt")" \
 	"$(json "$T_TMP/run.json" .faults.total)"

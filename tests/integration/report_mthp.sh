@@ -47,10 +47,10 @@ metric() {
 		fail "$name: expected A $a, B $b, significant: '$line'"
 }
 metric mthp-faults "" .faults.mthp
-metric mthp-coverage " \(%\)" .mthp.coverage_pct
+metric mthp-coverage " \(% of anon memory\)" .mthp.coverage_pct
 metric mthp-64kB-alloc "" '.mthp.sizes["64kB"].anon_fault_alloc'
 metric mthp-64kB-fallback "" '.mthp.sizes["64kB"].anon_fault_fallback'
-metric mthp-64kB-p50 " \(us\)" '.mthp.sizes["64kB"].latency_us.p50'
+metric mthp-64kB-p50 " \(us per fault\)" '.mthp.sizes["64kB"].latency_us.p50'
 metric mthp-16kB-alloc "" '.mthp.sizes["16kB"].anon_fault_alloc'
 # B better on fallbacks (lower is better): a positive change; on p50 worse: negative
 grep -E '^Amean +mthp-64kB-fallback ' cmp.txt | grep -qE '\* +[0-9.]+%\*' ||
@@ -58,7 +58,7 @@ grep -E '^Amean +mthp-64kB-fallback ' cmp.txt | grep -qE '\* +[0-9.]+%\*' ||
 grep -E '^Amean +mthp-64kB-p50 ' cmp.txt | grep -qE '\* *-[0-9.]+%\*' ||
 	fail "p50 change sign: $(grep 64kB-p50 cmp.txt)"
 # the 16kB p50 exists on B only: listed, without a change
-grep -qE '^Amean +mthp-16kB-p50 \(us\) +- ' cmp.txt || fail "16kB p50: $(grep 16kB cmp.txt)"
+grep -qE '^Amean +mthp-16kB-p50 \(us per fault\) +- ' cmp.txt || fail "16kB p50: $(grep 16kB cmp.txt)"
 ! grep -q 'mthp-32kB' cmp.txt || fail "32kB had no activity but is listed"
 for sz in 128kB 256kB 512kB 1024kB; do
 	! grep -q "mthp-$sz" cmp.txt || fail "$sz had no activity but is listed"

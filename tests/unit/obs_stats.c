@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 TEST(percentiles_interpolate_linearly_between_ranks)
 {
@@ -67,6 +68,20 @@ TEST(cidiff_pndiff_pdiff_follow_mmtests)
 	EXPECT_NEAR(obs_stats_pdiff(5, 0), 100, 0);
 	/* the 2018 thpscale line: 864.83 -> 1006.88 us is -16.43 % */
 	EXPECT_NEAR(obs_stats_pndiff(1006.88, 864.83), -16.4252, 1e-3);
+}
+
+TEST(significance_needs_two_runs_per_side)
+{
+	char why[96];
+
+	EXPECT(obs_stats_significance_why(2, 2, why, sizeof(why)) == NULL);
+	EXPECT(obs_stats_significance_why(5, 30, why, sizeof(why)) == NULL);
+	EXPECT(obs_stats_significance_why(1, 3, why, sizeof(why)) == why);
+	EXPECT(!strcmp(why, "significance needs >= 2 runs per side; A has 1"));
+	EXPECT(obs_stats_significance_why(4, 0, why, sizeof(why)) == why);
+	EXPECT(!strcmp(why, "significance needs >= 2 runs per side; B has 0"));
+	EXPECT(obs_stats_significance_why(1, 1, why, sizeof(why)) == why);
+	EXPECT(!strcmp(why, "significance needs >= 2 runs per side; A has 1, B has 1"));
 }
 
 TEST(normal_quantile_and_cdf_are_inverse)
