@@ -658,7 +658,7 @@ static int matrix_main(int argc, char **argv)
 			return 1;
 		}
 		rc = submit(&m, script);
-		if (rc || !m.wait || m.dry_run)
+		if (!m.wait || m.dry_run) /* --wait: a failed task fails sbatch; count anyway */
 			return rc;
 	} else {
 		signal(SIGINT, on_signal);

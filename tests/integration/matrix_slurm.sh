@@ -16,6 +16,16 @@ for c in munged slurmctld slurmd sbatch squeue; do
 done
 
 S=$T_TMP/slurm
+stop() { # stop PIDFILE: SIGTERM, and wait until it has gone (before $T_TMP is removed)
+	local pid
+	pid=$(cat "$1" 2>/dev/null) || return 0
+	kill "$pid" 2>/dev/null || return 0
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+}
 mkdir -p "$S/state" "$S/spool" "$S/munge"
 chmod 0700 "$T_TMP" "$S/munge"
 HOST=$(hostname -s)
@@ -27,7 +37,7 @@ munged --force --key-file="$S/munge/munge.key" --socket="$S/munge/munge.socket" 
 	--pid-file="$S/munge/munged.pid" --log-file="$S/munge/munged.log" \
 	--seed-file="$S/munge/munged.seed" ||
 	fail "munged did not start: $(tail -3 "$S/munge/munged.log" 2>/dev/null)"
-at_exit "kill \$(cat '$S/munge/munged.pid')"
+at_exit "stop '$S/munge/munged.pid'"
 
 # two free TCP ports for slurmctld and slurmd
 read -r P1 P2 < <(python3 -c '
@@ -71,9 +81,9 @@ PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF=$S/slurm.conf
 slurmctld -f "$S/slurm.conf" -i || fail "slurmctld did not start: $(tail -3 "$S/slurmctld.log")"
-at_exit "kill \$(cat '$S/slurmctld.pid')"
+at_exit "stop '$S/slurmctld.pid'"
 slurmd -f "$S/slurm.conf" || fail "slurmd did not start: $(tail -3 "$S/slurmd.log")"
-at_exit "kill \$(cat '$S/slurmd.pid')"
+at_exit "stop '$S/slurmd.pid'"
 for _ in $(seq 100); do
 	sinfo -h -o %T 2>/dev/null | grep -qE '^idle' && break
 	sleep 0.2
