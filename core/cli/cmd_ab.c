@@ -31,6 +31,7 @@
 
 #include "cli/cli.h"
 #include "cli/runs.h"
+#include "cli/spec.h"
 #include "config/config.h"
 #include "util/clock.h"
 #include "util/outfile.h"
@@ -38,20 +39,12 @@
 #include "util/units.h"
 
 #define CMD	     "ab"
-#define MAX_ITEMS    24
+#define MAX_ITEMS    CLI_SPEC_ITEMS
 #define MAX_RUNS     1000
 #define DEF_RESAMPLE 10000
-#define MAX_LABEL    100
-
-struct side {
-	char spec[1024];
-	char label[160];
-	char *argv[2 * MAX_ITEMS + 3]; /* "--key", "value", ... (and ab --fs), NULL */
-	int argc;
-};
 
 struct ab {
-	struct side s[2];
+	struct cli_side s[2];
 	unsigned runs, warmup;
 	bool random_order;
 	uint64_t seed;
@@ -114,170 +107,11 @@ static void usage(FILE *f)
 /* ---- SPEC
  * ---------------------------------------------------------------------------------------- */
 
-static const struct config_opt *spec_key(const char *item, size_t *klen)
-{
-	const char *eq = strchr(item, '=');
-	char name[64];
-
-	if (!eq || eq == item || (size_t)(eq - item) + 3 > sizeof(name))
-		return NULL;
-	snprintf(name, sizeof(name), "--%.*s", (int)(eq - item), item);
-	*klen = (size_t)(eq - item);
-	return config_opt_by_cli(name);
-}
-
-static bool is_label(const char *item)
-{
-	return !strncmp(item, "label=", 6);
-}
-
-static bool starts_item(const char *piece)
-{
-	size_t k;
-
-	return is_label(piece) || spec_key(piece, &k);
-}
-
-static void keys_list(char *buf, size_t len)
-{
-	size_t off = (size_t)snprintf(buf, len, "label");
-
-	for (unsigned i = 0; i < CONFIG_NR && off < len; i++)
-		if (config_opts[i].cli && strcmp(config_opts[i].cli, "--trace"))
-			off +=
-			    (size_t)snprintf(buf + off, len - off, ", %s", config_opts[i].cli + 2);
-}
-
-/* "word=..." with a key-like word: a continuation that may have been meant as an item. */
-static bool looks_like_item(const char *piece)
-{
-	const char *eq = strchr(piece, '=');
-
-	if (!eq || eq == piece)
-		return false;
-	for (const char *c = piece; c < eq; c++)
-		if (!(*c == '-' || *c == '_' || (*c >= 'a' && *c <= 'z') ||
-		      (*c >= '0' && *c <= '9')))
-			return false;
-	return true;
-}
-
-/* An item's value failed to parse: if it absorbed a "key=value" continuation and parses
- * without it, the user meant that as an item with an unknown key; say so. */
-static void blame_continuation(const char *opt, const struct config_opt *o, const char *item,
-			       size_t klen, const char *keys)
-{
-	char head[1024], err[600];
-	struct config cfg;
-	const char *c = item + klen + 1;
-
-	config_defaults(&cfg);
-	while ((c = strchr(c, ','))) {
-		c++;
-		if (!looks_like_item(c))
-			continue;
-		snprintf(head, sizeof(head), "%.*s", (int)(c - 1 - (item + klen + 1)),
-			 item + klen + 1);
-		if (config_opt_parse(o, o->env, head, &cfg, err, sizeof(err)) == 0)
-			cli_usage_error(CMD, "%s: unknown key in '%.*s' (accepted: %s)", opt,
-					(int)strcspn(c, ","), c, keys);
-	}
-}
-
-/* A key given twice is an error: run would take the last, a reader may expect the first. */
-static void check_duplicates(const char *opt, char *const *items, int n)
-{
-	for (int i = 0; i < n; i++) {
-		size_t ki = strcspn(items[i], "=");
-
-		for (int j = 0; j < i; j++)
-			if (strcspn(items[j], "=") == ki && !strncmp(items[i], items[j], ki))
-				cli_usage_error(CMD,
-						"%s: '%.*s' is given twice ('%s' and '%s'); give "
-						"each key once",
-						opt, (int)ki, items[i], items[j], items[i]);
-	}
-}
-
-/* A label names a side in text, JSON and HTML: printable, not empty, not too long. */
-static void check_label(const char *opt, const char *label)
-{
-	if (!*label)
-		cli_usage_error(CMD, "%s: an empty label= (a name such as label=thp)", opt);
-	if (strlen(label) > MAX_LABEL)
-		cli_usage_error(CMD, "%s: label '%.40s...' is longer than %d characters", opt,
-				label, MAX_LABEL);
-	for (const unsigned char *c = (const unsigned char *)label; *c; c++)
-		if (*c < 0x20 || *c == 0x7f)
-			cli_usage_error(CMD,
-					"%s: label '%s' has a control character (a printable "
-					"name, e.g. label=thp)",
-					opt, label);
-}
-
-/* Split SPEC into items and check each value as `thpemu run` would. */
-static void parse_spec(const char *opt, const char *spec, struct side *s)
-{
-	char buf[1024], *items[MAX_ITEMS], err[600], keys[600];
-	int n = 0;
-	struct config cfg;
-
-	if (strlen(spec) >= sizeof(buf))
-		cli_usage_error(CMD, "%s: the spec is too long", opt);
-	snprintf(s->spec, sizeof(s->spec), "%s", spec);
-	snprintf(buf, sizeof(buf), "%s", spec);
-	config_defaults(&cfg);
-	keys_list(keys, sizeof(keys));
-	for (char *p = buf, *piece; (piece = strsep(&p, ","));) {
-		if (!*piece)
-			continue;
-		if (starts_item(piece)) {
-			if (n == MAX_ITEMS)
-				cli_usage_error(CMD, "%s: at most %d items", opt, MAX_ITEMS);
-			items[n++] = piece;
-		} else if (n) {
-			piece[-1] = ','; /* part of the previous value */
-		} else {
-			cli_usage_error(CMD,
-					"%s: '%s' is not KEY=VALUE with a known key (accepted: %s)",
-					opt, piece, keys);
-		}
-	}
-	if (!n)
-		cli_usage_error(CMD, "%s: an empty spec (e.g. policy=linux-3.1)", opt);
-	check_duplicates(opt, items, n);
-	for (int i = 0; i < n; i++) {
-		size_t klen = 0;
-		const struct config_opt *o = spec_key(items[i], &klen);
-		char name[64];
-
-		if (is_label(items[i])) {
-			check_label(opt, items[i] + 6);
-			snprintf(s->label, sizeof(s->label), "%s", items[i] + 6);
-			continue;
-		}
-		if (!o || !strcmp(o->cli, "--trace"))
-			cli_usage_error(CMD, "%s: unknown key in '%s' (accepted: %s)", opt,
-					items[i], keys);
-		snprintf(name, sizeof(name), "%s %s=", opt, o->cli + 2);
-		if (config_opt_parse(o, name, items[i] + klen + 1, &cfg, err, sizeof(err)) < 0) {
-			blame_continuation(opt, o, items[i], klen, keys);
-			cli_usage_error(CMD, "%s", err);
-		}
-		if (!s->label[0] && o == &config_opts[CONFIG_POLICY])
-			snprintf(s->label, sizeof(s->label), "%s", items[i] + klen + 1);
-		s->argv[s->argc++] = strdup(o->cli);
-		s->argv[s->argc++] = strdup(items[i] + klen + 1);
-	}
-	if (cli_run_check_config(&cfg, opt, err, sizeof(err)) < 0) /* what each run would refuse */
-		cli_usage_error(CMD, "%s", err);
-}
-
 /* ---- options
  * ------------------------------------------------------------------------------------- */
 
 /* ab --fs: a side without its own fs= runs with --fs FS. */
-static void side_default_fs(struct side *s, const char *fs)
+static void side_default_fs(struct cli_side *s, const char *fs)
 {
 	for (int i = 0; i + 1 < s->argc; i += 2)
 		if (!strcmp(s->argv[i], "--fs"))
@@ -382,8 +216,8 @@ static void parse(int argc, char **argv, struct ab *ab)
 		cli_usage_error(CMD, "no command given (usage: thpemu ab --a SPEC --b SPEC -- CMD "
 				     "ARGS...)");
 	ab->cmd = &argv[i];
-	parse_spec("--a", a, &ab->s[0]);
-	parse_spec("--b", b, &ab->s[1]);
+	cli_side_parse(CMD, "--a", a, &ab->s[0]);
+	cli_side_parse(CMD, "--b", b, &ab->s[1]);
 	for (int k = 0; k < 2 && fs; k++)
 		side_default_fs(&ab->s[k], fs);
 	if (!ab->s[0].label[0])
@@ -451,7 +285,7 @@ static void run_paths(const struct ab *ab, const struct plan *p, char *report, c
 }
 
 /* One `thpemu run`; returns its exit status (128+N for a signal, -1 if it could not start). */
-static int run_one(const struct ab *ab, const struct side *s, const char *report,
+static int run_one(const struct ab *ab, const struct cli_side *s, const char *report,
 		   const char *stalls, const char *out)
 {
 	char self[PATH_MAX], *argv[2 * MAX_ITEMS + 256], err[PATH_MAX + 200];

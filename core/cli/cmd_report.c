@@ -9,11 +9,17 @@
  * extractors read, "fault <tid> <huge|base> <latency_us> <sec.usec>": exact from a fault trace
  * (a trace file, or the trace a run report names in config.trace), otherwise reconstructed from
  * the report's latency histogram (thread 0, times 0, latencies within 3 %; said on stderr).
+ *
+ * Results of `thpemu matrix` (a matrix directory, or its results/NNNN.json files in any number)
+ * are grouped by workload and, within each, by policy: the first policy of the matrix is the
+ * baseline (A) and every other is compared with it (B) by the same statistics as ab's.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/runs.h"
@@ -21,12 +27,14 @@
 
 #define CMD	  "report"
 #define MAX_FILES 256
+#define MAX_WL	  64 /* workloads of a matrix */
+#define MAX_POL	  32 /* policies of a matrix */
 
 struct report_args {
 	const char *files[MAX_FILES];
 	int nfiles;
 	bool text, mmtests;
-	const char *html, *la, *lb;
+	const char *html, *la, *lb, *workload;
 };
 
 static void usage(FILE *f)
@@ -34,7 +42,9 @@ static void usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: thpemu report FILE... [--text] [--html OUT] [--mmtests] [--a LABEL --b "
-	    "LABEL]\n\n"
+	    "LABEL]\n"
+	    "                     [--workload NAME]\n"
+	    "       thpemu report MATRIX-DIR [...]\n\n"
 	    "Renders reports of thpemu run (--report), thpemu sim (--json) and thpemu ab "
 	    "(--json),\n"
 	    "and fault traces (thpemu run --trace). Runs are grouped by label: an ab report's "
@@ -52,7 +62,14 @@ static void usage(FILE *f)
 	    "                  file, or a run report recorded with --trace), else reconstructed "
 	    "from\n"
 	    "                  the latency histogram (thread 0, time 0, latency within 3 %%)\n"
-	    "  --a L, --b L    the two series to compare (default: the first two)\n\n"
+	    "  --a L, --b L    the two series to compare (default: the first two)\n"
+	    "  --workload NAME only the runs of this workload of a matrix\n\n"
+	    "Matrices (thpemu matrix): a FILE may be a matrix directory (its results/*.json are\n"
+	    "read, and cells without a result are listed) or any cell results. Runs are grouped "
+	    "by\n"
+	    "workload, and in each the matrix's first policy (A) is compared with every other "
+	    "(B).\n"
+	    "--html of a matrix renders one workload (--workload NAME when there are several).\n\n"
 	    "--html OUT is checked before any report is read (an existing OUT must be a regular\n"
 	    "file of ours with one link, never a symbolic link) and written after.\n"
 	    "Exit status: 0; 1 if a file cannot be written; 2 for a bad option, an unreadable "
@@ -72,10 +89,13 @@ static void parse(int argc, char **argv, struct report_args *a)
 			a->text = true;
 		} else if (!strcmp(arg, "--mmtests")) {
 			a->mmtests = true;
-		} else if (!strcmp(arg, "--html") || !strcmp(arg, "--a") || !strcmp(arg, "--b")) {
+		} else if (!strcmp(arg, "--html") || !strcmp(arg, "--a") || !strcmp(arg, "--b") ||
+			   !strcmp(arg, "--workload")) {
 			if (i + 1 >= argc)
 				cli_usage_error(CMD, "%s needs a value", arg);
-			if (!strcmp(arg, "--html"))
+			if (!strcmp(arg, "--workload"))
+				a->workload = argv[++i];
+			else if (!strcmp(arg, "--html"))
 				a->html = argv[++i];
 			else if (!strcmp(arg, "--a"))
 				a->la = argv[++i];
@@ -83,6 +103,8 @@ static void parse(int argc, char **argv, struct report_args *a)
 				a->lb = argv[++i];
 		} else if (!strncmp(arg, "--html=", 7)) {
 			a->html = arg + 7;
+		} else if (!strncmp(arg, "--workload=", 11)) {
+			a->workload = arg + 11;
 		} else if (!strncmp(arg, "--a=", 4)) {
 			a->la = arg + 4;
 		} else if (!strncmp(arg, "--b=", 4)) {
@@ -90,7 +112,7 @@ static void parse(int argc, char **argv, struct report_args *a)
 		} else if (arg[0] == '-' && arg[1]) {
 			cli_usage_error(CMD,
 					"unknown option '%s' (accepted: --text, --html, --mmtests, "
-					"--a, --b)",
+					"--a, --b, --workload)",
 					arg);
 		} else if (a->nfiles == MAX_FILES) {
 			cli_usage_error(CMD, "at most %d files", MAX_FILES);
@@ -155,13 +177,205 @@ static int write_html(const struct report_args *a, FILE *f, const struct rd_run 
 	return rc;
 }
 
+/* ---- matrices ------------------------------------------------------------------------------ */
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int by_name(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* NNNN.json names of DIR/SUB, sorted (cell order); *n of them. */
+static char **cell_files(const char *dir, const char *sub, size_t *n)
+{
+	char path[4200], **v = NULL;
+	DIR *d;
+	struct dirent *e;
+
+	*n = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	if (!(d = opendir(path)))
+		return NULL;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char **nv;
+
+		if (len != 9 || strspn(e->d_name, "0123456789") != 4 ||
+		    strcmp(e->d_name + 4, ".json"))
+			continue;
+		if (!(nv = realloc(v, (*n + 1) * sizeof(*v))))
+			break;
+		v = nv;
+		v[(*n)++] = strdup(e->d_name);
+	}
+	closedir(d);
+	if (v)
+		qsort(v, *n, sizeof(*v), by_name);
+	return v;
+}
+
+static void free_names(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A matrix directory: every result read; the cells without one said (on out). */
+static void load_matrix_dir(const char *dir, struct rd_run **runs, size_t *n, FILE *out)
+{
+	size_t nc, nr, missing = 0;
+	char **cells = cell_files(dir, "cells", &nc), **res = cell_files(dir, "results", &nr);
+	char path[4200], err[700];
+
+	if (!cells)
+		cli_usage_error(
+		    CMD, "'%s' is a directory but not a thpemu matrix (no cells/ in it)", dir);
+	for (size_t i = 0; i < nr; i++) {
+		snprintf(path, sizeof(path), "%s/results/%s", dir, res[i]);
+		if (rd_load(path, runs, n, err, sizeof(err)) < 0)
+			cli_usage_error(CMD, "%s", err);
+	}
+	for (size_t i = 0; i < nc; i++) {
+		json_t *c;
+
+		if (res && bsearch(&cells[i], res, nr, sizeof(*res), by_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/cells/%s", dir, cells[i]);
+		c = json_load_file(path, 0, NULL);
+		fprintf(out,
+			"matrix %s: cell %.4s has no result (policy %s, workload %s, run %lld)\n",
+			cli_esc(dir), cells[i], cli_esc(rd_str(c, "policy.label") ?: "?"),
+			cli_esc(rd_str(c, "workload.name") ?: "?"),
+			(long long)json_integer_value(json_object_get(c, "run")));
+		json_decref(c);
+		missing++;
+	}
+	fprintf(out, "matrix %s: %zu of %zu cells have a result\n", cli_esc(dir), nc - missing, nc);
+	free_names(cells, nc);
+	free_names(res, nr);
+}
+
+static const char *workload_of(const struct rd_run *r)
+{
+	return r->root ? rd_str(r->root, "matrix.workload.name") : NULL;
+}
+
+/* The workloads of the runs, in order of first appearance. */
+static size_t workloads(const struct rd_run *runs, size_t n, const char **out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *w = workload_of(&runs[i]);
+		size_t j;
+
+		for (j = 0; w && j < k && strcmp(out[j], w); j++)
+			;
+		if (w && j == k && k < MAX_WL)
+			out[k++] = w;
+	}
+	return k;
+}
+
+/* The runs of workload w (shallow copies: owned by runs). */
+static size_t runs_of(const struct rd_run *runs, size_t n, const char *w, struct rd_run *sub)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (workload_of(&runs[i]) && !strcmp(workload_of(&runs[i]), w))
+			sub[k++] = runs[i];
+	return k;
+}
+
+/* Per workload: the baseline policy against each other one (or --a against --b). */
+static void matrix_text(const struct report_args *a, const struct rd_run *runs, size_t n)
+{
+	const char *wl[MAX_WL], *lab[MAX_POL];
+	size_t nw = workloads(runs, n, wl);
+	struct rd_run *sub = calloc(n ? n : 1, sizeof(*sub));
+
+	if (!sub)
+		return;
+	for (size_t w = 0; w < nw; w++) {
+		size_t k = runs_of(runs, n, wl[w], sub), nl = rd_labels(sub, k, lab, MAX_POL);
+		json_t *cmd = json_object_get(
+		    json_object_get(json_object_get(sub[0].root, "matrix"), "workload"), "command");
+		size_t i;
+		json_t *v;
+
+		printf("\n==== workload %s:", cli_esc(wl[w]));
+		json_array_foreach(cmd, i, v) printf(" %s", cli_esc(json_string_value(v) ?: ""));
+		printf("\n     %zu runs of %zu policies:", k, nl);
+		for (size_t j = 0; j < nl; j++)
+			printf("%s %s", j ? "," : "", cli_esc(lab[j]));
+		printf("\n");
+		if (nl < 2)
+			printf("\none policy only: nothing to compare\n");
+		for (size_t j = 1; j < nl; j++) {
+			const char *la = a->la ? a->la : lab[0], *lb = a->la ? a->lb : lab[j];
+			struct cmp_result c;
+
+			if (a->la && j > 1)
+				break;
+			if (cmp_compute(sub, k, la, lb, 10000, 1, &c) < 0)
+				break;
+			printf("\nworkload %s: A = %s (%zu runs), B = %s (%zu runs)\n\n",
+			       cli_esc(wl[w]), cli_esc(c.label_a), c.runs_a, cli_esc(c.label_b),
+			       c.runs_b);
+			cmp_text(stdout, &c);
+			cmp_free(&c);
+		}
+	}
+	free(sub);
+}
+
+/* --workload NAME: keep only its runs (the others freed). */
+static void keep_workload(const char *w, struct rd_run *runs, size_t *n)
+{
+	const char *wl[MAX_WL];
+	size_t nw = workloads(runs, *n, wl), k = 0;
+	char names[1000];
+	size_t off = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < nw; i++) {
+		found |= !strcmp(wl[i], w);
+		if (off < sizeof(names))
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
+						i ? ", " : "", wl[i]);
+	}
+	if (!nw)
+		cli_usage_error(CMD, "--workload: no thpemu matrix results given");
+	if (!found)
+		cli_usage_error(CMD, "--workload: no runs of '%s' (accepted: %s)", w, names);
+	for (size_t i = 0; i < *n; i++) {
+		const char *rw = workload_of(&runs[i]);
+
+		if (rw && !strcmp(rw, w))
+			runs[k++] = runs[i];
+		else
+			rd_run_free(&runs[i]);
+	}
+	*n = k;
+}
+
 static int report_main(int argc, char **argv)
 {
 	struct report_args a = {0};
 	struct rd_run *runs = NULL;
 	struct cmp_result c, *cmp = NULL;
-	const char *labels[8];
-	size_t n = 0, nl;
+	const char *labels[MAX_POL], *la, *lb;
+	size_t n = 0, nl, nmatrix = 0, mlen = 0;
+	char *mbuf = NULL; /* what the matrix directories lack: said once every check passed */
+	FILE *mf = NULL;
 	bool said = false;
 	int rc = 0;
 	char err[700];
@@ -177,10 +391,26 @@ static int report_main(int argc, char **argv)
 				cli_usage_error(CMD, "%s", err);
 			continue;
 		}
+		if (is_dir(a.files[i])) {
+			if (!mf && !(mf = open_memstream(&mbuf, &mlen)))
+				cli_usage_error(CMD, "out of memory");
+			load_matrix_dir(a.files[i], &runs, &n, mf);
+			continue;
+		}
 		if (rd_load(a.files[i], &runs, &n, err, sizeof(err)) < 0)
 			cli_usage_error(CMD, "%s", err);
 	}
-	nl = rd_labels(runs, n, labels, 8);
+	for (size_t i = 0; i < n; i++)
+		nmatrix += workload_of(&runs[i]) != NULL;
+	if (nmatrix && nmatrix != n)
+		cli_usage_error(CMD, "thpemu matrix results and other reports given together "
+				     "(compare one kind at a time)");
+	if (a.workload)
+		keep_workload(a.workload, runs, &n);
+	if (nmatrix && a.html && workloads(runs, n, labels) > 1)
+		cli_usage_error(CMD, "--html: the matrix has several workloads; name one with "
+				     "--workload NAME");
+	nl = rd_labels(runs, n, labels, MAX_POL);
 	if (a.la && a.lb) {
 		bool fa = false, fb = false;
 
@@ -193,14 +423,22 @@ static int report_main(int argc, char **argv)
 	}
 	if (a.html) /* every input read and every label found: now the output */
 		html = cli_open_output(CMD, "--html", a.html);
-	if ((a.la || nl == 2) && cmp_compute(runs, n, a.la ? a.la : labels[0],
-					     a.lb ? a.lb : labels[1], 10000, 1, &c) == 0)
+	if (mf && fclose(mf) == 0 && mbuf)
+		fputs(mbuf, a.text ? stdout : stderr);
+	free(mbuf);
+	/* a matrix: the HTML compares the baseline with the first other policy */
+	la = a.la ? a.la : labels[0];
+	lb = a.lb ? a.lb : labels[1];
+	if ((a.la || nl == 2 || (nmatrix && nl > 2 && a.html)) &&
+	    cmp_compute(runs, n, la, lb, 10000, 1, &c) == 0)
 		cmp = &c;
 	if (a.mmtests)
 		for (size_t i = 0; i < n; i++)
 			if (runs[i].ok && !runs[i].warmup)
 				mmtests_run(&runs[i], stdout, &said);
-	if (a.text) {
+	if (a.text && nmatrix) {
+		matrix_text(&a, runs, n);
+	} else if (a.text) {
 		for (size_t i = 0; i < n; i++)
 			rd_run_text(&runs[i], stdout);
 		if (cmp) {

@@ -217,10 +217,12 @@ int rd_run_from_json(struct rd_run *r, json_t *root, const char *source, char *e
 	const char *policy =
 	    kind && !strcmp(kind, "sim") ? rd_str(root, "policy") : rd_str(root, "config.policy");
 
+	const char *mlabel = rd_str(root, "matrix.policy.label"); /* a thpemu matrix cell's */
+
 	r->root = json_incref(root);
 	snprintf(r->source, sizeof(r->source), "%s", source);
 	if (!r->label[0])
-		snprintf(r->label, sizeof(r->label), "%s", policy ? policy : "?");
+		snprintf(r->label, sizeof(r->label), "%s", mlabel ? mlabel : policy ? policy : "?");
 	for (int c = 0; c < RD_NCLASS; c++) {
 		char path[32], why[160];
 		int rc;
