@@ -21,10 +21,10 @@
  *   wb_wait_begin(pfn, owner), wb_wait_end(pfn, rc, ns)
  *   reclaim(addr, nr_reclaimed, reclaim_ns)          a fault's direct reclaim, at fault end
  *   wait(kind, ns, pfn, background)                   every blocking wait of the emulated kernel
- *   collapse(addr, rc)                                khugepaged or MADV_COLLAPSE
- * (core/uffd/collapse.c) split(head_pfn, extent_owner, rc)                 the THP shrinker's
- * underused split stall(duration_ns, cause, addr, tid, wait)        core/obs/stall.c, every
- * recorded stall
+ *   collapse(addr, rc)                                core/uffd/collapse.c: khugepaged or
+ *                                                     MADV_COLLAPSE
+ *   split(head_pfn, extent_owner, rc)                 the THP shrinker's underused split
+ *   stall(duration_ns, cause, addr, tid, wait)        core/obs/stall.c, every recorded stall
  */
 #ifndef THPEMU_OBS_USDT_H
 #define THPEMU_OBS_USDT_H
