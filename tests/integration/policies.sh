@@ -4,6 +4,7 @@
 #    says what it means, and --json carries every setting;
 #  - `host` reproduces THIS machine's settings: the test reads /sys itself and compares each
 #    modelled knob with what `thpemu policies --json` reports as host's effective settings;
+#    and a report made with --policy host records that resolved spec;
 #  - a missing THP sysfs tree (THPEMU_SYSFS_ROOT pointing to an empty directory) is a clear error;
 #  - bad usage is one line and exit status 2.
 . "$(dirname "$0")/lib.sh"
@@ -94,4 +95,10 @@ if [ -r /proc/sys/vm/defrag_mode ]; then
 	expect_eq "host defrag_mode" "$(host defrag-mode)" "$(cat /proc/sys/vm/defrag_mode)"
 	checked=$((checked + 1))
 fi
+# a report made with --policy host records the resolved spec (the pair plus overrides)
+resolved=$(head -1 "$T_OUT/host.txt" | sed 's/^host = \([^ ]*\) .*/\1/')
+expect_eq "host in a sim report" "$("$THPEMU" sim --policy host --scenario seed-2011 --pool 128M \
+	--duration 2s --json - 2>/dev/null | jq -r .policy)" "$resolved"
+expect_eq "an alias in a sim report" "$("$THPEMU" sim --policy modern-madvise --scenario seed-2011 \
+	--pool 128M --duration 2s --json - 2>/dev/null | jq -r .policy)" thp-always/madvise
 say "host = $(head -1 "$T_OUT/host.txt" | sed 's/^host = //') matches $checked settings of $SYS"
