@@ -87,7 +87,9 @@ struct thpemu_fault_info {
 				   * compaction plus direct reclaim (their waits included) */
 	uint64_t now_ns;	  /* monotonic time of the pool (virtual in thpemu sim) */
 	const char *era;	  /* "linux-3.1" .. "modern": the policy profile's era */
-	const char *policy;	  /* the named profile the policy started from */
+	const char *policy;	  /* the named profile the policy started from, canonical:
+				   * "thp-always/always" for the alias "modern-always",
+				   * the thp- pair host resolved to for "host" */
 	uint32_t write;		  /* 1: write fault */
 	uint32_t reserved0;
 	uint64_t reserved[8]; /* zero */

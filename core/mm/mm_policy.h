@@ -17,9 +17,16 @@
  *   linux-3.2+nostall    Mel's patch as queued in -mm on 3.2-rc: second compaction async
  *   linux-3.3            sync-light second compaction, only sync failures defer, a deferred
  *                        THP fault skips direct reclaim
- *   modern-always, modern-defer, modern-defer+madvise, modern-madvise, modern-never
- *                        6.12 with transparent_hugepage/enabled=always (never for modern-never)
- *                        and the named defrag mode (gfp table of vma_thp_gfp_mask)
+ *   thp-ENABLED/DEFRAG   6.12 with transparent_hugepage/enabled=ENABLED (always|madvise|never)
+ *                        and defrag=DEFRAG (always|defer|defer+madvise|madvise|never), all 15
+ *                        pairs (gfp table of vma_thp_gfp_mask); enabled=madvise gives huge pages
+ *                        only to MADV_HUGEPAGE ranges (mm_thp_allowable_orders)
+ *   modern-always, modern-defer, modern-defer+madvise, modern-madvise
+ *                        aliases of thp-always/DEFRAG (enabled=always!); modern-never is an
+ *                        alias of thp-never/madvise (mm_policy_alias())
+ *   host                 thp-ENABLED/DEFRAG with this machine's sysfs values (enabled, defrag,
+ *                        khugepaged knobs, shrink_underused, mTHP sizes, vm.defrag_mode), read
+ *                        from $THPEMU_SYSFS_ROOT (default /) when parsed
  *
  * Multi-size THP (6.8+): keys hugepages-16kB .. hugepages-2048kB (always|inherit|madvise|never,
  * the sysfs files transparent_hugepage/hugepages-<size>kB/enabled) choose the fault orders of
@@ -150,6 +157,13 @@ struct mm_policy {
 
 /* NULL-terminated list of the named profiles. */
 const char *const *mm_policy_names(void);
+/* Aliases: yesterday's names ("modern-madvise" ...), each with the canonical profile it means.
+ * mm_policy_alias(i, &canonical) returns the alias, or NULL when i >= mm_policy_alias_count(). */
+size_t mm_policy_alias_count(void);
+const char *mm_policy_alias(size_t i, const char **canonical);
+/* Every key as mm_policy_format spells it: the name of key i (NULL past the last) and its value
+ * in p written to buf; *number says the value is a plain number (for JSON). */
+const char *mm_policy_key(size_t i, const struct mm_policy *p, char *buf, size_t len, bool *number);
 /* Parse NAME[:KEY=VALUE,...]. Returns 0, or -EINVAL with a one-line reason in err. */
 int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t errlen);
 /* Canonical spec string of a policy (name plus every field differing from that name's

@@ -10,7 +10,9 @@
  * overrides fields; mm_policy_format() prints the canonical spec (only the fields that differ
  * from the profile), which parses back to the same policy.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -123,7 +125,7 @@ static const struct mm_policy base_3_3 = {
 };
 
 static const struct mm_policy base_modern = {
-    .name = "modern-madvise",
+    .name = "thp-always/madvise",
     .era = MM_ERA_MODERN,
     .enabled = MM_THP_ALWAYS,
     .defrag = MM_DEFRAG_MADVISE,
@@ -161,15 +163,56 @@ static const struct mm_policy base_modern = {
     THP_SIZES_DEFAULT,
 };
 
+/* The modern profiles are named by their sysfs pair, "thp-ENABLED/DEFRAG", spelled as
+ * /sys/kernel/mm/transparent_hugepage/{enabled,defrag} spell the values. '/' separates the two
+ * because no value of either file contains it, it is not special to the shell, and the spec
+ * syntax NAME[:KEY=VALUE,...] splits only on ':', ',' and '=' (a ':' would end the name).
+ * Under enabled=never the defrag mode does not matter for PMD faults (no huge fault is tried),
+ * nor for khugepaged (which does not run: hugepage_pmd_enabled() in 6.12 mm/huge_memory.c,
+ * and uses khugepaged/defrag anyway: alloc_hugepage_khugepaged_gfpmask) nor MADV_COLLAPSE
+ * (GFP_TRANSHUGE, mm/khugepaged.c alloc_charge_folio); it still sets the gfp of mTHP faults
+ * of sizes enabled on their own (vma_thp_gfp_mask, called by alloc_anon_folio in mm/memory.c),
+ * so all 15 pairs are kept. */
+#define PAIR(e, d) "thp-" e "/" d
+#define PAIRS(e)                                                                                   \
+	PAIR(e, "always"), PAIR(e, "defer"), PAIR(e, "defer+madvise"), PAIR(e, "madvise"),         \
+	    PAIR(e, "never")
+
 static const char *const profile_names[] = {
-    "linux-3.1",      "linux-3.1+nostall", "linux-3.2",	   "linux-3.2+nostall",
-    "linux-3.3",      "modern-always",	   "modern-defer", "modern-defer+madvise",
-    "modern-madvise", "modern-never",	   NULL,
+    "linux-3.1",	 "linux-3.1+nostall", "linux-3.2",
+    "linux-3.2+nostall", "linux-3.3",	      PAIRS("always"),
+    PAIRS("madvise"),	 PAIRS("never"),      NULL,
 };
+
+/* Yesterday's names, kept: "modern-X" was enabled=always with defrag=X (modern-never:
+ * enabled=never, defrag at its default madvise). */
+static const char *const alias_names[][2] = {
+    {"modern-always", PAIR("always", "always")},
+    {"modern-defer", PAIR("always", "defer")},
+    {"modern-defer+madvise", PAIR("always", "defer+madvise")},
+    {"modern-madvise", PAIR("always", "madvise")},
+    {"modern-never", PAIR("never", "madvise")},
+};
+
+#define NALIASES (sizeof(alias_names) / sizeof(alias_names[0]))
 
 const char *const *mm_policy_names(void)
 {
 	return profile_names;
+}
+
+size_t mm_policy_alias_count(void)
+{
+	return NALIASES;
+}
+
+const char *mm_policy_alias(size_t i, const char **canonical)
+{
+	if (i >= NALIASES)
+		return NULL;
+	if (canonical)
+		*canonical = alias_names[i][1];
+	return alias_names[i][0];
 }
 
 static void set_name(struct mm_policy *p, const char *name)
@@ -177,20 +220,18 @@ static void set_name(struct mm_policy *p, const char *name)
 	snprintf(p->name, sizeof(p->name), "%s", name);
 }
 
-/* Fill p with a named profile. Returns 0 or -EINVAL. */
+static const char *const enabled_values[] = {"always", "madvise", "never", NULL};
+static const char *const defrag_values[] = {"always",  "defer", "defer+madvise",
+					    "madvise", "never", NULL};
+
+/* Fill p with a named profile (an alias yields its canonical name). Returns 0 or -EINVAL. */
 static int policy_profile(const char *name, struct mm_policy *p)
 {
-	static const struct {
-		const char *name;
-		enum mm_defrag defrag;
-	} modern[] = {
-	    {"modern-always", MM_DEFRAG_ALWAYS},
-	    {"modern-defer", MM_DEFRAG_DEFER},
-	    {"modern-defer+madvise", MM_DEFRAG_DEFER_MADVISE},
-	    {"modern-madvise", MM_DEFRAG_MADVISE},
-	    {"modern-never", MM_DEFRAG_MADVISE},
-	};
+	const char *slash;
 
+	for (size_t i = 0; i < NALIASES; i++)
+		if (!strcmp(name, alias_names[i][0]))
+			name = alias_names[i][1];
 	if (!strcmp(name, "linux-3.1") || !strcmp(name, "linux-3.1+nostall")) {
 		*p = base_3_1;
 		if (strchr(name, '+'))
@@ -209,15 +250,21 @@ static int policy_profile(const char *name, struct mm_policy *p)
 		*p = base_3_3;
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(modern) / sizeof(modern[0]); i++) {
-		if (strcmp(name, modern[i].name))
+	if (strncmp(name, "thp-", 4) || !(slash = strchr(name, '/')))
+		return -EINVAL;
+	for (int e = 0; enabled_values[e]; e++) {
+		if (strlen(enabled_values[e]) != (size_t)(slash - name - 4) ||
+		    strncmp(name + 4, enabled_values[e], (size_t)(slash - name - 4)))
 			continue;
-		*p = base_modern;
-		p->defrag = modern[i].defrag;
-		if (!strcmp(name, "modern-never"))
-			p->enabled = MM_THP_NEVER;
-		set_name(p, name);
-		return 0;
+		for (int d = 0; defrag_values[d]; d++) {
+			if (strcmp(slash + 1, defrag_values[d]))
+				continue;
+			*p = base_modern;
+			p->enabled = (enum mm_thp_enabled)e;
+			p->defrag = (enum mm_defrag)d;
+			set_name(p, name);
+			return 0;
+		}
 	}
 	return -EINVAL;
 }
@@ -238,9 +285,6 @@ struct key {
 };
 
 static const char *const era_values[] = {"3.1", "3.2", "3.3", "modern", NULL};
-static const char *const enabled_values[] = {"always", "madvise", "never", NULL};
-static const char *const defrag_values[] = {"always",  "defer", "defer+madvise",
-					    "madvise", "never", NULL};
 static const char *const mode_values[] = {"none", "async", "sync-light", "sync", NULL};
 static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready", NULL};
 static const char *const fs_values[] = {"vfat", "ext4", NULL};
@@ -542,9 +586,178 @@ static int parse_assignment(struct mm_policy *p, const char *item, size_t len, c
 	return key_parse(p, k, value, err, errlen);
 }
 
+/* ---- host: this machine's own settings ---------------------------------------------------- */
+
+/* The "host" profile is the modern era with the values this kernel's sysfs shows. The root is
+ * THPEMU_SYSFS_ROOT (a directory holding sys/kernel/mm/transparent_hugepage and, optionally,
+ * proc/sys/vm/defrag_mode; tests point it at a fake tree), else "/". Files of knobs the
+ * emulator does not model (use_zero_page, shmem_enabled, hugepages-*kB/shmem_enabled,
+ * anon_beside_full, ...) are not read; a missing optional file (an older kernel: no
+ * max_ptes_shared before 5.8, no shrink_underused before 6.12, no mTHP before 6.8, no
+ * defrag_mode before 6.15) keeps the 6.12 default; a value the emulator cannot model (an
+ * mTHP size it has no order for, enabled but not never; a number out of range) is an error
+ * naming the file and the value. A missing enabled/defrag file means no THP: an error. */
+#define THP_DIR "sys/kernel/mm/transparent_hugepage/"
+
+static int host_read(const char *root, const char *rel, char *buf, size_t len, char *err,
+		     size_t errlen, bool required)
+{
+	char path[4096];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "re");
+	if (!f) {
+		if (required)
+			seterr(err, errlen,
+			       "policy host: cannot read %s: %s (is THP built into this kernel?)",
+			       path, strerror(errno));
+		return -ENOENT;
+	}
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return 0;
+}
+
+/* "always [madvise] never" -> index of the bracketed value in values, or -1 */
+static int host_choice(const char *text, const char *const *values)
+{
+	const char *open = strchr(text, '['), *close = open ? strchr(open, ']') : NULL;
+
+	if (!close)
+		return -1;
+	for (int i = 0; values[i]; i++)
+		if (strlen(values[i]) == (size_t)(close - open - 1) &&
+		    !strncmp(open + 1, values[i], (size_t)(close - open - 1)))
+			return i;
+	return -1;
+}
+
+static int host_bad(const char *root, const char *rel, const char *val, const char *why, char *err,
+		    size_t errlen)
+{
+	seterr(err, errlen, "policy host: %s/%s: cannot model '%s' (%s)", root, rel, val, why);
+	return -EINVAL;
+}
+
+static int host_profile(struct mm_policy *p, char *err, size_t errlen)
+{
+	static const char *const thp_size_choice[] = {"always", "inherit", "madvise", "never",
+						      NULL};
+	static const enum mm_thp_size size_of_choice[] = {MM_THP_SIZE_ALWAYS, MM_THP_SIZE_INHERIT,
+							  MM_THP_SIZE_MADVISE, MM_THP_SIZE_NEVER};
+	/* khugepaged's numeric files and the spec key each sets (durations in ms) */
+	static const struct {
+		const char *file, *key;
+		bool ms;
+	} knobs[] = {
+	    {"khugepaged/pages_to_scan", "pages-to-scan", false},
+	    {"khugepaged/scan_sleep_millisecs", "scan-sleep", true},
+	    {"khugepaged/alloc_sleep_millisecs", "alloc-sleep", true},
+	    {"khugepaged/max_ptes_none", "max-ptes-none", false},
+	    {"khugepaged/max_ptes_swap", "max-ptes-swap", false},
+	    {"khugepaged/max_ptes_shared", "max-ptes-shared", false},
+	    {"khugepaged/defrag", "khugepaged-defrag", false},
+	    {"shrink_underused", "shrink-underused", false},
+	};
+	const char *root = getenv("THPEMU_SYSFS_ROOT");
+	char buf[256], rel[4096], val[300], kerr[256];
+	int e, d;
+	DIR *dir;
+	struct dirent *de;
+
+	if (!root || !*root)
+		root = "";
+	*p = base_modern;
+	if (host_read(root, THP_DIR "enabled", buf, sizeof(buf), err, errlen, true))
+		return -EINVAL;
+	e = host_choice(buf, enabled_values);
+	if (e < 0)
+		return host_bad(root, THP_DIR "enabled", buf, "no [always|madvise|never]", err,
+				errlen);
+	if (host_read(root, THP_DIR "defrag", buf, sizeof(buf), err, errlen, true))
+		return -EINVAL;
+	d = host_choice(buf, defrag_values);
+	if (d < 0)
+		return host_bad(root, THP_DIR "defrag", buf, "no bracketed defrag mode", err,
+				errlen);
+	p->enabled = (enum mm_thp_enabled)e;
+	p->defrag = (enum mm_defrag)d;
+	snprintf(p->name, sizeof(p->name), "thp-%s/%s", enabled_values[e], defrag_values[d]);
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		const struct key *k = find_key(knobs[i].key, strlen(knobs[i].key));
+		char *end;
+		unsigned long v;
+
+		snprintf(rel, sizeof(rel), THP_DIR "%s", knobs[i].file);
+		if (host_read(root, rel, buf, sizeof(buf), err, errlen, false))
+			continue;
+		errno = 0;
+		v = strtoul(buf, &end, 10);
+		if (!*buf || *end || errno || buf[0] == '-')
+			return host_bad(root, rel, buf, "not a number", err, errlen);
+		if (k->kind == K_BOOL)
+			snprintf(val, sizeof(val), "%s", v ? "yes" : "no");
+		else
+			snprintf(val, sizeof(val), "%lu%s", v, knobs[i].ms ? "ms" : "");
+		if (k->kind == K_BOOL && v > 1)
+			return host_bad(root, rel, buf, "expected 0 or 1", err, errlen);
+		if (key_parse(p, k, val, kerr, sizeof(kerr)))
+			return host_bad(root, rel, buf, kerr, err, errlen);
+	}
+	/* mTHP: every hugepages-<size>kB/enabled; none before 6.8 (the PMD size inherits) */
+	snprintf(rel, sizeof(rel), "%s/" THP_DIR, root);
+	dir = opendir(rel);
+	while (dir && (de = readdir(dir))) {
+		unsigned long kb;
+		unsigned order = 0;
+		char *end;
+		int c;
+
+		if (strncmp(de->d_name, "hugepages-", 10))
+			continue;
+		kb = strtoul(de->d_name + 10, &end, 10);
+		if (strcmp(end, "kB"))
+			continue;
+		snprintf(rel, sizeof(rel), THP_DIR "%s/enabled", de->d_name);
+		if (host_read(root, rel, buf, sizeof(buf), err, errlen, false))
+			continue; /* shmem-only sizes (8kB) have no anon enabled file */
+		c = host_choice(buf, thp_size_choice);
+		if (c < 0) {
+			closedir(dir);
+			return host_bad(root, rel, buf, "no [always|inherit|madvise|never]", err,
+					errlen);
+		}
+		while (order <= MM_POLICY_PMD_ORDER && (4UL << order) != kb)
+			order++;
+		if (order < MM_POLICY_MTHP_MIN_ORDER || order > MM_POLICY_PMD_ORDER) {
+			if (size_of_choice[c] == MM_THP_SIZE_NEVER)
+				continue;
+			closedir(dir);
+			return host_bad(root, rel, buf,
+					"the emulator models 4 KiB pages and sizes 16kB..2048kB",
+					err, errlen);
+		}
+		p->hugepages[order] = size_of_choice[c];
+	}
+	if (dir)
+		closedir(dir);
+	if (!host_read(root, "proc/sys/vm/defrag_mode", buf, sizeof(buf), err, errlen, false)) {
+		if (strcmp(buf, "0") && strcmp(buf, "1"))
+			return host_bad(root, "proc/sys/vm/defrag_mode", buf, "expected 0 or 1",
+					err, errlen);
+		p->defrag_mode = buf[0] == '1';
+	}
+	return policy_check(p, err, errlen);
+}
+
 int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t errlen)
 {
-	char name[64], accepted[256];
+	char name[64], accepted[1024];
 	const struct key *modern_key = NULL;
 	const char *colon, *item;
 	struct mm_policy p;
@@ -555,9 +768,20 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 		spec = "";
 	colon = strchr(spec, ':');
 	nlen = colon ? (size_t)(colon - spec) : strlen(spec);
-	if (nlen >= sizeof(name) ||
-	    (memcpy(name, spec, nlen), name[nlen] = '\0', policy_profile(name, &p))) {
+	if (nlen == 4 && !strncmp(spec, "host", 4)) {
+		ret = host_profile(&p, err, errlen);
+		if (ret)
+			return ret;
+	} else if (nlen >= sizeof(name) ||
+		   (memcpy(name, spec, nlen), name[nlen] = '\0', policy_profile(name, &p))) {
 		list_values(profile_names, accepted, sizeof(accepted));
+		for (size_t i = 0; i < NALIASES; i++) {
+			size_t used = strlen(accepted);
+
+			snprintf(accepted + used, sizeof(accepted) - used, "|%s",
+				 alias_names[i][0]);
+		}
+		strncat(accepted, "|host", sizeof(accepted) - strlen(accepted) - 1);
 		seterr(err, errlen, "policy: unknown profile '%.*s' (accepted: %s)", (int)nlen,
 		       spec, accepted);
 		return -EINVAL;
@@ -618,6 +842,16 @@ static void format_value(const struct mm_policy *p, const struct key *k, char *b
 	}
 }
 
+const char *mm_policy_key(size_t i, const struct mm_policy *p, char *buf, size_t len, bool *number)
+{
+	if (i >= NKEYS)
+		return NULL;
+	format_value(p, &keys[i], buf, len);
+	if (number)
+		*number = keys[i].kind == K_UINT;
+	return keys[i].name;
+}
+
 void mm_policy_format(const struct mm_policy *p, char *buf, size_t len)
 {
 	const char *name = p->name;
@@ -670,9 +904,16 @@ void mm_policy_help(FILE *f)
 	fprintf(
 	    f, "    linux-3.3             sync-light second compaction; only sync failures defer;\n"
 	       "                          a deferred THP fault skips reclaim\n");
-	fprintf(f, "    modern-always|defer|defer+madvise|madvise\n"
-		   "                          6.12 with enabled=always and that defrag mode\n");
-	fprintf(f, "    modern-never          6.12 with enabled=never (no huge faults)\n");
+	fprintf(f, "    thp-ENABLED/DEFRAG    6.12 with transparent_hugepage/enabled=ENABLED\n"
+		   "                          (always|madvise|never) and defrag=DEFRAG\n"
+		   "                          (always|defer|defer+madvise|madvise|never), e.g.\n"
+		   "                          thp-madvise/madvise; under enabled=madvise only\n"
+		   "                          MADV_HUGEPAGE ranges get huge pages\n");
+	fprintf(f, "    host                  this machine's own settings, read from sysfs\n"
+		   "                          ($THPEMU_SYSFS_ROOT overrides the root /)\n");
+	fprintf(f,
+		"    aliases: modern-X = thp-always/X (X = always|defer|defer+madvise|madvise),\n"
+		"             modern-never = thp-never/madvise; `thpemu policies` lists all\n");
 	fprintf(
 	    f, "  multi-size THP (era=modern): hugepages-16kB .. hugepages-1024kB (default never)\n"
 	       "  and hugepages-2048kB (default inherit) as the sysfs files; defrag-mode=0|1\n");

@@ -7,3 +7,7 @@ thpemu_add_test(NAME integration/run_cli
 thpemu_add_test(NAME integration/run_kill
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_kill.sh
                 LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)
+# thpemu policies: the sysfs-pair names, aliases, and host against this machine's /sys (issue 16).
+thpemu_add_test(NAME integration/policies
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/policies.sh
+                LABELS integration TIMEOUT 60)

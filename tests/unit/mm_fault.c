@@ -42,6 +42,13 @@ TEST(decision_follows_enabled_and_advice)
 	EXPECT_EQ(fault_once("modern-always:enabled=madvise", MM_VMA_HUGEPAGE, true),
 		  MM_FAULT_HUGE);
 	EXPECT_EQ(fault_once("linux-3.3:enabled=never", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
+	/* the sysfs-pair names: enabled=madvise gives a huge page only to a MADV_HUGEPAGE range
+	 * (6.12 __thp_vma_allowable_orders), whatever defrag says */
+	EXPECT_EQ(fault_once("thp-madvise/madvise", MM_VMA_DEFAULT, true), MM_FAULT_BASE);
+	EXPECT_EQ(fault_once("thp-madvise/always", MM_VMA_DEFAULT, true), MM_FAULT_BASE);
+	EXPECT_EQ(fault_once("thp-madvise/madvise", MM_VMA_HUGEPAGE, true), MM_FAULT_HUGE);
+	EXPECT_EQ(fault_once("thp-always/madvise", MM_VMA_DEFAULT, true), MM_FAULT_HUGE);
+	EXPECT_EQ(fault_once("thp-never/always", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
 }
 
 TEST(huge_fault_record_and_counters)

@@ -87,7 +87,7 @@ TEST(sizes_default_as_the_kernel_and_round_trip)
 	EXPECT_EQ(p.hugepages[9], MM_THP_SIZE_INHERIT);
 	EXPECT_EQ(p.defrag_mode, 0u);
 	mm_policy_format(&p, buf, sizeof(buf));
-	EXPECT_EQ(strcmp(buf, "modern-always"), 0);
+	EXPECT_EQ(strcmp(buf, "thp-always/always"), 0); /* the alias's canonical name */
 
 	ASSERT_EQ(mm_policy_parse("modern-madvise:hugepages-16kB=always,hugepages-64kB=inherit,"
 				  "hugepages-1024kB=madvise,hugepages-2048kB=never,defrag-mode=1",
@@ -99,7 +99,7 @@ TEST(sizes_default_as_the_kernel_and_round_trip)
 	EXPECT_EQ(p.hugepages[9], MM_THP_SIZE_NEVER);
 	EXPECT_EQ(p.defrag_mode, 1u);
 	mm_policy_format(&p, buf, sizeof(buf));
-	EXPECT_EQ(strcmp(buf, "modern-madvise:hugepages-16kB=always,hugepages-64kB=inherit,"
+	EXPECT_EQ(strcmp(buf, "thp-always/madvise:hugepages-16kB=always,hugepages-64kB=inherit,"
 			      "hugepages-1024kB=madvise,hugepages-2048kB=never,defrag-mode=1"),
 		  0);
 	ASSERT_EQ(mm_policy_parse(buf, &q, err, sizeof(err)), 0);

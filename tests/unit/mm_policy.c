@@ -1,8 +1,15 @@
 /* core/mm policy: named profiles, spec-string overrides, errors, canonical round trip. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "mm/mm.h"
+
+#define EXPECT_STR_EQ_(a, b) EXPECT(strcmp((a), (b)) == 0)
 
 TEST(every_named_profile_parses_to_itself)
 {
@@ -77,10 +84,10 @@ TEST(overrides_apply_and_round_trip)
 	static const char *const specs[] = {
 	    "linux-3.1:wb-wait-max=50ms",
 	    "linux-3.1:second-compaction=sync-light,async-failure-defers=no",
-	    "modern-always:second-compaction=sync,wb-wait-max=1500us,proactiveness=0",
+	    "thp-always/always:second-compaction=sync,wb-wait-max=1500us,proactiveness=0",
 	    "linux-3.3:reclaim-skip=suitable-or-deferred,migrate-passes=3,kswapd=no",
 	    "linux-3.2+nostall:era=3.1,reclaim-writeout=yes",
-	    "modern-madvise:second-compaction=none,sync-wait-from-pass=9,wb-wait-max=2s",
+	    "thp-madvise/defer+madvise:second-compaction=none,sync-wait-from-pass=9,wb-wait-max=2s",
 	};
 
 	for (unsigned i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
@@ -159,12 +166,217 @@ TEST(help_lists_every_key)
 	mm_policy_help(f);
 	fclose(f);
 	for (const char *const *n = mm_policy_names(); *n; n++)
-		if (strncmp(*n, "modern-", 7))
+		if (strncmp(*n, "thp-", 4))
 			EXPECT(strstr(buf, *n) != NULL);
+	EXPECT(strstr(buf, "thp-ENABLED/DEFRAG") != NULL);
+	EXPECT(strstr(buf, "host") != NULL);
 	EXPECT(strstr(buf, "wb-wait-max=DURATION") != NULL);
 	EXPECT(strstr(buf, "second-compaction=none|async|sync-light|sync") != NULL);
 	EXPECT(strstr(buf, "reclaim-waits-writeback=yes|no") != NULL);
 	free(buf);
+}
+
+TEST(sysfs_pair_names_mean_their_pair)
+{
+	static const char *const en[] = {"always", "madvise", "never"};
+	static const char *const df[] = {"always", "defer", "defer+madvise", "madvise", "never"};
+	unsigned found = 0;
+
+	for (const char *const *n = mm_policy_names(); *n; n++) {
+		struct mm_policy p;
+		char err[256], want[64];
+
+		if (strncmp(*n, "thp-", 4))
+			continue;
+		ASSERT_EQ(mm_policy_parse(*n, &p, err, sizeof(err)), 0);
+		snprintf(want, sizeof(want), "thp-%s/%s", en[p.enabled], df[p.defrag]);
+		EXPECT_STR_EQ_(*n, want);
+		EXPECT_EQ(p.era, MM_ERA_MODERN);
+		found++;
+	}
+	EXPECT_EQ(found, 15u);
+}
+
+TEST(aliases_resolve_to_their_canonical_profile)
+{
+	const char *alias, *canonical;
+	size_t i;
+
+	for (i = 0; (alias = mm_policy_alias(i, &canonical)); i++) {
+		struct mm_policy a, c;
+		char err[256], buf[256];
+
+		ASSERT_EQ(mm_policy_parse(alias, &a, err, sizeof(err)), 0);
+		ASSERT_EQ(mm_policy_parse(canonical, &c, err, sizeof(err)), 0);
+		EXPECT(policy_equal(&a, &c));
+		mm_policy_format(&a, buf, sizeof(buf));
+		EXPECT_STR_EQ_(buf, canonical); /* reports print the canonical name */
+	}
+	EXPECT_EQ(i, mm_policy_alias_count());
+	/* what the old names always meant: modern-X is enabled=always */
+	{
+		struct mm_policy p;
+		char err[256];
+
+		ASSERT_EQ(mm_policy_parse("modern-madvise", &p, err, sizeof(err)), 0);
+		EXPECT_EQ(p.enabled, MM_THP_ALWAYS);
+		EXPECT_EQ(p.defrag, MM_DEFRAG_MADVISE);
+		ASSERT_EQ(mm_policy_parse("modern-never", &p, err, sizeof(err)), 0);
+		EXPECT_EQ(p.enabled, MM_THP_NEVER);
+	}
+}
+
+TEST(enabled_madvise_allows_only_madvised_ranges)
+{
+	struct mm_policy p;
+	char err[256];
+
+	ASSERT_EQ(mm_policy_parse("thp-madvise/madvise", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_DEFAULT), 0);
+	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_HUGEPAGE), 1U << MM_POLICY_PMD_ORDER);
+	ASSERT_EQ(mm_policy_parse("modern-madvise", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_DEFAULT), 1U << MM_POLICY_PMD_ORDER);
+}
+
+/* ---- host, from fake sysfs trees ---- */
+
+static char fake_root[256];
+
+static void put(const char *rel, const char *text)
+{
+	char path[512], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
+	for (slash = strchr(path + strlen(fake_root) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	if (!f)
+		abort();
+	fprintf(f, "%s\n", text);
+	fclose(f);
+}
+
+static void fake_tree(void)
+{
+	char cmd[300];
+
+	if (fake_root[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fake_root);
+		if (system(cmd))
+			abort();
+	}
+	snprintf(fake_root, sizeof(fake_root), "%s/thpemu-sysfs.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(fake_root))
+		abort();
+	setenv("THPEMU_SYSFS_ROOT", fake_root, 1);
+}
+
+#define THP "sys/kernel/mm/transparent_hugepage/"
+
+TEST(host_reads_a_full_6_x_tree)
+{
+	struct mm_policy p;
+	char err[512], buf[512];
+
+	fake_tree();
+	put(THP "enabled", "always [madvise] never");
+	put(THP "defrag", "always defer [defer+madvise] madvise never");
+	put(THP "use_zero_page", "1"); /* not modelled: not read */
+	put(THP "shrink_underused", "0");
+	put(THP "khugepaged/pages_to_scan", "1000");
+	put(THP "khugepaged/scan_sleep_millisecs", "2500");
+	put(THP "khugepaged/alloc_sleep_millisecs", "60000");
+	put(THP "khugepaged/max_ptes_none", "64");
+	put(THP "khugepaged/max_ptes_swap", "64");
+	put(THP "khugepaged/max_ptes_shared", "256");
+	put(THP "khugepaged/defrag", "0");
+	put(THP "hugepages-64kB/enabled", "[always] inherit madvise never");
+	put(THP "hugepages-2048kB/enabled", "always inherit [madvise] never");
+	put(THP "hugepages-1048576kB/enabled", "always inherit madvise [never]"); /* PUD: never */
+	put(THP "hugepages-8kB/shmem_enabled", "always inherit within_size advise [never]");
+	put("proc/sys/vm/defrag_mode", "1");
+	ASSERT_EQ(mm_policy_parse("host", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.era, MM_ERA_MODERN);
+	EXPECT_EQ(p.enabled, MM_THP_MADVISE);
+	EXPECT_EQ(p.defrag, MM_DEFRAG_DEFER_MADVISE);
+	EXPECT_EQ(p.pages_to_scan, 1000u);
+	EXPECT_EQ(p.scan_sleep_ns, 2500000000ULL);
+	EXPECT_EQ(p.max_ptes_none, 64u);
+	EXPECT(!p.khugepaged_defrag);
+	EXPECT(!p.shrink_underused);
+	EXPECT_EQ(p.hugepages[4], MM_THP_SIZE_ALWAYS);
+	EXPECT_EQ(p.hugepages[MM_POLICY_PMD_ORDER], MM_THP_SIZE_MADVISE);
+	EXPECT_EQ(p.defrag_mode, 1u);
+	/* it resolves to its sysfs pair and the overrides, which parse back to the same */
+	mm_policy_format(&p, buf, sizeof(buf));
+	EXPECT_STR_EQ_(buf, "thp-madvise/defer+madvise:pages-to-scan=1000,scan-sleep=2500ms,"
+			    "max-ptes-none=64,khugepaged-defrag=no,shrink-underused=no,"
+			    "hugepages-64kB=always,hugepages-2048kB=madvise,defrag-mode=1");
+	{
+		struct mm_policy q;
+
+		ASSERT_EQ(mm_policy_parse(buf, &q, err, sizeof(err)), 0);
+		EXPECT(policy_equal(&p, &q));
+	}
+	/* host takes overrides like any profile */
+	ASSERT_EQ(mm_policy_parse("host:enabled=always", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.enabled, MM_THP_ALWAYS);
+}
+
+TEST(host_of_an_older_kernel_keeps_defaults)
+{
+	struct mm_policy p, d;
+	char err[512];
+
+	fake_tree(); /* 4.x: no mTHP directories, no max_ptes_shared, no shrink_underused */
+	put(THP "enabled", "[always] madvise never");
+	put(THP "defrag", "always defer defer+madvise [madvise] never");
+	put(THP "khugepaged/max_ptes_none", "511");
+	ASSERT_EQ(mm_policy_parse("host", &p, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_policy_parse("thp-always/madvise", &d, err, sizeof(err)), 0);
+	EXPECT(policy_equal(&p, &d));
+}
+
+static void host_error(const char *needle1, const char *needle2)
+{
+	struct mm_policy p;
+	char err[512];
+
+	EXPECT_EQ(mm_policy_parse("host", &p, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, needle1) != NULL);
+	EXPECT(strstr(err, needle2) != NULL);
+	if (!strstr(err, needle1) || !strstr(err, needle2))
+		fprintf(stderr, "  error was: %s\n", err);
+}
+
+TEST(host_errors_name_the_file_and_value)
+{
+	fake_tree(); /* no THP at all */
+	host_error("transparent_hugepage/enabled", "THP");
+	put(THP "enabled", "always madvise never"); /* nothing chosen */
+	put(THP "defrag", "[always] defer defer+madvise madvise never");
+	host_error("transparent_hugepage/enabled", "always madvise never");
+	put(THP "enabled", "[always] madvise never");
+	put(THP "khugepaged/max_ptes_none", "600");
+	host_error("khugepaged/max_ptes_none", "'600'");
+	put(THP "khugepaged/max_ptes_none", "511");
+	put(THP "khugepaged/pages_to_scan", "lots");
+	host_error("khugepaged/pages_to_scan", "not a number");
+	put(THP "khugepaged/pages_to_scan", "4096");
+	put(THP "hugepages-4096kB/enabled", "[always] inherit madvise never");
+	host_error("hugepages-4096kB/enabled", "16kB..2048kB");
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fake_root);
+		EXPECT_EQ(system(cmd), 0);
+	}
 }
 
 TEST_MAIN()
