@@ -73,12 +73,9 @@ static void usage(FILE *f)
 	    "                       continues the previous value, so values may contain commas:\n"
 	    "                       policy=linux-3.1,dirty=total=16M,file=2M,pool=96M\n"
 	    "                       A policy plugin goes in the side's policy spec:\n"
-	    "                       policy=thp-always/always:plugin=FILE.so[?ARGS]
-"
-	    "  --runs N             measured runs per side (default 5, at most %d); with 1, no
-"
-	    "                       difference can be called significant (the report says why)
-"
+	    "                       policy=thp-always/always:plugin=FILE.so[?ARGS]\n"
+	    "  --runs N             measured runs per side (default 5, at most %d); with 1, no\n"
+	    "                       difference can be called significant (the report says why)\n"
 	    "  --warmup N           runs per side first, not compared (default 0)\n"
 	    "  --order ORDER        alternate (ABAB..., default) or random (seeded shuffle)\n"
 	    "  --seed N             seed of the order and of the bootstrap (default 1); each "
