@@ -63,7 +63,7 @@ expect_eq "cell 2: the seed as run option" "$(jq -c .run_args "$M/cells/0002.jso
 expect_eq "cells run" "$(grep -c 'matrix: cell ....: ' "$T_TMP/run1")" 8
 grep -q "8 of 8 cells have a result" "$T_TMP/run1" || fail "matrix: $(tail -2 "$T_TMP/run1")"
 expect_eq "result 6" "$(jq -c '[.matrix.run, .matrix.workload.name, .matrix.policy.label, .config.policy]' "$M/results/0006.json")" \
-	'[2,"big","thp","modern-always"]'
+	'[2,"big","thp","thp-always/always"]'
 # resumed: only the missing cell runs again
 rm "$M/results/0003.json"
 "$THPEMU" matrix --policy policy=modern-always,label=thp --policies modern-never \

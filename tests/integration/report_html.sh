@@ -4,7 +4,7 @@
 #    the page's own check script measures every <text> against its <svg> box after layout and
 #    writes the count into body[data-clipped], which --dump-dom hands back;
 #  - a series without data in a plot is not in that plot's legend (modern-never has no huge
-#    faults: the huge-fault plots list modern-always only);
+#    faults: the huge-fault plots list modern-always (thp-always/always, as reports name it) only);
 #  - a screenshot of the page is kept in the test output directory.
 # The reports are thpemu sim reports of this build (no root, no userfaultfd); their many faults
 # put p99.9999 at the right end of the tail plots.
@@ -26,9 +26,9 @@ grep -q 'p99.9999' "$H" || fail "the tail plots do not reach p99.9999: no right-
 legend() { # legend PLOT-TITLE: the legend's labels of that plot, space-separated
 	grep -F "<title>$1</title>" "$H" | head -1 | grep -o 'class="leg">[^<]*' | sed 's/.*>//' | xargs
 }
-expect_eq "legend of the huge-fault CDF" "$(legend 'latency CDF: huge faults')" modern-always
-expect_eq "legend of the huge-fault tail" "$(legend 'tail latency: huge faults')" modern-always
-expect_eq "legend of the base-fault CDF" "$(legend 'latency CDF: base faults')" "modern-always modern-never"
+expect_eq "legend of the huge-fault CDF" "$(legend 'latency CDF: huge faults')" thp-always/always
+expect_eq "legend of the huge-fault tail" "$(legend 'tail latency: huge faults')" thp-always/always
+expect_eq "legend of the base-fault CDF" "$(legend 'latency CDF: base faults')" "thp-always/always thp-never/madvise"
 
 chrome() {
 	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
