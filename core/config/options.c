@@ -267,7 +267,7 @@ int config_opt_parse(const struct config_opt *o, const char *name, const char *v
 
 void config_defaults(struct config *cfg)
 {
-	char err[256];
+	char err[512];
 
 	memset(cfg, 0, sizeof(*cfg));
 	for (unsigned i = 0; i < CONFIG_NR; i++)
@@ -334,7 +334,7 @@ void config_help(FILE *f, bool markdown)
 
 void config_io(const struct config *c, struct io_config *ic)
 {
-	char err[256];
+	char err[512];
 
 	memset(ic, 0, sizeof(*ic));
 	if (c->device_spec[0])

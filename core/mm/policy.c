@@ -774,14 +774,17 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 			return ret;
 	} else if (nlen >= sizeof(name) ||
 		   (memcpy(name, spec, nlen), name[nlen] = '\0', policy_profile(name, &p))) {
-		list_values(profile_names, accepted, sizeof(accepted));
-		for (size_t i = 0; i < NALIASES; i++) {
-			size_t used = strlen(accepted);
-
-			snprintf(accepted + used, sizeof(accepted) - used, "|%s",
-				 alias_names[i][0]);
+		/* the 15 sysfs pairs as one pattern and the aliases by their prefix: the whole
+		 * list would not fit a caller's 256-byte message (thpemu policies lists them) */
+		accepted[0] = '\0';
+		for (size_t i = 0; profile_names[i]; i++) {
+			if (!strncmp(profile_names[i], "thp-", 4))
+				continue;
+			strncat(accepted, profile_names[i], sizeof(accepted) - strlen(accepted) - 2);
+			strcat(accepted, "|");
 		}
-		strncat(accepted, "|host", sizeof(accepted) - strlen(accepted) - 1);
+		strncat(accepted, "thp-ENABLED/DEFRAG|host and the modern-* aliases: thpemu policies lists them",
+			sizeof(accepted) - strlen(accepted) - 1);
 		seterr(err, errlen, "policy: unknown profile '%.*s' (accepted: %s)", (int)nlen,
 		       spec, accepted);
 		return -EINVAL;

@@ -27,7 +27,7 @@ expect_usage_error() {
 ok=(--policy linux-3.1 --scenario seed-2011 --pool 32M --duration 1s)
 
 expect_usage_error --policy -- --scenario seed-2011
-expect_usage_error --policy "unknown profile 'linux-9.9'" linux-3.1+nostall modern-madvise -- \
+expect_usage_error --policy "unknown profile 'linux-9.9'" linux-3.1+nostall thp-ENABLED/DEFRAG modern-* -- \
 	--policy linux-9.9 --scenario seed-2011
 expect_usage_error --policy wb-wait-max -- --policy linux-3.1:wb-wait-max=soon --scenario seed-2011
 expect_usage_error --policy "unknown key" -- --policy linux-3.1:nosuchkey=1 --scenario seed-2011

@@ -89,7 +89,7 @@ TEST(options_bad_values)
 	expect_bad("THPEMU_SEED", "-3", "is not a non-negative integer");
 	expect_bad("THPEMU_SEED", "99999999999999999999", "is out of range");
 	expect_bad("THPEMU_HANDLERS", "2.5", "is not a non-negative integer");
-	expect_bad("THPEMU_POLICY", "linux-2.6", "modern-always"); /* mm lists the profiles */
+	expect_bad("THPEMU_POLICY", "linux-2.6", "thp-ENABLED/DEFRAG"); /* mm lists the profiles */
 	expect_bad("THPEMU_HANDLERS", "0", "1..64");
 	expect_bad("THPEMU_HANDLERS", "65", "1..64");
 	expect_bad("THPEMU_STALL_THRESHOLD", "10", "duration");
