@@ -780,11 +780,14 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 		for (size_t i = 0; profile_names[i]; i++) {
 			if (!strncmp(profile_names[i], "thp-", 4))
 				continue;
-			strncat(accepted, profile_names[i], sizeof(accepted) - strlen(accepted) - 2);
+			strncat(accepted, profile_names[i],
+				sizeof(accepted) - strlen(accepted) - 2);
 			strcat(accepted, "|");
 		}
-		strncat(accepted, "thp-ENABLED/DEFRAG|host and the modern-* aliases: thpemu policies lists them",
-			sizeof(accepted) - strlen(accepted) - 1);
+		strncat(
+		    accepted,
+		    "thp-ENABLED/DEFRAG|host and the modern-* aliases: thpemu policies lists them",
+		    sizeof(accepted) - strlen(accepted) - 1);
 		seterr(err, errlen, "policy: unknown profile '%.*s' (accepted: %s)", (int)nlen,
 		       spec, accepted);
 		return -EINVAL;
