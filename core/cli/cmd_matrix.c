@@ -339,9 +339,10 @@ static json_t *make_cell(const struct matrix *m, unsigned idx)
 
 static int write_json_atomic(const char *path, json_t *j)
 {
-	char tmp[PATH_MAX + 16];
+	char tmp[PATH_MAX + 64]; /* callers' paths are at most PATH_MAX + 32 */
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
 	if (json_dump_file(j, tmp, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12)) < 0)
 		return -EIO;
 	if (rename(tmp, path) < 0) {
