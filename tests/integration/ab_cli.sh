@@ -15,30 +15,21 @@ need_root
 need_uffd
 need_cmd jq
 
-bad() { # bad WANT-IN-MESSAGE ARGS...: exit status 2 and a one-line message
-	local want=$1 rc
-	shift
-	"$THPEMU" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
-	rc=$?
-	[ $rc = 2 ] || fail "'$*': exit status $rc, expected 2 ($(cat "$T_TMP/err"))"
-	[ "$(wc -l <"$T_TMP/err")" = 1 ] || fail "'$*': not one line: $(cat "$T_TMP/err")"
-	grep -qF -- "$want" "$T_TMP/err" || fail "'$*': message lacks '$want': $(cat "$T_TMP/err")"
-}
-bad "--a and --b are both required" ab --a policy=linux-3.1 -- true
-bad "no command given" ab --a policy=linux-3.1 --b policy=linux-3.3
-bad "unknown key in 'colour=red'" ab --a policy=linux-3.1,colour=red --b policy=linux-3.3 -- true
-bad "not KEY=VALUE with a known key" ab --a linux-3.1 --b policy=linux-3.3 -- true
-bad "pool" ab --a policy=linux-3.1,pool=3 --b policy=linux-3.3 -- true
-bad "--a policy=" ab --a policy=linux-9.9 --b policy=linux-3.3 -- true
-bad "--runs: '0' is out of range (accepted: 1..500)" ab --a policy=linux-3.1 --b policy=linux-3.3 --runs 0 -- true
-bad "--order: 'zigzag' is not accepted (alternate, random)" ab --a policy=linux-3.1 --b policy=linux-3.3 --order zigzag -- true
-bad "unknown option '--colour'" ab --colour --a policy=linux-3.1 --b policy=linux-3.3 -- true
-bad "--fs: 'ntfs' is not accepted (accepted: vfat or ext4)" ab --fs ntfs --a policy=linux-3.1 --b policy=linux-3.3 -- true
-bad "--a fs=: 'ntfs' is not accepted" ab --a policy=linux-3.1,fs=ntfs --b policy=linux-3.3 -- true
-bad "unknown option '--pdf'" report --pdf x.json
-bad "no report given" report
-bad "not a readable JSON report" report /etc/hostname
-bad "no trace given" replay --policy linux-3.1
+bad_usage "--a and --b are both required" ab --a policy=linux-3.1 -- true
+bad_usage "no command given" ab --a policy=linux-3.1 --b policy=linux-3.3
+bad_usage "unknown key in 'colour=red'" ab --a policy=linux-3.1,colour=red --b policy=linux-3.3 -- true
+bad_usage "not KEY=VALUE with a known key" ab --a linux-3.1 --b policy=linux-3.3 -- true
+bad_usage "pool" ab --a policy=linux-3.1,pool=3 --b policy=linux-3.3 -- true
+bad_usage "--a policy=" ab --a policy=linux-9.9 --b policy=linux-3.3 -- true
+bad_usage "--runs: '0' is out of range (accepted: 1..500)" ab --a policy=linux-3.1 --b policy=linux-3.3 --runs 0 -- true
+bad_usage "--order: 'zigzag' is not accepted (alternate, random)" ab --a policy=linux-3.1 --b policy=linux-3.3 --order zigzag -- true
+bad_usage "unknown option '--colour'" ab --colour --a policy=linux-3.1 --b policy=linux-3.3 -- true
+bad_usage "--fs: 'ntfs' is not accepted (accepted: vfat or ext4)" ab --fs ntfs --a policy=linux-3.1 --b policy=linux-3.3 -- true
+bad_usage "--a fs=: 'ntfs' is not accepted" ab --a policy=linux-3.1,fs=ntfs --b policy=linux-3.3 -- true
+bad_usage "unknown option '--pdf'" report --pdf x.json
+bad_usage "no report given" report
+bad_usage "not a readable JSON report" report /etc/hostname
+bad_usage "no trace given" replay --policy linux-3.1
 
 # found before the first run (issue 17): nothing runs, no run directory is made, no output is
 # created, a planted link's target is untouched
@@ -54,7 +45,7 @@ early() { # early WANT AB-ARGS...: bad, and nothing happened
 	local want=$1
 	shift
 	rm -f "$MARK"
-	bad "$want" ab "$@" -- touch "$MARK"
+	bad_usage "$want" ab "$@" -- touch "$MARK"
 	[ ! -e "$MARK" ] || fail "ab $*: the command ran"
 	[ -z "$(ls -A "$TMPDIR")" ] || fail "ab $*: left $(ls -A "$TMPDIR")"
 	expect_eq "ab $*: the victim" "$(cat "$T_TMP/victim")" precious
@@ -77,16 +68,16 @@ early "--a device=: '/nonexistent/stick' is not a directory" --a device=/nonexis
 early "--b fragment=: 'bogus'" "${AB[0]}" "${AB[1]}" --b policy=linux-3.3,fragment=bogus
 early "--a pool=: '100G' is out of range" --a pool=100G --b policy=linux-3.3
 rm -f "$MARK"
-bad "cannot run '/nonexistent/program'" ab "${AB[@]}" -- /nonexistent/program
+bad_usage "cannot run '/nonexistent/program'" ab "${AB[@]}" -- /nonexistent/program
 [ -z "$(ls -A "$TMPDIR")" ] || fail "ab with a missing command left $(ls -A "$TMPDIR")"
 [ ! -e "$T_TMP/keepdir" ] || fail "a --keep link was followed"
 mkdir -m 700 "$T_TMP/theirs"
 chown 65534:65534 "$T_TMP/theirs"
 early "--keep: '$T_TMP/theirs': is a directory of uid 65534, not ours" "${AB[@]}" --keep "$T_TMP/theirs"
-bad "--html and a report to read name the same file" report "$T_TMP/r.json" --html "$T_TMP/./r.json"
-bad "--html: '/nonexistent/x.html': the directory '/nonexistent' does not exist" report \
+bad_usage "--html and a report to read name the same file" report "$T_TMP/r.json" --html "$T_TMP/./r.json"
+bad_usage "--html: '/nonexistent/x.html': the directory '/nonexistent' does not exist" report \
 	"$T_TMP/r.json" --html /nonexistent/x.html
-bad "--a and --b name the same series" report "$T_TMP/r.json" --a x --b x
+bad_usage "--a and --b name the same series" report "$T_TMP/r.json" --a x --b x
 unset TMPDIR
 say "bad input found before the first run"
 "$THPEMU" ab --help | grep -q "dirty=total=16M,file=2M" || fail "ab --help lacks the spec example"

@@ -61,3 +61,15 @@ need_cmd() { command -v "$1" >/dev/null || skip "$1 not installed"; }
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
 # json FILE JQ-FILTER: print a value from a JSON file
 json() { jq -r "$2" "$1"; }
+
+# bad_usage WANT ARGS...: `thpemu ARGS` exits 2 with one stderr line containing WANT (fixed
+# string); its output is left in $T_TMP/out and $T_TMP/err.
+bad_usage() {
+	local want=$1 rc
+	shift
+	"$THPEMU" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
+	rc=$?
+	[ $rc = 2 ] || fail "'$*': exit status $rc, expected 2 ($(cat "$T_TMP/err"))"
+	[ "$(wc -l <"$T_TMP/err")" = 1 ] || fail "'$*': not one line: $(cat "$T_TMP/err")"
+	grep -qF -- "$want" "$T_TMP/err" || fail "'$*': message lacks '$want': $(cat "$T_TMP/err")"
+}

@@ -15,32 +15,23 @@ need_uffd
 need_cmd jq
 export THPEMU_MATRIX_LOCK=$T_TMP/matrix.lock
 
-bad() { # bad WANT-IN-MESSAGE ARGS...: exit status 2 and a one-line message
-	local want=$1 rc
-	shift
-	"$THPEMU" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
-	rc=$?
-	[ $rc = 2 ] || fail "'$*': exit status $rc, expected 2 ($(cat "$T_TMP/err"))"
-	[ "$(wc -l <"$T_TMP/err")" = 1 ] || fail "'$*': not one line: $(cat "$T_TMP/err")"
-	grep -qF -- "$want" "$T_TMP/err" || fail "'$*': message lacks '$want': $(cat "$T_TMP/err")"
-}
 W="w=$USEMEM --size 4M"
 O=$T_TMP/bad
-bad "no policy given" matrix --workload "$W" --runs 1 --out "$O"
-bad "no workload given" matrix --policies modern-always --runs 1 --out "$O"
-bad "--runs N is required" matrix --policies modern-always --workload "$W" --out "$O"
-bad "--out DIR is required" matrix --policies modern-always --workload "$W" --runs 1
-bad "--runs: '0' is not an integer in 1..1000" matrix --policies modern-always --workload "$W" --runs 0 --out "$O"
-bad "--policies policy=: 'linux-9.9'" matrix --policies modern-always,linux-9.9 --workload "$W" --runs 1 --out "$O"
-bad "--policy: unknown key in 'colour=red'" matrix --policy policy=linux-3.1,colour=red --workload "$W" --runs 1 --out "$O"
-bad "two policies labelled 'linux-3.1'" matrix --policies linux-3.1,linux-3.1 --workload "$W" --runs 1 --out "$O"
-bad "is not NAME=CMD ARGS" matrix --policies linux-3.1 --workload "usemem --size 4M" --runs 1 --out "$O"
-bad "workload 'w' is given twice" matrix --policies linux-3.1 --workload "$W" --workload "$W" --runs 1 --out "$O"
-bad "cannot run 'no-such-program-x'" matrix --policies linux-3.1 --workload "w=no-such-program-x" --runs 1 --out "$O"
-bad "--workloads: cannot read" matrix --policies linux-3.1 --workloads "$T_TMP/none" --runs 1 --out "$O"
-bad "--wait goes with --slurm" matrix --policies linux-3.1 --workload "$W" --runs 1 --out "$O" --wait
-bad "unknown option '--colour'" matrix --colour red
-bad "--run-cell: no cell 7" matrix --run-cell "$T_TMP" 7
+bad_usage "no policy given" matrix --workload "$W" --runs 1 --out "$O"
+bad_usage "no workload given" matrix --policies modern-always --runs 1 --out "$O"
+bad_usage "--runs N is required" matrix --policies modern-always --workload "$W" --out "$O"
+bad_usage "--out DIR is required" matrix --policies modern-always --workload "$W" --runs 1
+bad_usage "--runs: '0' is not an integer in 1..1000" matrix --policies modern-always --workload "$W" --runs 0 --out "$O"
+bad_usage "--policies policy=: 'linux-9.9'" matrix --policies modern-always,linux-9.9 --workload "$W" --runs 1 --out "$O"
+bad_usage "--policy: unknown key in 'colour=red'" matrix --policy policy=linux-3.1,colour=red --workload "$W" --runs 1 --out "$O"
+bad_usage "two policies labelled 'linux-3.1'" matrix --policies linux-3.1,linux-3.1 --workload "$W" --runs 1 --out "$O"
+bad_usage "is not NAME=CMD ARGS" matrix --policies linux-3.1 --workload "usemem --size 4M" --runs 1 --out "$O"
+bad_usage "workload 'w' is given twice" matrix --policies linux-3.1 --workload "$W" --workload "$W" --runs 1 --out "$O"
+bad_usage "cannot run 'no-such-program-x'" matrix --policies linux-3.1 --workload "w=no-such-program-x" --runs 1 --out "$O"
+bad_usage "--workloads: cannot read" matrix --policies linux-3.1 --workloads "$T_TMP/none" --runs 1 --out "$O"
+bad_usage "--wait goes with --slurm" matrix --policies linux-3.1 --workload "$W" --runs 1 --out "$O" --wait
+bad_usage "unknown option '--colour'" matrix --colour red
+bad_usage "--run-cell: no cell 7" matrix --run-cell "$T_TMP" 7
 [ ! -e "$O" ] || fail "bad input created $O"
 "$THPEMU" matrix --help | grep -q -- "--sbatch-args" || fail "matrix --help lacks --sbatch-args"
 
@@ -87,7 +78,7 @@ if command -v flock >/dev/null; then
 	[ -f "$M/results/0004.json" ] || fail "lock: cell 4 not run once the lock was free"
 fi
 # another matrix in the same directory
-bad "holds another matrix" matrix --policies linux-3.1 --workloads "$T_TMP/wl" --runs 2 --out "$M"
+bad_usage "holds another matrix" matrix --policies linux-3.1 --workloads "$T_TMP/wl" --runs 2 --out "$M"
 
 # the merged report: per workload, thp against modern-never
 "$THPEMU" report "$M" >"$T_TMP/rep" 2>&1 || fail "report: $(tail -3 "$T_TMP/rep")"
@@ -95,15 +86,15 @@ for w in small big; do
 	grep -q "workload $w: A = thp (2 runs), B = modern-never (2 runs)" "$T_TMP/rep" ||
 		fail "report: no comparison for $w: $(head -5 "$T_TMP/rep")"
 done
-bad "name one with --workload NAME" report "$M" --html "$T_TMP/r.html"
-bad "--workload: no runs of 'huge' (accepted: small, big)" report "$M" --workload huge
+bad_usage "name one with --workload NAME" report "$M" --html "$T_TMP/r.html"
+bad_usage "--workload: no runs of 'huge' (accepted: small, big)" report "$M" --workload huge
 "$THPEMU" report "$M" --workload big --html "$T_OUT/big.html" >/dev/null 2>&1 || fail "report --html"
 grep -q "thp vs modern-never" "$T_OUT/big.html" || fail "html: no comparison"
 
 # plain run reports are not matrix results
 "$THPEMU" run --quiet --report "$T_TMP/plain.json" -- "$USEMEM" --size 4M >/dev/null 2>&1 || fail "run"
-bad "--workload: no thpemu matrix results given" report --workload w "$T_TMP/plain.json"
-bad "matrix results and other reports given together" report "$M" "$T_TMP/plain.json"
+bad_usage "--workload: no thpemu matrix results given" report --workload w "$T_TMP/plain.json"
+bad_usage "matrix results and other reports given together" report "$M" "$T_TMP/plain.json"
 
 # a failing workload: its cells have no result, status 1, the report lists them
 F=$T_TMP/f
