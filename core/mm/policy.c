@@ -644,6 +644,26 @@ static int host_bad(const char *root, const char *rel, const char *val, const ch
 	return -EINVAL;
 }
 
+/* The bracketed value of rel's text buf as an index of values, or host_bad's error. */
+static int host_pick(const char *root, const char *rel, const char *buf, const char *const *values,
+		     const char *why, char *err, size_t errlen)
+{
+	int i = host_choice(buf, values);
+
+	return i >= 0 ? i : host_bad(root, rel, buf, why, err, errlen);
+}
+
+/* A required bracketed setting (enabled, defrag): its index in values, or -errno. */
+static int host_setting(const char *root, const char *rel, const char *const *values,
+			const char *why, char *err, size_t errlen)
+{
+	char buf[256];
+
+	if (host_read(root, rel, buf, sizeof(buf), err, errlen, true))
+		return -EINVAL;
+	return host_pick(root, rel, buf, values, why, err, errlen);
+}
+
 static int host_profile(struct mm_policy *p, char *err, size_t errlen)
 {
 	static const char *const thp_size_choice[] = {"always", "inherit", "madvise", "never",
@@ -673,18 +693,14 @@ static int host_profile(struct mm_policy *p, char *err, size_t errlen)
 	if (!root || !*root)
 		root = "";
 	*p = base_modern;
-	if (host_read(root, THP_DIR "enabled", buf, sizeof(buf), err, errlen, true))
-		return -EINVAL;
-	e = host_choice(buf, enabled_values);
+	e = host_setting(root, THP_DIR "enabled", enabled_values, "no [always|madvise|never]", err,
+			 errlen);
 	if (e < 0)
-		return host_bad(root, THP_DIR "enabled", buf, "no [always|madvise|never]", err,
-				errlen);
-	if (host_read(root, THP_DIR "defrag", buf, sizeof(buf), err, errlen, true))
-		return -EINVAL;
-	d = host_choice(buf, defrag_values);
+		return e;
+	d = host_setting(root, THP_DIR "defrag", defrag_values, "no bracketed defrag mode", err,
+			 errlen);
 	if (d < 0)
-		return host_bad(root, THP_DIR "defrag", buf, "no bracketed defrag mode", err,
-				errlen);
+		return d;
 	p->enabled = (enum mm_thp_enabled)e;
 	p->defrag = (enum mm_defrag)d;
 	snprintf(p->name, sizeof(p->name), "thp-%s/%s", enabled_values[e], defrag_values[d]);
@@ -726,11 +742,11 @@ static int host_profile(struct mm_policy *p, char *err, size_t errlen)
 		snprintf(rel, sizeof(rel), THP_DIR "%s/enabled", de->d_name);
 		if (host_read(root, rel, buf, sizeof(buf), err, errlen, false))
 			continue; /* shmem-only sizes (8kB) have no anon enabled file */
-		c = host_choice(buf, thp_size_choice);
+		c = host_pick(root, rel, buf, thp_size_choice, "no [always|inherit|madvise|never]",
+			      err, errlen);
 		if (c < 0) {
 			closedir(dir);
-			return host_bad(root, rel, buf, "no [always|inherit|madvise|never]", err,
-					errlen);
+			return c;
 		}
 		while (order <= MM_POLICY_PMD_ORDER && (4UL << order) != kb)
 			order++;
