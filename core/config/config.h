@@ -27,10 +27,13 @@
 
 enum config_log_level { CONFIG_LOG_QUIET, CONFIG_LOG_WARN, CONFIG_LOG_INFO, CONFIG_LOG_DEBUG };
 enum config_allocator { CONFIG_ALLOC_JEMALLOC, CONFIG_ALLOC_NONE };
+enum config_host_fault { CONFIG_HOST_FAULT_THP, CONFIG_HOST_FAULT_PTE };
 
 struct config {
-	bool disable;		 /* THPEMU_DISABLE: run the program unmanaged */
-	bool host_thp;		 /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
+	bool disable;  /* THPEMU_DISABLE: run the program unmanaged */
+	bool host_thp; /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
+	/* THPEMU_HOST_FAULT: the host's own path for a first touch (thp or pte) */
+	enum config_host_fault host_fault;
 	char policy_spec[160];	 /* as given (validated by mm_policy_parse) */
 	struct mm_policy policy; /* parsed */
 	char fs[8];		 /* THPEMU_FS: vfat or ext4, sets policy.fs ("" = the policy's) */
@@ -128,6 +131,12 @@ struct config {
 	X(HOST_THP, "--host-thp", "BOOL", bool, host_thp, "1", 0, 0, config_bool_words, 0,         \
 	  "0/1, no/yes, false/true, off/on",                                                       \
 	  "back huge decisions with real host THPs (0: 512 small pages, as on a host without THP)")\
+	X(HOST_FAULT, "--host-fault", "MODE", words, host_fault, "thp", 0, 0,                      \
+	  config_host_fault_words, 0, "thp or pte",                                                \
+	  "the host's path for a first touch of managed memory: thp (host VMA MADV_HUGEPAGE: a "   \
+	  "first write has the host clear a 2 MiB folio it then discards) or pte "                 \
+	  "(MADV_NOHUGEPAGE: no such clear; the empty page table is freed before a huge move, "    \
+	  "CONFIG_PT_RECLAIM): faster 2 MiB faults")                                               \
 	X(DISABLE, NULL, "BOOL", bool, disable, "0", 0, 0, config_bool_words, 0,                   \
 	  "0/1, no/yes, false/true, off/on",                                                       \
 	  "run the program unmanaged (calls pass straight through)")                               \

@@ -26,6 +26,7 @@ struct config_parser {
 static const char *const config_bool_words[] = {"0",	"1",   "no", "yes", "false",
 						"true", "off", "on", NULL};
 static const char *const config_alloc_words[] = {"jemalloc", "none", NULL};
+static const char *const config_host_fault_words[] = {"thp", "pte", NULL};
 static const char *const config_log_words[] = {"quiet", "warn", "info", "debug", NULL};
 static const char *const config_auto_words[] = {"auto", NULL};
 

@@ -190,6 +190,18 @@ static void huge_abort_locked(struct fault_ctx *fc, uint32_t head, int slot, boo
 	wake_extent(fc);
 }
 
+/* --host-fault pte: the fault came through the host's 4 KiB path, which left an empty page table
+ * at dst (do_anonymous_page's pte_alloc); a huge move needs pmd_none there (mm/userfaultfd.c
+ * move_pages), else it splits the staging THP. MADV_DONTNEED frees an empty table
+ * (CONFIG_PT_RECLAIM). Only an empty range is touched: a page found there (nothing should be:
+ * this handler owns the whole extent) stays, and the move's EEXIST takes the fallback. */
+static void free_empty_table(struct uffd_live *lv, uintptr_t dst)
+{
+	if (uffd_range_is_empty(lv->pagemap_fd, dst, UFFD_HPAGE_SIZE) == 1 &&
+	    sys_madvise((void *)dst, UFFD_HPAGE_SIZE, MADV_DONTNEED) == 0)
+		UFFD_COUNT(lv, pt_reclaims);
+}
+
 static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
 {
 	struct uffd_live *lv = fc->lv;
@@ -203,6 +215,8 @@ static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
 		huge_abort_locked(fc, head, slot, true);
 		return 0;
 	}
+	if (lv->pt_reclaim)
+		free_empty_table(lv, dst);
 	rc = uffd_io_move_all(lv->uffd, dst, (uintptr_t)uffd_staging_addr(&lv->staging, slot),
 			      UFFD_HPAGE_SIZE, 0, &moved);
 	if (rc == 0) {

@@ -664,6 +664,17 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	stats_init(lv);
 	lv->pagemap_fd = guard_fd_own(
 	    (int)sys_call4(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0));
+	if (cfg->host_fault == CONFIG_HOST_FAULT_PTE && cfg->host_thp && lv->may_huge) {
+		lv->pt_reclaim =
+		    parent ? parent->pt_reclaim : uffd_pt_reclaim_works(lv->pagemap_fd) > 0;
+		if (!lv->pt_reclaim && !parent)
+			uffd_say_once(
+			    lv, 8,
+			    "--host-fault pte unavailable, thp used: an emptied 2 MiB range "
+			    "took no PMD (MADV_DONTNEED frees empty page tables since Linux 6.",
+			    14, " with CONFIG_PT_RECLAIM; or the host gave no THP)");
+	}
+	lv->stats->host_fault = lv->pt_reclaim ? CONFIG_HOST_FAULT_PTE : CONFIG_HOST_FAULT_THP;
 	lv->zero_page = map_anon(UFFD_PAGE_SIZE);
 	lv->zero_block = map_anon(UFFD_MTHP_MAX_BYTES);
 	lv->forkcheck = forkcheck_page();

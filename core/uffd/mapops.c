@@ -51,10 +51,15 @@ void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes)
  * faults arrive with pmd_none and moves keep the PMD. With --host-thp 0 (a host with no THPs to
  * give), MADV_NOHUGEPAGE: the host's khugepaged would otherwise collapse a fully moved-in extent
  * (512 present PTEs qualify even in a uffd-armed VMA, mm/khugepaged.c: hpage_collapse_scan_pmd
- * refuses only pte_none entries there) and a real PMD would appear under a "no THP" host. */
+ * refuses only pte_none entries there) and a real PMD would appear under a "no THP" host.
+ * With --host-fault pte, MADV_NOHUGEPAGE too: a first touch then takes the host's 4 KiB path
+ * (mm/memory.c do_anonymous_page: a page table, then handle_userfault) instead of
+ * __do_huge_pmd_anonymous_page's allocation and clearing of a 2 MiB folio that it discards on
+ * finding the VMA armed (mm/huge_memory.c, 6.18); the handler frees that empty page table before
+ * a huge move (handler.c: free_empty_table). */
 void uffd_host_advise(struct uffd_live *lv, uintptr_t lo, size_t len)
 {
-	if (!lv->cfg.host_thp)
+	if (!lv->cfg.host_thp || lv->pt_reclaim)
 		sys_madvise((void *)lo, len, MADV_NOHUGEPAGE);
 	else if (lv->may_huge)
 		sys_madvise((void *)lo, len, MADV_HUGEPAGE);

@@ -91,6 +91,8 @@ void uffd_stats_merge(struct uffd_stats *dst, const struct uffd_stats *src)
 		dst->pool_bytes = src->pool_bytes;
 	if (!dst->handlers)
 		dst->handlers = src->handlers;
+	if (!dst->host_fault)
+		dst->host_fault = src->host_fault;
 	if (!dst->probe.n && src->probe.n) /* the first process's measurement stands for all */
 		dst->probe = src->probe;
 }
@@ -104,6 +106,9 @@ static void report_config(struct json_w *w, const struct config *cfg, const stru
 	jw_u64(w, "pool_bytes", st->pool_bytes ? st->pool_bytes : cfg->pool_bytes);
 	jw_u64(w, "handlers", st->handlers);
 	jw_u64(w, "staging", cfg->staging);
+	/* in effect: pte falls back to thp where the kernel keeps empty page tables */
+	jw_str(w, "host_fault", st->host_fault == CONFIG_HOST_FAULT_PTE ? "pte" : "thp");
+	jw_bool(w, "host_thp", cfg->host_thp);
 	jw_u64(w, "min_region", cfg->min_region);
 	jw_str(w, "fragment", cfg->fragment);
 	jw_u64(w, "seed", cfg->seed);

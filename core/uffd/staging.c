@@ -42,6 +42,48 @@ int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len)
 	       (vec[0].categories & PAGE_IS_HUGE);
 }
 
+int uffd_range_is_empty(int pagemap_fd, uintptr_t addr, size_t len)
+{
+	struct page_region vec[1];
+	struct pm_scan_arg arg = {
+	    .size = sizeof(arg),
+	    .start = addr,
+	    .end = addr + len,
+	    .vec = (uintptr_t)vec,
+	    .vec_len = 1,
+	    .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+	    .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+	};
+	int n;
+
+	if (pagemap_fd < 0)
+		return -EBADF;
+	n = sys_ioctl(pagemap_fd, PAGEMAP_SCAN, &arg);
+	return n < 0 ? n : n == 0;
+}
+
+/* A 2 MiB range of our own gets a page table from a 4 KiB write (MADV_NOHUGEPAGE), is emptied
+ * with MADV_DONTNEED and populated again as THP-eligible: only a range whose page table went
+ * (pmd_none) can take one PMD. CONFIG_PT_RECLAIM (Linux 6.14, x86-64) has mm/memory.c
+ * zap_pte_range free a page table that a MADV_DONTNEED leaves empty. */
+int uffd_pt_reclaim_works(int pagemap_fd)
+{
+	long map = sys_mmap_own(2 * UFFD_HPAGE_SIZE, 0);
+	uint8_t *a;
+	int rc;
+
+	if (sys_is_err(map))
+		return 0;
+	a = (uint8_t *)(((uintptr_t)map + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1));
+	sys_madvise(a, UFFD_HPAGE_SIZE, MADV_NOHUGEPAGE);
+	*(volatile uint8_t *)a = 1;
+	sys_madvise(a, UFFD_HPAGE_SIZE, MADV_DONTNEED);
+	sys_madvise(a, UFFD_HPAGE_SIZE, MADV_HUGEPAGE);
+	rc = uffd_populate_chunk(pagemap_fd, a, false);
+	sys_munmap((void *)map, 2 * UFFD_HPAGE_SIZE);
+	return rc > 0;
+}
+
 int uffd_populate_chunk(int pagemap_fd, void *chunk, bool collapse)
 {
 	int rc = sys_madvise(chunk, UFFD_HPAGE_SIZE, MADV_POPULATE_WRITE);

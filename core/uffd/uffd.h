@@ -35,6 +35,7 @@ struct obs_coverage;
 	X(huge_not_pmd, "huge decisions that ended 4 KiB-mapped on the host")                      \
 	X(huge_unverified, "huge decisions whose host mapping could not be checked")               \
 	X(huge_move_fallbacks, "huge decisions the host refused (served as 4 KiB instead)")        \
+	X(pt_reclaims, "empty host page tables freed before a huge move (--host-fault pte)")       \
 	X(staging_refills, "2 MiB staging chunks prefaulted by the refill thread")                 \
 	X(staging_misses, "huge faults that found no ready staging chunk")                         \
 	X(host_thp_unavailable, "staging chunks the host backed with 4 KiB pages")                 \
@@ -89,7 +90,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 9
+#define UFFD_STATS_VERSION 10
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
@@ -171,6 +172,7 @@ struct uffd_stats {
 	int32_t pid, ppid;
 	uint32_t state; /* enum uffd_proc_state */
 	uint32_t handlers;
+	uint32_t host_fault; /* the host fault path in effect (enum config_host_fault) */
 	uint64_t start_mono_ns, last_update_mono_ns;
 	uint64_t pool_bytes;
 	char exe[256];

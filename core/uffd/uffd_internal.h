@@ -275,6 +275,11 @@ void uffd_staging_release(struct uffd_staging *s, int slot, bool intact);
 int uffd_populate_chunk(int pagemap_fd, void *chunk, bool collapse);
 /* PAGEMAP_SCAN: 1 if [addr, addr + len) is PMD-mapped, 0 if not, -errno if unknown. */
 int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len);
+/* PAGEMAP_SCAN: 1 if no page of [addr, addr + len) is present or swapped, 0 if one is, -errno. */
+int uffd_range_is_empty(int pagemap_fd, uintptr_t addr, size_t len);
+/* --host-fault pte: 1 if MADV_DONTNEED frees an emptied range's page table here, so that the
+ * range can take a PMD again; 0 if not (or no host THP to tell with). */
+int uffd_pt_reclaim_works(int pagemap_fd);
 
 /* ---- the live emulator --------------------------------------------------------------------- */
 
@@ -372,8 +377,10 @@ struct uffd_live {
 	pthread_mutex_t census_lock; /* one census at a time (background tick or exit) */
 	size_t stats_len;
 	int stats_fd;
-	bool may_huge; /* the policy can ever decide huge (uffd_host_advise) */
-	bool child;    /* a fork child: everything passes through */
+	bool may_huge;	 /* the policy can ever decide huge (uffd_host_advise) */
+	bool pt_reclaim; /* --host-fault pte in effect: host VMAs MADV_NOHUGEPAGE, the empty page
+			  * table freed before each huge move */
+	bool child;	 /* a fork child: everything passes through */
 	bool detached; /* stepped aside (seccomp, unshare...): threads gone, memory unregistered */
 	bool thp_disabled; /* prctl(PR_SET_THP_DISABLE) (atomic) */
 	bool stopping;
@@ -548,7 +555,7 @@ long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (
 /* bytes_managed gauge */
 void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes);
 /* The host madvise of managed memory: MADV_HUGEPAGE (huge decisions possible), MADV_NOHUGEPAGE
- * (--host-thp 0), or none. */
+ * (--host-thp 0 or --host-fault pte), or none. */
 void uffd_host_advise(struct uffd_live *lv, uintptr_t lo, size_t len);
 void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
 

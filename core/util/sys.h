@@ -63,6 +63,7 @@ struct uffdio_move {
 
 #ifndef PAGEMAP_SCAN
 #define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
 #define PAGE_IS_HUGE	(1 << 6)
 struct page_region {
 	__u64 start;
