@@ -4,6 +4,9 @@
 #   - 4 KiB first touch: thpemu modern-never vs a bare handler thread blocked in read() answering
 #     with UFFDIO_COPY; 2 MiB first touch: thpemu modern-always vs the bare handler clearing a
 #     prefaulted THP and UFFDIO_MOVEing it; each with 1, 2 and 4 faulting threads, p50 and p99;
+#     2 MiB again with --host-fault pte (no 2 MiB folio cleared and discarded by the host before
+#     the message), against the same floor and against the bare handler doing the same
+#     (live_bench bare2m-pte);
 #   - throughput: faults/s of N faulting threads with M handler threads (thpemu --handlers M vs
 #     the bare handler with M threads), and handler wake-ups per fault;
 #   - migration of a program page (move out, copy, map back): thpemu's mean per page
@@ -55,6 +58,10 @@ for r in $(seq $reps); do
 		"$THPEMU" run --quiet --policy modern-always --staging $n2 --pool 4G \
 			--report "$T_OUT/b2m.$t.json" -- "$BENCH" touch2m $n2 $t >>"$T_TMP/emu2.$t" ||
 			fail "touch2m $t under thpemu"
+		"$BENCH" bare2m-pte $n2 $t 1 >>"$T_TMP/bare2p.$t" || fail "bare2m-pte $t"
+		"$THPEMU" run --quiet --policy modern-always --host-fault pte --staging $n2 --pool 4G \
+			--report "$T_OUT/b2p.$t.json" -- "$BENCH" touch2m $n2 $t >>"$T_TMP/emu2p.$t" ||
+			fail "touch2m $t under thpemu --host-fault pte"
 	done
 	"$BENCH" migrate $nmig 1 >>"$T_TMP/mig1" || fail "migrate floor"
 	"$BENCH" migrate $nmig 32 >>"$T_TMP/mig32" || fail "migrate floor, batched"
@@ -69,16 +76,29 @@ row() { printf '%-40s %8s %8s %8s %8s %7s %7s %6s\n' "$@"; }
 echo "fault service seen by the faulting threads ($reps rounds; best p50, median p99; us)"
 row "" "floor" "" "thpemu" "" "ratio" "" "wake/"
 row "" p50 p99 p50 p99 p50 p99 fault
-for size in 4 2; do
+for size in 4 2 2p; do
 	for t in $THREADS; do
-		f=$(summary "$T_TMP/bare$size.$t")
+		f=$(summary "$T_TMP/bare${size%p}.$t")
 		e=$(summary "$T_TMP/emu$size.$t")
-		if [ $size = 4 ]; then name="4 KiB modern-never, $t thread(s)"; else name="2 MiB modern-always, $t thread(s)"; fi
+		case $size in
+		4) name="4 KiB modern-never, $t thread(s)" ;;
+		2) name="2 MiB modern-always, $t thread(s)" ;;
+		2p) name="2 MiB --host-fault pte, $t thread(s)" ;;
+		esac
 		row "$name" "$(get "$f" p50_us)" "$(get "$f" p99_us)" "$(get "$e" p50_us)" "$(get "$e" p99_us)" \
 			"$(ratio "$(get "$e" p50_us)" "$(get "$f" p50_us)")" "$(ratio "$(get "$e" p99_us)" "$(get "$f" p99_us)")" \
 			"$(get "$e" wakeups)"
 		echo "r4_$size.$t $(ratio "$(get "$e" p50_us)" "$(get "$f" p50_us)")" >>"$T_TMP/ratios"
 	done
+done
+echo "  (--host-fault pte rows: the floor is bare2m's; against the bare handler that also skips the"
+echo "   host's discarded 2 MiB clear, live_bench bare2m-pte:)"
+for t in $THREADS; do
+	f=$(summary "$T_TMP/bare2p.$t")
+	e=$(summary "$T_TMP/emu2p.$t")
+	row "2 MiB pte vs bare2m-pte, $t thread(s)" "$(get "$f" p50_us)" "$(get "$f" p99_us)" "$(get "$e" p50_us)" \
+		"$(get "$e" p99_us)" "$(ratio "$(get "$e" p50_us)" "$(get "$f" p50_us)")" \
+		"$(ratio "$(get "$e" p99_us)" "$(get "$f" p99_us)")" "$(get "$e" wakeups)"
 done
 echo
 echo "throughput, 4 KiB first touches: N faulting threads, M handler threads (best of $reps)"
@@ -112,20 +132,23 @@ for i in $(seq $reps); do
 	t0=$(now); "$USEMEM" --size ${usz}M --quiet >>"$T_TMP/un.thp" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/wn.thp"
 	t0=$(now); "$THPEMU" run --quiet --policy modern-always --pool 1G --report "$T_OUT/u.thp.$i.json" -- \
 		"$USEMEM" --size ${usz}M --quiet >>"$T_TMP/ue.thp" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/we.thp"
+	t0=$(now); "$THPEMU" run --quiet --policy modern-always --host-fault pte --pool 1G --report "$T_OUT/u.pte.$i.json" -- \
+		"$USEMEM" --size ${usz}M --quiet >>"$T_TMP/ue.pte" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/we.pte"
 	t0=$(now); "$USEMEM" --size ${usz}M --no-madvise --quiet >>"$T_TMP/un.4k" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/wn.4k"
 	t0=$(now); "$THPEMU" run --quiet --policy modern-never --pool 1G --report "$T_OUT/u.4k.$i.json" -- \
 		"$USEMEM" --size ${usz}M --quiet >>"$T_TMP/ue.4k" 2>/dev/null; secs "$t0" "$(now)" >>"$T_TMP/we.4k"
 done
 echo "usemem --size ${usz}M (best of $reps)"
 printf '%-40s %10s %10s %8s %12s %12s %12s\n' "" "native s" "thpemu s" ratio "native p50" "thpemu p50" "kernel p50"
-for k in thp 4k; do
-	cls=huge
+for k in thp pte 4k; do
+	cls=huge n=$k
 	[ $k = 4k ] && cls=base
+	[ $k = pte ] && n=thp # the same native run
 	kl=$(for i in $(seq $reps); do json "$T_OUT/u.$k.$i.json" ".kernel_latency_us.$cls.p50"; done | best)
-	tn=$(best <"$T_TMP/wn.$k")
+	tn=$(best <"$T_TMP/wn.$n")
 	te=$(best <"$T_TMP/we.$k")
 	printf '%-40s %10s %10s %8s %12s %12s %12s\n' "$k (p50: per 2 MiB extent, fault + memset)" "$tn" "$te" "$(ratio "$te" "$tn")" \
-		"$(ustat p50_us <"$T_TMP/un.$k" | best)" "$(ustat p50_us <"$T_TMP/ue.$k" | best)" "$kl"
+		"$(ustat p50_us <"$T_TMP/un.$n" | best)" "$(ustat p50_us <"$T_TMP/ue.$k" | best)" "$kl"
 done
 pr=$(for i in $(seq $reps); do json "$T_OUT/u.thp.$i.json" '"\(.uffd_probe.round_trip_us.p50) \(.uffd_probe.round_trip_us.p10) \(.uffd_probe.round_trip_us.p90) \(.uffd_probe.service_us.p50)"'; done | sort -g | head -1)
 echo "  thpemu's start-up probe: bare round trip p50 $(cut -d' ' -f1 <<<"$pr") us (p10 $(cut -d' ' -f2 <<<"$pr"), p90 $(cut -d' ' -f3 <<<"$pr")), handler service p50 $(cut -d' ' -f4 <<<"$pr") us (subtracted: kernel_latency_us)"
@@ -138,5 +161,10 @@ while read -r key val; do
 done <"$T_TMP/ratios"
 huge=$(json "$T_OUT/b2m.1.json" .faults.huge)
 [ "$huge" -ge $((n2 * 9 / 10)) ] || fail "only $huge of $n2 emulated faults were huge"
+for t in $THREADS; do # --host-fault pte in effect, and its huge faults real PMDs
+	expect_eq "pte, $t thread(s): path in effect" "$(json "$T_OUT/b2p.$t.json" .config.host_fault)" pte
+	pmd=$(json "$T_OUT/b2p.$t.json" .host.real_pmd_faults)
+	[ "$pmd" -ge $((n2 * 9 / 10)) ] || fail "pte, $t thread(s): only $pmd of $n2 faults got a real PMD"
+done
 [ "${nmigs:-0}" -gt 0 ] || fail "live_bench compactee: compaction migrated no program page"
 [ "$(json "$T_OUT/u.thp.1.json" .uffd_probe.probes)" -gt 0 ] || fail "no start-up probe in the report"

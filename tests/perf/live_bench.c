@@ -7,6 +7,11 @@
  *   live_bench bare2m N [T [H]]  the same handler clearing a prefaulted 2 MiB THP and
  *                                UFFDIO_MOVEing it to the faulting extent: the floor of a
  *                                real-PMD huge fault
+ *   live_bench bare2m-pte N [T [H]]  the same with the faulting mapping MADV_NOHUGEPAGE and the
+ *                                empty page table the host's 4 KiB fault path leaves freed
+ *                                (MADV_DONTNEED, CONFIG_PT_RECLAIM) before the move: no 2 MiB
+ *                                folio allocated, cleared and discarded by the host before the
+ *                                message (the floor of `thpemu run --host-fault pte`)
  *   live_bench touch4k N [T]     N first touches of 4 KiB pages of an ordinary mapping
  *   live_bench touch2m N [T]     N first touches of 2 MiB extents of an ordinary (MADV_HUGEPAGE)
  *                                mapping; run these two under `thpemu run` to measure the emulator
@@ -67,7 +72,7 @@ struct uffdio_move {
 
 struct bare {
 	int uffd;
-	bool huge;
+	bool huge, pte;
 	char *zero;    /* 4 KiB of zeros */
 	char *staging; /* prefaulted 2 MiB chunks, one per fault */
 	size_t next;   /* next staging chunk (atomic) */
@@ -136,6 +141,9 @@ static void *bare_handler(void *arg)
 			struct uffdio_move m = {
 			    .dst = a & ~(HPAGE - 1), .src = (uintptr_t)chunk, .len = HPAGE};
 
+			if (b->pte) /* the table do_anonymous_page made: a PMD move needs pmd_none
+				     */
+				madvise((void *)(uintptr_t)m.dst, HPAGE, MADV_DONTNEED);
 			memset(chunk, 0, HPAGE); /* clear_huge_page, as the emulator does */
 			ioctl(b->uffd, UFFDIO_MOVE, &m);
 		} else {
@@ -381,8 +389,9 @@ int main(int argc, char **argv)
 	unsigned nt = argc > 3 ? (unsigned)atoi(argv[3]) : 1;
 	unsigned nh = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
 	bool huge = strstr(mode, "2m") != NULL, bare = strncmp(mode, "bare", 4) == 0;
+	bool pte = strcmp(mode, "bare2m-pte") == 0;
 	size_t step = huge ? HPAGE : PAGE, len, per;
-	struct bare b = {.huge = huge};
+	struct bare b = {.huge = huge, .pte = pte};
 	struct toucher t[MAXT];
 	pthread_barrier_t bar;
 	double *lat, t0 = 0, t1 = 0;
@@ -395,9 +404,11 @@ int main(int argc, char **argv)
 		return migrate_floor(n, argc > 3 ? strtoul(argv[3], NULL, 10) : 1,
 				     argc > 4 ? strtoul(argv[4], NULL, 10) : 0);
 	if (!n || nt < 1 || nt > MAXT || nh < 1 || nh > MAXT ||
-	    (!bare && strncmp(mode, "touch", 5)) || (!huge && !strstr(mode, "4k"))) {
-		fprintf(stderr, "usage: live_bench bare4k|bare2m|touch4k|touch2m N [THREADS "
-				"[HANDLERS]] | migrate N [BATCH [FREE]] | compactee MB\n");
+	    (strcmp(mode, "bare4k") && strcmp(mode, "bare2m") && !pte && strcmp(mode, "touch4k") &&
+	     strcmp(mode, "touch2m"))) {
+		fprintf(stderr,
+			"usage: live_bench bare4k|bare2m|bare2m-pte|touch4k|touch2m N [THREADS "
+			"[HANDLERS]] | migrate N [BATCH [FREE]] | compactee MB\n");
 		return 2;
 	}
 	per = n / nt;
@@ -405,7 +416,7 @@ int main(int argc, char **argv)
 	len = n * step;
 	lat = calloc(n, sizeof(*lat));
 	p = map_aligned(len);
-	madvise(p, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	madvise(p, len, huge && !pte ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	if (bare)
 		bare_setup(&b, p, len, n, nh);
 	else
