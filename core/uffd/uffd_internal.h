@@ -300,6 +300,7 @@ struct uffd_worker {
 	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
 	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
+	int last_ptid;		/* the faulting thread of this handler's previous message */
 	uint64_t fault_t0;	/* when its message was read */
 	bool unwind_cold;	/* captured a stack without libunwind's trace cache: build it */
 	struct guard_thread gt; /* registration with core/guard (credentials) */
@@ -336,6 +337,10 @@ struct uffd_live {
 	int ep_fd[UFFD_EPOLL_MAX];
 	unsigned n_ep;
 	uint32_t spinner; /* a handler is polling (--spin) (atomic) */
+	/* One idle handler at a time listens on the userfaultfd; the others park on park_seq (a
+	 * futex word) until a handler's fault turns slow or faults of other threads queue up
+	 * (uffd_handlers_cover), or a stop or credential request comes (all atomic). */
+	uint32_t listeners, parked, park_seq;
 	/* A page that reads 1 in the process the emulator was made for and 0 in any process made
 	 * from it by a fork of the address space (MADV_WIPEONFORK), atfork handlers or not (a raw
 	 * clone, _Fork); a vfork or CLONE_VM child shares the page, and the emulator, as it should.
@@ -556,6 +561,10 @@ long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (
 void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes);
 /* The host madvise of managed memory: MADV_HUGEPAGE (huge decisions possible), MADV_NOHUGEPAGE
  * (--host-thp 0 or --host-fault pte), or none. */
+/* A handler is about to block (a writeback wait, a long compaction or reclaim pass) or sees
+ * faults of several threads: if no idle handler listens on the userfaultfd, wake a parked one
+ * (live.c: handler_wait) so that other faults are not left waiting behind this one. */
+void uffd_handlers_cover(struct uffd_live *lv);
 void uffd_host_advise(struct uffd_live *lv, uintptr_t lo, size_t len);
 void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
 
