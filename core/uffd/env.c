@@ -71,7 +71,7 @@ static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t tim
 	uint64_t token = uffd_stallcap_blocking(call, &st); /* the blocking point's stack */
 	uint64_t owner = mm_frame_owner_peek(lv->mm, pfn);  /* whose page (for the report) */
 
-	uffd_handlers_cover(lv); /* other faults must not wait behind this one */
+	uffd_handlers_cover(call); /* other faults must not wait behind this one */
 	uint64_t t0 = clock_now_ns();
 	int rc;
 
@@ -90,7 +90,7 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 	uint64_t token = uffd_stallcap_blocking(call, &st); /* writeout's own stack */
 	int rc;
 
-	uffd_handlers_cover(lv);
+	uffd_handlers_cover(call);
 	if (lv->on_machine) /* the machine's flusher runs in the host */
 		rc = uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0);
 	else
@@ -113,7 +113,7 @@ static int env_throttle(void *priv, void *call, enum mm_wait_kind kind, uint64_t
 	if (iff_congested && (!lv->io || !io_congested(lv->io)))
 		return 0;
 	token = uffd_stallcap_blocking(call, &st); /* the nap's own stack */
-	uffd_handlers_cover(lv);
+	uffd_handlers_cover(call);
 	if (lv->io) {
 		io_wait_uncongested(lv->io, timeout_ns, iff_congested);
 	} else {
@@ -217,7 +217,7 @@ static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t exten
 static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
 {
 	if (what >= MM_COST_SCAN_PFN) /* compaction or reclaim: faults must not wait behind it */
-		uffd_handlers_cover(priv);
+		uffd_handlers_cover(call);
 	uffd_stallcap_long_running(call); /* a long compaction or reclaim pass: where is it? */
 }
 

@@ -111,9 +111,13 @@ static void handlers_ping(void *arg)
 	handlers_unpark_all(lv);
 }
 
-void uffd_handlers_cover(struct uffd_live *lv)
+void uffd_handlers_cover(struct uffd_worker *w)
 {
-	if (__atomic_load_n(&lv->listeners, __ATOMIC_SEQ_CST) ||
+	struct uffd_live *lv = w ? w->lv : NULL;
+
+	/* only a handler holds a fault others could queue behind: the background threads' own
+	 * compaction, reclaim and waits (kcompactd, khugepaged) wake nobody */
+	if (!lv || w->idx >= lv->nworkers || __atomic_load_n(&lv->listeners, __ATOMIC_SEQ_CST) ||
 	    !__atomic_load_n(&lv->parked, __ATOMIC_SEQ_CST))
 		return;
 	__atomic_fetch_add(&lv->park_seq, 1, __ATOMIC_SEQ_CST);
@@ -221,7 +225,7 @@ static void *handler_main(void *arg)
 
 			/* faults of another thread than the last one: they may be concurrent */
 			if (ptid != w->last_ptid && w->last_ptid)
-				uffd_handlers_cover(lv);
+				uffd_handlers_cover(w);
 			w->last_ptid = ptid;
 		}
 		if (n == sizeof(msg) && msg.event == UFFD_EVENT_PAGEFAULT)

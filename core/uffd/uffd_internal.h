@@ -563,8 +563,9 @@ void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes);
  * (--host-thp 0 or --host-fault pte), or none. */
 /* A handler is about to block (a writeback wait, a long compaction or reclaim pass) or sees
  * faults of several threads: if no idle handler listens on the userfaultfd, wake a parked one
- * (live.c: handler_wait) so that other faults are not left waiting behind this one. */
-void uffd_handlers_cover(struct uffd_live *lv);
+ * (live.c: handler_wait) so that other faults are not left waiting behind this one. w is the
+ * hook's caller; the background threads (not handlers) wake nobody. */
+void uffd_handlers_cover(struct uffd_worker *w);
 void uffd_host_advise(struct uffd_live *lv, uintptr_t lo, size_t len);
 void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
 
