@@ -209,6 +209,8 @@ static void *handler_main(void *arg)
 	uffd_tls_passthrough = 1;
 	guard_thread_started(&w->gt);
 	uffd_stallcap_thread_init(w);
+	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
+	sys_futex_wake(&w->ready, 1);
 	for (;;) {
 		struct uffd_msg msg;
 		long n;
@@ -322,6 +324,18 @@ static int start_threads(struct uffd_live *lv)
 		if (rc < 0)
 			return rc;
 	}
+	/* A handler's start-up reads /proc/self/maps (uffd_stallcap_thread_init: its stack's
+	 * bounds) through a descriptor the kernel numbers lowest-free, in the program's range. The
+	 * program must never see it: a program listing its descriptors at the start of main saw
+	 * one more than natively (integration/guard_fds, CI, twice). So the constructor returns
+	 * only once every handler is past it (bounded: 2 s). */
+	for (unsigned i = 0; i < lv->nworkers; i++)
+		for (int k = 0;
+		     k < 200 && !__atomic_load_n(&lv->workers[i].ready, __ATOMIC_ACQUIRE); k++) {
+			struct timespec ts = {0, 10000000};
+
+			sys_futex_wait(&lv->workers[i].ready, 0, &ts);
+		}
 	rc = start_thread(&lv->workers[lv->nworkers], background_main, bg_ping, "thpemu-kthread");
 	if (rc == 0 && !lv->on_machine) /* on a machine the host runs khugepaged */
 		rc = start_thread(UFFD_W_KHD(lv), uffd_khugepaged_main, uffd_khugepaged_ping,

@@ -301,6 +301,7 @@ struct uffd_worker {
 	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
 	int last_ptid;		/* the faulting thread of this handler's previous message */
+	uint32_t ready;		/* futex word: the handler's start-up is done (start_threads) */
 	uint64_t fault_t0;	/* when its message was read */
 	bool unwind_cold;	/* captured a stack without libunwind's trace cache: build it */
 	struct guard_thread gt; /* registration with core/guard (credentials) */
