@@ -190,5 +190,8 @@ say "a managed program preloads $lib"
 # plugin=NAME live: libthpemu.so in the program resolves it too (lib/thpemu/plugins beside it)
 thpemu run --quiet --policy-plugin huge_big_regions -- usemem --size 8M --quiet \
 	>"$T_TMP/pl.out" 2>"$T_TMP/pl.err" || fail "run --policy-plugin huge_big_regions: $(cat "$T_TMP/pl.err")"
-grep -i plugin "$T_TMP/pl.err" && fail "the managed program did not load plugin huge_big_regions"
+# (a first call slower than the plugin's time bound is only a warning: "select_orders took N us
+# (bound 50 us ...)", seen under CI load)
+grep -i plugin "$T_TMP/pl.err" | grep -v ' took [0-9]* us (bound ' &&
+	fail "the managed program did not load plugin huge_big_regions"
 say "README examples: $ran commands run from $copy, $skipped skipped (reasons above), of $n extracted"
