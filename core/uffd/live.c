@@ -229,11 +229,10 @@ static void *handler_main(void *arg)
 			if (ptid != w->last_ptid && w->last_ptid)
 				uffd_handlers_cover(w);
 			w->last_ptid = ptid;
-		}
-		if (n == sizeof(msg) && msg.event == UFFD_EVENT_PAGEFAULT)
 			uffd_handle_fault(w, (uintptr_t)msg.arg.pagefault.address,
-					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
-					  (int)msg.arg.pagefault.feat.ptid, clock_now_ns());
+					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE, ptid,
+					  clock_now_ns());
+		}
 		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
 		if (n < 0) /* -EAGAIN: nothing queued */
 			handler_wait(w);

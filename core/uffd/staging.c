@@ -20,22 +20,32 @@
 
 #include "util/sys.h"
 
-int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len)
+/* One PAGEMAP_SCAN of [addr, addr + len): the regions whose pages have any of the anyof
+ * categories (0: every page), with the return categories, into vec. Returns their number or
+ * -errno. */
+static int scan(int pagemap_fd, uintptr_t addr, size_t len, struct page_region *vec, unsigned nvec,
+		uint64_t anyof, uint64_t ret)
 {
-	struct page_region vec[2];
 	struct pm_scan_arg arg = {
 	    .size = sizeof(arg),
 	    .start = addr,
 	    .end = addr + len,
 	    .vec = (uintptr_t)vec,
-	    .vec_len = 2,
-	    .return_mask = PAGE_IS_HUGE | PAGE_IS_PRESENT,
+	    .vec_len = nvec,
+	    .category_anyof_mask = anyof,
+	    .return_mask = ret,
 	};
-	int n;
 
 	if (pagemap_fd < 0)
 		return -EBADF;
-	n = sys_ioctl(pagemap_fd, PAGEMAP_SCAN, &arg);
+	return sys_ioctl(pagemap_fd, PAGEMAP_SCAN, &arg);
+}
+
+int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len)
+{
+	struct page_region vec[2];
+	int n = scan(pagemap_fd, addr, len, vec, 2, 0, PAGE_IS_HUGE | PAGE_IS_PRESENT);
+
 	if (n < 0)
 		return n;
 	return n == 1 && vec[0].start == addr && vec[0].end == addr + len &&
@@ -45,20 +55,9 @@ int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len)
 int uffd_range_is_empty(int pagemap_fd, uintptr_t addr, size_t len)
 {
 	struct page_region vec[1];
-	struct pm_scan_arg arg = {
-	    .size = sizeof(arg),
-	    .start = addr,
-	    .end = addr + len,
-	    .vec = (uintptr_t)vec,
-	    .vec_len = 1,
-	    .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-	    .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-	};
-	int n;
+	int n = scan(pagemap_fd, addr, len, vec, 1, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		     PAGE_IS_PRESENT | PAGE_IS_SWAPPED);
 
-	if (pagemap_fd < 0)
-		return -EBADF;
-	n = sys_ioctl(pagemap_fd, PAGEMAP_SCAN, &arg);
 	return n < 0 ? n : n == 0;
 }
 
