@@ -39,10 +39,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", b - a }'; }
 # summary FILE: "p50_us=best p99_us=median rate=best wakeups=median"
+# med: the median of sorted numbers on stdin
+med() { awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 summary() {
 	local f=$1
 	col() { sed -n "s/.* $1=\([-0-9.]*\).*/\1/p" "$f" | sort -g; }
-	med() { awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 	echo "p50_us=$(col p50_us | head -1) p99_us=$(col p99_us | med) rate=$(col rate | tail -1) wakeups=$(col wakeups | med)"
 }
 
@@ -155,8 +156,8 @@ echo "  thpemu's start-up probe: bare round trip p50 $(cut -d' ' -f1 <<<"$pr") u
 echo "  (kernel p50: the report's kernel_latency_us.huge / .base p50 - per fault; a 4 KiB extent is 512 faults)"
 # usemem's wall time follows the mean first touch, not the p50: a VM's wake-up of a handler on a
 # halted vCPU makes every userfaultfd handler's 4 KiB faults bimodal (a few us or tens of us)
-fm4=$(sed -n 's/.* mean_us=\([0-9.]*\).*/\1/p' "$T_TMP/bare4.1" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-em4=$(sed -n 's/.* mean_us=\([0-9.]*\).*/\1/p' "$T_TMP/emu4.1" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+fm4=$(sed -n 's/.* mean_us=\([0-9.]*\).*/\1/p' "$T_TMP/bare4.1" | sort -g | med)
+em4=$(sed -n 's/.* mean_us=\([0-9.]*\).*/\1/p' "$T_TMP/emu4.1" | sort -g | med)
 faults4=$((usz * 256))
 echo "  4 KiB mean first touch, 1 thread (median of $reps): floor $fm4 us, thpemu $em4 us; $faults4 faults at the floor's mean:" \
 	"$(awk -v m="$fm4" -v n=$faults4 'BEGIN { printf "%.2f", m * n / 1e6 }') s for any userfaultfd handler"
