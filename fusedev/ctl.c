@@ -236,6 +236,7 @@ static void render_stats(struct fdev *fs, FILE *f)
 	jw_dbl(&w, "uptime_s", up / 1e9, 3);
 	device_json(&w, &s);
 	jw_u64(&w, "replies_eio", atomic_load(&st->replies_eio));
+	jw_u64(&w, "replies_abandoned", atomic_load(&st->replies_abandoned));
 	jw_u64(&w, "enospc", atomic_load(&st->fs_enospc));
 	jw_dbl(&w, "write_mb_per_s", up ? s.bytes_written / (up / 1e9) / 1e6 : 0, 3);
 	hist_json(&w, "service_time_us", &st->service);

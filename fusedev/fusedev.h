@@ -94,7 +94,10 @@ struct fdev_iostats {
 	struct obs_hist latency; /* t_done - t_arrive: how long the reply was held */
 	struct obs_hist lag;	 /* real reply time - t_done: timer precision */
 	atomic_uint_fast64_t replies_eio, replies_enospc, fs_enospc;
+	atomic_uint_fast64_t replies_abandoned; /* answered EINTR early: the sender gave up */
 };
+
+struct fdev_io; /* ioq.c */
 
 struct fdev_ioq {
 	pthread_mutex_t lock; /* model, wake_at, stop */
@@ -102,6 +105,7 @@ struct fdev_ioq {
 	struct devm *dev;
 	uint64_t t0;	  /* CLOCK_MONOTONIC at device power-on */
 	uint64_t wake_at; /* model time the completion thread sleeps until */
+	struct fdev_io *abandoned; /* held requests whose sender gave up, to answer at once */
 	bool stop;
 	bool started;
 	pthread_t thread;

@@ -5,12 +5,23 @@
  * requests in flight is whatever the kernel sends, not the size of libfuse's thread pool.
  * Nothing sleeps holding the lock (the condition wait releases it) and replies are sent
  * outside it.
+ *
+ * A sender that gives up on a held request gets its answer at once (EINTR), while the device
+ * goes on serving the request: a medium does not stop writing because its submitter left. The
+ * kernel tells us with FUSE_INTERRUPT, and only two senders count as giving up: an io_uring
+ * worker (it is interrupted only when its ring cancels the request or its task exits: a thpemu
+ * flusher that timed a request out, or that is ending) and a thread with SIGKILL pending (a
+ * dying process). Every other sender keeps waiting, as it would on a disk: a program's read
+ * or write to the device never returns EINTR because a signal arrived. Without this, the exit
+ * of `thpemu run` (its flusher thread's exit waits for its io_uring workers) waited for
+ * everything the device still held, 10 s and more for a slow stick.
  */
 #include "fusedev.h"
 #include "util/clock.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -18,10 +29,21 @@
 
 enum io_op { IO_WRITE, IO_READ, IO_FSYNC };
 
+/* Who answers the request (q->lock) */
+enum io_state {
+	IOS_HELD,      /* the completion, when the device model is done with it */
+	IOS_ABANDONED, /* on q->abandoned: the completion thread, at once, with EINTR */
+	IOS_ANSWERED,  /* answered early; the completion only frees it */
+	IOS_DONE,      /* taken off the model: whoever took it answers */
+};
+
 struct fdev_io {
 	struct devm_req dr; /* the model's view; dr.cookie points back here */
 	fuse_req_t req;
+	struct fdev *fs;
 	enum io_op op;
+	enum io_state state;
+	struct fdev_io *next_abandoned;
 	size_t count; /* bytes to report (write) or to return (read) */
 	char *buf;    /* read data, owned */
 };
@@ -33,6 +55,7 @@ uint64_t fdev_ioq_now(const struct fdev *fs)
 	return clock_now_ns() - fs->q.t0;
 }
 
+/* Answers a request the model has completed (state IOS_DONE), or frees one answered early. */
 static void reply(struct fdev *fs, struct fdev_io *io, uint64_t now)
 {
 	struct fdev_iostats *st = &fs->q.st;
@@ -42,6 +65,13 @@ static void reply(struct fdev *fs, struct fdev_io *io, uint64_t now)
 	obs_hist_record(&st->service, r->t_done - r->t_start);
 	obs_hist_record(&st->latency, r->t_done - r->t_arrive);
 	obs_hist_record(&st->lag, now > r->t_done ? now - r->t_done : 0);
+	if (io->state == IOS_ANSWERED) {
+		free(io->buf);
+		free(io);
+		return;
+	}
+	/* Waits out an interrupt callback running on another thread; none can start after. */
+	fuse_req_interrupt_func(io->req, NULL, NULL);
 	if (err == EIO)
 		atomic_fetch_add(&st->replies_eio, 1);
 	else if (err == ENOSPC)
@@ -56,6 +86,114 @@ static void reply(struct fdev *fs, struct fdev_io *io, uint64_t now)
 		fuse_reply_err(io->req, 0);
 	free(io->buf);
 	free(io);
+}
+
+/* Takes up to max completed requests off the model (q->lock held). One that had been
+ * abandoned but not answered yet is answered normally now: its completion came first. */
+static unsigned take_done(struct fdev_ioq *q, uint64_t now, struct fdev_io **out, unsigned max)
+{
+	struct devm_req *r;
+	unsigned n = 0;
+
+	while (n < max && (r = devm_pop_done(q->dev, now))) {
+		struct fdev_io *io = r->cookie;
+
+		if (io->state == IOS_ABANDONED) {
+			struct fdev_io **pp = &q->abandoned;
+
+			while (*pp != io)
+				pp = &(*pp)->next_abandoned;
+			*pp = io->next_abandoned;
+		}
+		if (io->state != IOS_ANSWERED)
+			io->state = IOS_DONE;
+		out[n++] = io;
+	}
+	return n;
+}
+
+/* Takes up to max abandoned requests to answer (q->lock held). From here on the completion
+ * only frees them, and only their fuse_req_t is used: the io may be freed at any moment. */
+static unsigned take_abandoned(struct fdev_ioq *q, fuse_req_t *out, unsigned max)
+{
+	unsigned n = 0;
+
+	while (n < max && q->abandoned) {
+		struct fdev_io *io = q->abandoned;
+
+		q->abandoned = io->next_abandoned;
+		io->state = IOS_ANSWERED;
+		out[n++] = io->req;
+	}
+	return n;
+}
+
+static void answer_abandoned(struct fdev *fs, fuse_req_t *reqs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		fuse_req_interrupt_func(reqs[i], NULL, NULL);
+		fuse_reply_err(reqs[i], EINTR);
+	}
+	atomic_fetch_add(&fs->q.st.replies_abandoned, n);
+}
+
+/* Reads the first line starting with key from /proc/TID/FILE into buf. */
+static bool proc_line(pid_t tid, const char *file, const char *key, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)tid, file);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(buf, (int)len, f))
+		found = !strncmp(buf, key, strlen(key));
+	fclose(f);
+	return found;
+}
+
+/* Is SIGKILL in the signal set of /proc/TID/status's line key (SigPnd: the thread's own,
+ * ShdPnd: its process's)? */
+static bool sigkill_pending(pid_t tid, const char *key)
+{
+	char line[128];
+	unsigned long long set;
+
+	return proc_line(tid, "status", key, line, sizeof(line)) &&
+	       sscanf(line + strlen(key), "%llx", &set) == 1 && (set & (1ULL << (SIGKILL - 1)));
+}
+
+/* Has the sender of req given up waiting (see the top of the file)? */
+static bool sender_gave_up(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	char line[64];
+
+	if (!c || c->pid <= 0)
+		return false;
+	return proc_line(c->pid, "comm", "iou-wrk-", line, sizeof(line)) ||
+	       sigkill_pending(c->pid, "SigPnd:") || sigkill_pending(c->pid, "ShdPnd:");
+}
+
+/* libfuse's interrupt callback (FUSE_INTERRUPT for a held request), called with the
+ * request's own lock held: it may not answer the request itself, the completion thread does. */
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	struct fdev_io *io = data;
+	struct fdev_ioq *q = &io->fs->q;
+
+	if (!sender_gave_up(req))
+		return;
+	pthread_mutex_lock(&q->lock);
+	if (io->state == IOS_HELD) {
+		io->state = IOS_ABANDONED;
+		io->next_abandoned = q->abandoned;
+		q->abandoned = io;
+		pthread_cond_signal(&q->cond);
+	}
+	pthread_mutex_unlock(&q->lock);
 }
 
 static void block_signals(void)
@@ -94,19 +232,19 @@ static void *completer(void *arg)
 	struct fdev *fs = arg;
 	struct fdev_ioq *q = &fs->q;
 	struct fdev_io *batch[BATCH];
+	fuse_req_t gave_up[BATCH];
 
 	block_signals();
 	raise_priority();
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		uint64_t now = fdev_ioq_now(fs);
-		struct devm_req *r;
-		unsigned n = 0;
+		unsigned n = take_done(q, now, batch, BATCH);
+		unsigned na = take_abandoned(q, gave_up, BATCH);
 
-		while (n < BATCH && (r = devm_pop_done(q->dev, now)))
-			batch[n++] = r->cookie;
-		if (n) {
+		if (n || na) {
 			pthread_mutex_unlock(&q->lock);
+			answer_abandoned(fs, gave_up, na);
 			for (unsigned i = 0; i < n; i++)
 				reply(fs, batch[i], now);
 			pthread_mutex_lock(&q->lock);
@@ -158,7 +296,6 @@ out_destroy:
 void fdev_ioq_stop(struct fdev *fs)
 {
 	struct fdev_ioq *q = &fs->q;
-	struct devm_req *r;
 
 	if (!q->started)
 		return;
@@ -170,8 +307,17 @@ void fdev_ioq_stop(struct fdev *fs)
 	/* Whatever is still held has its data stored: complete it now, as the device would if
 	 * it were given all the time in the world. */
 	devm_resume(q->dev, fdev_ioq_now(fs));
-	while ((r = devm_pop_done(q->dev, UINT64_MAX - 1)))
-		reply(fs, r->cookie, fdev_ioq_now(fs));
+	for (;;) {
+		struct fdev_io *io;
+		unsigned n;
+
+		pthread_mutex_lock(&q->lock);
+		n = take_done(q, UINT64_MAX - 1, &io, 1);
+		pthread_mutex_unlock(&q->lock);
+		if (!n)
+			break;
+		reply(fs, io, fdev_ioq_now(fs));
+	}
 	devm_destroy(q->dev);
 	q->dev = NULL;
 	pthread_cond_destroy(&q->cond);
@@ -184,8 +330,7 @@ static void submit(struct fdev *fs, fuse_req_t req, enum io_op op, uint64_t off,
 {
 	struct fdev_ioq *q = &fs->q;
 	struct fdev_io *io = malloc(sizeof(*io)), *due[BATCH];
-	struct devm_req *r;
-	unsigned n = 0;
+	unsigned n;
 	uint64_t now;
 
 	if (!io) {
@@ -196,18 +341,22 @@ static void submit(struct fdev *fs, fuse_req_t req, enum io_op op, uint64_t off,
 	*io = (struct fdev_io){
 	    .dr = {.off = off, .len = len, .write = op != IO_READ, .cookie = io},
 	    .req = req,
+	    .fs = fs,
 	    .op = op,
+	    .state = IOS_HELD,
 	    .count = len,
 	    .buf = buf,
 	};
+	/* Before the request is visible to the completion (which may answer it at once), and
+	 * outside q->lock (the callback takes it): an interrupt that came first calls it now. */
+	fuse_req_interrupt_func(req, on_interrupt, io);
 	pthread_mutex_lock(&q->lock);
 	now = fdev_ioq_now(fs);
 	devm_submit(q->dev, now, &io->dr);
 	/* Whatever is already due (an unthrottled device completes at arrival) is replied
 	 * here, saving the completion thread's wake-up; the rest waits for it. */
-	while (n < BATCH && (r = devm_pop_done(q->dev, now)))
-		due[n++] = r->cookie;
-	if (devm_next_completion(q->dev) < q->wake_at)
+	n = take_done(q, now, due, BATCH);
+	if (devm_next_completion(q->dev) < q->wake_at || q->abandoned)
 		pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 	for (unsigned i = 0; i < n; i++)

@@ -3,7 +3,9 @@
 # days, and neither "preset=fast" nor "resume" released it, nor SIGKILL its writer (a FUSE
 # request already sent waits for its reply). Out-of-range values are refused now, with a line
 # saying what the key accepts; a request held under the slowest accepted value completes as
-# soon as the device is made fast; and a SIGKILLed writer is gone once its request is re-timed.
+# soon as the device is made fast; and a SIGKILLed writer's request leaves the device once it is
+# re-timed (the writer itself is gone at once: fusedev answers a dying sender's interrupt, see
+# fusedev_interrupt).
 . "$(dirname "$0")/fusedev_common.sh"
 
 MNT=$T_TMP/mnt
@@ -35,7 +37,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 "$FDIO" verify "$MNT/slow" 1M >/dev/null || fail "data of the held write differs"
 say "held 1 MiB write completed $ms ms after preset=fast"
 
-# a SIGKILLed writer waits for its reply: re-timing releases it too
+# a SIGKILLed writer's request stays at the device: re-timing releases it too
 fd_ctl "$MNT" "preset=usb2-stick-2011;jitter=0;bandwidth=10KB/s"
 "$FDIO" write "$MNT/killed" 1M --direct --bs 1M >/dev/null 2>&1 &
 W=$!

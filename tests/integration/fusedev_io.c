@@ -5,11 +5,17 @@
  * never extend it, several writes in flight through io_uring (or one at a time with pwrite).
  *
  *   fusedev_io write FILE SIZE [--bs SIZE] [--qd N] [--direct] [--presize none|truncate|fallocate]
- *                              [--seed N] [--fsync]
+ *                              [--seed N] [--fsync] [--cancel-after DUR] [--signal-after DUR]
  *   fusedev_io verify FILE SIZE [--bs SIZE] [--seed N] [--direct]
  *
  * Prints one line "key=value ..." (elapsed_s, bytes, mb_per_s, error) and exits 0 on success,
  * 1 on an I/O error (error=EIO etc., the errno name of the first failure), 2 on bad usage.
+ *
+ * --cancel-after DUR (with --qd > 1): DUR after the start, cancel everything in flight with an
+ * IORING_OP_ASYNC_CANCEL (IORING_ASYNC_CANCEL_ANY), and again every 100 ms until nothing is
+ * left, as thpemu's flusher does at its exit.
+ * --signal-after DUR: DUR after the start, a SIGALRM (handler installed with SA_RESTART) reaches
+ * the writing thread, as a program's timer would.
  */
 #include "util/clock.h"
 #include "util/units.h"
@@ -17,15 +23,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 struct args {
 	const char *mode, *file;
 	uint64_t size, bs, seed;
+	uint64_t cancel_after_ns, signal_after_ns; /* 0: none */
 	unsigned qd;
 	bool direct, fsync;
 	const char *presize;
@@ -90,6 +99,26 @@ static int presize(const struct args *a, int fd)
 	return 0;
 }
 
+#define CANCEL_TAG      UINT64_MAX
+#define CANCEL_AGAIN_NS 100000000ULL
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A SIGALRM after ns, to a handler that returns (SA_RESTART): what a program's timer does. */
+static void arm_alarm(uint64_t ns)
+{
+	struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
+	struct itimerval it = {.it_value = {.tv_sec = (time_t)(ns / 1000000000ULL),
+					    .tv_usec = (suseconds_t)(ns % 1000000000ULL / 1000)}};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
 /* Writes with up to qd requests in flight through io_uring; buffer slots are recycled as their
  * requests complete (in whatever order that is). */
 static int write_uring(const struct args *a, int fd, char *bufs, uint64_t *done, uint64_t *at)
@@ -97,14 +126,15 @@ static int write_uring(const struct args *a, int fd, char *bufs, uint64_t *done,
 	uint64_t *slot_off = calloc(a->qd, sizeof(*slot_off));
 	unsigned *free_slots = calloc(a->qd, sizeof(*free_slots)), nfree = a->qd;
 	uint64_t next = 0, inflight = 0;
+	uint64_t cancel_at = a->cancel_after_ns ? clock_now_ns() + a->cancel_after_ns : 0;
 	struct io_uring ring;
-	int err = -ENOMEM;
+	int err = -ENOMEM, werr;
 
 	if (!slot_off || !free_slots)
 		goto out_free;
 	for (unsigned i = 0; i < a->qd; i++)
 		free_slots[i] = i;
-	err = io_uring_queue_init(a->qd, &ring, 0);
+	err = io_uring_queue_init(a->qd + 1, &ring, 0); /* + the cancel */
 	if (err)
 		goto out_free;
 	while (next < a->size || inflight) {
@@ -124,13 +154,42 @@ static int write_uring(const struct args *a, int fd, char *bufs, uint64_t *done,
 			inflight++;
 		}
 		io_uring_submit(&ring);
-		err = io_uring_wait_cqe(&ring, &cqe);
-		if (err)
+		if (cancel_at && clock_now_ns() >= cancel_at) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+			io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+			io_uring_sqe_set_data64(sqe, CANCEL_TAG);
+			io_uring_submit(&ring);
+			/* again later: a write the kernel splits into several FUSE requests goes on
+			 * with the next one after its current one is interrupted */
+			cancel_at = clock_now_ns() + CANCEL_AGAIN_NS;
+			next = a->size; /* submit nothing more */
+		}
+		if (cancel_at) {
+			uint64_t now = clock_now_ns(), left = cancel_at > now ? cancel_at - now : 0;
+			struct __kernel_timespec ts = {.tv_sec = (long long)(left / 1000000000ULL),
+						       .tv_nsec = (long long)(left % 1000000000ULL)};
+
+			werr = io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
+			if (werr == -ETIME)
+				continue;
+		} else {
+			werr = io_uring_wait_cqe(&ring, &cqe);
+		}
+		if (werr) {
+			err = werr;
 			break;
+		}
+		if (io_uring_cqe_get_data64(cqe) == CANCEL_TAG) {
+			io_uring_cqe_seen(&ring, cqe);
+			continue;
+		}
 		slot = (unsigned)io_uring_cqe_get_data64(cqe);
 		if (cqe->res < 0) {
-			err = cqe->res;
-			*at = slot_off[slot];
+			if (!err) {
+				err = cqe->res;
+				*at = slot_off[slot];
+			}
 			next = a->size; /* drain what is in flight, submit nothing more */
 		} else {
 			*done += (uint64_t)cqe->res;
@@ -176,6 +235,8 @@ static int do_write(const struct args *a)
 		return 2;
 	err = presize(a, fd);
 	t0 = clock_now_ns();
+	if (a->signal_after_ns)
+		arm_alarm(a->signal_after_ns);
 	if (!err)
 		err = a->qd > 1 ? write_uring(a, fd, bufs, &done, &at)
 				: write_sync(a, fd, bufs, &done, &at);
@@ -221,7 +282,8 @@ static int do_verify(const struct args *a)
 static int usage(void)
 {
 	fprintf(stderr, "usage: fusedev_io write|verify FILE SIZE [--bs SIZE] [--qd N] [--direct] "
-			"[--presize none|truncate|fallocate] [--seed N] [--fsync]\n");
+			"[--presize none|truncate|fallocate] [--seed N] [--fsync] "
+			"[--cancel-after DUR] [--signal-after DUR]\n");
 	return 2;
 }
 
@@ -248,11 +310,19 @@ int main(int argc, char **argv)
 		else if (!strcmp(o, "--seed") && v1 && !units_parse_uint(v1, UINT64_MAX, &a.seed) &&
 			 ++i)
 			;
+		else if (!strcmp(o, "--cancel-after") && v1 &&
+			 !units_parse_duration(v1, &a.cancel_after_ns) && a.cancel_after_ns && ++i)
+			;
+		else if (!strcmp(o, "--signal-after") && v1 &&
+			 !units_parse_duration(v1, &a.signal_after_ns) && a.signal_after_ns && ++i)
+			;
 		else if (!strcmp(o, "--presize") && v1 && ++i)
 			a.presize = v1;
 		else
 			return usage();
 	}
+	if (a.cancel_after_ns && a.qd < 2)
+		return usage(); /* a cancel needs the ring */
 	if (!strcmp(a.mode, "write"))
 		return do_write(&a);
 	if (!strcmp(a.mode, "verify"))
