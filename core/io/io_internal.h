@@ -23,6 +23,9 @@
 #define IO_WRITEOUT_MAX	   1024		 /* writeout() pages queued for the flusher */
 #define IO_CANCEL_GRACE_NS 1000000000ULL /* after a cancel, wait this long before giving up */
 #define IO_TICK_NS	   50000000ULL	 /* flusher wakes at least this often */
+#define IO_RELEASE_NS	   2000000000ULL /* at exit, how long the device gets to give back */
+#define IO_RELEASE_TICK_NS 20000000ULL
+#define IO_RELEASE_STILL_NS 200000000ULL /* no answer for this long: the rest cannot be given back */
 #define IO_FILE_RESERVE	   (64ULL << 20) /* device space reserved for a file of unknown size */
 
 enum io_req_kind {
@@ -97,6 +100,9 @@ struct io_backend_ops {
 	int (*submit)(struct io *io, struct io_req *r);
 	/* Ask the device to cancel r. Flusher only. */
 	void (*cancel)(struct io *io, struct io_req *r);
+	/* Ask the device to cancel everything in flight, at the flusher's exit (optional).
+	 * Flusher only. */
+	void (*cancel_all)(struct io *io);
 	/* Wait up to timeout_ns for completions or a kick, completing what arrived
 	 * (io_complete). Flusher only. */
 	void (*wait)(struct io *io, uint64_t timeout_ns);

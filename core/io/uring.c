@@ -165,6 +165,23 @@ static void ub_cancel(struct io *io, struct io_req *r)
 	io_uring_sqe_set_data64(sqe, TAG_CANCEL);
 }
 
+/* At the flusher's exit, which waits for the ring's workers: a worker waiting on a request the
+ * device still holds is told to give up (io-wq's signal, FUSE_INTERRUPT to the daemon), else
+ * the exit waits for everything the device holds. thpemu-fusedev answers such an interrupt
+ * at once (fusedev/ioq.c); another filesystem may ignore it, and the exit waits as before. */
+static void ub_cancel_all(struct io *io)
+{
+	struct uring_be *b = UB(io);
+	struct io_uring_sqe *sqe;
+
+	if (!reserve_sqes(b, 1))
+		return;
+	sqe = io_uring_get_sqe(&b->ring);
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	io_uring_sqe_set_data64(sqe, TAG_CANCEL);
+	io_uring_submit(&b->ring);
+}
+
 /* The open linked ahead of r completed: later requests need no open of their own. */
 static void open_done(struct io *io, struct uring_be *b, struct io_req *r)
 {
@@ -286,6 +303,7 @@ static const struct io_backend_ops uring_ops = {
     .name = "io_uring",
     .submit = ub_submit,
     .cancel = ub_cancel,
+    .cancel_all = ub_cancel_all,
     .wait = ub_wait,
     .kick = ub_kick,
     .forget = ub_forget,

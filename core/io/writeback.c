@@ -278,6 +278,11 @@ void io_complete(struct io *io, struct io_req *r, int res)
 {
 	bool abandoned = req_state(r) == IORS_ABANDONED;
 
+	/* cancelled because it took too long: the daemon answered the interrupt (EINTR), or the
+	 * ring took it back before it started (ECANCELED). Either way, the device timed out. */
+	if (req_state(r) == IORS_CANCELLING && (res == -EINTR || res == -ECANCELED))
+		res = -ETIMEDOUT;
+
 	if (r->kind == IOR_WRITE) {
 		wbq_done(&io->carry, 1);
 		publish_congestion(io, true);
@@ -504,6 +509,42 @@ static void check_timeouts(struct io *io)
 
 /* ---- the flusher thread ---------------------------------------------------------------------- */
 
+static unsigned at_backend(struct io *io)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < io->nreqs; i++)
+		n += req_state(&io->reqs[i]) == IORS_ABANDONED;
+	return n;
+}
+
+/* The flusher thread's exit waits until the device has answered every request still at it (the
+ * ring's workers finish what they run), 10 s and more for a slow stick. Ask it to give them
+ * back instead, for a bounded time. A cancel interrupts what a worker waits on now; a write the
+ * kernel splits into several device requests goes on with the next one, so ask again until
+ * nothing is left. */
+static void flusher_release(struct io *io)
+{
+	uint64_t now = clock_now_ns(), deadline = now + IO_RELEASE_NS, moved = now, asked = 0;
+	unsigned left = at_backend(io);
+
+	if (!io->be->cancel_all)
+		return;
+	while (left && now < deadline && now - moved < IO_RELEASE_STILL_NS) {
+		unsigned before = left;
+
+		if (now - asked >= IO_RELEASE_TICK_NS) {
+			io->be->cancel_all(io);
+			asked = now;
+		}
+		io->be->wait(io, IO_RELEASE_TICK_NS);
+		left = at_backend(io);
+		now = clock_now_ns();
+		if (left < before)
+			moved = now;
+	}
+}
+
 /* On the way out: nothing may stay under writeback or waiting, whatever the device does. */
 static void flusher_shutdown(struct io *io)
 {
@@ -526,6 +567,7 @@ static void flusher_shutdown(struct io *io)
 	}
 	mm_get_counts(io->mm, &c);
 	__atomic_store_n(&io->st->dropped_dirty, c.file_dirty, __ATOMIC_RELAXED);
+	flusher_release(io);
 }
 
 static bool flusher_done(struct io *io, uint64_t now)
