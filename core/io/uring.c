@@ -153,16 +153,22 @@ static int ub_submit(struct io *io, struct io_req *r)
 	return 0;
 }
 
-static void ub_cancel(struct io *io, struct io_req *r)
+/* Queues an IORING_OP_ASYNC_CANCEL of the request tagged user_data (flags 0), or of whatever
+ * flags say. */
+static void queue_cancel(struct uring_be *b, uint64_t user_data, int flags)
 {
-	struct uring_be *b = UB(io);
 	struct io_uring_sqe *sqe;
 
 	if (!reserve_sqes(b, 1))
 		return;
 	sqe = io_uring_get_sqe(&b->ring);
-	io_uring_prep_cancel(sqe, r, 0);
+	io_uring_prep_cancel64(sqe, user_data, flags);
 	io_uring_sqe_set_data64(sqe, TAG_CANCEL);
+}
+
+static void ub_cancel(struct io *io, struct io_req *r)
+{
+	queue_cancel(UB(io), (uint64_t)(uintptr_t)r, 0);
 }
 
 /* At the flusher's exit, which waits for the ring's workers: a worker waiting on a request the
@@ -172,13 +178,8 @@ static void ub_cancel(struct io *io, struct io_req *r)
 static void ub_cancel_all(struct io *io)
 {
 	struct uring_be *b = UB(io);
-	struct io_uring_sqe *sqe;
 
-	if (!reserve_sqes(b, 1))
-		return;
-	sqe = io_uring_get_sqe(&b->ring);
-	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
-	io_uring_sqe_set_data64(sqe, TAG_CANCEL);
+	queue_cancel(b, 0, IORING_ASYNC_CANCEL_ANY);
 	io_uring_submit(&b->ring);
 }
 
