@@ -103,8 +103,8 @@ struct fdev_ioq {
 	pthread_mutex_t lock; /* model, wake_at, stop */
 	pthread_cond_t cond;  /* CLOCK_MONOTONIC; deadline moved earlier, or stop */
 	struct devm *dev;
-	uint64_t t0;	  /* CLOCK_MONOTONIC at device power-on */
-	uint64_t wake_at; /* model time the completion thread sleeps until */
+	uint64_t t0;		   /* CLOCK_MONOTONIC at device power-on */
+	uint64_t wake_at;	   /* model time the completion thread sleeps until */
 	struct fdev_io *abandoned; /* held requests whose sender gave up, to answer at once */
 	bool stop;
 	bool started;

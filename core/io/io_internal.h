@@ -16,17 +16,17 @@
 #include "io/wbqueue.h"
 #include "util/sys.h"
 
-#define IO_MAX_FILES	   4096 /* files with state at once (open, pending pages, in flight) */
-#define IO_INDEX_SIZE	   (2 * IO_MAX_FILES)
-#define IO_EXTRA_REQS	   64		 /* request slots beyond nr-requests: reads, fsyncs */
-#define IO_CARRY_MAX	   1024		 /* pages taken for writeback but not yet in a request */
-#define IO_WRITEOUT_MAX	   1024		 /* writeout() pages queued for the flusher */
-#define IO_CANCEL_GRACE_NS 1000000000ULL /* after a cancel, wait this long before giving up */
-#define IO_TICK_NS	   50000000ULL	 /* flusher wakes at least this often */
-#define IO_RELEASE_NS	   2000000000ULL /* at exit, how long the device gets to give back */
-#define IO_RELEASE_TICK_NS 20000000ULL
-#define IO_RELEASE_STILL_NS 200000000ULL /* no answer for this long: the rest cannot be given back */
-#define IO_FILE_RESERVE	   (64ULL << 20) /* device space reserved for a file of unknown size */
+#define IO_MAX_FILES	    4096 /* files with state at once (open, pending pages, in flight) */
+#define IO_INDEX_SIZE	    (2 * IO_MAX_FILES)
+#define IO_EXTRA_REQS	    64		  /* request slots beyond nr-requests: reads, fsyncs */
+#define IO_CARRY_MAX	    1024	  /* pages taken for writeback but not yet in a request */
+#define IO_WRITEOUT_MAX	    1024	  /* writeout() pages queued for the flusher */
+#define IO_CANCEL_GRACE_NS  1000000000ULL /* after a cancel, wait this long before giving up */
+#define IO_TICK_NS	    50000000ULL	  /* flusher wakes at least this often */
+#define IO_RELEASE_NS	    2000000000ULL /* at exit, how long the device gets to give back */
+#define IO_RELEASE_TICK_NS  20000000ULL	  /* ... asked again this often */
+#define IO_RELEASE_STILL_NS 200000000ULL  /* ... and no answer for this long ends it */
+#define IO_FILE_RESERVE	    (64ULL << 20) /* device space reserved for a file of unknown size */
 
 enum io_req_kind {
 	IOR_WRITE, /* writeback of page-cache pages */

@@ -99,7 +99,7 @@ static int presize(const struct args *a, int fd)
 	return 0;
 }
 
-#define CANCEL_TAG      UINT64_MAX
+#define CANCEL_TAG	UINT64_MAX
 #define CANCEL_AGAIN_NS 100000000ULL
 
 static void on_alarm(int sig)
@@ -168,7 +168,8 @@ static int write_uring(const struct args *a, int fd, char *bufs, uint64_t *done,
 		if (cancel_at) {
 			uint64_t now = clock_now_ns(), left = cancel_at > now ? cancel_at - now : 0;
 			struct __kernel_timespec ts = {.tv_sec = (long long)(left / 1000000000ULL),
-						       .tv_nsec = (long long)(left % 1000000000ULL)};
+						       .tv_nsec =
+							   (long long)(left % 1000000000ULL)};
 
 			werr = io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
 			if (werr == -ETIME)
