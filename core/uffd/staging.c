@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/sys.h"
 
 /* One PAGEMAP_SCAN of [addr, addr + len): the regions whose pages have any of the anyof
@@ -182,6 +183,36 @@ static void refill_ping(void *arg)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* While a handler migrates program pages, a fill on another CPU makes every UFFDIO_MOVE a
+ * TLB-shootdown IPI to it: the refill thread runs in the program's mm, and x86 flushes every CPU
+ * where that mm is loaded and not lazy (flush_tlb_mm_range). On the 2-vCPU VM each IPI is a VM
+ * exit and a wait for the other vCPU; migrations took 5-12 us a page with a fill running beside
+ * them instead of 3.7-5, and the fill itself ran 5x longer. So a fill waits until no migration
+ * has happened for this long - unless no chunk is ready at all, when a huge fault would pay for
+ * one. */
+#define UFFD_STAGING_QUIET_NS 1000000ULL
+
+void uffd_staging_quiet(struct uffd_staging *s, uint64_t now)
+{
+	__atomic_store_n(&s->quiet_until, now + UFFD_STAGING_QUIET_NS, __ATOMIC_RELAXED);
+}
+
+/* Wait out a migration burst (see UFFD_STAGING_QUIET_NS). */
+static void refill_wait_quiet(struct uffd_staging *s)
+{
+	for (;;) {
+		uint64_t now = clock_now_ns(),
+			 q = __atomic_load_n(&s->quiet_until, __ATOMIC_RELAXED);
+		struct timespec ts = {0, 0};
+
+		if (q <= now || !count_state(s, US_READY) ||
+		    __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) || guard_thread_pending(&s->gt))
+			return;
+		ts.tv_nsec = (long)(q - now);
+		nanosleep(&ts, NULL);
+	}
+}
+
 static void *refill_main(void *arg)
 {
 	struct uffd_staging *s = arg;
@@ -204,6 +235,7 @@ static void *refill_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		if (__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
 			break;
+		refill_wait_quiet(s);
 		for (unsigned i = 0; i < s->nslots && pick < 0; i++)
 			if (slot_cas(s, i, US_FREE, US_FILLING))
 				pick = (int)i;

@@ -249,6 +249,8 @@ struct uffd_staging {
 			 * often execs at once: its chunks would be zeroed for nothing) */
 	bool wanted;	/* a chunk was taken (atomic) */
 	bool refilling; /* filling up to the depth (atomic): set below half, cleared when full */
+	uint64_t quiet_until; /* no fill starts before this (clock_now_ns; atomic) while a chunk is
+			       * ready: a handler is migrating (uffd_staging_quiet) */
 	pthread_t thread;
 	struct uffd_host_stats *host; /* counters (the process's stats) */
 	int pagemap_fd;		      /* /proc/self/pagemap, for PAGEMAP_SCAN checks */
@@ -262,6 +264,8 @@ int uffd_staging_start(struct uffd_staging *s); /* the refill thread */
 void uffd_staging_destroy(struct uffd_staging *s);
 /* Take a chunk (ready, else populate one now). Returns the slot index or -errno. */
 int uffd_staging_take(struct uffd_staging *s);
+/* A handler is migrating program pages now: hold fills back for UFFD_STAGING_QUIET_NS. */
+void uffd_staging_quiet(struct uffd_staging *s, uint64_t now);
 /* Give back a slot whose chunk was moved away whole (its range is empty again). */
 void uffd_staging_spent(struct uffd_staging *s, int slot);
 static inline void *uffd_staging_addr(const struct uffd_staging *s, int slot)
