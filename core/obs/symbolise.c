@@ -24,6 +24,7 @@
 
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,7 +33,8 @@
 
 #define OBS_DEBUGINFO_PATH "/usr/lib/debug"
 
-/* The libdwfl calls made, resolved from libdw.so.1 at the first lookup. */
+/* The libdwfl calls made, resolved from libdw.so.1 at the first lookup (the two libelf ones
+ * through libdw's handle, which searches its dependencies). */
 #define DW_FUNCS(X)                                                                                \
 	X(dwfl_begin)                                                                              \
 	X(dwfl_end)                                                                                \
@@ -46,7 +48,9 @@
 	X(dwfl_module_getelf)                                                                      \
 	X(dwfl_module_addrinfo)                                                                    \
 	X(dwfl_module_getsrc)                                                                      \
-	X(dwfl_lineinfo)
+	X(dwfl_lineinfo)                                                                           \
+	X(elf_getphdrnum)                                                                          \
+	X(gelf_getphdr)
 
 static struct {
 	pthread_mutex_t lock;
@@ -166,6 +170,25 @@ struct sym {
 	char src[160];	    /* "dir/file.c:123" or "" */
 };
 
+/* Whether addr, biased into elf's numbering, lies in one of its PT_LOAD segments.
+ * dwfl_addrmodule can name the module just below an address that is in none: a page mapped right
+ * past an object's end came back as libasan's (its 5 MiB .bss, in a CI run) or ld.so's (2 of 20
+ * ASan runs of unit/obs_symbolise). Such a page is not the object's. */
+static bool in_segment(Elf *elf, GElf_Addr bias, uintptr_t addr)
+{
+	GElf_Addr a = addr - bias;
+	GElf_Phdr ph;
+	size_t n;
+
+	if (dw.elf_getphdrnum(elf, &n) != 0)
+		return true; /* no program headers to tell: trust the span */
+	for (size_t i = 0; i < n; i++)
+		if (dw.gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && a >= ph.p_vaddr &&
+		    a - ph.p_vaddr < ph.p_memsz)
+			return true;
+	return false;
+}
+
 /* Everything known about addr; false when it lies in no known object. Called with dw.lock. */
 static bool lookup(uintptr_t addr, struct sym *s)
 {
@@ -174,6 +197,7 @@ static bool lookup(uintptr_t addr, struct sym *s)
 	GElf_Addr bias = 0;
 	GElf_Off off = 0;
 	GElf_Sym es;
+	Elf *elf;
 	const char *name, *file;
 	Dwfl_Line *line;
 	int lineno = 0;
@@ -187,11 +211,14 @@ static bool lookup(uintptr_t addr, struct sym *s)
 		s->obj_addr = addr - (uintptr_t)di.dli_fbase;
 		return true;
 	}
+	elf = dw.dwfl_module_getelf(m, &bias);
+	if (elf && !in_segment(elf, bias, addr))
+		return false;
 	/* the name the loader knows the object by (libjansson.so.4, not the file it links to) */
 	name = dw.dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
 	s->obj = base_name(dladdr((void *)addr, &di) && di.dli_fname && *di.dli_fname ? di.dli_fname
 										      : name);
-	s->obj_addr = addr - (dw.dwfl_module_getelf(m, &bias) ? bias : start);
+	s->obj_addr = addr - (elf ? bias : start);
 	name = dw.dwfl_module_addrinfo(m, addr, &off, &es, NULL, NULL, NULL);
 	if (name && *name) {
 		snprintf(s->name, sizeof(s->name), "%s", name);

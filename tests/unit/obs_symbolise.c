@@ -1,7 +1,8 @@
 /* Symbolisation (core/obs/symbolise.c, elfutils' libdwfl): frames in Debian's stripped libc named
  * from its .dynsym, a libc function that is not in .dynsym named from the build-id debug file
  * libc6-dbg installs (and "??" without it), this program's own functions with their source line,
- * a library loaded after the first lookup, and addresses in no object.
+ * a library loaded after the first lookup, and addresses in no object (a page far from all, and
+ * one placed right past a library's .bss, inside the span libdwfl reads from /proc/self/maps).
  *
  * The expected addresses come from the other direction: a libdwfl session of the test's own
  * walks libc's symbol table by name (the code under test goes from an address to a name), and
@@ -12,7 +13,9 @@
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
+#include <link.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* libc's own definition of sym: looked up in libc's scope, not the program's, where a
  * sanitizer's interceptor comes first. */
@@ -219,6 +222,75 @@ TEST(address_in_no_object)
 	munmap(anon, 4096);
 	obs_symbolise_end();
 	obs_symbolise_end(); /* idempotent */
+}
+
+struct past_bss {
+	bool anon_only;	  /* only objects whose .bss runs past their file's last page */
+	void *page;	  /* the page mapped */
+	uintptr_t last;	  /* the object's last byte below it */
+	const char *name; /* the object's */
+};
+
+/* dl_iterate_phdr callback: map a page at the first page past an object's last PT_LOAD (its
+ * .bss end), where nothing else is mapped. */
+static int map_past_bss(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), end = 0, file_end = 0;
+	struct past_bss *pb = data;
+	void *p;
+
+	(void)size;
+	if (!info->dlpi_name || !*info->dlpi_name || strstr(info->dlpi_name, "vdso"))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD &&
+		    info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz > end) {
+			end = info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz;
+			file_end = info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_filesz;
+		}
+	/* the loader maps a .bss past the file's last page as an anonymous mapping of its own */
+	if (pb->anon_only && (end + pg - 1) / pg <= (file_end + pg - 1) / pg)
+		return 0;
+	pb->last = info->dlpi_addr + end - 1;
+	pb->name = info->dlpi_name;
+	end = (info->dlpi_addr + end + pg - 1) & ~(pg - 1);
+	p = mmap((void *)end, pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+		 0);
+	if (p == MAP_FAILED)
+		return 0;
+	if (p != (void *)end) { /* a kernel without MAP_FIXED_NOREPLACE placed it elsewhere */
+		munmap(p, pg);
+		return 0;
+	}
+	pb->page = p;
+	return 1;
+}
+
+TEST(address_just_past_a_library_bss_is_in_no_object)
+{
+	struct past_bss pb = {0};
+	char buf[512], want[64];
+
+	/* libdwfl's module span runs on over the anonymous mappings right after an object's last
+	 * file mapping; a page there (where the kernel put one under ASan, past libasan's 5 MiB
+	 * .bss) must not be named as the object's */
+	pb.anon_only = true; /* the case that was misnamed: an anonymous .bss, then the page */
+	dl_iterate_phdr(map_past_bss, &pb);
+	pb.anon_only = false;
+	if (!pb.page)
+		dl_iterate_phdr(map_past_bss, &pb);
+	if (!pb.page)
+		SKIP("every library's next page is taken\n");
+	obs_symbolise_end(); /* a fresh session reads the page in /proc/self/maps */
+	/* the object's own last byte still is the object's */
+	obs_symbolise(pb.last, true, buf, sizeof(buf));
+	printf("  %s's last .bss byte: %s\n", pb.name, buf);
+	EXPECT(strstr(buf, "(?)") == NULL);
+	snprintf(want, sizeof(want), "0x%" PRIxPTR " (?)", (uintptr_t)pb.page + 8);
+	obs_symbolise((uintptr_t)pb.page + 8, true, buf, sizeof(buf));
+	printf("  the page past it: %s\n", buf);
+	munmap(pb.page, (size_t)sysconf(_SC_PAGESIZE));
+	ASSERT_STREQ(buf, want);
 }
 
 TEST_MAIN()
