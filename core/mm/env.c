@@ -239,6 +239,19 @@ int mm_hook_migrate_anon(struct mm *mm, void *call, uint64_t owner, uint32_t fro
 	return e->ops->migrate_anon ? e->ops->migrate_anon(e->priv, call, owner, from, to) : 0;
 }
 
+bool mm_has_migrate_anon_batch(struct mm *mm)
+{
+	return env_of(mm)->ops->migrate_anon_batch != NULL;
+}
+
+void mm_hook_migrate_anon_batch(struct mm *mm, void *call, unsigned n, const uint64_t *owner,
+				const uint32_t *from, const uint32_t *to, int *ret)
+{
+	const struct mm_env *e = env_of(mm);
+
+	e->ops->migrate_anon_batch(e->priv, call, n, owner, from, to, ret);
+}
+
 int mm_hook_copy_file_page(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to)
 {
 	const struct mm_env *e = env_of(mm);

@@ -368,6 +368,9 @@ bool mm_has_writeout(struct mm *mm);
 int mm_hook_wait_writeback(struct mm *mm, void *call, uint32_t pfn, uint64_t timeout_ns);
 int mm_hook_writeout(struct mm *mm, void *call, uint64_t owner, uint32_t pfn);
 int mm_hook_migrate_anon(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
+bool mm_has_migrate_anon_batch(struct mm *mm);
+void mm_hook_migrate_anon_batch(struct mm *mm, void *call, unsigned n, const uint64_t *owner,
+				const uint32_t *from, const uint32_t *to, int *ret);
 int mm_hook_copy_file_page(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
 void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner);
 void mm_hook_clear_folio(struct mm *mm, void *call, uint32_t head, unsigned order, uint64_t owner);

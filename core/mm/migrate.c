@@ -282,25 +282,24 @@ static void drop_stale_copy(struct mm *mm, uint64_t owner, uint32_t src, uint32_
 /* A program page: the target takes the page's identity before the hook runs, so that once the
  * owner has switched its mapping to the target, a free of the target arriving before mm
  * relocks is recorded (FF_GONE) and honoured. */
-static int move_anon_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
+static void anon_prepare(struct mm *mm, uint32_t src, uint32_t dst)
 {
 	struct mm_frame *s = pfn_frame(mm, src), *d = pfn_frame(mm, dst);
 
-	uint64_t owner = s->owner;
-	bool stale;
-	int ret;
-
 	d->state = FS_ANON;
-	d->owner = owner;
+	d->owner = s->owner;
 	d->flags = FF_ISOLATED | FF_MIGRATING;
 	mm->nr_isolated_free--;
 	mm->nr_anon++;
 	s->flags |= FF_MIGRATING;
-	ret = run_copy_hook(mm, cc, false, owner, src, dst, &stale);
-	if (stale) {
-		drop_stale_copy(mm, owner, src, dst, ret);
-		return -ESTALE;
-	}
+}
+
+/* The hook has answered ret for src -> dst (the model was not repaired meanwhile). */
+static int anon_finish(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst,
+		       int ret)
+{
+	struct mm_frame *s = pfn_frame(mm, src), *d = pfn_frame(mm, dst);
+
 	s->flags &= (uint8_t)~FF_MIGRATING;
 	d->flags &= (uint8_t)~FF_MIGRATING;
 	if (ret && ret != -ENOENT && !(s->flags & FF_GONE)) {
@@ -324,6 +323,81 @@ static int move_anon_frame(struct mm *mm, struct compact_control *cc, uint32_t s
 	}
 	finish_source(mm, cc, src);
 	return 0;
+}
+
+static int move_anon_frame(struct mm *mm, struct compact_control *cc, uint32_t src, uint32_t dst)
+{
+	uint64_t owner = pfn_frame(mm, src)->owner;
+	bool stale;
+	int ret;
+
+	anon_prepare(mm, src, dst);
+	ret = run_copy_hook(mm, cc, false, owner, src, dst, &stale);
+	if (stale) {
+		drop_stale_copy(mm, owner, src, dst, ret);
+		return -ESTALE;
+	}
+	return anon_finish(mm, cc, src, dst, ret);
+}
+
+/* A program page the batch may take: unmap_and_move would go straight to move_anon_frame. */
+static bool anon_batchable(const struct mm_frame *f)
+{
+	return f->state == FS_ANON && !(f->owner & MM_OWNER_FOREIGN) &&
+	       !(f->flags & (FF_GONE | FF_LOCKED));
+}
+
+/* The modern era's first step of a pass (6.12 migrate_pages_batch): every program page of the
+ * list gets its target, in list order, and all move in one migrate_anon_batch call - the
+ * environment unmaps them all, then copies and maps them all back. rc[i] gets each page's
+ * unmap_and_move result, 1 for a frame left to the pass's one-at-a-time loop (page cache,
+ * foreign, locked or gone). Returns -ESTALE when the model was repaired meanwhile, else 0. */
+static int anon_batch(struct mm *mm, struct compact_control *cc, unsigned n, int *rc)
+{
+	uint64_t owner[CC_MIGRATE_MAX];
+	uint32_t from[CC_MIGRATE_MAX], to[CC_MIGRATE_MAX];
+	int ret[CC_MIGRATE_MAX];
+	unsigned idx[CC_MIGRATE_MAX], nb = 0;
+	struct fault_ctx *fc = cc->fc;
+	uint64_t t0, dt, epoch;
+	bool stale;
+
+	for (unsigned i = 0; i < n; i++)
+		rc[i] = 1;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t src = cc->migratepages[i], dst;
+
+		if (!anon_batchable(pfn_frame(mm, src)))
+			continue;
+		dst = compaction_alloc(mm, cc);
+		if (dst == MM_NO_PFN) {
+			rc[i] = -ENOMEM;
+			break;
+		}
+		anon_prepare(mm, src, dst);
+		owner[nb] = pfn_frame(mm, src)->owner;
+		from[nb] = src;
+		to[nb] = dst;
+		idx[nb++] = i;
+	}
+	if (!nb)
+		return 0;
+	t0 = mm_now(mm, fc->call);
+	epoch = mm_unlock_for_hook(mm);
+	mm_hook_migrate_anon_batch(mm, fc->call, nb, owner, from, to, ret);
+	stale = !mm_relock_after_hook(mm, epoch);
+	dt = mm_now(mm, fc->call) - t0;
+	fc->cause_ns[MM_CAUSE_COMPACT_MIGRATE] += dt;
+	fc->hook_ns += dt;
+	if (fc->rec)
+		fc->rec->migrate_ns += dt;
+	for (unsigned j = 0; j < nb; j++) {
+		if (stale)
+			drop_stale_copy(mm, owner[j], from[j], to[j], ret[j]);
+		else
+			rc[idx[j]] = anon_finish(mm, cc, from[j], to[j], ret[j]);
+	}
+	return stale ? -ESTALE : 0;
 }
 
 /* Rules for a page-cache frame under writeback or dirty, per mode and pass. Returns 1 to go
@@ -427,15 +501,27 @@ void abandon_compaction(struct compact_control *cc)
 __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succeeded)
 {
 	unsigned n = cc->nr_migratepages, retry = 1, failed = 0, ok = 0;
-	int ret = 0;
+	bool batch = era_modern(mm) && mm_has_migrate_anon_batch(mm);
+	int ret = 0, done[CC_MIGRATE_MAX];
 
 	for (cc->pass = 0; cc->pass < mm->cfg.policy.migrate_passes && retry; cc->pass++) {
 		unsigned keep = 0;
 
 		retry = 0;
+		if (batch && anon_batch(mm, cc, n, done) == -ESTALE) {
+			failed += n; /* not migrated; the repair put them back */
+			n = 0;
+			ret = -ESTALE;
+			break;
+		}
 		for (unsigned i = 0; i < n; i++) {
 			uint32_t pfn = cc->migratepages[i];
-			int rc = ret ? -ENOMEM : unmap_and_move(mm, cc, pfn);
+			int rc;
+
+			if (batch && done[i] != 1)
+				rc = done[i]; /* moved (or not) by this pass's batch */
+			else
+				rc = ret ? -ENOMEM : unmap_and_move(mm, cc, pfn);
 
 			if (rc == -ESTALE) {
 				failed +=

@@ -327,6 +327,11 @@ struct mm_env_ops {
 	 * Returns 0; -EAGAIN/-EBUSY (not migratable now: counts pgmigrate_fail, frames go back);
 	 * -ENOENT (owner gone: mm frees both frames). Not called for MM_OWNER_FOREIGN frames. */
 	int (*migrate_anon)(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to);
+	/* [unlocked] migrate_anon for n pages at once, each result in ret[i]: unmap them all,
+	 * then move them all (6.12 mm/migrate.c migrate_pages_batch, since 6.3; 3.x migrates one
+	 * page at a time). Called in the modern era only; may be NULL (one migrate_anon a page). */
+	void (*migrate_anon_batch)(void *priv, void *call, unsigned n, const uint64_t *owner,
+				   const uint32_t *from, const uint32_t *to, int *ret);
 	/* [unlocked] Copy a page-cache page's data from frame `from` to frame `to`. Returns 0 or
 	 * -errno (migration of that page fails). */
 	int (*copy_file_page)(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to);

@@ -50,6 +50,8 @@ struct fakeenv {
 	int copy_ret; /* what copy_file_page returns */
 	/* observations */
 	uint64_t n_wait, n_wait_timeout, n_writeout, n_migrate, n_copy, n_clear, n_trace;
+	uint64_t n_batches;	    /* migrate_anon_batch calls (fakeenv_batch) */
+	unsigned batch_max;	    /* the most pages one of them moved */
 	uint64_t n_lock_violations; /* a hook called with the wrong lock state */
 	uint64_t trace_count[MM_TRACE_NR];
 	uint32_t wait_pfn[FE_MAX_WAITS];
@@ -169,6 +171,19 @@ static inline int fe_migrate_anon(void *priv, void *call, uint64_t owner, uint32
 	if (fe->on_migrate)
 		return fe->on_migrate(fe, owner, from, to);
 	return fe->migrate_ret;
+}
+
+/* The modern era's batch: each page as one migrate_anon call, all with the lock released. */
+static inline void fe_migrate_anon_batch(void *priv, void *call, unsigned n, const uint64_t *owner,
+					 const uint32_t *from, const uint32_t *to, int *ret)
+{
+	struct fakeenv *fe = priv;
+
+	fe->n_batches++;
+	if (n > fe->batch_max)
+		fe->batch_max = n;
+	for (unsigned i = 0; i < n; i++)
+		ret[i] = fe_migrate_anon(priv, call, owner[i], from[i], to[i]);
 }
 
 static inline int fe_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t from,
@@ -321,6 +336,8 @@ static const struct mm_env_ops fe_ops_threaded = {
     .congested = fe_congested,
 };
 
+static bool fe_batch_next; /* the next fakeenv_init adds migrate_anon_batch */
+
 /* Create a pool of pool_bytes with policy spec under a fake environment. Returns 0 or -errno;
  * err gets mm's message. The env must outlive the pool. */
 static inline int fakeenv_init(struct fakeenv *fe, const char *spec, uint64_t pool_bytes,
@@ -341,8 +358,24 @@ static inline int fakeenv_init(struct fakeenv *fe, const char *spec, uint64_t po
 	if (!fe->wb_done_at)
 		return -ENOMEM;
 	env.ops = threaded ? &fe_ops_threaded : &fe_ops_single;
+	if (fe_batch_next) { /* fakeenv_init_batch */
+		static struct mm_env_ops ops;
+
+		ops = *env.ops;
+		ops.migrate_anon_batch = fe_migrate_anon_batch;
+		env.ops = &ops;
+		fe_batch_next = false;
+	}
 	env.priv = fe;
 	return mm_create(&cfg, &env, &fe->mm, err, errlen);
+}
+
+/* fakeenv_init with the migrate_anon_batch hook too (the live emulator's env has it). */
+static inline int fakeenv_init_batch(struct fakeenv *fe, const char *spec, uint64_t pool_bytes,
+				     char *err, size_t errlen)
+{
+	fe_batch_next = true;
+	return fakeenv_init(fe, spec, pool_bytes, false, err, errlen);
 }
 
 static inline void fakeenv_destroy(struct fakeenv *fe)

@@ -200,7 +200,8 @@ static void verify(struct fakeenv *fe)
 	}
 }
 
-static void stress(const char *spec, uint64_t seed)
+/* batch: the env has migrate_anon_batch (as the live emulator's) */
+static void stress_env(const char *spec, uint64_t seed, bool batch)
 {
 	struct fakeenv fe;
 	struct mm_counts c;
@@ -210,7 +211,9 @@ static void stress(const char *spec, uint64_t seed)
 	T = calloc(1, sizeof(*T));
 	rng_seed(&T->rng, seed);
 	memset(T->pfn, 0xff, sizeof(T->pfn));
-	ASSERT_EQ(fakeenv_init(&fe, spec, 32 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(batch ? fakeenv_init_batch(&fe, spec, 32 * MIB, err, sizeof(err))
+			: fakeenv_init(&fe, spec, 32 * MIB, false, err, sizeof(err)),
+		  0);
 	fe.on_migrate = on_migrate;
 	fe.on_wait = on_wait;
 	ASSERT_EQ(mm_fragment(fe.mm, "pagecache:20%,dirty:5%,anon:15%,unmovable:0.3%", seed, err,
@@ -252,6 +255,17 @@ static void stress(const char *spec, uint64_t seed)
 	       (unsigned long long)st[MM_STAT_THP_FAULT_FALLBACK]);
 	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
 	EXPECT_GT(st[MM_STAT_THP_FAULT_ALLOC], 0);
+	if (batch) { /* 6.12 batches a pass's program pages (migrate_pages_batch), 3.x never */
+		printf("  %llu batches, the largest %u pages\n", (unsigned long long)fe.n_batches,
+		       fe.batch_max);
+		if (strncmp(spec, "linux-", 6) == 0) {
+			EXPECT_EQ(fe.n_batches, 0);
+		} else {
+			EXPECT_GT(fe.n_batches, 0);
+			EXPECT_GT(fe.batch_max, 1);
+			EXPECT_EQ(fe.n_migrate, T->migrations + T->gone_in_hook);
+		}
+	}
 	/* release everything the test owns: what is left is the recipe's memory */
 	for (uint32_t e = 0; e < NEXT; e++) {
 		if (T->kind[e] == 1)
@@ -271,6 +285,11 @@ static void stress(const char *spec, uint64_t seed)
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
 	free(T);
+}
+
+static void stress(const char *spec, uint64_t seed)
+{
+	stress_env(spec, seed, false);
 }
 
 TEST(stress_linux_31)
@@ -299,6 +318,15 @@ TEST(stress_modern)
 	stress("modern-always", 14);
 	stress("modern-defer:proactiveness=60", 15);
 	stress("modern-madvise:second-compaction=sync", 16);
+}
+
+/* The live emulator's env has migrate_anon_batch: the modern era moves a pass's program pages
+ * in one call (whatever each page's fate in it), 3.x still one at a time. */
+TEST(stress_batched)
+{
+	stress_env("modern-always", 21, true);
+	stress_env("modern-madvise:second-compaction=sync", 22, true);
+	stress_env("linux-3.1", 23, true);
 }
 
 TEST_MAIN()

@@ -540,6 +540,65 @@ TEST(repair_during_migrate_anon_that_refused)
 	repair_while_migrating(-EAGAIN);
 }
 
+/* The same in the modern era's batch (migrate_anon_batch): the repair comes during the first
+ * page's move, the others move after it, inside the same call. Every page is the owner's
+ * exactly once, where the hook left it. */
+static void repair_while_batch_migrating(int hook_ret)
+{
+	static const uint32_t pfns[] = {13, 15, 17};
+	static const uint64_t owners[] = {SLOT(1) | 0x100, SLOT(1) | 0x101, SLOT(2) | 0x100};
+	struct repairing r = {.ret = hook_ret};
+	struct fakeenv fe;
+	struct mm_counts c;
+	char err[256];
+	unsigned found[3] = {0};
+
+	ASSERT_EQ(fakeenv_init_batch(&fe, "modern-always", 16 * MIB, err, sizeof(err)), 0);
+	for (uint32_t pfn = 512; pfn < 2048; pfn++)
+		ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t b = 4; b < 8; b++)
+		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+	for (unsigned i = 0; i < 3; i++)
+		ASSERT_EQ(mm_debug_place(fe.mm, pfns[i], DBG_ANON, owners[i]), 0);
+	ASSERT_EQ(mm_debug_place(fe.mm, 20, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 20)), 0);
+	check(&fe);
+	fe.on_migrate = repair_during_migration;
+	fe.user = &r;
+	EXPECT_EQ(compact(&fe, MM_MIGRATE_ASYNC), MM_COMPACT_CONTENDED);
+	EXPECT_EQ(r.repairs, 1);
+	EXPECT_EQ(fe.n_batches, 1);
+	EXPECT_EQ(fe.n_migrate, 3); /* the whole batch, in one call */
+	EXPECT_EQ(fe.n_copy, 0);    /* the page-cache page would have gone after it */
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.anon, 3);
+	EXPECT_EQ(c.isolated, 0);
+	for (uint32_t p = 0; p < fe.nr_frames; p++) {
+		const struct mm_frame *f = pfn_frame(fe.mm, p);
+
+		for (unsigned i = 0; i < 3; i++)
+			if (f->state == FS_ANON && f->owner == owners[i]) {
+				found[i]++;
+				/* the first page where its hook answer put it, the others moved */
+				EXPECT_EQ(p != pfns[i], i > 0 || hook_ret == 0);
+			}
+	}
+	for (unsigned i = 0; i < 3; i++)
+		EXPECT_EQ(found[i], 1);
+	EXPECT(cached(&fe, MM_OWNER_FILE(1, 20)));
+	check(&fe);
+	fakeenv_destroy(&fe);
+}
+
+TEST(repair_during_a_migrate_anon_batch_that_moved_the_pages)
+{
+	repair_while_batch_migrating(0);
+}
+
+TEST(repair_during_a_migrate_anon_batch_that_refused_one)
+{
+	repair_while_batch_migrating(-EAGAIN);
+}
+
 static void repair_during_wait(struct fakeenv *fe, uint32_t pfn)
 {
 	struct repairing *r = fe->user;
