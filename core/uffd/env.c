@@ -156,6 +156,42 @@ static int env_migrate_anon(void *priv, void *call, uint64_t owner, uint32_t fro
 	return rc;
 }
 
+/* The modern era's batch: this process's pages in uffd_migrate_batch calls, another process's
+ * each through its mailbox as above. */
+static void env_migrate_anon_batch(void *priv, void *call, unsigned n, const uint64_t *owner,
+				   const uint32_t *from, const uint32_t *to, int *ret)
+{
+	struct uffd_live *lv = priv;
+	uint64_t own[UFFD_SCRATCH_PAGES];
+	uint32_t f[UFFD_SCRATCH_PAGES], t[UFFD_SCRATCH_PAGES];
+	int r[UFFD_SCRATCH_PAGES];
+	unsigned at[UFFD_SCRATCH_PAGES], k;
+
+	if (!lv->on_machine) {
+		uffd_migrate_batch(call, n, owner, from, to, ret);
+		for (unsigned i = 0; i < n; i++)
+			THPEMU_PROBE(migrate_page, from[i], to[i], owner[i], ret[i], 0);
+		return;
+	}
+	for (unsigned i = 0; i < n;) {
+		for (k = 0; i < n && k < UFFD_SCRATCH_PAGES; i++) {
+			if (MACHINE_OWNER_SLOT(owner[i]) != (unsigned)lv->mslot) {
+				ret[i] = env_migrate_anon(priv, call, owner[i], from[i], to[i]);
+				continue;
+			}
+			own[k] = owner[i];
+			f[k] = from[i];
+			t[k] = to[i];
+			at[k++] = i;
+		}
+		uffd_migrate_batch(call, k, own, f, t, r);
+		for (unsigned j = 0; j < k; j++) {
+			ret[at[j]] = r[j];
+			THPEMU_PROBE(migrate_page, f[j], t[j], own[j], r[j], 0);
+		}
+	}
+}
+
 /* The THP shrinker's underused split: by the process whose THP it is (split.c). Another
  * process's is asked through its mailbox like a migration; no answer in time is a busy THP. */
 static int env_split_underused(void *priv, void *call, uint64_t extent_owner, uint32_t head)
@@ -251,6 +287,7 @@ const struct mm_env_ops uffd_env_ops = {
     .unlock = env_unlock,
     .wait_writeback = env_wait_writeback,
     .migrate_anon = env_migrate_anon,
+    .migrate_anon_batch = env_migrate_anon_batch,
     .copy_file_page = env_copy_file_page,
     .clear_huge = env_clear_huge,
     .alloc_cost = env_alloc_cost,

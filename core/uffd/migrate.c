@@ -20,10 +20,18 @@
  * mm_anon_free), so the hook returns without the mm lock, as every [unlocked] hook does.
  * The page-state side (claim, freed meanwhile, commit, abandon) is core/as's, shared with the
  * simulator (as_migrate_*).
+ *
+ * In the modern era mm hands over a pass's program pages at once (migrate_anon_batch: 6.12
+ * migrate_pages_batch unmaps them all, then moves them all): uffd_migrate_batch claims them,
+ * sorts them by address and, region by region under its busy lock, moves them all out, then
+ * copies them all back, a run of consecutive pages in one UFFDIO_MOVE and one UFFDIO_COPY. A
+ * run's ioctl that reports an error is taken up page by page from where it stopped, with the
+ * one-page path's checks.
  */
 #include "uffd/uffd_internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "util/sys.h"
@@ -110,12 +118,12 @@ static int remap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 	return -ENOENT;
 }
 
-static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p, uint32_t to)
+/* Before a page is moved out: may it be? 0 yes; else the migration's result, the page already
+ * let go of (its waiters woken). */
+static int migrate_check(struct uffd_worker *w, struct uffd_region *r, uint32_t p)
 {
 	struct uffd_live *lv = w->lv;
 	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
-	uint8_t *scratch;
-	int rc;
 
 	if (as_migrate_freed(&r->as, p) < 0) { /* the program freed it first: nothing to copy */
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
@@ -127,36 +135,73 @@ static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return -EAGAIN;
 	}
-	if (!guard_migrate_begin()) { /* a fork is copying the address space: not now */
-		UFFD_COUNT(lv, fork_deferred);
-		as_migrate_cancel(&r->as, p, false);
-		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
-		return -EBUSY;
-	}
-	scratch = uffd_scratch_page(w);
-	rc = uffd_io_move(lv->uffd, (uintptr_t)scratch, addr, UFFD_PAGE_SIZE,
-			  UFFDIO_MOVE_MODE_DONTWAKE, NULL);
+	return 0;
+}
+
+/* A fork is copying the address space: the page is not migrated now. */
+static int migrate_forking(struct uffd_worker *w, struct uffd_region *r, uint32_t p)
+{
+	UFFD_COUNT(w->lv, fork_deferred);
+	as_migrate_cancel(&r->as, p, false);
+	uffd_io_wake(w->lv->uffd, r->base + (uintptr_t)p * UFFD_PAGE_SIZE, UFFD_PAGE_SIZE);
+	return -EBUSY;
+}
+
+/* Unmap: move page p to the scratch page, without waking. 0, or unmap_failed's result. */
+static int move_out(struct uffd_worker *w, struct uffd_region *r, uint32_t p, uint8_t *scratch)
+{
+	struct uffd_live *lv = w->lv;
+	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+	int rc = uffd_io_move(lv->uffd, (uintptr_t)scratch, addr, UFFD_PAGE_SIZE,
+			      UFFDIO_MOVE_MODE_DONTWAKE, NULL);
+
 	if (rc < 0 && uffd_moved_anyway(lv, (uintptr_t)scratch, addr))
 		rc = 0;
-	if (rc < 0) {
-		guard_migrate_end();
-		return unmap_failed(w, r, p, rc);
-	}
-	if (lv->cfg.test_migrate_gap_ns) { /* tests: the page stays out this much longer */
-		uint64_t gap = lv->cfg.test_migrate_gap_ns;
-		struct timespec ts = {(time_t)(gap / 1000000000ULL), (long)(gap % 1000000000ULL)};
+	return rc < 0 ? unmap_failed(w, r, p, rc) : 0;
+}
 
+/* tests: a page being migrated, or a range being collapsed, stays out this much longer */
+void uffd_test_gap(struct uffd_live *lv)
+{
+	uint64_t gap = lv->cfg.test_migrate_gap_ns;
+	struct timespec ts = {(time_t)(gap / 1000000000ULL), (long)(gap % 1000000000ULL)};
+
+	if (gap)
 		sys_call2(SYS_nanosleep, &ts, NULL);
-	}
-	rc = uffd_io_copy(lv->uffd, addr, scratch, UFFD_PAGE_SIZE, true, NULL);
+}
+
+/* Copy the page back from scratch and map it, waking its waiters; commit. 0 or -errno. */
+static int copy_back(struct uffd_worker *w, struct uffd_region *r, uint32_t p, uint8_t *scratch,
+		     uint32_t to)
+{
+	struct uffd_live *lv = w->lv;
+	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+	int rc = uffd_io_copy(lv->uffd, addr, scratch, UFFD_PAGE_SIZE, true, NULL);
+
 	if (rc < 0)
-		rc = remap_failed(w, r, p, scratch, rc);
-	guard_migrate_end(); /* the page is back where the program left it (or gone with it) */
-	if (rc < 0)
-		return rc;
+		return remap_failed(w, r, p, scratch, rc);
 	as_migrate_commit(&r->as, p, to);
 	UFFD_COUNT(lv, anon_migrations);
 	return 0;
+}
+
+static int migrate_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p, uint32_t to)
+{
+	uint8_t *scratch;
+	int rc = migrate_check(w, r, p);
+
+	if (rc < 0)
+		return rc;
+	if (!guard_migrate_begin())
+		return migrate_forking(w, r, p);
+	scratch = uffd_scratch_page(w);
+	rc = move_out(w, r, p, scratch);
+	if (rc == 0) {
+		uffd_test_gap(w->lv);
+		rc = copy_back(w, r, p, scratch, to);
+	}
+	guard_migrate_end(); /* the page is back where the program left it (or gone with it) */
+	return rc;
 }
 
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to)
@@ -183,4 +228,161 @@ int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint
 	if (rc == 0) /* per-page cost, against the bare MOVE + COPY floor (tests/perf/bench.sh) */
 		uffd_stat_add(&lv->stats->host.anon_migrate_ns, t1 - t0);
 	return rc;
+}
+
+/* ---- A batch (the modern era: 6.12 migrate_pages_batch) ----------------------------------- */
+
+struct batch_page {
+	struct uffd_region *r;
+	uint32_t p, to;
+	int *ret;
+	uint8_t *scratch;
+};
+
+static uintptr_t bp_addr(const struct batch_page *b)
+{
+	return b->r->base + (uintptr_t)b->p * UFFD_PAGE_SIZE;
+}
+
+/* Pages [i, end) of the (address-sorted) batch that are one run: same region, consecutive
+ * pages and consecutive scratch pages, all still to be done (*ret == 1). */
+static unsigned run_end(const struct batch_page *b, unsigned i, unsigned n)
+{
+	unsigned e = i + 1;
+
+	while (e < n && *b[e].ret == 1 && b[e].r == b[i].r && b[e].p == b[e - 1].p + 1 &&
+	       b[e].scratch == b[e - 1].scratch + UFFD_PAGE_SIZE)
+		e++;
+	return e;
+}
+
+/* One region's pages [0, n) of a batch, claimed, with the region's busy lock held: unmap them
+ * all, then copy and map them all back, each contiguous run in one UFFDIO_MOVE and one
+ * UFFDIO_COPY (a run that reports an error goes on one page at a time from where it stopped). */
+static void batch_locked(struct uffd_worker *w, struct batch_page *b, unsigned n)
+{
+	struct uffd_live *lv = w->lv;
+
+	for (unsigned i = 0; i < n; i++) {
+		*b[i].ret = migrate_check(w, b[i].r, b[i].p);
+		if (*b[i].ret == 0)
+			*b[i].ret = 1; /* to be done */
+	}
+	if (!guard_migrate_begin()) {
+		for (unsigned i = 0; i < n; i++)
+			if (*b[i].ret == 1)
+				*b[i].ret = migrate_forking(w, b[i].r, b[i].p);
+		return;
+	}
+	if (w->scratch_next + n > UFFD_SCRATCH_PAGES) /* the batch's scratch pages in one piece */
+		w->scratch_next = UFFD_SCRATCH_PAGES;
+	for (unsigned i = 0; i < n; i++)
+		b[i].scratch = *b[i].ret == 1 ? uffd_scratch_page(w) : NULL;
+	/* unmap: moved out pages say 2 */
+	for (unsigned i = 0, e; i < n; i = e) {
+		int64_t done = 0;
+
+		if (*b[i].ret != 1) {
+			e = i + 1;
+			continue;
+		}
+		e = run_end(b, i, n);
+		if (e - i > 1 &&
+		    uffd_io_move(lv->uffd, (uintptr_t)b[i].scratch, bp_addr(&b[i]),
+				 (e - i) * UFFD_PAGE_SIZE, UFFDIO_MOVE_MODE_DONTWAKE, &done) == 0)
+			done = (int64_t)((e - i) * UFFD_PAGE_SIZE);
+		for (unsigned j = i; j < e; j++)
+			if ((int64_t)((j - i) * UFFD_PAGE_SIZE) < done)
+				*b[j].ret = 2;
+			else if ((*b[j].ret = move_out(w, b[j].r, b[j].p, b[j].scratch)) == 0)
+				*b[j].ret = 2;
+	}
+	uffd_test_gap(lv);
+	/* move: copy back and map */
+	for (unsigned i = 0; i < n; i++)
+		if (*b[i].ret == 2)
+			*b[i].ret = 1;
+	for (unsigned i = 0, e; i < n; i = e) {
+		int64_t done = 0;
+
+		if (*b[i].ret != 1) {
+			e = i + 1;
+			continue;
+		}
+		e = run_end(b, i, n);
+		if (e - i > 1 && uffd_io_copy(lv->uffd, bp_addr(&b[i]), b[i].scratch,
+					      (e - i) * UFFD_PAGE_SIZE, true, &done) == 0)
+			done = (int64_t)((e - i) * UFFD_PAGE_SIZE);
+		for (unsigned j = i; j < e; j++) {
+			if ((int64_t)((j - i) * UFFD_PAGE_SIZE) >= done) {
+				*b[j].ret = copy_back(w, b[j].r, b[j].p, b[j].scratch, b[j].to);
+				continue;
+			}
+			as_migrate_commit(&b[j].r->as, b[j].p, b[j].to);
+			UFFD_COUNT(lv, anon_migrations);
+			*b[j].ret = 0;
+		}
+	}
+	guard_migrate_end();
+}
+
+static int bp_cmp(const void *x, const void *y)
+{
+	uintptr_t a = bp_addr(x), c = bp_addr(y);
+
+	return a < c ? -1 : a > c;
+}
+
+/* Up to UFFD_SCRATCH_PAGES pages of a batch; returns how many moved. */
+static unsigned batch_chunk(struct uffd_worker *w, unsigned n, const uint64_t *owner,
+			    const uint32_t *from, const uint32_t *to, int *ret)
+{
+	struct uffd_live *lv = w->lv;
+	struct batch_page b[UFFD_SCRATCH_PAGES];
+	unsigned nb = 0, moved = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct uffd_region *r = uffd_region_by_cookie(&lv->table, owner[i]);
+
+		ret[i] = r ? as_migrate_claim(&r->as, (uint32_t)owner[i], from[i]) : -ENOENT;
+		if (r && ret[i] < 0)
+			uffd_region_put(&lv->table, r);
+		if (ret[i] < 0)
+			continue;
+		b[nb++] = (struct batch_page){
+		    .r = r, .p = (uint32_t)owner[i], .to = to[i], .ret = &ret[i]};
+	}
+	qsort(b, nb, sizeof(b[0]), bp_cmp);
+	for (unsigned i = 0, e; i < nb; i = e) { /* region by region, each under its busy lock */
+		for (e = i + 1; e < nb && b[e].r == b[i].r; e++)
+			;
+		pthread_rwlock_rdlock(&b[i].r->busy);
+		batch_locked(w, b + i, e - i);
+		pthread_rwlock_unlock(&b[i].r->busy);
+	}
+	for (unsigned i = 0; i < nb; i++) {
+		moved += *b[i].ret == 0;
+		uffd_region_put(&lv->table, b[i].r);
+	}
+	return moved;
+}
+
+void uffd_migrate_batch(struct uffd_worker *w, unsigned n, const uint64_t *owner,
+			const uint32_t *from, const uint32_t *to, int *ret)
+{
+	struct uffd_live *lv = w->lv;
+	uint64_t t0 = clock_now_ns(), t1;
+	unsigned moved = 0;
+
+	if (!n)
+		return;
+	for (unsigned i = 0; i < n; i += UFFD_SCRATCH_PAGES) {
+		unsigned k = n - i < UFFD_SCRATCH_PAGES ? n - i : UFFD_SCRATCH_PAGES;
+
+		moved += batch_chunk(w, k, owner + i, from + i, to + i, ret + i);
+	}
+	t1 = clock_now_ns();
+	uffd_staging_quiet(&lv->staging, t1); /* no chunk fill beside a migration burst */
+	if (moved) /* per-page cost, as for one page at a time: the call over the pages moved */
+		uffd_stat_add(&lv->stats->host.anon_migrate_ns, t1 - t0);
 }

@@ -542,6 +542,12 @@ void uffd_probe_release(struct uffd_live *lv); /* destroy: the probe's range, th
 
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
+/* THPEMU_TEST_MIGRATE_GAP: a migrated page or a collapsing range stays out of the mapping this
+ * much longer (tests widen the window a fork, or the program's accesses, must meet). */
+void uffd_test_gap(struct uffd_live *lv);
+/* migrate_anon_batch: this process's pages, each result in ret[i] (uffd_migrate_page's). */
+void uffd_migrate_batch(struct uffd_worker *w, unsigned n, const uint64_t *owner,
+			const uint32_t *from, const uint32_t *to, int *ret);
 /* migrate.c, also for split.c: an empty scratch page of worker w, and whether a move from src
  * to dst that reported an error moved the page anyway (counted in move_misreports). */
 uint8_t *uffd_scratch_page(struct uffd_worker *w);
