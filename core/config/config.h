@@ -164,8 +164,9 @@ struct config {
 	  "a directory", "set by `thpemu run`: where the device of THPEMU_DEVICE is mounted")      \
 	X(TEST_MIGRATE_GAP, NULL, "DUR", duration, test_migrate_gap_ns, "0", 0, 0, NULL,           \
 	  CONFIG_INTERNAL, "a duration such as 200us",                                             \
-	  "tests only: keep each migrated page out of the program's mapping this much longer "     \
-	  "(widens the window a fork must never see)")                                             \
+	  "tests only: keep each migrated page and each collapsing range out of the program's "    \
+	  "mapping this much longer (widens the window a fork must never see, or the program's "  \
+	  "accesses must meet)")                                                                   \
 	X(IO_PID, NULL, "PID", uint, io_pid, "0", 0, UINT32_MAX, NULL, CONFIG_INTERNAL,            \
 	  "a process id",                                                                          \
 	  "set by `thpemu run` (or the first process): only this process runs the dirtier and "   \

@@ -262,6 +262,7 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 		uffd_staging_release(&lv->staging, slot, true);
 		return -EAGAIN;
 	}
+	uffd_test_gap(lv);
 	pmd = map_collapsed(lv, addr, w->cscratch, slot);
 	rc = as_collapse_commit(&env, &r->as, e, head, &c);
 	guard_migrate_end();
