@@ -300,18 +300,39 @@ static uint32_t block_first(const struct fault_ctx *fc, unsigned order)
 	return uffd_page_of(fc->r, fc->addr & ~(len - 1));
 }
 
-/* The mTHP orders this fault may ask for (bit k); claims their blocks' pages (page case). */
-static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent)
+/* The mTHP orders mm could pick for a fault in a VMA with this advice: those the policy allows
+ * (mm_thp_allowable_orders: with no mTHP size enabled, none), every one with a policy plugin
+ * (it may choose any possible order); none before the modern era. Claiming a block's pages for
+ * an order mm cannot pick cost an UFFDIO_WAKE for each page given back: ~3 a 4 KiB fault. */
+static uint16_t mthp_wanted(const struct uffd_live *lv, enum mm_vma_advice advice)
 {
-	uint16_t ok, got = 0;
+	const struct mm_policy *pol = mm_policy(lv->mm);
+	const uint16_t mthp = (uint16_t)((1U << MM_HPAGE_ORDER) - (1U << MM_MTHP_MIN_ORDER));
+
+	if (pol->era != MM_ERA_MODERN)
+		return 0;
+	if (lv->cfg.policy.plugin[0])
+		return mthp;
+	return mm_thp_allowable_orders(pol, advice) & mthp;
+}
+
+/* The mTHP orders this fault may ask for (bit k); claims their blocks' pages (page case). */
+static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent, enum mm_vma_advice advice)
+{
+	uint16_t ok, got = 0, want;
 
 	fc->lo = fc->p;
 	fc->hi = fc->p + 1;
 	if (!fc->write || __atomic_load_n(&fc->lv->thp_disabled, __ATOMIC_RELAXED))
 		return 0; /* read: the zero page; PR_SET_THP_DISABLE: no size at all */
-	ok = as_mthp_orders(&fc->r->as, fc->p);
-	if (in_extent || !ok)
-		return ok; /* the extent's owner owns every page of it */
+	want = mthp_wanted(fc->lv, advice);
+	if (!want)
+		return 0;
+	ok = as_mthp_orders(&fc->r->as, fc->p); /* orders 2..K: the blocks nest */
+	if (in_extent || !(ok & want))
+		return ok & want; /* the extent's owner owns every page of it */
+	/* claim block by block, the smaller inside the larger, up to the largest wanted one */
+	ok &= (uint16_t)((2U << (31 - __builtin_clz(ok & want))) - 1);
 	for (unsigned k = MM_MTHP_MIN_ORDER; k < MM_HPAGE_ORDER && (ok & (1U << k)); k++) {
 		uint32_t b0 = block_first(fc, k), n = 1U << k, q;
 
@@ -333,7 +354,7 @@ static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent)
 		fc->hi = b0 + n;
 		got |= (uint16_t)(1U << k);
 	}
-	return got;
+	return got & want;
 }
 
 /* The program freed or unmapped part of the block, or the mapping went: the folio goes back
@@ -427,7 +448,7 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		       !__atomic_load_n(&lv->thp_disabled, __ATOMIC_RELAXED),
 	    .write = fc->write,
 	    .as_id = (uint32_t)lv->mslot, /* khugepaged's mm_slot: the machine slot, else 0 */
-	    .orders_ok = mthp_orders(fc, huge_ok),
+	    .orders_ok = mthp_orders(fc, huge_ok, (enum mm_vma_advice)(adv & UX_ADV_MASK)),
 	    /* for a policy plugin: the live span of the region (the VMA) */
 	    .addr = fc->addr,
 	    .region_start = r->lo,
