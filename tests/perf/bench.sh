@@ -14,7 +14,9 @@
 #     2 MiB touches need compaction to move its 4 KiB pages, so no program thread competes with
 #     the migrations for the CPUs) vs the bare UFFDIO_MOVE + UFFDIO_COPY floor, per page, batched
 #     32 (COMPACT_CLUSTER_MAX), and per page with the old copies' free timed (one MADV_DONTNEED
-#     per 128 pages, as thpemu frees them);
+#     per 128 pages, as thpemu frees them); under linux-3.1 (one page at a time, as 3.1's
+#     unmap_and_move) and thp-madvise/madvise (6.12: a pass's pages in one batch, a run of
+#     consecutive pages in one UFFDIO_MOVE and one UFFDIO_COPY);
 #   - usemem wall time under thpemu vs native (THP and 4 KiB), and thpemu's kernel_latency_us
 #     (latency net of its own start-up round-trip probe) beside native usemem's per-extent
 #     latency on an unfragmented pool.
@@ -71,6 +73,10 @@ for r in $(seq $reps); do
 	"$THPEMU" run --quiet --policy linux-3.1 --pool $((cmb + cmb / 16))M \
 		--report "$T_OUT/bmig.$r.json" -- "$BENCH" compactee $cmb >/dev/null 2>&1 ||
 		fail "live_bench compactee under thpemu"
+	# the same under 6.12, which migrates a pass's pages in one batch (migrate_pages_batch)
+	"$THPEMU" run --quiet --policy thp-madvise/madvise --pool $((cmb + cmb / 16))M \
+		--report "$T_OUT/bmigm.$r.json" -- "$BENCH" compactee $cmb >/dev/null 2>&1 ||
+		fail "live_bench compactee under thpemu, 6.12"
 done
 
 row() { printf '%-40s %8s %8s %8s %8s %7s %7s %6s\n' "$@"; }
@@ -115,16 +121,24 @@ echo
 m1=$(summary "$T_TMP/mig1")
 m32=$(summary "$T_TMP/mig32")
 fmean() { sed -n 's/.* mean_us=\([0-9.]*\).*/\1/p' "$1" | sort -g | head -1; }
-emig=$(for r in $(seq $reps); do
-	jq -r '.host | if .anon_migrations > 0 then .anon_migrate_ns / .anon_migrations / 1000 * 100 | round / 100 else empty end' "$T_OUT/bmig.$r.json"
-done | sort -g | head -1)
-nmigs=$(for r in $(seq $reps); do json "$T_OUT/bmig.$r.json" .host.anon_migrations; done | paste -sd+ | bc)
+# mig_us NAME: the best per-page mean over the rounds; mig_n NAME: migrations in all rounds
+mig_us() {
+	for r in $(seq $reps); do
+		jq -r '.host | if .anon_migrations > 0 then .anon_migrate_ns / .anon_migrations / 1000 * 100 | round / 100 else empty end' "$T_OUT/$1.$r.json"
+	done | sort -g | head -1
+}
+mig_n() { for r in $(seq $reps); do json "$T_OUT/$1.$r.json" .host.anon_migrations; done | paste -sd+ | bc; }
+emig=$(mig_us bmig) nmigs=$(mig_n bmig)
+emigm=$(mig_us bmigm) nmigsm=$(mig_n bmigm)
 echo "migration of a program page (move out, copy, map back; us per page, mean)"
 printf '%-40s %8s\n' "floor: UFFDIO_MOVE + UFFDIO_COPY" "$(fmean "$T_TMP/mig1")"
 printf '%-40s %8s\n' "floor: the same, 32 pages per ioctl" "$(fmean "$T_TMP/mig32")"
 printf '%-40s %8s\n' "floor: per page, old copies freed (128)" "$(fmean "$T_TMP/mig1f")"
 printf '%-40s %8s   x%s (%s migrations, live_bench compactee %s, linux-3.1)\n' \
 	"thpemu (anon_migrate_ns / anon_migrations)" "${emig:-n/a}" "$(ratio "${emig:-0}" "$(fmean "$T_TMP/mig1")")" "$nmigs" "$cmb"
+printf '%-40s %8s   x%s, x%s of the batched floor (%s migrations, thp-madvise/madvise)\n' \
+	"thpemu 6.12, batched (the same)" "${emigm:-n/a}" "$(ratio "${emigm:-0}" "$(fmean "$T_TMP/mig1")")" \
+	"$(ratio "${emigm:-0}" "$(fmean "$T_TMP/mig32")")" "$nmigsm"
 echo
 
 best() { sort -g | head -1; }
@@ -175,4 +189,5 @@ for t in $THREADS; do # --host-fault pte in effect, and its huge faults real PMD
 	[ "$pmd" -ge $((n2 * 9 / 10)) ] || fail "pte, $t thread(s): only $pmd of $n2 faults got a real PMD"
 done
 [ "${nmigs:-0}" -gt 0 ] || fail "live_bench compactee: compaction migrated no program page"
+[ "${nmigsm:-0}" -gt 0 ] || fail "live_bench compactee, 6.12: compaction migrated no program page"
 [ "$(json "$T_OUT/u.thp.1.json" .uffd_probe.probes)" -gt 0 ] || fail "no start-up probe in the report"
