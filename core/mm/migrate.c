@@ -347,12 +347,14 @@ static bool anon_batchable(const struct mm_frame *f)
 	       !(f->flags & (FF_GONE | FF_LOCKED));
 }
 
-/* The modern era's first step of a pass (6.12 migrate_pages_batch): every program page of the
- * list gets its target, in list order, and all move in one migrate_anon_batch call - the
- * environment unmaps them all, then copies and maps them all back. rc[i] gets each page's
- * unmap_and_move result, 1 for a frame left to the pass's one-at-a-time loop (page cache,
- * foreign, locked or gone). Returns -ESTALE when the model was repaired meanwhile, else 0. */
-static int anon_batch(struct mm *mm, struct compact_control *cc, unsigned n, int *rc)
+/* The modern era's first step of a pass (6.12 mm/migrate.c, whose name a stack shows): every
+ * program page of the list gets its target, in list order, and all move in one
+ * migrate_anon_batch call - the environment unmaps them all, then copies and maps them all
+ * back. rc[i] gets each page's unmap_and_move result, 1 for a frame left to the pass's
+ * one-at-a-time loop (page cache, foreign, locked or gone). Returns -ESTALE when the model was
+ * repaired meanwhile, else 0. */
+__stall_frame static int migrate_pages_batch(struct mm *mm, struct compact_control *cc, unsigned n,
+					     int *rc)
 {
 	uint64_t owner[CC_MIGRATE_MAX];
 	uint32_t from[CC_MIGRATE_MAX], to[CC_MIGRATE_MAX];
@@ -508,7 +510,7 @@ __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsi
 		unsigned keep = 0;
 
 		retry = 0;
-		if (batch && anon_batch(mm, cc, n, done) == -ESTALE) {
+		if (batch && migrate_pages_batch(mm, cc, n, done) == -ESTALE) {
 			failed += n; /* not migrated; the repair put them back */
 			n = 0;
 			ret = -ESTALE;
