@@ -170,6 +170,13 @@ void uffd_test_gap(struct uffd_live *lv)
 		sys_call2(SYS_nanosleep, &ts, NULL);
 }
 
+/* Page p is mapped again, its data in frame `to`. */
+static void migrated(struct uffd_live *lv, struct uffd_region *r, uint32_t p, uint32_t to)
+{
+	as_migrate_commit(&r->as, p, to);
+	UFFD_COUNT(lv, anon_migrations);
+}
+
 /* Copy the page back from scratch and map it, waking its waiters; commit. 0 or -errno. */
 static int copy_back(struct uffd_worker *w, struct uffd_region *r, uint32_t p, uint8_t *scratch,
 		     uint32_t to)
@@ -180,8 +187,7 @@ static int copy_back(struct uffd_worker *w, struct uffd_region *r, uint32_t p, u
 
 	if (rc < 0)
 		return remap_failed(w, r, p, scratch, rc);
-	as_migrate_commit(&r->as, p, to);
-	UFFD_COUNT(lv, anon_migrations);
+	migrated(lv, r, p, to);
 	return 0;
 }
 
@@ -245,15 +251,22 @@ static uintptr_t bp_addr(const struct batch_page *b)
 }
 
 /* Pages [i, end) of the (address-sorted) batch that are one run: same region, consecutive
- * pages and consecutive scratch pages, all still to be done (*ret == 1). */
+ * pages and consecutive scratch pages, all still to be done (*ret == 1). A page not to be done
+ * is a run of its own, which the caller skips. */
 static unsigned run_end(const struct batch_page *b, unsigned i, unsigned n)
 {
 	unsigned e = i + 1;
 
-	while (e < n && *b[e].ret == 1 && b[e].r == b[i].r && b[e].p == b[e - 1].p + 1 &&
-	       b[e].scratch == b[e - 1].scratch + UFFD_PAGE_SIZE)
+	while (*b[i].ret == 1 && e < n && *b[e].ret == 1 && b[e].r == b[i].r &&
+	       b[e].p == b[e - 1].p + 1 && b[e].scratch == b[e - 1].scratch + UFFD_PAGE_SIZE)
 		e++;
 	return e;
+}
+
+/* Pages of the run [i, e) a whole-run ioctl (rc, done bytes) covered: all, or those it did. */
+static unsigned run_done(unsigned i, unsigned e, int rc, int64_t done)
+{
+	return rc == 0 ? e - i : (unsigned)(done / UFFD_PAGE_SIZE);
 }
 
 /* One region's pages [0, n) of a batch, claimed, with the region's busy lock held: unmap them
@@ -278,50 +291,45 @@ static void batch_locked(struct uffd_worker *w, struct batch_page *b, unsigned n
 		w->scratch_next = UFFD_SCRATCH_PAGES;
 	for (unsigned i = 0; i < n; i++)
 		b[i].scratch = *b[i].ret == 1 ? uffd_scratch_page(w) : NULL;
-	/* unmap: moved out pages say 2 */
+	/* unmap: a page moved out stays to be done (1), one that could not be is let go */
 	for (unsigned i = 0, e; i < n; i = e) {
+		unsigned k = 0;
 		int64_t done = 0;
+		int rc;
 
-		if (*b[i].ret != 1) {
-			e = i + 1;
-			continue;
-		}
 		e = run_end(b, i, n);
-		if (e - i > 1 &&
-		    uffd_io_move(lv->uffd, (uintptr_t)b[i].scratch, bp_addr(&b[i]),
-				 (e - i) * UFFD_PAGE_SIZE, UFFDIO_MOVE_MODE_DONTWAKE, &done) == 0)
-			done = (int64_t)((e - i) * UFFD_PAGE_SIZE);
-		for (unsigned j = i; j < e; j++)
-			if ((int64_t)((j - i) * UFFD_PAGE_SIZE) < done)
-				*b[j].ret = 2;
-			else if ((*b[j].ret = move_out(w, b[j].r, b[j].p, b[j].scratch)) == 0)
-				*b[j].ret = 2;
+		if (*b[i].ret != 1)
+			continue;
+		if (e - i > 1)
+			k = run_done(i, e,
+				     uffd_io_move(lv->uffd, (uintptr_t)b[i].scratch, bp_addr(&b[i]),
+						  (e - i) * UFFD_PAGE_SIZE,
+						  UFFDIO_MOVE_MODE_DONTWAKE, &done),
+				     done);
+		for (unsigned j = i + k; j < e; j++)
+			if ((rc = move_out(w, b[j].r, b[j].p, b[j].scratch)) < 0)
+				*b[j].ret = rc;
 	}
 	uffd_test_gap(lv);
 	/* move: copy back and map */
-	for (unsigned i = 0; i < n; i++)
-		if (*b[i].ret == 2)
-			*b[i].ret = 1;
 	for (unsigned i = 0, e; i < n; i = e) {
+		unsigned k = 0;
 		int64_t done = 0;
 
-		if (*b[i].ret != 1) {
-			e = i + 1;
-			continue;
-		}
 		e = run_end(b, i, n);
-		if (e - i > 1 && uffd_io_copy(lv->uffd, bp_addr(&b[i]), b[i].scratch,
-					      (e - i) * UFFD_PAGE_SIZE, true, &done) == 0)
-			done = (int64_t)((e - i) * UFFD_PAGE_SIZE);
-		for (unsigned j = i; j < e; j++) {
-			if ((int64_t)((j - i) * UFFD_PAGE_SIZE) >= done) {
-				*b[j].ret = copy_back(w, b[j].r, b[j].p, b[j].scratch, b[j].to);
-				continue;
-			}
-			as_migrate_commit(&b[j].r->as, b[j].p, b[j].to);
-			UFFD_COUNT(lv, anon_migrations);
+		if (*b[i].ret != 1)
+			continue;
+		if (e - i > 1)
+			k = run_done(i, e,
+				     uffd_io_copy(lv->uffd, bp_addr(&b[i]), b[i].scratch,
+						  (e - i) * UFFD_PAGE_SIZE, true, &done),
+				     done);
+		for (unsigned j = i; j < i + k; j++) {
+			migrated(lv, b[j].r, b[j].p, b[j].to);
 			*b[j].ret = 0;
 		}
+		for (unsigned j = i + k; j < e; j++)
+			*b[j].ret = copy_back(w, b[j].r, b[j].p, b[j].scratch, b[j].to);
 	}
 	guard_migrate_end();
 }
