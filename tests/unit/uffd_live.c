@@ -453,50 +453,71 @@ static void test_worker(struct uffd_live *lv, struct uffd_worker *w)
 	w->scratch = (uint8_t *)s;
 }
 
-TEST(live_migration_under_readers_loses_nothing)
-{
-	struct uffd_live *lv = mk("modern-never", "256M");
-	size_t len = 2 * MB, words = len / 8;
-	volatile uint64_t *v = (volatile uint64_t *)map(lv, len);
+/* 2 MiB of a program's pages, one word written in each, read back by two threads while the
+ * test migrates them; the checks every such test ends with. */
+struct under_readers {
+	struct uffd_live *lv;
+	volatile uint64_t *v;
+	size_t words;
 	struct uffd_region *r;
 	struct uffd_worker w;
 	struct reader rd[2];
 	pthread_t th[2];
-	uint64_t ok = 0;
+};
 
-	for (size_t i = 0; i < words; i += 512)
-		v[i] = i * 2654435761ULL + 1;
+static void readers_start(struct under_readers *u)
+{
+	u->lv = mk("modern-never", "256M");
+	u->words = 2 * MB / 8;
+	u->v = (volatile uint64_t *)map(u->lv, 2 * MB);
+	for (size_t i = 0; i < u->words; i += 512)
+		u->v[i] = i * 2654435761ULL + 1;
 	/* the handler wakes the toucher before it marks the page PRESENT: a page still FILLING
 	 * is not a migration source (-EAGAIN), so let the last first touch finish */
-	ASSERT_EQ(settle(lv, OBS_BASE, 512), 512);
-	test_worker(lv, &w);
+	ASSERT_EQ(settle(u->lv, OBS_BASE, 512), 512);
+	test_worker(u->lv, &u->w);
 	for (int i = 0; i < 2; i++) {
-		rd[i] = (struct reader){.v = v, .n = words};
-		pthread_create(&th[i], NULL, read_loop, &rd[i]);
+		u->rd[i] = (struct reader){.v = u->v, .n = u->words};
+		pthread_create(&u->th[i], NULL, read_loop, &u->rd[i]);
 	}
-	r = uffd_region_get(&lv->table, (uintptr_t)v);
-	ASSERT(r != NULL);
+	u->r = uffd_region_get(&u->lv->table, (uintptr_t)u->v);
+	ASSERT(u->r != NULL);
+}
+
+/* The readers never saw a wrong word, `moved` of `want` migrations succeeded (all of them),
+ * and every word is still what was written. */
+static void readers_stop(struct under_readers *u, uint64_t moved, uint64_t want)
+{
+	for (int i = 0; i < 2; i++) {
+		__atomic_store_n(&u->rd[i].stop, 1, __ATOMIC_RELAXED);
+		pthread_join(u->th[i], NULL);
+		EXPECT_EQ(u->rd[i].bad, 0);
+		EXPECT_GT(u->rd[i].reads, 0);
+	}
+	EXPECT_EQ(moved, want);
+	EXPECT_EQ(HOST(u->lv, anon_migrations), want);
+	for (size_t i = 0; i < u->words; i += 512)
+		ASSERT_EQ(u->v[i], i * 2654435761ULL + 1);
+	uffd_region_put(&u->lv->table, u->r);
+	uffd_live_destroy(u->lv);
+}
+
+TEST(live_migration_under_readers_loses_nothing)
+{
+	struct under_readers u;
+	uint64_t ok = 0;
+
+	readers_start(&u);
 	for (int round = 0; round < 8; round++) {
 		for (uint32_t p = 0; p < 512; p++) {
-			uint32_t pfn = uffd_pfn_get(r, p);
+			uint32_t pfn = uffd_pfn_get(u.r, p);
 			/* same frame number: mm's books stay as they are, the page really moves */
-			int rc = uffd_migrate_page(&w, uffd_cookie(r, p), pfn, pfn);
+			int rc = uffd_migrate_page(&u.w, uffd_cookie(u.r, p), pfn, pfn);
 
 			ok += rc == 0;
 		}
 	}
-	for (int i = 0; i < 2; i++) {
-		__atomic_store_n(&rd[i].stop, 1, __ATOMIC_RELAXED);
-		pthread_join(th[i], NULL);
-		EXPECT_EQ(rd[i].bad, 0);
-		EXPECT_GT(rd[i].reads, 0);
-	}
-	EXPECT_EQ(ok, 8 * 512);
-	EXPECT_EQ(HOST(lv, anon_migrations), 8 * 512);
-	for (size_t i = 0; i < words; i += 512)
-		ASSERT_EQ(v[i], i * 2654435761ULL + 1);
-	uffd_region_put(&lv->table, r);
-	uffd_live_destroy(lv);
+	readers_stop(&u, ok, 8 * 512);
 }
 
 /* Batches of up to 128 of the region's pages, in the order of ps (uffd_migrate_batch, as mm's
@@ -530,26 +551,11 @@ static unsigned migrate_batches(struct uffd_worker *w, struct uffd_region *r, co
 
 TEST(live_batch_migration_under_readers_loses_nothing)
 {
-	struct uffd_live *lv = mk("modern-never", "256M");
-	size_t len = 2 * MB, words = len / 8;
-	volatile uint64_t *v = (volatile uint64_t *)map(lv, len);
+	struct under_readers u;
 	uint32_t ps[512];
-	struct uffd_region *r;
-	struct uffd_worker w;
-	struct reader rd[2];
-	pthread_t th[2];
 	uint64_t ok = 0, want = 0;
 
-	for (size_t i = 0; i < words; i += 512)
-		v[i] = i * 2654435761ULL + 1;
-	ASSERT_EQ(settle(lv, OBS_BASE, 512), 512);
-	test_worker(lv, &w);
-	for (int i = 0; i < 2; i++) {
-		rd[i] = (struct reader){.v = v, .n = words};
-		pthread_create(&th[i], NULL, read_loop, &rd[i]);
-	}
-	r = uffd_region_get(&lv->table, (uintptr_t)v);
-	ASSERT(r != NULL);
+	readers_start(&u);
 	for (int round = 0; round < 8; round++) {
 		unsigned n = 0;
 
@@ -566,20 +572,9 @@ TEST(live_batch_migration_under_readers_loses_nothing)
 			ps[n++] = q;
 		}
 		want += n;
-		ok += migrate_batches(&w, r, ps, n, round < 4 ? 32 : 128);
+		ok += migrate_batches(&u.w, u.r, ps, n, round < 4 ? 32 : 128);
 	}
-	for (int i = 0; i < 2; i++) {
-		__atomic_store_n(&rd[i].stop, 1, __ATOMIC_RELAXED);
-		pthread_join(th[i], NULL);
-		EXPECT_EQ(rd[i].bad, 0);
-		EXPECT_GT(rd[i].reads, 0);
-	}
-	EXPECT_EQ(ok, want);
-	EXPECT_EQ(HOST(lv, anon_migrations), want);
-	for (size_t i = 0; i < words; i += 512)
-		ASSERT_EQ(v[i], i * 2654435761ULL + 1);
-	uffd_region_put(&lv->table, r);
-	uffd_live_destroy(lv);
+	readers_stop(&u, ok, want);
 }
 
 struct discarder {
