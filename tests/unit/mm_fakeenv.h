@@ -302,53 +302,40 @@ static inline bool fe_congested(void *priv, void *call)
 	return fe->congested;
 }
 
-static const struct mm_env_ops fe_ops_single = {
-    .now = fe_now,
-    .wait_writeback = fe_wait_writeback,
-    .migrate_anon = fe_migrate_anon,
-    .copy_file_page = fe_copy_file_page,
-    .clear_huge = fe_clear_huge,
-    .alloc_cost = fe_alloc_cost,
-    .writeout = fe_writeout,
-    .trace = fe_trace,
-    .khugepaged_scan = fe_khugepaged_scan,
-    .split_underused = fe_split_underused,
-    .throttle = fe_throttle,
-    .waited = fe_waited,
-    .congested = fe_congested,
-};
+/* Every hook but the lock's, which only a threaded env has. */
+#define FE_OPS_HOOKS                                                                               \
+	.now = fe_now, .wait_writeback = fe_wait_writeback, .migrate_anon = fe_migrate_anon,       \
+	.copy_file_page = fe_copy_file_page, .clear_huge = fe_clear_huge,                          \
+	.alloc_cost = fe_alloc_cost, .writeout = fe_writeout, .trace = fe_trace,                   \
+	.khugepaged_scan = fe_khugepaged_scan, .split_underused = fe_split_underused,              \
+	.throttle = fe_throttle, .waited = fe_waited, .congested = fe_congested
+
+static const struct mm_env_ops fe_ops_single = {FE_OPS_HOOKS};
 
 static const struct mm_env_ops fe_ops_threaded = {
-    .now = fe_now,
+    FE_OPS_HOOKS,
     .lock = fe_lock,
     .unlock = fe_unlock,
-    .wait_writeback = fe_wait_writeback,
-    .migrate_anon = fe_migrate_anon,
-    .copy_file_page = fe_copy_file_page,
-    .clear_huge = fe_clear_huge,
-    .alloc_cost = fe_alloc_cost,
-    .writeout = fe_writeout,
-    .trace = fe_trace,
-    .khugepaged_scan = fe_khugepaged_scan,
-    .split_underused = fe_split_underused,
-    .throttle = fe_throttle,
-    .waited = fe_waited,
-    .congested = fe_congested,
 };
 
-static bool fe_batch_next; /* the next fakeenv_init adds migrate_anon_batch */
+/* Single-threaded, with migrate_anon_batch too (the live emulator's env has it). */
+static const struct mm_env_ops fe_ops_batch = {
+    FE_OPS_HOOKS,
+    .migrate_anon_batch = fe_migrate_anon_batch,
+};
 
-/* Create a pool of pool_bytes with policy spec under a fake environment. Returns 0 or -errno;
- * err gets mm's message. The env must outlive the pool. */
-static inline int fakeenv_init(struct fakeenv *fe, const char *spec, uint64_t pool_bytes,
-			       bool threaded, char *err, size_t errlen)
+/* Create a pool of pool_bytes with policy spec under a fake environment with these hooks (one
+ * of the fe_ops_* above; threaded when they lock). Returns 0 or -errno; err gets mm's message.
+ * The env must outlive the pool. */
+static inline int fakeenv_init_ops(struct fakeenv *fe, const char *spec, uint64_t pool_bytes,
+				   const struct mm_env_ops *ops, char *err, size_t errlen)
 {
 	struct mm_config cfg = {.pool_bytes = pool_bytes};
-	struct mm_env env;
+	struct mm_env env = {.ops = ops, .priv = fe};
 	int ret;
 
 	memset(fe, 0, sizeof(*fe));
-	fe->threaded = threaded;
+	fe->threaded = ops->lock != NULL;
 	pthread_mutex_init(&fe->mutex, NULL);
 	ret = mm_policy_parse(spec, &cfg.policy, err, errlen);
 	if (ret)
@@ -357,25 +344,14 @@ static inline int fakeenv_init(struct fakeenv *fe, const char *spec, uint64_t po
 	fe->wb_done_at = calloc(fe->nr_frames, sizeof(uint64_t));
 	if (!fe->wb_done_at)
 		return -ENOMEM;
-	env.ops = threaded ? &fe_ops_threaded : &fe_ops_single;
-	if (fe_batch_next) { /* fakeenv_init_batch */
-		static struct mm_env_ops ops;
-
-		ops = *env.ops;
-		ops.migrate_anon_batch = fe_migrate_anon_batch;
-		env.ops = &ops;
-		fe_batch_next = false;
-	}
-	env.priv = fe;
 	return mm_create(&cfg, &env, &fe->mm, err, errlen);
 }
 
-/* fakeenv_init with the migrate_anon_batch hook too (the live emulator's env has it). */
-static inline int fakeenv_init_batch(struct fakeenv *fe, const char *spec, uint64_t pool_bytes,
-				     char *err, size_t errlen)
+static inline int fakeenv_init(struct fakeenv *fe, const char *spec, uint64_t pool_bytes,
+			       bool threaded, char *err, size_t errlen)
 {
-	fe_batch_next = true;
-	return fakeenv_init(fe, spec, pool_bytes, false, err, errlen);
+	return fakeenv_init_ops(fe, spec, pool_bytes, threaded ? &fe_ops_threaded : &fe_ops_single,
+				err, errlen);
 }
 
 static inline void fakeenv_destroy(struct fakeenv *fe)

@@ -211,8 +211,8 @@ static void stress_env(const char *spec, uint64_t seed, bool batch)
 	T = calloc(1, sizeof(*T));
 	rng_seed(&T->rng, seed);
 	memset(T->pfn, 0xff, sizeof(T->pfn));
-	ASSERT_EQ(batch ? fakeenv_init_batch(&fe, spec, 32 * MIB, err, sizeof(err))
-			: fakeenv_init(&fe, spec, 32 * MIB, false, err, sizeof(err)),
+	ASSERT_EQ(fakeenv_init_ops(&fe, spec, 32 * MIB, batch ? &fe_ops_batch : &fe_ops_single, err,
+				   sizeof(err)),
 		  0);
 	fe.on_migrate = on_migrate;
 	fe.on_wait = on_wait;

@@ -91,12 +91,12 @@ TEST(release_owners_frees_one_process)
 /* A 16 MiB pool (8 pageblocks): block 0 free but for the given anon pages; blocks 1-3 full of
  * unmovable frames; blocks 4-7 free but for their last frame, so compaction for order 9 must
  * migrate block 0's pages into blocks 4-7. */
-static void craft_env(struct fakeenv *fe, const char *spec, bool threaded, const uint32_t *pfns,
-		      const uint64_t *owners, unsigned n)
+static void craft_env(struct fakeenv *fe, const char *spec, const struct mm_env_ops *ops,
+		      const uint32_t *pfns, const uint64_t *owners, unsigned n)
 {
 	char err[256];
 
-	ASSERT_EQ(fakeenv_init(fe, spec, 16 * MIB, threaded, err, sizeof(err)), 0);
+	ASSERT_EQ(fakeenv_init_ops(fe, spec, 16 * MIB, ops, err, sizeof(err)), 0);
 	for (uint32_t pfn = 512; pfn < 2048; pfn++)
 		ASSERT_EQ(mm_debug_place(fe->mm, pfn, DBG_UNMOVABLE, 0), 0);
 	for (uint32_t b = 4; b < 8; b++)
@@ -109,7 +109,7 @@ static void craft_env(struct fakeenv *fe, const char *spec, bool threaded, const
 static void craft(struct fakeenv *fe, const char *spec, const uint32_t *pfns,
 		  const uint64_t *owners, unsigned n)
 {
-	craft_env(fe, spec, false, pfns, owners, n);
+	craft_env(fe, spec, &fe_ops_single, pfns, owners, n);
 }
 
 static enum mm_compact_result compact(struct fakeenv *fe, enum mm_migrate_mode mode)
@@ -550,16 +550,9 @@ static void repair_while_batch_migrating(int hook_ret)
 	struct repairing r = {.ret = hook_ret};
 	struct fakeenv fe;
 	struct mm_counts c;
-	char err[256];
 	unsigned found[3] = {0};
 
-	ASSERT_EQ(fakeenv_init_batch(&fe, "modern-always", 16 * MIB, err, sizeof(err)), 0);
-	for (uint32_t pfn = 512; pfn < 2048; pfn++)
-		ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
-	for (uint32_t b = 4; b < 8; b++)
-		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
-	for (unsigned i = 0; i < 3; i++)
-		ASSERT_EQ(mm_debug_place(fe.mm, pfns[i], DBG_ANON, owners[i]), 0);
+	craft_env(&fe, "modern-always", &fe_ops_batch, pfns, owners, 3);
 	ASSERT_EQ(mm_debug_place(fe.mm, 20, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 20)), 0);
 	check(&fe);
 	fe.on_migrate = repair_during_migration;
@@ -693,7 +686,7 @@ TEST(repair_during_migration_under_a_real_lock)
 	struct fakeenv fe;
 	unsigned found[3] = {0};
 
-	craft_env(&fe, "linux-3.2", true, pfns, owners, 3);
+	craft_env(&fe, "linux-3.2", &fe_ops_threaded, pfns, owners, 3);
 	fe.on_migrate = repair_during_migration;
 	fe.user = &r;
 	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
