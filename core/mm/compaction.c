@@ -304,6 +304,20 @@ static void isolate_fail(struct mm *mm, struct compact_control *cc, struct mbloc
 	}
 }
 
+/* The head of the free buddy block that holds pfn (a free frame that is no block's head), or
+ * MM_NO_PFN: pfn is in no block on the free lists (it is a migration target, say). */
+static uint32_t buddy_block_head(struct mm *mm, uint32_t pfn)
+{
+	for (unsigned o = 1; o <= MM_MAX_ORDER; o++) {
+		uint32_t head = pfn & ~((1U << o) - 1);
+		const struct mm_frame *h = pfn_frame(mm, head);
+
+		if (frame_is_buddy(h) && frame_order(h) >= o)
+			return head; /* [head, head + 2^order) holds pfn */
+	}
+	return MM_NO_PFN;
+}
+
 /* One pfn of the modern block scan. Returns false to stop the scan (enough isolated). */
 static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mblock_scan *s)
 {
@@ -316,6 +330,26 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 		s->pfn += (1U << o) - 1;
 		s->scanned += (1U << o) - 1;
 		return true;
+	}
+	if (f->state == FS_FREE && !(f->flags & FF_ISOLATED)) {
+		/* Inside a free block: the scan resumed (after COMPACT_CLUSTER_MAX) just past the
+		 * pages it migrated, and the model freed those at once, merging them with the free
+		 * pages ahead. 6.12 frees them to the per-cpu lists (migrate_folio_done ->
+		 * folio_put -> free_unref_page_commit), which compact_zone drains only once the
+		 * scanner left the block (lru_add_drain_cpu_zone at check_drain): the kernel's
+		 * scanner meets the free pages ahead still as the heads of their own buddy blocks
+		 * and steps over them (PageBuddy). Step over the merged block; without this, a
+		 * tail page is no LRU page, isolate_fail, and async direct compaction would leave
+		 * every block after its first 32 pages (skip_on_failure). */
+		uint32_t head = buddy_block_head(mm, s->pfn);
+
+		if (head != MM_NO_PFN) {
+			uint32_t end = head + (1U << frame_order(pfn_frame(mm, head)));
+
+			s->scanned += end - 1 - s->pfn;
+			s->pfn = end - 1;
+			return true;
+		}
 	}
 	if (f->state == FS_HUGE) {
 		/* skip_isolation_on_order: never migrate a pageblock-order THP */

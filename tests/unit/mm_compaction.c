@@ -171,6 +171,33 @@ TEST(mode_modern_sync_light_filters_async_skips_block)
 	fakeenv_destroy(&fe);
 }
 
+/* 6.12 async direct compaction of a block of 16-page runs of program pages between 16-page
+ * holes: after each COMPACT_CLUSTER_MAX batch the scan resumes in a hole that the migrated
+ * pages, freed, have merged into. The kernel frees them to the per-cpu lists and steps over the
+ * hole's buddy pages; here the scan steps over the merged block, and does not take it for an
+ * isolation failure (skip_on_failure would leave the block after its first 32 pages). */
+TEST(modern_async_resumes_past_merged_holes)
+{
+	struct fakeenv fe;
+	struct run r;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+	for (uint32_t p = 0; p < 512; p++)
+		if ((p / 16) % 2 == 0)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_ANON, ANON_OWNER + p), 0);
+	for (uint32_t pfn = 512; pfn < 2048; pfn++)
+		ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t b = 4; b < 8; b++)
+		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+	compact(&fe, MM_MIGRATE_ASYNC, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+	EXPECT_EQ(r.captured, 0);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 256);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 0);
+	fakeenv_destroy(&fe);
+}
+
 /* 3.1 sync: write the dirty page out at once, retry, and from pass 3 wait on writeback;
  * everything moves and block 0 becomes a free 2 MiB block. */
 TEST(mode_31_sync_writes_out_and_waits_from_pass_3)
