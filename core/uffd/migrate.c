@@ -31,7 +31,6 @@
 #include "uffd/uffd_internal.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <time.h>
 
 #include "util/sys.h"
@@ -334,11 +333,21 @@ static void batch_locked(struct uffd_worker *w, struct batch_page *b, unsigned n
 	guard_migrate_end();
 }
 
-static int bp_cmp(const void *x, const void *y)
+/* Sort a batch by address, in place. Not qsort: glibc's qsort mallocs a buffer once the array
+ * is 1 KiB or more (32 pages here), and a handler thread must not call the program's allocator
+ * (DESIGN.md): jemalloc's memory is managed memory, and with this batch's pages claimed a fault
+ * on it can wait for this very thread. Insertion sort: at most UFFD_SCRATCH_PAGES entries, and
+ * compaction's lists mostly come in address order already. */
+static void bp_sort(struct batch_page *b, unsigned n)
 {
-	uintptr_t a = bp_addr(x), c = bp_addr(y);
+	for (unsigned i = 1; i < n; i++) {
+		struct batch_page x = b[i];
+		unsigned j = i;
 
-	return a < c ? -1 : a > c;
+		for (; j > 0 && bp_addr(&b[j - 1]) > bp_addr(&x); j--)
+			b[j] = b[j - 1];
+		b[j] = x;
+	}
 }
 
 /* Up to UFFD_SCRATCH_PAGES pages of a batch; returns how many moved. */
@@ -360,7 +369,7 @@ static unsigned batch_chunk(struct uffd_worker *w, unsigned n, const uint64_t *o
 		b[nb++] = (struct batch_page){
 		    .r = r, .p = (uint32_t)owner[i], .to = to[i], .ret = &ret[i]};
 	}
-	qsort(b, nb, sizeof(b[0]), bp_cmp);
+	bp_sort(b, nb);
 	for (unsigned i = 0, e; i < nb; i = e) { /* region by region, each under its busy lock */
 		for (e = i + 1; e < nb && b[e].r == b[i].r; e++)
 			;
