@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <stdlib.h>
 
 #include "util/sys.h"
 #include "util/clock.h"
@@ -58,11 +57,20 @@ bool uffd_probe_serve(struct uffd_worker *w, uintptr_t addr, uint64_t t_read)
 	return true;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* Sorted in place by insertion (UFFD_PROBES values, once per process). Not qsort: glibc's
+ * mallocs from 1 KiB on, and this runs on the background thread, which must not call the
+ * program's allocator (jemalloc under `thpemu run`, its memory managed) any more than a handler
+ * may (DESIGN.md). */
+static void sort_u64(uint64_t *v, unsigned n)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	for (unsigned i = 1; i < n; i++) {
+		uint64_t x = v[i];
+		unsigned j = i;
 
-	return (x > y) - (x < y);
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 /* min, p10, p50, p90, p99, max, mean of v[0..n) (sorted in place) */
@@ -70,7 +78,7 @@ static void quantiles(uint64_t *v, unsigned n, uint64_t q[UFFD_PROBE_Q])
 {
 	uint64_t sum = 0;
 
-	qsort(v, n, sizeof(*v), cmp_u64);
+	sort_u64(v, n);
 	for (unsigned i = 0; i < n; i++)
 		sum += v[i];
 	q[0] = v[0];
