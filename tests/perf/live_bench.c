@@ -21,10 +21,11 @@
  *                                COMPACT_CLUSTER_MAX batch is 32); with FREE, the free of the
  *   live_bench migrate N B FREE  old copies is timed too: one MADV_DONTNEED of the scratch
  *                                pages per FREE pages (as the emulator frees them)
- *   live_bench compactee MB      MB MiB of 4 KiB pages, half freed in 64 KiB holes, then 2 MiB
- *                                first touches: run under `thpemu run` with a pool just big
- *                                enough, compaction migrates the program's pages while the
- *                                program waits (the emulator's per-page migration cost)
+ *   live_bench compactee MB      MB MiB of 4 KiB pages, about half freed (runs of 17 kept, 16
+ *                                freed: 64 KiB holes), then 2 MiB first touches: run under
+ *                                `thpemu run` with a pool just big enough, compaction migrates
+ *                                the program's pages while the program waits (the emulator's
+ *                                per-page migration cost)
  *
  * T faulting threads (default 1) each touch N/T pages of their own, started together. Each touch
  * is timed around the faulting store. Output, one line:
@@ -361,6 +362,9 @@ static int migrate_floor(size_t n, size_t batch, size_t free_every)
  * thread, idle in its faults: the migrations' cost (the report's host.anon_migrate_ns /
  * anon_migrations) is not inflated by program threads competing for the CPUs, as it is under
  * stress_migrate. The kept pages are checked at the end. */
+#define COMPACTEE_KEPT	 17
+#define COMPACTEE_PERIOD 33
+
 static int compactee(size_t mb)
 {
 	size_t len = mb << 20, np = len / PAGE, nh = len / 2 / HPAGE;
@@ -371,12 +375,18 @@ static int compactee(size_t mb)
 	madvise(h, nh * HPAGE, MADV_HUGEPAGE);
 	for (size_t i = 0; i < np; i++)
 		a[i * PAGE] = (char)((i & 0x7f) | 1);
-	for (size_t i = 16; i < np; i += 32) /* every other 64 KiB: holes in every pageblock */
-		madvise(a + i * PAGE, 16 * PAGE, MADV_DONTNEED);
+	/* holes in every pageblock, with a period of 33 pages, not 32: the frames follow the touch
+	 * order, and holes 32 pages apart would all sit at one phase against the free scanner's
+	 * async stride of 32 (COMPACT_CLUSTER_MAX), which then finds no free page in any block
+	 * when that phase is wrong (the model has no fast_isolate_freepages to find them on the
+	 * free lists: core/mm/README.md) */
+	for (size_t i = COMPACTEE_KEPT; i < np; i += COMPACTEE_PERIOD)
+		madvise(a + i * PAGE, (np - i < 16 ? np - i : 16) * PAGE, MADV_DONTNEED);
 	for (size_t i = 0; i < nh; i++)
 		h[i * HPAGE] = 1;
 	for (size_t i = 0; i < np; i++)
-		if (a[i * PAGE] != ((i / 16) % 2 ? 0 : (char)((i & 0x7f) | 1)))
+		if (a[i * PAGE] !=
+		    (i % COMPACTEE_PERIOD >= COMPACTEE_KEPT ? 0 : (char)((i & 0x7f) | 1)))
 			die("a kept page changed");
 	printf("bench compactee mb=%zu extents=%zu secs=%.3f\n", mb, nh, (now_us() - t0) / 1e6);
 	return 0;
