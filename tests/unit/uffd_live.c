@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "util/sys.h"
@@ -134,10 +135,55 @@ TEST(live_base_faults_under_never)
 
 /* The start-up probe: the background thread's round trips are served bare (not faults of the
  * program), and a destroy right after create never waits on a probe in flight. */
+/* No thread of the emulator may call the program's allocator (DESIGN.md): under `thpemu run`
+ * that is jemalloc, whose memory is managed, and a fault on it can wait for the very thread that
+ * holds its pages claimed for a migration. (glibc's qsort mallocs once the array is 1 KiB: the
+ * batch path sorted with it, and python3 under modern-always hung one run in three; the
+ * background thread's start-up probe sorted its samples with it too.) A malloc interposed here,
+ * forwarding to glibc's, counts the mallocs made on the thread running a batch
+ * (counting_mallocs) and, while audit_emulator_threads is set, those made on any thpemu-*
+ * thread. Not in the sanitizer builds, whose runtimes interpose malloc themselves. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define COUNT_MALLOCS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define COUNT_MALLOCS 0
+#endif
+#endif
+#ifndef COUNT_MALLOCS
+#define COUNT_MALLOCS 1
+#endif
+static __thread bool counting_mallocs;
+static int audit_emulator_threads;		   /* atomic */
+static uint64_t mallocs_counted, emulator_mallocs; /* atomic */
+#if COUNT_MALLOCS
+extern void *__libc_malloc(size_t n);
+
+static bool on_emulator_thread(void)
+{
+	char name[16] = "";
+
+	return prctl(PR_GET_NAME, name) == 0 && strncmp(name, "thpemu-", 7) == 0;
+}
+
+void *malloc(size_t n)
+{
+	if (counting_mallocs)
+		__atomic_add_fetch(&mallocs_counted, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&audit_emulator_threads, __ATOMIC_RELAXED) && on_emulator_thread())
+		__atomic_add_fetch(&emulator_mallocs, 1, __ATOMIC_RELAXED);
+	return __libc_malloc(n);
+}
+#endif
+
 TEST(live_startup_probe)
 {
-	struct uffd_live *lv = mk("modern-never", "64M");
-	const struct uffd_probe *pr = &lv->stats->probe;
+	struct uffd_live *lv;
+	const struct uffd_probe *pr;
+
+	__atomic_store_n(&audit_emulator_threads, 1, __ATOMIC_RELAXED);
+	lv = mk("modern-never", "64M");
+	pr = &lv->stats->probe;
 
 	for (int i = 0; i < 5000 && !__atomic_load_n(&pr->n, __ATOMIC_ACQUIRE); i++)
 		usleep(1000);
@@ -149,6 +195,9 @@ TEST(live_startup_probe)
 	uffd_live_destroy(lv);
 	for (int i = 0; i < 20; i++) /* stopped at once, probing or not */
 		uffd_live_destroy(mk("modern-never", "64M"));
+	__atomic_store_n(&audit_emulator_threads, 0, __ATOMIC_RELAXED);
+	/* the probe (its sort included), the handlers that served it, the other threads' start */
+	EXPECT_EQ(__atomic_load_n(&emulator_mallocs, __ATOMIC_RELAXED), 0);
 }
 
 struct toucher {
@@ -519,35 +568,6 @@ TEST(live_migration_under_readers_loses_nothing)
 	}
 	readers_stop(&u, ok, 8 * 512);
 }
-
-/* A handler thread must not call the program's allocator (DESIGN.md): under `thpemu run` that
- * is jemalloc, whose memory is managed, and a fault on it can wait for the very thread that holds
- * its pages claimed for a migration. (glibc's qsort mallocs once the array is 1 KiB: the batch
- * path sorted with it, and python3 under modern-always hung one run in three.) So mallocs made on
- * the thread running a batch are counted, by a malloc interposed here that forwards to glibc's.
- * Not in the sanitizer builds, whose runtimes interpose malloc themselves. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COUNT_MALLOCS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define COUNT_MALLOCS 0
-#endif
-#endif
-#ifndef COUNT_MALLOCS
-#define COUNT_MALLOCS 1
-#endif
-static __thread bool counting_mallocs;
-static uint64_t mallocs_counted; /* atomic */
-#if COUNT_MALLOCS
-extern void *__libc_malloc(size_t n);
-
-void *malloc(size_t n)
-{
-	if (counting_mallocs)
-		__atomic_add_fetch(&mallocs_counted, 1, __ATOMIC_RELAXED);
-	return __libc_malloc(n);
-}
-#endif
 
 /* Batches of up to 128 of the region's pages, in the order of ps (uffd_migrate_batch, as mm's
  * migrate_anon_batch hook calls it in the modern era); returns how many moved. */
