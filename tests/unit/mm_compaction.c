@@ -11,11 +11,10 @@
 enum { P_DIRTY = 10, P_WB = 11, P_CLEAN = 12, P_ANON = 13, P_FOREIGN = 14 };
 #define ANON_OWNER 0x1000
 
-/* A 16 MiB pool (8 pageblocks): block 0 free but for five frames of different kinds; blocks
- * 1-3 full of unmovable frames; blocks 4-7 free but for their last frame (unmovable), so no
- * free 2 MiB block exists while 2551 frames are free. The writeback of P_WB completes at 1 s,
- * a writeout's 10 ms after it starts. */
-static void craft(struct fakeenv *fe, const char *spec)
+/* A 16 MiB pool (8 pageblocks): block 0 free (for the caller to fill); blocks 1-3 full of
+ * unmovable frames; blocks 4-7 free but for their last frame (unmovable), so no free 2 MiB
+ * block exists and compaction for order 9 must migrate block 0's pages into blocks 4-7. */
+static void pool_with_targets(struct fakeenv *fe, const char *spec)
 {
 	char err[256];
 
@@ -24,6 +23,15 @@ static void craft(struct fakeenv *fe, const char *spec)
 		ASSERT_EQ(mm_debug_place(fe->mm, pfn, DBG_UNMOVABLE, 0), 0);
 	for (uint32_t b = 4; b < 8; b++)
 		ASSERT_EQ(mm_debug_place(fe->mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+}
+
+/* pool_with_targets, block 0 free but for five frames of different kinds (2551 frames free).
+ * The writeback of P_WB completes at 1 s, a writeout's 10 ms after it starts. */
+static void craft(struct fakeenv *fe, const char *spec)
+{
+	char err[256];
+
+	pool_with_targets(fe, spec);
 	ASSERT_EQ(mm_debug_place(fe->mm, P_DIRTY, DBG_FILE_DIRTY, MM_OWNER_FILE(1, 10)), 0);
 	ASSERT_EQ(mm_debug_place(fe->mm, P_WB, DBG_FILE_WRITEBACK, MM_OWNER_FILE(1, 11)), 0);
 	ASSERT_EQ(mm_debug_place(fe->mm, P_CLEAN, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 12)), 0);
@@ -180,16 +188,11 @@ TEST(modern_async_resumes_past_merged_holes)
 {
 	struct fakeenv fe;
 	struct run r;
-	char err[256];
 
-	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+	pool_with_targets(&fe, "modern-always");
 	for (uint32_t p = 0; p < 512; p++)
 		if ((p / 16) % 2 == 0)
 			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_ANON, ANON_OWNER + p), 0);
-	for (uint32_t pfn = 512; pfn < 2048; pfn++)
-		ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
-	for (uint32_t b = 4; b < 8; b++)
-		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
 	compact(&fe, MM_MIGRATE_ASYNC, &r);
 	EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
 	EXPECT_EQ(r.captured, 0);
@@ -290,13 +293,8 @@ TEST(capture_hands_the_block_to_the_caller)
 {
 	struct fakeenv fe;
 	struct run r;
-	char err[256];
 
-	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
-	for (uint32_t pfn = 512; pfn < 2048; pfn++)
-		ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
-	for (uint32_t b = 4; b < 8; b++)
-		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+	pool_with_targets(&fe, "modern-always");
 	for (uint32_t p = 100; p < 110; p++)
 		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
 	compact(&fe, MM_MIGRATE_SYNC_LIGHT, &r);
