@@ -1,12 +1,13 @@
 /* The live emulator's life cycle: create (userfaultfd, pool, staging, scratch, stats, threads),
  * the handler and background threads, snapshots, exit and fork.
  *
- * Handler threads block every signal (so no program handler ever runs on them and faults), read
- * one message at a time from the non-blocking userfaultfd and, when it is empty, sleep in an
- * epoll instance where the userfaultfd is EPOLLEXCLUSIVE (a fault wakes one idle handler) beside
- * a stop eventfd: a thread stalled for seconds in sync compaction holds up only the fault it
- * serves, and a stop needs nothing on the fault path. The background thread
- * runs mm's kswapd/kcompactd model (mm_background) and refreshes the stats snapshot.
+ * Handler threads block every signal (so no program handler ever runs on them and faults) and
+ * read one message at a time from the userfaultfd. One idle handler listens, blocked in read(2)
+ * as a bare handler is; the others park on a futex until a fault turns slow (handler_next): a
+ * thread stalled for seconds in sync compaction holds up only the fault it serves. A stop or a
+ * credential request reaches the blocked listener as a fault on a page of ours (handlers_kick),
+ * so nothing is polled on the fault path. The background thread runs mm's kswapd/kcompactd model
+ * (mm_background) and refreshes the stats snapshot.
  *
  * The preload library never stops its handlers: a program exiting while other threads still
  * fault must not hang on a handler that is gone. Only tests call uffd_live_destroy.
@@ -92,6 +93,8 @@ void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num,
 
 /* ---- threads ------------------------------------------------------------------------------- */
 
+bool uffd_test_force_epoll;
+
 /* Wake every parked handler: a stop or a credential request (they then see it at the top of
  * their loop). */
 static void handlers_unpark_all(struct uffd_live *lv)
@@ -100,14 +103,50 @@ static void handlers_unpark_all(struct uffd_live *lv)
 	sys_futex_wake(&lv->park_seq, INT32_MAX);
 }
 
-/* Wake the handlers polling the control eventfd (a semaphore: each read takes one token, and
- * every poller wakes on a write). */
-static void handlers_ping(void *arg)
+/* block_read: make the handler blocked in read(2) return - only a message does that (its signals
+ * are blocked) - by touching kick_page, a registered page of ours: the touch waits until a
+ * handler has served it (handler_main: kick_serve), then the page is zapped for the next kick.
+ * want: only if handler want - 1 is the one blocked (0: any). kicks is raised first: a handler
+ * that is stopping serves messages until it is 0 again (handler_drain_kicks), so that a touch
+ * made for a reader that has just left is read by someone. */
+static void handlers_kick(struct uffd_live *lv, uint32_t want)
 {
-	struct uffd_live *lv = arg;
+	uint32_t l;
+
+	__atomic_fetch_add(&lv->kicks, 1, __ATOMIC_SEQ_CST);
+	l = __atomic_load_n(&lv->listener, __ATOMIC_SEQ_CST);
+	if (l && (!want || l == want)) {
+		(void)*(volatile char *)lv->kick_page;
+		sys_madvise(lv->kick_page, UFFD_PAGE_SIZE, MADV_DONTNEED);
+	}
+	__atomic_fetch_sub(&lv->kicks, 1, __ATOMIC_SEQ_CST);
+}
+
+static void kick_serve(struct uffd_live *lv)
+{
+	if (uffd_io_zeropage(lv->uffd, (uintptr_t)lv->kick_page, UFFD_PAGE_SIZE) < 0)
+		uffd_io_wake(lv->uffd, (uintptr_t)lv->kick_page,
+			     UFFD_PAGE_SIZE); /* mapped already */
+}
+
+static bool is_kick(const struct uffd_live *lv, uintptr_t addr)
+{
+	return lv->kick_page && addr - (uintptr_t)lv->kick_page < UFFD_PAGE_SIZE;
+}
+
+/* A credential request for handler w (guard_cred_replicate: it waits until w has seen it). With
+ * epoll, a token on the control eventfd (a semaphore: each read takes one token, and every poller
+ * wakes on a write). */
+static void handler_ping(void *arg)
+{
+	struct uffd_worker *w = arg;
+	struct uffd_live *lv = w->lv;
 	uint64_t one = 1;
 
-	sys_write(lv->ctl_fd, &one, sizeof(one));
+	if (lv->block_read)
+		handlers_kick(lv, w->idx + 1);
+	else
+		sys_write(lv->ctl_fd, &one, sizeof(one));
 	handlers_unpark_all(lv);
 }
 
@@ -143,39 +182,40 @@ static void handler_park(struct uffd_worker *w)
 	__atomic_fetch_sub(&lv->parked, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Sleep until the userfaultfd may have a message or ctl_fd a token. The uffd is registered in
- * the epoll instance with EPOLLEXCLUSIVE: handle_userfault's wake-up of the uffd's readers
- * (fd_wqh) wakes one instance that has a handler waiting in it, not every handler. A blocking
- * read() would not do: fs/userfaultfd.c queues blocked readers non-exclusively, so every fault
- * would wake every idle handler (measured: 1.9 wake-ups per fault with 2 handlers, 3.0 with 4),
- * and ppoll sets up and tears down its wait entries on every call.
- *
- * Only one idle handler listens; the others park (handler_park). With every idle handler in
- * epoll, a fault arriving while the handler of the previous one was still finishing it woke an
- * idle one - a cross-CPU wake-up on the faulting thread's path, for a handler that then found
- * the message taken (4 KiB first touches: p50 8.2-13.7 us with 4 handlers, 5.6-7.6 us with 1). */
-static void handler_wait(struct uffd_worker *w)
+/* epoll: sleep until the userfaultfd may have a message or ctl_fd a token. The uffd is
+ * registered in the epoll instance with EPOLLEXCLUSIVE: handle_userfault's wake-up of the uffd's
+ * readers (fd_wqh) wakes one instance that has a handler waiting in it, not every handler. The
+ * caller is the one listener (handler_next). */
+static void handler_epoll(struct uffd_worker *w)
 {
 	struct uffd_live *lv = w->lv;
 	struct epoll_event ev[2];
 	uint64_t token;
 	long n;
 
-	if (__atomic_fetch_add(&lv->listeners, 1, __ATOMIC_SEQ_CST)) {
-		__atomic_fetch_sub(&lv->listeners, 1, __ATOMIC_SEQ_CST);
-		handler_park(w);
-		return;
-	}
 	n = sys_call6(SYS_epoll_pwait, lv->ep_fd[w->idx % lv->n_ep], (long)ev, 2, -1, 0, 8);
-	__atomic_fetch_sub(&lv->listeners, 1, __ATOMIC_SEQ_CST);
 	for (long i = 0; i < n; i++)
 		if (ev[i].data.u32 == 1) /* a stop or a credential request: take its token */
 			sys_read(lv->ctl_fd, &token, sizeof(token));
 }
 
+/* One read of the userfaultfd by handler w (block: a read(2) that may block; else one that does
+ * not). w->busy says it holds a message, and is raised before a read that does not block, so
+ * that wait_handlers_idle never misses a message just taken. */
+static long handler_read(struct uffd_worker *w, struct uffd_msg *msg, bool block)
+{
+	struct uffd_live *lv = w->lv;
+	long n;
+
+	__atomic_store_n(&w->busy, !block, __ATOMIC_SEQ_CST);
+	n = uffd_io_read(lv->uffd, msg, !block && lv->block_read); /* epoll: O_NONBLOCK */
+	__atomic_store_n(&w->busy, n == (long)sizeof(*msg), __ATOMIC_SEQ_CST);
+	return n;
+}
+
 /* --spin: one idle handler at a time polls the userfaultfd for up to spin_ns before it sleeps
- * (a fault then costs no wake-up of a handler; the kernel still wakes an epoll waiter, who finds
- * the message taken). Returns the read's result: a message, or -EAGAIN when the time is up. */
+ * (a fault then costs no wake-up of a handler). Returns the read's result: a message, or -EAGAIN
+ * when the time is up. */
 static long handler_spin(struct uffd_worker *w, struct uffd_msg *msg)
 {
 	struct uffd_live *lv = w->lv;
@@ -189,7 +229,7 @@ static long handler_spin(struct uffd_worker *w, struct uffd_msg *msg)
 	until = clock_now_ns() + lv->cfg.spin_ns;
 	while (!__atomic_load_n(&lv->stopping, __ATOMIC_RELAXED) && !guard_thread_pending(&w->gt) &&
 	       clock_now_ns() < until) {
-		n = sys_read(lv->uffd, msg, sizeof(*msg));
+		n = handler_read(w, msg, false);
 		if (n != -EAGAIN)
 			break;
 #if defined(__x86_64__) || defined(__i386__)
@@ -198,6 +238,81 @@ static long handler_spin(struct uffd_worker *w, struct uffd_msg *msg)
 	}
 	__atomic_store_n(&lv->spinner, 0, __ATOMIC_RELEASE);
 	return n;
+}
+
+/* The next message for handler w: sizeof(*msg), or < 0 when it woke without one (parked, a
+ * stop or a credential request; the caller loops).
+ *
+ * Only one idle handler listens at a time; the others park (handler_park). A handler done with
+ * a fault tries to become the listener at once:
+ * - block_read: the listener blocks in read(2), as a bare handler does; the read returns at
+ *   once when a message is queued. fs/userfaultfd.c queues blocked readers non-exclusively
+ *   (every fault wakes every one of them), which is why only one reads so. A handler that finds
+ *   a listener takes what is queued without blocking (RWF_NOWAIT) and parks when nothing is.
+ * - epoll (a kernel without RWF_NOWAIT reads of a userfaultfd): every handler first reads
+ *   without blocking (O_NONBLOCK), then the listener sleeps in epoll (handler_epoll): a
+ *   wake-up and one system call more a fault.
+ * With every idle handler waiting, a fault arriving while the handler of the previous one was
+ * still finishing it woke an idle one - a cross-CPU wake-up on the faulting thread's path, for a
+ * handler that then found the message taken (4 KiB first touches: p50 8.2-13.7 us with 4
+ * handlers, 5.6-7.6 us with 1). */
+static long handler_next(struct uffd_worker *w, struct uffd_msg *msg)
+{
+	struct uffd_live *lv = w->lv;
+	bool listen;
+	long n;
+
+	if (!lv->block_read) {
+		n = handler_read(w, msg, false); /* queued faults first */
+		if (n == -EAGAIN)
+			n = handler_spin(w, msg);
+		if (n != -EAGAIN)
+			return n;
+	}
+	listen = __atomic_fetch_add(&lv->listeners, 1, __ATOMIC_SEQ_CST) == 0;
+	if (!listen) {
+		__atomic_fetch_sub(&lv->listeners, 1, __ATOMIC_SEQ_CST);
+		n = lv->block_read ? handler_read(w, msg, false) : -EAGAIN;
+		if (n == -EAGAIN)
+			handler_park(w);
+		return n;
+	}
+	if (lv->block_read) {
+		n = handler_spin(w, msg);
+		if (n == -EAGAIN) {
+			/* from here the read is sure to come: a kick (handlers_kick) is read */
+			__atomic_store_n(&lv->listener, w->idx + 1, __ATOMIC_SEQ_CST);
+			n = handler_read(w, msg, true);
+			__atomic_store_n(&lv->listener, 0, __ATOMIC_SEQ_CST);
+		}
+	} else {
+		handler_epoll(w);
+		n = -EAGAIN;
+	}
+	__atomic_fetch_sub(&lv->listeners, 1, __ATOMIC_SEQ_CST);
+	return n;
+}
+
+/* A handler that is stopping leaves no kick unread (handlers_kick), nor a fault of the program
+ * unwoken: it retries, and a later handler (or the kernel, once the range is unregistered or the
+ * userfaultfd closed) serves it. */
+static void handler_drain_kicks(struct uffd_live *lv)
+{
+	while (lv->block_read && __atomic_load_n(&lv->kicks, __ATOMIC_SEQ_CST)) {
+		struct uffd_msg msg;
+
+		if (uffd_io_read(lv->uffd, &msg, true) != sizeof(msg)) {
+			sched_yield();
+			continue;
+		}
+		if (msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		if (is_kick(lv, (uintptr_t)msg.arg.pagefault.address))
+			kick_serve(lv);
+		else
+			uffd_io_wake(lv->uffd, msg.arg.pagefault.address & ~(UFFD_PAGE_SIZE - 1),
+				     UFFD_PAGE_SIZE);
+	}
 }
 
 static void *handler_main(void *arg)
@@ -213,33 +328,37 @@ static void *handler_main(void *arg)
 	sys_futex_wake(&w->ready, 1);
 	for (;;) {
 		struct uffd_msg msg;
+		uintptr_t addr;
+		int ptid;
 		long n;
 
 		guard_thread_sync(&w->gt);
 		if (__atomic_load_n(&lv->stopping, __ATOMIC_ACQUIRE))
 			break;
-		__atomic_store_n(&w->busy, 1, __ATOMIC_SEQ_CST);
-		n = sys_read(lv->uffd, &msg, sizeof(msg)); /* non-blocking: queued faults first */
-		if (n == -EAGAIN)
-			n = handler_spin(w, &msg);
-		if (n == sizeof(msg) && msg.event == UFFD_EVENT_PAGEFAULT) {
-			int ptid = (int)msg.arg.pagefault.feat.ptid;
-
+		n = handler_next(w, &msg);
+		if (n != sizeof(msg) || msg.event != UFFD_EVENT_PAGEFAULT) {
+			__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
+			continue;
+		}
+		addr = (uintptr_t)msg.arg.pagefault.address;
+		ptid = (int)msg.arg.pagefault.feat.ptid;
+		if (is_kick(lv, addr)) {
+			kick_serve(lv); /* a stop or a credential request: the loop's top sees it */
+		} else {
 			/* faults of another thread than the last one: they may be concurrent */
 			if (ptid != w->last_ptid && w->last_ptid)
 				uffd_handlers_cover(w);
 			w->last_ptid = ptid;
-			uffd_handle_fault(w, (uintptr_t)msg.arg.pagefault.address,
+			uffd_handle_fault(w, addr,
 					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE, ptid,
 					  clock_now_ns());
 		}
 		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
-		if (n < 0) /* -EAGAIN: nothing queued */
-			handler_wait(w);
-		else
-			uffd_stallcap_idle(w);
+		uffd_stallcap_idle(w);
 	}
+	handler_drain_kicks(lv);
 	guard_thread_leave(&w->gt);
+	__atomic_fetch_sub(&lv->handlers_alive, 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
@@ -303,9 +422,9 @@ static void *background_main(void *arg)
 }
 
 static int start_thread(struct uffd_worker *w, void *(*fn)(void *), void (*wake)(void *),
-			const char *name)
+			void *wake_arg, const char *name)
 {
-	int rc = guard_thread_create(&w->thread, &w->gt, wake, w->lv, fn, w, name);
+	int rc = guard_thread_create(&w->thread, &w->gt, wake, wake_arg, fn, w, name);
 
 	if (rc == 0)
 		w->started = true;
@@ -319,9 +438,13 @@ static int start_threads(struct uffd_live *lv)
 
 	for (unsigned i = 0; i < lv->nworkers; i++) {
 		snprintf(name, sizeof(name), "thpemu-flt%u", i % 100);
-		rc = start_thread(&lv->workers[i], handler_main, handlers_ping, name);
-		if (rc < 0)
+		__atomic_fetch_add(&lv->handlers_alive, 1, __ATOMIC_SEQ_CST);
+		rc = start_thread(&lv->workers[i], handler_main, handler_ping, &lv->workers[i],
+				  name);
+		if (rc < 0) {
+			__atomic_fetch_sub(&lv->handlers_alive, 1, __ATOMIC_SEQ_CST);
 			return rc;
+		}
 	}
 	/* A handler's start-up reads /proc/self/maps (uffd_stallcap_thread_init: its stack's
 	 * bounds) through a descriptor the kernel numbers lowest-free, in the program's range. The
@@ -335,9 +458,10 @@ static int start_threads(struct uffd_live *lv)
 
 			sys_futex_wait(&lv->workers[i].ready, 0, &ts);
 		}
-	rc = start_thread(&lv->workers[lv->nworkers], background_main, bg_ping, "thpemu-kthread");
+	rc = start_thread(&lv->workers[lv->nworkers], background_main, bg_ping, lv,
+			  "thpemu-kthread");
 	if (rc == 0 && !lv->on_machine) /* on a machine the host runs khugepaged */
-		rc = start_thread(UFFD_W_KHD(lv), uffd_khugepaged_main, uffd_khugepaged_ping,
+		rc = start_thread(UFFD_W_KHD(lv), uffd_khugepaged_main, uffd_khugepaged_ping, lv,
 				  "thpemu-khugepd");
 	if (rc < 0 || !lv->may_huge)
 		return rc; /* no huge decisions: no staging THPs to keep ready */
@@ -359,6 +483,16 @@ static void stop_threads(struct uffd_live *lv)
 	__atomic_store_n(&lv->khd_stop, true, __ATOMIC_RELEASE);
 	uffd_khugepaged_ping(lv);
 	uffd_machine_kick(lv);
+	/* block_read: the listener leaves its read only for a message; each one that takes a
+	 * kick's leaves the loop, and a handler next in line listens (handler_next) */
+	while (lv->block_read && __atomic_load_n(&lv->handlers_alive, __ATOMIC_SEQ_CST)) {
+		struct timespec ts = {0, 200000};
+
+		if (__atomic_load_n(&lv->listener, __ATOMIC_SEQ_CST))
+			handlers_kick(lv, 0);
+		else
+			nanosleep(&ts, NULL);
+	}
 	for (unsigned i = 0; i < lv->nworkers + UFFD_EXTRA_WORKERS; i++) {
 		if (lv->workers[i].started)
 			pthread_join(lv->workers[i].thread, NULL);
@@ -653,7 +787,7 @@ static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char 
 	return rc;
 }
 
-/* The epoll instances the idle handlers wait in (handler_wait): up to UFFD_EPOLL_MAX, one per
+/* The epoll instances the idle handlers wait in (handler_epoll): up to UFFD_EPOLL_MAX, one per
  * handler while there are that few (handlers sharing an instance may wake each other: its
  * level-triggered item is requeued for the next waiter). */
 static int epoll_init(struct uffd_live *lv)
@@ -679,6 +813,28 @@ static void epoll_close(struct uffd_live *lv)
 	for (unsigned i = 0; i < lv->n_ep; i++)
 		guard_fd_close(lv->ep_fd[i]);
 	lv->n_ep = 0;
+}
+
+/* How idle handlers wait (handler_next): blocked in read(2) where the kernel takes RWF_NOWAIT
+ * reads of a userfaultfd (Linux 6.10's ->read_iter), with a page to kick them; else in epoll on
+ * an O_NONBLOCK userfaultfd beside a control eventfd. */
+static int wait_init(struct uffd_live *lv)
+{
+	if (!uffd_test_force_epoll && uffd_io_nowait_reads(lv->uffd)) {
+		long p = sys_mmap_own(UFFD_PAGE_SIZE, MAP_NORESERVE);
+
+		if (sys_is_err(p))
+			return (int)p;
+		lv->kick_page = (char *)p;
+		sys_madvise(lv->kick_page, UFFD_PAGE_SIZE, MADV_DONTFORK); /* as the probe's */
+		lv->block_read = true;
+		return uffd_io_register(lv->uffd, (uintptr_t)p, UFFD_PAGE_SIZE);
+	}
+	if (sys_call3(SYS_fcntl, lv->uffd, F_SETFL, O_NONBLOCK) < 0)
+		return -EINVAL;
+	lv->ctl_fd = guard_fd_own(
+	    (int)sys_call2(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
+	return lv->ctl_fd < 0 ? lv->ctl_fd : epoll_init(lv);
 }
 
 static void workers_init(struct uffd_live *lv)
@@ -753,11 +909,9 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	lv->zero_page = map_anon(UFFD_PAGE_SIZE);
 	lv->zero_block = map_anon(UFFD_MTHP_MAX_BYTES);
 	lv->forkcheck = forkcheck_page();
-	lv->ctl_fd = guard_fd_own(
-	    (int)sys_call2(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
-	rc = lv->zero_page && lv->zero_block && lv->forkcheck && lv->ctl_fd >= 0 ? 0 : -ENOMEM;
+	rc = lv->zero_page && lv->zero_block && lv->forkcheck ? 0 : -ENOMEM;
 	if (rc == 0)
-		rc = epoll_init(lv);
+		rc = wait_init(lv);
 	if (rc == 0)
 		rc = pool_init(lv, parent, err, errlen);
 	if (rc == 0)
@@ -829,6 +983,8 @@ void uffd_live_destroy(struct uffd_live *lv)
 		sys_munmap(lv->zero_block, UFFD_MTHP_MAX_BYTES);
 	if (lv->forkcheck)
 		sys_munmap((void *)lv->forkcheck, UFFD_PAGE_SIZE);
+	if (lv->kick_page && !lv->child) /* DONTFORK: not in a child */
+		sys_munmap(lv->kick_page, UFFD_PAGE_SIZE);
 	if (lv->stats)
 		sys_munmap(lv->stats, lv->stats_len);
 	if (lv->stats_fd >= 0)

@@ -336,7 +336,16 @@ struct uffd_live {
 	struct config cfg;
 	struct util_plugin plugin; /* the policy plugin (cfg.policy.plugin), when it loaded */
 	int uffd;
-	int ctl_fd; /* semaphore eventfd the handlers poll: a stop or a credential request */
+	/* How the idle handler that listens waits (live.c, "waiting for a fault"): blocked in
+	 * read(2) on the userfaultfd (block_read), woken for a stop or a credential request by a
+	 * touch of kick_page; or, where the kernel refuses RWF_NOWAIT reads of a userfaultfd, in
+	 * epoll on an O_NONBLOCK one beside ctl_fd. */
+	bool block_read;
+	char *kick_page;   /* block_read: a registered page of ours; a touch sends a message */
+	uint32_t kicks;	   /* touches of kick_page under way (atomic) */
+	uint32_t listener; /* block_read: 1 + index of the handler blocked in read, or 0 (atomic) */
+	uint32_t handlers_alive; /* handler threads not yet gone (atomic) */
+	int ctl_fd; /* epoll: semaphore eventfd the handlers poll: a stop or a credential request */
 	/* epoll instances the idle handlers wait in (handler i in ep_fd[i % n_ep]): the uffd with
 	 * EPOLLEXCLUSIVE, so that a fault wakes one idle handler, and ctl_fd */
 	int ep_fd[UFFD_EPOLL_MAX];
@@ -420,6 +429,9 @@ void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *a
 void uffd_expand_pid(const char *pattern, char *out, size_t len);
 void uffd_note(struct uffd_live *lv, const char *msg);
 int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen);
+/* Tests only: make the next emulators wait in epoll as on a kernel without RWF_NOWAIT reads of a
+ * userfaultfd. */
+extern bool uffd_test_force_epoll;
 
 /* ---- io: the slow device and the dirtier (iolive.c) ----------------------------------------- */
 
@@ -574,7 +586,7 @@ void uffd_gauge_add(struct uffd_live *lv, uint64_t bytes);
  * (--host-thp 0 or --host-fault pte), or none. */
 /* A handler is about to block (a writeback wait, a long compaction or reclaim pass) or sees
  * faults of several threads: if no idle handler listens on the userfaultfd, wake a parked one
- * (live.c: handler_wait) so that other faults are not left waiting behind this one. w is the
+ * (live.c: handler_next) so that other faults are not left waiting behind this one. w is the
  * hook's caller; the background threads (not handlers) wake nobody. */
 void uffd_handlers_cover(struct uffd_worker *w);
 void uffd_host_advise(struct uffd_live *lv, uintptr_t lo, size_t len);
@@ -589,6 +601,12 @@ int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode
 int uffd_io_move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode,
 		     size_t *moved);
 int uffd_io_wake(int fd, uintptr_t start, size_t len);
+struct uffd_msg;
+/* One message from the (blocking) userfaultfd: sizeof(*msg) or -errno; nowait: -EAGAIN instead
+ * of blocking (preadv2 RWF_NOWAIT). */
+long uffd_io_read(int fd, struct uffd_msg *msg, bool nowait);
+/* Does the kernel take RWF_NOWAIT reads of a userfaultfd (fd: a new, empty one)? */
+bool uffd_io_nowait_reads(int fd);
 int uffd_io_register(int fd, uintptr_t start, size_t len);
 /* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
 int uffd_page_resident(uintptr_t addr);

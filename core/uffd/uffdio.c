@@ -9,6 +9,12 @@
  * /dev/userfaultfd (USERFAULTFD_IOC_NEW, Linux 6.1+) works for whoever may open that node.
  * USER_MODE_ONLY is not an option: unmodified programs let the kernel write into fresh memory
  * (read(2) into a new buffer), and those faults must be served too.
+ *
+ * The descriptor is opened blocking: the one idle handler that listens blocks in read(2) as a
+ * bare handler does, and every other read is a non-blocking preadv2(RWF_NOWAIT)
+ * (userfaultfd_read_iter honours IOCB_NOWAIT). A kernel whose userfaultfd refuses RWF_NOWAIT
+ * (EOPNOTSUPP: before its ->read_iter) gets an O_NONBLOCK descriptor and waits in epoll
+ * (live.c: the wait modes).
  */
 #include "uffd/uffd_internal.h"
 
@@ -16,6 +22,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "util/sys.h"
 
@@ -76,6 +83,24 @@ int uffd_io_move_all(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t 
 	return off >= len ? 0 : rc;
 }
 
+long uffd_io_read(int fd, struct uffd_msg *msg, bool nowait)
+{
+	struct iovec iov = {msg, sizeof(*msg)};
+
+	if (!nowait)
+		return sys_read(fd, msg, sizeof(*msg));
+	/* offset -1: the file position, as read(2) (pos_from_hilo: the high half is ignored on
+	 * 64-bit) */
+	return sys_call6(SYS_preadv2, fd, (long)&iov, 1, -1, 0, RWF_NOWAIT);
+}
+
+bool uffd_io_nowait_reads(int fd)
+{
+	struct uffd_msg msg;
+
+	return uffd_io_read(fd, &msg, true) == -EAGAIN; /* nothing is registered yet */
+}
+
 int uffd_io_wake(int fd, uintptr_t start, size_t len)
 {
 	struct uffdio_range r = {.start = start, .len = len};
@@ -110,7 +135,7 @@ int uffd_page_resident(uintptr_t addr)
 
 static int open_fd_raw(char *err, size_t errlen)
 {
-	int flags = O_CLOEXEC | O_NONBLOCK;
+	int flags = O_CLOEXEC; /* blocking: see the top of this file */
 	int fd = (int)sys_call1(SYS_userfaultfd, flags);
 	int dev, sys_err = fd;
 

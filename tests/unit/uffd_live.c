@@ -251,6 +251,60 @@ TEST(live_threads_race_on_the_same_huge_extents)
 	race("modern-always", OBS_HUGE, 4);
 }
 
+/* How idle handlers wait (live.c, handler_next): on this kernel the listener blocks in read(2)
+ * and a stop or a credential request reaches it only through a touch of the kick page; with
+ * uffd_test_force_epoll (a kernel without RWF_NOWAIT reads of a userfaultfd) it sleeps in epoll.
+ * In both, racing threads get every page once, a credential request reaches every handler
+ * (guard_cred_replicate counts a handler that never saw it after 30 s as an error), and a stop
+ * with a listener blocked returns with every handler gone. */
+static void wait_mode(bool epoll)
+{
+	struct uffd_live *lv;
+	const long keepcaps[5] = {PR_SET_KEEPCAPS, 0, 0, 0, 0};
+
+	uffd_test_force_epoll = epoll;
+	lv = mk("modern-never", "64M");
+	uffd_test_force_epoll = false;
+	EXPECT_EQ(lv->block_read, !epoll);
+	EXPECT_EQ(lv->ctl_fd >= 0, epoll);
+	uffd_live_destroy(lv); /* at once: the probe in flight, handlers starting */
+	uffd_test_force_epoll = epoll;
+	lv = mk("modern-never", "64M");
+	uffd_test_force_epoll = false;
+	for (int i = 0; i < 5000 && !__atomic_load_n(&lv->stats->probe.n, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	for (int i = 0; i < 5000 && !__atomic_load_n(&lv->listeners, __ATOMIC_SEQ_CST); i++)
+		usleep(1000);
+	if (!epoll) /* a handler is blocked in read(2): nothing but a message wakes it */
+		EXPECT_NE(__atomic_load_n(&lv->listener, __ATOMIC_SEQ_CST), 0);
+	for (int round = 0; round < 3; round++) {
+		EXPECT_EQ(guard_cred_replicate(GUARD_CRED_PRCTL, keepcaps, NULL, NULL), 0);
+		usleep(2000); /* the handlers idle again */
+	}
+	uffd_live_destroy(lv);
+	uffd_test_force_epoll = epoll;
+	race("modern-never", OBS_BASE, 2048);
+	uffd_test_force_epoll = false;
+}
+
+TEST(live_idle_handlers_block_in_read)
+{
+	struct uffd_live *lv = mk("modern-never", "64M");
+
+	if (!lv->block_read) {
+		uffd_live_destroy(lv);
+		SKIP("this kernel refuses RWF_NOWAIT reads of a userfaultfd (Linux 6.10+ takes "
+		     "them): handlers wait in epoll");
+	}
+	uffd_live_destroy(lv);
+	wait_mode(false);
+}
+
+TEST(live_idle_handlers_wait_in_epoll)
+{
+	wait_mode(true);
+}
+
 static void partial_dontneed(const char *policy, bool deferred)
 {
 	struct uffd_live *lv = mk(policy, "256M");
