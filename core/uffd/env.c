@@ -252,8 +252,9 @@ static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t exten
 
 static void env_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
 {
-	if (what >= MM_COST_SCAN_PFN) /* compaction or reclaim: faults must not wait behind it */
-		uffd_handlers_cover(call);
+	if (what < MM_COST_SCAN_PFN)
+		return; /* a fault's fixed cost, a buddy operation: nothing that can last */
+	uffd_handlers_cover(call); /* compaction or reclaim: faults must not wait behind it */
 	uffd_stallcap_long_running(call); /* a long compaction or reclaim pass: where is it? */
 }
 
