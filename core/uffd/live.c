@@ -823,12 +823,15 @@ static int wait_init(struct uffd_live *lv)
 	if (!uffd_test_force_epoll && uffd_io_nowait_reads(lv->uffd)) {
 		long p = sys_mmap_own(UFFD_PAGE_SIZE, MAP_NORESERVE);
 
-		if (sys_is_err(p))
-			return (int)p;
-		lv->kick_page = (char *)p;
-		sys_madvise(lv->kick_page, UFFD_PAGE_SIZE, MADV_DONTFORK); /* as the probe's */
-		lv->block_read = true;
-		return uffd_io_register(lv->uffd, (uintptr_t)p, UFFD_PAGE_SIZE);
+		if (!sys_is_err(p)) {
+			sys_madvise((void *)p, UFFD_PAGE_SIZE, MADV_DONTFORK); /* as the probe's */
+			if (uffd_io_register(lv->uffd, (uintptr_t)p, UFFD_PAGE_SIZE) == 0) {
+				lv->kick_page = (char *)p;
+				lv->block_read = true;
+				return 0;
+			}
+			sys_munmap((void *)p, UFFD_PAGE_SIZE); /* no kick page: epoll, then */
+		}
 	}
 	if (sys_call3(SYS_fcntl, lv->uffd, F_SETFL, O_NONBLOCK) < 0)
 		return -EINVAL;
