@@ -114,8 +114,9 @@ struct config {
 	  "fault handler threads (auto: CPUs + 2, at least 3, at most 16)")                        \
 	X(SPIN, "--spin", "DUR", duration, spin_ns, "0", 0, 0, NULL, 0,                            \
 	  "a duration such as 50us (0: never)",                                                    \
-	  "one idle handler at a time polls the userfaultfd this long before it sleeps: faster "   \
-	  "first touches for latency studies, for a CPU's worth of polling")                       \
+	  "the listening handler polls the userfaultfd this long before it sleeps: fewer "        \
+	  "handler wake-ups (faster first touches where a CPU is spare), for a CPU's worth of "    \
+	  "polling")                                                                               \
 	X(MIN_REGION, "--min-region", "SIZE", size, min_region, "256K", 4096, 1ULL << 40, NULL, 0, \
 	  "a size of at least 4K, e.g. 64K or 2M",                                                 \
 	  "smallest private anonymous mapping managed (below 2M: 4 KiB faults only)")              \
