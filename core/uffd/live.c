@@ -816,8 +816,8 @@ static void epoll_close(struct uffd_live *lv)
 }
 
 /* How idle handlers wait (handler_next): blocked in read(2) where the kernel takes RWF_NOWAIT
- * reads of a userfaultfd (Linux 6.10's ->read_iter), with a page to kick them; else in epoll on
- * an O_NONBLOCK userfaultfd beside a control eventfd. */
+ * reads of a userfaultfd (its ->read_iter honours IOCB_NOWAIT), with a page to kick them; else in
+ * epoll on an O_NONBLOCK userfaultfd beside a control eventfd. */
 static int wait_init(struct uffd_live *lv)
 {
 	if (!uffd_test_force_epoll && uffd_io_nowait_reads(lv->uffd)) {

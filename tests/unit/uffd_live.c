@@ -293,7 +293,8 @@ TEST(live_idle_handlers_block_in_read)
 
 	if (!lv->block_read) {
 		uffd_live_destroy(lv);
-		SKIP("this kernel refuses RWF_NOWAIT reads of a userfaultfd (Linux 6.10+ takes "
+		SKIP("this kernel refuses RWF_NOWAIT reads of a userfaultfd (one with ->read_iter "
+		     "takes "
 		     "them): handlers wait in epoll");
 	}
 	uffd_live_destroy(lv);
