@@ -79,6 +79,8 @@ struct guard_thread {
 	uint32_t seen;		 /* last credential request applied (atomic) */
 	void (*wake)(void *arg); /* make the thread reach guard_thread_sync() soon */
 	void *arg;
+	void *(*fn)(void *); /* what the thread runs (guard_thread_create) */
+	void *fn_arg;
 	struct guard_thread *next;
 };
 
@@ -89,9 +91,15 @@ struct guard_thread {
 void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg);
 void guard_thread_leave(struct guard_thread *t);
 /* All of it: register t, create the thread with every signal blocked (the program's signals are
- * never delivered to it), name it. 0 or -errno (t is then unregistered). */
+ * never delivered to it), name it. The thread does not count among the process's threads: the
+ * process still ends when the program's last thread does (guard_thread_counted). 0 or -errno (t
+ * is then unregistered). */
 int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *), void *wake_arg,
 			void *(*fn)(void *), void *arg, const char *name);
+/* Does the C library count this process's threads, so that the emulator's can be left out of the
+ * count? (glibc: yes; without it a program whose last thread leaves with pthread_exit would stay
+ * alive as long as the emulator's threads.) */
+bool guard_thread_counted(void);
 /* The new thread's first call: records its id and applies what is pending. */
 void guard_thread_started(struct guard_thread *t);
 /* guard_thread_sync() for the calling thread if it is a registered emulator thread (for waits

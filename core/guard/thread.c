@@ -20,6 +20,18 @@
  * long fault delays the program's call by as long (timing only). The credentials then always
  * match the program's, which also means an emulator thread never keeps privileges the program
  * gave up.
+ *
+ * A process ends when its last thread ends. glibc counts the threads it made (__nptl_nthreads):
+ * a thread returning from its start routine or calling pthread_exit takes itself off, and the
+ * one that takes the count to zero calls exit(0) (nptl/pthread_create.c: start_thread; for the
+ * main thread's pthread_exit, sysdeps/nptl/libc_start_call_main.h). The emulator's threads are
+ * made by pthread_create too, so a program whose last thread left with pthread_exit (main
+ * handing over to workers, a fork child whose only thread finished) stayed alive as long as they
+ * did - for ever, with every signal but SIGKILL pending on threads that block them all. So they
+ * do not count: the creator takes each new thread off the count, and the thread puts itself back
+ * just before it returns into start_thread, which takes it off again. The count is a
+ * GLIBC_PRIVATE export kept for libthread_db (nptl/db_info.c: DB_MAIN_VARIABLE); referenced
+ * weakly, so that without it (another C library) nothing changes.
  */
 #include "guard/guard.h"
 
@@ -28,6 +40,7 @@
 #include <linux/prctl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -62,6 +75,48 @@ static void list_release(void)
 
 static __thread struct guard_thread *self; /* the calling emulator thread's entry, if any */
 
+extern unsigned int __nptl_nthreads __attribute__((weak));
+
+bool guard_thread_counted(void)
+{
+	return &__nptl_nthreads != NULL;
+}
+
+/* The program's last thread ended while this one was being made (it saw our thread in the count
+ * and did not end the process): end it on the program's behalf, as glibc would have, from a
+ * thread of its own (the caller may be one the exit handlers wait for). */
+static void *exit_on_behalf(void *unused)
+{
+	(void)unused;
+	exit(0);
+}
+
+static void uncount(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (!guard_thread_counted() || __atomic_sub_fetch(&__nptl_nthreads, 1, __ATOMIC_ACQ_REL))
+		return;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, exit_on_behalf, NULL) != 0)
+		exit(0);
+	pthread_attr_destroy(&attr);
+}
+
+static void *thread_main(void *arg)
+{
+	struct guard_thread *t = arg;
+	void *ret = t->fn(t->fn_arg);
+
+	/* start_thread takes this thread off the count after we return: put it back first (t may
+	 * be gone by now: only the count is touched) */
+	if (guard_thread_counted())
+		__atomic_add_fetch(&__nptl_nthreads, 1, __ATOMIC_ACQ_REL);
+	return ret;
+}
+
 void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg)
 {
 	t->tid = 0; /* not running yet */
@@ -83,14 +138,17 @@ int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void
 	int rc;
 
 	guard_thread_enter(t, wake, wake_arg);
+	t->fn = fn;
+	t->fn_arg = arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits the full mask */
-	rc = -pthread_create(th, NULL, fn, arg);
+	rc = -pthread_create(th, NULL, thread_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc < 0) {
 		guard_thread_leave(t);
 		return rc;
 	}
+	uncount();
 	if (name)
 		pthread_setname_np(*th, name);
 	return 0;
