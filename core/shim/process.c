@@ -12,7 +12,7 @@
  *   - unshare of a user namespace (or CLONE_THREAD/SIGHAND/VM) and setns into a user, mount or
  *     time namespace: the kernel allows them only to a single-threaded process.
  * prctl(PR_SET_THP_DISABLE) also reaches the emulated kernel, which honours it as the kernel
- * would (core/uffd).
+ * would (core/uffd); so does news of the mlock family (mlock, mlock2, mlockall, munlockall).
  *
  * Calls made by the emulator itself (uffd_tls_passthrough) go straight to the kernel.
  */
@@ -255,6 +255,39 @@ EXPORT int setns(int fd, int nstype)
 	return (int)ret_errno(do_setns(fd, nstype));
 }
 
+/* ---- memory locks -----------------------------------------------------------------------------
+ */
+
+/* The kernel does the work; the emulator learns that the program locks memory (its own pages
+ * are then emptied with MADV_DONTNEED_LOCKED, and after mlockall(MCL_FUTURE) a new managed
+ * mapping is populated through it: core/uffd/mapops.c). */
+static long after_lock(long r, bool all, int flags)
+{
+	if (r == 0 && !uffd_tls_passthrough)
+		shim_mlocked(all, flags);
+	return r;
+}
+
+EXPORT int mlock(const void *addr, size_t len)
+{
+	return (int)ret_errno(after_lock(sys_call2(SYS_mlock, addr, len), false, 0));
+}
+
+EXPORT int mlock2(const void *addr, size_t len, unsigned int flags)
+{
+	return (int)ret_errno(after_lock(sys_call3(SYS_mlock2, addr, len, flags), false, 0));
+}
+
+EXPORT int mlockall(int flags)
+{
+	return (int)ret_errno(after_lock(sys_call1(SYS_mlockall, flags), true, flags));
+}
+
+EXPORT int munlockall(void)
+{
+	return (int)ret_errno(after_lock(sys_call0(SYS_munlockall), true, -1));
+}
+
 /* ---- signals --------------------------------------------------------------------------------- */
 
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
@@ -307,6 +340,14 @@ EXPORT long syscall(long nr, ...)
 		return ret_errno(do_unshare(a[0]));
 	case SYS_setns:
 		return ret_errno(do_setns(a[0], a[1]));
+	case SYS_mlock:
+		return ret_errno(after_lock(sys_call2(SYS_mlock, a[0], a[1]), false, 0));
+	case SYS_mlock2:
+		return ret_errno(after_lock(sys_call3(SYS_mlock2, a[0], a[1], a[2]), false, 0));
+	case SYS_mlockall:
+		return ret_errno(after_lock(sys_call1(SYS_mlockall, a[0]), true, (int)a[0]));
+	case SYS_munlockall:
+		return ret_errno(after_lock(sys_call0(SYS_munlockall), true, -1));
 	default:
 		return ret_errno(sys_call6(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
 	}

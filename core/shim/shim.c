@@ -384,6 +384,14 @@ void shim_thp_disable(bool disable)
 		uffd_live_thp_disable(lv, disable);
 }
 
+void shim_mlocked(bool all, int flags)
+{
+	struct uffd_live *lv = shim_live();
+
+	if (lv)
+		uffd_live_mlocked(lv, all, flags);
+}
+
 static void adopt_early(struct uffd_live *lv)
 {
 	for (unsigned i = 0; i < nearly; i++) {

@@ -14,5 +14,7 @@ void shim_step_aside(const char *why);
 void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr, const void *data);
 /* prctl(PR_SET_THP_DISABLE) succeeded: the emulated kernel follows. */
 void shim_thp_disable(bool disable);
+/* The program locked (or, all with flags -1, unlocked) memory (uffd_live_mlocked). */
+void shim_mlocked(bool all, int flags);
 
 #endif

@@ -189,7 +189,7 @@ static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int
 			memset(chunk + (size_t)i * PAGE, 0, PAGE);
 	}
 	/* the range is empty: its PTE table goes, so that the move can install a PMD */
-	sys_madvise((void *)addr, HPAGE, MADV_DONTNEED);
+	sys_zap((void *)addr, HPAGE);
 	rc = move_range(lv->uffd, addr, (uintptr_t)chunk, HPAGE, UFFDIO_MOVE_MODE_DONTWAKE, &moved);
 	if (rc == 0 && moved == HPAGE) {
 		uffd_staging_spent(&lv->staging, slot);
@@ -258,7 +258,7 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 		as_collapse_cancel(&env, &r->as, e, &c);
 		uffd_io_wake(lv->uffd, addr, HPAGE);
 		count_wait(lv, t0);
-		sys_madvise(w->cscratch, HPAGE, MADV_DONTNEED);
+		sys_zap(w->cscratch, HPAGE);
 		uffd_staging_release(&lv->staging, slot, true);
 		return -EAGAIN;
 	}
@@ -268,7 +268,7 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 	guard_migrate_end();
 	uffd_io_wake(lv->uffd, addr, HPAGE);
 	count_wait(lv, t0);
-	sys_madvise(w->cscratch, HPAGE, MADV_DONTNEED); /* the old 4 KiB pages */
+	sys_zap(w->cscratch, HPAGE); /* the old 4 KiB pages */
 	uffd_as_count(lv, &c);
 	if (rc < 0)
 		return -EAGAIN;

@@ -198,7 +198,7 @@ static void huge_abort_locked(struct fault_ctx *fc, uint32_t head, int slot, boo
 static void free_empty_table(struct uffd_live *lv, uintptr_t dst)
 {
 	if (uffd_range_is_empty(lv->pagemap_fd, dst, UFFD_HPAGE_SIZE) == 1 &&
-	    sys_madvise((void *)dst, UFFD_HPAGE_SIZE, MADV_DONTNEED) == 0)
+	    sys_zap((void *)dst, UFFD_HPAGE_SIZE) == 0)
 		UFFD_COUNT(lv, pt_reclaims);
 }
 
@@ -649,6 +649,25 @@ static void dispatch(struct fault_ctx *fc)
 	}
 }
 
+/* A page of the emulator's scratch area. Nothing of ours faults there (a migration or a collapse
+ * moves pages in and copies them out; a copy checks the page is there first), so this is the
+ * kernel touching it on the program's behalf: mlockall(MCL_CURRENT) and mlock populate every page
+ * of the mappings they lock (mm/gup.c: __mm_populate). The zero page lets the populate go on at
+ * once (it waited for an answer, and a wake-up alone made it fault again: millions of messages);
+ * whoever uses the page next finds it taken (EEXIST) and empties the scratch (sys_zap). */
+static bool own_page(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+	uintptr_t lo = (uintptr_t)lv->scratch_area;
+
+	if (!lo || fc->addr - lo >= lv->scratch_len)
+		return false;
+	UFFD_COUNT(lv, own_populated);
+	if (uffd_io_zeropage(lv->uffd, fc->addr, UFFD_PAGE_SIZE) < 0)
+		wake_page(fc); /* mapped meanwhile */
+	return true;
+}
+
 /* No region claims the page. Usually a race with an unmap or a region being moved (let the
  * kernel re-check); a page that keeps coming back is registered memory we lost track of, and is
  * given back to the kernel rather than left faulting forever. */
@@ -688,7 +707,8 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int ti
 	UFFD_COUNT(lv, messages);
 	fc.r = uffd_region_get(&lv->table, fc.addr);
 	if (!fc.r) {
-		orphan(&fc);
+		if (!own_page(&fc))
+			orphan(&fc);
 		return;
 	}
 	fc.p = uffd_page_of(fc.r, fc.addr);

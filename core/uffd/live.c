@@ -116,8 +116,11 @@ static void handlers_kick(struct uffd_live *lv, uint32_t want)
 	__atomic_fetch_add(&lv->kicks, 1, __ATOMIC_SEQ_CST);
 	l = __atomic_load_n(&lv->listener, __ATOMIC_SEQ_CST);
 	if (l && (!want || l == want)) {
+		/* empty before the touch as well: a populate of every mapping (the program's
+		 * mlockall) may have given the page a frame, and a touch of it would wake nobody */
+		sys_zap(lv->kick_page, UFFD_PAGE_SIZE);
 		(void)*(volatile char *)lv->kick_page;
-		sys_madvise(lv->kick_page, UFFD_PAGE_SIZE, MADV_DONTNEED);
+		sys_zap(lv->kick_page, UFFD_PAGE_SIZE);
 	}
 	__atomic_fetch_sub(&lv->kicks, 1, __ATOMIC_SEQ_CST);
 }
@@ -1231,6 +1234,19 @@ void uffd_live_thp_disable(struct uffd_live *lv, bool disable)
 		return;
 	}
 	__atomic_store_n(&lv->thp_disabled, disable, __ATOMIC_RELEASE);
+}
+
+void uffd_live_mlocked(struct uffd_live *lv, bool all, int flags)
+{
+	/* mm/mlock.c: mlockall sets VM_LOCKED on every VMA (MCL_CURRENT, populating them) and in
+	 * mm->def_flags for mappings to come (MCL_FUTURE: do_mmap populates each new one, unless
+	 * MCL_ONFAULT); munlockall clears both */
+	if (!all || flags >= 0)
+		__atomic_store_n(&lv->locks_used, true, __ATOMIC_RELEASE);
+	if (all)
+		__atomic_store_n(&lv->mcl_future,
+				 flags >= 0 && (flags & MCL_FUTURE) && !(flags & MCL_ONFAULT),
+				 __ATOMIC_RELEASE);
 }
 
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg)

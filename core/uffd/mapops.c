@@ -305,7 +305,19 @@ long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags
 {
 	struct mmap_args a = {addr, page_up(len), prot, flags & ~MAP_POPULATE, fd, off};
 	bool eligible = uffd_mmap_eligible(lv, a.len, prot, flags, fd);
+	/* after mlockall(MCL_FUTURE) the kernel populates a new mapping before mmap returns
+	 * (mm/mmap.c: do_mmap, mm_populate), before it could be registered: its first touches
+	 * would never reach the emulated kernel. Mapped PROT_NONE it is not populated (no access:
+	 * mm/gup.c check_vma_flags); registered, then opened, it is populated through the
+	 * emulator as MAP_POPULATE is (the populate mprotect attempts on a locked mapping cannot
+	 * wait for a handler and stops at once: mm/mprotect.c mprotect_fixup) */
+	bool future = eligible && __atomic_load_n(&lv->mcl_future, __ATOMIC_ACQUIRE);
 	long p;
+
+	if (future) {
+		a.prot = PROT_NONE;
+		flags |= MAP_POPULATE;
+	}
 
 	if ((flags & MAP_FIXED) && addr && uffd_is_managed(lv, addr, a.len)) {
 		uintptr_t lo = (uintptr_t)addr;
@@ -313,13 +325,15 @@ long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags
 		UFFD_COUNT(lv, fixed_over_managed);
 		p = uffd_unmap_managed(lv, lo, lo + a.len, real_mmap, &a);
 	} else if (eligible && !addr && a.len >= UFFD_HPAGE_SIZE) {
-		p = map_aligned(a.len, prot, a.flags);
+		p = map_aligned(a.len, a.prot, a.flags);
 	} else {
 		p = real_mmap(&a);
 	}
 	if (sys_is_err(p) || !eligible)
 		return p;
 	manage_new(lv, (uintptr_t)p, (uintptr_t)p + a.len, prot);
+	if (future)
+		sys_call3(SYS_mprotect, p, a.len, prot);
 	/* MAP_POPULATE: prefault through the emulator, as first touches */
 	if (flags & MAP_POPULATE)
 		sys_madvise((void *)p, a.len, MADV_POPULATE_WRITE);
@@ -361,31 +375,32 @@ int uffd_munmap(struct uffd_live *lv, void *addr, size_t len)
 /* ---- madvise -----------------------------------------------------------------------------------
  */
 
-static long real_dontneed(void *arg)
-{
-	struct range_args *a = arg;
-
-	return sys_madvise(a->addr, a->len, MADV_DONTNEED);
-}
-
 /* MADV_DONTNEED / MADV_FREE: the frames go back to the pool now. MADV_FREE is carried out as
  * MADV_DONTNEED, one of the outcomes MADV_FREE allows (the kernel may free lazily-freed pages at
- * any time; a later read then sees zeros). */
-static int discard(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+ * any time; a later read then sees zeros). MADV_DONTNEED_LOCKED stays itself. */
+static int discard(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int advice)
 {
-	struct range_args a = {(void *)lo, hi - lo, MADV_DONTNEED};
 	struct uffd_region *rs[MAX_TOUCHED];
 	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
-	long rc;
+	/* in a locked mapping only MADV_DONTNEED_LOCKED frees anything (mm/madvise.c:
+	 * madvise_dontneed_free_valid_vma: EINVAL): once the program locked memory, the kernel
+	 * answers first and the frames go back only if it freed the pages */
+	bool kernel_first = __atomic_load_n(&lv->locks_used, __ATOMIC_ACQUIRE);
+	long rc = 0;
 
+	if (advice == MADV_FREE)
+		advice = MADV_DONTNEED;
 	lock_all(rs, n);
-	for (unsigned i = 0; i < n; i++) {
+	if (kernel_first)
+		rc = sys_madvise((void *)lo, hi - lo, advice);
+	for (unsigned i = 0; i < n && rc == 0; i++) {
 		struct uffd_region *r = rs[i];
 		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
 
 		uffd_region_release_pages(lv, r, uffd_page_of(r, x), uffd_page_of(r, y), false);
 	}
-	rc = real_dontneed(&a);
+	if (!kernel_first)
+		rc = sys_madvise((void *)lo, hi - lo, advice);
 	unlock_put_all(lv, rs, n);
 	return (int)rc;
 }
@@ -445,8 +460,8 @@ int uffd_madvise(struct uffd_live *lv, void *addr, size_t len, int advice)
 	switch (advice) {
 	case MADV_DONTNEED:
 	case MADV_FREE:
-	case 24: /* MADV_DONTNEED_LOCKED */
-		return discard(lv, lo, hi);
+	case MADV_DONTNEED_LOCKED:
+		return discard(lv, lo, hi, advice);
 	case MADV_HUGEPAGE:
 	case MADV_NOHUGEPAGE:
 		set_advice(lv, lo, hi, advice);

@@ -47,7 +47,7 @@ uint8_t *uffd_scratch_page(struct uffd_worker *w)
 	uint8_t *s;
 
 	if (w->scratch_next >= UFFD_SCRATCH_PAGES) {
-		sys_madvise(w->scratch, UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE, MADV_DONTNEED);
+		sys_zap(w->scratch, UFFD_SCRATCH_PAGES * UFFD_PAGE_SIZE);
 		w->scratch_next = 0;
 	}
 	s = w->scratch + (size_t)w->scratch_next++ * UFFD_PAGE_SIZE;

@@ -128,7 +128,7 @@ void uffd_probe_run(struct uffd_live *lv, struct guard_thread *gt)
 	 * that no later mapping of the program reuses an address this thread wrote without any
 	 * ordering a race detector could see (TSan reported the probe's store against a test's
 	 * memset of a new mapping at the same address) */
-	sys_madvise((void *)lv->probe_base, len, MADV_DONTNEED);
+	sys_zap((void *)lv->probe_base, len);
 	if (n < UFFD_PROBES / 2)
 		return; /* stopped early: too few to say anything */
 	quantiles(rt, n, lv->stats->probe.rt_ns);

@@ -314,7 +314,7 @@ void uffd_staging_release(struct uffd_staging *s, int slot, bool intact)
 	if (slot < 0)
 		return;
 	if (!intact)
-		sys_madvise(uffd_staging_addr(s, slot), UFFD_HPAGE_SIZE, MADV_DONTNEED);
+		sys_zap(uffd_staging_addr(s, slot), UFFD_HPAGE_SIZE);
 	__atomic_store_n(&s->state[slot], intact ? US_READY : US_FREE, __ATOMIC_RELEASE);
 	refill_kick(s);
 }

@@ -78,7 +78,11 @@ struct obs_coverage;
 	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")                            \
 	X(khugepaged_visits, "khugepaged visits of this process's address space")                  \
 	X(underused_splits, "THPs the shrinker found underused and this process split for real")   \
-	X(underused_pages_freed, "zero-filled subpages those splits unmapped and freed")
+	X(underused_pages_freed, "zero-filled subpages those splits unmapped and freed")           \
+	X(own_populated,                                                                           \
+	  "pages of the emulator's own the kernel populated for the program (mlock)")              \
+	X(deepbind_loads, "libraries the program loaded with RTLD_DEEPBIND, loaded without it")    \
+	X(ranges_released, "managed ranges given back for the program's own userfaultfd")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -90,7 +94,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 10
+#define UFFD_STATS_VERSION 11
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
@@ -336,6 +340,9 @@ typedef void (*uffd_machine_stop_fn)(void);
 void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn);
 /* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
 void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
+/* The program's mlock(2) family succeeded: mlock/mlock2 (all false), mlockall(flags)
+ * (all true), munlockall (all true, flags -1). */
+void uffd_live_mlocked(struct uffd_live *lv, bool all, int flags);
 /* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no
  * allocation: safe on the fault path). */
 void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail);

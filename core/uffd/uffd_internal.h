@@ -402,6 +402,8 @@ struct uffd_live {
 	bool child;	 /* a fork child: everything passes through */
 	bool detached; /* stepped aside (seccomp, unshare...): threads gone, memory unregistered */
 	bool thp_disabled; /* prctl(PR_SET_THP_DISABLE) (atomic) */
+	bool locks_used;   /* the program called mlock, mlock2 or mlockall (atomic) */
+	bool mcl_future;   /* ... mlockall(MCL_FUTURE) without MCL_ONFAULT is in force (atomic) */
 	bool stopping;
 	uint32_t bg_wake; /* futex word: wakes the background thread early */
 	bool bg_stop;

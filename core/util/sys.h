@@ -54,6 +54,9 @@ struct uffdio_move {
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
@@ -148,6 +151,15 @@ static inline long sys_mremap(void *old, size_t oldlen, size_t newlen, int flags
 static inline int sys_madvise(void *addr, size_t len, int advice)
 {
 	return (int)sys_call3(SYS_madvise, addr, len, advice);
+}
+
+/* Empty pages of the emulator's own (a scratch page a migration left its old copy in, the page
+ * that wakes a handler): MADV_DONTNEED_LOCKED (Linux 5.18, mm/madvise.c:
+ * madvise_dontneed_free_valid_vma) drops them even after the program locked every mapping of the
+ * process with mlockall(MCL_CURRENT), where MADV_DONTNEED fails with EINVAL. */
+static inline int sys_zap(void *addr, size_t len)
+{
+	return sys_madvise(addr, len, MADV_DONTNEED_LOCKED);
 }
 
 /* Anonymous memory of the emulator's own (metadata, staging THPs, rings, the page-cache arena).
