@@ -71,7 +71,7 @@ static bool dw_load(void)
 	if (dw.loaded)
 		return dw.loaded > 0;
 	dw.loaded = -1;
-	h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+	h = dlmopen(LM_ID_BASE, "libdw.so.1", RTLD_NOW | RTLD_LOCAL); /* not our own dlopen */
 	if (!h)
 		return false;
 #define X(f)                                                                                       \

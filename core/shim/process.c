@@ -16,6 +16,7 @@
  *
  * Calls made by the emulator itself (uffd_tls_passthrough) go straight to the kernel.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/close_range.h>
@@ -24,6 +25,8 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -33,7 +36,9 @@
 #include "shim/shim.h"
 #include "util/sys.h"
 
-#define EXPORT __attribute__((visibility("default")))
+#define EXPORT	__attribute__((visibility("default")))
+#define STR_(x) #x
+#define STR(x)	STR_(x)
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -287,6 +292,84 @@ EXPORT int munlockall(void)
 {
 	return (int)ret_errno(after_lock(sys_call0(SYS_munlockall), true, -1));
 }
+
+/* ---- libraries --------------------------------------------------------------------------------
+ */
+
+/* dlopen(RTLD_DEEPBIND) has the library look up its symbols in itself and its own dependencies
+ * before the global scope (elf/dl-open.c, elf/dl-lookup.c), so it binds malloc and free to the C
+ * library's even when an allocator was preloaded: PHP loads every extension so, and an extension
+ * then freed a preloaded jemalloc's memory with glibc's free (a segfault). When the program's
+ * malloc is a preloaded allocator's, a DEEPBIND load is made without the flag, as heaptrack does
+ * for the same reason (PHP itself stopped using the flag when dlmopen exists: php-src pull
+ * request 18612). The load goes through dlmopen(LM_ID_BASE), which is dlopen for a program in the
+ * base namespace (the only one that sees this library); the jump keeps the program's return
+ * address, from which glibc finds the caller whose RUNPATH the search uses. */
+static bool deepbind_strip; /* set once, at start */
+
+void shim_deepbind_init(void)
+{
+	extern void *__libc_malloc(size_t);
+	const char *preload = getenv("LD_PRELOAD");
+	Dl_info in;
+
+	if ((void *)malloc == (void *)__libc_malloc || !preload || !dladdr((void *)malloc, &in) ||
+	    !in.dli_fname)
+		return;
+	/* only an allocator the program was given through LD_PRELOAD (thpemu run's jemalloc, or
+	 * one preloaded by hand), not one linked into the program (natively the same) */
+	deepbind_strip = strstr(preload, in.dli_fname) != NULL;
+}
+
+int shim_deepbind(const char *file, int mode); /* called from the assembly below */
+
+__attribute__((used)) int shim_deepbind(const char *file, int mode)
+{
+	if (!deepbind_strip)
+		return mode;
+	shim_deepbind_loaded(file);
+	return mode & ~RTLD_DEEPBIND;
+}
+
+#if defined(__x86_64__)
+/* dlopen(file, mode): if RTLD_DEEPBIND, mode = shim_deepbind(file, mode); then jump to
+ * dlmopen(LM_ID_BASE, file, mode) with the caller's return address still on the stack. */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl dlopen\n"
+	".type dlopen, @function\n"
+	"dlopen:\n"
+	".cfi_startproc\n"
+	"	testl $" STR(RTLD_DEEPBIND) ", %esi\n"
+					    "	jz 1f\n"
+					    "	pushq %rdi\n"
+					    ".cfi_adjust_cfa_offset 8\n"
+					    "	pushq %rsi\n"
+					    ".cfi_adjust_cfa_offset 8\n"
+					    "	subq $8, %rsp\n"
+					    ".cfi_adjust_cfa_offset 8\n"
+					    "	call shim_deepbind\n"
+					    "	addq $8, %rsp\n"
+					    ".cfi_adjust_cfa_offset -8\n"
+					    "	popq %rsi\n"
+					    ".cfi_adjust_cfa_offset -8\n"
+					    "	popq %rdi\n"
+					    ".cfi_adjust_cfa_offset -8\n"
+					    "	movl %eax, %esi\n"
+					    "1:	movl %esi, %edx\n"
+					    "	movq %rdi, %rsi\n"
+					    "	xorl %edi, %edi\n" /* LM_ID_BASE */
+					    "	jmp dlmopen@PLT\n"
+					    ".cfi_endproc\n"
+					    ".size dlopen, .-dlopen\n");
+#else
+EXPORT void *dlopen(const char *file, int mode)
+{
+	if (mode & RTLD_DEEPBIND)
+		mode = shim_deepbind(file, mode);
+	return dlmopen(LM_ID_BASE, file, mode); /* the caller's RUNPATH is not searched */
+}
+#endif
 
 /* ---- signals --------------------------------------------------------------------------------- */
 

@@ -384,6 +384,22 @@ void shim_thp_disable(bool disable)
 		uffd_live_thp_disable(lv, disable);
 }
 
+void shim_deepbind_loaded(const char *file)
+{
+	struct uffd_live *lv = shim_live();
+
+	if (!lv)
+		return;
+	uffd_stat_add(&uffd_live_stats(lv)->host.deepbind_loads, 1);
+	/* the report's note, not the program's stderr: nothing went wrong */
+	if (uffd_live_config(lv)->log >= CONFIG_LOG_INFO)
+		fprintf(stderr, "thpemu: %s loaded without RTLD_DEEPBIND (a preloaded allocator)\n",
+			file ? file : "(main program)");
+	if (__atomic_load_n(&uffd_live_stats(lv)->host.deepbind_loads, __ATOMIC_RELAXED) == 1)
+		uffd_note(lv, "libraries loaded with RTLD_DEEPBIND were loaded without it, so that "
+			      "they use the preloaded allocator (host.deepbind_loads)");
+}
+
 void shim_mlocked(bool all, int flags)
 {
 	struct uffd_live *lv = shim_live();
@@ -440,6 +456,7 @@ __attribute__((constructor)) static void shim_init(void)
 
 	__atomic_store_n(&shim_state, SHIM_INITIALISING, __ATOMIC_RELEASE);
 	uffd_tls_passthrough++;
+	shim_deepbind_init(); /* managed or not, a preloaded allocator is there */
 	if (getauxval(AT_SECURE)) {
 		/* set-user-ID, set-group-ID or file capabilities: the caller's environment is not
 		 * to be trusted, so no THPEMU_* variable is even read, and no file is written */

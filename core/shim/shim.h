@@ -14,6 +14,10 @@ void shim_step_aside(const char *why);
 void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr, const void *data);
 /* prctl(PR_SET_THP_DISABLE) succeeded: the emulated kernel follows. */
 void shim_thp_disable(bool disable);
+/* At start: will a dlopen(RTLD_DEEPBIND) be made without the flag (a preloaded allocator)? */
+void shim_deepbind_init(void);
+/* ... one was (counted, said once in the report). */
+void shim_deepbind_loaded(const char *file);
 /* The program locked (or, all with flags -1, unlocked) memory (uffd_live_mlocked). */
 void shim_mlocked(bool all, int flags);
 

@@ -346,6 +346,8 @@ void uffd_live_mlocked(struct uffd_live *lv, bool all, int flags);
 /* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no
  * allocation: safe on the fault path). */
 void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail);
+/* Keep msg as the report's note if it has none yet (nothing printed). */
+void uffd_note(struct uffd_live *lv, const char *msg);
 
 /* Set on the emulator's own threads (and by the shim while it works): interposed calls made on
  * such a thread pass straight through. */

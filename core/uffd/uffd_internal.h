@@ -429,7 +429,6 @@ void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void 
 void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
 /* pattern with every "%p" replaced by this process's id (THPEMU_REPORT, THPEMU_TRACE). */
 void uffd_expand_pid(const char *pattern, char *out, size_t len);
-void uffd_note(struct uffd_live *lv, const char *msg);
 int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen);
 /* Tests only: make the next emulators wait in epoll as on a kernel without RWF_NOWAIT reads of a
  * userfaultfd. */

@@ -87,7 +87,9 @@ int util_plugin_load(const char *spec, struct util_plugin *out, char *why, size_
 	}
 	/* a path without '/' would be searched in the library path: say what we mean */
 	snprintf(here, sizeof(here), "%s%s", strchr(out->path, '/') ? "" : "./", out->path);
-	h = dlopen(here, RTLD_NOW | RTLD_LOCAL);
+	/* dlmopen into the base namespace is dlopen without the name: libthpemu.so exports dlopen
+	 * (core/shim/process.c) and must never call it */
+	h = dlmopen(LM_ID_BASE, here, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		e = dlerror();
 		snprintf(why, whylen, "%s: not a loadable shared object (%s)", out->path,

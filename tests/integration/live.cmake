@@ -11,7 +11,7 @@ foreach(src ${_live_progs})
 endforeach()
 
 foreach(t programs threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make
-          collapse split mthp host_fault thread_exit mlock)
+          collapse split mthp host_fault thread_exit mlock dlopen)
   thpemu_add_test(NAME integration/live_${t}
                   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_${t}.sh
                   LABELS integration needs-uffd needs-root)
@@ -39,3 +39,10 @@ thpemu_add_test(NAME integration/machine_writer
 thpemu_add_test(NAME integration/live_symbolise
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_symbolise.sh
                 LABELS integration needs-uffd needs-root TIMEOUT 60)
+
+# dl_check loads a library of its own by bare name through its RUNPATH ($ORIGIN/dl).
+add_library(thpemu_dltest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/integration/programs/dl/dltest.c)
+set_target_properties(thpemu_dltest PROPERTIES LIBRARY_OUTPUT_DIRECTORY
+                      ${CMAKE_BINARY_DIR}/tests/programs/dl)
+set_target_properties(prog_dl_check PROPERTIES BUILD_RPATH "\$ORIGIN/dl" SKIP_BUILD_RPATH OFF)
+add_dependencies(prog_dl_check thpemu_dltest)
