@@ -3,11 +3,12 @@
  * The launcher validates its options (one line and exit 2 on a bad value), preloads
  * libthpemu.so (and jemalloc, so that glibc-malloc programs are managed too), points every
  * process of the program at a private run directory where each keeps its statistics in a
- * MAP_SHARED file, runs the command, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to it, and
- * finally merges the processes' statistics into one report, whatever happened to them (_exit,
- * a crash or a kill leave their last counters behind), with a summary of each process (pid,
- * ppid, name, how it ended, its faults, latency and stalls; a pid that exec'd is one process). The
- * exit status is the program's, or 128 + signal if it was killed.
+ * MAP_SHARED file, runs the command as a launcher (run_proc.c: its own process group and the
+ * terminal, every signal sent to thpemu run relayed once, job control mirrored), and finally
+ * merges the processes' statistics into one report, whatever happened to them (_exit, a crash or
+ * a kill leave their last counters behind), with a summary of each process (pid, ppid, name, how
+ * it ended, its faults, latency and stalls; a pid that exec'd is one process). The exit status is
+ * the program's; if a signal killed it, thpemu run dies of the same signal after the report.
  *
  * Options are table-driven: the THPEMU_* table of core/config supplies most of them, and
  * run_opts[] below the launcher's own.
@@ -35,6 +36,7 @@
 #include "cli/host.h"
 #include "cli/named.h"
 #include "cli/run_io.h"
+#include "cli/run_proc.h"
 #include "config/config.h"
 #include "uffd/uffd.h"
 #include "util/clock.h"
@@ -57,6 +59,7 @@ struct run_ctx {
 	char machine_json[800];
 	const char *machine;	      /* --machine NAME: a named machine hosts the program */
 	const char *given[CONFIG_NR]; /* THPEMU_* options given, by id (--machine refuses some) */
+	struct run_proc proc;	      /* the program as a process: group, terminal, signals */
 };
 
 /* The launcher's own options (those not in the THPEMU_* table). */
@@ -148,9 +151,18 @@ static void usage(FILE *f)
 	    "--stall-report, --trace) are checked before the program starts: an existing one\n"
 	    "must be a regular file of ours with one link (a symbolic link is never followed),\n"
 	    "in a directory we can write that is sticky if everyone can write it.\n");
-	fprintf(f,
-		"\nExit status: the program's, 128+N if it was killed by signal N, 2 for a bad "
-		"option\nor an output file that cannot be written, 1 if thpemu itself failed.\n");
+	fprintf(
+	    f,
+	    "\nSignals: the program runs in a process group of its own (with the terminal when\n"
+	    "thpemu run had it), or in the caller's when a script on a terminal runs thpemu run;\n"
+	    "every signal sent to thpemu run (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,\n"
+	    "SIGWINCH, SIGALRM, SIGCONT, SIGTSTP, ... and real-time ones; not SIGKILL, SIGSTOP or\n"
+	    "fault signals) is relayed to it once; when it stops, thpemu run stops too.\n");
+	fprintf(
+	    f,
+	    "\nExit status: the program's; if signal N killed it, thpemu run dies of signal N\n"
+	    "after writing its report (a shell shows 128+N); 2 for a bad option or an output file\n"
+	    "that cannot be written, 1 if thpemu itself failed.\n");
 }
 
 static const struct run_opt *find_run_opt(const char *name)
@@ -316,62 +328,34 @@ static int set_preload(struct run_ctx *rc)
 	return setenv("LD_PRELOAD", val, 1);
 }
 
-static volatile pid_t forward_to;
-static volatile sig_atomic_t forwarded;
-
-/* Signals someone sent to thpemu go on to the program; a terminal's signals already reached
- * the whole process group, so those (si_code SI_KERNEL) are not sent twice. A program that
- * survives one SIGINT/SIGTERM is killed by the second, so that the device is always removed. */
-static void forward(int sig, siginfo_t *si, void *uc)
+/* In the program's process, before exec: the dirtier and writeback run here, not in what this
+ * program execs. */
+static void set_io_pid(void *arg)
 {
-	if (forward_to <= 0)
-		return;
-	if ((sig == SIGINT || sig == SIGTERM) && forwarded++) {
-		kill(forward_to, SIGKILL);
-		return;
-	}
-	if (si->si_code != SI_KERNEL)
-		kill(forward_to, sig);
+	char me[24];
+
+	(void)arg;
+	snprintf(me, sizeof(me), "%d", (int)getpid());
+	setenv("THPEMU_IO_PID", me, 1);
 }
 
-static void install_forwarding(void)
-{
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
-
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
-}
-
+/* Start the program and wait for it, relaying signals and job control (run_proc.c); the terminal
+ * is thpemu run's again afterwards. Its exit status, 128 + N if a signal killed it, -1 if it
+ * could not be started or waited for. */
 static int run_child(struct run_ctx *rc)
 {
-	int status;
-	pid_t pid;
+	int status, err = run_proc_start(&rc->proc, rc->cmd, set_io_pid, NULL);
 
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		cli_error("run", "fork: %s", strerror(errno));
+	if (err < 0) {
+		cli_error("run", "fork: %s", strerror(-err));
 		return -1;
 	}
-	if (pid == 0) {
-		char me[24];
-
-		snprintf(me, sizeof(me), "%d", (int)getpid());
-		setenv("THPEMU_IO_PID", me, 1); /* io runs here, not in what this program execs */
-		execvp(rc->cmd[0], rc->cmd);
-		fprintf(stderr, "thpemu run: cannot execute %s: %s\n", cli_esc(rc->cmd[0]),
-			strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
-	}
-	forward_to = pid;
-	rc->child = pid;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	forward_to = 0;
+	rc->child = rc->proc.pid;
+	status = run_proc_wait(&rc->proc);
+	run_proc_end(&rc->proc);
 	rc->child_status = status;
+	if (status < 0)
+		return -1;
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
@@ -547,7 +531,7 @@ static void proc_close(const struct run_ctx *rc, struct proc_acc *pa, uint32_t s
 		p.end = UFFD_END_unmanaged;
 	else if (state == UFFD_PROC_EXECED)
 		p.end = UFFD_END_exec_unseen;
-	else if (p.pid == rc->child && WIFSIGNALED(rc->child_status)) {
+	else if (p.pid == rc->child && rc->child_status >= 0 && WIFSIGNALED(rc->child_status)) {
 		p.end = UFFD_END_killed;
 		p.signal = WTERMSIG(rc->child_status);
 	} else
@@ -709,7 +693,7 @@ static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_
 
 static int run_main(int argc, char **argv)
 {
-	struct run_ctx rc = {.child = -1, .dev = {.pid = -1, .status = -1}};
+	struct run_ctx rc = {.child = -1, .child_status = -1, .dev = {.pid = -1, .status = -1}};
 	struct uffd_program_info prog = {0};
 	struct uffd_proc_list procs;
 	struct uffd_stats *total;
@@ -722,9 +706,9 @@ static int run_main(int argc, char **argv)
 	if (cli_run_check_config(&rc.cfg, NULL, err, sizeof(err)) < 0)
 		cli_usage_error("run", "%s", err);
 	open_outputs(&rc);
+	run_proc_init(&rc.proc); /* before any thread: they inherit its blocked signals */
 	if (make_run_dir(&rc) < 0)
 		return 1;
-	install_forwarding();
 	rc.dev.parent = rc.run_dir;
 	run_device_start(&rc.dev, rc.cfg.seed, rc.quiet);
 	if (set_preload(&rc) < 0) {
@@ -774,6 +758,8 @@ static int run_main(int argc, char **argv)
 	uffd_procs_free(&procs);
 	run_stalls_free(&rc.stalls);
 	free(rc.dev.stats_json);
+	if (status >= 0)
+		run_proc_die_like(rc.child_status); /* killed: thpemu run ends the same way */
 	return status < 0 ? 1 : status;
 }
 

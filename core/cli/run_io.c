@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run_proc.h"
 #include "uffd/uffd.h"
 #include "util/clock.h"
 
@@ -77,6 +78,7 @@ static void fusedev_exec(struct run_device *d, uint64_t seed, int ready_fd, pid_
 	int n = 0;
 
 	setpgid(0, 0);
+	run_proc_child_signals(); /* not thpemu run's blocked signals */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent) /* thpemu run died before the line above */
 		_exit(1);

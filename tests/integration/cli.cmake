@@ -11,3 +11,8 @@ thpemu_add_test(NAME integration/run_kill
 thpemu_add_test(NAME integration/policies
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/policies.sh
                 LABELS integration TIMEOUT 60)
+# thpemu run as a launcher: signals reach the program as natively (never a SIGKILL instead), the
+# caller's mask and dispositions, death by the program's signal, ^C/^Z/fg on a pty.
+thpemu_add_test(NAME integration/run_signals
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_signals.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 120)
