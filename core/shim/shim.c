@@ -19,6 +19,7 @@
  * handlers until they exec.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,6 +30,8 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
+#include <valgrind/valgrind.h>
 
 #include "obs/unwind.h"
 #include "shim/shim.h"
@@ -449,10 +452,70 @@ static void run_unmanaged(const char *why, bool quiet)
 	__atomic_store_n(&shim_state, SHIM_UNMANAGED, __ATOMIC_RELEASE);
 }
 
+/* The debugger tracing this process from its start, if any (its program's name). A debugger reads
+ * and writes the program's memory through /proc/PID/mem or ptrace(PEEKDATA), whose page-table
+ * walk cannot wait for a userfaultfd handler (mm/memory.c: __access_remote_vm calls
+ * get_user_pages_remote without a lock to drop, so fs/userfaultfd.c: handle_userfault answers
+ * VM_FAULT_SIGBUS): a managed page never touched would read as EIO ("Cannot access memory"), and
+ * a debugger that resumes only the faulting thread (scheduler-locking) stops the handlers that
+ * would serve it. strace and other tracers use process_vm_readv, which can wait, and keep the
+ * program managed. */
+static bool traced_by_debugger(char *name, size_t len)
+{
+	static const char *const debuggers[] = {"gdb", "lldb", "rr"};
+	char buf[2048], path[64], exe[256];
+	const char *t;
+	long n, tracer;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	t = strstr(buf, "\nTracerPid:");
+	tracer = t ? strtol(t + 11, NULL, 10) : 0;
+	if (tracer <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%ld/exe", tracer);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	t = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	for (size_t i = 0; i < sizeof(debuggers) / sizeof(debuggers[0]); i++)
+		if (strncmp(t, debuggers[i], strlen(debuggers[i])) == 0) {
+			snprintf(name, len, "%s (pid %ld)", t, tracer);
+			return true;
+		}
+	return false;
+}
+
+/* Programs the emulator cannot serve: why, or NULL. */
+static const char *cannot_serve(char *buf, size_t len)
+{
+	char who[300];
+
+	/* valgrind runs every thread of the program on one lock: a thread waiting in a fault
+	 * holds it, so no handler thread ever runs to serve the fault */
+	if (RUNNING_ON_VALGRIND)
+		return "running under valgrind, whose threads take turns on one lock (a thread "
+		       "waiting for a userfaultfd handler keeps it from running)";
+	if (traced_by_debugger(who, sizeof(who))) {
+		snprintf(buf, len,
+			 "traced by the debugger %s, whose reads of memory cannot wait for a "
+			 "userfaultfd handler",
+			 who);
+		return buf;
+	}
+	return NULL;
+}
+
 __attribute__((constructor)) static void shim_init(void)
 {
 	struct config cfg;
 	char err[512] = "";
+	const char *why;
 
 	__atomic_store_n(&shim_state, SHIM_INITIALISING, __ATOMIC_RELEASE);
 	uffd_tls_passthrough++;
@@ -471,6 +534,11 @@ __attribute__((constructor)) static void shim_init(void)
 	}
 	if (cfg.disable) {
 		run_unmanaged("THPEMU_DISABLE is set", true);
+		goto out;
+	}
+	why = cannot_serve(err, sizeof(err));
+	if (why) {
+		run_unmanaged(why, cfg.log == CONFIG_LOG_QUIET);
 		goto out;
 	}
 	guard_fd_init(); /* before the emulator opens anything: its descriptors go out of reach */
