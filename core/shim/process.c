@@ -12,7 +12,9 @@
  *   - unshare of a user namespace (or CLONE_THREAD/SIGHAND/VM) and setns into a user, mount or
  *     time namespace: the kernel allows them only to a single-threaded process.
  * prctl(PR_SET_THP_DISABLE) also reaches the emulated kernel, which honours it as the kernel
- * would (core/uffd); so does news of the mlock family (mlock, mlock2, mlockall, munlockall).
+ * would (core/uffd); so does news of the mlock family (mlock, mlock2, mlockall, munlockall). A
+ * UFFDIO_REGISTER on a userfaultfd of the program's own (ioctl) first has the emulator hand the
+ * managed memory it covers back to the kernel.
  *
  * Calls made by the emulator itself (uffd_tls_passthrough) go straight to the kernel.
  */
@@ -23,6 +25,7 @@
 #include <linux/nsfs.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -293,6 +296,27 @@ EXPORT int munlockall(void)
 	return (int)ret_errno(after_lock(sys_call0(SYS_munlockall), true, -1));
 }
 
+/* ---- the program's own userfaultfd --------------------------------------------------------------
+ */
+
+static long do_ioctl(int fd, unsigned long req, void *arg)
+{
+	if (req == UFFDIO_REGISTER && arg && !uffd_tls_passthrough && !guard_fd_is_ours(fd))
+		shim_uffd_register(arg);
+	return sys_call3(SYS_ioctl, fd, req, arg);
+}
+
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return (int)ret_errno(do_ioctl(fd, req, arg));
+}
+
 /* ---- libraries --------------------------------------------------------------------------------
  */
 
@@ -423,6 +447,8 @@ EXPORT long syscall(long nr, ...)
 		return ret_errno(do_unshare(a[0]));
 	case SYS_setns:
 		return ret_errno(do_setns(a[0], a[1]));
+	case SYS_ioctl:
+		return ret_errno(do_ioctl((int)a[0], (unsigned long)a[1], (void *)a[2]));
 	case SYS_mlock:
 		return ret_errno(after_lock(sys_call2(SYS_mlock, a[0], a[1]), false, 0));
 	case SYS_mlock2:

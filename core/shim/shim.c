@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <linux/userfaultfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <valgrind/valgrind.h>
@@ -401,6 +402,15 @@ void shim_deepbind_loaded(const char *file)
 	if (__atomic_load_n(&uffd_live_stats(lv)->host.deepbind_loads, __ATOMIC_RELAXED) == 1)
 		uffd_note(lv, "libraries loaded with RTLD_DEEPBIND were loaded without it, so that "
 			      "they use the preloaded allocator (host.deepbind_loads)");
+}
+
+void shim_uffd_register(const void *arg)
+{
+	const struct uffdio_register *reg = arg;
+	struct uffd_live *lv = shim_live();
+
+	if (lv && reg->range.len)
+		uffd_release_for_program(lv, reg->range.start, reg->range.start + reg->range.len);
 }
 
 void shim_mlocked(bool all, int flags)

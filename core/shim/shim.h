@@ -18,6 +18,8 @@ void shim_thp_disable(bool disable);
 void shim_deepbind_init(void);
 /* ... one was (counted, said once in the report). */
 void shim_deepbind_loaded(const char *file);
+/* The program registers the range of *reg (a struct uffdio_register) with its own userfaultfd. */
+void shim_uffd_register(const void *reg);
 /* The program locked (or, all with flags -1, unlocked) memory (uffd_live_mlocked). */
 void shim_mlocked(bool all, int flags);
 

@@ -101,27 +101,50 @@ void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint
 
 /* ---- failing a region ------------------------------------------------------------------------ */
 
-void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err)
+/* Hand region r back to the kernel: present pages stay the program's, missing ones are served
+ * natively from now on, waiters are woken. false if it was already gone. */
+static bool give_back(struct uffd_live *lv, struct uffd_region *r)
 {
 	uint64_t live = 0;
 
 	pthread_rwlock_wrlock(&r->busy);
 	if (r->failed || __atomic_load_n(&r->dead, __ATOMIC_ACQUIRE)) {
 		pthread_rwlock_unlock(&r->busy);
-		return;
+		return false;
 	}
 	r->failed = 1;
 	live = as_live_pages(&r->as, uffd_page_of(r, r->lo), uffd_page_of(r, r->hi));
-	/* the kernel serves this range natively from now on and wakes whoever waits in it */
 	uffd_io_unregister(lv->uffd, r->lo, r->hi - r->lo);
 	uffd_region_release_pages(lv, r, uffd_page_of(r, r->lo), uffd_page_of(r, r->hi), true);
 	uffd_io_wake(lv->uffd, r->lo, r->hi - r->lo);
 	pthread_rwlock_unlock(&r->busy);
 	uffd_region_remove(&lv->table, r);
 	uffd_gauge_sub(lv, live * UFFD_PAGE_SIZE);
+	return true;
+}
+
+void uffd_region_fail(struct uffd_live *lv, struct uffd_region *r, int err)
+{
+	if (!give_back(lv, r))
+		return;
 	UFFD_COUNT(lv, regions_failed);
 	uffd_say_once(lv, 1, "a userfaultfd operation failed (errno ", (uint64_t)-err,
 		      "): that mapping now runs unmanaged (host.uffd_errors counts them)");
+}
+
+void uffd_release_for_program(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_region *rs[MAX_TOUCHED];
+	unsigned n = uffd_regions_overlapping(&lv->table, lo, hi, rs, MAX_TOUCHED);
+
+	for (unsigned i = 0; i < n; i++) {
+		if (give_back(lv, rs[i])) {
+			UFFD_COUNT(lv, ranges_released);
+			uffd_note(lv, "the program registers memory with a userfaultfd of its own: "
+				      "those mappings are its own (host.ranges_released)");
+		}
+		uffd_region_put(&lv->table, rs[i]);
+	}
 }
 
 /* ---- mmap --------------------------------------------------------------------------------------

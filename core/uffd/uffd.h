@@ -340,6 +340,11 @@ typedef void (*uffd_machine_stop_fn)(void);
 void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn);
 /* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
 void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
+/* The program is registering [lo, hi) with a userfaultfd of its own (UFFDIO_REGISTER): a range
+ * can be registered with one userfaultfd only (fs/userfaultfd.c: userfaultfd_register, -EBUSY),
+ * so every managed mapping it overlaps is handed back to the kernel first, its data intact - as
+ * for a CRIU lazy restore or a QEMU postcopy, whose pages the program serves itself. */
+void uffd_release_for_program(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
 /* The program's mlock(2) family succeeded: mlock/mlock2 (all false), mlockall(flags)
  * (all true), munlockall (all true, flags -1). */
 void uffd_live_mlocked(struct uffd_live *lv, bool all, int flags);
