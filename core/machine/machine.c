@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -179,6 +180,10 @@ int machine_create(const struct machine_config *cfg, struct machine *out, char *
 	rc = robust_mutex_init(&h->mm_lock);
 	for (int i = 0; i < MACHINE_MAX_PROCS && !rc; i++)
 		rc = robust_mutex_init(&h->slot[i].mbox.lock);
+	if (!rc)
+		rc = robust_mutex_init(&h->host_alive);
+	if (!rc) /* held for the host's life: the kernel marks it when the host dies */
+		rc = -pthread_mutex_lock(&h->host_alive);
 	if (rc) {
 		set_err(err, errlen, "machine: robust shared mutex: %s", strerror(-rc));
 		sys_munmap(h, size);
@@ -203,6 +208,8 @@ int machine_create(const struct machine_config *cfg, struct machine *out, char *
 
 static void machine_unmap(struct machine *m)
 {
+	if (m->hdr && m->host) /* unlocked before the unmap: it is on this thread's robust list */
+		pthread_mutex_unlock(&m->hdr->host_alive);
 	if (m->hdr)
 		sys_munmap(m->hdr, m->len);
 	if (m->fd >= 0)
@@ -305,7 +312,17 @@ int machine_attach(const char *rendezvous, struct machine *out, char *err, size_
 	}
 	out->hdr = (struct machine_hdr *)h;
 	out->len = (size_t)sb.st_size;
-	return 0;
+	rc = ld(&h->host_pid) != pid ? -EPROTO : machine_host_gone(out) ? -ENOENT : 0;
+	if (rc) {
+		if (rc == -EPROTO)
+			set_err(err, errlen, "machine: %s is the segment of host pid %d, not of %d",
+				path, (int)h->host_pid, pid);
+		else
+			set_err(err, errlen, "machine: %s: the host is gone", path);
+		machine_clear(out);
+		sys_munmap((void *)h, (size_t)sb.st_size);
+	}
+	return rc;
 }
 
 void machine_forked_child(struct machine *m)
@@ -391,6 +408,17 @@ void machine_unlock(struct machine *m)
 bool machine_tainted(const struct machine *m)
 {
 	return ld(&m->hdr->tainted) != 0;
+}
+
+bool machine_host_gone(const struct machine *m)
+{
+	/* glibc's robust mutex word: the owner's tid, FUTEX_WAITERS, FUTEX_OWNER_DIED. The host
+	 * unlocks it at machine_destroy (0); its death leaves FUTEX_OWNER_DIED with no tid. */
+	uint32_t w = (uint32_t)__atomic_load_n(&m->hdr->host_alive.__data.__lock, __ATOMIC_ACQUIRE);
+
+	if (m->host)
+		return false;
+	return (w & FUTEX_TID_MASK) == 0 || (w & FUTEX_OWNER_DIED);
 }
 
 /* ---- slots ---------------------------------------------------------------------------------- */
@@ -515,6 +543,17 @@ static int mbox_lock(struct machine_mailbox *mb, uint64_t deadline)
 	return rc == 0 ? 0 : -EBUSY;
 }
 
+/* Is slot's process gone with nobody to reap it? Only the host reaps (machine_reap): once it is
+ * gone itself, a requester looks for the process (kill 0: no descriptor in the program's
+ * process; a zombie still counts, its parent reaps it), or would ask a dead process again and
+ * again, each time until its timeout. The host's own slot 0 is gone with the host. */
+static bool slot_gone_unreaped(const struct machine *m, int slot)
+{
+	if (!machine_host_gone(m))
+		return false;
+	return slot == 0 || sys_call2(SYS_kill, ld(&m->hdr->slot[slot].pid), 0) == -ESRCH;
+}
+
 /* One request. The answer is awaited until deadline; with `taken` set, only until the agent
  * took it, and then for as long as the slot's process is there. */
 static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
@@ -531,7 +570,7 @@ static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uin
 	s = &m->hdr->slot[slot];
 	mb = &s->mbox;
 	gen = ld(&s->gen);
-	if (ld(&s->state) != MACHINE_SLOT_LIVE)
+	if (ld(&s->state) != MACHINE_SLOT_LIVE || slot_gone_unreaped(m, slot))
 		return -ENOENT;
 	rc = mbox_lock(mb, deadline);
 	if (rc)
@@ -567,7 +606,7 @@ static int request(struct machine *m, int slot, uint32_t op, uint64_t owner, uin
 			break;
 		}
 		state = ld(&s->state);
-		if (ld(&s->gen) != gen ||
+		if (ld(&s->gen) != gen || slot_gone_unreaped(m, slot) ||
 		    (state != MACHINE_SLOT_LIVE && state != MACHINE_SLOT_EXITING)) {
 			/* gone: reaped, or being reaped */
 			if (mbox_withdraw(mb, tag) || !mbox_answered(mb, tag, &rc))

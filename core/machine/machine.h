@@ -34,6 +34,12 @@
  *                futex, bounded (a stopped B makes the page busy, as an unisolatable page).
  *  death         the host watches every slot's process (pidfd); when one is gone its frames go
  *                back to the pool (mm_release_owners) and pending requests to it fail -ENOENT.
+ *  host death    the host holds a robust mutex of the header (host_alive) from creation to
+ *                destruction; the kernel marks it FUTEX_OWNER_DIED when the host dies
+ *                (kernel/futex/core.c: exit_robust_list, handle_futex_death), so every process
+ *                sees a dead host by reading one word (machine_host_gone): no descriptor, and a
+ *                reused pid cannot fool it. What only the host completes (writeback, a request
+ *                to slot 0) is waited for in bounded slices that look at it.
  *
  * Futexes in the segment are shared (no FUTEX_PRIVATE_FLAG): a private futex key is (mm,
  * address), and wake-ups between processes are lost.
@@ -63,7 +69,7 @@
 #define MACHINE_BASE 0x3f0000000000ULL
 #endif
 #define MACHINE_MAGIC	  0x544850454d554d31ULL /* "THPEMUM1" */
-#define MACHINE_VERSION	  2
+#define MACHINE_VERSION	  3
 #define MACHINE_MAX_PROCS 256 /* slots, host included: 8 bits of an owner cookie */
 
 /* Owner cookies of program pages carry their process's slot in bits 54..61 (core/mm leaves
@@ -175,6 +181,8 @@ struct machine_hdr {
 	uint32_t nslots_live;	 /* slots 1.. not FREE (taken by take, given back by reap) */
 	uint32_t stopping;	 /* the host is stopping the machine (`thpemu machine stop`): every
 				  * process steps aside (its agent sees it), none may join */
+	pthread_mutex_t host_alive;	/* robust, pshared: held by the host's creating thread until
+					 * machine_destroy (machine_host_gone) */
 	struct machine_writers writers; /* real writers' page cache (thpemu-fusedev), atomic */
 	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];
@@ -203,13 +211,15 @@ struct machine_config {
 /* Host: create the segment and map it at MACHINE_BASE. *out is filled in the caller's storage. */
 int machine_create(const struct machine_config *cfg, struct machine *out, char *err, size_t errlen);
 /* Host: unmap and close (attached processes keep their mappings: the memory lives until the
- * last one is gone). */
+ * last one is gone). Call it on the thread that created the machine (it holds host_alive). */
 void machine_destroy(struct machine *m);
 /* The THPEMU_MACHINE value for processes the host starts ("PID:FD"). */
 void machine_rendezvous(const struct machine *m, char *buf, size_t len);
 
-/* Attach to the machine named by a THPEMU_MACHINE value. -ENOENT (host gone), -EEXIST (the
- * address is taken in this process), -EPROTO (another build or version). */
+/* Attach to the machine named by a THPEMU_MACHINE value. -EINVAL (not HOSTPID:FD), -ENOENT (the
+ * host is gone), -EEXIST (the address is taken in this process), -EPROTO (not a machine's
+ * segment, another build or version, or the segment of another host than HOSTPID), -errno of
+ * opening /proc/HOSTPID/fd/FD (-EACCES: another user's, or another user namespace). */
 int machine_attach(const char *rendezvous, struct machine *out, char *err, size_t errlen);
 /* A fork child: the mapping was inherited; take a fresh struct machine for it (no descriptor).
  * Descriptors inherited from a host (memfd, pidfds) are close-on-exec and left alone. */
@@ -230,6 +240,9 @@ uint64_t machine_off(const struct machine *m, const void *p);
 void machine_lock(struct machine *m);
 void machine_unlock(struct machine *m);
 bool machine_tainted(const struct machine *m);
+/* Is the machine's host gone (dead, or destroyed the machine)? Never for the host itself. One
+ * atomic load: safe anywhere, as often as wanted. */
+bool machine_host_gone(const struct machine *m);
 
 /* Take a slot for the calling process (pid, ppid, comm from /proc). Returns 1.., or -ENOSPC. */
 int machine_slot_take(struct machine *m);
@@ -239,8 +252,8 @@ void machine_slot_leave(struct machine *m, int slot);
 const struct machine_slot *machine_slot(const struct machine *m, int slot);
 
 /* Ask slot's agent to do req (op, owner, from, to); wait at most timeout_ns for the answer.
- * Returns the agent's result, -ENOENT (the process is gone), or -EBUSY (no answer in time: a
- * stopped process; the request is withdrawn). */
+ * Returns the agent's result, -ENOENT (the process is gone; for slot 0: the host is gone, seen
+ * within a slice), or -EBUSY (no answer in time: a stopped process; the request is withdrawn). */
 int machine_request(struct machine *m, int slot, uint32_t op, uint64_t owner, uint32_t from,
 		    uint32_t to, uint64_t timeout_ns);
 /* A request that may take long once taken (a khugepaged visit: a collapse can wait seconds in

@@ -1,7 +1,9 @@
 /* core/machine: one machine shared by real processes. The segment (fixed address, sparse,
  * attach by "PID:FD" from a fresh address space and from an exec'd program, -EEXIST, -EPROTO,
- * -ENOENT), the robust lock (an owner SIGKILLed holding it: one repair, or a taint, and the lock
- * goes on working), slots (take, leave, reap of a real dead process, reuse), and mailboxes
+ * -ENOENT, the segment of another host than HOSTPID), the host's death (seen by every process,
+ * what only it completes ends: a request to it, one to a process it can no longer reap), the
+ * robust lock (an owner SIGKILLed holding it: one repair, or a taint, and the lock goes on
+ * working), slots (take, leave, reap of a real dead process, reuse), and mailboxes
  * (round trips between processes, a stopped agent, a late answer, a dead agent, a requester
  * killed while waiting). */
 #include <dirent.h>
@@ -479,6 +481,163 @@ TEST(attach_to_a_host_that_is_gone_is_enoent)
 	/* a live process without that descriptor */
 	snprintf(rv, sizeof(rv), "%d:%d", getpid(), 999);
 	EXPECT_EQ(machine_attach(rv, &a, err, sizeof(err)), -ENOENT);
+}
+
+/* ---- the host's death ----------------------------------------------------------------------- */
+
+/* A host in a child: it creates the machine, sends its rendezvous, then waits for a byte on
+ * cmd: 'd' destroys the machine (and waits on), anything else exits. */
+static pid_t host_child(char rv[64], int *cmd)
+{
+	int up[2], down[2];
+	pid_t pid;
+
+	ASSERT_EQ(pipe(up), 0);
+	ASSERT_EQ(pipe(down), 0);
+	pid = spawn();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		char c;
+
+		close(up[0]);
+		close(down[1]); /* the parent's end: its close is our EOF */
+		host_create(1 << 20, 0);
+		if (machine_host_gone(&host))
+			_exit(5); /* never for the host itself */
+		machine_rendezvous(&host, rv, 64);
+		if (write(up[1], rv, 64) != 64)
+			_exit(3);
+		while (read(down[0], &c, 1) == 1 && c == 'd')
+			machine_destroy(&host);
+		_exit(0);
+	}
+	ASSERT_EQ(read(up[0], rv, 64), 64);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	*cmd = down[1];
+	return pid;
+}
+
+struct host_req {
+	struct machine *m;
+	pthread_t th;
+	int rc;
+};
+
+static void *host_req_main(void *arg)
+{
+	struct host_req *r = arg;
+
+	r->rc = machine_request(r->m, 0, MACHINE_REQ_WRITEOUT, 1, 2, 0, 20000 * MS);
+	return NULL;
+}
+
+TEST(a_dead_host_is_seen_and_what_only_it_completes_ends)
+{
+	struct host_req r = {.rc = 1};
+	struct machine a;
+	char rv[64];
+	int cmd, slot, fds[2];
+	pid_t h, gone;
+	uint64_t t0;
+
+	h = host_child(rv, &cmd);
+	ASSERT_EQ(machine_attach(rv, &a, err, sizeof(err)), 0);
+	EXPECT(!machine_host_gone(&a));
+	/* a process of the machine that exits without a goodbye: only the host reaps it */
+	ASSERT_EQ(pipe(fds), 0);
+	gone = spawn();
+	ASSERT_GE(gone, 0);
+	if (gone == 0) {
+		struct machine c = a;
+
+		machine_forked_child(&c);
+		put_int(fds[1], machine_slot_take(&c));
+		_exit(0);
+	}
+	slot = get_int(fds[0]);
+	ASSERT_GE(slot, 1);
+	ASSERT_EQ(wait_exit(gone), 0);
+	/* while the host lives, a dead process it has not reaped looks stopped */
+	EXPECT_EQ(machine_request(&a, slot, MACHINE_REQ_MIGRATE, 0, 1, 1, 50 * MS), -EBUSY);
+
+	/* a request to the host, waiting when the host is SIGKILLed */
+	r.m = &a;
+	ASSERT_EQ(pthread_create(&r.th, NULL, host_req_main, &r), 0);
+	sleep_ms(50);
+	kill(h, SIGKILL);
+	ASSERT_EQ(wait_exit(h), 128 + SIGKILL);
+	t0 = clock_now_ns();
+	pthread_join(r.th, NULL);
+	EXPECT_EQ(r.rc, -ENOENT);
+	EXPECT_LT(clock_now_ns() - t0, 2000 * MS);
+	EXPECT(machine_host_gone(&a));
+	/* nobody reaps now: the requester sees the dead process itself, and the host at once */
+	t0 = clock_now_ns();
+	EXPECT_EQ(machine_request(&a, slot, MACHINE_REQ_MIGRATE, 0, 1, 1, 20000 * MS), -ENOENT);
+	EXPECT_EQ(machine_request(&a, 0, MACHINE_REQ_WRITEOUT, 1, 2, 0, 20000 * MS), -ENOENT);
+	EXPECT_LT(clock_now_ns() - t0, 1000 * MS);
+	/* the lock it never held still works */
+	machine_lock(&a);
+	machine_unlock(&a);
+	EXPECT(!machine_tainted(&a));
+	close(cmd);
+}
+
+TEST(a_host_that_destroyed_its_machine_is_gone)
+{
+	struct machine a;
+	char rv[64];
+	int cmd;
+	pid_t h;
+
+	h = host_child(rv, &cmd);
+	ASSERT_EQ(machine_attach(rv, &a, err, sizeof(err)), 0);
+	EXPECT(!machine_host_gone(&a));
+	ASSERT_EQ(write(cmd, "d", 1), 1);
+	for (int i = 0; i < 2000 && !machine_host_gone(&a); i++)
+		sleep_ms(1);
+	EXPECT(machine_host_gone(&a));
+	EXPECT_EQ(machine_request(&a, 0, MACHINE_REQ_WRITEOUT, 1, 2, 0, 20000 * MS), -ENOENT);
+	machine_detach(&a);
+	/* and a new process cannot attach to it */
+	EXPECT_EQ(machine_attach(rv, &a, err, sizeof(err)), -ENOENT);
+	close(cmd);
+	EXPECT_EQ(wait_exit(h), 0);
+}
+
+TEST(attach_refuses_the_segment_of_another_host)
+{
+	struct machine a;
+	char rv[64], other[64];
+	int cmd, fds[2];
+	pid_t h, holder;
+
+	h = host_child(rv, &cmd);
+	ASSERT_EQ(pipe(fds), 0);
+	/* a process that holds the host's memfd (opened through /proc) under its own pid */
+	holder = spawn();
+	ASSERT_GE(holder, 0);
+	if (holder == 0) {
+		char path[64];
+		int mine;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)h, strchr(rv, ':') + 1);
+		mine = open(path, O_RDWR);
+		put_int(fds[1], mine);
+		pause();
+		_exit(0);
+	}
+	snprintf(other, sizeof(other), "%d:%d", (int)holder, get_int(fds[0]));
+	err[0] = 0;
+	EXPECT_EQ(machine_attach(other, &a, err, sizeof(err)), -EPROTO);
+	EXPECT(strstr(err, "host pid"));
+	EXPECT(!mapped(MACHINE_BASE));
+	kill(holder, SIGKILL);
+	EXPECT_EQ(wait_exit(holder), 128 + SIGKILL);
+	close(cmd);
+	EXPECT_EQ(wait_exit(h), 0);
 }
 
 /* ---- the lock ------------------------------------------------------------------------------- */
