@@ -15,7 +15,8 @@
  * slot is free (or 10 s), io stops, the device is unmounted, the report is written and the
  * daemon exits. A daemon killed with SIGKILL leaves no socket (abstract) and no shared-memory
  * object (a memfd lives as long as a process maps it): its attached processes keep running,
- * still on the segment they map, without kernel threads, writeback or reaping.
+ * still on the segment they map, without kernel threads, writeback or reaping, and none waits
+ * for it (machine_host_gone: the robust lock the daemon held as the host).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -5,14 +5,16 @@
  *                   program's munmap/madvise (mm's own concurrency contract, mm.h)
  *   wait_writeback  wait_on_page_writeback(): a hashed futex wait queue (io/waitq.h) woken by
  *                   the writeback engine when the frame's I/O completes; the handler's stack is
- *                   captured here for stall reports (stallcap.c)
+ *                   captured here for stall reports (stallcap.c). On a machine the engine is
+ *                   the host's: the wait ends when the host is gone (machine_host_gone)
  *   migrate_anon    a real unmap / copy / remap of the program's page (migrate.c)
  *   split_underused the THP shrinker's underused split: zero-filled subpages really unmapped
  *                   (split.c); another process's THP is split by that process (its mailbox)
  *   copy_file_page  the page-cache arena's copy (core/io), when io runs in this process; without
  *                   it the emulated file pages carry no data and migrate as metadata
  *   writeout        writeout(): core/io starts writeback of the page (without io: -EBUSY, the
- *                   dirty page is not migratable); its stack is captured like a wait's
+ *                   dirty page is not migratable); on a machine the host's io is asked (a
+ *                   host that is gone: -EBUSY at once); its stack is captured like a wait's
  *   throttle        congestion_wait / wait_iff_congested: a futex sleep until the writeback
  *                   engine completes a request with its queue uncongested, or the timeout
  *                   (io_wait_uncongested); its stack is captured like a wait's
@@ -39,6 +41,8 @@
 #include "util/clock.h"
 #include "obs/usdt.h"
 
+#define HOST_CHECK_NS (100 * 1000000ULL) /* a wait on the host's work looks at the host */
+
 static uint64_t env_now(void *priv, void *call)
 {
 	return clock_now_ns();
@@ -64,19 +68,52 @@ static void env_unlock(void *priv)
 		pthread_mutex_unlock(&lv->mm_lock);
 }
 
+/* wait_on_page_writeback on a machine: only the host's flusher ends writeback, so the wait
+ * goes in slices and ends when the host is gone (the page stays under writeback, as after a
+ * timeout: -ETIMEDOUT), however long the caller would have waited. */
+static int machine_wait_writeback(struct uffd_live *lv, uint32_t pfn, uint64_t timeout_ns)
+{
+	uint64_t end = timeout_ns ? clock_now_ns() + timeout_ns : UINT64_MAX;
+
+	for (;;) {
+		uint64_t now = clock_now_ns();
+		int rc;
+
+		if (machine_host_gone(&lv->mach) || now >= end)
+			return -ETIMEDOUT;
+		rc = io_wait_writeback(lv->wq, lv->mm, pfn,
+				       end - now < HOST_CHECK_NS ? end - now : HOST_CHECK_NS);
+		if (rc != -ETIMEDOUT)
+			return rc;
+	}
+}
+
+/* The machine's host is gone: nothing it did not finish (writeback, a writeout) ever will. */
+static bool host_gone(const struct uffd_live *lv)
+{
+	return lv->on_machine && machine_host_gone(&lv->mach);
+}
+
 static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t timeout_ns)
 {
 	struct uffd_live *lv = priv;
 	struct obs_stack st;
-	uint64_t token = uffd_stallcap_blocking(call, &st); /* the blocking point's stack */
-	uint64_t owner = mm_frame_owner_peek(lv->mm, pfn);  /* whose page (for the report) */
-
-	uffd_handlers_cover(call); /* other faults must not wait behind this one */
-	uint64_t t0 = clock_now_ns();
+	uint64_t token, owner, t0;
 	int rc;
 
+	if (host_gone(lv)) /* no wait, and no stack for one: reclaim meets such pages by the
+			    * hundred on every fault */
+		return -ETIMEDOUT;
+	token = uffd_stallcap_blocking(call, &st); /* the blocking point's stack */
+	owner = mm_frame_owner_peek(lv->mm, pfn);  /* whose page (for the report) */
+	uffd_handlers_cover(call);		   /* other faults must not wait behind this one */
+	t0 = clock_now_ns();
+
 	THPEMU_PROBE(wb_wait_begin, pfn, owner);
-	rc = io_wait_writeback(lv->wq, lv->mm, pfn, timeout_ns);
+	if (lv->on_machine)
+		rc = machine_wait_writeback(lv, pfn, timeout_ns);
+	else
+		rc = io_wait_writeback(lv->wq, lv->mm, pfn, timeout_ns);
 	THPEMU_PROBE(wb_wait_end, pfn, rc, clock_now_ns() - t0);
 	(void)t0; /* without probes */
 	uffd_stallcap_blocked(call, &st, token, owner);
@@ -87,13 +124,17 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 {
 	struct uffd_live *lv = priv;
 	struct obs_stack st;
-	uint64_t token = uffd_stallcap_blocking(call, &st); /* writeout's own stack */
+	uint64_t token;
 	int rc;
 
+	if (host_gone(lv))
+		return -EBUSY; /* nobody writes it: a dirty page that cannot be written */
+	token = uffd_stallcap_blocking(call, &st); /* writeout's own stack */
 	uffd_handlers_cover(call);
-	if (lv->on_machine) /* the machine's flusher runs in the host */
+	if (lv->on_machine) { /* the machine's flusher runs in the host */
 		rc = uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0);
-	else
+		rc = rc == -ENOENT ? -EBUSY : rc; /* the host is gone: nobody writes it */
+	} else
 		rc = lv->io ? io_writeout(lv->io, owner, pfn) : -EBUSY;
 	uffd_stallcap_blocked(call, &st, token, owner);
 	return rc;

@@ -23,6 +23,11 @@ thpemu_add_test(NAME integration/machine_named
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_named.sh
                 LABELS integration needs-uffd needs-root TIMEOUT 300)
 
+# A named machine's daemon SIGKILLed with writeback in flight: its programs do not wait for it.
+thpemu_add_test(NAME integration/machine_daemon_kill
+                COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_daemon_kill.sh
+                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 120)
+
 # No uffd or root needed: the built library against the names it exports (core/util/sys.h).
 thpemu_add_test(NAME integration/live_selfcalls
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_selfcalls.sh
