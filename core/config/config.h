@@ -75,7 +75,7 @@ struct config {
  * ID       the variable is THPEMU_<ID>; config_opts[CONFIG_<ID>] is its entry
  * CLI      `thpemu run`'s option (and `thpemu ab`'s SPEC key without the dashes), or NULL
  * PARSER   size, duration, uint, words (one of WORDS), bool, policy, recipe, path, device,
- *          dirty (options.c: the value's syntax and what is stored in FIELD)
+ *          dirty, rendezvous (options.c: the value's syntax and what is stored in FIELD)
  * FIELD    the member of struct config it fills (policy, device and dirty: the spec as given;
  *          the parsed form goes to policy, device and dirty)
  * DEFAULT  as text, parsed like any value ("" for none)
@@ -172,8 +172,9 @@ struct config {
 	  "a process id",                                                                          \
 	  "set by `thpemu run` (or the first process): only this process runs the dirtier and "   \
 	  "writeback")                                                                             \
-	X(MACHINE, NULL, "HOSTPID:FD", path, machine, "", 0, 0, NULL, CONFIG_INTERNAL,             \
-	  "set by `thpemu run`",                                                                   \
+	X(MACHINE, NULL, "HOSTPID:FD", rendezvous, machine, "", 0, 0, NULL, CONFIG_INTERNAL,       \
+	  "HOSTPID:FD, two decimal numbers (the host's process id and its descriptor of the "      \
+	  "machine), as `thpemu run` sets it",                                                     \
 	  "set by `thpemu run`: every process of the run faults against this one shared machine "  \
 	  "(pool, page cache, writeback) instead of a pool of its own")
 /* clang-format on */
@@ -218,6 +219,8 @@ void config_io(const struct config *cfg, struct io_config *ic);
 int config_from_env(struct config *cfg, char *err, size_t errlen);
 const struct config_opt *config_opt_by_cli(const char *cli);
 const struct config_opt *config_opt_by_env(const char *env);
+/* A THPEMU_MACHINE value: "HOSTPID:FD", HOSTPID > 0, both decimal ints. */
+bool config_rendezvous(const char *val, int *pid, int *fd);
 /* The table as text: `thpemu run --help`'s environment list (user options only), or the
  * Markdown table of core/uffd/README.md (every option; `thpemu run --help-markdown`). */
 void config_help(FILE *f, bool markdown);

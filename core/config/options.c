@@ -8,6 +8,7 @@
 #include "config/config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,45 @@ static int parse_text(const struct config_opt *o, const char *name, const char *
 	return store_text(o, name, val, field, err, errlen);
 }
 
+/* A decimal int from s up to end (exclusive), nothing else. */
+static bool parse_int(const char *s, const char *end, int *out)
+{
+	long v = 0;
+
+	if (s == end)
+		return false;
+	for (; s < end; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (*s - '0');
+		if (v > INT_MAX)
+			return false;
+	}
+	*out = (int)v;
+	return true;
+}
+
+bool config_rendezvous(const char *val, int *pid, int *fd)
+{
+	const char *colon = strchr(val, ':');
+
+	return colon && parse_int(val, colon, pid) && *pid > 0 &&
+	       parse_int(colon + 1, colon + strlen(colon), fd);
+}
+
+/* THPEMU_MACHINE: core/machine's rendezvous ("" = none: a pool of its own). A value that is no
+ * rendezvous at all is refused here, with the variable's name, rather than found out at the
+ * attach (where it would only make a pool of its own). */
+static int parse_rendezvous(const struct config_opt *o, const char *name, const char *val,
+			    struct config *cfg, void *field, char *err, size_t errlen)
+{
+	int pid, fd;
+
+	if (val[0] && !config_rendezvous(val, &pid, &fd))
+		return bad(o, name, val, "is not a machine's rendezvous", err, errlen);
+	return store_text(o, name, val, field, err, errlen);
+}
+
 static int parse_policy(const struct config_opt *o, const char *name, const char *val,
 			struct config *cfg, void *field, char *err, size_t errlen)
 {
@@ -218,6 +258,7 @@ static const struct config_parser config_parse_recipe = {parse_text, true};
 static const struct config_parser config_parse_path = {parse_text, true};
 static const struct config_parser config_parse_device = {parse_device, false};
 static const struct config_parser config_parse_dirty = {parse_dirty, false};
+static const struct config_parser config_parse_rendezvous = {parse_rendezvous, true};
 
 /* The field type each parser writes. */
 #define IS_CHARS(f)	     __builtin_types_compatible_p(__typeof__(f), char[sizeof(f)])
@@ -226,14 +267,15 @@ static const struct config_parser config_parse_dirty = {parse_dirty, false};
 #define FIELD_OK_uint(f)     (sizeof(f) == sizeof(uint64_t) || sizeof(f) == sizeof(unsigned))
 #define FIELD_OK_words(f)                                                                          \
 	(sizeof(f) == sizeof(int) && !__builtin_types_compatible_p(__typeof__(f), bool))
-#define FIELD_OK_bool(f)    __builtin_types_compatible_p(__typeof__(f), bool)
-#define FIELD_OK_policy(f)  IS_CHARS(f)
-#define FIELD_OK_fs(f)	    IS_CHARS(f)
-#define FIELD_OK_recipe(f)  IS_CHARS(f)
-#define FIELD_OK_path(f)    IS_CHARS(f)
-#define FIELD_OK_device(f)  IS_CHARS(f)
-#define FIELD_OK_dirty(f)   IS_CHARS(f)
-#define CONFIG_FIELD(field) (((struct config *)0)->field)
+#define FIELD_OK_bool(f)       __builtin_types_compatible_p(__typeof__(f), bool)
+#define FIELD_OK_policy(f)     IS_CHARS(f)
+#define FIELD_OK_fs(f)	       IS_CHARS(f)
+#define FIELD_OK_recipe(f)     IS_CHARS(f)
+#define FIELD_OK_path(f)       IS_CHARS(f)
+#define FIELD_OK_device(f)     IS_CHARS(f)
+#define FIELD_OK_dirty(f)      IS_CHARS(f)
+#define FIELD_OK_rendezvous(f) IS_CHARS(f)
+#define CONFIG_FIELD(field)    (((struct config *)0)->field)
 
 #define CONFIG_X_CHECK(id, cli, metavar, parser, field, ...)                                       \
 	_Static_assert(FIELD_OK_##parser(CONFIG_FIELD(field)),                                     \

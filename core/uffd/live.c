@@ -769,6 +769,11 @@ static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char 
 			plugin_init(lv); /* per process: this process's binding of the pool */
 			return 0;
 		}
+		if (!parent && (rc == -ENOENT || rc == -EPROTO)) { /* no machine there: dead, or
+								    * not one */
+			snprintf(err, errlen, "THPEMU_MACHINE=%s: %s", lv->cfg.machine, why);
+			return rc;
+		}
 		/* e.g. in a new user namespace, whose processes may not open the host's memfd:
 		 * a pool of its own still manages the process */
 		snprintf(msg, sizeof(msg), "%s: this process has a pool of its own", why);

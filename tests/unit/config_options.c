@@ -96,6 +96,12 @@ TEST(options_bad_values)
 	expect_bad("THPEMU_LOG", "loud", "quiet, warn");
 	expect_bad("THPEMU_DISABLE", "maybe", "yes");
 	expect_bad("THPEMU_MIN_REGION", "1k", "at least 4K");
+	expect_bad("THPEMU_MACHINE", "garbage",
+		   "is not a machine's rendezvous (accepted: HOSTPID:FD");
+	expect_bad("THPEMU_MACHINE", "0:3", "HOSTPID:FD");
+	expect_bad("THPEMU_MACHINE", "12:", "HOSTPID:FD");
+	expect_bad("THPEMU_MACHINE", "1:2:3", "HOSTPID:FD");
+	expect_bad("THPEMU_MACHINE", "99999999999:3", "HOSTPID:FD");
 }
 
 /* The table's pool range is mm's: the size mm_create refuses is the size the table refuses.
