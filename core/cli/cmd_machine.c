@@ -60,8 +60,8 @@ static void usage(FILE *f)
 	}
 	fprintf(f, "\nstart prints 'machine NAME started (pid N)' once it is ready. Policies, "
 		   "devices\nand the dirtier: see 'thpemu run --help'.\n\nExit status: 0 done; 2 a "
-		   "bad option or name, no such machine, or a name already\nrunning; 1 thpemu "
-		   "failed.\n");
+		   "bad option or name, no such machine, a name already\nrunning or held by "
+		   "another user's process; 1 thpemu failed.\n");
 }
 
 static const char *machine_name(int argc, char **argv, const char *sub)
@@ -145,8 +145,16 @@ static int start_main(int argc, char **argv)
 	o.seed = cfg.seed;
 	o.cfg = &cfg;
 	rc = named_daemon_start(&o, &pid, err, sizeof(err));
-	if (rc == -EEXIST)
+	if (rc == -EEXIST && pid > 0)
 		cli_usage_error("machine", "machine %s is running (pid %d)", o.name, pid);
+	if (rc == -EEXIST)
+		cli_usage_error(
+		    "machine",
+		    "machine %s: its name is taken by a process that does not answer as "
+		    "a machine's daemon",
+		    o.name);
+	if (rc == -EPERM)
+		cli_usage_error("machine", "machine %s: %s; cannot start it", o.name, err);
 	if (rc < 0) {
 		cli_error("machine", "machine %s could not start: %s", o.name, err);
 		return 1;
@@ -158,15 +166,18 @@ static int start_main(int argc, char **argv)
 /* ---- status, stop -----------------------------------------------------------------------------
  */
 
-/* Ask the machine; exits 2 if there is none, 1 on any other failure. */
+/* Ask the machine; exits 2 if there is none or another user holds its name, 1 on any other
+ * failure. */
 static char *ask(const char *name, const char *req, int timeout_ms)
 {
 	char *body = NULL, err[512];
 	size_t len;
-	int rc = named_request(name, req, timeout_ms, &body, &len, err, sizeof(err));
+	int rc = named_request(name, req, timeout_ms, &body, &len, NULL, err, sizeof(err));
 
 	if (rc == -ENOENT)
 		no_machine(name);
+	if (rc == -EPERM)
+		cli_usage_error("machine", "machine %s: %s; refusing it", name, err);
 	if (rc < 0) {
 		cli_error("machine", "machine %s: %s", name, err);
 		exit(1);

@@ -512,15 +512,12 @@ static void serve(struct daemon *d)
 /* The configuration every process's library must agree on (attach's body). */
 static void make_attach(struct daemon *d)
 {
-	static const enum config_id keys[] = {
-	    CONFIG_POLICY, CONFIG_FS,	      CONFIG_POOL,  CONFIG_FRAGMENT,	   CONFIG_SEED,
-	    CONFIG_DEVICE, CONFIG_DEVICE_DIR, CONFIG_DIRTY, CONFIG_STALL_THRESHOLD};
 	size_t n = 0;
 
 	n += (size_t)snprintf(d->attach, sizeof(d->attach), "THPEMU_MACHINE=%s\n",
 			      getenv("THPEMU_MACHINE"));
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && n < sizeof(d->attach); i++) {
-		const struct config_opt *o = &config_opts[keys[i]];
+	for (size_t i = 0; i < named_nattach_keys && n < sizeof(d->attach); i++) {
+		const struct config_opt *o = &config_opts[named_attach_keys[i]];
 		const char *v = getenv(o->env);
 
 		n += (size_t)snprintf(d->attach + n, sizeof(d->attach) - n, "%s=%s\n", o->env,
@@ -651,27 +648,31 @@ static void daemon_main(const struct named_daemon_opts *o, int ready_fd)
 	serve(&d);
 }
 
-static int running_pid(const char *name)
+/* Who holds the name: 0 nobody; -EEXIST our daemon (*pid, -1 if what listens does not answer
+ * as one); -EPERM another user's process (err says whose). */
+static int name_holder(const char *name, int *pid, char *err, size_t errlen)
 {
-	char *body = NULL, err[256];
+	char *body = NULL;
 	size_t len;
-	int pid = -1;
+	int rc = named_request(name, "ping", 2000, &body, &len, NULL, err, errlen);
 
-	if (named_request(name, "ping", 2000, &body, &len, err, sizeof(err)) == 0 && body)
-		sscanf(body, "pid=%d", &pid);
+	*pid = -1;
+	if (rc == 0 && body)
+		sscanf(body, "pid=%d", pid);
 	free(body);
-	return pid;
+	return rc == -ENOENT ? 0 : rc == -EPERM ? -EPERM : -EEXIST;
 }
 
 int named_daemon_start(const struct named_daemon_opts *o, int *pid, char *err, size_t errlen)
 {
 	char buf[1200] = "";
 	ssize_t n = 0, r;
-	int p[2];
+	int p[2], rc;
 	pid_t child;
 
-	if ((*pid = running_pid(o->name)) > 0)
-		return -EEXIST;
+	rc = name_holder(o->name, pid, err, errlen);
+	if (rc < 0)
+		return rc;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	fflush(NULL);
@@ -693,10 +694,8 @@ int named_daemon_start(const struct named_daemon_opts *o, int *pid, char *err, s
 		*pid = atoi(buf + 6);
 		return 0;
 	}
-	if (!strncmp(buf, "busy", 4)) {
-		*pid = running_pid(o->name);
-		return -EEXIST;
-	}
+	if (!strncmp(buf, "busy", 4)) /* taken since we looked */
+		return name_holder(o->name, pid, err, errlen) == -EPERM ? -EPERM : -EEXIST;
 	snprintf(err, errlen, "%s", !strncmp(buf, "error ", 6) ? buf + 6 : "the daemon died");
 	return -EIO;
 }

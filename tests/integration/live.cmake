@@ -23,6 +23,12 @@ thpemu_add_test(NAME integration/machine_named
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_named.sh
                 LABELS integration needs-uffd needs-root TIMEOUT 300)
 
+# A machine's name held by another user's listener (refused, its plugin never loaded), and
+# attach answers no daemon gives.
+thpemu_add_test(NAME integration/machine_squat
+                COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_squat.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 60)
+
 # A named machine's daemon SIGKILLed with writeback in flight: its programs do not wait for it.
 thpemu_add_test(NAME integration/machine_daemon_kill
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_daemon_kill.sh

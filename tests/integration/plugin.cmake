@@ -1,6 +1,7 @@
 # Policy plugins (issue 15): the example plugins change decisions in thpemu run and thpemu sim;
 # broken plugins (built here) are one line and exit 2 from the CLI, and one line plus the
-# built-in policy under a bare LD_PRELOAD.
+# built-in policy under a bare LD_PRELOAD. evil_marker.so only records that it was loaded
+# (machine_squat: a squatter's plugin= must never be).
 file(GLOB _badplugins CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/plugins/*.c)
 foreach(src ${_badplugins})
   get_filename_component(_name ${src} NAME_WE)
