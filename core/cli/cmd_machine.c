@@ -69,6 +69,9 @@ static const char *machine_name(int argc, char **argv, const char *sub)
 	if (argc < 3)
 		cli_usage_error("machine", "%s needs a machine NAME (see 'thpemu machine --help')",
 				sub);
+	if (argv[2][0] == '-') /* an option where the NAME goes: never a name */
+		cli_usage_error("machine", "%s: unknown option '%s' (see 'thpemu machine --help')",
+				sub, argv[2]);
 	if (!named_valid(argv[2]))
 		cli_usage_error("machine", "'%s' is not a machine name (1 to %d of %s)", argv[2],
 				NAMED_NAME_MAX, NAMED_NAME_CHARS);

@@ -27,7 +27,7 @@ bool named_valid(const char *name)
 {
 	size_t n = strlen(name);
 
-	if (n < 1 || n > NAMED_NAME_MAX)
+	if (n < 1 || n > NAMED_NAME_MAX || name[0] == '-') /* an option, not a name */
 		return false;
 	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
 	       n;

@@ -47,7 +47,7 @@
 #include "mm/mm.h"
 
 #define NAMED_NAME_MAX	 32
-#define NAMED_NAME_CHARS "A-Z a-z 0-9 . _ -"
+#define NAMED_NAME_CHARS "A-Z a-z 0-9 . _ -, not starting with -"
 
 struct named_stats {
 	uint32_t size; /* sizeof(struct named_stats): another build answers with another size */
@@ -65,7 +65,7 @@ struct named_stats {
 extern const enum config_id named_attach_keys[];
 extern const size_t named_nattach_keys;
 
-/* Is name a machine name ([A-Za-z0-9._-]{1,32})? */
+/* Is name a machine name ([A-Za-z0-9._-]{1,32}, not starting with '-')? */
 bool named_valid(const char *name);
 /* The socket address of machine name of user uid; returns its length. */
 socklen_t named_sockaddr(const char *name, unsigned uid, struct sockaddr_un *sa);

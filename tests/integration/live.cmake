@@ -34,6 +34,11 @@ thpemu_add_test(NAME integration/machine_daemon_kill
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_daemon_kill.sh
                 LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 120)
 
+# Bad NAMEs (an option where a NAME goes) and a bad THPEMU_MACHINE under a bare preload.
+thpemu_add_test(NAME integration/machine_args
+                COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_args.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 60)
+
 # No uffd or root needed: the built library against the names it exports (core/util/sys.h).
 thpemu_add_test(NAME integration/live_selfcalls
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_selfcalls.sh
