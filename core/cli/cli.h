@@ -48,6 +48,26 @@ void cli_check_output(const char *cmd, const char *opt, const char *path);
 /* Open path as an output file (truncated, close-on-exec), or exit 2. */
 FILE *cli_open_output(const char *cmd, const char *opt, const char *path);
 int cli_open_output_fd(const char *cmd, const char *opt, const char *path);
+/* An output written whole: the temporary file (util/outfile.h) is created now, or exit 2; the
+ * command writes the content to cli_output_stream (memory); cli_output_close writes it, fsyncs
+ * and renames it over the destination: 0, or -1 after one line "thpemu CMD: OPT: 'PATH': cannot
+ * be written (why); ..." with the destination left as it was (the caller exits 1).
+ * cli_output_discard gives up (nothing written); outputs neither closed nor discarded when the
+ * command exits are discarded. */
+struct cli_output;
+struct cli_output *cli_output_open(const char *cmd, const char *opt, const char *path);
+FILE *cli_output_stream(const struct cli_output *o);
+int cli_output_close(struct cli_output *o);
+void cli_output_discard(struct cli_output *o);
+/* SIGPIPE while a command has files to write: ignored, so that a reader of its stdout or stderr
+ * that goes away (`| head`) cannot cost them (writes to the pipe fail with EPIPE instead).
+ * cli_sigpipe_child gives a fork child the disposition the command was started with, before it
+ * execs; cli_stdout_end(rc), once the files are written, flushes stdout and, if its reader went
+ * away and SIGPIPE was at its default, ends the command by SIGPIPE as it would have ended
+ * (else returns rc). */
+void cli_sigpipe_ignore(void);
+void cli_sigpipe_child(void);
+int cli_stdout_end(int rc);
 /* Exit 2 if two outputs (or an output and an input) name the same file. NULL paths and "-"
  * are skipped. */
 void cli_distinct_paths(const char *cmd, const char *opt_a, const char *a, const char *opt_b,

@@ -50,7 +50,7 @@ struct ab {
 	uint64_t seed;
 	unsigned resamples;
 	const char *json, *html, *keep;
-	FILE *json_f, *html_f; /* opened before the first run */
+	struct cli_output *json_out, *html_out; /* created before the first run */
 	char **cmd;
 	char dir[PATH_MAX];
 	bool tty;
@@ -315,6 +315,7 @@ static int run_one(const struct ab *ab, const struct cli_side *s, const char *re
 	if (pid == 0) {
 		dup2(fd, 1);
 		dup2(fd, 2);
+		cli_sigpipe_child();
 		execv(self, argv);
 		_exit(127);
 	}
@@ -454,10 +455,11 @@ static void json_config(struct json_w *w, const struct ab *ab)
 static int write_json(struct ab *ab, const struct rd_run *runs, size_t n,
 		      const struct cmp_result *c)
 {
-	FILE *f = ab->json_f;
+	struct cli_output *out = ab->json_out;
+	FILE *f = cli_output_stream(out);
 	struct json_w w;
 
-	ab->json_f = NULL;
+	ab->json_out = NULL;
 	jw_init(&w, f, true);
 	jw_obj_begin(&w, NULL);
 	jw_str(&w, "kind", "ab");
@@ -487,11 +489,13 @@ static int write_json(struct ab *ab, const struct rd_run *runs, size_t n,
 	jw_arr_end(&w);
 	cmp_json(&w, c);
 	jw_obj_end(&w);
-	if (jw_finish(&w) < 0 || fclose(f) != 0) {
-		cli_error(CMD, "--json: error writing '%s'", ab->json);
+	if (jw_finish(&w) < 0) {
+		cli_error(CMD, "--json: '%s': the report could not be made (out of memory)",
+			  ab->json);
+		cli_output_discard(out);
 		return -1;
 	}
-	return 0;
+	return cli_output_close(out);
 }
 
 static int write_html(struct ab *ab, const struct rd_run *runs, size_t n,
@@ -512,10 +516,15 @@ static int write_html(struct ab *ab, const struct rd_run *runs, size_t n,
 		 ab->s[0].label, ab->s[0].spec, ab->s[1].label, ab->s[1].spec, ab->runs, ab->warmup,
 		 ab->random_order ? "random" : "alternate", (unsigned long long)ab->seed,
 		 ab->resamples);
-	rc = html_report_file(ab->html_f, runs, n, c, &o);
-	ab->html_f = NULL;
-	if (rc < 0)
-		cli_error(CMD, "--html: error writing '%s': %s", ab->html, strerror(-rc));
+	rc = html_report(cli_output_stream(ab->html_out), runs, n, c, &o);
+	if (rc < 0) {
+		cli_error(CMD, "--html: '%s': the report could not be made: %s", ab->html,
+			  strerror(-rc));
+		cli_output_discard(ab->html_out);
+	} else {
+		rc = cli_output_close(ab->html_out);
+	}
+	ab->html_out = NULL;
 	return rc;
 }
 
@@ -543,9 +552,9 @@ static int make_dir(struct ab *ab)
 static void open_outputs(struct ab *ab)
 {
 	if (ab->json)
-		ab->json_f = cli_open_output(CMD, "--json", ab->json);
+		ab->json_out = cli_output_open(CMD, "--json", ab->json);
 	if (ab->html)
-		ab->html_f = cli_open_output(CMD, "--html", ab->html);
+		ab->html_out = cli_output_open(CMD, "--html", ab->html);
 }
 
 /* --json or --html inside --keep DIR must not be one of the runs' files. */
@@ -578,6 +587,7 @@ static int ab_main(int argc, char **argv)
 		return 1;
 	check_keep_names(&ab);
 	open_outputs(&ab);
+	cli_sigpipe_ignore(); /* `2>&1 | head` must not cost --json and --html */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	runs = calloc((ab.runs + ab.warmup) * 2, sizeof(*runs));
@@ -614,7 +624,7 @@ static int ab_main(int argc, char **argv)
 	free(runs);
 	if (interrupted)
 		return 128 + interrupted;
-	return failed ? 1 : rc;
+	return cli_stdout_end(failed ? 1 : rc);
 }
 
 CLI_COMMAND(ab, "ab", "A/B-test two run configurations: interleaved runs, statistics, HTML",

@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "util/outfile.h"
 #include "cli/spec.h"
 #include "util/units.h"
 
@@ -337,21 +338,26 @@ static json_t *make_cell(const struct matrix *m, unsigned idx)
 			 (json_int_t)m->seed, "run_args", args);
 }
 
-static int write_json_atomic(const char *path, json_t *j)
+/* A cell or a result, written whole (util/outfile.h: a temporary file beside it, every write
+ * checked, fsync'ed, renamed into place): a result that exists is complete, which resuming relies
+ * on. 0, or -errno with err set ("'PATH': why"). */
+static int write_json_atomic(const char *path, json_t *j, char *err, size_t errlen)
 {
-	char tmp[PATH_MAX + 64]; /* callers' paths are at most PATH_MAX + 32 */
+	char *text = json_dumps(j, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+	struct outfile o;
+	int rc;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	if (json_dump_file(j, tmp, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12)) < 0)
-		return -EIO;
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-
-		unlink(tmp);
-		return -e;
+	if (!text) {
+		snprintf(err, errlen, "'%s': out of memory", path);
+		return -ENOMEM;
 	}
-	return 0;
+	rc = outfile_create(&o, path, err, errlen);
+	if (rc == 0 && (rc = outfile_write(&o, text, strlen(text), err, errlen)) < 0)
+		outfile_abort(&o);
+	else if (rc == 0)
+		rc = outfile_commit(&o, err, errlen);
+	free(text);
+	return rc;
 }
 
 static void mkdir_or_exit(const char *path)
@@ -363,7 +369,7 @@ static void mkdir_or_exit(const char *path)
 /* Write DIR/cells; an existing cell must be the same cell (else DIR is another matrix). */
 static void write_cells(struct matrix *m, unsigned ncells)
 {
-	char sub[PATH_MAX + 16], path[PATH_MAX + 32];
+	char sub[PATH_MAX + 16], path[PATH_MAX + 32], err[2 * PATH_MAX];
 
 	mkdir_or_exit(m->out);
 	if (!realpath(m->out, m->dir))
@@ -382,8 +388,8 @@ static void write_cells(struct matrix *m, unsigned ncells)
 					"--out: '%s' holds another matrix (its cell %u differs); "
 					"use a new directory",
 					m->out, i);
-		if (!old && write_json_atomic(path, c) < 0)
-			cli_usage_error(CMD, "--out: cannot write '%s'", path);
+		if (!old && write_json_atomic(path, c, err, sizeof(err)) < 0)
+			cli_usage_error(CMD, "--out: %s", err);
 		json_decref(old);
 		json_decref(c);
 	}
@@ -426,6 +432,7 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 {
 	char cpath[PATH_MAX + 32], rpath[PATH_MAX + 32], tmp[PATH_MAX + 64], stalls[PATH_MAX + 64];
 	char logp[PATH_MAX + 64], self[PATH_MAX + 16], host[256] = "", *argv[256];
+	char werr[2 * PATH_MAX];
 	json_t *cell, *args, *cmd, *rep, *meta;
 	json_error_t jerr;
 	int n = 0, status, fd, lock, rc = 1;
@@ -513,8 +520,8 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 			 json_integer_value(json_object_get(cell, "run")), "seed",
 			 json_integer_value(json_object_get(cell, "seed")), "cell_file", cpath);
 	json_object_set_new(rep, "matrix", meta);
-	if (write_json_atomic(rpath, rep) < 0) {
-		cli_error(CMD, "cell %u: cannot write '%s'", idx, rpath);
+	if (write_json_atomic(rpath, rep, werr, sizeof(werr)) < 0) {
+		cli_error(CMD, "cell %u: %s", idx, werr);
 		goto out;
 	}
 	unlink(tmp);

@@ -156,8 +156,8 @@ static void mmtests_run(const struct rd_run *r, FILE *out, bool *said)
 	rd_mmtests_hist(r, out);
 }
 
-static int write_html(const struct report_args *a, FILE *f, const struct rd_run *runs, size_t n,
-		      const struct cmp_result *c)
+static int write_html(const struct report_args *a, struct cli_output *out,
+		      const struct rd_run *runs, size_t n, const struct cmp_result *c)
 {
 	char title[400], sub[2000];
 	size_t off = 0;
@@ -171,10 +171,14 @@ static int write_html(const struct report_args *a, FILE *f, const struct rd_run 
 	for (int i = 0; i < a->nfiles && off < sizeof(sub); i++)
 		off += (size_t)snprintf(sub + off, sizeof(sub) - off, "%s%s", i ? " " : "",
 					a->files[i]);
-	rc = html_report_file(f, runs, n, c, &o);
-	if (rc < 0)
-		cli_error(CMD, "--html: error writing '%s': %s", a->html, strerror(-rc));
-	return rc;
+	rc = html_report(cli_output_stream(out), runs, n, c, &o);
+	if (rc < 0) {
+		cli_error(CMD, "--html: '%s': the report could not be made: %s", a->html,
+			  strerror(-rc));
+		cli_output_discard(out);
+		return rc;
+	}
+	return cli_output_close(out);
 }
 
 /* ---- matrices ------------------------------------------------------------------------------ */
@@ -379,7 +383,7 @@ static int report_main(int argc, char **argv)
 	bool said = false;
 	int rc = 0;
 	char err[700];
-	FILE *html = NULL;
+	struct cli_output *html = NULL;
 
 	parse(argc, argv, &a);
 	for (int i = 0; i < a.nfiles; i++) {
@@ -421,8 +425,10 @@ static int report_main(int argc, char **argv)
 		if (!fa || !fb)
 			cli_usage_error(CMD, "--a/--b: no runs labelled '%s'", fa ? a.lb : a.la);
 	}
-	if (a.html) /* every input read and every label found: now the output */
-		html = cli_open_output(CMD, "--html", a.html);
+	if (a.html) { /* every input read and every label found: now the output */
+		html = cli_output_open(CMD, "--html", a.html);
+		cli_sigpipe_ignore(); /* a reader of the text going away cannot cost the HTML */
+	}
 	if (mf && fclose(mf) == 0 && mbuf)
 		fputs(mbuf, a.text ? stdout : stderr);
 	free(mbuf);
@@ -454,7 +460,7 @@ static int report_main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		rd_run_free(&runs[i]);
 	free(runs);
-	return rc;
+	return html ? cli_stdout_end(rc) : rc;
 }
 
 CLI_COMMAND(report, "report", "render run, sim and ab reports: text, HTML, mmtests fault lines",

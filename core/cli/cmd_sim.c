@@ -301,17 +301,21 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 		cli_usage_error(CMD, "--costs: %s", err);
 }
 
-static int write_json(const struct sim_result *r, FILE *f, const char *path)
+/* --json FILE (written whole, util/outfile.h) or --json - (stdout). 0, or 1 after one line. */
+static int write_json(const struct sim_result *r, struct cli_output *out, const char *path)
 {
-	int rc = sim_report_json(r, f, true);
+	int rc = sim_report_json(r, out ? cli_output_stream(out) : stdout, true);
 
-	if (f != stdout && fclose(f) != 0)
-		rc = -EIO;
-	if (rc) {
-		cli_error(CMD, "--json: error writing '%s'", path);
+	if (rc && out) {
+		cli_error(CMD, "--json: '%s': the report could not be made (out of memory)", path);
+		cli_output_discard(out);
 		return 1;
 	}
-	return 0;
+	if (rc) {
+		cli_error(CMD, "--json: error writing to stdout: %s", strerror(-rc));
+		return 1;
+	}
+	return out && cli_output_close(out) < 0 ? 1 : 0;
 }
 
 static int sim_main(int argc, char **argv)
@@ -320,12 +324,13 @@ static int sim_main(int argc, char **argv)
 	struct sim_args a = {0};
 	struct sim_result *r;
 	char err[1024];
-	FILE *json = NULL;
+	struct cli_output *json = NULL;
 	int rc;
 
 	sim_config_init(&c);
 	parse_args(argc, argv, &c, &a);
 	resolve(&c, &a);
+	err[0] = '\0';
 	rc = sim_run_scenario(&c, &r, err, sizeof(err));
 	if (rc == -EINVAL)
 		cli_usage_error(CMD, "%s", err);
@@ -334,9 +339,9 @@ static int sim_main(int argc, char **argv)
 		return 1;
 	}
 	rc = 0;
-	if (a.json) /* checked before the run (parse_args); a usage error leaves no file */
-		json = strcmp(a.json, "-") ? cli_open_output(CMD, "--json", a.json) : stdout;
-	if (json)
+	if (a.json && strcmp(a.json, "-")) /* checked before the run (parse_args) */
+		json = cli_output_open(CMD, "--json", a.json);
+	if (a.json)
 		rc = write_json(r, json, a.json);
 	if (!a.json || strcmp(a.json, "-") != 0)
 		sim_report_text(r, stdout);

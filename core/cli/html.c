@@ -1461,13 +1461,3 @@ int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_r
 			free(s[j].b[c]);
 	return ferror(f) ? -EIO : 0;
 }
-
-int html_report_file(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_result *cmp,
-		     const struct html_opts *o)
-{
-	int rc = html_report(f, runs, n, cmp, o);
-
-	if (fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	return rc;
-}

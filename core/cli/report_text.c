@@ -71,7 +71,10 @@ int rd_trace_text(const char *path, FILE *out, char *err, size_t errlen)
 	    text_escape(obs_trace_get(&t, "policy", pol, sizeof(pol)) ? pol : "?", e[2], ESC_LEN),
 	    (double)span / 1e9,
 	    t.complete ? "complete"
-		       : "truncated (no END record: the process did not exit cleanly)");
+	    : t.cut    ? "truncated: the file ends inside a record (it was cut short: a full "
+			 "disk, a write error, a partial copy), no END record"
+		       : "incomplete: no END record (the process never reached its exit hook: a "
+			 "crash, _exit or a kill; or the file was cut short)");
 	fprintf(out,
 		"  %zu records: %llu faults (%llu decided huge) from %zu threads, %llu maps, "
 		"%llu adopted, %llu releases, %llu advice, %llu remaps; %llu dropped\n",

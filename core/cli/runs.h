@@ -212,10 +212,6 @@ struct html_opts {
  * comparison when cmp is given, and the configuration. 0 or -EIO. */
 int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_result *cmp,
 		const struct html_opts *o);
-/* The same into f (an output file opened before the work: cli_open_output), which it closes.
- * 0, or -errno (could not write). */
-int html_report_file(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_result *cmp,
-		     const struct html_opts *o);
 
 /* Distinct labels of the runs, in order of first appearance (at most max). */
 size_t rd_labels(const struct rd_run *runs, size_t n, const char **out, size_t max);

@@ -260,6 +260,9 @@ int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errl
 		obs_trace_free(t);
 		return rc;
 	}
+	t->cut = got % sizeof(*t->recs) != 0 ||
+		 (sb.st_size > (off_t)t->hdr.hdr_bytes &&
+		  ((size_t)sb.st_size - t->hdr.hdr_bytes) % sizeof(*t->recs) != 0);
 	filter_records(t, got / sizeof(*t->recs));
 	rc = check_records(t, path, err, errlen);
 	if (rc < 0)

@@ -12,8 +12,9 @@
  *   struct obs_trace_rec   40 bytes each, until the end of the file. An OBS_TR_END record is
  *                          written when the process reaches its exit hook; the few records of
  *                          its last moments (destructors, its report) may follow it. A trace
- *                          without one is "truncated": a crash, _exit or a kill lose the last
- *                          ~10 ms
+ *                          without one is incomplete: a crash, _exit or a kill lose the last
+ *                          ~10 ms. One that ends inside a record was cut short (a full disk:
+ *                          the writer removes such a file; a partial copy)
  *
  * Records are written in the order a background thread drained them from per-thread rings, so
  * the file is only roughly time-ordered; obs_trace_sort() gives the replay order. Times are ns
@@ -142,6 +143,7 @@ struct obs_trace {
 	struct obs_trace_rec *recs; /* in file order (obs_trace_sort: replay order) */
 	size_t n;		    /* records, END excluded */
 	bool complete;		    /* an END record was found */
+	bool cut;		    /* the file ends inside a record: it was cut short */
 	uint64_t dropped;	    /* from END: records the rings could not take */
 	uint64_t counts[OBS_TR_NTYPES];
 	size_t bad; /* records of unknown type (skipped) */

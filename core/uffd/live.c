@@ -1059,8 +1059,7 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 
 static void live_exit(struct uffd_live *lv, const char *cmdline)
 {
-	char path[600], err[700];
-	FILE *f;
+	char path[600];
 
 	wait_handlers_idle(lv, 100 * 1000000ULL);
 	uffd_io_stop(lv); /* the dirtier stops with the program; writes in flight get 1 s */
@@ -1074,13 +1073,7 @@ static void live_exit(struct uffd_live *lv, const char *cmdline)
 	if (!lv->cfg.report[0])
 		return;
 	uffd_expand_pid(lv->cfg.report, path, sizeof(path));
-	f = outfile_fopen(path, err, sizeof(err)); /* never through someone else's link */
-	if (!f) {
-		fprintf(stderr, "thpemu: THPEMU_REPORT: %s\n", err);
-		return;
-	}
-	uffd_live_report(lv, f, cmdline);
-	fclose(f);
+	uffd_report_write_file(lv, path, cmdline); /* whole, or an earlier file left as it was */
 }
 
 struct uffd_live *uffd_live_forked_child(struct uffd_live *lv)

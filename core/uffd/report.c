@@ -7,13 +7,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "obs/coverage.h"
 #include "obs/stall.h"
 #include "util/json.h"
+#include "util/outfile.h"
+#include "util/text.h"
 #include "util/sys.h"
 
 const char *const uffd_host_names[] = {
@@ -522,4 +526,47 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 			"thpemu: %u process%s ended without running exit handlers (_exit or a "
 			"crash): their counters are as last updated\n",
 			prog->no_clean_exit, prog->no_clean_exit == 1 ? "" : "es");
+}
+
+/* One line for a report that could not be written: first come, in the process's statistics,
+ * where `thpemu run` finds it (says it and exits 1); without thpemu run, on stderr. */
+static void report_failed(struct uffd_live *lv, const char *why)
+{
+	char *slot = uffd_live_stats(lv)->output_error;
+	const int n = (int)sizeof(uffd_live_stats(lv)->output_error);
+
+	if (!slot[0])
+		snprintf(slot, (size_t)n, "%.*s", n - 1, why);
+	if (!uffd_live_config(lv)->run_dir[0])
+		fprintf(stderr, "thpemu: %s\n", why);
+}
+
+void uffd_report_write_file(struct uffd_live *lv, const char *path, const char *cmdline)
+{
+	char err[PATH_MAX + 200], msg[sizeof(err) + 120], esc[PATH_MAX];
+	struct outfile o;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int rc = m ? 0 : -ENOMEM;
+
+	if (m && uffd_live_report(lv, m, cmdline) < 0)
+		rc = -ENOMEM;
+	if (m && fclose(m) != 0)
+		rc = -ENOMEM;
+	if (rc < 0)
+		snprintf(err, sizeof(err), "'%s': the report could not be made (out of memory)",
+			 text_escape(path, esc, sizeof(esc)));
+	if (rc == 0)
+		rc = outfile_create(&o, path, err, sizeof(err));
+	if (rc == 0 && (rc = outfile_write(&o, buf, len, err, sizeof(err))) < 0)
+		outfile_abort(&o);
+	else if (rc == 0)
+		rc = outfile_commit(&o, err, sizeof(err));
+	free(buf);
+	if (rc == 0)
+		return;
+	snprintf(msg, sizeof(msg), "THPEMU_REPORT %s; an earlier file there is left as it was",
+		 err);
+	report_failed(lv, msg);
 }

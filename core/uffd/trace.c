@@ -15,6 +15,12 @@
  * Which file: the process `thpemu run` started (THPEMU_IO_PID), or the first process to start
  * the emulator when nobody set it, writes THPEMU_TRACE; any other process (an exec'd child)
  * writes THPEMU_TRACE.PID. "%p" in the name expands to the pid.
+ *
+ * A trace is streamed in place (util/outfile.h: outfile_open): a process that dies without its
+ * exit hook leaves what was written, without END. A trace that cannot be written (a full disk,
+ * an I/O error, before its END record) is no trace to replay: tracing stops, the partial file is
+ * removed, and the process says so once, on stderr and in its statistics (output_error), where
+ * `thpemu run` finds it and exits 1. The program goes on, managed.
  */
 #include "uffd/uffd_internal.h"
 
@@ -31,6 +37,7 @@
 #include "util/sys.h"
 #include "util/clock.h"
 #include "util/outfile.h"
+#include "util/text.h"
 
 #define RING_SLOTS_HANDLER 16384
 #define RING_SLOTS_PROGRAM 8192
@@ -64,6 +71,8 @@ struct uffd_tracer {
 	pthread_mutex_t drain_lock; /* one consumer at a time: the writer, or the exit hook */
 	bool ended;		    /* the END record is written */
 	uint64_t written, write_errors;
+	struct uffd_stats *stats; /* output_error: where a failure is told */
+	bool quiet_failure;	  /* thpemu run tells it (from stats): not on stderr too */
 	struct obs_trace_rec buf[WRITE_BUF_RECS];
 	char path[600];
 };
@@ -113,6 +122,44 @@ static bool ring_get(struct trace_ring *r, struct obs_trace_rec *out)
 /* ---- writing -----------------------------------------------------------------------------------
  */
 
+/* Say once, on stderr and in the statistics, that the trace at tr->path failed: why. */
+static void tell_failure(struct uffd_tracer *tr, const char *why)
+{
+	char esc[700], msg[sizeof(tr->stats->output_error)];
+	int n = snprintf(msg, sizeof(msg), "--trace (THPEMU_TRACE) '%s': %s",
+			 text_escape(tr->path, esc, sizeof(esc)), why);
+
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(msg))
+		n = (int)sizeof(msg) - 1;
+	if (tr->stats && !tr->stats->output_error[0])
+		memcpy(tr->stats->output_error, msg, (size_t)n + 1);
+	if (tr->quiet_failure)
+		return;
+	sys_write(2, "thpemu: ", 8);
+	sys_write(2, msg, (size_t)n);
+	sys_write(2, "\n", 1);
+}
+
+/* The file cannot take more (rc): stop tracing, the program goes on. Before the END record the
+ * trace is incomplete: the partial file is removed and the failure told. */
+static void write_failed(struct uffd_tracer *tr, int rc)
+{
+	char why[160];
+	const char *d = strerrordesc_np(-rc);
+
+	tr->write_errors++;
+	if (!tr->ended) {
+		snprintf(why, sizeof(why), "cannot be written (%s); the partial trace was removed",
+			 d ? d : "error");
+		outfile_remove(tr->path, tr->fd);
+		tell_failure(tr, why);
+	}
+	guard_fd_close(tr->fd);
+	tr->fd = -1;
+}
+
 static void write_out(struct uffd_tracer *tr, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -122,10 +169,8 @@ static void write_out(struct uffd_tracer *tr, const void *buf, size_t len)
 
 		if (n == -EINTR)
 			continue;
-		if (n <= 0) { /* a full disk: stop tracing, the program goes on */
-			tr->write_errors++;
-			guard_fd_close(tr->fd);
-			tr->fd = -1;
+		if (n <= 0) {
+			write_failed(tr, n ? (int)n : -EIO);
 			return;
 		}
 		p += n;
@@ -296,12 +341,14 @@ int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
 		return (int)p;
 	tr = (struct uffd_tracer *)p;
 	tr->t0 = clock_now_ns();
+	tr->stats = lv->stats;
+	tr->quiet_failure = lv->cfg.run_dir[0] != '\0';
 	pthread_mutex_init(&tr->drain_lock, NULL);
 	trace_path(&lv->cfg, tr->path, sizeof(tr->path));
 	tr->fd = outfile_open(tr->path, why, sizeof(why)); /* never through someone else's link */
 	if (tr->fd < 0) {
 		rc = tr->fd;
-		snprintf(err, errlen, "THPEMU_TRACE: %s", why);
+		snprintf(err, errlen, "--trace (THPEMU_TRACE): %s", why);
 		goto fail;
 	}
 	tr->fd = guard_fd_own(tr->fd);
@@ -323,11 +370,23 @@ int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
 	return 0;
 
 fail:
-	if (!err[0])
-		snprintf(err, errlen, "THPEMU_TRACE: '%s': cannot record the trace: %s", tr->path,
-			 strerror(-rc));
+	/* no trace, but the program is managed as it would be without one */
+	if (err[0]) {
+		if (!lv->stats->output_error[0])
+			snprintf(lv->stats->output_error, sizeof(lv->stats->output_error), "%s",
+				 err);
+		if (!tr->quiet_failure)
+			fprintf(stderr, "thpemu: %s\n", err);
+	} else if (tr->fd >= 0 || tr->write_errors) {
+		snprintf(why, sizeof(why), "cannot record the trace (%s)", strerror(-rc));
+		if (tr->fd >= 0)
+			outfile_remove(tr->path, tr->fd);
+		if (!tr->write_errors) /* write_failed said it already */
+			tell_failure(tr, why);
+	}
+	err[0] = '\0';
 	tracer_free(tr);
-	return rc;
+	return 0;
 }
 
 /* The END record: what was written and dropped up to now (drain lock held). */

@@ -94,7 +94,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 11
+#define UFFD_STATS_VERSION 12
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
@@ -195,6 +195,9 @@ struct uffd_stats {
 	struct io_stats io;	 /* the writeback engine and dirtier (core/io), if running */
 	struct uffd_census mem;	 /* at exit */
 	struct uffd_probe probe; /* the start-up round-trip probe */
+	/* An output of this process that could not be completed (its trace, its THPEMU_REPORT):
+	 * one line naming it and why, "" if none; `thpemu run` prints it and exits 1. */
+	char output_error[512];
 };
 
 static inline void uffd_stat_add(uint64_t *c, uint64_t n)
@@ -339,6 +342,10 @@ void uffd_live_detach(struct uffd_live *lv, const char *why);
 typedef void (*uffd_machine_stop_fn)(void);
 void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn);
 /* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
+/* THPEMU_REPORT at exit: the report written whole to path (util/outfile.h: a temporary file
+ * renamed into place once complete); if it cannot be, one line on stderr and in the statistics'
+ * output_error, and an earlier file there is left as it was. */
+void uffd_report_write_file(struct uffd_live *lv, const char *path, const char *cmdline);
 void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
 /* The program is registering [lo, hi) with a userfaultfd of its own (UFFDIO_REGISTER): a range
  * can be registered with one userfaultfd only (fs/userfaultfd.c: userfaultfd_register, -EBUSY),

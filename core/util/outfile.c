@@ -13,8 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/sys.h"
@@ -49,6 +53,67 @@ static int x_writable(const char *dir)
 				      : (int)sys_call3(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK);
 	}
 	return rc;
+}
+
+/* May we (the effective ids) write the existing file path? 0 or -errno (root may, unless the
+ * file system is read-only, which the directory's check says). */
+static int x_writable_file(const char *path)
+{
+	int rc = (int)sys_call4(SYS_faccessat2, AT_FDCWD, path, W_OK, AT_EACCESS);
+
+	if (rc == -ENOSYS)
+		rc = x_geteuid() == 0 ? 0 : (int)sys_call3(SYS_faccessat, AT_FDCWD, path, W_OK);
+	return rc;
+}
+
+#define CONFIGFS_MAGIC_ 0x62656570
+#define FUSECTL_MAGIC_	0x65735543
+#define MQUEUE_MAGIC_	0x19800202
+
+/* The name of a pseudo file system, whose "files" are the kernel's interfaces (writing one
+ * changes the system or fails half-way), or NULL for a file system that keeps files. */
+static const char *pseudo_fs(unsigned long type)
+{
+	static const struct {
+		unsigned long type;
+		const char *name;
+	} fs[] = {
+	    {PROC_SUPER_MAGIC, "proc"},
+	    {SYSFS_MAGIC, "sysfs"},
+	    {DEBUGFS_MAGIC, "debugfs"},
+	    {TRACEFS_MAGIC, "tracefs"},
+	    {CGROUP_SUPER_MAGIC, "cgroup"},
+	    {CGROUP2_SUPER_MAGIC, "cgroup2"},
+	    {SECURITYFS_MAGIC, "securityfs"},
+	    {BPF_FS_MAGIC, "bpf"},
+	    {PSTOREFS_MAGIC, "pstore"},
+	    {EFIVARFS_MAGIC, "efivarfs"},
+	    {SELINUX_MAGIC, "selinuxfs"},
+	    {SMACK_MAGIC, "smackfs"},
+	    {DEVPTS_SUPER_MAGIC, "devpts"},
+	    {BINFMTFS_MAGIC, "binfmt_misc"},
+	    {NSFS_MAGIC, "nsfs"},
+	    {HUGETLBFS_MAGIC, "hugetlbfs"},
+	    {CONFIGFS_MAGIC_, "configfs"},
+	    {FUSECTL_MAGIC_, "fusectl"},
+	    {MQUEUE_MAGIC_, "mqueue"},
+	};
+
+	for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]); i++)
+		if ((unsigned long)(unsigned int)type == fs[i].type)
+			return fs[i].name;
+	return NULL;
+}
+
+/* The pseudo file system path is on, or NULL (also when statfs fails: the checks that follow
+ * say why). */
+static const char *x_pseudo(const char *path)
+{
+	struct statfs sf;
+
+	if (sys_call2(SYS_statfs, path, &sf) < 0)
+		return NULL;
+	return pseudo_fs((unsigned long)sf.f_type);
 }
 
 /* ---- messages -------------------------------------------------------------------------------- */
@@ -187,6 +252,12 @@ static int check_dir(const char *path, char *dir, char *err, size_t errlen)
 		return refuse(err, errlen, path, rc, "the directory '%s': %s", e, why(rc));
 	if (!S_ISDIR(st.st_mode))
 		return refuse(err, errlen, path, -ENOTDIR, "'%s' is not a directory", e);
+	if (x_pseudo(dir))
+		return refuse(
+		    err, errlen, path, -EINVAL,
+		    "the directory '%s' is on %s, a pseudo file system (its files are the "
+		    "kernel's interfaces, not files to write output to)",
+		    e, x_pseudo(dir));
 	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
 		return refuse(err, errlen, path, -EPERM,
 			      "the directory '%s' is writable by everyone and not sticky (anyone "
@@ -253,7 +324,13 @@ static int check_path(const char *path, char *dir, char *err, size_t errlen)
 		return 0;
 	if (rc < 0)
 		return refuse(err, errlen, path, rc, "%s", why(rc));
-	return check_file(path, &st, err, errlen);
+	rc = check_file(path, &st, err, errlen);
+	if (rc == 0 && x_pseudo(path)) /* a file mounted there from a pseudo file system */
+		return refuse(err, errlen, path, -EINVAL,
+			      "is on %s, a pseudo file system, not a file", x_pseudo(path));
+	if (rc == 0 && (rc = x_writable_file(path)) < 0)
+		return refuse(err, errlen, path, rc, "is not writable (%s)", why(rc));
+	return rc;
 }
 
 int outfile_check_dir(const char *dir, char *err, size_t errlen)
@@ -415,4 +492,143 @@ int outfile_same(const char *a, const char *b)
 	if (sa.st_ino && sb.st_ino)
 		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 	return !sa.st_ino && !sb.st_ino && !strcmp(wa, wb);
+}
+
+/* ---- whole outputs: a temporary file renamed into place ------------------------------------- */
+
+/* DIR/.NAME.thpemu-XXXXXXXX: hidden, named after what it will become, random (getrandom, else
+ * the clock) so that nobody can plant it in advance. */
+static int tmp_name(struct outfile *o, const char *dir, unsigned attempt)
+{
+	const char *slash = strrchr(o->path, '/'), *base = slash ? slash + 1 : o->path;
+	uint64_t r = 0;
+	int n;
+
+	if (sys_call3(SYS_getrandom, &r, sizeof(r), GRND_NONBLOCK) != (long)sizeof(r)) {
+		struct timespec ts;
+
+		sys_call2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+		r = (uint64_t)ts.tv_nsec * 2654435761u ^ (uint64_t)ts.tv_sec ^
+		    ((uint64_t)sys_call0(SYS_getpid) << 32) ^ attempt;
+	}
+	n = snprintf(o->tmp, sizeof(o->tmp), "%s/.%.200s.thpemu-%08x", dir, base, (unsigned)r);
+	return n > 0 && (size_t)n < sizeof(o->tmp) ? 0 : -ENAMETOOLONG;
+}
+
+int outfile_create(struct outfile *o, const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	int fd = -EEXIST, rc = check_path(path, dir, err, errlen);
+
+	o->fd = -1;
+	o->tmp[0] = '\0';
+	o->mode = -1;
+	if (rc < 0)
+		return rc;
+	snprintf(o->path, sizeof(o->path), "%s", path); /* fits: check_path checked its length */
+	if (x_stat(path, &st, false) == 0 && is_null_device(&st)) {
+		fd = (int)sys_call4(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC | O_NOCTTY, 0);
+		if (fd < 0)
+			return refuse(err, errlen, path, fd, "cannot be written (%s)", why(fd));
+		o->fd = fd;
+		return 0;
+	}
+	if (x_stat(path, &st, false) == 0) /* replaced by a file with its permissions */
+		o->mode = (int)(st.st_mode & 0777);
+	for (unsigned i = 0; i < 64 && fd == -EEXIST; i++) {
+		fd = tmp_name(o, dir, i);
+		if (fd == 0)
+			fd = (int)sys_call4(SYS_openat, AT_FDCWD, o->tmp,
+					    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+						O_NOCTTY,
+					    o->mode >= 0 ? (unsigned)o->mode | 0200 : 0666);
+	}
+	if (fd < 0) {
+		o->tmp[0] = '\0';
+		return refuse(err, errlen, path, fd, "cannot be written (%s)", why(fd));
+	}
+	o->fd = fd;
+	return 0;
+}
+
+int outfile_write(struct outfile *o, const void *buf, size_t len, char *err, size_t errlen)
+{
+	const char *p = buf;
+
+	while (len) {
+		long n = sys_write(o->fd, p, len);
+
+		if (n == -EINTR)
+			continue;
+		if (n == 0)
+			n = -EIO;
+		if (n < 0)
+			return refuse(err, errlen, o->path, (int)n, "cannot be written (%s)",
+				      why((int)n));
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The destination may still be replaced: absent, or a file of ours (as check_file says). */
+static int still_ours(const struct outfile *o, char *err, size_t errlen)
+{
+	struct stat st;
+	int rc = x_stat(o->path, &st, false);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return refuse(err, errlen, o->path, rc, "%s", why(rc));
+	return check_file(o->path, &st, err, errlen);
+}
+
+int outfile_commit(struct outfile *o, char *err, size_t errlen)
+{
+	int rc, fd = o->fd;
+
+	o->fd = -1;
+	if (!o->tmp[0]) { /* the null device */
+		rc = fd >= 0 ? sys_close(fd) : 0;
+		return rc < 0 ? refuse(err, errlen, o->path, rc, "cannot be written (%s)", why(rc))
+			      : 0;
+	}
+	rc = (int)sys_call1(SYS_fsync, fd);
+	if (rc == 0 && o->mode >= 0)
+		rc = (int)sys_call2(SYS_fchmod, fd, o->mode);
+	if (sys_close(fd) < 0 && rc == 0)
+		rc = -EIO;
+	if (rc < 0) {
+		refuse(err, errlen, o->path, rc, "cannot be written (%s)", why(rc));
+	} else if ((rc = still_ours(o, err, errlen)) == 0) {
+		rc = (int)sys_call4(SYS_renameat, AT_FDCWD, o->tmp, AT_FDCWD, o->path);
+		if (rc < 0)
+			refuse(err, errlen, o->path, rc, "cannot be put in place (%s)", why(rc));
+	}
+	if (rc < 0)
+		sys_call3(SYS_unlinkat, AT_FDCWD, o->tmp, 0);
+	o->tmp[0] = '\0';
+	return rc;
+}
+
+void outfile_abort(struct outfile *o)
+{
+	if (o->fd >= 0)
+		sys_close(o->fd);
+	o->fd = -1;
+	if (o->tmp[0])
+		sys_call3(SYS_unlinkat, AT_FDCWD, o->tmp, 0);
+	o->tmp[0] = '\0';
+}
+
+int outfile_remove(const char *path, int fd)
+{
+	struct stat a, b;
+
+	if (x_fstat(fd, &a) < 0 || x_stat(path, &b, false) < 0 || !S_ISREG(a.st_mode) ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return -ENOENT; /* not ours any more (or the null device): left alone */
+	return (int)sys_call3(SYS_unlinkat, AT_FDCWD, path, 0);
 }

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdio.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -127,6 +128,114 @@ TEST(an_existing_file_of_ours_is_truncated)
 	ASSERT_EQ(fstat(fd, &st), 0);
 	EXPECT_EQ(st.st_size, 0);
 	EXPECT_EQ(write(fd, "new\n", 4), 4);
+	close(fd);
+	teardown();
+}
+
+/* The names in dir other than victim and shared (what an output left behind). */
+static int stray_files(const char *dir)
+{
+	char cmd[300], line[300];
+	int n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s'", dir);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p))
+		n += strcmp(line, "victim\n") && strcmp(line, "shared\n");
+	pclose(p);
+	return n;
+}
+
+TEST(a_whole_output_replaces_the_file_only_once_complete)
+{
+	char err[512], buf[64] = "";
+	struct outfile o;
+	struct stat st;
+	int fd;
+
+	setup();
+	ASSERT_EQ(chmod(victim, 0600), 0);
+	ASSERT_EQ(outfile_create(&o, victim, err, sizeof(err)), 0);
+	EXPECT(fcntl(o.fd, F_GETFD) & FD_CLOEXEC);
+	EXPECT(strstr(o.tmp, "/.victim.thpemu-") != NULL);
+	ASSERT_EQ(outfile_write(&o, "new\n", 4, err, sizeof(err)), 0);
+	expect_victim_intact(); /* not yet */
+	ASSERT_EQ(outfile_commit(&o, err, sizeof(err)), 0);
+	fd = open(victim, O_RDONLY);
+	ASSERT(fd >= 0);
+	EXPECT_EQ(read(fd, buf, sizeof(buf) - 1), 4);
+	close(fd);
+	EXPECT(strcmp(buf, "new\n") == 0);
+	ASSERT_EQ(stat(victim, &st), 0);
+	EXPECT_EQ(st.st_mode & 0777, 0600); /* the destination's permissions */
+	EXPECT_EQ(stray_files(base), 0);
+	teardown();
+}
+
+TEST(an_abandoned_output_leaves_the_file_and_nothing_else)
+{
+	char err[512];
+	struct outfile o;
+
+	setup();
+	ASSERT_EQ(outfile_create(&o, victim, err, sizeof(err)), 0);
+	ASSERT_EQ(outfile_write(&o, "half", 4, err, sizeof(err)), 0);
+	outfile_abort(&o);
+	expect_victim_intact();
+	EXPECT_EQ(stray_files(base), 0);
+	teardown();
+}
+
+TEST(a_destination_replaced_meanwhile_by_a_link_is_not_written)
+{
+	char err[512], path[256];
+	struct outfile o;
+
+	need_root();
+	setup();
+	snprintf(path, sizeof(path), "%s/report.json", shared);
+	ASSERT_EQ(outfile_create(&o, path, err, sizeof(err)), 0);
+	ASSERT_EQ(outfile_write(&o, "x", 1, err, sizeof(err)), 0);
+	ASSERT_EQ(symlink(victim, path), 0); /* planted after the check */
+	ASSERT_EQ(lchown(path, OTHER, OTHER), 0);
+	EXPECT(outfile_commit(&o, err, sizeof(err)) < 0);
+	EXPECT(strstr(err, "symbolic link") != NULL);
+	expect_victim_intact();
+	unlink(path);
+	EXPECT_EQ(stray_files(shared), 0);
+	teardown();
+}
+
+TEST(pseudo_file_systems_are_refused)
+{
+	char err[512];
+	struct outfile o;
+
+	EXPECT(outfile_check("/proc/version", err, sizeof(err)) < 0);
+	EXPECT(strstr(err, "on proc, a pseudo file system") != NULL);
+	EXPECT(outfile_check("/sys/kernel/report.json", err, sizeof(err)) < 0);
+	EXPECT(strstr(err, "on sysfs") != NULL);
+	EXPECT(outfile_create(&o, "/proc/self/report.json", err, sizeof(err)) < 0);
+	EXPECT(outfile_check("/dev/null", err, sizeof(err)) == 0); /* the null device still is */
+}
+
+TEST(a_streamed_output_is_removed_only_if_still_ours)
+{
+	char err[256], path[256];
+	int fd;
+
+	setup();
+	snprintf(path, sizeof(path), "%s/t.trace", base);
+	fd = outfile_open(path, err, sizeof(err));
+	ASSERT(fd >= 0);
+	EXPECT_EQ(outfile_remove(path, fd), 0);
+	EXPECT_EQ(access(path, F_OK), -1);
+	write_text(path, "someone else's\n"); /* the name is another file now */
+	EXPECT_EQ(outfile_remove(path, fd), -ENOENT);
+	EXPECT_EQ(access(path, F_OK), 0);
 	close(fd);
 	teardown();
 }
