@@ -1,19 +1,31 @@
 /* Checks made before any work starts, beyond each option's own parser (see cli.h): the program
- * a command will run can be found; a --fragment recipe applies to a pool of the --pool size; a
+ * a command will run can be found, and whether LD_PRELOAD can reach it (a static binary has no
+ * dynamic loader to preload anything); whether this user may open a userfaultfd as the library
+ * will; a --fragment recipe applies to a pool of the --pool size; a
  * --device directory exists; no key is given twice in a --policy, --device or --dirty spec (the
  * parsers would silently take the last one; a user reading the line may expect the first).
  */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/userfaultfd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
 #include "util/plugin.h"
+
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00) /* Linux 6.1 */
+#endif
 
 /* ---- the program ----------------------------------------------------------------------------- */
 
@@ -29,7 +41,7 @@ static int executable(const char *path)
 	return access(path, X_OK) < 0 ? -errno : 0;
 }
 
-int cli_find_program(const char *name)
+int cli_resolve_program(const char *name, char *out, size_t len)
 {
 	const char *path = getenv("PATH");
 	char buf[PATH_MAX];
@@ -37,8 +49,12 @@ int cli_find_program(const char *name)
 
 	if (!name || !*name)
 		return -ENOENT;
-	if (strchr(name, '/'))
-		return executable(name);
+	if (strchr(name, '/')) {
+		rc = executable(name);
+		if (rc == 0 && out)
+			snprintf(out, len, "%s", name);
+		return rc;
+	}
 	if (!path)
 		path = "/bin:/usr/bin"; /* execvp's default (glibc) */
 	for (const char *p = path;; p++) {
@@ -49,8 +65,11 @@ int cli_find_program(const char *name)
 		if ((size_t)snprintf(buf, sizeof(buf), "%.*s%s%s", (int)n, p, n ? "/" : "", name) <
 		    sizeof(buf)) {
 			r = executable(buf);
-			if (r == 0)
+			if (r == 0) {
+				if (out)
+					snprintf(out, len, "%s", buf);
 				return 0;
+			}
 			if (r == -EACCES)
 				rc = r; /* execvp reports EACCES if that was all it found */
 		}
@@ -59,6 +78,109 @@ int cli_find_program(const char *name)
 			break;
 	}
 	return rc;
+}
+
+int cli_find_program(const char *name)
+{
+	return cli_resolve_program(name, NULL, 0);
+}
+
+/* ---- will LD_PRELOAD reach it ---------------------------------------------------------------- */
+
+/* Does the ELF file on fd ask for a program interpreter (PT_INTERP: the dynamic loader, which
+ * is what honours LD_PRELOAD)? 1 yes, 0 no (static), -ENOEXEC not ELF, -errno. */
+static int elf_has_interp(int fd)
+{
+	Elf64_Ehdr eh;
+	unsigned char *ph;
+	size_t entsz, num;
+	int rc = 0;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+		return -ENOEXEC;
+	if (eh.e_ident[EI_CLASS] == ELFCLASS32) {
+		const Elf32_Ehdr *e32 = (const Elf32_Ehdr *)&eh;
+
+		eh.e_phoff = e32->e_phoff;
+		eh.e_phentsize = e32->e_phentsize;
+		eh.e_phnum = e32->e_phnum;
+	}
+	entsz = eh.e_phentsize;
+	num = eh.e_phnum;
+	if (entsz < sizeof(uint32_t) || num == 0 || num > 4096)
+		return num == 0 ? 0 : -ENOEXEC;
+	ph = malloc(entsz * num);
+	if (!ph)
+		return -ENOMEM;
+	if (pread(fd, ph, entsz * num, (off_t)eh.e_phoff) != (ssize_t)(entsz * num))
+		rc = -ENOEXEC;
+	for (size_t i = 0; rc == 0 && i < num; i++) {
+		uint32_t type;
+
+		memcpy(&type, ph + i * entsz, sizeof(type)); /* p_type leads both classes */
+		if (type == PT_INTERP)
+			rc = 1;
+	}
+	free(ph);
+	return rc;
+}
+
+int cli_program_static(const char *name, char *path, size_t len)
+{
+	char buf[PATH_MAX], interp[PATH_MAX];
+	int fd, rc = cli_resolve_program(name, path, len);
+
+	if (rc < 0)
+		return rc;
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (int depth = 0; depth < 2; depth++) { /* the program, or its script's interpreter */
+		ssize_t n;
+
+		fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		n = pread(fd, interp, sizeof(interp) - 1, 0);
+		if (n >= 2 && interp[0] == '#' && interp[1] == '!') {
+			close(fd);
+			interp[n] = '\0';
+			n = (ssize_t)strspn(interp + 2, " \t");
+			snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(interp + 2 + n, " \t\n"),
+				 interp + 2 + n);
+			continue;
+		}
+		rc = elf_has_interp(fd);
+		close(fd);
+		return rc < 0 ? rc : rc == 0;
+	}
+	return -ENOEXEC;
+}
+
+int cli_userfaultfd_access(char *why, size_t len)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC), e_sys = errno, e_dev, dev;
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	e_dev = errno;
+	if (dev >= 0) {
+		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC);
+		e_dev = errno;
+		close(dev);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+	}
+	snprintf(why, len,
+		 "userfaultfd unavailable to uid %u (userfaultfd(2): %s; /dev/userfaultfd: %s): "
+		 "needs root, CAP_SYS_PTRACE, access to /dev/userfaultfd or "
+		 "vm.unprivileged_userfaultfd=1",
+		 (unsigned)geteuid(), strerror(e_sys), strerror(e_dev));
+	return -EPERM;
 }
 
 /* ---- repeated keys --------------------------------------------------------------------------- */

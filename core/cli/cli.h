@@ -102,6 +102,15 @@ void cli_detach(const char *path);
 /* Can the program be executed (a path, or a name found in PATH as execvp would)? 0 or -errno
  * (-ENOENT not found, -EACCES not executable). */
 int cli_find_program(const char *name);
+/* The same, with the file execvp would run in out. */
+int cli_resolve_program(const char *name, char *out, size_t len);
+/* Is the program (its file in path) a static binary, which LD_PRELOAD cannot reach (an ELF
+ * without PT_INTERP; a script is judged by its interpreter)? 1 static, 0 dynamic, -errno if it
+ * cannot be told (not found, not ELF). */
+int cli_program_static(const char *name, char *path, size_t len);
+/* May this process open a userfaultfd that takes kernel-mode faults as well, as the preload
+ * library does (userfaultfd(2), else /dev/userfaultfd)? 0, or -EPERM with why (one line). */
+int cli_userfaultfd_access(char *why, size_t len);
 /* Is a key given twice in the comma list "K=V,K2=V2,FLAG,..."? 1 with the key in key, else 0. */
 int cli_repeated_key(const char *list, char *key, size_t len);
 

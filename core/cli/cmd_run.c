@@ -43,11 +43,12 @@
 
 struct run_ctx {
 	struct config cfg;
-	const char *report;	  /* --report FILE */
-	const char *stall_report; /* --stall-report FILE */
-	FILE *report_f, *stall_f; /* opened before the program starts (open_outputs) */
-	bool quiet;		  /* --quiet: no summary */
-	struct run_device dev;	  /* --device */
+	const char *report;			   /* --report FILE */
+	const char *stall_report;		   /* --stall-report FILE */
+	struct cli_output *report_out, *stall_out; /* created before the program (open_outputs) */
+	bool output_failed;			   /* an output could not be completed: exit 1 */
+	bool quiet;				   /* --quiet: no summary */
+	struct run_device dev;			   /* --device */
 	struct run_stalls stalls;
 	char **cmd; /* the program and its arguments */
 	char run_dir[PATH_MAX];
@@ -60,6 +61,11 @@ struct run_ctx {
 	const char *machine;	      /* --machine NAME: a named machine hosts the program */
 	const char *given[CONFIG_NR]; /* THPEMU_* options given, by id (--machine refuses some) */
 	struct run_proc proc;	      /* the program as a process: group, terminal, signals */
+	bool require_managed;	      /* --require-managed */
+	bool is_static;		      /* the command is a static binary: nothing preloads */
+	char unseen_why[320];	      /* why the program's last image left no record */
+	struct uffd_aside aside[UFFD_ASIDE_MAX]; /* programs unmanaged or stepped aside from */
+	unsigned naside;
 };
 
 /* The launcher's own options (those not in the THPEMU_* table). */
@@ -90,6 +96,12 @@ static void opt_machine(struct run_ctx *rc, const char *val)
 	rc->machine = val;
 }
 
+static void opt_require_managed(struct run_ctx *rc, const char *val)
+{
+	(void)val;
+	rc->require_managed = true;
+}
+
 /* Shorthand for the policy key plugin=FILE: the program's processes read THPEMU_POLICY_PLUGIN
  * (checked with the rest of the configuration before anything starts). */
 static void opt_policy_plugin(struct run_ctx *rc, const char *val)
@@ -110,6 +122,11 @@ static const struct run_opt run_opts[] = {
     {"--quiet", NULL, "no summary (nor stall report) on stderr", opt_quiet},
     {"--machine", "NAME",
      "attach to the named machine (thpemu machine start NAME) instead of making one", opt_machine},
+    {"--require-managed", NULL,
+     "fail rather than run unmanaged: refuse to start (exit 3) a static binary or without "
+     "userfaultfd access; exit 3 after the program if any of its processes ran unmanaged or "
+     "the emulator stepped aside for one (one line says which and why)",
+     opt_require_managed},
 };
 
 static void usage(FILE *f)
@@ -147,10 +164,12 @@ static void usage(FILE *f)
 	fprintf(
 	    f,
 	    "\nAn option given twice: the last one counts; a key given twice inside a --policy,\n"
-	    "--device or --dirty spec is an error. Output files (--report,\n"
-	    "--stall-report, --trace) are checked before the program starts: an existing one\n"
-	    "must be a regular file of ours with one link (a symbolic link is never followed),\n"
-	    "in a directory we can write that is sticky if everyone can write it.\n");
+	    "--device or --dirty spec is an error. Output files (--report, --stall-report,\n"
+	    "--trace) are checked before the program starts: an existing one must be a regular\n"
+	    "file of ours with one link (a symbolic link is never followed), in a directory we\n"
+	    "can write that is sticky if everyone can write it, on a file system that keeps\n"
+	    "files (not proc, sysfs, debugfs, cgroup, ...). Reports are written whole and renamed\n"
+	    "into place; a trace is written in place and removed if it cannot be completed.\n");
 	fprintf(
 	    f,
 	    "\nSignals: the program runs in a process group of its own (with the terminal when\n"
@@ -159,10 +178,19 @@ static void usage(FILE *f)
 	    "SIGWINCH, SIGALRM, SIGCONT, SIGTSTP, ... and real-time ones; not SIGKILL, SIGSTOP or\n"
 	    "fault signals) is relayed to it once; when it stops, thpemu run stops too.\n");
 	fprintf(
+	    f, "\nUnmanaged: a program the emulator cannot manage (no userfaultfd for its user, a\n"
+	       "static binary, a change of user it cannot follow) still runs, as it would without\n"
+	       "thpemu; the summary and the report say which process and why (as they do when the\n"
+	       "emulator steps aside for one). --require-managed makes that a failure.\n");
+	fprintf(
 	    f,
 	    "\nExit status: the program's; if signal N killed it, thpemu run dies of signal N\n"
 	    "after writing its report (a shell shows 128+N); 2 for a bad option or an output file\n"
-	    "that cannot be written, 1 if thpemu itself failed.\n");
+	    "that cannot be written; 1 if thpemu itself failed, an output included (a report,\n"
+	    "stall report or trace that could not be completed: one line names it, an earlier\n"
+	    "file there is left as it was); 3 with --require-managed when the program would run,\n"
+	    "or a process of it ran, unmanaged, or the emulator stepped aside for one (one line\n"
+	    "says which and why; refused before the start: nothing ran).\n");
 }
 
 static const struct run_opt *find_run_opt(const char *name)
@@ -219,15 +247,15 @@ static void check_outputs(const struct run_ctx *rc)
 	cli_distinct_paths("run", "--stall-report", rc->stall_report, "--trace", trace);
 }
 
-/* The launcher's own outputs, opened (created, truncated) once every option has been checked
- * and before anything starts: a report that cannot be written is bad input, not a surprise at
- * the end of a run. */
+/* The launcher's own outputs, created (as temporary files beside them) once every option has
+ * been checked and before anything starts: a report that cannot be written is bad input, not a
+ * surprise at the end of a run. They are renamed into place once complete. */
 static void open_outputs(struct run_ctx *rc)
 {
 	if (rc->report)
-		rc->report_f = cli_open_output("run", "--report", rc->report);
+		rc->report_out = cli_output_open("run", "--report", rc->report);
 	if (rc->stall_report)
-		rc->stall_f = cli_open_output("run", "--stall-report", rc->stall_report);
+		rc->stall_out = cli_output_open("run", "--stall-report", rc->stall_report);
 }
 
 static void parse(int argc, char **argv, struct run_ctx *rc)
@@ -284,6 +312,48 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 		named_run_attach(rc->machine, rc->given, &rc->cfg);
 	absolute_trace(rc);
 	check_outputs(rc);
+}
+
+#define RUN_EXIT_UNMANAGED 3 /* --require-managed, and something ran (or would run) unmanaged */
+
+/* Will the program be managed? A static binary will not: LD_PRELOAD has no dynamic loader to
+ * act on. With --require-managed, neither that nor a user who may not open a userfaultfd starts
+ * anything: one line, exit 3. */
+static void check_managed(struct run_ctx *rc)
+{
+	char path[PATH_MAX] = "", why[400];
+
+	rc->is_static = cli_program_static(rc->cmd[0], path, sizeof(path)) == 1;
+	if (!rc->require_managed)
+		return;
+	if (rc->is_static) {
+		cli_error("run",
+			  "--require-managed: '%s' is a static binary: LD_PRELOAD cannot load "
+			  "thpemu, it would run unmanaged; not started",
+			  path);
+		exit(RUN_EXIT_UNMANAGED);
+	}
+	if (cli_userfaultfd_access(why, sizeof(why)) < 0) {
+		cli_error("run", "--require-managed: %s; not started", why);
+		exit(RUN_EXIT_UNMANAGED);
+	}
+}
+
+/* --require-managed after the program: which program ran unmanaged (or was stepped aside from)
+ * and why, in one line. */
+static void say_unmanaged(const struct run_ctx *rc, const struct uffd_program_info *prog)
+{
+	unsigned all = prog->unmanaged + prog->stepped_aside;
+	const struct uffd_aside *a = rc->naside ? &rc->aside[0] : NULL;
+
+	if (!a) {
+		cli_error("run", "--require-managed: %u process%s ran unmanaged", all,
+			  all == 1 ? "" : "es");
+		return;
+	}
+	cli_error("run", "--require-managed: pid %d (%s) %s: %s%s", a->pid, a->comm,
+		  a->stepped_aside ? "was stepped aside from" : "ran unmanaged", a->why,
+		  all > 1 ? " (and others: see the summary)" : "");
 }
 
 /* The private run directory (cli_tmpdir_create), after removing those of runs that were killed
@@ -488,14 +558,14 @@ struct proc_acc {
 	char first_comm[16];
 };
 
-static void proc_open(struct proc_acc *pa, const struct uffd_stats *st)
+static void proc_open(struct proc_acc *pa, int32_t ppid, const char *comm)
 {
 	memset(pa->acc, 0, sizeof(*pa->acc));
 	obs_faults_init(&pa->acc->faults);
 	pa->programs = 0;
-	pa->first_ppid = st->ppid;
-	memcpy(pa->first_comm, st->comm, sizeof(pa->first_comm));
-	pa->first_comm[sizeof(pa->first_comm) - 1] = '\0';
+	pa->first_ppid = ppid;
+	snprintf(pa->first_comm, sizeof(pa->first_comm), "%.*s", (int)sizeof(pa->first_comm) - 1,
+		 comm);
 }
 
 /* Add one program's record (its counters unless it ran unmanaged: the total leaves those out
@@ -514,9 +584,10 @@ static void proc_add(struct proc_acc *pa, const struct uffd_stats *st)
 	pa->programs++;
 }
 
-/* The process's summary, its last program's record in state (or EXECED: none came after). */
+/* The process's summary, its last program's record in state (or EXECED: none came after);
+ * note: why it ran unmanaged, when it did. */
 static void proc_close(const struct run_ctx *rc, struct proc_acc *pa, uint32_t state,
-		       struct uffd_proc_list *procs)
+		       const char *note, struct uffd_proc_list *procs)
 {
 	struct uffd_proc_summary p;
 
@@ -525,6 +596,8 @@ static void proc_close(const struct run_ctx *rc, struct proc_acc *pa, uint32_t s
 	p.execs = pa->programs - 1;
 	if (p.execs)
 		memcpy(p.exec_from, pa->first_comm, sizeof(p.exec_from));
+	if (note && note[0])
+		snprintf(p.note, sizeof(p.note), "%.*s", (int)sizeof(p.note) - 1, note);
 	if (state == UFFD_PROC_EXITED)
 		p.end = UFFD_END_exited;
 	else if (state == UFFD_PROC_UNMANAGED)
@@ -540,10 +613,35 @@ static void proc_close(const struct run_ctx *rc, struct proc_acc *pa, uint32_t s
 	pa->programs = 0;
 }
 
-/* Merge one record into the total. */
-static void merge_total(const struct uffd_stats *st, struct uffd_stats *total,
+/* A program the emulator did not manage to its end, for the summary and the report. */
+static void add_aside(struct run_ctx *rc, int pid, const char *comm, bool stepped, const char *why)
+{
+	struct uffd_aside *a;
+
+	if (rc->naside == UFFD_ASIDE_MAX)
+		return;
+	a = &rc->aside[rc->naside++];
+	a->pid = pid;
+	a->stepped_aside = stepped;
+	snprintf(a->comm, sizeof(a->comm), "%.15s", comm);
+	snprintf(a->why, sizeof(a->why), "%.*s", (int)sizeof(a->why) - 1,
+		 why && why[0] ? why : "(no reason recorded)");
+}
+
+/* Merge one record into the total; note what is not managed, and outputs that failed. */
+static void merge_total(struct run_ctx *rc, const struct uffd_stats *st, struct uffd_stats *total,
 			struct uffd_program_info *prog)
 {
+	const char *note = st->note[0] ? st->note + 1 : "";
+
+	if (st->output_error[0]) { /* its trace or THPEMU_REPORT: said once, here */
+		cli_error("run", "%s", st->output_error);
+		rc->output_failed = true;
+	}
+	if (st->host.stepped_aside) {
+		prog->stepped_aside++;
+		add_aside(rc, st->pid, st->comm, true, note);
+	}
 	if (st->state == UFFD_PROC_EXECED) {
 		/* the same process before it exec'd: its work counts, it does not */
 		uffd_stats_merge(total, st);
@@ -551,6 +649,7 @@ static void merge_total(const struct uffd_stats *st, struct uffd_stats *total,
 			memcpy(total->note, st->note, sizeof(total->note));
 	} else if (st->state == UFFD_PROC_UNMANAGED) {
 		prog->unmanaged++;
+		add_aside(rc, st->pid, st->comm, false, note);
 		if (!total->note[0])
 			memcpy(total->note, st->note, sizeof(total->note));
 	} else {
@@ -558,6 +657,56 @@ static void merge_total(const struct uffd_stats *st, struct uffd_stats *total,
 		prog->no_clean_exit += st->state != UFFD_PROC_EXITED;
 		uffd_stats_merge(total, st);
 	}
+}
+
+/* Did the program thpemu run started end in an image that left no record (last: its last
+ * record, or NULL)? Why, or NULL. Known for that process only: it is the one thpemu run sees
+ * as it ends (run_proc.c reads the zombie's name and ids). */
+static const char *child_unseen(struct run_ctx *rc, const struct uffd_stats *last)
+{
+	const struct run_proc *p = &rc->proc;
+	unsigned me = (unsigned)geteuid();
+
+	if (last && (last->state == UFFD_PROC_EXITED || last->state == UFFD_PROC_UNMANAGED))
+		return NULL; /* its last program wrote it */
+	if (!last && rc->is_static)
+		snprintf(rc->unseen_why, sizeof(rc->unseen_why),
+			 "static binary: LD_PRELOAD cannot load thpemu");
+	else if (p->ended_seen && (p->ended_uid != me || p->ended_euid != me))
+		snprintf(rc->unseen_why, sizeof(rc->unseen_why),
+			 "its last program, %s, ran as uid %u, which cannot write the statistics "
+			 "of thpemu run (uid %u): not seen, counted unmanaged",
+			 cli_esc(p->ended_comm), p->ended_euid, me);
+	else if (!last && rc->child > 0)
+		snprintf(rc->unseen_why, sizeof(rc->unseen_why),
+			 "it left no record: LD_PRELOAD did not load thpemu (a static or "
+			 "set-user-ID program, or LD_PRELOAD removed)");
+	else
+		return NULL;
+	return rc->unseen_why;
+}
+
+/* The program's process, whose last image left no record: counted unmanaged, with why; its
+ * earlier programs' records (pa, if any) are merged in as those of a process that exec'd. */
+static void close_unseen(struct run_ctx *rc, struct proc_acc *pa, const char *why,
+			 struct uffd_proc_list *procs, struct uffd_program_info *prog)
+{
+	const char *comm = rc->proc.ended_comm[0] ? rc->proc.ended_comm : "?";
+
+	if (!pa->programs) { /* no program of it left a record: what thpemu run ran */
+		size_t k = 0;
+
+		proc_open(pa, getpid(), comm);
+		pa->acc->pid = rc->child;
+		for (char **a = rc->cmd; *a && k + 1 < sizeof(pa->acc->cmdline); a++)
+			k += (size_t)snprintf(pa->acc->cmdline + k, sizeof(pa->acc->cmdline) - k,
+					      "%s%s", k ? " " : "", *a);
+	}
+	pa->programs++;
+	snprintf(pa->acc->comm, sizeof(pa->acc->comm), "%.15s", comm);
+	prog->unmanaged++;
+	add_aside(rc, rc->child, comm, false, why);
+	proc_close(rc, pa, UFFD_PROC_UNMANAGED, why, procs);
 }
 
 /* Merge every DIR/PID.stats into the total and summarise each process (a pid's programs in
@@ -568,27 +717,42 @@ static void collect(struct run_ctx *rc, struct uffd_stats *total, struct uffd_pr
 	struct uffd_stats *st = calloc(1, sizeof(*st));
 	struct proc_acc pa = {.acc = calloc(1, sizeof(*pa.acc))};
 	char path[PATH_MAX + 300];
+	const char *unseen = NULL;
+	bool child_seen = false;
 	size_t n;
 	struct stats_file *files = list_stats(rc->run_dir, &n);
 
 	memset(total, 0, sizeof(*total));
 	obs_faults_init(&total->faults);
 	for (size_t i = 0; st && pa.acc && i < n; i++) {
+		bool last = i + 1 == n || files[i + 1].pid != files[i].pid;
+
 		snprintf(path, sizeof(path), "%s/%s", rc->run_dir, files[i].name);
 		if (read_stats(path, st) == 0) {
-			merge_total(st, total, prog);
+			child_seen |= st->pid == rc->child;
+			if (last && st->pid == rc->child && (unseen = child_unseen(rc, st)))
+				st->state = UFFD_PROC_EXECED; /* it exec'd the unseen one */
+			merge_total(rc, st, total, prog);
 			if (!pa.programs)
-				proc_open(&pa, st);
+				proc_open(&pa, st->ppid, st->comm);
 			proc_add(&pa, st);
 			if (st->state != UFFD_PROC_EXECED)
-				proc_close(rc, &pa, st->state, procs);
+				proc_close(rc, &pa, st->state, st->note[0] ? st->note + 1 : "",
+					   procs);
 		}
 		unlink(path);
+		if (pa.programs && last && unseen)
+			close_unseen(rc, &pa, unseen, procs, prog);
 		/* a pid whose last record is EXECED exec'd a program that left none */
-		if (pa.programs && (i + 1 == n || files[i + 1].pid != files[i].pid))
-			proc_close(rc, &pa, UFFD_PROC_EXECED, procs);
+		else if (pa.programs && last)
+			proc_close(rc, &pa, UFFD_PROC_EXECED, NULL, procs);
+		unseen = NULL;
 	}
+	if (st && pa.acc && !child_seen && (unseen = child_unseen(rc, NULL)))
+		close_unseen(rc, &pa, unseen, procs, prog);
 	uffd_procs_finish(procs);
+	prog->aside = rc->aside;
+	prog->naside = rc->naside;
 	free(files);
 	free(pa.acc);
 	free(st);
@@ -601,16 +765,15 @@ static void write_stall_report(struct run_ctx *rc)
 	const struct run_stalls *s = &rc->stalls;
 	FILE *f;
 
-	if (rc->stall_f) {
-		f = rc->stall_f;
-		rc->stall_f = NULL;
+	if (rc->stall_out) {
+		f = cli_output_stream(rc->stall_out);
 		if (s->text)
 			fwrite(s->text, 1, s->text_len, f);
 		else
 			fprintf(f, "No stall report: no managed process wrote one.\n");
-		if (fclose(f) != 0)
-			cli_error("run", "--stall-report: error writing '%s': %s", rc->stall_report,
-				  strerror(errno));
+		if (cli_output_close(rc->stall_out) < 0)
+			rc->output_failed = true;
+		rc->stall_out = NULL;
 	} else if (!rc->quiet && (s->events || s->wait_events) && s->text) {
 		fputc('\n', stderr);
 		fwrite(s->text, 1, s->text_len, stderr);
@@ -621,23 +784,22 @@ static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
 			 struct uffd_program_info *prog)
 {
 	char *dev_json = run_device_json(&rc->dev);
-	FILE *f;
-	int wrote;
 
 	prog->stalls_json = rc->stalls.json;
 	prog->device_json = dev_json;
 	if (!rc->quiet)
 		uffd_report_summary(stderr, total, prog);
 	write_stall_report(rc);
-	if (!rc->report_f) {
-		free(dev_json);
-		return;
+	if (rc->report_out &&
+	    uffd_report_json(cli_output_stream(rc->report_out), &rc->cfg, total, prog) < 0) {
+		cli_error("run", "--report: '%s': the report could not be made (out of memory)",
+			  rc->report);
+		cli_output_discard(rc->report_out);
+		rc->output_failed = true;
+	} else if (rc->report_out && cli_output_close(rc->report_out) < 0) {
+		rc->output_failed = true;
 	}
-	f = rc->report_f;
-	rc->report_f = NULL;
-	wrote = uffd_report_json(f, &rc->cfg, total, prog);
-	if (fclose(f) != 0 || wrote < 0)
-		cli_error("run", "--report: error writing '%s': %s", rc->report, strerror(errno));
+	rc->report_out = NULL;
 	free(dev_json);
 }
 
@@ -705,6 +867,7 @@ static int run_main(int argc, char **argv)
 	parse(argc, argv, &rc);
 	if (cli_run_check_config(&rc.cfg, NULL, err, sizeof(err)) < 0)
 		cli_usage_error("run", "%s", err);
+	check_managed(&rc);
 	open_outputs(&rc);
 	run_proc_init(&rc.proc); /* before any thread: they inherit its blocked signals */
 	if (make_run_dir(&rc) < 0)
@@ -721,6 +884,11 @@ static int run_main(int argc, char **argv)
 		run_device_join(&rc.dev, getenv("THPEMU_MACHINE"), rc.quiet);
 		run_host_coverage_start(&rc.host); /* from the program's start */
 	}
+	if (rc.is_static && !rc.quiet)
+		fprintf(stderr,
+			"thpemu run: %s is a static binary: LD_PRELOAD cannot load thpemu; it runs "
+			"unmanaged\n",
+			cli_esc(rc.cmd[0]));
 	t0 = clock_now_ns();
 	prog.start_mono_s = (double)t0 / 1e9;
 	status = run_child(&rc);
@@ -734,6 +902,7 @@ static int run_main(int argc, char **argv)
 	run_device_stop(&rc.dev);
 	prog.argv = rc.cmd;
 	prog.exit_status = status;
+	prog.policy_spec = rc.cfg.policy_spec;
 	total = calloc(1, sizeof(*total));
 	if (!total || uffd_procs_init(&procs, 0) < 0) {
 		cli_rmtree(rc.run_dir);
@@ -750,7 +919,7 @@ static int run_main(int argc, char **argv)
 		prog.machine_json = rc.machine_json;
 	}
 	cli_rmtree(rc.run_dir); /* what collect did not take: the owner record, stray files */
-	if (!prog.processes && !total->note[0])
+	if (!prog.processes && !rc.naside && !total->note[0])
 		snprintf(total->note, sizeof(total->note),
 			 " no process was managed (a static or setuid binary ignores LD_PRELOAD)");
 	write_report(&rc, total, &prog);
@@ -758,6 +927,12 @@ static int run_main(int argc, char **argv)
 	uffd_procs_free(&procs);
 	run_stalls_free(&rc.stalls);
 	free(rc.dev.stats_json);
+	if (rc.output_failed) /* said in one line each */
+		return 1;
+	if (rc.require_managed && prog.unmanaged + prog.stepped_aside) {
+		say_unmanaged(&rc, &prog);
+		return RUN_EXIT_UNMANAGED;
+	}
 	if (status >= 0)
 		run_proc_die_like(rc.child_status); /* killed: thpemu run ends the same way */
 	return status < 0 ? 1 : status;

@@ -289,9 +289,36 @@ static void stopped(const struct run_proc *p, int sig)
 	resumed(p);
 }
 
-/* The program's state changed (SIGCHLD): true once it ended, its wait status in *status. */
-static bool reap(const struct run_proc *p, int *status)
+/* The program ended and is a zombie: what its last image was (name, real and effective uid),
+ * before waitpid takes it away. */
+static void look_at_zombie(struct run_proc *p)
 {
+	siginfo_t si = {0};
+	char path[64], line[256];
+	FILE *f;
+
+	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+	    si.si_pid != p->pid)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)p->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Name:\t", 6)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(p->ended_comm, sizeof(p->ended_comm), "%.15s", line + 6);
+		} else if (sscanf(line, "Uid:\t%u\t%u", &p->ended_uid, &p->ended_euid) == 2) {
+			p->ended_seen = true;
+		}
+	}
+	fclose(f);
+}
+
+/* The program's state changed (SIGCHLD): true once it ended, its wait status in *status. */
+static bool reap(struct run_proc *p, int *status)
+{
+	look_at_zombie(p);
 	for (;;) {
 		pid_t r = waitpid(p->pid, status, WNOHANG | WUNTRACED);
 

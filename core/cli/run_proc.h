@@ -15,6 +15,11 @@ struct run_proc {
 	bool own_group;	   /* the program leads a group of its own (else it is in the caller's) */
 	bool foreground;   /* the caller's group was its terminal's foreground group */
 	int tty;	   /* the controlling terminal (/dev/tty), or -1 */
+	/* the program as it ended (read from the zombie before it was reaped): its last image's
+	 * name and ids, so that a last image that left no statistics can be told */
+	bool ended_seen;
+	char ended_comm[16];
+	unsigned ended_uid, ended_euid;
 };
 
 /* Before any thread exists: every relayed signal is blocked (run_proc_wait takes them), SIGCHLD's

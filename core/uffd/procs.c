@@ -68,6 +68,8 @@ void uffd_proc_summarise(struct uffd_proc_summary *p, const struct uffd_stats *s
 	name_of(st, p->comm, sizeof(p->comm));
 	snprintf(p->cmdline, sizeof(p->cmdline), "%.*s", (int)sizeof(p->cmdline) - 1, st->cmdline);
 	p->stepped_aside = st->host.stepped_aside != 0;
+	if ((p->stepped_aside || st->state == UFFD_PROC_UNMANAGED) && st->note[0])
+		snprintf(p->note, sizeof(p->note), "%.*s", (int)sizeof(p->note) - 1, st->note + 1);
 	p->huge = st->faults.lat[OBS_HUGE].count;
 	p->faults = p->huge + st->faults.lat[OBS_BASE].count + st->faults.lat[OBS_MTHP].count;
 	p->nomem = st->faults.nomem;
@@ -160,6 +162,7 @@ static void proc_json(struct json_w *w, const struct uffd_proc_summary *p)
 	jw_u64(w, "exec_predecessors", p->execs);
 	jw_str(w, "exec_from", p->execs ? p->exec_from : NULL);
 	jw_bool(w, "stepped_aside", p->stepped_aside);
+	jw_str(w, "note", p->note[0] ? p->note : NULL);
 	jw_obj_begin(w, "faults");
 	jw_u64(w, "total", p->faults);
 	jw_u64(w, "huge", p->huge);

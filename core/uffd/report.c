@@ -142,6 +142,20 @@ static void report_program(struct json_w *w, const struct uffd_program_info *pro
 	jw_dbl(w, "start_mono_s", prog->start_mono_s, 6);
 	jw_u64(w, "processes", prog->processes);
 	jw_u64(w, "unmanaged_processes", prog->unmanaged);
+	jw_u64(w, "stepped_aside_processes", prog->stepped_aside);
+	if (prog->aside) { /* thpemu run: which programs, and why */
+		jw_arr_begin(w, "unmanaged");
+		for (unsigned i = 0; i < prog->naside; i++) {
+			jw_obj_begin(w, NULL);
+			jw_i64(w, "pid", prog->aside[i].pid);
+			jw_str(w, "comm", prog->aside[i].comm);
+			jw_str(w, "how",
+			       prog->aside[i].stepped_aside ? "stepped_aside" : "unmanaged");
+			jw_str(w, "why", prog->aside[i].why);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	}
 	jw_u64(w, "no_clean_exit", prog->no_clean_exit);
 	if (prog->procs) {
 		jw_u64(w, "processes_listed", prog->procs->n);
@@ -450,6 +464,48 @@ static void report_memory_summary(FILE *f, const struct uffd_census *c)
 		uffd_why_help[most]);
 }
 
+/* Is this note one of the unmanaged programs' reasons, said already? */
+static bool note_listed(const struct uffd_program_info *prog, const char *note)
+{
+	for (unsigned i = 0; prog->aside && i < prog->naside; i++)
+		if (!strncmp(prog->aside[i].why, note, sizeof(prog->aside[i].why) - 1))
+			return true;
+	return false;
+}
+
+/* The summary's first line, then one line per program that ran unmanaged or was stepped aside
+ * from, and why (the first UFFD_ASIDE_MAX). True if no process was managed at all: the program
+ * ran as it would without thpemu, and says so instead of figures. */
+static bool summary_unmanaged(FILE *f, const struct uffd_stats *st,
+			      const struct uffd_program_info *prog)
+{
+	const char *policy = st->policy[0]	 ? st->policy
+			     : prog->policy_spec ? prog->policy_spec
+						 : "?";
+	unsigned listed = prog->aside ? prog->naside : 0;
+	unsigned all = prog->unmanaged + prog->stepped_aside;
+
+	if (!prog->processes && prog->unmanaged)
+		fprintf(f,
+			"thpemu: the program ran UNMANAGED: 0 processes managed, %u unmanaged; "
+			"policy %s not applied, wall %.2f s\n",
+			prog->unmanaged,
+			prog->policy_spec && prog->policy_spec[0] ? prog->policy_spec : policy,
+			prog->wall_s);
+	else
+		fprintf(
+		    f, "thpemu: %u process%s managed (%u unmanaged%s), policy %s, wall %.2f s\n",
+		    prog->processes, prog->processes == 1 ? "" : "es", prog->unmanaged,
+		    prog->stepped_aside ? ", some stepped aside from" : "", policy, prog->wall_s);
+	for (unsigned i = 0; i < listed; i++)
+		fprintf(f, "thpemu: %s: pid %d (%s): %s\n",
+			prog->aside[i].stepped_aside ? "stepped aside" : "ran unmanaged",
+			prog->aside[i].pid, prog->aside[i].comm, prog->aside[i].why);
+	if (all > listed && listed)
+		fprintf(f, "thpemu: ... and %u more not managed to the end\n", all - listed);
+	return !prog->processes && prog->unmanaged;
+}
+
 void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd_program_info *prog)
 {
 	struct obs_hist_summary hs, bs;
@@ -459,9 +515,11 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 	obs_hist_summarise(&st->faults.lat[OBS_HUGE], 1000, &hs);
 	obs_hist_summarise(&st->faults.lat[OBS_BASE], 1000, &bs);
 	total = hs.count + bs.count + st->faults.lat[OBS_MTHP].count;
-	fprintf(f, "thpemu: %u process%s managed (%u unmanaged), policy %s, wall %.2f s\n",
-		prog->processes, prog->processes == 1 ? "" : "es", prog->unmanaged,
-		st->policy[0] ? st->policy : "?", prog->wall_s);
+	if (summary_unmanaged(f, st, prog)) { /* nothing managed: no figure would mean anything */
+		if (st->note[0] && !note_listed(prog, st->note + 1))
+			fprintf(f, "thpemu: note: %s\n", st->note + 1);
+		return;
+	}
 	fprintf(f,
 		"thpemu: %llu faults: huge %llu (%.1f%% of faults), base %llu, mTHP %llu, outside "
 		"the pool "
@@ -519,8 +577,8 @@ void uffd_report_summary(FILE *f, const struct uffd_stats *st, const struct uffd
 	report_memory_summary(f, &st->mem);
 	if (prog->procs)
 		uffd_report_procs_summary(f, prog->procs);
-	if (st->note[0])
-		fprintf(f, "thpemu: note:%s\n", st->note + 1);
+	if (st->note[0] && !note_listed(prog, st->note + 1))
+		fprintf(f, "thpemu: note: %s\n", st->note + 1);
 	if (prog->no_clean_exit)
 		fprintf(f,
 			"thpemu: %u process%s ended without running exit handlers (_exit or a "

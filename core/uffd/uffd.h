@@ -259,6 +259,7 @@ struct uffd_proc_summary {
 	uint64_t faults, huge, nomem;  /* base = faults - huge (nomem included, as in "faults") */
 	double p50_us, p99_us, max_us; /* per-fault service latency, huge and base together */
 	uint64_t stalls, stall_ns;     /* faults slower than the stall threshold, their time */
+	char note[160];		       /* why it ran unmanaged or stepped aside (its note), or "" */
 };
 
 #define UFFD_PROCS_MAX 4096 /* processes a report lists; the least busy beyond are counted */
@@ -286,6 +287,17 @@ const struct uffd_proc_summary *uffd_procs_find(const struct uffd_proc_list *l, 
 
 struct obs_stalls; /* obs/stall.h */
 
+/* A program of the run the emulator did not manage to its end: it ran unmanaged (the library
+ * said why in its record, or `thpemu run` knows: a static binary, an image that left no record),
+ * or the emulator stepped aside for it. `thpemu run` lists them in the summary and the report. */
+struct uffd_aside {
+	int32_t pid;
+	bool stepped_aside; /* else it ran unmanaged */
+	char comm[16];
+	char why[256];
+};
+#define UFFD_ASIDE_MAX 64 /* listed; more are only counted */
+
 struct uffd_program_info {
 	char *const *argv;	   /* NULL-terminated, or NULL */
 	struct obs_stalls *stalls; /* this process's captured stall events, or NULL */
@@ -299,6 +311,10 @@ struct uffd_program_info {
 	unsigned processes;	/* managed processes merged */
 	unsigned unmanaged;	/* processes that ran unmanaged */
 	unsigned no_clean_exit; /* processes whose exit hook never ran (_exit, crash) */
+	unsigned stepped_aside; /* programs the emulator stepped aside for */
+	const struct uffd_aside *aside; /* thpemu run: the unmanaged and stepped-aside programs */
+	unsigned naside;		/* listed in aside (at most UFFD_ASIDE_MAX) */
+	const char *policy_spec; /* the policy asked for (shown when no process applied it) */
 	const struct uffd_proc_list *procs; /* thpemu run: every process (finished), or NULL */
 	const char *machine_json; /* the shared machine's facts as a JSON object, or NULL */
 	const struct obs_coverage *coverage; /* the machine's AnonHugePages over the run, or NULL */
@@ -326,6 +342,10 @@ void uffd_live_destroy(struct uffd_live *lv);
 void uffd_live_snapshot(struct uffd_live *lv);
 /* Write this process's JSON report to f (a consistent copy of its statistics). */
 int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline);
+/* THPEMU_REPORT at exit: the report written whole to path (util/outfile.h: a temporary file
+ * renamed into place once complete); if it cannot be, one line on stderr and in the statistics'
+ * output_error, and an earlier file there is left as it was. */
+void uffd_report_write_file(struct uffd_live *lv, const char *path, const char *cmdline);
 /* Exit hook: final snapshot, state EXITED, per-process JSON when configured. */
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline);
 /* In a fork child: forget everything of the parent's (the kernel unregistered the child's
@@ -342,10 +362,6 @@ void uffd_live_detach(struct uffd_live *lv, const char *why);
 typedef void (*uffd_machine_stop_fn)(void);
 void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn);
 /* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
-/* THPEMU_REPORT at exit: the report written whole to path (util/outfile.h: a temporary file
- * renamed into place once complete); if it cannot be, one line on stderr and in the statistics'
- * output_error, and an earlier file there is left as it was. */
-void uffd_report_write_file(struct uffd_live *lv, const char *path, const char *cmdline);
 void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
 /* The program is registering [lo, hi) with a userfaultfd of its own (UFFDIO_REGISTER): a range
  * can be registered with one userfaultfd only (fs/userfaultfd.c: userfaultfd_register, -EBUSY),

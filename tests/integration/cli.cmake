@@ -16,3 +16,13 @@ thpemu_add_test(NAME integration/policies
 thpemu_add_test(NAME integration/run_signals
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_signals.sh
                 LABELS integration needs-uffd needs-root TIMEOUT 120)
+# Outputs on a full file system (a tiny tmpfs): exit 1, one line, nothing half-written; a reader
+# of stderr going away does not cost the report.
+thpemu_add_test(NAME integration/run_outputs
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_outputs.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 120)
+# Unmanaged runs said and counted (no userfaultfd, a change of user, a static binary, a step
+# aside), and --require-managed's exit status 3.
+thpemu_add_test(NAME integration/run_unmanaged
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_unmanaged.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 120)
