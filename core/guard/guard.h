@@ -81,6 +81,8 @@ struct guard_thread {
 	void *arg;
 	void *(*fn)(void *); /* what the thread runs (guard_thread_create) */
 	void *fn_arg;
+	void *stack; /* its stack (guard_vm_map, DONTFORK), freed by guard_thread_join */
+	size_t stack_len;
 	struct guard_thread *next;
 };
 
@@ -96,6 +98,8 @@ void guard_thread_leave(struct guard_thread *t);
  * is then unregistered). */
 int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *), void *wake_arg,
 			void *(*fn)(void *), void *arg, const char *name);
+/* pthread_join a thread made by guard_thread_create, and give its stack back. */
+int guard_thread_join(pthread_t th, struct guard_thread *t);
 /* Does the C library count this process's threads, so that the emulator's can be left out of the
  * count? (glibc: yes; without it a program whose last thread leaves with pthread_exit would stay
  * alive as long as the emulator's threads.) */
@@ -125,6 +129,35 @@ int guard_cred_replicate(enum guard_cred_op op, const long a[5], const void *cap
 			 const void *cap_data);
 /* Is this prctl option one whose state is per thread and affects later set*id calls? */
 bool guard_prctl_is_cred(int option);
+
+/* ---- the emulator's own memory ----------------------------------------------------------------
+ */
+
+#define GUARD_VM_ARENA (1UL << 30) /* address space reserved for it (less if RLIMIT_AS is tight)   \
+				    */
+
+#define GUARD_VM_DONTFORK 1U /* MADV_DONTFORK: a fork child has none of it */
+#define GUARD_VM_PARENT_ONLY                                                                       \
+	2U /* a fork child has a copy it never uses (a thread's stack): given                      \
+	    * back in the child (glibc reads the stacks of the parent's other                      \
+	    * threads in the child, nptl/fork.h reclaim_stacks: DONTFORK would                     \
+	    * fault there) */
+
+/* A private read-write anonymous mapping of len bytes for the emulator, aligned to align (0:
+ * a page), with extra mmap flags (MAP_NORESERVE, MAP_POPULATE), MADV_DONTDUMP, and what a fork
+ * child makes of it (how: 0 or GUARD_VM_*). Carved from the arena, which is reserved at the
+ * first call: the emulator never takes an address the program could have had. The address, or
+ * -errno. */
+long guard_vm_map(size_t len, size_t align, int flags, unsigned how);
+/* Give [addr, addr + len) back: reserved again if in the arena, else unmapped. */
+void guard_vm_unmap(void *addr, size_t len);
+/* Is addr in the arena? */
+bool guard_vm_owns(const void *addr);
+/* pthread_atfork, called by guard_fork_*: the child takes the ranges of its parent's DONTFORK
+ * mappings back (holes there now) for its own. */
+void guard_vm_fork_prepare(void);
+void guard_vm_fork_parent(void);
+void guard_vm_fork_child(void);
 
 /* ---- fork and migrations -------------------------------------------------------------------- */
 

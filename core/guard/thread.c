@@ -41,6 +41,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <time.h>
 
@@ -131,20 +132,71 @@ void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg)
 	list_release();
 }
 
+/* A stack from the emulator's arena (core/guard/vm.c: glibc would map one wherever the kernel
+ * puts it, in a fork child perhaps where the program means to map), as large as glibc's default
+ * (RLIMIT_STACK), with a guard page below; a fork child, which has none of our threads, gives its
+ * copy back. */
+static int stack_attr(struct guard_thread *t, pthread_attr_t *attr)
+{
+	size_t size = 0, page = 4096;
+	long p;
+
+	if (pthread_getattr_default_np(attr) != 0)
+		return pthread_attr_init(attr) ? -ENOMEM : 0;
+	pthread_attr_getstacksize(attr, &size);
+	size = (size + page - 1) & ~(page - 1);
+	p = guard_vm_map(size + page, 0, MAP_NORESERVE, GUARD_VM_PARENT_ONLY);
+	if (sys_is_err(p))
+		return 0; /* glibc's stack, then */
+	sys_call3(SYS_mprotect, p, page, PROT_NONE);
+	if (pthread_attr_setstack(attr, (void *)(p + (long)page), size) != 0) {
+		guard_vm_unmap((void *)p, size + page);
+		return 0;
+	}
+	t->stack = (void *)p;
+	t->stack_len = size + page;
+	return 0;
+}
+
+static void stack_free(struct guard_thread *t)
+{
+	if (t->stack)
+		guard_vm_unmap(t->stack, t->stack_len);
+	t->stack = NULL;
+}
+
+int guard_thread_join(pthread_t th, struct guard_thread *t)
+{
+	int rc = pthread_join(th, NULL);
+
+	if (rc == 0)
+		stack_free(t);
+	return -rc;
+}
+
 int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *), void *wake_arg,
 			void *(*fn)(void *), void *arg, const char *name)
 {
+	pthread_attr_t attr;
 	sigset_t all, old;
 	int rc;
 
 	guard_thread_enter(t, wake, wake_arg);
 	t->fn = fn;
 	t->fn_arg = arg;
+	t->stack = NULL;
+	rc = stack_attr(t, &attr);
+	if (rc < 0) {
+		guard_thread_leave(t);
+		return rc;
+	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits the full mask */
-	rc = -pthread_create(th, NULL, thread_main, t);
+	rc = -pthread_create(th, &attr, thread_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	if (rc < 0) {
+		stack_free(t);
 		guard_thread_leave(t);
 		return rc;
 	}

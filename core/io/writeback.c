@@ -743,7 +743,15 @@ int io_file_sync(struct io *io, uint64_t file_id)
 
 void *io_map(size_t len)
 {
-	long p = sys_mmap_own(len, MAP_NORESERVE);
+	long p = guard_vm_map(len, 0, MAP_NORESERVE, 0);
+
+	return sys_is_err(p) ? NULL : (void *)p;
+}
+
+/* The page-cache arena: a fork child has none of it (its own process runs no writeback). */
+static void *io_map_dontfork(size_t len)
+{
+	long p = guard_vm_map(len, 0, MAP_NORESERVE, GUARD_VM_DONTFORK);
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }
@@ -751,7 +759,7 @@ void *io_map(size_t len)
 void io_unmap(void *p, size_t len)
 {
 	if (p)
-		sys_munmap(p, len);
+		guard_vm_unmap(p, len);
 }
 
 static int reqs_init(struct io *io)
@@ -853,11 +861,9 @@ static int arena_init(struct io *io, void *given)
 	if (given && (uintptr_t)given % IO_PAGE_SIZE)
 		return -EINVAL;
 	io->arena_given = given != NULL;
-	io->arena = given ? given : io_map(io->arena_len);
+	io->arena = given ? given : io_map_dontfork(io->arena_len);
 	if (!io->arena)
 		return -ENOMEM;
-	if (!given)
-		sys_madvise(io->arena, io->arena_len, MADV_DONTFORK);
 	return reqs_init(io) < 0 ? -ENOMEM : 0;
 }
 
@@ -976,10 +982,10 @@ void io_stop(struct io *io, uint64_t drain_ns)
 	if (io->be) /* none when io_create failed before the backend was up */
 		io->be->kick(io);
 	if (io->flusher_started)
-		pthread_join(io->flusher, NULL);
+		guard_thread_join(io->flusher, &io->flusher_gt);
 	io->flusher_started = false;
 	if (io->dirtier_started)
-		pthread_join(io->dirtier, NULL);
+		guard_thread_join(io->dirtier, &io->dirtier_gt);
 	io->dirtier_started = false;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "obs/stall_internal.h"
+#include "guard/guard.h"
 #include "obs/usdt.h"
 #include "util/sys.h"
 
@@ -21,7 +22,7 @@
  * emulator's own memory for the census. */
 static void *raw_map(size_t len)
 {
-	long p = sys_mmap_own(len, 0);
+	long p = guard_vm_map(len, 0, 0, 0);
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }
@@ -62,7 +63,7 @@ int obs_stalls_create_waits(struct obs_stalls **out, unsigned capacity, uint64_t
 void obs_stalls_destroy(struct obs_stalls *s)
 {
 	if (s)
-		sys_munmap(s, s->map_len);
+		guard_vm_unmap(s, s->map_len);
 }
 
 uint64_t obs_stalls_threshold(const struct obs_stalls *s)

@@ -4,7 +4,7 @@
  * time) and at exit, the process reads its own /proc/self/smaps (raw system calls into a buffer of
  * its own: no stdio, no allocation through the program's allocator) and sorts every VMA's resident
  * anonymous memory into three piles: in managed regions (the emulator decided every one of those
- * pages), thpemu's own (mappings made by sys_mmap_own: MADV_DONTDUMP, "dd" in VmFlags), and the
+ * pages), thpemu's own (mappings made by guard_vm_map: MADV_DONTDUMP, "dd" in VmFlags), and the
  * program's unmanaged memory, each VMA with the reason it is not managed. The census in which the
  * program had the most anonymous memory is kept (a runtime frees its heap before the exit hook
  * runs: node's is gone by then). The report carries the
@@ -225,7 +225,7 @@ void uffd_census_take(struct uffd_live *lv)
 static void census_take_locked(struct uffd_live *lv)
 {
 	struct uffd_census c;
-	long p = sys_mmap_own(CENSUS_BUF, 0);
+	long p = guard_vm_map(CENSUS_BUF, 0, 0, 0);
 	char *buf;
 	size_t have = 0;
 	bool open = false;
@@ -276,7 +276,7 @@ static void census_take_locked(struct uffd_live *lv)
 		lv->stats->mem = c;
 	pthread_mutex_unlock(&lv->snap_lock);
 unmap:
-	sys_munmap(buf, CENSUS_BUF);
+	guard_vm_unmap(buf, CENSUS_BUF);
 }
 
 void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src)

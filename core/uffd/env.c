@@ -313,14 +313,14 @@ static int env_khugepaged_scan(void *priv, void *call, uint32_t as_id, uint64_t 
 
 static void *env_meta_alloc(void *priv, size_t len)
 {
-	long p = sys_mmap_own(len, MAP_NORESERVE); /* thpemu's own, as the census counts it */
+	long p = guard_vm_map(len, 0, MAP_NORESERVE, 0); /* thpemu's own, as the census counts it */
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }
 
 static void env_meta_free(void *priv, void *p, size_t len)
 {
-	sys_munmap(p, len);
+	guard_vm_unmap(p, len);
 }
 
 const struct mm_env_ops uffd_env_ops = {

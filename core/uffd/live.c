@@ -498,7 +498,7 @@ static void stop_threads(struct uffd_live *lv)
 	}
 	for (unsigned i = 0; i < lv->nworkers + UFFD_EXTRA_WORKERS; i++) {
 		if (lv->workers[i].started)
-			pthread_join(lv->workers[i].thread, NULL);
+			guard_thread_join(lv->workers[i].thread, &lv->workers[i].gt);
 		lv->workers[i].started = false;
 	}
 	uffd_staging_destroy(&lv->staging);
@@ -544,12 +544,14 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 			lv->stats_fd = -1;
 			return -EIO;
 		}
-		p = sys_mmap(NULL, lv->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, lv->stats_fd,
-			     0);
+		p = guard_vm_map(lv->stats_len, 0, MAP_NORESERVE, 0); /* where it goes */
+		if (!sys_is_err(p))
+			p = sys_mmap((void *)p, lv->stats_len, PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_FIXED, lv->stats_fd, 0);
 		sys_close(lv->stats_fd); /* the mapping keeps the file: no descriptor to hold */
 		lv->stats_fd = -1;
 	} else {
-		p = sys_mmap_own(lv->stats_len, 0);
+		p = guard_vm_map(lv->stats_len, 0, 0, 0);
 	}
 	if (sys_is_err(p)) {
 		snprintf(err, errlen, "cannot map the statistics: %s", strerror((int)-p));
@@ -664,7 +666,7 @@ static int check_outputs(const struct config *cfg, char *err, size_t errlen)
 
 static void *map_anon(size_t len)
 {
-	long p = sys_mmap_own(len, 0);
+	long p = guard_vm_map(len, 0, 0, 0);
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }
@@ -678,7 +680,7 @@ static const uint32_t *forkcheck_page(void)
 		return p;
 	}
 	if (p)
-		sys_munmap(p, UFFD_PAGE_SIZE);
+		guard_vm_unmap(p, UFFD_PAGE_SIZE);
 	return NULL;
 }
 
@@ -695,13 +697,12 @@ static int scratch_init(struct uffd_live *lv)
 	 * background thread answering the machine's khugepaged, khugepaged, MADV_COLLAPSE) */
 	lv->scratch_len = pages_up + (size_t)UFFD_EXTRA_WORKERS * UFFD_HPAGE_SIZE;
 	lv->scratch_map_len = lv->scratch_len + UFFD_HPAGE_SIZE;
-	map = sys_mmap_own(lv->scratch_map_len, MAP_NORESERVE);
+	map = guard_vm_map(lv->scratch_map_len, 0, MAP_NORESERVE, GUARD_VM_DONTFORK);
 	if (sys_is_err(map))
 		return -ENOMEM;
 	lv->scratch_map = (void *)map;
 	aligned = ((uintptr_t)map + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1);
 	lv->scratch_area = (uint8_t *)aligned;
-	sys_madvise(lv->scratch_map, lv->scratch_map_len, MADV_DONTFORK);
 	/* moves into it need a registered destination with the program's VMA flags */
 	rc = uffd_io_register(lv->uffd, (uintptr_t)lv->scratch_area, lv->scratch_len);
 	if (rc < 0)
@@ -829,16 +830,16 @@ static void epoll_close(struct uffd_live *lv)
 static int wait_init(struct uffd_live *lv)
 {
 	if (!uffd_test_force_epoll && uffd_io_nowait_reads(lv->uffd)) {
-		long p = sys_mmap_own(UFFD_PAGE_SIZE, MAP_NORESERVE);
+		long p = guard_vm_map(UFFD_PAGE_SIZE, 0, MAP_NORESERVE,
+				      GUARD_VM_DONTFORK); /* as the probe's */
 
 		if (!sys_is_err(p)) {
-			sys_madvise((void *)p, UFFD_PAGE_SIZE, MADV_DONTFORK); /* as the probe's */
 			if (uffd_io_register(lv->uffd, (uintptr_t)p, UFFD_PAGE_SIZE) == 0) {
 				lv->kick_page = (char *)p;
 				lv->block_read = true;
 				return 0;
 			}
-			sys_munmap((void *)p, UFFD_PAGE_SIZE); /* no kick page: epoll, then */
+			guard_vm_unmap((void *)p, UFFD_PAGE_SIZE); /* no kick page: epoll, then */
 		}
 	}
 	if (sys_call3(SYS_fcntl, lv->uffd, F_SETFL, O_NONBLOCK) < 0)
@@ -987,23 +988,23 @@ void uffd_live_destroy(struct uffd_live *lv)
 		util_plugin_unload(&lv->plugin);
 	uffd_table_destroy(&lv->table);
 	if (lv->scratch_map)
-		sys_munmap(lv->scratch_map, lv->scratch_map_len);
+		guard_vm_unmap(lv->scratch_map, lv->scratch_map_len);
 	if (lv->zero_page)
-		sys_munmap(lv->zero_page, UFFD_PAGE_SIZE);
+		guard_vm_unmap(lv->zero_page, UFFD_PAGE_SIZE);
 	if (lv->zero_block)
-		sys_munmap(lv->zero_block, UFFD_MTHP_MAX_BYTES);
+		guard_vm_unmap(lv->zero_block, UFFD_MTHP_MAX_BYTES);
 	if (lv->forkcheck)
-		sys_munmap((void *)lv->forkcheck, UFFD_PAGE_SIZE);
+		guard_vm_unmap((void *)lv->forkcheck, UFFD_PAGE_SIZE);
 	if (lv->kick_page && !lv->child) /* DONTFORK: not in a child */
-		sys_munmap(lv->kick_page, UFFD_PAGE_SIZE);
+		guard_vm_unmap(lv->kick_page, UFFD_PAGE_SIZE);
 	if (lv->stats)
-		sys_munmap(lv->stats, lv->stats_len);
+		guard_vm_unmap(lv->stats, lv->stats_len);
 	if (lv->stats_fd >= 0)
 		sys_close(lv->stats_fd);
 	epoll_close(lv);
 	guard_fd_close(lv->ctl_fd);
 	guard_fd_close(lv->pagemap_fd);
-	sys_munmap(lv, sizeof(*lv));
+	guard_vm_unmap(lv, sizeof(*lv));
 }
 
 int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
@@ -1091,7 +1092,7 @@ struct uffd_live *uffd_live_forked_child(struct uffd_live *lv)
 	if (priv) {
 		memcpy(priv, lv->stats, sizeof(*priv));
 		if (lv->cfg.run_dir[0]) /* the shared file belongs to the parent */
-			sys_munmap(lv->stats, lv->stats_len);
+			guard_vm_unmap(lv->stats, lv->stats_len);
 		lv->stats = priv;
 	}
 	/* every descriptor of ours is the parent's (its userfaultfd, the pagemap of its page

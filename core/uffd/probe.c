@@ -25,14 +25,13 @@
 int uffd_probe_init(struct uffd_live *lv)
 {
 	size_t len = (size_t)UFFD_PROBES * UFFD_PAGE_SIZE;
-	long p = sys_mmap_own(len, MAP_NORESERVE);
+	long p = guard_vm_map(len, 0, MAP_NORESERVE, GUARD_VM_DONTFORK);
 
 	if (sys_is_err(p))
 		return (int)p;
 	sys_madvise((void *)p, len, MADV_NOHUGEPAGE);
-	sys_madvise((void *)p, len, MADV_DONTFORK);
 	if (uffd_io_register(lv->uffd, (uintptr_t)p, len) < 0) {
-		sys_munmap((void *)p, len);
+		guard_vm_unmap((void *)p, len);
 		return 0; /* no probe: reports say so (uffd_probe.probes 0) */
 	}
 	lv->probe_base = (uintptr_t)p;
@@ -152,6 +151,6 @@ void uffd_probe_stop(struct uffd_live *lv)
 void uffd_probe_release(struct uffd_live *lv)
 {
 	if (lv->probe_base)
-		sys_munmap((void *)lv->probe_base, (size_t)UFFD_PROBES * UFFD_PAGE_SIZE);
+		guard_vm_unmap((void *)lv->probe_base, (size_t)UFFD_PROBES * UFFD_PAGE_SIZE);
 	lv->probe_base = 0;
 }

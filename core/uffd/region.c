@@ -28,7 +28,7 @@
 
 static void *meta_alloc(size_t len)
 {
-	long p = sys_mmap_own(len, MAP_NORESERVE);
+	long p = guard_vm_map(len, 0, MAP_NORESERVE, 0);
 
 	return sys_is_err(p) ? NULL : (void *)p;
 }
@@ -63,16 +63,16 @@ void uffd_table_destroy(struct uffd_table *t)
 {
 	for (unsigned i = 0; t->slots && t->used && i < UFFD_REGION_SLOTS; i++) {
 		if (t->used[i] && t->slots[i].meta)
-			sys_munmap(t->slots[i].meta, t->slots[i].meta_len);
+			guard_vm_unmap(t->slots[i].meta, t->slots[i].meta_len);
 	}
 	if (t->sorted)
-		sys_munmap(t->sorted, UFFD_REGION_SLOTS * sizeof(*t->sorted));
+		guard_vm_unmap(t->sorted, UFFD_REGION_SLOTS * sizeof(*t->sorted));
 	if (t->slots)
-		sys_munmap(t->slots, UFFD_REGION_SLOTS * sizeof(*t->slots));
+		guard_vm_unmap(t->slots, UFFD_REGION_SLOTS * sizeof(*t->slots));
 	if (t->cids)
-		sys_munmap(t->cids, UFFD_REGION_SLOTS * sizeof(*t->cids));
+		guard_vm_unmap(t->cids, UFFD_REGION_SLOTS * sizeof(*t->cids));
 	if (t->used)
-		sys_munmap(t->used, UFFD_REGION_SLOTS);
+		guard_vm_unmap(t->used, UFFD_REGION_SLOTS);
 	if (t->sorted || t->slots)
 		pthread_rwlock_destroy(&t->lock);
 	memset(t, 0, sizeof(*t));
@@ -172,7 +172,7 @@ static void region_free_locked(struct uffd_table *t, struct uffd_region *r)
 			c->gen = 1;
 	}
 	if (r->meta)
-		sys_munmap(r->meta, r->meta_len);
+		guard_vm_unmap(r->meta, r->meta_len);
 	pthread_rwlock_destroy(&r->busy);
 	memset(r, 0, sizeof(*r));
 	t->used[slot] = 0;
@@ -308,7 +308,7 @@ free_cid:
 	if (!keep_cid)
 		t->cids[r->cid & CID_SLOT_MASK].r = NULL;
 free_meta:
-	sys_munmap(r->meta, r->meta_len);
+	guard_vm_unmap(r->meta, r->meta_len);
 free_slot:
 	memset(r, 0, sizeof(*r));
 	t->used[slot] = 0;

@@ -68,7 +68,7 @@ int uffd_range_is_empty(int pagemap_fd, uintptr_t addr, size_t len)
  * zap_pte_range free a page table that a MADV_DONTNEED leaves empty. */
 int uffd_pt_reclaim_works(int pagemap_fd)
 {
-	long map = sys_mmap_own(2 * UFFD_HPAGE_SIZE, 0);
+	long map = guard_vm_map(2 * UFFD_HPAGE_SIZE, 0, 0, 0);
 	uint8_t *a;
 	int rc;
 
@@ -80,7 +80,7 @@ int uffd_pt_reclaim_works(int pagemap_fd)
 	sys_madvise(a, UFFD_HPAGE_SIZE, MADV_DONTNEED);
 	sys_madvise(a, UFFD_HPAGE_SIZE, MADV_HUGEPAGE);
 	rc = uffd_populate_chunk(pagemap_fd, a, false);
-	sys_munmap((void *)map, 2 * UFFD_HPAGE_SIZE);
+	guard_vm_unmap((void *)map, 2 * UFFD_HPAGE_SIZE);
 	return rc > 0;
 }
 
@@ -144,7 +144,7 @@ int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
 	s->collapse = host_thp;
 	s->area_len = (size_t)s->nslots * UFFD_HPAGE_SIZE;
 	s->area_map_len = s->area_len + UFFD_HPAGE_SIZE;
-	map = sys_mmap_own(s->area_map_len + UFFD_PAGE_SIZE, MAP_NORESERVE);
+	map = guard_vm_map(s->area_map_len + UFFD_PAGE_SIZE, 0, MAP_NORESERVE, GUARD_VM_DONTFORK);
 	if (sys_is_err(map))
 		return (int)map;
 	s->area_map = (void *)map;
@@ -157,7 +157,6 @@ int uffd_staging_init(struct uffd_staging *s, unsigned depth, unsigned extra,
 	/* without host THPs (THPEMU_HOST_THP=0) chunks are 512 small pages, as on a host that has
 	 * none to give */
 	sys_madvise(s->area, s->area_len, host_thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-	sys_madvise(s->area_map, s->area_map_len + UFFD_PAGE_SIZE, MADV_DONTFORK);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	return 0;
@@ -273,11 +272,11 @@ void uffd_staging_destroy(struct uffd_staging *s)
 		__atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->thread, NULL);
+		guard_thread_join(s->thread, &s->gt);
 		s->started = false;
 	}
 	if (s->area_map) {
-		sys_munmap(s->area_map, s->area_map_len + UFFD_PAGE_SIZE);
+		guard_vm_unmap(s->area_map, s->area_map_len + UFFD_PAGE_SIZE);
 		pthread_mutex_destroy(&s->lock);
 		pthread_cond_destroy(&s->cond);
 	}

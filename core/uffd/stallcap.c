@@ -418,7 +418,7 @@ static void *watchdog_main(void *arg)
 
 int uffd_stallcap_start(struct uffd_live *lv)
 {
-	long p = sys_mmap_own(sizeof(struct uffd_stallcap), 0);
+	long p = guard_vm_map(sizeof(struct uffd_stallcap), 0, 0, 0);
 	struct uffd_stallcap *sc;
 	int rc;
 
@@ -454,7 +454,7 @@ unmap:
 		obs_stalls_destroy(sc->store);
 	if (sc->waits)
 		obs_stalls_destroy(sc->waits);
-	sys_munmap(sc, sizeof(*sc));
+	guard_vm_unmap(sc, sizeof(*sc));
 	return rc;
 }
 
@@ -466,7 +466,7 @@ void uffd_stallcap_stop(struct uffd_live *lv)
 		return;
 	__atomic_store_n(&sc->stop, 1, __ATOMIC_RELEASE);
 	sys_futex_wake(&sc->stop, 1);
-	pthread_join(sc->watchdog, NULL);
+	guard_thread_join(sc->watchdog, &sc->gt);
 	sc->started = false;
 }
 

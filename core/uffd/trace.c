@@ -292,7 +292,7 @@ static int map_rings(struct uffd_tracer *tr, unsigned handlers)
 		tr->map_len += (i < handlers ? RING_SLOTS_HANDLER : RING_SLOTS_PROGRAM) *
 			       sizeof(struct trace_slot);
 	tr->map_len = (tr->map_len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
-	p = sys_mmap_own(tr->map_len, MAP_POPULATE);
+	p = guard_vm_map(tr->map_len, 0, MAP_POPULATE, 0);
 	if (sys_is_err(p))
 		return (int)p;
 	tr->map = (void *)p;
@@ -316,8 +316,8 @@ static void tracer_free(struct uffd_tracer *tr)
 	if (tr->fd >= 0)
 		guard_fd_close(tr->fd);
 	if (tr->map)
-		sys_munmap(tr->map, tr->map_len);
-	sys_munmap(tr, sizeof(*tr));
+		guard_vm_unmap(tr->map, tr->map_len);
+	guard_vm_unmap(tr, sizeof(*tr));
 }
 
 int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
@@ -336,7 +336,7 @@ int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
 		setenv("THPEMU_IO_PID", pid,
 		       1); /* constructor time: no other thread reads environ */
 	}
-	p = sys_mmap_own(sizeof(*tr), 0);
+	p = guard_vm_map(sizeof(*tr), 0, 0, 0);
 	if (sys_is_err(p))
 		return (int)p;
 	tr = (struct uffd_tracer *)p;
@@ -428,7 +428,7 @@ void uffd_trace_stop(struct uffd_live *lv)
 	if (tr->started) {
 		__atomic_store_n(&tr->stop, 1, __ATOMIC_RELEASE);
 		sys_futex_wake(&tr->stop, 1);
-		pthread_join(tr->thread, NULL);
+		guard_thread_join(tr->thread, &tr->gt);
 	}
 	if (!tr->ended)
 		write_end(lv, tr);

@@ -162,20 +162,6 @@ static inline int sys_zap(void *addr, size_t len)
 	return sys_madvise(addr, len, MADV_DONTNEED_LOCKED);
 }
 
-/* Anonymous memory of the emulator's own (metadata, staging THPs, rings, the page-cache arena).
- * MADV_DONTDUMP keeps it out of the program's core dumps and marks it ("dd" in /proc/PID/smaps
- * VmFlags, and a VMA that never merges with the program's), so that the memory census
- * (core/uffd/census.c) tells it from the program's memory. */
-static inline long sys_mmap_own(size_t len, int flags)
-{
-	long p =
-	    sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-
-	if (!sys_is_err(p))
-		sys_madvise((void *)p, len, MADV_DONTDUMP);
-	return p;
-}
-
 static inline int sys_ioctl(int fd, unsigned long req, void *arg)
 {
 	return (int)sys_call3(SYS_ioctl, fd, req, arg);
