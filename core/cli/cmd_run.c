@@ -308,6 +308,9 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 		cli_usage_error("run",
 				"no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
 	rc->cmd = &argv[i];
+	if (rc->given[CONFIG_TRACE] && !rc->given[CONFIG_TRACE][0]) /* not "no trace" */
+		cli_usage_error("run",
+				"--trace: an empty path (give a file to write the trace to)");
 	if (rc->machine) /* the machine's own configuration, for the program and the report */
 		named_run_attach(rc->machine, rc->given, &rc->cfg);
 	absolute_trace(rc);

@@ -266,7 +266,7 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 		cli_usage_error(CMD, "--policy is required (a profile such as linux-3.1, or "
 				     "NAME:KEY=VALUE,...; see 'thpemu sim --help')");
 	if (mm_policy_parse(a->policy, &c->policy, err, sizeof(err)))
-		cli_usage_error(CMD, "--policy: %s", err);
+		cli_usage_error(CMD, "--policy: '%s': %s", a->policy, err);
 	if (!a->plugin && !c->policy.plugin[0] && getenv("THPEMU_POLICY_PLUGIN"))
 		a->plugin = getenv("THPEMU_POLICY_PLUGIN");
 	if (a->plugin) {
@@ -332,6 +332,8 @@ static int sim_main(int argc, char **argv)
 	resolve(&c, &a);
 	err[0] = '\0';
 	rc = sim_run_scenario(&c, &r, err, sizeof(err));
+	if (rc && !err[0]) /* a failure nobody described: at least say what it was */
+		snprintf(err, sizeof(err), "the scenario could not run: %s", strerror(-rc));
 	if (rc == -EINVAL)
 		cli_usage_error(CMD, "%s", err);
 	if (rc) {

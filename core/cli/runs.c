@@ -211,6 +211,92 @@ static int small_int(json_t *v, int def)
 	return x >= -1000000 && x <= 1000000 ? (int)x : def;
 }
 
+/* ---- numbers where thpemu writes numbers -------------------------------------------------------
+ * A report's renderers read these as numbers; thpemu always writes a number there (an empty
+ * class has 0), so a null or a string is a report thpemu did not write (hand-edited, damaged):
+ * refused with the field named, as a histogram off the grid is. A section or value that is
+ * absent (an older report) stays absent. */
+
+/* Sections whose every value, through nested objects, is a number. */
+static const char *const numeric_sections[] = {"faults", "latency_us", "kernel_latency_us",
+					       "writeback_waits", "vmstat"};
+/* Single values, where present. */
+static const char *const numeric_values[] = {
+    "stalls.count",	     "stalls.total_ms",		"stalls.waits.count",
+    "stalls.waits.total_ms", "stalls.waits.max_ms",	"stalls.waits.threshold_ms",
+    "stalls.faults.max_ms",  "coverage.end_pct",	"coverage.time_weighted_pct",
+    "program.wall_s",	     "memory.processes",	"memory.anon_program_bytes",
+    "memory.managed_share",  "memory.anon_thpemu_bytes"};
+/* In each entry of "processes". */
+static const char *const numeric_proc_sections[] = {"faults", "latency_us", "stalls"};
+
+static const char *json_kind(json_t *v)
+{
+	return json_is_null(v)	    ? "null"
+	       : json_is_string(v)  ? "a string"
+	       : json_is_boolean(v) ? "a boolean"
+	       : json_is_array(v)   ? "an array"
+	       : json_is_object(v)  ? "an object"
+				    : "not a number";
+}
+
+/* The first value under v (an object of numbers, nested) that is not a number: its path
+ * (appended to path) and v, or NULL. */
+static json_t *non_number(json_t *v, char *path, size_t len)
+{
+	const char *key;
+	json_t *e;
+	size_t n = strlen(path);
+
+	if (json_is_number(v))
+		return NULL;
+	if (!json_is_object(v))
+		return v;
+	json_object_foreach(v, key, e)
+	{
+		json_t *bad;
+
+		snprintf(path + n, len - n, ".%s", key);
+		if ((bad = non_number(e, path, len)))
+			return bad;
+	}
+	path[n] = '\0';
+	return NULL;
+}
+
+static int refuse_non_number(const char *source, const char *path, json_t *bad, char *err,
+			     size_t errlen)
+{
+	snprintf(err, errlen, "%.600s: %s is %s, not a number (thpemu writes a number there)",
+		 source, path, json_kind(bad));
+	return -EINVAL;
+}
+
+static int check_numbers(json_t *root, const char *source, char *err, size_t errlen)
+{
+	char path[256];
+	json_t *v, *bad, *procs = json_object_get(root, "processes");
+
+	for (size_t i = 0; i < sizeof(numeric_sections) / sizeof(numeric_sections[0]); i++) {
+		snprintf(path, sizeof(path), "%s", numeric_sections[i]);
+		v = json_object_get(root, path);
+		if (v && (bad = non_number(v, path, sizeof(path))))
+			return refuse_non_number(source, path, bad, err, errlen);
+	}
+	for (size_t i = 0; i < sizeof(numeric_values) / sizeof(numeric_values[0]); i++)
+		if ((v = at(root, numeric_values[i])) && !json_is_number(v))
+			return refuse_non_number(source, numeric_values[i], v, err, errlen);
+	for (size_t k = 0; json_is_array(procs) && k < json_array_size(procs); k++)
+		for (size_t i = 0; i < sizeof(numeric_proc_sections) / sizeof(char *); i++) {
+			snprintf(path, sizeof(path), "processes[%zu].%s", k,
+				 numeric_proc_sections[i]);
+			v = json_object_get(json_array_get(procs, k), numeric_proc_sections[i]);
+			if (v && (bad = non_number(v, path, sizeof(path))))
+				return refuse_non_number(source, path, bad, err, errlen);
+		}
+	return 0;
+}
+
 int rd_run_from_json(struct rd_run *r, json_t *root, const char *source, char *err, size_t errlen)
 {
 	const char *kind = rd_kind(root);
@@ -219,6 +305,8 @@ int rd_run_from_json(struct rd_run *r, json_t *root, const char *source, char *e
 
 	const char *mlabel = rd_str(root, "matrix.policy.label"); /* a thpemu matrix cell's */
 
+	if (check_numbers(root, source, err, errlen) < 0)
+		return -EINVAL;
 	r->root = json_incref(root);
 	snprintf(r->source, sizeof(r->source), "%s", source);
 	if (!r->label[0])

@@ -808,10 +808,15 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 		       spec, accepted);
 		return -EINVAL;
 	}
-	for (item = colon ? colon + 1 : NULL; item && *item;) {
+	for (item = colon ? colon + 1 : NULL; item;) {
 		const char *end = strchr(item, ',');
 		size_t len = end ? (size_t)(end - item) : strlen(item);
 
+		if (!len) { /* "linux-3.1:", "a=1,": a typo, not a default */
+			seterr(err, errlen,
+			       "policy: an empty item (a ':' or ',' with no KEY=VALUE after it)");
+			return -EINVAL;
+		}
 		ret = parse_assignment(&p, item, len, err, errlen, &modern_key);
 		if (ret)
 			return ret;

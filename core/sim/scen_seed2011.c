@@ -62,15 +62,15 @@
 
 static const struct sim_param_def params[] = {
     INIT_PARAM,
-    {"usemem-procs", SIM_P_COUNT, "4", "usemem processes running at once"},
+    {"usemem-procs", SIM_P_ACTORS, "4", "usemem processes running at once"},
     SEED2011_PARAMS,
 };
 
 static const struct sim_param_def long_params[] = {
     INIT_PARAM,
-    {"usemem-procs", SIM_P_COUNT, "0", "short-lived usemem processes running at once"},
+    {"usemem-procs", SIM_P_ACTORS, "0", "short-lived usemem processes running at once"},
     SEED2011_PARAMS,
-    {"hold-procs", SIM_P_COUNT, "1", "long-lived processes (each maps, faults and keeps)"},
+    {"hold-procs", SIM_P_ACTORS, "1", "long-lived processes (each maps, faults and keeps)"},
     {"hold-size", SIM_P_FRACTION, "25%",
      "each long-lived mapping, fraction of the pool (25% of 1G: 128 ranges, one full "
      "khugepaged scan in ~160 s at the defaults while its allocations succeed; each failure "

@@ -14,12 +14,12 @@
 #include <stdlib.h>
 
 static const struct sim_param_def params[] = {
-    {"threads", SIM_P_COUNT, "4", "THP workload threads"},
+    {"threads", SIM_P_ACTORS, "4", "THP workload threads"},
     {"anon", SIM_P_FRACTION, "80%", "THP working set, as a fraction of the pool (all threads)"},
     {"madvise", SIM_P_BOOL, "1", "the THP mappings have MADV_HUGEPAGE"},
     {"file-size", SIM_P_SIZE, "64K", "size of each fio file"},
     {"file-pct", SIM_P_COUNT, "150", "fio files written at setup, in % of the pool"},
-    {"readers", SIM_P_COUNT, "4", "fio random-read jobs"},
+    {"readers", SIM_P_ACTORS, "4", "fio random-read jobs"},
     {"warmup", SIM_P_DURATION, "0", "reader warm-up before the THP threads (0: as long as setup)"},
     {"init", SIM_P_STRING, "", "initial pool state: an mm_fragment recipe (empty: all free)"},
 };

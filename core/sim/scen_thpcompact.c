@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 static const struct sim_param_def params[] = {
-    {"threads", SIM_P_COUNT, "4", "worker threads"},
+    {"threads", SIM_P_ACTORS, "4", "worker threads"},
     {"anon", SIM_P_FRACTION, "80%", "first mappings together, as a fraction of the pool"},
     {"madvise", SIM_P_BOOL, "1", "the measured mapping has MADV_HUGEPAGE"},
     {"init", SIM_P_STRING, "", "initial pool state: an mm_fragment recipe (empty: all free)"},

@@ -53,6 +53,9 @@ static int parse_bool(const char *v, uint64_t *out)
 	return -EINVAL;
 }
 
+#define SIM_STR(x)  #x
+#define SIM_XSTR(x) SIM_STR(x)
+
 static const char *type_hint(enum sim_param_type t)
 {
 	switch (t) {
@@ -62,6 +65,8 @@ static const char *type_hint(enum sim_param_type t)
 		return "a duration with unit, e.g. 500ms";
 	case SIM_P_COUNT:
 		return "a non-negative integer";
+	case SIM_P_ACTORS:
+		return "a count from 0 to " SIM_XSTR(SIM_MAX_ACTORS);
 	case SIM_P_FRACTION:
 		return "a fraction, e.g. 0.2 or 20%";
 	case SIM_P_RATIO:
@@ -113,6 +118,9 @@ static int param_parse(const struct sim_param_def *d, unsigned i, struct sim_par
 		break;
 	case SIM_P_COUNT:
 		rc = units_parse_uint(v, 1000000000ULL, &p->u[i]);
+		break;
+	case SIM_P_ACTORS:
+		rc = units_parse_uint(v, SIM_MAX_ACTORS, &p->u[i]);
 		break;
 	case SIM_P_FRACTION:
 		rc = units_parse_fraction(v, &p->f[i]);

@@ -139,6 +139,7 @@ enum sim_param_type {
 	SIM_P_SIZE,	/* bytes: 64M, 1G */
 	SIM_P_DURATION, /* ns: 500ms, 2s */
 	SIM_P_COUNT,	/* a non-negative integer */
+	SIM_P_ACTORS,	/* how many simulated processes or threads: 0..SIM_MAX_ACTORS */
 	SIM_P_FRACTION, /* 0.5, 20% */
 	SIM_P_RATIO,	/* like a fraction but may exceed 1: 1.25, 125% (at most 100) */
 	SIM_P_BOOL,	/* 0/1, yes/no, on/off */
@@ -153,6 +154,9 @@ struct sim_param_def {
 };
 
 #define SIM_MAX_PARAMS 24
+/* Simulated processes or threads a parameter may ask for: each is a fiber with a stack mapping
+ * of its own, and the kernel's vm.max_map_count (65530) bounds those well below 10^9. */
+#define SIM_MAX_ACTORS 10000
 #define SIM_PARAM_STR  128
 
 /* Values of a scenario's parameters, by index into its table. */

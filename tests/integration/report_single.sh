@@ -32,3 +32,12 @@ grep -qF "significance needs &gt;= 2 runs per side; A has 1, B has 1" "$T_OUT/si
 grep -q 'class="sig"' "$T_OUT/single.html" && fail "HTML marks a row significant"
 grep -q '>significant<' "$T_OUT/single.html" && fail "HTML says significant"
 say "one run per side: nothing significant, reason given in text, JSON and HTML"
+
+# a number that is null (a hand-edited report) is refused with the file and the field named, as
+# a histogram off the grid is, never rendered as "nan"
+for field in .faults.total .latency_us.huge.p50 '.processes[0].latency_us.p99'; do
+	jq "$field = null" "$T_TMP/keep/A-run1.json" >"$T_TMP/null.json"
+	bad_usage "$T_TMP/null.json: ${field#.} is null, not a number" report "$T_TMP/null.json"
+	grep -q nan "$T_TMP/out" && fail "report of a null $field: nan in $(cat "$T_TMP/out")"
+done
+say "null numbers: refused with the field named"

@@ -71,6 +71,12 @@ mkfifo "$shared/fifo"
 bad --stall-report "FIFO" -- --stall-report "$shared/fifo" # and did not hang
 bad --report --trace "name the same file" -- --report "$T_TMP/x.json" --trace "$T_TMP/./x.json"
 bad --report "an empty path" -- --report ""
+bad --trace "an empty path" -- --trace ""
+# pseudo file systems are the kernel's interfaces, never outputs (a regular file of root's there
+# passed the checks, and the program then ran unmanaged)
+bad --trace "'/proc/version'" "on proc, a pseudo file system" -- --trace /proc/version
+bad --report "'/sys/kernel/r.json'" "on sysfs, a pseudo file system" -- --report /sys/kernel/r.json
+bad --stall-report "on proc, a pseudo file system" -- --stall-report /proc/self/stalls.txt
 say "output paths: refused before anything ran"
 
 # values
@@ -85,6 +91,10 @@ bad --policy "'defrag' is given twice" -- --policy linux-3.1:defrag=always,defra
 bad --dirty "'file' is given twice" -- --dirty 1G,file=1M,file=2M
 bad --device "'bandwidth' is given twice" -- --device none:bandwidth=1M,bandwidth=2M
 bad --device "is not a directory" -- --device /nonexistent/stick
+bad --policy "'linux-3.1:'" "an empty item" -- --policy linux-3.1:
+bad --policy "an empty item" -- --policy linux-3.1:defrag=always,
+bad_usage "an empty item" ab --a policy=linux-3.1: --b policy=linux-3.2 -- touch "$MARK"
+[ ! -e "$MARK" ] || fail "ab with an empty policy key list ran"
 say "values: refused before anything ran"
 
 # a TMPDIR anyone may rename things in is refused (the run directory could be swapped)
@@ -114,6 +124,13 @@ printf '%4096s' x >"$T_TMP/old.json"
 	fail "run with an existing report and /dev/null"
 expect_eq "the old report replaced" "$(json "$T_TMP/old.json" .kind)" run
 [ -c /dev/null ] || fail "/dev/null is no longer the null device"
+
+# a note of the summary reads "note: the ...", one space after the colon
+"$THPEMU" run --pool 8M -- "$USEMEM" --size 32M --quiet 2>"$T_TMP/err" >/dev/null ||
+	fail "pool exhausted run: $(cat "$T_TMP/err")"
+grep -q "^thpemu: note: the emulated pool (8 MiB) is exhausted" "$T_TMP/err" ||
+	fail "note: $(grep note "$T_TMP/err")"
+grep -q "note:[^ ]" "$T_TMP/err" && fail "a note without its space: $(grep note "$T_TMP/err")"
 
 # replay: --speed is checked before the run starts; an output may not be the trace it reads
 rm -f "$MARK"

@@ -31,6 +31,14 @@ expect_usage_error --policy "unknown profile 'linux-9.9'" linux-3.1+nostall thp-
 	--policy linux-9.9 --scenario seed-2011
 expect_usage_error --policy wb-wait-max -- --policy linux-3.1:wb-wait-max=soon --scenario seed-2011
 expect_usage_error --policy "unknown key" -- --policy linux-3.1:nosuchkey=1 --scenario seed-2011
+# an empty key list is a typo, not the profile as it is (and not a silent default)
+expect_usage_error --policy "'linux-3.1:'" "an empty item" -- --policy linux-3.1: --scenario seed-2011
+# simulated processes are bounded (each is a fiber with a stack): a count beyond is refused, not a
+# run that fails with an empty message
+expect_usage_error --opt "usemem-procs: bad value '100000'" "from 0 to 10000" -- \
+	--policy linux-3.1 --scenario seed-2011 --opt usemem-procs=100000
+expect_usage_error --opt "threads: bad value '10001'" "from 0 to 10000" -- \
+	--policy linux-3.1 --scenario thpcompact --opt threads=10001
 expect_usage_error --scenario seed-2011 thpcompact thpchallenge-fio -- --policy linux-3.1
 expect_usage_error --scenario "unknown scenario 'postmark'" seed-2011 thpcompact thpchallenge-fio -- \
 	--policy linux-3.1 --scenario postmark
