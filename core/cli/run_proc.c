@@ -35,6 +35,11 @@
  * run's own crash is its own), SIGCHLD, signals thpemu run raised itself (SIGPIPE and SIGXFSZ of
  * its own writes: its outputs see EPIPE/EFBIG instead of dying), and signals the program, or in
  * its own group a process of its group, sent (kill(-1, sig) would otherwise come back to it).
+ * SIGKILL cannot be relayed: a keeper process (thpemu-keeper, PR_SET_PDEATHSIG) SIGKILLs the
+ * program's group when thpemu run dies without ending it, so that `timeout -k` or a kill -9 of
+ * the pid a script knows ends the program as it would have natively, instead of leaving it
+ * running in a group nobody signals.
+ *
  * What the program sees differently: a relayed signal's si_pid is thpemu run's; a signal sent
  * to the caller's group while the program has a group of its own reaches the program but not
  * its children; its process group is not its parent's.
@@ -91,6 +96,7 @@ void run_proc_init(struct run_proc *p)
 
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
+	p->keeper = -1;
 	wait_set(&set);
 	pthread_sigmask(SIG_BLOCK, &set, &start_mask);
 	sigemptyset(&dfl.sa_mask);
@@ -136,6 +142,34 @@ static void child(const struct run_proc *p, char *const argv[], void (*before_ex
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+/* The keeper: a process of thpemu run's own, told by PR_SET_PDEATHSIG when thpemu run dies
+ * without ending it (SIGKILL, a crash), that then SIGKILLs the program's group (the caller's
+ * kill of thpemu run's group would have reached it there: `timeout -k`), or in the caller's
+ * group the program alone. It holds no lock and touches nothing of thpemu run's. */
+static void keeper_main(pid_t parent, pid_t target)
+{
+	sigset_t hup;
+
+	prctl(PR_SET_NAME, "thpemu-keeper");
+	setpgid(0, 0); /* a kill of thpemu run's group must not take the keeper with it */
+	prctl(PR_SET_PDEATHSIG, SIGHUP);
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP); /* blocked: thpemu run's mask */
+	while (getppid() == parent)
+		sigwaitinfo(&hup, NULL); /* a SIGHUP of someone else's: not the parent's death */
+	kill(target, SIGKILL);
+	_exit(0);
+}
+
+static void start_keeper(struct run_proc *p)
+{
+	pid_t parent = getpid(), target = p->own_group ? -p->pgrp : p->pid;
+
+	p->keeper = fork();
+	if (p->keeper == 0)
+		keeper_main(parent, target);
+}
+
 int run_proc_start(struct run_proc *p, char *const argv[], void (*before_exec)(void *), void *arg)
 {
 	pid_t pid;
@@ -148,6 +182,7 @@ int run_proc_start(struct run_proc *p, char *const argv[], void (*before_exec)(v
 		child(p, argv, before_exec, arg);
 	p->pid = pid;
 	p->pgrp = place(pid, p->own_group ? pid : p->caller_pgrp);
+	start_keeper(p);
 	return 0;
 }
 
@@ -367,6 +402,12 @@ int run_proc_wait(struct run_proc *p)
 
 void run_proc_end(struct run_proc *p)
 {
+	if (p->keeper > 0) { /* the program is gone: nothing to keep */
+		kill(p->keeper, SIGKILL);
+		while (waitpid(p->keeper, NULL, 0) < 0 && errno == EINTR)
+			;
+		p->keeper = -1;
+	}
 	if (p->own_group && p->tty >= 0 && p->pid > 0 && tcgetpgrp(p->tty) == p->pgrp)
 		tcsetpgrp(p->tty, getpgrp());
 	if (p->tty >= 0)

@@ -15,6 +15,7 @@ struct run_proc {
 	bool own_group;	   /* the program leads a group of its own (else it is in the caller's) */
 	bool foreground;   /* the caller's group was its terminal's foreground group */
 	int tty;	   /* the controlling terminal (/dev/tty), or -1 */
+	pid_t keeper;	   /* SIGKILLs the program if thpemu run dies first (run_proc.c), or -1 */
 	/* the program as it ended (read from the zombie before it was reaped): its last image's
 	 * name and ids, so that a last image that left no statistics can be told */
 	bool ended_seen;

@@ -7,7 +7,7 @@
 #  - the program starts with the caller's signal mask and dispositions (SIGPIPE ignored stays
 #    ignored, a blocked signal stays blocked), and a caller ignoring SIGCHLD does not lose it;
 #  - a program killed by a signal makes thpemu run end by that signal (WIFSIGNALED), after its
-#    report;
+#    report; SIGKILL to thpemu run and its group (timeout -k) ends the program and its children;
 #  - on a terminal (a pty): ^C to a job, ^C to a script whose program dies of it (the script
 #    ends too), ^Z/jobs/fg, a background job reading the terminal (stopped, then fg): the same
 #    as natively.
@@ -105,7 +105,15 @@ expect_eq "killed by SIGTERM: the caller sees" "$got" -15
 expect_eq "killed by SIGTERM: report" "$(json "$T_TMP/r.json" .program.exit_status)" 143
 say "a program killed by SIGTERM: thpemu run ends by SIGTERM, report written"
 
-# 6. a terminal: each scenario natively, then under thpemu run
+# 6. SIGKILL cannot be relayed: timeout -k's SIGKILL of thpemu run and of its group still ends
+# the program and its children (the program's group is not timeout's: a keeper kills it)
+timeout -s INT -k 1 0.5 "${RUN[@]}" sh -c 'trap "" INT; sleep 36.789; echo not-killed'
+expect_eq "timeout -k: status" "$?" 137
+sleep 0.5
+pgrep -f "sleep 36.789" >/dev/null && fail "timeout -k left the program's child running"
+say "timeout -k: the program and its child are gone, as natively"
+
+# 7. a terminal: each scenario natively, then under thpemu run
 pty() { # pty MODE: the same lines natively and under thpemu run
 	local native run
 	native=$(python3 "$PTY" "$1" "" "$SIGCOUNT") || fail "pty $1 natively"
