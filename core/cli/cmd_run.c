@@ -839,6 +839,7 @@ static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_
 	run_host_stats(h, total->vmstat, &total->counts, &total->io);
 	/* the per-size mTHP counters too: each process's sum would count the machine's N times */
 	obs_mthp_snapshot(&total->mthp, mm_policy(h->mm), h->mm);
+	run_host_mem_peak(h, &total->mem); /* the processes that lived at once */
 	bad = run_host_check(h, why, sizeof(why));
 	run_host_writers_json(&h->m.hdr->writers, writers, sizeof(writers));
 	snprintf(rc->machine_json, sizeof(rc->machine_json),

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "uffd/uffd.h"
 #include "util/clock.h"
 #include "util/sys.h"
 
@@ -196,6 +197,24 @@ static void sleep_on(uint32_t *word, uint64_t ns)
 	sys_futex_wait(word, v, &ts);
 }
 
+/* The live processes' memory now (their latest censuses): offered as the machine's peak (each
+ * process offers the sum too whenever it publishes a census). */
+static void mem_sample(struct run_host *h)
+{
+	uint64_t sum[MACHINE_SLOT_MEM];
+
+	machine_mem_sum(&h->m, sum);
+	machine_mem_offer(&h->m, sum, uffd_census_words_program(sum));
+}
+
+void run_host_mem_peak(struct run_host *h, struct uffd_census *mem)
+{
+	uint64_t peak[MACHINE_SLOT_MEM];
+
+	if (machine_mem_peak(&h->m, peak))
+		uffd_census_peak_words(mem, peak);
+}
+
 /* A coverage sample if one is due (last: the program ended, its memory is going back: the series
  * ends without a sample); returns the ns until the next. */
 static uint64_t coverage_tick(struct run_host *h, bool last)
@@ -206,6 +225,7 @@ static uint64_t coverage_tick(struct run_host *h, bool last)
 	mm_get_counts(h->mm, &c);
 	now = clock_now_ns();
 	pthread_mutex_lock(&h->cov_lock);
+	mem_sample(h);
 	if (last)
 		obs_coverage_close(&h->cov, now);
 	else if (now >= obs_coverage_next(&h->cov))

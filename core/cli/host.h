@@ -68,6 +68,10 @@ void run_host_coverage_start(struct run_host *h);
 /* End the series now and copy it out (the program has ended: its memory is going back to the
  * pool, so the last sample taken while it ran is the end's). */
 void run_host_coverage(struct run_host *h, struct obs_coverage *out);
+/* The machine's memory at its largest into mem (core/uffd: uffd_census_peak_words), where the
+ * processes that lived at the same time held more than the largest one alone. */
+struct uffd_census;
+void run_host_mem_peak(struct run_host *h, struct uffd_census *mem);
 /* Check the shared model (mm_check) after the run: 0 if consistent, 1 if not checked (a pool
  * above 4 GiB that was never repaired: the walk would cost seconds), <0 if inconsistent. */
 int run_host_check(struct run_host *h, char *why, size_t len);

@@ -294,6 +294,8 @@ static int write_report(struct daemon *d, const char *check)
 		snprintf(st->policy, sizeof(st->policy), "%s", d->cfg.policy_spec);
 		st->pool_bytes = d->cfg.pool_bytes;
 		run_host_stats(&d->host, st->vmstat, &st->counts, &st->io);
+		run_host_mem_peak(&d->host, &st->mem); /* its processes' memory at its largest */
+		st->mem.processes = d->nseen;
 		snprintf(mjson, sizeof(mjson),
 			 "{\"shared\": true, \"name\": \"%s\", \"pid\": %d, \"processes_reaped\": "
 			 "%llu, \"frames_returned\": %llu, \"repairs\": %llu, \"check\": \"%s\"}",

@@ -130,18 +130,16 @@ int guard_cred_replicate(enum guard_cred_op op, const long a[5], const void *cap
 /* Is this prctl option one whose state is per thread and affects later set*id calls? */
 bool guard_prctl_is_cred(int option);
 
-/* ---- the emulator's own memory ----------------------------------------------------------------
- */
+/* ---- the emulator's own memory ------------------------------------------------------------ */
 
-#define GUARD_VM_ARENA (1UL << 30) /* address space reserved for it (less if RLIMIT_AS is tight)   \
-				    */
+/* Address space reserved for it (less if RLIMIT_AS is tight). */
+#define GUARD_VM_ARENA (1UL << 30)
 
-#define GUARD_VM_DONTFORK 1U /* MADV_DONTFORK: a fork child has none of it */
-#define GUARD_VM_PARENT_ONLY                                                                       \
-	2U /* a fork child has a copy it never uses (a thread's stack): given                      \
-	    * back in the child (glibc reads the stacks of the parent's other                      \
-	    * threads in the child, nptl/fork.h reclaim_stacks: DONTFORK would                     \
-	    * fault there) */
+/* What a fork child makes of a mapping: none of it (MADV_DONTFORK), or a copy it never uses and
+ * gives back (a thread's stack: glibc reads the thread descriptors in the parent's other
+ * threads' stacks in the child, nptl/fork.h reclaim_stacks, so DONTFORK would fault there). */
+#define GUARD_VM_DONTFORK    1U
+#define GUARD_VM_PARENT_ONLY 2U
 
 /* A private read-write anonymous mapping of len bytes for the emulator, aligned to align (0:
  * a page), with extra mmap flags (MAP_NORESERVE, MAP_POPULATE), MADV_DONTDUMP, and what a fork

@@ -443,6 +443,8 @@ int machine_slot_take(struct machine *m)
 		st(&s->ppid, ppid);
 		st(&s->start_ns, start);
 		memcpy(s->comm, comm, sizeof(s->comm));
+		for (unsigned k = 0; k < MACHINE_SLOT_MEM; k++)
+			st(&s->mem[k], 0);
 		__atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
 		st(&s->state, MACHINE_SLOT_LIVE);
 		return i;
@@ -469,6 +471,51 @@ const struct machine_slot *machine_slot(const struct machine *m, int slot)
 	if (slot < 0 || slot >= MACHINE_MAX_PROCS)
 		return NULL;
 	return &m->hdr->slot[slot];
+}
+
+void machine_slot_set_mem(struct machine *m, int slot, const uint64_t *mem)
+{
+	if (slot < 1 || slot >= MACHINE_MAX_PROCS)
+		return;
+	for (unsigned i = 0; i < MACHINE_SLOT_MEM; i++)
+		__atomic_store_n(&m->hdr->slot[slot].mem[i], mem[i], __ATOMIC_RELAXED);
+}
+
+void machine_mem_sum(const struct machine *m, uint64_t *sum)
+{
+	memset(sum, 0, MACHINE_SLOT_MEM * sizeof(*sum));
+	for (int i = 1; i < MACHINE_MAX_PROCS; i++) {
+		const struct machine_slot *s = &m->hdr->slot[i];
+
+		if (ld(&s->state) != MACHINE_SLOT_LIVE)
+			continue;
+		for (unsigned k = 0; k < MACHINE_SLOT_MEM; k++)
+			sum[k] += __atomic_load_n(&s->mem[k], __ATOMIC_RELAXED);
+	}
+}
+
+void machine_mem_offer(struct machine *m, const uint64_t *sum, uint64_t score)
+{
+	struct machine_hdr *h = m->hdr;
+
+	if (score <= __atomic_load_n(&h->mem_peak_score, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&h->mem_lock, 1, __ATOMIC_ACQUIRE))
+		return;
+	if (score > h->mem_peak_score) {
+		for (unsigned k = 0; k < MACHINE_SLOT_MEM; k++)
+			__atomic_store_n(&h->mem_peak[k], sum[k], __ATOMIC_RELAXED);
+		__atomic_store_n(&h->mem_peak_score, score, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&h->mem_lock, 0, __ATOMIC_RELEASE);
+}
+
+uint64_t machine_mem_peak(const struct machine *m, uint64_t *peak)
+{
+	const struct machine_hdr *h = m->hdr;
+
+	for (unsigned k = 0; k < MACHINE_SLOT_MEM; k++)
+		peak[k] = __atomic_load_n(&h->mem_peak[k], __ATOMIC_RELAXED);
+	return __atomic_load_n(&h->mem_peak_score, __ATOMIC_RELAXED);
 }
 
 unsigned machine_nr_live(const struct machine *m)
@@ -838,6 +885,8 @@ unsigned machine_reap(struct machine *m, void (*release)(void *arg, int slot), v
 		st(&s->ppid, 0);
 		st(&s->start_ns, 0);
 		memset(s->comm, 0, sizeof(s->comm));
+		for (unsigned k = 0; k < MACHINE_SLOT_MEM; k++)
+			st(&s->mem[k], 0);
 		drop_pidfd(m, i);
 		__atomic_sub_fetch(&h->nslots_live, 1, __ATOMIC_SEQ_CST);
 		__atomic_add_fetch(&h->reaped, 1, __ATOMIC_SEQ_CST);

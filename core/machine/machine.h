@@ -69,7 +69,7 @@
 #define MACHINE_BASE 0x3f0000000000ULL
 #endif
 #define MACHINE_MAGIC	  0x544850454d554d31ULL /* "THPEMUM1" */
-#define MACHINE_VERSION	  3
+#define MACHINE_VERSION	  4
 #define MACHINE_MAX_PROCS 256 /* slots, host included: 8 bits of an owner cookie */
 
 /* Owner cookies of program pages carry their process's slot in bits 54..61 (core/mm leaves
@@ -121,6 +121,8 @@ struct machine_mailbox {
 	int32_t requester; /* pid, for stall reports ("waited on a page of pid N") */
 };
 
+#define MACHINE_SLOT_MEM 12
+
 struct machine_slot {
 	uint32_t state; /* enum machine_slot_state, atomic */
 	int32_t pid;
@@ -129,6 +131,9 @@ struct machine_slot {
 	uint64_t start_ns;
 	char comm[16];
 	struct machine_mailbox mbox;
+	/* the process's memory now, as it last counted it (its own layout: core/uffd/census.c);
+	 * written by the process, read by the host, which sums the live slots over time */
+	uint64_t mem[MACHINE_SLOT_MEM];
 	char pad[64];
 };
 
@@ -184,6 +189,11 @@ struct machine_hdr {
 	pthread_mutex_t host_alive;	/* robust, pshared: held by the host's creating thread until
 					 * machine_destroy (machine_host_gone) */
 	struct machine_writers writers; /* real writers' page cache (thpemu-fusedev), atomic */
+	/* the live processes' memory at its largest: the sum of their slots' mem with the highest
+	 * score offered (machine_mem_offer), under mem_lock (a try-lock: an offer never waits) */
+	uint32_t mem_lock;
+	uint64_t mem_peak_score;
+	uint64_t mem_peak[MACHINE_SLOT_MEM];
 	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];
 	struct machine_file files[MACHINE_FILES];
@@ -250,6 +260,16 @@ int machine_slot_take(struct machine *m);
  * agent first. */
 void machine_slot_leave(struct machine *m, int slot);
 const struct machine_slot *machine_slot(const struct machine *m, int slot);
+/* Publish this process's figures in its slot (mem: MACHINE_SLOT_MEM words, stored atomically
+ * word by word: a reader may see a mix of two publications). */
+void machine_slot_set_mem(struct machine *m, int slot, const uint64_t *mem);
+/* The sum of the live slots' mem now into sum (MACHINE_SLOT_MEM words). */
+void machine_mem_sum(const struct machine *m, uint64_t *sum);
+/* Offer sum with its score: kept as the machine's peak if the score is the highest so far (an
+ * offer made while another is being kept is dropped: the next one, or the host's, counts). */
+void machine_mem_offer(struct machine *m, const uint64_t *sum, uint64_t score);
+/* The peak kept; returns its score (0: none). */
+uint64_t machine_mem_peak(const struct machine *m, uint64_t *peak);
 
 /* Ask slot's agent to do req (op, owner, from, to); wait at most timeout_ns for the answer.
  * Returns the agent's result, -ENOENT (the process is gone; for slot 0: the host is gone, seen

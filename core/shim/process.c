@@ -331,14 +331,19 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
  * address, from which glibc finds the caller whose RUNPATH the search uses. */
 static bool deepbind_strip; /* set once, at start */
 
+extern void *__libc_malloc(size_t);
+
+bool shim_malloc_is_glibc(void)
+{
+	return (void *)malloc == (void *)__libc_malloc;
+}
+
 void shim_deepbind_init(void)
 {
-	extern void *__libc_malloc(size_t);
 	const char *preload = getenv("LD_PRELOAD");
 	Dl_info in;
 
-	if ((void *)malloc == (void *)__libc_malloc || !preload || !dladdr((void *)malloc, &in) ||
-	    !in.dli_fname)
+	if (shim_malloc_is_glibc() || !preload || !dladdr((void *)malloc, &in) || !in.dli_fname)
 		return;
 	/* only an allocator the program was given through LD_PRELOAD (thpemu run's jemalloc, or
 	 * one preloaded by hand), not one linked into the program (natively the same) */

@@ -188,6 +188,8 @@ static void *shim_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 		r = uffd_mmap(lv, addr, len, prot, flags, fd, off);
 	} else {
 		r = sys_mmap(addr, len, prot, flags, fd, off);
+		if (lv)
+			uffd_passthrough_mapped(lv, r, len, prot, flags);
 		if (!lv && tracking_early() && !sys_is_err(r))
 			early_remember((uintptr_t)r, len, prot, flags);
 		else if (!lv)
@@ -228,8 +230,10 @@ EXPORT int munmap(void *addr, size_t len)
 		leave();
 		return int_ret(r);
 	}
-	if (lv)
+	if (lv) {
+		uffd_passthrough_unmapped(lv, addr, len);
 		leave();
+	}
 	r = sys_munmap(addr, len);
 	if (!lv && tracking_early() && r == 0)
 		early_forget((uintptr_t)addr, (uintptr_t)addr + len);
@@ -571,12 +575,41 @@ out:
 	uffd_tls_passthrough--;
 }
 
+/* Preloaded by hand, there is no `thpemu run` summary to say how much of the program's memory
+ * went unmanaged: the library says it at exit, once, when the memory census saw at least 1 MiB
+ * of it, mostly unmanaged. A program whose malloc is glibc's and that had nothing managed at all
+ * (glibc maps its heap through its internal __mmap, which no interposer sees) is told what to
+ * preload. */
+static void say_what_went_unmanaged(struct uffd_live *lv)
+{
+	struct uffd_stats *st = calloc(1, sizeof(*st));
+	const struct config *cfg = uffd_live_config(lv);
+	uint64_t prog;
+
+	if (!st || cfg->run_dir[0] || cfg->log == CONFIG_LOG_QUIET)
+		goto out;
+	uffd_live_stats_copy(lv, st);
+	prog = st->mem.anon > st->mem.anon_own ? st->mem.anon - st->mem.anon_own : 0;
+	if (shim_malloc_is_glibc() && !st->host.messages && prog >= (1ULL << 20))
+		fprintf(stderr,
+			"thpemu: pid %d managed none of its memory (%.1f MiB anonymous at its "
+			"largest): its malloc is glibc's, whose heap no interposer sees; preload "
+			"%s after libthpemu.so, or run it with thpemu run\n",
+			(int)getpid(), (double)prog / 1048576.0, THPEMU_JEMALLOC_PATH);
+	else
+		uffd_memory_warning(stderr, &st->mem, 1ULL << 20);
+out:
+	free(st);
+}
+
 __attribute__((destructor)) static void shim_fini(void)
 {
 	int s = __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE);
 
-	if (s == SHIM_LIVE || s == SHIM_DETACHED)
+	if (s == SHIM_LIVE || s == SHIM_DETACHED) {
 		uffd_live_exit(shim_lv, NULL);
+		say_what_went_unmanaged(shim_lv);
+	}
 }
 
 struct uffd_live *shim_live(void)

@@ -14,6 +14,8 @@ void shim_step_aside(const char *why);
 void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr, const void *data);
 /* prctl(PR_SET_THP_DISABLE) succeeded: the emulated kernel follows. */
 void shim_thp_disable(bool disable);
+/* Is the program's malloc glibc's (no allocator preloaded, none linked in)? */
+bool shim_malloc_is_glibc(void);
 /* At start: will a dlopen(RTLD_DEEPBIND) be made without the flag (a preloaded allocator)? */
 void shim_deepbind_init(void);
 /* ... one was (counted, said once in the report). */

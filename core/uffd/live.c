@@ -31,8 +31,7 @@
 #include "util/clock.h"
 #include "util/outfile.h"
 
-#define BG_PERIOD_NS	     (100 * 1000000ULL)	    /* background tick and stats snapshot period */
-#define CENSUS_MIN_PERIOD_NS (1000ULL * 1000000ULL) /* memory census (census.c) */
+#define BG_PERIOD_NS (100 * 1000000ULL) /* background tick and stats snapshot period */
 
 __thread int uffd_tls_passthrough __attribute__((tls_model("initial-exec")));
 
@@ -386,7 +385,7 @@ static void *background_main(void *arg)
 {
 	struct uffd_worker *w = arg;
 	struct uffd_live *lv = w->lv;
-	uint64_t next_snap = 0, next_census = clock_now_ns() + CENSUS_MIN_PERIOD_NS;
+	uint64_t next_snap = 0;
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
@@ -407,16 +406,7 @@ static void *background_main(void *arg)
 			uffd_live_snapshot(lv);
 			next_snap = now + BG_PERIOD_NS;
 		}
-		if (now >=
-		    next_census) { /* at most 5 % of this thread's time, at least 1 s apart */
-			uint64_t took;
-
-			uffd_census_take(lv);
-			took = clock_now_ns() - now;
-			next_census =
-			    now +
-			    (took * 20 > CENSUS_MIN_PERIOD_NS ? took * 20 : CENSUS_MIN_PERIOD_NS);
-		}
+		uffd_census_tick(lv); /* when the process grew, or a second passed */
 		if (!lv->on_machine)
 			bg_sleep(lv, wait < BG_PERIOD_NS ? (wait ? wait : 1000000) : BG_PERIOD_NS);
 	}
@@ -613,6 +603,7 @@ void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out)
 
 	pthread_mutex_lock(&lv->snap_lock);
 	memcpy(out, lv->stats, offsetof(struct uffd_stats, host));
+	out->mem = lv->stats->mem; /* the census too (written under the same lock) */
 	pthread_mutex_unlock(&lv->snap_lock);
 	for (unsigned i = 0; i < UFFD_NR_HOST; i++)
 		o[i] = __atomic_load_n(&h[i], __ATOMIC_RELAXED);

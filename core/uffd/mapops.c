@@ -150,7 +150,7 @@ void uffd_release_for_program(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 /* ---- mmap --------------------------------------------------------------------------------------
  */
 
-bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd)
+static bool eligible_shape(int prot, int flags)
 {
 	if (!(flags & MAP_ANONYMOUS) || (flags & MAP_TYPE) != MAP_PRIVATE)
 		return false;
@@ -160,9 +160,24 @@ bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int fl
 	 * and PartitionAlloc's pages, the JVM's heap, glibc's thread arenas). Registering it is
 	 * free; the kernel keeps the registration when mprotect splits the VMA, so the pages
 	 * made accessible fault here as they would into the kernel's THP code. */
-	if (prot != (PROT_READ | PROT_WRITE) && prot != PROT_NONE)
-		return false;
-	return len >= lv->cfg.min_region && len > 0;
+	return prot == (PROT_READ | PROT_WRITE) || prot == PROT_NONE;
+}
+
+bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd)
+{
+	(void)fd;
+	return eligible_shape(prot, flags) && len >= lv->cfg.min_region && len > 0;
+}
+
+void uffd_passthrough_mapped(struct uffd_live *lv, long addr, size_t len, int prot, int flags)
+{
+	if (!sys_is_err(addr) && len && len < lv->cfg.min_region && eligible_shape(prot, flags))
+		uffd_census_note_small(lv, (uintptr_t)addr, page_up((uintptr_t)addr + len));
+}
+
+void uffd_passthrough_unmapped(struct uffd_live *lv, void *addr, size_t len)
+{
+	uffd_census_forget_small(lv, (uintptr_t)addr, page_up((uintptr_t)addr + len));
 }
 
 /* A hole [lo, hi) in a region's span was mapped again: manage it in that region. Returns
@@ -391,6 +406,7 @@ int uffd_munmap(struct uffd_live *lv, void *addr, size_t len)
 
 	if ((uintptr_t)addr & (UFFD_PAGE_SIZE - 1) || !len)
 		return -EINVAL;
+	uffd_census_before_free(lv, a.len);
 	return (int)uffd_unmap_managed(lv, (uintptr_t)addr, (uintptr_t)addr + a.len, real_munmap,
 				       &a);
 }
@@ -413,6 +429,7 @@ static int discard(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int advice)
 
 	if (advice == MADV_FREE)
 		advice = MADV_DONTNEED;
+	uffd_census_before_free(lv, hi - lo);
 	lock_all(rs, n);
 	if (kernel_first)
 		rc = sys_madvise((void *)lo, hi - lo, advice);

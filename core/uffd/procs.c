@@ -75,6 +75,8 @@ void uffd_proc_summarise(struct uffd_proc_summary *p, const struct uffd_stats *s
 	p->nomem = st->faults.nomem;
 	p->stalls = st->host.stalls;
 	p->stall_ns = st->host.stall_ns;
+	p->anon = st->mem.anon > st->mem.anon_own ? st->mem.anon - st->mem.anon_own : 0;
+	p->anon_managed = st->mem.anon_managed;
 	if (!both)
 		return;
 	obs_faults_both(&st->faults, both);
@@ -177,6 +179,10 @@ static void proc_json(struct json_w *w, const struct uffd_proc_summary *p)
 	jw_obj_begin(w, "stalls");
 	jw_u64(w, "count", p->stalls);
 	jw_dbl(w, "total_ms", (double)p->stall_ns / 1e6, 3);
+	jw_obj_end(w);
+	jw_obj_begin(w, "memory"); /* at its largest */
+	jw_u64(w, "anon_program_bytes", p->anon);
+	jw_u64(w, "anon_managed_bytes", p->anon_managed);
 	jw_obj_end(w);
 	jw_obj_end(w);
 }

@@ -453,8 +453,17 @@ static void report_memory_summary(FILE *f, const struct uffd_census *c)
 			(double)c->top[0].anon / 1048576.0, c->top[0].name,
 			c->top[0].name[0] ? " " : "", uffd_why_names[c->top[0].why]);
 	fputc('\n', f);
-	if (prog < MANAGED_WARN_MIN || share(c->anon_managed, prog) >= MANAGED_SHARE_WARN)
-		return;
+	(void)most;
+	uffd_memory_warning(f, c, MANAGED_WARN_MIN);
+}
+
+bool uffd_memory_warning(FILE *f, const struct uffd_census *c, uint64_t min_bytes)
+{
+	uint64_t prog = program_anon(c);
+	unsigned most = 0;
+
+	if (!c->processes || prog < min_bytes || share(c->anon_managed, prog) >= MANAGED_SHARE_WARN)
+		return false;
 	for (unsigned i = 1; i < UFFD_WHY_NR; i++)
 		most = c->why_anon[i] > c->why_anon[most] ? i : most;
 	fprintf(f,
@@ -462,6 +471,7 @@ static void report_memory_summary(FILE *f, const struct uffd_census *c)
 		"of the rest (%.1f MiB) is %s\n",
 		100.0 * share(c->anon_managed, prog), (double)c->why_anon[most] / 1048576.0,
 		uffd_why_help[most]);
+	return true;
 }
 
 /* Is this note one of the unmanaged programs' reasons, said already? */

@@ -123,7 +123,7 @@ enum uffd_proc_state {
 	X(file, "private copies of a file's pages (a file mapping)")                               \
 	X(shared, "shared memory (MAP_SHARED, shmem)")                                             \
 	X(prot, "a protection thpemu does not manage (executable or read-only)")                   \
-	X(small, "a mapping smaller than --min-region")                                            \
+	X(small, "mappings smaller than --min-region (each, even where neighbours merged)")        \
 	X(unseen, "never passed the interposers (made before the library started, by a raw "       \
 		  "system call, or left unmanaged: host.unmanaged_maps)")
 
@@ -146,7 +146,7 @@ struct uffd_unmanaged_map {
 };
 
 /* The program's memory as /proc/self/smaps shows it when the process exits: resident anonymous
- * memory in managed mappings, thpemu's own (MADV_DONTDUMP: sys_mmap_own) and the rest, with
+ * memory in managed mappings, thpemu's own (MADV_DONTDUMP: guard_vm_map) and the rest, with
  * reasons. */
 struct uffd_census {
 	uint32_t processes; /* processes whose census is in */
@@ -259,6 +259,7 @@ struct uffd_proc_summary {
 	uint64_t faults, huge, nomem;  /* base = faults - huge (nomem included, as in "faults") */
 	double p50_us, p99_us, max_us; /* per-fault service latency, huge and base together */
 	uint64_t stalls, stall_ns;     /* faults slower than the stall threshold, their time */
+	uint64_t anon, anon_managed;   /* its memory at its largest (its census: program's anon) */
 	char note[160];		       /* why it ran unmanaged or stepped aside (its note), or "" */
 };
 
@@ -363,6 +364,20 @@ typedef void (*uffd_machine_stop_fn)(void);
 void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn);
 /* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
 void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
+/* The warning of a run whose program's anonymous memory (at least min_bytes of it) is mostly
+ * unmanaged, with the main reason, on f; true if said. */
+bool uffd_memory_warning(FILE *f, const struct uffd_census *c, uint64_t min_bytes);
+/* A machine's processes' memory at its largest: each live process publishes its latest census
+ * in its slot as words, and the machine keeps the sum over the live slots with the most program
+ * memory (words_program: machine_mem_offer, by the process at each census and by the host's
+ * sampler); it replaces the report's figures if it is larger than the largest single
+ * process's (peak_words). */
+uint64_t uffd_census_words_program(const uint64_t *w);
+void uffd_census_peak_words(struct uffd_census *dst, const uint64_t *w);
+/* A mapping call passed through to the kernel unmanaged (the memory census remembers the small
+ * eligible ones: core/uffd/census.c), and an unmapping outside managed memory. */
+void uffd_passthrough_mapped(struct uffd_live *lv, long addr, size_t len, int prot, int flags);
+void uffd_passthrough_unmapped(struct uffd_live *lv, void *addr, size_t len);
 /* The program is registering [lo, hi) with a userfaultfd of its own (UFFDIO_REGISTER): a range
  * can be registered with one userfaultfd only (fs/userfaultfd.c: userfaultfd_register, -EBUSY),
  * so every managed mapping it overlaps is handed back to the kernel first, its data intact - as
@@ -374,6 +389,8 @@ void uffd_live_mlocked(struct uffd_live *lv, bool all, int flags);
 /* Print "thpemu: MSG NUM TAIL" once per bit and keep it as the report's note (no stdio, no
  * allocation: safe on the fault path). */
 void uffd_say_once(struct uffd_live *lv, int bit, const char *msg, uint64_t num, const char *tail);
+/* A consistent copy of the process's statistics (for writing a report while handlers run). */
+void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out);
 /* Keep msg as the report's note if it has none yet (nothing printed). */
 void uffd_note(struct uffd_live *lv, const char *msg);
 

@@ -59,10 +59,24 @@ void uffd_report_procs_summary(FILE *f, const struct uffd_proc_list *l);
 
 /* ---- the memory census (census.c) ------------------------------------------------------------ */
 
+#define UFFD_SMALL_RANGES 256
+
 struct uffd_live;
-/* Take the memory census of this process into lv->stats->mem (reads /proc/self/smaps; at exit). */
+/* Take the memory census of this process: lv->stats->mem keeps the one in which the program had
+ * the most memory, its slot on a machine the latest (reads /proc/self/smaps). */
 void uffd_census_take(struct uffd_live *lv);
-/* Add src's census to dst (sums; the largest unmanaged mappings of both). */
+/* The background tick: a census if the process grew by a quarter since the last one (or the
+ * period has passed), within 5 % of this thread's time. */
+void uffd_census_tick(struct uffd_live *lv);
+/* The program is about to free bytes of managed memory: a large free of memory at its largest
+ * first takes a census (what a short run held at its largest would otherwise go unseen). */
+void uffd_census_before_free(struct uffd_live *lv, uint64_t bytes);
+/* An eligible mapping below --min-region passed through: remember it, so that a larger VMA the
+ * kernel merged from such neighbours is "small", not "unseen". And one unmapped. */
+void uffd_census_note_small(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
+void uffd_census_forget_small(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
+/* Add src's census to dst: the figures of the one with more program memory, the processes
+ * counted, the largest unmanaged mappings of both. */
 void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src);
 
 /* ---- regions ------------------------------------------------------------------------------- */
@@ -394,6 +408,15 @@ struct uffd_live {
 	struct uffd_stats *stats;    /* shared file (run dir) or private */
 	pthread_mutex_t snap_lock;   /* the stats' non-atomic parts: snapshot, note, state */
 	pthread_mutex_t census_lock; /* one census at a time (background tick or exit) */
+	struct uffd_census_state {   /* census.c, under census_lock but for the atomics */
+		uint64_t last_rss, last_ns, took_ns, next_ns;
+		uint64_t managed_at_last; /* anon_managed of the last census */
+		struct {
+			uintptr_t lo, hi;
+		} small[UFFD_SMALL_RANGES]; /* small eligible mappings that passed through */
+		unsigned nsmall;
+		int small_lock;
+	} census;
 	size_t stats_len;
 	int stats_fd;
 	bool may_huge;	 /* the policy can ever decide huge (uffd_host_advise) */
@@ -423,8 +446,6 @@ struct uffd_live {
 	struct uffd_stallcap *stallcap; /* stall events with stacks, or NULL */
 	struct uffd_tracer *tracer;	/* THPEMU_TRACE recording (trace.c), or NULL */
 };
-/* A consistent copy of the process's statistics (for writing a report while handlers run). */
-void uffd_live_stats_copy(struct uffd_live *lv, struct uffd_stats *out);
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
 void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
 /* pattern with every "%p" replaced by this process's id (THPEMU_REPORT, THPEMU_TRACE). */

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The memory census counts what was resident at its largest, per process and in total, and gives
+# every unmanaged byte a reason:
+#   1. a short program that writes 256 MiB and unmaps it at once (before: about 1 MiB seen);
+#   2. six such programs one after another: the total is one of them, not six (before: the sum
+#      of every process's largest);
+#   3. three programs holding 128 MiB each at the same time: the total is all three, and each
+#      process's own largest is in its entry;
+#   4. 2000 adjacent 32 KiB mappings, which the kernel merges into one VMA: "small", not
+#      "unseen" (Ruby maps its heap this way);
+#   5. preloaded by hand, a glibc-malloc program holding 64 MiB is told at exit that nothing was
+#      managed and what to preload (before: silence).
+. "$(dirname "$0")/lib.sh"
+need_root
+need_uffd
+need_cmd jq
+P="$THPEMU_BUILD_DIR/tests/programs/memshape"
+MiB=1048576
+
+"$THPEMU" run --quiet --report "$T_OUT/brief.json" -- "$P" brief 256 || fail "brief"
+a=$(json "$T_OUT/brief.json" .memory.anon_program_bytes)
+[ "$a" -ge $((240 * MiB)) ] || fail "a 256 MiB program seen at $((a / MiB)) MiB"
+say "brief 256 MiB: $((a / MiB)) MiB at its largest"
+
+"$THPEMU" run --quiet --report "$T_OUT/serial.json" -- \
+	sh -c "for i in 1 2 3 4 5 6; do '$P' brief 256; done" || fail "serial"
+a=$(json "$T_OUT/serial.json" .memory.anon_program_bytes)
+[ "$a" -ge $((240 * MiB)) ] && [ "$a" -le $((320 * MiB)) ] ||
+	fail "six 256 MiB programs one after another: $((a / MiB)) MiB at the largest"
+say "six one after another: $((a / MiB)) MiB at the largest"
+
+"$THPEMU" run --quiet --report "$T_OUT/together.json" -- \
+	sh -c "'$P' hold 128 1500 & '$P' hold 128 1500 & '$P' hold 128 1500 & wait" ||
+	fail "together"
+a=$(json "$T_OUT/together.json" .memory.anon_program_bytes)
+[ "$a" -ge $((370 * MiB)) ] || fail "three 128 MiB programs at once: $((a / MiB)) MiB"
+each=$(jq '[.processes[] | select(.comm == "memshape") | .memory.anon_program_bytes >= 120 * 1048576] | all' \
+	"$T_OUT/together.json")
+expect_eq "each holder's own largest" "$each" true
+say "three at once: $((a / MiB)) MiB at the largest"
+
+"$THPEMU" run --quiet --report "$T_OUT/small.json" -- "$P" small 2000 32 || fail "small"
+small=$(json "$T_OUT/small.json" .memory.unmanaged_by_reason.small)
+unseen=$(json "$T_OUT/small.json" .memory.unmanaged_by_reason.unseen)
+[ "$small" -ge $((60 * MiB)) ] && [ "$unseen" -le $((4 * MiB)) ] ||
+	fail "2000 merged 32 KiB mappings: small $((small / MiB)) MiB, unseen $((unseen / MiB)) MiB"
+say "merged small mappings: $((small / MiB)) MiB small, $((unseen / 1024)) KiB unseen"
+
+LD_PRELOAD="$LIBTHPEMU" "$P" glibc 64 300 2>"$T_TMP/glibc.err" || fail "glibc"
+grep -q "^thpemu: pid [0-9]* managed none of its memory (.* MiB anonymous at its largest): its malloc is glibc's" \
+	"$T_TMP/glibc.err" || fail "preloaded by hand, glibc malloc: $(cat "$T_TMP/glibc.err")"
+expect_eq "one line" "$(wc -l <"$T_TMP/glibc.err")" 1
+say "preloaded by hand: $(cat "$T_TMP/glibc.err")"
