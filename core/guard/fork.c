@@ -66,13 +66,13 @@ void guard_fork_parent(void)
 	__atomic_sub_fetch(&forking, 1, __ATOMIC_SEQ_CST);
 }
 
-void guard_fork_child(void)
+void guard_fork_child(bool real_fork)
 {
 	/* the child has no emulator threads and no migrations; the parent's other forks are not
 	 * its business */
 	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&inflight, 0, __ATOMIC_SEQ_CST);
-	guard_vm_fork_child();
+	guard_vm_fork_child(real_fork);
 }
 
 void guard_migrate_freeze(void)

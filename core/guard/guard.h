@@ -155,7 +155,7 @@ bool guard_vm_owns(const void *addr);
  * mappings back (holes there now) for its own. */
 void guard_vm_fork_prepare(void);
 void guard_vm_fork_parent(void);
-void guard_vm_fork_child(void);
+void guard_vm_fork_child(bool real_fork);
 
 /* ---- fork and migrations -------------------------------------------------------------------- */
 
@@ -167,7 +167,7 @@ void guard_migrate_end(void);
  * let migrations start again. */
 void guard_fork_prepare(void);
 void guard_fork_parent(void);
-void guard_fork_child(void);
+void guard_fork_child(bool real_fork); /* false: a raw clone or _Fork (no atfork handlers ran) */
 /* Stop migrations for good (the emulator steps aside): waits for those in flight. */
 void guard_migrate_freeze(void);
 

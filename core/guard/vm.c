@@ -259,7 +259,7 @@ void guard_vm_fork_parent(void)
 	unlock();
 }
 
-void guard_vm_fork_child(void)
+void guard_vm_fork_child(bool real_fork)
 {
 	/* the forking thread has another id here: the lock (held since the prepare handler, or
 	 * by nobody) is this thread's now */
@@ -270,7 +270,8 @@ void guard_vm_fork_child(void)
 		if (blocks[i].how & GUARD_VM_DONTFORK) {
 			reserve(blocks[i].lo, blocks[i].hi, MAP_FIXED_NOREPLACE);
 			drop(i);
-		} else if (blocks[i].how & GUARD_VM_PARENT_ONLY) {
+		} else if ((blocks[i].how & GUARD_VM_PARENT_ONLY) && real_fork) {
+			/* (after a raw clone glibc still lists the parent's threads: kept) */
 			reserve(blocks[i].lo, blocks[i].hi, MAP_FIXED);
 			drop(i);
 		} else {

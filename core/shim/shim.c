@@ -125,7 +125,7 @@ static void early_remember(uintptr_t lo, size_t len, int prot, int flags)
 	early_release();
 }
 
-static void shim_atfork_child(void);
+static void child_of(bool real_fork);
 
 /* The emulator, when this call may use it. A process made by a raw clone(2) without CLONE_VM
  * or _Fork (no atfork handler ran) finds it is not the process the emulator was made for. */
@@ -134,7 +134,7 @@ static struct uffd_live *live(void)
 	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) != SHIM_LIVE || uffd_tls_passthrough)
 		return NULL;
 	if (!uffd_live_own_process(shim_lv)) {
-		shim_atfork_child();
+		child_of(false);
 		return NULL;
 	}
 	return shim_lv;
@@ -302,14 +302,19 @@ static void shim_atfork_parent(void)
 	}
 }
 
-static void shim_atfork_child(void)
+static void shim_atfork_child(void);
+
+/* A fork child (real_fork: fork's atfork handlers ran, glibc has forgotten the parent's other
+ * threads) or a process made by a raw clone or _Fork, found at its first call (glibc still
+ * lists the parent's threads, whose stacks must stay). */
+static void child_of(bool real_fork)
 {
 	int s = __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE);
 
 	if (s == SHIM_LIVE || s == SHIM_DETACHED) {
 		struct uffd_live *child;
 
-		guard_fork_child();
+		guard_fork_child(real_fork);
 		obs_unwind_fork_child();
 		uffd_tls_passthrough++;
 		child = uffd_live_forked_child(shim_lv);
@@ -320,6 +325,11 @@ static void shim_atfork_child(void)
 		}
 		__atomic_store_n(&shim_state, SHIM_CHILD, __ATOMIC_RELEASE);
 	}
+}
+
+static void shim_atfork_child(void)
+{
+	child_of(true);
 }
 
 void shim_step_aside(const char *why)

@@ -72,7 +72,7 @@ TEST(a_fork_child_maps_where_its_parent_had_dontfork_and_stack_mappings)
 		long a, b;
 		int bad = 0;
 
-		guard_vm_fork_child();
+		guard_vm_fork_child(true);
 		bad |= ((char *)keep)[0] != 42;			 /* inherited */
 		bad |= !occupied((uintptr_t)gone, 4 * MB) << 1;	 /* the hole is ours again */
 		bad |= !occupied((uintptr_t)stack, 2 * MB) << 2; /* so is the stack's copy */
