@@ -640,17 +640,27 @@ void uffd_expand_pid(const char *pattern, char *out, size_t len)
 
 /* Output paths are checked before anything starts: a report that could not be written at exit
  * (or would go through a planted link) is bad input, found now. */
+/* An output that cannot be written is bad input: the process runs unmanaged, saying why (one
+ * that fails later, a full disk, is said and the program goes on managed). */
 static int check_outputs(const struct config *cfg, char *err, size_t errlen)
 {
 	char path[600], why[700];
 
-	if (!cfg->report[0])
-		return 0;
-	uffd_expand_pid(cfg->report, path, sizeof(path));
-	if (outfile_check(path, why, sizeof(why)) == 0)
-		return 0;
-	snprintf(err, errlen, "THPEMU_REPORT: %s", why);
-	return -EINVAL;
+	if (cfg->report[0]) {
+		uffd_expand_pid(cfg->report, path, sizeof(path));
+		if (outfile_check(path, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "THPEMU_REPORT: %s", why);
+			return -EINVAL;
+		}
+	}
+	if (cfg->trace[0]) {
+		uffd_trace_path(cfg, path, sizeof(path));
+		if (outfile_check(path, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "THPEMU_TRACE: %s", why);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 /* ---- create / destroy ------------------------------------------------------------------------ */

@@ -234,7 +234,7 @@ static void *writer_main(void *arg)
 /* ---- set-up ------------------------------------------------------------------------------------
  */
 
-static void trace_path(const struct config *cfg, char *out, size_t len)
+void uffd_trace_path(const struct config *cfg, char *out, size_t len)
 {
 	bool mine = !cfg->io_pid || cfg->io_pid == (uint64_t)getpid();
 	size_t n;
@@ -344,7 +344,7 @@ int uffd_trace_start(struct uffd_live *lv, char *err, size_t errlen)
 	tr->stats = lv->stats;
 	tr->quiet_failure = lv->cfg.run_dir[0] != '\0';
 	pthread_mutex_init(&tr->drain_lock, NULL);
-	trace_path(&lv->cfg, tr->path, sizeof(tr->path));
+	uffd_trace_path(&lv->cfg, tr->path, sizeof(tr->path));
 	tr->fd = outfile_open(tr->path, why, sizeof(why)); /* never through someone else's link */
 	if (tr->fd < 0) {
 		rc = tr->fd;

@@ -450,6 +450,9 @@ void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void 
 void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
 /* pattern with every "%p" replaced by this process's id (THPEMU_REPORT, THPEMU_TRACE). */
 void uffd_expand_pid(const char *pattern, char *out, size_t len);
+/* This process's trace file: THPEMU_TRACE expanded, with ".PID" for a process that is not the
+ * run's first. */
+void uffd_trace_path(const struct config *cfg, char *out, size_t len);
 int uffd_open_fd(uint64_t features, uint64_t *granted, char *err, size_t errlen);
 /* Tests only: make the next emulators wait in epoll as on a kernel without RWF_NOWAIT reads of a
  * userfaultfd. */

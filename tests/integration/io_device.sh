@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The private device of `thpemu run --device PRESET`: thpemu-fusedev is mounted on a private
 # temporary directory while the program runs and is always gone afterwards -- after a normal
-# exit, when thpemu run gets SIGTERM or SIGINT (the program is stopped, a second signal kills
-# it), and when the daemon is killed mid-run (the program carries on, writeback reports the
+# exit, when thpemu run gets SIGTERM or SIGINT (relayed: the program is stopped), and when the
+# daemon is killed mid-run (the program carries on, writeback reports the
 # device as disconnected).
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -40,9 +40,10 @@ expect_eq "daemon exit" "$(json "$T_OUT/normal.json" .io.device_info.daemon)" "e
 	fail "fusedev saw no writes"
 say "normal exit: mounted while running, removed after"
 
-# SIGTERM / SIGINT to thpemu run: forwarded to the program, then everything is removed
+# SIGTERM / SIGINT to thpemu run: forwarded to the program, then everything is removed (a
+# script's background command starts with SIGINT ignored, natively too: env gives it back)
 for sig in TERM INT; do
-	"$THPEMU" run --quiet --device usb2-stick-2011 --dirty stream -- \
+	env --default-signal=INT "$THPEMU" run --quiet --device usb2-stick-2011 --dirty stream -- \
 		"$USEMEM" --size 4M --delay 60s --quiet >/dev/null &
 	R=$!
 	for ((i = 0; i < 50; i++)); do [ -n "$(our_mounts)" ] && break; sleep 0.1; done
