@@ -27,7 +27,7 @@
 #define C FDEV_CHUNK
 
 /* The back-end of ino's data: `writers` keeps programs' files in memory and only the sizes of
- * the machine's writeback engine's own files (fusedev/machine.c), which hold copies. */
+ * the machine's writeback engine's own files (fusedev/writers.c), which hold copies. */
 static enum fdev_store_kind kind_of(const struct fdev *fs, const struct fdev_inode *ino)
 {
 	if (fs->o.store == FDEV_STORE_WRITERS)

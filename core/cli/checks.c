@@ -21,7 +21,7 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
-#include "util/plugin.h"
+#include "policy/plugin.h"
 
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00) /* Linux 6.1 */

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "util/prog.h" /* prog_error, prog_usage_error, prog_esc: every command's */
+
 struct cli_command {
 	const char *name;
 	const char *summary;		    /* one line for `thpemu --help` */
@@ -25,19 +27,6 @@ void cli_register(const struct cli_command *c);
 	{                                                                                          \
 		cli_register(&cli_cmd_##ident);                                                    \
 	}
-
-/* Messages are one line: the formatted message is escaped as a whole (util/text.h), so a value
- * with a newline or a terminal control sequence in it cannot break it up. */
-
-/* Print "thpemu CMD: MESSAGE" to stderr and exit(2). */
-__attribute__((noreturn, format(printf, 2, 3))) void cli_usage_error(const char *cmd,
-								     const char *fmt, ...);
-/* Print "thpemu CMD: MESSAGE" to stderr (runtime errors; caller decides the status). */
-__attribute__((format(printf, 2, 3))) void cli_error(const char *cmd, const char *fmt, ...);
-
-/* A value escaped for echoing on stdout or stderr outside these (a ring of 8 static buffers:
- * up to 8 may be used in one call). */
-const char *cli_esc(const char *s);
 
 /* ---- output paths (outputs.c) ----------------------------------------------------------------
  * Every output path is checked (or opened) before any work starts; one that cannot be written is
@@ -75,28 +64,6 @@ void cli_distinct_paths(const char *cmd, const char *opt_a, const char *a, const
 /* A directory for outputs (ab --keep): created 0700, or an existing one of ours, or exit 2. */
 void cli_output_dir(const char *cmd, const char *opt, const char *path);
 
-/* ---- private temporary directories (tmpdirs.c) -----------------------------------------------
- * TMPDIR/PREFIX.XXXXXX (mode 0700) holding a record of the command that made it (pid, process
- * start time, boot, pid namespace), so that a later command can tell a directory whose maker was
- * killed (SIGKILL leaves everything behind) from one in use, and remove it. */
-
-/* Create one; 0, or -errno with err set (one line naming the path). */
-int cli_tmpdir_create(const char *prefix, char *dir, size_t len, char *err, size_t errlen);
-/* Remove every TMPDIR/PREFIX.?????? of ours whose maker is provably dead: lazily unmounting
- * what is mounted under it (umount2 MNT_DETACH, or fusermount3 -u -z exec'd without a shell),
- * then removing the tree. Returns how many were removed. */
-unsigned cli_tmpdir_sweep(const char *prefix);
-/* Remove a directory tree in-process (no shell, no symbolic link followed, no mount crossed).
- * 0, or -errno of the first failure (what could be removed is). */
-int cli_rmtree(const char *dir);
-/* Field 22 (starttime: clock ticks since boot) and field 3 (state) of /proc/PID/stat; 0, or
- * -ENOENT: no such process. */
-int cli_proc_start(long pid, unsigned long long *start, char *state);
-/* Is path a mount point (listed in /proc/self/mountinfo)? */
-bool cli_is_mounted(const char *path);
-/* Detach the mount at path: umount2 MNT_DETACH, else fusermount3 -u -z (without root). */
-void cli_detach(const char *path);
-
 /* ---- checks before work (checks.c) ---------------------------------------------------------- */
 
 /* Can the program be executed (a path, or a name found in PATH as execvp would)? 0 or -errno
@@ -128,13 +95,5 @@ int cli_check_plugin(const char *name, const char *spec, char *err, size_t errle
 /* Does `thpemu run` option name (e.g. "--report", "--pool") take a value? (for commands that
  * pass run options through: replay) */
 bool cli_run_opt_takes_value(const char *name);
-
-/* Directory holding the thpemu executable (to find thpemu-fusedev, thpemu-replayer beside it). */
-const char *cli_self_dir(void);
-
-/* A library of thpemu's own (libthpemu.so) found relative to the executable: beside it (the build
- * tree) or in ../lib/thpemu (an installed tree, wherever it was installed or copied to). 0 with
- * the path in buf, or -1 with both places tried in why. */
-int cli_find_lib(const char *name, char *buf, size_t len, char *why, size_t whylen);
 
 #endif

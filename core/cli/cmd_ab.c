@@ -30,7 +30,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/runs.h"
+#include "host/tmpdirs.h"
+#include "report/runs.h"
 #include "cli/spec.h"
 #include "config/config.h"
 #include "util/clock.h"
@@ -125,10 +126,11 @@ static unsigned parse_count(const char *opt, const char *v, unsigned lo, unsigne
 	uint64_t n;
 
 	if (!*v || strspn(v, "0123456789") != strlen(v))
-		cli_usage_error(CMD, "%s: '%s' is not a non-negative integer (accepted: %u..%u)",
-				opt, v, lo, hi);
+		prog_usage_error(CMD, "%s: '%s' is not a non-negative integer (accepted: %u..%u)",
+				 opt, v, lo, hi);
 	if (units_parse_uint(v, hi, &n) || n < lo)
-		cli_usage_error(CMD, "%s: '%s' is out of range (accepted: %u..%u)", opt, v, lo, hi);
+		prog_usage_error(CMD, "%s: '%s' is out of range (accepted: %u..%u)", opt, v, lo,
+				 hi);
 	return (unsigned)n;
 }
 
@@ -138,7 +140,7 @@ static void check_command(const struct ab *ab)
 	int rc = cli_find_program(ab->cmd[0]);
 
 	if (rc < 0)
-		cli_usage_error(CMD, "cannot run '%s': %s", ab->cmd[0], strerror(-rc));
+		prog_usage_error(CMD, "cannot run '%s': %s", ab->cmd[0], strerror(-rc));
 }
 
 /* --json and --html can be written and are two files (created by open_outputs). */
@@ -172,7 +174,7 @@ static void parse(int argc, char **argv, struct ab *ab)
 			break;
 		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
 		if (!eq && i + 1 >= argc)
-			cli_usage_error(CMD, "%s needs a value (see 'thpemu ab --help')", name);
+			prog_usage_error(CMD, "%s needs a value (see 'thpemu ab --help')", name);
 		v = eq ? eq + 1 : argv[++i];
 		if (!strcmp(name, "--a"))
 			a = v;
@@ -186,11 +188,11 @@ static void parse(int argc, char **argv, struct ab *ab)
 			ab->resamples = parse_count(name, v, 100, 1000000);
 		else if (!strcmp(name, "--seed")) {
 			if (units_parse_uint(v, UINT64_MAX, &ab->seed))
-				cli_usage_error(CMD, "--seed: '%s' is not a non-negative integer",
-						v);
+				prog_usage_error(CMD, "--seed: '%s' is not a non-negative integer",
+						 v);
 		} else if (!strcmp(name, "--order")) {
 			if (strcmp(v, "alternate") && strcmp(v, "random"))
-				cli_usage_error(
+				prog_usage_error(
 				    CMD, "--order: '%s' is not accepted (alternate, random)", v);
 			ab->random_order = !strcmp(v, "random");
 		} else if (!strcmp(name, "--json"))
@@ -201,20 +203,20 @@ static void parse(int argc, char **argv, struct ab *ab)
 			ab->keep = v;
 		else if (!strcmp(name, "--fs")) {
 			if (strcmp(v, "vfat") && strcmp(v, "ext4"))
-				cli_usage_error(CMD,
-						"--fs: '%s' is not accepted (accepted: vfat or "
-						"ext4)",
-						v);
+				prog_usage_error(CMD,
+						 "--fs: '%s' is not accepted (accepted: vfat or "
+						 "ext4)",
+						 v);
 			fs = v;
 		} else
-			cli_usage_error(CMD, "unknown option '%s' (see 'thpemu ab --help')", name);
+			prog_usage_error(CMD, "unknown option '%s' (see 'thpemu ab --help')", name);
 	}
 	if (!a || !b)
-		cli_usage_error(CMD, "--a and --b are both required (e.g. --a policy=linux-3.1 "
-				     "--b policy=linux-3.1+nostall)");
+		prog_usage_error(CMD, "--a and --b are both required (e.g. --a policy=linux-3.1 "
+				      "--b policy=linux-3.1+nostall)");
 	if (i >= argc)
-		cli_usage_error(CMD, "no command given (usage: thpemu ab --a SPEC --b SPEC -- CMD "
-				     "ARGS...)");
+		prog_usage_error(CMD, "no command given (usage: thpemu ab --a SPEC --b SPEC -- CMD "
+				      "ARGS...)");
 	ab->cmd = &argv[i];
 	cli_side_parse(CMD, "--a", a, &ab->s[0]);
 	cli_side_parse(CMD, "--b", b, &ab->s[1]);
@@ -292,7 +294,7 @@ static int run_one(const struct ab *ab, const struct cli_side *s, const char *re
 	int n = 0, status, fd = outfile_open(out, err, sizeof(err));
 	pid_t pid;
 
-	snprintf(self, sizeof(self), "%s/thpemu", cli_self_dir());
+	snprintf(self, sizeof(self), "%s/thpemu", prog_self_dir());
 	argv[n++] = self;
 	argv[n++] = "run";
 	argv[n++] = "--quiet";
@@ -307,7 +309,7 @@ static int run_one(const struct ab *ab, const struct cli_side *s, const char *re
 		argv[n++] = *c;
 	argv[n] = NULL;
 	if (fd < 0) {
-		cli_error(CMD, "%s", err);
+		prog_error(CMD, "%s", err);
 		return -1;
 	}
 	fflush(NULL);
@@ -414,7 +416,7 @@ static size_t run_all(struct ab *ab, struct rd_run *runs)
 		snprintf(what, sizeof(what), "%s %s %d %s in %.1f s%s%s",
 			 p->warmup ? "warm-up" : "run", p->side ? "B" : "A", p->index,
 			 r->ok ? "done" : "FAILED", r->wall_s, r->ok ? "" : ": ",
-			 r->ok ? "" : cli_esc(r->note)); /* the program's last line: anything */
+			 r->ok ? "" : prog_esc(r->note)); /* the program's last line: anything */
 		done++;
 		if (!r->ok || !ab->tty)
 			progress(ab, done, n, what);
@@ -490,8 +492,8 @@ static int write_json(struct ab *ab, const struct rd_run *runs, size_t n,
 	cmp_json(&w, c);
 	jw_obj_end(&w);
 	if (jw_finish(&w) < 0) {
-		cli_error(CMD, "--json: '%s': the report could not be made (out of memory)",
-			  ab->json);
+		prog_error(CMD, "--json: '%s': the report could not be made (out of memory)",
+			   ab->json);
 		cli_output_discard(out);
 		return -1;
 	}
@@ -518,8 +520,8 @@ static int write_html(struct ab *ab, const struct rd_run *runs, size_t n,
 		 ab->resamples);
 	rc = html_report(cli_output_stream(ab->html_out), runs, n, c, &o);
 	if (rc < 0) {
-		cli_error(CMD, "--html: '%s': the report could not be made: %s", ab->html,
-			  strerror(-rc));
+		prog_error(CMD, "--html: '%s': the report could not be made: %s", ab->html,
+			   strerror(-rc));
 		cli_output_discard(ab->html_out);
 	} else {
 		rc = cli_output_close(ab->html_out);
@@ -539,9 +541,9 @@ static int make_dir(struct ab *ab)
 		snprintf(ab->dir, sizeof(ab->dir), "%s", ab->keep);
 		return 0;
 	}
-	cli_tmpdir_sweep("thpemu-ab");
-	if (cli_tmpdir_create("thpemu-ab", ab->dir, sizeof(ab->dir), err, sizeof(err)) < 0) {
-		cli_error(CMD, "%s", err);
+	tmpdir_sweep("thpemu-ab");
+	if (tmpdir_create("thpemu-ab", ab->dir, sizeof(ab->dir), err, sizeof(err)) < 0) {
+		prog_error(CMD, "%s", err);
 		return -1;
 	}
 	return 0;
@@ -597,27 +599,27 @@ static int ab_main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		failed += !runs[i].ok;
 	if (cmp_compute(runs, n, ab.s[0].label, ab.s[1].label, ab.resamples, ab.seed, &c) < 0) {
-		cli_error(CMD, "out of memory");
+		prog_error(CMD, "out of memory");
 		return 1;
 	}
 	printf("thpemu ab: A = %s (%zu runs), B = %s (%zu runs)%s; command:", ab.s[0].label,
 	       c.runs_a, ab.s[1].label, c.runs_b, failed ? ", some runs FAILED" : "");
 	for (char **a = ab.cmd; *a; a++)
-		printf(" %s", cli_esc(*a));
+		printf(" %s", prog_esc(*a));
 	printf("\n\n");
 	cmp_text(stdout, &c);
 	for (size_t i = 0; i < n; i++)
 		if (!runs[i].ok)
 			printf("FAILED: %s run %d: %s\n", runs[i].side ? "B" : "A", runs[i].index,
-			       cli_esc(runs[i].note));
+			       prog_esc(runs[i].note));
 	if (ab.json && write_json(&ab, runs, n, &c) < 0)
 		rc = 1;
 	if (ab.html && write_html(&ab, runs, n, &c) < 0)
 		rc = 1;
 	if (ab.keep)
-		printf("\nruns kept in %s\n", cli_esc(ab.dir));
-	else if ((rc2 = cli_rmtree(ab.dir)) < 0)
-		cli_error(CMD, "could not remove %s: %s", ab.dir, strerror(-rc2));
+		printf("\nruns kept in %s\n", prog_esc(ab.dir));
+	else if ((rc2 = tmpdir_rmtree(ab.dir)) < 0)
+		prog_error(CMD, "could not remove %s: %s", ab.dir, strerror(-rc2));
 	cmp_free(&c);
 	for (size_t i = 0; i < n; i++)
 		rd_run_free(&runs[i]);

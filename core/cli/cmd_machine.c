@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/named.h"
+#include "host/named.h"
 #include "config/config.h"
 
 #define STATUS_TIMEOUT_MS 5000
@@ -67,21 +67,21 @@ static void usage(FILE *f)
 static const char *machine_name(int argc, char **argv, const char *sub)
 {
 	if (argc < 3)
-		cli_usage_error("machine", "%s needs a machine NAME (see 'thpemu machine --help')",
-				sub);
+		prog_usage_error("machine", "%s needs a machine NAME (see 'thpemu machine --help')",
+				 sub);
 	if (argv[2][0] == '-') /* an option where the NAME goes: never a name */
-		cli_usage_error("machine", "%s: unknown option '%s' (see 'thpemu machine --help')",
-				sub, argv[2]);
+		prog_usage_error("machine", "%s: unknown option '%s' (see 'thpemu machine --help')",
+				 sub, argv[2]);
 	if (!named_valid(argv[2]))
-		cli_usage_error("machine", "'%s' is not a machine name (1 to %d of %s)", argv[2],
-				NAMED_NAME_MAX, NAMED_NAME_CHARS);
+		prog_usage_error("machine", "'%s' is not a machine name (1 to %d of %s)", argv[2],
+				 NAMED_NAME_MAX, NAMED_NAME_CHARS);
 	return argv[2];
 }
 
 static void no_machine(const char *name)
 {
-	cli_usage_error("machine", "no machine %s (start it with thpemu machine start %s)", name,
-			name);
+	prog_usage_error("machine", "no machine %s (start it with thpemu machine start %s)", name,
+			 name);
 }
 
 /* ---- start ------------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *eq, cons
 	if (eq)
 		return eq + 1;
 	if (*i + 1 >= argc)
-		cli_usage_error("machine", "%s needs a value", name);
+		prog_usage_error("machine", "%s needs a value", name);
 	return argv[++*i];
 }
 
@@ -113,20 +113,20 @@ static void parse_start(int argc, char **argv, struct named_daemon_opts *o, stru
 			const char *v = opt_value(argc, argv, &i, eq, name);
 
 			if (config_opt_parse(uo, name, v, cfg, err, sizeof(err)) < 0)
-				cli_usage_error("machine", "%s", err);
+				prog_usage_error("machine", "%s", err);
 			setenv(uo->env, v, 1);
 			if (uo == &config_opts[CONFIG_DEVICE]) {
 				o->device_spec = v;
 				o->device = cfg->device;
 			}
 		} else if (uo) {
-			cli_usage_error("machine",
-					"%s is an option of each program (thpemu run --machine "
-					"NAME %s ...), not of a machine",
-					name, name);
+			prog_usage_error("machine",
+					 "%s is an option of each program (thpemu run --machine "
+					 "NAME %s ...), not of a machine",
+					 name, name);
 		} else {
-			cli_usage_error("machine",
-					"unknown option '%s' (see 'thpemu machine --help')", a);
+			prog_usage_error("machine",
+					 "unknown option '%s' (see 'thpemu machine --help')", a);
 		}
 	}
 }
@@ -142,24 +142,24 @@ static int start_main(int argc, char **argv)
 	config_defaults(&cfg);
 	parse_start(argc, argv, &o, &cfg);
 	if (cli_run_check_config(&cfg, NULL, err, sizeof(err)) < 0)
-		cli_usage_error("machine", "%s", err);
+		prog_usage_error("machine", "%s", err);
 	if (o.report)
 		o.report_f = cli_open_output("machine", "--report", o.report);
 	o.seed = cfg.seed;
 	o.cfg = &cfg;
 	rc = named_daemon_start(&o, &pid, err, sizeof(err));
 	if (rc == -EEXIST && pid > 0)
-		cli_usage_error("machine", "machine %s is running (pid %d)", o.name, pid);
+		prog_usage_error("machine", "machine %s is running (pid %d)", o.name, pid);
 	if (rc == -EEXIST)
-		cli_usage_error(
+		prog_usage_error(
 		    "machine",
 		    "machine %s: its name is taken by a process that does not answer as "
 		    "a machine's daemon",
 		    o.name);
 	if (rc == -EPERM)
-		cli_usage_error("machine", "machine %s: %s; cannot start it", o.name, err);
+		prog_usage_error("machine", "machine %s: %s; cannot start it", o.name, err);
 	if (rc < 0) {
-		cli_error("machine", "machine %s could not start: %s", o.name, err);
+		prog_error("machine", "machine %s could not start: %s", o.name, err);
 		return 1;
 	}
 	printf("machine %s started (pid %d)\n", o.name, pid);
@@ -180,9 +180,9 @@ static char *ask(const char *name, const char *req, int timeout_ms)
 	if (rc == -ENOENT)
 		no_machine(name);
 	if (rc == -EPERM)
-		cli_usage_error("machine", "machine %s: %s; refusing it", name, err);
+		prog_usage_error("machine", "machine %s: %s; refusing it", name, err);
 	if (rc < 0) {
-		cli_error("machine", "machine %s: %s", name, err);
+		prog_error("machine", "machine %s: %s", name, err);
 		exit(1);
 	}
 	return body;
@@ -196,8 +196,8 @@ static int status_main(int argc, char **argv)
 
 	for (int i = 3; i < argc; i++) {
 		if (strcmp(argv[i], "--json") != 0)
-			cli_usage_error("machine", "status: unknown option '%s' (accepted: --json)",
-					argv[i]);
+			prog_usage_error("machine",
+					 "status: unknown option '%s' (accepted: --json)", argv[i]);
 		json = true;
 	}
 	body = ask(name, json ? "status json" : "status", STATUS_TIMEOUT_MS);
@@ -214,7 +214,7 @@ static int stop_main(int argc, char **argv)
 	char *body, *rep, *left;
 
 	if (argc > 3)
-		cli_usage_error("machine", "stop takes no option (given '%s')", argv[3]);
+		prog_usage_error("machine", "stop takes no option (given '%s')", argv[3]);
 	body = ask(name, "stop", STOP_TIMEOUT_MS);
 	rep = strstr(body, "report=");
 	left = strstr(body, "processes_left=");
@@ -246,8 +246,8 @@ static int machine_main(int argc, char **argv)
 		return status_main(argc, argv);
 	if (!strcmp(argv[1], "stop"))
 		return stop_main(argc, argv);
-	cli_usage_error("machine", "unknown subcommand '%s' (accepted: start, status, stop)",
-			argv[1]);
+	prog_usage_error("machine", "unknown subcommand '%s' (accepted: start, status, stop)",
+			 argv[1]);
 }
 
 CLI_COMMAND(machine, "machine", "start, inspect and stop named machines programs attach to",

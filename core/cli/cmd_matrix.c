@@ -126,17 +126,17 @@ static void usage(FILE *f)
 static void add_policy(struct matrix *m, const char *opt, const char *spec)
 {
 	if (m->npol == MAX_POLICIES)
-		cli_usage_error(CMD, "%s: at most %d policies", opt, MAX_POLICIES);
+		prog_usage_error(CMD, "%s: at most %d policies", opt, MAX_POLICIES);
 	cli_side_parse(CMD, opt, spec, &m->pol[m->npol]);
 	if (!m->pol[m->npol].label[0])
-		cli_usage_error(CMD,
-				"%s: '%s' has neither policy= nor label= (e.g. policy=linux-3.1)",
-				opt, spec);
+		prog_usage_error(CMD,
+				 "%s: '%s' has neither policy= nor label= (e.g. policy=linux-3.1)",
+				 opt, spec);
 	for (int i = 0; i < m->npol; i++)
 		if (!strcmp(m->pol[i].label, m->pol[m->npol].label))
-			cli_usage_error(CMD,
-					"%s: two policies labelled '%s' (give one a label=NAME)",
-					opt, m->pol[i].label);
+			prog_usage_error(CMD,
+					 "%s: two policies labelled '%s' (give one a label=NAME)",
+					 opt, m->pol[i].label);
 	m->npol++;
 }
 
@@ -159,34 +159,34 @@ static void add_workload(struct matrix *m, const char *opt, const char *spec)
 	int rc;
 
 	if (m->nwl == MAX_WORKLOADS)
-		cli_usage_error(CMD, "%s: at most %d workloads", opt, MAX_WORKLOADS);
+		prog_usage_error(CMD, "%s: at most %d workloads", opt, MAX_WORKLOADS);
 	if (!eq || !name_ok(spec, (size_t)(eq - spec)))
-		cli_usage_error(CMD,
-				"%s: '%s' is not NAME=CMD ARGS (NAME: 1..%d of A-Za-z0-9._-, e.g. "
-				"'small=usemem --size 8M')",
-				opt, spec, NAME_MAX_LEN);
+		prog_usage_error(CMD,
+				 "%s: '%s' is not NAME=CMD ARGS (NAME: 1..%d of A-Za-z0-9._-, e.g. "
+				 "'small=usemem --size 8M')",
+				 opt, spec, NAME_MAX_LEN);
 	w = &m->wl[m->nwl];
 	snprintf(w->name, sizeof(w->name), "%.*s", (int)(eq - spec), spec);
 	if (strlen(eq + 1) >= sizeof(w->line))
-		cli_usage_error(CMD, "%s: the command of '%s' is too long", opt, w->name);
+		prog_usage_error(CMD, "%s: the command of '%s' is too long", opt, w->name);
 	snprintf(w->line, sizeof(w->line), "%s", eq + 1);
 	p = strdup(w->line);
 	while ((tok = strsep(&p, " \t"))) {
 		if (!*tok)
 			continue;
 		if (w->argc == MAX_WARGS)
-			cli_usage_error(CMD, "%s: '%s' has more than %d arguments", opt, w->name,
-					MAX_WARGS);
+			prog_usage_error(CMD, "%s: '%s' has more than %d arguments", opt, w->name,
+					 MAX_WARGS);
 		w->argv[w->argc++] = tok;
 	}
 	if (!w->argc)
-		cli_usage_error(CMD, "%s: workload '%s' has no command", opt, w->name);
+		prog_usage_error(CMD, "%s: workload '%s' has no command", opt, w->name);
 	for (int i = 0; i < m->nwl; i++)
 		if (!strcmp(m->wl[i].name, w->name))
-			cli_usage_error(CMD, "%s: workload '%s' is given twice", opt, w->name);
+			prog_usage_error(CMD, "%s: workload '%s' is given twice", opt, w->name);
 	if ((rc = cli_find_program(w->argv[0])) < 0)
-		cli_usage_error(CMD, "%s: workload '%s': cannot run '%s': %s", opt, w->name,
-				w->argv[0], strerror(-rc));
+		prog_usage_error(CMD, "%s: workload '%s': cannot run '%s': %s", opt, w->name,
+				 w->argv[0], strerror(-rc));
 	m->nwl++;
 }
 
@@ -196,7 +196,7 @@ static void read_workloads(struct matrix *m, const char *path)
 	char line[1200];
 
 	if (!f)
-		cli_usage_error(CMD, "--workloads: cannot read '%s': %s", path, strerror(errno));
+		prog_usage_error(CMD, "--workloads: cannot read '%s': %s", path, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		char *s = line;
 
@@ -214,8 +214,8 @@ static uint64_t parse_uint(const char *opt, const char *v, uint64_t lo, uint64_t
 	uint64_t n;
 
 	if (!*v || strspn(v, "0123456789") != strlen(v) || units_parse_uint(v, hi, &n) || n < lo)
-		cli_usage_error(CMD, "%s: '%s' is not an integer in %llu..%llu", opt, v,
-				(unsigned long long)lo, (unsigned long long)hi);
+		prog_usage_error(CMD, "%s: '%s' is not an integer in %llu..%llu", opt, v,
+				 (unsigned long long)lo, (unsigned long long)hi);
 	return n;
 }
 
@@ -233,7 +233,7 @@ static void parse(int argc, char **argv, struct matrix *m)
 		if (!strcmp(name, "--slurm") || !strcmp(name, "--wait") ||
 		    !strcmp(name, "--dry-run")) {
 			if (eq)
-				cli_usage_error(CMD, "%s takes no value", name);
+				prog_usage_error(CMD, "%s takes no value", name);
 			if (!strcmp(name, "--slurm"))
 				m->slurm = true;
 			else if (!strcmp(name, "--wait"))
@@ -243,10 +243,11 @@ static void parse(int argc, char **argv, struct matrix *m)
 			continue;
 		}
 		if (strncmp(arg, "--", 2))
-			cli_usage_error(
+			prog_usage_error(
 			    CMD, "unexpected argument '%s' (see 'thpemu matrix --help')", arg);
 		if (!eq && i + 1 >= argc)
-			cli_usage_error(CMD, "%s needs a value (see 'thpemu matrix --help')", name);
+			prog_usage_error(CMD, "%s needs a value (see 'thpemu matrix --help')",
+					 name);
 		v = eq ? eq + 1 : argv[++i];
 		if (!strcmp(name, "--policy")) {
 			add_policy(m, name, v);
@@ -255,8 +256,8 @@ static void parse(int argc, char **argv, struct matrix *m)
 
 			while ((tok = strsep(&p, ","))) {
 				if (!*tok)
-					cli_usage_error(CMD, "--policies: an empty name in '%s'",
-							v);
+					prog_usage_error(CMD, "--policies: an empty name in '%s'",
+							 v);
 				snprintf(spec, sizeof(spec), "policy=%s", tok);
 				add_policy(m, "--policies", spec);
 			}
@@ -274,28 +275,29 @@ static void parse(int argc, char **argv, struct matrix *m)
 		} else if (!strcmp(name, "--sbatch-args")) {
 			m->sbatch_args = v;
 		} else {
-			cli_usage_error(CMD,
-					"unknown option '%s' (accepted: --policy, --policies, "
-					"--workload, --workloads, --runs, --out, --seed, --slurm, "
-					"--sbatch-args, --wait, --dry-run, --run-cell)",
-					name);
+			prog_usage_error(CMD,
+					 "unknown option '%s' (accepted: --policy, --policies, "
+					 "--workload, --workloads, --runs, --out, --seed, --slurm, "
+					 "--sbatch-args, --wait, --dry-run, --run-cell)",
+					 name);
 		}
 	}
 	if (!m->npol)
-		cli_usage_error(CMD, "no policy given (--policy SPEC or --policies P1,P2)");
+		prog_usage_error(CMD, "no policy given (--policy SPEC or --policies P1,P2)");
 	if (!m->nwl)
-		cli_usage_error(CMD, "no workload given (--workload 'NAME=CMD ARGS' or --workloads "
-				     "FILE)");
+		prog_usage_error(CMD,
+				 "no workload given (--workload 'NAME=CMD ARGS' or --workloads "
+				 "FILE)");
 	if (!m->runs)
-		cli_usage_error(CMD, "--runs N is required (1..%d)", MAX_RUNS);
+		prog_usage_error(CMD, "--runs N is required (1..%d)", MAX_RUNS);
 	if (!m->out)
-		cli_usage_error(CMD, "--out DIR is required (the matrix directory)");
+		prog_usage_error(CMD, "--out DIR is required (the matrix directory)");
 	if ((size_t)m->npol * (size_t)m->nwl * m->runs > MAX_CELLS)
-		cli_usage_error(
+		prog_usage_error(
 		    CMD, "--runs: %d policies x %d workloads x %u runs is more than %d cells",
 		    m->npol, m->nwl, m->runs, MAX_CELLS);
 	if (!m->slurm && (m->wait || m->sbatch_args))
-		cli_usage_error(CMD, "%s goes with --slurm", m->wait ? "--wait" : "--sbatch-args");
+		prog_usage_error(CMD, "%s goes with --slurm", m->wait ? "--wait" : "--sbatch-args");
 }
 
 /* ---- cells -------------------------------------------------------------------------------- */
@@ -363,7 +365,7 @@ static int write_json_atomic(const char *path, json_t *j, char *err, size_t errl
 static void mkdir_or_exit(const char *path)
 {
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
-		cli_usage_error(CMD, "--out: cannot create '%s': %s", path, strerror(errno));
+		prog_usage_error(CMD, "--out: cannot create '%s': %s", path, strerror(errno));
 }
 
 /* Write DIR/cells; an existing cell must be the same cell (else DIR is another matrix). */
@@ -373,7 +375,7 @@ static void write_cells(struct matrix *m, unsigned ncells)
 
 	mkdir_or_exit(m->out);
 	if (!realpath(m->out, m->dir))
-		cli_usage_error(CMD, "--out: '%s': %s", m->out, strerror(errno));
+		prog_usage_error(CMD, "--out: '%s': %s", m->out, strerror(errno));
 	for (const char *s = "cells\0results\0logs\0"; *s; s += strlen(s) + 1) {
 		snprintf(sub, sizeof(sub), "%s/%s", m->dir, s);
 		mkdir_or_exit(sub);
@@ -384,12 +386,12 @@ static void write_cells(struct matrix *m, unsigned ncells)
 		cell_path(m->dir, "cells", i, path, sizeof(path));
 		old = json_load_file(path, 0, NULL);
 		if (old && !json_equal(old, c))
-			cli_usage_error(CMD,
-					"--out: '%s' holds another matrix (its cell %u differs); "
-					"use a new directory",
-					m->out, i);
+			prog_usage_error(CMD,
+					 "--out: '%s' holds another matrix (its cell %u differs); "
+					 "use a new directory",
+					 m->out, i);
 		if (!old && write_json_atomic(path, c, err, sizeof(err)) < 0)
-			cli_usage_error(CMD, "--out: %s", err);
+			prog_usage_error(CMD, "--out: %s", err);
 		json_decref(old);
 		json_decref(c);
 	}
@@ -450,11 +452,11 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 	cmd = json_object_get(json_object_get(cell, "workload"), "command");
 	if (!cell || !json_is_array(args) || !json_is_array(cmd) ||
 	    json_array_size(args) + json_array_size(cmd) > 240) {
-		cli_error(CMD, "cell %u: '%s' is not a matrix cell (%s)", idx, cpath, jerr.text);
+		prog_error(CMD, "cell %u: '%s' is not a matrix cell (%s)", idx, cpath, jerr.text);
 		json_decref(cell);
 		return 1;
 	}
-	snprintf(self, sizeof(self), "%s/thpemu", cli_self_dir());
+	snprintf(self, sizeof(self), "%s/thpemu", prog_self_dir());
 	snprintf(tmp, sizeof(tmp), "%s/logs/%04u.report.json", dir, idx);
 	snprintf(stalls, sizeof(stalls), "%s/logs/%04u.stalls.txt", dir, idx);
 	snprintf(logp, sizeof(logp), "%s/logs/%04u.out", dir, idx);
@@ -473,21 +475,21 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 	argv[n] = NULL;
 	for (int i = 0; i < n; i++)
 		if (!argv[i]) {
-			cli_error(CMD, "cell %u: '%s' has a non-string argument", idx, cpath);
+			prog_error(CMD, "cell %u: '%s' has a non-string argument", idx, cpath);
 			json_decref(cell);
 			return 1;
 		}
 	gethostname(host, sizeof(host) - 1);
 	lock = node_lock();
 	if (lock < 0) {
-		cli_error(CMD, "cell %u: cannot take the node's matrix lock", idx);
+		prog_error(CMD, "cell %u: cannot take the node's matrix lock", idx);
 		json_decref(cell);
 		return 1;
 	}
 	if (verbose)
 		fprintf(stderr, "matrix: cell %04u: %s on %s, run %lld\n", idx,
-			cli_esc(jstr(json_object_get(cell, "policy"), "label")),
-			cli_esc(jstr(json_object_get(cell, "workload"), "name")),
+			prog_esc(jstr(json_object_get(cell, "policy"), "label")),
+			prog_esc(jstr(json_object_get(cell, "workload"), "name")),
 			(long long)json_integer_value(json_object_get(cell, "run")));
 	unlink(tmp);
 	fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -510,8 +512,8 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 				       : WEXITSTATUS(status);
 	rep = status == 0 ? json_load_file(tmp, 0, NULL) : NULL;
 	if (!json_is_object(rep)) {
-		cli_error(CMD, "cell %u failed (exit status %d); its output: %s", idx, status,
-			  logp);
+		prog_error(CMD, "cell %u failed (exit status %d); its output: %s", idx, status,
+			   logp);
 		goto out;
 	}
 	meta = json_pack("{s:I, s:s, s:O, s:O, s:I, s:I, s:s}", "cell", (json_int_t)idx, "host",
@@ -521,7 +523,7 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 			 json_integer_value(json_object_get(cell, "seed")), "cell_file", cpath);
 	json_object_set_new(rep, "matrix", meta);
 	if (write_json_atomic(rpath, rep, werr, sizeof(werr)) < 0) {
-		cli_error(CMD, "cell %u: %s", idx, werr);
+		prog_error(CMD, "cell %u: %s", idx, werr);
 		goto out;
 	}
 	unlink(tmp);
@@ -538,14 +540,14 @@ static int run_cell_main(int argc, char **argv)
 	unsigned idx;
 
 	if (argc != 4)
-		cli_usage_error(CMD, "--run-cell needs DIR and INDEX (--run-cell DIR INDEX)");
+		prog_usage_error(CMD, "--run-cell needs DIR and INDEX (--run-cell DIR INDEX)");
 	idx = (unsigned)parse_uint("--run-cell", argv[3], 0, MAX_CELLS - 1);
 	if (!realpath(argv[2], dir))
-		cli_usage_error(CMD, "--run-cell: '%s': %s", argv[2], strerror(errno));
+		prog_usage_error(CMD, "--run-cell: '%s': %s", argv[2], strerror(errno));
 	cell_path(dir, "cells", idx, cpath, sizeof(cpath));
 	if (access(cpath, R_OK) < 0)
-		cli_usage_error(CMD, "--run-cell: no cell %u in '%s' (%s)", idx, argv[2],
-				strerror(errno));
+		prog_usage_error(CMD, "--run-cell: no cell %u in '%s' (%s)", idx, argv[2],
+				 strerror(errno));
 	return run_cell(dir, idx, true);
 }
 
@@ -567,7 +569,7 @@ static int write_sbatch(const struct matrix *m, unsigned ncells, char *path, siz
 		"#SBATCH --ntasks=1\n"
 		"#SBATCH --output=%s/logs/slurm-%%A_%%a.out\n"
 		"exec '%s/thpemu' matrix --run-cell '%s' \"$SLURM_ARRAY_TASK_ID\"\n",
-		ncells, ncells - 1, m->dir, cli_self_dir(), m->dir);
+		ncells, ncells - 1, m->dir, prog_self_dir(), m->dir);
 	if (fclose(f) != 0)
 		return -EIO;
 	chmod(path, 0755);
@@ -590,7 +592,7 @@ static int submit(const struct matrix *m, const char *script)
 	argv[n] = NULL;
 	fprintf(stderr, "matrix:");
 	for (int i = 0; argv[i]; i++)
-		fprintf(stderr, " %s", cli_esc(argv[i]));
+		fprintf(stderr, " %s", prog_esc(argv[i]));
 	fprintf(stderr, "\n");
 	if (m->dry_run) {
 		free(extra);
@@ -608,10 +610,10 @@ static int submit(const struct matrix *m, const char *script)
 		;
 	free(extra);
 	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
-		cli_error(CMD, "sbatch failed (exit status %d)",
-			  status < 0	      ? -1
-			  : WIFEXITED(status) ? WEXITSTATUS(status)
-					      : 128);
+		prog_error(CMD, "sbatch failed (exit status %d)",
+			   status < 0	       ? -1
+			   : WIFEXITED(status) ? WEXITSTATUS(status)
+					       : 128);
 		return 1;
 	}
 	return 0;
@@ -646,14 +648,14 @@ static int matrix_main(int argc, char **argv)
 	ncells = (unsigned)m.npol * (unsigned)m.nwl * m.runs;
 	write_cells(&m, ncells);
 	printf("thpemu matrix: %d policies x %d workloads x %u runs = %u cells in %s\n", m.npol,
-	       m.nwl, m.runs, ncells, cli_esc(m.dir));
+	       m.nwl, m.runs, ncells, prog_esc(m.dir));
 	if (m.dry_run && !m.slurm) {
 		for (unsigned i = 0; i < ncells; i++) {
 			unsigned per = (unsigned)(m.npol * m.nwl);
 
 			printf("  cell %04u: run %u, workload %s, policy %s\n", i, i / per + 1,
-			       cli_esc(m.wl[i % per / (unsigned)m.npol].name),
-			       cli_esc(m.pol[i % (unsigned)m.npol].label));
+			       prog_esc(m.wl[i % per / (unsigned)m.npol].name),
+			       prog_esc(m.pol[i % (unsigned)m.npol].label));
 		}
 		return 0;
 	}
@@ -662,7 +664,7 @@ static int matrix_main(int argc, char **argv)
 		int e = write_sbatch(&m, ncells, script, sizeof(script));
 
 		if (e < 0) {
-			cli_error(CMD, "cannot write %s: %s", script, strerror(-e));
+			prog_error(CMD, "cannot write %s: %s", script, strerror(-e));
 			return 1;
 		}
 		rc = submit(&m, script);
@@ -676,7 +678,7 @@ static int matrix_main(int argc, char **argv)
 	}
 	have = count_results(m.dir, ncells);
 	printf("thpemu matrix: %u of %u cells have a result; compare them: thpemu report %s\n",
-	       have, ncells, cli_esc(m.dir));
+	       have, ncells, prog_esc(m.dir));
 	if (interrupted)
 		return 128 + interrupted;
 	return have == ncells ? 0 : 1;

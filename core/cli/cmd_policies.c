@@ -168,10 +168,10 @@ static int policies_main(int argc, char **argv)
 		if (!strcmp(argv[i], "--json"))
 			json = true;
 		else if (argv[i][0] == '-')
-			cli_usage_error(CMD, "unknown option '%s' (accepted: --json, --help)",
-					argv[i]);
+			prog_usage_error(CMD, "unknown option '%s' (accepted: --json, --help)",
+					 argv[i]);
 		else if (nspecs == (int)(sizeof(specs) / sizeof(specs[0])))
-			cli_usage_error(CMD, "at most 64 SPECs");
+			prog_usage_error(CMD, "at most 64 SPECs");
 		else
 			specs[nspecs++] = argv[i];
 	}
@@ -180,7 +180,7 @@ static int policies_main(int argc, char **argv)
 		if (!strncmp(specs[i], "host", 4) && (!specs[i][4] || specs[i][4] == ':'))
 			continue;
 		if (mm_policy_parse(specs[i], &p, err, sizeof(err)))
-			cli_usage_error(CMD, "%s", err);
+			prog_usage_error(CMD, "%s", err);
 	}
 	if (json) {
 		jw_init(&w, stdout, true);
@@ -190,7 +190,7 @@ static int policies_main(int argc, char **argv)
 	if (nspecs) {
 		for (int i = 0; i < nspecs; i++) {
 			if (mm_policy_parse(specs[i], &p, err, sizeof(err))) {
-				cli_error(CMD, "%s", err);
+				prog_error(CMD, "%s", err);
 				rc = 1;
 				continue;
 			}
@@ -279,7 +279,7 @@ static int policies_main(int argc, char **argv)
 	}
 	printf("\n");
 	if (mm_policy_parse("host", &p, err, sizeof(err)))
-		printf("host: unavailable: %s\n", cli_esc(err));
+		printf("host: unavailable: %s\n", prog_esc(err));
 	else
 		text_profile("host", &p);
 	return rc;

@@ -4,8 +4,8 @@
  *
  * becomes `thpemu run [RUN-OPTIONS] -- thpemu-replayer TRACE [--speed F]`, with the recording's
  * --policy, --pool, --fragment and --seed unless given, and --allocator none (the replayer's own
- * heap is not part of the workload). The replayer (core/cli/replayer.c) maps, touches, frees and
- * advises exactly what the recorded process did, at the recorded times, from one thread per
+ * heap is not part of the workload). The replayer (core/replayer/replayer.c) maps, touches, frees
+ * and advises exactly what the recorded process did, at the recorded times, from one thread per
  * recorded thread; so two policies can be run live on an identical fault sequence. Options are
  * checked by `thpemu run`, which reports them as its own.
  */
@@ -53,7 +53,7 @@ struct replay_args {
 static void push(struct replay_args *a, const char *s)
 {
 	if (a->nrun + 1 >= MAX_ARGS)
-		cli_usage_error(CMD, "too many options (at most %d)", MAX_ARGS / 2);
+		prog_usage_error(CMD, "too many options (at most %d)", MAX_ARGS / 2);
 	a->run[a->nrun++] = (char *)s;
 }
 
@@ -73,7 +73,7 @@ static void check_speed(const char *v)
 	double f = strtod(v, &end);
 
 	if (end == v || *end || !(f > 0) || f > 1e6)
-		cli_usage_error(
+		prog_usage_error(
 		    CMD,
 		    "--speed: '%s' is not accepted (a positive number up to 1000000, e.g. "
 		    "0.5 or 10)",
@@ -106,15 +106,15 @@ static void parse(int argc, char **argv, struct replay_args *a)
 		}
 		if (arg[0] != '-') {
 			if (a->trace)
-				cli_usage_error(CMD, "one trace only ('%s' and '%s')", a->trace,
-						arg);
+				prog_usage_error(CMD, "one trace only ('%s' and '%s')", a->trace,
+						 arg);
 			a->trace = arg;
 			continue;
 		}
 		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
 		if (!strcmp(name, "--speed")) {
 			if (!eq && i + 1 >= argc)
-				cli_usage_error(CMD, "--speed needs a value");
+				prog_usage_error(CMD, "--speed needs a value");
 			a->speed = eq ? eq + 1 : argv[++i];
 			check_speed(a->speed);
 			continue;
@@ -124,13 +124,13 @@ static void parse(int argc, char **argv, struct replay_args *a)
 		push(a, arg);
 		if (!eq && cli_run_opt_takes_value(name)) {
 			if (i + 1 >= argc)
-				cli_usage_error(CMD, "%s needs a value", name);
+				prog_usage_error(CMD, "%s needs a value", name);
 			push(a, argv[++i]);
 		}
 		note_output(a, name, eq ? eq + 1 : a->run[a->nrun - 1]);
 	}
 	if (!a->trace)
-		cli_usage_error(CMD, "no trace given (usage: thpemu replay [RUN-OPTIONS] TRACE)");
+		prog_usage_error(CMD, "no trace given (usage: thpemu replay [RUN-OPTIONS] TRACE)");
 	for (int k = 0; k < a->nout; k++) /* run would truncate the trace before it is read */
 		cli_distinct_paths(CMD, a->out_opt[k], a->out[k], "the trace to replay", a->trace);
 }
@@ -155,11 +155,11 @@ static int replay_main(int argc, char **argv)
 
 	parse(argc, argv, &a);
 	if (obs_trace_load_header(a.trace, &t, err, sizeof(err)) < 0)
-		cli_usage_error(CMD, "%s", err);
-	snprintf(self, sizeof(self), "%s/thpemu", cli_self_dir());
-	snprintf(replayer, sizeof(replayer), "%s/thpemu-replayer", cli_self_dir());
+		prog_usage_error(CMD, "%s", err);
+	snprintf(self, sizeof(self), "%s/thpemu", prog_self_dir());
+	snprintf(replayer, sizeof(replayer), "%s/thpemu-replayer", prog_self_dir());
 	if (access(replayer, X_OK) < 0) {
-		cli_error(CMD, "cannot find %s: %s", replayer, strerror(errno));
+		prog_error(CMD, "cannot find %s: %s", replayer, strerror(errno));
 		return 1;
 	}
 	{
@@ -193,7 +193,7 @@ static int replay_main(int argc, char **argv)
 	a.run[a.nrun + 1] = NULL;
 	fflush(NULL);
 	execv(self, a.run);
-	cli_error(CMD, "cannot execute %s: %s", self, strerror(errno));
+	prog_error(CMD, "cannot execute %s: %s", self, strerror(errno));
 	return 1;
 }
 

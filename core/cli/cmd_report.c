@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "cli/runs.h"
+#include "report/runs.h"
 #include "obs/trace.h"
 
 #define CMD	  "report"
@@ -92,7 +92,7 @@ static void parse(int argc, char **argv, struct report_args *a)
 		} else if (!strcmp(arg, "--html") || !strcmp(arg, "--a") || !strcmp(arg, "--b") ||
 			   !strcmp(arg, "--workload")) {
 			if (i + 1 >= argc)
-				cli_usage_error(CMD, "%s needs a value", arg);
+				prog_usage_error(CMD, "%s needs a value", arg);
 			if (!strcmp(arg, "--workload"))
 				a->workload = argv[++i];
 			else if (!strcmp(arg, "--html"))
@@ -110,22 +110,24 @@ static void parse(int argc, char **argv, struct report_args *a)
 		} else if (!strncmp(arg, "--b=", 4)) {
 			a->lb = arg + 4;
 		} else if (arg[0] == '-' && arg[1]) {
-			cli_usage_error(CMD,
-					"unknown option '%s' (accepted: --text, --html, --mmtests, "
-					"--a, --b, --workload)",
-					arg);
+			prog_usage_error(
+			    CMD,
+			    "unknown option '%s' (accepted: --text, --html, --mmtests, "
+			    "--a, --b, --workload)",
+			    arg);
 		} else if (a->nfiles == MAX_FILES) {
-			cli_usage_error(CMD, "at most %d files", MAX_FILES);
+			prog_usage_error(CMD, "at most %d files", MAX_FILES);
 		} else {
 			a->files[a->nfiles++] = arg;
 		}
 	}
 	if (!a->nfiles)
-		cli_usage_error(CMD, "no report given (usage: thpemu report FILE... [--html OUT])");
+		prog_usage_error(CMD,
+				 "no report given (usage: thpemu report FILE... [--html OUT])");
 	if (!!a->la != !!a->lb)
-		cli_usage_error(CMD, "--a and --b go together");
+		prog_usage_error(CMD, "--a and --b go together");
 	if (a->la && !strcmp(a->la, a->lb))
-		cli_usage_error(
+		prog_usage_error(
 		    CMD, "--a and --b name the same series '%s' (two labels to compare)", a->la);
 	if (!a->html && !a->mmtests)
 		a->text = true;
@@ -145,13 +147,13 @@ static void mmtests_run(const struct rd_run *r, FILE *out, bool *said)
 	if (trace && obs_trace_is_trace(trace)) {
 		if (rd_trace_mmtests(trace, out, err, sizeof(err)) == 0)
 			return;
-		cli_error(CMD, "%s", err);
+		prog_error(CMD, "%s", err);
 	}
 	if (!*said)
 		fprintf(stderr,
 			"thpemu report: %s has no fault trace: --mmtests lines come from its "
 			"latency histogram (thread 0, time 0, latency within 3 %%)\n",
-			cli_esc(r->source));
+			prog_esc(r->source));
 	*said = true;
 	rd_mmtests_hist(r, out);
 }
@@ -173,8 +175,8 @@ static int write_html(const struct report_args *a, struct cli_output *out,
 					a->files[i]);
 	rc = html_report(cli_output_stream(out), runs, n, c, &o);
 	if (rc < 0) {
-		cli_error(CMD, "--html: '%s': the report could not be made: %s", a->html,
-			  strerror(-rc));
+		prog_error(CMD, "--html: '%s': the report could not be made: %s", a->html,
+			   strerror(-rc));
 		cli_output_discard(out);
 		return rc;
 	}
@@ -239,12 +241,12 @@ static void load_matrix_dir(const char *dir, struct rd_run **runs, size_t *n, FI
 	char path[4200], err[700];
 
 	if (!cells)
-		cli_usage_error(
+		prog_usage_error(
 		    CMD, "'%s' is a directory but not a thpemu matrix (no cells/ in it)", dir);
 	for (size_t i = 0; i < nr; i++) {
 		snprintf(path, sizeof(path), "%s/results/%s", dir, res[i]);
 		if (rd_load(path, runs, n, err, sizeof(err)) < 0)
-			cli_usage_error(CMD, "%s", err);
+			prog_usage_error(CMD, "%s", err);
 	}
 	for (size_t i = 0; i < nc; i++) {
 		json_t *c;
@@ -255,13 +257,14 @@ static void load_matrix_dir(const char *dir, struct rd_run **runs, size_t *n, FI
 		c = json_load_file(path, 0, NULL);
 		fprintf(out,
 			"matrix %s: cell %.4s has no result (policy %s, workload %s, run %lld)\n",
-			cli_esc(dir), cells[i], cli_esc(rd_str(c, "policy.label") ?: "?"),
-			cli_esc(rd_str(c, "workload.name") ?: "?"),
+			prog_esc(dir), cells[i], prog_esc(rd_str(c, "policy.label") ?: "?"),
+			prog_esc(rd_str(c, "workload.name") ?: "?"),
 			(long long)json_integer_value(json_object_get(c, "run")));
 		json_decref(c);
 		missing++;
 	}
-	fprintf(out, "matrix %s: %zu of %zu cells have a result\n", cli_esc(dir), nc - missing, nc);
+	fprintf(out, "matrix %s: %zu of %zu cells have a result\n", prog_esc(dir), nc - missing,
+		nc);
 	free_names(cells, nc);
 	free_names(res, nr);
 }
@@ -315,11 +318,11 @@ static void matrix_text(const struct report_args *a, const struct rd_run *runs, 
 		size_t i;
 		json_t *v;
 
-		printf("\n==== workload %s:", cli_esc(wl[w]));
-		json_array_foreach(cmd, i, v) printf(" %s", cli_esc(json_string_value(v) ?: ""));
+		printf("\n==== workload %s:", prog_esc(wl[w]));
+		json_array_foreach(cmd, i, v) printf(" %s", prog_esc(json_string_value(v) ?: ""));
 		printf("\n     %zu runs of %zu policies:", k, nl);
 		for (size_t j = 0; j < nl; j++)
-			printf("%s %s", j ? "," : "", cli_esc(lab[j]));
+			printf("%s %s", j ? "," : "", prog_esc(lab[j]));
 		printf("\n");
 		if (nl < 2)
 			printf("\none policy only: nothing to compare\n");
@@ -332,7 +335,7 @@ static void matrix_text(const struct report_args *a, const struct rd_run *runs, 
 			if (cmp_compute(sub, k, la, lb, 10000, 1, &c) < 0)
 				break;
 			printf("\nworkload %s: A = %s (%zu runs), B = %s (%zu runs)\n\n",
-			       cli_esc(wl[w]), cli_esc(c.label_a), c.runs_a, cli_esc(c.label_b),
+			       prog_esc(wl[w]), prog_esc(c.label_a), c.runs_a, prog_esc(c.label_b),
 			       c.runs_b);
 			cmp_text(stdout, &c);
 			cmp_free(&c);
@@ -357,9 +360,9 @@ static void keep_workload(const char *w, struct rd_run *runs, size_t *n)
 						i ? ", " : "", wl[i]);
 	}
 	if (!nw)
-		cli_usage_error(CMD, "--workload: no thpemu matrix results given");
+		prog_usage_error(CMD, "--workload: no thpemu matrix results given");
 	if (!found)
-		cli_usage_error(CMD, "--workload: no runs of '%s' (accepted: %s)", w, names);
+		prog_usage_error(CMD, "--workload: no runs of '%s' (accepted: %s)", w, names);
 	for (size_t i = 0; i < *n; i++) {
 		const char *rw = workload_of(&runs[i]);
 
@@ -389,31 +392,31 @@ static int report_main(int argc, char **argv)
 	for (int i = 0; i < a.nfiles; i++) {
 		if (obs_trace_is_trace(a.files[i])) {
 			if (a.mmtests && rd_trace_mmtests(a.files[i], stdout, err, sizeof(err)) < 0)
-				cli_usage_error(CMD, "%s", err);
+				prog_usage_error(CMD, "%s", err);
 			if (a.text && !a.mmtests &&
 			    rd_trace_text(a.files[i], stdout, err, sizeof(err)) < 0)
-				cli_usage_error(CMD, "%s", err);
+				prog_usage_error(CMD, "%s", err);
 			continue;
 		}
 		if (is_dir(a.files[i])) {
 			if (!mf && !(mf = open_memstream(&mbuf, &mlen)))
-				cli_usage_error(CMD, "out of memory");
+				prog_usage_error(CMD, "out of memory");
 			load_matrix_dir(a.files[i], &runs, &n, mf);
 			continue;
 		}
 		if (rd_load(a.files[i], &runs, &n, err, sizeof(err)) < 0)
-			cli_usage_error(CMD, "%s", err);
+			prog_usage_error(CMD, "%s", err);
 	}
 	for (size_t i = 0; i < n; i++)
 		nmatrix += workload_of(&runs[i]) != NULL;
 	if (nmatrix && nmatrix != n)
-		cli_usage_error(CMD, "thpemu matrix results and other reports given together "
-				     "(compare one kind at a time)");
+		prog_usage_error(CMD, "thpemu matrix results and other reports given together "
+				      "(compare one kind at a time)");
 	if (a.workload)
 		keep_workload(a.workload, runs, &n);
 	if (nmatrix && a.html && workloads(runs, n, labels) > 1)
-		cli_usage_error(CMD, "--html: the matrix has several workloads; name one with "
-				     "--workload NAME");
+		prog_usage_error(CMD, "--html: the matrix has several workloads; name one with "
+				      "--workload NAME");
 	nl = rd_labels(runs, n, labels, MAX_POL);
 	if (a.la && a.lb) {
 		bool fa = false, fb = false;
@@ -423,7 +426,7 @@ static int report_main(int argc, char **argv)
 			fb |= !strcmp(labels[i], a.lb);
 		}
 		if (!fa || !fb)
-			cli_usage_error(CMD, "--a/--b: no runs labelled '%s'", fa ? a.lb : a.la);
+			prog_usage_error(CMD, "--a/--b: no runs labelled '%s'", fa ? a.lb : a.la);
 	}
 	if (a.html) { /* every input read and every label found: now the output */
 		html = cli_output_open(CMD, "--html", a.html);
@@ -448,8 +451,8 @@ static int report_main(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			rd_run_text(&runs[i], stdout);
 		if (cmp) {
-			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", cli_esc(cmp->label_a),
-			       cmp->runs_a, cli_esc(cmp->label_b), cmp->runs_b);
+			printf("\nA = %s (%zu runs), B = %s (%zu runs)\n\n", prog_esc(cmp->label_a),
+			       cmp->runs_a, prog_esc(cmp->label_b), cmp->runs_b);
 			cmp_text(stdout, cmp);
 		}
 	}

@@ -33,12 +33,13 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/host.h"
-#include "cli/named.h"
-#include "cli/run_io.h"
+#include "host/tmpdirs.h"
+#include "host/host.h"
+#include "host/named.h"
+#include "host/run_io.h"
 #include "cli/run_proc.h"
 #include "config/config.h"
-#include "uffd/uffd.h"
+#include "live/uffd.h"
 #include "util/clock.h"
 
 struct run_ctx {
@@ -214,7 +215,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *eq, cons
 	if (eq)
 		return eq + 1;
 	if (*i + 1 >= argc)
-		cli_usage_error("run", "%s needs a value", name);
+		prog_usage_error("run", "%s needs a value", name);
 	return argv[++*i];
 }
 
@@ -226,7 +227,7 @@ static void absolute_trace(struct run_ctx *rc)
 	if (!rc->cfg.trace[0] || rc->cfg.trace[0] == '/' || !getcwd(cwd, sizeof(cwd)))
 		return;
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", cwd, rc->cfg.trace) >= sizeof(path))
-		cli_usage_error("run", "--trace: '%s' is too long", rc->cfg.trace);
+		prog_usage_error("run", "--trace: '%s' is too long", rc->cfg.trace);
 	snprintf(rc->cfg.trace, sizeof(rc->cfg.trace), "%s", path);
 	setenv("THPEMU_TRACE", path, 1);
 }
@@ -276,7 +277,7 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 			usage(stdout);
 			exit(0);
 		}
-		if (!strcmp(a, "--help-markdown")) { /* not listed: core/uffd/README.md's table */
+		if (!strcmp(a, "--help-markdown")) { /* not listed: core/live/README.md's table */
 			config_help(stdout, true);
 			exit(0);
 		}
@@ -285,14 +286,14 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
 		if ((ro = find_run_opt(name))) {
 			if (!ro->metavar && eq)
-				cli_usage_error("run", "%s takes no value (given '%s')", name,
-						eq + 1);
+				prog_usage_error("run", "%s takes no value (given '%s')", name,
+						 eq + 1);
 			ro->apply(rc, ro->metavar ? opt_value(argc, argv, &i, eq, name) : NULL);
 		} else if ((uo = config_opt_by_cli(name))) {
 			const char *v = opt_value(argc, argv, &i, eq, name);
 
 			if (config_opt_parse(uo, name, v, &rc->cfg, err, sizeof(err)) < 0)
-				cli_usage_error("run", "%s", err);
+				prog_usage_error("run", "%s", err);
 			setenv(uo->env, v, 1);
 			rc->given[uo - config_opts] = v;
 			if (uo == &config_opts[CONFIG_DEVICE]) {
@@ -300,17 +301,17 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 				rc->dev.dev = rc->cfg.device;
 			}
 		} else {
-			cli_usage_error("run", "unknown option '%s' (see 'thpemu run --help')",
-					name);
+			prog_usage_error("run", "unknown option '%s' (see 'thpemu run --help')",
+					 name);
 		}
 	}
 	if (i >= argc)
-		cli_usage_error("run",
-				"no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
+		prog_usage_error("run",
+				 "no command given (usage: thpemu run [OPTIONS] -- CMD ARGS...)");
 	rc->cmd = &argv[i];
 	if (rc->given[CONFIG_TRACE] && !rc->given[CONFIG_TRACE][0]) /* not "no trace" */
-		cli_usage_error("run",
-				"--trace: an empty path (give a file to write the trace to)");
+		prog_usage_error("run",
+				 "--trace: an empty path (give a file to write the trace to)");
 	if (rc->machine) /* the machine's own configuration, for the program and the report */
 		named_run_attach(rc->machine, rc->given, &rc->cfg);
 	absolute_trace(rc);
@@ -330,14 +331,14 @@ static void check_managed(struct run_ctx *rc)
 	if (!rc->require_managed)
 		return;
 	if (rc->is_static) {
-		cli_error("run",
-			  "--require-managed: '%s' is a static binary: LD_PRELOAD cannot load "
-			  "thpemu, it would run unmanaged; not started",
-			  path);
+		prog_error("run",
+			   "--require-managed: '%s' is a static binary: LD_PRELOAD cannot load "
+			   "thpemu, it would run unmanaged; not started",
+			   path);
 		exit(RUN_EXIT_UNMANAGED);
 	}
 	if (cli_userfaultfd_access(why, sizeof(why)) < 0) {
-		cli_error("run", "--require-managed: %s; not started", why);
+		prog_error("run", "--require-managed: %s; not started", why);
 		exit(RUN_EXIT_UNMANAGED);
 	}
 }
@@ -350,25 +351,24 @@ static void say_unmanaged(const struct run_ctx *rc, const struct uffd_program_in
 	const struct uffd_aside *a = rc->naside ? &rc->aside[0] : NULL;
 
 	if (!a) {
-		cli_error("run", "--require-managed: %u process%s ran unmanaged", all,
-			  all == 1 ? "" : "es");
+		prog_error("run", "--require-managed: %u process%s ran unmanaged", all,
+			   all == 1 ? "" : "es");
 		return;
 	}
-	cli_error("run", "--require-managed: pid %d (%s) %s: %s%s", a->pid, a->comm,
-		  a->stepped_aside ? "was stepped aside from" : "ran unmanaged", a->why,
-		  all > 1 ? " (and others: see the summary)" : "");
+	prog_error("run", "--require-managed: pid %d (%s) %s: %s%s", a->pid, a->comm,
+		   a->stepped_aside ? "was stepped aside from" : "ran unmanaged", a->why,
+		   all > 1 ? " (and others: see the summary)" : "");
 }
 
-/* The private run directory (cli_tmpdir_create), after removing those of runs that were killed
+/* The private run directory (tmpdir_create), after removing those of runs that were killed
  * (their launcher is dead: nothing else would ever remove them). */
 static int make_run_dir(struct run_ctx *rc)
 {
 	char err[PATH_MAX + 200];
 
-	cli_tmpdir_sweep("thpemu-run");
-	if (cli_tmpdir_create("thpemu-run", rc->run_dir, sizeof(rc->run_dir), err, sizeof(err)) <
-	    0) {
-		cli_error("run", "%s", err);
+	tmpdir_sweep("thpemu-run");
+	if (tmpdir_create("thpemu-run", rc->run_dir, sizeof(rc->run_dir), err, sizeof(err)) < 0) {
+		prog_error("run", "%s", err);
 		return -1;
 	}
 	setenv("THPEMU_RUN_DIR", rc->run_dir, 1);
@@ -382,15 +382,15 @@ static int set_preload(struct run_ctx *rc)
 	const char *old = getenv("LD_PRELOAD");
 	const char *jem = THPEMU_JEMALLOC_PATH;
 
-	if (cli_find_lib("libthpemu.so", lib, sizeof(lib), why, sizeof(why)) < 0) {
-		cli_error("run", "%s", why);
+	if (prog_find_lib("libthpemu.so", lib, sizeof(lib), why, sizeof(why)) < 0) {
+		prog_error("run", "%s", why);
 		return -1;
 	}
 	if (rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC && access(jem, R_OK) < 0) {
-		cli_error("run",
-			  "--allocator jemalloc: %s is missing (install libjemalloc2); "
-			  "glibc malloc stays unmanaged",
-			  jem);
+		prog_error("run",
+			   "--allocator jemalloc: %s is missing (install libjemalloc2); "
+			   "glibc malloc stays unmanaged",
+			   jem);
 		rc->cfg.allocator = CONFIG_ALLOC_NONE;
 		setenv("THPEMU_ALLOCATOR", "none", 1);
 	}
@@ -420,7 +420,7 @@ static int run_child(struct run_ctx *rc)
 	int status, err = run_proc_start(&rc->proc, rc->cmd, set_io_pid, NULL);
 
 	if (err < 0) {
-		cli_error("run", "fork: %s", strerror(-err));
+		prog_error("run", "fork: %s", strerror(-err));
 		return -1;
 	}
 	rc->child = rc->proc.pid;
@@ -545,7 +545,7 @@ static bool still_running(const struct uffd_stats *st)
 	uint64_t tick, offset;
 	char state;
 
-	if (st->pid <= 0 || tck <= 0 || cli_proc_start(st->pid, &start, &state) < 0 ||
+	if (st->pid <= 0 || tck <= 0 || tmpdir_proc_start(st->pid, &start, &state) < 0 ||
 	    state == 'Z' || state == 'X')
 		return false;
 	tick = 1000000000ULL / (uint64_t)tck;
@@ -638,7 +638,7 @@ static void merge_total(struct run_ctx *rc, const struct uffd_stats *st, struct 
 	const char *note = st->note[0] ? st->note + 1 : "";
 
 	if (st->output_error[0]) { /* its trace or THPEMU_REPORT: said once, here */
-		cli_error("run", "%s", st->output_error);
+		prog_error("run", "%s", st->output_error);
 		rc->output_failed = true;
 	}
 	if (st->host.stepped_aside) {
@@ -679,7 +679,7 @@ static const char *child_unseen(struct run_ctx *rc, const struct uffd_stats *las
 		snprintf(rc->unseen_why, sizeof(rc->unseen_why),
 			 "its last program, %s, ran as uid %u, which cannot write the statistics "
 			 "of thpemu run (uid %u): not seen, counted unmanaged",
-			 cli_esc(p->ended_comm), p->ended_euid, me);
+			 prog_esc(p->ended_comm), p->ended_euid, me);
 	else if (!last && rc->child > 0)
 		snprintf(rc->unseen_why, sizeof(rc->unseen_why),
 			 "it left no record: LD_PRELOAD did not load thpemu (a static or "
@@ -795,8 +795,8 @@ static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
 	write_stall_report(rc);
 	if (rc->report_out &&
 	    uffd_report_json(cli_output_stream(rc->report_out), &rc->cfg, total, prog) < 0) {
-		cli_error("run", "--report: '%s': the report could not be made (out of memory)",
-			  rc->report);
+		prog_error("run", "--report: '%s': the report could not be made (out of memory)",
+			   rc->report);
 		cli_output_discard(rc->report_out);
 		rc->output_failed = true;
 	} else if (rc->report_out && cli_output_close(rc->report_out) < 0) {
@@ -859,7 +859,10 @@ static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_
 
 static int run_main(int argc, char **argv)
 {
-	struct run_ctx rc = {.child = -1, .child_status = -1, .dev = {.pid = -1, .status = -1}};
+	struct run_ctx rc = {
+	    .child = -1,
+	    .child_status = -1,
+	    .dev = {.pid = -1, .status = -1, .child_setup = run_proc_child_signals}};
 	struct uffd_program_info prog = {0};
 	struct uffd_proc_list procs;
 	struct uffd_stats *total;
@@ -870,7 +873,7 @@ static int run_main(int argc, char **argv)
 	config_defaults(&rc.cfg);
 	parse(argc, argv, &rc);
 	if (cli_run_check_config(&rc.cfg, NULL, err, sizeof(err)) < 0)
-		cli_usage_error("run", "%s", err);
+		prog_usage_error("run", "%s", err);
 	check_managed(&rc);
 	open_outputs(&rc);
 	run_proc_init(&rc.proc); /* before any thread: they inherit its blocked signals */
@@ -880,7 +883,7 @@ static int run_main(int argc, char **argv)
 	run_device_start(&rc.dev, rc.cfg.seed, rc.quiet);
 	if (set_preload(&rc) < 0) {
 		run_device_stop(&rc.dev);
-		cli_rmtree(rc.run_dir);
+		tmpdir_rmtree(rc.run_dir);
 		return 1;
 	}
 	rc.hosting = !rc.machine && start_host(&rc);
@@ -892,7 +895,7 @@ static int run_main(int argc, char **argv)
 		fprintf(stderr,
 			"thpemu run: %s is a static binary: LD_PRELOAD cannot load thpemu; it runs "
 			"unmanaged\n",
-			cli_esc(rc.cmd[0]));
+			prog_esc(rc.cmd[0]));
 	t0 = clock_now_ns();
 	prog.start_mono_s = (double)t0 / 1e9;
 	status = run_child(&rc);
@@ -909,7 +912,7 @@ static int run_main(int argc, char **argv)
 	prog.policy_spec = rc.cfg.policy_spec;
 	total = calloc(1, sizeof(*total));
 	if (!total || uffd_procs_init(&procs, 0) < 0) {
-		cli_rmtree(rc.run_dir);
+		tmpdir_rmtree(rc.run_dir);
 		free(total);
 		return status < 0 ? 1 : status;
 	}
@@ -922,7 +925,7 @@ static int run_main(int argc, char **argv)
 		named_run_stats(rc.machine, total, rc.machine_json, sizeof(rc.machine_json));
 		prog.machine_json = rc.machine_json;
 	}
-	cli_rmtree(rc.run_dir); /* what collect did not take: the owner record, stray files */
+	tmpdir_rmtree(rc.run_dir); /* what collect did not take: the owner record, stray files */
 	if (!prog.processes && !rc.naside && !total->note[0])
 		snprintf(total->note, sizeof(total->note),
 			 " no process was managed (a static or setuid binary ignores LD_PRELOAD)");

@@ -97,7 +97,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 	if (a[n] != '\0')
 		return NULL;
 	if (*i + 1 >= argc)
-		cli_usage_error(CMD, "%s needs a value (see 'thpemu sim --help')", name);
+		prog_usage_error(CMD, "%s needs a value (see 'thpemu sim --help')", name);
 	return argv[++*i];
 }
 
@@ -114,28 +114,28 @@ static void parse_scalar(struct sim_config *c, const char *name, const char *v)
 
 	if (strcmp(name, "--seed") == 0) {
 		if (units_parse_uint(v, UINT64_MAX, &c->seed))
-			cli_usage_error(CMD, "--seed: '%s' is not a non-negative integer", v);
+			prog_usage_error(CMD, "--seed: '%s' is not a non-negative integer", v);
 	} else if (strcmp(name, "--pool") == 0) {
 		if (units_parse_size(v, &u))
-			cli_usage_error(CMD, "--pool: '%s' is not a size (accepted: %s)", v,
-					pool_opt()->accepted);
+			prog_usage_error(CMD, "--pool: '%s' is not a size (accepted: %s)", v,
+					 pool_opt()->accepted);
 		if (u < pool_opt()->min || u > pool_opt()->max)
-			cli_usage_error(CMD, "--pool: '%s' is out of range (accepted: %s)", v,
-					pool_opt()->accepted);
+			prog_usage_error(CMD, "--pool: '%s' is out of range (accepted: %s)", v,
+					 pool_opt()->accepted);
 		c->pool_bytes = u;
 	} else if (strcmp(name, "--duration") == 0) {
 		if (units_parse_duration(v, &u) || u == 0)
-			cli_usage_error(CMD,
-					"--duration: bad duration '%s' (positive, with a unit: "
-					"90s, 10m, 1h)",
-					v);
+			prog_usage_error(CMD,
+					 "--duration: bad duration '%s' (positive, with a unit: "
+					 "90s, 10m, 1h)",
+					 v);
 		c->duration_ns = u;
 	} else if (strcmp(name, "--stall-threshold") == 0) {
 		if (units_parse_duration(v, &u) || u == 0)
-			cli_usage_error(CMD,
-					"--stall-threshold: bad duration '%s' (positive, with a "
-					"unit: 500ms, 1s)",
-					v);
+			prog_usage_error(CMD,
+					 "--stall-threshold: bad duration '%s' (positive, with a "
+					 "unit: 500ms, 1s)",
+					 v);
 		c->stall_threshold_ns = u;
 	}
 }
@@ -180,23 +180,24 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 			a->replay = v;
 		else if ((v = opt_value(argc, argv, &i, "--fs"))) {
 			if (strcmp(v, "vfat") && strcmp(v, "ext4"))
-				cli_usage_error(CMD,
-						"--fs: '%s' is not accepted (accepted: vfat or "
-						"ext4)",
-						v);
+				prog_usage_error(CMD,
+						 "--fs: '%s' is not accepted (accepted: vfat or "
+						 "ext4)",
+						 v);
 			a->fs = v;
 		} else if ((v = opt_value(argc, argv, &i, "--opt"))) {
 			if (a->nopts == MAX_OPTS)
-				cli_usage_error(CMD, "--opt: at most %d", MAX_OPTS);
+				prog_usage_error(CMD, "--opt: at most %d", MAX_OPTS);
 			a->opts[a->nopts++] = v;
 		} else if (argv[i][0] != '-')
-			cli_usage_error(CMD,
-					"unexpected argument '%s' (sim takes options only; a trace "
-					"goes with --replay)",
-					argv[i]);
+			prog_usage_error(
+			    CMD,
+			    "unexpected argument '%s' (sim takes options only; a trace "
+			    "goes with --replay)",
+			    argv[i]);
 		else
-			cli_usage_error(CMD, "unknown option '%s' (see 'thpemu sim --help')",
-					argv[i]);
+			prog_usage_error(CMD, "unknown option '%s' (see 'thpemu sim --help')",
+					 argv[i]);
 	}
 	if (a->json && strcmp(a->json, "-"))
 		cli_check_output(CMD, "--json", a->json);
@@ -213,17 +214,18 @@ static void resolve_replay(struct sim_config *c, struct sim_args *a)
 			(a->duration_set ? SIM_REPLAY_KEEP_DURATION : 0);
 
 	if (a->scenario)
-		cli_usage_error(CMD, "--replay and --scenario exclude each other (the trace is the "
-				     "workload)");
+		prog_usage_error(CMD,
+				 "--replay and --scenario exclude each other (the trace is the "
+				 "workload)");
 	if (sim_replay_load(a->replay, &c->replay, err, sizeof(err)))
-		cli_usage_error(CMD, "--replay: %s", err);
+		prog_usage_error(CMD, "--replay: %s", err);
 	sim_replay_info(c->replay, &in);
 	if (!a->policy)
 		a->policy = strdup(in.policy[0] ? in.policy : "modern-always");
 	if (!a->pool_set && in.pool_bytes >= pool_opt()->min && in.pool_bytes <= pool_opt()->max)
 		c->pool_bytes = in.pool_bytes;
 	if (sim_replay_configure(c, keep, err, sizeof(err)))
-		cli_usage_error(CMD, "--replay: %s", err);
+		prog_usage_error(CMD, "--replay: %s", err);
 }
 
 /* A key given twice (in --policy P:K=V,..., --device D:K=V,..., or two --opt K=V) is an error:
@@ -237,15 +239,15 @@ static void check_repeats(const struct sim_args *a)
 		const char *colon = specs[i] ? strchr(specs[i], ':') : NULL;
 
 		if (colon && cli_repeated_key(colon + 1, key, sizeof(key)))
-			cli_usage_error(CMD, "%s: '%s' is given twice in '%s'; give each key once",
-					opts[i], key, specs[i]);
+			prog_usage_error(CMD, "%s: '%s' is given twice in '%s'; give each key once",
+					 opts[i], key, specs[i]);
 	}
 	for (unsigned i = 0; i < a->nopts; i++)
 		for (unsigned j = 0; j < i; j++) {
 			size_t k = strcspn(a->opts[i], "=");
 
 			if (strcspn(a->opts[j], "=") == k && !strncmp(a->opts[i], a->opts[j], k))
-				cli_usage_error(
+				prog_usage_error(
 				    CMD,
 				    "--opt: '%.*s' is given twice ('%s' and '%s'); give "
 				    "each key once",
@@ -263,42 +265,42 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 	if (a->replay)
 		resolve_replay(c, a);
 	if (!a->policy)
-		cli_usage_error(CMD, "--policy is required (a profile such as linux-3.1, or "
-				     "NAME:KEY=VALUE,...; see 'thpemu sim --help')");
+		prog_usage_error(CMD, "--policy is required (a profile such as linux-3.1, or "
+				      "NAME:KEY=VALUE,...; see 'thpemu sim --help')");
 	if (mm_policy_parse(a->policy, &c->policy, err, sizeof(err)))
-		cli_usage_error(CMD, "--policy: '%s': %s", a->policy, err);
+		prog_usage_error(CMD, "--policy: '%s': %s", a->policy, err);
 	if (!a->plugin && !c->policy.plugin[0] && getenv("THPEMU_POLICY_PLUGIN"))
 		a->plugin = getenv("THPEMU_POLICY_PLUGIN");
 	if (a->plugin) {
 		if (strlen(a->plugin) >= sizeof(c->policy.plugin))
-			cli_usage_error(CMD, "--policy-plugin: path longer than %zu bytes",
-					sizeof(c->policy.plugin) - 1);
+			prog_usage_error(CMD, "--policy-plugin: path longer than %zu bytes",
+					 sizeof(c->policy.plugin) - 1);
 		snprintf(c->policy.plugin, sizeof(c->policy.plugin), "%s", a->plugin);
 	}
 	if (cli_check_plugin(a->plugin ? "--policy-plugin" : "--policy plugin=", c->policy.plugin,
 			     err, sizeof(err)) < 0)
-		cli_usage_error(CMD, "%s", err);
+		prog_usage_error(CMD, "%s", err);
 	if (a->fs)
 		c->policy.fs = strcmp(a->fs, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;
 	if (!a->replay) {
 		if (!a->scenario)
-			cli_usage_error(CMD, "--scenario is required (accepted: %s)", names);
+			prog_usage_error(CMD, "--scenario is required (accepted: %s)", names);
 		c->scenario = sim_scenario_find(a->scenario);
 		if (!c->scenario)
-			cli_usage_error(CMD, "--scenario: unknown scenario '%s' (accepted: %s)",
-					a->scenario, names);
+			prog_usage_error(CMD, "--scenario: unknown scenario '%s' (accepted: %s)",
+					 a->scenario, names);
 		sim_params_defaults(c->scenario, &c->params);
 	}
 	for (unsigned i = 0; i < a->nopts; i++)
 		if (sim_params_set(c->scenario, &c->params, a->opts[i], err, sizeof(err)))
-			cli_usage_error(CMD, "--opt: %s", err);
+			prog_usage_error(CMD, "--opt: %s", err);
 	if (a->device) {
 		if (sim_device_parse(a->device, &c->device, err, sizeof(err)))
-			cli_usage_error(CMD, "--device: %s", err);
+			prog_usage_error(CMD, "--device: %s", err);
 		snprintf(c->device_spec, sizeof(c->device_spec), "%s", a->device);
 	}
 	if (a->costs && sim_costs_load(&c->costs, a->costs, err, sizeof(err)))
-		cli_usage_error(CMD, "--costs: %s", err);
+		prog_usage_error(CMD, "--costs: %s", err);
 }
 
 /* --json FILE (written whole, util/outfile.h) or --json - (stdout). 0, or 1 after one line. */
@@ -307,12 +309,12 @@ static int write_json(const struct sim_result *r, struct cli_output *out, const 
 	int rc = sim_report_json(r, out ? cli_output_stream(out) : stdout, true);
 
 	if (rc && out) {
-		cli_error(CMD, "--json: '%s': the report could not be made (out of memory)", path);
+		prog_error(CMD, "--json: '%s': the report could not be made (out of memory)", path);
 		cli_output_discard(out);
 		return 1;
 	}
 	if (rc) {
-		cli_error(CMD, "--json: error writing to stdout: %s", strerror(-rc));
+		prog_error(CMD, "--json: error writing to stdout: %s", strerror(-rc));
 		return 1;
 	}
 	return out && cli_output_close(out) < 0 ? 1 : 0;
@@ -335,9 +337,9 @@ static int sim_main(int argc, char **argv)
 	if (rc && !err[0]) /* a failure nobody described: at least say what it was */
 		snprintf(err, sizeof(err), "the scenario could not run: %s", strerror(-rc));
 	if (rc == -EINVAL)
-		cli_usage_error(CMD, "%s", err);
+		prog_usage_error(CMD, "%s", err);
 	if (rc) {
-		cli_error(CMD, "%s", err);
+		prog_error(CMD, "%s", err);
 		return 1;
 	}
 	rc = 0;

@@ -53,10 +53,10 @@ struct cli_output *cli_output_open(const char *cmd, const char *opt, const char 
 	char err[2048];
 
 	if (!o)
-		cli_usage_error(cmd, "%s: out of memory", opt);
+		prog_usage_error(cmd, "%s: out of memory", opt);
 	if (outfile_create(&o->file, path, err, sizeof(err)) < 0) {
 		free(o);
-		cli_usage_error(cmd, "%s: %s", opt, err);
+		prog_usage_error(cmd, "%s: %s", opt, err);
 	}
 	o->cmd = cmd;
 	o->opt = opt;
@@ -64,7 +64,7 @@ struct cli_output *cli_output_open(const char *cmd, const char *opt, const char 
 	if (!o->f) {
 		outfile_abort(&o->file);
 		free(o);
-		cli_usage_error(cmd, "%s: out of memory", opt);
+		prog_usage_error(cmd, "%s: out of memory", opt);
 	}
 	if (!registered)
 		registered = atexit(discard_pending) == 0;
@@ -97,7 +97,7 @@ int cli_output_close(struct cli_output *o)
 	else
 		outfile_abort(&o->file);
 	if (rc < 0)
-		cli_error(o->cmd, "%s: %s; an earlier file there is left as it was", o->opt, err);
+		prog_error(o->cmd, "%s: %s; an earlier file there is left as it was", o->opt, err);
 	free(o->buf);
 	free(o);
 	return rc < 0 ? -1 : 0;
@@ -120,7 +120,7 @@ void cli_check_output(const char *cmd, const char *opt, const char *path)
 	char err[2048];
 
 	if (outfile_check(path, err, sizeof(err)) < 0)
-		cli_usage_error(cmd, "%s: %s", opt, err);
+		prog_usage_error(cmd, "%s: %s", opt, err);
 }
 
 FILE *cli_open_output(const char *cmd, const char *opt, const char *path)
@@ -129,7 +129,7 @@ FILE *cli_open_output(const char *cmd, const char *opt, const char *path)
 	FILE *f = outfile_fopen(path, err, sizeof(err));
 
 	if (!f)
-		cli_usage_error(cmd, "%s: %s", opt, err);
+		prog_usage_error(cmd, "%s: %s", opt, err);
 	return f;
 }
 
@@ -139,7 +139,7 @@ int cli_open_output_fd(const char *cmd, const char *opt, const char *path)
 	int fd = outfile_open(path, err, sizeof(err));
 
 	if (fd < 0)
-		cli_usage_error(cmd, "%s: %s", opt, err);
+		prog_usage_error(cmd, "%s: %s", opt, err);
 	return fd;
 }
 
@@ -148,8 +148,8 @@ void cli_distinct_paths(const char *cmd, const char *opt_a, const char *a, const
 {
 	if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-") || !outfile_same(a, b))
 		return;
-	cli_usage_error(cmd, "%s and %s name the same file ('%s'); give each its own", opt_a, opt_b,
-			b);
+	prog_usage_error(cmd, "%s and %s name the same file ('%s'); give each its own", opt_a,
+			 opt_b, b);
 }
 
 void cli_output_dir(const char *cmd, const char *opt, const char *path)
@@ -157,7 +157,7 @@ void cli_output_dir(const char *cmd, const char *opt, const char *path)
 	char err[2048];
 
 	if (outfile_dir(path, err, sizeof(err)) < 0)
-		cli_usage_error(cmd, "%s: %s", opt, err);
+		prog_usage_error(cmd, "%s: %s", opt, err);
 }
 
 /* ---- SIGPIPE --------------------------------------------------------------------------------- */

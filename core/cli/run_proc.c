@@ -50,6 +50,7 @@
  * natively (a shell's $? is 128 + N either way).
  */
 #include "cli/run_proc.h"
+#include "host/tmpdirs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,7 +139,7 @@ static void child(const struct run_proc *p, char *const argv[], void (*before_ex
 		before_exec(arg);
 	run_proc_child_signals();
 	execvp(argv[0], argv);
-	fprintf(stderr, "thpemu run: cannot execute %s: %s\n", cli_esc(argv[0]), strerror(errno));
+	fprintf(stderr, "thpemu run: cannot execute %s: %s\n", prog_esc(argv[0]), strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
@@ -279,7 +280,7 @@ static bool program_stopped(const struct run_proc *p)
 	unsigned long long start;
 	char state = 0;
 
-	return cli_proc_start(p->pid, &start, &state) == 0 && state == 'T';
+	return tmpdir_proc_start(p->pid, &start, &state) == 0 && state == 'T';
 }
 
 /* After thpemu run was continued: the SIGCONT that did it is taken here, then the program goes

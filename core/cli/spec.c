@@ -77,8 +77,8 @@ static void blame_continuation(const char *cmd, const char *opt, const struct co
 		snprintf(head, sizeof(head), "%.*s", (int)(c - 1 - (item + klen + 1)),
 			 item + klen + 1);
 		if (config_opt_parse(o, o->env, head, &cfg, err, sizeof(err)) == 0)
-			cli_usage_error(cmd, "%s: unknown key in '%.*s' (accepted: %s)", opt,
-					(int)strcspn(c, ","), c, keys);
+			prog_usage_error(cmd, "%s: unknown key in '%.*s' (accepted: %s)", opt,
+					 (int)strcspn(c, ","), c, keys);
 	}
 }
 
@@ -90,10 +90,10 @@ static void check_duplicates(const char *cmd, const char *opt, char *const *item
 
 		for (int j = 0; j < i; j++)
 			if (strcspn(items[j], "=") == ki && !strncmp(items[i], items[j], ki))
-				cli_usage_error(cmd,
-						"%s: '%.*s' is given twice ('%s' and '%s'); give "
-						"each key once",
-						opt, (int)ki, items[i], items[j], items[i]);
+				prog_usage_error(cmd,
+						 "%s: '%.*s' is given twice ('%s' and '%s'); give "
+						 "each key once",
+						 opt, (int)ki, items[i], items[j], items[i]);
 	}
 }
 
@@ -101,16 +101,16 @@ static void check_duplicates(const char *cmd, const char *opt, char *const *item
 static void check_label(const char *cmd, const char *opt, const char *label)
 {
 	if (!*label)
-		cli_usage_error(cmd, "%s: an empty label= (a name such as label=thp)", opt);
+		prog_usage_error(cmd, "%s: an empty label= (a name such as label=thp)", opt);
 	if (strlen(label) > CLI_SPEC_LABEL)
-		cli_usage_error(cmd, "%s: label '%.40s...' is longer than %d characters", opt,
-				label, CLI_SPEC_LABEL);
+		prog_usage_error(cmd, "%s: label '%.40s...' is longer than %d characters", opt,
+				 label, CLI_SPEC_LABEL);
 	for (const unsigned char *c = (const unsigned char *)label; *c; c++)
 		if (*c < 0x20 || *c == 0x7f)
-			cli_usage_error(cmd,
-					"%s: label '%s' has a control character (a printable "
-					"name, e.g. label=thp)",
-					opt, label);
+			prog_usage_error(cmd,
+					 "%s: label '%s' has a control character (a printable "
+					 "name, e.g. label=thp)",
+					 opt, label);
 }
 
 /* Split SPEC into items and check each value as `thpemu run` would. */
@@ -121,7 +121,7 @@ void cli_side_parse(const char *cmd, const char *opt, const char *spec, struct c
 	struct config cfg;
 
 	if (strlen(spec) >= sizeof(buf))
-		cli_usage_error(cmd, "%s: the spec is too long", opt);
+		prog_usage_error(cmd, "%s: the spec is too long", opt);
 	snprintf(s->spec, sizeof(s->spec), "%s", spec);
 	snprintf(buf, sizeof(buf), "%s", spec);
 	config_defaults(&cfg);
@@ -131,18 +131,18 @@ void cli_side_parse(const char *cmd, const char *opt, const char *spec, struct c
 			continue;
 		if (starts_item(piece)) {
 			if (n == CLI_SPEC_ITEMS)
-				cli_usage_error(cmd, "%s: at most %d items", opt, CLI_SPEC_ITEMS);
+				prog_usage_error(cmd, "%s: at most %d items", opt, CLI_SPEC_ITEMS);
 			items[n++] = piece;
 		} else if (n) {
 			piece[-1] = ','; /* part of the previous value */
 		} else {
-			cli_usage_error(cmd,
-					"%s: '%s' is not KEY=VALUE with a known key (accepted: %s)",
-					opt, piece, keys);
+			prog_usage_error(
+			    cmd, "%s: '%s' is not KEY=VALUE with a known key (accepted: %s)", opt,
+			    piece, keys);
 		}
 	}
 	if (!n)
-		cli_usage_error(cmd, "%s: an empty spec (e.g. policy=linux-3.1)", opt);
+		prog_usage_error(cmd, "%s: an empty spec (e.g. policy=linux-3.1)", opt);
 	check_duplicates(cmd, opt, items, n);
 	for (int i = 0; i < n; i++) {
 		size_t klen = 0;
@@ -155,12 +155,12 @@ void cli_side_parse(const char *cmd, const char *opt, const char *spec, struct c
 			continue;
 		}
 		if (!o || !strcmp(o->cli, "--trace"))
-			cli_usage_error(cmd, "%s: unknown key in '%s' (accepted: %s)", opt,
-					items[i], keys);
+			prog_usage_error(cmd, "%s: unknown key in '%s' (accepted: %s)", opt,
+					 items[i], keys);
 		snprintf(name, sizeof(name), "%s %s=", opt, o->cli + 2);
 		if (config_opt_parse(o, name, items[i] + klen + 1, &cfg, err, sizeof(err)) < 0) {
 			blame_continuation(cmd, opt, o, items[i], klen, keys);
-			cli_usage_error(cmd, "%s", err);
+			prog_usage_error(cmd, "%s", err);
 		}
 		if (!s->label[0] && o == &config_opts[CONFIG_POLICY])
 			snprintf(s->label, sizeof(s->label), "%s", items[i] + klen + 1);
@@ -168,5 +168,5 @@ void cli_side_parse(const char *cmd, const char *opt, const char *spec, struct c
 		s->argv[s->argc++] = strdup(items[i] + klen + 1);
 	}
 	if (cli_run_check_config(&cfg, opt, err, sizeof(err)) < 0) /* what each run would refuse */
-		cli_usage_error(cmd, "%s", err);
+		prog_usage_error(cmd, "%s", err);
 }

@@ -1,6 +1,6 @@
-/* The THPEMU_* configuration: one table, read by the preload library (core/shim), mapped onto
+/* The THPEMU_* configuration: one table, read by the preload library (core/preload), mapped onto
  * `thpemu run`'s options and `thpemu ab`'s SPEC keys (core/cli), and printed by
- * `thpemu run --help` and as the Markdown table of core/uffd/README.md.
+ * `thpemu run --help` and as the Markdown table of core/live/README.md.
  *
  * Every option is written once, in CONFIG_OPTIONS below: its variable (THPEMU_ + the id), its
  * `thpemu run` option, the parser of its value, the field of struct config it fills, its
@@ -222,7 +222,7 @@ const struct config_opt *config_opt_by_env(const char *env);
 /* A THPEMU_MACHINE value: "HOSTPID:FD", HOSTPID > 0, both decimal ints. */
 bool config_rendezvous(const char *val, int *pid, int *fd);
 /* The table as text: `thpemu run --help`'s environment list (user options only), or the
- * Markdown table of core/uffd/README.md (every option; `thpemu run --help-markdown`). */
+ * Markdown table of core/live/README.md (every option; `thpemu run --help-markdown`). */
 void config_help(FILE *f, bool markdown);
 
 #endif

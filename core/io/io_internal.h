@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guard/guard.h"
+#include "inprocess/guard.h"
 #include "io/io.h"
 #include "io/wbqueue.h"
 #include "util/sys.h"
@@ -174,7 +174,7 @@ struct io {
 	/* threads */
 	pthread_t flusher, dirtier;
 	bool flusher_started, dirtier_started;
-	struct guard_thread flusher_gt, dirtier_gt; /* credential replication (core/guard) */
+	struct guard_thread flusher_gt, dirtier_gt; /* credential replication (core/inprocess) */
 	atomic_bool stopping;			    /* dirtier and new submissions stop */
 	atomic_bool flusher_stop;
 	uint64_t drain_deadline;

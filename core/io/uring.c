@@ -13,7 +13,7 @@
  * of it when it holds none (a "direct" descriptor), and a slot not used by any request in flight
  * is taken over by the next file that needs one (least recently used first). So the program can
  * never close, reuse or receive a descriptor the engine writes through, and the engine holds two
- * descriptors whatever the workload: the ring's and the eventfd's, both in core/guard's zone.
+ * descriptors whatever the workload: the ring's and the eventfd's, both in core/inprocess's zone.
  */
 #include "io/io_internal.h"
 
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
-#include "guard/guard.h"
+#include "inprocess/guard.h"
 
 #define TAG_KICK      1ULL
 #define TAG_CANCEL    2ULL
@@ -334,7 +334,7 @@ static int slots_init(struct io *io, struct uring_be *b)
 	return rc < 0 ? rc : 0;
 }
 
-/* The ring and the eventfd go to core/guard's zone, out of the program's reach. */
+/* The ring and the eventfd go to core/inprocess's zone, out of the program's reach. */
 static int ring_init(struct io *io, struct uring_be *b, unsigned entries)
 {
 	int rc, fd;

@@ -2,7 +2,7 @@
  * and folio_wake_bit() in mm/filemap.c, without exclusive waiters). */
 #include "io/waitq.h"
 
-#include "guard/guard.h"
+#include "inprocess/guard.h"
 #include "util/sys.h"
 
 #include <errno.h>

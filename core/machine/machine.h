@@ -73,7 +73,7 @@
 #define MACHINE_MAX_PROCS 256 /* slots, host included: 8 bits of an owner cookie */
 
 /* Owner cookies of program pages carry their process's slot in bits 54..61 (core/mm leaves
- * bits 62 and 63 to FILE and FOREIGN; core/uffd keeps its region cookies below bit 54). */
+ * bits 62 and 63 to FILE and FOREIGN; core/live keeps its region cookies below bit 54). */
 #define MACHINE_OWNER_SLOT_SHIFT 54
 #define MACHINE_OWNER_SLOT_MASK	 (0xffULL << MACHINE_OWNER_SLOT_SHIFT)
 #define MACHINE_OWNER_SLOT(o)                                                                      \
@@ -131,14 +131,14 @@ struct machine_slot {
 	uint64_t start_ns;
 	char comm[16];
 	struct machine_mailbox mbox;
-	/* the process's memory now, as it last counted it (its own layout: core/uffd/census.c);
+	/* the process's memory now, as it last counted it (its own layout: core/live/census.c);
 	 * written by the process, read by the host, which sums the live slots over time */
 	uint64_t mem[MACHINE_SLOT_MEM];
 	char pad[64];
 };
 
 /* Real programs writing files on the machine's device: thpemu-fusedev joins the machine and
- * puts their WRITEs through its page cache (fusedev/machine.c). Counted there, atomically. */
+ * puts their WRITEs through its page cache (fusedev/writers.c). Counted there, atomically. */
 struct machine_writers {
 	uint64_t pages_dirtied; /* page-cache pages dirtied by writers' WRITEs */
 	uint64_t bytes;		/* bytes those WRITEs carried */

@@ -700,7 +700,7 @@ int mm_fragmentation_index(struct mm *mm, unsigned order);
 struct thpemu_policy_v1;
 /* A loaded plugin's table, and where its first nonsense answer / overtime call is reported
  * (one line, no newline; called with mm's lock held: must not block or call into mm). mm does
- * no loading: the caller dlopen()s (core/util/plugin.c). */
+ * no loading: the caller dlopen()s (core/policy/plugin.c). */
 struct mm_policy_hook {
 	const struct thpemu_policy_v1 *pl;
 	void (*note)(void *cookie, const char *msg);

@@ -151,7 +151,7 @@ struct mm_policy {
 	unsigned defrag_mode;			     /* vm.defrag_mode (6.15): 0 or 1 */
 	/* Policy plugin (thpemu_policy.h; key plugin=PATH[?ARGS], no ',' in it): a shared object
 	 * that chooses each anonymous fault's orders. mm only carries the path: the driver loads
-	 * it (core/util/plugin.c) and installs it with mm_set_policy_hook. "" = none. */
+	 * it (core/policy/plugin.c) and installs it with mm_set_policy_hook. "" = none. */
 	char plugin[192];
 };
 

@@ -58,7 +58,7 @@ static bool is_request(const siginfo_t *si)
 }
 
 /* glibc's sigaction itself: the preload library interposes `sigaction` to keep this signal's
- * disposition the program's own business (core/shim/process.c). */
+ * disposition the program's own business (core/preload/process.c). */
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* Hand a signal that is not ours to whatever was installed before us. */

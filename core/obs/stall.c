@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "obs/stall_internal.h"
-#include "guard/guard.h"
+#include "inprocess/guard.h"
 #include "obs/usdt.h"
 #include "util/sys.h"
 

@@ -12,16 +12,16 @@
  * probes are in.
  *
  * The probes (arguments in order; see demo/bpftrace/README.md for the full table):
- *   fault_begin(addr, write, tid)                     core/uffd/handler.c
+ *   fault_begin(addr, write, tid)                     core/live/handler.c
  *   fault_end(addr, decision, order, latency_ns, tid) decision: 0 huge, 1 base, 2 nomem, 3 mthp
- *   compaction_begin(mode, order, migrate_pfn, free_pfn)   core/uffd/env.c (mm's trace hook)
+ *   compaction_begin(mode, order, migrate_pfn, free_pfn)   core/env/live.c (mm's trace hook)
  *   compaction_end(status, order, migrate_pfn, free_pfn)
  *   migrate_pages(nr_migrated, nr_failed)
  *   migrate_page(src_pfn, dst_pfn, owner, rc, kind)   kind 0 program page, 1 page-cache page
  *   wb_wait_begin(pfn, owner), wb_wait_end(pfn, rc, ns)
  *   reclaim(addr, nr_reclaimed, reclaim_ns)          a fault's direct reclaim, at fault end
  *   wait(kind, ns, pfn, background)                   every blocking wait of the emulated kernel
- *   collapse(addr, rc)                                core/uffd/collapse.c: khugepaged or
+ *   collapse(addr, rc)                                core/live/collapse.c: khugepaged or
  *                                                     MADV_COLLAPSE
  *   split(head_pfn, extent_owner, rc)                 the THP shrinker's underused split
  *   stall(duration_ns, cause, addr, tid, wait)        core/obs/stall.c, every recorded stall

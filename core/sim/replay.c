@@ -1,12 +1,12 @@
 /* Trace replay in virtual time (`thpemu sim --replay FILE`): the faults and memory changes a
  * live run recorded (core/obs/trace.h), replayed against any policy on the same initial pool.
  *
- * The address space is core/as's model, the one the live emulator keeps, with the same rules, so
+ * The address space is core/addrspace's model, the one the live emulator keeps, with the same rules, so
  * that the same policy makes the same decisions: regions with a live span, per-page states
  * (empty, present, gone, migrating) and per-extent states (empty: a huge candidate; huge; small:
  * a page table), the program's MADV_(NO)HUGEPAGE per extent (split when it covers part of one).
  * This file keeps the region table (by address, and by id for the owner cookies) and applies
- * each record with core/as's rule for it:
+ * each record with core/addrspace's rule for it:
  *   MAP      a new region, or a hole of one mapped again (its whole extents empty again)
  *   ADOPT    a region whose RESIDENT pages are present outside the pool
  *   RELEASE  munmap (pages gone, span trimmed) or MADV_DONTNEED (pages empty); a huge extent
@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "as/as.h"
+#include "addrspace/as.h"
 #include "obs/trace.h"
 
 #define RP_ID_BASE 0x10000000u /* cookie ids: (RP_ID_BASE + id) << 32 | page */
@@ -349,7 +349,7 @@ static void trim(struct sim_replay *rp, struct rp_region *r)
 
 /* ---- memory changes -------------------------------------------------------------------------- */
 
-/* core/as's effects: the simulated pool, in the acting thread's time. */
+/* core/addrspace's effects: the simulated pool, in the acting thread's time. */
 #define RP_AS_ENV(name, w, t)                                                                      \
 	struct as_mm_ctx name##_ctx = {(w)->mm, (t)};                                              \
 	const struct as_env name = as_mm_env(&name##_ctx)
@@ -553,7 +553,7 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 }
 
 /* The live host refused the huge mapping: the move mapped nothing, so only the faulting page is
- * kept (core/as's fallback rule, as huge_fallback_locked applies it live). */
+ * kept (core/addrspace's fallback rule, as huge_fallback_locked applies it live). */
 static void mirror_host_fallback(struct sim_world *w, struct rp_thread *th, struct as_region *r,
 				 uint32_t e, uint32_t p)
 {
@@ -656,7 +656,7 @@ static void replay_fault(struct sim_world *w, struct rp_thread *th, const struct
 		agree(st, recorded, got);
 }
 
-/* The owner's side of migrate_anon for replayed regions: core/as's rules, as migrate.c applies
+/* The owner's side of migrate_anon for replayed regions: core/addrspace's rules, as migrate.c applies
  * them live. The copy takes migrate-page of virtual time, during which the program may release
  * the page (then mm frees both frames) or move its region (then the successor keeps the page and
  * its frame, and the migration fails). */

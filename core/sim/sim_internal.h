@@ -6,13 +6,13 @@
 #include <stddef.h>
 #include <ucontext.h>
 
-#include "as/as.h"
+#include "addrspace/as.h"
 #include "io/devmodel.h"
 #include "io/wbmodel.h"
 #include "io/wbqueue.h"
 #include "io/wbthrottle.h"
 #include "mm/mm.h"
-#include "util/plugin.h"
+#include "policy/plugin.h"
 #include "obs/coverage.h"
 #include "obs/faults.h"
 #include "obs/mthp.h"
@@ -76,7 +76,7 @@ struct sim_task {
 };
 
 /* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact): one
- * core/as region at PROC_MAP_BASE. */
+ * core/addrspace region at PROC_MAP_BASE. */
 #define PROC_MAP_BASE 0x7f0000000000ULL
 struct sim_proc {
 	uint32_t pid; /* owner cookie = pid << 32 | page index; also its khugepaged as_id */

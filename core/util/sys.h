@@ -3,7 +3,7 @@
  *
  * The preload library interposes mmap, munmap, mremap, madvise, close, close_range, closefrom,
  * pipe2, the rlimit calls, prctl, capset, unshare, setns, syscall and sigaction (the `global:`
- * list of core/shim/libthpemu.map). Its own code must never call one of those names: the call
+ * list of core/preload/libthpemu.map). Its own code must never call one of those names: the call
  * would go through the PLT to its own interposer (or to another preloaded library's), and on
  * the fault path or in a signal handler it would also disturb the program's errno. So
  * everything here issues the system call directly and returns the kernel's convention: a

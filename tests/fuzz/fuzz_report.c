@@ -1,8 +1,8 @@
-/* Fuzz target: what `thpemu report` and `thpemu ab` read (core/cli/runs.c, jansson): a run,
+/* Fuzz target: what `thpemu report` and `thpemu ab` read (core/report/runs.c, jansson): a run,
  * sim or ab report, or a fault trace, rendered every way the report command renders it: the
  * text summary, the A/B comparison when there are two series, the --mmtests lines and the
  * HTML page (all into /dev/null). */
-#include "cli/runs.h"
+#include "report/runs.h"
 #include "fuzz.h"
 #include "obs/trace.h"
 

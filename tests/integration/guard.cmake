@@ -1,4 +1,4 @@
-# core/guard: the emulator inside someone else's process - its descriptors, threads,
+# core/inprocess: the emulator inside someone else's process - its descriptors, threads,
 # credentials, forks and sandboxes never reach, show to or break the program.
 foreach(t fds io_fail creds fork sandbox host secure soak)
   thpemu_add_test(NAME integration/guard_${t}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The emulator's descriptors are out of the program's sight and reach (core/guard):
+# The emulator's descriptors are out of the program's sight and reach (core/inprocess):
 #   1. a program that closes every descriptor it did not open (closerange), then writes files,
 #      finds them intact while the writeback engine runs (it used to write its counters and
 #      page-cache blocks into the program's new files);

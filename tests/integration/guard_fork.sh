@@ -2,7 +2,7 @@
 # fork() children read exactly their parent's data at fork time, whatever migration was in
 # flight. A migration moves the page out of the program's mapping, copies it and maps it back;
 # a child forked in between used to read a page of zeros (7 in ~10 000 verifications in the
-# issue's reproducer). core/guard makes a fork wait for migrations in flight and keeps new ones
+# issue's reproducer). core/inprocess makes a fork wait for migrations in flight and keeps new ones
 # from starting until it is done.
 # fork_verify's children check every page of a 32 MiB area (half-empty pageblocks: compaction
 # keeps migrating its pages) while churn threads make the emulated kernel compact. Twice: as

@@ -3,7 +3,7 @@
 # the same address (MAP_FIXED_NOREPLACE), a buffer its parent kept out of children
 # (MADV_DONTFORK). The child's emulator, joining the machine in the atfork handler, used to place
 # its own tables and stacks in that hole (EEXIST in every child); its memory now comes from the
-# arena its parent reserved (core/guard/vm.c).
+# arena its parent reserved (core/inprocess/vm.c).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One machine per `thpemu run`: every process of the program tree - exec'd children, fork
-# children - faults against one pool (core/machine, core/cli/host.c).
+# children - faults against one pool (core/machine, core/host/host.c).
 #   1. a forking server (fork without exec): the workers are managed, output as natively;
 #   2. one pool: three workers each holding 40 MiB of a 64 MiB machine exhaust it, which no
 #      worker alone would (with a pool per process none would);

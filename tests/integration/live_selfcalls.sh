@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libthpemu.so never calls a name it exports (core/util/sys.h): no dynamic relocation of the
 # library - JUMP_SLOT (a PLT call), GLOB_DAT (a function pointer through the GOT) or any other -
-# is against a name of the `global:` list of core/shim/libthpemu.map (mmap, close, syscall, the
+# is against a name of the `global:` list of core/preload/libthpemu.map (mmap, close, syscall, the
 # rlimit calls, ... and the public API). Such a call would reach the library's own interposer,
 # or another preloaded library's, instead of the system call the emulator meant; on the fault
 # path or in a signal handler it would also clobber the program's errno.
@@ -10,7 +10,7 @@
 # another build of it, e.g. one of an older commit).
 . "$(dirname "$0")/lib.sh"
 need_cmd readelf
-MAP="$THPEMU_SOURCE_DIR/core/shim/libthpemu.map"
+MAP="$THPEMU_SOURCE_DIR/core/preload/libthpemu.map"
 LIB=${1:-$LIBTHPEMU}
 [ -r "$MAP" ] || fail "no version script at $MAP"
 [ -r "$LIB" ] || fail "no library at $LIB"

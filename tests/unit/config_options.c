@@ -1,6 +1,6 @@
 /* The THPEMU_* table (core/config): defaults, parsing per parser, every option landing in its
  * own field, one-line errors naming the variable or option and the accepted values, lookups by
- * option, the help output, and core/uffd/README.md's table being exactly the table's. */
+ * option, the help output, and core/live/README.md's table being exactly the table's. */
 #include "harness.h"
 
 #include <errno.h>
@@ -289,7 +289,7 @@ TEST(options_env_reaches_every_field)
 	clear_env();
 }
 
-/* core/uffd/README.md's THPEMU_* table is exactly the one the table prints (`thpemu run
+/* core/live/README.md's THPEMU_* table is exactly the one the table prints (`thpemu run
  * --help-markdown`): the same rows in the same order, none missing, none left over. */
 TEST(options_readme_table_is_current)
 {
@@ -300,7 +300,7 @@ TEST(options_readme_table_is_current)
 
 	if (!src)
 		SKIP("THPEMU_SOURCE_DIR not set");
-	snprintf(path, sizeof(path), "%s/core/uffd/README.md", src);
+	snprintf(path, sizeof(path), "%s/core/live/README.md", src);
 	readme = harness_slurp(path);
 	ASSERT(readme != NULL);
 	f = open_memstream(&gen, &len);
@@ -314,7 +314,7 @@ TEST(options_readme_table_is_current)
 	n = (size_t)(end - start);
 	if (n != len || memcmp(start, gen, len)) {
 		fprintf(stderr,
-			"  core/uffd/README.md's THPEMU_* table differs from the table; "
+			"  core/live/README.md's THPEMU_* table differs from the table; "
 			"replace it with the output of 'thpemu run --help-markdown':\n%s",
 			gen);
 		EXPECT(0);

@@ -1,4 +1,4 @@
-/* core/mm multi-size THP (mthp.c) with core/as's candidate orders: the per-size settings and
+/* core/mm multi-size THP (mthp.c) with core/addrspace's candidate orders: the per-size settings and
  * their spec keys, the fault-time order choice of 6.12 alloc_anon_folio (VMA edges, populated
  * PTEs, the allowed-orders table, fallback order by order), the per-size statistics, and the
  * folio's partial unmap, deferred split and free; mm_check after every step. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "as/as.h"
+#include "addrspace/as.h"
 #include "harness.h"
 #include "mm_fakeenv.h"
 #include "mm/internal.h"
@@ -428,7 +428,7 @@ TEST(split_at_once_on_request_and_release)
 	fakeenv_destroy(fe);
 }
 
-/* ---- with core/as ------------------------------------------------------------------------ */
+/* ---- with core/addrspace ------------------------------------------------------------------------ */
 
 static struct as_region *region(uintptr_t lo, uintptr_t hi)
 {

@@ -1,0 +1,282 @@
+/* The emulator's own memory: one reserved range of the program's address space.
+ *
+ * The emulator maps memory of its own after the program has started: a fork child joining its
+ * machine maps its tables, scratch pages, staging THPs and thread stacks in the atfork child
+ * handler, and a running process maps census buffers, trace rings and threads' stacks when it
+ * first needs them. Placed by the kernel, such a mapping can take an address the program has
+ * every reason to think free: in a fork child, the hole its parent's MADV_DONTFORK mapping left
+ * (a program that maps its buffer there again with MAP_FIXED_NOREPLACE got EEXIST); anywhere, an
+ * address the program just unmapped and is about to map again. Natively nothing else maps in
+ * the process. So every mapping of the emulator's own is carved from an *arena*: one range
+ * reserved PROT_NONE (no memory, MAP_NORESERVE) when the emulator starts. Freed parts are
+ * reserved again, never unmapped. A fork child inherits the arena with its parent's mappings,
+ * except those made MADV_DONTFORK (staging, scratch ...), whose ranges the child reserves again,
+ * and gives back its copies of what only the parent uses (its threads' stacks): it uses them for
+ * its own, and its emulator never maps outside what its parent already occupied. When the arena is
+ * full (or could not be reserved: an RLIMIT_AS too small) a mapping goes wherever the kernel puts
+ * it, as before.
+ *
+ * Every mapping of the emulator's own is MADV_DONTDUMP: out of the program's core dumps, and
+ * marked ("dd" in /proc/PID/smaps VmFlags, a VMA that never merges with the program's) for the
+ * memory census (core/live/census.c), which tells it from the program's memory.
+ *
+ * Raw system calls only; a spin lock (no lock the program can hold); no allocation.
+ */
+#include "inprocess/guard.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "util/sys.h"
+
+#define PAGE	   4096UL
+#define MAX_BLOCKS 512
+
+struct block {
+	uintptr_t lo, hi;
+	unsigned how; /* GUARD_VM_* */
+};
+
+static uintptr_t arena_lo, arena_hi;	/* [lo, hi): reserved, or 0 when there is none */
+static struct block blocks[MAX_BLOCKS]; /* in use, sorted by address */
+static unsigned nblocks;
+static int vm_owner; /* the thread holding the lock, 0 if none */
+static unsigned vm_depth;
+static bool tried; /* the reservation was attempted (once per process image) */
+
+/* Held by one thread, again and again if need be: a fork holds it from the prepare handler to the
+ * child's and parent's, and the handlers other libraries run in between on the forking thread
+ * may map memory (jemalloc's prefork does, through our mmap). */
+static void lock(void)
+{
+	int me = sys_gettid(), none = 0;
+
+	if (__atomic_load_n(&vm_owner, __ATOMIC_ACQUIRE) == me) {
+		vm_depth++;
+		return;
+	}
+	while (!__atomic_compare_exchange_n(&vm_owner, &none, me, false, __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED))
+		none = 0;
+	vm_depth = 1;
+}
+
+/* (a no-op in a thread that does not hold it: a fork's parent handler whose prepare did not
+ * take it) */
+static void unlock(void)
+{
+	if (__atomic_load_n(&vm_owner, __ATOMIC_RELAXED) != sys_gettid() || !vm_depth)
+		return;
+	if (--vm_depth == 0)
+		__atomic_store_n(&vm_owner, 0, __ATOMIC_RELEASE);
+}
+
+/* PROT_NONE over [lo, hi): no memory, the range stays ours. */
+static int reserve(uintptr_t lo, uintptr_t hi, int fixed)
+{
+	long p = sys_mmap((void *)lo, hi - lo, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | fixed, -1, 0);
+
+	if (sys_is_err(p))
+		return (int)p;
+	sys_madvise((void *)p, hi - lo, MADV_DONTDUMP);
+	return 0;
+}
+
+static void arena_init(void)
+{
+	size_t len = GUARD_VM_ARENA;
+	long p;
+
+	tried = true;
+	/* a smaller one if the address-space limit is tight */
+	for (; len >= (64UL << 20); len /= 2) {
+		p = sys_mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			     0);
+		if (!sys_is_err(p)) {
+			sys_madvise((void *)p, len, MADV_DONTDUMP);
+			arena_lo = (uintptr_t)p;
+			arena_hi = arena_lo + len;
+			return;
+		}
+	}
+}
+
+/* The lowest free [lo, lo + len) of the arena aligned to align, or 0. */
+static uintptr_t find_gap(size_t len, size_t align)
+{
+	uintptr_t cur = arena_lo;
+
+	for (unsigned i = 0; i <= nblocks; i++) {
+		uintptr_t end = i < nblocks ? blocks[i].lo : arena_hi;
+		uintptr_t at = (cur + align - 1) & ~(uintptr_t)(align - 1);
+
+		if (at + len <= end && at + len > at)
+			return at;
+		if (i < nblocks)
+			cur = blocks[i].hi;
+	}
+	return 0;
+}
+
+static bool insert(uintptr_t lo, uintptr_t hi, unsigned how)
+{
+	unsigned i = 0;
+
+	if (nblocks == MAX_BLOCKS)
+		return false;
+	while (i < nblocks && blocks[i].lo < lo)
+		i++;
+	for (unsigned j = nblocks; j > i; j--)
+		blocks[j] = blocks[j - 1];
+	blocks[i] = (struct block){lo, hi, how};
+	nblocks++;
+	return true;
+}
+
+static void drop(unsigned i)
+{
+	for (unsigned j = i; j + 1 < nblocks; j++)
+		blocks[j] = blocks[j + 1];
+	nblocks--;
+}
+
+static long map_outside(size_t len, int prot, int flags)
+{
+	long p = sys_mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+
+	if (!sys_is_err(p))
+		sys_madvise((void *)p, len, MADV_DONTDUMP);
+	return p;
+}
+
+long guard_vm_map(size_t len, size_t align, int flags, unsigned how)
+{
+	int prot = PROT_READ | PROT_WRITE;
+	uintptr_t at = 0;
+	long p;
+
+	len = (len + PAGE - 1) & ~(PAGE - 1);
+	align = align < PAGE ? PAGE : align;
+	lock();
+	if (!tried)
+		arena_init();
+	if (arena_lo)
+		at = find_gap(len, align);
+	if (at && insert(at, at + len, how)) {
+		p = sys_mmap((void *)at, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | flags,
+			     -1, 0);
+		if (sys_is_err(p)) { /* the reservation stays as it was */
+			for (unsigned i = 0; i < nblocks; i++)
+				if (blocks[i].lo == at) {
+					drop(i);
+					break;
+				}
+			unlock();
+			return p;
+		}
+		unlock();
+		sys_madvise((void *)p, len, MADV_DONTDUMP);
+		if (how & GUARD_VM_DONTFORK)
+			sys_madvise((void *)p, len, MADV_DONTFORK);
+		return p;
+	}
+	unlock();
+	if (align > PAGE) { /* outside the arena: over-map and trim to the alignment */
+		long q = map_outside(len + align, prot, flags);
+		uintptr_t a;
+
+		if (sys_is_err(q))
+			return q;
+		a = ((uintptr_t)q + align - 1) & ~(uintptr_t)(align - 1);
+		if (a > (uintptr_t)q)
+			sys_munmap((void *)q, a - (uintptr_t)q);
+		if ((uintptr_t)q + len + align > a + len)
+			sys_munmap((void *)(a + len), (uintptr_t)q + len + align - (a + len));
+		p = (long)a;
+	} else {
+		p = map_outside(len, prot, flags);
+	}
+	if (!sys_is_err(p) && (how & GUARD_VM_DONTFORK))
+		sys_madvise((void *)p, len, MADV_DONTFORK);
+	return p;
+}
+
+void guard_vm_unmap(void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr, hi;
+
+	if (!addr || !len)
+		return;
+	len = (len + PAGE - 1) & ~(PAGE - 1);
+	hi = lo + len;
+	if (!arena_lo || lo < arena_lo || hi > arena_hi) {
+		sys_munmap(addr, len);
+		return;
+	}
+	lock();
+	reserve(lo, hi, MAP_FIXED);
+	for (unsigned i = 0; i < nblocks;) {
+		struct block *b = &blocks[i];
+
+		if (b->hi <= lo || b->lo >= hi) {
+			i++;
+			continue;
+		}
+		if (b->lo < lo && b->hi > hi) { /* the middle of a block: two blocks */
+			struct block tail = {hi, b->hi, b->how};
+
+			b->hi = lo;
+			insert(tail.lo, tail.hi, tail.how);
+			break;
+		}
+		if (b->lo < lo)
+			b->hi = lo;
+		else if (b->hi > hi)
+			b->lo = hi;
+		else {
+			drop(i);
+			continue;
+		}
+		i++;
+	}
+	unlock();
+}
+
+bool guard_vm_owns(const void *addr)
+{
+	return arena_lo && (uintptr_t)addr >= arena_lo && (uintptr_t)addr < arena_hi;
+}
+
+/* fork: the table is copied whole (no thread of the parent in the middle of a change) */
+void guard_vm_fork_prepare(void)
+{
+	lock();
+}
+
+void guard_vm_fork_parent(void)
+{
+	unlock();
+}
+
+void guard_vm_fork_child(bool real_fork)
+{
+	/* the forking thread has another id here: the lock (held since the prepare handler, or
+	 * by nobody) is this thread's now */
+	__atomic_store_n(&vm_owner, vm_depth ? sys_gettid() : 0, __ATOMIC_RELAXED);
+	/* the parent's MADV_DONTFORK mappings are holes here, its threads' stacks copies no one
+	 * uses: ours again, free */
+	for (unsigned i = 0; i < nblocks;) {
+		if (blocks[i].how & GUARD_VM_DONTFORK) {
+			reserve(blocks[i].lo, blocks[i].hi, MAP_FIXED_NOREPLACE);
+			drop(i);
+		} else if ((blocks[i].how & GUARD_VM_PARENT_ONLY) && real_fork) {
+			/* (after a raw clone glibc still lists the parent's threads: kept) */
+			reserve(blocks[i].lo, blocks[i].hi, MAP_FIXED);
+			drop(i);
+		} else {
+			i++;
+		}
+	}
+	unlock();
+}

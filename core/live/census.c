@@ -1,0 +1,497 @@
+/* The memory census: what of the program's memory thpemu manages, and why the rest is not.
+ *
+ * Every second or so, whenever the process has grown by a quarter since the last census (the
+ * background thread reads its resident size from /proc/self/statm every tick), before the
+ * program frees 2 MiB or more of managed memory after it grew by a sixteenth, and at exit - at most
+ * 5 % of the time of the thread that takes it - the process reads its own /proc/self/smaps (raw
+ * system calls into a buffer of its own: no stdio, no allocation through the program's allocator)
+ * and sorts every VMA's resident anonymous memory into three piles: in managed regions (the
+ * emulator decided every one of those pages), thpemu's own (mappings made by guard_vm_map:
+ * MADV_DONTDUMP, "dd" in VmFlags), and the program's unmanaged memory, each VMA with the reason it
+ * is not managed. The census in which the program had the most anonymous memory is kept (a runtime
+ * frees its heap before the exit hook runs: node's is gone by then; a short run frees what it held
+ * before any periodic census), and on a machine the latest is published in the process's slot,
+ * where the host sums the live processes' over time: a run's total at its largest is the largest
+ * such sum, not the sum of every process's own largest (a build's hundreds of compilers never all
+ * lived at once). The report carries the sums, the managed share, the unmanaged bytes by reason and
+ * the largest unmanaged mappings, so that a run whose memory mostly bypassed the emulator (a brk
+ * heap under glibc malloc, a runtime that maps memory in a way the interposers do not see) says so
+ * instead of looking clean.
+ *
+ * Reasons are read from what smaps shows: the name ([heap], [stack], a path), the permissions,
+ * the VmFlags (nh: MAP_STACK or MADV_NOHUGEPAGE since Linux 6.7, mm/mmap.c: calc_vma_flags ...
+ * MAP_STACK -> VM_NOHUGEPAGE; dd: MADV_DONTDUMP) and the size against --min-region. Adjacent
+ * anonymous mappings with equal flags merge into one VMA: the interposers remember the small
+ * eligible mappings that passed them, so that a VMA merged from such neighbours (Ruby maps its
+ * heap 32 KiB at a time) is "small", not "unseen". A program's own MADV_DONTDUMP memory would
+ * count as thpemu's.
+ */
+#include "live/uffd_internal.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/sys.h"
+
+#define X_NAME(name, help) #name,
+#define X_HELP(name, help) help,
+const char *const uffd_why_names[] = {UFFD_UNMANAGED_REASONS(X_NAME)};
+const char *const uffd_why_help[] = {UFFD_UNMANAGED_REASONS(X_HELP)};
+#undef X_NAME
+#undef X_HELP
+
+#define CENSUS_BUF	     (256 * 1024)
+#define CENSUS_MIN_PERIOD_NS (1000ULL * 1000000ULL) /* the periodic census */
+#define CENSUS_BIG_FREE	     (2ULL << 20) /* a free this large looks whether a census is due */
+#define CENSUS_COST_SHARE    20		  /* a census costs at most 1/20 of the thread's time */
+
+struct vma {
+	uint64_t lo, hi, rss_kb, anon_kb;
+	char perms[5];
+	bool file, nohuge, own;
+	char name[64];
+};
+
+static void small_lock(struct uffd_census_state *cs)
+{
+	while (__atomic_exchange_n(&cs->small_lock, 1, __ATOMIC_ACQUIRE))
+		;
+}
+
+static void small_unlock(struct uffd_census_state *cs)
+{
+	__atomic_store_n(&cs->small_lock, 0, __ATOMIC_RELEASE);
+}
+
+void uffd_census_note_small(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_census_state *cs = &lv->census;
+
+	small_lock(cs);
+	for (unsigned i = 0; i < cs->nsmall; i++) { /* a neighbour: one range */
+		if (cs->small[i].hi == lo || cs->small[i].lo == hi) {
+			cs->small[i].lo = lo < cs->small[i].lo ? lo : cs->small[i].lo;
+			cs->small[i].hi = hi > cs->small[i].hi ? hi : cs->small[i].hi;
+			small_unlock(cs);
+			return;
+		}
+	}
+	if (cs->nsmall < UFFD_SMALL_RANGES) {
+		cs->small[cs->nsmall].lo = lo;
+		cs->small[cs->nsmall].hi = hi;
+		cs->nsmall++;
+	}
+	small_unlock(cs);
+}
+
+void uffd_census_forget_small(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_census_state *cs = &lv->census;
+
+	if (!__atomic_load_n(&cs->nsmall, __ATOMIC_RELAXED))
+		return;
+	small_lock(cs);
+	for (unsigned i = 0; i < cs->nsmall; i++) {
+		uintptr_t *a = &cs->small[i].lo, *b = &cs->small[i].hi;
+
+		if (hi <= *a || lo >= *b)
+			continue;
+		if (lo <= *a && hi >= *b) { /* all of it */
+			cs->small[i] = cs->small[--cs->nsmall];
+			i--;
+		} else if (lo <= *a) {
+			*a = hi;
+		} else if (hi >= *b) {
+			*b = lo;
+		} else if (cs->nsmall < UFFD_SMALL_RANGES) { /* the middle: two */
+			cs->small[cs->nsmall].lo = hi;
+			cs->small[cs->nsmall].hi = *b;
+			cs->nsmall++;
+			*b = lo;
+		}
+	}
+	small_unlock(cs);
+}
+
+static uint64_t hex(const char **p)
+{
+	uint64_t v = 0;
+
+	for (;; (*p)++) {
+		char c = **p;
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uint64_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+static uint64_t kb_field(const char *line, const char *key)
+{
+	size_t n = strlen(key);
+	uint64_t v = 0;
+
+	if (strncmp(line, key, n) != 0)
+		return UINT64_MAX;
+	for (line += n; *line == ' '; line++)
+		;
+	for (; *line >= '0' && *line <= '9'; line++)
+		v = v * 10 + (uint64_t)(*line - '0');
+	return v;
+}
+
+/* "lo-hi perms offset dev inode   name" */
+static bool parse_header(const char *line, struct vma *v)
+{
+	const char *p = line;
+	int field = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->lo = hex(&p);
+	if (*p != '-')
+		return false;
+	p++;
+	v->hi = hex(&p);
+	if (*p != ' ' || v->hi <= v->lo)
+		return false;
+	p++;
+	memcpy(v->perms, p, 4);
+	/* skip perms, offset, dev; inode != 0 means a file */
+	for (; *p && field < 4; field++) {
+		while (*p && *p != ' ')
+			p++;
+		while (*p == ' ')
+			p++;
+		if (field == 2) {
+			const char *q = p;
+
+			while (*q >= '0' && *q <= '9') {
+				v->file |= *q != '0';
+				q++;
+			}
+		}
+	}
+	snprintf(v->name, sizeof(v->name), "%s", p);
+	return true;
+}
+
+static bool has_flag(const char *flags, const char *f)
+{
+	for (const char *p = flags; *p;) {
+		while (*p == ' ')
+			p++;
+		if (p[0] == f[0] && p[1] == f[1] && (p[2] == ' ' || p[2] == 0))
+			return true;
+		while (*p && *p != ' ')
+			p++;
+	}
+	return false;
+}
+
+/* Is most of [lo, hi) covered by small eligible mappings that passed the interposers? */
+static bool merged_small(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_census_state *cs = &lv->census;
+	uint64_t covered = 0;
+
+	small_lock(cs);
+	for (unsigned i = 0; i < cs->nsmall; i++) {
+		uintptr_t a = cs->small[i].lo > lo ? cs->small[i].lo : lo;
+		uintptr_t b = cs->small[i].hi < hi ? cs->small[i].hi : hi;
+
+		if (b > a)
+			covered += b - a;
+	}
+	small_unlock(cs);
+	return covered * 2 >= hi - lo;
+}
+
+static enum uffd_unmanaged_why why_not(struct uffd_live *lv, const struct vma *v)
+{
+	if (strcmp(v->name, "[heap]") == 0)
+		return UFFD_WHY_brk;
+	if (strncmp(v->name, "[stack", 6) == 0)
+		return UFFD_WHY_stack;
+	if (v->perms[3] == 's')
+		return UFFD_WHY_shared;
+	if (v->file || v->name[0] == '/')
+		return UFFD_WHY_file;
+	if (strcmp(v->perms, "rw-p") != 0 && strcmp(v->perms, "---p") != 0)
+		return UFFD_WHY_prot;
+	if (v->nohuge)
+		return UFFD_WHY_stack;
+	if (v->hi - v->lo < lv->cfg.min_region || merged_small(lv, v->lo, v->hi))
+		return UFFD_WHY_small;
+	return UFFD_WHY_unseen;
+}
+
+static void keep_largest(struct uffd_census *c, const struct uffd_unmanaged_map *m)
+{
+	unsigned i = UFFD_CENSUS_TOP;
+
+	if (!m->anon || m->anon <= c->top[UFFD_CENSUS_TOP - 1].anon)
+		return;
+	while (i > 0 && c->top[i - 1].anon < m->anon) {
+		if (i < UFFD_CENSUS_TOP)
+			c->top[i] = c->top[i - 1];
+		i--;
+	}
+	c->top[i] = *m;
+}
+
+static void account(struct uffd_live *lv, struct uffd_census *c, const struct vma *v)
+{
+	uint64_t anon = v->anon_kb * 1024;
+	struct uffd_unmanaged_map m;
+
+	c->vmas++;
+	c->rss += v->rss_kb * 1024;
+	c->anon += anon;
+	if (!anon)
+		return;
+	if (v->own) {
+		c->anon_own += anon;
+		return;
+	}
+	if (uffd_table_overlaps(&lv->table, (uintptr_t)v->lo, (uintptr_t)v->hi)) {
+		c->anon_managed += anon;
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.start = v->lo;
+	m.size = v->hi - v->lo;
+	m.anon = anon;
+	m.pid = (int32_t)sys_getpid();
+	m.why = why_not(lv, v);
+	memcpy(m.name, v->name, sizeof(m.name));
+	c->why_anon[m.why] += anon;
+	keep_largest(c, &m);
+}
+
+static void line(struct uffd_live *lv, struct uffd_census *c, struct vma *v, bool *open,
+		 const char *s)
+{
+	uint64_t kb;
+
+	if ((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')) {
+		struct vma next;
+
+		if (parse_header(s, &next)) {
+			if (*open)
+				account(lv, c, v);
+			*v = next;
+			*open = true;
+			return;
+		}
+	}
+	if (!*open)
+		return;
+	if ((kb = kb_field(s, "Rss:")) != UINT64_MAX)
+		v->rss_kb = kb;
+	else if ((kb = kb_field(s, "Anonymous:")) != UINT64_MAX)
+		v->anon_kb = kb;
+	else if (strncmp(s, "VmFlags:", 8) == 0) {
+		v->nohuge = has_flag(s + 8, "nh");
+		v->own = has_flag(s + 8, "dd");
+	}
+}
+
+/* The latest census in this process's slot: anon, managed, thpemu's own, then by reason (the
+ * host sums the live slots: core/host/host.c, run_host_mem_peak). */
+_Static_assert(3 + UFFD_WHY_NR <= MACHINE_SLOT_MEM, "a slot's memory words");
+
+static void publish(struct uffd_live *lv, const struct uffd_census *c)
+{
+	uint64_t w[MACHINE_SLOT_MEM] = {c->anon, c->anon_managed, c->anon_own};
+
+	for (unsigned i = 0; i < UFFD_WHY_NR; i++)
+		w[3 + i] = c->why_anon[i];
+	machine_slot_set_mem(&lv->mach, lv->mslot, w);
+	/* the machine's total now: a peak seen when it happens, not at the host's next sample */
+	machine_mem_sum(&lv->mach, w);
+	machine_mem_offer(&lv->mach, w, uffd_census_words_program(w));
+}
+
+static void census_take_locked(struct uffd_live *lv);
+
+/* One census at a time: the background tick and the exit path would otherwise read smaps twice
+ * at once, and their buffers come from raw mmap/munmap, which a race detector cannot see (an
+ * address unmapped by one and mapped again by the other looks like a shared buffer). */
+void uffd_census_take(struct uffd_live *lv)
+{
+	uint64_t t0;
+
+	pthread_mutex_lock(&lv->census_lock);
+	t0 = clock_now_ns();
+	census_take_locked(lv);
+	lv->census.last_ns = clock_now_ns();
+	lv->census.took_ns = lv->census.last_ns - t0;
+	lv->census.next_ns = lv->census.last_ns + lv->census.took_ns * CENSUS_COST_SHARE;
+	pthread_mutex_unlock(&lv->census_lock);
+}
+
+/* Resident bytes now (/proc/self/statm's second field), 0 if unknown. */
+static uint64_t rss_now(void)
+{
+	char buf[128];
+	long fd = sys_call4(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
+	long n;
+	const char *p = buf;
+	uint64_t pages = 0;
+
+	if (fd < 0)
+		return 0;
+	n = sys_read((int)fd, buf, sizeof(buf) - 1);
+	sys_close((int)fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	while (*p && *p != ' ')
+		p++;
+	for (p += *p == ' '; *p >= '0' && *p <= '9'; p++)
+		pages = pages * 10 + (uint64_t)(*p - '0');
+	return pages * UFFD_PAGE_SIZE;
+}
+
+/* Has the process grown by a 1/share (and 4 MiB) since the last census? */
+static bool grown(const struct uffd_census_state *cs, unsigned share)
+{
+	uint64_t last = __atomic_load_n(&cs->last_rss, __ATOMIC_RELAXED);
+
+	return rss_now() > last + last / share + (4ULL << 20);
+}
+
+void uffd_census_tick(struct uffd_live *lv)
+{
+	struct uffd_census_state *cs = &lv->census;
+	uint64_t now = clock_now_ns();
+
+	if (now < __atomic_load_n(&cs->next_ns, __ATOMIC_RELAXED))
+		return; /* within its share of the thread's time */
+	if (now >= __atomic_load_n(&cs->last_ns, __ATOMIC_RELAXED) + CENSUS_MIN_PERIOD_NS ||
+	    grown(cs, 4))
+		uffd_census_take(lv);
+}
+
+/* A process at a new height that starts freeing is at its largest now: within 1/16 of it. (No
+ * share of time to keep here: each such census needs the process larger than at the last one,
+ * so a program that maps and frees the same memory again and again pays for one.) */
+void uffd_census_before_free(struct uffd_live *lv, uint64_t bytes)
+{
+	if (bytes >= CENSUS_BIG_FREE && grown(&lv->census, 16))
+		uffd_census_take(lv);
+}
+
+static void census_take_locked(struct uffd_live *lv)
+{
+	struct uffd_census c;
+	long p = guard_vm_map(CENSUS_BUF, 0, 0, 0);
+	char *buf;
+	size_t have = 0;
+	bool open = false;
+	struct vma v;
+	int fd;
+
+	if (sys_is_err(p))
+		return;
+	buf = (char *)p;
+	fd = (int)sys_call4(SYS_openat, AT_FDCWD, "/proc/self/smaps", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		goto unmap;
+	memset(&c, 0, sizeof(c));
+	for (;;) {
+		long n = sys_read(fd, buf + have, CENSUS_BUF - 1 - have);
+		size_t start = 0;
+
+		if (n < 0 && n != -EINTR)
+			break;
+		if (n <= 0 && n != -EINTR) {
+			if (have) { /* a last line without its newline */
+				buf[have] = 0;
+				line(lv, &c, &v, &open, buf);
+			}
+			break;
+		}
+		have += n > 0 ? (size_t)n : 0;
+		for (size_t i = 0; i < have; i++) {
+			if (buf[i] != '\n')
+				continue;
+			buf[i] = 0;
+			line(lv, &c, &v, &open, buf + start);
+			start = i + 1;
+		}
+		memmove(buf, buf + start, have - start);
+		have -= start;
+		if (have == CENSUS_BUF - 1)
+			have = 0; /* a line longer than the buffer: drop it */
+	}
+	if (open)
+		account(lv, &c, &v);
+	sys_close(fd);
+	c.processes = 1;
+	/* the largest census wins: the program's memory at its largest that was seen */
+	pthread_mutex_lock(&lv->snap_lock);
+	if (!lv->stats->mem.processes ||
+	    c.anon - c.anon_own >= lv->stats->mem.anon - lv->stats->mem.anon_own)
+		lv->stats->mem = c;
+	pthread_mutex_unlock(&lv->snap_lock);
+	lv->census.last_rss = c.rss;
+	if (lv->on_machine)
+		publish(lv, &c);
+unmap:
+	guard_vm_unmap(buf, CENSUS_BUF);
+}
+
+static uint64_t program(const struct uffd_census *c)
+{
+	return c->anon > c->anon_own ? c->anon - c->anon_own : 0;
+}
+
+/* The figures of one census (not its count of processes, nor its largest mappings). */
+static void take_figures(struct uffd_census *dst, const struct uffd_census *src)
+{
+	dst->vmas = src->vmas;
+	dst->rss = src->rss;
+	dst->anon = src->anon;
+	dst->anon_managed = src->anon_managed;
+	dst->anon_own = src->anon_own;
+	memcpy(dst->why_anon, src->why_anon, sizeof(dst->why_anon));
+}
+
+void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src)
+{
+	/* processes that lived one after another never held their largest at once: their sum
+	 * would count a build's hundred compilers as one machine's memory. The largest stands
+	 * for all here; the host of a machine knows when they lived (uffd_census_peak_words). */
+	if (src->processes && (!dst->processes || program(src) > program(dst)))
+		take_figures(dst, src);
+	dst->processes += src->processes;
+	for (unsigned i = 0; i < UFFD_CENSUS_TOP; i++)
+		keep_largest(dst, &src->top[i]);
+}
+
+uint64_t uffd_census_words_program(const uint64_t *w)
+{
+	return w[0] > w[2] ? w[0] - w[2] : 0;
+}
+
+void uffd_census_peak_words(struct uffd_census *dst, const uint64_t *w)
+{
+	struct uffd_census c = {0};
+
+	if (uffd_census_words_program(w) <= program(dst))
+		return;
+	c.anon = w[0];
+	c.anon_managed = w[1];
+	c.anon_own = w[2];
+	for (unsigned i = 0; i < UFFD_WHY_NR; i++)
+		c.why_anon[i] = w[3 + i];
+	c.rss = dst->rss;
+	c.vmas = dst->vmas;
+	take_figures(dst, &c);
+}

@@ -1,0 +1,409 @@
+/* Collapse for real: khugepaged's and MADV_COLLAPSE's address-space side (mm/khugepaged.c:
+ * hpage_collapse_scan_pmd's walk, collapse_huge_page's copy and remap), the khugepaged thread
+ * of a process with a pool of its own, and MADV_COLLAPSE from the program's madvise.
+ *
+ * The walker. next_range goes through the managed regions in address order and describes each
+ * whole 2 MiB extent of a live span with as_collapse_scan (extent_owner is the cookie the fault
+ * handler gives page 0 of the extent); core/mm decides, allocates the order-9 block and calls
+ * collapse with the mm lock released.
+ *
+ * The collapse (the kernel holds mmap_lock for write from pmdp_collapse_flush to set_pmd_at):
+ *   1. claim: the extent COLLAPSING, every page MIGRATING (as_collapse_claim), under the
+ *      region's busy read lock (the program's munmap/madvise wait, as on mmap_lock), and no fork
+ *      copies the address space meanwhile (guard_migrate_begin);
+ *   2. unmap: one UFFDIO_MOVE (ALLOW_SRC_HOLES, DONTWAKE) takes every present 4 KiB page of the
+ *      range out to this worker's registered 2 MiB scratch. From here the program's accesses
+ *      to the range fault and wait: the handlers drop messages on MIGRATING pages. A page the
+ *      move refuses because it is shared copy-on-write (a fork) is written once in place with an
+ *      atomic add of 0 (the kernel's COW break gives the process a page of its own, data
+ *      unchanged) and moved; one still refused (pinned) abandons the collapse;
+ *   3. copy: a staged host THP (staging.c) gets the present pages' data, holes are zeroed
+ *      (__collapse_huge_page_copy);
+ *   4. map: MADV_DONTNEED of the now empty range frees its PTE table (CONFIG_PT_RECLAIM,
+ *      mm/memory.c zap_pte_range: a huge UFFDIO_MOVE needs pmd_none at the destination, else it
+ *      splits the source THP: mm/userfaultfd.c move_pages), and UFFDIO_MOVE puts the THP there:
+ *      one real PMD (set_pmd_at). If the host gives no THP (staging empty, --host-thp 0, the move
+ *      refused or split) the range is mapped with 4 KiB pages (the data moved back, holes filled
+ *      with zeroed pages) and host.collapse_host_small counts it; the emulated collapse happens
+ *      all the same;
+ *   5. commit: as_collapse_commit (the old frames go back, pages head + i, HUGE), then a wake of
+ *      the whole range. mm maps the block (mm_collapse_done) when collapse returns.
+ * The program waits from 2 to 5 (host.collapse_copy_ns / _max_ns).
+ */
+#include "live/uffd_internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "obs/usdt.h"
+#include "util/clock.h"
+#include "util/sys.h"
+
+#define HPAGE UFFD_HPAGE_SIZE
+#define PAGE  UFFD_PAGE_SIZE
+
+/* ---- the walker ------------------------------------------------------------------------------ */
+
+/* A fault finishing a page (FILLING until just after the program was woken) or a migration in
+ * flight owns it for microseconds: the kernel's collapse would wait for them (its mmap_lock for
+ * write waits for the faults in flight; the PTE lock for the rest). Wait a little for them. */
+static void settle(struct uffd_region *r, uint32_t e, uint64_t owner, struct mm_collapse_scan *s)
+{
+	for (int i = 0; i < 100 && s->busy; i++) {
+		struct timespec ts = {0, 50000};
+
+		nanosleep(&ts, NULL);
+		as_collapse_scan(&r->as, e, owner, s);
+	}
+}
+
+static int next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
+{
+	struct uffd_live *lv = arg;
+	uintptr_t a = (uintptr_t)*addr;
+
+	for (;;) {
+		struct uffd_region *r;
+		uintptr_t start, ea;
+		bool ok;
+
+		if (uffd_regions_overlapping(&lv->table, a, UINTPTR_MAX, &r, 1) == 0)
+			return -ENOENT;
+		start = a > r->lo ? a : r->lo;
+		ea = (start + HPAGE - 1) & ~(HPAGE - 1);
+		ok = ea >= start && ea + HPAGE <= r->hi && !r->failed &&
+		     !__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
+		if (ok) {
+			uint32_t e = uffd_ext_of(r, ea);
+			uint64_t owner = uffd_cookie(r, uffd_page_of(r, ea));
+
+			as_collapse_scan(&r->as, e, owner, scan);
+			settle(r, e, owner, scan);
+			*addr = ea;
+		}
+		a = r->hi;
+		uffd_region_put(&lv->table, r);
+		if (ok)
+			return 0;
+	}
+}
+
+/* ---- the collapse ---------------------------------------------------------------------------- */
+
+static bool resident(uintptr_t a, unsigned char *vec)
+{
+	return sys_call3(SYS_mincore, a, HPAGE, vec) == 0;
+}
+
+/* Move [src, src + 2 MiB) to dst, holes allowed, going on after partial progress. */
+static int move_range(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, size_t *out)
+{
+	return uffd_io_move_all(fd, dst, src, len, mode | UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES, out);
+}
+
+/* Step 2: every present page of the range at addr into the scratch cs. */
+static int move_out(struct uffd_live *lv, uintptr_t addr, uint8_t *cs)
+{
+	uintptr_t cow_tried = 0;
+	size_t off = 0;
+
+	for (unsigned round = 0; round < 2 * MM_HPAGE_NR; round++) {
+		uintptr_t at;
+		size_t got = 0;
+		int rc = move_range(lv->uffd, (uintptr_t)cs + off, addr + off, HPAGE - off,
+				    UFFDIO_MOVE_MODE_DONTWAKE, &got);
+
+		off += got;
+		if (rc == 0)
+			return 0;
+		at = addr + off;
+		if (uffd_moved_anyway(lv, (uintptr_t)cs + off, at)) { /* migrate.c says why */
+			off += PAGE;
+			if (off >= HPAGE)
+				return 0;
+			continue;
+		}
+		if (rc == -EBUSY && cow_tried != at && uffd_page_resident(at) == 1) {
+			/* shared copy-on-write with a fork: break the sharing without changing a
+			 * byte (the page is present and ours to hold: no fault, no wait) */
+			cow_tried = at;
+			__atomic_fetch_add((volatile uint8_t *)at, 0, __ATOMIC_SEQ_CST);
+			continue;
+		}
+		return rc;
+	}
+	return -EAGAIN;
+}
+
+/* Map at addr every page src still holds and addr lacks (moved back, else copied), and zeroed
+ * pages over the remaining holes when zero_holes. src is the scratch (registered: its holes are
+ * never read) or a staging chunk. */
+static void put_back(struct uffd_live *lv, uintptr_t addr, uintptr_t src, bool zero_holes)
+{
+	unsigned char dv[MM_HPAGE_NR], sv[MM_HPAGE_NR];
+	size_t moved;
+
+	move_range(lv->uffd, addr, src, HPAGE, UFFDIO_MOVE_MODE_DONTWAKE, &moved);
+	if (!resident(addr, dv))
+		return;
+	if (!resident(src, sv))
+		memset(sv, 0, sizeof(sv));
+	for (unsigned i = 0; i < MM_HPAGE_NR; i++) {
+		uintptr_t d = addr + (uintptr_t)i * PAGE;
+		int rc;
+
+		if (dv[i] & 1)
+			continue;
+		if (sv[i] & 1)
+			rc = uffd_io_copy(lv->uffd, d, (void *)(src + (uintptr_t)i * PAGE), PAGE,
+					  false, NULL);
+		else if (zero_holes)
+			rc = uffd_io_copy(lv->uffd, d, lv->zero_page, PAGE, false, NULL);
+		else
+			continue;
+		if (rc < 0 && rc != -EEXIST)
+			UFFD_COUNT(lv, uffd_errors);
+	}
+}
+
+/* Steps 3 and 4. Returns true when the range ended PMD-mapped. */
+static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int slot)
+{
+	unsigned char vec[MM_HPAGE_NR];
+	uint8_t *chunk;
+	size_t moved;
+	int rc;
+
+	if (!resident((uintptr_t)cs, vec))
+		memset(vec, 1, sizeof(vec));
+	if (slot < 0) { /* no host THP to give: the 4 KiB pages go back, holes zeroed */
+		put_back(lv, addr, (uintptr_t)cs, true);
+		return false;
+	}
+	chunk = uffd_staging_addr(&lv->staging, slot);
+	for (unsigned i = 0; i < MM_HPAGE_NR; i++) {
+		if (vec[i] & 1)
+			memcpy(chunk + (size_t)i * PAGE, cs + (size_t)i * PAGE, PAGE);
+		else
+			memset(chunk + (size_t)i * PAGE, 0, PAGE);
+	}
+	/* the range is empty: its PTE table goes, so that the move can install a PMD */
+	sys_zap((void *)addr, HPAGE);
+	rc = move_range(lv->uffd, addr, (uintptr_t)chunk, HPAGE, UFFDIO_MOVE_MODE_DONTWAKE, &moved);
+	if (rc == 0 && moved == HPAGE) {
+		uffd_staging_spent(&lv->staging, slot);
+	} else {
+		put_back(lv, addr, (uintptr_t)chunk, true);
+		uffd_staging_release(&lv->staging, slot, false);
+	}
+	return uffd_range_is_pmd(lv->pagemap_fd, addr, HPAGE) > 0;
+}
+
+static void count_wait(struct uffd_live *lv, uint64_t t0)
+{
+	uint64_t ns = clock_now_ns() - t0;
+
+	uffd_stat_add(&lv->stats->host.collapse_copy_ns, ns);
+	uffd_stat_max(&lv->stats->host.collapse_copy_max_ns, ns);
+}
+
+static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t e, uintptr_t addr,
+			   const struct mm_collapse_scan *scan, uint32_t head, int slot)
+{
+	struct uffd_live *lv = w->lv;
+	struct as_mm_ctx ctx = {lv->mm, w};
+	const struct as_env env = as_mm_env(&ctx);
+	uint32_t p0 = uffd_page_of(r, addr), holes = 0, shared = 0;
+	struct as_counts c = {0};
+	bool pmd;
+	uint64_t t0;
+	int rc;
+
+	rc = -EAGAIN;
+	for (int i = 0; i < 100 && rc == -EAGAIN; i++) { /* owners in flight: see settle() */
+		struct timespec ts = {0, 50000};
+
+		if (i)
+			nanosleep(&ts, NULL);
+		rc = as_collapse_claim(&r->as, e);
+	}
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed || rc != 0) {
+		if (rc == 0)
+			as_collapse_cancel(&env, &r->as, e, &c);
+		uffd_staging_release(&lv->staging, slot, true); /* untouched (none: no-op) */
+		return -EAGAIN;
+	}
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		if (uffd_pstate(r, p0 + i) & AS_P_HOLE)
+			holes++;
+		else if (uffd_pfn_get(r, p0 + i) == MM_NO_PFN)
+			shared++;
+	}
+	/* __collapse_huge_page_isolate: more holes or foreign pages than the scan judged is a
+	 * changed range */
+	if (holes > scan->none || shared > scan->shared || !guard_migrate_begin()) {
+		if (holes <= scan->none && shared <= scan->shared)
+			UFFD_COUNT(lv, fork_deferred);
+		as_collapse_cancel(&env, &r->as, e, &c);
+		uffd_io_wake(lv->uffd, addr, HPAGE);
+		uffd_staging_release(&lv->staging, slot, true);
+		return -EAGAIN;
+	}
+	t0 = clock_now_ns();
+	rc = move_out(lv, addr, w->cscratch);
+	if (rc < 0) { /* pinned, or the host refused: everything back as it was */
+		put_back(lv, addr, (uintptr_t)w->cscratch, false);
+		guard_migrate_end();
+		as_collapse_cancel(&env, &r->as, e, &c);
+		uffd_io_wake(lv->uffd, addr, HPAGE);
+		count_wait(lv, t0);
+		sys_zap(w->cscratch, HPAGE);
+		uffd_staging_release(&lv->staging, slot, true);
+		return -EAGAIN;
+	}
+	uffd_test_gap(lv);
+	pmd = map_collapsed(lv, addr, w->cscratch, slot);
+	rc = as_collapse_commit(&env, &r->as, e, head, &c);
+	guard_migrate_end();
+	uffd_io_wake(lv->uffd, addr, HPAGE);
+	count_wait(lv, t0);
+	sys_zap(w->cscratch, HPAGE); /* the old 4 KiB pages */
+	uffd_as_count(lv, &c);
+	if (rc < 0)
+		return -EAGAIN;
+	UFFD_COUNT(lv, collapses);
+	if (!pmd)
+		UFFD_COUNT(lv, collapse_host_small);
+	return 0;
+}
+
+static int collapse(void *arg, uint64_t addr, const struct mm_collapse_scan *scan, uint32_t head,
+		    void *call)
+{
+	struct uffd_live *lv = arg;
+	struct uffd_worker *w = call;
+	struct uffd_region *r;
+	uint32_t e;
+	int rc = -EAGAIN;
+
+	if (!w || !w->cscratch)
+		return -EAGAIN;
+	r = uffd_region_get(&lv->table, (uintptr_t)addr);
+	if (!r)
+		goto out;
+	e = uffd_ext_of(r, (uintptr_t)addr);
+	if (uffd_ext_addr(r, e) == addr &&
+	    uffd_cookie(r, uffd_page_of(r, (uintptr_t)addr)) == scan->extent_owner) {
+		/* the host THP first, before the program waits (the kernel allocates before it
+		 * takes mmap_lock for write); -errno: the range will be mapped small */
+		int slot = uffd_staging_take(&lv->staging);
+
+		pthread_rwlock_rdlock(&r->busy);
+		rc = collapse_locked(w, r, e, (uintptr_t)addr, scan, head, slot);
+		pthread_rwlock_unlock(&r->busy);
+	}
+	uffd_region_put(&lv->table, r);
+out:
+	THPEMU_PROBE(collapse, addr, rc);
+	if (rc < 0)
+		UFFD_COUNT(lv, collapse_failed);
+	return rc;
+}
+
+/* ---- khugepaged ------------------------------------------------------------------------------ */
+
+int uffd_khugepaged_visit(struct uffd_worker *w, uint64_t *addr, unsigned budget, bool *done)
+{
+	struct uffd_live *lv = w->lv;
+	const struct mm_khugepaged_walker walker = {lv, next_range, collapse};
+
+	if (lv->detached || __atomic_load_n(&lv->stopping, __ATOMIC_ACQUIRE))
+		return -ENOENT;
+	UFFD_COUNT(lv, khugepaged_visits);
+	return mm_khugepaged_scan_mm(lv->mm, &walker, addr, budget, done, w);
+}
+
+void uffd_khugepaged_ping(void *arg)
+{
+	struct uffd_live *lv = arg;
+
+	__atomic_fetch_add(&lv->khd_wake, 1, __ATOMIC_RELEASE);
+	sys_futex_wake(&lv->khd_wake, 1);
+}
+
+/* khugepaged, a kernel thread of its own (it may stall for seconds in 3.x sync compaction):
+ * mm_khugepaged runs the wake that is due and says how long to sleep. A registration does not
+ * wake it (mm has no hook for that): with nothing registered it looks again every 100 ms. */
+void *uffd_khugepaged_main(void *arg)
+{
+	struct uffd_worker *w = arg;
+	struct uffd_live *lv = w->lv;
+
+	w->tid = sys_gettid();
+	uffd_tls_passthrough = 1;
+	guard_thread_started(&w->gt);
+	while (!__atomic_load_n(&lv->khd_stop, __ATOMIC_ACQUIRE)) {
+		uint64_t next;
+		uint32_t v;
+		struct timespec ts;
+
+		guard_thread_sync(&w->gt);
+		v = __atomic_load_n(&lv->khd_wake, __ATOMIC_ACQUIRE);
+		next = mm_khugepaged(lv->mm, w);
+		if (next > 100 * 1000000ULL)
+			next = 100 * 1000000ULL;
+		ts.tv_sec = (time_t)(next / 1000000000ULL);
+		ts.tv_nsec = (long)(next % 1000000000ULL);
+		if (!__atomic_load_n(&lv->khd_stop, __ATOMIC_ACQUIRE))
+			sys_futex_wait(&lv->khd_wake, v, &ts);
+	}
+	guard_thread_leave(&w->gt);
+	return NULL;
+}
+
+/* ---- MADV_COLLAPSE ----------------------------------------------------------------------------
+ */
+
+/* 6.12 madvise_collapse: which results let the loop go on. */
+static bool collapse_goes_on(enum mm_scan_result r)
+{
+	return r == MM_SCAN_SUCCEED || r == MM_SCAN_PMD_MAPPED || r == MM_SCAN_PMD_NULL ||
+	       r == MM_SCAN_PAGE_LOCK;
+}
+
+int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	const struct mm_khugepaged_walker walker = {lv, next_range, collapse};
+	struct uffd_region *rs[64];
+	enum mm_scan_result last = MM_SCAN_FAIL;
+	uint64_t ranges = 0, thps = 0;
+	unsigned n;
+	bool stop = false;
+
+	if (!mm_policy(lv->mm)->madv_collapse)
+		return -EINVAL; /* the emulated kernel has no such advice */
+	UFFD_COUNT(lv, madv_collapse_calls);
+	n = uffd_regions_overlapping(&lv->table, lo, hi, rs, 64);
+	pthread_mutex_lock(&lv->madv_lock);
+	for (unsigned i = 0; i < n; i++) {
+		uintptr_t x = lo > rs[i]->lo ? lo : rs[i]->lo, y = hi < rs[i]->hi ? hi : rs[i]->hi;
+		uintptr_t a = (x + HPAGE - 1) & ~(HPAGE - 1), end = y & ~(HPAGE - 1);
+
+		for (; !stop && a < end; a += HPAGE) {
+			enum mm_scan_result r =
+			    mm_madv_collapse(lv->mm, &walker, a, NULL, UFFD_W_MADV(lv));
+
+			ranges++;
+			if (r == MM_SCAN_SUCCEED || r == MM_SCAN_PMD_MAPPED)
+				thps++;
+			else
+				last = r;
+			stop = !collapse_goes_on(r);
+		}
+	}
+	pthread_mutex_unlock(&lv->madv_lock);
+	for (unsigned i = 0; i < n; i++)
+		uffd_region_put(&lv->table, rs[i]);
+	return thps == ranges ? 0 : mm_scan_result_errno(last);
+}

@@ -1,0 +1,724 @@
+/* First-touch fault service: the emulated handle_mm_fault for the program's managed memory.
+ *
+ * One message is one thread waiting on one page. The extent's state decides who serves it:
+ *   EMPTY    this handler claims the extent (FILLING) and asks mm with huge_ok, as
+ *            do_huge_pmd_anonymous_page does for a pmd_none fault in a THP-eligible VMA;
+ *   FILLING  another handler is deciding it (maybe stalled in compaction): drop the message, the
+ *            owner's move or its explicit wake of the whole extent wakes this waiter;
+ *   HUGE     already mapped: a duplicate (several threads, or a kernel-mode fault retry storm);
+ *   SMALL    the page's state decides: EMPTY is claimed and served as a 4 KiB first touch
+ *            (do_anonymous_page), FILLING and MIGRATING are left to their owner (never a zero
+ *            page over a page being migrated), PRESENT gets a wake.
+ * Materialising (the ioctl that maps the decision) runs under the region's busy read lock after
+ * re-checking that the program has not freed or unmapped the page meanwhile.
+ *
+ * Nothing here allocates, uses stdio or takes a lock the program can hold while faulting.
+ */
+#include "live/uffd_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "util/sys.h"
+#include "util/clock.h"
+#include "obs/usdt.h"
+
+struct fault_ctx {
+	struct uffd_worker *w;
+	struct uffd_live *lv;
+	struct uffd_region *r;
+	uintptr_t addr; /* page address */
+	uint32_t p, e;	/* page and extent index */
+	bool write;
+	int tid;
+	uint64_t t_read;
+	struct mm_fault_res res;
+	int real_pmd;	  /* huge: 1 PMD-mapped, 0 not, -1 unknown */
+	bool cand;	  /* mm was asked with huge_ok */
+	uint32_t lo, hi;  /* pages [lo, hi) claimed (FILLING) for an mTHP block; p among them */
+	uint8_t decision; /* mm's outcome (res.outcome may become BASE if the host refuses) */
+};
+
+static void wake_page(struct fault_ctx *fc)
+{
+	uffd_io_wake(fc->lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+}
+
+static void wake_extent(struct fault_ctx *fc)
+{
+	uffd_io_wake(fc->lv->uffd, uffd_ext_addr(fc->r, fc->e), UFFD_HPAGE_SIZE);
+}
+
+static uint32_t ext_first_page(const struct fault_ctx *fc)
+{
+	return uffd_page_of(fc->r, uffd_ext_addr(fc->r, fc->e));
+}
+
+/* The 4 KiB first touch: a zeroed page for a write, the shared zero page for a read. */
+static int fill_page(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+
+	if (fc->write)
+		return uffd_io_copy(lv->uffd, fc->addr, lv->zero_page, UFFD_PAGE_SIZE, true, NULL);
+	return uffd_io_zeropage(lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+}
+
+static void free_frame(struct uffd_live *lv, uint32_t pfn, unsigned order, void *call)
+{
+	if (pfn != MM_NO_PFN)
+		mm_anon_free(lv->mm, pfn, order, call);
+}
+
+/* The program freed or unmapped the page/extent while we decided: give the frame back and let
+ * the waiters fault again (busy read lock held). */
+static void base_abort(struct fault_ctx *fc, bool in_extent, uint8_t ps)
+{
+	free_frame(fc->lv, fc->res.pfn, 0, fc->w);
+	if (in_extent) {
+		uffd_region_recompute_extents(fc->r, fc->e, fc->e);
+		wake_extent(fc);
+	} else {
+		uffd_pstate_set(fc->r, fc->p, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+		wake_page(fc);
+	}
+}
+
+/* Map a base decision (busy read lock held); returns -errno when the region must be failed. */
+static int base_map_locked(struct fault_ctx *fc, bool in_extent)
+{
+	struct uffd_region *r = fc->r;
+	uint8_t ps = uffd_pstate(r, fc->p);
+	uint8_t xs = uffd_xstate(r, fc->e);
+	int rc;
+
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
+	    (in_extent ? (xs & UX_F_DISTURBED) : (ps & UP_F_FREED))) {
+		base_abort(fc, in_extent, ps);
+		return 0;
+	}
+	rc = fill_page(fc);
+	if (rc == -EEXIST) { /* mapped behind our back: keep it, account it, wake the waiter */
+		UFFD_COUNT(fc->lv, eexist);
+		wake_page(fc);
+		rc = 0;
+	}
+	if (rc == 0) {
+		as_fault_base(&r->as, fc->p, fc->res.pfn, in_extent);
+		if (in_extent)
+			wake_extent(fc); /* other waiters in it now go per page */
+		return 0;
+	}
+	free_frame(fc->lv, fc->res.pfn, 0, fc->w);
+	uffd_pfn_set(r, fc->p, MM_NO_PFN);
+	uffd_pstate_set(r, fc->p, UP_EMPTY);
+	if (in_extent)
+		uffd_xstate_set(r, fc->e, UX_SMALL);
+	if (rc == -ENOENT || rc == -ESRCH) { /* mapping or process gone */
+		in_extent ? wake_extent(fc) : wake_page(fc);
+		return 0;
+	}
+	UFFD_COUNT(fc->lv, uffd_errors);
+	return rc;
+}
+
+static void materialise_base(struct fault_ctx *fc, bool in_extent)
+{
+	int rc;
+
+	if (fc->res.outcome == MM_FAULT_NOMEM) {
+		fc->res.pfn = MM_NO_PFN;
+		UFFD_COUNT(fc->lv, nomem_faults);
+		uffd_say_once(fc->lv, 0, "the emulated pool (", fc->lv->cfg.pool_bytes >> 20,
+			      " MiB) is exhausted: faults are now served outside it "
+			      "(host.nomem_faults counts them)");
+	}
+	pthread_rwlock_rdlock(&fc->r->busy);
+	rc = base_map_locked(fc, in_extent);
+	pthread_rwlock_unlock(&fc->r->busy);
+	if (rc < 0)
+		uffd_region_fail(fc->lv, fc->r, rc);
+}
+
+/* The host refused the huge move (a PTE table already in the extent, VMA flags that differ from
+ * the staging area, ...): serve the fault with 4 KiB pages, keeping whatever the move mapped, as
+ * a THP fault that falls back. What is mapped is read from the page tables (mincore), not from
+ * the byte count the move reported: a move can under-report (see migrate.c). Busy read lock
+ * held. */
+static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, int rc, size_t moved)
+{
+	struct uffd_live *lv = fc->lv;
+	struct uffd_region *r = fc->r;
+	uintptr_t dst = uffd_ext_addr(r, fc->e);
+	uint32_t p0 = ext_first_page(fc), nmoved = (uint32_t)(moved / UFFD_PAGE_SIZE);
+	struct as_mm_ctx ctx = {lv->mm, fc->w};
+	const struct as_env env = as_mm_env(&ctx);
+	unsigned char vec[MM_HPAGE_NR];
+	bool known = sys_call3(SYS_mincore, dst, UFFD_HPAGE_SIZE, vec) == 0;
+	bool mapped[MM_HPAGE_NR];
+	uint32_t i_fault = fc->p - p0;
+	int frc = 0;
+
+	UFFD_COUNT(lv, huge_move_fallbacks);
+	if (rc == -EINVAL) /* this region's VMA cannot take staging chunks */
+		__atomic_store_n(&r->no_huge_move, 1, __ATOMIC_RELAXED);
+	else if (rc != -EEXIST && rc != -EBUSY && rc != -ENOENT && rc != -ENOMEM)
+		UFFD_COUNT(lv, uffd_errors);
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+		mapped[i] = known ? (vec[i] & 1) : i < nmoved;
+	if (!mapped[i_fault]) { /* the faulting page at least: a 4 KiB first touch */
+		frc = fill_page(fc);
+		mapped[i_fault] = frc == 0 || frc == -EEXIST;
+		frc = mapped[i_fault] ? 0 : frc;
+	}
+	as_fault_huge_fallback(&env, &r->as, fc->e, head, mapped);
+	uffd_staging_release(&lv->staging, slot, false);
+	wake_extent(fc);
+	fc->res.outcome = MM_FAULT_BASE;
+	return (frc == 0 || frc == -ENOENT || frc == -ESRCH) ? 0 : frc;
+}
+
+/* Freed or unmapped while deciding, or the mapping vanished: give everything back. */
+static void huge_abort_locked(struct fault_ctx *fc, uint32_t head, int slot, bool intact)
+{
+	struct uffd_live *lv = fc->lv;
+
+	mm_anon_free(lv->mm, head, MM_HPAGE_ORDER, fc->w);
+	uffd_staging_release(&lv->staging, slot, intact);
+	uffd_region_recompute_extents(fc->r, fc->e, fc->e);
+	wake_extent(fc);
+}
+
+/* --host-fault pte: the fault came through the host's 4 KiB path, which left an empty page table
+ * at dst (do_anonymous_page's pte_alloc); a huge move needs pmd_none there (mm/userfaultfd.c
+ * move_pages), else it splits the staging THP. MADV_DONTNEED frees an empty table
+ * (CONFIG_PT_RECLAIM). Only an empty range is touched: a page found there (nothing should be:
+ * this handler owns the whole extent) stays, and the move's EEXIST takes the fallback. */
+static void free_empty_table(struct uffd_live *lv, uintptr_t dst)
+{
+	if (uffd_range_is_empty(lv->pagemap_fd, dst, UFFD_HPAGE_SIZE) == 1 &&
+	    sys_zap((void *)dst, UFFD_HPAGE_SIZE) == 0)
+		UFFD_COUNT(lv, pt_reclaims);
+}
+
+static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
+{
+	struct uffd_live *lv = fc->lv;
+	struct uffd_region *r = fc->r;
+	uintptr_t dst = uffd_ext_addr(r, fc->e);
+	size_t moved = 0;
+	int rc;
+
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
+	    (uffd_xstate(r, fc->e) & UX_F_DISTURBED)) {
+		huge_abort_locked(fc, head, slot, true);
+		return 0;
+	}
+	if (lv->pt_reclaim)
+		free_empty_table(lv, dst);
+	rc = uffd_io_move_all(lv->uffd, dst, (uintptr_t)uffd_staging_addr(&lv->staging, slot),
+			      UFFD_HPAGE_SIZE, 0, &moved);
+	if (rc == 0) {
+		as_fault_huge(&r->as, fc->e, head);
+		uffd_staging_spent(&lv->staging, slot);
+		return 1;
+	}
+	if ((rc == -ENOENT || rc == -ESRCH) && moved == 0) {
+		huge_abort_locked(fc, head, slot, true);
+		return 0;
+	}
+	return huge_fallback_locked(fc, head, slot, rc, moved);
+}
+
+static void materialise_huge(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+	uint32_t head = fc->res.pfn;
+	int slot = fc->w->slot, rc;
+
+	fc->w->slot = -1;
+	if (slot < 0) { /* clear_huge found no chunk at all: pay it here */
+		slot = uffd_staging_take(&lv->staging);
+		if (slot >= 0)
+			memset(uffd_staging_addr(&lv->staging, slot), 0, UFFD_HPAGE_SIZE);
+	}
+	pthread_rwlock_rdlock(&fc->r->busy);
+	if (slot < 0)
+		rc = huge_fallback_locked(fc, head, slot, -ENOMEM, 0);
+	else
+		rc = huge_map_locked(fc, head, slot);
+	pthread_rwlock_unlock(&fc->r->busy);
+	if (rc == 1) {
+		fc->real_pmd =
+		    uffd_range_is_pmd(lv->pagemap_fd, uffd_ext_addr(fc->r, fc->e), UFFD_HPAGE_SIZE);
+		if (fc->real_pmd > 0)
+			UFFD_COUNT(lv, real_pmd_faults);
+		else if (fc->real_pmd == 0)
+			UFFD_COUNT(lv, huge_not_pmd);
+		else
+			UFFD_COUNT(lv, huge_unverified);
+	} else if (rc < 0) {
+		uffd_region_fail(lv, fc->r, rc);
+	}
+}
+
+/* ---- multi-size THP (6.8+) ------------------------------------------------------------------
+ *
+ * 6.12 mm/memory.c alloc_anon_folio: a write fault in a VMA whose allowable orders include some
+ * mTHP size takes the highest order whose naturally aligned block lies in the VMA
+ * (thp_vma_suitable_order) with every PTE none (pte_range_none); as_mthp_orders says which.
+ * A handler owns only its page (page FILLING) unless it owns the whole extent, so before asking
+ * mm it claims the other pages of the candidate blocks, smallest block first, and asks only for
+ * the orders it holds: a page another thread is serving is not none. The folio is delivered as
+ * one UFFDIO_COPY of 2^k zeroed pages (the kernel's folio_zero_user + set_ptes at once; the
+ * host maps it with 4 KiB PTEs, so the delivery is per PTE while the decision and its cost are
+ * the emulated kernel's). */
+
+static void unclaim_page(struct fault_ctx *fc, uint32_t q)
+{
+	uint8_t ps = uffd_pstate(fc->r, q);
+
+	uffd_pstate_set(fc->r, q, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+	uffd_io_wake(fc->lv->uffd, as_page_addr(&fc->r->as, q), UFFD_PAGE_SIZE);
+}
+
+/* Give back the claimed pages outside [keep0, keep0 + keepn) (busy read lock held). */
+static void unclaim(struct fault_ctx *fc, uint32_t keep0, uint32_t keepn)
+{
+	for (uint32_t q = fc->lo; q < fc->hi; q++)
+		if (q < keep0 || q >= keep0 + keepn)
+			unclaim_page(fc, q);
+	fc->lo = keep0;
+	fc->hi = keep0 + keepn;
+}
+
+static uint32_t block_first(const struct fault_ctx *fc, unsigned order)
+{
+	uintptr_t len = (uintptr_t)UFFD_PAGE_SIZE << order;
+
+	return uffd_page_of(fc->r, fc->addr & ~(len - 1));
+}
+
+/* The mTHP orders mm could pick for a fault in a VMA with this advice: those the policy allows
+ * (mm_thp_allowable_orders: with no mTHP size enabled, none), every one with a policy plugin
+ * (it may choose any possible order); none before the modern era. Claiming a block's pages for
+ * an order mm cannot pick cost an UFFDIO_WAKE for each page given back: ~3 a 4 KiB fault. */
+static uint16_t mthp_wanted(const struct uffd_live *lv, enum mm_vma_advice advice)
+{
+	const struct mm_policy *pol = mm_policy(lv->mm);
+	const uint16_t mthp = (uint16_t)((1U << MM_HPAGE_ORDER) - (1U << MM_MTHP_MIN_ORDER));
+
+	if (pol->era != MM_ERA_MODERN)
+		return 0;
+	if (lv->cfg.policy.plugin[0])
+		return mthp;
+	return mm_thp_allowable_orders(pol, advice) & mthp;
+}
+
+/* The mTHP orders this fault may ask for (bit k); claims their blocks' pages (page case). */
+static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent, enum mm_vma_advice advice)
+{
+	uint16_t ok, got = 0, want;
+
+	fc->lo = fc->p;
+	fc->hi = fc->p + 1;
+	if (!fc->write || __atomic_load_n(&fc->lv->thp_disabled, __ATOMIC_RELAXED))
+		return 0; /* read: the zero page; PR_SET_THP_DISABLE: no size at all */
+	want = mthp_wanted(fc->lv, advice);
+	if (!want)
+		return 0;
+	ok = as_mthp_orders(&fc->r->as, fc->p); /* orders 2..K: the blocks nest */
+	if (in_extent || !(ok & want))
+		return ok & want; /* the extent's owner owns every page of it */
+	/* claim block by block, the smaller inside the larger, up to the largest wanted one */
+	ok &= (uint16_t)((2U << (31 - __builtin_clz(ok & want))) - 1);
+	for (unsigned k = MM_MTHP_MIN_ORDER; k < MM_HPAGE_ORDER && (ok & (1U << k)); k++) {
+		uint32_t b0 = block_first(fc, k), n = 1U << k, q;
+
+		for (q = b0; q < b0 + n; q++) {
+			uint8_t ps = uffd_pstate(fc->r, q);
+
+			if (q >= fc->lo && q < fc->hi)
+				continue;
+			if (UP_STATE(ps) != UP_EMPTY || !uffd_pstate_cas(fc->r, q, ps, UP_FILLING))
+				break;
+		}
+		if (q < b0 + n) { /* taken meanwhile: not none; give back this step's claims */
+			for (uint32_t u = b0; u < q; u++)
+				if (u < fc->lo || u >= fc->hi)
+					unclaim_page(fc, u);
+			break;
+		}
+		fc->lo = b0;
+		fc->hi = b0 + n;
+		got |= (uint16_t)(1U << k);
+	}
+	return got & want;
+}
+
+/* The program freed or unmapped part of the block, or the mapping went: the folio goes back
+ * whole (busy read lock held). */
+static void mthp_abort_locked(struct fault_ctx *fc, bool in_extent, uint32_t b0, uint32_t n)
+{
+	mm_anon_free(fc->lv->mm, fc->res.pfn, fc->res.order, fc->w);
+	if (in_extent) {
+		uffd_region_recompute_extents(fc->r, fc->e, fc->e);
+		wake_extent(fc);
+	} else {
+		fc->lo = b0;
+		fc->hi = b0 + n;
+		unclaim(fc, 0, 0);
+	}
+}
+
+/* Map the folio (busy read lock held); -errno when the region must be failed. */
+static int mthp_map_locked(struct fault_ctx *fc, bool in_extent)
+{
+	struct uffd_live *lv = fc->lv;
+	struct uffd_region *r = fc->r;
+	unsigned order = fc->res.order;
+	uint32_t b0 = block_first(fc, order), n = 1U << order;
+	uintptr_t dst = as_page_addr(&r->as, b0);
+	size_t len = (size_t)n * UFFD_PAGE_SIZE, off = 0;
+	bool disturbed = in_extent && (uffd_xstate(r, fc->e) & UX_F_DISTURBED);
+	int rc = 0;
+
+	for (uint32_t q = b0; q < b0 + n && !in_extent && !disturbed; q++)
+		disturbed = (uffd_pstate(r, q) & UP_F_FREED) != 0;
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed || disturbed) {
+		mthp_abort_locked(fc, in_extent, b0, n);
+		return 0;
+	}
+	for (unsigned tries = 0; off < len && tries < 64; tries++) {
+		int64_t done = 0;
+
+		rc = uffd_io_copy(lv->uffd, dst + off, lv->zero_block, len - off, false, &done);
+		off += (size_t)done;
+		if (rc == 0)
+			break;
+		if (rc == -EEXIST) { /* that page mapped behind our back: keep it */
+			UFFD_COUNT(lv, eexist);
+			off += UFFD_PAGE_SIZE;
+			rc = 0;
+		} else if (rc != -EAGAIN) {
+			break;
+		}
+	}
+	if (rc == 0 && off < len)
+		rc = -EAGAIN;
+	if (rc < 0) {
+		mthp_abort_locked(fc, in_extent, b0, n);
+		if (rc == -ENOENT || rc == -ESRCH) /* mapping or process gone */
+			return 0;
+		UFFD_COUNT(lv, uffd_errors);
+		return rc;
+	}
+	as_fault_mthp(&r->as, fc->p, order, fc->res.pfn, in_extent);
+	if (in_extent)
+		wake_extent(fc); /* other waiters in it now go per page */
+	else
+		uffd_io_wake(lv->uffd, dst, len);
+	return 0;
+}
+
+static void materialise_mthp(struct fault_ctx *fc, bool in_extent)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&fc->r->busy);
+	rc = mthp_map_locked(fc, in_extent);
+	pthread_rwlock_unlock(&fc->r->busy);
+	if (rc < 0)
+		uffd_region_fail(fc->lv, fc->r, rc);
+}
+
+static void decide(struct fault_ctx *fc, bool huge_ok)
+{
+	struct uffd_live *lv = fc->lv;
+	struct uffd_region *r = fc->r;
+	uint8_t adv = uffd_xadv(r, fc->e);
+	struct mm_fault_req req = {
+	    .owner = uffd_cookie(r, fc->p),
+	    .extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
+	    .advice = (enum mm_vma_advice)(adv & UX_ADV_MASK),
+	    /* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
+	    .huge_ok = huge_ok && !(adv & UX_ADV_SPLIT) &&
+		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED) &&
+		       !__atomic_load_n(&lv->thp_disabled, __ATOMIC_RELAXED),
+	    .write = fc->write,
+	    .as_id = (uint32_t)lv->mslot, /* khugepaged's mm_slot: the machine slot, else 0 */
+	    .orders_ok = mthp_orders(fc, huge_ok, (enum mm_vma_advice)(adv & UX_ADV_MASK)),
+	    /* for a policy plugin: the live span of the region (the VMA) */
+	    .addr = fc->addr,
+	    .region_start = r->lo,
+	    .region_len = r->hi - r->lo,
+	};
+
+	if (fc->w->slot >= 0) { /* left over from an earlier fault that never used it */
+		uffd_staging_release(&lv->staging, fc->w->slot, true);
+		fc->w->slot = -1;
+	}
+	fc->cand = req.huge_ok;
+	if (req.orders_ok && !req.huge_ok) /* page 0 of the 2 MiB extent by address (the region
+					    * may start inside it): mm's block cookies */
+		req.extent_owner =
+		    req.owner - ((fc->addr / UFFD_PAGE_SIZE) & (uintptr_t)(MM_HPAGE_NR - 1));
+	THPEMU_PROBE(fault_begin, (uint64_t)fc->addr, (int)fc->write, fc->tid);
+	if (mm_fault(lv->mm, &req, &fc->res, fc->w) < 0) {
+		fc->res.outcome = MM_FAULT_NOMEM;
+		fc->res.pfn = MM_NO_PFN;
+	}
+	if (!huge_ok && fc->res.outcome == MM_FAULT_HUGE) { /* cannot happen: mm honours huge_ok */
+		mm_anon_free(lv->mm, fc->res.pfn, MM_HPAGE_ORDER, fc->w);
+		fc->res.outcome = MM_FAULT_NOMEM;
+	}
+	if (fc->hi - fc->lo > 1) { /* claimed pages the folio does not cover go back */
+		bool mthp = fc->res.outcome == MM_FAULT_MTHP;
+
+		pthread_rwlock_rdlock(&fc->r->busy);
+		unclaim(fc, mthp ? block_first(fc, fc->res.order) : fc->p,
+			mthp ? 1U << fc->res.order : 1);
+		pthread_rwlock_unlock(&fc->r->busy);
+	}
+	fc->decision = (uint8_t)fc->res.outcome;
+}
+
+/* The faulting thread's name, read with raw system calls (no stdio on the fault path). */
+static void thread_comm(int tid, char *comm, size_t len)
+{
+	char path[48] = "/proc/self/task/";
+	size_t n = 16;
+	char digits[12];
+	int d = 0, fd;
+	long got;
+
+	do {
+		digits[d++] = (char)('0' + tid % 10);
+		tid /= 10;
+	} while (tid > 0 && d < 11);
+	while (d)
+		path[n++] = digits[--d];
+	memcpy(path + n, "/comm", 6);
+	comm[0] = '\0';
+	fd = (int)sys_call4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	got = sys_read(fd, comm, len - 1);
+	sys_close(fd);
+	if (got <= 0)
+		got = 0;
+	comm[got] = '\0';
+	if (got && comm[got - 1] == '\n')
+		comm[got - 1] = '\0';
+}
+
+/* Keep a stall event in the process's statistics (lock-free slot reservation). */
+static void record_stall(struct fault_ctx *fc, uint64_t lat)
+{
+	struct uffd_stats *st = fc->lv->stats;
+	uint32_t idx = __atomic_fetch_add(&st->nstall_recs, 1, __ATOMIC_RELAXED);
+	struct uffd_stall_rec *sr;
+
+	if (idx >= UFFD_STALL_RECS)
+		return;
+	sr = &st->stall_recs[idx];
+	sr->t_start_ns = fc->t_read;
+	sr->duration_ns = lat;
+	sr->addr = fc->addr;
+	sr->tid = fc->tid;
+	sr->cause = fc->res.rec.cause;
+	thread_comm(fc->tid, sr->comm, sizeof(sr->comm));
+	__atomic_store_n(&sr->ready, 1, __ATOMIC_RELEASE);
+}
+
+static void record(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+	uint64_t lat = clock_now_ns() - fc->t_read;
+	struct uffd_host_stats *h = &lv->stats->host;
+
+	obs_faults_record(&lv->stats->faults, &fc->res.rec, lat);
+	/* decision: mm's (huge even when the host then mapped it small); order: frames served */
+	THPEMU_PROBE(fault_end, (uint64_t)fc->addr, (int)fc->decision, (int)fc->res.order, lat,
+		     fc->tid);
+	if (fc->res.rec.reclaim_ns)
+		THPEMU_PROBE(reclaim, (uint64_t)fc->addr, (uint64_t)fc->res.rec.reclaimed,
+			     fc->res.rec.reclaim_ns);
+	uffd_stat_max(&h->latency_max_ns, lat);
+	if (lat >= lv->cfg.stall_threshold_ns) {
+		uffd_stat_add(&h->stalls, 1);
+		uffd_stat_add(&h->stall_ns, lat);
+		record_stall(fc, lat);
+	}
+	uffd_stallcap_fault_end(fc->w, &fc->res.rec, lat);
+	if (lv->fault_hook || uffd_tracing(lv)) {
+		struct uffd_fault_event ev = {
+		    .addr = fc->addr,
+		    .tid = fc->tid,
+		    .write = fc->write,
+		    .t_read_ns = fc->t_read,
+		    .latency_ns = lat,
+		    .rec = &fc->res.rec,
+		    .real_pmd = fc->real_pmd,
+		    .worker = fc->w,
+		};
+
+		uffd_trace_fault(fc->w, &ev, fc->cand, fc->decision,
+				 fc->decision == MM_FAULT_HUGE && fc->res.outcome != MM_FAULT_HUGE);
+		if (lv->fault_hook)
+			lv->fault_hook(lv->fault_hook_arg, &ev);
+	}
+}
+
+static void fault_extent(struct fault_ctx *fc)
+{
+	decide(fc, true);
+	if (fc->res.outcome == MM_FAULT_HUGE)
+		materialise_huge(fc);
+	else if (fc->res.outcome == MM_FAULT_MTHP)
+		materialise_mthp(fc, true);
+	else
+		materialise_base(fc, true);
+	record(fc);
+}
+
+static void fault_page(struct fault_ctx *fc)
+{
+	decide(fc, false);
+	if (fc->res.outcome == MM_FAULT_MTHP)
+		materialise_mthp(fc, false);
+	else
+		materialise_base(fc, false);
+	record(fc);
+}
+
+static void dispatch_page(struct fault_ctx *fc)
+{
+	struct uffd_host_stats *h = &fc->lv->stats->host;
+
+	for (;;) {
+		uint8_t ps = uffd_pstate(fc->r, fc->p);
+
+		switch (UP_STATE(ps)) {
+		case UP_EMPTY:
+			if (uffd_pstate_cas(fc->r, fc->p, ps, UP_FILLING)) {
+				fault_page(fc);
+				return;
+			}
+			continue;
+		case UP_FILLING:
+			uffd_stat_add(&h->dup_messages, 1);
+			return;
+		case UP_MIGRATING:
+			uffd_stat_add(&h->migrating_waits, 1);
+			return;
+		default: /* PRESENT: a duplicate; GONE: a stale message */
+			uffd_stat_add(&h->dup_messages, 1);
+			wake_page(fc);
+			return;
+		}
+	}
+}
+
+static void dispatch(struct fault_ctx *fc)
+{
+	struct uffd_host_stats *h = &fc->lv->stats->host;
+
+	for (;;) {
+		uint8_t xs = uffd_xstate(fc->r, fc->e);
+
+		switch (UX_STATE(xs)) {
+		case UX_EMPTY:
+			if (uffd_xstate_cas(fc->r, fc->e, xs, UX_FILLING)) {
+				fault_extent(fc);
+				return;
+			}
+			continue;
+		case UX_FILLING:
+			uffd_stat_add(&h->dup_messages, 1);
+			return;
+		case UX_HUGE:
+			uffd_stat_add(&h->dup_messages, 1);
+			wake_page(fc);
+			return;
+		default:
+			dispatch_page(fc);
+			return;
+		}
+	}
+}
+
+/* A page of the emulator's scratch area. Nothing of ours faults there (a migration or a collapse
+ * moves pages in and copies them out; a copy checks the page is there first), so this is the
+ * kernel touching it on the program's behalf: mlockall(MCL_CURRENT) and mlock populate every page
+ * of the mappings they lock (mm/gup.c: __mm_populate). The zero page lets the populate go on at
+ * once (it waited for an answer, and a wake-up alone made it fault again: millions of messages);
+ * whoever uses the page next finds it taken (EEXIST) and empties the scratch (sys_zap). */
+static bool own_page(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+	uintptr_t lo = (uintptr_t)lv->scratch_area;
+
+	if (!lo || fc->addr - lo >= lv->scratch_len)
+		return false;
+	UFFD_COUNT(lv, own_populated);
+	if (uffd_io_zeropage(lv->uffd, fc->addr, UFFD_PAGE_SIZE) < 0)
+		wake_page(fc); /* mapped meanwhile */
+	return true;
+}
+
+/* No region claims the page. Usually a race with an unmap or a region being moved (let the
+ * kernel re-check); a page that keeps coming back is registered memory we lost track of, and is
+ * given back to the kernel rather than left faulting forever. */
+static void orphan(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+	uintptr_t prev = __atomic_exchange_n(&lv->unknown_addr, fc->addr, __ATOMIC_RELAXED);
+	uint32_t hits = 0;
+
+	if (prev == fc->addr)
+		hits = __atomic_add_fetch(&lv->unknown_hits, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&lv->unknown_hits, 0, __ATOMIC_RELAXED);
+	UFFD_COUNT(lv, dup_messages);
+	if (hits >= 10000) {
+		uffd_io_unregister(lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+		UFFD_COUNT(lv, orphan_pages);
+	}
+	wake_page(fc);
+}
+
+void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read)
+{
+	struct uffd_live *lv = w->lv;
+	struct fault_ctx fc = {
+	    .w = w,
+	    .lv = lv,
+	    .addr = addr & ~(UFFD_PAGE_SIZE - 1),
+	    .write = write,
+	    .tid = tid,
+	    .t_read = t_read,
+	    .real_pmd = -1,
+	};
+
+	if (uffd_probe_serve(w, fc.addr, t_read))
+		return; /* the start-up probe's page: a bare fill, nothing to emulate */
+	UFFD_COUNT(lv, messages);
+	fc.r = uffd_region_get(&lv->table, fc.addr);
+	if (!fc.r) {
+		if (!own_page(&fc))
+			orphan(&fc);
+		return;
+	}
+	fc.p = uffd_page_of(fc.r, fc.addr);
+	fc.e = uffd_ext_of(fc.r, fc.addr);
+	w->fault_addr = fc.addr;
+	w->fault_tid = tid;
+	w->fault_t0 = t_read;
+	uffd_stallcap_fault_begin(w, fc.addr, tid, t_read);
+	dispatch(&fc);
+	uffd_stallcap_fault_end(w, NULL, 0); /* a duplicate or a dropped message: no event */
+	w->fault_addr = 0;
+	uffd_region_put(&lv->table, fc.r);
+}

@@ -1,0 +1,109 @@
+/* The public API (core/include/thpemu.h) over the process's emulator. */
+#include "thpemu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "preload/shim.h"
+#include "util/sys.h"
+#include "util/outfile.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT const char *thpemu_version(void)
+{
+	return THPEMU_VERSION;
+}
+
+EXPORT int thpemu_active(void)
+{
+	return shim_live() != NULL;
+}
+
+EXPORT int thpemu_is_managed(const void *addr)
+{
+	struct uffd_live *lv = shim_live();
+
+	return lv && uffd_is_managed(lv, addr, 1);
+}
+
+EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
+{
+	struct uffd_live *lv = shim_live();
+	struct thpemu_counters v;
+	const struct uffd_stats *st;
+
+	if (!lv)
+		return -1;
+	st = uffd_live_stats(lv);
+	memset(&v, 0, sizeof(v));
+	v.huge_faults = __atomic_load_n(&st->faults.lat[OBS_HUGE].count, __ATOMIC_RELAXED);
+	v.base_faults = __atomic_load_n(&st->faults.lat[OBS_BASE].count, __ATOMIC_RELAXED);
+	v.faults = v.huge_faults + v.base_faults +
+		   __atomic_load_n(&st->faults.lat[OBS_MTHP].count, __ATOMIC_RELAXED);
+	v.nomem_faults = __atomic_load_n(&st->faults.nomem, __ATOMIC_RELAXED);
+	v.real_pmd_faults = __atomic_load_n(&st->host.real_pmd_faults, __ATOMIC_RELAXED);
+	v.anon_migrations = __atomic_load_n(&st->host.anon_migrations, __ATOMIC_RELAXED);
+	v.managed_bytes = __atomic_load_n(&st->host.bytes_managed, __ATOMIC_RELAXED);
+	memcpy(c, &v, size < sizeof(v) ? size : sizeof(v));
+	return 0;
+}
+
+EXPORT int thpemu_write_report(const char *path)
+{
+	struct uffd_live *lv = shim_live();
+	char err[700];
+	FILE *f;
+	int rc, fd;
+
+	if (!lv) {
+		errno = ENODEV;
+		return -1;
+	}
+	uffd_live_snapshot(lv);
+	fd = outfile_open(path, err, sizeof(err)); /* never through someone else's link */
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		sys_close(fd);
+		return -1;
+	}
+	rc = uffd_live_report(lv, f, NULL);
+	if (fclose(f) != 0 || rc < 0) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+EXPORT int thpemu_manage(void *addr, size_t len)
+{
+	struct uffd_live *lv = shim_live();
+	int rc;
+
+	if (!lv) {
+		errno = ENODEV;
+		return -1;
+	}
+	if (((uintptr_t)addr | len) & (UFFD_PAGE_SIZE - 1) || !len) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (uffd_is_managed(lv, addr, len)) {
+		errno = EEXIST;
+		return -1;
+	}
+	uffd_tls_passthrough++;
+	rc = uffd_adopt(lv, addr, len, PROT_READ | PROT_WRITE);
+	uffd_tls_passthrough--;
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	return 0;
+}

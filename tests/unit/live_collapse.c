@@ -1,0 +1,158 @@
+/* Collapse for real (core/live/collapse.c), in-process on a real userfaultfd: MADV_COLLAPSE of a
+ * range populated with 4 KiB pages (written, and some only read: zero-page PTEs) gives one real
+ * PMD with the data intact and the emulated extent HUGE on the new block; with holes the range
+ * collapses too (holes read 0), a never-touched range is EINVAL, a 3.x profile knows no such
+ * advice; khugepaged's visit (uffd_khugepaged_visit) collapses a 4 KiB range after
+ * MADV_HUGEPAGE. Needs root or /dev/userfaultfd. */
+#include "harness.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "live/uffd_internal.h"
+#include "util/sys.h"
+
+#define MB (1UL << 20)
+#define HP (2UL << 20)
+#define PG 4096UL
+
+static struct uffd_live *mk(const char *policy)
+{
+	struct config cfg;
+	struct uffd_live *lv = NULL;
+	char err[512] = "";
+	const struct config_opt *o;
+
+	config_defaults(&cfg);
+	o = config_opt_by_env("THPEMU_POLICY");
+	ASSERT_EQ(config_opt_parse(o, NULL, policy, &cfg, err, sizeof(err)), 0);
+	o = config_opt_by_env("THPEMU_POOL");
+	ASSERT_EQ(config_opt_parse(o, NULL, "256M", &cfg, err, sizeof(err)), 0);
+	cfg.handlers = 3;
+	cfg.staging = 2;
+	cfg.log = CONFIG_LOG_QUIET;
+	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
+		if (strstr(err, "userfaultfd unavailable"))
+			SKIP("%s", err);
+		fprintf(stderr, "  create: %s\n", err);
+		ASSERT(0);
+	}
+	return lv;
+}
+
+static char *map(struct uffd_live *lv, size_t len)
+{
+	long p =
+	    uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT(!sys_is_err(p));
+	ASSERT_EQ((uintptr_t)p % HP, 0);
+	return (char *)p;
+}
+
+#define HOST(lv, f) __atomic_load_n(&(lv)->stats->host.f, __ATOMIC_RELAXED)
+
+static uint8_t xstate(struct uffd_live *lv, char *a)
+{
+	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)a);
+	uint8_t s;
+
+	ASSERT(r);
+	s = UX_STATE(uffd_xstate(r, uffd_ext_of(r, (uintptr_t)a)));
+	uffd_region_put(&lv->table, r);
+	return s;
+}
+
+static uint32_t anon_pmd(struct uffd_live *lv)
+{
+	struct mm_counts c;
+
+	mm_get_counts(lv->mm, &c);
+	return c.anon_pmd;
+}
+
+TEST(collapse_madv_populated_and_zero_pages)
+{
+	struct uffd_live *lv = mk("modern-always:enabled=madvise,khugepaged=no");
+	char *p = map(lv, 4 * MB);
+	unsigned long zeros = 0;
+
+	for (size_t i = 0; i < 4 * MB / PG; i++) {
+		if (i % 16 == 3)
+			zeros += (unsigned char)p[i * PG + 7]; /* read: the zero page */
+		else
+			memset(p + i * PG, (int)(i % 251) + 1, PG);
+	}
+	EXPECT_EQ(zeros, 0);
+	EXPECT_EQ(xstate(lv, p), UX_SMALL);
+	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 0);
+	EXPECT_EQ(uffd_madvise(lv, p, 4 * MB, 25), 0);
+	for (size_t off = 0; off < 4 * MB; off += HP) {
+		EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p + off, HP), 1);
+		EXPECT_EQ(xstate(lv, p + off), UX_HUGE);
+	}
+	for (size_t i = 0; i < 4 * MB / PG; i++)
+		for (size_t k = 0; k < PG; k += 512)
+			EXPECT_EQ((unsigned char)p[i * PG + k],
+				  i % 16 == 3 ? 0 : (unsigned char)(i % 251 + 1));
+	EXPECT_EQ(HOST(lv, collapses), 2);
+	EXPECT_EQ(HOST(lv, collapse_host_small), 0);
+	EXPECT_EQ(HOST(lv, madv_collapse_calls), 1);
+	EXPECT_EQ(anon_pmd(lv), 2 * MM_HPAGE_NR);
+	EXPECT_EQ(uffd_munmap(lv, p, 4 * MB), 0);
+	uffd_live_destroy(lv);
+}
+
+TEST(collapse_madv_holes_untouched_and_3x)
+{
+	struct uffd_live *lv = mk("modern-never");
+	char *p = map(lv, 4 * MB);
+
+	for (size_t i = 0; i < HP / PG; i += 2)
+		p[i * PG] = 'x'; /* extent 0: every other page; extent 1 never touched */
+	errno = 0;
+	EXPECT_EQ(uffd_madvise(lv, p, 4 * MB, 25), -EINVAL); /* the untouched range */
+	EXPECT_EQ(uffd_madvise(lv, p, HP, 25), 0);	     /* holes allowed: zeroed */
+	EXPECT_EQ(xstate(lv, p), UX_HUGE);
+	for (size_t i = 0; i < HP / PG; i++)
+		EXPECT_EQ(p[i * PG], i % 2 ? 0 : 'x');
+	EXPECT_EQ(uffd_munmap(lv, p, 4 * MB), 0);
+	uffd_live_destroy(lv);
+
+	lv = mk("linux-3.2:enabled=madvise");
+	p = map(lv, 2 * MB);
+	memset(p, 1, 2 * MB);
+	EXPECT_EQ(uffd_madvise(lv, p, 2 * MB, 25), -EINVAL);
+	EXPECT_EQ(HOST(lv, collapses), 0);
+	uffd_live_destroy(lv);
+}
+
+TEST(collapse_khugepaged_visit)
+{
+	struct uffd_live *lv = mk("modern-always:enabled=madvise,khugepaged=no");
+	char *p = map(lv, 2 * MB);
+	uint64_t addr = 0;
+	bool done = false;
+	int progress;
+
+	memset(p, 7, 2 * MB);
+	EXPECT_EQ(xstate(lv, p), UX_SMALL);
+	/* enabled=madvise: khugepaged scans VM_HUGEPAGE ranges only */
+	progress = uffd_khugepaged_visit(UFFD_W_KHD(lv), &addr, 4096, &done);
+	EXPECT_GE(progress, 0);
+	EXPECT_EQ(xstate(lv, p), UX_SMALL);
+	EXPECT_EQ(uffd_madvise(lv, p, 2 * MB, MADV_HUGEPAGE), 0);
+	addr = 0;
+	progress = uffd_khugepaged_visit(UFFD_W_KHD(lv), &addr, 4096, &done);
+	EXPECT_GE(progress, MM_HPAGE_NR);
+	EXPECT_EQ(xstate(lv, p), UX_HUGE);
+	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 1);
+	for (size_t off = 0; off < 2 * MB; off += 4096)
+		EXPECT_EQ(p[off], 7);
+	EXPECT_EQ(HOST(lv, collapses), 1);
+	EXPECT_EQ(uffd_munmap(lv, p, 2 * MB), 0);
+	uffd_live_destroy(lv);
+}
+
+TEST_MAIN()
