@@ -10,8 +10,8 @@
  * threads present, setresuid dropped *their* capabilities, their setresgid fails with EPERM and
  * glibc aborts the program.
  *
- * So the interposers of prctl and capset (core/preload) hand every such change that succeeded on the
- * program's thread to guard_cred_replicate(), which has each emulator thread make the same call
+ * So the interposers of prctl and capset (core/preload) hand every such change that succeeded on
+ * the program's thread to guard_cred_replicate(), which has each emulator thread make the same call
  * on itself before the program's call returns. An emulator thread is registered by its creator
  * before it is created (so that a request made before it first runs waits for it: it starts with
  * the credentials its creator had) and reaches guard_thread_sync() whenever it wakes; the

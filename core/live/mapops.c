@@ -8,8 +8,8 @@
  * emulator never asks for EVENT_* features, so none of this waits for a handler round trip.
  *
  * What a call does to the page and extent states (which frames go back, which huge extents are
- * split, what a revived hole or an advice becomes) is core/addrspace's rule, shared with the simulator;
- * this file adds the locks, the trace records, the counters and the real system calls.
+ * split, what a revived hole or an advice becomes) is core/addrspace's rule, shared with the
+ * simulator; this file adds the locks, the trace records, the counters and the real system calls.
  *
  * Lock order: region busy (address order) -> mm lock -> table lock.
  */

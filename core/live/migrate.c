@@ -18,8 +18,8 @@
  * -ENOENT (mm then frees both frames). Once the hook has returned, the program may free the page
  * before mm has retaken its lock to commit the migration: mm honours that free (mm.h,
  * mm_anon_free), so the hook returns without the mm lock, as every [unlocked] hook does.
- * The page-state side (claim, freed meanwhile, commit, abandon) is core/addrspace's, shared with the
- * simulator (as_migrate_*).
+ * The page-state side (claim, freed meanwhile, commit, abandon) is core/addrspace's, shared with
+ * the simulator (as_migrate_*).
  *
  * In the modern era mm hands over a pass's program pages at once (migrate_anon_batch: 6.12
  * migrate_pages_batch unmaps them all, then moves them all): uffd_migrate_batch claims them,

@@ -17,8 +17,8 @@
  *     unmapped behind a migration entry, for the same reason). Still zero: it stays out (the
  *     scratch batch is dropped later: that is the real MADV_DONTNEED). Written: it is copied
  *     back (UFFDIO_COPY wakes its waiters) and stays a 4 KiB page of the THP's frames;
- *   - core/addrspace splits the emulated THP (mm_anon_split_folio) and frees the zero subpages' frames
- *     (as_split_underused), which become EMPTY: the next touch of one is a first touch, a read
+ *   - core/addrspace splits the emulated THP (mm_anon_split_folio) and frees the zero subpages'
+ * frames (as_split_underused), which become EMPTY: the next touch of one is a first touch, a read
  *     gets the zero page (UFFDIO_ZEROPAGE), as after the kernel's zero-page remap;
  *   - the extent's waiters are woken.
  * The region's busy lock is taken for writing with trylock only: the hook may run in a handler

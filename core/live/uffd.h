@@ -408,7 +408,8 @@ const struct config *uffd_live_config(const struct uffd_live *lv);
  * children that share it. Cheap: a load. */
 bool uffd_live_own_process(const struct uffd_live *lv);
 
-/* ---- the program's memory calls (core/preload forwards eligible calls here) ------------------- */
+/* ---- the program's memory calls (core/preload forwards eligible calls here) -------------------
+ */
 
 /* Is this mapping one the emulator manages (private anonymous, read-write, large enough, not a
  * stack or hugetlb)? */

@@ -81,7 +81,8 @@ void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src);
 
 /* ---- regions ------------------------------------------------------------------------------- */
 
-/* The page and extent states and their rules are core/addrspace's (as.h); these are its names here. */
+/* The page and extent states and their rules are core/addrspace's (as.h); these are its names here.
+ */
 enum uffd_page_state {
 	UP_EMPTY = AS_P_EMPTY,
 	UP_FILLING = AS_P_FILLING,

@@ -22,10 +22,10 @@
  * stack was taken (libunwind, or proc-pc: only the faulting instruction).
  * "count"/"total_ms" cover every stall seen, "stored" those kept (the store's capacity bounds
  * it), "dropped" the rest. `thpemu run` adds to each group the process that waited ("pid",
- * "process": its comm) when it merges the processes' reports (core/host/run_io.c). Groups are sorted
- * by total_ms descending, then count descending, then by their stacks' text, so equal inputs give
- * equal bytes. "stacks" is "captured" (live: real stacks) or "modelled" (simulator: handler_stack
- * lists the mm function chain of the cause, app_stack is empty).
+ * "process": its comm) when it merges the processes' reports (core/host/run_io.c). Groups are
+ * sorted by total_ms descending, then count descending, then by their stacks' text, so equal inputs
+ * give equal bytes. "stacks" is "captured" (live: real stacks) or "modelled" (simulator:
+ * handler_stack lists the mm function chain of the cause, app_stack is empty).
  *
  * Two metrics (issue 13). The store above counts *faults* whose whole service crossed the
  * threshold (per-fault stalls). Mel Gorman's monitor counted *waits*: every single sleep in D

@@ -7,8 +7,8 @@
  * actor's virtual time across mm_fault plus, for a base page, zeroing it. Owner cookies are
  * pid << 32 | page index, so a huge extent's pages have consecutive cookies as mm.h requires.
  *
- * The mapping is a core/addrspace region, so munmap (a partial one splits a huge extent first) and the
- * owner's side of migration follow the rules the live emulator and the replay use. A fault that
+ * The mapping is a core/addrspace region, so munmap (a partial one splits a huge extent first) and
+ * the owner's side of migration follow the rules the live emulator and the replay use. A fault that
  * mm served outside the pool leaves the page as it was (the next touch faults again).
  *
  * Migration (the migrate_anon hook): the copy takes migrate-page of virtual time during which

@@ -1,11 +1,11 @@
 /* Trace replay in virtual time (`thpemu sim --replay FILE`): the faults and memory changes a
  * live run recorded (core/obs/trace.h), replayed against any policy on the same initial pool.
  *
- * The address space is core/addrspace's model, the one the live emulator keeps, with the same rules, so
- * that the same policy makes the same decisions: regions with a live span, per-page states
- * (empty, present, gone, migrating) and per-extent states (empty: a huge candidate; huge; small:
- * a page table), the program's MADV_(NO)HUGEPAGE per extent (split when it covers part of one).
- * This file keeps the region table (by address, and by id for the owner cookies) and applies
+ * The address space is core/addrspace's model, the one the live emulator keeps, with the same
+ * rules, so that the same policy makes the same decisions: regions with a live span, per-page
+ * states (empty, present, gone, migrating) and per-extent states (empty: a huge candidate; huge;
+ * small: a page table), the program's MADV_(NO)HUGEPAGE per extent (split when it covers part of
+ * one). This file keeps the region table (by address, and by id for the owner cookies) and applies
  * each record with core/addrspace's rule for it:
  *   MAP      a new region, or a hole of one mapped again (its whole extents empty again)
  *   ADOPT    a region whose RESIDENT pages are present outside the pool
@@ -656,10 +656,10 @@ static void replay_fault(struct sim_world *w, struct rp_thread *th, const struct
 		agree(st, recorded, got);
 }
 
-/* The owner's side of migrate_anon for replayed regions: core/addrspace's rules, as migrate.c applies
- * them live. The copy takes migrate-page of virtual time, during which the program may release
- * the page (then mm frees both frames) or move its region (then the successor keeps the page and
- * its frame, and the migration fails). */
+/* The owner's side of migrate_anon for replayed regions: core/addrspace's rules, as migrate.c
+ * applies them live. The copy takes migrate-page of virtual time, during which the program may
+ * release the page (then mm frees both frames) or move its region (then the successor keeps the
+ * page and its frame, and the migration fails). */
 int replay_migrate(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32_t from,
 		   uint32_t to)
 {

@@ -347,8 +347,9 @@ TEST(live_partial_dontneed_defers_the_split)
 }
 
 /* The host refuses a huge move (a page table already in the extent: a page was mapped there
- * behind the emulator's back): the fault falls back to 4 KiB (core/addrspace: as_fault_huge_fallback),
- * the pages the move did map keep their frames and data, the rest of the extent faults again. */
+ * behind the emulator's back): the fault falls back to 4 KiB (core/addrspace:
+ * as_fault_huge_fallback), the pages the move did map keep their frames and data, the rest of the
+ * extent faults again. */
 TEST(live_refused_huge_move_falls_back_to_small_pages)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");

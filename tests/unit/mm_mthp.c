@@ -428,7 +428,8 @@ TEST(split_at_once_on_request_and_release)
 	fakeenv_destroy(fe);
 }
 
-/* ---- with core/addrspace ------------------------------------------------------------------------ */
+/* ---- with core/addrspace ------------------------------------------------------------------------
+ */
 
 static struct as_region *region(uintptr_t lo, uintptr_t hi)
 {

@@ -1,6 +1,6 @@
 /* core/sim khugepaged: the actor wakes when a process registers, its visits collapse a
- * process's 4 KiB ranges into huge extents (frames and page states as core/addrspace says, old frames
- * back in the pool, the counters counted), the program's touches of a range being collapsed
+ * process's 4 KiB ranges into huge extents (frames and page states as core/addrspace says, old
+ * frames back in the pool, the counters counted), the program's touches of a range being collapsed
  * wait for the copy, an exit during a collapse waits and leaks nothing, and the underused split
  * judges subpages by what the program wrote (6.12 thp_underused at the max_ptes_none
  * boundary). */
