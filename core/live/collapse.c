@@ -75,8 +75,8 @@ static int next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
 		ok = ea >= start && ea + HPAGE <= r->hi && !r->failed &&
 		     !__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
 		if (ok) {
-			uint32_t e = uffd_ext_of(r, ea);
-			uint64_t owner = uffd_cookie(r, uffd_page_of(r, ea));
+			uint32_t e = as_ext_of(&r->as, ea);
+			uint64_t owner = uffd_cookie(r, as_page_of(&r->as, ea));
 
 			as_collapse_scan(&r->as, e, owner, scan);
 			settle(r, e, owner, scan);
@@ -214,7 +214,7 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 	struct uffd_live *lv = w->lv;
 	struct as_mm_ctx ctx = {lv->mm, w};
 	const struct as_env env = as_mm_env(&ctx);
-	uint32_t p0 = uffd_page_of(r, addr), holes = 0, shared = 0;
+	uint32_t p0 = as_page_of(&r->as, addr), holes = 0, shared = 0;
 	struct as_counts c = {0};
 	bool pmd;
 	uint64_t t0;
@@ -235,9 +235,9 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 		return -EAGAIN;
 	}
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-		if (uffd_pstate(r, p0 + i) & AS_P_HOLE)
+		if (as_pstate(&r->as, p0 + i) & AS_P_HOLE)
 			holes++;
-		else if (uffd_pfn_get(r, p0 + i) == MM_NO_PFN)
+		else if (as_pfn(&r->as, p0 + i) == MM_NO_PFN)
 			shared++;
 	}
 	/* __collapse_huge_page_isolate: more holes or foreign pages than the scan judged is a
@@ -292,9 +292,9 @@ static int collapse(void *arg, uint64_t addr, const struct mm_collapse_scan *sca
 	r = uffd_region_get(&lv->table, (uintptr_t)addr);
 	if (!r)
 		goto out;
-	e = uffd_ext_of(r, (uintptr_t)addr);
-	if (uffd_ext_addr(r, e) == addr &&
-	    uffd_cookie(r, uffd_page_of(r, (uintptr_t)addr)) == scan->extent_owner) {
+	e = as_ext_of(&r->as, (uintptr_t)addr);
+	if (as_ext_addr(&r->as, e) == addr &&
+	    uffd_cookie(r, as_page_of(&r->as, (uintptr_t)addr)) == scan->extent_owner) {
 		/* the host THP first, before the program waits (the kernel allocates before it
 		 * takes mmap_lock for write); -errno: the range will be mapped small */
 		int slot = uffd_staging_take(&lv->staging);

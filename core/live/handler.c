@@ -47,12 +47,12 @@ static void wake_page(struct fault_ctx *fc)
 
 static void wake_extent(struct fault_ctx *fc)
 {
-	uffd_io_wake(fc->lv->uffd, uffd_ext_addr(fc->r, fc->e), UFFD_HPAGE_SIZE);
+	uffd_io_wake(fc->lv->uffd, as_ext_addr(&fc->r->as, fc->e), UFFD_HPAGE_SIZE);
 }
 
 static uint32_t ext_first_page(const struct fault_ctx *fc)
 {
-	return uffd_page_of(fc->r, uffd_ext_addr(fc->r, fc->e));
+	return as_page_of(&fc->r->as, as_ext_addr(&fc->r->as, fc->e));
 }
 
 /* The 4 KiB first touch: a zeroed page for a write, the shared zero page for a read. */
@@ -77,10 +77,10 @@ static void base_abort(struct fault_ctx *fc, bool in_extent, uint8_t ps)
 {
 	free_frame(fc->lv, fc->res.pfn, 0, fc->w);
 	if (in_extent) {
-		uffd_region_recompute_extents(fc->r, fc->e, fc->e);
+		as_recompute_extents(&fc->r->as, fc->e, fc->e);
 		wake_extent(fc);
 	} else {
-		uffd_pstate_set(fc->r, fc->p, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+		as_pstate_set(&fc->r->as, fc->p, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
 		wake_page(fc);
 	}
 }
@@ -89,8 +89,8 @@ static void base_abort(struct fault_ctx *fc, bool in_extent, uint8_t ps)
 static int base_map_locked(struct fault_ctx *fc, bool in_extent)
 {
 	struct uffd_region *r = fc->r;
-	uint8_t ps = uffd_pstate(r, fc->p);
-	uint8_t xs = uffd_xstate(r, fc->e);
+	uint8_t ps = as_pstate(&r->as, fc->p);
+	uint8_t xs = as_xstate(&r->as, fc->e);
 	int rc;
 
 	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
@@ -111,10 +111,10 @@ static int base_map_locked(struct fault_ctx *fc, bool in_extent)
 		return 0;
 	}
 	free_frame(fc->lv, fc->res.pfn, 0, fc->w);
-	uffd_pfn_set(r, fc->p, MM_NO_PFN);
-	uffd_pstate_set(r, fc->p, UP_EMPTY);
+	as_pfn_set(&r->as, fc->p, MM_NO_PFN);
+	as_pstate_set(&r->as, fc->p, UP_EMPTY);
 	if (in_extent)
-		uffd_xstate_set(r, fc->e, UX_SMALL);
+		as_xstate_set(&r->as, fc->e, UX_SMALL);
 	if (rc == -ENOENT || rc == -ESRCH) { /* mapping or process gone */
 		in_extent ? wake_extent(fc) : wake_page(fc);
 		return 0;
@@ -150,7 +150,7 @@ static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, i
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
-	uintptr_t dst = uffd_ext_addr(r, fc->e);
+	uintptr_t dst = as_ext_addr(&r->as, fc->e);
 	uint32_t p0 = ext_first_page(fc), nmoved = (uint32_t)(moved / UFFD_PAGE_SIZE);
 	struct as_mm_ctx ctx = {lv->mm, fc->w};
 	const struct as_env env = as_mm_env(&ctx);
@@ -186,7 +186,7 @@ static void huge_abort_locked(struct fault_ctx *fc, uint32_t head, int slot, boo
 
 	mm_anon_free(lv->mm, head, MM_HPAGE_ORDER, fc->w);
 	uffd_staging_release(&lv->staging, slot, intact);
-	uffd_region_recompute_extents(fc->r, fc->e, fc->e);
+	as_recompute_extents(&fc->r->as, fc->e, fc->e);
 	wake_extent(fc);
 }
 
@@ -206,12 +206,12 @@ static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
-	uintptr_t dst = uffd_ext_addr(r, fc->e);
+	uintptr_t dst = as_ext_addr(&r->as, fc->e);
 	size_t moved = 0;
 	int rc;
 
 	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
-	    (uffd_xstate(r, fc->e) & UX_F_DISTURBED)) {
+	    (as_xstate(&r->as, fc->e) & UX_F_DISTURBED)) {
 		huge_abort_locked(fc, head, slot, true);
 		return 0;
 	}
@@ -250,8 +250,8 @@ static void materialise_huge(struct fault_ctx *fc)
 		rc = huge_map_locked(fc, head, slot);
 	pthread_rwlock_unlock(&fc->r->busy);
 	if (rc == 1) {
-		fc->real_pmd =
-		    uffd_range_is_pmd(lv->pagemap_fd, uffd_ext_addr(fc->r, fc->e), UFFD_HPAGE_SIZE);
+		fc->real_pmd = uffd_range_is_pmd(lv->pagemap_fd, as_ext_addr(&fc->r->as, fc->e),
+						 UFFD_HPAGE_SIZE);
 		if (fc->real_pmd > 0)
 			UFFD_COUNT(lv, real_pmd_faults);
 		else if (fc->real_pmd == 0)
@@ -277,9 +277,9 @@ static void materialise_huge(struct fault_ctx *fc)
 
 static void unclaim_page(struct fault_ctx *fc, uint32_t q)
 {
-	uint8_t ps = uffd_pstate(fc->r, q);
+	uint8_t ps = as_pstate(&fc->r->as, q);
 
-	uffd_pstate_set(fc->r, q, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+	as_pstate_set(&fc->r->as, q, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
 	uffd_io_wake(fc->lv->uffd, as_page_addr(&fc->r->as, q), UFFD_PAGE_SIZE);
 }
 
@@ -297,7 +297,7 @@ static uint32_t block_first(const struct fault_ctx *fc, unsigned order)
 {
 	uintptr_t len = (uintptr_t)UFFD_PAGE_SIZE << order;
 
-	return uffd_page_of(fc->r, fc->addr & ~(len - 1));
+	return as_page_of(&fc->r->as, fc->addr & ~(len - 1));
 }
 
 /* The mTHP orders mm could pick for a fault in a VMA with this advice: those the policy allows
@@ -337,11 +337,12 @@ static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent, enum mm_vma_ad
 		uint32_t b0 = block_first(fc, k), n = 1U << k, q;
 
 		for (q = b0; q < b0 + n; q++) {
-			uint8_t ps = uffd_pstate(fc->r, q);
+			uint8_t ps = as_pstate(&fc->r->as, q);
 
 			if (q >= fc->lo && q < fc->hi)
 				continue;
-			if (UP_STATE(ps) != UP_EMPTY || !uffd_pstate_cas(fc->r, q, ps, UP_FILLING))
+			if (UP_STATE(ps) != UP_EMPTY ||
+			    !as_pstate_cas(&fc->r->as, q, ps, UP_FILLING))
 				break;
 		}
 		if (q < b0 + n) { /* taken meanwhile: not none; give back this step's claims */
@@ -363,7 +364,7 @@ static void mthp_abort_locked(struct fault_ctx *fc, bool in_extent, uint32_t b0,
 {
 	mm_anon_free(fc->lv->mm, fc->res.pfn, fc->res.order, fc->w);
 	if (in_extent) {
-		uffd_region_recompute_extents(fc->r, fc->e, fc->e);
+		as_recompute_extents(&fc->r->as, fc->e, fc->e);
 		wake_extent(fc);
 	} else {
 		fc->lo = b0;
@@ -381,11 +382,11 @@ static int mthp_map_locked(struct fault_ctx *fc, bool in_extent)
 	uint32_t b0 = block_first(fc, order), n = 1U << order;
 	uintptr_t dst = as_page_addr(&r->as, b0);
 	size_t len = (size_t)n * UFFD_PAGE_SIZE, off = 0;
-	bool disturbed = in_extent && (uffd_xstate(r, fc->e) & UX_F_DISTURBED);
+	bool disturbed = in_extent && (as_xstate(&r->as, fc->e) & UX_F_DISTURBED);
 	int rc = 0;
 
 	for (uint32_t q = b0; q < b0 + n && !in_extent && !disturbed; q++)
-		disturbed = (uffd_pstate(r, q) & UP_F_FREED) != 0;
+		disturbed = (as_pstate(&r->as, q) & UP_F_FREED) != 0;
 	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed || disturbed) {
 		mthp_abort_locked(fc, in_extent, b0, n);
 		return 0;
@@ -437,7 +438,7 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
-	uint8_t adv = uffd_xadv(r, fc->e);
+	uint8_t adv = as_xadv(&r->as, fc->e);
 	struct mm_fault_req req = {
 	    .owner = uffd_cookie(r, fc->p),
 	    .extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
@@ -598,11 +599,11 @@ static void dispatch_page(struct fault_ctx *fc)
 	struct uffd_host_stats *h = &fc->lv->stats->host;
 
 	for (;;) {
-		uint8_t ps = uffd_pstate(fc->r, fc->p);
+		uint8_t ps = as_pstate(&fc->r->as, fc->p);
 
 		switch (UP_STATE(ps)) {
 		case UP_EMPTY:
-			if (uffd_pstate_cas(fc->r, fc->p, ps, UP_FILLING)) {
+			if (as_pstate_cas(&fc->r->as, fc->p, ps, UP_FILLING)) {
 				fault_page(fc);
 				return;
 			}
@@ -626,11 +627,11 @@ static void dispatch(struct fault_ctx *fc)
 	struct uffd_host_stats *h = &fc->lv->stats->host;
 
 	for (;;) {
-		uint8_t xs = uffd_xstate(fc->r, fc->e);
+		uint8_t xs = as_xstate(&fc->r->as, fc->e);
 
 		switch (UX_STATE(xs)) {
 		case UX_EMPTY:
-			if (uffd_xstate_cas(fc->r, fc->e, xs, UX_FILLING)) {
+			if (as_xstate_cas(&fc->r->as, fc->e, xs, UX_FILLING)) {
 				fault_extent(fc);
 				return;
 			}
@@ -711,8 +712,8 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int ti
 			orphan(&fc);
 		return;
 	}
-	fc.p = uffd_page_of(fc.r, fc.addr);
-	fc.e = uffd_ext_of(fc.r, fc.addr);
+	fc.p = as_page_of(&fc.r->as, fc.addr);
+	fc.e = as_ext_of(&fc.r->as, fc.addr);
 	w->fault_addr = fc.addr;
 	w->fault_tid = tid;
 	w->fault_t0 = t_read;

@@ -113,9 +113,10 @@ static bool give_back(struct uffd_live *lv, struct uffd_region *r)
 		return false;
 	}
 	r->failed = 1;
-	live = as_live_pages(&r->as, uffd_page_of(r, r->lo), uffd_page_of(r, r->hi));
+	live = as_live_pages(&r->as, as_page_of(&r->as, r->lo), as_page_of(&r->as, r->hi));
 	uffd_io_unregister(lv->uffd, r->lo, r->hi - r->lo);
-	uffd_region_release_pages(lv, r, uffd_page_of(r, r->lo), uffd_page_of(r, r->hi), true);
+	uffd_region_release_pages(lv, r, as_page_of(&r->as, r->lo), as_page_of(&r->as, r->hi),
+				  true);
 	uffd_io_wake(lv->uffd, r->lo, r->hi - r->lo);
 	pthread_rwlock_unlock(&r->busy);
 	uffd_region_remove(&lv->table, r);
@@ -193,8 +194,8 @@ static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 	pthread_rwlock_wrlock(&r->busy);
 	if (lo < r->lo || hi > r->hi || r->dead || r->failed)
 		goto unlock;
-	p0 = uffd_page_of(r, lo);
-	p1 = uffd_page_of(r, hi);
+	p0 = as_page_of(&r->as, lo);
+	p1 = as_page_of(&r->as, hi);
 	rc = -EEXIST;
 	if (!as_range_gone(&r->as, p0, p1))
 		goto unlock;
@@ -207,8 +208,8 @@ static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 	} else {
 		uffd_trace_event(lv, OBS_TR_RELEASE, lo, hi - lo, 0, OBS_TRF_UNMAP, 0);
 		for (uint32_t p = p0; p < p1; p++)
-			uffd_pstate_set(r, p, UP_GONE);
-		uffd_region_recompute_extents(r, uffd_ext_of(r, lo), uffd_ext_of(r, hi - 1));
+			as_pstate_set(&r->as, p, UP_GONE);
+		as_recompute_extents(&r->as, as_ext_of(&r->as, lo), as_ext_of(&r->as, hi - 1));
 	}
 unlock:
 	pthread_rwlock_unlock(&r->busy);
@@ -314,8 +315,9 @@ long uffd_unmap_managed(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, long (
 		struct uffd_region *r = rs[i];
 		uintptr_t a = lo > r->lo ? lo : r->lo, b = hi < r->hi ? hi : r->hi;
 
-		gone += as_live_pages(&r->as, uffd_page_of(r, a), uffd_page_of(r, b));
-		uffd_region_release_pages(lv, r, uffd_page_of(r, a), uffd_page_of(r, b), true);
+		gone += as_live_pages(&r->as, as_page_of(&r->as, a), as_page_of(&r->as, b));
+		uffd_region_release_pages(lv, r, as_page_of(&r->as, a), as_page_of(&r->as, b),
+					  true);
 	}
 	rc = real(arg);
 	for (unsigned i = 0; i < n; i++)
@@ -437,7 +439,8 @@ static int discard(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int advice)
 		struct uffd_region *r = rs[i];
 		uintptr_t x = lo > r->lo ? lo : r->lo, y = hi < r->hi ? hi : r->hi;
 
-		uffd_region_release_pages(lv, r, uffd_page_of(r, x), uffd_page_of(r, y), false);
+		uffd_region_release_pages(lv, r, as_page_of(&r->as, x), as_page_of(&r->as, y),
+					  false);
 	}
 	if (!kernel_first)
 		rc = sys_madvise((void *)lo, hi - lo, advice);

@@ -34,7 +34,7 @@ static uintptr_t page_up(uintptr_t x)
 /* Transfer r (busy write lock held) to its new place [a, a + len). */
 static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, size_t len)
 {
-	uint32_t off = uffd_page_of(r, r->lo);
+	uint32_t off = as_page_of(&r->as, r->lo);
 	uint32_t n_old = (uint32_t)((r->hi - r->lo) / UFFD_PAGE_SIZE);
 	uint32_t n_new = (uint32_t)(len / UFFD_PAGE_SIZE);
 	uintptr_t base = a - (uintptr_t)off * UFFD_PAGE_SIZE;
@@ -140,8 +140,8 @@ static long remap_region(struct uffd_live *lv, struct uffd_region *r, size_t new
 
 	pthread_rwlock_wrlock(&r->busy);
 	if (newlen <= oldlen && !(flags & MREMAP_FIXED)) { /* shrinks in place */
-		uffd_region_release_pages(lv, r, uffd_page_of(r, o + newlen),
-					  uffd_page_of(r, r->hi), true);
+		uffd_region_release_pages(lv, r, as_page_of(&r->as, o + newlen),
+					  as_page_of(&r->as, r->hi), true);
 		rc = sys_mremap((void *)o, oldlen, newlen, flags, new_addr);
 		uffd_region_trim(&lv->table, r);
 		if (!sys_is_err(rc))

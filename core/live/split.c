@@ -84,7 +84,7 @@ static bool take_zero_page(struct uffd_worker *w, struct uffd_region *r, uint32_
 			w->scratch_next = UFFD_SCRATCH_PAGES; /* drop the batch */
 		else if (rc != -EBUSY && rc != -EAGAIN && rc != -EINVAL)
 			UFFD_COUNT(lv, uffd_errors);
-		uffd_pstate_set(r, p, UP_PRESENT);
+		as_pstate_set(&r->as, p, UP_PRESENT);
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return false;
 	}
@@ -95,7 +95,7 @@ static bool take_zero_page(struct uffd_worker *w, struct uffd_region *r, uint32_
 	if (rc < 0 && uffd_io_move(lv->uffd, addr, (uintptr_t)s, UFFD_PAGE_SIZE, 0, NULL) < 0 &&
 	    !uffd_moved_anyway(lv, addr, (uintptr_t)s))
 		UFFD_COUNT(lv, uffd_errors);
-	uffd_pstate_set(r, p, UP_PRESENT);
+	as_pstate_set(&r->as, p, UP_PRESENT);
 	uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 	return false;
 }
@@ -110,7 +110,7 @@ static void put_back(struct uffd_live *lv, struct uffd_region *r, uint32_t p0, c
 			continue;
 		if (uffd_io_copy(lv->uffd, addr, lv->zero_page, UFFD_PAGE_SIZE, false, NULL) < 0)
 			UFFD_COUNT(lv, uffd_errors);
-		uffd_pstate_set(r, p0 + i, UP_PRESENT);
+		as_pstate_set(&r->as, p0 + i, UP_PRESENT);
 	}
 }
 
@@ -132,20 +132,20 @@ static int split_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 		return -ENOENT;
 	if ((ext & (UFFD_HPAGE_SIZE - 1)) || ext < r->lo || ext + UFFD_HPAGE_SIZE > r->hi)
 		return -ENOENT;
-	e = uffd_ext_of(r, ext);
-	xs = uffd_xstate(r, e);
+	e = as_ext_of(&r->as, ext);
+	xs = as_xstate(&r->as, e);
 	/* mm queues a THP when it allocates it for a fault: until the fault has mapped it (or
 	 * while a collapse owns the extent) it is busy, not gone */
 	if (UX_STATE(xs) == UX_FILLING || UX_STATE(xs) == AS_X_COLLAPSING)
 		return -EAGAIN;
-	if (UX_STATE(xs) != UX_HUGE || uffd_pfn_get(r, p0) != head)
+	if (UX_STATE(xs) != UX_HUGE || as_pfn(&r->as, p0) != head)
 		return -ENOENT;
 
 	/* thp_underused: count the zero-filled subpages, stopping once it cannot be */
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		if (!mm_thp_underused(lv->mm, nz + (MM_HPAGE_NR - i)))
 			return 0;
-		zero[i] = UP_STATE(uffd_pstate(r, p0 + i)) == UP_PRESENT &&
+		zero[i] = UP_STATE(as_pstate(&r->as, p0 + i)) == UP_PRESENT &&
 			  program_page_is_zero(ext + (uintptr_t)i * UFFD_PAGE_SIZE);
 		nz += zero[i];
 	}
@@ -155,12 +155,12 @@ static int split_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 		UFFD_COUNT(lv, fork_deferred);
 		return -EAGAIN;
 	}
-	if (!uffd_xstate_cas(r, e, xs, AS_X_COLLAPSING)) {
+	if (!as_xstate_cas(&r->as, e, xs, AS_X_COLLAPSING)) {
 		guard_migrate_end();
 		return -EAGAIN;
 	}
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
-		if (zero[i] && !uffd_pstate_cas(r, p0 + i, UP_PRESENT, UP_MIGRATING))
+		if (zero[i] && !as_pstate_cas(&r->as, p0 + i, UP_PRESENT, UP_MIGRATING))
 			zero[i] = false;
 	nz = 0;
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
@@ -168,7 +168,7 @@ static int split_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 			zero[i] = take_zero_page(w, r, p0 + i);
 			nz += zero[i];
 		}
-	uffd_xstate_set(r, e, xs); /* HUGE again for as_split_underused, which makes it SMALL */
+	as_xstate_set(&r->as, e, xs); /* HUGE again for as_split_underused, which makes it SMALL */
 	if (!nz) { /* the host let no page go (shared with a fork child...): nothing to gain */
 		uffd_io_wake(lv->uffd, ext, UFFD_HPAGE_SIZE);
 		guard_migrate_end();

@@ -105,6 +105,8 @@ enum uffd_ext_state {
 #define UX_ADV_MASK    AS_ADV_MASK
 #define UX_ADV_SPLIT   AS_ADV_SPLIT
 
+/* A managed mapping. Its geometry, span and state bytes are core/addrspace's region, read and
+ * changed through as.h with &r->as (as_pstate(&r->as, p), as_page_of(&r->as, addr), ...). */
 struct uffd_region {
 	union { /* core/addrspace's region: geometry, span and state arrays, by either name */
 		struct as_region as;
@@ -150,21 +152,6 @@ static inline uint64_t uffd_cookie(const struct uffd_region *r, uint32_t page)
 	return ((uint64_t)r->cid << 32) | page;
 }
 
-static inline uint32_t uffd_page_of(const struct uffd_region *r, uintptr_t addr)
-{
-	return as_page_of(&r->as, addr);
-}
-
-static inline uint32_t uffd_ext_of(const struct uffd_region *r, uintptr_t addr)
-{
-	return as_ext_of(&r->as, addr);
-}
-
-static inline uintptr_t uffd_ext_addr(const struct uffd_region *r, uint32_t e)
-{
-	return as_ext_addr(&r->as, e);
-}
-
 int uffd_table_init(struct uffd_table *t);
 void uffd_table_destroy(struct uffd_table *t);
 /* Region containing addr in its live span, with a reference, or NULL. */
@@ -175,48 +162,6 @@ void uffd_region_put(struct uffd_table *t, struct uffd_region *r);
 /* Regions overlapping [lo, hi), in address order, with references; returns how many (<= max). */
 unsigned uffd_regions_overlapping(struct uffd_table *t, uintptr_t lo, uintptr_t hi,
 				  struct uffd_region **out, unsigned max);
-/* The state bytes, atomically (core/addrspace). */
-static inline uint32_t uffd_pfn_get(const struct uffd_region *r, uint32_t p)
-{
-	return as_pfn(&r->as, p);
-}
-static inline void uffd_pfn_set(struct uffd_region *r, uint32_t p, uint32_t pfn)
-{
-	as_pfn_set(&r->as, p, pfn);
-}
-static inline uint8_t uffd_pstate(const struct uffd_region *r, uint32_t p)
-{
-	return as_pstate(&r->as, p);
-}
-static inline void uffd_pstate_set(struct uffd_region *r, uint32_t p, uint8_t s)
-{
-	as_pstate_set(&r->as, p, s);
-}
-static inline bool uffd_pstate_cas(struct uffd_region *r, uint32_t p, uint8_t from, uint8_t to)
-{
-	return as_pstate_cas(&r->as, p, from, to);
-}
-static inline uint8_t uffd_xadv(const struct uffd_region *r, uint32_t e)
-{
-	return as_xadv(&r->as, e);
-}
-static inline void uffd_xadv_set(struct uffd_region *r, uint32_t e, uint8_t adv)
-{
-	as_xadv_set(&r->as, e, adv);
-}
-static inline uint8_t uffd_xstate(const struct uffd_region *r, uint32_t e)
-{
-	return as_xstate(&r->as, e);
-}
-static inline void uffd_xstate_set(struct uffd_region *r, uint32_t e, uint8_t s)
-{
-	as_xstate_set(&r->as, e, s);
-}
-static inline bool uffd_xstate_cas(struct uffd_region *r, uint32_t e, uint8_t from, uint8_t to)
-{
-	return as_xstate_cas(&r->as, e, from, to);
-}
-
 /* A new region for [lo, hi) (page aligned), pages EMPTY, extents EMPTY where wholly inside. With
  * insert it goes into the table at once; otherwise the caller fills its states first and calls
  * uffd_region_insert. If keep_cid is non-zero the region takes over that cookie id (a transfer:
@@ -233,16 +178,6 @@ bool uffd_table_overlaps(struct uffd_table *t, uintptr_t lo, uintptr_t hi);
 void uffd_region_remove(struct uffd_table *t, struct uffd_region *r);
 /* Shrink the live span past GONE pages at either end; removes r when nothing is live. */
 void uffd_region_trim(struct uffd_table *t, struct uffd_region *r);
-/* Recompute the state of extents [e0, e1] from their pages (no owner may hold them). */
-static inline void uffd_region_recompute_extents(struct uffd_region *r, uint32_t e0, uint32_t e1)
-{
-	as_recompute_extents(&r->as, e0, e1);
-}
-static inline bool uffd_ext_inside(const struct uffd_region *r, uint32_t e)
-{
-	return as_ext_inside(&r->as, e);
-}
-
 /* ---- staging: prefaulted host THPs --------------------------------------------------------- */
 
 enum uffd_slot_state { US_FREE, US_READY, US_TAKEN, US_FILLING };

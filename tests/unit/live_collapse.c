@@ -59,7 +59,7 @@ static uint8_t xstate(struct uffd_live *lv, char *a)
 	uint8_t s;
 
 	ASSERT(r);
-	s = UX_STATE(uffd_xstate(r, uffd_ext_of(r, (uintptr_t)a)));
+	s = UX_STATE(as_xstate(&r->as, as_ext_of(&r->as, (uintptr_t)a)));
 	uffd_region_put(&lv->table, r);
 	return s;
 }

@@ -70,14 +70,14 @@ TEST(region_extents_start_empty_only_when_whole)
 	EXPECT_EQ(r->xstate[1], UX_EMPTY);
 	EXPECT_EQ(r->xstate[2], UX_EMPTY);
 	EXPECT_EQ(r->xstate[3], UX_SMALL);
-	EXPECT_EQ(uffd_ext_of(r, BASE + 2 * MB), 1);
-	EXPECT_EQ(uffd_page_of(r, BASE + 2 * MB), 256);
-	EXPECT_EQ(uffd_pfn_get(r, 5), MM_NO_PFN); /* zeroed metadata means "no frame" */
-	uffd_pfn_set(r, 5, 1234);
-	EXPECT_EQ(uffd_pfn_get(r, 5), 1234);
+	EXPECT_EQ(as_ext_of(&r->as, BASE + 2 * MB), 1);
+	EXPECT_EQ(as_page_of(&r->as, BASE + 2 * MB), 256);
+	EXPECT_EQ(as_pfn(&r->as, 5), MM_NO_PFN); /* zeroed metadata means "no frame" */
+	as_pfn_set(&r->as, 5, 1234);
+	EXPECT_EQ(as_pfn(&r->as, 5), 1234);
 	/* a page in use makes a whole extent SMALL on recomputation */
 	r->pstate[300] = UP_PRESENT;
-	uffd_region_recompute_extents(r, 0, 3);
+	as_recompute_extents(&r->as, 0, 3);
 	EXPECT_EQ(r->xstate[1], UX_SMALL);
 	EXPECT_EQ(r->xstate[2], UX_EMPTY);
 	uffd_table_destroy(&t);

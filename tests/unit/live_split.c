@@ -173,7 +173,7 @@ TEST(the_hook_finds_only_its_thp_and_never_waits)
 	struct uffd_live *lv = mk("modern-always:max-ptes-none=450");
 	char *p = sparse(lv);
 	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)p);
-	uint32_t p0 = uffd_page_of(r, (uintptr_t)p), head = uffd_pfn_get(r, p0);
+	uint32_t p0 = as_page_of(&r->as, (uintptr_t)p), head = as_pfn(&r->as, p0);
 	uint64_t cookie = uffd_cookie(r, p0);
 
 	ASSERT(r);
