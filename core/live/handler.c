@@ -80,7 +80,7 @@ static void base_abort(struct fault_ctx *fc, bool in_extent, uint8_t ps)
 		as_recompute_extents(&fc->r->as, fc->e, fc->e);
 		wake_extent(fc);
 	} else {
-		as_pstate_set(&fc->r->as, fc->p, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+		as_pstate_set(&fc->r->as, fc->p, (ps & AS_P_UNMAPPED) ? AS_P_GONE : AS_P_EMPTY);
 		wake_page(fc);
 	}
 }
@@ -94,7 +94,7 @@ static int base_map_locked(struct fault_ctx *fc, bool in_extent)
 	int rc;
 
 	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
-	    (in_extent ? (xs & UX_F_DISTURBED) : (ps & UP_F_FREED))) {
+	    (in_extent ? (xs & AS_X_DISTURBED) : (ps & AS_P_FREED))) {
 		base_abort(fc, in_extent, ps);
 		return 0;
 	}
@@ -112,9 +112,9 @@ static int base_map_locked(struct fault_ctx *fc, bool in_extent)
 	}
 	free_frame(fc->lv, fc->res.pfn, 0, fc->w);
 	as_pfn_set(&r->as, fc->p, MM_NO_PFN);
-	as_pstate_set(&r->as, fc->p, UP_EMPTY);
+	as_pstate_set(&r->as, fc->p, AS_P_EMPTY);
 	if (in_extent)
-		as_xstate_set(&r->as, fc->e, UX_SMALL);
+		as_xstate_set(&r->as, fc->e, AS_X_SMALL);
 	if (rc == -ENOENT || rc == -ESRCH) { /* mapping or process gone */
 		in_extent ? wake_extent(fc) : wake_page(fc);
 		return 0;
@@ -211,7 +211,7 @@ static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
 	int rc;
 
 	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
-	    (as_xstate(&r->as, fc->e) & UX_F_DISTURBED)) {
+	    (as_xstate(&r->as, fc->e) & AS_X_DISTURBED)) {
 		huge_abort_locked(fc, head, slot, true);
 		return 0;
 	}
@@ -279,7 +279,7 @@ static void unclaim_page(struct fault_ctx *fc, uint32_t q)
 {
 	uint8_t ps = as_pstate(&fc->r->as, q);
 
-	as_pstate_set(&fc->r->as, q, (ps & UP_F_UNMAPPED) ? UP_GONE : UP_EMPTY);
+	as_pstate_set(&fc->r->as, q, (ps & AS_P_UNMAPPED) ? AS_P_GONE : AS_P_EMPTY);
 	uffd_io_wake(fc->lv->uffd, as_page_addr(&fc->r->as, q), UFFD_PAGE_SIZE);
 }
 
@@ -341,8 +341,8 @@ static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent, enum mm_vma_ad
 
 			if (q >= fc->lo && q < fc->hi)
 				continue;
-			if (UP_STATE(ps) != UP_EMPTY ||
-			    !as_pstate_cas(&fc->r->as, q, ps, UP_FILLING))
+			if (AS_P_STATE(ps) != AS_P_EMPTY ||
+			    !as_pstate_cas(&fc->r->as, q, ps, AS_P_FILLING))
 				break;
 		}
 		if (q < b0 + n) { /* taken meanwhile: not none; give back this step's claims */
@@ -382,11 +382,11 @@ static int mthp_map_locked(struct fault_ctx *fc, bool in_extent)
 	uint32_t b0 = block_first(fc, order), n = 1U << order;
 	uintptr_t dst = as_page_addr(&r->as, b0);
 	size_t len = (size_t)n * UFFD_PAGE_SIZE, off = 0;
-	bool disturbed = in_extent && (as_xstate(&r->as, fc->e) & UX_F_DISTURBED);
+	bool disturbed = in_extent && (as_xstate(&r->as, fc->e) & AS_X_DISTURBED);
 	int rc = 0;
 
 	for (uint32_t q = b0; q < b0 + n && !in_extent && !disturbed; q++)
-		disturbed = (as_pstate(&r->as, q) & UP_F_FREED) != 0;
+		disturbed = (as_pstate(&r->as, q) & AS_P_FREED) != 0;
 	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed || disturbed) {
 		mthp_abort_locked(fc, in_extent, b0, n);
 		return 0;
@@ -442,14 +442,14 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	struct mm_fault_req req = {
 	    .owner = uffd_cookie(r, fc->p),
 	    .extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
-	    .advice = (enum mm_vma_advice)(adv & UX_ADV_MASK),
+	    .advice = (enum mm_vma_advice)(adv & AS_ADV_MASK),
 	    /* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
-	    .huge_ok = huge_ok && !(adv & UX_ADV_SPLIT) &&
+	    .huge_ok = huge_ok && !(adv & AS_ADV_SPLIT) &&
 		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED) &&
 		       !__atomic_load_n(&lv->thp_disabled, __ATOMIC_RELAXED),
 	    .write = fc->write,
 	    .as_id = (uint32_t)lv->mslot, /* khugepaged's mm_slot: the machine slot, else 0 */
-	    .orders_ok = mthp_orders(fc, huge_ok, (enum mm_vma_advice)(adv & UX_ADV_MASK)),
+	    .orders_ok = mthp_orders(fc, huge_ok, (enum mm_vma_advice)(adv & AS_ADV_MASK)),
 	    /* for a policy plugin: the live span of the region (the VMA) */
 	    .addr = fc->addr,
 	    .region_start = r->lo,
@@ -601,17 +601,17 @@ static void dispatch_page(struct fault_ctx *fc)
 	for (;;) {
 		uint8_t ps = as_pstate(&fc->r->as, fc->p);
 
-		switch (UP_STATE(ps)) {
-		case UP_EMPTY:
-			if (as_pstate_cas(&fc->r->as, fc->p, ps, UP_FILLING)) {
+		switch (AS_P_STATE(ps)) {
+		case AS_P_EMPTY:
+			if (as_pstate_cas(&fc->r->as, fc->p, ps, AS_P_FILLING)) {
 				fault_page(fc);
 				return;
 			}
 			continue;
-		case UP_FILLING:
+		case AS_P_FILLING:
 			uffd_stat_add(&h->dup_messages, 1);
 			return;
-		case UP_MIGRATING:
+		case AS_P_MIGRATING:
 			uffd_stat_add(&h->migrating_waits, 1);
 			return;
 		default: /* PRESENT: a duplicate; GONE: a stale message */
@@ -629,17 +629,17 @@ static void dispatch(struct fault_ctx *fc)
 	for (;;) {
 		uint8_t xs = as_xstate(&fc->r->as, fc->e);
 
-		switch (UX_STATE(xs)) {
-		case UX_EMPTY:
-			if (as_xstate_cas(&fc->r->as, fc->e, xs, UX_FILLING)) {
+		switch (AS_X_STATE(xs)) {
+		case AS_X_EMPTY:
+			if (as_xstate_cas(&fc->r->as, fc->e, xs, AS_X_FILLING)) {
 				fault_extent(fc);
 				return;
 			}
 			continue;
-		case UX_FILLING:
+		case AS_X_FILLING:
 			uffd_stat_add(&h->dup_messages, 1);
 			return;
-		case UX_HUGE:
+		case AS_X_HUGE:
 			uffd_stat_add(&h->dup_messages, 1);
 			wake_page(fc);
 			return;

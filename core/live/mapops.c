@@ -208,7 +208,7 @@ static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 	} else {
 		uffd_trace_event(lv, OBS_TR_RELEASE, lo, hi - lo, 0, OBS_TRF_UNMAP, 0);
 		for (uint32_t p = p0; p < p1; p++)
-			as_pstate_set(&r->as, p, UP_GONE);
+			as_pstate_set(&r->as, p, AS_P_GONE);
 		as_recompute_extents(&r->as, as_ext_of(&r->as, lo), as_ext_of(&r->as, hi - 1));
 	}
 unlock:

@@ -232,7 +232,7 @@ static void adopt_region(struct uffd_live *lv, const struct uffd_region *old)
 	for (uint32_t p = first; p < first + n;) {
 		uint32_t q = p;
 
-		while (q < first + n && UP_STATE(as_pstate(&old->as, q)) != UP_GONE)
+		while (q < first + n && AS_P_STATE(as_pstate(&old->as, q)) != AS_P_GONE)
 			q++;
 		if (q > p) {
 			uint64_t present = 0;

@@ -84,7 +84,7 @@ static bool take_zero_page(struct uffd_worker *w, struct uffd_region *r, uint32_
 			w->scratch_next = UFFD_SCRATCH_PAGES; /* drop the batch */
 		else if (rc != -EBUSY && rc != -EAGAIN && rc != -EINVAL)
 			UFFD_COUNT(lv, uffd_errors);
-		as_pstate_set(&r->as, p, UP_PRESENT);
+		as_pstate_set(&r->as, p, AS_P_PRESENT);
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 		return false;
 	}
@@ -95,7 +95,7 @@ static bool take_zero_page(struct uffd_worker *w, struct uffd_region *r, uint32_
 	if (rc < 0 && uffd_io_move(lv->uffd, addr, (uintptr_t)s, UFFD_PAGE_SIZE, 0, NULL) < 0 &&
 	    !uffd_moved_anyway(lv, addr, (uintptr_t)s))
 		UFFD_COUNT(lv, uffd_errors);
-	as_pstate_set(&r->as, p, UP_PRESENT);
+	as_pstate_set(&r->as, p, AS_P_PRESENT);
 	uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
 	return false;
 }
@@ -110,7 +110,7 @@ static void put_back(struct uffd_live *lv, struct uffd_region *r, uint32_t p0, c
 			continue;
 		if (uffd_io_copy(lv->uffd, addr, lv->zero_page, UFFD_PAGE_SIZE, false, NULL) < 0)
 			UFFD_COUNT(lv, uffd_errors);
-		as_pstate_set(&r->as, p0 + i, UP_PRESENT);
+		as_pstate_set(&r->as, p0 + i, AS_P_PRESENT);
 	}
 }
 
@@ -136,16 +136,16 @@ static int split_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 	xs = as_xstate(&r->as, e);
 	/* mm queues a THP when it allocates it for a fault: until the fault has mapped it (or
 	 * while a collapse owns the extent) it is busy, not gone */
-	if (UX_STATE(xs) == UX_FILLING || UX_STATE(xs) == AS_X_COLLAPSING)
+	if (AS_X_STATE(xs) == AS_X_FILLING || AS_X_STATE(xs) == AS_X_COLLAPSING)
 		return -EAGAIN;
-	if (UX_STATE(xs) != UX_HUGE || as_pfn(&r->as, p0) != head)
+	if (AS_X_STATE(xs) != AS_X_HUGE || as_pfn(&r->as, p0) != head)
 		return -ENOENT;
 
 	/* thp_underused: count the zero-filled subpages, stopping once it cannot be */
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		if (!mm_thp_underused(lv->mm, nz + (MM_HPAGE_NR - i)))
 			return 0;
-		zero[i] = UP_STATE(as_pstate(&r->as, p0 + i)) == UP_PRESENT &&
+		zero[i] = AS_P_STATE(as_pstate(&r->as, p0 + i)) == AS_P_PRESENT &&
 			  program_page_is_zero(ext + (uintptr_t)i * UFFD_PAGE_SIZE);
 		nz += zero[i];
 	}
@@ -160,7 +160,7 @@ static int split_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 		return -EAGAIN;
 	}
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
-		if (zero[i] && !as_pstate_cas(&r->as, p0 + i, UP_PRESENT, UP_MIGRATING))
+		if (zero[i] && !as_pstate_cas(&r->as, p0 + i, AS_P_PRESENT, AS_P_MIGRATING))
 			zero[i] = false;
 	nz = 0;
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)

@@ -81,32 +81,9 @@ void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src);
 
 /* ---- regions ------------------------------------------------------------------------------- */
 
-/* The page and extent states and their rules are core/addrspace's (as.h); these are its names here.
- */
-enum uffd_page_state {
-	UP_EMPTY = AS_P_EMPTY,
-	UP_FILLING = AS_P_FILLING,
-	UP_PRESENT = AS_P_PRESENT,
-	UP_MIGRATING = AS_P_MIGRATING,
-	UP_GONE = AS_P_GONE,
-};
-#define UP_STATE(s)   AS_P_STATE(s)
-#define UP_F_FREED    AS_P_FREED
-#define UP_F_UNMAPPED AS_P_UNMAPPED
-
-enum uffd_ext_state {
-	UX_EMPTY = AS_X_EMPTY,
-	UX_FILLING = AS_X_FILLING,
-	UX_HUGE = AS_X_HUGE,
-	UX_SMALL = AS_X_SMALL,
-};
-#define UX_STATE(s)    AS_X_STATE(s)
-#define UX_F_DISTURBED AS_X_DISTURBED
-#define UX_ADV_MASK    AS_ADV_MASK
-#define UX_ADV_SPLIT   AS_ADV_SPLIT
-
-/* A managed mapping. Its geometry, span and state bytes are core/addrspace's region, read and
- * changed through as.h with &r->as (as_pstate(&r->as, p), as_page_of(&r->as, addr), ...). */
+/* A managed mapping. Its geometry, span and state bytes (AS_P_*, AS_X_*) are core/addrspace's
+ * region, read and changed through as.h with &r->as: as_pstate(&r->as, p), as_page_of(&r->as,
+ * addr), ... */
 struct uffd_region {
 	union { /* core/addrspace's region: geometry, span and state arrays, by either name */
 		struct as_region as;

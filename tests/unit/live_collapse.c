@@ -59,7 +59,7 @@ static uint8_t xstate(struct uffd_live *lv, char *a)
 	uint8_t s;
 
 	ASSERT(r);
-	s = UX_STATE(as_xstate(&r->as, as_ext_of(&r->as, (uintptr_t)a)));
+	s = AS_X_STATE(as_xstate(&r->as, as_ext_of(&r->as, (uintptr_t)a)));
 	uffd_region_put(&lv->table, r);
 	return s;
 }
@@ -85,12 +85,12 @@ TEST(collapse_madv_populated_and_zero_pages)
 			memset(p + i * PG, (int)(i % 251) + 1, PG);
 	}
 	EXPECT_EQ(zeros, 0);
-	EXPECT_EQ(xstate(lv, p), UX_SMALL);
+	EXPECT_EQ(xstate(lv, p), AS_X_SMALL);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 0);
 	EXPECT_EQ(uffd_madvise(lv, p, 4 * MB, 25), 0);
 	for (size_t off = 0; off < 4 * MB; off += HP) {
 		EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p + off, HP), 1);
-		EXPECT_EQ(xstate(lv, p + off), UX_HUGE);
+		EXPECT_EQ(xstate(lv, p + off), AS_X_HUGE);
 	}
 	for (size_t i = 0; i < 4 * MB / PG; i++)
 		for (size_t k = 0; k < PG; k += 512)
@@ -114,7 +114,7 @@ TEST(collapse_madv_holes_untouched_and_3x)
 	errno = 0;
 	EXPECT_EQ(uffd_madvise(lv, p, 4 * MB, 25), -EINVAL); /* the untouched range */
 	EXPECT_EQ(uffd_madvise(lv, p, HP, 25), 0);	     /* holes allowed: zeroed */
-	EXPECT_EQ(xstate(lv, p), UX_HUGE);
+	EXPECT_EQ(xstate(lv, p), AS_X_HUGE);
 	for (size_t i = 0; i < HP / PG; i++)
 		EXPECT_EQ(p[i * PG], i % 2 ? 0 : 'x');
 	EXPECT_EQ(uffd_munmap(lv, p, 4 * MB), 0);
@@ -137,16 +137,16 @@ TEST(collapse_khugepaged_visit)
 	int progress;
 
 	memset(p, 7, 2 * MB);
-	EXPECT_EQ(xstate(lv, p), UX_SMALL);
+	EXPECT_EQ(xstate(lv, p), AS_X_SMALL);
 	/* enabled=madvise: khugepaged scans VM_HUGEPAGE ranges only */
 	progress = uffd_khugepaged_visit(UFFD_W_KHD(lv), &addr, 4096, &done);
 	EXPECT_GE(progress, 0);
-	EXPECT_EQ(xstate(lv, p), UX_SMALL);
+	EXPECT_EQ(xstate(lv, p), AS_X_SMALL);
 	EXPECT_EQ(uffd_madvise(lv, p, 2 * MB, MADV_HUGEPAGE), 0);
 	addr = 0;
 	progress = uffd_khugepaged_visit(UFFD_W_KHD(lv), &addr, 4096, &done);
 	EXPECT_GE(progress, MM_HPAGE_NR);
-	EXPECT_EQ(xstate(lv, p), UX_HUGE);
+	EXPECT_EQ(xstate(lv, p), AS_X_HUGE);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 1);
 	for (size_t off = 0; off < 2 * MB; off += 4096)
 		EXPECT_EQ(p[off], 7);

@@ -501,11 +501,11 @@ TEST(live_new_mapping_over_a_stale_span_is_managed)
 	ASSERT_EQ(settle(lv, OBS_BASE, 1), 1); /* the handler records after it set the state */
 	pfn = as_pfn(&r->as, 1);
 	/* a migrator holds page 1 while the program unmaps the first 2 MiB */
-	ASSERT(as_pstate_cas(&r->as, 1, UP_PRESENT, UP_MIGRATING));
+	ASSERT(as_pstate_cas(&r->as, 1, AS_P_PRESENT, AS_P_MIGRATING));
 	ASSERT_EQ(uffd_munmap(lv, p, HP), 0);
 	EXPECT_EQ(r->lo, (uintptr_t)p + 4096); /* the span stops at the held page */
 	/* the migrator lets go (what migrate_locked does on a FREED page), mm frees the frame */
-	as_pstate_set(&r->as, 1, UP_GONE);
+	as_pstate_set(&r->as, 1, AS_P_GONE);
 	mm_anon_free(lv->mm, pfn, 0, NULL);
 	q = uffd_mmap(lv, p, HP, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -797,8 +797,8 @@ TEST(live_a_stalled_owner_holds_up_nobody_else)
 	pthread_t th;
 
 	ASSERT(r != NULL);
-	ASSERT(as_xstate_cas(&r->as, 0, UX_EMPTY, UX_FILLING)); /* the stalled owner */
-	pthread_create(&th, NULL, touch_all, &t);		/* blocks on the owned extent */
+	ASSERT(as_xstate_cas(&r->as, 0, AS_X_EMPTY, AS_X_FILLING)); /* the stalled owner */
+	pthread_create(&th, NULL, touch_all, &t);		    /* blocks on the owned extent */
 	usleep(20000);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (size_t off = 0; off < 4 * MB; off += 4096)
@@ -806,7 +806,7 @@ TEST(live_a_stalled_owner_holds_up_nobody_else)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	EXPECT_LT((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000, 2000);
 	EXPECT_EQ(settle(lv, OBS_BASE, 1024), 1024);
-	as_xstate_set(&r->as, 0, UX_EMPTY); /* the owner gives up */
+	as_xstate_set(&r->as, 0, AS_X_EMPTY); /* the owner gives up */
 	uffd_io_wake(lv->uffd, (uintptr_t)a, HP);
 	pthread_join(th, NULL);
 	EXPECT_EQ(a[1], 1);
@@ -853,7 +853,7 @@ TEST(live_kernel_fault_storm_is_absorbed)
 	ASSERT_EQ(pipe(fds), 0);
 	sigaction(SIGUSR1, &sa, NULL);
 	/* a stalled owner: the extent stays FILLING until we let it go */
-	ASSERT(as_xstate_cas(&r->as, 0, UX_EMPTY, UX_FILLING));
+	ASSERT(as_xstate_cas(&r->as, 0, AS_X_EMPTY, AS_X_FILLING));
 	for (int i = 0; i < 4096; i++)
 		data[i] = (char)(i * 7);
 	ASSERT_EQ(write(fds[1], data, sizeof(data)), 4096);
@@ -875,7 +875,7 @@ TEST(live_kernel_fault_storm_is_absorbed)
 	EXPECT_GT(HOST(lv, dup_messages) - before, 0);
 	/* still blocked: nobody answered with a page */
 	EXPECT_EQ(__atomic_load_n(&pr.got, __ATOMIC_ACQUIRE), 0);
-	as_xstate_set(&r->as, 0, UX_EMPTY); /* the owner gives up: waiters fault again */
+	as_xstate_set(&r->as, 0, AS_X_EMPTY); /* the owner gives up: waiters fault again */
 	uffd_io_wake(lv->uffd, (uintptr_t)p, HP);
 	pthread_join(th, NULL);
 	EXPECT_EQ(__atomic_load_n(&pr.got, __ATOMIC_ACQUIRE), 4096);

@@ -66,20 +66,20 @@ TEST(region_extents_start_empty_only_when_whole)
 	/* starts 1 MiB into an extent, ends 1 MiB into another: 4 extents, 2 whole */
 	ASSERT_EQ(uffd_region_create(&t, BASE + 1 * MB, BASE + 7 * MB, 3, 0, true, &r), 0);
 	ASSERT_EQ(r->nexts, 4);
-	EXPECT_EQ(r->xstate[0], UX_SMALL);
-	EXPECT_EQ(r->xstate[1], UX_EMPTY);
-	EXPECT_EQ(r->xstate[2], UX_EMPTY);
-	EXPECT_EQ(r->xstate[3], UX_SMALL);
+	EXPECT_EQ(r->xstate[0], AS_X_SMALL);
+	EXPECT_EQ(r->xstate[1], AS_X_EMPTY);
+	EXPECT_EQ(r->xstate[2], AS_X_EMPTY);
+	EXPECT_EQ(r->xstate[3], AS_X_SMALL);
 	EXPECT_EQ(as_ext_of(&r->as, BASE + 2 * MB), 1);
 	EXPECT_EQ(as_page_of(&r->as, BASE + 2 * MB), 256);
 	EXPECT_EQ(as_pfn(&r->as, 5), MM_NO_PFN); /* zeroed metadata means "no frame" */
 	as_pfn_set(&r->as, 5, 1234);
 	EXPECT_EQ(as_pfn(&r->as, 5), 1234);
 	/* a page in use makes a whole extent SMALL on recomputation */
-	r->pstate[300] = UP_PRESENT;
+	r->pstate[300] = AS_P_PRESENT;
 	as_recompute_extents(&r->as, 0, 3);
-	EXPECT_EQ(r->xstate[1], UX_SMALL);
-	EXPECT_EQ(r->xstate[2], UX_EMPTY);
+	EXPECT_EQ(r->xstate[1], AS_X_SMALL);
+	EXPECT_EQ(r->xstate[2], AS_X_EMPTY);
 	uffd_table_destroy(&t);
 }
 
@@ -91,9 +91,9 @@ TEST(region_trim_drops_unmapped_ends)
 	ASSERT_EQ(uffd_table_init(&t), 0);
 	ASSERT_EQ(uffd_region_create(&t, BASE, BASE + 4 * MB, 3, 0, true, &r), 0);
 	for (uint32_t p = 0; p < 256; p++)
-		r->pstate[p] = UP_GONE; /* first MiB unmapped */
+		r->pstate[p] = AS_P_GONE; /* first MiB unmapped */
 	for (uint32_t p = 512; p < 600; p++)
-		r->pstate[p] = UP_GONE; /* a hole in the middle stays */
+		r->pstate[p] = AS_P_GONE; /* a hole in the middle stays */
 	uffd_region_trim(&t, r);
 	EXPECT_EQ(r->lo, BASE + 1 * MB);
 	EXPECT_EQ(r->hi, BASE + 4 * MB);
@@ -105,7 +105,7 @@ TEST(region_trim_drops_unmapped_ends)
 	g = uffd_region_get(&t, BASE + 3 * MB); /* callers always hold a reference */
 	ASSERT(g == r);
 	for (uint32_t p = 0; p < r->npages; p++)
-		r->pstate[p] = UP_GONE;
+		r->pstate[p] = AS_P_GONE;
 	uffd_region_trim(&t, r);
 	EXPECT(r->dead);
 	EXPECT(uffd_region_get(&t, BASE + 3 * MB) == NULL);
