@@ -4,54 +4,11 @@
  * collapses too (holes read 0), a never-touched range is EINVAL, a 3.x profile knows no such
  * advice; khugepaged's visit (uffd_khugepaged_visit) collapses a 4 KiB range after
  * MADV_HUGEPAGE. Needs root or /dev/userfaultfd. */
-#include "harness.h"
-
 #include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "live/uffd_internal.h"
-#include "util/sys.h"
-
-#define MB (1UL << 20)
-#define HP (2UL << 20)
-#define PG 4096UL
-
-static struct uffd_live *mk(const char *policy)
-{
-	struct config cfg;
-	struct uffd_live *lv = NULL;
-	char err[512] = "";
-	const struct config_opt *o;
-
-	config_defaults(&cfg);
-	o = config_opt_by_env("THPEMU_POLICY");
-	ASSERT_EQ(config_opt_parse(o, NULL, policy, &cfg, err, sizeof(err)), 0);
-	o = config_opt_by_env("THPEMU_POOL");
-	ASSERT_EQ(config_opt_parse(o, NULL, "256M", &cfg, err, sizeof(err)), 0);
-	cfg.handlers = 3;
-	cfg.staging = 2;
-	cfg.log = CONFIG_LOG_QUIET;
-	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
-		if (strstr(err, "userfaultfd unavailable"))
-			SKIP("%s", err);
-		fprintf(stderr, "  create: %s\n", err);
-		ASSERT(0);
-	}
-	return lv;
-}
-
-static char *map(struct uffd_live *lv, size_t len)
-{
-	long p =
-	    uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	ASSERT(!sys_is_err(p));
-	ASSERT_EQ((uintptr_t)p % HP, 0);
-	return (char *)p;
-}
-
-#define HOST(lv, f) __atomic_load_n(&(lv)->stats->host.f, __ATOMIC_RELAXED)
+#include "live_fixture.h"
 
 static uint8_t xstate(struct uffd_live *lv, char *a)
 {
@@ -74,8 +31,8 @@ static uint32_t anon_pmd(struct uffd_live *lv)
 
 TEST(collapse_madv_populated_and_zero_pages)
 {
-	struct uffd_live *lv = mk("modern-always:enabled=madvise,khugepaged=no");
-	char *p = map(lv, 4 * MB);
+	struct uffd_live *lv = live_mk("modern-always:enabled=madvise,khugepaged=no", "256M");
+	char *p = live_map(lv, 4 * MB);
 	unsigned long zeros = 0;
 
 	for (size_t i = 0; i < 4 * MB / PG; i++) {
@@ -106,8 +63,8 @@ TEST(collapse_madv_populated_and_zero_pages)
 
 TEST(collapse_madv_holes_untouched_and_3x)
 {
-	struct uffd_live *lv = mk("modern-never");
-	char *p = map(lv, 4 * MB);
+	struct uffd_live *lv = live_mk("modern-never", "256M");
+	char *p = live_map(lv, 4 * MB);
 
 	for (size_t i = 0; i < HP / PG; i += 2)
 		p[i * PG] = 'x'; /* extent 0: every other page; extent 1 never touched */
@@ -120,8 +77,8 @@ TEST(collapse_madv_holes_untouched_and_3x)
 	EXPECT_EQ(uffd_munmap(lv, p, 4 * MB), 0);
 	uffd_live_destroy(lv);
 
-	lv = mk("linux-3.2:enabled=madvise");
-	p = map(lv, 2 * MB);
+	lv = live_mk("linux-3.2:enabled=madvise", "256M");
+	p = live_map(lv, 2 * MB);
 	memset(p, 1, 2 * MB);
 	EXPECT_EQ(uffd_madvise(lv, p, 2 * MB, 25), -EINVAL);
 	EXPECT_EQ(HOST(lv, collapses), 0);
@@ -130,8 +87,8 @@ TEST(collapse_madv_holes_untouched_and_3x)
 
 TEST(collapse_khugepaged_visit)
 {
-	struct uffd_live *lv = mk("modern-always:enabled=madvise,khugepaged=no");
-	char *p = map(lv, 2 * MB);
+	struct uffd_live *lv = live_mk("modern-always:enabled=madvise,khugepaged=no", "256M");
+	char *p = live_map(lv, 2 * MB);
 	uint64_t addr = 0;
 	bool done = false;
 	int progress;

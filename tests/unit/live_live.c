@@ -2,8 +2,6 @@
  * decisions 4 KiB pages, frames go back on munmap/MADV_DONTNEED (a partial free splits a huge
  * extent), mremap and MAP_FIXED keep the state right, several threads on the same pages, the pool
  * running out, a failed region falling back to the kernel. Needs root or /dev/userfaultfd. */
-#include "harness.h"
-
 #include <errno.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -13,40 +11,20 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "util/sys.h"
-#include "live/uffd_internal.h"
-
-#define MB (1UL << 20)
-#define HP (2UL << 20)
+#include "live_fixture.h"
 
 static uint64_t mk_stall_ns = 1000000000ULL; /* the stall threshold mk() configures */
 
 static struct uffd_live *mk(const char *policy, const char *pool)
 {
 	struct config cfg;
-	struct uffd_live *lv = NULL;
-	char err[512] = "";
-	const struct config_opt *o;
 
-	config_defaults(&cfg);
-	o = config_opt_by_env("THPEMU_POLICY");
-	ASSERT_EQ(config_opt_parse(o, NULL, policy, &cfg, err, sizeof(err)), 0);
-	o = config_opt_by_env("THPEMU_POOL");
-	ASSERT_EQ(config_opt_parse(o, NULL, pool, &cfg, err, sizeof(err)), 0);
+	live_config(&cfg, policy, pool);
 	/* these tests count frames and mappings fault by fault: khugepaged (whose first wake
 	 * follows the first registration at once, as the kernel's) would collapse under them */
 	cfg.policy.khugepaged = false;
-	cfg.handlers = 3;
-	cfg.staging = 2;
-	cfg.log = CONFIG_LOG_QUIET;
 	cfg.stall_threshold_ns = mk_stall_ns;
-	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
-		if (strstr(err, "userfaultfd unavailable"))
-			SKIP("%s", err);
-		fprintf(stderr, "  create: %s\n", err);
-		ASSERT(0);
-	}
-	return lv;
+	return live_start(&cfg);
 }
 
 /* THPEMU_HANDLERS=auto: CPUs + 2, at least 3, at most 16 (needs no userfaultfd). */
@@ -54,25 +32,6 @@ TEST(live_handlers_auto)
 {
 	EXPECT_GE(uffd_handlers_auto(), 3);
 	EXPECT_LE(uffd_handlers_auto(), 16);
-}
-
-static char *map(struct uffd_live *lv, size_t len)
-{
-	long p =
-	    uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	ASSERT(!sys_is_err(p));
-	return (char *)p;
-}
-
-#define HOST(lv, f) __atomic_load_n(&(lv)->stats->host.f, __ATOMIC_RELAXED)
-
-static struct mm_counts counts(struct uffd_live *lv)
-{
-	struct mm_counts c;
-
-	mm_get_counts(lv->mm, &c);
-	return c;
 }
 
 static uint64_t nfaults(struct uffd_live *lv, enum obs_class c)
@@ -91,7 +50,7 @@ static uint64_t settle(struct uffd_live *lv, enum obs_class c, uint64_t want)
 TEST(live_huge_faults_are_real_pmds)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");
-	char *p = map(lv, 16 * MB);
+	char *p = live_map(lv, 16 * MB);
 
 	EXPECT_EQ((uintptr_t)p % HP, 0);
 	EXPECT(uffd_is_managed(lv, p, 1));
@@ -106,9 +65,9 @@ TEST(live_huge_faults_are_real_pmds)
 	EXPECT_EQ(HOST(lv, real_pmd_faults), 8);
 	for (size_t off = 0; off < 16 * MB; off += HP)
 		EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p + off, HP), 1);
-	EXPECT_EQ(counts(lv).anon_huge, 8 * MM_HPAGE_NR);
+	EXPECT_EQ(live_counts(lv).anon_huge, 8 * MM_HPAGE_NR);
 	EXPECT_EQ(uffd_munmap(lv, p, 16 * MB), 0);
-	EXPECT_EQ(counts(lv).anon, 0);
+	EXPECT_EQ(live_counts(lv).anon, 0);
 	EXPECT(!uffd_is_managed(lv, p, 1));
 	uffd_live_destroy(lv);
 }
@@ -116,7 +75,7 @@ TEST(live_huge_faults_are_real_pmds)
 TEST(live_base_faults_under_never)
 {
 	struct uffd_live *lv = mk("modern-never", "256M");
-	char *p = map(lv, 4 * MB);
+	char *p = live_map(lv, 4 * MB);
 	unsigned long sum = 0;
 
 	for (size_t off = 0; off < 4 * MB; off += 8192)
@@ -128,7 +87,7 @@ TEST(live_base_faults_under_never)
 	EXPECT_EQ(sum, 7 * 1024);
 	EXPECT_EQ(settle(lv, OBS_BASE, 1024), 1024);
 	EXPECT_EQ(nfaults(lv, OBS_HUGE), 0);
-	EXPECT_EQ(counts(lv).anon, 1024);
+	EXPECT_EQ(live_counts(lv).anon, 1024);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 0);
 	uffd_live_destroy(lv);
 }
@@ -222,7 +181,7 @@ static void *touch_all(void *arg)
 static void race(const char *policy, enum obs_class cls, uint64_t want)
 {
 	struct uffd_live *lv = mk(policy, "256M");
-	char *p = map(lv, 8 * MB);
+	char *p = live_map(lv, 8 * MB);
 	struct toucher t[4];
 	pthread_t th[4];
 
@@ -237,7 +196,7 @@ static void race(const char *policy, enum obs_class cls, uint64_t want)
 	/* one first touch per page (or extent), however many threads waited on it */
 	EXPECT_EQ(settle(lv, cls, want), want);
 	EXPECT_EQ(nfaults(lv, cls == OBS_HUGE ? OBS_BASE : OBS_HUGE), 0);
-	EXPECT_EQ(counts(lv).anon, 2048);
+	EXPECT_EQ(live_counts(lv).anon, 2048);
 	uffd_live_destroy(lv);
 }
 
@@ -309,20 +268,20 @@ TEST(live_idle_handlers_wait_in_epoll)
 static void partial_dontneed(const char *policy, bool deferred)
 {
 	struct uffd_live *lv = mk(policy, "256M");
-	char *p = map(lv, 4 * MB);
+	char *p = live_map(lv, 4 * MB);
 
 	memset(p, 0x5a, 4 * MB);
 	ASSERT_EQ(settle(lv, OBS_HUGE, 2), 2);
 	ASSERT_EQ(uffd_madvise(lv, p + MB, MB, MADV_DONTNEED), 0);
 	EXPECT_EQ(HOST(lv, huge_splits), 1);
 	if (deferred) { /* 6.12: the PMD is split, the folio waits on the split queue whole */
-		EXPECT_EQ(counts(lv).anon, 1024);
-		EXPECT_EQ(counts(lv).anon_huge, 1024);
-		EXPECT_EQ(counts(lv).anon_pmd, 512);
-		EXPECT_EQ(counts(lv).anon_partially_mapped, 1);
+		EXPECT_EQ(live_counts(lv).anon, 1024);
+		EXPECT_EQ(live_counts(lv).anon_huge, 1024);
+		EXPECT_EQ(live_counts(lv).anon_pmd, 512);
+		EXPECT_EQ(live_counts(lv).anon_partially_mapped, 1);
 	} else { /* 3.x: split_huge_page at once */
-		EXPECT_EQ(counts(lv).anon, 1024 - 256);
-		EXPECT_EQ(counts(lv).anon_huge, 512);
+		EXPECT_EQ(live_counts(lv).anon, 1024 - 256);
+		EXPECT_EQ(live_counts(lv).anon_huge, 512);
 	}
 	EXPECT_EQ(p[MB + 4096], 0); /* freed: zero again, a 4 KiB first touch */
 	EXPECT_EQ(p[MB - 1], 0x5a); /* the rest of the split extent kept its data */
@@ -353,7 +312,7 @@ TEST(live_partial_dontneed_defers_the_split)
 TEST(live_refused_huge_move_falls_back_to_small_pages)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");
-	char *p = map(lv, 4 * MB);
+	char *p = live_map(lv, 4 * MB);
 
 	ASSERT_EQ(uffd_io_zeropage(lv->uffd, (uintptr_t)p + 2 * 4096, 4096), 0);
 	/* a huge decision (recorded as one: the emulated kernel gave a THP); the move stops at the
@@ -363,54 +322,54 @@ TEST(live_refused_huge_move_falls_back_to_small_pages)
 	EXPECT_EQ(settle(lv, OBS_HUGE, 1), 1);
 	EXPECT_EQ(HOST(lv, huge_move_fallbacks), 1);
 	EXPECT_EQ(HOST(lv, real_pmd_faults), 0);
-	EXPECT_EQ(counts(lv).anon_huge, 0);
-	EXPECT_EQ(counts(lv).anon, 3); /* the two moved pages and the one found mapped */
+	EXPECT_EQ(live_counts(lv).anon_huge, 0);
+	EXPECT_EQ(live_counts(lv).anon, 3); /* the two moved pages and the one found mapped */
 	EXPECT_EQ(p[4096], 0);
 	EXPECT_EQ(p[2 * 4096], 0);
 	p[5 * 4096] = 0x22; /* the rest of the extent: 4 KiB first touches */
 	EXPECT_EQ(p[5 * 4096], 0x22);
 	EXPECT_EQ(settle(lv, OBS_BASE, 1), 1);
-	EXPECT_EQ(counts(lv).anon, 4);
+	EXPECT_EQ(live_counts(lv).anon, 4);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 0);
 	memset(p + HP, 0x33, HP); /* the next extent is untouched by it: huge */
 	EXPECT_EQ(settle(lv, OBS_HUGE, 2), 2);
 	EXPECT_EQ(HOST(lv, real_pmd_faults), 1);
 	EXPECT_EQ(uffd_munmap(lv, p, 4 * MB), 0);
-	EXPECT_EQ(counts(lv).anon, 0);
+	EXPECT_EQ(live_counts(lv).anon, 0);
 	uffd_live_destroy(lv);
 }
 
 TEST(live_map_fixed_over_managed_memory)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");
-	char *p = map(lv, 8 * MB);
+	char *p = live_map(lv, 8 * MB);
 	long q;
 
 	memset(p, 1, 8 * MB);
-	ASSERT_EQ(counts(lv).anon, 4 * 512);
+	ASSERT_EQ(live_counts(lv).anon, 4 * 512);
 	/* jemalloc-style: replace 2 MiB in the middle with a fresh mapping */
 	q = uffd_mmap(lv, p + 4 * MB, HP, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	ASSERT_EQ(q, (long)(p + 4 * MB));
-	EXPECT_EQ(counts(lv).anon, 3 * 512);
+	EXPECT_EQ(live_counts(lv).anon, 3 * 512);
 	EXPECT_EQ(HOST(lv, fixed_over_managed), 1);
 	EXPECT(uffd_is_managed(lv, p + 4 * MB, HP));
 	EXPECT_EQ(p[4 * MB + 5], 0); /* fresh memory, managed again: a first touch */
 	EXPECT_EQ(p[6 * MB], 1);
 	EXPECT_EQ(settle(lv, OBS_HUGE, 5), 5);
-	EXPECT_EQ(counts(lv).anon, 4 * 512);
+	EXPECT_EQ(live_counts(lv).anon, 4 * 512);
 	/* unmapping the head trims the region; the rest stays managed */
 	ASSERT_EQ(uffd_munmap(lv, p, 2 * MB), 0);
 	EXPECT(!uffd_is_managed(lv, p, 2 * MB));
 	EXPECT(uffd_is_managed(lv, p + 2 * MB, 1));
-	EXPECT_EQ(counts(lv).anon, 3 * 512);
+	EXPECT_EQ(live_counts(lv).anon, 3 * 512);
 	uffd_live_destroy(lv);
 }
 
 TEST(live_mremap_keeps_data_and_state)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");
-	char *p = map(lv, 4 * MB), *q;
+	char *p = live_map(lv, 4 * MB), *q;
 	long blocker, r;
 
 	memset(p, 3, 4 * MB);
@@ -426,16 +385,16 @@ TEST(live_mremap_keeps_data_and_state)
 	EXPECT_EQ(q[0], 3);
 	EXPECT_EQ(q[4 * MB - 1], 3);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)q, HP), 1);
-	EXPECT_EQ(counts(lv).anon_huge, 1024);
+	EXPECT_EQ(live_counts(lv).anon_huge, 1024);
 	EXPECT(uffd_is_managed(lv, q + 6 * MB, 1));
 	EXPECT(!uffd_is_managed(lv, p, 1) || q == p);
 	q[6 * MB] = 9; /* the grown part is managed: a first touch */
 	EXPECT_EQ(settle(lv, OBS_HUGE, 3), 3);
-	EXPECT_EQ(counts(lv).anon_huge, 1536);
+	EXPECT_EQ(live_counts(lv).anon_huge, 1536);
 	/* shrink in place: the cut pages go back */
 	r = uffd_mremap(lv, q, 8 * MB, 2 * MB, 0, NULL);
 	EXPECT_EQ(r, (long)q);
-	EXPECT_EQ(counts(lv).anon, 512);
+	EXPECT_EQ(live_counts(lv).anon, 512);
 	EXPECT_EQ(q[HP - 1], 3);
 	uffd_live_destroy(lv);
 }
@@ -443,7 +402,7 @@ TEST(live_mremap_keeps_data_and_state)
 TEST(live_pool_exhaustion_serves_outside)
 {
 	struct uffd_live *lv = mk("modern-never", "8M");
-	char *p = map(lv, 32 * MB);
+	char *p = live_map(lv, 32 * MB);
 
 	for (size_t off = 0; off < 32 * MB; off += 4096)
 		p[off] = (char)(off >> 12);
@@ -460,24 +419,24 @@ TEST(live_pool_exhaustion_serves_outside)
 		free(st);
 	}
 	EXPECT_EQ(uffd_munmap(lv, p, 32 * MB), 0);
-	EXPECT_EQ(counts(lv).anon, 0);
+	EXPECT_EQ(live_counts(lv).anon, 0);
 	uffd_live_destroy(lv);
 }
 
 TEST(live_failed_region_falls_back_to_the_kernel)
 {
 	struct uffd_live *lv = mk("modern-never", "256M");
-	char *p = map(lv, MB);
+	char *p = live_map(lv, MB);
 	struct uffd_region *r;
 
 	memset(p, 4, 256 * 1024);
-	EXPECT_EQ(counts(lv).anon, 64);
+	EXPECT_EQ(live_counts(lv).anon, 64);
 	r = uffd_region_get(&lv->table, (uintptr_t)p);
 	ASSERT(r != NULL);
 	uffd_region_fail(lv, r, -EFAULT);
 	uffd_region_put(&lv->table, r);
 	EXPECT(!uffd_is_managed(lv, p, MB));
-	EXPECT_EQ(counts(lv).anon, 0);
+	EXPECT_EQ(live_counts(lv).anon, 0);
 	EXPECT_EQ(HOST(lv, regions_failed), 1);
 	EXPECT_EQ(p[100], 4);	 /* data kept */
 	EXPECT_EQ(p[MB - 1], 0); /* served natively, no hang */
@@ -491,7 +450,7 @@ TEST(live_failed_region_falls_back_to_the_kernel)
 TEST(live_new_mapping_over_a_stale_span_is_managed)
 {
 	struct uffd_live *lv = mk("modern-never", "256M");
-	char *p = map(lv, 8 * MB);
+	char *p = live_map(lv, 8 * MB);
 	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)p);
 	uint32_t pfn;
 	long q;
@@ -574,7 +533,7 @@ static void readers_start(struct under_readers *u)
 {
 	u->lv = mk("modern-never", "256M");
 	u->words = 2 * MB / 8;
-	u->v = (volatile uint64_t *)map(u->lv, 2 * MB);
+	u->v = (volatile uint64_t *)live_map(u->lv, 2 * MB);
 	for (size_t i = 0; i < u->words; i += 512)
 		u->v[i] = i * 2654435761ULL + 1;
 	/* the handler wakes the toucher before it marks the page PRESENT: a page still FILLING
@@ -713,7 +672,7 @@ static void *discard_loop(void *arg)
 TEST(live_migration_racing_with_dontneed)
 {
 	struct uffd_live *lv = mk("modern-never", "256M");
-	volatile uint64_t *v = (volatile uint64_t *)map(lv, 2 * MB);
+	volatile uint64_t *v = (volatile uint64_t *)live_map(lv, 2 * MB);
 	struct discarder d = {.lv = lv, .v = v};
 	struct uffd_region *r;
 	struct uffd_worker w;
@@ -760,7 +719,7 @@ TEST(live_stalls_are_recorded_with_cause_and_thread)
 
 	mk_stall_ns = 1; /* every fault is a stall */
 	lv = mk("modern-always", "256M");
-	p = map(lv, 8 * MB);
+	p = live_map(lv, 8 * MB);
 	pthread_setname_np(pthread_self(), "stall-victim");
 	for (size_t off = 0; off < 8 * MB; off += HP)
 		p[off] = 1;
@@ -790,7 +749,7 @@ TEST(live_stalls_are_recorded_with_cause_and_thread)
 TEST(live_a_stalled_owner_holds_up_nobody_else)
 {
 	struct uffd_live *lv = mk("modern-never", "256M");
-	char *a = map(lv, HP), *b = map(lv, 4 * MB);
+	char *a = live_map(lv, HP), *b = live_map(lv, 4 * MB);
 	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)a);
 	struct toucher t = {.p = a, .len = 4096, .id = 0, .nthreads = 1};
 	struct timespec t0, t1;
@@ -840,7 +799,7 @@ static void *pipe_reader(void *arg)
 TEST(live_kernel_fault_storm_is_absorbed)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");
-	char *p = map(lv, HP);
+	char *p = live_map(lv, HP);
 	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)p);
 	struct sigaction sa = {.sa_handler = on_usr1};
 	struct piper pr = {.buf = p + 8192};

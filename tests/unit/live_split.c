@@ -3,64 +3,14 @@
  * underused THP for real (zero pages unmapped and freed, the others kept with their data), and
  * leaves alone a THP that is not underused, one it cannot find, and one whose region is busy.
  * Needs root or /dev/userfaultfd. */
-#include "harness.h"
-
 #include <errno.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "util/sys.h"
-#include "live/uffd_internal.h"
+#include "live_fixture.h"
 
-#define MB     (1UL << 20)
-#define HP     (2UL << 20)
-#define PG     4096UL
 #define STRIDE 12 /* one page in 12 written: 43 of 512, 469 zero */
-
-static struct uffd_live *mk(const char *policy)
-{
-	struct config cfg;
-	struct uffd_live *lv = NULL;
-	char err[512] = "";
-	const struct config_opt *o;
-
-	config_defaults(&cfg);
-	o = config_opt_by_env("THPEMU_POLICY");
-	ASSERT_EQ(config_opt_parse(o, NULL, policy, &cfg, err, sizeof(err)), 0);
-	o = config_opt_by_env("THPEMU_POOL");
-	ASSERT_EQ(config_opt_parse(o, NULL, "256M", &cfg, err, sizeof(err)), 0);
-	cfg.handlers = 3;
-	cfg.staging = 2;
-	cfg.log = CONFIG_LOG_QUIET;
-	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
-		if (strstr(err, "userfaultfd unavailable"))
-			SKIP("%s", err);
-		fprintf(stderr, "  create: %s\n", err);
-		ASSERT(0);
-	}
-	return lv;
-}
-
-static char *map(struct uffd_live *lv, size_t len)
-{
-	long p =
-	    uffd_mmap(lv, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	ASSERT(!sys_is_err(p));
-	ASSERT_EQ((uintptr_t)p % HP, 0);
-	return (char *)p;
-}
-
-#define HOST(lv, f) __atomic_load_n(&(lv)->stats->host.f, __ATOMIC_RELAXED)
-
-static struct mm_counts counts(struct uffd_live *lv)
-{
-	struct mm_counts c;
-
-	mm_get_counts(lv->mm, &c);
-	return c;
-}
 
 static uint64_t vmstat(struct uffd_live *lv, enum mm_stat s)
 {
@@ -95,12 +45,12 @@ static void settle_huge(struct uffd_live *lv, uint64_t want)
 /* Two huge extents, one byte written every STRIDE pages; all huge, all resident. */
 static char *sparse(struct uffd_live *lv)
 {
-	char *p = map(lv, 2 * HP);
+	char *p = live_map(lv, 2 * HP);
 
 	for (size_t i = 0; i < 2 * HP / PG; i += STRIDE)
 		p[i * PG] = (char)(i | 1);
 	settle_huge(lv, 2);
-	ASSERT_EQ(counts(lv).anon_huge, 1024);
+	ASSERT_EQ(live_counts(lv).anon_huge, 1024);
 	ASSERT_EQ(resident(p, 2 * HP), 1024);
 	return p;
 }
@@ -120,7 +70,7 @@ TEST(underused_thps_are_split_for_real_by_the_shrinker)
 	 * so they are collapsible, and khugepaged's first scan comes within 100 ms of the first
 	 * registration (with scan-sleep=100ms it collapsed both at once); a collapse in flight
 	 * held its new block through the final munmap (anon 512, once, under TSan in CI) */
-	struct uffd_live *lv = mk("modern-always:max-ptes-none=450,khugepaged=no");
+	struct uffd_live *lv = live_mk("modern-always:max-ptes-none=450,khugepaged=no", "256M");
 	char *p = sparse(lv);
 	const size_t kept = (HP / PG + STRIDE - 1) / STRIDE; /* 43 written pages per THP */
 
@@ -128,8 +78,8 @@ TEST(underused_thps_are_split_for_real_by_the_shrinker)
 	EXPECT_EQ(vmstat(lv, MM_STAT_THP_UNDERUSED_SPLIT_PAGE), 2);
 	EXPECT_EQ(HOST(lv, underused_splits), 2);
 	EXPECT_EQ(HOST(lv, underused_pages_freed), 2 * (HP / PG - kept));
-	EXPECT_EQ(counts(lv).anon_huge, 0);
-	EXPECT_EQ(counts(lv).anon, 2 * kept);
+	EXPECT_EQ(live_counts(lv).anon_huge, 0);
+	EXPECT_EQ(live_counts(lv).anon, 2 * kept);
 	/* the zero pages are gone from the page tables: only the written ones are left */
 	EXPECT_EQ(resident(p, 2 * HP), 2 * kept);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 0);
@@ -139,30 +89,30 @@ TEST(underused_thps_are_split_for_real_by_the_shrinker)
 	EXPECT_EQ(p[0], 1);
 	EXPECT_EQ(HOST(lv, uffd_errors), 0);
 	EXPECT_EQ(uffd_munmap(lv, p, 2 * HP), 0);
-	EXPECT_EQ(counts(lv).anon, 0);
+	EXPECT_EQ(live_counts(lv).anon, 0);
 	uffd_live_destroy(lv);
 }
 
 TEST(thps_that_are_not_underused_stay_whole)
 {
-	struct uffd_live *lv = mk("modern-always:max-ptes-none=511");
+	struct uffd_live *lv = live_mk("modern-always:max-ptes-none=511", "256M");
 	char *p = sparse(lv);
 
 	/* 511: thp_underused is never true, mm does not even ask */
 	EXPECT_EQ(mm_shrink_thp(lv->mm, 0, &lv->workers[0]), 0);
 	EXPECT_EQ(HOST(lv, underused_splits), 0);
-	EXPECT_EQ(counts(lv).anon_huge, 1024);
+	EXPECT_EQ(live_counts(lv).anon_huge, 1024);
 	uffd_live_destroy(lv);
 
-	lv = mk("modern-always:max-ptes-none=450");
-	p = map(lv, 2 * HP);
+	lv = live_mk("modern-always:max-ptes-none=450", "256M");
+	p = live_map(lv, 2 * HP);
 	memset(p, 0x5a, HP);			/* a THP full of data */
 	for (size_t i = 0; i < HP / PG; i += 8) /* and one with 64 written pages: */
 		p[HP + i * PG] = 1;		/* 448 zero, not more than 450 */
 	settle_huge(lv, 2);
 	EXPECT_EQ(mm_shrink_thp(lv->mm, 0, &lv->workers[0]), 0);
 	EXPECT_EQ(vmstat(lv, MM_STAT_THP_UNDERUSED_SPLIT_PAGE), 0);
-	EXPECT_EQ(counts(lv).anon_huge, 1024);
+	EXPECT_EQ(live_counts(lv).anon_huge, 1024);
 	EXPECT_EQ(resident(p, 2 * HP), 1024);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, 2 * HP), 1);
 	uffd_live_destroy(lv);
@@ -170,7 +120,7 @@ TEST(thps_that_are_not_underused_stay_whole)
 
 TEST(the_hook_finds_only_its_thp_and_never_waits)
 {
-	struct uffd_live *lv = mk("modern-always:max-ptes-none=450");
+	struct uffd_live *lv = live_mk("modern-always:max-ptes-none=450", "256M");
 	char *p = sparse(lv);
 	struct uffd_region *r = uffd_region_get(&lv->table, (uintptr_t)p);
 	uint32_t p0 = as_page_of(&r->as, (uintptr_t)p), head = as_pfn(&r->as, p0);
@@ -185,9 +135,9 @@ TEST(the_hook_finds_only_its_thp_and_never_waits)
 	pthread_rwlock_rdlock(&r->busy);
 	EXPECT_EQ(uffd_split_underused(&lv->workers[0], cookie, head), -EAGAIN);
 	pthread_rwlock_unlock(&r->busy);
-	EXPECT_EQ(counts(lv).anon_huge, 1024);
+	EXPECT_EQ(live_counts(lv).anon_huge, 1024);
 	EXPECT_EQ(uffd_split_underused(&lv->workers[0], cookie, head), 1);
-	EXPECT_EQ(counts(lv).anon_huge, 512);
+	EXPECT_EQ(live_counts(lv).anon_huge, 512);
 	EXPECT_EQ(uffd_split_underused(&lv->workers[0], cookie, head), -ENOENT); /* split now */
 	EXPECT(data_intact(p, 2 * HP));
 	uffd_region_put(&lv->table, r);

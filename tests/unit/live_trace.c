@@ -3,48 +3,27 @@
  * release by munmap and MADV_DONTNEED, advice) in the file, the END record at the exit hook,
  * and a trace that replays in the simulator to the recorded decisions. Needs root or
  * /dev/userfaultfd. */
-#include "harness.h"
-
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "obs/trace.h"
 #include "sim/sim.h"
-#include "util/sys.h"
-#include "live/uffd_internal.h"
-
-#define MB (1UL << 20)
-#define HP (2UL << 20)
+#include "live_fixture.h"
 
 static char path[64];
 
 static struct uffd_live *mk(const char *policy)
 {
 	struct config cfg;
-	struct uffd_live *lv = NULL;
-	char err[512] = "";
+	struct uffd_live *lv;
 
-	config_defaults(&cfg);
-	ASSERT_EQ(config_opt_parse(config_opt_by_env("THPEMU_POLICY"), NULL, policy, &cfg, err,
-				   sizeof(err)),
-		  0);
-	ASSERT_EQ(config_opt_parse(config_opt_by_env("THPEMU_POOL"), NULL, "128M", &cfg, err,
-				   sizeof(err)),
-		  0);
+	live_config(&cfg, policy, "128M");
 	cfg.policy.khugepaged = false; /* a collapse is not a traced event: keep the trace whole */
 	snprintf(path, sizeof(path), "/tmp/thpemu-uffd-trace.%d", (int)getpid());
 	snprintf(cfg.trace, sizeof(cfg.trace), "%s", path);
 	cfg.io_pid = (uint64_t)getpid();
-	cfg.handlers = 3;
-	cfg.staging = 2;
-	cfg.log = CONFIG_LOG_QUIET;
-	if (uffd_live_create(&cfg, &lv, err, sizeof(err)) < 0) {
-		if (strstr(err, "userfaultfd unavailable"))
-			SKIP("%s", err);
-		fprintf(stderr, "  create: %s\n", err);
-		ASSERT(0);
-	}
+	lv = live_start(&cfg);
 	ASSERT(uffd_tracing(lv));
 	return lv;
 }
@@ -58,14 +37,11 @@ static uint64_t served(struct uffd_live *lv)
 TEST(every_fault_and_change_is_recorded)
 {
 	struct uffd_live *lv = mk("modern-always");
-	long p =
-	    uffd_mmap(lv, NULL, 8 * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *m = (char *)p, err[256];
+	char *m = live_map(lv, 8 * MB), err[256];
 	size_t faults = 0, huge = 0, base = 0, maps = 0, releases = 0, dontneed = 0, advice = 0;
 	struct obs_trace t;
 	int tid = (int)syscall(SYS_gettid);
 
-	ASSERT(!sys_is_err(p));
 	ASSERT_EQ(uffd_madvise(lv, m + 6 * MB, 2 * MB, MADV_NOHUGEPAGE), 0);
 	m[0] = 1;			  /* huge */
 	(void)*(volatile char *)(m + HP); /* a read: huge too */
@@ -128,14 +104,11 @@ TEST(every_fault_and_change_is_recorded)
 TEST(a_recorded_trace_replays_to_the_recorded_decisions)
 {
 	struct uffd_live *lv = mk("linux-3.3");
-	long p = uffd_mmap(lv, NULL, 32 * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			   -1, 0);
-	char *m = (char *)p, err[512];
+	char *m = live_map(lv, 32 * MB), err[512];
 	struct sim_config c;
 	struct sim_result *r;
 	struct sim_summary s;
 
-	ASSERT(!sys_is_err(p));
 	for (size_t off = 0; off < 32 * MB; off += HP)
 		memset(m + off, 1, HP / 2);
 	ASSERT_EQ(uffd_munmap(lv, m + 4 * MB, 6 * MB), 0); /* a hole, some frees */
