@@ -9,6 +9,10 @@ foreach(src ${_live_progs})
   target_include_directories(prog_${n} PRIVATE ${CMAKE_SOURCE_DIR}/core/include)
   target_link_libraries(prog_${n} PRIVATE Threads::Threads)
 endforeach()
+# the uapi values Debian 12's headers lack, from the emulator's own copy (core/util/sys.h)
+foreach(n collapse_check dontfork)
+  target_include_directories(prog_${n} PRIVATE ${CMAKE_SOURCE_DIR}/core)
+endforeach()
 
 foreach(t programs threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make
           collapse split mthp host_fault thread_exit mlock dlopen debuggers own_uffd addresses census)

@@ -2,6 +2,7 @@
 # usemem wall time emulated vs native (tests/perf/live_bench.sh; THPEMU_PERF_QUICK=1 is short).
 add_executable(live_bench ${CMAKE_CURRENT_SOURCE_DIR}/perf/live_bench.c)
 set_target_properties(live_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/perf)
+target_include_directories(live_bench PRIVATE ${PROJECT_SOURCE_DIR}/core) # util/sys.h's uapi
 target_link_libraries(live_bench PRIVATE Threads::Threads)
 thpemu_add_test(NAME perf/live_bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/live_bench.sh
                 LABELS perf needs-uffd needs-root TIMEOUT 1200)

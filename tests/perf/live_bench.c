@@ -54,22 +54,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/sys.h" /* UFFDIO_MOVE where the system's headers lack it */
+
 #define PAGE  4096UL
 #define HPAGE (2UL << 20)
 #define MAXT  64
-
-#ifndef UFFD_FEATURE_MOVE
-#define UFFD_FEATURE_MOVE (1 << 16)
-struct uffdio_move {
-	__u64 dst, src, len, mode;
-	__s64 move;
-};
-#define UFFDIO_MOVE		  _IOWR(UFFDIO, 0x05, struct uffdio_move)
-#define UFFDIO_MOVE_MODE_DONTWAKE (1ULL << 0)
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 struct bare {
 	int uffd;

@@ -44,7 +44,7 @@ TEST(collapse_madv_populated_and_zero_pages)
 	EXPECT_EQ(zeros, 0);
 	EXPECT_EQ(xstate(lv, p), AS_X_SMALL);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p, HP), 0);
-	EXPECT_EQ(uffd_madvise(lv, p, 4 * MB, 25), 0);
+	EXPECT_EQ(uffd_madvise(lv, p, 4 * MB, MADV_COLLAPSE), 0);
 	for (size_t off = 0; off < 4 * MB; off += HP) {
 		EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)p + off, HP), 1);
 		EXPECT_EQ(xstate(lv, p + off), AS_X_HUGE);
@@ -69,8 +69,8 @@ TEST(collapse_madv_holes_untouched_and_3x)
 	for (size_t i = 0; i < HP / PG; i += 2)
 		p[i * PG] = 'x'; /* extent 0: every other page; extent 1 never touched */
 	errno = 0;
-	EXPECT_EQ(uffd_madvise(lv, p, 4 * MB, 25), -EINVAL); /* the untouched range */
-	EXPECT_EQ(uffd_madvise(lv, p, HP, 25), 0);	     /* holes allowed: zeroed */
+	EXPECT_EQ(uffd_madvise(lv, p, 4 * MB, MADV_COLLAPSE), -EINVAL); /* the untouched range */
+	EXPECT_EQ(uffd_madvise(lv, p, HP, MADV_COLLAPSE), 0);		/* holes allowed: zeroed */
 	EXPECT_EQ(xstate(lv, p), AS_X_HUGE);
 	for (size_t i = 0; i < HP / PG; i++)
 		EXPECT_EQ(p[i * PG], i % 2 ? 0 : 'x');
@@ -80,7 +80,7 @@ TEST(collapse_madv_holes_untouched_and_3x)
 	lv = live_mk("linux-3.2:enabled=madvise", "256M");
 	p = live_map(lv, 2 * MB);
 	memset(p, 1, 2 * MB);
-	EXPECT_EQ(uffd_madvise(lv, p, 2 * MB, 25), -EINVAL);
+	EXPECT_EQ(uffd_madvise(lv, p, 2 * MB, MADV_COLLAPSE), -EINVAL);
 	EXPECT_EQ(HOST(lv, collapses), 0);
 	uffd_live_destroy(lv);
 }

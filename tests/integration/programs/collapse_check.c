@@ -27,41 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "util/sys.h" /* PAGEMAP_SCAN and MADV_COLLAPSE where the system's headers lack them */
 
-#ifndef PAGEMAP_SCAN
-#define PAGE_IS_PRESENT (1 << 3)
-#define PAGE_IS_HUGE	(1 << 6)
-struct page_region {
-	__u64 start;
-	__u64 end;
-	__u64 categories;
-};
-struct pm_scan_arg {
-	__u64 size;
-	__u64 flags;
-	__u64 start;
-	__u64 end;
-	__u64 walk_end;
-	__u64 vec;
-	__u64 vec_len;
-	__u64 max_pages;
-	__u64 category_inverted;
-	__u64 category_mask;
-	__u64 category_anyof_mask;
-	__u64 return_mask;
-};
-#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
-#endif
-
-#define HPAGE	 (2UL << 20)
-#define PAGE	 4096UL
-#define LEN	 (2 * HPAGE)
-#define NPAGES	 (LEN / PAGE)
-#define WRITERS	 2
-#define COLLAPSE 25
+#define HPAGE	(2UL << 20)
+#define PAGE	4096UL
+#define LEN	(2 * HPAGE)
+#define NPAGES	(LEN / PAGE)
+#define WRITERS 2
 
 static uint8_t *base;
 static uint64_t counter[NPAGES]; /* BSS: unmanaged, the reference */
@@ -201,24 +173,24 @@ int main(int argc, char **argv)
 		     ms += 50)
 			sleep_ms(50);
 	} else if (!strcmp(mode, "madv") || !strcmp(mode, "madv-zero")) {
-		rc = madvise(base, LEN, COLLAPSE);
+		rc = madvise(base, LEN, MADV_COLLAPSE);
 		err = errno;
 		printf("madvise %d errno %d\n", rc, rc ? err : 0);
 		if (rc)
 			bad = 1;
 	} else if (!strcmp(mode, "madv-holes")) {
-		rc = madvise(base, LEN, COLLAPSE);
+		rc = madvise(base, LEN, MADV_COLLAPSE);
 		err = errno;
 		printf("whole %d errno %d\n", rc, rc ? err : 0);
 		if (rc != -1 || err != EINVAL)
 			bad = 1;
-		rc = madvise(base, HPAGE, COLLAPSE);
+		rc = madvise(base, HPAGE, MADV_COLLAPSE);
 		err = errno;
 		printf("extent0 %d errno %d\n", rc, rc ? err : 0);
 		if (rc)
 			bad = 1;
 	} else if (!strcmp(mode, "madv-einval")) {
-		rc = madvise(base, LEN, COLLAPSE);
+		rc = madvise(base, LEN, MADV_COLLAPSE);
 		err = errno;
 		printf("madvise %d errno %d\n", rc, rc ? err : 0);
 		if (rc != -1 || err != EINVAL)

@@ -17,9 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
+#include "util/sys.h" /* MAP_FIXED_NOREPLACE where the system's headers lack it */
 
 #define BUF  (128UL << 20)
 #define DATA (8UL << 20)
