@@ -4,7 +4,6 @@
 #include "sim/sim_internal.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -79,28 +78,6 @@ static const char *type_hint(enum sim_param_type t)
 	return "text";
 }
 
-/* A ratio: a non-negative number, optionally with '%', at most 100 (10000%). */
-static int parse_ratio(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	if (!*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	if (*end == '%' && end[1] == '\0')
-		v /= 100;
-	else if (*end)
-		return -EINVAL;
-	if (v > 100)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /* Parse value for parameter i into p. */
 static int param_parse(const struct sim_param_def *d, unsigned i, struct sim_params *p,
 		       const char *v)
@@ -126,7 +103,7 @@ static int param_parse(const struct sim_param_def *d, unsigned i, struct sim_par
 		rc = units_parse_fraction(v, &p->f[i]);
 		break;
 	case SIM_P_RATIO:
-		rc = parse_ratio(v, &p->f[i]);
+		rc = units_parse_ratio(v, 100, &p->f[i]); /* at most 10000% */
 		break;
 	case SIM_P_BOOL:
 		rc = parse_bool(v, &p->u[i]);

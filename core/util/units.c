@@ -13,6 +13,18 @@ struct unit {
 	double mult;
 };
 
+/* The non-negative decimal number s starts with (no sign), in *v; *end is where it stops. */
+static int parse_number(const char *s, double *v, char **end)
+{
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	*v = strtod(s, end);
+	if (errno || *end == s || !isfinite(*v) || *v < 0)
+		return -EINVAL;
+	return 0;
+}
+
 /* Parses "<number><suffix>" where suffix is one of table (exact, case-sensitive
  * first, then case-insensitive). An empty suffix is allowed only if bare_ok. */
 static int parse_with(const char *s, const struct unit *table, int bare_ok, double *out)
@@ -20,11 +32,7 @@ static int parse_with(const char *s, const struct unit *table, int bare_ok, doub
 	char *end;
 	double v;
 
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
+	if (parse_number(s, &v, &end) < 0)
 		return -EINVAL;
 	while (*end == ' ')
 		end++;
@@ -133,25 +141,26 @@ int units_parse_rate(const char *s, uint64_t *bytes_per_s)
 	return 0;
 }
 
-int units_parse_fraction(const char *s, double *frac)
+int units_parse_ratio(const char *s, double max, double *ratio)
 {
 	char *end;
 	double v;
 
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
+	if (parse_number(s, &v, &end) < 0)
 		return -EINVAL;
 	if (*end == '%' && end[1] == '\0')
 		v /= 100;
 	else if (*end)
 		return -EINVAL;
-	if (v > 1)
+	if (v > max)
 		return -EINVAL;
-	*frac = v;
+	*ratio = v;
 	return 0;
+}
+
+int units_parse_fraction(const char *s, double *frac)
+{
+	return units_parse_ratio(s, 1, frac);
 }
 
 int units_parse_uint(const char *s, uint64_t max, uint64_t *out)

@@ -25,6 +25,10 @@ int units_parse_duration(const char *s, uint64_t *ns);
 /* "5M", "5MiB/s", "5MB/s", "40Mbit/s", "512k". Result in bytes per second. */
 int units_parse_rate(const char *s, uint64_t *bytes_per_s);
 
+/* A ratio: "0.25", "25%", "1.25", "125%" (a non-negative number, or a percentage of 1), at most
+ * max. Result as a ratio ("25%" is 0.25). */
+int units_parse_ratio(const char *s, double max, double *ratio);
+
 /* "0.5%", "50%", "0.25" (a fraction), "1". Result as a fraction in [0, 1]. */
 int units_parse_fraction(const char *s, double *frac);
 

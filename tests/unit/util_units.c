@@ -73,6 +73,23 @@ TEST(fractions)
 	EXPECT_EQ(units_parse_fraction("x", &f), -EINVAL);
 }
 
+TEST(ratios)
+{
+	double r;
+
+	ASSERT_EQ(units_parse_ratio("125%", 100, &r), 0);
+	EXPECT_NEAR(r, 1.25, 1e-12);
+	ASSERT_EQ(units_parse_ratio("2.5", 100, &r), 0);
+	EXPECT_NEAR(r, 2.5, 1e-12);
+	ASSERT_EQ(units_parse_ratio("10000%", 100, &r), 0);
+	EXPECT_NEAR(r, 100, 1e-12);
+	EXPECT_EQ(units_parse_ratio("10001%", 100, &r), -EINVAL);
+	EXPECT_EQ(units_parse_ratio("150%", 1, &r), -EINVAL);
+	EXPECT_EQ(units_parse_ratio("-1", 100, &r), -EINVAL);
+	EXPECT_EQ(units_parse_ratio("1%%", 100, &r), -EINVAL);
+	EXPECT_EQ(units_parse_ratio("", 100, &r), -EINVAL);
+}
+
 TEST(json_is_deterministic_and_escaped)
 {
 	char *buf = NULL;
