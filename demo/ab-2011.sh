@@ -11,41 +11,21 @@
 #   --out DIR    where ab.json, ab.html and ab.txt go (default ./ab-2011)
 #   --build DIR  where thpemu and usemem are (default: $THPEMU_BUILD_DIR, else ./build)
 set -u
+. "$(dirname "$0")/lib.sh"
+
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; } # the lines above
+
 runs=3 kernel=3.2 out=ab-2011 build=${THPEMU_BUILD_DIR:-}
-die_usage() {
-	echo "ab-2011.sh: $*" >&2
-	exit 2
-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--runs | --kernel | --out | --build)
-		[ $# -ge 2 ] || die_usage "$1 needs a value"
-		case $1 in
-		--runs) runs=$2 ;;
-		--kernel) kernel=$2 ;;
-		--out) out=$2 ;;
-		--build) build=$2 ;;
-		esac
-		shift
-		;;
-	-h | --help)
-		sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*) die_usage "unknown option '$1' (accepted: --runs, --kernel, --out, --build, --help)" ;;
-	esac
-	shift
-done
+demo_options --runs=runs --kernel=kernel --out=out --build=build -- "$@"
 case $kernel in 3.2 | 3.1) ;; *) die_usage "--kernel: '$kernel' is not accepted (3.2, 3.1)" ;; esac
-[ -n "$build" ] || build=$(cd "$(dirname "$0")/.." && pwd)/build
-[ -x "$build/thpemu" ] && [ -x "$build/usemem" ] || die_usage "--build: no thpemu and usemem in '$build'"
-mkdir -p "$out" || die_usage "--out: cannot create '$out'"
+demo_need_build
+demo_make_out
 
 spec="pool=128M,fragment=anon:50%,pagecache:25%,device=usb2-stick-2011"
 spec="$spec,dirty=total=16M,file=2M,dirty-ratio=40%,background-ratio=20%"
-"$build/thpemu" ab --a "policy=linux-$kernel,$spec" --b "policy=linux-$kernel+nostall,$spec" \
+"$THPEMU" ab --a "policy=linux-$kernel,$spec" --b "policy=linux-$kernel+nostall,$spec" \
 	--runs "$runs" --json "$out/ab.json" --html "$out/ab.html" -- \
-	"$build/usemem" --delay 1s --size 8M --loops 15 --hold 100ms --quiet | tee "$out/ab.txt"
+	"$USEMEM" --delay 1s --size 8M --loops 15 --hold 100ms --quiet | tee "$out/ab.txt"
 rc=${PIPESTATUS[0]}
 echo
 echo "report: $out/ab.html (open it in a browser), data: $out/ab.json"

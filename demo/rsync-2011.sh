@@ -11,6 +11,7 @@
 #
 #   demo/rsync-2011.sh [--quick] [--out DIR] [--build DIR]
 set -u
+. "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<'EOF'
@@ -21,42 +22,10 @@ usage: rsync-2011.sh [--quick] [--out DIR] [--build DIR]
 EOF
 }
 
-die_usage() {
-	echo "rsync-2011.sh: $*" >&2
-	exit 2
-}
-
 quick=0 out="" build=${THPEMU_BUILD_DIR:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--out | --build)
-		[ $# -ge 2 ] || die_usage "$1 needs a value"
-		case $1 in
-		--out) out=$2 ;;
-		--build) build=$2 ;;
-		esac
-		shift
-		;;
-	-h | --help)
-		usage
-		exit 0
-		;;
-	*) die_usage "unknown option '$1' (accepted: --quick, --out, --build, --help)" ;;
-	esac
-	shift
-done
-[ -n "$build" ] || build=$(cd "$(dirname "$0")/.." && pwd)/build
-THPEMU=$build/thpemu
-USEMEM=$build/usemem
-[ -x "$THPEMU" ] && [ -x "$USEMEM" ] ||
-	die_usage "--build: no thpemu and usemem in '$build' (build first: cmake -S . -B build && cmake --build build)"
-for c in jq rsync python3; do
-	command -v $c >/dev/null || {
-		echo "rsync-2011.sh: $c is needed (apt-get install $c)" >&2
-		exit 1
-	}
-done
+demo_options --quick --out=out --build=build -- "$@"
+demo_need_build "$DEMO_BUILD_HINT"
+for c in jq rsync python3; do demo_need $c; done
 policies=(linux-3.2 linux-3.2+nostall linux-3.3)
 if [ $quick = 1 ]; then
 	pool=128M tree_mb=48 files=24
@@ -68,13 +37,7 @@ fi
 recipe=anon:50%,pagecache:25%
 device=usb2-stick-2011
 
-if [ -n "$out" ]; then
-	mkdir -p "$out" || die_usage "--out: cannot create '$out'"
-	dir=$out
-else
-	dir=$(mktemp -d /tmp/rsync-2011.XXXXXX)
-	trap 'rm -rf "$dir"' EXIT
-fi
+demo_out_dir
 src=$(mktemp -d /tmp/rsync-2011-src.XXXXXX)
 trap 'rm -rf "$src"; [ -n "$out" ] || rm -rf "$dir"' EXIT
 python3 - "$src" "$tree_mb" "$files" <<'PY'
@@ -104,10 +67,6 @@ EOF
 
 echo "rsync-2011: one machine: pool $pool ($recipe), device $device;"
 echo "            rsync -a of $tree_mb MiB ($files files) + usemem ${usemem[*]}"
-# usemem's own summary counts 2 MiB extents (one timed first touch + memset each), not faults
-usemem_explain() { # usemem_explain FILE: usemem's key=value summary, said in words
-	sed -n 's/^usemem: extents=\([0-9]*\) huge=\([0-9]*\) huge_pct=\([0-9.]*\) .*p50_us=\([0-9.]*\) p99_us=\([0-9.]*\).*/  usemem, per 2 MiB extent: huge % of 2 MiB extents \3 (\2 of \1); extent touch latency p50 \4 us, p99 \5 us/p' "$1" 2>/dev/null | tail -1
-}
 for p in "${policies[@]}"; do
 	echo
 	echo "=== $p"
@@ -118,7 +77,7 @@ for p in "${policies[@]}"; do
 	rc=$?
 	[ $rc = 0 ] || echo "rsync-2011: the run under $p exited $rc" >&2
 	cat "$dir/$p.usemem.txt" 2>/dev/null | tail -2
-	usemem_explain "$dir/$p.usemem.txt"
+	demo_usemem_explain "$dir/$p.usemem.txt"
 	if [ -s "$dir/$p.rsync_end" ]; then
 		awk -v a="$(cat "$dir/$p.rsync_start")" -v b="$(cat "$dir/$p.rsync_end")" -v mb="$tree_mb" \
 			'BEGIN { printf "rsync: %d MiB in %.1f s (%.1f MB/s into the page cache)\n", mb, b - a, mb * 1.048576 / (b - a) }' |
@@ -130,26 +89,18 @@ for p in "${policies[@]}"; do
 		awk '/^Time stalled/ { g++ } g <= 1' "$dir/$p.stalls.txt" | head -30
 done
 
-col() { [ -s "$dir/$1.json" ] && jq -r "$2" "$dir/$1.json" 2>/dev/null || echo "-"; }
-row() {
-	printf '%-40s' "$1"
-	for p in "${policies[@]}"; do printf '%19s' "$(col "$p" "$2")"; done
-	printf '\n'
-}
+DEMO_LABEL_W=40 DEMO_CELL_W=19
+rsync_mbs() { sed -n 's/.*(\([0-9.]*\) MB\/s.*/\1/p' "$dir/$1.rsync.txt" 2>/dev/null; }
 echo
-printf '%-40s' ""
-for p in "${policies[@]}"; do printf '%19s' "$p"; done
-printf '\n'
-row "processes on the machine" '.program.processes'
-row "huge % of faults" '.faults.huge_pct'
-row "stalls >= 1 s (per fault)" '.stalls.count'
-row "longest fault ms" '(.latency_us.both.max / 1000 | round)'
-row "stalls on rsync's pages" '[.stalls.groups[] | select((.waited_on // "") | test("rsync")) | .count] | add // 0'
-row "writeback waits in compaction" '.vmstat.compact_writeback_wait'
-row "pages rsync dirtied (machine)" '.program.machine.writers.pages_dirtied'
-row "most pages under writeback" '.program.machine.writers.writeback_max'
-printf '%-40s' "rsync MB/s into the page cache"
-for p in "${policies[@]}"; do printf '%19s' "$(sed -n 's/.*(\([0-9.]*\) MB\/s.*/\1/p' "$dir/$p.rsync.txt" 2>/dev/null)"; done
-printf '\n'
+demo_cells "" echo
+demo_row "processes on the machine" '.program.processes'
+demo_row "huge % of faults" '.faults.huge_pct'
+demo_row "stalls >= 1 s (per fault)" '.stalls.count'
+demo_row "longest fault ms" '(.latency_us.both.max / 1000 | round)'
+demo_row "stalls on rsync's pages" '[.stalls.groups[] | select((.waited_on // "") | test("rsync")) | .count] | add // 0'
+demo_row "writeback waits in compaction" '.vmstat.compact_writeback_wait'
+demo_row "pages rsync dirtied (machine)" '.program.machine.writers.pages_dirtied'
+demo_row "most pages under writeback" '.program.machine.writers.writeback_max'
+demo_cells "rsync MB/s into the page cache" rsync_mbs
 [ -n "$out" ] && echo && echo "reports kept in $out"
 exit 0

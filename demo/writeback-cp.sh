@@ -17,6 +17,7 @@
 #
 #   demo/writeback-cp.sh [--quick] [--iterations N] [--out DIR] [--build DIR]
 set -u
+. "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<'EOF'
@@ -28,46 +29,21 @@ usage: writeback-cp.sh [--quick] [--iterations N] [--out DIR] [--build DIR]
 EOF
 }
 
-die_usage() {
-	echo "writeback-cp.sh: $*" >&2
-	exit 2
+demo_check_value() { # an option's value, as it is read
+	case $1 in
+	--iterations)
+		case $2 in
+		[1-9] | [1-9][0-9]) ;;
+		*) die_usage "--iterations: '$2' is not accepted (1..99)" ;;
+		esac
+		;;
+	esac
 }
 
 quick=0 out="" build=${THPEMU_BUILD_DIR:-} iters=1
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--out | --build | --iterations)
-		[ $# -ge 2 ] || die_usage "$1 needs a value"
-		case $1 in
-		--out) out=$2 ;;
-		--build) build=$2 ;;
-		--iterations)
-			case $2 in
-			[1-9] | [1-9][0-9]) iters=$2 ;;
-			*) die_usage "--iterations: '$2' is not accepted (1..99)" ;;
-			esac
-			;;
-		esac
-		shift
-		;;
-	-h | --help)
-		usage
-		exit 0
-		;;
-	*) die_usage "unknown option '$1' (accepted: --quick, --iterations, --out, --build, --help)" ;;
-	esac
-	shift
-done
-[ -n "$build" ] || build=$(cd "$(dirname "$0")/.." && pwd)/build
-THPEMU=$build/thpemu
-USEMEM=$build/usemem
-[ -x "$THPEMU" ] && [ -x "$USEMEM" ] ||
-	die_usage "--build: no thpemu and usemem in '$build' (build first: cmake -S . -B build && cmake --build build)"
-command -v jq >/dev/null || {
-	echo "writeback-cp.sh: jq is needed (apt-get install jq)" >&2
-	exit 1
-}
+demo_options --quick --iterations=iters --out=out --build=build -- "$@"
+demo_need_build "$DEMO_BUILD_HINT"
+demo_need jq
 policies=(linux-3.1 linux-3.2 linux-3.3)
 if [ $quick = 1 ]; then
 	pool=128M fill=10 limit=60
@@ -77,13 +53,7 @@ fi
 device=usb2-stick-2011
 reader=stream,read,file=16M
 
-if [ -n "$out" ]; then
-	mkdir -p "$out" || die_usage "--out: cannot create '$out'"
-	dir=$out
-else
-	dir=$(mktemp -d /tmp/writeback-cp.XXXXXX)
-	trap 'rm -rf "$dir"' EXIT
-fi
+demo_out_dir
 
 # On the machine: dd to the stick in a loop (cp /dev/zero mnt, restarted), after the fill time
 # usemem maps the pool's size and touches it once; alloc's elapsed goes to $out.elapsed. A run
