@@ -1,4 +1,4 @@
-/* thpemu_policy.h - THP policy plugins: the versioned C ABI (issue 15).
+/* thpemu_policy.h - THP policy plugins: the versioned C ABI.
  *
  * A policy plugin is a shared object that exports one symbol,
  *
@@ -7,7 +7,7 @@
  *
  * and lets a policy author try a THP order-selection idea without editing core/mm: the
  * userspace analogue of Yafang Shao's BPF RFC "mm, bpf: BPF based THP order selection" (2025,
- * its get_suggested_order hook; see /work/shared/reference/thp-over-time.md).
+ * its get_suggested_order hook; v6, the struct_ops version, was posted to linux-mm in Aug 2025).
  *
  * Where the hook sits (Linux 6.12): an anonymous write fault reaches
  * mm/memory.c do_anonymous_page -> alloc_anon_folio, which asks mm/huge_memory.c

@@ -335,7 +335,7 @@ static void batch_locked(struct uffd_worker *w, struct batch_page *b, unsigned n
 
 /* Sort a batch by address, in place. Not qsort: glibc's qsort mallocs a buffer once the array
  * is 1 KiB or more (32 pages here), and a handler thread must not call the program's allocator
- * (DESIGN.md): jemalloc's memory is managed memory, and with this batch's pages claimed a fault
+ * (README.md): jemalloc's memory is managed memory, and with this batch's pages claimed a fault
  * on it can wait for this very thread. Insertion sort: at most UFFD_SCRATCH_PAGES entries, and
  * compaction's lists mostly come in address order already. */
 static void bp_sort(struct batch_page *b, unsigned n)

@@ -59,7 +59,7 @@ bool uffd_probe_serve(struct uffd_worker *w, uintptr_t addr, uint64_t t_read)
 /* Sorted in place by insertion (UFFD_PROBES values, once per process). Not qsort: glibc's
  * mallocs from 1 KiB on, and this runs on the background thread, which must not call the
  * program's allocator (jemalloc under `thpemu run`, its memory managed) any more than a handler
- * may (DESIGN.md). */
+ * may (README.md, *How it is built*). */
 static void sort_u64(uint64_t *v, unsigned n)
 {
 	for (unsigned i = 1; i < n; i++) {

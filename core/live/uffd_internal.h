@@ -243,7 +243,7 @@ struct uffd_worker {
 #define UFFD_W_KHD(lv)	   (&(lv)->workers[(lv)->nworkers + 1])
 #define UFFD_W_MADV(lv)	   (&(lv)->workers[(lv)->nworkers + 2])
 
-/* What a per-fault hook sees (issue 6 traces, issue 5 stall capture). */
+/* What a per-fault hook sees (fault traces, stall capture). */
 struct uffd_fault_event {
 	uintptr_t addr;
 	int tid; /* faulting thread (UFFD_FEATURE_THREAD_ID) */
@@ -256,12 +256,12 @@ struct uffd_fault_event {
 };
 typedef void (*uffd_fault_hook_fn)(void *arg, const struct uffd_fault_event *ev);
 
-/* Optional page-cache data hook (issue 5: memcpy in the page-cache arena). */
+/* Optional page-cache data hook (the page-cache arena's memcpy). */
 typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint32_t to);
 
 struct uffd_live {
 	struct config cfg;
-	struct util_plugin plugin; /* the policy plugin (cfg.policy.plugin), when it loaded */
+	struct policy_plugin plugin; /* the policy plugin (cfg.policy.plugin), when it loaded */
 	int uffd;
 	/* How the idle handler that listens waits (live.c, "waiting for a fault"): blocked in
 	 * read(2) on the userfaultfd (block_read), woken for a stop or a credential request by a

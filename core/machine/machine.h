@@ -7,7 +7,7 @@
  * *host* (`thpemu run`, or `thpemu machine start`), creates it and runs the machine's kernel
  * threads (kswapd/kcompactd, the flusher, the dirtier) and reaps dead processes; every managed
  * process *attaches* and serves its own faults in its own handler threads (UFFDIO_MOVE only
- * works from inside the faulting mm: ../shared/reference/shared-machine.md §2).
+ * works from inside the faulting mm: fs/userfaultfd.c, "Do not allow cross-mm moves").
  *
  * Method.
  *  one address   the segment is a memfd mapped MAP_SHARED | MAP_FIXED_NOREPLACE at MACHINE_BASE

@@ -138,12 +138,12 @@ struct mm_policy {
 	bool deferred_split;	  /* a partly unmapped THP waits on the split queue (4.5+) */
 	bool shrink_underused;	  /* transparent_hugepage/shrink_underused (6.12) */
 	bool madv_collapse;	  /* MADV_COLLAPSE exists (6.1+) */
-	/* 3.x reclaim and the device's file system (issue 13): */
+	/* 3.x reclaim and the device's file system: */
 	enum mm_fs fs;			   /* fs=vfat|ext4 (machine setting: --fs) */
 	enum mm_kswapd_write kswapd_write; /* kswapd-writepage=never|always|pressure */
 	bool reclaim_throttles;		   /* 3.x congestion_wait / wait_iff_congested /
 					    * too_many_isolated naps (throttle=yes|no) */
-	/* Multi-size THP and vm.defrag_mode (issue 15; modern era only): */
+	/* Multi-size THP and vm.defrag_mode (modern era only): */
 	unsigned hugepages[MM_POLICY_PMD_ORDER + 1]; /* enum mm_thp_size per order 2..9 (keys
 						      * hugepages-16kB .. -2048kB); 0, 1
 						      * unused. 6.12 defaults: never, PMD

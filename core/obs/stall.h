@@ -27,7 +27,7 @@
  * give equal bytes. "stacks" is "captured" (live: real stacks) or "modelled" (simulator:
  * handler_stack lists the mm function chain of the cause, app_stack is empty).
  *
- * Two metrics (issue 13). The store above counts *faults* whose whole service crossed the
+ * Two metrics. The store above counts *faults* whose whole service crossed the
  * threshold (per-fault stalls). Mel Gorman's monitor counted *waits*: every single sleep in D
  * state of at least the threshold, so a fault that waits ten times is ten events. A second store
  * (obs_stalls_create_waits) holds those per-wait events: one per blocking wait inside the

@@ -7,7 +7,7 @@
  *                pooled exact histograms; tail CDF on a "nines" axis (p90, p99, p99.9, ...) as
  *                CBMM plots it
  *   huge %       per run, per series
- *   order mix    only when a report has mTHP ("mthp", issue 15): the share of the faulted memory
+ *   order mix    only when a report has mTHP ("mthp"): the share of the faulted memory
  *                per folio size as a stacked bar per series, and per size the p50/p99 fault
  *                latency per series (log axis); sizes and series without data are left out
  *   coverage     AnonHugePages / managed anon over time, a plot per series, a line per run
@@ -439,7 +439,7 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 	fputs("</svg>\n", f);
 }
 
-/* ---- order mix (mTHP, issue 15)
+/* ---- order mix (mTHP)
  * ----------------------------------------------------------------------------- */
 
 #define LEG_W 96 /* a legend column right of the frame */

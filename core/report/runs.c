@@ -65,7 +65,7 @@ const struct rd_metric rd_metrics[] = {
     {"scan-efficiency", "%", NULL, false, 2,
      "mmtests: compact_migrate_scanned / compact_free_scanned"},
     {"wall", "s", "program.wall_s", true, 0, "the program's wall time"},
-    /* mTHP (issue 15): present only in reports of eras with multi-size THP (the "mthp" key) */
+    /* mTHP: present only in reports of eras with multi-size THP (the "mthp" key) */
     {"mthp-faults", "", "faults.mthp", false, 0,
      "faults served by an mTHP folio (16 KiB .. 1 MiB, orders 2..8)"},
     {"mthp-coverage", "%", "mthp.coverage_pct", false, 0,

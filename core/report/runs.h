@@ -83,7 +83,7 @@ struct rd_metric {
 extern const struct rd_metric rd_metrics[];
 extern const size_t rd_nmetrics;
 double rd_metric(const struct rd_run *r, const struct rd_metric *m); /* NaN if absent */
-/* mTHP (issue 15): the folio sizes of a report's "mthp.sizes" (orders 2..9; 2048kB is the PMD
+/* mTHP: the folio sizes of a report's "mthp.sizes" (orders 2..9; 2048kB is the PMD
  * size), in order. A report has "mthp" only for eras with multi-size THP. */
 #define RD_MTHP_NSIZES 8
 extern const char *const rd_mthp_sizes[RD_MTHP_NSIZES];

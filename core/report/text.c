@@ -176,7 +176,7 @@ static void rd_processes_text(json_t *root, FILE *out)
 	free(v);
 }
 
-/* The order mix of a report with mTHP (issue 15): faults and 4 KiB pages per folio size, base
+/* The order mix of a report with mTHP: faults and 4 KiB pages per folio size, base
  * pages, each mTHP size with activity, 2 MiB, with each size's per-fault latency. */
 static void rd_order_mix_text(const struct rd_run *r, FILE *out)
 {

@@ -1,4 +1,4 @@
-# Policy A/B testing, reports and fault traces (issue 6): thpemu ab with statistics and the HTML
+# Policy A/B testing, reports and fault traces: thpemu ab with statistics and the HTML
 # report rendered in headless Chromium, traces replayed in the simulator and live.
 thpemu_add_test(NAME integration/replay
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/replay.sh

@@ -31,7 +31,7 @@ bad_usage "no report given" report
 bad_usage "not a readable JSON report" report /etc/hostname
 bad_usage "no trace given" replay --policy linux-3.1
 
-# found before the first run (issue 17): nothing runs, no run directory is made, no output is
+# found before the first run: nothing runs, no run directory is made, no output is
 # created, a planted link's target is untouched
 export TMPDIR=$T_TMP/tmp
 mkdir -p "$TMPDIR" "$T_TMP/shared"
@@ -107,7 +107,7 @@ expect_eq "nothp huge-pct" "$(m huge-pct .b.mean)" 0
 expect_eq "faults significant" "$(m faults .significant)" true
 expect_eq "base faults compared per fault" "$(json "$J" .comparison.distributions.base.tested)" true
 expect_eq "huge faults of B" "$(json "$J" .comparison.distributions.huge.b_faults)" 0
-# issue 12: AnonHugePages coverage per run (sampled while usemem holds its memory) and the pool's
+# AnonHugePages coverage per run (sampled while usemem holds its memory) and the pool's
 # watermarks (modern, 256 MiB: the THP raise to 11 pageblocks is capped at 5 %: 3276 pages)
 expect_eq "coverage-tw significant" "$(m coverage-tw .significant)" true
 expect_eq "coverage-end significant" "$(m coverage-end .significant)" true

@@ -12,7 +12,7 @@
 # as queued in -mm. Under the linux-3.1 profile (mainline 3.1.0) direct reclaim itself writes
 # dirty pages out and waits on writeback in its synchronous pass, and on this workload those
 # stalls outweigh compaction's: the patch, which changes only the second compaction, leaves
-# the stall totals of 3.1 statistically unchanged (README, "A/B testing").
+# the stall totals of 3.1 statistically unchanged (tests/results/2026-12-03-ab-linux-3.1.md).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd

@@ -1,4 +1,4 @@
-# The command line as a hostile or careless user drives it (issue 17): output paths checked
+# The command line as a hostile or careless user drives it: output paths checked
 # before any work (no symbolic link followed), values refused with one line, the library's
 # limits, and the leftovers of SIGKILLed runs removed by the next one.
 thpemu_add_test(NAME integration/run_cli
@@ -7,7 +7,7 @@ thpemu_add_test(NAME integration/run_cli
 thpemu_add_test(NAME integration/run_kill
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_kill.sh
                 LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)
-# thpemu policies: the sysfs-pair names, aliases, and host against this machine's /sys (issue 16).
+# thpemu policies: the sysfs-pair names, aliases, and host against this machine's /sys.
 thpemu_add_test(NAME integration/policies
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/policies.sh
                 LABELS integration TIMEOUT 60)

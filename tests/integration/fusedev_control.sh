@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The control file cannot wedge the mount (issue 17): "bandwidth=1" held a 1 MiB write for 12
+# The control file cannot wedge the mount: "bandwidth=1" held a 1 MiB write for 12
 # days, and neither "preset=fast" nor "resume" released it, nor SIGKILL its writer (a FUSE
 # request already sent waits for its reply). Out-of-range values are refused now, with a line
 # saying what the key accepts; a request held under the slowest accepted value completes as

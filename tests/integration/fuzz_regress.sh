@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the fuzz targets found, replayed through the commands (tests/fuzz/regress/): each input
 # is refused with exit status 2 and one line naming what is wrong, within seconds, printing
-# nothing else. Before issue 17 `thpemu sim --replay` died of SIGSEGV on a RESIDENT record whose
+# nothing else. Before the parsers were bounded, `thpemu sim --replay` died of SIGSEGV on a RESIDENT record whose
 # range wraps and ran for minutes on huge times or lengths, and `thpemu report --mmtests`
 # printed gigabytes for a histogram count of -1.
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install like a Debian tool (issue 16): `cmake --install` into a temporary prefix, the prefix
+# Install like a Debian tool: `cmake --install` into a temporary prefix, the prefix
 # copied elsewhere (cp -a) and the original removed, then from the copy only (PATH=<copy>/bin):
 #   - the README's "What you do with it" examples, extracted from README.md mechanically; each
 #     extracted command must match a rule below (run as written / run with a stated change /

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Collapse for real (issue 12). A 4 MiB mapping populated with 4 KiB pages (enabled=madvise, no
+# Collapse for real. A 4 MiB mapping populated with 4 KiB pages (enabled=madvise, no
 # MADV_HUGEPAGE at fault time) becomes two real PMD mappings while two threads keep writing and
 # reading back their pages; every page must hold what its thread last wrote:
 #   - khugepaged, after the program's MADV_HUGEPAGE, with the scan sleep shortened to 100 ms

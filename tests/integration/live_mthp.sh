@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-size THP live (issue 15): with hugepages-64kB=always the handler serves write faults
+# Multi-size THP live: with hugepages-64kB=always the handler serves write faults
 # with 64 KiB folios (one UFFDIO_COPY of 16 zeroed pages; the host maps them with 4 KiB PTEs):
 #  (a) usemem 64M under modern-never:hugepages-64kB=always (no PMD possible): data verified by
 #      usemem, ~pages/16 faults, all of them 64 KiB folios in the report (faults.mthp,

@@ -1,4 +1,4 @@
-# Policy x workload x run matrices (issue 16): thpemu matrix locally (cells one at a time,
+# Policy x workload x run matrices: thpemu matrix locally (cells one at a time,
 # resumable, bad input) and as a Slurm job array on a one-node Slurm the test starts itself.
 thpemu_add_test(NAME integration/matrix_local
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/matrix_local.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# thpemu matrix without a scheduler (issue 16):
+# thpemu matrix without a scheduler:
 #  - bad options: one line naming the option and what is accepted, exit status 2, nothing made;
 #  - --dry-run writes the cells (run-major order: every policy and workload of run 1 first) and
 #    runs nothing;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# thpemu matrix through Slurm (issue 16): a one-node Slurm started here, in a temporary
+# thpemu matrix through Slurm: a one-node Slurm started here, in a temporary
 # directory — its own munged (own key and socket) and slurmctld and slurmd on private ports,
 # both as root with state, spool, logs and pid files in $T_TMP — runs a 2 policies x 1 workload
 # x 2 runs matrix as a job array (thpemu matrix --slurm --wait), and thpemu report merges the

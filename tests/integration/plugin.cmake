@@ -1,4 +1,4 @@
-# Policy plugins (issue 15): the example plugins change decisions in thpemu run and thpemu sim;
+# Policy plugins: the example plugins change decisions in thpemu run and thpemu sim;
 # broken plugins (built here) are one line and exit 2 from the CLI, and one line plus the
 # built-in policy under a bare LD_PRELOAD. evil_marker.so only records that it was loaded
 # (machine_squat: a squatter's plugin= must never be).

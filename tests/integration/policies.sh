@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# thpemu policies (issue 16, "policy names that say what they are"):
+# thpemu policies ("policy names that say what they are"):
 #  - every modern profile is listed by its sysfs pair thp-ENABLED/DEFRAG (all 3 x 5), each alias
 #    says what it means, and --json carries every setting;
 #  - `host` reproduces THIS machine's settings: the test reads /sys itself and compares each

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16: the HTML report as a newcomer sees it, rendered in headless Chromium:
+# The HTML report as a newcomer sees it, rendered in headless Chromium:
 #  - no text of any plot reaches outside its plot (tick labels at the right end were clipped):
 #    the page's own check script measures every <text> against its <svg> box after layout and
 #    writes the count into body[data-clipped], which --dump-dom hands back;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mTHP (issue 15) in thpemu report's comparison, text and HTML, from reports with the "mthp"
+# mTHP in thpemu report's comparison, text and HTML, from reports with the "mthp"
 # keys (fixtures/add_mthp.jq adds them to real reports of this build: sim reports made here,
 # and fixtures/run-modern-always-usemem-64M.json, a live `thpemu run` report):
 #  - the comparison gains mthp-faults, mthp-coverage and, per size with activity on either

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16: with one run per side there is no run-to-run spread, so nothing may be called
+# With one run per side there is no run-to-run spread, so nothing may be called
 # significant and no (zero-width) interval may be shown as if real. thpemu ab --runs 1 and
 # thpemu report A.json B.json of two single runs must say why, once, in text, JSON and HTML.
 . "$(dirname "$0")/lib.sh"

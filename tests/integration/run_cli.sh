@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# thpemu run (and replay) as a hostile or careless user would drive it (issue 17, "nobody in,
+# thpemu run (and replay) as a hostile or careless user would drive it ("nobody in,
 # validate before working"):
 #  - an output path that cannot be written (a missing directory, a directory, a symbolic link or
 #    hard link planted by another user, a world-writable non-sticky directory) is bad input: exit

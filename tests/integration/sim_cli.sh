@@ -62,7 +62,7 @@ expect_usage_error "unknown option '--fast'" -- "${ok[@]}" --fast
 expect_usage_error "--json needs a value" -- "${ok[@]}" --json
 expect_usage_error --costs "No such file" -- "${ok[@]}" --costs "$T_TMP/none.costs"
 
-# outputs and limits are checked before the simulation (issue 17): no file is created
+# outputs and limits are checked before the simulation: no file is created
 expect_usage_error --json "'/nonexistent/d/r.json'" "the directory '/nonexistent/d' does not exist" -- \
 	"${ok[@]}" --json /nonexistent/d/r.json
 ln -s "$T_TMP/victim" "$T_TMP/link.json"
@@ -103,7 +103,7 @@ printf 'migrate-page = 27us\nfault=27us\n' >"$T_TMP/live.costs"
 expect_eq costs.migrate-page "$(json "$T_TMP/r.json" '.costs_ns."migrate-page"')" 27000
 expect_eq costs.fault "$(json "$T_TMP/r.json" '.costs_ns.fault')" 27000
 
-# Issue 12: the pool's watermarks and the AnonHugePages coverage over the run. A 1 GiB pool, all
+# The pool's watermarks and the AnonHugePages coverage over the run. A 1 GiB pool, all
 # free, usemem with MADV_HUGEPAGE: modern-always maps nearly all of it huge, modern-never none.
 for p in modern-always modern-never linux-3.1; do
 	J=$T_TMP/cov-$p.json

@@ -5,12 +5,12 @@
 # and 2 iterations instead of 5 (WCP_POOL, WCP_ITER override). Published, per iteration:
 # 3.1 1189.8 s, 3.2-rc2 589.5 s, sync-light 73.4 s; ratios 0.50 and 0.06.
 #
-# Asserted (what the model justifies, core/sim/README.md "Figures: writeback-cp"):
+# Asserted (what the model justifies, tests/results/2026-12-04-sim-writeback-cp.md):
 #   - every kernel finishes every iteration, and alloc's faults are counted per iteration;
 #   - the published ordering: 3.1 slowest, by more than a factor of two over both others, and
 #     3.3 (sync-light) faster than 3.2;
 #   - 3.3's compaction never waits on writeback; 3.1's and 3.2's sync compaction does.
-# Printed, not asserted (the model does not meet them; core/sim/README.md says why): the
+# Printed, not asserted (the model does not meet them; that result file says why): the
 # factor-of-two bands of both ratios, 3.2/3.1 in 0.25-1.0 and 3.3/3.1 in 0.03-0.12.
 . "$(dirname "$0")/lib.sh"
 need_cmd jq

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault service at the floor (issue 14): every ratio in one run, measured from the faulting
+# Fault service at the floor: every ratio in one run, measured from the faulting
 # threads' side against floors measured in the same run (tests/perf/live_bench.c):
 #   - 4 KiB first touch: thpemu modern-never vs a bare handler thread blocked in read() answering
 #     with UFFDIO_COPY; 2 MiB first touch: thpemu modern-always vs the bare handler clearing a

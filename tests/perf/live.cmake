@@ -12,7 +12,7 @@ thpemu_add_test(NAME perf/live_bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/li
 thpemu_add_test(NAME perf/machine_bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/machine_bench.sh
                 LABELS perf needs-uffd needs-root TIMEOUT 1200)
 
-# Issue 14: every fault-service ratio in one run - 4 KiB / 2 MiB first touches with 1, 2 and 4
+# Every fault-service ratio in one run - 4 KiB / 2 MiB first touches with 1, 2 and 4
 # faulting threads, throughput and wake-ups per fault, migration, usemem, kernel_latency_us
 # (tests/perf/bench.sh).
 thpemu_add_test(NAME perf/bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/bench.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start-up benchmark: how long a managed process takes to start (and stop) and how much memory
-# it holds, against the same program natively, for --pool 1G, 16G and 64G (issue 17: "a managed
+# it holds, against the same program natively, for --pool 1G, 16G and 64G ("a managed
 # process starts within 20 ms of native whatever --pool is").
 #
 # Per round, alternating so that load from elsewhere hits every figure alike: /bin/true natively

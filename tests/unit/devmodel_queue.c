@@ -484,7 +484,7 @@ TEST(runtime_set_retimes_requests_in_service_and_applies_to_the_rest)
 	devm_destroy(m);
 }
 
-/* issue 17: "bandwidth=1" held a 1 MiB write for 12 days, and neither preset=fast nor resume
+/* "bandwidth=1" held a 1 MiB write for 12 days, and neither preset=fast nor resume
  * released it. A value that slow is refused now, the slowest accepted one is re-timed away by
  * a faster preset, and no combination holds a request for more than DEVM_BUSY_MAX_NS. */
 TEST(held_request_follows_the_device_it_is_held_by)

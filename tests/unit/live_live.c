@@ -94,7 +94,7 @@ TEST(live_base_faults_under_never)
 
 /* The start-up probe: the background thread's round trips are served bare (not faults of the
  * program), and a destroy right after create never waits on a probe in flight. */
-/* No thread of the emulator may call the program's allocator (DESIGN.md): under `thpemu run`
+/* No thread of the emulator may call the program's allocator (README.md): under `thpemu run`
  * that is jemalloc, whose memory is managed, and a fault on it can wait for the very thread that
  * holds its pages claimed for a migration. (glibc's qsort mallocs once the array is 1 KiB: the
  * batch path sorted with it, and python3 under modern-always hung one run in three; the

@@ -1,7 +1,7 @@
 /* core/mm pool: creation, metadata budget, watermarks of each era against hand-computed values,
- * configuration errors, and the lazily written metadata (README.md "Metadata is written where
- * the pool is used"): blocks come off the free lists in memblock_free_all's order and a pool's
- * descriptors are not touched until used. */
+ * configuration errors, and the lazily written metadata (core/mm/README.md "Metadata is written
+ * where the pool is used"): blocks come off the free lists in memblock_free_all's order and a
+ * pool's descriptors are not touched until used. */
 #include <sys/mman.h>
 #include <unistd.h>
 

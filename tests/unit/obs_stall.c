@@ -159,7 +159,7 @@ TEST(modelled_events_text_is_the_2011_format)
 	obs_stalls_destroy(s);
 }
 
-/* ---- per-wait events (issue 13): Mel Gorman's monitor counted each sleep, not each fault -- */
+/* ---- per-wait events: Mel Gorman's monitor counted each sleep, not each fault -- */
 
 static struct obs_stalls *wt;
 

@@ -183,7 +183,7 @@ TEST(a_release_waits_for_the_faults_on_its_pages)
 	free(pending);
 }
 
-/* issue 17: what no recording writes is refused with the record named, before any consumer
+/* What no recording writes is refused with the record named, before any consumer
  * (a replay allocating a region per range, waiting until a record's time) sees it. */
 TEST(records_beyond_what_a_trace_holds_are_refused)
 {

@@ -283,7 +283,7 @@ TEST(an_empty_trace_ends_at_once)
 	unlink(path);
 }
 
-/* issue 17: one corrupt time made a replay run for hours (the simulator's idle background
+/* One corrupt time made a replay run for hours (the simulator's idle background
  * costs real time per virtual hour). By default a trace covers 1 h + 1 min per record; a longer
  * one needs an explicit duration, and then replays its first part promptly. */
 TEST(a_span_beyond_the_records_needs_a_duration)

@@ -152,7 +152,7 @@ TEST(every_scenario_runs_small_and_reports_the_required_sections)
 	}
 }
 
-/* Per-wait events (issue 13; needs core/mm to report its waits through ops->waited): 3.1's sync
+/* Per-wait events (needs core/mm to report its waits through ops->waited): 3.1's sync
  * compaction sleeps on writeback many times per fault, so Mel Gorman's per-wait count exceeds
  * the per-fault one; every event is one wait of at least the threshold, and 3.3's sync-light
  * compaction never waits on writeback, so it has no compact-writeback event. */
@@ -264,7 +264,7 @@ TEST(thpcompact_runs_whole_iterations)
 	sim_result_free(r);
 }
 
-/* Multi-size THP (issue 15): under hugepages-64kB=always the simulated process's write faults
+/* Multi-size THP: under hugepages-64kB=always the simulated process's write faults
  * take 64 KiB folios (modern-never: no PMD), every one counted in faults.mthp, the 64kB size
  * and its latency; without the setting none; a 3.x run has no "mthp" section. */
 static json_t *run_thpcompact(const char *policy)
