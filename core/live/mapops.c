@@ -86,8 +86,8 @@ void uffd_as_count(struct uffd_live *lv, const struct as_counts *c)
 void uffd_region_release_pages(struct uffd_live *lv, struct uffd_region *r, uint32_t p0,
 			       uint32_t p1, bool unmap)
 {
-	uintptr_t a0 = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
-	uintptr_t a1 = r->base + (uintptr_t)p1 * UFFD_PAGE_SIZE;
+	uintptr_t a0 = as_page_addr(&r->as, p0);
+	uintptr_t a1 = as_page_addr(&r->as, p1);
 	struct as_counts c = {0};
 	struct as_mm_ctx ctx = {lv->mm, NULL};
 	const struct as_env env = as_mm_env(&ctx);

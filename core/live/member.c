@@ -227,7 +227,7 @@ void uffd_machine_kick(struct uffd_live *lv)
 static void adopt_region(struct uffd_live *lv, const struct uffd_region *old)
 {
 	uint32_t n = (uint32_t)((old->hi - old->lo) / UFFD_PAGE_SIZE);
-	uint32_t first = (uint32_t)((old->lo - old->base) / UFFD_PAGE_SIZE);
+	uint32_t first = as_page_of(&old->as, old->lo);
 
 	for (uint32_t p = first; p < first + n;) {
 		uint32_t q = p;
@@ -237,7 +237,7 @@ static void adopt_region(struct uffd_live *lv, const struct uffd_region *old)
 		if (q > p) {
 			uint64_t present = 0;
 
-			uffd_adopt_range(lv, (void *)(old->base + (uintptr_t)p * UFFD_PAGE_SIZE),
+			uffd_adopt_range(lv, (void *)as_page_addr(&old->as, p),
 					 (size_t)(q - p) * UFFD_PAGE_SIZE, old->prot, &present);
 			uffd_stat_add(&lv->stats->host.fork_inherited_pages, present);
 		}

@@ -92,7 +92,7 @@ static int unmap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 		break;
 	}
 	as_migrate_cancel(&r->as, p, lost);
-	uffd_io_wake(lv->uffd, r->base + (uintptr_t)p * UFFD_PAGE_SIZE, UFFD_PAGE_SIZE);
+	uffd_io_wake(lv->uffd, as_page_addr(&r->as, p), UFFD_PAGE_SIZE);
 	return ret;
 }
 
@@ -101,7 +101,7 @@ static int remap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 			int rc)
 {
 	struct uffd_live *lv = w->lv;
-	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+	uintptr_t addr = as_page_addr(&r->as, p);
 
 	if (uffd_io_move(lv->uffd, addr, (uintptr_t)scratch, UFFD_PAGE_SIZE, 0, NULL) == 0 ||
 	    uffd_moved_anyway(lv, addr, (uintptr_t)scratch)) {
@@ -122,7 +122,7 @@ static int remap_failed(struct uffd_worker *w, struct uffd_region *r, uint32_t p
 static int migrate_check(struct uffd_worker *w, struct uffd_region *r, uint32_t p)
 {
 	struct uffd_live *lv = w->lv;
-	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+	uintptr_t addr = as_page_addr(&r->as, p);
 
 	if (as_migrate_freed(&r->as, p) < 0) { /* the program freed it first: nothing to copy */
 		uffd_io_wake(lv->uffd, addr, UFFD_PAGE_SIZE);
@@ -142,7 +142,7 @@ static int migrate_forking(struct uffd_worker *w, struct uffd_region *r, uint32_
 {
 	UFFD_COUNT(w->lv, fork_deferred);
 	as_migrate_cancel(&r->as, p, false);
-	uffd_io_wake(w->lv->uffd, r->base + (uintptr_t)p * UFFD_PAGE_SIZE, UFFD_PAGE_SIZE);
+	uffd_io_wake(w->lv->uffd, as_page_addr(&r->as, p), UFFD_PAGE_SIZE);
 	return -EBUSY;
 }
 
@@ -150,7 +150,7 @@ static int migrate_forking(struct uffd_worker *w, struct uffd_region *r, uint32_
 static int move_out(struct uffd_worker *w, struct uffd_region *r, uint32_t p, uint8_t *scratch)
 {
 	struct uffd_live *lv = w->lv;
-	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+	uintptr_t addr = as_page_addr(&r->as, p);
 	int rc = uffd_io_move(lv->uffd, (uintptr_t)scratch, addr, UFFD_PAGE_SIZE,
 			      UFFDIO_MOVE_MODE_DONTWAKE, NULL);
 
@@ -181,7 +181,7 @@ static int copy_back(struct uffd_worker *w, struct uffd_region *r, uint32_t p, u
 		     uint32_t to)
 {
 	struct uffd_live *lv = w->lv;
-	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+	uintptr_t addr = as_page_addr(&r->as, p);
 	int rc = uffd_io_copy(lv->uffd, addr, scratch, UFFD_PAGE_SIZE, true, NULL);
 
 	if (rc < 0)
@@ -246,7 +246,7 @@ struct batch_page {
 
 static uintptr_t bp_addr(const struct batch_page *b)
 {
-	return b->r->base + (uintptr_t)b->p * UFFD_PAGE_SIZE;
+	return as_page_addr(&b->r->as, b->p);
 }
 
 /* Pages [i, end) of the (address-sorted) batch that are one run: same region, consecutive

@@ -69,7 +69,7 @@ static bool program_page_is_zero(uintptr_t addr)
 static bool take_zero_page(struct uffd_worker *w, struct uffd_region *r, uint32_t p)
 {
 	struct uffd_live *lv = w->lv;
-	uintptr_t addr = r->base + (uintptr_t)p * UFFD_PAGE_SIZE;
+	uintptr_t addr = as_page_addr(&r->as, p);
 	uint8_t *s = uffd_scratch_page(w);
 	int rc = -EAGAIN;
 
@@ -104,7 +104,7 @@ static bool take_zero_page(struct uffd_worker *w, struct uffd_region *r, uint32_
 static void put_back(struct uffd_live *lv, struct uffd_region *r, uint32_t p0, const bool *zero)
 {
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-		uintptr_t addr = r->base + (uintptr_t)(p0 + i) * UFFD_PAGE_SIZE;
+		uintptr_t addr = as_page_addr(&r->as, p0 + i);
 
 		if (!zero[i])
 			continue;
@@ -118,7 +118,7 @@ static void put_back(struct uffd_live *lv, struct uffd_region *r, uint32_t p0, c
 static int split_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t p0, uint32_t head)
 {
 	struct uffd_live *lv = w->lv;
-	uintptr_t ext = r->base + (uintptr_t)p0 * UFFD_PAGE_SIZE;
+	uintptr_t ext = as_page_addr(&r->as, p0);
 	struct as_mm_ctx ctx = {lv->mm, w};
 	const struct as_env env = as_mm_env(&ctx);
 	struct as_counts c = {0};
