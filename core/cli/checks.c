@@ -291,17 +291,17 @@ static int check_device_dir(const struct config *cfg, const char *side, char *er
 
 int cli_check_plugin(const char *name, const char *spec, char *err, size_t errlen)
 {
-	struct util_plugin p;
+	struct policy_plugin p;
 	char why[400];
 
 	if (!spec || !*spec)
 		return 0;
-	if (util_plugin_load(spec, &p, why, sizeof(why)) < 0) {
+	if (policy_plugin_load(spec, &p, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: %s (a shared object exporting thpemu_policy, ABI %d)",
 			 name, why, THPEMU_POLICY_ABI_VERSION);
 		return -EINVAL;
 	}
-	util_plugin_unload(&p);
+	policy_plugin_unload(&p);
 	return 0;
 }
 

@@ -721,7 +721,7 @@ static int scratch_init(struct uffd_live *lv)
  * one raw write and nothing more (no stdio, no other lock). */
 static void plugin_note(void *cookie, const char *msg)
 {
-	const struct util_plugin *p = cookie;
+	const struct policy_plugin *p = cookie;
 	char line[512];
 	int n = snprintf(line, sizeof(line), "thpemu: policy plugin %s: %s\n", p->path, msg);
 
@@ -742,7 +742,7 @@ static void plugin_init(struct uffd_live *lv)
 		snprintf(lv->cfg.policy.plugin, sizeof(lv->cfg.policy.plugin), "%s", env);
 	if (!lv->cfg.policy.plugin[0])
 		return;
-	if (util_plugin_load(lv->cfg.policy.plugin, &lv->plugin, why, sizeof(why)) == 0) {
+	if (policy_plugin_load(lv->cfg.policy.plugin, &lv->plugin, why, sizeof(why)) == 0) {
 		struct mm_policy_hook h = {
 		    .pl = lv->plugin.pl, .note = plugin_note, .cookie = &lv->plugin};
 
@@ -752,7 +752,7 @@ static void plugin_init(struct uffd_live *lv)
 			return;
 		}
 		snprintf(why, sizeof(why), "%s: the pool refused it", lv->plugin.path);
-		util_plugin_unload(&lv->plugin);
+		policy_plugin_unload(&lv->plugin);
 	}
 	fprintf(stderr, "thpemu: policy plugin %s; using the built-in policy\n", why);
 	lv->cfg.policy.plugin[0] = '\0';
@@ -986,7 +986,7 @@ void uffd_live_destroy(struct uffd_live *lv)
 	else if (lv->mm && !lv->child && !lv->cfg.machine[0])
 		mm_destroy(lv->mm);
 	if (!lv->child)
-		util_plugin_unload(&lv->plugin);
+		policy_plugin_unload(&lv->plugin);
 	uffd_table_destroy(&lv->table);
 	if (lv->scratch_map)
 		guard_vm_unmap(lv->scratch_map, lv->scratch_map_len);

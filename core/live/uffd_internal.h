@@ -261,7 +261,7 @@ typedef int (*uffd_copy_file_fn)(void *arg, uint64_t owner, uint32_t from, uint3
 
 struct uffd_live {
 	struct config cfg;
-	struct util_plugin plugin; /* the policy plugin (cfg.policy.plugin), when it loaded */
+	struct policy_plugin plugin; /* the policy plugin (cfg.policy.plugin), when it loaded */
 	int uffd;
 	/* How the idle handler that listens waits (live.c, "waiting for a fault"): blocked in
 	 * read(2) on the userfaultfd (block_read), woken for a stop or a credential request by a

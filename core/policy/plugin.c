@@ -56,7 +56,7 @@ static void resolve_name(char *path, size_t len)
 		}
 }
 
-int util_plugin_load(const char *spec, struct util_plugin *out, char *why, size_t whylen)
+int policy_plugin_load(const char *spec, struct policy_plugin *out, char *why, size_t whylen)
 {
 	const char *q = strchr(spec, '?');
 	size_t len = q ? (size_t)(q - spec) : strlen(spec);
@@ -125,7 +125,7 @@ int util_plugin_load(const char *spec, struct util_plugin *out, char *why, size_
 	return 0;
 }
 
-void util_plugin_unload(struct util_plugin *p)
+void policy_plugin_unload(struct policy_plugin *p)
 {
 	if (p->handle)
 		dlclose(p->handle);

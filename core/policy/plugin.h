@@ -3,14 +3,14 @@
  * live emulator (core/live live.c) and the simulator (core/sim world.c) call this and hand the
  * table to mm_set_policy_hook; the CLI calls it to check --policy-plugin / plugin= before any
  * work starts. */
-#ifndef THPEMU_UTIL_PLUGIN_H
-#define THPEMU_UTIL_PLUGIN_H
+#ifndef THPEMU_POLICY_PLUGIN_H
+#define THPEMU_POLICY_PLUGIN_H
 
 #include <stddef.h>
 
 #include "thpemu_policy.h"
 
-struct util_plugin {
+struct policy_plugin {
 	void *handle;
 	const struct thpemu_policy_v1 *pl;
 	char path[192]; /* as given, without ?ARGS; a NAME resolved to the file it names */
@@ -21,7 +21,7 @@ struct util_plugin {
  * own objects (build/plugins, PREFIX/lib/thpemu/plugins; e.g. plugin=mthp_under_frag). Returns 0,
  * or -1 with a one-line reason in why ("no such file", "not a loadable shared object: ...", "no
  * symbol thpemu_policy", "abi_version 7, this thpemu speaks 1", ...). */
-int util_plugin_load(const char *spec, struct util_plugin *out, char *why, size_t whylen);
-void util_plugin_unload(struct util_plugin *p);
+int policy_plugin_load(const char *spec, struct policy_plugin *out, char *why, size_t whylen);
+void policy_plugin_unload(struct policy_plugin *p);
 
 #endif

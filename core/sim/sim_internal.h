@@ -186,7 +186,7 @@ struct sim_world {
 	struct mm *mm;
 	struct mm_env env;
 	struct mm_config mmcfg;
-	struct util_plugin plugin; /* policy plugin of mmcfg.policy.plugin, loaded or not */
+	struct policy_plugin plugin; /* policy plugin of mmcfg.policy.plugin, loaded or not */
 	struct devm *dev;
 	struct rng rng;	 /* the scenario's randomness */
 	uint64_t end_ns; /* virtual end of the run */

@@ -12,7 +12,7 @@
 /* The plugin's first nonsense / overtime answer (mm's lock held: one line, nothing more). */
 static void plugin_note(void *cookie, const char *msg)
 {
-	const struct util_plugin *p = cookie;
+	const struct policy_plugin *p = cookie;
 
 	fprintf(stderr, "thpemu: policy plugin %s: %s\n", p->path, msg);
 }
@@ -26,7 +26,7 @@ int world_mm_create(struct sim_world *w, char *err, size_t errlen)
 	if (w->mmcfg.policy.plugin[0] && !w->plugin.pl) {
 		char why[400];
 
-		if (util_plugin_load(w->mmcfg.policy.plugin, &w->plugin, why, sizeof(why)) < 0) {
+		if (policy_plugin_load(w->mmcfg.policy.plugin, &w->plugin, why, sizeof(why)) < 0) {
 			snprintf(err, errlen, "policy key 'plugin': %s", why);
 			return -EINVAL;
 		}
@@ -58,7 +58,7 @@ void world_mm_destroy(struct sim_world *w)
 	obs_mthp_accumulate(&w->mthp_done, &m);
 	mm_destroy(w->mm);
 	w->mm = NULL;
-	util_plugin_unload(&w->plugin);
+	policy_plugin_unload(&w->plugin);
 }
 
 /* Apply an mm_fragment recipe to the pool (the scenarios' "init" parameter); an empty recipe

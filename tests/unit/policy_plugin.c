@@ -19,13 +19,13 @@ static const char *build_dir(void)
 
 TEST(example_plugin_loads_and_answers)
 {
-	struct util_plugin p;
+	struct policy_plugin p;
 	char spec[512], why[400];
 	struct thpemu_fault_info in = {.size = sizeof(in), .region_len = 8ULL << 20};
 	uint8_t orders[10];
 
 	snprintf(spec, sizeof(spec), "%s/plugins/huge_big_regions.so?4:0", build_dir());
-	ASSERT_EQ(util_plugin_load(spec, &p, why, sizeof(why)), 0);
+	ASSERT_EQ(policy_plugin_load(spec, &p, why, sizeof(why)), 0);
 	ASSERT(p.pl != NULL);
 	ASSERT_STREQ(p.pl->name, "huge-big-regions");
 	ASSERT(strstr(spec, p.path) == spec && !strchr(p.path, '?'));
@@ -36,21 +36,21 @@ TEST(example_plugin_loads_and_answers)
 	EXPECT_EQ(orders[0], 9);
 	in.nr_free[9] = 0; /* no free block left: order 0 */
 	EXPECT_EQ(p.pl->select_orders(&in, orders, 10), 0);
-	util_plugin_unload(&p);
+	policy_plugin_unload(&p);
 	EXPECT(p.handle == NULL);
 }
 
 TEST(failures_say_why)
 {
-	struct util_plugin p;
+	struct policy_plugin p;
 	char spec[512], why[400];
 	FILE *f;
 
-	EXPECT_EQ(util_plugin_load("/nonexistent/x.so", &p, why, sizeof(why)), -1);
+	EXPECT_EQ(policy_plugin_load("/nonexistent/x.so", &p, why, sizeof(why)), -1);
 	EXPECT(strstr(why, "no such file") != NULL);
 	EXPECT(p.pl == NULL);
 	/* a bare name is looked up among the installed plugins; none of that name: said so */
-	EXPECT_EQ(util_plugin_load("no_such_plugin_xyz", &p, why, sizeof(why)), -1);
+	EXPECT_EQ(policy_plugin_load("no_such_plugin_xyz", &p, why, sizeof(why)), -1);
 	EXPECT(strstr(why, "nor an installed plugin") != NULL);
 	EXPECT(p.pl == NULL);
 	snprintf(spec, sizeof(spec), "%s/util_plugin_text.so", build_dir());
@@ -58,11 +58,11 @@ TEST(failures_say_why)
 	ASSERT(f != NULL);
 	fputs("not an ELF file\n", f);
 	fclose(f);
-	EXPECT_EQ(util_plugin_load(spec, &p, why, sizeof(why)), -1);
+	EXPECT_EQ(policy_plugin_load(spec, &p, why, sizeof(why)), -1);
 	EXPECT(strstr(why, "not a loadable shared object") != NULL);
 	remove(spec);
 	snprintf(spec, sizeof(spec), "%s/plugins/huge_big_regions.so?nonsense", build_dir());
-	EXPECT_EQ(util_plugin_load(spec, &p, why, sizeof(why)), -1);
+	EXPECT_EQ(policy_plugin_load(spec, &p, why, sizeof(why)), -1);
 	EXPECT(strstr(why, "init refused") != NULL);
 	EXPECT(p.handle == NULL);
 }
