@@ -4,14 +4,21 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void jw_init_layout(struct json_w *w, FILE *f, int layout)
+{
+	memset(w, 0, sizeof(*w));
+	w->f = f;
+	w->indent = layout > 0 ? layout : 0;
+	w->comma = layout == JW_LINE ? ", " : ",";
+	w->colon = layout == JW_COMPACT ? ":" : ": ";
+}
 
 void jw_init(struct json_w *w, FILE *f, bool pretty)
 {
-	w->f = f;
-	w->depth = 0;
-	w->pretty = pretty;
-	w->err = false;
-	w->need_comma[0] = false;
+	jw_init_layout(w, f, pretty ? 2 : JW_COMPACT);
 }
 
 void json_write_string(FILE *f, const char *s)
@@ -46,23 +53,22 @@ void json_write_string(FILE *f, const char *s)
 
 static void newline(struct json_w *w)
 {
-	if (!w->pretty)
+	if (!w->indent)
 		return;
 	fputc('\n', w->f);
-	for (int i = 0; i < w->depth; i++)
-		fputs("  ", w->f);
+	fprintf(w->f, "%*s", w->depth * w->indent, "");
 }
 
 static void prefix(struct json_w *w, const char *key)
 {
 	if (w->need_comma[w->depth])
-		fputc(',', w->f);
+		fputs(w->comma, w->f);
 	if (w->depth > 0)
 		newline(w);
 	w->need_comma[w->depth] = true;
 	if (key) {
 		json_write_string(w->f, key);
-		fputs(w->pretty ? ": " : ":", w->f);
+		fputs(w->colon, w->f);
 	}
 }
 
@@ -144,6 +150,33 @@ void jw_dbl(struct json_w *w, const char *key, double v, int decimals)
 		fprintf(w->f, "%.*f", decimals, v);
 }
 
+void jw_real(struct json_w *w, const char *key, double v, int digits)
+{
+	char buf[64], *e, *from, *to;
+	int n;
+
+	prefix(w, key);
+	if (!isfinite(v)) {
+		fputs("null", w->f);
+		return;
+	}
+	n = snprintf(buf, sizeof(buf) - 2, "%.*g", digits > 0 ? digits : 17, v);
+	if (n < 0 || n >= (int)sizeof(buf) - 2) {
+		w->err = true;
+		return;
+	}
+	if (!strchr(buf, '.') && !strchr(buf, 'e'))
+		strcat(buf, ".0");
+	e = strchr(buf, 'e');
+	if (e) { /* "1e+06" -> "1e6", "1e-07" -> "1e-7" */
+		to = e[1] == '-' ? e + 2 : e + 1;
+		for (from = e + 2; *from == '0' && from[1]; from++)
+			;
+		memmove(to, from, strlen(from) + 1);
+	}
+	fputs(buf, w->f);
+}
+
 void jw_bool(struct json_w *w, const char *key, bool v)
 {
 	prefix(w, key);
@@ -170,4 +203,28 @@ int jw_finish(struct json_w *w)
 	if (fflush(w->f) != 0 || ferror(w->f))
 		w->err = true;
 	return w->err ? -EIO : 0;
+}
+
+int jw_mem_open(struct json_w *w, int layout)
+{
+	FILE *f;
+
+	jw_init_layout(w, NULL, layout);
+	f = open_memstream(&w->mem, &w->memlen);
+	if (!f)
+		return -ENOMEM;
+	w->f = f;
+	return 0;
+}
+
+char *jw_mem_close(struct json_w *w)
+{
+	bool bad = w->err || w->depth != 0 || ferror(w->f);
+
+	if (fclose(w->f) != 0 || bad) {
+		free(w->mem);
+		w->mem = NULL;
+	}
+	w->f = NULL;
+	return w->mem;
 }

@@ -1,6 +1,5 @@
-/* Unit parsing and JSON writer (core/util). */
+/* Unit parsing and the PRNG (core/util). */
 #include "harness.h"
-#include "util/json.h"
 #include "util/rng.h"
 #include "util/units.h"
 
@@ -88,31 +87,6 @@ TEST(ratios)
 	EXPECT_EQ(units_parse_ratio("-1", 100, &r), -EINVAL);
 	EXPECT_EQ(units_parse_ratio("1%%", 100, &r), -EINVAL);
 	EXPECT_EQ(units_parse_ratio("", 100, &r), -EINVAL);
-}
-
-TEST(json_is_deterministic_and_escaped)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	struct json_w w;
-
-	jw_init(&w, f, false);
-	jw_obj_begin(&w, NULL);
-	jw_str(&w, "s", "a\"b\n");
-	jw_u64(&w, "n", 18446744073709551615ULL);
-	jw_dbl(&w, "d", 1.0 / 3, 3);
-	jw_dbl(&w, "nan", 0.0 / 0.0, 3);
-	jw_arr_begin(&w, "a");
-	jw_i64(&w, NULL, -1);
-	jw_bool(&w, NULL, true);
-	jw_arr_end(&w);
-	jw_obj_end(&w);
-	ASSERT_EQ(jw_finish(&w), 0);
-	fclose(f);
-	ASSERT_STREQ(buf, "{\"s\":\"a\\\"b\\n\",\"n\":18446744073709551615,\"d\":0.333,"
-			  "\"nan\":null,\"a\":[-1,true]}\n");
-	free(buf);
 }
 
 TEST(rng_is_reproducible)
