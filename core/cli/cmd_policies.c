@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "mm/mm_policy.h"
+#include "policy/policy.h"
 #include "util/json.h"
 
 #define CMD "policies"
@@ -144,7 +144,7 @@ static void text_alias_line(const char *alias, const char *canonical)
 	struct mm_policy p;
 	char err[256], e[16], d[16];
 
-	if (mm_policy_parse(canonical, &p, err, sizeof(err)))
+	if (policy_parse(canonical, &p, err, sizeof(err)))
 		return;
 	mm_policy_key(1, &p, e, sizeof(e), NULL);
 	mm_policy_key(2, &p, d, sizeof(d), NULL);
@@ -179,7 +179,7 @@ static int policies_main(int argc, char **argv)
 	for (int i = 0; i < nspecs; i++) {
 		if (!strncmp(specs[i], "host", 4) && (!specs[i][4] || specs[i][4] == ':'))
 			continue;
-		if (mm_policy_parse(specs[i], &p, err, sizeof(err)))
+		if (policy_parse(specs[i], &p, err, sizeof(err)))
 			prog_usage_error(CMD, "%s", err);
 	}
 	if (json) {
@@ -189,7 +189,7 @@ static int policies_main(int argc, char **argv)
 	}
 	if (nspecs) {
 		for (int i = 0; i < nspecs; i++) {
-			if (mm_policy_parse(specs[i], &p, err, sizeof(err))) {
+			if (policy_parse(specs[i], &p, err, sizeof(err))) {
 				prog_error(CMD, "%s", err);
 				rc = 1;
 				continue;
@@ -214,7 +214,7 @@ static int policies_main(int argc, char **argv)
 	for (const char *const *n = mm_policy_names(); *n; n++) {
 		char e[16], d[16], aliases[256];
 
-		if (mm_policy_parse(*n, &p, err, sizeof(err)))
+		if (policy_parse(*n, &p, err, sizeof(err)))
 			continue;
 		if (json) {
 			json_profile(&w, NULL, *n, &p);
@@ -241,7 +241,7 @@ static int policies_main(int argc, char **argv)
 			jw_obj_end(&w);
 		}
 		jw_arr_end(&w);
-		hrc = mm_policy_parse("host", &p, err, sizeof(err));
+		hrc = policy_parse("host", &p, err, sizeof(err));
 		if (hrc) {
 			jw_obj_begin(&w, "host");
 			jw_str(&w, "error", err);
@@ -267,7 +267,7 @@ static int policies_main(int argc, char **argv)
 	printf("\nsettings (every key of `thpemu run --help`; the thp-* profiles differ only in\n"
 	       "enabled and defrag):\n");
 	for (const char *const *n = mm_policy_names(); *n; n++) {
-		if (mm_policy_parse(*n, &p, err, sizeof(err)))
+		if (policy_parse(*n, &p, err, sizeof(err)))
 			continue;
 		if (!strncmp(*n, "thp-", 4)) {
 			if (strcmp(*n, "thp-always/always"))
@@ -278,7 +278,7 @@ static int policies_main(int argc, char **argv)
 		}
 	}
 	printf("\n");
-	if (mm_policy_parse("host", &p, err, sizeof(err)))
+	if (policy_parse("host", &p, err, sizeof(err)))
 		printf("host: unavailable: %s\n", prog_esc(err));
 	else
 		text_profile("host", &p);

@@ -65,7 +65,7 @@ static void usage(FILE *f)
 	    "  --opt KEY=VALUE        a scenario parameter (below)\n\n",
 	    SIM_DEFAULT_DEVICE);
 	fprintf(f, "Policies:\n");
-	mm_policy_help(f);
+	policy_help(f);
 	fprintf(f, "\nScenarios:\n");
 	sim_scenarios_help(f);
 	fprintf(f, "\nCost keys (--costs FILE; durations with a unit):\n");

@@ -22,6 +22,7 @@
 
 #include "io/io.h"
 #include "mm/mm_policy.h"
+#include "policy/policy.h" /* THPEMU_POLICY is policy_parse's */
 
 #define CONFIG_MAX_HANDLERS 64
 

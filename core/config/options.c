@@ -205,7 +205,7 @@ static int parse_policy(const struct config_opt *o, const char *name, const char
 
 	if (strlen(val) >= o->size)
 		return bad(o, name, val, "is too long", err, errlen);
-	if (mm_policy_parse(val, &cfg->policy, why, sizeof(why)) < 0) /* names the bad part */
+	if (policy_parse(val, &cfg->policy, why, sizeof(why)) < 0) /* names the bad part */
 		return bad_because(name, val, why, err, errlen);
 	if (cfg->fs[0]) /* --fs given before --policy still counts */
 		cfg->policy.fs = strcmp(cfg->fs, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;

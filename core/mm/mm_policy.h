@@ -24,19 +24,21 @@
  *   modern-always, modern-defer, modern-defer+madvise, modern-madvise
  *                        aliases of thp-always/DEFRAG (enabled=always!); modern-never is an
  *                        alias of thp-never/madvise (mm_policy_alias())
- *   host                 thp-ENABLED/DEFRAG with this machine's sysfs values (enabled, defrag,
- *                        khugepaged knobs, shrink_underused, mTHP sizes, vm.defrag_mode), read
- *                        from $THPEMU_SYSFS_ROOT (default /) when parsed
+ *
+ * A profile mm cannot know, such as `host` (this machine's sysfs values: core/policy/host.c),
+ * is filled by the caller and named to mm_policy_parse_ext (struct mm_policy_profile): mm
+ * reads nothing but its arguments (mm.h).
  *
  * Multi-size THP (6.8+): keys hugepages-16kB .. hugepages-2048kB (always|inherit|madvise|never,
  * the sysfs files transparent_hugepage/hugepages-<size>kB/enabled) choose the fault orders of
  * the modern profiles; defrag-mode=0|1 is vm.defrag_mode (6.15). The 3.x eras reject them.
  *
  * Policy plugin: key plugin=PATH[?ARGS] names a shared object with the thpemu_policy.h ABI
- * that chooses fault orders in place of the built-in rules (loaded by the driver, not by mm).
+ * that chooses fault orders in place of the built-in rules (loaded above mm, core/policy).
  *
  * Spec strings: NAME[:KEY=VALUE[,KEY=VALUE...]] start from a named profile and override fields
- * (for example "linux-3.1:wb-wait-max=50ms"). mm_policy_help() lists the keys.
+ * (for example "linux-3.1:wb-wait-max=50ms"). mm_policy_key_doc() documents the keys
+ * (core/policy's policy_help prints them).
  */
 #ifndef THPEMU_MM_POLICY_H
 #define THPEMU_MM_POLICY_H
@@ -44,7 +46,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 enum mm_era {
 	MM_ERA_3_1,    /* 3.1: bool sync migration, restart-from-scratch scanners, async
@@ -166,10 +167,26 @@ const char *mm_policy_alias(size_t i, const char **canonical);
 const char *mm_policy_key(size_t i, const struct mm_policy *p, char *buf, size_t len, bool *number);
 /* Parse NAME[:KEY=VALUE,...]. Returns 0, or -EINVAL with a one-line reason in err. */
 int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t errlen);
+/* A profile the caller fills (core/policy: host): fill() writes the whole policy, named by one
+ * of the named profiles' names (what mm_policy_format starts from), or returns -errno with a
+ * one-line reason in err. */
+struct mm_policy_profile {
+	const char *name; /* as spelled in a spec ("host") */
+	int (*fill)(void *arg, struct mm_policy *p, char *err, size_t errlen);
+	void *arg;
+};
+/* mm_policy_parse, with one more profile (NULL: none); the keys apply to it as to any. */
+int mm_policy_parse_ext(const char *spec, const struct mm_policy_profile *extra,
+			struct mm_policy *out, char *err, size_t errlen);
+/* One KEY=VALUE of the spec language on p, as in a spec, without the checks across keys that
+ * mm_policy_parse makes at the end. 0, or -EINVAL with a one-line reason in err. */
+int mm_policy_set(struct mm_policy *p, const char *key, const char *value, char *err,
+		  size_t errlen);
 /* Canonical spec string of a policy (name plus every field differing from that name's
  * defaults); what reports record so that a run can be repeated. */
 void mm_policy_format(const struct mm_policy *p, char *buf, size_t len);
-/* Write the grammar and keys (for --help). */
-void mm_policy_help(FILE *f);
+/* Key i's documentation: its name (NULL past the last), what it accepts written to accepted,
+ * and its one-line help in *help (may be NULL). */
+const char *mm_policy_key_doc(size_t i, char *accepted, size_t len, const char **help);
 
 #endif

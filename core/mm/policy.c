@@ -8,11 +8,11 @@
  * and queued in -mm against), linux-3.3 (sync-light), and 6.12 with each
  * transparent_hugepage/defrag mode. A spec "NAME:key=value,..." starts from a profile and
  * overrides fields; mm_policy_format() prints the canonical spec (only the fields that differ
- * from the profile), which parses back to the same policy.
+ * from the profile), which parses back to the same policy. A profile built from outside (the
+ * host's own settings, core/policy/host.c) comes in through mm_policy_parse_ext: like all of
+ * core/mm, this file reads nothing but its arguments.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -586,192 +586,22 @@ static int parse_assignment(struct mm_policy *p, const char *item, size_t len, c
 	return key_parse(p, k, value, err, errlen);
 }
 
-/* ---- host: this machine's own settings ---------------------------------------------------- */
-
-/* The "host" profile is the modern era with the values this kernel's sysfs shows. The root is
- * THPEMU_SYSFS_ROOT (a directory holding sys/kernel/mm/transparent_hugepage and, optionally,
- * proc/sys/vm/defrag_mode; tests point it at a fake tree), else "/". Files of knobs the
- * emulator does not model (use_zero_page, shmem_enabled, hugepages-*kB/shmem_enabled,
- * anon_beside_full, ...) are not read; a missing optional file (an older kernel: no
- * max_ptes_shared before 5.8, no shrink_underused before 6.12, no mTHP before 6.8, no
- * defrag_mode before 6.15) keeps the 6.12 default; a value the emulator cannot model (an
- * mTHP size it has no order for, enabled but not never; a number out of range) is an error
- * naming the file and the value. A missing enabled/defrag file means no THP: an error. */
-#define THP_DIR "sys/kernel/mm/transparent_hugepage/"
-
-static int host_read(const char *root, const char *rel, char *buf, size_t len, char *err,
-		     size_t errlen, bool required)
+/* One KEY=VALUE of the spec language on p (the grammar's own check, no cross-key rule). */
+int mm_policy_set(struct mm_policy *p, const char *key, const char *value, char *err, size_t errlen)
 {
-	char path[4096];
-	FILE *f;
-	size_t n;
+	const struct key *k = find_key(key, strlen(key));
+	char names[800];
 
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	f = fopen(path, "re");
-	if (!f) {
-		if (required)
-			seterr(err, errlen,
-			       "policy host: cannot read %s: %s (is THP built into this kernel?)",
-			       path, strerror(errno));
-		return -ENOENT;
-	}
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return 0;
-}
-
-/* "always [madvise] never" -> index of the bracketed value in values, or -1 */
-static int host_choice(const char *text, const char *const *values)
-{
-	const char *open = strchr(text, '['), *close = open ? strchr(open, ']') : NULL;
-
-	if (!close)
-		return -1;
-	for (int i = 0; values[i]; i++)
-		if (strlen(values[i]) == (size_t)(close - open - 1) &&
-		    !strncmp(open + 1, values[i], (size_t)(close - open - 1)))
-			return i;
-	return -1;
-}
-
-static int host_bad(const char *root, const char *rel, const char *val, const char *why, char *err,
-		    size_t errlen)
-{
-	seterr(err, errlen, "policy host: %s/%s: cannot model '%s' (%s)", root, rel, val, why);
-	return -EINVAL;
-}
-
-/* The bracketed value of rel's text buf as an index of values, or host_bad's error. */
-static int host_pick(const char *root, const char *rel, const char *buf, const char *const *values,
-		     const char *why, char *err, size_t errlen)
-{
-	int i = host_choice(buf, values);
-
-	return i >= 0 ? i : host_bad(root, rel, buf, why, err, errlen);
-}
-
-/* A required bracketed setting (enabled, defrag): its index in values, or -errno. */
-static int host_setting(const char *root, const char *rel, const char *const *values,
-			const char *why, char *err, size_t errlen)
-{
-	char buf[256];
-
-	if (host_read(root, rel, buf, sizeof(buf), err, errlen, true))
+	if (!k) {
+		key_names(names, sizeof(names));
+		seterr(err, errlen, "policy: unknown key '%s' (accepted: %s)", key, names);
 		return -EINVAL;
-	return host_pick(root, rel, buf, values, why, err, errlen);
+	}
+	return key_parse(p, k, value, err, errlen);
 }
 
-static int host_profile(struct mm_policy *p, char *err, size_t errlen)
-{
-	static const char *const thp_size_choice[] = {"always", "inherit", "madvise", "never",
-						      NULL};
-	static const enum mm_thp_size size_of_choice[] = {MM_THP_SIZE_ALWAYS, MM_THP_SIZE_INHERIT,
-							  MM_THP_SIZE_MADVISE, MM_THP_SIZE_NEVER};
-	/* khugepaged's numeric files and the spec key each sets (durations in ms) */
-	static const struct {
-		const char *file, *key;
-		bool ms;
-	} knobs[] = {
-	    {"khugepaged/pages_to_scan", "pages-to-scan", false},
-	    {"khugepaged/scan_sleep_millisecs", "scan-sleep", true},
-	    {"khugepaged/alloc_sleep_millisecs", "alloc-sleep", true},
-	    {"khugepaged/max_ptes_none", "max-ptes-none", false},
-	    {"khugepaged/max_ptes_swap", "max-ptes-swap", false},
-	    {"khugepaged/max_ptes_shared", "max-ptes-shared", false},
-	    {"khugepaged/defrag", "khugepaged-defrag", false},
-	    {"shrink_underused", "shrink-underused", false},
-	};
-	const char *root = getenv("THPEMU_SYSFS_ROOT");
-	char buf[256], rel[4096], val[300], kerr[256];
-	int e, d;
-	DIR *dir;
-	struct dirent *de;
-
-	if (!root || !*root)
-		root = "";
-	*p = base_modern;
-	e = host_setting(root, THP_DIR "enabled", enabled_values, "no [always|madvise|never]", err,
-			 errlen);
-	if (e < 0)
-		return e;
-	d = host_setting(root, THP_DIR "defrag", defrag_values, "no bracketed defrag mode", err,
-			 errlen);
-	if (d < 0)
-		return d;
-	p->enabled = (enum mm_thp_enabled)e;
-	p->defrag = (enum mm_defrag)d;
-	snprintf(p->name, sizeof(p->name), "thp-%s/%s", enabled_values[e], defrag_values[d]);
-	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
-		const struct key *k = find_key(knobs[i].key, strlen(knobs[i].key));
-		char *end;
-		unsigned long v;
-
-		snprintf(rel, sizeof(rel), THP_DIR "%s", knobs[i].file);
-		if (host_read(root, rel, buf, sizeof(buf), err, errlen, false))
-			continue;
-		errno = 0;
-		v = strtoul(buf, &end, 10);
-		if (!*buf || *end || errno || buf[0] == '-')
-			return host_bad(root, rel, buf, "not a number", err, errlen);
-		if (k->kind == K_BOOL)
-			snprintf(val, sizeof(val), "%s", v ? "yes" : "no");
-		else
-			snprintf(val, sizeof(val), "%lu%s", v, knobs[i].ms ? "ms" : "");
-		if (k->kind == K_BOOL && v > 1)
-			return host_bad(root, rel, buf, "expected 0 or 1", err, errlen);
-		if (key_parse(p, k, val, kerr, sizeof(kerr)))
-			return host_bad(root, rel, buf, kerr, err, errlen);
-	}
-	/* mTHP: every hugepages-<size>kB/enabled; none before 6.8 (the PMD size inherits) */
-	snprintf(rel, sizeof(rel), "%s/" THP_DIR, root);
-	dir = opendir(rel);
-	while (dir && (de = readdir(dir))) {
-		unsigned long kb;
-		unsigned order = 0;
-		char *end;
-		int c;
-
-		if (strncmp(de->d_name, "hugepages-", 10))
-			continue;
-		kb = strtoul(de->d_name + 10, &end, 10);
-		if (strcmp(end, "kB"))
-			continue;
-		snprintf(rel, sizeof(rel), THP_DIR "%s/enabled", de->d_name);
-		if (host_read(root, rel, buf, sizeof(buf), err, errlen, false))
-			continue; /* shmem-only sizes (8kB) have no anon enabled file */
-		c = host_pick(root, rel, buf, thp_size_choice, "no [always|inherit|madvise|never]",
-			      err, errlen);
-		if (c < 0) {
-			closedir(dir);
-			return c;
-		}
-		while (order <= MM_POLICY_PMD_ORDER && (4UL << order) != kb)
-			order++;
-		if (order < MM_POLICY_MTHP_MIN_ORDER || order > MM_POLICY_PMD_ORDER) {
-			if (size_of_choice[c] == MM_THP_SIZE_NEVER)
-				continue;
-			closedir(dir);
-			return host_bad(root, rel, buf,
-					"the emulator models 4 KiB pages and sizes 16kB..2048kB",
-					err, errlen);
-		}
-		p->hugepages[order] = size_of_choice[c];
-	}
-	if (dir)
-		closedir(dir);
-	if (!host_read(root, "proc/sys/vm/defrag_mode", buf, sizeof(buf), err, errlen, false)) {
-		if (strcmp(buf, "0") && strcmp(buf, "1"))
-			return host_bad(root, "proc/sys/vm/defrag_mode", buf, "expected 0 or 1",
-					err, errlen);
-		p->defrag_mode = buf[0] == '1';
-	}
-	return policy_check(p, err, errlen);
-}
-
-int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t errlen)
+int mm_policy_parse_ext(const char *spec, const struct mm_policy_profile *extra,
+			struct mm_policy *out, char *err, size_t errlen)
 {
 	char name[64], accepted[1024];
 	const struct key *modern_key = NULL;
@@ -784,8 +614,8 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 		spec = "";
 	colon = strchr(spec, ':');
 	nlen = colon ? (size_t)(colon - spec) : strlen(spec);
-	if (nlen == 4 && !strncmp(spec, "host", 4)) {
-		ret = host_profile(&p, err, errlen);
+	if (extra && strlen(extra->name) == nlen && !strncmp(spec, extra->name, nlen)) {
+		ret = extra->fill(extra->arg, &p, err, errlen);
 		if (ret)
 			return ret;
 	} else if (nlen >= sizeof(name) ||
@@ -800,10 +630,13 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 				sizeof(accepted) - strlen(accepted) - 2);
 			strcat(accepted, "|");
 		}
-		strncat(
-		    accepted,
-		    "thp-ENABLED/DEFRAG|host and the modern-* aliases: thpemu policies lists them",
-		    sizeof(accepted) - strlen(accepted) - 1);
+		strncat(accepted, "thp-ENABLED/DEFRAG", sizeof(accepted) - strlen(accepted) - 1);
+		if (extra) {
+			strncat(accepted, "|", sizeof(accepted) - strlen(accepted) - 1);
+			strncat(accepted, extra->name, sizeof(accepted) - strlen(accepted) - 1);
+		}
+		strncat(accepted, " and the modern-* aliases: thpemu policies lists them",
+			sizeof(accepted) - strlen(accepted) - 1);
 		seterr(err, errlen, "policy: unknown profile '%.*s' (accepted: %s)", (int)nlen,
 		       spec, accepted);
 		return -EINVAL;
@@ -835,6 +668,11 @@ int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t e
 		return ret;
 	*out = p;
 	return 0;
+}
+
+int mm_policy_parse(const char *spec, struct mm_policy *out, char *err, size_t errlen)
+{
+	return mm_policy_parse_ext(spec, NULL, out, err, errlen);
 }
 
 static void format_duration(uint64_t ns, char *buf, size_t len)
@@ -909,66 +747,30 @@ void mm_policy_format(const struct mm_policy *p, char *buf, size_t len)
 		snprintf(buf + used, len - used, "%cplugin=%s", n ? ',' : ':', p->plugin);
 }
 
-void mm_policy_help(FILE *f)
+const char *mm_policy_key_doc(size_t i, char *accepted, size_t len, const char **help)
 {
-	char accepted[160];
+	const struct key *k;
 
-	fprintf(f, "Policy: NAME[:KEY=VALUE,...]  e.g. linux-3.1:wb-wait-max=50ms\n");
-	fprintf(f, "  profiles:\n");
-	fprintf(f,
-		"    linux-3.1             mainline 3.1.0: async compaction, reclaim that writes\n"
-		"                          dirty pages out, then SYNC compaction that waits on\n"
-		"                          writeback and writes pages out\n");
-	fprintf(f,
-		"    linux-3.1+nostall     Mel Gorman's Nov 2011 patch on 3.1 (Fedora 3.1.x): the\n"
-		"                          second compaction is async\n");
-	fprintf(
-	    f,
-	    "    linux-3.2             mainline 3.2: as 3.1, but direct reclaim never writes\n"
-	    "                          file pages and skips the zone when compaction could run\n");
-	fprintf(f, "    linux-3.2+nostall     Mel's patch on 3.2-rc as queued in -mm: the second\n"
-		   "                          compaction is async\n");
-	fprintf(
-	    f, "    linux-3.3             sync-light second compaction; only sync failures defer;\n"
-	       "                          a deferred THP fault skips reclaim\n");
-	fprintf(f, "    thp-ENABLED/DEFRAG    6.12 with transparent_hugepage/enabled=ENABLED\n"
-		   "                          (always|madvise|never) and defrag=DEFRAG\n"
-		   "                          (always|defer|defer+madvise|madvise|never), e.g.\n"
-		   "                          thp-madvise/madvise; under enabled=madvise only\n"
-		   "                          MADV_HUGEPAGE ranges get huge pages\n");
-	fprintf(f, "    host                  this machine's own settings, read from sysfs\n"
-		   "                          ($THPEMU_SYSFS_ROOT overrides the root /)\n");
-	fprintf(f,
-		"    aliases: modern-X = thp-always/X (X = always|defer|defer+madvise|madvise),\n"
-		"             modern-never = thp-never/madvise; `thpemu policies` lists all\n");
-	fprintf(
-	    f, "  multi-size THP (era=modern): hugepages-16kB .. hugepages-1024kB (default never)\n"
-	       "  and hugepages-2048kB (default inherit) as the sysfs files; defrag-mode=0|1\n");
-	fprintf(
-	    f, "  policy plugin (thpemu_policy.h): plugin=PATH[?ARGS]  a shared object that\n"
-	       "  chooses each fault's orders (see README \"Policy plugins\"); a PATH without '/'\n"
-	       "  that is no file here names an installed plugin (mthp_under_frag,\n"
-	       "  huge_big_regions: PREFIX/lib/thpemu/plugins, build/plugins)\n");
-	fprintf(f, "  keys:\n");
-	for (size_t i = 0; i < NKEYS; i++) {
-		const struct key *k = &keys[i];
-
-		switch (k->kind) {
-		case K_ENUM:
-			list_values(k->values, accepted, sizeof(accepted));
-			break;
-		case K_BOOL:
-			snprintf(accepted, sizeof(accepted), "yes|no");
-			break;
-		case K_UINT:
-			snprintf(accepted, sizeof(accepted), "%u..%u", k->min, k->max);
-			break;
-		case K_DURATION:
-			snprintf(accepted, sizeof(accepted), "DURATION");
-			break;
-		}
-		fprintf(f, "    %s=%s\n        %s\n", k->name, accepted, k->help);
+	if (i >= NKEYS)
+		return NULL;
+	k = &keys[i];
+	switch (k->kind) {
+	case K_ENUM:
+		list_values(k->values, accepted, len);
+		break;
+	case K_BOOL:
+		snprintf(accepted, len, "yes|no");
+		break;
+	case K_UINT:
+		snprintf(accepted, len, "%u..%u", k->min, k->max);
+		break;
+	case K_DURATION:
+		snprintf(accepted, len, "DURATION");
+		break;
 	}
+	if (help)
+		*help = k->help;
+	return k->name;
 }
 
 /* For mm_create: reject a hand-built policy the mechanism cannot run. */

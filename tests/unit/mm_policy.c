@@ -157,23 +157,29 @@ TEST(errors_name_the_key_and_accepted_values)
 	expect_error("linux-3.1:defrag=defer", "needs era=modern");
 }
 
-TEST(help_lists_every_key)
+/* Every key is documented: name, what it accepts, a line of help (policy_help prints them). */
+TEST(every_key_is_documented)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char accepted[160], val[64], err[256];
+	const char *name, *help;
+	struct mm_policy p;
+	size_t i;
 
-	mm_policy_help(f);
-	fclose(f);
-	for (const char *const *n = mm_policy_names(); *n; n++)
-		if (strncmp(*n, "thp-", 4))
-			EXPECT(strstr(buf, *n) != NULL);
-	EXPECT(strstr(buf, "thp-ENABLED/DEFRAG") != NULL);
-	EXPECT(strstr(buf, "host") != NULL);
-	EXPECT(strstr(buf, "wb-wait-max=DURATION") != NULL);
-	EXPECT(strstr(buf, "second-compaction=none|async|sync-light|sync") != NULL);
-	EXPECT(strstr(buf, "reclaim-waits-writeback=yes|no") != NULL);
-	free(buf);
+	ASSERT_EQ(mm_policy_parse("linux-3.1", &p, err, sizeof(err)), 0);
+	for (i = 0; (name = mm_policy_key_doc(i, accepted, sizeof(accepted), &help)); i++) {
+		const char *key = mm_policy_key(i, &p, val, sizeof(val), NULL);
+
+		EXPECT(key && !strcmp(name, key)); /* the same keys, in the same order */
+		EXPECT(accepted[0] && help && help[0]);
+		if (!strcmp(name, "wb-wait-max"))
+			EXPECT_STR_EQ_(accepted, "DURATION");
+		if (!strcmp(name, "second-compaction"))
+			EXPECT_STR_EQ_(accepted, "none|async|sync-light|sync");
+		if (!strcmp(name, "reclaim-waits-writeback"))
+			EXPECT_STR_EQ_(accepted, "yes|no");
+	}
+	EXPECT(i > 30);
+	EXPECT(mm_policy_key(i, &p, val, sizeof(val), NULL) == NULL);
 }
 
 TEST(sysfs_pair_names_mean_their_pair)
@@ -238,145 +244,76 @@ TEST(enabled_madvise_allows_only_madvised_ranges)
 	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_DEFAULT), 1U << MM_POLICY_PMD_ORDER);
 }
 
-/* ---- host, from fake sysfs trees ---- */
+/* ---- profiles from outside mm ---- */
 
-static char fake_root[256];
-
-static void put(const char *rel, const char *text)
-{
-	char path[512], *slash;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
-	for (slash = strchr(path + strlen(fake_root) + 1, '/'); slash;
-	     slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
-	f = fopen(path, "w");
-	if (!f)
-		abort();
-	fprintf(f, "%s\n", text);
-	fclose(f);
-}
-
-static void fake_tree(void)
-{
-	char cmd[300];
-
-	if (fake_root[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fake_root);
-		if (system(cmd))
-			abort();
-	}
-	snprintf(fake_root, sizeof(fake_root), "%s/thpemu-sysfs.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(fake_root))
-		abort();
-	setenv("THPEMU_SYSFS_ROOT", fake_root, 1);
-}
-
-#define THP "sys/kernel/mm/transparent_hugepage/"
-
-TEST(host_reads_a_full_6_x_tree)
-{
-	struct mm_policy p;
-	char err[512], buf[512];
-
-	fake_tree();
-	put(THP "enabled", "always [madvise] never");
-	put(THP "defrag", "always defer [defer+madvise] madvise never");
-	put(THP "use_zero_page", "1"); /* not modelled: not read */
-	put(THP "shrink_underused", "0");
-	put(THP "khugepaged/pages_to_scan", "1000");
-	put(THP "khugepaged/scan_sleep_millisecs", "2500");
-	put(THP "khugepaged/alloc_sleep_millisecs", "60000");
-	put(THP "khugepaged/max_ptes_none", "64");
-	put(THP "khugepaged/max_ptes_swap", "64");
-	put(THP "khugepaged/max_ptes_shared", "256");
-	put(THP "khugepaged/defrag", "0");
-	put(THP "hugepages-64kB/enabled", "[always] inherit madvise never");
-	put(THP "hugepages-2048kB/enabled", "always inherit [madvise] never");
-	put(THP "hugepages-1048576kB/enabled", "always inherit madvise [never]"); /* PUD: never */
-	put(THP "hugepages-8kB/shmem_enabled", "always inherit within_size advise [never]");
-	put("proc/sys/vm/defrag_mode", "1");
-	ASSERT_EQ(mm_policy_parse("host", &p, err, sizeof(err)), 0);
-	EXPECT_EQ(p.era, MM_ERA_MODERN);
-	EXPECT_EQ(p.enabled, MM_THP_MADVISE);
-	EXPECT_EQ(p.defrag, MM_DEFRAG_DEFER_MADVISE);
-	EXPECT_EQ(p.pages_to_scan, 1000u);
-	EXPECT_EQ(p.scan_sleep_ns, 2500000000ULL);
-	EXPECT_EQ(p.max_ptes_none, 64u);
-	EXPECT(!p.khugepaged_defrag);
-	EXPECT(!p.shrink_underused);
-	EXPECT_EQ(p.hugepages[4], MM_THP_SIZE_ALWAYS);
-	EXPECT_EQ(p.hugepages[MM_POLICY_PMD_ORDER], MM_THP_SIZE_MADVISE);
-	EXPECT_EQ(p.defrag_mode, 1u);
-	/* it resolves to its sysfs pair and the overrides, which parse back to the same */
-	mm_policy_format(&p, buf, sizeof(buf));
-	EXPECT_STR_EQ_(buf, "thp-madvise/defer+madvise:pages-to-scan=1000,scan-sleep=2500ms,"
-			    "max-ptes-none=64,khugepaged-defrag=no,shrink-underused=no,"
-			    "hugepages-64kB=always,hugepages-2048kB=madvise,defrag-mode=1");
-	{
-		struct mm_policy q;
-
-		ASSERT_EQ(mm_policy_parse(buf, &q, err, sizeof(err)), 0);
-		EXPECT(policy_equal(&p, &q));
-	}
-	/* host takes overrides like any profile */
-	ASSERT_EQ(mm_policy_parse("host:enabled=always", &p, err, sizeof(err)), 0);
-	EXPECT_EQ(p.enabled, MM_THP_ALWAYS);
-}
-
-TEST(host_of_an_older_kernel_keeps_defaults)
-{
-	struct mm_policy p, d;
-	char err[512];
-
-	fake_tree(); /* 4.x: no mTHP directories, no max_ptes_shared, no shrink_underused */
-	put(THP "enabled", "[always] madvise never");
-	put(THP "defrag", "always defer defer+madvise [madvise] never");
-	put(THP "khugepaged/max_ptes_none", "511");
-	ASSERT_EQ(mm_policy_parse("host", &p, err, sizeof(err)), 0);
-	ASSERT_EQ(mm_policy_parse("thp-always/madvise", &d, err, sizeof(err)), 0);
-	EXPECT(policy_equal(&p, &d));
-}
-
-static void host_error(const char *needle1, const char *needle2)
+/* mm knows no host: reading the machine is core/policy's (tests/unit/policy_host.c). */
+TEST(host_is_not_mms)
 {
 	struct mm_policy p;
 	char err[512];
 
 	EXPECT_EQ(mm_policy_parse("host", &p, err, sizeof(err)), -EINVAL);
-	EXPECT(strstr(err, needle1) != NULL);
-	EXPECT(strstr(err, needle2) != NULL);
-	if (!strstr(err, needle1) || !strstr(err, needle2))
-		fprintf(stderr, "  error was: %s\n", err);
+	EXPECT(strstr(err, "unknown profile 'host'") != NULL);
+	EXPECT(strstr(err, "|host") == NULL);
 }
 
-TEST(host_errors_name_the_file_and_value)
-{
-	fake_tree(); /* no THP at all */
-	host_error("transparent_hugepage/enabled", "THP");
-	put(THP "enabled", "always madvise never"); /* nothing chosen */
-	put(THP "defrag", "[always] defer defer+madvise madvise never");
-	host_error("transparent_hugepage/enabled", "always madvise never");
-	put(THP "enabled", "[always] madvise never");
-	put(THP "khugepaged/max_ptes_none", "600");
-	host_error("khugepaged/max_ptes_none", "'600'");
-	put(THP "khugepaged/max_ptes_none", "511");
-	put(THP "khugepaged/pages_to_scan", "lots");
-	host_error("khugepaged/pages_to_scan", "not a number");
-	put(THP "khugepaged/pages_to_scan", "4096");
-	put(THP "hugepages-4096kB/enabled", "[always] inherit madvise never");
-	host_error("hugepages-4096kB/enabled", "16kB..2048kB");
-	{
-		char cmd[300];
+static int fill_calls;
 
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fake_root);
-		EXPECT_EQ(system(cmd), 0);
-	}
+/* thp-never/never with one key changed, as a caller's profile would be */
+static int fill_mine(void *arg, struct mm_policy *p, char *err, size_t errlen)
+{
+	fill_calls++;
+	if (arg)
+		return snprintf(err, errlen, "mine: %s", (const char *)arg), -EINVAL;
+	if (mm_policy_parse("thp-never/never", p, err, errlen))
+		return -EINVAL;
+	return mm_policy_set(p, "max-ptes-none", "7", err, errlen);
+}
+
+TEST(a_profile_from_outside_takes_keys_like_any)
+{
+	struct mm_policy_profile mine = {.name = "mine", .fill = fill_mine};
+	struct mm_policy p;
+	char err[512], buf[512];
+
+	fill_calls = 0;
+	ASSERT_EQ(mm_policy_parse_ext("mine:khugepaged=no", &mine, &p, err, sizeof(err)), 0);
+	EXPECT_EQ(fill_calls, 1);
+	EXPECT_EQ(p.enabled, MM_THP_NEVER);
+	EXPECT_EQ(p.max_ptes_none, 7u);
+	EXPECT(!p.khugepaged);
+	mm_policy_format(&p, buf, sizeof(buf)); /* spelled from the profile it was made of */
+	EXPECT_STR_EQ_(buf, "thp-never/never:khugepaged=no,max-ptes-none=7");
+	/* the keys are checked as on any profile; the profile's own error comes through */
+	EXPECT_EQ(mm_policy_parse_ext("mine:era=3.1,defrag=defer", &mine, &p, err, sizeof(err)),
+		  -EINVAL);
+	EXPECT(strstr(err, "needs era=modern") != NULL);
+	mine.arg = "no such thing";
+	EXPECT_EQ(mm_policy_parse_ext("mine", &mine, &p, err, sizeof(err)), -EINVAL);
+	EXPECT_STR_EQ_(err, "mine: no such thing");
+	/* an unknown name lists it with mm's */
+	EXPECT_EQ(mm_policy_parse_ext("yours", &mine, &p, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "thp-ENABLED/DEFRAG|mine and the modern-* aliases") != NULL);
+	/* mm's own names are not the caller's */
+	fill_calls = 0;
+	ASSERT_EQ(mm_policy_parse_ext("linux-3.3", &mine, &p, err, sizeof(err)), 0);
+	EXPECT_EQ(fill_calls, 0);
+}
+
+TEST(set_one_key)
+{
+	struct mm_policy p;
+	char err[512];
+
+	ASSERT_EQ(mm_policy_parse("linux-3.1", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_policy_set(&p, "wb-wait-max", "50ms", err, sizeof(err)), 0);
+	EXPECT_EQ(p.wb_wait_max_ns, 50000000ULL);
+	EXPECT_EQ(mm_policy_set(&p, "kswapd", "off", err, sizeof(err)), 0);
+	EXPECT(!p.kswapd);
+	EXPECT_EQ(mm_policy_set(&p, "max-ptes-none", "600", err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "0..511") != NULL);
+	EXPECT_EQ(mm_policy_set(&p, "nosuch", "1", err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "unknown key 'nosuch'") != NULL);
 }
 
 TEST_MAIN()
