@@ -39,7 +39,7 @@
 #include "host/run_io.h"
 #include "cli/run_proc.h"
 #include "config/config.h"
-#include "live/uffd.h"
+#include "report/run.h"
 #include "util/clock.h"
 
 struct run_ctx {
@@ -157,7 +157,7 @@ static void usage(FILE *f)
 		"\nEnvironment (the preload library reads these; the options above set them):\n");
 	config_help(f, false);
 	fprintf(f, "\nPolicies:\n");
-	policy_help(f);
+	mm_policy_help(f);
 	fprintf(f, "\nDevices (--device DEV):\n");
 	io_device_help(f);
 	fprintf(f, "\nThe dirtier (--dirty SPEC, comma-separated items):\n");
@@ -432,22 +432,6 @@ static int run_child(struct run_ctx *rc)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
-}
-
-/* Read one process's statistics file; returns 0 if usable. */
-static int read_stats(const char *path, struct uffd_stats *st)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = pread(fd, st, sizeof(*st), 0);
-	close(fd);
-	if (n != (ssize_t)sizeof(*st) || st->magic != UFFD_STATS_MAGIC ||
-	    st->version != UFFD_STATS_VERSION || st->size != sizeof(*st))
-		return -1;
-	return 0;
 }
 
 /* A statistics file of the run directory: DIR/PID.stats (the last program of process PID) or
@@ -731,7 +715,7 @@ static void collect(struct run_ctx *rc, struct uffd_stats *total, struct uffd_pr
 		bool last = i + 1 == n || files[i + 1].pid != files[i].pid;
 
 		snprintf(path, sizeof(path), "%s/%s", rc->run_dir, files[i].name);
-		if (read_stats(path, st) == 0) {
+		if (uffd_stats_read(path, st) == 0) {
 			child_seen |= st->pid == rc->child;
 			if (last && st->pid == rc->child && (unseen = child_unseen(rc, st)))
 				st->state = UFFD_PROC_EXECED; /* it exec'd the unseen one */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "live/uffd.h"
+#include "report/run.h"
 #include "util/clock.h"
 #include "util/sys.h"
 

@@ -70,7 +70,7 @@ void run_host_coverage_start(struct run_host *h);
 /* End the series now and copy it out (the program has ended: its memory is going back to the
  * pool, so the last sample taken while it ran is the end's). */
 void run_host_coverage(struct run_host *h, struct obs_coverage *out);
-/* The machine's memory at its largest into mem (core/live: uffd_census_peak_words), where the
+/* The machine's memory at its largest into mem (core/report: uffd_census_peak_words), where the
  * processes that lived at the same time held more than the largest one alone. */
 struct uffd_census;
 void run_host_mem_peak(struct run_host *h, struct uffd_census *mem);

@@ -39,7 +39,7 @@
 #include "host/named.h"
 #include "host/run_io.h"
 #include "config/config.h"
-#include "live/uffd.h"
+#include "report/run.h"
 #include "util/clock.h"
 
 #define TICK_MS		 100

@@ -13,7 +13,7 @@
 #include "util/prog.h"
 #include "host/host.h"
 #include "config/config.h"
-#include "live/uffd.h"
+#include "report/run.h"
 #include "util/clock.h"
 
 #define MAX_REPLY (4 << 20)

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "util/prog.h"
-#include "live/uffd.h"
+#include "report/run.h"
 #include "util/clock.h"
 
 #define READY_TIMEOUT_MS 15000

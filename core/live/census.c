@@ -24,7 +24,8 @@
  * anonymous mappings with equal flags merge into one VMA: the interposers remember the small
  * eligible mappings that passed them, so that a VMA merged from such neighbours (Ruby maps its
  * heap 32 KiB at a time) is "small", not "unseen". A program's own MADV_DONTDUMP memory would
- * count as thpemu's.
+ * count as thpemu's. The census's format, its reasons' names and merging censuses are the
+ * report's (core/report: stats.h, stats.c).
  */
 #include "live/uffd_internal.h"
 
@@ -34,13 +35,6 @@
 
 #include "util/clock.h"
 #include "util/sys.h"
-
-#define X_NAME(name, help) #name,
-#define X_HELP(name, help) help,
-const char *const uffd_why_names[] = {UFFD_UNMANAGED_REASONS(X_NAME)};
-const char *const uffd_why_help[] = {UFFD_UNMANAGED_REASONS(X_HELP)};
-#undef X_NAME
-#undef X_HELP
 
 #define CENSUS_BUF	     (256 * 1024)
 #define CENSUS_MIN_PERIOD_NS (1000ULL * 1000000ULL) /* the periodic census */
@@ -230,20 +224,6 @@ static enum uffd_unmanaged_why why_not(struct uffd_live *lv, const struct vma *v
 	return UFFD_WHY_unseen;
 }
 
-static void keep_largest(struct uffd_census *c, const struct uffd_unmanaged_map *m)
-{
-	unsigned i = UFFD_CENSUS_TOP;
-
-	if (!m->anon || m->anon <= c->top[UFFD_CENSUS_TOP - 1].anon)
-		return;
-	while (i > 0 && c->top[i - 1].anon < m->anon) {
-		if (i < UFFD_CENSUS_TOP)
-			c->top[i] = c->top[i - 1];
-		i--;
-	}
-	c->top[i] = *m;
-}
-
 static void account(struct uffd_live *lv, struct uffd_census *c, const struct vma *v)
 {
 	uint64_t anon = v->anon_kb * 1024;
@@ -270,7 +250,7 @@ static void account(struct uffd_live *lv, struct uffd_census *c, const struct vm
 	m.why = why_not(lv, v);
 	memcpy(m.name, v->name, sizeof(m.name));
 	c->why_anon[m.why] += anon;
-	keep_largest(c, &m);
+	uffd_census_keep_largest(c, &m);
 }
 
 static void line(struct uffd_live *lv, struct uffd_census *c, struct vma *v, bool *open,
@@ -445,53 +425,4 @@ static void census_take_locked(struct uffd_live *lv)
 		publish(lv, &c);
 unmap:
 	guard_vm_unmap(buf, CENSUS_BUF);
-}
-
-static uint64_t program(const struct uffd_census *c)
-{
-	return c->anon > c->anon_own ? c->anon - c->anon_own : 0;
-}
-
-/* The figures of one census (not its count of processes, nor its largest mappings). */
-static void take_figures(struct uffd_census *dst, const struct uffd_census *src)
-{
-	dst->vmas = src->vmas;
-	dst->rss = src->rss;
-	dst->anon = src->anon;
-	dst->anon_managed = src->anon_managed;
-	dst->anon_own = src->anon_own;
-	memcpy(dst->why_anon, src->why_anon, sizeof(dst->why_anon));
-}
-
-void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src)
-{
-	/* processes that lived one after another never held their largest at once: their sum
-	 * would count a build's hundred compilers as one machine's memory. The largest stands
-	 * for all here; the host of a machine knows when they lived (uffd_census_peak_words). */
-	if (src->processes && (!dst->processes || program(src) > program(dst)))
-		take_figures(dst, src);
-	dst->processes += src->processes;
-	for (unsigned i = 0; i < UFFD_CENSUS_TOP; i++)
-		keep_largest(dst, &src->top[i]);
-}
-
-uint64_t uffd_census_words_program(const uint64_t *w)
-{
-	return w[0] > w[2] ? w[0] - w[2] : 0;
-}
-
-void uffd_census_peak_words(struct uffd_census *dst, const uint64_t *w)
-{
-	struct uffd_census c = {0};
-
-	if (uffd_census_words_program(w) <= program(dst))
-		return;
-	c.anon = w[0];
-	c.anon_managed = w[1];
-	c.anon_own = w[2];
-	for (unsigned i = 0; i < UFFD_WHY_NR; i++)
-		c.why_anon[i] = w[3 + i];
-	c.rss = dst->rss;
-	c.vmas = dst->vmas;
-	take_figures(dst, &c);
 }

@@ -50,13 +50,6 @@ unsigned uffd_handlers_auto(void);
 
 #define UFFD_COUNT(lv, name) uffd_stat_add(&(lv)->stats->host.name, 1)
 
-/* ---- the per-process view of the report (procs.c) ------------------------------------------- */
-
-/* "processes": [...] into the current JSON object. */
-void uffd_report_procs_json(struct json_w *w, const struct uffd_proc_list *l);
-/* The busiest processes as a table, when there is more than one. */
-void uffd_report_procs_summary(FILE *f, const struct uffd_proc_list *l);
-
 /* ---- the memory census (census.c) ------------------------------------------------------------ */
 
 #define UFFD_SMALL_RANGES 256
@@ -75,9 +68,6 @@ void uffd_census_before_free(struct uffd_live *lv, uint64_t bytes);
  * kernel merged from such neighbours is "small", not "unseen". And one unmapped. */
 void uffd_census_note_small(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
 void uffd_census_forget_small(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
-/* Add src's census to dst: the figures of the one with more program memory, the processes
- * counted, the largest unmanaged mappings of both. */
-void uffd_census_merge(struct uffd_census *dst, const struct uffd_census *src);
 
 /* ---- regions ------------------------------------------------------------------------------- */
 

@@ -2,7 +2,7 @@
  * makes them from the statistics files once the program ended), the busiest UFFD_PROCS_MAX kept
  * and the rest counted. Nothing here runs on the fault path.
  */
-#include "live/uffd_internal.h"
+#include "report/run.h"
 
 #include <errno.h>
 #include <stdlib.h>
