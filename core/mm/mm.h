@@ -7,10 +7,15 @@
  * policy profile (freelist at LOW, at MIN, async compaction, direct reclaim, a second compaction
  * in ASYNC / SYNC_LIGHT / SYNC mode, fallback to a 4 KiB frame), and records what it cost.
  *
- * mm/ is pure: no syscalls, no threads, no clock. Time, waiting, locking and the real work of a
- * decision (copying a migrated page, zeroing a huge extent) come from an environment (struct
- * mm_env) so that the same code runs live (real time, real waits, real copies, several handler
- * threads) and in the simulator (virtual time, costs from a cost table, one thread).
+ * mm/ is pure: no syscalls, no threads, no clock, no environment variables, no files, no stdio.
+ * Time, waiting, locking and the real work of a decision (copying a migrated page, zeroing a
+ * huge extent) come from an environment (struct mm_env) so that the same code runs live (real
+ * time, real waits, real copies, several handler threads) and in the simulator (virtual time,
+ * costs from a cost table, one thread); what comes from the machine (the `host` policy's sysfs
+ * values, policy plugins) is read and loaded above mm (core/policy). The libc it calls is
+ * string, memory, formatting into a buffer, number parsing and math, and calloc/free only where
+ * a pool is made and destroyed: tests/unit/mm_purity.sh checks the built objects' undefined
+ * symbols against that list (CI fails on anything else).
  *
  * Concurrency contract. Every public function takes the environment lock (ops->lock) itself and
  * must be called without it. Hooks marked [unlocked] are called with the lock released: mm must
