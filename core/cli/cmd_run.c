@@ -157,7 +157,7 @@ static void usage(FILE *f)
 		"\nEnvironment (the preload library reads these; the options above set them):\n");
 	config_help(f, false);
 	fprintf(f, "\nPolicies:\n");
-	mm_policy_help(f);
+	policy_help(f);
 	fprintf(f, "\nDevices (--device DEV):\n");
 	io_device_help(f);
 	fprintf(f, "\nThe dirtier (--dirty SPEC, comma-separated items):\n");
