@@ -305,17 +305,15 @@ int cli_check_plugin(const char *name, const char *spec, char *err, size_t errle
 	return 0;
 }
 
-/* The policy plugin the program's processes will load: the policy's plugin= key, else
- * THPEMU_POLICY_PLUGIN (which --policy-plugin sets). */
+/* The policy plugin the program's processes will load (config_plugin): the policy's plugin=
+ * key, else --policy-plugin. */
 static int check_plugin(const struct config *cfg, const char *side, char *err, size_t errlen)
 {
 	char name[64];
 
-	if (cfg->policy.plugin[0])
-		return cli_check_plugin(key_name(side, "policy", name, sizeof(name)),
-					cfg->policy.plugin, err, errlen);
-	return cli_check_plugin("--policy-plugin (THPEMU_POLICY_PLUGIN)",
-				getenv("THPEMU_POLICY_PLUGIN"), err, errlen);
+	return cli_check_plugin(
+	    key_name(side, cfg->policy.plugin[0] ? "policy" : "policy-plugin", name, sizeof(name)),
+	    config_plugin(cfg), err, errlen);
 }
 
 int cli_run_check_config(const struct config *cfg, const char *side, char *err, size_t errlen)

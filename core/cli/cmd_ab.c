@@ -121,6 +121,17 @@ static void side_default_fs(struct cli_side *s, const char *fs)
 	s->argv[s->argc++] = strdup(fs);
 }
 
+/* ab --fs is run's --fs for both sides: checked by the same parser. */
+static void check_fs(const char *v)
+{
+	struct config cfg;
+	char err[512];
+
+	config_defaults(&cfg);
+	if (config_opt_parse(&config_opts[CONFIG_FS], "--fs", v, &cfg, err, sizeof(err)) < 0)
+		prog_usage_error(CMD, "%s", err);
+}
+
 static unsigned parse_count(const char *opt, const char *v, unsigned lo, unsigned hi)
 {
 	uint64_t n;
@@ -202,11 +213,7 @@ static void parse(int argc, char **argv, struct ab *ab)
 		else if (!strcmp(name, "--keep"))
 			ab->keep = v;
 		else if (!strcmp(name, "--fs")) {
-			if (strcmp(v, "vfat") && strcmp(v, "ext4"))
-				prog_usage_error(CMD,
-						 "--fs: '%s' is not accepted (accepted: vfat or "
-						 "ext4)",
-						 v);
+			check_fs(v);
 			fs = v;
 		} else
 			prog_usage_error(CMD, "unknown option '%s' (see 'thpemu ab --help')", name);

@@ -269,7 +269,7 @@ static void parse(int argc, char **argv, struct matrix *m)
 		} else if (!strcmp(name, "--runs")) {
 			m->runs = (unsigned)parse_uint(name, v, 1, MAX_RUNS);
 		} else if (!strcmp(name, "--seed")) {
-			m->seed = parse_uint(name, v, 0, UINT64_MAX);
+			m->seed = cli_run_seed(CMD, v); /* each run's --seed */
 		} else if (!strcmp(name, "--out")) {
 			m->out = v;
 		} else if (!strcmp(name, "--sbatch-args")) {

@@ -103,20 +103,7 @@ static void opt_require_managed(struct run_ctx *rc, const char *val)
 	rc->require_managed = true;
 }
 
-/* Shorthand for the policy key plugin=FILE: the program's processes read THPEMU_POLICY_PLUGIN
- * (checked with the rest of the configuration before anything starts). */
-static void opt_policy_plugin(struct run_ctx *rc, const char *val)
-{
-	(void)rc;
-	setenv("THPEMU_POLICY_PLUGIN", val, 1);
-}
-
 static const struct run_opt run_opts[] = {
-    {"--policy-plugin", "FILE.so",
-     "THP policy plugin (thpemu_policy.h) choosing each fault's orders; the policy key "
-     "plugin=FILE, env THPEMU_POLICY_PLUGIN; a NAME without '/' is an installed plugin "
-     "(e.g. mthp_under_frag)",
-     opt_policy_plugin},
     {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
     {"--stall-report", "FILE", "write the stall report (2011 format) to FILE instead of stderr",
      opt_stall_report},

@@ -2,7 +2,9 @@
  *
  * Usage errors (a bad policy, scenario, size, duration, device or cost file) print one line
  * naming the option and the accepted values and exit 2; a run that cannot write its report
- * exits 1.
+ * exits 1. The options sim shares with `thpemu run` (--policy, --policy-plugin, --fs, --pool,
+ * --stall-threshold, --seed, --device) are parsed by core/config's table, as run's are, and the
+ * parsed policy is what the simulator gets.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,10 +18,17 @@
 #define CMD	 "sim"
 #define MAX_OPTS 64
 
+/* The options sim shares with `thpemu run`, parsed by core/config's table as run parses them:
+ * the same values accepted, the same one-line errors, one policy parser. */
+static const enum config_id sim_keys[] = {CONFIG_POLICY, CONFIG_POLICY_PLUGIN,	 CONFIG_FS,
+					  CONFIG_POOL,	 CONFIG_STALL_THRESHOLD, CONFIG_SEED,
+					  CONFIG_DEVICE};
+
 struct sim_args {
-	const char *policy, *scenario, *json, *costs, *device, *replay, *fs;
-	const char *plugin; /* --policy-plugin */
-	bool seed_set, pool_set, duration_set;
+	struct config cfg;	      /* sim_keys, parsed */
+	const char *given[CONFIG_NR]; /* ... as given, by id (NULL: not given) */
+	const char *scenario, *json, *costs, *replay;
+	bool duration_set;
 	const char *opts[MAX_OPTS];
 	unsigned nopts;
 };
@@ -37,9 +46,9 @@ static void usage(FILE *f)
 	    "inputs and seed give byte-identical JSON) and much faster than real time.\n\n"
 	    "  --policy POLICY        kernel profile or spec string (below)\n"
 	    "  --policy-plugin FILE.so|NAME  THP policy plugin (thpemu_policy.h) choosing each\n"
-	    "                         fault's orders: the policy key plugin=FILE (env\n"
-	    "                         THPEMU_POLICY_PLUGIN); a NAME without '/' is an installed\n"
-	    "                         plugin (e.g. mthp_under_frag)\n"
+	    "                         fault's orders when the policy names none with its key\n"
+	    "                         plugin=PATH (env THPEMU_POLICY_PLUGIN); a NAME without '/'\n"
+	    "                         is an installed plugin (e.g. mthp_under_frag)\n"
 	    "  --scenario SCENARIO    built-in workload (below)\n"
 	    "  --replay TRACE         replay a fault trace (thpemu run --trace) instead: the same\n"
 	    "                         faults and memory changes at their recorded times, on the\n"
@@ -53,7 +62,8 @@ static void usage(FILE *f)
 	    "  --json FILE|-          write the JSON report (- for stdout; otherwise a human\n"
 	    "                         summary goes to stdout)\n"
 	    "  --costs FILE           calibration file: KEY=VALUE lines with the cost keys below\n"
-	    "  --device SPEC          slow device for writeback (default %s)\n"
+	    "  --device SPEC          slow device for writeback (default %s):\n"
+	    "                         none or a preset with device-model keys, as thpemu run's\n"
 	    "  --fs vfat|ext4         file system of the device's files: the policy key fs\n"
 	    "                         (default: the policy's, vfat in every profile; vfat has no\n"
 	    "                         ->migratepage, ext4 migrates dirty pages and never writes\n"
@@ -108,84 +118,66 @@ static const struct config_opt *pool_opt(void)
 	return &config_opts[CONFIG_POOL];
 }
 
-static void parse_scalar(struct sim_config *c, const char *name, const char *v)
+/* One of sim_keys by its option name, or NULL. */
+static const struct config_opt *sim_key(const char *arg)
 {
-	uint64_t u;
+	size_t n = strcspn(arg, "=");
 
-	if (strcmp(name, "--seed") == 0) {
-		if (units_parse_uint(v, UINT64_MAX, &c->seed))
-			prog_usage_error(CMD, "--seed: '%s' is not a non-negative integer", v);
-	} else if (strcmp(name, "--pool") == 0) {
-		if (units_parse_size(v, &u))
-			prog_usage_error(CMD, "--pool: '%s' is not a size (accepted: %s)", v,
-					 pool_opt()->accepted);
-		if (u < pool_opt()->min || u > pool_opt()->max)
-			prog_usage_error(CMD, "--pool: '%s' is out of range (accepted: %s)", v,
-					 pool_opt()->accepted);
-		c->pool_bytes = u;
-	} else if (strcmp(name, "--duration") == 0) {
-		if (units_parse_duration(v, &u) || u == 0)
-			prog_usage_error(CMD,
-					 "--duration: bad duration '%s' (positive, with a unit: "
-					 "90s, 10m, 1h)",
-					 v);
-		c->duration_ns = u;
-	} else if (strcmp(name, "--stall-threshold") == 0) {
-		if (units_parse_duration(v, &u) || u == 0)
-			prog_usage_error(CMD,
-					 "--stall-threshold: bad duration '%s' (positive, with a "
-					 "unit: 500ms, 1s)",
-					 v);
-		c->stall_threshold_ns = u;
+	for (size_t k = 0; k < sizeof(sim_keys) / sizeof(sim_keys[0]); k++) {
+		const struct config_opt *o = &config_opts[sim_keys[k]];
+
+		if (strlen(o->cli) == n && !strncmp(arg, o->cli, n))
+			return o;
 	}
+	return NULL;
+}
+
+static void parse_key(struct sim_args *a, const struct config_opt *o, const char *name,
+		      const char *v)
+{
+	char err[1024];
+
+	if (config_opt_parse(o, name, v, &a->cfg, err, sizeof(err)) < 0)
+		prog_usage_error(CMD, "%s", err);
+	a->given[o - config_opts] = v;
 }
 
 static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_args *a)
 {
-	static const char *const scalars[] = {"--seed", "--pool", "--duration",
-					      "--stall-threshold"};
+	const char *plugin = getenv("THPEMU_POLICY_PLUGIN"); /* as the library reads it */
+	const struct config_opt *o;
 
+	config_defaults(&a->cfg);
+	if (plugin && *plugin)
+		parse_key(a, &config_opts[CONFIG_POLICY_PLUGIN], NULL, plugin);
 	for (int i = 1; i < argc; i++) {
 		const char *v;
-		bool done = false;
+		uint64_t u;
 
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			exit(0);
 		}
-		for (unsigned k = 0; k < sizeof(scalars) / sizeof(scalars[0]) && !done; k++) {
-			if ((v = opt_value(argc, argv, &i, scalars[k]))) {
-				parse_scalar(c, scalars[k], v);
-				a->seed_set |= k == 0;
-				a->pool_set |= k == 1;
-				a->duration_set |= k == 2;
-				done = true;
-			}
-		}
-		if (done)
-			continue;
-		if ((v = opt_value(argc, argv, &i, "--policy")))
-			a->policy = v;
-		else if ((v = opt_value(argc, argv, &i, "--policy-plugin")))
-			a->plugin = v;
-		else if ((v = opt_value(argc, argv, &i, "--scenario")))
+		if ((o = sim_key(argv[i]))) {
+			v = opt_value(argc, argv, &i, o->cli);
+			parse_key(a, o, o->cli, v);
+		} else if ((v = opt_value(argc, argv, &i, "--duration"))) {
+			if (units_parse_duration(v, &u) || u == 0)
+				prog_usage_error(CMD,
+						 "--duration: bad duration '%s' (positive, with a "
+						 "unit: 90s, 10m, 1h)",
+						 v);
+			c->duration_ns = u;
+			a->duration_set = true;
+		} else if ((v = opt_value(argc, argv, &i, "--scenario")))
 			a->scenario = v;
 		else if ((v = opt_value(argc, argv, &i, "--json")))
 			a->json = v;
 		else if ((v = opt_value(argc, argv, &i, "--costs")))
 			a->costs = v;
-		else if ((v = opt_value(argc, argv, &i, "--device")))
-			a->device = v;
 		else if ((v = opt_value(argc, argv, &i, "--replay")))
 			a->replay = v;
-		else if ((v = opt_value(argc, argv, &i, "--fs"))) {
-			if (strcmp(v, "vfat") && strcmp(v, "ext4"))
-				prog_usage_error(CMD,
-						 "--fs: '%s' is not accepted (accepted: vfat or "
-						 "ext4)",
-						 v);
-			a->fs = v;
-		} else if ((v = opt_value(argc, argv, &i, "--opt"))) {
+		else if ((v = opt_value(argc, argv, &i, "--opt"))) {
 			if (a->nopts == MAX_OPTS)
 				prog_usage_error(CMD, "--opt: at most %d", MAX_OPTS);
 			a->opts[a->nopts++] = v;
@@ -205,12 +197,13 @@ static void parse_args(int argc, char **argv, struct sim_config *c, struct sim_a
 	cli_distinct_paths(CMD, "--json", a->json, "--costs", a->costs);
 }
 
-/* --replay: the trace, and its recording's settings as defaults. */
+/* --replay: the trace, and its recording's settings as defaults (its policy parsed as if given
+ * with --policy). */
 static void resolve_replay(struct sim_config *c, struct sim_args *a)
 {
 	struct sim_replay_info in;
 	char err[1024];
-	unsigned keep = (a->seed_set ? SIM_REPLAY_KEEP_SEED : 0) |
+	unsigned keep = (a->given[CONFIG_SEED] ? SIM_REPLAY_KEEP_SEED : 0) |
 			(a->duration_set ? SIM_REPLAY_KEEP_DURATION : 0);
 
 	if (a->scenario)
@@ -220,28 +213,19 @@ static void resolve_replay(struct sim_config *c, struct sim_args *a)
 	if (sim_replay_load(a->replay, &c->replay, err, sizeof(err)))
 		prog_usage_error(CMD, "--replay: %s", err);
 	sim_replay_info(c->replay, &in);
-	if (!a->policy)
-		a->policy = strdup(in.policy[0] ? in.policy : "modern-always");
-	if (!a->pool_set && in.pool_bytes >= pool_opt()->min && in.pool_bytes <= pool_opt()->max)
+	if (!a->given[CONFIG_POLICY])
+		parse_key(a, &config_opts[CONFIG_POLICY], "--policy",
+			  strdup(in.policy[0] ? in.policy : "modern-always"));
+	if (!a->given[CONFIG_POOL] && in.pool_bytes >= pool_opt()->min &&
+	    in.pool_bytes <= pool_opt()->max)
 		c->pool_bytes = in.pool_bytes;
 	if (sim_replay_configure(c, keep, err, sizeof(err)))
 		prog_usage_error(CMD, "--replay: %s", err);
 }
 
-/* A key given twice (in --policy P:K=V,..., --device D:K=V,..., or two --opt K=V) is an error:
- * the parsers would take the last one. */
+/* Two --opt K=V with the same key: the parser would take the last one. */
 static void check_repeats(const struct sim_args *a)
 {
-	const char *specs[] = {a->policy, a->device}, *opts[] = {"--policy", "--device"};
-	char key[64];
-
-	for (int i = 0; i < 2; i++) {
-		const char *colon = specs[i] ? strchr(specs[i], ':') : NULL;
-
-		if (colon && cli_repeated_key(colon + 1, key, sizeof(key)))
-			prog_usage_error(CMD, "%s: '%s' is given twice in '%s'; give each key once",
-					 opts[i], key, specs[i]);
-	}
 	for (unsigned i = 0; i < a->nopts; i++)
 		for (unsigned j = 0; j < i; j++) {
 			size_t k = strcspn(a->opts[i], "=");
@@ -255,6 +239,38 @@ static void check_repeats(const struct sim_args *a)
 		}
 }
 
+/* --device: what the simulator models of it, the device model of none or a preset with its
+ * keys. A directory, or the keys of the live writeback engine, mean nothing here. */
+static void resolve_device(struct sim_config *c, const struct sim_args *a)
+{
+	const struct io_device_spec *d = &a->cfg.device;
+	const char *spec = a->given[CONFIG_DEVICE];
+	struct io_device_spec none;
+	char err[512];
+
+	if (!spec)
+		return;
+	if (d->kind == IO_DEV_PATH)
+		prog_usage_error(CMD,
+				 "--device: '%s': a path is a real device's directory, and the "
+				 "simulator models the device (accepted: none or a preset, each "
+				 "optionally followed by :KEY=VALUE,...)",
+				 prog_esc(spec));
+	if (io_device_parse("none", &none, err, sizeof(err)) == 0 &&
+	    (d->timeout_ns != none.timeout_ns || d->nr_requests != none.nr_requests ||
+	     d->max_request != none.max_request))
+		prog_usage_error(CMD,
+				 "--device: '%s': timeout=, nr-requests= and max-request= are "
+				 "keys of the live writeback engine; the simulator's writeback is "
+				 "its own (accepted: the device model's keys)",
+				 prog_esc(spec));
+	if (strlen(spec) >= sizeof(c->device_spec))
+		prog_usage_error(CMD, "--device: '%s' is too long (at most %zu characters)",
+				 prog_esc(spec), sizeof(c->device_spec) - 1);
+	c->device = d->model;
+	snprintf(c->device_spec, sizeof(c->device_spec), "%s", spec);
+}
+
 /* Turn the collected arguments into a complete configuration, or exit 2. */
 static void resolve(struct sim_config *c, struct sim_args *a)
 {
@@ -262,26 +278,23 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 
 	check_repeats(a);
 	scenario_names(names, sizeof(names));
+	if (a->given[CONFIG_POOL])
+		c->pool_bytes = a->cfg.pool_bytes;
+	if (a->given[CONFIG_SEED])
+		c->seed = a->cfg.seed;
+	if (a->given[CONFIG_STALL_THRESHOLD])
+		c->stall_threshold_ns = a->cfg.stall_threshold_ns;
 	if (a->replay)
 		resolve_replay(c, a);
-	if (!a->policy)
+	if (!a->given[CONFIG_POLICY])
 		prog_usage_error(CMD, "--policy is required (a profile such as linux-3.1, or "
 				      "NAME:KEY=VALUE,...; see 'thpemu sim --help')");
-	if (mm_policy_parse(a->policy, &c->policy, err, sizeof(err)))
-		prog_usage_error(CMD, "--policy: '%s': %s", a->policy, err);
-	if (!a->plugin && !c->policy.plugin[0] && getenv("THPEMU_POLICY_PLUGIN"))
-		a->plugin = getenv("THPEMU_POLICY_PLUGIN");
-	if (a->plugin) {
-		if (strlen(a->plugin) >= sizeof(c->policy.plugin))
-			prog_usage_error(CMD, "--policy-plugin: path longer than %zu bytes",
-					 sizeof(c->policy.plugin) - 1);
-		snprintf(c->policy.plugin, sizeof(c->policy.plugin), "%s", a->plugin);
-	}
-	if (cli_check_plugin(a->plugin ? "--policy-plugin" : "--policy plugin=", c->policy.plugin,
-			     err, sizeof(err)) < 0)
+	resolve_device(c, a);
+	/* what run refuses before it starts: a key twice in a spec, a plugin that does not load */
+	if (cli_run_check_config(&a->cfg, NULL, err, sizeof(err)) < 0)
 		prog_usage_error(CMD, "%s", err);
-	if (a->fs)
-		c->policy.fs = strcmp(a->fs, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;
+	c->policy = a->cfg.policy; /* --fs applied (the policy key fs, as run's) */
+	snprintf(c->policy.plugin, sizeof(c->policy.plugin), "%s", config_plugin(&a->cfg));
 	if (!a->replay) {
 		if (!a->scenario)
 			prog_usage_error(CMD, "--scenario is required (accepted: %s)", names);
@@ -294,11 +307,6 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 	for (unsigned i = 0; i < a->nopts; i++)
 		if (sim_params_set(c->scenario, &c->params, a->opts[i], err, sizeof(err)))
 			prog_usage_error(CMD, "--opt: %s", err);
-	if (a->device) {
-		if (sim_device_parse(a->device, &c->device, err, sizeof(err)))
-			prog_usage_error(CMD, "--device: %s", err);
-		snprintf(c->device_spec, sizeof(c->device_spec), "%s", a->device);
-	}
 	if (a->costs && sim_costs_load(&c->costs, a->costs, err, sizeof(err)))
 		prog_usage_error(CMD, "--costs: %s", err);
 }
@@ -323,7 +331,7 @@ static int write_json(const struct sim_result *r, struct cli_output *out, const 
 static int sim_main(int argc, char **argv)
 {
 	struct sim_config c;
-	struct sim_args a = {0};
+	static struct sim_args a;
 	struct sim_result *r;
 	char err[1024];
 	struct cli_output *json = NULL;

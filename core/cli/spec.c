@@ -170,3 +170,14 @@ void cli_side_parse(const char *cmd, const char *opt, const char *spec, struct c
 	if (cli_run_check_config(&cfg, opt, err, sizeof(err)) < 0) /* what each run would refuse */
 		prog_usage_error(cmd, "%s", err);
 }
+
+uint64_t cli_run_seed(const char *cmd, const char *val)
+{
+	struct config cfg;
+	char err[600];
+
+	config_defaults(&cfg);
+	if (config_opt_parse(&config_opts[CONFIG_SEED], "--seed", val, &cfg, err, sizeof(err)) < 0)
+		prog_usage_error(cmd, "%s", err);
+	return cfg.seed;
+}

@@ -2,6 +2,8 @@
 #ifndef THPEMU_CLI_SPEC_H
 #define THPEMU_CLI_SPEC_H
 
+#include <stdint.h>
+
 #define CLI_SPEC_ITEMS 24  /* items in one spec */
 #define CLI_SPEC_LABEL 100 /* characters of a label= */
 
@@ -15,5 +17,8 @@ struct cli_side {
 /* Split spec into items and check each value as `thpemu run` would, or exit 2 with one line
  * "thpemu CMD: OPT: ..." naming the item and what is accepted. */
 void cli_side_parse(const char *cmd, const char *opt, const char *spec, struct cli_side *s);
+/* A --seed given for every run (thpemu matrix): run's --seed, checked by the same parser, or exit
+ * 2 with its one-line error. */
+uint64_t cli_run_seed(const char *cmd, const char *val);
 
 #endif

@@ -38,6 +38,8 @@ struct config {
 	char policy_spec[160];	 /* as given (validated by mm_policy_parse) */
 	struct mm_policy policy; /* parsed */
 	char fs[8];		 /* THPEMU_FS: vfat or ext4, sets policy.fs ("" = the policy's) */
+	char policy_plugin[192]; /* THPEMU_POLICY_PLUGIN: the plugin when the policy names none
+				  * (config_plugin) */
 	uint64_t pool_bytes;	 /* emulated physical memory */
 	uint64_t stall_threshold_ns; /* a fault served slower than this is a stall; a single wait
 				      * that long a per-wait stall event */
@@ -75,8 +77,8 @@ struct config {
  *
  * ID       the variable is THPEMU_<ID>; config_opts[CONFIG_<ID>] is its entry
  * CLI      `thpemu run`'s option (and `thpemu ab`'s SPEC key without the dashes), or NULL
- * PARSER   size, duration, uint, words (one of WORDS), bool, policy, recipe, path, device,
- *          dirty, rendezvous (options.c: the value's syntax and what is stored in FIELD)
+ * PARSER   size, duration, uint, words (one of WORDS), bool, policy, fs, plugin, recipe, path,
+ *          device, dirty, rendezvous (options.c: the value's syntax and what is stored in FIELD)
  * FIELD    the member of struct config it fills (policy, device and dirty: the spec as given;
  *          the parsed form goes to policy, device and dirty)
  * DEFAULT  as text, parsed like any value ("" for none)
@@ -97,6 +99,11 @@ struct config {
 	  "in every profile, what a 2011 USB stick carried): vfat has no ->migratepage, so sync "  \
 	  "migration writes dirty pages out; ext4 migrates them (buffer_migrate_page) and its "    \
 	  "delalloc ->writepage writes nothing from reclaim")                                      \
+	X(POLICY_PLUGIN, "--policy-plugin", "FILE.so", plugin, policy_plugin, "", 0, 0, NULL, 0,   \
+	  "a shared object's path, or the NAME of an installed plugin (e.g. mthp_under_frag), "    \
+	  "optionally followed by ?ARGS",                                                          \
+	  "THP policy plugin (thpemu_policy.h) choosing each fault's orders, when the policy "     \
+	  "names none with its key plugin=PATH")                                                   \
 	/* the limits are core/mm's (MM_POOL_MIN, MM_POOL_MAX in mm/pool.c: mm_create refuses any  \
 	 * other size), so `thpemu run` refuses what the library would; tests/unit/config_options.c\
 	 * checks that they agree */                                                               \
@@ -212,12 +219,15 @@ void config_defaults(struct config *cfg);
  * (or `name`, e.g. "--pool") and the accepted values in err. */
 int config_opt_parse(const struct config_opt *o, const char *name, const char *val,
 		     struct config *cfg, char *err, size_t errlen);
-/* Defaults overridden by every THPEMU_* set in the environment (getenv; no allocation). An
- * empty value leaves the default, except for the file, directory and recipe options. */
 /* What core/io is to do for cfg: the device (THPEMU_DEVICE, or the model when none), where it
  * is mounted, the dirtier and the seed (the live emulator's io and a machine's host alike). */
 void config_io(const struct config *cfg, struct io_config *ic);
+/* Defaults overridden by every THPEMU_* set in the environment (getenv; no allocation). An
+ * empty value leaves the default, except for the file, directory and recipe options. */
 int config_from_env(struct config *cfg, char *err, size_t errlen);
+/* The policy plugin a process loads: the policy's key plugin=, else THPEMU_POLICY_PLUGIN
+ * (--policy-plugin). "" when none. */
+const char *config_plugin(const struct config *cfg);
 const struct config_opt *config_opt_by_cli(const char *cli);
 const struct config_opt *config_opt_by_env(const char *env);
 /* A THPEMU_MACHINE value: "HOSTPID:FD", HOSTPID > 0, both decimal ints. */

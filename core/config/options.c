@@ -254,6 +254,9 @@ static const struct config_parser config_parse_words = {parse_words, false};
 static const struct config_parser config_parse_bool = {parse_bool, false};
 static const struct config_parser config_parse_policy = {parse_policy, false};
 static const struct config_parser config_parse_fs = {parse_fs, false};
+/* --policy-plugin: the file is checked when it is loaded (core/policy/plugin.c): by the CLI
+ * before anything starts, and by each process */
+static const struct config_parser config_parse_plugin = {parse_text, false};
 static const struct config_parser config_parse_recipe = {parse_text, true};
 static const struct config_parser config_parse_path = {parse_text, true};
 static const struct config_parser config_parse_device = {parse_device, false};
@@ -270,6 +273,7 @@ static const struct config_parser config_parse_rendezvous = {parse_rendezvous, t
 #define FIELD_OK_bool(f)       __builtin_types_compatible_p(__typeof__(f), bool)
 #define FIELD_OK_policy(f)     IS_CHARS(f)
 #define FIELD_OK_fs(f)	       IS_CHARS(f)
+#define FIELD_OK_plugin(f)     IS_CHARS(f)
 #define FIELD_OK_recipe(f)     IS_CHARS(f)
 #define FIELD_OK_path(f)       IS_CHARS(f)
 #define FIELD_OK_device(f)     IS_CHARS(f)
@@ -334,6 +338,11 @@ int config_from_env(struct config *cfg, char *err, size_t errlen)
 			return rc;
 	}
 	return 0;
+}
+
+const char *config_plugin(const struct config *cfg)
+{
+	return cfg->policy.plugin[0] ? cfg->policy.plugin : cfg->policy_plugin;
 }
 
 const struct config_opt *config_opt_by_cli(const char *cli)

@@ -735,11 +735,11 @@ static void plugin_note(void *cookie, const char *msg)
  * LD_PRELOAD case). */
 static void plugin_init(struct uffd_live *lv)
 {
-	const char *env = getenv("THPEMU_POLICY_PLUGIN");
 	char why[400];
 
-	if (!lv->cfg.policy.plugin[0] && env && *env)
-		snprintf(lv->cfg.policy.plugin, sizeof(lv->cfg.policy.plugin), "%s", env);
+	if (!lv->cfg.policy.plugin[0]) /* the policy names none: THPEMU_POLICY_PLUGIN's */
+		snprintf(lv->cfg.policy.plugin, sizeof(lv->cfg.policy.plugin), "%s",
+			 config_plugin(&lv->cfg));
 	if (!lv->cfg.policy.plugin[0])
 		return;
 	if (policy_plugin_load(lv->cfg.policy.plugin, &lv->plugin, why, sizeof(why)) == 0) {

@@ -56,6 +56,15 @@ expect_usage_error --seed integer -- "${ok[@]}" --seed -3
 expect_usage_error --stall-threshold -- "${ok[@]}" --stall-threshold fast
 expect_usage_error --device "unknown preset 'floppy'" usb2-stick-2011 sd-class4 -- "${ok[@]}" --device floppy
 expect_usage_error --device "warp=9" -- "${ok[@]}" --device usb2-stick-2011:warp=9
+# the options sim shares with run are run's (core/config's table): a directory or the live
+# writeback engine's keys mean nothing to the simulator; none is the default model
+expect_usage_error --device "'$T_TMP'" "none or a preset" -- "${ok[@]}" --device "$T_TMP"
+expect_usage_error --device nr-requests= "live writeback engine" -- "${ok[@]}" \
+	--device usb2-stick-2011:nr-requests=4
+dev=$("$THPEMU" sim "${ok[@]}" --device none:preset=sd-class4 --json - | jq -r .device) ||
+	fail "sim --device none:preset=sd-class4 failed"
+expect_eq "--device none:preset= in the report" "$dev" none:preset=sd-class4
+expect_usage_error --policy-plugin "no such file" -- "${ok[@]}" --policy-plugin /nonexistent/p.so
 expect_usage_error --opt "unknown key 'nosuch'" usemem-procs -- "${ok[@]}" --opt nosuch=1
 expect_usage_error --opt usemem-hold duration -- "${ok[@]}" --opt usemem-hold=5
 expect_usage_error "unknown option '--fast'" -- "${ok[@]}" --fast

@@ -104,6 +104,25 @@ TEST(options_bad_values)
 	expect_bad("THPEMU_MACHINE", "99999999999:3", "HOSTPID:FD");
 }
 
+/* The policy's plugin= key wins over THPEMU_POLICY_PLUGIN, whichever was parsed first. */
+TEST(options_plugin_key_wins)
+{
+	const struct config_opt *pol = config_opt_by_cli("--policy"),
+				*plug = config_opt_by_cli("--policy-plugin");
+	struct config c;
+	char err[512];
+
+	config_defaults(&c);
+	ASSERT_EQ(config_opt_parse(plug, NULL, "/a.so", &c, err, sizeof(err)), 0);
+	ASSERT_STREQ(config_plugin(&c), "/a.so");
+	ASSERT_EQ(config_opt_parse(pol, NULL, "linux-3.1:plugin=/b.so", &c, err, sizeof(err)), 0);
+	ASSERT_STREQ(config_plugin(&c), "/b.so");
+	ASSERT_EQ(config_opt_parse(plug, NULL, "/c.so", &c, err, sizeof(err)), 0);
+	ASSERT_STREQ(config_plugin(&c), "/b.so");
+	ASSERT_EQ(config_opt_parse(pol, NULL, "linux-3.1", &c, err, sizeof(err)), 0);
+	ASSERT_STREQ(config_plugin(&c), "/c.so");
+}
+
 /* The table's pool range is mm's: the size mm_create refuses is the size the table refuses.
  * (An invalid extfrag_threshold makes mm_create stop right after the pool check, so a 64 GiB
  * pool is validated without building its metadata.) */
@@ -193,6 +212,7 @@ TEST(options_help_lists_every_variable)
 static const char *const sample[CONFIG_NR] = {
     [CONFIG_POLICY] = "linux-3.1",
     [CONFIG_FS] = "ext4",
+    [CONFIG_POLICY_PLUGIN] = "/tmp/p.so",
     [CONFIG_POOL] = "256M",
     [CONFIG_STALL_THRESHOLD] = "20ms",
     [CONFIG_ALLOCATOR] = "none",
