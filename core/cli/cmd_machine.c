@@ -7,7 +7,7 @@
  *
  * start takes the options of `thpemu run` that configure a machine (from core/config's table:
  * what every process of the machine shares) and validates them all, as run does, before anything
- * starts.
+ * starts; the daemon's host is made from them as parsed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -96,7 +96,8 @@ static const char *opt_value(int argc, char **argv, int *i, const char *eq, cons
 	return argv[++*i];
 }
 
-static void parse_start(int argc, char **argv, struct named_daemon_opts *o, struct config *cfg)
+static void parse_start(int argc, char **argv, struct named_daemon_opts *o, struct config *cfg,
+			const char *given[CONFIG_NR])
 {
 	char err[512], name[64];
 
@@ -115,6 +116,7 @@ static void parse_start(int argc, char **argv, struct named_daemon_opts *o, stru
 			if (config_opt_parse(uo, name, v, cfg, err, sizeof(err)) < 0)
 				prog_usage_error("machine", "%s", err);
 			setenv(uo->env, v, 1);
+			given[uo - config_opts] = v;
 			if (uo == &config_opts[CONFIG_DEVICE]) {
 				o->device_spec = v;
 				o->device = cfg->device;
@@ -134,19 +136,27 @@ static void parse_start(int argc, char **argv, struct named_daemon_opts *o, stru
 static int start_main(int argc, char **argv)
 {
 	struct named_daemon_opts o = {0};
-	struct config cfg;
-	char err[1024];
+	struct config cfg, mc;
+	const char *given[CONFIG_NR] = {0};
+	char *inherited[CONFIG_NR], err[1024];
 	int pid = 0, rc;
 
 	o.name = machine_name(argc, argv, "start");
 	config_defaults(&cfg);
-	parse_start(argc, argv, &o, &cfg);
+	config_env_save(inherited);
+	parse_start(argc, argv, &o, &cfg, given);
 	if (cli_run_check_config(&cfg, NULL, err, sizeof(err)) < 0)
 		prog_usage_error("machine", "%s", err);
+	/* the machine's host as its processes are configured: what they inherit completes it */
+	mc = cfg;
+	if (config_inherit(&mc, given, inherited, err, sizeof(err)) < 0) {
+		prog_error("machine", "machine %s could not start: %s", o.name, err);
+		return 1;
+	}
 	if (o.report)
 		o.report_f = cli_open_output("machine", "--report", o.report);
 	o.seed = cfg.seed;
-	o.cfg = &cfg;
+	o.cfg = &mc;
 	rc = named_daemon_start(&o, &pid, err, sizeof(err));
 	if (rc == -EEXIST && pid > 0)
 		prog_usage_error("machine", "machine %s is running (pid %d)", o.name, pid);

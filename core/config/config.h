@@ -223,8 +223,22 @@ int config_opt_parse(const struct config_opt *o, const char *name, const char *v
  * is mounted, the dirtier and the seed (the live emulator's io and a machine's host alike). */
 void config_io(const struct config *cfg, struct io_config *ic);
 /* Defaults overridden by every THPEMU_* set in the environment (getenv; no allocation). An
- * empty value leaves the default, except for the file, directory and recipe options. */
+ * empty value leaves the default, except for the file, directory and recipe options. This is
+ * how a managed process is configured; a command parses its options into a struct config and
+ * passes that on (to its machine's host, to the simulator), never reading back what it put in
+ * the environment for its processes. */
 int config_from_env(struct config *cfg, char *err, size_t errlen);
+/* Apply vals[id] (NULL: none) to cfg in table order, as config_from_env applies the
+ * environment's values. 0, or -EINVAL at the first bad value (err names its variable). */
+int config_apply(struct config *cfg, const char *const vals[CONFIG_NR], char *err, size_t errlen);
+/* A command that starts processes (thpemu run, machine start) configures what it makes for them
+ * as they will be configured: saves the THPEMU_* variables it inherited (malloc'd copies, NULL
+ * when unset) before it sets any, then completes the options it parsed (given[id] not NULL)
+ * with the saved values of the others. 0, or -EINVAL with err naming a variable the processes
+ * will refuse too. */
+void config_env_save(char *saved[CONFIG_NR]);
+int config_inherit(struct config *cfg, const char *const given[CONFIG_NR],
+		   char *const saved[CONFIG_NR], char *err, size_t errlen);
 /* The policy plugin a process loads: the policy's key plugin=, else THPEMU_POLICY_PLUGIN
  * (--policy-plugin). "" when none. */
 const char *config_plugin(const struct config *cfg);

@@ -323,12 +323,11 @@ void config_defaults(struct config *cfg)
 					 sizeof(err));
 }
 
-int config_from_env(struct config *cfg, char *err, size_t errlen)
+int config_apply(struct config *cfg, const char *const vals[CONFIG_NR], char *err, size_t errlen)
 {
-	config_defaults(cfg);
 	for (unsigned i = 0; i < CONFIG_NR; i++) {
 		const struct config_opt *o = &config_opts[i];
-		const char *v = getenv(o->env);
+		const char *v = vals[i];
 		int rc;
 
 		if (!v || (!v[0] && !o->parser->empty_ok))
@@ -338,6 +337,35 @@ int config_from_env(struct config *cfg, char *err, size_t errlen)
 			return rc;
 	}
 	return 0;
+}
+
+int config_from_env(struct config *cfg, char *err, size_t errlen)
+{
+	const char *vals[CONFIG_NR];
+
+	config_defaults(cfg);
+	for (unsigned i = 0; i < CONFIG_NR; i++)
+		vals[i] = getenv(config_opts[i].env);
+	return config_apply(cfg, vals, err, errlen);
+}
+
+void config_env_save(char *saved[CONFIG_NR])
+{
+	for (unsigned i = 0; i < CONFIG_NR; i++) {
+		const char *v = getenv(config_opts[i].env);
+
+		saved[i] = v ? strdup(v) : NULL;
+	}
+}
+
+int config_inherit(struct config *cfg, const char *const given[CONFIG_NR],
+		   char *const saved[CONFIG_NR], char *err, size_t errlen)
+{
+	const char *vals[CONFIG_NR];
+
+	for (unsigned i = 0; i < CONFIG_NR; i++)
+		vals[i] = given[i] ? NULL : saved[i];
+	return config_apply(cfg, vals, err, errlen);
 }
 
 const char *config_plugin(const struct config *cfg)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "config/config.h"
 #include "io/io.h"
 
 struct run_device {
@@ -35,6 +36,10 @@ struct run_device {
  * for it (a preset is mounted on PARENT/dev). A preset that cannot be mounted falls back to the
  * model (one line on stderr). */
 void run_device_start(struct run_device *d, uint64_t seed, bool quiet);
+/* What run_device_start gave the processes (THPEMU_DEVICE, THPEMU_DEVICE_DIR), into cfg: the
+ * machine's host is configured as the processes are, without reading the environment back. 0,
+ * or -EINVAL with err set (a value the processes would refuse too). */
+int run_device_config(const struct run_device *d, struct config *cfg, char *err, size_t errlen);
 /* The machine is made (after the device: the device's mount is in its configuration): a
  * thpemu-fusedev device joins it (`machine=` on its control file), so programs' writes to the
  * device go through the machine's page cache (fusedev/writers.c). */

@@ -104,6 +104,44 @@ TEST(options_bad_values)
 	expect_bad("THPEMU_MACHINE", "99999999999:3", "HOSTPID:FD");
 }
 
+/* A command's processes read the options it gives and inherit the others: config_inherit
+ * completes the parsed options with the saved environment, as config_from_env would read it. */
+TEST(options_inherit_completes_what_was_given)
+{
+	const char *given[CONFIG_NR] = {0};
+	char *saved[CONFIG_NR], err[512];
+	struct config c;
+
+	clear_env();
+	setenv("THPEMU_POLICY", "linux-3.3", 1);
+	setenv("THPEMU_FS", "ext4", 1);
+	setenv("THPEMU_POOL", "256M", 1);
+	config_env_save(saved);
+	setenv("THPEMU_POOL", "2G", 1); /* what the command puts there later is not read back */
+	config_defaults(&c);
+	given[CONFIG_POLICY] = "linux-3.1:wb-wait-max=50ms";
+	ASSERT_EQ(config_opt_parse(config_opt_by_cli("--policy"), "--policy", given[CONFIG_POLICY],
+				   &c, err, sizeof(err)),
+		  0);
+	ASSERT_EQ(config_inherit(&c, given, saved, err, sizeof(err)), 0);
+	ASSERT_STREQ(c.policy_spec, "linux-3.1:wb-wait-max=50ms"); /* given wins */
+	EXPECT_EQ(c.policy.era, MM_ERA_3_1);
+	EXPECT_EQ(c.policy.wb_wait_max_ns, 50000000ULL);
+	EXPECT_EQ(c.policy.fs, MM_FS_EXT4); /* inherited THPEMU_FS on the given policy */
+	EXPECT_EQ(c.pool_bytes, 256ULL << 20);
+	/* a value the processes will refuse: -EINVAL naming it */
+	free(saved[CONFIG_POOL]);
+	saved[CONFIG_POOL] = strdup("12X");
+	config_defaults(&c);
+	EXPECT_EQ(config_inherit(&c, given, saved, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "THPEMU_POOL='12X'") != NULL);
+	given[CONFIG_POOL] = "64M"; /* unless the command gives that option itself */
+	EXPECT_EQ(config_inherit(&c, given, saved, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < CONFIG_NR; i++)
+		free(saved[i]);
+	clear_env();
+}
+
 /* The policy's plugin= key wins over THPEMU_POLICY_PLUGIN, whichever was parsed first. */
 TEST(options_plugin_key_wins)
 {
