@@ -477,8 +477,7 @@ static int write_json(struct ab *ab, const struct rd_run *runs, size_t n,
 	jw_arr_begin(&w, "runs");
 	for (size_t i = 0; i < n; i++) {
 		const struct rd_run *r = &runs[i];
-		char *rep =
-		    r->root ? json_dumps(r->root, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+		char *rep = rd_json_text(r->root, JW_COMPACT, 12, false); /* one line each */
 
 		jw_obj_begin(&w, NULL);
 		jw_str(&w, "side", r->side ? "B" : "A");

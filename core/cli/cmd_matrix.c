@@ -33,6 +33,7 @@
 #include "cli/cli.h"
 #include "util/outfile.h"
 #include "cli/spec.h"
+#include "report/runs.h"
 #include "util/units.h"
 
 #define CMD	      "matrix"
@@ -345,7 +346,7 @@ static json_t *make_cell(const struct matrix *m, unsigned idx)
  * on. 0, or -errno with err set ("'PATH': why"). */
 static int write_json_atomic(const char *path, json_t *j, char *err, size_t errlen)
 {
-	char *text = json_dumps(j, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+	char *text = rd_json_text(j, 1, 12, true);
 	struct outfile o;
 	int rc;
 

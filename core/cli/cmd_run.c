@@ -57,8 +57,8 @@ struct run_ctx {
 	int child_status;     /* its wait status */
 	struct run_host host; /* the program tree's one machine */
 	bool hosting;
-	struct obs_coverage cov; /* the machine's AnonHugePages over the program's run */
-	char machine_json[800];
+	struct obs_coverage cov;      /* the machine's AnonHugePages over the program's run */
+	char *machine_json;	      /* the report's program.machine (malloc), or NULL */
 	const char *machine;	      /* --machine NAME: a named machine hosts the program */
 	const char *given[CONFIG_NR]; /* THPEMU_* options given, by id (--machine refuses some) */
 	struct run_proc proc;	      /* the program as a process: group, terminal, signals */
@@ -67,9 +67,6 @@ struct run_ctx {
 	char unseen_why[320];	      /* why the program's last image left no record */
 	struct uffd_aside aside[UFFD_ASIDE_MAX]; /* programs unmanaged or stepped aside from */
 	unsigned naside;
-	char *inherited[CONFIG_NR]; /* THPEMU_* as thpemu run found them, before it set any */
-	struct config procs_cfg;    /* what the program's processes read (procs_config) */
-	bool procs_cfg_ok;	    /* ... and they can read it (else they run unmanaged) */
 };
 
 /* The launcher's own options (those not in the THPEMU_* table). */
@@ -106,7 +103,20 @@ static void opt_require_managed(struct run_ctx *rc, const char *val)
 	rc->require_managed = true;
 }
 
+/* Shorthand for the policy key plugin=FILE: the program's processes read THPEMU_POLICY_PLUGIN
+ * (checked with the rest of the configuration before anything starts). */
+static void opt_policy_plugin(struct run_ctx *rc, const char *val)
+{
+	(void)rc;
+	setenv("THPEMU_POLICY_PLUGIN", val, 1);
+}
+
 static const struct run_opt run_opts[] = {
+    {"--policy-plugin", "FILE.so",
+     "THP policy plugin (thpemu_policy.h) choosing each fault's orders; the policy key "
+     "plugin=FILE, env THPEMU_POLICY_PLUGIN; a NAME without '/' is an installed plugin "
+     "(e.g. mthp_under_frag)",
+     opt_policy_plugin},
     {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
     {"--stall-report", "FILE", "write the stall report (2011 format) to FILE instead of stderr",
      opt_stall_report},
@@ -780,35 +790,14 @@ static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
 	free(dev_json);
 }
 
-/* The configuration the program's processes will read (the environment is how they get it):
- * the options given, as parsed, and for the others what thpemu run inherited. The machine is
- * made from it, never from the environment read back. A value the processes will refuse leaves
- * them unmanaged (each says so in one line) and the run without a machine, as without thpemu
- * run; a policy plugin they would load is checked like one given. */
-static void procs_config(struct run_ctx *rc)
-{
-	char err[700];
-
-	rc->procs_cfg = rc->cfg;
-	rc->procs_cfg_ok =
-	    config_inherit(&rc->procs_cfg, rc->given, rc->inherited, err, sizeof(err)) == 0;
-	if (rc->procs_cfg_ok && strcmp(config_plugin(&rc->procs_cfg), config_plugin(&rc->cfg)) &&
-	    cli_check_plugin(rc->procs_cfg.policy.plugin[0] ? "THPEMU_POLICY"
-							    : "THPEMU_POLICY_PLUGIN",
-			     config_plugin(&rc->procs_cfg), err, sizeof(err)) < 0)
-		prog_usage_error("run", "%s", err);
-}
-
-/* One machine for the whole program tree (host.h), configured as the processes will read it,
- * the device included (run_device_config). Without it (it could not be made) every process
- * makes a pool of its own, as before. */
+/* One machine for the whole program tree (host.h), configured as the processes will read it.
+ * Without it (it could not be made) every process makes a pool of its own, as before. */
 static bool start_host(struct run_ctx *rc)
 {
-	struct config hc = rc->procs_cfg;
+	struct config hc;
 	char err[700];
 
-	if (!rc->procs_cfg_ok || hc.disable ||
-	    run_device_config(&rc->dev, &hc, err, sizeof(err)) < 0)
+	if (config_from_env(&hc, err, sizeof(err)) < 0 || hc.disable)
 		return false;
 	if (run_host_start(&rc->host, &hc, err, sizeof(err)) < 0) {
 		if (!rc->quiet)
@@ -827,8 +816,8 @@ static bool start_host(struct run_ctx *rc)
 static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_program_info *prog)
 {
 	struct run_host *h = &rc->host;
-	char writers[400];
 	char why[300] = "";
+	struct json_w w;
 	int bad;
 
 	run_host_stats(h, total->vmstat, &total->counts, &total->io);
@@ -836,16 +825,17 @@ static void stop_host(struct run_ctx *rc, struct uffd_stats *total, struct uffd_
 	obs_mthp_snapshot(&total->mthp, mm_policy(h->mm), h->mm);
 	run_host_mem_peak(h, &total->mem); /* the processes that lived at once */
 	bad = run_host_check(h, why, sizeof(why));
-	run_host_writers_json(&h->m.hdr->writers, writers, sizeof(writers));
-	snprintf(rc->machine_json, sizeof(rc->machine_json),
-		 "{\"shared\": true, \"processes_reaped\": %llu, \"frames_returned\": %llu, "
-		 "\"repairs\": %llu, \"check\": \"%s\", \"writers\": %s}",
-		 (unsigned long long)h->reaped, (unsigned long long)h->frames_back,
-		 (unsigned long long)h->m.hdr->repairs,
-		 bad < 0   ? "failed"
-		 : bad > 0 ? "skipped"
-			   : "ok",
-		 writers);
+	if (jw_mem_open(&w, JW_LINE) == 0) { /* one line in the report, as "writers" */
+		jw_obj_begin(&w, NULL);
+		jw_bool(&w, "shared", true);
+		jw_u64(&w, "processes_reaped", h->reaped);
+		jw_u64(&w, "frames_returned", h->frames_back);
+		jw_u64(&w, "repairs", h->m.hdr->repairs);
+		jw_str(&w, "check", bad < 0 ? "failed" : bad > 0 ? "skipped" : "ok");
+		run_host_writers_json(&w, "writers", &h->m.hdr->writers);
+		jw_obj_end(&w);
+		rc->machine_json = jw_mem_close(&w);
+	}
 	prog->machine_json = rc->machine_json;
 	if (bad < 0 && !total->note[0])
 		snprintf(total->note, sizeof(total->note), " machine check failed: %.200s", why);
@@ -866,11 +856,9 @@ static int run_main(int argc, char **argv)
 	int status;
 
 	config_defaults(&rc.cfg);
-	config_env_save(rc.inherited); /* before parse puts the options there */
 	parse(argc, argv, &rc);
 	if (cli_run_check_config(&rc.cfg, NULL, err, sizeof(err)) < 0)
 		prog_usage_error("run", "%s", err);
-	procs_config(&rc);
 	check_managed(&rc);
 	open_outputs(&rc);
 	run_proc_init(&rc.proc); /* before any thread: they inherit its blocked signals */
@@ -919,7 +907,7 @@ static int run_main(int argc, char **argv)
 	if (rc.hosting)
 		stop_host(&rc, total, &prog);
 	if (rc.machine) { /* the figures of the machine, which other programs share */
-		named_run_stats(rc.machine, total, rc.machine_json, sizeof(rc.machine_json));
+		named_run_stats(rc.machine, total, &rc.machine_json);
 		prog.machine_json = rc.machine_json;
 	}
 	tmpdir_rmtree(rc.run_dir); /* what collect did not take: the owner record, stray files */
@@ -928,6 +916,7 @@ static int run_main(int argc, char **argv)
 			 " no process was managed (a static or setuid binary ignores LD_PRELOAD)");
 	write_report(&rc, total, &prog);
 	free(total);
+	free(rc.machine_json);
 	uffd_procs_free(&procs);
 	run_stalls_free(&rc.stalls);
 	free(rc.dev.stats_json);

@@ -351,15 +351,17 @@ void run_host_destroy(struct run_host *h)
 	machine_destroy(&h->m);
 }
 
-void run_host_writers_json(const struct machine_writers *w, char *buf, size_t len)
+void run_host_writers_json(struct json_w *jw, const char *key, const struct machine_writers *w)
 {
-	snprintf(buf, len,
-		 "{\"pages_dirtied\": %llu, \"bytes\": %llu, \"pages_skipped\": %llu, "
-		 "\"throttles\": %llu, \"throttle_ns\": %llu, \"fsyncs\": %llu, "
-		 "\"fsync_timeouts\": %llu, \"dirty_max\": %llu, \"writeback_max\": %llu}",
-		 (unsigned long long)w->pages_dirtied, (unsigned long long)w->bytes,
-		 (unsigned long long)w->skipped, (unsigned long long)w->throttles,
-		 (unsigned long long)w->throttle_ns, (unsigned long long)w->fsyncs,
-		 (unsigned long long)w->fsync_timeouts, (unsigned long long)w->dirty_max,
-		 (unsigned long long)w->writeback_max);
+	jw_obj_begin(jw, key);
+	jw_u64(jw, "pages_dirtied", w->pages_dirtied);
+	jw_u64(jw, "bytes", w->bytes);
+	jw_u64(jw, "pages_skipped", w->skipped);
+	jw_u64(jw, "throttles", w->throttles);
+	jw_u64(jw, "throttle_ns", w->throttle_ns);
+	jw_u64(jw, "fsyncs", w->fsyncs);
+	jw_u64(jw, "fsync_timeouts", w->fsync_timeouts);
+	jw_u64(jw, "dirty_max", w->dirty_max);
+	jw_u64(jw, "writeback_max", w->writeback_max);
+	jw_obj_end(jw);
 }

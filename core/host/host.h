@@ -24,6 +24,7 @@
 #include "machine/machine.h"
 #include "mm/mm.h"
 #include "obs/coverage.h"
+#include "util/json.h"
 
 struct run_host {
 	struct machine m;
@@ -78,7 +79,7 @@ void run_host_mem_peak(struct run_host *h, struct uffd_census *mem);
  * above 4 GiB that was never repaired: the walk would cost seconds), <0 if inconsistent. */
 int run_host_check(struct run_host *h, char *why, size_t len);
 void run_host_destroy(struct run_host *h);
-/* The machine's real writers (thpemu-fusedev) as a JSON object, for reports. */
-void run_host_writers_json(const struct machine_writers *w, char *buf, size_t len);
+/* The machine's real writers (thpemu-fusedev) as the JSON object key, for reports. */
+void run_host_writers_json(struct json_w *jw, const char *key, const struct machine_writers *w);
 
 #endif

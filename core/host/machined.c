@@ -21,7 +21,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -190,29 +189,35 @@ static void status_text(struct daemon *d, FILE *f)
 	}
 }
 
-static json_t *counts_json(const struct mm_counts *c)
+static void counts_json(struct json_w *w, const char *key, const struct mm_counts *c)
 {
-	json_t *o =
-	    json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I}", "frames", c->nr_frames,
-		      "free", c->free, "anon", c->anon, "anon_huge", c->anon_huge, "file", c->file,
-		      "dirty", c->file_dirty, "writeback", c->file_writeback, "unmovable",
-		      c->unmovable, "isolated", c->isolated, "anon_pmd", c->anon_pmd,
-		      "min_free_kbytes", (json_int_t)c->min_free_kbytes);
-	json_t *a = json_array();
-
+	jw_obj_begin(w, key);
+	jw_u64(w, "frames", c->nr_frames);
+	jw_u64(w, "free", c->free);
+	jw_u64(w, "anon", c->anon);
+	jw_u64(w, "anon_huge", c->anon_huge);
+	jw_u64(w, "file", c->file);
+	jw_u64(w, "dirty", c->file_dirty);
+	jw_u64(w, "writeback", c->file_writeback);
+	jw_u64(w, "unmovable", c->unmovable);
+	jw_u64(w, "isolated", c->isolated);
+	jw_u64(w, "anon_pmd", c->anon_pmd);
+	jw_u64(w, "min_free_kbytes", c->min_free_kbytes);
+	jw_arr_begin(w, "free_blocks_by_order");
 	for (unsigned i = 0; i < MM_NR_ORDERS; i++)
-		json_array_append_new(a, json_integer(c->nr_free[i]));
-	json_object_set_new(o, "free_blocks_by_order", a);
-	json_object_set_new(o, "watermarks",
-			    json_pack("{s:i,s:i,s:i}", "min", c->wmark_min, "low", c->wmark_low,
-				      "high", c->wmark_high));
-	return o;
+		jw_u64(w, NULL, c->nr_free[i]);
+	jw_arr_end(w);
+	jw_obj_begin(w, "watermarks");
+	jw_u64(w, "min", c->wmark_min);
+	jw_u64(w, "low", c->wmark_low);
+	jw_u64(w, "high", c->wmark_high);
+	jw_obj_end(w);
+	jw_obj_end(w);
 }
 
-static json_t *slots_json(struct daemon *d)
+static void slots_json(struct json_w *w, const char *key, struct daemon *d)
 {
-	json_t *a = json_array();
-
+	jw_arr_begin(w, key);
 	for (int s = 1; s < MACHINE_MAX_PROCS; s++) {
 		const struct machine_slot *sl = machine_slot(&d->host.m, s);
 		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
@@ -221,48 +226,58 @@ static json_t *slots_json(struct daemon *d)
 		if (st == MACHINE_SLOT_FREE)
 			continue;
 		snprintf(comm, sizeof(comm), "%.16s", sl->comm);
-		json_array_append_new(a,
-				      json_pack("{s:i,s:i,s:s,s:s}", "slot", s, "pid", (int)sl->pid,
-						"comm", comm, "state", state_name(st)));
+		jw_obj_begin(w, NULL);
+		jw_i64(w, "slot", s);
+		jw_i64(w, "pid", sl->pid);
+		jw_str(w, "comm", comm);
+		jw_str(w, "state", state_name(st));
+		jw_obj_end(w);
 	}
-	return a;
+	jw_arr_end(w);
 }
 
+/* `status json`: indented 2 spaces, uptime_s with 6 significant digits. */
 static char *status_json(struct daemon *d)
 {
 	struct named_stats ns;
-	json_t *o, *vm = json_object();
-	char *out;
+	struct json_w w;
 
+	if (jw_mem_open(&w, 2) < 0)
+		return NULL;
 	fill_stats(d, &ns);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "name", d->o->name);
+	jw_i64(&w, "pid", ns.pid);
+	jw_real(&w, "uptime_s", (double)(clock_now_ns() - d->t0) / 1e9, 6);
+	jw_str(&w, "policy", d->cfg.policy_spec);
+	jw_u64(&w, "pool_bytes", d->cfg.pool_bytes);
+	jw_obj_begin(&w, "vmstat");
 	for (unsigned i = 0; i < MM_STAT_NR; i++)
-		json_object_set_new(vm, mm_stat_names[i], json_integer((json_int_t)ns.vmstat[i]));
-	o = json_pack("{s:s,s:i,s:f,s:s,s:I}", "name", d->o->name, "pid", (int)ns.pid, "uptime_s",
-		      (double)(clock_now_ns() - d->t0) / 1e9, "policy", d->cfg.policy_spec,
-		      "pool_bytes", (json_int_t)d->cfg.pool_bytes);
-	json_object_set_new(o, "vmstat", vm);
-	json_object_set_new(o, "pool", counts_json(&ns.counts));
-	json_object_set_new(o, "io",
-			    json_pack("{s:I,s:I,s:I}", "bytes_dirtied",
-				      (json_int_t)ns.io.bytes_dirtied, "bytes_written",
-				      (json_int_t)ns.io.bytes_written, "pages_submitted",
-				      (json_int_t)ns.io.pages_submitted));
-	json_object_set_new(o, "processes", slots_json(d));
-	json_object_set_new(o, "repairs", json_integer((json_int_t)ns.repairs));
-	json_object_set_new(o, "tainted", json_boolean(ns.tainted));
-	json_object_set_new(o, "reaped", json_integer((json_int_t)ns.reaped));
-	out = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-	json_decref(o);
-	return out;
+		jw_u64(&w, mm_stat_names[i], ns.vmstat[i]);
+	jw_obj_end(&w);
+	counts_json(&w, "pool", &ns.counts);
+	jw_obj_begin(&w, "io");
+	jw_u64(&w, "bytes_dirtied", ns.io.bytes_dirtied);
+	jw_u64(&w, "bytes_written", ns.io.bytes_written);
+	jw_u64(&w, "pages_submitted", ns.io.pages_submitted);
+	jw_obj_end(&w);
+	slots_json(&w, "processes", d);
+	jw_u64(&w, "repairs", ns.repairs);
+	jw_bool(&w, "tainted", ns.tainted);
+	jw_u64(&w, "reaped", ns.reaped);
+	jw_obj_end(&w);
+	return jw_mem_close(&w);
 }
 
 /* ---- the machine report (at stop) ---------------------------------------------------------------
  */
 
-static json_t *seen_json(struct daemon *d)
+/* The report's "processes": every process the machine has seen (uffd_program_info.more_json). */
+static void seen_json(struct json_w *w, void *arg)
 {
-	json_t *a = json_array();
+	struct daemon *d = arg;
 
+	jw_arr_begin(w, "processes");
 	for (unsigned i = 0; i < d->nseen; i++) {
 		const struct seen *s = &d->seen[i];
 		bool alive = kill(s->pid, 0) == 0 || errno == EPERM;
@@ -271,38 +286,52 @@ static json_t *seen_json(struct daemon *d)
 				 : s->reaped || s->state != MACHINE_SLOT_LIVE ? "detached"
 									      : "attached";
 
-		json_array_append_new(a, json_pack("{s:i,s:i,s:s,s:s,s:b}", "slot", s->slot, "pid",
-						   s->pid, "comm", s->comm, "state", st, "running",
-						   alive));
+		jw_obj_begin(w, NULL);
+		jw_i64(w, "slot", s->slot);
+		jw_i64(w, "pid", s->pid);
+		jw_str(w, "comm", s->comm);
+		jw_str(w, "state", st);
+		jw_bool(w, "running", alive);
+		jw_obj_end(w);
 	}
-	return a;
+	jw_arr_end(w);
 }
 
-/* uffd_report_json's run report, with the machine's figures and a "processes" list added. */
+/* The machine's facts: program.machine, one line as in a run's report. */
+static char *machine_json(struct daemon *d, const char *check)
+{
+	struct json_w w;
+
+	if (jw_mem_open(&w, JW_LINE) < 0)
+		return NULL;
+	jw_obj_begin(&w, NULL);
+	jw_bool(&w, "shared", true);
+	jw_str(&w, "name", d->o->name);
+	jw_i64(&w, "pid", getpid());
+	jw_u64(&w, "processes_reaped", d->host.reaped);
+	jw_u64(&w, "frames_returned", d->host.frames_back);
+	jw_u64(&w, "repairs", d->host.m.hdr->repairs);
+	jw_str(&w, "check", check);
+	jw_obj_end(&w);
+	return jw_mem_close(&w);
+}
+
+/* The run report (uffd_report_json) of the machine's life: its figures, its processes. */
 static int write_report(struct daemon *d, const char *check)
 {
 	struct uffd_stats *st = calloc(1, sizeof(*st));
 	struct obs_coverage *cov = malloc(sizeof(*cov));
 	struct uffd_program_info prog = {.exit_status = -1, .cmdline = "thpemu machine"};
-	char mjson[600], *text = NULL, *dev_json = run_device_json(&d->dev);
-	size_t len = 0;
-	FILE *mem = open_memstream(&text, &len);
-	json_t *j = NULL;
+	char *mjson = machine_json(d, check), *dev_json = run_device_json(&d->dev);
 	int rc = -1;
 
-	if (st && mem) {
+	if (st) {
 		obs_faults_init(&st->faults);
 		snprintf(st->policy, sizeof(st->policy), "%s", d->cfg.policy_spec);
 		st->pool_bytes = d->cfg.pool_bytes;
 		run_host_stats(&d->host, st->vmstat, &st->counts, &st->io);
 		run_host_mem_peak(&d->host, &st->mem); /* its processes' memory at its largest */
 		st->mem.processes = d->nseen;
-		snprintf(mjson, sizeof(mjson),
-			 "{\"shared\": true, \"name\": \"%s\", \"pid\": %d, \"processes_reaped\": "
-			 "%llu, \"frames_returned\": %llu, \"repairs\": %llu, \"check\": \"%s\"}",
-			 d->o->name, (int)getpid(), (unsigned long long)d->host.reaped,
-			 (unsigned long long)d->host.frames_back,
-			 (unsigned long long)d->host.m.hdr->repairs, check);
 		prog.machine_json = mjson;
 		prog.device_json = dev_json;
 		prog.wall_s = (double)(clock_now_ns() - d->t0) / 1e9;
@@ -311,16 +340,11 @@ static int write_report(struct daemon *d, const char *check)
 			run_host_coverage(&d->host, cov);
 			prog.coverage = cov;
 		}
-		uffd_report_json(mem, &d->cfg, st, &prog);
+		prog.more_json = seen_json;
+		prog.more_arg = d;
+		rc = uffd_report_json(d->o->report_f, &d->cfg, st, &prog);
 	}
-	if (mem && fclose(mem) == 0)
-		j = json_loads(text, 0, NULL);
-	if (j) {
-		json_object_set_new(j, "processes", seen_json(d));
-		rc = json_dumpf(j, d->o->report_f, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-	}
-	json_decref(j);
-	free(text);
+	free(mjson);
 	free(dev_json);
 	free(cov);
 	free(st);
@@ -560,9 +584,8 @@ static int make_machine(struct daemon *d, char *err, size_t errlen)
 				     .pid = -1,
 				     .status = -1};
 	run_device_start(&d->dev, d->o->seed, d->o->quiet);
-	/* the configuration as parsed, with the device's directory (or the model standing in) */
-	hc = *d->o->cfg;
-	rc = run_device_config(&d->dev, &hc, err, errlen);
+	/* the device's directory (or the model standing in) is in the environment now */
+	rc = config_from_env(&hc, err, errlen);
 	if (rc == 0)
 		rc = run_host_start(&d->host, &hc, err, errlen);
 	if (rc < 0) {

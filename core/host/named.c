@@ -327,10 +327,49 @@ void named_run_attach(const char *name, const char *const given[], struct config
 		bad_answer(&a, "gave no rendezvous", "");
 }
 
-bool named_run_stats(const char *name, struct uffd_stats *total, char *json, size_t len)
+/* The report's program.machine after a run on a machine that could not be asked. */
+static char *stopped_json(const char *name)
+{
+	struct json_w w;
+
+	if (jw_mem_open(&w, JW_LINE) < 0)
+		return NULL;
+	jw_obj_begin(&w, NULL);
+	jw_bool(&w, "shared", true);
+	jw_str(&w, "name", name);
+	jw_bool(&w, "stopped", true);
+	jw_str(&w, "note",
+	       "the machine could not be asked after the run: vmstat and pool are the "
+	       "processes' last snapshots");
+	jw_obj_end(&w);
+	return jw_mem_close(&w);
+}
+
+/* ... and after one on a machine that answered (one line, as the report has it). */
+static char *machine_json(const char *name, const struct named_stats *ns)
+{
+	struct json_w w;
+
+	if (jw_mem_open(&w, JW_LINE) < 0)
+		return NULL;
+	jw_obj_begin(&w, NULL);
+	jw_bool(&w, "shared", true);
+	jw_str(&w, "name", name);
+	jw_i64(&w, "pid", ns->pid);
+	jw_u64(&w, "processes_attached", ns->nr_live);
+	jw_u64(&w, "processes_reaped", ns->reaped);
+	jw_u64(&w, "frames_returned", ns->frames_back);
+	jw_u64(&w, "repairs", ns->repairs);
+	jw_bool(&w, "tainted", ns->tainted);
+	run_host_writers_json(&w, "writers", &ns->writers);
+	jw_obj_end(&w);
+	return jw_mem_close(&w);
+}
+
+bool named_run_stats(const char *name, struct uffd_stats *total, char **json)
 {
 	struct named_stats ns;
-	char *body = NULL, err[256], writers[400];
+	char *body = NULL, err[256];
 	size_t n;
 	bool ok;
 
@@ -344,23 +383,12 @@ bool named_run_stats(const char *name, struct uffd_stats *total, char *json, siz
 		memcpy(&ns, body, sizeof(ns));
 	free(body);
 	if (!ok || ns.size != sizeof(ns)) {
-		snprintf(json, len,
-			 "{\"shared\": true, \"name\": \"%s\", \"stopped\": true, \"note\": \"the "
-			 "machine could not be asked after the run: vmstat and pool are the "
-			 "processes' last snapshots\"}",
-			 name);
+		*json = stopped_json(name);
 		return false;
 	}
 	memcpy(total->vmstat, ns.vmstat, sizeof(ns.vmstat));
 	total->counts = ns.counts;
 	total->io = ns.io;
-	run_host_writers_json(&ns.writers, writers, sizeof(writers));
-	snprintf(json, len,
-		 "{\"shared\": true, \"name\": \"%s\", \"pid\": %d, \"processes_attached\": %u, "
-		 "\"processes_reaped\": %llu, \"frames_returned\": %llu, \"repairs\": %llu, "
-		 "\"tainted\": %s, \"writers\": %s}",
-		 name, (int)ns.pid, ns.nr_live, (unsigned long long)ns.reaped,
-		 (unsigned long long)ns.frames_back, (unsigned long long)ns.repairs,
-		 ns.tainted ? "true" : "false", writers);
+	*json = machine_json(name, &ns);
 	return true;
 }

@@ -86,8 +86,9 @@ struct uffd_stats;
  * failure (an answer that is not what a daemon of this build sends). */
 void named_run_attach(const char *name, const char *const given[], struct config *cfg);
 /* After the run: the machine's vmstat, pool and io figures into total, its facts as a JSON
- * object into json. false (nothing changed) if the machine cannot tell (stopped meanwhile). */
-bool named_run_stats(const char *name, struct uffd_stats *total, char *json, size_t len);
+ * object into *json (malloc'd, one line; NULL if memory ran out). false (nothing changed but
+ * *json, which says so) if the machine cannot tell (stopped meanwhile). */
+bool named_run_stats(const char *name, struct uffd_stats *total, char **json);
 
 struct named_daemon_opts {
 	const char *name;
@@ -97,9 +98,7 @@ struct named_daemon_opts {
 	const char *device_spec; /* --device as given, or NULL */
 	struct io_device_spec device;
 	uint64_t seed;
-	/* the machine's configuration: the options as parsed (they also went to the environment,
-	 * for the processes) and the THPEMU_* variables inherited */
-	const struct config *cfg;
+	const struct config *cfg; /* as parsed (the options also went to the environment) */
 };
 /* Start the daemon of machine o->name and return once it is ready (the caller prints and
  * exits). 0; -EEXIST (*pid: the running one's, -1 when what holds the name does not answer as

@@ -29,6 +29,7 @@
 
 #include "util/prog.h"
 #include "report/run.h"
+#include "report/runs.h"
 #include "util/clock.h"
 
 #define READY_TIMEOUT_MS 15000
@@ -196,21 +197,14 @@ static int mount_fusedev(struct run_device *d, uint64_t seed)
 	return -1;
 }
 
-/* The model of the same device: "none:preset=NAME" plus every key given. */
-static void model_spec(const struct run_device *d, char *spec, size_t len)
-{
-	const char *colon = strchr(d->spec, ':');
-
-	snprintf(spec, len, "none:preset=%s%s%s", d->dev.model.name, colon ? "," : "",
-		 colon ? colon + 1 : "");
-}
-
-/* The library gets the model of the same device. */
+/* The library gets the model of the same device: "none:preset=NAME" plus every key given. */
 static void use_model(struct run_device *d, bool quiet)
 {
+	const char *colon = strchr(d->spec, ':');
 	char spec[600];
 
-	model_spec(d, spec, sizeof(spec));
+	snprintf(spec, sizeof(spec), "none:preset=%s%s%s", d->dev.model.name, colon ? "," : "",
+		 colon ? colon + 1 : "");
 	setenv("THPEMU_DEVICE", spec, 1);
 	unsetenv("THPEMU_DEVICE_DIR");
 	if (!quiet)
@@ -240,25 +234,6 @@ void run_device_start(struct run_device *d, uint64_t seed, bool quiet)
 		return;
 	}
 	use_model(d, quiet);
-}
-
-int run_device_config(const struct run_device *d, struct config *cfg, char *err, size_t errlen)
-{
-	const struct config_opt *dir = &config_opts[CONFIG_DEVICE_DIR];
-	char spec[600];
-	int rc;
-
-	if (!d->spec || (d->dev.kind != IO_DEV_PATH && d->dev.kind != IO_DEV_PRESET))
-		return 0; /* nothing set: none, or no --device */
-	if (d->dev.kind == IO_DEV_PATH)
-		return config_opt_parse(dir, NULL, d->dev.path, cfg, err, errlen);
-	if (d->mnt[0])
-		return config_opt_parse(dir, NULL, d->mnt, cfg, err, errlen);
-	model_spec(d, spec, sizeof(spec)); /* use_model's */
-	rc = config_opt_parse(&config_opts[CONFIG_DEVICE], NULL, spec, cfg, err, errlen);
-	if (rc == 0)
-		cfg->device_dir[0] = '\0';
-	return rc;
 }
 
 void run_device_join(struct run_device *d, const char *rendezvous, bool quiet)
@@ -321,29 +296,31 @@ void run_device_stop(struct run_device *d)
 
 char *run_device_json(const struct run_device *d)
 {
-	json_t *o;
-	char st[64], *out;
+	json_t *stats = NULL;
+	struct json_w w;
+	char st[64];
 
-	if (!d->spec)
+	if (!d->spec || jw_mem_open(&w, JW_COMPACT) < 0)
 		return NULL;
-	o = json_object();
-	json_object_set_new(o, "kind",
-			    json_string(d->dev.kind == IO_DEV_PATH ? "directory"
-					: d->fallback[0] || d->dev.kind == IO_DEV_NONE
-					    ? "model"
-					    : "fusedev"));
-	json_object_set_new(o, "spec", json_string(d->spec));
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "kind",
+	       d->dev.kind == IO_DEV_PATH		      ? "directory"
+	       : d->fallback[0] || d->dev.kind == IO_DEV_NONE ? "model"
+							      : "fusedev");
+	jw_str(&w, "spec", d->spec);
 	if (d->fallback[0])
-		json_object_set_new(o, "fallback_reason", json_string(d->fallback));
+		jw_str(&w, "fallback_reason", d->fallback);
 	if (d->dev.kind == IO_DEV_PRESET && !d->fallback[0]) {
 		describe_status(d->status, st, sizeof(st));
-		json_object_set_new(o, "daemon", json_string(st));
-		if (d->stats_json)
-			json_object_set_new(o, "fusedev_stats", json_loads(d->stats_json, 0, NULL));
+		jw_str(&w, "daemon", st);
+		/* fusedev's own JSON, read and written again compact (unreadable: left out) */
+		stats = d->stats_json ? json_loads(d->stats_json, 0, NULL) : NULL;
+		if (stats)
+			rd_jw_value(&w, "fusedev_stats", stats, 12, false);
+		json_decref(stats);
 	}
-	out = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
-	json_decref(o);
-	return out;
+	jw_obj_end(&w);
+	return jw_mem_close(&w);
 }
 
 /* ---- stall reports --------------------------------------------------------------------------- */
@@ -571,7 +548,7 @@ void run_stalls_collect(const char *dir, struct run_stalls *s, const struct uffd
 	}
 	if (s->processes) {
 		sort_groups(merged);
-		s->json = json_dumps(merged, JSON_COMPACT | JSON_REAL_PRECISION(12));
+		s->json = rd_json_text(merged, JW_COMPACT, 12, false);
 	}
 	json_decref(merged);
 }

@@ -1272,7 +1272,7 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 			json_t *kobj = json_pack("{sOsOsO}", "c", json_object_get(gr, "cause"), "h",
 						 json_object_get(gr, "handler_stack"), "a",
 						 json_object_get(gr, "app_stack"));
-			char *key = kobj ? json_dumps(kobj, JSON_COMPACT) : NULL;
+			char *key = rd_json_text(kobj, JW_COMPACT, 0, false);
 			size_t k;
 
 			json_decref(kobj);
@@ -1349,7 +1349,7 @@ static void config_section(FILE *f, const struct rd_run *runs, size_t n, const s
 			if (!runs[i].root || strcmp(runs[i].label, s[j].label))
 				continue;
 			cfg = json_object_get(runs[i].root, "config");
-			t = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+			t = rd_json_text(cfg, 2, 10, false);
 			fputs("<h3>", f);
 			esc(f, s[j].label);
 			fputs("</h3><pre>", f);

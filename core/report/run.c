@@ -333,6 +333,8 @@ int uffd_report_json(FILE *f, const struct config *cfg, const struct uffd_stats 
 		obs_report_coverage(&w, prog->coverage);
 	if (prog->procs)
 		uffd_report_procs_json(&w, prog->procs);
+	if (prog->more_json)
+		prog->more_json(&w, prog->more_arg);
 	jw_obj_end(&w);
 	return jw_finish(&w);
 }

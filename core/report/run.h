@@ -139,6 +139,9 @@ struct uffd_program_info {
 	const struct uffd_proc_list *procs; /* thpemu run: every process (finished), or NULL */
 	const char *machine_json; /* the shared machine's facts as a JSON object, or NULL */
 	const struct obs_coverage *coverage; /* the machine's AnonHugePages over the run, or NULL */
+	/* more members of the report, written last (the machine daemon's "processes"), or NULL */
+	void (*more_json)(struct json_w *w, void *arg);
+	void *more_arg;
 };
 
 /* Write the run report (JSON, keys shared with `thpemu sim` through obs/faults.h). */

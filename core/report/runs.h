@@ -185,7 +185,7 @@ void cmp_text(FILE *f, const struct cmp_result *c);
 /* "comparison": {...} into the current JSON object. */
 void cmp_json(struct json_w *w, const struct cmp_result *c);
 
-/* ---- text (report_text.c) ---------------------------------------------------------------------
+/* ---- text (text.c) ----------------------------------------------------------------------------
  */
 
 #define RD_PROCS_SHOWN 20 /* processes a text or HTML table shows, the busiest */
@@ -215,5 +215,15 @@ int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_r
 
 /* Distinct labels of the runs, in order of first appearance (at most max). */
 size_t rd_labels(const struct rd_run *runs, size_t n, const char **out, size_t max);
+
+/* ---- writing what was read (jvalue.c) -------------------------------------------------------- */
+
+/* v (NULL: null) as a member key of the current object (NULL in an array or at the top), through
+ * util/json.h as jansson's dumper wrote it: reals with digits significant digits (0: 17), the
+ * members of every object sorted by key with sort, else in their order. */
+void rd_jw_value(struct json_w *w, const char *key, const json_t *v, int digits, bool sort);
+/* The same as a text of its own in a layout of jw_init_layout (JW_COMPACT, JW_LINE, an indent):
+ * malloc'd, without a newline; NULL if v is NULL or memory ran out. */
+char *rd_json_text(const json_t *v, int layout, int digits, bool sort);
 
 #endif

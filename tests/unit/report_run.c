@@ -1,8 +1,8 @@
 /* The run report (core/report: run.c, procs.c, stats.c): core/live/README.md lists every host
  * counter and process state with the help text the code carries, so the two cannot drift; the
  * per-process view (summaries, the bounded list, its JSON and its table on stderr); reading and
- * merging records, censuses included; the pool's watermarks and the coverage section. Nothing
- * here needs the live emulator. */
+ * merging records, censuses included; the pool's watermarks and the coverage section; members
+ * a caller adds. Nothing here needs the live emulator. */
 #include "harness.h"
 
 #include <fcntl.h>
@@ -429,6 +429,41 @@ TEST(census_merge_takes_the_largest_and_a_machine_peak)
 	EXPECT_EQ(total.anon_managed, 210 << 20);
 	EXPECT_EQ(total.why_anon[UFFD_WHY_brk], 80 << 20);
 	EXPECT_EQ(total.processes, 2);
+}
+
+static void more(struct json_w *w, void *arg)
+{
+	jw_arr_begin(w, "processes");
+	jw_str(w, NULL, arg);
+	jw_arr_end(w);
+}
+
+/* A caller's own members come last (the machine daemon lists the processes it saw). */
+TEST(report_json_adds_the_callers_members_last)
+{
+	struct uffd_stats *total = calloc(1, sizeof(*total));
+	struct uffd_program_info prog = {.exit_status = -1, .more_json = more, .more_arg = "seen"};
+	struct config cfg;
+	char *buf = NULL, *at;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	json_t *root;
+
+	ASSERT(total && f);
+	config_defaults(&cfg);
+	obs_faults_init(&total->faults);
+	ASSERT_EQ(uffd_report_json(f, &cfg, total, &prog), 0);
+	fclose(f);
+	root = json_loads(buf, 0, NULL);
+	ASSERT(root != NULL);
+	ASSERT_STREQ(json_string_value(json_array_get(json_object_get(root, "processes"), 0)),
+		     "seen");
+	at = strstr(buf, "\"processes\": [");
+	ASSERT(at != NULL);
+	EXPECT(strcmp(at, "\"processes\": [\n    \"seen\"\n  ]\n}\n") == 0);
+	json_decref(root);
+	free(buf);
+	free(total);
 }
 
 TEST_MAIN()
