@@ -67,6 +67,9 @@ struct run_ctx {
 	char unseen_why[320];	      /* why the program's last image left no record */
 	struct uffd_aside aside[UFFD_ASIDE_MAX]; /* programs unmanaged or stepped aside from */
 	unsigned naside;
+	char *inherited[CONFIG_NR]; /* THPEMU_* as thpemu run found them, before it set any */
+	struct config procs_cfg;    /* what the program's processes read (procs_config) */
+	bool procs_cfg_ok;	    /* ... and they can read it (else they run unmanaged) */
 };
 
 /* The launcher's own options (those not in the THPEMU_* table). */
@@ -103,20 +106,7 @@ static void opt_require_managed(struct run_ctx *rc, const char *val)
 	rc->require_managed = true;
 }
 
-/* Shorthand for the policy key plugin=FILE: the program's processes read THPEMU_POLICY_PLUGIN
- * (checked with the rest of the configuration before anything starts). */
-static void opt_policy_plugin(struct run_ctx *rc, const char *val)
-{
-	(void)rc;
-	setenv("THPEMU_POLICY_PLUGIN", val, 1);
-}
-
 static const struct run_opt run_opts[] = {
-    {"--policy-plugin", "FILE.so",
-     "THP policy plugin (thpemu_policy.h) choosing each fault's orders; the policy key "
-     "plugin=FILE, env THPEMU_POLICY_PLUGIN; a NAME without '/' is an installed plugin "
-     "(e.g. mthp_under_frag)",
-     opt_policy_plugin},
     {"--report", "FILE", "write the merged JSON report to FILE", opt_report},
     {"--stall-report", "FILE", "write the stall report (2011 format) to FILE instead of stderr",
      opt_stall_report},
@@ -790,14 +780,35 @@ static void write_report(struct run_ctx *rc, const struct uffd_stats *total,
 	free(dev_json);
 }
 
-/* One machine for the whole program tree (host.h), configured as the processes will read it.
- * Without it (it could not be made) every process makes a pool of its own, as before. */
-static bool start_host(struct run_ctx *rc)
+/* The configuration the program's processes will read (the environment is how they get it):
+ * the options given, as parsed, and for the others what thpemu run inherited. The machine is
+ * made from it, never from the environment read back. A value the processes will refuse leaves
+ * them unmanaged (each says so in one line) and the run without a machine, as without thpemu
+ * run; a policy plugin they would load is checked like one given. */
+static void procs_config(struct run_ctx *rc)
 {
-	struct config hc;
 	char err[700];
 
-	if (config_from_env(&hc, err, sizeof(err)) < 0 || hc.disable)
+	rc->procs_cfg = rc->cfg;
+	rc->procs_cfg_ok =
+	    config_inherit(&rc->procs_cfg, rc->given, rc->inherited, err, sizeof(err)) == 0;
+	if (rc->procs_cfg_ok && strcmp(config_plugin(&rc->procs_cfg), config_plugin(&rc->cfg)) &&
+	    cli_check_plugin(rc->procs_cfg.policy.plugin[0] ? "THPEMU_POLICY"
+							    : "THPEMU_POLICY_PLUGIN",
+			     config_plugin(&rc->procs_cfg), err, sizeof(err)) < 0)
+		prog_usage_error("run", "%s", err);
+}
+
+/* One machine for the whole program tree (host.h), configured as the processes will read it,
+ * the device included (run_device_config). Without it (it could not be made) every process
+ * makes a pool of its own, as before. */
+static bool start_host(struct run_ctx *rc)
+{
+	struct config hc = rc->procs_cfg;
+	char err[700];
+
+	if (!rc->procs_cfg_ok || hc.disable ||
+	    run_device_config(&rc->dev, &hc, err, sizeof(err)) < 0)
 		return false;
 	if (run_host_start(&rc->host, &hc, err, sizeof(err)) < 0) {
 		if (!rc->quiet)
@@ -856,9 +867,11 @@ static int run_main(int argc, char **argv)
 	int status;
 
 	config_defaults(&rc.cfg);
+	config_env_save(rc.inherited); /* before parse puts the options there */
 	parse(argc, argv, &rc);
 	if (cli_run_check_config(&rc.cfg, NULL, err, sizeof(err)) < 0)
 		prog_usage_error("run", "%s", err);
+	procs_config(&rc);
 	check_managed(&rc);
 	open_outputs(&rc);
 	run_proc_init(&rc.proc); /* before any thread: they inherit its blocked signals */

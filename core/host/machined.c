@@ -584,8 +584,9 @@ static int make_machine(struct daemon *d, char *err, size_t errlen)
 				     .pid = -1,
 				     .status = -1};
 	run_device_start(&d->dev, d->o->seed, d->o->quiet);
-	/* the device's directory (or the model standing in) is in the environment now */
-	rc = config_from_env(&hc, err, errlen);
+	/* the configuration as parsed, with the device's directory (or the model standing in) */
+	hc = *d->o->cfg;
+	rc = run_device_config(&d->dev, &hc, err, errlen);
 	if (rc == 0)
 		rc = run_host_start(&d->host, &hc, err, errlen);
 	if (rc < 0) {

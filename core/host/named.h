@@ -98,7 +98,9 @@ struct named_daemon_opts {
 	const char *device_spec; /* --device as given, or NULL */
 	struct io_device_spec device;
 	uint64_t seed;
-	const struct config *cfg; /* as parsed (the options also went to the environment) */
+	/* the machine's configuration: the options as parsed (they also went to the environment,
+	 * for the processes) and the THPEMU_* variables inherited */
+	const struct config *cfg;
 };
 /* Start the daemon of machine o->name and return once it is ready (the caller prints and
  * exits). 0; -EEXIST (*pid: the running one's, -1 when what holds the name does not answer as

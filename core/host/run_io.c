@@ -197,14 +197,21 @@ static int mount_fusedev(struct run_device *d, uint64_t seed)
 	return -1;
 }
 
-/* The library gets the model of the same device: "none:preset=NAME" plus every key given. */
-static void use_model(struct run_device *d, bool quiet)
+/* The model of the same device: "none:preset=NAME" plus every key given. */
+static void model_spec(const struct run_device *d, char *spec, size_t len)
 {
 	const char *colon = strchr(d->spec, ':');
+
+	snprintf(spec, len, "none:preset=%s%s%s", d->dev.model.name, colon ? "," : "",
+		 colon ? colon + 1 : "");
+}
+
+/* The library gets the model of the same device. */
+static void use_model(struct run_device *d, bool quiet)
+{
 	char spec[600];
 
-	snprintf(spec, sizeof(spec), "none:preset=%s%s%s", d->dev.model.name, colon ? "," : "",
-		 colon ? colon + 1 : "");
+	model_spec(d, spec, sizeof(spec));
 	setenv("THPEMU_DEVICE", spec, 1);
 	unsetenv("THPEMU_DEVICE_DIR");
 	if (!quiet)
@@ -234,6 +241,25 @@ void run_device_start(struct run_device *d, uint64_t seed, bool quiet)
 		return;
 	}
 	use_model(d, quiet);
+}
+
+int run_device_config(const struct run_device *d, struct config *cfg, char *err, size_t errlen)
+{
+	const struct config_opt *dir = &config_opts[CONFIG_DEVICE_DIR];
+	char spec[600];
+	int rc;
+
+	if (!d->spec || (d->dev.kind != IO_DEV_PATH && d->dev.kind != IO_DEV_PRESET))
+		return 0; /* nothing set: none, or no --device */
+	if (d->dev.kind == IO_DEV_PATH)
+		return config_opt_parse(dir, NULL, d->dev.path, cfg, err, errlen);
+	if (d->mnt[0])
+		return config_opt_parse(dir, NULL, d->mnt, cfg, err, errlen);
+	model_spec(d, spec, sizeof(spec)); /* use_model's */
+	rc = config_opt_parse(&config_opts[CONFIG_DEVICE], NULL, spec, cfg, err, errlen);
+	if (rc == 0)
+		cfg->device_dir[0] = '\0';
+	return rc;
 }
 
 void run_device_join(struct run_device *d, const char *rendezvous, bool quiet)
