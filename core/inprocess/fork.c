@@ -57,12 +57,10 @@ void guard_fork_prepare(void)
 {
 	__atomic_add_fetch(&forking, 1, __ATOMIC_SEQ_CST);
 	wait_drained();
-	guard_vm_fork_prepare();
 }
 
 void guard_fork_parent(void)
 {
-	guard_vm_fork_parent();
 	__atomic_sub_fetch(&forking, 1, __ATOMIC_SEQ_CST);
 }
 

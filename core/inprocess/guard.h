@@ -151,10 +151,9 @@ long guard_vm_map(size_t len, size_t align, int flags, unsigned how);
 void guard_vm_unmap(void *addr, size_t len);
 /* Is addr in the arena? */
 bool guard_vm_owns(const void *addr);
-/* pthread_atfork, called by guard_fork_*: the child takes the ranges of its parent's DONTFORK
- * mappings back (holes there now) for its own. */
-void guard_vm_fork_prepare(void);
-void guard_vm_fork_parent(void);
+/* In a fork child (called by guard_fork_child): the child takes the ranges of its parent's
+ * DONTFORK mappings back (holes there now) for its own. A fork does not wait for the arena: a
+ * child copied while another thread was changing it maps outside it from then on. */
 void guard_vm_fork_child(bool real_fork);
 
 /* ---- fork and migrations -------------------------------------------------------------------- */

@@ -42,11 +42,13 @@ static struct block blocks[MAX_BLOCKS]; /* in use, sorted by address */
 static unsigned nblocks;
 static int vm_owner; /* the thread holding the lock, 0 if none */
 static unsigned vm_depth;
-static bool tried; /* the reservation was attempted (once per process image) */
+static unsigned vm_seq; /* odd while the lock is held */
+static bool tried;	/* the reservation was attempted (once per process image) */
 
-/* Held by one thread, again and again if need be: a fork holds it from the prepare handler to the
- * child's and parent's, and the handlers other libraries run in between on the forking thread
- * may map memory (jemalloc's prefork does, through our mmap). */
+/* Held by one thread, again and again if need be. A fork does not hold it: the handlers other libraries run before the copy may fault on managed memory, and the
+ * handler that serves the fault may hold a lock whose holder waits here (jemalloc's prefork
+ * faulting while an mremap of the program holds the region table and maps its metadata). The
+ * child finds vm_seq odd instead when a thread of the parent was inside (vm_fork_child). */
 static void lock(void)
 {
 	int me = sys_gettid(), none = 0;
@@ -59,16 +61,15 @@ static void lock(void)
 					    __ATOMIC_RELAXED))
 		none = 0;
 	vm_depth = 1;
+	__atomic_add_fetch(&vm_seq, 1, __ATOMIC_SEQ_CST);
 }
 
-/* (a no-op in a thread that does not hold it: a fork's parent handler whose prepare did not
- * take it) */
 static void unlock(void)
 {
-	if (__atomic_load_n(&vm_owner, __ATOMIC_RELAXED) != sys_gettid() || !vm_depth)
+	if (--vm_depth)
 		return;
-	if (--vm_depth == 0)
-		__atomic_store_n(&vm_owner, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&vm_seq, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&vm_owner, 0, __ATOMIC_RELEASE);
 }
 
 /* PROT_NONE over [lo, hi): no memory, the range stays ours. */
@@ -248,22 +249,22 @@ bool guard_vm_owns(const void *addr)
 	return arena_lo && (uintptr_t)addr >= arena_lo && (uintptr_t)addr < arena_hi;
 }
 
-/* fork: the table is copied whole (no thread of the parent in the middle of a change) */
-void guard_vm_fork_prepare(void)
-{
-	lock();
-}
-
-void guard_vm_fork_parent(void)
-{
-	unlock();
-}
-
 void guard_vm_fork_child(bool real_fork)
 {
-	/* the forking thread has another id here: the lock (held since the prepare handler, or
-	 * by nobody) is this thread's now */
-	__atomic_store_n(&vm_owner, vm_depth ? sys_gettid() : 0, __ATOMIC_RELAXED);
+	/* only the forking thread is here, and it was not inside (fork is no call of ours) */
+	__atomic_store_n(&vm_owner, 0, __ATOMIC_RELAXED);
+	vm_depth = 0;
+	if (__atomic_load_n(&vm_seq, __ATOMIC_SEQ_CST) & 1) {
+		/* another thread of the parent was changing the table when the address space was
+		 * copied: the child cannot tell which of its copies are in use, so it leaves the
+		 * arena as it is (its copies stay, its holes stay reserved) and maps its own outside
+		 * it from now on, as when no arena could be reserved */
+		vm_seq = 0;
+		arena_lo = arena_hi = 0;
+		nblocks = 0;
+		return;
+	}
+	lock();
 	/* the parent's MADV_DONTFORK mappings are holes here, its threads' stacks copies no one
 	 * uses: ours again, free */
 	for (unsigned i = 0; i < nblocks;) {
