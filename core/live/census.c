@@ -304,14 +304,18 @@ static void census_take_locked(struct uffd_live *lv);
  * address unmapped by one and mapped again by the other looks like a shared buffer). */
 void uffd_census_take(struct uffd_live *lv)
 {
-	uint64_t t0;
+	uint64_t t0, now;
 
 	pthread_mutex_lock(&lv->census_lock);
 	t0 = clock_now_ns();
 	census_take_locked(lv);
-	lv->census.last_ns = clock_now_ns();
-	lv->census.took_ns = lv->census.last_ns - t0;
-	lv->census.next_ns = lv->census.last_ns + lv->census.took_ns * CENSUS_COST_SHARE;
+	now = clock_now_ns();
+
+	/* read without the lock by uffd_census_tick and uffd_census_before_free */
+	__atomic_store_n(&lv->census.last_ns, now, __ATOMIC_RELAXED);
+	lv->census.took_ns = now - t0;
+	__atomic_store_n(&lv->census.next_ns, now + lv->census.took_ns * CENSUS_COST_SHARE,
+			 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lv->census_lock);
 }
 
@@ -420,7 +424,7 @@ static void census_take_locked(struct uffd_live *lv)
 	    c.anon - c.anon_own >= lv->stats->mem.anon - lv->stats->mem.anon_own)
 		lv->stats->mem = c;
 	pthread_mutex_unlock(&lv->snap_lock);
-	lv->census.last_rss = c.rss;
+	__atomic_store_n(&lv->census.last_rss, c.rss, __ATOMIC_RELAXED);
 	if (lv->on_machine)
 		publish(lv, &c);
 unmap:
