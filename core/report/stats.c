@@ -4,10 +4,10 @@
  * lived at once).
  */
 #include "report/run.h"
+#include "util/sys.h"
 
 #include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
 
 const char *const uffd_host_names[] = {
 #define UFFD_X_NAME(name, help) #name,
@@ -28,15 +28,16 @@ const char *const uffd_why_help[] = {UFFD_UNMANAGED_REASONS(X_HELP)};
 #undef X_NAME
 #undef X_HELP
 
+/* Raw system calls: libthpemu.so links this file, and it calls none of the names it exports. */
 int uffd_stats_read(const char *path, struct uffd_stats *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	long n;
 
 	if (fd < 0)
 		return -1;
-	n = pread(fd, st, sizeof(*st), 0);
-	close(fd);
+	n = sys_read(fd, st, sizeof(*st));
+	sys_close(fd);
 	if (n != (ssize_t)sizeof(*st) || st->magic != UFFD_STATS_MAGIC ||
 	    st->version != UFFD_STATS_VERSION || st->size != sizeof(*st))
 		return -1;
