@@ -45,10 +45,11 @@ static unsigned vm_depth;
 static unsigned vm_seq; /* odd while the lock is held */
 static bool tried;	/* the reservation was attempted (once per process image) */
 
-/* Held by one thread, again and again if need be. A fork does not hold it: the handlers other libraries run before the copy may fault on managed memory, and the
- * handler that serves the fault may hold a lock whose holder waits here (jemalloc's prefork
- * faulting while an mremap of the program holds the region table and maps its metadata). The
- * child finds vm_seq odd instead when a thread of the parent was inside (vm_fork_child). */
+/* Held by one thread, again and again if need be. A fork does not hold it: the handlers other
+ * libraries run before the copy may fault on managed memory, and the handler that serves the fault
+ * may hold a lock whose holder waits here (jemalloc's prefork faulting while an mremap of the
+ * program holds the region table and maps its metadata). The child finds vm_seq odd instead when a
+ * thread of the parent was inside (guard_vm_fork_child). */
 static void lock(void)
 {
 	int me = sys_gettid(), none = 0;
@@ -257,8 +258,8 @@ void guard_vm_fork_child(bool real_fork)
 	if (__atomic_load_n(&vm_seq, __ATOMIC_SEQ_CST) & 1) {
 		/* another thread of the parent was changing the table when the address space was
 		 * copied: the child cannot tell which of its copies are in use, so it leaves the
-		 * arena as it is (its copies stay, its holes stay reserved) and maps its own outside
-		 * it from now on, as when no arena could be reserved */
+		 * arena as it is (its copies stay, its holes stay reserved) and maps its own
+		 * outside it from now on, as when no arena could be reserved */
 		vm_seq = 0;
 		arena_lo = arena_hi = 0;
 		nblocks = 0;
