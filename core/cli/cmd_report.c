@@ -296,9 +296,12 @@ static size_t runs_of(const struct rd_run *runs, size_t n, const char *w, struct
 {
 	size_t k = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (workload_of(&runs[i]) && !strcmp(workload_of(&runs[i]), w))
+	for (size_t i = 0; i < n; i++) {
+		const char *wi = workload_of(&runs[i]);
+
+		if (wi && !strcmp(wi, w))
 			sub[k++] = runs[i];
+	}
 	return k;
 }
 
