@@ -185,6 +185,7 @@ int named_request(const char *name, const char *req, int timeout_ms, char **body
 	uint64_t deadline = clock_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
 	char line[128], *all = NULL;
 	size_t n = 0;
+	ssize_t sent;
 	int fd, rc, ll;
 
 	*body = NULL;
@@ -193,11 +194,13 @@ int named_request(const char *name, const char *req, int timeout_ms, char **body
 	if (fd < 0)
 		return fd;
 	ll = snprintf(line, sizeof(line), "%s\n", req);
-	rc = send(fd, line, (size_t)ll, MSG_NOSIGNAL) == ll ? 0 : -errno;
-	if (rc == 0)
+	sent = send(fd, line, (size_t)ll, MSG_NOSIGNAL);
+	if (sent == ll)
 		rc = read_all(fd, deadline, &all, &n);
+	else
+		rc = sent < 0 ? -errno : -EIO; /* a short send sets no errno */
 	close(fd);
-	if (rc < 0) {
+	if (!all) { /* not sent, or no answer read: rc < 0 (read_all sets all only on success) */
 		snprintf(err, errlen, "no answer from the machine's daemon: %s", strerror(-rc));
 		return rc;
 	}
