@@ -218,6 +218,8 @@ void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uin
 	if (!token)
 		return;
 	s = slot_of(w);
+	if (!s) /* never: only a worker with a slot gets a token (uffd_stallcap_blocking) */
+		return;
 	ns = clock_now_ns() - token;
 	s->wait_stack = *scratch; /* this wait's own, for its per-wait event (waited follows) */
 	s->wait_have = true;
