@@ -418,7 +418,8 @@ int obs_trace_deps(const struct obs_trace *t, uint32_t **before_out, uint32_t **
 		cap *= 2;
 	m.mask = cap - 1;
 	m.keys = calloc(cap, sizeof(*m.keys));
-	m.vals = malloc(cap * sizeof(*m.vals));
+	/* read only where keys[] is set; zeroed all the same, for gcc -fanalyzer cannot tell */
+	m.vals = calloc(cap, sizeof(*m.vals));
 	before = malloc((t->n + 1) * sizeof(*before));
 	pending = calloc(t->n + 1, sizeof(*pending));
 	if (!m.keys || !m.vals || !before || !pending) {
