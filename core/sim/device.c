@@ -208,6 +208,8 @@ static void elv_dispatch(struct sim_world *w)
 	while (w->elv_head && w->dev_inflight < (slots ? slots : 1)) {
 		struct sim_io *io = elv_pick(w);
 
+		if (!io) /* never: a queued request is a read or a write, one sweep finds it */
+			break;
 		elv_del(w, io);
 		w->elv_pos = io->req.off + io->req.len;
 		w->dev_inflight++;
