@@ -189,12 +189,20 @@ int sim_at(struct sim_engine *e, uint64_t t, sim_event_fn fn, void *arg)
 	return heap_push(e, (struct sim_event){.t = t, .kind = EV_CALL, .fn = fn, .arg = arg});
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
+/* false positive (gcc 12 -fanalyzer): the grown heap is kept in a->e (sim_engine_destroy) */
 static int schedule_resume(struct sim_actor *a, uint64_t t)
 {
 	a->state = ACTOR_READY;
 	return heap_push(
 	    a->e, (struct sim_event){.t = t, .kind = EV_RESUME, .arg = a, .token = a->token});
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 static void actor_main(void *arg)
 {

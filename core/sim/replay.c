@@ -404,11 +404,19 @@ static void op_map(struct sim_replay *rp, uintptr_t lo, uintptr_t hi)
 		rp->st.map_conflicts++;
 		return;
 	}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
+	/* false positive (gcc 12 -fanalyzer): rp->regions[] keeps r, regions_free frees it */
 	r = region_new(rp, lo, lo, hi, -1);
 	if (!r || sorted_insert(rp, r))
 		rp->st.map_conflicts++;
 	else
 		rp->st.regions++;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 }
 
 static void op_resident(struct sim_replay *rp, uintptr_t lo, uintptr_t hi)

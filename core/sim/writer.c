@@ -108,9 +108,17 @@ static void file_page_dirtied(struct sim_world *w, uint32_t id, uint32_t index, 
 	if (!f || index >= f->npages)
 		return;
 	if (!f->dpfn) {
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
+		/* false positive (gcc 12 -fanalyzer): w->files[] keeps it, files_free frees it */
 		f->dpfn = malloc(f->npages * sizeof(*f->dpfn));
 		if (!f->dpfn)
 			return; /* the fallback (mm_writeback_begin) will find the page */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 		for (uint32_t i = 0; i < f->npages; i++)
 			f->dpfn[i] = MM_NO_PFN;
 	}
