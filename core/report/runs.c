@@ -615,10 +615,18 @@ static bool counts(const struct rd_run *r, const char *la, const char *lb, int *
 static int compare_metric(const struct rd_run *runs, size_t n, const char *la, const char *lb,
 			  struct cmp_result *c, struct cmp_metric *m)
 {
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
+	/* false positive (gcc 12 -fanalyzer): c->m[] keeps both, cmp_free frees them */
 	m->a = calloc(n + 1, sizeof(double));
 	m->b = calloc(n + 1, sizeof(double));
 	if (!m->a || !m->b)
 		return -ENOMEM;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 	for (size_t i = 0; i < n; i++) {
 		double v;
 		int side;
