@@ -83,7 +83,7 @@ static int check_file(const char *dir, const char *name, uint64_t seed, uint64_t
 static int read_manifest(const char *dir, uint64_t seed, struct tally *t, char ***done,
 			 size_t *ndone)
 {
-	char path[4096], name[256], status[32];
+	char path[4096], name[256], status[32], **nd;
 	unsigned long long size;
 	int err;
 	FILE *f;
@@ -102,8 +102,15 @@ static int read_manifest(const char *dir, uint64_t seed, struct tally *t, char *
 			return -1;
 		}
 		t->complete++;
-		*done = realloc(*done, (*ndone + 1) * sizeof(**done));
-		(*done)[(*ndone)++] = strdup(name);
+		nd = realloc(*done, (*ndone + 1) * sizeof(**done));
+		if (nd)
+			*done = nd;
+		if (!nd || !(nd[*ndone] = strdup(name))) {
+			fprintf(stderr, "io_verify: out of memory\n");
+			fclose(f);
+			return -1;
+		}
+		(*ndone)++;
 	}
 	fclose(f);
 	return 0;

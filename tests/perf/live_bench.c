@@ -293,6 +293,8 @@ static int migrate_floor(size_t n, size_t batch, size_t free_every)
 	double *lat = calloc(n / batch + 1, sizeof(*lat)), t_all;
 	size_t nb = 0;
 
+	if (!data || !lat)
+		die("malloc");
 	madvise(prog, n * PAGE, MADV_NOHUGEPAGE);
 	madvise(scratch, slen, MADV_NOHUGEPAGE);
 	uffd_register(uffd, prog, n * PAGE);

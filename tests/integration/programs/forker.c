@@ -48,10 +48,15 @@ static int child_work(void)
 	size_t len = 8UL << 20;
 	unsigned char *p = malloc(len);
 
+	if (!p)
+		return 1;
 	memset(p, 0x3c, len);
-	for (size_t i = 0; i < len; i += 4096)
-		if (p[i] != 0x3c)
+	for (size_t i = 0; i < len; i += 4096) {
+		if (p[i] != 0x3c) {
+			free(p);
 			return 1;
+		}
+	}
 	printf("spawned: ok managed=%d\n", active());
 	free(p);
 	return 0;
@@ -86,6 +91,8 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		unsigned char *q = malloc(4 << 20);
 
+		if (!q)
+			_exit(1);
 		memset(q, 7, 4 << 20);
 		p[LEN - 1] = 9; /* untouched in the parent: plain memory in the child */
 		if (pattern_sum(p, LEN / 2) != expected_sum() || q[12345] != 7 ||

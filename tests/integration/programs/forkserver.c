@@ -63,18 +63,20 @@ static int worker(int id, size_t mib, const uint64_t *table, uint64_t table_sum,
 	uint64_t *p = malloc(n * sizeof(uint64_t));
 	uint64_t want;
 	char c = 'r';
+	int rc = 0;
 
 	if (!p)
 		return 2;
 	want = fill(p, n, (uint64_t)id << 40);
 	if (write(ready_fd, &c, 1) != 1 || read(go_fd, &c, 1) != 1) /* all filled: all in use */
-		return 3;
-	if (sum_of(p, n) != want || sum_of(table, TABLE / 8) != table_sum)
-		return 1;
-	printf("worker %d: %zu MiB ok, table ok, managed=%d\n", id, mib,
-	       thpemu_active ? thpemu_active() : 0);
+		rc = 3;
+	else if (sum_of(p, n) != want || sum_of(table, TABLE / 8) != table_sum)
+		rc = 1;
+	else
+		printf("worker %d: %zu MiB ok, table ok, managed=%d\n", id, mib,
+		       thpemu_active ? thpemu_active() : 0);
 	free(p);
-	return 0;
+	return rc;
 }
 
 int main(int argc, char **argv)

@@ -62,11 +62,17 @@ int main(int argc, char **argv)
 	fill(heap, brk_mb * MB, 1);
 	nblocks = malloc_mb * MB / PAGE;
 	blocks = calloc(nblocks ? nblocks : 1, sizeof(*blocks));
+	if (!blocks) {
+		perror("memmix: calloc");
+		return 1;
+	}
 	for (size_t i = 0; i < nblocks; i++) {
-		blocks[i] = malloc(PAGE);
-		if (!blocks[i])
+		unsigned char *b = malloc(PAGE);
+
+		if (!b)
 			return 1;
-		fill(blocks[i], PAGE, 2);
+		fill(b, PAGE, 2);
+		blocks[i] = b;
 	}
 	map = mmap(NULL, mmap_mb * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	res = mmap(NULL, reserve_mb * MB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,

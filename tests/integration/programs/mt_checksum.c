@@ -55,8 +55,16 @@ static void *run(void *arg)
 		uint64_t seed = ((uint64_t)j->id << 32 | r) + 1;
 		uint64_t *p = malloc(n * 8), *q;
 
+		if (!p) {
+			perror("mt_checksum: malloc");
+			exit(1);
+		}
 		fill(p, n, seed);
 		q = realloc(p, n * 12); /* keeps the first n words */
+		if (!q) {
+			perror("mt_checksum: realloc");
+			exit(1);
+		}
 		j->sum += fold(q, n, seed, &j->bad);
 		free(q);
 		if (r % 8 == 0) { /* a large mapping of its own, partly released */
@@ -83,6 +91,10 @@ int main(int argc, char **argv)
 	uint64_t total = 0;
 	unsigned bad = 0;
 
+	if (!jobs) {
+		perror("mt_checksum: calloc");
+		return 1;
+	}
 	for (unsigned t = 0; t < nthreads; t++) {
 		jobs[t].id = t;
 		jobs[t].rounds = rounds;

@@ -306,6 +306,8 @@ int main(int argc, char **argv)
 	nwriters = argc > 2 ? (unsigned)atoi(argv[2]) : 4;
 	writers = calloc(nwriters, sizeof(*writers));
 	th = calloc(nc + 3, sizeof(*th));
+	if (!writers || !th)
+		return 2;
 	for (unsigned i = 0; i < nwriters; i++) {
 		struct writer *w = &writers[i];
 

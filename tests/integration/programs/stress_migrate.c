@@ -193,6 +193,10 @@ int main(int argc, char **argv)
 	struct writer *w = calloc(nw, sizeof(*w));
 	pthread_t *ch = calloc(nc + 1, sizeof(*ch));
 
+	if (!w || !ch) {
+		perror("stress_migrate: calloc");
+		return 2;
+	}
 	for (unsigned i = 0; i < nw; i++) {
 		w[i] = (struct writer){.id = i + 1, .bytes = mb << 20, .huge = i % 2};
 		pthread_create(&w[i].th, NULL, writer_main, &w[i]);
