@@ -131,7 +131,15 @@ void *malloc(size_t n)
 		__atomic_add_fetch(&mallocs_counted, 1, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&audit_emulator_threads, __ATOMIC_RELAXED) && on_emulator_thread())
 		__atomic_add_fetch(&emulator_mallocs, 1, __ATOMIC_RELAXED);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
+	/* false positive (gcc 12 -fanalyzer): it models the call as libc's and walks in too */
 	return __libc_malloc(n);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 }
 #endif
 

@@ -14,6 +14,7 @@ static struct uffd_stats *new_stats(int pid, int ppid, const char *comm, const c
 {
 	struct uffd_stats *st = calloc(1, sizeof(*st));
 
+	ASSERT(st != NULL);
 	obs_faults_init(&st->faults);
 	st->magic = UFFD_STATS_MAGIC;
 	st->version = UFFD_STATS_VERSION;

@@ -287,6 +287,7 @@ static int create_shared(struct fakeenv *fe, struct mm_env_ops *ops, struct mm *
 	char err[256];
 	int ret = mm_policy_parse("linux-3.2", &cfg.policy, err, sizeof(err));
 
+	*mm = NULL; /* a policy that does not parse creates nothing */
 	if (!ret)
 		ret = mm_create(&cfg, &env, mm, err, sizeof(err));
 	fe->mm = *mm;

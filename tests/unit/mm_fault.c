@@ -98,6 +98,7 @@ static void fragment_one_per_block(struct fakeenv *fe, enum mm_migratetype mt)
 	uint32_t n = 0, pfn, *all = malloc(sizeof(uint32_t) * fe->nr_frames);
 	uint64_t owner = mt == MM_MT_MOVABLE ? MM_OWNER_FOREIGN : 0;
 
+	ASSERT(all != NULL);
 	while (mm_alloc_pages(fe->mm, 0, mt, owner | n, &pfn, NULL) == 0)
 		all[n++] = pfn;
 	for (uint32_t i = 0; i < n; i++)

@@ -220,6 +220,7 @@ static void fragment(struct fakeenv *fe)
 {
 	uint32_t n = 0, pfn, *all = malloc(sizeof(uint32_t) * fe->nr_frames);
 
+	ASSERT(all != NULL);
 	while (mm_alloc_pages(fe->mm, 0, MM_MT_MOVABLE, MM_OWNER_FOREIGN | n, &pfn, NULL) == 0)
 		all[n++] = pfn;
 	for (uint32_t i = 0; i < n; i++)

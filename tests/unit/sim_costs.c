@@ -16,6 +16,11 @@ static char *write_tmp(const char *text)
 	if (fd < 0)
 		return NULL;
 	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
 	fputs(text, f);
 	fclose(f);
 	return path;
