@@ -190,10 +190,14 @@ int named_request(const char *name, const char *req, int timeout_ms, char **body
 
 	*body = NULL;
 	*len = 0;
+	ll = snprintf(line, sizeof(line), "%s\n", req);
+	if (ll < 0 || (size_t)ll >= sizeof(line)) { /* the requests are short words: a bug */
+		snprintf(err, errlen, "a request to the machine's daemon is too long");
+		return -EINVAL;
+	}
 	fd = connect_to(name, pid, err, errlen);
 	if (fd < 0)
 		return fd;
-	ll = snprintf(line, sizeof(line), "%s\n", req);
 	sent = send(fd, line, (size_t)ll, MSG_NOSIGNAL);
 	if (sent == ll)
 		rc = read_all(fd, deadline, &all, &n);
