@@ -99,12 +99,12 @@ TEST(a_fork_child_maps_where_its_parent_had_dontfork_and_stack_mappings)
  * forking thread needs (an mremap holding the region table while a fault of jemalloc's prefork
  * needs it): every fork completes, and every child's own mappings miss the parent's live ones. */
 static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
-static volatile bool stop;
+static bool stop;
 
 static void *churn(void *arg)
 {
 	(void)arg;
-	while (!stop) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		pthread_mutex_lock(&busy);
 		guard_vm_unmap((void *)guard_vm_map(64 * 1024, 0, 0, 0), 64 * 1024);
 		pthread_mutex_unlock(&busy);
@@ -153,7 +153,7 @@ TEST(a_fork_while_another_thread_maps_neither_waits_for_it_nor_overlaps_it)
 		waitpid(pid, &status, 0);
 		bad += !WIFEXITED(status) || WEXITSTATUS(status);
 	}
-	stop = true;
+	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	EXPECT_EQ(bad, 0);
 	guard_vm_unmap((void *)live, MB);
