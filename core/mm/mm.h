@@ -639,6 +639,43 @@ void mm_free_pages(struct mm *mm, uint32_t pfn, unsigned order, void *call);
 int mm_fragment(struct mm *mm, const char *recipe, uint64_t seed, char *err, size_t errlen,
 		void *call);
 
+/* A pool that starts from a snapshot of a real machine's memory (snapshot.c). mm reads no
+ * file: the caller (core/snapshot) hands the frames over as runs, in pfn order from frame 0,
+ * between mm_snapshot_begin and mm_snapshot_end, on a pool nothing has used yet; nothing else
+ * may use the pool meanwhile. */
+enum mm_snapshot_kind {
+	MM_SNAP_FREE,	    /* free blocks of 2^order frames, on their pageblock's free list */
+	MM_SNAP_ANON,	    /* movable allocations of a phantom owner (foreign anon) */
+	MM_SNAP_FILE,	    /* clean page cache of a phantom file */
+	MM_SNAP_FILE_DIRTY, /* dirty page cache (writeback will start on it) */
+	MM_SNAP_UNMOVABLE,  /* kernel memory or memory the kernel never had: never moves or frees */
+	MM_SNAP_NR,
+};
+struct mm_snapshot_run {
+	uint32_t len;  /* frames (FREE: a multiple of 2^order, each block aligned) */
+	uint8_t kind;  /* enum mm_snapshot_kind */
+	uint8_t order; /* FREE: the blocks' order */
+	bool active;   /* FILE, FILE_DIRTY: on the active LRU */
+};
+struct mm_snapshot { /* the caller's cursor */
+	struct mm *mm;
+	uint32_t next;	 /* the frame the next run starts at */
+	uint64_t placed; /* cookies handed out (phantom owners) */
+};
+#define MM_SNAPSHOT_FILE_ID ((1ULL << 26) - 4096) /* the phantom file, clear of recipe files */
+/* Take every frame of a pool nothing has allocated from yet off the free lists. 0, or -EBUSY. */
+int mm_snapshot_begin(struct mm *mm, struct mm_snapshot *s);
+/* Pageblock block's migratetype (before the runs that put free blocks in it). 0 or -EINVAL. */
+int mm_snapshot_pageblock(struct mm_snapshot *s, uint32_t block, enum mm_migratetype mt);
+/* Place n runs from s->next on. 0, or -EINVAL (err: a run past the pool, a misaligned free
+ * block, an unknown kind) with nothing of the bad run placed. */
+int mm_snapshot_runs(struct mm_snapshot *s, const struct mm_snapshot_run *r, unsigned n, char *err,
+		     size_t errlen);
+/* Done: frames no run placed go back to the free lists, and the pool's watermarks become
+ * wmark[] (min, low, high; zeros keep the formula's). 0, or -EINVAL when runs did not cover
+ * the pool (the pool is consistent either way). */
+int mm_snapshot_end(struct mm_snapshot *s, const uint32_t wmark[3], char *err, size_t errlen);
+
 /* Run due background work (kswapd / kcompactd / proactive compaction per the policy).
  * Returns the ns until it wants to run again, or UINT64_MAX when idle until woken. */
 uint64_t mm_background(struct mm *mm, void *call);

@@ -1,0 +1,189 @@
+/* core/mm's side of a snapshot: runs become the frames they say, free blocks land on their
+ * pageblock's list with their order, watermarks are taken, bad runs are refused with the pool
+ * left consistent, and the loaded pool works (compaction migrates the phantom anon). */
+#include "harness.h"
+#include "mm_fakeenv.h"
+#include "mm/internal.h"
+
+#define MIB (1ULL << 20)
+
+static void init(struct fakeenv *fe, const char *spec, uint64_t bytes)
+{
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(fe, spec, bytes, false, err, sizeof(err)), 0);
+}
+
+static struct mm_snapshot_run run(enum mm_snapshot_kind kind, uint32_t len, unsigned order)
+{
+	return (struct mm_snapshot_run){.kind = (uint8_t)kind, .len = len, .order = (uint8_t)order};
+}
+
+static void check(struct fakeenv *fe)
+{
+	char err[256] = "";
+
+	EXPECT_EQ(mm_check(fe->mm, err, sizeof(err)), 0);
+	if (err[0])
+		fprintf(stderr, "  mm_check: %s\n", err);
+}
+
+/* Block 0: anon, free order 0, free order 1, clean file, dirty file, active file, unmovable,
+ * then free order-2 blocks to the end of the block; block 1 UNMOVABLE with one free order-9
+ * block; the rest free order 10. */
+TEST(runs_become_frames)
+{
+	struct fakeenv fe;
+	struct mm_snapshot s;
+	struct mm_counts c;
+	struct mm_snapshot_run r[16];
+	uint32_t wm[3] = {100, 120, 140};
+	unsigned n = 0;
+	char err[256];
+
+	init(&fe, "modern-always", 8 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	EXPECT_EQ(mm_snapshot_pageblock(&s, 1, MM_MT_UNMOVABLE), 0);
+	r[n++] = run(MM_SNAP_ANON, 1, 0);
+	r[n++] = run(MM_SNAP_FREE, 1, 0);
+	r[n++] = run(MM_SNAP_FREE, 2, 1);
+	r[n++] = run(MM_SNAP_FILE, 3, 0);
+	r[n++] = run(MM_SNAP_FILE_DIRTY, 2, 0);
+	r[n] = run(MM_SNAP_FILE, 1, 0);
+	r[n++].active = true;
+	r[n++] = run(MM_SNAP_UNMOVABLE, 2, 0);
+	r[n++] = run(MM_SNAP_FREE, 512 - 12, 2);
+	r[n++] = run(MM_SNAP_FREE, 512, 9);
+	r[n++] = run(MM_SNAP_FREE, 2048 - 1024, 10);
+	ASSERT_EQ(mm_snapshot_runs(&s, r, n, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&s, wm, err, sizeof(err)), 0);
+	check(&fe);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.foreign, 1);
+	EXPECT_EQ(c.file, 6);
+	EXPECT_EQ(c.file_dirty, 2);
+	EXPECT_EQ(c.unmovable, 2);
+	EXPECT_EQ(c.free, 2048 - 9);
+	/* [12, 512) in order-2 runs merges into 12 (2), 16 (4), 32 (5), ..., 256 (8) */
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++)
+		EXPECT_EQ(c.nr_free[o], o == 3 ? 0U : 1U);
+	EXPECT_EQ(fe.mm->nr_free_mt[9][MM_MT_UNMOVABLE], 1);
+	EXPECT_EQ(fe.mm->nr_lru[1], 1);
+	EXPECT_EQ(c.wmark_min, 100);
+	EXPECT_EQ(c.wmark_low, 120);
+	EXPECT_EQ(c.wmark_high, 140);
+	EXPECT_EQ(c.min_free_kbytes, 400);
+	EXPECT_EQ(pfn_frame(fe.mm, 0)->state, FS_ANON);
+	EXPECT(pfn_frame(fe.mm, 0)->owner & MM_OWNER_FOREIGN);
+	EXPECT_EQ(MM_OWNER_FILE_ID(pfn_frame(fe.mm, 4)->owner), MM_SNAPSHOT_FILE_ID);
+	fakeenv_destroy(&fe);
+}
+
+TEST(free_buddies_merge)
+{
+	struct fakeenv fe;
+	struct mm_snapshot s;
+	struct mm_snapshot_run r[3] = {run(MM_SNAP_FREE, 1, 0), run(MM_SNAP_FREE, 1, 0),
+				       run(MM_SNAP_FREE, 2046, 1)};
+	struct mm_counts c;
+	char err[256];
+
+	init(&fe, "modern-always", 8 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	ASSERT_EQ(mm_snapshot_runs(&s, r, 3, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&s, NULL, err, sizeof(err)), 0);
+	check(&fe);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.nr_free[10], 2);
+	EXPECT_EQ(c.free, 2048);
+	fakeenv_destroy(&fe);
+}
+
+TEST(free_lists_in_pfn_order)
+{
+	struct fakeenv fe;
+	struct mm_snapshot s;
+	struct mm_snapshot_run r[2] = {run(MM_SNAP_UNMOVABLE, 1, 0), run(MM_SNAP_FREE, 1, 0)};
+	char err[256];
+	uint32_t head, p;
+	unsigned seen = 0;
+
+	init(&fe, "modern-always", 8 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	for (unsigned i = 0; i < 8; i++)
+		ASSERT_EQ(mm_snapshot_runs(&s, r, 2, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&s, NULL, err, sizeof(err)), -EINVAL); /* the rest: free */
+	check(&fe);
+	head = sentinel(fe.mm, SENT_FREE(0, MM_MT_MOVABLE));
+	for (p = pfn_frame(fe.mm, head)->next; p != head && seen < 8; p = pfn_frame(fe.mm, p)->next)
+		EXPECT_EQ(p, 1 + 2 * seen++);
+	EXPECT_EQ(seen, 8);
+	fakeenv_destroy(&fe);
+}
+
+TEST(bad_runs_are_refused)
+{
+	struct fakeenv fe;
+	struct mm_snapshot s;
+	struct mm_snapshot_run bad[] = {run(MM_SNAP_FREE, 2, 1), run(MM_SNAP_FREE, 3, 1),
+					run(MM_SNAP_ANON, 5000, 0), run(MM_SNAP_NR, 1, 0),
+					run(MM_SNAP_FREE, 16, 11)};
+	struct mm_snapshot_run one = run(MM_SNAP_ANON, 1, 0);
+	struct mm_counts c;
+	char err[256];
+
+	init(&fe, "modern-always", 8 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	ASSERT_EQ(mm_snapshot_runs(&s, &one, 1, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		EXPECT_EQ(mm_snapshot_runs(&s, &bad[i], 1, err, sizeof(err)), -EINVAL);
+		EXPECT(err[0]);
+		EXPECT_EQ(s.next, 1);
+	}
+	EXPECT_EQ(mm_snapshot_pageblock(&s, 4, MM_MT_MOVABLE), -EINVAL);
+	EXPECT_EQ(mm_snapshot_end(&s, NULL, err, sizeof(err)), -EINVAL);
+	check(&fe);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free, 2047);
+	EXPECT_EQ(mm_snapshot_begin(fe.mm, &s), -EBUSY); /* no longer untouched */
+	fakeenv_destroy(&fe);
+}
+
+/* Every pageblock but the last one holds one phantom anon frame: no free 2 MiB block but the
+ * last, then a huge fault compacts (the phantom pages move) and gets its block. */
+TEST(loaded_pool_compacts)
+{
+	struct fakeenv fe;
+	struct mm_snapshot s;
+	struct mm_snapshot_run r[2] = {run(MM_SNAP_ANON, 1, 0), run(MM_SNAP_FREE, 511, 0)};
+	struct mm_fault_req req = {.owner = 1ULL << 20,
+				   .extent_owner = 1ULL << 20,
+				   .advice = MM_VMA_HUGEPAGE,
+				   .huge_ok = true,
+				   .write = true};
+	struct mm_fault_res res;
+	struct mm_counts c;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	init(&fe, "linux-3.3", 32 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	for (uint32_t b = 0; b < fe.mm->nr_blocks; b++)
+		ASSERT_EQ(mm_snapshot_runs(&s, r, 2, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&s, NULL, err, sizeof(err)), 0);
+	check(&fe);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free_blocks_order9, 0);
+	for (int i = 0; i < 3; i++) {
+		req.owner = req.extent_owner = (1ULL << 20) + ((uint64_t)i << 9);
+		ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+		check(&fe);
+	}
+	mm_get_stats(fe.mm, st);
+	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
+	EXPECT_GT(st[MM_STAT_THP_FAULT_ALLOC], 0);
+	fakeenv_destroy(&fe);
+}
+
+TEST_MAIN()
