@@ -1,0 +1,301 @@
+/* Taking a snapshot: one pass over a zone's /proc/kpageflags between two reads of
+ * /proc/buddyinfo, repeated while buddyinfo moves during the pass (a busy machine allocates and
+ * frees while 8 bytes per pfn are read: 0.2 s per million pfns); the pass whose two reads agree,
+ * or else the one where they differ least, is kept, and both reads go into the header.
+ *
+ * The range is the zone's pfns [start_pfn, start_pfn + spanned), widened to start at a multiple
+ * of 2^10 pfns and to end at a pageblock boundary (a pool's buddy alignment is its frame
+ * number's, so frame 0 must be max-order aligned); what is not the zone's is reserved.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "snapshot/snapshot.h"
+
+#define TEXT_MAX   (1 << 20) /* zoneinfo of a large NUMA machine fits */
+#define CHUNK_PFNS (1 << 16)
+
+struct take {
+	const struct snap_take_opts *o;
+	struct snap *s;
+	char *text;
+	char path[256];
+	struct snap_zone zones[SNAP_MAX_ZONES];
+	unsigned nz;
+	uint8_t *best; /* the kept pass's first-pass classes */
+	uint64_t best_moved;
+};
+
+static const char *proc_path(struct take *t, const char *name)
+{
+	snprintf(t->path, sizeof(t->path), "%s/%s", t->o->proc ? t->o->proc : "/proc", name);
+	return t->path;
+}
+
+static int read_zones(struct take *t, char *err, size_t errlen)
+{
+	int rc = snap_read_text(proc_path(t, "zoneinfo"), t->text, TEXT_MAX);
+
+	if (!rc)
+		rc = snap_parse_zoneinfo(t->text, t->zones, SNAP_MAX_ZONES, &t->nz);
+	if (rc)
+		snprintf(err, errlen, "%s: %s", t->path,
+			 rc == -EINVAL ? "no zone in it" : strerror(-rc));
+	return rc;
+}
+
+static void zone_list(const struct take *t, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < t->nz && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%d:%s", i ? ", " : "",
+					t->zones[i].node, t->zones[i].name);
+}
+
+static int pick_zone(struct take *t, char *err, size_t errlen)
+{
+	const struct snap_zone *z = snap_pick_zone(t->zones, t->nz, t->o->zone);
+	char list[512];
+
+	if (!z) {
+		zone_list(t, list, sizeof(list));
+		snprintf(err, errlen, "no zone '%s' with memory here (zones: %s)",
+			 t->o->zone ? t->o->zone : "", list);
+		return -ENOENT;
+	}
+	t->s->h.zone = *z;
+	return 0;
+}
+
+static int read_buddyinfo(struct take *t, uint64_t out[SNAP_NR_ORDERS], char *err, size_t errlen)
+{
+	const struct snap_zone *z = &t->s->h.zone;
+	int rc = snap_read_text(proc_path(t, "buddyinfo"), t->text, TEXT_MAX);
+
+	if (!rc)
+		rc = snap_parse_buddyinfo(t->text, z->node, z->name, out);
+	if (rc)
+		snprintf(err, errlen, "%s: zone %d:%s: %s", t->path, z->node, z->name,
+			 rc == -EINVAL ? "not 11 orders (a MAX_ORDER other than 10)"
+				       : strerror(-rc));
+	return rc;
+}
+
+/* pagetypeinfo is optional (its absence makes every block MOVABLE); a pageblock order other
+ * than 9 is not: the pool's pageblocks are 2 MiB. */
+static int read_pagetypeinfo(struct take *t, char *err, size_t errlen)
+{
+	struct snap_header *h = &t->s->h;
+	int rc = snap_read_text(proc_path(t, "pagetypeinfo"), t->text, TEXT_MAX);
+
+	if (!rc)
+		rc = snap_parse_pagetypeinfo(t->text, h->zone.node, h->zone.name, h->pti_free,
+					     h->pti_blocks);
+	h->have_pti = rc == 0;
+	if (rc == -EINVAL) {
+		snprintf(err, errlen, "%s: a pageblock order other than %d", t->path,
+			 SNAP_PAGEBLOCK_ORDER);
+		return rc;
+	}
+	return 0;
+}
+
+/* Every pfn of the range through kpageflags into first-pass classes; the range's pfns outside
+ * the zone are reserved. Returns the pages marked BUDDY, or -errno. */
+static int64_t read_kpageflags(struct take *t, int fd, uint64_t *kpf, uint8_t *out, char *err,
+			       size_t errlen)
+{
+	const struct snap_header *h = &t->s->h;
+	uint64_t zs = h->zone.start_pfn, ze = zs + h->zone.spanned, buddy = 0;
+
+	for (uint64_t i = 0; i < h->nr_pfns; i += CHUNK_PFNS) {
+		uint64_t n = h->nr_pfns - i < CHUNK_PFNS ? h->nr_pfns - i : CHUNK_PFNS;
+		ssize_t r = pread(fd, kpf, n * 8, (off_t)((h->base_pfn + i) * 8));
+
+		if (r < 0 || (size_t)r < n * 8) { /* past max_pfn reads short: nothing there */
+			if (r < 0) {
+				snprintf(err, errlen, "/proc/kpageflags: %s", strerror(errno));
+				return -errno;
+			}
+			memset((char *)kpf + r, 0, n * 8 - (size_t)r);
+		}
+		snap_kpf_classify(kpf, n, out + i);
+		for (uint64_t j = 0; j < n; j++) {
+			uint64_t pfn = h->base_pfn + i + j;
+
+			if (pfn < zs || pfn >= ze)
+				out[i + j] = SNAP_BYTE(SNAP_RESERVED, SNAP_HOLE);
+			buddy += out[i + j] == SNAP_X_BUDDY;
+		}
+	}
+	return (int64_t)buddy;
+}
+
+static uint64_t moved(const uint64_t a[SNAP_NR_ORDERS], const uint64_t b[SNAP_NR_ORDERS])
+{
+	uint64_t d = 0;
+
+	for (unsigned o = 0; o < SNAP_NR_ORDERS; o++)
+		d += (a[o] > b[o] ? a[o] - b[o] : b[o] - a[o]) << o;
+	return d;
+}
+
+/* One pass: buddyinfo, kpageflags (and pagetypeinfo), buddyinfo. Keeps it if it is the best
+ * yet; returns how many pages buddyinfo moved by, or -errno. */
+static int64_t one_pass(struct take *t, int fd, uint64_t *kpf, uint8_t *cls, char *err,
+			size_t errlen)
+{
+	struct snap_header *h = &t->s->h;
+	uint64_t before[SNAP_NR_ORDERS], after[SNAP_NR_ORDERS], d;
+	int64_t buddy;
+	int rc = read_buddyinfo(t, before, err, errlen);
+
+	if (rc)
+		return rc;
+	buddy = read_kpageflags(t, fd, kpf, cls, err, errlen);
+	if (buddy < 0)
+		return buddy;
+	rc = read_pagetypeinfo(t, err, errlen);
+	if (!rc)
+		rc = read_buddyinfo(t, after, err, errlen);
+	if (rc)
+		return rc;
+	d = moved(before, after);
+	if (!t->best_moved || d < t->best_moved - 1) {
+		memcpy(h->buddy_before, before, sizeof(before));
+		memcpy(h->buddy_after, after, sizeof(after));
+		memcpy(t->best, cls, h->nr_pfns);
+		h->buddy_all = snap_buddy_all((uint64_t)buddy, before);
+		t->best_moved = d + 1;
+	}
+	return (int64_t)d;
+}
+
+static int passes(struct take *t, char *err, size_t errlen)
+{
+	unsigned max = t->o->max_attempts ? t->o->max_attempts : 3;
+	uint64_t *kpf = malloc(CHUNK_PFNS * 8);
+	uint8_t *cls = malloc(t->s->h.nr_pfns);
+	int fd = open(proc_path(t, "kpageflags"), O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", t->path, strerror(errno));
+	} else if (!kpf || !cls) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory for %llu pfns",
+			 (unsigned long long)t->s->h.nr_pfns);
+	}
+	for (unsigned a = 0; !rc && a < max; a++) {
+		int64_t d = one_pass(t, fd, kpf, cls, err, errlen);
+
+		t->s->h.attempts = a + 1;
+		if (d <= 0) {
+			rc = (int)d;
+			break;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	free(kpf);
+	free(cls);
+	return rc;
+}
+
+static void identify(struct snap_header *h)
+{
+	struct utsname u;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	h->version = SNAP_VERSION;
+	h->page_size = SNAP_PAGE_SIZE;
+	if (!uname(&u)) {
+		snprintf(h->host, sizeof(h->host), "%s", u.nodename);
+		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
+	}
+	if (gmtime_r(&now, &tm))
+		strftime(h->date, sizeof(h->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int set_range(struct snap *s, char *err, size_t errlen)
+{
+	struct snap_header *h = &s->h;
+	uint64_t end = h->zone.start_pfn + h->zone.spanned;
+
+	h->base_pfn = h->zone.start_pfn & ~((1ULL << SNAP_MAX_ORDER) - 1);
+	end = (end + SNAP_PAGEBLOCK_NR - 1) & ~(uint64_t)(SNAP_PAGEBLOCK_NR - 1);
+	h->nr_pfns = end - h->base_pfn;
+	s->pfn = calloc(h->nr_pfns ? h->nr_pfns : 1, 1);
+	s->block_mt = calloc(h->nr_pfns / SNAP_PAGEBLOCK_NR + 1, 1);
+	if (!s->pfn || !s->block_mt) {
+		snprintf(err, errlen, "out of memory for %llu pfns",
+			 (unsigned long long)h->nr_pfns);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int take(struct take *t, char *err, size_t errlen)
+{
+	struct snap *s = t->s;
+	struct snap_header *h = &s->h;
+	int rc;
+
+	if (sysconf(_SC_PAGESIZE) != SNAP_PAGE_SIZE) {
+		snprintf(err, errlen, "pages of %ld bytes: the pool's are 4096",
+			 sysconf(_SC_PAGESIZE));
+		return -EINVAL;
+	}
+	rc = read_zones(t, err, errlen);
+	if (!rc)
+		rc = pick_zone(t, err, errlen);
+	if (!rc)
+		rc = set_range(s, err, errlen);
+	if (rc)
+		return rc;
+	t->best = s->pfn;
+	rc = passes(t, err, errlen);
+	if (rc)
+		return rc;
+	snap_resolve(s->pfn, h->nr_pfns, h->buddy_all, h->buddy_before);
+	snap_count(s->pfn, h->nr_pfns, h);
+	rc = snap_mtype_infer(s->pfn, h->nr_pfns, h, s->block_mt);
+	if (rc)
+		snprintf(err, errlen, "out of memory for the pageblocks");
+	identify(h);
+	return rc;
+}
+
+int snap_take(const struct snap_take_opts *o, struct snap *s, char *err, size_t errlen)
+{
+	struct take t = {.o = o, .s = s};
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	t.text = malloc(TEXT_MAX);
+	if (!t.text) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = take(&t, err, errlen);
+	free(t.text);
+	if (rc)
+		snap_free(s);
+	return rc;
+}
+
+void snap_free(struct snap *s)
+{
+	free(s->pfn);
+	free(s->block_mt);
+	s->pfn = s->block_mt = NULL;
+}
