@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "policy/plugin.h"
+#include "snapshot/snapshot.h"
 
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00) /* Linux 6.1 */
@@ -264,7 +265,7 @@ static int check_recipe(const struct config *cfg, const char *side, char *err, s
 		snprintf(err, errlen, "%s: %s", key_name(side, "pool", name, sizeof(name)), why);
 		return -EINVAL;
 	}
-	rc = mm_fragment(mm, cfg->fragment, cfg->seed, why, sizeof(why), NULL);
+	rc = snap_fragment(mm, cfg->fragment, cfg->seed, why, sizeof(why), NULL);
 	mm_destroy(mm);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s: '%s': %s",

@@ -115,7 +115,8 @@ static void parse_start(int argc, char **argv, struct named_daemon_opts *o, stru
 
 			if (config_opt_parse(uo, name, v, cfg, err, sizeof(err)) < 0)
 				prog_usage_error("machine", "%s", err);
-			setenv(uo->env, v, 1);
+			/* a snapshot's path as resolved (absolute): the daemon runs in / */
+			setenv(uo->env, uo == &config_opts[CONFIG_FRAGMENT] ? cfg->fragment : v, 1);
 			given[uo - config_opts] = v;
 			if (uo == &config_opts[CONFIG_DEVICE]) {
 				o->device_spec = v;

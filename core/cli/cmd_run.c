@@ -284,7 +284,9 @@ static void parse(int argc, char **argv, struct run_ctx *rc)
 
 			if (config_opt_parse(uo, name, v, &rc->cfg, err, sizeof(err)) < 0)
 				prog_usage_error("run", "%s", err);
-			setenv(uo->env, v, 1);
+			/* a snapshot's path as resolved (absolute) for the processes */
+			setenv(uo->env, uo == &config_opts[CONFIG_FRAGMENT] ? rc->cfg.fragment : v,
+			       1);
 			rc->given[uo - config_opts] = v;
 			if (uo == &config_opts[CONFIG_DEVICE]) {
 				rc->dev.spec = v;

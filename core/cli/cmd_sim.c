@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "sim/sim.h"
+#include "snapshot/snapshot.h"
 #include "util/units.h"
 
 #define CMD	 "sim"
@@ -72,7 +73,9 @@ static void usage(FILE *f)
 	    "waits\n"
 	    "                         (writeback, writeout, congestion nap) per-wait stall events\n"
 	    "                         (default 1s)\n"
-	    "  --opt KEY=VALUE        a scenario parameter (below)\n\n",
+	    "  --opt KEY=VALUE        a scenario parameter (below); init=snapshot:FILE starts\n"
+	    "                         the pool from a snapshot (thpemu snapshot), the pool then\n"
+	    "                         the snapshot's zone unless --pool is given\n\n",
 	    SIM_DEFAULT_DEVICE);
 	fprintf(f, "Policies:\n");
 	policy_help(f);
@@ -271,6 +274,21 @@ static void resolve_device(struct sim_config *c, const struct sim_args *a)
 	snprintf(c->device_spec, sizeof(c->device_spec), "%s", spec);
 }
 
+/* --opt init=snapshot:FILE is read as --fragment snapshot:FILE is (core/config's table): the
+ * file must be a snapshot, and the pool is its zone unless --pool is given. */
+static void snapshot_pool(struct sim_config *c, struct sim_args *a, const char *opt)
+{
+	char err[1024];
+
+	if (strncmp(opt, "init=" SNAP_PREFIX, strlen("init=" SNAP_PREFIX)))
+		return;
+	if (config_opt_parse(&config_opts[CONFIG_FRAGMENT], "--opt init", opt + strlen("init="),
+			     &a->cfg, err, sizeof(err)) < 0)
+		prog_usage_error(CMD, "%s", err);
+	if (!a->given[CONFIG_POOL])
+		c->pool_bytes = a->cfg.pool_bytes;
+}
+
 /* Turn the collected arguments into a complete configuration, or exit 2. */
 static void resolve(struct sim_config *c, struct sim_args *a)
 {
@@ -304,9 +322,11 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 					 a->scenario, names);
 		sim_params_defaults(c->scenario, &c->params);
 	}
-	for (unsigned i = 0; i < a->nopts; i++)
+	for (unsigned i = 0; i < a->nopts; i++) {
 		if (sim_params_set(c->scenario, &c->params, a->opts[i], err, sizeof(err)))
 			prog_usage_error(CMD, "--opt: %s", err);
+		snapshot_pool(c, a, a->opts[i]);
+	}
 	if (a->costs && sim_costs_load(&c->costs, a->costs, err, sizeof(err)))
 		prog_usage_error(CMD, "--costs: %s", err);
 }

@@ -41,6 +41,7 @@ struct config {
 	char policy_plugin[192]; /* THPEMU_POLICY_PLUGIN: the plugin when the policy names none
 				  * (config_plugin) */
 	uint64_t pool_bytes;	 /* emulated physical memory */
+	bool pool_given;	 /* --pool or THPEMU_POOL given: a snapshot's size does not apply */
 	uint64_t stall_threshold_ns; /* a fault served slower than this is a stall; a single wait
 				      * that long a per-wait stall event */
 	enum config_allocator allocator; /* what `thpemu run` preloads (recorded in the report) */
@@ -131,8 +132,10 @@ struct config {
 	X(STAGING, "--staging", "N", uint, staging, "8", 1, 64, NULL, 0, "1..64",                  \
 	  "prefaulted host THPs kept ready for huge faults")                                       \
 	X(FRAGMENT, "--fragment", "RECIPE", recipe, fragment, "", 0, 0, NULL, 0,                   \
-	  "a recipe such as thpcompact or pagecache:60%,unmovable:0.5% (see thpemu sim --help)",   \
-	  "initial pool state (fragmentation recipe, core/mm)")                                    \
+	  "a recipe such as thpcompact or pagecache:60%,unmovable:0.5% (see thpemu sim --help), "  \
+	  "or snapshot:FILE (thpemu snapshot)",                                                    \
+	  "initial pool state (fragmentation recipe, core/mm), or a snapshot of a real machine's " \
+	  "memory (core/snapshot: the pool is its zone's size unless --pool is given)")            \
 	X(SEED, "--seed", "N", uint, seed, "1", 0, UINT64_MAX, NULL, 0, "a non-negative integer",  \
 	  "seed of the fragmentation recipe, the device model and the data the dirtier writes")    \
 	X(LOG, "--log", "LEVEL", words, log, "warn", 0, 0, config_log_words, 0,                    \

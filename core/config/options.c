@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "snapshot/snapshot.h"
 #include "util/text.h"
 #include "util/units.h"
 
@@ -159,6 +160,42 @@ static int parse_text(const struct config_opt *o, const char *name, const char *
 	return store_text(o, name, val, field, err, errlen);
 }
 
+/* snapshot:FILE: the file must be a snapshot (its header is read), is kept by its absolute path
+ * (a machine's daemon runs in /, a program may change directory), and sizes the pool unless
+ * the pool was given (core/snapshot/README.md). */
+static int parse_snapshot(const struct config_opt *o, const char *name, const char *val,
+			  struct config *cfg, void *field, char *err, size_t errlen)
+{
+	const char *path = val + strlen(SNAP_PREFIX);
+	char abs[PATH_MAX], full[PATH_MAX + 16], why[400];
+	uint64_t bytes = 0;
+	int rc;
+
+	if (path[0] != '/' && realpath(path, abs))
+		path = abs;
+	snprintf(full, sizeof(full), "%s%s", SNAP_PREFIX, path);
+	rc = snap_recipe_pool(full, &bytes, why, sizeof(why));
+	if (rc < 0)
+		return bad_because(name, val, why, err, errlen);
+	if (!cfg->pool_given &&
+	    (bytes < config_opts[CONFIG_POOL].min || bytes > config_opts[CONFIG_POOL].max))
+		return bad_because(name, val,
+				   "the snapshot's zone is not 8M to 64G: give --pool (a smaller "
+				   "pool samples the zone)",
+				   err, errlen);
+	if (!cfg->pool_given)
+		cfg->pool_bytes = bytes;
+	return store_text(o, name, full, field, err, errlen);
+}
+
+static int parse_recipe(const struct config_opt *o, const char *name, const char *val,
+			struct config *cfg, void *field, char *err, size_t errlen)
+{
+	if (!strncmp(val, SNAP_PREFIX, strlen(SNAP_PREFIX)))
+		return parse_snapshot(o, name, val, cfg, field, err, errlen);
+	return store_text(o, name, val, field, err, errlen);
+}
+
 /* A decimal int from s up to end (exclusive), nothing else. */
 static bool parse_int(const char *s, const char *end, int *out)
 {
@@ -257,7 +294,7 @@ static const struct config_parser config_parse_fs = {parse_fs, false};
 /* --policy-plugin: the file is checked when it is loaded (core/policy/plugin.c): by the CLI
  * before anything starts, and by each process */
 static const struct config_parser config_parse_plugin = {parse_text, false};
-static const struct config_parser config_parse_recipe = {parse_text, true};
+static const struct config_parser config_parse_recipe = {parse_recipe, true};
 static const struct config_parser config_parse_path = {parse_text, true};
 static const struct config_parser config_parse_device = {parse_device, false};
 static const struct config_parser config_parse_dirty = {parse_dirty, false};
@@ -308,8 +345,12 @@ const struct config_opt config_opts[CONFIG_NR] = {CONFIG_OPTIONS(CONFIG_X_ENTRY)
 int config_opt_parse(const struct config_opt *o, const char *name, const char *val,
 		     struct config *cfg, char *err, size_t errlen)
 {
-	return o->parser->parse(o, name ? name : o->env, val, cfg, (char *)cfg + o->offset, err,
-				errlen);
+	int rc = o->parser->parse(o, name ? name : o->env, val, cfg, (char *)cfg + o->offset, err,
+				  errlen);
+
+	if (!rc && o == &config_opts[CONFIG_POOL])
+		cfg->pool_given = true;
+	return rc;
 }
 
 void config_defaults(struct config *cfg)
@@ -321,6 +362,7 @@ void config_defaults(struct config *cfg)
 		if (config_opts[i].def[0])
 			config_opt_parse(&config_opts[i], NULL, config_opts[i].def, cfg, err,
 					 sizeof(err));
+	cfg->pool_given = false;
 }
 
 int config_apply(struct config *cfg, const char *const vals[CONFIG_NR], char *err, size_t errlen)

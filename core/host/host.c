@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "report/run.h"
+#include "snapshot/snapshot.h"
 #include "util/clock.h"
 #include "util/sys.h"
 
@@ -240,7 +241,7 @@ static int make_pool(struct run_host *h, const struct config *cfg, char *err, si
 	h->m.repair = repair;
 	h->m.repair_arg = h->mm;
 	if (cfg->fragment[0]) {
-		rc = mm_fragment(h->mm, cfg->fragment, cfg->seed, err, errlen, NULL);
+		rc = snap_fragment(h->mm, cfg->fragment, cfg->seed, err, errlen, NULL);
 		if (rc < 0)
 			return rc;
 	}

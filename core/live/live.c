@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "snapshot/snapshot.h"
 #include "util/sys.h"
 #include "util/clock.h"
 #include "util/outfile.h"
@@ -792,8 +793,8 @@ static int pool_init(struct uffd_live *lv, const struct uffd_live *parent, char 
 		return rc;
 	plugin_init(lv);
 	if (lv->cfg.fragment[0])
-		rc = mm_fragment(lv->mm, lv->cfg.fragment, lv->cfg.seed, err, errlen,
-				 &lv->workers[lv->nworkers]);
+		rc = snap_fragment(lv->mm, lv->cfg.fragment, lv->cfg.seed, err, errlen,
+				   &lv->workers[lv->nworkers]);
 	return rc;
 }
 

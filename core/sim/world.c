@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "snapshot/snapshot.h"
+
 /* The plugin's first nonsense / overtime answer (mm's lock held: one line, nothing more). */
 static void plugin_note(void *cookie, const char *msg)
 {
@@ -70,7 +72,7 @@ int world_apply_recipe(struct sim_world *w, const char *recipe, char *err, size_
 
 	if (!recipe[0])
 		return 0;
-	rc = mm_fragment(w->mm, recipe, w->cfg->seed, why, sizeof(why), NULL);
+	rc = snap_fragment(w->mm, recipe, w->cfg->seed, why, sizeof(why), NULL);
 	if (rc)
 		snprintf(err, errlen, "--opt init: %s", why);
 	return rc;

@@ -296,8 +296,9 @@ static void expect_only_own_field(const struct config_opt *o, const struct confi
 			skip |= k >= parsed[j][0] && k < parsed[j][0] + parsed[j][1];
 		if (a[k] == b[k] || skip)
 			continue;
-		if (k >= o->offset && k < o->offset + o->size)
-			own++;
+		if ((k >= o->offset && k < o->offset + o->size) ||
+		    (o == &config_opts[CONFIG_POOL] && k == offsetof(struct config, pool_given)))
+			own++; /* pool_given: the pool was given (a snapshot does not size it) */
 		else
 			stray++;
 	}
