@@ -4,6 +4,7 @@
 #                              `thpemu run`, nothing links it), so it stays out of the linker's
 #                              path, as Debian keeps a package's private objects in /usr/lib/PKG
 #   P/lib/thpemu/plugins       the example policy plugins (demo/plugins)
+#   P/lib/thpemu/thpemu-snapshot  `thpemu snapshot`, static, to copy into a guest (not run here)
 #   P/include/thpemu           thpemu.h, thpemu_policy.h
 #   P/share/pkgconfig          thpemu.pc (headers only: arch-independent), prefix = its own place
 #   P/share/man/man1           thpemu.1, thpemu-COMMAND.1, thpemu-fusedev.1, thpemu-replayer.1,
@@ -21,6 +22,7 @@ set_target_properties(thpemu_preload PROPERTIES INSTALL_RPATH "$ORIGIN")
 
 install(TARGETS ${_thpemu_exes} RUNTIME DESTINATION bin)
 install(TARGETS thpemu_preload LIBRARY DESTINATION ${THPEMU_PRIVLIBDIR})
+install(TARGETS thpemu_snapshot_static RUNTIME DESTINATION ${THPEMU_PRIVLIBDIR})
 file(GLOB _plugin_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/demo/plugins/*.c)
 foreach(src ${_plugin_srcs})
   get_filename_component(_name ${src} NAME_WE)

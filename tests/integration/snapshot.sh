@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Snapshots of a machine's physical memory (thpemu snapshot, the static thpemu-snapshot) and pools
+# that start from one (core/snapshot/README.md):
+#   1. bad input exits 2 with one line: an unknown option, no such zone, an output that cannot be
+#      written, a user who is not root; a --fragment snapshot: that is not one, or a --pool
+#      larger than the snapshot;
+#   2. the round trip: a snapshot of this host's default zone (the one with the most managed
+#      pages) and of DMA32, each loaded into a named machine (machine start --fragment
+#      snapshot:FILE): `machine status --json` free blocks by order are the snapshot's, and
+#      those are /proc/buddyinfo's as read in the same pass (exactly when it held still during
+#      the pass, else between its two reads; a snapshot is taken again up to 3 times when not);
+#      frames and watermarks are the zone's;
+#   3. the static helper (what the oracle runs in a guest): statically linked, and its snapshot
+#      round-trips the same way;
+#   4. a smaller --pool samples the zone: thpemu run and thpemu sim start from it.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_uffd
+need_cmd jq
+need_cmd setpriv
+need_cmd readelf
+STATIC="$THPEMU_BUILD_DIR/thpemu-snapshot"
+POLICY="modern-always:proactiveness=0,kswapd=no,kcompactd=no,khugepaged=no"
+
+# 1. bad input
+bad_usage "unknown option or argument '--frobnicate'" snapshot --frobnicate
+bad_usage "--zone: no zone 'NoSuchZone'" snapshot --zone NoSuchZone -o "$T_TMP/x.snap"
+bad_usage "-o: " snapshot -o /proc/self/snapshot
+bad_usage "-o: " snapshot -o "$T_TMP/no/such/dir/x.snap"
+bad_usage "-o needs a value" snapshot -o
+[ ! -e "$T_TMP/x.snap" ] || fail "a refused snapshot left its output"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$THPEMU" snapshot -o /dev/null \
+	>"$T_TMP/out" 2>"$T_TMP/err"
+expect_eq "not root: exit status" "$?" 2
+grep -q "needs root" "$T_TMP/err" || fail "not root: $(cat "$T_TMP/err")"
+printf 'not a snapshot\n' >"$T_TMP/bogus"
+bad_usage "not a thpemu snapshot" run --fragment "snapshot:$T_TMP/bogus" -- true
+bad_usage "No such file" machine start "snapx-$$" --fragment "snapshot:$T_TMP/nonexistent"
+
+# "[a,b,...]" of a header line's numbers
+orders() { awk -v k="$2" '$1 == k { s = "["; for (i = 2; i <= NF; i++) s = s $i (i < NF ? "," : "");
+	print s "]"; exit }' "$1"; }
+
+# Is the snapshot's free-blocks what buddyinfo said in its pass (exact when it held still, else
+# between its two reads, order by order)?
+as_buddyinfo() {
+	local f=$1 snap before after
+	snap=$(orders "$f" free-blocks)
+	before=$(orders "$f" buddyinfo-before)
+	after=$(orders "$f" buddyinfo-after)
+	[ "$before" = "$after" ] && { [ "$snap" = "$before" ]; return; }
+	jq -en --argjson s "$snap" --argjson b "$before" --argjson a "$after" \
+		'[range(11) | . as $o | $s[$o] >= ([$b[$o], $a[$o]] | min) and
+		  $s[$o] <= ([$b[$o], $a[$o]] | max)] | all' >/dev/null
+}
+
+# take NAME TOOL ARGS...: a snapshot into $T_OUT/NAME.snap that agrees with buddyinfo
+take() {
+	local name=$1 tool=$2 i
+	shift 2
+	for i in 1 2 3; do
+		"$tool" "$@" -o "$T_OUT/$name.snap" 2>"$T_TMP/$name.err" ||
+			fail "$name: snapshot failed: $(cat "$T_TMP/$name.err")"
+		as_buddyinfo "$T_OUT/$name.snap" && return 0
+		say "$name: buddyinfo moved too much during the pass, again ($i)"
+	done
+	fail "$name: free blocks $(orders "$T_OUT/$name.snap" free-blocks), buddyinfo" \
+		"$(orders "$T_OUT/$name.snap" buddyinfo-before) then" \
+		"$(orders "$T_OUT/$name.snap" buddyinfo-after)"
+}
+
+# roundtrip NAME: $T_OUT/NAME.snap loaded into a named machine, its status against the file
+roundtrip() {
+	local name=$1 f="$T_OUT/$1.snap" m="snap-$$-$1" pool snap
+	"$THPEMU" machine start "$m" --fragment "snapshot:$f" --policy "$POLICY" --quiet \
+		>"$T_TMP/$name.start" 2>&1 || fail "$name: machine start: $(cat "$T_TMP/$name.start")"
+	at_exit "'$THPEMU' machine stop '$m'"
+	"$THPEMU" machine status "$m" --json >"$T_OUT/$name.status.json" ||
+		fail "$name: machine status failed"
+	"$THPEMU" machine stop "$m" >/dev/null || fail "$name: machine stop failed"
+	pool=$(jq -c '.pool.free_blocks_by_order' "$T_OUT/$name.status.json")
+	snap=$(orders "$f" free-blocks)
+	expect_eq "$name: the pool's free blocks by order are the snapshot's" "$pool" "$snap"
+	expect_eq "$name: frames" "$(jq .pool.frames "$T_OUT/$name.status.json")" \
+		"$(awk '$1 == "range" { print $3 }' "$f")"
+	expect_eq "$name: watermarks" \
+		"$(jq -r '.pool.watermarks | "\(.min) \(.low) \(.high)"' "$T_OUT/$name.status.json")" \
+		"$(awk '$1 == "watermarks" { print $2, $3, $4 }' "$f")"
+	local b a
+	b=$(orders "$f" buddyinfo-before)
+	a=$(orders "$f" buddyinfo-after)
+	[ "$a" = "$b" ] || b="$b then $a"
+	say "$name: $(awk '$1 == "zone" { print $2 ":" $3 }' "$f"), buddyinfo $b, pool $pool"
+}
+
+# 2. this host
+take host "$THPEMU" snapshot
+roundtrip host
+if awk '$1 == "Node" && $4 == "DMA32" { found = 1 } END { exit !found }' /proc/buddyinfo; then
+	take dma32 "$THPEMU" snapshot --zone DMA32
+	roundtrip dma32
+fi
+
+# 3. the static helper
+readelf -d "$STATIC" 2>/dev/null | grep -q "NEEDED" && fail "thpemu-snapshot is not static"
+take static "$STATIC" --quiet
+roundtrip static
+"$STATIC" --help | grep -q "^usage: thpemu-snapshot" || fail "thpemu-snapshot --help"
+
+# 4. a sample of the zone: thpemu run and thpemu sim
+f="$T_OUT/host.snap"
+bad_usage "larger than the snapshot's zone" run --pool 64G --fragment "snapshot:$f" -- true
+"$THPEMU" run --pool 64M --fragment "snapshot:$f" --policy "$POLICY" --quiet \
+	--report "$T_OUT/run.json" -- "$USEMEM" --size 8M --quiet >"$T_TMP/run.out" 2>&1 ||
+	fail "run from a sampled snapshot: $(cat "$T_TMP/run.out")"
+expect_eq "run: the pool is 64M" "$(json "$T_OUT/run.json" .config.pool_bytes)" 67108864
+expect_eq "run: the fragment is the snapshot" "$(json "$T_OUT/run.json" .config.fragment)" \
+	"snapshot:$f"
+"$THPEMU" sim --policy linux-3.3 --scenario thpcompact --pool 64M --opt "init=snapshot:$f" \
+	--opt threads=1 --json "$T_OUT/sim.json" >/dev/null 2>"$T_TMP/sim.err" ||
+	fail "sim from a sampled snapshot: $(cat "$T_TMP/sim.err")"
+expect_eq "sim: the pool is 64M" "$(json "$T_OUT/sim.json" .pool_bytes)" 67108864
+say "ok"
