@@ -1,10 +1,12 @@
 # `cmake --install build --prefix P`: the layout of a Debian tool, relocatable.
-#   P/bin                      thpemu, thpemu-fusedev, thpemu-replayer, usemem
+#   P/bin                      thpemu, thpemu-fusedev, thpemu-replayer, usemem, thpemu-wl (the
+#                              oracle's workload suite: core/oracle/workloads)
 #   P/lib/thpemu               libthpemu.so: a private library (it is only ever LD_PRELOADed by
 #                              `thpemu run`, nothing links it), so it stays out of the linker's
 #                              path, as Debian keeps a package's private objects in /usr/lib/PKG
 #   P/lib/thpemu/plugins       the example policy plugins (demo/plugins)
 #   P/lib/thpemu/thpemu-snapshot  `thpemu snapshot`, static, to copy into a guest (not run here)
+#   P/lib/thpemu/thpemu-wl-static  the workload suite, static, for the guests `thpemu oracle` boots
 #   P/include/thpemu           thpemu.h, thpemu_policy.h
 #   P/share/pkgconfig          thpemu.pc (headers only: arch-independent), prefix = its own place
 #   P/share/man/man1           thpemu.1, thpemu-COMMAND.1, thpemu-fusedev.1, thpemu-replayer.1,

@@ -1,0 +1,564 @@
+/* What the oracle's workloads share: arguments, mappings, the thpscale-style first touch, the
+ * fragmenting filler, counter snapshots, AnonHugePages samples and per-extent outcomes (wl.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wl.h"
+
+/* /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h) */
+#define KPF_COMPOUND_HEAD 15
+#define KPF_COMPOUND_TAIL 16
+#define KPF_THP		  22
+#define PM_PRESENT	  (1ULL << 63)
+#define PM_PFN_MASK	  ((1ULL << 55) - 1)
+
+#define THP_SYSFS "/sys/kernel/mm/transparent_hugepage"
+
+extern int thpemu_active(void) __attribute__((weak));
+
+static const char *wl_name = "thpemu-wl";
+static uint64_t phase_t0;
+
+/* ---- start, arguments, errors ---------------------------------------------------------------- */
+
+void wl_start(const char *name)
+{
+	wl_name = name;
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	printf("ORACLE wl %s %d\n", name, WL_PROTOCOL);
+}
+
+void wl_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "thpemu-wl %s: ", wl_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+void wl_die(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	printf("ORACLE error %s\n", msg);
+	fflush(stdout);
+	fprintf(stderr, "thpemu-wl %s: %s\n", wl_name, msg);
+	exit(1);
+}
+
+int wl_parse_amount(const char *s, uint64_t base_kb, uint64_t *bytes, bool *pct_out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	double mult = 1;
+
+	if (end == s || v < 0)
+		return -1;
+	*pct_out = *end == '%';
+	if (*pct_out) {
+		if (end[1] || v > 100)
+			return -1;
+		*bytes = (uint64_t)(v / 100.0 * (double)base_kb * 1024.0);
+		return 0;
+	}
+	switch (*end) {
+	case 'k':
+	case 'K':
+		mult = 1024.0;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1048576.0;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1073741824.0;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end)
+		return -1;
+	*bytes = (uint64_t)(v * mult);
+	return 0;
+}
+
+int wl_parse_duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v < 0)
+		return -1;
+	if (!strcmp(end, "ms"))
+		v *= 1e6;
+	else if (!strcmp(end, "s"))
+		v *= 1e9;
+	else if (!strcmp(end, "us"))
+		v *= 1e3;
+	else if (*end || v != 0)
+		return -1;
+	*ns = (uint64_t)v;
+	return 0;
+}
+
+uint64_t wl_parse_uint(const char *opt, const char *s, uint64_t max)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (end == s || *end || v > max || *s == '-')
+		wl_usage("%s: '%s' is not an integer 0..%llu", opt, s, (unsigned long long)max);
+	return v;
+}
+
+void wl_check_relative(const char *opt, bool pct)
+{
+	if (pct && thpemu_active && thpemu_active())
+		wl_usage("%s: a percentage is of the guest's memory; under thpemu give a size (the "
+			 "oracle's JSON has the bytes it resolved in info)",
+			 opt);
+}
+
+uint64_t wl_seed(uint64_t opt)
+{
+	const char *env = getenv("ORACLE_SEED");
+
+	if (opt)
+		return opt;
+	return env && *env ? strtoull(env, NULL, 10) : 1;
+}
+
+/* splitmix64 */
+uint64_t wl_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+uint64_t wl_meminfo_kb(const char *field)
+{
+	char line[256];
+	size_t n = strlen(field);
+	uint64_t v = 0;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':') {
+			v = strtoull(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+void wl_map(struct wl_region *r, size_t len)
+{
+	size_t want = (len + WL_HPAGE - 1) & ~(WL_HPAGE - 1);
+	char *p = mmap(NULL, want + WL_HPAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *a;
+
+	if (p == MAP_FAILED)
+		wl_die("mmap %zu bytes: %s", want, strerror(errno));
+	a = (char *)(((uintptr_t)p + WL_HPAGE - 1) & ~(WL_HPAGE - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + want < p + want + WL_HPAGE)
+		munmap(a + want, (size_t)(p + want + WL_HPAGE - (a + want)));
+	r->base = a;
+	r->len = want;
+}
+
+void wl_advise(const struct wl_region *r, const char *advice)
+{
+	int a;
+
+	if (!strcmp(advice, "none"))
+		return;
+	a = !strcmp(advice, "hugepage") ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
+	if (madvise(r->base, r->len, a) < 0)
+		wl_die("madvise %s: %s", advice, strerror(errno));
+}
+
+void wl_touch_extent(const struct wl_region *r, size_t i, bool per_page, struct wl_fault *f)
+{
+	char *p = r->base + i * WL_HPAGE;
+	unsigned char vec = 0;
+	uint64_t t0 = wl_now_ns();
+
+	*(volatile char *)p = 1;
+	if (mincore(p + WL_PROBE, WL_PAGE, &vec) < 0)
+		vec = 0;
+	if (per_page)
+		for (size_t off = WL_PAGE; off < WL_HPAGE; off += WL_PAGE)
+			((volatile char *)p)[off] = 1;
+	else
+		memset(p, 1, WL_HPAGE);
+	f->ns = wl_now_ns() - t0;
+	f->huge = vec & 1;
+	f->done = true;
+}
+
+void wl_fill(struct wl_region *filler, uint64_t fill, unsigned keep, bool lock, uint64_t *rng)
+{
+	size_t pages, groups, prev_end = 0;
+
+	filler->base = NULL;
+	filler->len = 0;
+	if (!fill)
+		return;
+	wl_map(filler, fill);
+	wl_advise(filler, "nohugepage");
+	pages = filler->len / WL_PAGE;
+	for (size_t i = 0; i < pages; i++)
+		filler->base[i * WL_PAGE] = 1;
+	groups = keep > 1 ? pages / keep : 0;
+	/* free the pages between consecutive kept ones: one madvise per kept page */
+	for (size_t g = 0; g < groups; g++) {
+		size_t kept = g * keep + (size_t)(wl_rand(rng) % keep);
+
+		if (kept > prev_end && madvise(filler->base + prev_end * WL_PAGE,
+					       (kept - prev_end) * WL_PAGE, MADV_DONTNEED) < 0)
+			wl_die("madvise DONTNEED: %s", strerror(errno));
+		prev_end = kept + 1;
+	}
+	if (groups && pages > prev_end)
+		madvise(filler->base + prev_end * WL_PAGE, (pages - prev_end) * WL_PAGE,
+			MADV_DONTNEED);
+	if (lock && mlock2(filler->base, filler->len, MLOCK_ONFAULT) < 0)
+		wl_die("mlock2 MLOCK_ONFAULT: %s", strerror(errno));
+}
+
+/* ---- counters ---------------------------------------------------------------------------- */
+
+#define SNAP_MAX (48 << 10)
+
+struct snap {
+	char vmstat[SNAP_MAX];
+	char mthp[SNAP_MAX]; /* "SIZE STAT VALUE\n" lines */
+	bool taken;
+};
+
+static struct snap snaps[2];
+
+static void read_text(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+static void snap_mthp(char *buf, size_t len)
+{
+	struct dirent *de;
+	size_t used = 0;
+	DIR *d = opendir(THP_SYSFS);
+
+	buf[0] = '\0';
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char dir[320], val[64];
+		struct dirent *se;
+		DIR *sd;
+
+		if (strncmp(de->d_name, "hugepages-", 10))
+			continue;
+		snprintf(dir, sizeof(dir), THP_SYSFS "/%s/stats", de->d_name);
+		sd = opendir(dir);
+		while (sd && (se = readdir(sd))) {
+			char path[640];
+			int n;
+
+			if (se->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, se->d_name);
+			read_text(path, val, sizeof(val));
+			n = snprintf(buf + used, len - used, "%s %s %lld\n", de->d_name + 10,
+				     se->d_name, strtoll(val, NULL, 10));
+			if (n > 0 && (size_t)n < len - used)
+				used += (size_t)n;
+		}
+		if (sd)
+			closedir(sd);
+	}
+	closedir(d);
+}
+
+static void take(struct snap *s)
+{
+	const char *c = getenv("ORACLE_COUNTERS");
+
+	if (!c || strcmp(c, "1"))
+		return;
+	read_text("/proc/vmstat", s->vmstat, sizeof(s->vmstat));
+	snap_mthp(s->mthp, sizeof(s->mthp));
+	s->taken = true;
+}
+
+static void print_snap(const char *tag, const struct snap *s)
+{
+	const char *p;
+
+	if (!s->taken)
+		return;
+	for (p = s->vmstat; *p;) {
+		const char *nl = strchr(p, '\n');
+		int n = nl ? (int)(nl - p) : (int)strlen(p);
+
+		printf("ORACLE snap %s vmstat %.*s\n", tag, n, p);
+		p += n + (nl ? 1 : 0);
+	}
+	for (p = s->mthp; *p;) {
+		const char *nl = strchr(p, '\n');
+		int n = nl ? (int)(nl - p) : (int)strlen(p);
+
+		printf("ORACLE snap %s mthp %.*s\n", tag, n, p);
+		p += n + (nl ? 1 : 0);
+	}
+}
+
+/* ---- the phase ----------------------------------------------------------------------------- */
+
+struct sample {
+	double ms;
+	uint64_t kb;
+};
+
+static struct sample samples[WL_MAX_SAMPLE];
+static size_t nsamples;
+
+uint64_t wl_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+double wl_phase_ms(void)
+{
+	return (double)(wl_now_ns() - phase_t0) / 1e6;
+}
+
+void wl_phase_begin(void)
+{
+	fflush(stdout);
+	take(&snaps[0]);
+	phase_t0 = wl_now_ns();
+}
+
+void wl_phase_end(void)
+{
+	take(&snaps[1]);
+}
+
+uint64_t wl_anonhuge_kb(const struct wl_region *r)
+{
+	uintptr_t lo = (uintptr_t)r->base, hi = lo + r->len, s = 0, e = 0;
+	char line[512];
+	uint64_t kb = 0;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) {
+			s = a;
+			e = b;
+		} else if (!strncmp(line, "AnonHugePages:", 14) && s < hi && e > lo) {
+			kb += strtoull(line + 14, NULL, 10);
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+void wl_sample(const struct wl_region *r)
+{
+	if (nsamples == WL_MAX_SAMPLE)
+		return;
+	samples[nsamples].ms = wl_phase_ms();
+	samples[nsamples].kb = wl_anonhuge_kb(r);
+	nsamples++;
+}
+
+void wl_print_phase(void)
+{
+	print_snap("phase-begin", &snaps[0]);
+	print_snap("phase-end", &snaps[1]);
+	for (size_t i = 0; i < nsamples; i++)
+		printf("ORACLE anonhuge %.3f %llu\n", samples[i].ms,
+		       (unsigned long long)samples[i].kb);
+}
+
+void wl_print_faults(const struct wl_fault *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f[i].done)
+			printf("ORACLE fault %zu %s %.1f\n", i, f[i].huge ? "huge" : "base",
+			       (double)f[i].ns / 1e3);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void wl_latency_summary(const struct wl_fault *f, size_t n, char *buf, size_t len)
+{
+	uint64_t *v = calloc(n ? n : 1, sizeof(*v));
+	size_t m = 0;
+
+	for (size_t i = 0; v && i < n; i++)
+		if (f[i].done)
+			v[m++] = f[i].ns;
+	if (!m) {
+		snprintf(buf, len, "p50_us=0 p90_us=0 p99_us=0 max_us=0");
+		free(v);
+		return;
+	}
+	qsort(v, m, sizeof(*v), cmp_u64);
+	/* nearest rank */
+	snprintf(buf, len, "p50_us=%.1f p90_us=%.1f p99_us=%.1f max_us=%.1f",
+		 (double)v[(m * 50 + 99) / 100 - 1] / 1e3, (double)v[(m * 90 + 99) / 100 - 1] / 1e3,
+		 (double)v[(m * 99 + 99) / 100 - 1] / 1e3, (double)v[m - 1] / 1e3);
+	free(v);
+}
+
+/* ---- per-extent outcome: pagemap + kpageflags ------------------------------------------------ */
+
+enum ext_state { EXT_NONE, EXT_BASE, EXT_MTHP, EXT_HUGE, EXT_MIXED, EXT_UNKNOWN };
+static const char *const ext_names[] = {"none", "base", "mthp", "huge", "mixed", "unknown"};
+
+struct kpf {
+	int pm;	 /* /proc/self/pagemap */
+	int kpf; /* /proc/kpageflags */
+};
+
+static int page_flags(const struct kpf *k, uint64_t pfn, uint64_t *flags)
+{
+	return pread(k->kpf, flags, 8, (off_t)(pfn * 8)) == 8 ? 0 : -1;
+}
+
+static uint64_t pfn_of(uint64_t pm)
+{
+	return pm & PM_PFN_MASK;
+}
+
+/* The folio starting at page p of the extent: how many of its pages follow (a tail of the next
+ * pfn continues it). */
+static size_t folio_run(const uint64_t *pm, const uint64_t *fl, size_t p)
+{
+	size_t q = p + 1;
+
+	while (q < 512 && (pm[q] & PM_PRESENT) && (fl[q] & (1ULL << KPF_COMPOUND_TAIL)) &&
+	       pfn_of(pm[q]) == pfn_of(pm[q - 1]) + 1)
+		q++;
+	return q - p;
+}
+
+/* Classify extent i; add its pages per folio order to orders[]. */
+static enum ext_state classify(const struct kpf *k, const struct wl_region *r, size_t i,
+			       uint64_t orders[10])
+{
+	uint64_t pm[512], fl[512];
+	size_t present = 0, large = 0, folios = 0;
+	off_t off = (off_t)(((uintptr_t)r->base + i * WL_HPAGE) / WL_PAGE * 8);
+
+	if (pread(k->pm, pm, sizeof(pm), off) != sizeof(pm))
+		return EXT_UNKNOWN;
+	for (size_t p = 0; p < 512; p++) {
+		fl[p] = 0;
+		if (!(pm[p] & PM_PRESENT))
+			continue;
+		if (!pfn_of(pm[p]) || page_flags(k, pfn_of(pm[p]), &fl[p]))
+			return EXT_UNKNOWN; /* PFNs hidden (not CAP_SYS_ADMIN) */
+		present++;
+	}
+	if (!present)
+		return EXT_NONE;
+	for (size_t p = 0; p < 512;) {
+		size_t run;
+		unsigned o = 0;
+
+		if (!(pm[p] & PM_PRESENT)) {
+			p++;
+			continue;
+		}
+		run = folio_run(pm, fl, p);
+		while (o < 9 && (2u << o) <= run)
+			o++;
+		orders[o] += run;
+		if (fl[p] & (1ULL << KPF_THP))
+			large += run;
+		folios++;
+		p += run;
+	}
+	if (folios == 1 && present == 512 && (fl[0] & (1ULL << KPF_THP)) &&
+	    (fl[0] & (1ULL << KPF_COMPOUND_HEAD)) && pfn_of(pm[0]) % 512 == 0)
+		return EXT_HUGE;
+	if (large == present)
+		return EXT_MTHP;
+	return large ? EXT_MIXED : EXT_BASE;
+}
+
+size_t wl_print_extents(const struct wl_region *r)
+{
+	struct kpf k = {open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC),
+			open("/proc/kpageflags", O_RDONLY | O_CLOEXEC)};
+	uint64_t orders[10] = {0};
+	size_t n = r->len / WL_HPAGE, huge = 0;
+	bool known = true;
+
+	for (size_t i = 0; i < n; i++) {
+		enum ext_state s =
+		    k.pm >= 0 && k.kpf >= 0 ? classify(&k, r, i, orders) : EXT_UNKNOWN;
+
+		known &= s != EXT_UNKNOWN;
+		huge += s == EXT_HUGE;
+		printf("ORACLE extent %zu %s\n", i, ext_names[s]);
+	}
+	for (unsigned o = 0; known && o < 10; o++)
+		if (orders[o])
+			printf("ORACLE order %u %llu\n", o, (unsigned long long)orders[o]);
+	if (k.pm >= 0)
+		close(k.pm);
+	if (k.kpf >= 0)
+		close(k.kpf);
+	return huge;
+}

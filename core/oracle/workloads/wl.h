@@ -1,0 +1,100 @@
+/* The oracle's workload suite: what every workload shares.
+ *
+ * A workload runs unchanged in two worlds: as a static binary in a guest booted by `thpemu
+ * oracle` (a real kernel), and as an ordinary program under `thpemu run` (the emulated one).
+ * It speaks the same line protocol in both (core/oracle/README.md, "The line protocol"), so one
+ * parser (core/oracle/result.h) reads both:
+ *
+ *   ORACLE wl NAME 1                     the workload and the protocol version
+ *   ORACLE info KEY=VALUE...             what it resolved (sizes in bytes, the seed, ...)
+ *   ORACLE fault I huge|base US          extent I's first touch and its latency
+ *   ORACLE extent I STATE                extent I at the end (huge, mthp, base, mixed, none,
+ *                                        unknown), from pagemap + /proc/kpageflags
+ *   ORACLE order ORDER PAGES             4 KiB pages of the region in folios of ORDER
+ *   ORACLE anonhuge T_MS KB              AnonHugePages of the region T_MS after the phase began
+ *   ORACLE collapse I RC ERRNO US        MADV_COLLAPSE of extent I
+ *   ORACLE snap TAG vmstat NAME VALUE    counters at the phase's begin and end (TAG phase-begin,
+ *   ORACLE snap TAG mthp SIZE STAT VALUE phase-end), only when ORACLE_COUNTERS=1 (the guest)
+ *   ORACLE summary KEY=VALUE...          the outcome
+ *   ORACLE error MESSAGE                 why it could not run
+ *
+ * Everything is measured into memory during the phase and printed after it, so printing does
+ * not disturb what is measured. No thpemu code is linked: thpemu_active() is looked up weakly,
+ * only to refuse sizes relative to the machine's memory under the emulator (its pool is not
+ * the host's /proc/meminfo).
+ */
+#ifndef THPEMU_WL_H
+#define THPEMU_WL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WL_PROTOCOL   1
+#define WL_HPAGE      (2UL << 20)
+#define WL_PAGE	      4096UL
+#define WL_PROBE      (64 * WL_PAGE) /* thpscale's mincore probe: 256 KiB into the extent */
+#define WL_MAX_SAMPLE 4096
+
+struct wl_region {
+	char *base;
+	size_t len; /* a multiple of WL_HPAGE, base aligned to it */
+};
+
+/* One extent's first touch. */
+struct wl_fault {
+	uint64_t ns;
+	bool huge;
+	bool done;
+};
+
+/* ---- start, arguments, errors ---------------------------------------------------------------- */
+void wl_start(const char *name);
+__attribute__((noreturn, format(printf, 1, 2))) void wl_usage(const char *fmt, ...);
+__attribute__((noreturn, format(printf, 1, 2))) void wl_die(const char *fmt, ...);
+/* SIZE ("64M") or PCT% of base_kb (kB); 0 or -1. pct_out tells which it was. */
+int wl_parse_amount(const char *s, uint64_t base_kb, uint64_t *bytes, bool *pct_out);
+/* A duration "500ms", "2s", "0". */
+int wl_parse_duration(const char *s, uint64_t *ns);
+uint64_t wl_parse_uint(const char *opt, const char *s, uint64_t max);
+/* An amount relative to the machine's memory is refused under thpemu (name: the option). */
+void wl_check_relative(const char *opt, bool pct);
+/* --seed, else $ORACLE_SEED, else 1. */
+uint64_t wl_seed(uint64_t opt);
+uint64_t wl_rand(uint64_t *state);
+
+/* ---- memory ------------------------------------------------------------------------------ */
+uint64_t wl_meminfo_kb(const char *field); /* /proc/meminfo "MemFree" etc.; 0 if absent */
+/* A 2 MiB aligned private anonymous mapping of len (rounded up to 2 MiB); dies on failure. */
+void wl_map(struct wl_region *r, size_t len);
+void wl_advise(const struct wl_region *r, const char *advice); /* hugepage|nohugepage|none */
+/* First touch of extent i as thpscale does it: a byte, mincore() 256 KiB in, then the whole
+ * 2 MiB (memset, or a byte per 4 KiB page with per_page). */
+void wl_touch_extent(const struct wl_region *r, size_t i, bool per_page, struct wl_fault *f);
+/* Filler of fill bytes in 4 KiB pages (MADV_NOHUGEPAGE), all touched, then all but one page in
+ * every keep freed (the kept one chosen by the seed); mlock'ed (MLOCK_ONFAULT) if asked. */
+void wl_fill(struct wl_region *filler, uint64_t fill, unsigned keep, bool lock, uint64_t *rng);
+
+/* ---- the phase: counters, samples, results ------------------------------------------------ */
+void wl_phase_begin(void);
+void wl_phase_end(void);
+uint64_t wl_now_ns(void);
+double wl_phase_ms(void); /* since wl_phase_begin */
+/* AnonHugePages (kB) of the VMAs in the region, from /proc/self/smaps. */
+uint64_t wl_anonhuge_kb(const struct wl_region *r);
+void wl_sample(const struct wl_region *r); /* records (time, AnonHugePages) */
+/* Print the phase's snapshots and samples (after wl_phase_end). */
+void wl_print_phase(void);
+void wl_print_faults(const struct wl_fault *f, size_t n);
+/* Print ORACLE extent and order lines for the region; the number of extents found huge. */
+size_t wl_print_extents(const struct wl_region *r);
+/* "p50_us=.. p90_us=.. p99_us=.. max_us=.." of the faults into buf. */
+void wl_latency_summary(const struct wl_fault *f, size_t n, char *buf, size_t len);
+
+/* ---- the workloads ----------------------------------------------------------------------- */
+int wl_fault_main(const char *name, int argc, char **argv);	 /* fragfault, unevictable, mthp */
+int wl_thpscale_main(const char *name, int argc, char **argv);	 /* thpscale, thpcompact */
+int wl_khugepaged_main(const char *name, int argc, char **argv); /* khugepaged, collapse */
+int wl_shrinker_main(const char *name, int argc, char **argv);	 /* shrinker */
+
+#endif
