@@ -50,8 +50,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (size_t i = 0; i < NWL; i++)
-		if (!strcmp(argv[1], workloads[i].name))
+		if (!strcmp(argv[1], workloads[i].name)) {
+			wl_set_name(argv[1]);
 			return workloads[i].main(argv[1], argc - 1, argv + 1);
+		}
 	fprintf(stderr, "thpemu-wl: unknown workload '%s' (thpemu-wl --help lists them)\n",
 		argv[1]);
 	return 2;

@@ -29,6 +29,11 @@ static uint64_t phase_t0;
 
 /* ---- start, arguments, errors ---------------------------------------------------------------- */
 
+void wl_set_name(const char *name)
+{
+	wl_name = name;
+}
+
 void wl_start(const char *name)
 {
 	wl_name = name;
@@ -40,7 +45,7 @@ void wl_usage(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "thpemu-wl %s: ", wl_name);
+	fprintf(stderr, "%s%s: ", strcmp(wl_name, "thpemu-wl") ? "thpemu-wl " : "", wl_name);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -58,7 +63,8 @@ void wl_die(const char *fmt, ...)
 	va_end(ap);
 	printf("ORACLE error %s\n", msg);
 	fflush(stdout);
-	fprintf(stderr, "thpemu-wl %s: %s\n", wl_name, msg);
+	fprintf(stderr, "%s%s: %s\n", strcmp(wl_name, "thpemu-wl") ? "thpemu-wl " : "", wl_name,
+		msg);
 	exit(1);
 }
 

@@ -49,7 +49,8 @@ struct wl_fault {
 };
 
 /* ---- start, arguments, errors ---------------------------------------------------------------- */
-void wl_start(const char *name);
+void wl_set_name(const char *name); /* for messages, before the options are read */
+void wl_start(const char *name);    /* the options are good: ORACLE wl NAME */
 __attribute__((noreturn, format(printf, 1, 2))) void wl_usage(const char *fmt, ...);
 __attribute__((noreturn, format(printf, 1, 2))) void wl_die(const char *fmt, ...);
 /* SIZE ("64M") or PCT% of base_kb (kB); 0 or -1. pct_out tells which it was. */
