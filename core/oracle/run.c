@@ -42,7 +42,7 @@ struct run {
 	const char *wl_name; /* under /wl */
 	const char *args[ORACLE_MAX_ARGS + 1];
 	int nargs;
-	bool builtin, kvm, made_dir;
+	bool builtin, kvm, made_dir, noted;
 	struct oracle_settings settings;
 	double huge_pct_min, huge_pct_max, huge_pct_sum;
 	int boots_with_faults, boots_ok;
@@ -370,6 +370,26 @@ static void tally(struct run *run, const struct oracle_result *r, const char *st
 	run->boots_with_faults++;
 }
 
+/* Linux turns THP off at boot below 512 MiB of RAM (mm/huge_memory.c hugepage_init:
+ * transparent_hugepage_flags = 0, khugepaged's defrag and the zero page included), which a
+ * 512M guest is once the kernel has taken its share. Say so when the user did not set enabled. */
+static void note_thp_off(struct run *run, const struct oracle_result *r)
+{
+	const char *v = NULL;
+
+	for (size_t i = 0; i < r->nknobs && !v; i++)
+		if (!strcmp(r->knobs[i].key, "enabled"))
+			v = r->knobs[i].value;
+	if (run->noted || !v || !strstr(v, "[never]") ||
+	    oracle_settings_get(&run->settings, "enabled"))
+		return;
+	run->noted = true;
+	prog_error("oracle",
+		   "note: the guest booted with THP off (enabled %s): Linux disables it below 512 "
+		   "MiB of RAM; set --enabled, --defrag and khugepaged/defrag=1",
+		   v);
+}
+
 static int one_boot(struct run *run, struct json_w *w, int i, char *err, size_t errlen)
 {
 	uint64_t seed = run->cfg->seed + (uint64_t)i;
@@ -400,6 +420,7 @@ static int one_boot(struct run *run, struct json_w *w, int i, char *err, size_t 
 	if (w)
 		json_boot(w, i, seed, status, why, &r, &o);
 	tally(run, &r, status);
+	note_thp_off(run, &r);
 	oracle_result_free(&r);
 	return o.how == ORACLE_BOOT_INTERRUPTED ? -EINTR : 0;
 }
