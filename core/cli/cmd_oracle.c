@@ -33,7 +33,7 @@ static void usage(FILE *f)
 	    "                        unevictable, mthp, thpscale, thpcompact, khugepaged, "
 	    "collapse,\n"
 	    "                        shrinker) or a static program; every later argument is its\n"
-	    "                        own (at most 24, no double quotes). The same workload runs\n"
+	    "                        own (at most 23, no double quotes). The same workload runs\n"
 	    "                        under thpemu run as `thpemu-wl NAME ARGS`.\n\n"
 	    "The machine:\n"
 	    "  --kernel 6.12|6.1|PATH  Debian's newest linux-image-SERIES.*-cloud-amd64-unsigned,\n"
