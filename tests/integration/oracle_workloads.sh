@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The workload suite outside the guest: each workload runs natively (the static build, as the
+# guest runs it, and the dynamic one) and under thpemu run with the same arguments, and prints
+# the same protocol (ORACLE wl, info, extent per 2 MiB, summary) in every world. Under thpemu,
+# a size relative to the machine's memory is refused (the emulated pool is not /proc/meminfo).
+. "$(dirname "$0")/lib.sh"
+need_root
+need_uffd
+
+WL="$THPEMU_BUILD_DIR/thpemu-wl"
+WLS="$THPEMU_BUILD_DIR/thpemu-wl-static"
+
+# check OUT NAME EXTENTS: the protocol of a finished run
+check() {
+	local out=$1 name=$2 n=$3
+	grep -qx "ORACLE wl $name 1" "$out" || fail "$out: no 'ORACLE wl $name 1'"
+	grep -q "^ORACLE info " "$out" || fail "$out: no info line"
+	expect_eq "$out: extent lines" "$(grep -c '^ORACLE extent ' "$out")" "$n"
+	grep -q "^ORACLE summary extents=$n " "$out" || fail "$out: no summary of $n extents"
+	! grep -q "^ORACLE error" "$out" || fail "$out: $(grep '^ORACLE error' "$out")"
+	! grep -q "^ORACLE snap" "$out" || fail "$out: counter snapshots outside the guest"
+}
+
+# natively: both builds, every workload, small sizes
+run_native() { # BIN OUT ARGS...
+	local bin=$1 out=$2
+	shift 2
+	"$bin" "$@" >"$out" 2>&1 || fail "$(basename "$bin") $*: exit $? ($(tail -2 "$out"))"
+}
+run_native "$WLS" "$T_OUT/frag.static" fragfault --fill 32M --region 8M
+check "$T_OUT/frag.static" fragfault 4
+run_native "$WL" "$T_OUT/frag.dyn" fragfault --fill 32M --region 8M --touch page
+check "$T_OUT/frag.dyn" fragfault 4
+expect_eq "fault lines" "$(grep -c '^ORACLE fault [0-9]* \(huge\|base\) ' "$T_OUT/frag.dyn")" 4
+run_native "$WLS" "$T_OUT/unev" unevictable --fill 16M --region 4M
+check "$T_OUT/unev" unevictable 2
+run_native "$WLS" "$T_OUT/mthp" mthp --region 4M
+check "$T_OUT/mthp" mthp 2
+run_native "$WLS" "$T_OUT/scale" thpcompact --anon 16M --file-dir "$T_TMP"
+check "$T_OUT/scale" thpcompact 2
+run_native "$WLS" "$T_OUT/kh" khugepaged --region 4M --wait 200ms --interval 100ms
+check "$T_OUT/kh" khugepaged 2
+run_native "$WLS" "$T_OUT/col" collapse --region 4M
+check "$T_OUT/col" collapse 2
+expect_eq "collapse lines" "$(grep -c '^ORACLE collapse ' "$T_OUT/col")" 2
+run_native "$WLS" "$T_OUT/shr" shrinker --region 4M --pressure 8M --hold 0
+check "$T_OUT/shr" shrinker 2
+# as root on the host the PFNs are visible: outcomes are known, huge or not
+! grep -q "^ORACLE extent [0-9]* unknown" "$T_OUT/frag.static" || fail "kpageflags unread"
+
+# under thpemu run: the same arguments; a huge policy gives real PMDs, seen the same way
+"$THPEMU" run --quiet --pool 256M --policy thp-always/always -- \
+	"$WL" fragfault --fill 64M --keep 2 --region 16M >"$T_OUT/frag.thpemu" 2>&1 ||
+	fail "thpemu run fragfault: $(tail -3 "$T_OUT/frag.thpemu")"
+check "$T_OUT/frag.thpemu" fragfault 8
+grep -q "^ORACLE summary extents=8 huge=8 .* final_huge=8 " "$T_OUT/frag.thpemu" ||
+	fail "thpemu, thp-always/always, no fragmentation left: not all huge: $(grep summary "$T_OUT/frag.thpemu")"
+"$THPEMU" run --quiet --pool 256M --policy thp-never/never -- \
+	"$WL" fragfault --fill 0 --region 8M >"$T_OUT/never.thpemu" 2>&1 || fail "thpemu run never"
+grep -q "^ORACLE summary extents=4 huge=0 .* final_huge=0 " "$T_OUT/never.thpemu" ||
+	fail "thpemu, thp-never: $(grep summary "$T_OUT/never.thpemu")"
+"$THPEMU" run --quiet --pool 256M -- "$WL" fragfault --fill 50% >"$T_OUT/pct.thpemu" 2>&1
+expect_eq "a percentage under thpemu" "$?" 2
+grep -q "a percentage is of the guest's memory" "$T_OUT/pct.thpemu" || fail "$(cat "$T_OUT/pct.thpemu")"
+say "ok"
