@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/units.h"
 #include "wl.h"
 
 /* /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h) */
@@ -68,71 +69,32 @@ void wl_die(const char *fmt, ...)
 	exit(1);
 }
 
+/* Sizes, durations and counts are util/units.c's, as every thpemu option's: "64M" and "20ms" mean
+ * what they mean to thpemu run. A relative amount is a percentage, of base_kb. */
 int wl_parse_amount(const char *s, uint64_t base_kb, uint64_t *bytes, bool *pct_out)
 {
-	char *end;
-	double v = strtod(s, &end);
-	double mult = 1;
+	size_t n = strlen(s);
+	double ratio;
 
-	if (end == s || v < 0)
+	*pct_out = n && s[n - 1] == '%';
+	if (!*pct_out)
+		return units_parse_size(s, bytes) ? -1 : 0;
+	if (units_parse_ratio(s, 1.0, &ratio))
 		return -1;
-	*pct_out = *end == '%';
-	if (*pct_out) {
-		if (end[1] || v > 100)
-			return -1;
-		*bytes = (uint64_t)(v / 100.0 * (double)base_kb * 1024.0);
-		return 0;
-	}
-	switch (*end) {
-	case 'k':
-	case 'K':
-		mult = 1024.0;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1048576.0;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1073741824.0;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end)
-		return -1;
-	*bytes = (uint64_t)(v * mult);
+	*bytes = (uint64_t)(ratio * (double)base_kb * 1024.0);
 	return 0;
 }
 
 int wl_parse_duration(const char *s, uint64_t *ns)
 {
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || v < 0)
-		return -1;
-	if (!strcmp(end, "ms"))
-		v *= 1e6;
-	else if (!strcmp(end, "s"))
-		v *= 1e9;
-	else if (!strcmp(end, "us"))
-		v *= 1e3;
-	else if (*end || v != 0)
-		return -1;
-	*ns = (uint64_t)v;
-	return 0;
+	return units_parse_duration(s, ns) ? -1 : 0;
 }
 
 uint64_t wl_parse_uint(const char *opt, const char *s, uint64_t max)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
+	uint64_t v;
 
-	if (end == s || *end || v > max || *s == '-')
+	if (units_parse_uint(s, max, &v))
 		wl_usage("%s: '%s' is not an integer 0..%llu", opt, s, (unsigned long long)max);
 	return v;
 }

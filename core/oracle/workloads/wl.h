@@ -55,7 +55,7 @@ __attribute__((noreturn, format(printf, 1, 2))) void wl_usage(const char *fmt, .
 __attribute__((noreturn, format(printf, 1, 2))) void wl_die(const char *fmt, ...);
 /* SIZE ("64M") or PCT% of base_kb (kB); 0 or -1. pct_out tells which it was. */
 int wl_parse_amount(const char *s, uint64_t base_kb, uint64_t *bytes, bool *pct_out);
-/* A duration "500ms", "2s", "0". */
+/* A duration with its unit ("500ms", "2s") or "0". */
 int wl_parse_duration(const char *s, uint64_t *ns);
 uint64_t wl_parse_uint(const char *opt, const char *s, uint64_t max);
 /* An amount relative to the machine's memory is refused under thpemu (name: the option). */
