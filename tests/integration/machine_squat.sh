@@ -36,12 +36,14 @@ while True:
     except OSError:
         pass
     c.close()'
+	# (the last listener's "ready" must not be read for this one's)
+	rm -f "$T_TMP/squat.out"
 	setpriv --reuid="$1" --regid="$1" --clear-groups "$SYSPY" -c "$srv" "$M" "$(printf "$2")" \
 		>"$T_TMP/squat.out" 2>&1 &
 	squatter=$!
 	at_exit "kill $squatter"
 	for _ in $(seq 50); do
-		grep -q ready "$T_TMP/squat.out" && return
+		grep -qs ready "$T_TMP/squat.out" && return
 		sleep 0.1
 	done
 	fail "the listener did not start: $(cat "$T_TMP/squat.out")"
