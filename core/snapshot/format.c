@@ -16,6 +16,11 @@
 #include "snapshot/snapshot.h"
 #include "util/sys.h"
 
+/* (here, not in procfs.c: the preload library reads snapshot files and must not link the
+ * /proc readers, whose libc calls would reach its own interposers) */
+const char *const snap_pti_name[SNAP_PTI_NR] = {"Unmovable",  "Movable", "Reclaimable",
+						"HighAtomic", "CMA",	 "Isolate"};
+
 #define MAGIC "thpemu-snapshot"
 
 /* ---- writing -----------------------------------------------------------------------------------

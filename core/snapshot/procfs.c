@@ -14,9 +14,6 @@
 
 #include "snapshot/snapshot.h"
 
-const char *const snap_pti_name[SNAP_PTI_NR] = {"Unmovable",  "Movable", "Reclaimable",
-						"HighAtomic", "CMA",	 "Isolate"};
-
 /* The next line of *s into line (cut to len), advancing *s; false at the end. */
 static bool next_line(const char **s, char *line, size_t len)
 {
