@@ -258,8 +258,8 @@ void guard_vm_fork_child(bool real_fork)
 	if (__atomic_load_n(&vm_seq, __ATOMIC_SEQ_CST) & 1) {
 		/* another thread of the parent was changing the table when the address space was
 		 * copied: the child cannot tell which of its copies are in use, so it leaves the
-		 * arena as it is (its copies stay, its holes stay reserved) and maps its own
-		 * outside it from now on, as when no arena could be reserved */
+		 * arena as it inherited it and maps its own outside it from now on, as when no
+		 * arena could be reserved */
 		vm_seq = 0;
 		arena_lo = arena_hi = 0;
 		nblocks = 0;
