@@ -1,10 +1,11 @@
 /* The guest side of an oracle boot: its /init and the initramfs that carries it.
  *
  * The initramfs (a newc cpio, cpio.c) holds busybox (Debian's busybox-static: the guest has no
- * libc), /init, the workload under /wl and, for a disk, the modules under /modules with their
- * load order. It depends on the run only (kernel and workload), never on a boot's settings or
- * seed: those reach /init on the kernel command line (qemu.c), so the same bytes serve every
- * boot of a run.
+ * libc), /init, the workload under /wl, for a disk the modules under /modules with their load
+ * order, and when asked the static thpemu-snapshot as /bin/thpemu-snapshot (the workload runs
+ * it where OSNAP= on the command line says: $ORACLE_SNAPSHOT, $ORACLE_SNAPSHOT_AT). It depends on
+ * the run only (kernel and workload), never on a boot's settings or seed: those reach /init on the
+ * kernel command line (qemu.c), so the same bytes serve every boot of a run.
  *
  * /init speaks the line protocol of result.h on the console: what the kernel is, each setting
  * applied, the knobs read back, /proc/meminfo, a snapshot of /proc/vmstat and the per-size mTHP
@@ -83,6 +84,9 @@ static const char init_fmt[] =
     "\teval \"set -- \\\"\\$@\\\" \\\"\\$OA$i\\\"\"; i=$((i+1))\n"
     "done\n"
     "export ORACLE_SEED=$OSEED ORACLE_COUNTERS=1\n"
+    "if [ -n \"$OSNAP\" ]; then\n"
+    "\texport ORACLE_SNAPSHOT=/bin/thpemu-snapshot ORACLE_SNAPSHOT_AT=$OSNAP\n"
+    "fi\n"
     "snap program-begin\n"
     "read up idle </proc/uptime\n"
     "say start $up\n"
@@ -163,6 +167,14 @@ int oracle_initramfs_write(const char *out, const struct oracle_guest *g, char *
 	if (rc) {
 		snprintf(err, errlen, "workload '%s': %s", g->workload, strerror(-rc));
 		goto out_close;
+	}
+	if (g->snapshot) {
+		rc = cpio_copy(&w, "bin/thpemu-snapshot", 0755, g->snapshot);
+		if (rc) {
+			snprintf(err, errlen, "thpemu-snapshot '%s': %s", g->snapshot,
+				 strerror(-rc));
+			goto out_close;
+		}
 	}
 	if (g->modules && g->modules->n)
 		add_modules(&w, g->modules);

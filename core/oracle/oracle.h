@@ -137,6 +137,7 @@ struct oracle_guest {
 	const char *workload;	   /* the program file */
 	const char *workload_name; /* its name under /wl */
 	const struct oracle_modules *modules;
+	const char *snapshot; /* the static thpemu-snapshot, or NULL */
 };
 
 /* The /init script into buf: its length, or -E2BIG. */
@@ -162,6 +163,7 @@ struct oracle_boot_cfg {
 	int nargs;
 	const char *disk; /* a raw image, or NULL */
 	uint64_t disk_bps;
+	const char *snapshot_at;  /* OSNAP=: where the workload snapshots memory, or NULL */
 	const char *const *kargs; /* more kernel parameters */
 	int nkargs;
 	uint64_t timeout_ns;
@@ -232,6 +234,16 @@ struct oracle_run_cfg {
 	const char *keep; /* directory for logs and the initramfs, or NULL */
 	bool quiet;
 	bool fetch_only;
+	/* The machine's memory: the static thpemu-snapshot goes into the initramfs and the
+	 * workload runs it at snapshot_at ("start" or "phase"); each boot's text is written to
+	 * DIR/boot-I.snap (I from 1; DIR: keep, else the run's temporary directory). */
+	const char *snapshot_helper;
+	const char *snapshot_at;
+	/* Called after each boot with its result (still whole) and its snapshot file (NULL when
+	 * none arrived whole); status is the boot's (ok, workload-failed, ...). */
+	void (*on_boot)(void *arg, int index, uint64_t seed, const char *status,
+			const struct oracle_result *r, const char *snapshot);
+	void *on_boot_arg;
 };
 
 /* Run it all, writing the JSON to json (may be NULL) and a line per boot to stdout.

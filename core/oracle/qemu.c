@@ -109,6 +109,8 @@ static int kernel_cmdline(const struct oracle_boot_cfg *c, char *cmd, size_t len
 		rc = rc ? rc : append_word(cmd, len, "OSET", c->oset);
 	if (c->disk)
 		rc = rc ? rc : append_word(cmd, len, "ODISK", "1");
+	if (c->snapshot_at)
+		rc = rc ? rc : append_word(cmd, len, "OSNAP", c->snapshot_at);
 	for (int i = 0; i < c->nargs && !rc; i++) {
 		snprintf(key, sizeof(key), "OA%d", i);
 		rc = append_word(cmd, len, key, c->args[i]);

@@ -35,6 +35,7 @@ void oracle_result_free(struct oracle_result *r)
 	free(r->summary);
 	free(r->ext);
 	free(r->anonhuge);
+	free(r->memsnap.text);
 	oracle_result_init(r);
 }
 
@@ -239,6 +240,121 @@ static int parse_init(struct oracle_result *r, const char *verb, char *rest)
 	return 0;
 }
 
+uint64_t oracle_fnv1a64(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static int b64_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+static void memsnap_bad(struct oracle_memsnap *m, const char *why)
+{
+	m->state = ORACLE_MEMSNAP_BAD;
+	snprintf(m->why, sizeof(m->why), "%s", why);
+}
+
+/* One quantum of 4 base64 characters into 1..3 bytes; -1 when it is not base64 ('=' only at
+ * the end: "xx==" or "xxx="). */
+static int b64_quantum(const char *q, unsigned char out[3])
+{
+	int v[4], pad = q[3] == '=' ? (q[2] == '=' ? 2 : 1) : 0;
+
+	for (int k = 0; k < 4 - pad; k++)
+		if ((v[k] = b64_value(q[k])) < 0)
+			return -1;
+	for (int k = 4 - pad; k < 4; k++)
+		v[k] = 0;
+	out[0] = (unsigned char)(v[0] << 2 | v[1] >> 4);
+	out[1] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
+	out[2] = (unsigned char)((v[2] & 3) << 6 | v[3]);
+	return 3 - pad;
+}
+
+/* One "S" line: whole quanta; a padded quantum ends the text. */
+static int memsnap_data(struct oracle_memsnap *m, const char *b)
+{
+	size_t n = strlen(b);
+
+	if (m->state != ORACLE_MEMSNAP_OPEN)
+		return 0;
+	if (n % 4 || m->padded) {
+		memsnap_bad(m, "a data line that is not whole base64 (the console mangled it?)");
+		return 0;
+	}
+	if (GROW(m->text, m->cap, m->len + n / 4 * 3 + 1))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i += 4) {
+		unsigned char out[3];
+		int k = m->padded ? -1 : b64_quantum(b + i, out);
+
+		if (k < 0) {
+			memsnap_bad(m, "a data line that is not base64 (the console mangled it?)");
+			return 0;
+		}
+		memcpy(m->text + m->len, out, (size_t)k);
+		m->len += (size_t)k;
+		m->padded = k < 3;
+	}
+	m->text[m->len] = '\0';
+	return 0;
+}
+
+/* "begin POINT", "end BYTES FNV", "failed WHY" */
+static int parse_memsnap(struct oracle_result *r, char *rest)
+{
+	struct oracle_memsnap *m = &r->memsnap;
+	char *what = word(&rest), *end;
+	unsigned long long bytes, sum;
+	char why[sizeof(m->why)];
+
+	if (!strcmp(what, "begin")) {
+		m->state = ORACLE_MEMSNAP_OPEN;
+		m->len = 0;
+		m->padded = false;
+		if (m->text)
+			m->text[0] = '\0';
+		m->why[0] = '\0';
+		snprintf(m->point, sizeof(m->point), "%s", word(&rest));
+	} else if (!strcmp(what, "failed")) {
+		snprintf(why, sizeof(why), "in the guest: %s", rest);
+		memsnap_bad(m, why);
+	} else if (!strcmp(what, "end")) {
+		if (m->state != ORACLE_MEMSNAP_OPEN) {
+			if (m->state == ORACLE_MEMSNAP_NONE)
+				memsnap_bad(m, "an end without a begin");
+			return 0;
+		}
+		bytes = strtoull(rest, &end, 10);
+		sum = strtoull(end, &end, 16);
+		if (bytes != m->len) {
+			snprintf(why, sizeof(why),
+				 "%zu bytes arrived of %llu (console lines lost?)", m->len, bytes);
+			memsnap_bad(m, why);
+		} else if (sum != oracle_fnv1a64(m->text, m->len)) {
+			memsnap_bad(m, "its checksum does not match (the console mangled a line?)");
+		} else {
+			m->state = ORACLE_MEMSNAP_OK;
+		}
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
 static int parse_workload(struct oracle_result *r, const char *verb, char *rest)
 {
 	if (!strcmp(verb, "wl")) {
@@ -252,6 +368,10 @@ static int parse_workload(struct oracle_result *r, const char *verb, char *rest)
 		return pairs_kv(&r->summary, &r->nsummary, &r->capsummary, rest);
 	else if (!strcmp(verb, "snap"))
 		return parse_snap(r, rest);
+	else if (!strcmp(verb, "S"))
+		return memsnap_data(&r->memsnap, rest);
+	else if (!strcmp(verb, "snapshot"))
+		return parse_memsnap(r, rest);
 	else if (!strcmp(verb, "fault") || !strcmp(verb, "extent") || !strcmp(verb, "collapse"))
 		return parse_extent_line(r, verb, rest);
 	else if (!strcmp(verb, "anonhuge")) {
@@ -399,6 +519,14 @@ static const char *pair_get(const struct oracle_pair *p, size_t n, const char *k
 		if (!strcmp(p[i].key, key))
 			return p[i].value;
 	return NULL;
+}
+
+const char *oracle_result_memsnap(const struct oracle_result *r, size_t *len)
+{
+	if (r->memsnap.state != ORACLE_MEMSNAP_OK)
+		return NULL;
+	*len = r->memsnap.len;
+	return r->memsnap.text ? r->memsnap.text : "";
 }
 
 const char *oracle_result_value(const struct oracle_result *r, const char *key)
@@ -569,6 +697,22 @@ static void json_lists(struct json_w *w, const struct oracle_result *r)
 	jw_arr_end(w);
 }
 
+static void json_memsnap(struct json_w *w, const struct oracle_memsnap *m)
+{
+	static const char *const states[] = {"none", "incomplete", "ok", "bad"};
+
+	if (m->state == ORACLE_MEMSNAP_NONE) {
+		jw_null(w, "memory_snapshot");
+		return;
+	}
+	jw_obj_begin(w, "memory_snapshot");
+	jw_str(w, "point", m->point[0] ? m->point : NULL);
+	jw_str(w, "status", states[m->state]);
+	jw_u64(w, "bytes", m->len);
+	jw_str(w, "error", m->state == ORACLE_MEMSNAP_BAD ? m->why : NULL);
+	jw_obj_end(w);
+}
+
 void oracle_result_json(struct json_w *w, const struct oracle_result *r)
 {
 	const struct oracle_snap *a, *b;
@@ -591,6 +735,7 @@ void oracle_result_json(struct json_w *w, const struct oracle_result *r)
 	json_pairs(w, "knobs", r->knobs, r->nknobs, false);
 	json_pairs(w, "meminfo_kb", r->meminfo, r->nmeminfo, true);
 	jw_str(w, "disk", r->disk[0] ? r->disk : NULL);
+	json_memsnap(w, &r->memsnap);
 	jw_str(w, "counters_scope", scope);
 	json_vmstat(w, "vmstat", a, b);
 	json_vmstat(w, "vmstat_program", oracle_result_snap(r, "program-begin"),

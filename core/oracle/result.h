@@ -56,6 +56,25 @@ struct oracle_pair {
 	char value[128];
 };
 
+/* The machine's physical memory as the workload's helper wrote it (thpemu-snapshot's text,
+ * core/snapshot/README.md), carried as base64 in "ORACLE S" lines between "ORACLE snapshot
+ * begin POINT" and "ORACLE snapshot end BYTES FNV1A64", and checked against both. */
+enum oracle_memsnap_state {
+	ORACLE_MEMSNAP_NONE, /* none was taken */
+	ORACLE_MEMSNAP_OPEN, /* begun, not ended (the boot died, or the lines are still coming) */
+	ORACLE_MEMSNAP_OK,
+	ORACLE_MEMSNAP_BAD /* failed in the guest, or what arrived does not add up: why */
+};
+
+struct oracle_memsnap {
+	enum oracle_memsnap_state state;
+	char point[16]; /* start, phase */
+	char *text;	/* decoded so far, NUL-terminated */
+	size_t len, cap;
+	bool padded; /* the last quantum had '=': the text is complete */
+	char why[160];
+};
+
 struct oracle_result {
 	int hello;	    /* /init's protocol version, 0: no /init (not a guest) */
 	int wl_protocol;    /* the workload's, 0: it printed none */
@@ -90,6 +109,8 @@ struct oracle_result {
 	uint64_t orders[10]; /* 4 KiB pages per folio order (ORACLE order) */
 	bool have_orders;
 
+	struct oracle_memsnap memsnap;
+
 	char errors[4][256]; /* ORACLE error lines (the first four) */
 	int nerrors;
 	char tail[ORACLE_TAIL_LINES][200]; /* the last lines outside the protocol */
@@ -117,6 +138,10 @@ const char *oracle_ext_name(enum oracle_ext e);
 /* Extents counted by their final state, and by their first touch (huge, base). */
 void oracle_result_counts(const struct oracle_result *r, size_t final[ORACLE_EXT_NOT_SEEN + 1],
 			  size_t *fault_huge, size_t *fault_base);
+/* The snapshot's text when it arrived whole (len set), else NULL. */
+const char *oracle_result_memsnap(const struct oracle_result *r, size_t *len);
+/* FNV-1a 64 of n bytes: the snapshot's check (the workload computes the same). */
+uint64_t oracle_fnv1a64(const void *p, size_t n);
 /* A summary or info value, or NULL. */
 const char *oracle_result_value(const struct oracle_result *r, const char *key);
 

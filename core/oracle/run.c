@@ -130,7 +130,7 @@ static int make_disk(struct run *run, char *err, size_t errlen)
 static int prepare(struct run *run, char *err, size_t errlen)
 {
 	const struct oracle_run_cfg *cfg = run->cfg;
-	struct oracle_guest g = {.busybox = cfg->busybox};
+	struct oracle_guest g = {.busybox = cfg->busybox, .snapshot = cfg->snapshot_helper};
 	double t0 = now_s();
 	int rc;
 
@@ -187,6 +187,7 @@ static void boot_cfg(const struct run *run, uint64_t seed, FILE *log, struct ora
 	    .nargs = run->nargs,
 	    .disk = cfg->disk ? run->disk : NULL,
 	    .disk_bps = cfg->disk_bps,
+	    .snapshot_at = cfg->snapshot_helper ? cfg->snapshot_at : NULL,
 	    .kargs = cfg->kargs,
 	    .nkargs = cfg->nkargs,
 	    .timeout_ns = cfg->timeout_ns,
@@ -390,13 +391,38 @@ static void note_thp_off(struct run *run, const struct oracle_result *r)
 		   v);
 }
 
+/* The boot's memory snapshot into DIR/boot-I.snap: path set, or "" when none arrived whole
+ * (the boot's JSON says why) or it could not be written (said on stderr). */
+static void save_snapshot(const struct run *run, int i, const struct oracle_result *r, char *path,
+			  size_t len)
+{
+	const char *text;
+	size_t n;
+	FILE *f;
+
+	path[0] = '\0';
+	text = oracle_result_memsnap(r, &n);
+	if (!text)
+		return;
+	oracle_fmt(path, len, "%s/boot-%d.snap", run->dir, i + 1);
+	f = fopen(path, "we");
+	if (f && fwrite(text, 1, n, f) != n) {
+		fclose(f);
+		f = NULL;
+	}
+	if (!f || fclose(f)) {
+		prog_error("oracle", "'%s': %s", path, strerror(errno ? errno : EIO));
+		path[0] = '\0';
+	}
+}
+
 static int one_boot(struct run *run, struct json_w *w, int i, char *err, size_t errlen)
 {
 	uint64_t seed = run->cfg->seed + (uint64_t)i;
 	struct oracle_boot_cfg b;
 	struct oracle_boot_out o;
 	struct oracle_result r;
-	char logpath[PATH_MAX], why[512];
+	char logpath[PATH_MAX], why[512], snap[PATH_MAX] = "";
 	const char *status;
 	FILE *log;
 	int rc;
@@ -421,6 +447,11 @@ static int one_boot(struct run *run, struct json_w *w, int i, char *err, size_t 
 		json_boot(w, i, seed, status, why, &r, &o);
 	tally(run, &r, status);
 	note_thp_off(run, &r);
+	if (run->cfg->snapshot_helper)
+		save_snapshot(run, i, &r, snap, sizeof(snap));
+	if (run->cfg->on_boot)
+		run->cfg->on_boot(run->cfg->on_boot_arg, i, seed, status, &r,
+				  snap[0] ? snap : NULL);
 	oracle_result_free(&r);
 	return o.how == ORACLE_BOOT_INTERRUPTED ? -EINTR : 0;
 }

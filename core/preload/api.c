@@ -51,6 +51,38 @@ EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
 	return 0;
 }
 
+EXPORT int thpemu_vmstat(char *buf, size_t len)
+{
+	struct uffd_live *lv = shim_live();
+	uint64_t v[MM_STAT_NR];
+	const struct uffd_stats *st;
+	size_t used = 0;
+
+	if (!lv) {
+		errno = ENODEV;
+		return -1;
+	}
+	/* mm's counters into the process's record, then a copy on this stack: buf may be managed
+	 * memory not yet touched, and its fault must not come while mm's lock is held */
+	uffd_live_snapshot(lv);
+	st = uffd_live_stats(lv);
+	for (unsigned i = 0; i < MM_STAT_NR; i++)
+		v[i] = __atomic_load_n(&st->vmstat[i], __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < MM_STAT_NR; i++) {
+		int n = snprintf(buf + used, len > used ? len - used : 0, "%s %llu\n",
+				 mm_stat_names[i], (unsigned long long)v[i]);
+
+		if (n < 0 || (size_t)n >= len - used) {
+			if (len)
+				buf[used] = '\0';
+			errno = ENOSPC;
+			return -1;
+		}
+		used += (size_t)n;
+	}
+	return (int)used;
+}
+
 EXPORT int thpemu_write_report(const char *path)
 {
 	struct uffd_live *lv = shim_live();

@@ -20,6 +20,9 @@ TEST(init_script_is_a_script)
 	EXPECT(strstr(script, "${k%:}") != NULL);
 	EXPECT(strstr(script, "khugepaged/max_ptes_none") != NULL);
 	EXPECT(strstr(script, "say end\n") != NULL);
+	/* OSNAP= hands the workload the snapshot helper and the point to run it at */
+	EXPECT(strstr(script, "ORACLE_SNAPSHOT=/bin/thpemu-snapshot ORACLE_SNAPSHOT_AT=$OSNAP") !=
+	       NULL);
 	EXPECT_EQ(oracle_init_script(script, 100), -E2BIG);
 	n = oracle_init_script(script, sizeof(script));
 	fd = mkstemp(path);
@@ -90,7 +93,25 @@ TEST(initramfs_holds_everything)
 	ASSERT(has((unsigned char *)buf, len, "modules/fat.ko", &mode));
 	ASSERT(has((unsigned char *)buf, len, "modules/order", &mode));
 	ASSERT(has((unsigned char *)buf, len, "TRAILER!!!", &mode));
+	EXPECT(!has((unsigned char *)buf, len, "bin/thpemu-snapshot", &mode));
 	free(buf);
+	/* the snapshot helper, when asked for */
+	g.snapshot = "/bin/true";
+	ASSERT_EQ(oracle_initramfs_write(out, &g, err, sizeof(err)), 0);
+	buf = harness_slurp(out);
+	ASSERT(buf);
+	f = fopen(out, "r");
+	ASSERT(f != NULL);
+	fseek(f, 0, SEEK_END);
+	len = (size_t)ftell(f);
+	fclose(f);
+	ASSERT(has((unsigned char *)buf, len, "bin/thpemu-snapshot", &mode));
+	EXPECT_EQ(mode, S_IFREG | 0755);
+	free(buf);
+	g.snapshot = "/nonexistent";
+	EXPECT_EQ(oracle_initramfs_write(out, &g, err, sizeof(err)), -ENOENT);
+	EXPECT(strstr(err, "thpemu-snapshot") != NULL);
+	g.snapshot = NULL;
 	g.workload = "/nonexistent";
 	EXPECT_EQ(oracle_initramfs_write(out, &g, err, sizeof(err)), -ENOENT);
 	EXPECT(strstr(err, "workload") != NULL);

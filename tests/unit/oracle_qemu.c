@@ -93,6 +93,11 @@ TEST(free_argv_disk_and_arguments)
 	ASSERT_STREQ(a.argv[i + 1], "console=ttyS0 quiet panic=-1 page_alloc.shuffle=1 OW=wl "
 				    "OSEED=1 ODISK=1 OA0=fragfault OA1=--fill OA2=\"two words\" "
 				    "OA3=\"\"");
+	/* a memory snapshot: where the workload takes it travels as OSNAP */
+	c.snapshot_at = "phase";
+	ASSERT_EQ(oracle_qemu_argv(&c, &a, err, sizeof(err)), 0);
+	EXPECT(strstr(a.argv[find(&a, "-append") + 1], " ODISK=1 OSNAP=phase OA0=") != NULL);
+	c.snapshot_at = NULL;
 	c.kvm = true;
 	ASSERT_EQ(oracle_qemu_argv(&c, &a, err, sizeof(err)), 0);
 	ASSERT_STREQ(a.argv[find(&a, "-accel") + 1], "kvm");

@@ -199,4 +199,159 @@ TEST(json_is_valid_and_typed)
 	oracle_result_free(&r);
 }
 
+/* The workload's helper output as the guest prints it: base64 in "S" lines of at most 180
+ * characters, a length and an FNV-1a 64 at the end (core/oracle/workloads/wl.c). */
+static void b64(const char *in, size_t n, char *out)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned char)in[i] << 16, k = n - i < 3 ? (unsigned)(n - i) : 3;
+
+		v |= k > 1 ? (unsigned char)in[i + 1] << 8 : 0;
+		v |= k > 2 ? (unsigned char)in[i + 2] : 0;
+		out[o++] = t[v >> 18 & 63];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = k > 1 ? t[v >> 6 & 63] : '=';
+		out[o++] = k > 2 ? t[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+/* Feed text as the guest would: begin, S lines of width chars, end with the given length. */
+static void feed_memsnap(struct oracle_result *r, const char *text, size_t width, long len_adj,
+			 uint64_t sum_xor)
+{
+	char enc[4096], line[512];
+	size_t n = strlen(text), e;
+
+	b64(text, n, enc);
+	e = strlen(enc);
+	ASSERT_EQ(oracle_result_line(r, "ORACLE snapshot begin phase"), 1);
+	for (size_t i = 0; i < e; i += width) {
+		snprintf(line, sizeof(line), "ORACLE S %.*s", (int)width, enc + i);
+		ASSERT_EQ(oracle_result_line(r, line), 1);
+	}
+	snprintf(line, sizeof(line), "ORACLE snapshot end %ld %016llx", (long)n + len_adj,
+		 (unsigned long long)(oracle_fnv1a64(text, n) ^ sum_xor));
+	ASSERT_EQ(oracle_result_line(r, line), 1);
+}
+
+static const char snaptext[] = "thpemu-snapshot 1\nhost (none)\nzone 0 DMA32 start 4096\n"
+			       "runs 3\nR 4698\nF10 753\nA 1\nend\n";
+
+TEST(a_memory_snapshot_reassembles_over_lines_of_any_length)
+{
+	/* every width, so each padding case ends a line and no line ends mid-quantum */
+	for (size_t width = 4; width <= 180; width += 4) {
+		struct oracle_result r;
+		const char *t;
+		size_t len = 0;
+
+		oracle_result_init(&r);
+		feed_memsnap(&r, snaptext, width, 0, 0);
+		t = oracle_result_memsnap(&r, &len);
+		ASSERT(t != NULL);
+		EXPECT_EQ(len, strlen(snaptext));
+		EXPECT(!memcmp(t, snaptext, len));
+		ASSERT_STREQ(r.memsnap.point, "phase");
+		EXPECT_EQ(r.unknown_lines, 0);
+		EXPECT_EQ(r.ntail, 0); /* not console chatter */
+		oracle_result_free(&r);
+	}
+	/* the three paddings: 0, 1 and 2 '=' */
+	for (size_t cut = 0; cut < 3; cut++) {
+		char text[64];
+		struct oracle_result r;
+		size_t len = 0;
+
+		snprintf(text, sizeof(text), "%.*s", (int)(30 - cut), snaptext);
+		oracle_result_init(&r);
+		feed_memsnap(&r, text, 180, 0, 0);
+		ASSERT(oracle_result_memsnap(&r, &len) != NULL);
+		EXPECT_EQ(len, strlen(text));
+		oracle_result_free(&r);
+	}
+}
+
+TEST(a_memory_snapshot_that_does_not_add_up_is_refused_with_why)
+{
+	struct oracle_result r;
+	size_t len;
+
+	oracle_result_init(&r);
+	feed_memsnap(&r, snaptext, 16, 1, 0); /* a line lost: fewer bytes than announced */
+	EXPECT(oracle_result_memsnap(&r, &len) == NULL);
+	EXPECT_EQ(r.memsnap.state, ORACLE_MEMSNAP_BAD);
+	EXPECT(strstr(r.memsnap.why, "bytes arrived") != NULL);
+	oracle_result_free(&r);
+
+	oracle_result_init(&r);
+	feed_memsnap(&r, snaptext, 16, 0, 1); /* a byte changed */
+	EXPECT(oracle_result_memsnap(&r, &len) == NULL);
+	EXPECT(strstr(r.memsnap.why, "checksum") != NULL);
+	oracle_result_free(&r);
+
+	/* a kernel message cut into a data line */
+	oracle_result_init(&r);
+	oracle_result_line(&r, "ORACLE snapshot begin phase");
+	oracle_result_line(&r, "ORACLE S dGhwZW11[   12.5] oom");
+	oracle_result_line(&r, "ORACLE snapshot end 6 0");
+	EXPECT_EQ(r.memsnap.state, ORACLE_MEMSNAP_BAD);
+	EXPECT(strstr(r.memsnap.why, "base64") != NULL);
+	oracle_result_free(&r);
+
+	/* data after the padded end of the text */
+	oracle_result_init(&r);
+	oracle_result_line(&r, "ORACLE snapshot begin start");
+	oracle_result_line(&r, "ORACLE S YQ==");
+	oracle_result_line(&r, "ORACLE S YWJj");
+	EXPECT_EQ(r.memsnap.state, ORACLE_MEMSNAP_BAD);
+	oracle_result_free(&r);
+
+	/* the guest said why; a boot that died in the middle stays incomplete */
+	oracle_result_init(&r);
+	oracle_result_line(&r, "ORACLE snapshot failed /bin/thpemu-snapshot: exit status 2");
+	EXPECT_EQ(r.memsnap.state, ORACLE_MEMSNAP_BAD);
+	EXPECT(strstr(r.memsnap.why, "exit status 2") != NULL);
+	oracle_result_free(&r);
+	oracle_result_init(&r);
+	oracle_result_line(&r, "ORACLE snapshot begin phase");
+	oracle_result_line(&r, "ORACLE S YWJj");
+	EXPECT_EQ(r.memsnap.state, ORACLE_MEMSNAP_OPEN);
+	EXPECT(oracle_result_memsnap(&r, &len) == NULL);
+	oracle_result_free(&r);
+}
+
+TEST(a_memory_snapshot_is_summarised_in_the_json)
+{
+	struct oracle_result r;
+	struct json_w w;
+	json_error_t e;
+	json_t *j, *m;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	oracle_result_init(&r);
+	feed_memsnap(&r, snaptext, 180, 0, 0);
+	jw_init(&w, f, false);
+	jw_obj_begin(&w, NULL);
+	oracle_result_json(&w, &r);
+	jw_obj_end(&w);
+	ASSERT_EQ(jw_finish(&w), 0);
+	fclose(f);
+	j = json_loads(buf, 0, &e);
+	ASSERT(j != NULL);
+	m = json_object_get(j, "memory_snapshot");
+	ASSERT_STREQ(json_string_value(json_object_get(m, "status")), "ok");
+	ASSERT_STREQ(json_string_value(json_object_get(m, "point")), "phase");
+	EXPECT_EQ(json_integer_value(json_object_get(m, "bytes")), (json_int_t)strlen(snaptext));
+	EXPECT(json_is_null(json_object_get(m, "error")));
+	json_decref(j);
+	free(buf);
+	oracle_result_free(&r);
+}
+
 TEST_MAIN()

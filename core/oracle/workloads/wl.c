@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +26,8 @@
 #define THP_SYSFS "/sys/kernel/mm/transparent_hugepage"
 
 extern int thpemu_active(void) __attribute__((weak));
+extern int thpemu_vmstat(char *buf, size_t len) __attribute__((weak));
+extern char **environ;
 
 static const char *wl_name = "thpemu-wl";
 static uint64_t phase_t0;
@@ -40,6 +44,7 @@ void wl_start(const char *name)
 	wl_name = name;
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	printf("ORACLE wl %s %d\n", name, WL_PROTOCOL);
+	wl_snapshot_point("start");
 }
 
 void wl_usage(const char *fmt, ...)
@@ -224,6 +229,125 @@ void wl_fill(struct wl_region *filler, uint64_t fill, unsigned keep, bool lock, 
 		wl_die("mlock2 MLOCK_ONFAULT: %s", strerror(errno));
 }
 
+/* ---- the machine's memory, for the emulator to start from ------------------------------------ */
+
+#define SNAP_LINE_B64  180	     /* base64 characters a console line (135 bytes) */
+#define SNAP_MAX_BYTES (256UL << 20) /* reserved, not touched: a snapshot is KBs to a few MBs */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* FNV-1a, 64 bits: the host checks the text it reassembled (result.c does the same). */
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static void print_b64(const unsigned char *p, size_t n)
+{
+	char line[SNAP_LINE_B64 + 1];
+	size_t used = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		size_t k = n - i < 3 ? n - i : 3;
+
+		if (k > 1)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (k > 2)
+			v |= p[i + 2];
+		line[used++] = b64[v >> 18 & 63];
+		line[used++] = b64[v >> 12 & 63];
+		line[used++] = k > 1 ? b64[v >> 6 & 63] : '=';
+		line[used++] = k > 2 ? b64[v & 63] : '=';
+		if (used == SNAP_LINE_B64 || i + 3 >= n) {
+			printf("ORACLE S %.*s\n", (int)used, line);
+			used = 0;
+		}
+	}
+}
+
+/* The helper's text into buf (at most cap bytes); its length, or -1 with why set. */
+static ssize_t run_helper(const char *helper, char *buf, size_t cap, char *why, size_t wlen)
+{
+	char *argv[] = {(char *)helper, (char *)"--quiet", NULL};
+	posix_spawn_file_actions_t fa;
+	int fds[2], status = 0, rc;
+	size_t used = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		snprintf(why, wlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+	rc = posix_spawn(&pid, helper, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc) {
+		close(fds[0]);
+		snprintf(why, wlen, "%s: %s", helper, strerror(rc));
+		return -1;
+	}
+	for (;;) {
+		ssize_t n = read(fds[0], buf + used, cap - used);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+		if (used == cap)
+			break;
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) || used == cap) {
+		snprintf(why, wlen, "%s: %s %d%s", helper,
+			 WIFEXITED(status) ? "exit status" : "signal",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+			 used == cap ? ", output too long" : "");
+		return -1;
+	}
+	return (ssize_t)used;
+}
+
+void wl_snapshot_point(const char *point)
+{
+	const char *helper = getenv("ORACLE_SNAPSHOT"), *at = getenv("ORACLE_SNAPSHOT_AT");
+	char why[256];
+	ssize_t n;
+	char *buf;
+
+	if (!helper || !*helper || strcmp(at && *at ? at : "phase", point))
+		return;
+	fflush(stdout);
+	/* reserved, and touched only as the text arrives: the pass itself saw none of it */
+	buf = mmap(NULL, SNAP_MAX_BYTES, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (buf == MAP_FAILED) {
+		printf("ORACLE snapshot failed mmap: %s\n", strerror(errno));
+		fflush(stdout);
+		return;
+	}
+	n = run_helper(helper, buf, SNAP_MAX_BYTES, why, sizeof(why));
+	if (n < 0) {
+		printf("ORACLE snapshot failed %s\n", why);
+	} else {
+		printf("ORACLE snapshot begin %s\n", point);
+		print_b64((const unsigned char *)buf, (size_t)n);
+		printf("ORACLE snapshot end %zd %016llx\n", n,
+		       (unsigned long long)fnv1a((const unsigned char *)buf, (size_t)n));
+	}
+	fflush(stdout);
+	munmap(buf, SNAP_MAX_BYTES);
+}
+
 /* ---- counters ---------------------------------------------------------------------------- */
 
 #define SNAP_MAX (48 << 10)
@@ -289,9 +413,16 @@ static void take(struct snap *s)
 
 	if (!c || strcmp(c, "1"))
 		return;
+	s->taken = true;
+	/* under thpemu the machine that counts is the emulated one: /proc/vmstat is the host's */
+	if (thpemu_active && thpemu_active()) {
+		if (!thpemu_vmstat || thpemu_vmstat(s->vmstat, sizeof(s->vmstat)) < 0)
+			s->taken = false;
+		s->mthp[0] = '\0';
+		return;
+	}
 	read_text("/proc/vmstat", s->vmstat, sizeof(s->vmstat));
 	snap_mthp(s->mthp, sizeof(s->mthp));
-	s->taken = true;
 }
 
 static void print_snap(const char *tag, const struct snap *s)
@@ -341,6 +472,7 @@ double wl_phase_ms(void)
 
 void wl_phase_begin(void)
 {
+	wl_snapshot_point("phase");
 	fflush(stdout);
 	take(&snaps[0]);
 	phase_t0 = wl_now_ns();

@@ -15,13 +15,17 @@
  *   ORACLE collapse I RC ERRNO US        MADV_COLLAPSE of extent I
  *   ORACLE snap TAG vmstat NAME VALUE    counters at the phase's begin and end (TAG phase-begin,
  *   ORACLE snap TAG mthp SIZE STAT VALUE phase-end), only when ORACLE_COUNTERS=1 (the guest)
+ *   ORACLE snapshot begin|end|failed ... the machine's memory (thpemu-snapshot's text, base64 in
+ *   ORACLE S BASE64                      "S" lines), only with $ORACLE_SNAPSHOT (the helper) at
+ *                                        $ORACLE_SNAPSHOT_AT (start, or phase: the default)
  *   ORACLE summary KEY=VALUE...          the outcome
  *   ORACLE error MESSAGE                 why it could not run
  *
  * Everything is measured into memory during the phase and printed after it, so printing does
- * not disturb what is measured. No thpemu code is linked: thpemu_active() is looked up weakly,
- * only to refuse sizes relative to the machine's memory under the emulator (its pool is not
- * the host's /proc/meminfo).
+ * not disturb what is measured. No thpemu code is linked: thpemu_active() and thpemu_vmstat()
+ * are looked up weakly, to refuse sizes relative to the machine's memory under the emulator
+ * (its pool is not the host's /proc/meminfo) and to snapshot the emulated machine's counters
+ * there instead of the host's /proc/vmstat.
  */
 #ifndef THPEMU_WL_H
 #define THPEMU_WL_H
@@ -63,6 +67,9 @@ void wl_check_relative(const char *opt, bool pct);
 /* --seed, else $ORACLE_SEED, else 1. */
 uint64_t wl_seed(uint64_t opt);
 uint64_t wl_rand(uint64_t *state);
+/* Run $ORACLE_SNAPSHOT (the static thpemu-snapshot) when point ("start": wl_start; "phase":
+ * wl_phase_begin) is $ORACLE_SNAPSHOT_AT (default phase), and print its text as ORACLE lines. */
+void wl_snapshot_point(const char *point);
 
 /* ---- memory ------------------------------------------------------------------------------ */
 uint64_t wl_meminfo_kb(const char *field); /* /proc/meminfo "MemFree" etc.; 0 if absent */
