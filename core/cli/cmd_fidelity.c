@@ -1,0 +1,776 @@
+/* thpemu fidelity: thpemu's emulated kernel against a real kernel, on the same workload from the
+ * same starting state (core/oracle/README.md, "Fidelity").
+ *
+ *   thpemu fidelity [OPTIONS] --workload NAME [ARGS...]
+ *
+ * Per setting: N boots of the real kernel through the oracle's run code (core/oracle/run.c),
+ * each guest snapshotting its memory where the workload's phase begins; then M runs of the same
+ * workload under `thpemu run --fragment snapshot:FILE` (this executable), each from one boot's
+ * snapshot, its output read by the same parser; then the table (core/oracle/fidelity.c).
+ * Every option is checked before anything is fetched, booted or run.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "mm/mm_policy.h"
+#include "oracle/fidelity.h"
+#include "oracle/oracle.h"
+#include "policy/policy.h"
+#include "report/runs.h"
+#include "util/json.h"
+#include "util/units.h"
+
+#define CMD "fidelity"
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: thpemu fidelity [OPTIONS] --workload NAME [ARGS...]\n\n"
+	    "Compares thpemu's emulated kernel with a real one on the same workload from the\n"
+	    "same starting state. Per setting: --boots boots of a real kernel under qemu (as\n"
+	    "thpemu oracle does), each guest writing a snapshot of its physical memory where the\n"
+	    "workload's phase begins; then --runs runs of the same workload under `thpemu run\n"
+	    "--fragment snapshot:FILE`, each from one boot's snapshot; then a table: per row\n"
+	    "(huge %% of the region's 2 MiB extents at first touch and at the end, "
+	    "thp_fault_alloc,\n"
+	    "thp_fault_fallback, compact_stall, compact_success, compact_fail, pgmigrate_success,\n"
+	    "compact_migrate_scanned, compact_free_scanned, all over the workload's phase) the "
+	    "real\n"
+	    "kernel's min / median / max beside thpemu's and a verdict, and the pairs of settings\n"
+	    "where the two move in opposite directions (core/oracle/README.md, \"Fidelity\").\n\n"
+	    "The workload:\n"
+	    "  --workload NAME       a workload of the suite; every later argument is its own, as\n"
+	    "                        in thpemu oracle. With --at phase: fragfault, unevictable or\n"
+	    "                        mthp (under thpemu their filler is the snapshot's, so they\n"
+	    "                        run with --fill 0); with --at start: any. A percentage\n"
+	    "                        (--fill 90%%) is resolved to the bytes the guest's workload\n"
+	    "                        resolved (its info line) for thpemu's side\n"
+	    "  --at phase|start      where each guest snapshots its memory: right before the\n"
+	    "                        workload's phase (default: both sides start the phase from\n"
+	    "                        the same state), or at the workload's start (thpemu's side\n"
+	    "                        builds the fragmentation itself)\n\n"
+	    "The settings (one table each, at most 8):\n"
+	    "  --enabled MODE        transparent_hugepage/enabled for all (default always)\n"
+	    "  --defrag LIST         comma list of transparent_hugepage/defrag modes, one setting\n"
+	    "                        each (default always,madvise,defer,never); thpemu's policy\n"
+	    "                        for a setting is thp-ENABLED/DEFRAG (thpemu policies), with\n"
+	    "                        the pinned mode's proactiveness=0, and shrink-underused=no\n"
+	    "                        for 6.1 (which has no such shrinker)\n\n"
+	    "The real kernel:\n"
+	    "  --kernel 6.12|6.1     Debian's newest kernel of the series (default 6.12)\n"
+	    "  --mem SIZE            guest memory, 256M..4G (default 512M)\n"
+	    "  --mode pinned|free    as thpemu oracle (default pinned)\n"
+	    "  --smp N               vCPUs in free mode, 1..16 (default 2)\n"
+	    "  --boots N             boots per setting, 1..32 (default 3); boot I's seed SEED+I\n"
+	    "  --timeout DUR         a boot without its end marker by then is killed (default "
+	    "10m)\n"
+	    "  --cache DIR, --offline, --qemu PATH, --busybox PATH   as thpemu oracle\n\n"
+	    "thpemu's side:\n"
+	    "  --runs N              runs per setting, 1..32 (default: --boots); run J starts\n"
+	    "                        from boot J's snapshot (cycling) with --seed SEED+J\n\n"
+	    "  --seed N              the first seed (default 1)\n"
+	    "  --json FILE           the table, every boot's and run's values (kind \"fidelity\")\n"
+	    "  --keep DIR            keep every boot's console log and snapshot and every run's\n"
+	    "                        output and report (DIR/SETTING/...)\n"
+	    "  --quiet               no progress lines on stderr\n\n"
+	    "Needs root for thpemu's side (userfaultfd; the workload reads /proc/kpageflags), "
+	    "qemu\n"
+	    "and a static busybox for the real side. Exit status: 0 every boot and run ended well\n"
+	    "(verdicts do not change it); 1 a boot or a run failed (the table says which), or a\n"
+	    "tool was missing; 2 bad usage.\n");
+}
+
+/* The options of a workload that take a size which may be a percentage, and the key of the
+ * workload's info line holding the bytes it resolved. */
+static const struct {
+	const char *opt, *info;
+} resolved[] = {
+    {"--fill", "fill_bytes"},
+    {"--region", "region_bytes"},
+    {"--anon", "anon_bytes"},
+    {"--pressure", "pressure_bytes"},
+};
+
+/* The info key of an option's resolved bytes, or NULL. */
+static const char *resolved_key(const char *opt)
+{
+	for (size_t k = 0; k < sizeof(resolved) / sizeof(resolved[0]); k++)
+		if (!strcmp(opt, resolved[k].opt))
+			return resolved[k].info;
+	return NULL;
+}
+
+/* The workloads whose state before the phase is a filler alone: under thpemu the snapshot is
+ * that filler, so they run with --fill 0. */
+static const char *const phase_workloads[] = {"fragfault", "unevictable", "mthp", NULL};
+
+struct boot_rec {
+	char snapshot[PATH_MAX]; /* "" none */
+	struct oracle_pair info[16];
+	int ninfo;
+};
+
+struct fopts {
+	struct oracle_run_cfg cfg; /* the real side's template */
+	const char *enabled, *at, *json, *keep, *cache_opt, *mode;
+	char defrag[FID_MAX_SETTINGS][24];
+	int nset, runs;
+	bool quiet;
+	char builtin[PATH_MAX], helper[PATH_MAX], wl_dyn[PATH_MAX], self[PATH_MAX];
+	char busybox[PATH_MAX], cache[PATH_MAX], dir[PATH_MAX];
+	bool made_dir;
+	/* the setting being run */
+	struct fid_table *t;
+	int k;
+	struct boot_rec boots[FID_MAX_SAMPLES];
+};
+
+static const char *value(int argc, char **argv, int *i)
+{
+	if (*i + 1 >= argc)
+		prog_usage_error(CMD, "%s needs a value (see thpemu fidelity --help)", argv[*i]);
+	return argv[++*i];
+}
+
+static uint64_t uint_opt(const char *opt, const char *v, uint64_t min, uint64_t max)
+{
+	uint64_t n;
+
+	if (units_parse_uint(v, max, &n) || n < min)
+		prog_usage_error(CMD, "%s: '%s' is not an integer %llu..%llu", opt, v,
+				 (unsigned long long)min, (unsigned long long)max);
+	return n;
+}
+
+static void parse_defrag(struct fopts *o, const char *list)
+{
+	char buf[256], *save, err[256];
+	struct oracle_settings s;
+
+	if (strlen(list) >= sizeof(buf))
+		prog_usage_error(CMD, "--defrag: the list is too long");
+	snprintf(buf, sizeof(buf), "%s", list);
+	o->nset = 0;
+	for (char *m = strtok_r(buf, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+		oracle_settings_init(&s);
+		if (oracle_settings_set(&s, "defrag", m, ORACLE_ORIGIN_USER, err, sizeof(err)))
+			prog_usage_error(CMD, "--defrag: %s", err);
+		for (int i = 0; i < o->nset; i++)
+			if (!strcmp(o->defrag[i], m))
+				prog_usage_error(CMD, "--defrag: '%s' is listed twice", m);
+		if (o->nset == FID_MAX_SETTINGS)
+			prog_usage_error(CMD, "--defrag: at most %d settings", FID_MAX_SETTINGS);
+		snprintf(o->defrag[o->nset++], sizeof(o->defrag[0]), "%s", m);
+	}
+	if (!o->nset)
+		prog_usage_error(CMD, "--defrag: no mode in '%s'", list);
+}
+
+/* One option at argv[*i]; 1 when it was --workload (the rest is the workload's). */
+static int option(struct fopts *o, int argc, char **argv, int *i)
+{
+	struct oracle_run_cfg *c = &o->cfg;
+	const char *a = argv[*i];
+
+	if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		usage(stdout);
+		exit(0);
+	} else if (!strcmp(a, "--workload")) {
+		c->workload = value(argc, argv, i);
+		return 1;
+	} else if (!strcmp(a, "--at")) {
+		o->at = value(argc, argv, i);
+		if (strcmp(o->at, "phase") && strcmp(o->at, "start"))
+			prog_usage_error(CMD, "--at: '%s' is not phase or start", o->at);
+	} else if (!strcmp(a, "--enabled")) {
+		o->enabled = value(argc, argv, i);
+	} else if (!strcmp(a, "--defrag")) {
+		parse_defrag(o, value(argc, argv, i));
+	} else if (!strcmp(a, "--kernel")) {
+		c->kernel = value(argc, argv, i);
+		if (strcmp(c->kernel, "6.12") && strcmp(c->kernel, "6.1"))
+			prog_usage_error(CMD,
+					 "--kernel: '%s' is not 6.12 or 6.1 (thpemu's "
+					 "profiles are 6.12's)",
+					 c->kernel);
+	} else if (!strcmp(a, "--mem")) {
+		const char *v = value(argc, argv, i);
+
+		if (units_parse_size(v, &c->mem) || c->mem < (256ULL << 20) ||
+		    c->mem > (4ULL << 30) || c->mem % (1 << 20))
+			prog_usage_error(CMD, "--mem: '%s' is not a size 256M..4G in MiB", v);
+	} else if (!strcmp(a, "--mode")) {
+		o->mode = value(argc, argv, i);
+		if (strcmp(o->mode, "pinned") && strcmp(o->mode, "free"))
+			prog_usage_error(CMD, "--mode: '%s' is not pinned or free", o->mode);
+	} else if (!strcmp(a, "--smp")) {
+		c->smp = (int)uint_opt(a, value(argc, argv, i), 1, 16);
+	} else if (!strcmp(a, "--boots")) {
+		c->boots = (int)uint_opt(a, value(argc, argv, i), 1, FID_MAX_SAMPLES);
+	} else if (!strcmp(a, "--runs")) {
+		o->runs = (int)uint_opt(a, value(argc, argv, i), 1, FID_MAX_SAMPLES);
+	} else if (!strcmp(a, "--seed")) {
+		c->seed = uint_opt(a, value(argc, argv, i), 1, 1ULL << 40);
+	} else if (!strcmp(a, "--timeout")) {
+		const char *v = value(argc, argv, i);
+
+		if (units_parse_duration(v, &c->timeout_ns) || c->timeout_ns < 1000000000ULL)
+			prog_usage_error(CMD, "--timeout: '%s' is not a duration of at least 1s",
+					 v);
+	} else if (!strcmp(a, "--json")) {
+		o->json = value(argc, argv, i);
+	} else if (!strcmp(a, "--keep")) {
+		o->keep = value(argc, argv, i);
+	} else if (!strcmp(a, "--cache")) {
+		o->cache_opt = value(argc, argv, i);
+	} else if (!strcmp(a, "--qemu")) {
+		c->qemu = value(argc, argv, i);
+	} else if (!strcmp(a, "--busybox")) {
+		c->busybox = value(argc, argv, i);
+	} else if (!strcmp(a, "--offline")) {
+		c->offline = true;
+	} else if (!strcmp(a, "--quiet")) {
+		o->quiet = true;
+	} else {
+		prog_usage_error(CMD, "unknown option '%s' (see thpemu fidelity --help)", a);
+	}
+	return 0;
+}
+
+/* thpemu's policy for setting k: the 6.12 profile of the pair, with what the guest was given. */
+static void policy_of(const struct fopts *o, int k, char *buf, size_t len)
+{
+	snprintf(buf, len, "thp-%s/%s%s%s", o->enabled, o->defrag[k],
+		 o->cfg.pinned ? ":proactiveness=0" : "",
+		 !strcmp(o->cfg.kernel, "6.1")
+		     ? (o->cfg.pinned ? ",shrink-underused=no" : ":shrink-underused=no")
+		     : "");
+}
+
+static bool in_list(const char *const *l, const char *s)
+{
+	for (; *l; l++)
+		if (!strcmp(*l, s))
+			return true;
+	return false;
+}
+
+/* Is name one of thpemu-wl's workloads? (thpemu-wl-static --list, as thpemu oracle asks) */
+static bool builtin_workload(const char *wl, const char *name)
+{
+	const char *argv[] = {wl, "--list", NULL};
+	struct oracle_cmd c;
+	bool found = false;
+
+	if (!oracle_cmd_run(argv, NULL, -1, &c) && c.out)
+		for (char *save, *l = strtok_r(c.out, "\n", &save); l && !found;
+		     l = strtok_r(NULL, "\n", &save))
+			found = !strcmp(l, name);
+	oracle_cmd_free(&c);
+	return found;
+}
+
+static void check_workload(struct fopts *o)
+{
+	struct oracle_run_cfg *c = &o->cfg;
+	char why[512];
+
+	if (!c->workload)
+		prog_usage_error(CMD, "--workload NAME is required (see thpemu fidelity --help)");
+	if (strchr(c->workload, '/'))
+		prog_usage_error(CMD,
+				 "--workload: '%s': a workload of the suite, not a program "
+				 "(the same workload runs in the guest and under thpemu)",
+				 c->workload);
+	for (int i = 0; i < c->nargs; i++)
+		if (oracle_arg_check(c->args[i], why, sizeof(why)))
+			prog_usage_error(CMD, "--workload: '%s': %s", c->args[i], why);
+	if (c->nargs > ORACLE_MAX_ARGS - 1)
+		prog_usage_error(CMD, "--workload: at most %d arguments", ORACLE_MAX_ARGS - 1);
+	if (!strcmp(o->at, "phase") && !in_list(phase_workloads, c->workload))
+		prog_usage_error(CMD,
+				 "--at phase: '%s' builds state of its own before its phase; "
+				 "use --at start (phase: fragfault, unevictable, mthp)",
+				 c->workload);
+	for (int i = 0; i < c->nargs; i++) {
+		const char *a = c->args[i];
+
+		if (!strncmp(a, "--", 2) && strchr(a, '=') && strchr(a, '%'))
+			prog_usage_error(CMD,
+					 "--workload: '%s': give a percentage as a separate "
+					 "argument (--fill 90%%), so it can be resolved for thpemu",
+					 a);
+		if (strchr(a, '%') && (!i || !resolved_key(c->args[i - 1])))
+			prog_usage_error(CMD,
+					 "--workload: '%s': thpemu's side can resolve a percentage "
+					 "only for --fill, --region, --anon or --pressure",
+					 a);
+	}
+	if (prog_find_lib("thpemu-wl-static", o->builtin, sizeof(o->builtin), why, sizeof(why)) <
+	    0) {
+		prog_error(CMD, "the workload suite is missing: %s", why);
+		exit(1);
+	}
+	if (!builtin_workload(o->builtin, c->workload))
+		prog_usage_error(CMD,
+				 "--workload: '%s' is not a workload of the suite (thpemu-wl "
+				 "--help lists them)",
+				 c->workload);
+	c->builtin_path = o->builtin;
+}
+
+/* Tools and parts: their absence is the environment's, exit 1. */
+static void check_tools(struct fopts *o)
+{
+	struct oracle_run_cfg *c = &o->cfg;
+	char why[512];
+	int rc;
+
+	if (cli_find_program(c->qemu)) {
+		prog_error(CMD, "%s not found (apt-get install qemu-system-x86)", c->qemu);
+		exit(1);
+	}
+	rc = cli_program_static(c->busybox, o->busybox, sizeof(o->busybox));
+	if (rc != 1) {
+		prog_error(CMD, "--busybox: '%s' is %s (apt-get install busybox-static)",
+			   c->busybox, rc == 0 ? "not static: the guest has no libc" : "not found");
+		exit(1);
+	}
+	c->busybox = o->busybox;
+	if (prog_find_lib("thpemu-snapshot", o->helper, sizeof(o->helper), why, sizeof(why)) < 0 ||
+	    cli_program_static(o->helper, why, sizeof(why)) != 1) {
+		prog_error(CMD, "the static thpemu-snapshot is missing (%s)", o->helper);
+		exit(1);
+	}
+	snprintf(o->wl_dyn, sizeof(o->wl_dyn), "%s/thpemu-wl", prog_self_dir());
+	snprintf(o->self, sizeof(o->self), "%s/thpemu", prog_self_dir());
+	if (access(o->wl_dyn, X_OK) || access(o->self, X_OK)) {
+		prog_error(CMD, "'%s' or '%s' is missing", o->wl_dyn, o->self);
+		exit(1);
+	}
+	if (cli_userfaultfd_access(why, sizeof(why))) {
+		prog_error(CMD, "thpemu's side cannot run here: %s", why);
+		exit(1);
+	}
+	if (geteuid()) {
+		prog_error(CMD, "thpemu's side needs root: the workload reads /proc/kpageflags");
+		exit(1);
+	}
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	oracle_interrupted = 1;
+	interrupted = 1;
+}
+
+/* ---- the real side --------------------------------------------------------------------------
+ */
+
+static void on_boot(void *arg, int i, uint64_t seed, const char *status,
+		    const struct oracle_result *r, const char *snapshot)
+{
+	struct fopts *o = arg;
+	struct fid_setting *s = &o->t->set[o->k];
+	struct boot_rec *b = &o->boots[i];
+
+	if (i >= FID_MAX_SAMPLES)
+		return;
+	fid_sample_from_result(r, &s->real.s[i]);
+	s->real.seed[i] = seed;
+	snprintf(s->real.status[i], sizeof(s->real.status[i]), "%s", status);
+	if (!snapshot)
+		snprintf(s->real.note[i], sizeof(s->real.note[i]), "no memory snapshot: %.70s",
+			 r->memsnap.state == ORACLE_MEMSNAP_NONE   ? "none taken"
+			 : r->memsnap.state == ORACLE_MEMSNAP_OPEN ? "incomplete"
+								   : r->memsnap.why);
+	s->real.n = i + 1;
+	snprintf(b->snapshot, sizeof(b->snapshot), "%s", snapshot ? snapshot : "");
+	b->ninfo = 0;
+	for (size_t k = 0; k < r->ninfo && b->ninfo < 16; k++)
+		b->info[b->ninfo++] = r->info[k];
+	if (!o->t->kernel[0] && r->kernel[0])
+		snprintf(o->t->kernel, sizeof(o->t->kernel), "%s (%.100s)", o->cfg.kernel,
+			 r->kernel);
+	if (!o->quiet)
+		fprintf(stderr, "fidelity: %s: real boot %d/%d seed %llu: %s, huge %.1f %%%s\n",
+			s->name, i + 1, o->cfg.boots, (unsigned long long)seed, status,
+			s->real.s[i].v[0], snapshot ? "" : ", no snapshot");
+}
+
+static int run_real(struct fopts *o, int k, char *err, size_t errlen)
+{
+	struct oracle_run_cfg cfg = o->cfg;
+	char dir[PATH_MAX];
+	int rc;
+
+	oracle_fmt(dir, sizeof(dir), "%s/%d-%s/real", o->dir, k + 1, o->defrag[k]);
+	if (oracle_mkdir_p(dir, 0700)) {
+		oracle_fmt(err, errlen, "'%s': %s", dir, strerror(errno));
+		return -EIO;
+	}
+	cfg.keep = dir;
+	oracle_settings_set(&cfg.settings, "enabled", o->enabled, ORACLE_ORIGIN_USER, err, errlen);
+	oracle_settings_set(&cfg.settings, "defrag", o->defrag[k], ORACLE_ORIGIN_USER, err, errlen);
+	/* a 512M guest boots with THP off, khugepaged's defrag too: set as the default */
+	oracle_settings_set(&cfg.settings, "khugepaged/defrag", "1", ORACLE_ORIGIN_USER, err,
+			    errlen);
+	cfg.snapshot_helper = o->helper;
+	cfg.snapshot_at = o->at;
+	cfg.on_boot = on_boot;
+	cfg.on_boot_arg = o;
+	cfg.quiet = true;
+	o->k = k;
+	memset(o->boots, 0, sizeof(o->boots));
+	rc = oracle_run(&cfg, NULL, err, errlen);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- thpemu's side --------------------------------------------------------------------------
+ */
+
+static const char *info_of(const struct boot_rec *b, const char *key)
+{
+	for (int i = 0; i < b->ninfo; i++)
+		if (!strcmp(b->info[i].key, key))
+			return b->info[i].value;
+	return NULL;
+}
+
+/* The workload's arguments for thpemu: percentages replaced by the bytes the guest resolved,
+ * and at phase --fill 0 (the filler is the snapshot's). 0, or -EINVAL with why. */
+static int emu_args(const struct fopts *o, const struct boot_rec *b, char store[][32],
+		    const char **argv, int *argc, char *why, size_t wlen)
+{
+	const struct oracle_run_cfg *c = &o->cfg;
+	int n = 0;
+
+	for (int i = 0; i < c->nargs; i++) {
+		const char *a = c->args[i], *next = i + 1 < c->nargs ? c->args[i + 1] : NULL;
+		const char *key = resolved_key(a), *v;
+
+		argv[n++] = a;
+		if (!next || !strchr(next, '%'))
+			continue;
+		v = key ? info_of(b, key) : NULL;
+		if (!v) {
+			snprintf(why, wlen, "'%s %s': the guest's info line has no %s", a, next,
+				 key ? key : "bytes for it");
+			return -EINVAL;
+		}
+		snprintf(store[i + 1], sizeof(store[0]), "%s", v);
+		argv[n++] = store[i + 1];
+		i++;
+	}
+	if (!strcmp(o->at, "phase")) {
+		argv[n++] = "--fill";
+		argv[n++] = "0";
+	}
+	*argc = n;
+	return 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	if (f) {
+		fputs(text ? text : "", f);
+		fclose(f);
+	}
+}
+
+/* host.huge_not_pmd of the run's report: huge decisions the host mapped with 4 KiB pages, so
+ * that the extent lines (read on the host) say base where thpemu said huge. */
+static double huge_not_pmd(const char *report)
+{
+	json_error_t e;
+	json_t *j = json_load_file(report, 0, &e);
+	double v;
+
+	if (!j)
+		return NAN;
+	v = rd_num(j, "host.huge_not_pmd");
+	json_decref(j);
+	return v;
+}
+
+static void one_run(struct fopts *o, int k, int j, const char *dir)
+{
+	struct fid_setting *s = &o->t->set[k];
+	const struct boot_rec *b = NULL;
+	const char *argv[64];
+	char store[ORACLE_MAX_ARGS][32], policy[96], frag[PATH_MAX + 16], seed[24],
+	    report[PATH_MAX];
+	char out[PATH_MAX], why[256];
+	uint64_t sd = o->cfg.seed + (uint64_t)j;
+	struct oracle_result r;
+	struct oracle_cmd c;
+	int n = 0, nb = 0, wargc, rc;
+	double npmd;
+
+	s->emu.seed[j] = sd;
+	s->emu.n = j + 1;
+	for (int i = 0; i < s->real.n; i++)
+		nb += o->boots[i].snapshot[0] != 0;
+	if (!nb) {
+		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "no-snapshot");
+		return;
+	}
+	/* run j from the j-th boot that left a snapshot, cycling */
+	for (int i = 0, m = 0; i < s->real.n && !b; i++)
+		if (o->boots[i].snapshot[0] && m++ == j % nb)
+			b = &o->boots[i];
+	policy_of(o, k, policy, sizeof(policy));
+	snprintf(frag, sizeof(frag), "snapshot:%s", b->snapshot);
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)sd);
+	oracle_fmt(report, sizeof(report), "%s/run-%d.json", dir, j + 1);
+	argv[n++] = o->self;
+	argv[n++] = "run";
+	argv[n++] = "--policy";
+	argv[n++] = policy;
+	argv[n++] = "--fragment";
+	argv[n++] = frag;
+	argv[n++] = "--seed";
+	argv[n++] = seed;
+	argv[n++] = "--report";
+	argv[n++] = report;
+	argv[n++] = "--";
+	argv[n++] = o->wl_dyn;
+	argv[n++] = o->cfg.workload;
+	if (emu_args(o, b, store, argv + n, &wargc, why, sizeof(why))) {
+		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "bad-arguments");
+		snprintf(s->emu.note[j], sizeof(s->emu.note[j]), "%.90s", why);
+		return;
+	}
+	n += wargc;
+	argv[n] = NULL;
+	if (j == 0 && k == 0) {
+		size_t used = 0;
+
+		for (int i = 1; i < n; i++)
+			used += (size_t)snprintf(
+			    o->t->emu_cmd + used,
+			    used < sizeof(o->t->emu_cmd) ? sizeof(o->t->emu_cmd) - used : 0, "%s%s",
+			    i > 1 ? " " : "thpemu ",
+			    i == 5    ? "snapshot:BOOT.snap"
+			    : i == 9  ? "RUN.json"
+			    : i == 11 ? "thpemu-wl"
+				      : argv[i]);
+	}
+	setenv("ORACLE_COUNTERS", "1", 1);
+	setenv("ORACLE_SEED", seed, 1);
+	rc = oracle_cmd_run(argv, NULL, -1, &c);
+	oracle_fmt(out, sizeof(out), "%s/run-%d.out", dir, j + 1);
+	write_file(out, c.out);
+	oracle_result_init(&r);
+	if (c.out)
+		oracle_result_text(&r, c.out);
+	fid_sample_from_result(&r, &s->emu.s[j]);
+	if (rc == -ENOENT)
+		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "not-started");
+	else if (rc || !r.wl_protocol)
+		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "run-failed");
+	else
+		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "ok");
+	if (strcmp(s->emu.status[j], "ok"))
+		snprintf(s->emu.note[j], sizeof(s->emu.note[j]), "%.80s",
+			 c.err[0] ? oracle_cmd_why(&c) : "no ORACLE lines");
+	npmd = huge_not_pmd(report);
+	if (!s->emu.note[j][0] && npmd > 0)
+		snprintf(s->emu.note[j], sizeof(s->emu.note[j]),
+			 "%.0f huge decisions the host mapped with 4 KiB pages (final %% is "
+			 "the host's)",
+			 npmd);
+	if (!o->quiet)
+		fprintf(stderr, "fidelity: %s: thpemu run %d/%d seed %llu: %s, huge %.1f %%\n",
+			s->name, j + 1, o->runs, (unsigned long long)sd, s->emu.status[j],
+			s->emu.s[j].v[0]);
+	oracle_result_free(&r);
+	oracle_cmd_free(&c);
+}
+
+static int run_emu(struct fopts *o, int k, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+
+	oracle_fmt(dir, sizeof(dir), "%s/%d-%s/thpemu", o->dir, k + 1, o->defrag[k]);
+	if (oracle_mkdir_p(dir, 0700)) {
+		oracle_fmt(err, errlen, "'%s': %s", dir, strerror(errno));
+		return -EIO;
+	}
+	for (int j = 0; j < o->runs && !interrupted; j++)
+		one_run(o, k, j, dir);
+	return interrupted ? -EINTR : 0;
+}
+
+/* ---- the command ---------------------------------------------------------------------------
+ */
+
+static int prepare_dir(struct fopts *o)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (o->keep) {
+		snprintf(o->dir, sizeof(o->dir), "%s", o->keep);
+		return 0;
+	}
+	snprintf(o->dir, sizeof(o->dir), "%s/thpemu-fidelity.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(o->dir)) {
+		prog_error(CMD, "a work directory in '%s': %s", tmp && *tmp ? tmp : "/tmp",
+			   strerror(errno));
+		return -1;
+	}
+	o->made_dir = true;
+	return 0;
+}
+
+static bool all_ok(const struct fid_table *t)
+{
+	for (int k = 0; k < t->nset; k++) {
+		const struct fid_setting *s = &t->set[k];
+
+		for (int i = 0; i < s->real.n; i++)
+			if (strcmp(s->real.status[i], "ok") || s->real.note[i][0])
+				return false;
+		for (int i = 0; i < s->emu.n; i++)
+			if (strcmp(s->emu.status[i], "ok"))
+				return false;
+		if (!s->real.n || !s->emu.n)
+			return false;
+	}
+	return true;
+}
+
+static void describe(struct fopts *o)
+{
+	struct fid_table *t = o->t;
+	size_t used = 0;
+
+	snprintf(t->mode, sizeof(t->mode), "%s", o->cfg.pinned ? "pinned" : "free");
+	snprintf(t->at, sizeof(t->at), "%s", o->at);
+	t->mem_bytes = o->cfg.mem;
+	used = (size_t)snprintf(t->workload, sizeof(t->workload), "thpemu-wl %s", o->cfg.workload);
+	for (int i = 0; i < o->cfg.nargs && used < sizeof(t->workload); i++)
+		used += (size_t)snprintf(t->workload + used, sizeof(t->workload) - used, " %s",
+					 o->cfg.args[i]);
+	t->nset = o->nset;
+	for (int k = 0; k < o->nset; k++) {
+		snprintf(t->set[k].name, sizeof(t->set[k].name), "enabled=%s defrag=%s", o->enabled,
+			 o->defrag[k]);
+		policy_of(o, k, t->set[k].policy, sizeof(t->set[k].policy));
+	}
+}
+
+static int fidelity_main(int argc, char **argv)
+{
+	struct fopts *o = calloc(1, sizeof(*o));
+	struct cli_output *out = NULL;
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct mm_policy pol;
+	char err[1024], policy[96];
+	int rc = 0;
+
+	if (!o)
+		return 1;
+	o->t = calloc(1, sizeof(*o->t));
+	if (!o->t)
+		return 1;
+	o->cfg = (struct oracle_run_cfg){.kernel = "6.12",
+					 .mem = 512ULL << 20,
+					 .smp = 2,
+					 .accel = "auto",
+					 .boots = 3,
+					 .seed = 1,
+					 .timeout_ns = 600 * 1000000000ULL,
+					 .qemu = "qemu-system-x86_64",
+					 .busybox = "/bin/busybox"};
+	oracle_settings_init(&o->cfg.settings);
+	o->enabled = "always";
+	o->at = "phase";
+	parse_defrag(o, "always,madvise,defer,never");
+	for (int i = 1; i < argc; i++)
+		if (option(o, argc, argv, &i)) {
+			o->cfg.args = (const char *const *)argv + i + 1;
+			o->cfg.nargs = argc - i - 1;
+			if (o->cfg.nargs && !strcmp(argv[i + 1], "--")) {
+				o->cfg.args++;
+				o->cfg.nargs--;
+			}
+			break;
+		}
+	if (oracle_settings_set(&o->cfg.settings, "enabled", o->enabled, ORACLE_ORIGIN_USER, err,
+				sizeof(err)))
+		prog_usage_error(CMD, "--enabled: %s", err);
+	oracle_settings_init(&o->cfg.settings); /* each setting's are made per run */
+	o->cfg.pinned = !o->mode || !strcmp(o->mode, "pinned");
+	if (!o->runs)
+		o->runs = o->cfg.boots;
+	for (int k = 0; k < o->nset; k++) {
+		policy_of(o, k, policy, sizeof(policy));
+		if (policy_parse(policy, &pol, err, sizeof(err)))
+			prog_usage_error(CMD, "thpemu has no policy for enabled=%s defrag=%s: %s",
+					 o->enabled, o->defrag[k], err);
+	}
+	check_workload(o);
+	if (o->keep)
+		cli_output_dir(CMD, "--keep", o->keep);
+	if (o->json)
+		out = cli_output_open(CMD, "--json", o->json);
+	check_tools(o);
+	if (oracle_cache_dir(o->cache_opt, o->cache, sizeof(o->cache), err, sizeof(err))) {
+		prog_error(CMD, "%s", err);
+		return 1;
+	}
+	o->cfg.cache = o->cache;
+	if (prepare_dir(o))
+		return 1;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	cli_sigpipe_ignore();
+	describe(o);
+	for (int k = 0; k < o->nset && !rc; k++) {
+		rc = run_real(o, k, err, sizeof(err));
+		if (!rc)
+			rc = run_emu(o, k, err, sizeof(err));
+	}
+	if (rc == -EINTR || interrupted)
+		prog_error(CMD, "interrupted: the table holds what ran");
+	else if (rc < 0)
+		prog_error(CMD, "%s", err);
+	if (!o->t->kernel[0])
+		snprintf(o->t->kernel, sizeof(o->t->kernel), "%s", o->cfg.kernel);
+	fid_build(o->t);
+	fid_text(stdout, o->t);
+	if (out) {
+		struct json_w w;
+
+		jw_init(&w, cli_output_stream(out), true);
+		fid_json(&w, o->t);
+		if (jw_finish(&w) || cli_output_close(out))
+			rc = rc ? rc : 1;
+	}
+	rc = rc || !all_ok(o->t) ? 1 : 0;
+	if (o->made_dir)
+		oracle_rm_rf(o->dir);
+	free(o->t);
+	free(o);
+	return cli_stdout_end(rc);
+}
+
+CLI_COMMAND(fidelity, "fidelity",
+	    "thpemu's emulated kernel against a real one: same workload, same starting memory",
+	    fidelity_main)
