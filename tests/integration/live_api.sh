@@ -15,6 +15,9 @@ grep -q "active=1 version=$("$THPEMU" --version | cut -d' ' -f2) managed=1 stack
 	fail "unexpected: $out"
 huge=$(sed -n 's/.* huge=\([0-9]*\).*/\1/p' <<<"$out")
 [ "$huge" -ge 3 ] || fail "the program saw $huge huge faults of its 8 MiB"
+# the emulated machine's vmstat, in /proc/vmstat's form: its THP faults are the program's
+grep -q "vmstat: len_ok=1 thp_fault_alloc=[1-9][0-9]* small=-1" <<<"$out" ||
+	fail "thpemu_vmstat: unexpected: $out"
 [ -s "$T_TMP/self.json" ] || fail "thpemu_write_report wrote nothing"
 expect_eq "report kind" "$(json "$T_TMP/self.json" .kind)" run
 [ "$(json "$T_TMP/self.json" .faults.huge)" -ge 3 ] || fail "the written report lacks the faults"

@@ -18,7 +18,7 @@ check() {
 	expect_eq "$out: extent lines" "$(grep -c '^ORACLE extent ' "$out")" "$n"
 	grep -q "^ORACLE summary extents=$n " "$out" || fail "$out: no summary of $n extents"
 	! grep -q "^ORACLE error" "$out" || fail "$out: $(grep '^ORACLE error' "$out")"
-	! grep -q "^ORACLE snap" "$out" || fail "$out: counter snapshots outside the guest"
+	! grep -q "^ORACLE snap " "$out" || fail "$out: counter snapshots outside the guest"
 }
 
 # natively: both builds, every workload, small sizes
@@ -59,6 +59,23 @@ grep -q "^ORACLE summary extents=8 huge=8 .* final_huge=8 " "$T_OUT/frag.thpemu"
 	"$WL" fragfault --fill 0 --region 8M >"$T_OUT/never.thpemu" 2>&1 || fail "thpemu run never"
 grep -q "^ORACLE summary extents=4 huge=0 .* final_huge=0 " "$T_OUT/never.thpemu" ||
 	fail "thpemu, thp-never: $(grep summary "$T_OUT/never.thpemu")"
+# the phase's counters under thpemu are the emulated machine's (thpemu_vmstat), not the host's
+ORACLE_COUNTERS=1 "$THPEMU" run --quiet --pool 256M --policy thp-always/always -- \
+	"$WL" fragfault --fill 0 --region 8M >"$T_OUT/counters.thpemu" 2>&1 || fail "thpemu run counters"
+b=$(sed -n 's/^ORACLE snap phase-begin vmstat thp_fault_alloc //p' "$T_OUT/counters.thpemu")
+e=$(sed -n 's/^ORACLE snap phase-end vmstat thp_fault_alloc //p' "$T_OUT/counters.thpemu")
+expect_eq "emulated thp_fault_alloc over the phase" "$((e - b))" 4
+
+# a memory snapshot where the phase begins: thpemu-snapshot's text, base64, length and checksum
+ORACLE_SNAPSHOT="$THPEMU_BUILD_DIR/thpemu-snapshot" run_native "$WLS" "$T_OUT/snap" \
+	fragfault --fill 0 --region 4M
+check "$T_OUT/snap" fragfault 2
+grep -qx "ORACLE snapshot begin phase" "$T_OUT/snap" || fail "no snapshot at the phase"
+grep -q "^ORACLE snapshot end [1-9][0-9]* [0-9a-f]\{16\}$" "$T_OUT/snap" || fail "no snapshot end"
+[ "$(grep -c '^ORACLE S ' "$T_OUT/snap")" -gt 1 ] || fail "no snapshot data lines"
+ORACLE_SNAPSHOT=/nonexistent run_native "$WLS" "$T_OUT/nosnap" fragfault --fill 0 --region 4M
+grep -q "^ORACLE snapshot failed /nonexistent: " "$T_OUT/nosnap" || fail "no snapshot failure line"
+
 "$THPEMU" run --quiet --pool 256M -- "$WL" fragfault --fill 50% >"$T_OUT/pct.thpemu" 2>&1
 expect_eq "a percentage under thpemu" "$?" 2
 grep -q "a percentage is of the guest's memory" "$T_OUT/pct.thpemu" || fail "$(cat "$T_OUT/pct.thpemu")"

@@ -12,6 +12,28 @@ extern int thpemu_active(void) __attribute__((weak));
 extern int thpemu_is_managed(const void *addr) __attribute__((weak));
 extern int thpemu_get_counters(struct thpemu_counters *c, size_t size) __attribute__((weak));
 extern int thpemu_write_report(const char *path) __attribute__((weak));
+extern int thpemu_vmstat(char *buf, size_t len) __attribute__((weak));
+
+/* thpemu_vmstat into memory the program never touched (managed: its first touch is a fault
+ * the emulator serves while the call runs) and into a buffer too small for it. */
+static void vmstat_probe(void)
+{
+	size_t len = 1UL << 20;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char small[16];
+	unsigned long long alloc = 0;
+	const char *l;
+	int n;
+
+	if (buf == MAP_FAILED)
+		return;
+	n = thpemu_vmstat(buf, len);
+	l = n > 0 ? strstr(buf, "thp_fault_alloc ") : NULL;
+	if (l)
+		sscanf(l + 16, "%llu", &alloc);
+	printf("vmstat: len_ok=%d thp_fault_alloc=%llu small=%d\n",
+	       n > 0 && (size_t)n == strlen(buf), alloc, thpemu_vmstat(small, sizeof(small)));
+}
 
 int main(int argc, char **argv)
 {
@@ -31,5 +53,6 @@ int main(int argc, char **argv)
 	       thpemu_version(), thpemu_is_managed(p + 12345), thpemu_is_managed(&c),
 	       (unsigned long long)c.faults, (unsigned long long)c.huge_faults,
 	       (unsigned long long)c.real_pmd_faults, (unsigned long long)c.managed_bytes);
+	vmstat_probe();
 	return argc > 1 && thpemu_write_report(argv[1]) != 0;
 }
