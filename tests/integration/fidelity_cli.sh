@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# thpemu fidelity's command line: every bad option is one line and exit status 2 before
+# anything is fetched, booted or run; a missing qemu is the environment's failure (exit 1) and
+# leaves no JSON behind. Needs no qemu.
+. "$(dirname "$0")/lib.sh"
+
+cache="$T_TMP/cache"
+mkdir -p "$cache"
+export THPEMU_ORACLE_CACHE=$cache
+
+"$THPEMU" fidelity --help >"$T_TMP/help" || fail "--help failed"
+grep -q -- "--defrag LIST" "$T_TMP/help" || fail "--help does not show --defrag"
+"$THPEMU" --help | grep -q "^  fidelity " || fail "thpemu --help does not list fidelity"
+
+bad_usage "--workload NAME is required" fidelity
+bad_usage "unknown option '--bogus'" fidelity --bogus --workload fragfault
+bad_usage "--at: 'middle'" fidelity --at middle --workload fragfault
+bad_usage "--kernel: '5.10'" fidelity --kernel 5.10 --workload fragfault
+bad_usage "--mem: '128M'" fidelity --mem 128M --workload fragfault
+bad_usage "--mode: 'fast'" fidelity --mode fast --workload fragfault
+bad_usage "--boots: '0'" fidelity --boots 0 --workload fragfault
+bad_usage "--runs: '33'" fidelity --runs 33 --workload fragfault
+bad_usage "--timeout: '5'" fidelity --timeout 5 --workload fragfault
+bad_usage "--enabled: enabled: 'sometimes'" fidelity --enabled sometimes --workload fragfault
+bad_usage "--defrag: defrag: 'often'" fidelity --defrag always,often --workload fragfault
+bad_usage "--defrag: 'never' is listed twice" fidelity --defrag never,never --workload fragfault
+bad_usage "--defrag: at most 8" fidelity --defrag always,madvise,defer,never,always \
+	--workload fragfault
+bad_usage "a workload of the suite, not a program" fidelity --workload /bin/true
+bad_usage "not a workload of the suite" fidelity --at start --workload nosuch
+bad_usage "--at phase: 'khugepaged' builds state of its own" fidelity --workload khugepaged
+bad_usage "give a percentage as a separate argument" fidelity --workload fragfault --fill=90%
+bad_usage "only for --fill, --region, --anon or --pressure" \
+	fidelity --workload fragfault --keep 50%
+bad_usage "double quote" fidelity --workload fragfault 'a"b'
+bad_usage "--json: '/proc/" fidelity --json /proc/thpemu-fidelity.json --workload fragfault
+
+# the environment: exit 1, one line, nothing written
+"$THPEMU" fidelity --qemu /nonexistent/qemu --json "$T_TMP/f.json" --workload fragfault \
+	>/dev/null 2>"$T_TMP/err"
+expect_eq "missing qemu status" "$?" 1
+grep -q "not found (apt-get install qemu-system-x86)" "$T_TMP/err" || fail "$(cat "$T_TMP/err")"
+[ ! -e "$T_TMP/f.json" ] || fail "a JSON was left after a failure before any boot"
+say "ok"

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One small real comparison of thpemu with Debian's 6.12 (core/oracle/README.md, "Fidelity"):
+# 512 MiB, pinned, 2 boots and 2 thpemu runs per setting, each run from a boot's memory
+# snapshot taken where the workload's phase begins. Asserts only what holds on every boot and
+# every run, whatever thpemu's fidelity:
+#   fragmented, defrag=always and never   every boot left a whole snapshot, every thpemu run
+#                                         started from one and ran; defrag=never: no
+#                                         compaction stall on either side
+#   no fragmentation, defrag=always       every extent huge on both sides, no stall
+. "$(dirname "$0")/lib.sh"
+need_root
+need_uffd
+need_cmd jq
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (qemu-system-x86)"
+[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 ||
+	skip "/bin/busybox is not a static busybox (busybox-static)"
+command -v apt-get >/dev/null || skip "apt-get not available: Debian's kernels cannot be fetched"
+
+t0=$SECONDS
+"$THPEMU" oracle --fetch-only --kernel 6.12 >"$T_OUT/fetch.txt" 2>&1 ||
+	fail "fetching 6.12: $(tail -1 "$T_OUT/fetch.txt")"
+
+# fid NAME ARGS...: one comparison, its table in $T_OUT/NAME.txt and JSON in $T_OUT/NAME.json
+fid() {
+	local name=$1 t=$SECONDS
+	shift
+	mkdir -p "$T_OUT/$name"
+	"$THPEMU" fidelity --offline --kernel 6.12 --mem 512M --timeout 300s --boots 2 \
+		--json "$T_OUT/$name.json" --keep "$T_OUT/$name" "$@" >"$T_OUT/$name.txt" \
+		2>"$T_OUT/$name.err" || fail "$name: exit $?: $(tail -5 "$T_OUT/$name.err")"
+	say "$name in $((SECONDS - t)) s: $(tail -1 "$T_OUT/$name.txt")"
+}
+# setting NAME K FILTER: FILTER on setting K of NAME's JSON
+setting() { json "$T_OUT/$1.json" ".settings[$2] | $3"; }
+
+fid frag --defrag always,never --workload fragfault --fill 90% --region 64M
+for k in 0 1; do
+	expect_eq "frag: setting $k boots" "$(setting frag $k '[.real[] | select(.status == "ok" and .note == null)] | length')" 2
+	expect_eq "frag: setting $k runs" "$(setting frag $k '[.thpemu[] | select(.status == "ok")] | length')" 2
+	expect_eq "frag: setting $k snapshots" "$(ls "$T_OUT"/frag/$((k + 1))-*/real/boot-*.snap | wc -l)" 2
+	expect_eq "frag: setting $k extents measured" "$(setting frag $k '[.real[], .thpemu[] | .values.huge_fault_pct | select(. != null)] | length')" 4
+done
+expect_eq "frag: never is setting 1" "$(setting frag 1 .name)" "enabled=always defrag=never"
+expect_eq "frag: defrag=never, real compact_stall" "$(setting frag 1 '.table.compact_stall.real.max')" 0
+expect_eq "frag: defrag=never, thpemu compact_stall" "$(setting frag 1 '.table.compact_stall.thpemu.max')" 0
+grep -q "^thpemu:   thpemu run --policy thp-always/always:proactiveness=0 --fragment snapshot:BOOT.snap" \
+	"$T_OUT/frag.txt" || fail "frag: the table does not say how thpemu ran: $(sed -n 3p "$T_OUT/frag.txt")"
+grep -q -- "--region 64M --fill 0$" "$T_OUT/frag.txt" ||
+	fail "frag: thpemu's side did not run from the snapshot's filler: $(sed -n 3p "$T_OUT/frag.txt")"
+
+fid nofrag --defrag always --workload fragfault --fill 0 --region 32M
+expect_eq "nofrag: real huge % at first touch" "$(setting nofrag 0 '.table.huge_fault_pct.real.min')" 100
+expect_eq "nofrag: thpemu huge % at first touch" "$(setting nofrag 0 '.table.huge_fault_pct.thpemu.min')" 100
+expect_eq "nofrag: real thp_fault_alloc" "$(setting nofrag 0 '.table.thp_fault_alloc.real.min')" 16
+expect_eq "nofrag: thpemu thp_fault_alloc" "$(setting nofrag 0 '.table.thp_fault_alloc.thpemu.min')" 16
+expect_eq "nofrag: real compact_stall" "$(setting nofrag 0 '.table.compact_stall.real.max')" 0
+expect_eq "nofrag: thpemu compact_stall" "$(setting nofrag 0 '.table.compact_stall.thpemu.max')" 0
+say "ok in $((SECONDS - t0)) s"
