@@ -335,6 +335,8 @@ void wl_snapshot_point(const char *point)
 		fflush(stdout);
 		return;
 	}
+	/* 4 KiB pages: a THP fault here could compact, between the snapshot and the phase */
+	madvise(buf, SNAP_MAX_BYTES, MADV_NOHUGEPAGE);
 	n = run_helper(helper, buf, SNAP_MAX_BYTES, why, sizeof(why));
 	if (n < 0) {
 		printf("ORACLE snapshot failed %s\n", why);
