@@ -655,11 +655,15 @@ static bool all_ok(const struct fid_table *t)
 	return true;
 }
 
-static void describe(struct fopts *o)
+static void describe(struct fopts *o, int argc, char **argv)
 {
 	struct fid_table *t = o->t;
 	size_t used = 0;
 
+	for (int i = 0; i < argc && used < sizeof(t->command); i++)
+		used += (size_t)snprintf(t->command + used, sizeof(t->command) - used, "%s%s",
+					 i ? " " : "thpemu ", argv[i]);
+	used = 0;
 	snprintf(t->mode, sizeof(t->mode), "%s", o->cfg.pinned ? "pinned" : "free");
 	snprintf(t->at, sizeof(t->at), "%s", o->at);
 	t->mem_bytes = o->cfg.mem;
@@ -741,7 +745,7 @@ static int fidelity_main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	cli_sigpipe_ignore();
-	describe(o);
+	describe(o, argc, argv);
 	for (int k = 0; k < o->nset && !rc; k++) {
 		rc = run_real(o, k, err, sizeof(err));
 		if (!rc)

@@ -239,6 +239,8 @@ void fid_text(FILE *f, const struct fid_table *t)
 	fprintf(f, "fidelity: %s, %llu MiB, %s mode, memory snapshot at the %s\n", t->kernel,
 		(unsigned long long)(t->mem_bytes >> 20), t->mode,
 		!strcmp(t->at, "start") ? "workload's start" : "workload's phase");
+	if (t->command[0])
+		fprintf(f, "command:  %s\n", t->command);
 	fprintf(f, "workload: %s\n", t->workload);
 	fprintf(f, "thpemu:   %s\n", t->emu_cmd);
 	for (int k = 0; k < t->nset; k++) {
@@ -329,6 +331,7 @@ void fid_json(struct json_w *w, const struct fid_table *t)
 	jw_str(w, "kind", "fidelity");
 	jw_i64(w, "version", 1);
 	jw_obj_begin(w, "config");
+	jw_str(w, "command", t->command[0] ? t->command : NULL);
 	jw_str(w, "kernel", t->kernel);
 	jw_u64(w, "mem_bytes", t->mem_bytes);
 	jw_str(w, "mode", t->mode);

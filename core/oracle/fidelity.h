@@ -103,6 +103,7 @@ struct fid_flip {
 
 struct fid_table {
 	/* what was compared (the text's header and the JSON's config) */
+	char command[1024]; /* the command line that made the table */
 	char kernel[128];   /* the real kernel: package version, release */
 	char workload[256]; /* the workload's command line in the guest */
 	char emu_cmd[512];  /* thpemu's side, one run's command line (its snapshot a placeholder) */
