@@ -80,6 +80,7 @@ static void usage(FILE *f)
 	    "                        from boot J's snapshot (cycling) with --seed SEED+J\n\n"
 	    "  --seed N              the first seed (default 1)\n"
 	    "  --json FILE           the table, every boot's and run's values (kind \"fidelity\")\n"
+	    "  --html FILE           the table as a self-contained HTML page\n"
 	    "  --keep DIR            keep every boot's console log and snapshot and every run's\n"
 	    "                        output and report (DIR/SETTING/...)\n"
 	    "  --quiet               no progress lines on stderr\n\n"
@@ -122,7 +123,7 @@ struct boot_rec {
 
 struct fopts {
 	struct oracle_run_cfg cfg; /* the real side's template */
-	const char *enabled, *at, *json, *keep, *cache_opt, *mode;
+	const char *enabled, *at, *json, *html, *keep, *cache_opt, *mode;
 	char defrag[FID_MAX_SETTINGS][24];
 	int nset, runs;
 	bool quiet;
@@ -229,6 +230,8 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 					 v);
 	} else if (!strcmp(a, "--json")) {
 		o->json = value(argc, argv, i);
+	} else if (!strcmp(a, "--html")) {
+		o->html = value(argc, argv, i);
 	} else if (!strcmp(a, "--keep")) {
 		o->keep = value(argc, argv, i);
 	} else if (!strcmp(a, "--cache")) {
@@ -682,7 +685,7 @@ static void describe(struct fopts *o, int argc, char **argv)
 static int fidelity_main(int argc, char **argv)
 {
 	struct fopts *o = calloc(1, sizeof(*o));
-	struct cli_output *out = NULL;
+	struct cli_output *out = NULL, *hout = NULL;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct mm_policy pol;
 	char err[1024], policy[96];
@@ -732,8 +735,11 @@ static int fidelity_main(int argc, char **argv)
 	check_workload(o);
 	if (o->keep)
 		cli_output_dir(CMD, "--keep", o->keep);
+	cli_distinct_paths(CMD, "--json", o->json, "--html", o->html);
 	if (o->json)
 		out = cli_output_open(CMD, "--json", o->json);
+	if (o->html)
+		hout = cli_output_open(CMD, "--html", o->html);
 	check_tools(o);
 	if (oracle_cache_dir(o->cache_opt, o->cache, sizeof(o->cache), err, sizeof(err))) {
 		prog_error(CMD, "%s", err);
@@ -765,6 +771,11 @@ static int fidelity_main(int argc, char **argv)
 		jw_init(&w, cli_output_stream(out), true);
 		fid_json(&w, o->t);
 		if (jw_finish(&w) || cli_output_close(out))
+			rc = rc ? rc : 1;
+	}
+	if (hout) {
+		fid_html(cli_output_stream(hout), o->t);
+		if (cli_output_close(hout))
 			rc = rc ? rc : 1;
 	}
 	rc = rc || !all_ok(o->t) ? 1 : 0;

@@ -288,6 +288,129 @@ void fid_text(FILE *f, const struct fid_table *t)
 		FID_PCT_POINTS, FID_COUNTER_REL * 100);
 }
 
+/* ---- HTML ------------------------------------------------------------------------------- */
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++)
+		switch (*s) {
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+}
+
+static void html_side_notes(FILE *f, const char *what, const struct fid_side *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		if (!strcmp(s->status[i], "ok") && !s->note[i][0])
+			continue;
+		fprintf(f, "<li>%s seed %llu: ", what, (unsigned long long)s->seed[i]);
+		esc(f, s->status[i]);
+		if (s->note[i][0]) {
+			fputs(", ", f);
+			esc(f, s->note[i]);
+		}
+		fputs("</li>\n", f);
+	}
+}
+
+void fid_html(FILE *f, const struct fid_table *t)
+{
+	static const char *const cls[] = {"na", "close", "range", "off"};
+	int counts[FID_OFF + 1];
+
+	fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>thpemu fidelity: ", f);
+	esc(f, t->kernel);
+	fputs("</title>\n<style>body{font-family:sans-serif;margin:2em}"
+	      "table{border-collapse:collapse;margin:0.5em 0 1em}"
+	      "td,th{border:1px solid #bbb;padding:2px 8px;text-align:right}"
+	      "td:first-child,th:first-child{text-align:left}"
+	      ".close{background:#d8f0d8}.range{background:#eef5cc}.off{background:#f5c6c6}"
+	      ".na{color:#888}code{font-size:90%}</style></head><body>\n<h1>thpemu fidelity: ",
+	      f);
+	esc(f, t->kernel);
+	fprintf(f, ", %llu MiB, %s mode</h1>\n<p>", (unsigned long long)(t->mem_bytes >> 20),
+		t->mode);
+	fputs("Memory snapshot at the workload's ", f);
+	esc(f, t->at);
+	fputs(".<br>Command: <code>", f);
+	esc(f, t->command);
+	fputs("</code><br>Workload: <code>", f);
+	esc(f, t->workload);
+	fputs("</code><br>thpemu: <code>", f);
+	esc(f, t->emu_cmd);
+	fputs("</code></p>\n", f);
+	for (int k = 0; k < t->nset; k++) {
+		const struct fid_setting *s = &t->set[k];
+
+		fputs("<h2>", f);
+		esc(f, s->name);
+		fputs(" (thpemu <code>", f);
+		esc(f, s->policy);
+		fprintf(f,
+			"</code>)</h2>\n<p>real %d of %d boots ok, thpemu %d of %d runs ok</p>\n",
+			side_ok(&s->real), s->real.n, side_ok(&s->emu), s->emu.n);
+		fputs("<table><tr><th></th><th>real min / median / max</th>"
+		      "<th>thpemu min / median / max</th><th>verdict</th></tr>\n",
+		      f);
+		for (int i = 0; i < FID_NROWS; i++) {
+			char r[80], e[80];
+
+			fmt_stat(r, sizeof(r), fid_rows[i].kind, &s->rs[i]);
+			fmt_stat(e, sizeof(e), fid_rows[i].kind, &s->es[i]);
+			fprintf(f, "<tr class=\"%s\"><td title=\"", cls[s->verdict[i]]);
+			fputs("real: ", f);
+			esc(f, fid_rows[i].real);
+			fputs("; thpemu: ", f);
+			esc(f, fid_rows[i].emu);
+			fprintf(f, "\">%s</td><td>%s</td><td>%s</td><td>%s%s</td></tr>\n",
+				fid_rows[i].label, r, e, fid_verdict_name(s->verdict[i]),
+				fid_rows[i].kind == FID_PCT && s->rs[i].bimodal ? " (real bimodal)"
+										: "");
+		}
+		fputs("</table>\n<ul>\n", f);
+		html_side_notes(f, "real", &s->real);
+		html_side_notes(f, "thpemu", &s->emu);
+		fputs("</ul>\n", f);
+	}
+	fputs("<h2>Opposite moves</h2>\n<ul>\n", f);
+	if (!t->nflips)
+		fputs("<li>none</li>\n", f);
+	for (int i = 0; i < t->nflips; i++) {
+		const struct fid_flip *x = &t->flips[i];
+		char r[32], e[32];
+
+		fmt_num(r, sizeof(r), fid_rows[x->row].kind, x->real_delta);
+		fmt_num(e, sizeof(e), fid_rows[x->row].kind, x->emu_delta);
+		fprintf(f, "<li class=\"off\">%s from ", fid_rows[x->row].label);
+		esc(f, t->set[x->a].name);
+		fputs(" to ", f);
+		esc(f, t->set[x->b].name);
+		fprintf(f, ": real %s%s, thpemu %s%s</li>\n", x->real_delta > 0 ? "+" : "", r,
+			x->emu_delta > 0 ? "+" : "", e);
+	}
+	fid_tally(t, counts);
+	fprintf(f,
+		"</ul>\n<p>Verdicts: %d close, %d in range, %d OFF, %d n/a. Huge %%: within %.0f "
+		"points of the real median, or inside the real range where the real boots are "
+		"bimodal; counters: within %.0f %% of the real median or inside the real "
+		"range.</p>\n</body></html>\n",
+		counts[FID_CLOSE], counts[FID_INRANGE], counts[FID_OFF], counts[FID_NA],
+		FID_PCT_POINTS, FID_COUNTER_REL * 100);
+}
+
 /* ---- JSON ------------------------------------------------------------------------------- */
 
 static void json_stat(struct json_w *w, const char *key, const struct fid_stat *st)

@@ -123,6 +123,8 @@ void fid_build(struct fid_table *t);
 int fid_direction(enum fid_kind kind, double x, double y);
 
 void fid_text(FILE *f, const struct fid_table *t);
+/* A self-contained HTML page of the same table (no script, no external resource). */
+void fid_html(FILE *f, const struct fid_table *t);
 void fid_json(struct json_w *w, const struct fid_table *t);
 /* Counts of rows per verdict over every setting (indexed by enum fid_verdict). */
 void fid_tally(const struct fid_table *t, int counts[FID_OFF + 1]);

@@ -34,6 +34,8 @@ bad_usage "only for --fill, --region, --anon or --pressure" \
 	fidelity --workload fragfault --keep 50%
 bad_usage "double quote" fidelity --workload fragfault 'a"b'
 bad_usage "--json: '/proc/" fidelity --json /proc/thpemu-fidelity.json --workload fragfault
+bad_usage "--html: '/proc/" fidelity --html /proc/thpemu-fidelity.html --workload fragfault
+bad_usage "name the same file" fidelity --json "$T_TMP/x" --html "$T_TMP/x" --workload fragfault
 
 # the environment: exit 1, one line, nothing written
 "$THPEMU" fidelity --qemu /nonexistent/qemu --json "$T_TMP/f.json" --workload fragfault \

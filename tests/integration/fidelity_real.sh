@@ -26,8 +26,8 @@ fid() {
 	shift
 	mkdir -p "$T_OUT/$name"
 	"$THPEMU" fidelity --offline --kernel 6.12 --mem 512M --timeout 300s --boots 2 \
-		--json "$T_OUT/$name.json" --keep "$T_OUT/$name" "$@" >"$T_OUT/$name.txt" \
-		2>"$T_OUT/$name.err" || fail "$name: exit $?: $(tail -5 "$T_OUT/$name.err")"
+		--json "$T_OUT/$name.json" --html "$T_OUT/$name.html" --keep "$T_OUT/$name" "$@" \
+		>"$T_OUT/$name.txt" 2>"$T_OUT/$name.err" || fail "$name: exit $?: $(tail -5 "$T_OUT/$name.err")"
 	say "$name in $((SECONDS - t)) s: $(tail -1 "$T_OUT/$name.txt")"
 }
 # setting NAME K FILTER: FILTER on setting K of NAME's JSON
@@ -47,6 +47,9 @@ grep -q "^thpemu:   thpemu run --policy thp-always/always:proactiveness=0 --frag
 	"$T_OUT/frag.txt" || fail "frag: the table does not say how thpemu ran: $(sed -n 3p "$T_OUT/frag.txt")"
 grep -q -- "--region 64M --fill 0$" "$T_OUT/frag.txt" ||
 	fail "frag: thpemu's side did not run from the snapshot's filler: $(sed -n 3p "$T_OUT/frag.txt")"
+
+grep -q "^<tr class=\"[a-z]*\"><td title=\"real: fault lines" "$T_OUT/frag.html" ||
+	fail "frag: no table in the HTML page"
 
 fid nofrag --defrag always --workload fragfault --fill 0 --region 32M
 expect_eq "nofrag: real huge % at first touch" "$(setting nofrag 0 '.table.huge_fault_pct.real.min')" 100

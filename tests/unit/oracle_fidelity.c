@@ -267,6 +267,20 @@ TEST(text_and_json)
 	EXPECT(strstr(buf, "verdicts: ") != NULL);
 	free(buf);
 
+	/* HTML: the same table, escaped, a class per verdict */
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	snprintf(t.set[1].name, sizeof(t.set[1].name), "a <b> & \"c\"");
+	fid_html(f, &t);
+	fclose(f);
+	EXPECT(!strncmp(buf, "<!DOCTYPE html>", 15));
+	EXPECT(strstr(buf, "a &lt;b&gt; &amp; &quot;c&quot;") != NULL);
+	EXPECT(strstr(buf, "<b>") == NULL);
+	EXPECT(strstr(buf, "<tr class=\"off\"><td title=\"real: fault lines") != NULL);
+	EXPECT(strstr(buf, "</body></html>\n") != NULL);
+	free(buf);
+	snprintf(t.set[1].name, sizeof(t.set[1].name), "enabled=always defrag=madvise");
+
 	buf = NULL;
 	f = open_memstream(&buf, &len);
 	jw_init(&w, f, true);
