@@ -574,8 +574,9 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 			    : i == 11 ? "thpemu-wl"
 				      : argv[i]);
 	}
-	setenv("ORACLE_COUNTERS", "1", 1);
+	setenv("ORACLE_COUNTERS", "1", 1); /* the phase's counters: thpemu_vmstat() */
 	setenv("ORACLE_SEED", seed, 1);
+	unsetenv("ORACLE_SNAPSHOT"); /* the pool is the snapshot: none taken under thpemu */
 	rc = oracle_cmd_run(argv, NULL, -1, &c);
 	oracle_fmt(out, sizeof(out), "%s/run-%d.out", dir, j + 1);
 	write_file(out, c.out);
