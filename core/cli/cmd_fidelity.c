@@ -461,11 +461,19 @@ static int emu_args(const struct fopts *o, const struct boot_rec *b, char store[
 	const struct oracle_run_cfg *c = &o->cfg;
 	int n = 0;
 
+	bool phase = !strcmp(o->at, "phase"), fill = false;
+
 	for (int i = 0; i < c->nargs; i++) {
 		const char *a = c->args[i], *next = i + 1 < c->nargs ? c->args[i + 1] : NULL;
 		const char *key = resolved_key(a), *v;
 
 		argv[n++] = a;
+		if (phase && next && !strcmp(a, "--fill")) { /* the filler is the snapshot's */
+			argv[n++] = "0";
+			fill = true;
+			i++;
+			continue;
+		}
 		if (!next || !strchr(next, '%'))
 			continue;
 		v = key ? info_of(b, key) : NULL;
@@ -478,7 +486,7 @@ static int emu_args(const struct fopts *o, const struct boot_rec *b, char store[
 		argv[n++] = store[i + 1];
 		i++;
 	}
-	if (!strcmp(o->at, "phase")) {
+	if (phase && !fill) {
 		argv[n++] = "--fill";
 		argv[n++] = "0";
 	}

@@ -458,7 +458,7 @@ int oracle_kernel_resolve(const char *cache, const char *request, bool offline,
 			 offline ? "no kernel of this series in the cache (--offline)" : aerr);
 		return rc ? rc : -ENOENT;
 	}
-	if (rc)
+	if (rc && !offline) /* offline asked for the cache: nothing to note */
 		snprintf(k->note, sizeof(k->note), "%s; using the cached %s %s", aerr, k->package,
 			 k->version);
 	snprintf(dest, sizeof(dest), "%s/kernels/%s_%s", cache, k->package, k->version);

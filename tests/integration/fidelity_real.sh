@@ -45,7 +45,7 @@ expect_eq "frag: defrag=never, real compact_stall" "$(setting frag 1 '.table.com
 expect_eq "frag: defrag=never, thpemu compact_stall" "$(setting frag 1 '.table.compact_stall.thpemu.max')" 0
 grep -q "^thpemu:   thpemu run --policy thp-always/always:proactiveness=0 --fragment snapshot:BOOT.snap" \
 	"$T_OUT/frag.txt" || fail "frag: the table does not say how thpemu ran: $(sed -n 3p "$T_OUT/frag.txt")"
-grep -q -- "--region 64M --fill 0$" "$T_OUT/frag.txt" ||
+grep -q -- "thpemu-wl fragfault --fill 0 --region 64M$" "$T_OUT/frag.txt" ||
 	fail "frag: thpemu's side did not run from the snapshot's filler: $(sed -n 3p "$T_OUT/frag.txt")"
 
 grep -q "^<tr class=\"[a-z]*\"><td title=\"real: fault lines" "$T_OUT/frag.html" ||
