@@ -24,8 +24,7 @@ bad_usage "--timeout: '5'" fidelity --timeout 5 --workload fragfault
 bad_usage "--enabled: enabled: 'sometimes'" fidelity --enabled sometimes --workload fragfault
 bad_usage "--defrag: defrag: 'often'" fidelity --defrag always,often --workload fragfault
 bad_usage "--defrag: 'never' is listed twice" fidelity --defrag never,never --workload fragfault
-bad_usage "--defrag: at most 8" fidelity --defrag always,madvise,defer,never,always \
-	--workload fragfault
+bad_usage "--defrag: no mode in ','" fidelity --defrag , --workload fragfault
 bad_usage "a workload of the suite, not a program" fidelity --workload /bin/true
 bad_usage "not a workload of the suite" fidelity --at start --workload nosuch
 bad_usage "--at phase: 'khugepaged' builds state of its own" fidelity --workload khugepaged
