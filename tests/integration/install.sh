@@ -170,6 +170,9 @@ while IFS= read -r ex; do
 	"thpemu oracle "*)
 		say "skip: $ex -- boots Debian's kernels under qemu (apt, minutes of TCG); integration/oracle_pinned boots them"
 		skipped=$((skipped + 1)) ;;
+	"thpemu fidelity "*)
+		say "skip: $ex -- boots Debian's kernels under qemu and runs thpemu from their memory (minutes); integration/fidelity_real compares them"
+		skipped=$((skipped + 1)) ;;
 	"thpemu run "*"-- thpemu-wl fragfault --fill 405M --region 128M")
 		# the guest's sizes; a smaller fill and region are the same workload in a few seconds
 		run_ex "$ex" "${cmd/--fill 405M --region 128M/--fill 64M --region 16M}"
