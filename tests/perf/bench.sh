@@ -190,4 +190,6 @@ for t in $THREADS; do # --host-fault pte in effect, and its huge faults real PMD
 done
 [ "${nmigs:-0}" -gt 0 ] || fail "live_bench compactee: compaction migrated no program page"
 [ "${nmigsm:-0}" -gt 0 ] || fail "live_bench compactee, 6.12: compaction migrated no program page"
-[ "$(json "$T_OUT/u.thp.1.json" .uffd_probe.probes)" -gt 0 ] || fail "no start-up probe in the report"
+# the start-up probe stops early (no figures) when the program is done first: in some report
+probed=$(cat "$T_OUT"/*.json | jq -s '[.[] | select((.uffd_probe.probes // 0) > 0)] | length')
+[ "$probed" -gt 0 ] || fail "no start-up probe in any report"
