@@ -7,11 +7,11 @@
  *  - SLAB, LRU, ANON, ACTIVE, DIRTY, WRITEBACK, UNEVICTABLE, MLOCKED and THP are the folio's,
  *    so every page of a THP or a slab carries them; COMPOUND_HEAD / COMPOUND_TAIL mark its
  *    pages, which fixes the folio's order;
- *  - BUDDY: up to 6.16 only the first page of a free block (PageBuddy is the head's page
- *    type; pagemap.rst: "with the BUDDY flag set for and _only_ for the first page"); from 6.17
- *    (snapshot_page(), mm/util.c set_ps_flags: "Only the first page of a high-order buddy page
- *    has PageBuddy() set. So we have to check manually whether this page is part of a
- *    high-order buddy page") every page of a free block;
+ *  - BUDDY: every page of a free block. The head is PageBuddy (its page type); the others
+ *    are marked by stable_page_flags()'s "page_count(page) == 0 && is_free_buddy_page(page)"
+ *    branch (read in 6.1's source; 6.17 moved it to snapshot_page(), mm/util.c set_ps_flags).
+ *    pagemap.rst's "_only_ for the first page" predates that branch; a kernel that marks heads
+ *    only is recognised by the counts (snapshot.c), not by its version;
  *  - a pfn without an online memmap reads 0, not NOPAGE (kpage_read); a hole inside an online
  *    section is PG_reserved (init_unavailable_range);
  *  - pages on the per-cpu free lists, and kernel allocations without a page type, have no
