@@ -11,7 +11,7 @@
  *    are marked by stable_page_flags()'s "page_count(page) == 0 && is_free_buddy_page(page)"
  *    branch (read in 6.1's source; 6.17 moved it to snapshot_page(), mm/util.c set_ps_flags).
  *    pagemap.rst's "_only_ for the first page" predates that branch; a kernel that marks heads
- *    only is recognised by the counts (snapshot.c), not by its version;
+ *    only is recognised by the counts (take.c), not by its version;
  *  - a pfn without an online memmap reads 0, not NOPAGE (kpage_read); a hole inside an online
  *    section is PG_reserved (init_unavailable_range);
  *  - pages on the per-cpu free lists, and kernel allocations without a page type, have no
