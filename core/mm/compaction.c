@@ -9,9 +9,13 @@
  *    or free pageblocks (split_free_page under LOW + 2^order), compact_finished checks the
  *    LOW watermark; deferral is zone-wide (compaction_deferred / defer_compaction).
  *  - 6.12: cached scanner positions per async/sync, pageblock skip bits (reset by kswapd or a
- *    restart), async direct skip_on_failure and the free scanner's stride, finish_pageblock
- *    rescans, capture of the freed block, per-order deferral (compact_order_failed).
- * The fast_find_migrateblock / fast_isolate_freepages shortcuts of 6.12 are not modelled.
+ *    restart) that the migrate scanner sets on a block's first isolation (test_and_set_skip),
+ *    async direct skip_on_failure and the free scanner's stride, finish_pageblock rescans,
+ *    the fast searches of the free lists before each linear scan (fast_find_migrateblock for
+ *    the migrate scanner, fast_isolate_freepages and fast_isolate_around for the free
+ *    scanner, with fast_search_fail and freelist_scan_limit), capture of the freed block,
+ *    per-order deferral (compact_order_failed). The 6.x rules sit behind predicates of
+ *    internal.h (compact_skip_on_first_isolation, compact_fast_*), which say what 6.1 differs in.
  * Isolation follows the era's rules for dirty and writeback page cache (isolate_migratepages:
  * 3.2's async takes clean pages only, commit 39deaf85; 3.3 and 6.12 decide by migrate mode and
  * whether the mapping can migrate a dirty page without blocking); the
@@ -821,7 +825,10 @@ static void fast_isolate_freepages(struct mm *mm, struct compact_control *cc)
 		if (scan_start) {
 			if (highest >= min_pfn) {
 				page = cc->free_pfn = highest;
-			} else if (cc->direct) {
+			} else if (cc->direct && min_pfn < mm->nr_frames) {
+				/* pfn_valid: once the free scanner has gone below the migrate
+				 * scanner (migration asked for targets after the scanners met)
+				 * the distance wraps, as the kernel's unsigned one does */
 				if (suitable_target_modern(mm, cc, min_pfn))
 					page = min_pfn;
 				cc->free_pfn = min_pfn;
