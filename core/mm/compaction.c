@@ -558,8 +558,8 @@ static enum isolate_result isolate_migratepages_modern(struct mm *mm, struct com
 	uint32_t block_end = pageblock_start(low) + MM_HPAGE_NR;
 	bool fast_find_block = low != cc->migrate_pfn && !cc->fast_search_fail;
 
-	for (; block_end <= cc->free_pfn; fast_find_block = false,
-					  cc->migrate_pfn = low = block_end, block_end += MM_HPAGE_NR) {
+	for (; block_end <= cc->free_pfn;
+	     fast_find_block = false, cc->migrate_pfn = low = block_end, block_end += MM_HPAGE_NR) {
 		uint32_t block = pageblock_start(low);
 
 		if (low == block && !fast_find_block && !isolation_suitable(mm, cc, block))
@@ -735,7 +735,8 @@ static int next_search_order(struct compact_control *cc, int order)
  * Returns the page or MM_NO_PFN. */
 static uint32_t fast_search_freelist(struct mm *mm, struct compact_control *cc, int order,
 				     uint32_t low_pfn, uint32_t min_pfn, unsigned *limit,
-				     uint32_t *highest, uint64_t *nr_scanned, unsigned *order_scanned)
+				     uint32_t *highest, uint64_t *nr_scanned,
+				     unsigned *order_scanned)
 {
 	uint32_t head = sentinel(mm, SENT_FREE((unsigned)order, MM_MT_MOVABLE));
 	uint32_t freepage = head, page = MM_NO_PFN, high_pfn = 0;
