@@ -340,6 +340,24 @@ void flist_add_tail(struct mm *mm, uint32_t head, uint32_t pfn)
 	flist_insert(mm, pfn, mm->frames[head].prev, head);
 }
 
+/* Turn the circular list so that pfn is its first (or last) entry, the order otherwise kept:
+ * the head moves to just before (after) pfn. */
+void flist_rotate_first(struct mm *mm, uint32_t head, uint32_t pfn)
+{
+	if (mm->frames[head].next == pfn)
+		return;
+	flist_del(mm, head);
+	flist_insert(mm, head, mm->frames[pfn].prev, pfn);
+}
+
+void flist_rotate_last(struct mm *mm, uint32_t head, uint32_t pfn)
+{
+	if (mm->frames[head].prev == pfn)
+		return;
+	flist_del(mm, head);
+	flist_insert(mm, head, pfn, mm->frames[pfn].next);
+}
+
 void flist_del(struct mm *mm, uint32_t pfn)
 {
 	struct mm_frame *f = &mm->frames[pfn];

@@ -9,9 +9,13 @@
  *    or free pageblocks (split_free_page under LOW + 2^order), compact_finished checks the
  *    LOW watermark; deferral is zone-wide (compaction_deferred / defer_compaction).
  *  - 6.12: cached scanner positions per async/sync, pageblock skip bits (reset by kswapd or a
- *    restart), async direct skip_on_failure and the free scanner's stride, finish_pageblock
- *    rescans, capture of the freed block, per-order deferral (compact_order_failed).
- * The fast_find_migrateblock / fast_isolate_freepages shortcuts of 6.12 are not modelled.
+ *    restart) that the migrate scanner sets on a block's first isolation (test_and_set_skip),
+ *    async direct skip_on_failure and the free scanner's stride, finish_pageblock rescans,
+ *    the fast searches of the free lists before each linear scan (fast_find_migrateblock for
+ *    the migrate scanner, fast_isolate_freepages and fast_isolate_around for the free
+ *    scanner, with fast_search_fail and freelist_scan_limit), capture of the freed block,
+ *    per-order deferral (compact_order_failed). The 6.x rules sit behind predicates of
+ *    internal.h (compact_skip_on_first_isolation, compact_fast_*), which say what 6.1 differs in.
  * Isolation follows the era's rules for dirty and writeback page cache (isolate_migratepages:
  * 3.2's async takes clean pages only, commit 39deaf85; 3.3 and 6.12 decide by migrate mode and
  * whether the mapping can migrate a dirty page without blocking); the
@@ -284,9 +288,25 @@ struct mblock_scan {
 	uint32_t pfn, end;
 	uint32_t next_skip_pfn; /* async direct: end of the current order-aligned chunk */
 	bool skip_on_failure;
+	bool valid_page;   /* the scan began at the block's first pfn (the kernel's valid_page) */
+	bool skip_updated; /* test_and_set_skip ran in this call */
 	unsigned nr_isolated;
 	uint64_t scanned;
 };
+
+/* test_and_set_skip (mm/compaction.c, 6.12): mark the block skipped and say whether it already
+ * was; a compaction ignoring skip hints neither reads nor writes the bit. */
+static bool test_and_set_skip(struct mm *mm, const struct compact_control *cc, uint32_t pfn)
+{
+	bool skip;
+
+	if (cc->ignore_skip_hint)
+		return false;
+	skip = pageblock_skip(mm, pfn);
+	if (!skip)
+		set_pageblock_skip(mm, pfn);
+	return skip;
+}
 
 /* A candidate could not be isolated: under skip_on_failure, give back what this chunk isolated
  * and jump to the next chunk. */
@@ -368,6 +388,17 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 		isolate_fail(mm, cc, s);
 		return true;
 	}
+	/* isolate_migratepages_block (6.12): the first time this call takes the LRU lock for a
+	 * candidate, a scan that began at the block's start marks the block skipped, so that no
+	 * other compaction scans it meanwhile; one that finds it marked already gives it up
+	 * unless it is finishing the block */
+	if (compact_skip_on_first_isolation(mm) && s->valid_page && !s->skip_updated) {
+		s->skip_updated = true;
+		if (test_and_set_skip(mm, cc, s->pfn) && !cc->finish_pageblock) {
+			s->pfn = s->end; /* marked by another compaction meanwhile */
+			return false;
+		}
+	}
 	isolate_frame(mm, cc, s->pfn);
 	s->nr_isolated++;
 	if (cc->nr_migratepages >= MM_COMPACT_CLUSTER_MAX && !cc->finish_pageblock) {
@@ -383,6 +414,7 @@ static int isolate_migratepages_block(struct mm *mm, struct compact_control *cc,
 {
 	struct mblock_scan s = {.pfn = low, .end = end};
 	bool at_block_start = low == pageblock_start(low);
+	bool first_isolation_rule = compact_skip_on_first_isolation(mm);
 
 	if (cc->direct && cc->mode == MM_MIGRATE_ASYNC && cc->order > 0) {
 		s.skip_on_failure = true;
@@ -394,6 +426,7 @@ static int isolate_migratepages_block(struct mm *mm, struct compact_control *cc,
 		cc->migrate_pfn = end;
 		return 0;
 	}
+	s.valid_page = at_block_start;
 	for (; s.pfn < end; s.pfn++) {
 		if (s.skip_on_failure && s.pfn >= s.next_skip_pfn) {
 			if (s.nr_isolated)
@@ -406,9 +439,11 @@ static int isolate_migratepages_block(struct mm *mm, struct compact_control *cc,
 	if (s.pfn > end)
 		s.pfn = end;
 	/* a block scanned to its end with nothing isolated (or finished after a failure) gets
-	 * the skip bit */
+	 * the skip bit: 6.12 sets it here only for a scan from the block's start that did not
+	 * test and set it on its first isolation already */
 	if (s.pfn == end && (!s.nr_isolated || cc->finish_pageblock)) {
-		if (at_block_start || cc->finish_pageblock)
+		if (first_isolation_rule ? s.valid_page && !s.skip_updated
+					 : at_block_start || cc->finish_pageblock)
 			set_pageblock_skip(mm, low);
 		update_cached_migrate(mm, cc, end);
 	}
@@ -429,17 +464,105 @@ static bool suitable_migration_source(struct mm *mm, struct compact_control *cc,
 	return pageblock_mt(mm, block) == cc->migratetype;
 }
 
-/* 6.12 isolate_migratepages: the first suitable block from migrate_pfn up. */
+#define PAGE_ALLOC_COSTLY_ORDER 3
+
+/* freelist_scan_limit (mm/compaction.c, 6.12): how many free-list entries a fast search may
+ * look at, halved by every failed search since the last success. */
+static unsigned freelist_scan_limit(const struct compact_control *cc)
+{
+	unsigned shift = cc->fast_search_fail < 31 ? cc->fast_search_fail : 31;
+
+	return (MM_COMPACT_CLUSTER_MAX >> shift) + 1;
+}
+
+/* update_fast_start_pfn / reinit_migrate_pfn (6.12): the lowest free pfn a fast search picked
+ * is where the linear scan starts over, once, after a search that found nothing. */
+static void update_fast_start_pfn(struct compact_control *cc, uint32_t pfn)
+{
+	if (cc->fast_start_pfn == MM_NO_PFN)
+		return;
+	if (!cc->fast_start_pfn || pfn < cc->fast_start_pfn)
+		cc->fast_start_pfn = pfn;
+}
+
+static uint32_t reinit_migrate_pfn(struct compact_control *cc)
+{
+	if (!cc->fast_start_pfn || cc->fast_start_pfn == MM_NO_PFN)
+		return cc->migrate_pfn;
+	cc->migrate_pfn = cc->fast_start_pfn;
+	cc->fast_start_pfn = MM_NO_PFN;
+	return cc->migrate_pfn;
+}
+
+/* fast_find_migrateblock (mm/compaction.c, 6.12): at a pageblock boundary, for an order above
+ * PAGE_ALLOC_COSTLY_ORDER and a MOVABLE (or kcompactd) request, take as the next migration
+ * source a block not marked skipped that holds a free MOVABLE page of order cc->order-1 down to
+ * 3 below high_pfn: the first half of the span to the free scanner at the zone's start, its
+ * first eighth elsewhere (a source far up would soon be a target). Entries looked at count as
+ * migrate-scanned; the list turns so a found page (or the last looked at) goes to its tail. */
+static uint32_t fast_find_migrateblock(struct mm *mm, struct compact_control *cc)
+{
+	unsigned limit = freelist_scan_limit(cc), nr_scanned = 0;
+	uint32_t pfn = cc->migrate_pfn, distance, high_pfn;
+	bool found = false;
+
+	if (cc->ignore_skip_hint || cc->finish_pageblock)
+		return pfn;
+	if (pfn != 0 && pfn != pageblock_start(pfn))
+		return pfn; /* a block continued after COMPACT_CLUSTER_MAX */
+	if (cc->order <= PAGE_ALLOC_COSTLY_ORDER)
+		return pfn;
+	if (cc->direct && cc->migratetype != MM_MT_MOVABLE)
+		return pfn;
+	distance = (cc->free_pfn - cc->migrate_pfn) >> 1;
+	if (cc->migrate_pfn != 0)
+		distance >>= 2;
+	high_pfn = pageblock_start(cc->migrate_pfn + distance);
+	for (int order = cc->order - 1;
+	     order >= PAGE_ALLOC_COSTLY_ORDER && !found && nr_scanned < limit; order--) {
+		uint32_t head = sentinel(mm, SENT_FREE((unsigned)order, MM_MT_MOVABLE));
+
+		if (!mm->nr_free[order])
+			continue;
+		for (uint32_t fp = pfn_frame(mm, head)->next; fp != head;
+		     fp = pfn_frame(mm, fp)->next) {
+			if (nr_scanned++ >= limit) {
+				flist_rotate_last(mm, head, fp); /* move_freelist_tail */
+				break;
+			}
+			if (fp >= high_pfn || pageblock_skip(mm, fp))
+				continue;
+			flist_rotate_last(mm, head, fp);
+			update_fast_start_pfn(cc, fp);
+			pfn = pageblock_start(fp);
+			cc->fast_search_fail = 0;
+			found = true;
+			break;
+		}
+	}
+	cc->total_migrate_scanned += nr_scanned;
+	mm_charge(mm, cc->fc->call, MM_COST_SCAN_PFN, nr_scanned);
+	if (!found) {
+		cc->fast_search_fail++;
+		pfn = reinit_migrate_pfn(cc);
+	}
+	return pfn;
+}
+
+/* 6.12 isolate_migratepages: the first suitable block from migrate_pfn up, or from the block
+ * fast_find_migrateblock picked (its skip bit already checked). */
 static enum isolate_result isolate_migratepages_modern(struct mm *mm, struct compact_control *cc)
 {
-	uint32_t low = cc->migrate_pfn;
+	uint32_t low =
+	    compact_fast_find_migrateblock(mm) ? fast_find_migrateblock(mm, cc) : cc->migrate_pfn;
 	uint32_t block_end = pageblock_start(low) + MM_HPAGE_NR;
+	bool fast_find_block = low != cc->migrate_pfn && !cc->fast_search_fail;
 
 	for (; block_end <= cc->free_pfn;
-	     cc->migrate_pfn = low = block_end, block_end += MM_HPAGE_NR) {
+	     fast_find_block = false, cc->migrate_pfn = low = block_end, block_end += MM_HPAGE_NR) {
 		uint32_t block = pageblock_start(low);
 
-		if (low == block && !isolation_suitable(mm, cc, block))
+		if (low == block && !fast_find_block && !isolation_suitable(mm, cc, block))
 			continue;
 		if (!suitable_migration_source(mm, cc, block)) {
 			update_cached_migrate(mm, cc, block_end);
@@ -572,6 +695,155 @@ static void update_free_skip(struct mm *mm, uint32_t block, uint32_t next)
 		mm->compact_cached_free_pfn = next;
 }
 
+/* ---- The free scanner's fast search of the free lists (6.12, since 5.1) --------------------- */
+
+/* fast_isolate_around (6.12): the rest of the found page's pageblock, one pfn at a time,
+ * except in async direct compaction; a block scanned to its end is marked skipped. */
+static void fast_isolate_around(struct mm *mm, struct compact_control *cc, uint32_t pfn)
+{
+	uint32_t start = pageblock_start(pfn), end = start + MM_HPAGE_NR;
+
+	if (cc->nr_freepages >= cc->nr_migratepages)
+		return;
+	if (cc->direct && cc->mode == MM_MIGRATE_ASYNC)
+		return;
+	if (end > mm->nr_frames)
+		end = mm->nr_frames;
+	isolate_freepages_block(mm, cc, &start, end, 1, false);
+	if (start == end)
+		set_pageblock_skip(mm, pfn);
+}
+
+/* next_search_order (6.12): the orders below cc->order round-robin from search_order; -1 once
+ * the search wrapped around (and search_order moves one down for the next call). */
+static int next_search_order(struct compact_control *cc, int order)
+{
+	if (--order < 0)
+		order = cc->order - 1;
+	if (order == cc->search_order) {
+		if (--cc->search_order < 0)
+			cc->search_order = cc->order - 1;
+		return -1;
+	}
+	return order;
+}
+
+/* One order's MOVABLE free list in fast_isolate_freepages: walked from its tail (the pages
+ * queued last, of merges that may grow), taking the first page at or above low_pfn, else the
+ * highest at or above min_pfn, in at most *limit entries (halved when a fallback candidate is
+ * seen); the list is turned so that the next search starts with what this one did not see.
+ * Returns the page or MM_NO_PFN. */
+static uint32_t fast_search_freelist(struct mm *mm, struct compact_control *cc, int order,
+				     uint32_t low_pfn, uint32_t min_pfn, unsigned *limit,
+				     uint32_t *highest, uint64_t *nr_scanned,
+				     unsigned *order_scanned)
+{
+	uint32_t head = sentinel(mm, SENT_FREE((unsigned)order, MM_MT_MOVABLE));
+	uint32_t freepage = head, page = MM_NO_PFN, high_pfn = 0;
+
+	for (uint32_t pfn = pfn_frame(mm, head)->prev; pfn != head;
+	     pfn = pfn_frame(mm, pfn)->prev) {
+		freepage = pfn;
+		++*order_scanned;
+		++*nr_scanned;
+		if (pfn >= *highest)
+			*highest = pageblock_start(pfn);
+		if (pfn >= low_pfn) {
+			cc->fast_search_fail = 0;
+			cc->search_order = order;
+			page = pfn;
+			break;
+		}
+		if (pfn >= min_pfn && pfn > high_pfn) {
+			high_pfn = pfn;
+			*limit >>= 1; /* a candidate: shorten the scan */
+		}
+		if (*order_scanned >= *limit)
+			break;
+	}
+	if (page == MM_NO_PFN && high_pfn)
+		freepage = page = high_pfn;
+	/* move_freelist_head; a list walked to its end stays as it was */
+	if (freepage != head)
+		flist_rotate_first(mm, head, freepage);
+	return page;
+}
+
+/* fast_isolate_freepages (mm/compaction.c, 6.12): before the linear free scanner, look for a
+ * target on the MOVABLE free lists of orders below cc->order, preferring the top quarter of the
+ * span between the scanners (at worst the top half), and take the rest of its pageblock
+ * around it. On a failure at the start of a scan, the free scanner starts at the highest block
+ * seen (or, direct, at the top half's lower end); the cached free position follows the
+ * highest block seen. Free-list entries looked at count as free pages scanned. */
+static void fast_isolate_freepages(struct mm *mm, struct compact_control *cc)
+{
+	unsigned limit = freelist_scan_limit(cc) >> 1;
+	uint64_t nr_scanned = 0;
+	uint32_t low_pfn, min_pfn, highest = 0, distance, page = MM_NO_PFN;
+	bool scan_start = false;
+
+	if (cc->order <= 0)
+		return;
+	if (!limit)
+		limit = 1;
+	if (cc->free_pfn >= mm->compact_init_free_pfn) {
+		limit = MM_HPAGE_NR >> 1; /* a deeper search when the scan starts */
+		scan_start = true;
+	}
+	distance = cc->free_pfn - cc->migrate_pfn;
+	low_pfn = pageblock_start(cc->free_pfn - (distance >> 2));
+	min_pfn = pageblock_start(cc->free_pfn - (distance >> 1));
+	if (min_pfn > low_pfn)
+		low_pfn = min_pfn;
+	if (cc->search_order > cc->order - 1)
+		cc->search_order = cc->order - 1;
+	for (int order = cc->search_order; page == MM_NO_PFN && order >= 0;
+	     order = next_search_order(cc, order)) {
+		unsigned order_scanned = 0;
+
+		if (!mm->nr_free[order])
+			continue;
+		page = fast_search_freelist(mm, cc, order, low_pfn, min_pfn, &limit, &highest,
+					    &nr_scanned, &order_scanned);
+		if (page != MM_NO_PFN) {
+			uint32_t n = isolate_free_block(mm, cc, page);
+
+			if (n) {
+				nr_scanned += n - 1;
+				mm_charge(mm, cc->fc->call, MM_COST_ISOLATE, n);
+			} else {
+				order = cc->search_order + 1; /* the watermark: end the search */
+				page = MM_NO_PFN;
+			}
+		}
+		if (cc->nr_freepages >= cc->nr_migratepages)
+			break;
+		if (order_scanned >= limit && (limit >>= 1) == 0)
+			limit = 1; /* a smaller scan on the next order */
+	}
+	if (page == MM_NO_PFN) {
+		cc->fast_search_fail++;
+		if (scan_start) {
+			if (highest >= min_pfn) {
+				page = cc->free_pfn = highest;
+			} else if (cc->direct && min_pfn < mm->nr_frames) {
+				/* pfn_valid: once the free scanner has gone below the migrate
+				 * scanner (migration asked for targets after the scanners met)
+				 * the distance wraps, as the kernel's unsigned one does */
+				if (suitable_target_modern(mm, cc, min_pfn))
+					page = min_pfn;
+				cc->free_pfn = min_pfn;
+			}
+		}
+	}
+	if (highest && highest >= mm->compact_cached_free_pfn)
+		mm->compact_cached_free_pfn = highest - MM_HPAGE_NR;
+	cc->total_free_scanned += nr_scanned;
+	mm_charge(mm, cc->fc->call, MM_COST_SCAN_PFN, nr_scanned);
+	if (page != MM_NO_PFN)
+		fast_isolate_around(mm, cc, page);
+}
+
 /* 6.12 isolate_freepages: blocks downward to the migrate scanner's block, async with a
  * stride that grows over empty blocks. */
 static void isolate_freepages_modern(struct mm *mm, struct compact_control *cc)
@@ -608,10 +880,16 @@ static void isolate_freepages_modern(struct mm *mm, struct compact_control *cc)
 
 __stall_frame void isolate_freepages(struct mm *mm, struct compact_control *cc)
 {
-	if (era_modern(mm))
-		isolate_freepages_modern(mm, cc);
-	else
+	if (!era_modern(mm)) {
 		isolate_freepages_3x(mm, cc);
+		return;
+	}
+	if (compact_fast_isolate_freepages(mm)) {
+		fast_isolate_freepages(mm, cc);
+		if (cc->nr_freepages)
+			return;
+	}
+	isolate_freepages_modern(mm, cc);
 }
 
 /* ---- compact_zone ------------------------------------------------------------------------- */
@@ -793,6 +1071,7 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 	}
 	if (cc->order >= 0 && compaction_restarting(mm, (unsigned)cc->order))
 		__reset_isolation_suitable(mm);
+	cc->fast_start_pfn = 0;
 	compact_zone_start_modern(mm, cc);
 	update_cached = cc->mode == MM_MIGRATE_ASYNC &&
 			mm->compact_cached_migrate_pfn[0] == mm->compact_cached_migrate_pfn[1];
@@ -871,6 +1150,7 @@ __stall_frame enum mm_compact_result try_to_compact_pages(struct mm *mm, struct 
 	struct capture_control capc = {.order = ac->order, .pfn = MM_NO_PFN};
 	struct compact_control cc = {
 	    .order = (int)ac->order,
+	    .search_order = (int)ac->order,
 	    .migratetype = ac->mt,
 	    .mode = mode,
 	    .alloc_flags = ac->alloc_flags,
@@ -924,6 +1204,7 @@ __stall_frame uint64_t kcompactd_do_work(struct mm *mm, void *call)
 	unsigned order = mm->kcompactd_max_order;
 	struct compact_control cc = {
 	    .order = (int)order,
+	    .search_order = (int)order,
 	    .migratetype = MM_MT_MOVABLE,
 	    .mode = MM_MIGRATE_SYNC_LIGHT,
 	    .alloc_flags = WMARK_MIN,

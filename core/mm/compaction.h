@@ -35,6 +35,13 @@ struct compact_control {
 	struct fault_ctx *fc;	      /* accounting of the fault (or background actor) */
 	unsigned pass;		      /* current migrate_pages pass */
 	uint32_t proactive_low;	      /* proactive: stop once the score is at most this */
+	/* The fast searches of the free lists (6.12 fast_isolate_freepages,
+	 * fast_find_migrateblock): */
+	unsigned fast_search_fail; /* failed fast searches since the last success */
+	int search_order;	   /* fast_isolate_freepages' round-robin order (the caller sets
+				    * it to the order, as compact_zone_order does) */
+	uint32_t fast_start_pfn;   /* lowest free pfn fast_find_migrateblock picked: 0 none yet,
+				    * MM_NO_PFN once the linear scan restarted from it */
 };
 
 /* migrate.c */

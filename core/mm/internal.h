@@ -306,6 +306,40 @@ static inline bool era_modern(const struct mm *mm)
 	return mm->cfg.policy.era == MM_ERA_MODERN;
 }
 
+/* Compaction rules of the 6.x kernels, one predicate each so that a profile of another 6.x
+ * kernel can take or leave them (compaction.c; the 3.x eras never reach the code they gate).
+ *
+ * mm/compaction.c isolate_migratepages_block(), 6.12: the scan of a pageblock that starts at
+ * its first pfn marks the block skipped (test_and_set_skip) the first time it takes the LRU
+ * lock for a candidate, not only once the block yields nothing, and a bit found already set
+ * ends the scan unless the block is being finished (cc->finish_pageblock). 6.1 differs: it
+ * tests and sets only when that candidate is the block's first pfn, and a set bit ends even a
+ * rescan. */
+static inline bool compact_skip_on_first_isolation(const struct mm *mm)
+{
+	return era_modern(mm);
+}
+
+/* mm/compaction.c fast_isolate_freepages(), 6.12 (since 5.1): before the linear free scanner,
+ * search the MOVABLE free lists below the requested order for a page in the top quarter (or
+ * half) of the space the scanners have left. 6.1 differs in small ways: it does not check
+ * that the pessimistic min_pfn block is a suitable target, and fast_isolate_around marks a
+ * block skipped when it left the targets short rather than when it scanned the whole block. */
+static inline bool compact_fast_isolate_freepages(const struct mm *mm)
+{
+	return era_modern(mm);
+}
+
+/* mm/compaction.c fast_find_migrateblock(), 6.12 (since 5.1): for an order above
+ * PAGE_ALLOC_COSTLY_ORDER the migrate scanner starts at a pageblock with free MOVABLE pages of
+ * orders order-1..3 in the first half (at the zone's start) or eighth of the remaining span.
+ * 6.1 differs: it also searches while a block is being finished (6.12 returns at once under
+ * cc->finish_pageblock), and marks the block it picks skipped at once. */
+static inline bool compact_fast_find_migrateblock(const struct mm *mm)
+{
+	return era_modern(mm);
+}
+
 static inline void count_event(struct mm *mm, enum mm_stat s, uint64_t n)
 {
 	mm->stats[s] += n;
@@ -396,6 +430,9 @@ void flist_init(struct mm *mm, uint32_t head);
 void flist_add(struct mm *mm, uint32_t head, uint32_t pfn);	 /* at the head */
 void flist_add_tail(struct mm *mm, uint32_t head, uint32_t pfn); /* at the tail */
 void flist_del(struct mm *mm, uint32_t pfn);
+/* Rotate the list so pfn (on it) comes first / last (the kernel's move_freelist_head/tail). */
+void flist_rotate_first(struct mm *mm, uint32_t head, uint32_t pfn);
+void flist_rotate_last(struct mm *mm, uint32_t head, uint32_t pfn);
 static inline bool flist_empty(struct mm *mm, uint32_t head)
 {
 	return mm->frames[head].next == head;

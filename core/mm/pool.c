@@ -128,7 +128,10 @@ static void init_zone(struct mm *mm)
 	mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = 0;
 	mm->compact_cached_free_pfn = pageblock_start(mm->nr_frames - 1);
 	mm->compact_init_migrate_pfn = 0;
-	mm->compact_init_free_pfn = mm->compact_cached_free_pfn;
+	/* zeroed, as a zone's is: only __reset_isolation_suitable sets it (mm/compaction.c,
+	 * 6.12), so until the first reset fast_isolate_freepages takes every search for the start
+	 * of a scan (cc->free_pfn >= compact_init_free_pfn) */
+	mm->compact_init_free_pfn = 0;
 }
 
 /* The pool descriptor itself: calloc, or for a shared pool meta_alloc (shared memory at one

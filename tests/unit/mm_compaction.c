@@ -156,7 +156,10 @@ TEST(mode_33_async_filters_sync_light_fails)
 }
 
 /* 6.12 sync-light filters at isolation; 6.12 async direct compaction gives up a whole block on
- * the first frame it cannot isolate (skip_on_failure) and marks it skipped. */
+ * the first frame it cannot isolate (skip_on_failure) and marks it skipped. Sync-light moves
+ * the three others out of block 0; fast_isolate_freepages takes their targets in the top
+ * quarter of the span (block 5), where the migrate scanner, reaching block 5 before it meets
+ * the free scanner, moves them once more (3 more successes), as 6.12 would. */
 TEST(mode_modern_sync_light_filters_async_skips_block)
 {
 	struct fakeenv fe;
@@ -164,9 +167,12 @@ TEST(mode_modern_sync_light_filters_async_skips_block)
 
 	craft(&fe, "modern-always");
 	compact(&fe, MM_MIGRATE_SYNC_LIGHT, &r);
-	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 3);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 6);
 	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 0);
 	EXPECT_EQ(fe.n_wait, 0);
+	EXPECT_EQ(where_file(&fe, 10), P_DIRTY);
+	EXPECT_EQ(where_file(&fe, 11), P_WB);
+	EXPECT_GE(where_file(&fe, 12), 2560);
 	fakeenv_destroy(&fe);
 
 	craft(&fe, "modern-always");
@@ -363,11 +369,108 @@ TEST(cached_positions_modern_only)
 			EXPECT_EQ(r.captured, 512);
 			EXPECT_GE(fe.mm->compact_cached_migrate_pfn[1], 512);
 			EXPECT_GE(fe.mm->compact_cached_migrate_pfn[0], 512);
-			EXPECT(pageblock_skip(fe.mm, 0));
+			/* fast_find_migrateblock started at block 1 (a free order-8 page
+			 * there), which its first isolation marked skipped */
+			EXPECT(pageblock_skip(fe.mm, 512));
 		} else {
 			EXPECT_EQ(fe.mm->compact_cached_migrate_pfn[1], 0);
 			EXPECT(!pageblock_skip(fe.mm, 0));
 		}
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* 6.12 isolate_migratepages_block marks a block skipped when its scan first isolates from it
+ * (test_and_set_skip), even though the block yielded pages and was freed; a compaction that
+ * ignores skip hints (SYNC, MIN_COMPACT_PRIORITY) neither reads nor sets the bit there. */
+TEST(modern_marks_block_skipped_on_first_isolation)
+{
+	static const enum mm_migrate_mode modes[] = {MM_MIGRATE_SYNC_LIGHT, MM_MIGRATE_SYNC};
+
+	for (int i = 0; i < 2; i++) {
+		struct fakeenv fe;
+		struct run r;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t b = 0; b < 8; b++)
+			if (b != 1)
+				ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 3, DBG_UNMOVABLE, 0), 0);
+		for (uint32_t p = 600; p < 700; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
+		compact(&fe, modes[i], &r);
+		EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+		EXPECT_EQ(r.captured, 512);
+		EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 100);
+		EXPECT_EQ(pageblock_skip(fe.mm, 512), modes[i] != MM_MIGRATE_SYNC);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* 6.12 fast_isolate_freepages: the free scanner first looks on the MOVABLE free lists below
+ * the order for a page in the top quarter of the span between the scanners, and takes it
+ * whatever the block's skip bit says. Here the only free frames above block 3 are 16 in block
+ * 6, which is marked skipped, so the linear scanner would never use them (it would find
+ * blocks 1-3's free halves): the sources move to block 6 and block 0 comes free. */
+TEST(modern_fast_isolate_freepages_takes_a_listed_page_high_up)
+{
+	struct fakeenv fe;
+	struct run r;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+	/* free memory enough for compaction to be suitable, low in the zone: the first half of
+	 * blocks 1-3 (the linear scanner would take targets there) */
+	for (uint32_t pfn = 512; pfn < 4096; pfn++)
+		if (pfn % 512 >= 256 && (pfn < 3072 || pfn >= 3088))
+			ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
+		else if (pfn >= 2048 && (pfn < 3072 || pfn >= 3088))
+			ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t p = 0; p < 10; p++)
+		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
+	set_pageblock_skip(fe.mm, 3072);
+	compact(&fe, MM_MIGRATE_ASYNC, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+	EXPECT_EQ(r.captured, 0);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 10);
+	for (uint32_t p = 3072; p < 3082; p++)
+		EXPECT_EQ(pfn_frame(fe.mm, p)->state, FS_ANON);
+	/* the lists' entries looked at and the 16 frames taken, not a scan of blocks 1-7 */
+	EXPECT_GE(r.st[MM_STAT_COMPACT_FREE_SCANNED], 16);
+	EXPECT_LT(r.st[MM_STAT_COMPACT_FREE_SCANNED], 64);
+	fakeenv_destroy(&fe);
+}
+
+/* 6.12 fast_find_migrateblock: for an order-9 MOVABLE request the migrate scanner starts at a
+ * block in the first half of the span that already has free pages of order 3..8 (block 1:
+ * 256 movable frames, then a free order-8 block), not at the zone's first block (block 0,
+ * whose movable frames are one in four, so it has no free page of order 3). A compaction that
+ * ignores skip hints (SYNC) scans linearly and clears block 0. */
+TEST(modern_fast_find_migrateblock_starts_at_a_half_free_block)
+{
+	static const enum mm_migrate_mode modes[] = {MM_MIGRATE_ASYNC, MM_MIGRATE_SYNC};
+
+	for (int i = 0; i < 2; i++) {
+		bool fast = modes[i] != MM_MIGRATE_SYNC;
+		struct fakeenv fe;
+		struct run r;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t p = 0; p < 512; p += 4)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
+		for (uint32_t p = 512; p < 768; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
+		for (uint32_t p = 1024; p < 2048; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
+		for (uint32_t b = 4; b < 8; b++)
+			ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+		compact(&fe, modes[i], &r);
+		EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+		EXPECT_EQ(r.captured, fast ? 512 : 0);
+		EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], fast ? 256 : 128);
+		/* the block the scanner did not start at keeps its frames */
+		EXPECT_EQ(pfn_frame(fe.mm, fast ? 0 : 512)->state, FS_ANON);
 		fakeenv_destroy(&fe);
 	}
 }
