@@ -81,7 +81,7 @@ static bool env_congested(void *priv, void *call)
 
 	if (t && t->writing)
 		return false;
-	return wbq_congested(&w->fl.q);
+	return w->rq_model ? rql_congested(&w->rl, RQL_ASYNC) : wbq_congested(&w->fl.q);
 }
 
 static void env_waited(void *priv, void *call, const struct mm_wait *wt)
@@ -141,7 +141,8 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 	if (rc)
 		return rc;
 	file_written_out(w, owner);
-	rc = dev_submit(w, SIO_WRITEOUT, dev_offset_of(w, owner), &pfn, 1, NULL);
+	/* ->writepage -> submit_bio: may sleep in get_request_wait (3.x) */
+	rc = dev_submit(w, t, SIO_WRITEOUT, dev_offset_of(w, owner), &pfn, 1, true, NULL);
 	if (rc) {
 		mm_writeback_end(w->mm, pfn,
 				 rc); /* the page goes back to clean, counted as error */

@@ -34,6 +34,10 @@ struct wbq {
 	uint64_t *owner;      /* their page-cache owners (MM_OWNER_FILE: file id, index) */
 };
 
+/* nr_requests for a caller that allocates requests elsewhere (the simulator's 3.x block layer,
+ * core/io/rqlist): no bound here */
+#define WBQ_UNBOUNDED 0xffffffffu
+
 void wbq_init(struct wbq *q, unsigned nr_requests, unsigned max_pages, uint32_t *pfn,
 	      uint64_t *owner, unsigned cap);
 /* nr_requests requests are in flight: no request can be built now. */

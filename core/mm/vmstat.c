@@ -99,10 +99,11 @@ const char *mm_wait_function(enum mm_wait_kind k)
 {
 	static const char *const fn[MM_WAIT_NR] = {
 	    [MM_WAIT_COMPACT_WRITEBACK] = "sleep_on_page",
-	    [MM_WAIT_COMPACT_WRITEOUT] = "writeout",
+	    /* a ->writepage sleeps for a request (3.x block/blk-core.c blk_queue_bio) */
+	    [MM_WAIT_COMPACT_WRITEOUT] = "get_request_wait",
 	    [MM_WAIT_COMPACT_ISOLATED] = "congestion_wait",
 	    [MM_WAIT_RECLAIM_WRITEBACK] = "sleep_on_page",
-	    [MM_WAIT_RECLAIM_WRITEOUT] = "pageout",
+	    [MM_WAIT_RECLAIM_WRITEOUT] = "get_request_wait",
 	    [MM_WAIT_RECLAIM_ISOLATED] = "congestion_wait",
 	    [MM_WAIT_RECLAIM_CONGESTED] = "congestion_wait",
 	};

@@ -226,6 +226,10 @@ const char *const *obs_stall_modelled_stack(enum mm_cause c)
 /* mm/filemap.c: wait_on_page_writeback -> wait_on_page_bit -> __wait_on_bit -> sleep_on_page
  * (io_schedule); the kernel's stack shows sleep_on_page innermost. */
 #define PAGE_SLEEP "sleep_on_page", "__wait_on_bit", "wait_on_page_bit"
+/* ->writepage (block_write_full_page -> submit_bh) sleeping for a request: block/blk-core.c
+ * (3.x) blk_queue_bio -> get_request_wait (io_schedule). A writeout that did not sleep takes
+ * microseconds and never makes an event. */
+#define RQ_SLEEP "get_request_wait", "blk_queue_bio", "generic_make_request", "submit_bio"
 /* mm/vmscan.c balance_pgdat (3.x): kswapd's reclaim loop. */
 #define KSWAPD_TAIL    "balance_pgdat", "kswapd", "kthread"
 #define KSWAPD_RECLAIM "shrink_page_list", "shrink_inactive_list", "shrink_zone", KSWAPD_TAIL
@@ -239,12 +243,12 @@ const char *const *obs_stall_modelled_stack(enum mm_cause c)
  * shrink_inactive_list naps while too_many_isolated, do_try_to_free_pages takes
  * wait_iff_congested / congestion_wait naps (HZ/10). */
 static const char *const w_compact_wb[] = {PAGE_SLEEP, MIGRATE_TAIL, NULL};
-static const char *const w_compact_wo[] = {"writeout", "fallback_migrate_page", "move_to_new_page",
-					   MIGRATE_TAIL, NULL};
+static const char *const w_compact_wo[] = {
+    RQ_SLEEP, "writeout", "fallback_migrate_page", "move_to_new_page", MIGRATE_TAIL, NULL};
 static const char *const w_compact_iso[] = {"congestion_wait", "isolate_migratepages", COMPACT_TAIL,
 					    NULL};
 static const char *const w_reclaim_wb[] = {PAGE_SLEEP, RECLAIM_TAIL, NULL};
-static const char *const w_reclaim_wo[] = {"pageout", RECLAIM_TAIL, NULL};
+static const char *const w_reclaim_wo[] = {RQ_SLEEP, "pageout", RECLAIM_TAIL, NULL};
 static const char *const w_reclaim_iso[] = {
     "congestion_wait",	 "shrink_inactive_list",	 "shrink_zone", "do_try_to_free_pages",
     "try_to_free_pages", "__alloc_pages_direct_reclaim", SLOWPATH_TAIL, NULL};
@@ -254,17 +258,13 @@ static const char *const w_reclaim_cong[] = {"congestion_wait",	  "do_try_to_fre
 /* kswapd's */
 static const char *const k_compact_wb[] = {PAGE_SLEEP, "unmap_and_move", "migrate_pages",
 					   KSWAPD_COMPACT, NULL};
-static const char *const k_compact_wo[] = {"writeout",
-					   "fallback_migrate_page",
-					   "move_to_new_page",
-					   "unmap_and_move",
-					   "migrate_pages",
-					   KSWAPD_COMPACT,
-					   NULL};
+static const char *const k_compact_wo[] = {
+    RQ_SLEEP,	      "writeout",      "fallback_migrate_page", "move_to_new_page",
+    "unmap_and_move", "migrate_pages", KSWAPD_COMPACT,		NULL};
 static const char *const k_compact_iso[] = {"congestion_wait", "isolate_migratepages",
 					    KSWAPD_COMPACT, NULL};
 static const char *const k_reclaim_wb[] = {PAGE_SLEEP, KSWAPD_RECLAIM, NULL};
-static const char *const k_reclaim_wo[] = {"pageout", KSWAPD_RECLAIM, NULL};
+static const char *const k_reclaim_wo[] = {RQ_SLEEP, "pageout", KSWAPD_RECLAIM, NULL};
 static const char *const k_reclaim_iso[] = {"congestion_wait", "shrink_inactive_list",
 					    "shrink_zone", KSWAPD_TAIL, NULL};
 static const char *const k_reclaim_cong[] = {"congestion_wait", KSWAPD_TAIL, NULL};

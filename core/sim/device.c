@@ -125,24 +125,110 @@ static void elv_del(struct sim_world *w, struct sim_io *io)
 	w->elv_len--;
 }
 
-int dev_submit(struct sim_world *w, enum sim_io_kind kind, uint64_t off, const uint32_t *pfns,
-	       unsigned npages, struct sim_io **out)
+/* The flusher's get_request_wait sleep ends (an engine event at the wake-up's time). */
+static void flusher_rq_event(struct sim_engine *e, void *arg)
 {
+	struct sim_world *w = arg;
+	struct sim_flusher *fl = &w->fl;
+
+	(void)e;
+	if (!fl->rq_sleeping)
+		return;
+	fl->rq_sleeping = false;
+	fl->rq_retry = true;
+	rql_woken(&w->rl, RQL_ASYNC, &fl->rqw, &fl->ioc, sim_now(w->e));
+	wait_stat_add(&fl->rq_wait, sim_now(w->e) - fl->rq_t0, w->cfg->stall_threshold_ns);
+	flusher_kick(w);
+}
+
+/* freed_request: a request completed. Below the congestion-off threshold congestion_wait's
+ * sleepers wake (clear_bdi_congested); below nr_requests the first get_request_wait sleeper. */
+static void rq_free(struct sim_world *w, struct sim_io *io)
+{
+	struct rql_waiter *rw;
+	bool uncongested;
+
+	if (!io->has_rq)
+		return;
+	io->has_rq = false;
+	rw = rql_put(&w->rl, io->dir, &uncongested);
+	if (uncongested && io->dir == RQL_ASYNC)
+		sim_wake_all(w->e, &w->fl.congest_wq);
+	if (!rw)
+		return;
+	if (rw == &w->fl.rqw)
+		sim_at(w->e, sim_now(w->e), flusher_rq_event, w);
+	else
+		sim_wake_all(w->e, rw->cookie);
+}
+
+/* get_request_wait: a request for t (an actor: it sleeps in FIFO order until one is freed, and
+ * the sleep is part of its writeout hook's time, which mm reports as a wait) or for the flusher
+ * (no actor: -EAGAIN, its waiter queued). */
+static int rq_get(struct sim_world *w, struct sim_task *t, enum rql_dir d)
+{
+	struct rql_ioc *ioc = t ? &t->ioc : &w->fl.ioc;
+
+	if (rql_get(&w->rl, d, ioc, sim_now(w->e)))
+		return 0;
+	if (!t) {
+		w->fl.rq_sleeping = true;
+		w->fl.rq_t0 = sim_now(w->e);
+		rql_wait(&w->rl, d, &w->fl.rqw);
+		return -EAGAIN;
+	}
+	if (!t->a) /* setup, no actor to put to sleep: the request is not counted */
+		return 1;
+	do {
+		struct sim_waitq wq;
+		struct rql_waiter rw = {.cookie = &wq};
+		uint64_t t0 = sim_now(w->e);
+
+		sim_waitq_init(&wq);
+		rql_wait(&w->rl, d, &rw);
+		sim_wait(t->a, &wq, SIM_NO_TIMEOUT);
+		rql_woken(&w->rl, d, &rw, ioc, sim_now(w->e));
+		wait_stat_add(&w->rq_wait, sim_now(w->e) - t0, w->cfg->stall_threshold_ns);
+	} while (!rql_get(&w->rl, d, ioc, sim_now(w->e)));
+	return 0;
+}
+
+int dev_submit(struct sim_world *w, struct sim_task *t, enum sim_io_kind kind, uint64_t off,
+	       const uint32_t *pfns, unsigned npages, bool merge, struct sim_io **out)
+{
+	enum rql_dir dir = kind == SIO_READ ? RQL_SYNC : RQL_ASYNC;
+	bool has_rq = false;
 	struct sim_io *io;
 
 	if (npages == 0 || npages > SIM_IO_MAX_PAGES)
 		return -EINVAL;
-	w->elv.requests++;
-	if (kind != SIO_READ && pfns && !out) {
+	if (merge && kind != SIO_READ && pfns && !out) {
 		io = find_merge(w, off, npages);
 		if (io) {
+			w->elv.requests++;
 			io_merge(w, io, kind, off, pfns, npages);
 			return 0;
 		}
 	}
+	if (w->rq_model) {
+		int rc = rq_get(w, t, dir);
+
+		if (rc < 0)
+			return rc;
+		has_rq = rc == 0;
+	}
+	w->elv.requests++;
 	io = io_alloc(w);
-	if (!io)
+	if (!io) {
+		if (has_rq) {
+			struct sim_io tmp = {.has_rq = true, .dir = dir};
+
+			rq_free(w, &tmp);
+		}
 		return -ENOMEM;
+	}
+	io->has_rq = has_rq;
+	io->dir = dir;
 	io->kind = kind;
 	io->npages = npages;
 	io->nwb = kind == SIO_WRITEBACK;
@@ -240,6 +326,7 @@ static void wake_wb_waiters(struct sim_world *w, uint32_t pfn)
 static void io_complete(struct sim_world *w, struct sim_io *io)
 {
 	w->dev_inflight--;
+	rq_free(w, io); /* blk_finish_request -> __blk_put_request */
 	if (io->kind == SIO_READ) {
 		io->done = true;
 		sim_wake_all(w->e, &io->done_wq); /* the reader releases the request */
@@ -342,7 +429,8 @@ int dev_throttle(struct sim_world *w, struct sim_task *t, uint64_t timeout, bool
 	if (!t || !t->a)
 		return 0;
 	sim_settle(t->a);
-	if (iff_congested && !wbq_congested(&w->fl.q))
+	if (iff_congested &&
+	    !(w->rq_model ? rql_congested(&w->rl, RQL_ASYNC) : wbq_congested(&w->fl.q)))
 		return 0;
 	t0 = sim_now(w->e);
 	sim_wait(t->a, &w->fl.congest_wq, timeout ? timeout : 1);

@@ -29,8 +29,8 @@ int file_read_page(struct sim_world *w, struct sim_task *t, uint32_t id, uint32_
 		w->reader.misses++;
 		sim_settle(t->a);
 		t0 = sim_now(w->e);
-		rc = dev_submit(w, SIO_READ, dev_offset_of(w, MM_OWNER_FILE(id, index)), NULL, 1,
-				&io);
+		rc = dev_submit(w, t, SIO_READ, dev_offset_of(w, MM_OWNER_FILE(id, index)), NULL, 1,
+				true, &io);
 		if (rc == 0) {
 			while (!io->done)
 				sim_wait(t->a, &io->done_wq, SIM_NO_TIMEOUT);

@@ -193,6 +193,18 @@ static void json_io(struct json_w *w, const struct sim_result *r)
 	jw_u64(w, "dispatched", r->elv.dispatched);
 	jw_u64(w, "expired_first", r->elv.expired);
 	jw_u64(w, "queue_max", r->elv.queue_max);
+	/* 3.x request allocation (block/blk-core.c get_request_wait): write requests at most
+	 * allocated at once, sleeps of actors (writeout, pageout) and of the flusher */
+	if (r->rq_model) {
+		jw_obj_begin(w, "requests_3x");
+		jw_u64(w, "write_allocated_max", r->rq.count_max[RQL_ASYNC]);
+		jw_u64(w, "write_beyond_limit", r->rq.batched[RQL_ASYNC]);
+		jw_u64(w, "refused", r->rq.refused[RQL_ASYNC]);
+		jw_u64(w, "congested_on", r->rq.congested_on[RQL_ASYNC]);
+		json_wait_stat(w, "writers_waited", &r->rq_wait);
+		json_wait_stat(w, "flusher_waited", &r->fl.rq_wait);
+		jw_obj_end(w);
+	}
 	jw_obj_end(w);
 	jw_obj_begin(w, "device_stats");
 	jw_u64(w, "bytes_written", d->bytes_written);

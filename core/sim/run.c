@@ -179,6 +179,9 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	devm_get_stats(w->dev, &r->dev);
 	r->fl = w->fl;
 	r->elv = w->elv;
+	r->rq_model = w->rq_model;
+	r->rq = w->rl.st;
+	r->rq_wait = w->rq_wait;
 	r->writer = w->writer;
 	r->reader = w->reader;
 	mm_get_counts(w->mm, &r->end);

@@ -8,6 +8,7 @@
 
 #include "addrspace/as.h"
 #include "io/devmodel.h"
+#include "io/rqlist.h"
 #include "io/wbmodel.h"
 #include "io/wbqueue.h"
 #include "io/wbthrottle.h"
@@ -73,6 +74,7 @@ struct sim_task {
 	struct sim_task *next;		  /* the world's list of tasks */
 	bool writing; /* in a write() to the stick: 3.1's may_write_to_queue lets a task write to
 		       * its own congested device (current->backing_dev_info) */
+	struct rql_ioc ioc; /* its io_context's request batching (3.x block layer) */
 };
 
 /* A process with one anonymous mapping, faulted extent by extent (usemem, thpcompact): one
@@ -113,7 +115,9 @@ struct sim_io {
 	unsigned npages;
 	uint32_t pfn[SIM_IO_MAX_PAGES];
 	bool done;
-	unsigned nwb;	   /* flusher requests merged into this one */
+	unsigned nwb; /* flusher requests merged into this one */
+	bool has_rq;  /* holds one of the request list's requests (3.x), freed at completion */
+	enum rql_dir dir;
 	uint64_t t_queued; /* when it entered the I/O scheduler (its deadline counts) */
 	struct sim_io *q_prev, *q_next; /* the scheduler's queue, in arrival order */
 	struct sim_waitq done_wq;	/* a reader waiting for SIO_READ */
@@ -158,6 +162,12 @@ struct sim_flusher {
 	 * block/blk-core.c __freed_request below the congestion-off threshold) */
 	struct sim_waitq congest_wq;
 	uint64_t throttles, throttle_ns; /* naps taken, their summed length */
+	/* 3.x: the flusher thread asleep in get_request_wait, its pages left in q */
+	struct rql_ioc ioc;
+	struct rql_waiter rqw;
+	bool rq_sleeping, rq_retry; /* asleep; woken (its next try does not merge) */
+	uint64_t rq_t0;
+	struct sim_wait_stat rq_wait; /* its get_request_wait sleeps */
 };
 
 struct sim_writer_stats {
@@ -225,6 +235,12 @@ struct sim_world {
 	struct sim_elv_stats {
 		uint64_t requests, merged, dispatched, expired, queue_max;
 	} elv;
+	/* 3.x request allocation (core/io/rqlist, block/blk-core.c get_request_wait): every
+	 * request is allocated from it before it joins the scheduler, and a writer that gets none
+	 * sleeps; off (rq_model false) for the modern era, whose blk-mq tags are not modelled */
+	bool rq_model;
+	struct rql rl;
+	struct sim_wait_stat rq_wait; /* actors' get_request_wait sleeps (writeout, pageout) */
 	/* device */
 	struct sim_io *io_free;
 	uint64_t dev_event_at; /* earliest pending completion event, UINT64_MAX if none */
@@ -272,6 +288,9 @@ struct sim_result {
 	struct sim_wait_stat fault_wb[2]; /* waits inside completed faults: compaction, reclaim */
 	struct devm_stats dev;
 	struct sim_elv_stats elv;
+	bool rq_model;		      /* the 3.x request list was used */
+	struct rql_stats rq;	      /* its counts */
+	struct sim_wait_stat rq_wait; /* actors' get_request_wait sleeps */
 	struct sim_flusher fl;
 	struct sim_writer_stats writer;
 	struct sim_reader_stats reader;
@@ -313,8 +332,13 @@ void world_wake_khugepaged(struct sim_world *w);
 extern const struct mm_env_ops sim_env_ops;
 
 /* device.c */
-int dev_submit(struct sim_world *w, enum sim_io_kind kind, uint64_t off, const uint32_t *pfns,
-	       unsigned npages, struct sim_io **out);
+/* blk_queue_bio: merge a write into a queued one, or get a request and queue it. t is the
+ * submitting actor: with the 3.x request list it sleeps in get_request_wait while none is free;
+ * without an actor (the flusher, t NULL) the call returns -EAGAIN with nothing queued and the
+ * flusher's waiter on the request list instead. merge false: a retry after that sleep (the
+ * kernel does not try to merge again). */
+int dev_submit(struct sim_world *w, struct sim_task *t, enum sim_io_kind kind, uint64_t off,
+	       const uint32_t *pfns, unsigned npages, bool merge, struct sim_io **out);
 void dev_io_release(struct sim_world *w, struct sim_io *io);
 void dev_free_all(struct sim_world *w);
 void wait_stat_add(struct sim_wait_stat *s, uint64_t ns, uint64_t threshold_ns);

@@ -191,7 +191,14 @@ void flusher_init(struct sim_world *w, unsigned max_inflight, unsigned req_pages
 	wbm_bw_init(&fl->bw, sim_now(w->e), dp->write_bw ? dp->write_bw : 100ULL << 20);
 	if (req_pages > SIM_IO_MAX_PAGES)
 		req_pages = SIM_IO_MAX_PAGES;
-	wbq_init(&fl->q, max_inflight, req_pages, fl->q_pfn, fl->q_owner, SIM_FLUSHER_QUEUE);
+	/* 3.x: requests come from the block layer's request list, shared with every writer
+	 * (core/io/rqlist); the modern era keeps the flusher's own bound (blk-mq tags are not
+	 * modelled) */
+	w->rq_model = w->mmcfg.policy.era != MM_ERA_MODERN;
+	rql_init(&w->rl, max_inflight);
+	fl->rq_sleeping = fl->rq_retry = false;
+	wbq_init(&fl->q, w->rq_model ? WBQ_UNBOUNDED : max_inflight, req_pages, fl->q_pfn,
+		 fl->q_owner, SIM_FLUSHER_QUEUE);
 	w->elv_max_pages = fl->q.max_pages; /* the scheduler merges up to max_sectors too */
 }
 
@@ -201,17 +208,21 @@ static void thresholds(struct sim_world *w, struct mm_counts *c, struct wbm_thre
 	wbm_thresholds(&w->fl.p, (uint64_t)c->free + c->file, th);
 }
 
-/* Submit the queued pages as requests, as far as nr_requests allow. */
+/* Submit the queued pages as requests, as far as nr_requests allow (3.x: until the flusher has
+ * to sleep in get_request_wait, its run left queued). */
 static void submit_queued(struct sim_world *w)
 {
 	struct wbq *q = &w->fl.q;
 	unsigned n;
 
-	while ((n = wbq_next(q))) {
+	while (!w->fl.rq_sleeping && (n = wbq_next(q))) {
 		const uint32_t *pfns = q->pfn + q->head;
-		int rc = dev_submit(w, SIO_WRITEBACK, dev_offset_of(w, q->owner[q->head]), pfns, n,
-				    NULL);
+		int rc = dev_submit(w, NULL, SIO_WRITEBACK, dev_offset_of(w, q->owner[q->head]),
+				    pfns, n, !w->fl.rq_retry, NULL);
 
+		if (rc == -EAGAIN)
+			return; /* asleep for a request: the run stays at the head */
+		w->fl.rq_retry = false;
 		wbq_take(q, n);
 		if (rc == 0) {
 			w->fl.reqs++;
@@ -302,13 +313,14 @@ void flusher_kick(struct sim_world *w)
 	struct mm_counts c;
 	struct wbm_thresh th;
 
-	if (!w->mm)
+	if (!w->mm || fl->rq_sleeping) /* asleep in get_request_wait */
 		return;
 	submit_queued(w); /* pages left over when nr_requests were in flight */
 	thresholds(w, &c, &th);
 	expired = wbm_age_expired(&fl->age, sim_now(w->e), c.file_dirty, fl->p.expire_ns);
 	want = wbm_flush_want(&th, c.file_dirty, expired);
-	while (want > 0 && !wbq_congested(&fl->q) && wbq_room(&fl->q) >= fl->q.max_pages) {
+	while (want > 0 && !fl->rq_sleeping && !wbq_congested(&fl->q) &&
+	       wbq_room(&fl->q) >= fl->q.max_pages) {
 		unsigned max = want < fl->q.max_pages ? (unsigned)want : fl->q.max_pages;
 		unsigned n = writeback_head_file(w, max);
 
@@ -330,7 +342,8 @@ void flusher_io_done(struct sim_world *w, struct sim_io *io)
 	struct sim_flusher *fl = &w->fl;
 
 	wbq_done(&fl->q, io->nwb);
-	if (io->nwb && !wbq_congested(&fl->q))
+	/* 3.x: the request list woke them (device.c rq_free) */
+	if (!w->rq_model && io->nwb && !wbq_congested(&fl->q))
 		sim_wake_all(w->e, &fl->congest_wq);
 	fl->pages_done += io->npages;
 	if (io->req.err)

@@ -100,7 +100,8 @@ TEST(writeback_wait_ends_when_the_queue_completes_the_request)
 }
 
 /* The throttle hook (congestion_wait / wait_iff_congested) and the per-wait report. With one
- * request allowed in flight the queue is congested while it is at the device: wait_iff_congested
+ * request allowed in flight (3.x: nr_requests 1, so the flusher, a batcher, gets one and sleeps
+ * for the next) the queue is congested while it is at the device: wait_iff_congested
  * returns at once on an idle queue, a nap shorter than the request times out, a nap on the
  * congested queue ends exactly when the request completes (clear_bdi_congested), a congestion
  * nap without congestion waits for the next completion. */
@@ -124,12 +125,13 @@ static void nap_actor(struct sim_actor *a, void *arg)
 	t0 = sim_now(w->e);
 	dev_throttle(w, &k->task, 100000000, true); /* idle queue: no nap */
 	k->t_iff_idle = sim_now(w->e) - t0;
-	w->fl.q.nr_requests = 1;
+	w->fl.q.nr_requests = 1; /* the modern era's bound */
+	rql_init(&w->rl, 1);	 /* 3.x: congested from 1 request, uncongested below 1 */
 	w->fl.p.background_ratio = 0;
 	w->fl.p.dirty_ratio = 1;
 	k->t_submit = sim_now(w->e);
 	flusher_kick(w);
-	k->congested_at_submit = wbq_congested(&w->fl.q);
+	k->congested_at_submit = sim_env_ops.congested(w, NULL);
 	dev_throttle(w, &k->task, 1000000, false); /* 1 ms: shorter than the request */
 	k->t_short = sim_now(w->e);
 	dev_throttle(w, &k->task, 10000000000ULL, true); /* congested: until it completes */
@@ -206,9 +208,9 @@ static void merge_actor(struct sim_actor *a, void *arg)
 	}
 	sim_settle(a);
 	k->t_submit = sim_now(w->e);
-	ASSERT_EQ(
-	    dev_submit(w, SIO_WRITEBACK, dev_offset_of(w, MM_OWNER_FILE(busy, 0)), pfns, 16, NULL),
-	    0);
+	ASSERT_EQ(dev_submit(w, &k->task, SIO_WRITEBACK, dev_offset_of(w, MM_OWNER_FILE(busy, 0)),
+			     pfns, 16, true, NULL),
+		  0);
 	for (uint32_t i = 0; i < 3; i++)
 		ASSERT_EQ(sim_env_ops.writeout(w, &k->task, MM_OWNER_FILE(id, i), pfn[i]), 0);
 	for (uint32_t i = 0; i < 3; i++) {
@@ -232,6 +234,89 @@ TEST(adjacent_writeouts_merge_in_the_io_scheduler)
 	EXPECT_EQ(k.t_done[0], k.t_done[2]);
 	/* behind the 16-page request: 2 ms of setup and 19 pages at 5 MB/s */
 	EXPECT_EQ(k.t_done[2], k.t_submit + 2000000 + 19 * 4096 * 200);
+	world_fini(&f.w);
+}
+
+/* 3.x request allocation (block/blk-core.c get_request_wait): with nr_requests 4, a writer
+ * that fills the queue batches on to 3/2 of it; later writers sleep, and each wakes, in
+ * arrival order, when a completion takes the count below the limit. */
+struct rq_case {
+	struct sim_task filler, b, c;
+	struct sim_world *w;
+	uint32_t files[8];
+	uint64_t t_first, t_b, t_c;
+	bool congested_full;
+};
+
+static void rq_write_one(struct rq_case *k, struct sim_task *t, unsigned i)
+{
+	struct sim_world *w = k->w;
+
+	ASSERT_EQ(
+	    sim_env_ops.writeout(w, t, MM_OWNER_FILE(k->files[i], 0), pfn_of(w, k->files[i], 0)),
+	    0);
+}
+
+static void rq_filler(struct sim_actor *a, void *arg)
+{
+	struct rq_case *k = arg;
+
+	(void)a;
+	for (unsigned i = 0; i < 8; i++) /* one dirty page per file, files apart on the device */
+		file_write_page(k->w, &k->filler, k->files[i], 0);
+	for (unsigned i = 0; i < 6; i++) { /* 3 below the limit, the 4th fills it, 2 batched */
+		rq_write_one(k, &k->filler, i);
+		if (i == 0)
+			k->t_first = sim_now(k->w->e); /* at the idle device at once */
+	}
+	k->congested_full = sim_env_ops.congested(k->w, NULL);
+}
+
+static void rq_b(struct sim_actor *a, void *arg)
+{
+	struct rq_case *k = arg;
+
+	(void)a;
+	rq_write_one(k, &k->b, 6);
+	k->t_b = sim_now(k->w->e);
+}
+
+static void rq_c(struct sim_actor *a, void *arg)
+{
+	struct rq_case *k = arg;
+
+	(void)a;
+	rq_write_one(k, &k->c, 7);
+	k->t_c = sim_now(k->w->e);
+}
+
+TEST(writeouts_sleep_for_a_request_and_wake_in_arrival_order)
+{
+	struct fixture f;
+	struct rq_case k = {0};
+	const uint64_t one =
+	    1000000 + 4096 * 200; /* a one-page request: 1 ms setup, 4 KiB at 5 MB/s */
+
+	setup(&f, "usb2-stick-2011:jitter=0,gc-au=0");
+	flusher_init(&f.w, 4, 30);
+	ASSERT(f.w.rq_model); /* linux-3.1 */
+	k.w = &f.w;
+	for (unsigned i = 0; i < 8; i++)
+		k.files[i] = file_new(&f.w, 2);
+	ASSERT_EQ(world_spawn(&f.w, &k.filler, "filler", 0, rq_filler, &k), 0);
+	ASSERT_EQ(world_spawn(&f.w, &k.b, "b", 1000000, rq_b, &k), 0);
+	ASSERT_EQ(world_spawn(&f.w, &k.c, "c", 1500000, rq_c, &k), 0);
+	ASSERT_EQ(sim_run(f.w.e, 10000000000ULL), 0);
+	EXPECT(k.congested_full);
+	EXPECT_EQ(f.w.rl.st.count_max[RQL_ASYNC], 6);
+	EXPECT_EQ(f.w.rq_wait.count, 2);
+	/* 6 -> 3 after three completions: b wakes and takes one (4); the fourth wakes c */
+	EXPECT_LT(k.t_first, 1000000);
+	EXPECT_EQ(k.t_b, k.t_first + 3 * one);
+	EXPECT_EQ(k.t_c, k.t_first + 4 * one);
+	EXPECT_EQ(f.w.elv.merged, 0);
+	EXPECT_EQ(f.w.rl.count[RQL_ASYNC], 0);
+	EXPECT(!sim_env_ops.congested(&f.w, NULL));
 	world_fini(&f.w);
 }
 
