@@ -231,21 +231,6 @@ static bool in_list(const char *const *l, const char *s)
 	return false;
 }
 
-/* Is name one of thpemu-wl's workloads? (thpemu-wl-static --list, as thpemu oracle asks) */
-static bool builtin_workload(const char *wl, const char *name)
-{
-	const char *argv[] = {wl, "--list", NULL};
-	struct oracle_cmd c;
-	bool found = false;
-
-	if (!oracle_cmd_run(argv, NULL, -1, &c) && c.out)
-		for (char *save, *l = strtok_r(c.out, "\n", &save); l && !found;
-		     l = strtok_r(NULL, "\n", &save))
-			found = !strcmp(l, name);
-	oracle_cmd_free(&c);
-	return found;
-}
-
 static void check_workload(struct fopts *o)
 {
 	struct oracle_run_cfg *c = &o->cfg;
@@ -287,7 +272,7 @@ static void check_workload(struct fopts *o)
 		prog_error(CMD, "the workload suite is missing: %s", why);
 		exit(1);
 	}
-	if (!builtin_workload(o->builtin, c->workload))
+	if (!oracle_builtin_workload(o->builtin, c->workload))
 		prog_usage_error(CMD,
 				 "--workload: '%s' is not a workload of the suite (thpemu-wl "
 				 "--help lists them)",

@@ -169,21 +169,6 @@ static int option(struct opts *o, int argc, char **argv, int *i)
 	return 0;
 }
 
-/* Is name one of thpemu-wl's workloads? (asks the program itself: thpemu-wl-static --list) */
-static bool builtin_workload(const char *wl, const char *name)
-{
-	const char *argv[] = {wl, "--list", NULL};
-	struct oracle_cmd c;
-	bool found = false;
-
-	if (!oracle_cmd_run(argv, NULL, -1, &c) && c.out)
-		for (char *save, *l = strtok_r(c.out, "\n", &save); l && !found;
-		     l = strtok_r(NULL, "\n", &save))
-			found = !strcmp(l, name);
-	oracle_cmd_free(&c);
-	return found;
-}
-
 static void check_workload(struct opts *o)
 {
 	struct oracle_run_cfg *c = &o->cfg;
@@ -210,7 +195,7 @@ static void check_workload(struct opts *o)
 			prog_error(CMD, "the workload suite is missing: %s", why);
 			exit(1);
 		}
-		if (!builtin_workload(o->builtin, c->workload))
+		if (!oracle_builtin_workload(o->builtin, c->workload))
 			prog_usage_error(CMD,
 					 "--workload: '%s' is not a workload of the suite "
 					 "(thpemu-wl --help lists them) nor a path",

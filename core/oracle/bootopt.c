@@ -1,4 +1,5 @@
-/* The boot options thpemu oracle and thpemu fidelity share, parsed and checked once. */
+/* What thpemu oracle and thpemu fidelity share: the boot options, parsed and checked once, and
+ * the question whether a workload is the suite's. */
 #include <stdio.h>
 #include <string.h>
 
@@ -98,4 +99,18 @@ int oracle_boot_opt(struct oracle_boot_opts *o, int argc, char **argv, int *i, c
 		c->busybox = v;
 	}
 	return 1;
+}
+
+bool oracle_builtin_workload(const char *wl, const char *name)
+{
+	const char *argv[] = {wl, "--list", NULL};
+	struct oracle_cmd c;
+	bool found = false;
+
+	if (!oracle_cmd_run(argv, NULL, -1, &c) && c.out)
+		for (char *save, *l = strtok_r(c.out, "\n", &save); l && !found;
+		     l = strtok_r(NULL, "\n", &save))
+			found = !strcmp(l, name);
+	oracle_cmd_free(&c);
+	return found;
 }

@@ -271,6 +271,8 @@ struct oracle_boot_opts {
  * message naming the option and what it accepts. */
 int oracle_boot_opt(struct oracle_boot_opts *o, int argc, char **argv, int *i, char *err,
 		    size_t errlen);
+/* Is name one of the suite's workloads? (asks the program itself: wl --list) */
+bool oracle_builtin_workload(const char *wl, const char *name);
 /* v as an integer min..max into *n: 0, or -1 with "OPT: 'V' is not an integer MIN..MAX". */
 int oracle_opt_uint(const char *opt, const char *v, uint64_t min, uint64_t max, uint64_t *n,
 		    char *err, size_t errlen);

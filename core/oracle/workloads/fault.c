@@ -82,7 +82,7 @@ static void parse(const char *name, int argc, char **argv, struct fault_opts *o)
 	int c;
 
 	presets(name, o);
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'f':
 			o->fill = optarg;
@@ -118,15 +118,8 @@ static void parse(const char *name, int argc, char **argv, struct fault_opts *o)
 		case 's':
 			o->seed = wl_parse_uint("--seed", optarg, UINT64_MAX);
 			break;
-		case 'h':
-			usage(name);
-			exit(0);
-		default:
-			wl_usage("unknown option (see thpemu-wl %s --help)", name);
 		}
 	}
-	if (optind < argc)
-		wl_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->keep)
 		wl_usage("--keep: 0 is not a group size (1 keeps every page)");
 }

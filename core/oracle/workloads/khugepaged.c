@@ -65,7 +65,7 @@ static void parse(const char *name, int argc, char **argv, struct kh_opts *o)
 			      .region = "64M",
 			      .wait_ns = 20 * 1000000000ULL,
 			      .interval_ns = 500 * 1000000ULL};
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'r':
 			o->region = optarg;
@@ -87,15 +87,8 @@ static void parse(const char *name, int argc, char **argv, struct kh_opts *o)
 		case 's':
 			o->seed = wl_parse_uint("--seed", optarg, UINT64_MAX);
 			break;
-		case 'h':
-			usage(name);
-			exit(0);
-		default:
-			wl_usage("unknown option (see thpemu-wl %s --help)", name);
 		}
 	}
-	if (optind < argc)
-		wl_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->keep)
 		wl_usage("--keep: 0 is not a group size");
 }

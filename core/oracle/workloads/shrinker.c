@@ -53,7 +53,7 @@ static void parse(const char *name, int argc, char **argv, struct shr_opts *o)
 	int c;
 
 	*o = (struct shr_opts){.region = "128M", .touch_pages = 1, .hold_ns = 2000000000ULL};
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'r':
 			o->region = optarg;
@@ -68,15 +68,8 @@ static void parse(const char *name, int argc, char **argv, struct shr_opts *o)
 			if (wl_parse_duration(optarg, &o->hold_ns))
 				wl_usage("--hold: '%s' is not a duration (2s)", optarg);
 			break;
-		case 'h':
-			usage(name);
-			exit(0);
-		default:
-			wl_usage("unknown option (see thpemu-wl %s --help)", name);
 		}
 	}
-	if (optind < argc)
-		wl_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->touch_pages)
 		wl_usage("--touch-pages: at least 1");
 }

@@ -83,7 +83,7 @@ static void parse(const char *name, int argc, char **argv, struct scale_opts *o)
 				 .interval_ns = 100 * 1000 * 1000,
 				 .threads = strcmp(name, "thpcompact") ? 1 : 4};
 	o->file_dir = disk && *disk ? disk : tmp && *tmp ? tmp : "/tmp";
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'a':
 			o->anon = optarg;
@@ -105,15 +105,8 @@ static void parse(const char *name, int argc, char **argv, struct scale_opts *o)
 			if (wl_parse_duration(optarg, &o->interval_ns) || !o->interval_ns)
 				wl_usage("--interval: '%s' is not a duration (100ms)", optarg);
 			break;
-		case 'h':
-			usage(name);
-			exit(0);
-		default:
-			wl_usage("unknown option (see thpemu-wl %s --help)", name);
 		}
 	}
-	if (optind < argc)
-		wl_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->threads)
 		wl_usage("--threads: at least 1");
 }

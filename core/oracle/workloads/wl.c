@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,22 @@ void wl_check_relative(const char *opt, bool pct)
 		wl_usage("%s: a percentage is of the guest's memory; under thpemu give a size (the "
 			 "oracle's JSON has the bytes it resolved in info)",
 			 opt);
+}
+
+int wl_getopt(const char *name, int argc, char **argv, const struct option *lo,
+	      void (*usage)(const char *name))
+{
+	int c = getopt_long(argc, argv, "", lo, NULL);
+
+	if (c == 'h') {
+		usage(name);
+		exit(0);
+	}
+	if (c == '?' || c == ':')
+		wl_usage("unknown option (see thpemu-wl %s --help)", name);
+	if (c == -1 && optind < argc)
+		wl_usage("unexpected argument '%s'", argv[optind]);
+	return c;
 }
 
 uint64_t wl_amount(const char *opt, const char *s, uint64_t base_kb, uint64_t min)

@@ -64,6 +64,12 @@ int wl_parse_duration(const char *s, uint64_t *ns);
 uint64_t wl_parse_uint(const char *opt, const char *s, uint64_t max);
 /* An amount relative to the machine's memory is refused under thpemu (name: the option). */
 void wl_check_relative(const char *opt, bool pct);
+/* getopt_long over a workload's options (no short ones; --help has val 'h'): the next option's
+ * val, or -1 after the last. --help prints usage(name) and exits 0; an unknown option or an
+ * argument left over is a usage error. */
+struct option;
+int wl_getopt(const char *name, int argc, char **argv, const struct option *lo,
+	      void (*usage)(const char *name));
 /* OPT's amount: SIZE or PCT% of base_kb, at least min bytes (else wl_usage naming OPT); a
  * percentage is refused under thpemu. */
 uint64_t wl_amount(const char *opt, const char *s, uint64_t base_kb, uint64_t min);
