@@ -303,7 +303,8 @@ static void print_b64(const unsigned char *p, size_t n)
 /* The helper's text into buf (at most cap bytes); its length, or -1 with why set. */
 static ssize_t run_helper(const char *helper, char *buf, size_t cap, char *why, size_t wlen)
 {
-	char *argv[] = {(char *)helper, (char *)"--quiet", NULL};
+	/* every zone of the node: the kernel allocates from all of them (ZONE_DMA too) */
+	char *argv[] = {(char *)helper, (char *)"--quiet", (char *)"--zone", (char *)"all", NULL};
 	posix_spawn_file_actions_t fa;
 	int fds[2], status = 0, rc;
 	size_t used = 0;
