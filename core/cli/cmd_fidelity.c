@@ -123,7 +123,8 @@ struct boot_rec {
 
 struct fopts {
 	struct oracle_run_cfg cfg; /* the real side's template */
-	const char *enabled, *at, *json, *html, *keep, *cache_opt, *mode;
+	struct oracle_boot_opts boot;
+	const char *enabled, *at, *json, *html, *keep;
 	char defrag[FID_MAX_SETTINGS][24];
 	int nset, runs;
 	bool quiet;
@@ -141,16 +142,6 @@ static const char *value(int argc, char **argv, int *i)
 	if (*i + 1 >= argc)
 		prog_usage_error(CMD, "%s needs a value (see thpemu fidelity --help)", argv[*i]);
 	return argv[++*i];
-}
-
-static uint64_t uint_opt(const char *opt, const char *v, uint64_t min, uint64_t max)
-{
-	uint64_t n;
-
-	if (units_parse_uint(v, max, &n) || n < min)
-		prog_usage_error(CMD, "%s: '%s' is not an integer %llu..%llu", opt, v,
-				 (unsigned long long)min, (unsigned long long)max);
-	return n;
 }
 
 static void parse_defrag(struct fopts *o, const char *list)
@@ -182,6 +173,9 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 {
 	struct oracle_run_cfg *c = &o->cfg;
 	const char *a = argv[*i];
+	char err[512];
+	uint64_t n;
+	int rc;
 
 	if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 		usage(stdout);
@@ -189,6 +183,9 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 	} else if (!strcmp(a, "--workload")) {
 		c->workload = value(argc, argv, i);
 		return 1;
+	} else if ((rc = oracle_boot_opt(&o->boot, argc, argv, i, err, sizeof(err)))) {
+		if (rc < 0)
+			prog_usage_error(CMD, "%s", err);
 	} else if (!strcmp(a, "--at")) {
 		o->at = value(argc, argv, i);
 		if (strcmp(o->at, "phase") && strcmp(o->at, "start"))
@@ -197,51 +194,17 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 		o->enabled = value(argc, argv, i);
 	} else if (!strcmp(a, "--defrag")) {
 		parse_defrag(o, value(argc, argv, i));
-	} else if (!strcmp(a, "--kernel")) {
-		c->kernel = value(argc, argv, i);
-		if (strcmp(c->kernel, "6.12") && strcmp(c->kernel, "6.1"))
-			prog_usage_error(CMD,
-					 "--kernel: '%s' is not 6.12 or 6.1 (thpemu's "
-					 "profiles are 6.12's)",
-					 c->kernel);
-	} else if (!strcmp(a, "--mem")) {
-		const char *v = value(argc, argv, i);
-
-		if (units_parse_size(v, &c->mem) || c->mem < (256ULL << 20) ||
-		    c->mem > (4ULL << 30) || c->mem % (1 << 20))
-			prog_usage_error(CMD, "--mem: '%s' is not a size 256M..4G in MiB", v);
-	} else if (!strcmp(a, "--mode")) {
-		o->mode = value(argc, argv, i);
-		if (strcmp(o->mode, "pinned") && strcmp(o->mode, "free"))
-			prog_usage_error(CMD, "--mode: '%s' is not pinned or free", o->mode);
-	} else if (!strcmp(a, "--smp")) {
-		c->smp = (int)uint_opt(a, value(argc, argv, i), 1, 16);
-	} else if (!strcmp(a, "--boots")) {
-		c->boots = (int)uint_opt(a, value(argc, argv, i), 1, FID_MAX_SAMPLES);
 	} else if (!strcmp(a, "--runs")) {
-		o->runs = (int)uint_opt(a, value(argc, argv, i), 1, FID_MAX_SAMPLES);
-	} else if (!strcmp(a, "--seed")) {
-		c->seed = uint_opt(a, value(argc, argv, i), 1, 1ULL << 40);
-	} else if (!strcmp(a, "--timeout")) {
-		const char *v = value(argc, argv, i);
-
-		if (units_parse_duration(v, &c->timeout_ns) || c->timeout_ns < 1000000000ULL)
-			prog_usage_error(CMD, "--timeout: '%s' is not a duration of at least 1s",
-					 v);
+		if (oracle_opt_uint(a, value(argc, argv, i), 1, FID_MAX_SAMPLES, &n, err,
+				    sizeof(err)))
+			prog_usage_error(CMD, "%s", err);
+		o->runs = (int)n;
 	} else if (!strcmp(a, "--json")) {
 		o->json = value(argc, argv, i);
 	} else if (!strcmp(a, "--html")) {
 		o->html = value(argc, argv, i);
 	} else if (!strcmp(a, "--keep")) {
 		o->keep = value(argc, argv, i);
-	} else if (!strcmp(a, "--cache")) {
-		o->cache_opt = value(argc, argv, i);
-	} else if (!strcmp(a, "--qemu")) {
-		c->qemu = value(argc, argv, i);
-	} else if (!strcmp(a, "--busybox")) {
-		c->busybox = value(argc, argv, i);
-	} else if (!strcmp(a, "--offline")) {
-		c->offline = true;
 	} else if (!strcmp(a, "--quiet")) {
 		o->quiet = true;
 	} else {
@@ -266,21 +229,6 @@ static bool in_list(const char *const *l, const char *s)
 		if (!strcmp(*l, s))
 			return true;
 	return false;
-}
-
-/* Is name one of thpemu-wl's workloads? (thpemu-wl-static --list, as thpemu oracle asks) */
-static bool builtin_workload(const char *wl, const char *name)
-{
-	const char *argv[] = {wl, "--list", NULL};
-	struct oracle_cmd c;
-	bool found = false;
-
-	if (!oracle_cmd_run(argv, NULL, -1, &c) && c.out)
-		for (char *save, *l = strtok_r(c.out, "\n", &save); l && !found;
-		     l = strtok_r(NULL, "\n", &save))
-			found = !strcmp(l, name);
-	oracle_cmd_free(&c);
-	return found;
 }
 
 static void check_workload(struct fopts *o)
@@ -324,7 +272,7 @@ static void check_workload(struct fopts *o)
 		prog_error(CMD, "the workload suite is missing: %s", why);
 		exit(1);
 	}
-	if (!builtin_workload(o->builtin, c->workload))
+	if (!oracle_builtin_workload(o->builtin, c->workload))
 		prog_usage_error(CMD,
 				 "--workload: '%s' is not a workload of the suite (thpemu-wl "
 				 "--help lists them)",
@@ -714,6 +662,12 @@ static int fidelity_main(int argc, char **argv)
 					 .timeout_ns = 600 * 1000000000ULL,
 					 .qemu = "qemu-system-x86_64",
 					 .busybox = "/bin/busybox"};
+	o->boot = (struct oracle_boot_opts){.cmd = CMD,
+					    .cfg = &o->cfg,
+					    .mem_min = 256ULL << 20,
+					    .mem_max = 4ULL << 30,
+					    .boots_max = FID_MAX_SAMPLES,
+					    .series_only = true};
 	oracle_settings_init(&o->cfg.settings);
 	o->enabled = "always";
 	o->at = "phase";
@@ -732,7 +686,7 @@ static int fidelity_main(int argc, char **argv)
 				sizeof(err)))
 		prog_usage_error(CMD, "--enabled: %s", err);
 	oracle_settings_init(&o->cfg.settings); /* each setting's are made per run */
-	o->cfg.pinned = !o->mode || !strcmp(o->mode, "pinned");
+	o->cfg.pinned = !o->boot.mode || !strcmp(o->boot.mode, "pinned");
 	if (!o->runs)
 		o->runs = o->cfg.boots;
 	for (int k = 0; k < o->nset; k++) {
@@ -750,7 +704,7 @@ static int fidelity_main(int argc, char **argv)
 	if (o->html)
 		hout = cli_output_open(CMD, "--html", o->html);
 	check_tools(o);
-	if (oracle_cache_dir(o->cache_opt, o->cache, sizeof(o->cache), err, sizeof(err))) {
+	if (oracle_cache_dir(o->boot.cache, o->cache, sizeof(o->cache), err, sizeof(err))) {
 		prog_error(CMD, "%s", err);
 		return 1;
 	}

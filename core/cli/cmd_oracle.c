@@ -88,7 +88,8 @@ static void usage(FILE *f)
 
 struct opts {
 	struct oracle_run_cfg cfg;
-	const char *json, *cache_opt, *mode;
+	struct oracle_boot_opts boot;
+	const char *json;
 	const char *kargs[32];
 	char cache[PATH_MAX], builtin[PATH_MAX], busybox[PATH_MAX];
 };
@@ -98,16 +99,6 @@ static const char *value(int argc, char **argv, int *i)
 	if (*i + 1 >= argc)
 		prog_usage_error(CMD, "%s needs a value (see thpemu oracle --help)", argv[*i]);
 	return argv[++*i];
-}
-
-static uint64_t uint_opt(const char *opt, const char *v, uint64_t min, uint64_t max)
-{
-	uint64_t n;
-
-	if (units_parse_uint(v, max, &n) || n < min)
-		prog_usage_error(CMD, "%s: '%s' is not an integer %llu..%llu", opt, v,
-				 (unsigned long long)min, (unsigned long long)max);
-	return n;
 }
 
 static void set(struct opts *o, const char *opt, const char *key, const char *v)
@@ -124,6 +115,7 @@ static int option(struct opts *o, int argc, char **argv, int *i)
 	struct oracle_run_cfg *c = &o->cfg;
 	const char *a = argv[*i];
 	char err[512];
+	int rc;
 
 	if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 		usage(stdout);
@@ -131,20 +123,9 @@ static int option(struct opts *o, int argc, char **argv, int *i)
 	} else if (!strcmp(a, "--workload")) {
 		c->workload = value(argc, argv, i);
 		return 1;
-	} else if (!strcmp(a, "--kernel")) {
-		c->kernel = value(argc, argv, i);
-	} else if (!strcmp(a, "--mem")) {
-		const char *v = value(argc, argv, i);
-
-		if (units_parse_size(v, &c->mem) || c->mem < (128ULL << 20) ||
-		    c->mem > (16ULL << 30) || c->mem % (1 << 20))
-			prog_usage_error(CMD, "--mem: '%s' is not a size 128M..16G in MiB", v);
-	} else if (!strcmp(a, "--mode")) {
-		o->mode = value(argc, argv, i);
-		if (strcmp(o->mode, "pinned") && strcmp(o->mode, "free"))
-			prog_usage_error(CMD, "--mode: '%s' is not pinned or free", o->mode);
-	} else if (!strcmp(a, "--smp")) {
-		c->smp = (int)uint_opt(a, value(argc, argv, i), 1, 16);
+	} else if ((rc = oracle_boot_opt(&o->boot, argc, argv, i, err, sizeof(err)))) {
+		if (rc < 0)
+			prog_usage_error(CMD, "%s", err);
 	} else if (!strcmp(a, "--accel")) {
 		c->accel = value(argc, argv, i);
 		if (strcmp(c->accel, "auto") && strcmp(c->accel, "tcg") && strcmp(c->accel, "kvm"))
@@ -174,28 +155,10 @@ static int option(struct opts *o, int argc, char **argv, int *i)
 	} else if (!strcmp(a, "--set")) {
 		if (oracle_settings_parse(&c->settings, value(argc, argv, i), err, sizeof(err)))
 			prog_usage_error(CMD, "--set: %s", err);
-	} else if (!strcmp(a, "--boots")) {
-		c->boots = (int)uint_opt(a, value(argc, argv, i), 1, 1000);
-	} else if (!strcmp(a, "--seed")) {
-		c->seed = uint_opt(a, value(argc, argv, i), 1, 1ULL << 40);
-	} else if (!strcmp(a, "--timeout")) {
-		const char *v = value(argc, argv, i);
-
-		if (units_parse_duration(v, &c->timeout_ns) || c->timeout_ns < 1000000000ULL)
-			prog_usage_error(CMD, "--timeout: '%s' is not a duration of at least 1s",
-					 v);
 	} else if (!strcmp(a, "--json")) {
 		o->json = value(argc, argv, i);
 	} else if (!strcmp(a, "--keep")) {
 		c->keep = value(argc, argv, i);
-	} else if (!strcmp(a, "--cache")) {
-		o->cache_opt = value(argc, argv, i);
-	} else if (!strcmp(a, "--qemu")) {
-		c->qemu = value(argc, argv, i);
-	} else if (!strcmp(a, "--busybox")) {
-		c->busybox = value(argc, argv, i);
-	} else if (!strcmp(a, "--offline")) {
-		c->offline = true;
 	} else if (!strcmp(a, "--fetch-only")) {
 		c->fetch_only = true;
 	} else if (!strcmp(a, "--quiet")) {
@@ -204,21 +167,6 @@ static int option(struct opts *o, int argc, char **argv, int *i)
 		prog_usage_error(CMD, "unknown option '%s' (see thpemu oracle --help)", a);
 	}
 	return 0;
-}
-
-/* Is name one of thpemu-wl's workloads? (asks the program itself: thpemu-wl-static --list) */
-static bool builtin_workload(const char *wl, const char *name)
-{
-	const char *argv[] = {wl, "--list", NULL};
-	struct oracle_cmd c;
-	bool found = false;
-
-	if (!oracle_cmd_run(argv, NULL, -1, &c) && c.out)
-		for (char *save, *l = strtok_r(c.out, "\n", &save); l && !found;
-		     l = strtok_r(NULL, "\n", &save))
-			found = !strcmp(l, name);
-	oracle_cmd_free(&c);
-	return found;
 }
 
 static void check_workload(struct opts *o)
@@ -247,7 +195,7 @@ static void check_workload(struct opts *o)
 			prog_error(CMD, "the workload suite is missing: %s", why);
 			exit(1);
 		}
-		if (!builtin_workload(o->builtin, c->workload))
+		if (!oracle_builtin_workload(o->builtin, c->workload))
 			prog_usage_error(CMD,
 					 "--workload: '%s' is not a workload of the suite "
 					 "(thpemu-wl --help lists them) nor a path",
@@ -315,6 +263,11 @@ static int oracle_main(int argc, char **argv)
 					 .qemu = "qemu-system-x86_64",
 					 .busybox = "/bin/busybox",
 					 .kargs = o->kargs};
+	o->boot = (struct oracle_boot_opts){.cmd = CMD,
+					    .cfg = &o->cfg,
+					    .mem_min = 128ULL << 20,
+					    .mem_max = 16ULL << 30,
+					    .boots_max = 1000};
 	oracle_settings_init(&o->cfg.settings);
 	for (int i = 1; i < argc; i++)
 		if (option(o, argc, argv, &i)) {
@@ -326,7 +279,7 @@ static int oracle_main(int argc, char **argv)
 			}
 			break;
 		}
-	o->cfg.pinned = !o->mode || !strcmp(o->mode, "pinned");
+	o->cfg.pinned = !o->boot.mode || !strcmp(o->boot.mode, "pinned");
 	if (o->cfg.pinned && (!strcmp(o->cfg.accel, "kvm")))
 		prog_usage_error(CMD,
 				 "--accel kvm: the pinned mode counts instructions (TCG only); "
@@ -341,7 +294,7 @@ static int oracle_main(int argc, char **argv)
 	if (o->json)
 		out = cli_output_open(CMD, "--json", o->json);
 	check_tools(o);
-	if (oracle_cache_dir(o->cache_opt, o->cache, sizeof(o->cache), err, sizeof(err))) {
+	if (oracle_cache_dir(o->boot.cache, o->cache, sizeof(o->cache), err, sizeof(err))) {
 		prog_error(CMD, "%s", err);
 		return 1;
 	}

@@ -228,7 +228,8 @@ static bool free_entry_ok(struct check *c, uint32_t pfn, unsigned sent)
 {
 	const struct mm_frame *f = pfn_frame(c->mm, pfn);
 
-	if (!frame_is_buddy(f) || SENT_FREE(frame_order(f), frame_list_mt(f)) != sent) {
+	if (!frame_is_buddy(f) ||
+	    free_list_of(c->mm, pfn, frame_order(f), frame_list_mt(f)) != sent) {
 		fail(c, -10, "free list %u holds pfn %u which is not a matching buddy head", sent,
 		     pfn);
 		return false;
@@ -262,32 +263,48 @@ static bool queue_entry_ok(struct check *c, uint32_t pfn, unsigned unused)
 	return true;
 }
 
-static void check_lists(struct check *c)
+/* One zone's free lists (zi -1: the main zone) against its counters; adds to the totals. */
+static void check_free_area(struct check *c, int zi, uint32_t *heads, uint32_t *pages)
 {
 	struct mm *mm = c->mm;
-	uint32_t heads = 0, pages = 0;
+	const struct free_area *fa = zi < 0 ? &mm->area : &mm->lower[zi].area;
+	uint32_t zpages = 0;
 
 	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
 		uint32_t per_order = 0;
 
 		for (unsigned mt = 0; mt < MM_MT_NR; mt++) {
-			uint32_t n =
-			    walk_list(c, SENT_FREE(o, mt), free_entry_ok, SENT_FREE(o, mt));
+			unsigned sent =
+			    zi < 0 ? SENT_FREE(o, mt) : SENT_LOWER_FREE((unsigned)zi, o, mt);
+			uint32_t n = walk_list(c, sent, free_entry_ok, sent);
 
-			if (n != mm->nr_free_mt[o][mt])
+			if (n != fa->nr_free_mt[o][mt])
 				fail(c, -12, "order %u mt %u: %u blocks listed, counter says %u", o,
-				     mt, n, mm->nr_free_mt[o][mt]);
+				     mt, n, fa->nr_free_mt[o][mt]);
 			per_order += n;
 		}
-		if (per_order != mm->nr_free[o])
+		if (per_order != fa->nr_free[o])
 			fail(c, -13, "order %u: %u blocks listed, nr_free says %u", o, per_order,
-			     mm->nr_free[o]);
-		heads += per_order;
-		pages += per_order << o;
+			     fa->nr_free[o]);
+		*heads += per_order;
+		zpages += per_order << o;
 	}
-	if (heads != c->buddy_heads || pages != c->free_pages || pages != mm->nr_free_pages)
+	if (zpages != fa->nr_free_pages)
+		fail(c, -14, "free pages of zone %d: lists %u, counter %u", zi, zpages,
+		     fa->nr_free_pages);
+	*pages += zpages;
+}
+
+static void check_lists(struct check *c)
+{
+	struct mm *mm = c->mm;
+	uint32_t heads = 0, pages = 0;
+
+	for (int zi = -1; zi < (int)mm->nr_lower; zi++)
+		check_free_area(c, zi, &heads, &pages);
+	if (heads != c->buddy_heads || pages != c->free_pages)
 		fail(c, -14, "free pages: lists %u, frames %u, counter %u", pages, c->free_pages,
-		     mm->nr_free_pages);
+		     node_free_pages(mm));
 	for (unsigned a = 0; a < 2; a++) {
 		uint32_t n = walk_list(c, a ? SENT_LRU_ACTIVE : SENT_LRU_INACTIVE, lru_entry_ok, a);
 

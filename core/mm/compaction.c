@@ -119,9 +119,9 @@ static void __reset_isolation_suitable(struct mm *mm)
 {
 	for (uint32_t b = 0; b < mm->nr_blocks; b++)
 		mm->pageblock[b] &= (uint8_t)~PB_SKIP;
-	mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = 0;
+	mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = mm->zone_start_pfn;
 	mm->compact_cached_free_pfn = pageblock_start(mm->nr_frames - 1);
-	mm->compact_init_migrate_pfn = 0;
+	mm->compact_init_migrate_pfn = mm->zone_start_pfn;
 	mm->compact_init_free_pfn = mm->compact_cached_free_pfn;
 	mm->compact_blockskip_flush = false;
 }
@@ -942,7 +942,8 @@ static enum mm_compact_result compact_finished_modern(struct mm *mm, struct comp
 	if (cc->contended)
 		return MM_COMPACT_CONTENDED;
 	if (scanners_met(cc)) {
-		mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = 0;
+		mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] =
+		    mm->zone_start_pfn;
 		mm->compact_cached_free_pfn = pageblock_start(mm->nr_frames - 1);
 		if (cc->direct)
 			mm->compact_blockskip_flush = true;
@@ -975,7 +976,7 @@ static enum mm_compact_result compact_zone_3x(struct mm *mm, struct compact_cont
 		if (!suitable(ret))
 			return ret;
 	}
-	cc->migrate_pfn = 0;
+	cc->migrate_pfn = mm->zone_start_pfn;
 	cc->free_pfn = pageblock_start(mm->nr_frames - 1);
 	mm_trace(mm, cc->fc->call, MM_TRACE_COMPACTION_BEGIN, (unsigned)cc->order, cc->migrate_pfn,
 		 cc->free_pfn, mm->nr_frames, cc->mode);
@@ -1011,7 +1012,7 @@ static void compact_zone_start_modern(struct mm *mm, struct compact_control *cc)
 	uint32_t last = pageblock_start(mm->nr_frames - 1);
 
 	if (cc->whole_zone) {
-		cc->migrate_pfn = 0;
+		cc->migrate_pfn = mm->zone_start_pfn;
 		cc->free_pfn = last;
 		return;
 	}
@@ -1019,9 +1020,9 @@ static void compact_zone_start_modern(struct mm *mm, struct compact_control *cc)
 	cc->free_pfn = mm->compact_cached_free_pfn;
 	if (cc->free_pfn >= mm->nr_frames)
 		cc->free_pfn = mm->compact_cached_free_pfn = last;
-	if (cc->migrate_pfn >= mm->nr_frames)
+	if (cc->migrate_pfn < mm->zone_start_pfn || cc->migrate_pfn >= mm->nr_frames)
 		cc->migrate_pfn = mm->compact_cached_migrate_pfn[0] =
-		    mm->compact_cached_migrate_pfn[1] = 0;
+		    mm->compact_cached_migrate_pfn[1] = mm->zone_start_pfn;
 	if (cc->migrate_pfn <= mm->compact_init_migrate_pfn)
 		cc->whole_zone = true;
 }

@@ -90,7 +90,10 @@ struct mm_frame {
 #define SENT_LRU_INACTIVE    (MM_NR_ORDERS * MM_MT_NR)
 #define SENT_LRU_ACTIVE	     (SENT_LRU_INACTIVE + 1)
 #define SENT_SPLIT_QUEUE     (SENT_LRU_ACTIVE + 1) /* deferred split queue: THP heads */
-#define NR_SENTINELS	     (SENT_SPLIT_QUEUE + 1)
+/* The free lists of lower zone z (0: the one below the pool's main zone; zones.c). */
+#define SENT_LOWER_FREE(z, order, mt)                                                              \
+	(SENT_SPLIT_QUEUE + 1 + ((z)*MM_NR_ORDERS + (order)) * MM_MT_NR + (mt))
+#define NR_SENTINELS (SENT_LOWER_FREE(MM_MAX_LOWER_ZONES, 0, 0))
 
 /* Pageblock byte: migratetype in the low bits, the compaction skip bit above. */
 #define PB_MT_MASK 0x03
@@ -126,6 +129,24 @@ enum wmark { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
 
 /* ---- The zone and the whole manager -------------------------------------------------------- */
 
+/* One zone's free area: what __zone_watermark_ok and __rmqueue read (struct zone's free_area[]
+ * and NR_FREE_PAGES). */
+struct free_area {
+	uint32_t nr_free_pages;
+	uint32_t nr_free[MM_NR_ORDERS];
+	uint32_t nr_free_mt[MM_NR_ORDERS][MM_MT_NR];
+};
+
+/* A zone below the pool's main zone (zones.c): its frames, its own watermarks and free lists,
+ * and its lowmem_reserve against allocations whose highest usable zone is the main one. */
+struct lower_zone {
+	char name[12];
+	uint32_t start, end; /* pool frames [start, end) */
+	uint32_t wmark[NR_WMARK];
+	uint32_t lowmem_reserve;
+	struct free_area area;
+};
+
 /* A policy plugin's hook as installed in one process, and whether its first nonsense /
  * overtime answer was reported there. */
 struct mm_hook_state {
@@ -141,15 +162,28 @@ struct mm {
 	struct mm_frame *frames; /* nr_frames descriptors + NR_SENTINELS list heads */
 	uint8_t *pageblock;	 /* per pageblock: PB_* */
 
-	/* Buddy allocator (zone->free_area). */
-	uint32_t nr_free_pages; /* NR_FREE_PAGES: frames on the free lists */
+	/* Buddy allocator (zone->free_area) of the main zone. The same counters are also
+	 * reachable as one struct free_area (`area`), the form a lower zone's come in, so the
+	 * allocator's code serves every zone. */
+	union {
+		struct free_area area;
+		struct {
+			uint32_t nr_free_pages; /* NR_FREE_PAGES: frames on the free lists */
+			uint32_t nr_free[MM_NR_ORDERS]; /* free blocks per order, all types */
+			uint32_t nr_free_mt[MM_NR_ORDERS][MM_MT_NR]; /* per order and list */
+		};
+	};
 	/* Max-order blocks [fresh_pfn, fresh_end) have never been touched: they count as free and
 	 * sit, in pfn order, at the tail of the MAX_ORDER MOVABLE free list, where they would be
 	 * after memblock_free_all; materialise_free() writes their descriptors when the list or a
 	 * scanner reaches them (a pool costs nothing until its memory is used). */
 	uint32_t fresh_pfn, fresh_end;
-	uint32_t nr_free[MM_NR_ORDERS];		     /* free blocks per order, all migratetypes */
-	uint32_t nr_free_mt[MM_NR_ORDERS][MM_MT_NR]; /* free blocks per order and list */
+	/* The zones below the main one (a snapshot of several zones; zones.c), in zonelist order:
+	 * lower[0] is tried right after the main zone. The main zone is [zone_start_pfn,
+	 * nr_frames); without lower zones zone_start_pfn is 0. */
+	uint32_t zone_start_pfn;
+	unsigned nr_lower;
+	struct lower_zone lower[MM_MAX_LOWER_ZONES];
 
 	/* Watermarks (zone->_watermark) and the modern boost. */
 	uint64_t min_free_kbytes;
@@ -257,6 +291,35 @@ static inline unsigned frame_order(const struct mm_frame *f)
 static inline unsigned frame_list_mt(const struct mm_frame *f)
 {
 	return (f->order >> ORDER_MT_SHIFT) & 3;
+}
+
+/* The lower zone holding pfn, or NULL when it is the main zone's. */
+static inline struct lower_zone *lower_zone_of(struct mm *mm, uint32_t pfn)
+{
+	if (pfn >= mm->zone_start_pfn)
+		return NULL;
+	for (unsigned z = 0; z + 1 < mm->nr_lower; z++)
+		if (pfn >= mm->lower[z].start)
+			return &mm->lower[z];
+	return &mm->lower[mm->nr_lower - 1];
+}
+
+/* The free list (order, mt) of the zone holding pfn: its sentinel. */
+static inline unsigned free_list_of(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt)
+{
+	const struct lower_zone *z = lower_zone_of(mm, pfn);
+
+	return z ? SENT_LOWER_FREE((unsigned)(z - mm->lower), order, mt) : SENT_FREE(order, mt);
+}
+
+/* Free pages of every zone (NR_FREE_PAGES summed over the node). */
+static inline uint32_t node_free_pages(const struct mm *mm)
+{
+	uint32_t n = mm->nr_free_pages;
+
+	for (unsigned z = 0; z < mm->nr_lower; z++)
+		n += mm->lower[z].area.nr_free_pages;
+	return n;
 }
 
 static inline bool frame_is_buddy(const struct mm_frame *f)

@@ -671,6 +671,21 @@ int mm_snapshot_pageblock(struct mm_snapshot *s, uint32_t block, enum mm_migrate
  * block, an unknown kind) with nothing of the bad run placed. */
 int mm_snapshot_runs(struct mm_snapshot *s, const struct mm_snapshot_run *r, unsigned n, char *err,
 		     size_t errlen);
+/* A pool of several zones (a snapshot of a whole node). The zones come in pfn order; the last is
+ * the main zone, the first of the zonelist (its watermarks are mm_snapshot_end's), the others
+ * are tried after it, highest first, each against its own watermark plus its lowmem_reserve
+ * (6.12 mm/page_alloc.c get_page_from_freelist, __zone_watermark_ok). */
+#define MM_MAX_LOWER_ZONES 3
+struct mm_snapshot_zone {
+	const char *name;
+	uint32_t start, end; /* pool frames [start, end): contiguous, from 0 to the pool's end */
+	uint32_t wmark[3];   /* min, low, high */
+	uint32_t lowmem_reserve; /* pages kept from allocations that may use the main zone */
+};
+/* After mm_snapshot_begin, before the runs: n zones (1..MM_MAX_LOWER_ZONES + 1), boundaries on
+ * 2^MM_MAX_ORDER frames (a buddy never spans two zones). 0, or -EINVAL with err. */
+int mm_snapshot_zones(struct mm_snapshot *s, const struct mm_snapshot_zone *z, unsigned n,
+		      char *err, size_t errlen);
 /* Done: frames no run placed go back to the free lists, and the pool's watermarks become
  * wmark[] (min, low, high; zeros keep the formula's). 0, or -EINVAL when runs did not cover
  * the pool (the pool is consistent either way). */

@@ -123,9 +123,11 @@ bool zone_watermark_ok_blocks(struct mm *mm, unsigned order, uint32_t mark)
 	return false;
 }
 
-bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned alloc_flags)
+/* __zone_watermark_ok on one zone's free area; mark includes the zone's lowmem_reserve. */
+static bool area_watermark_ok(const struct mm *mm, const struct free_area *fa, unsigned order,
+			      uint32_t mark)
 {
-	int64_t free = (int64_t)mm->nr_free_pages - ((1 << order) - 1);
+	int64_t free = (int64_t)fa->nr_free_pages - ((1 << order) - 1);
 	int64_t min = mark;
 
 	if (free <= min)
@@ -134,17 +136,24 @@ bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned al
 		return true;
 	if (era_modern(mm)) {
 		for (unsigned o = order; o <= MM_MAX_ORDER; o++)
-			if (mm->nr_free[o])
+			if (fa->nr_free[o])
 				return true;
 		return false;
 	}
 	for (unsigned o = 0; o < order; o++) {
-		free -= (int64_t)mm->nr_free[o] << o;
+		free -= (int64_t)fa->nr_free[o] << o;
 		min >>= 1;
 		if (free <= min)
 			return false;
 	}
 	return true;
+}
+
+/* The main zone's (every caller but the zonelist walk asks about it). */
+bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned alloc_flags)
+{
+	(void)alloc_flags;
+	return area_watermark_ok(mm, &mm->area, order, mark);
 }
 
 /* ---- Free lists ----------------------------------------------------------------------------- */
@@ -154,7 +163,9 @@ bool zone_watermark_ok(struct mm *mm, unsigned order, uint32_t mark, unsigned al
 static void list_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
-	uint32_t head = sentinel(mm, SENT_FREE(order, mt));
+	uint32_t head = sentinel(mm, free_list_of(mm, pfn, order, mt));
+	struct lower_zone *z = lower_zone_of(mm, pfn);
+	struct free_area *fa = z ? &z->area : &mm->area;
 
 	f->state = FS_FREE;
 	f->flags = 0;
@@ -164,9 +175,9 @@ static void list_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigne
 		flist_add_tail(mm, head, pfn);
 	else
 		flist_add(mm, head, pfn);
-	mm->nr_free[order]++;
-	mm->nr_free_mt[order][mt]++;
-	mm->nr_free_pages += 1U << order;
+	fa->nr_free[order]++;
+	fa->nr_free_mt[order][mt]++;
+	fa->nr_free_pages += 1U << order;
 }
 
 /* Queue a free block at the tail of its list, counted, as it is (mm_repair relinks every block
@@ -216,6 +227,22 @@ uint32_t free_list_first(struct mm *mm, unsigned order, unsigned mt)
 	return pfn_frame(mm, head)->next;
 }
 
+/* The zone an allocation takes from: -1 the main zone, else lower zone zi. */
+static struct free_area *zone_area(struct mm *mm, int zi)
+{
+	return zi < 0 ? &mm->area : &mm->lower[zi].area;
+}
+
+static uint32_t zone_list_first(struct mm *mm, int zi, unsigned order, unsigned mt)
+{
+	uint32_t head;
+
+	if (zi < 0)
+		return free_list_first(mm, order, mt);
+	head = sentinel(mm, SENT_LOWER_FREE((unsigned)zi, order, mt));
+	return flist_empty(mm, head) ? MM_NO_PFN : pfn_frame(mm, head)->next;
+}
+
 /* A block queued at the tail of the list that holds never-touched blocks goes after them:
  * they are linked first. */
 void add_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigned mt, bool tail)
@@ -229,11 +256,13 @@ void del_free_block(struct mm *mm, uint32_t pfn)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 	unsigned order = frame_order(f), mt = frame_list_mt(f);
+	struct lower_zone *z = lower_zone_of(mm, pfn);
+	struct free_area *fa = z ? &z->area : &mm->area;
 
 	flist_del(mm, pfn);
-	mm->nr_free[order]--;
-	mm->nr_free_mt[order][mt]--;
-	mm->nr_free_pages -= 1U << order;
+	fa->nr_free[order]--;
+	fa->nr_free_mt[order][mt]--;
+	fa->nr_free_pages -= 1U << order;
 	f->order = ORDER_TAIL;
 }
 
@@ -327,10 +356,10 @@ static void expand(struct mm *mm, uint32_t pfn, unsigned low, unsigned high, uns
 	}
 }
 
-static uint32_t rmqueue_smallest(struct mm *mm, unsigned order, unsigned mt)
+static uint32_t rmqueue_smallest(struct mm *mm, int zi, unsigned order, unsigned mt)
 {
 	for (unsigned o = order; o <= MM_MAX_ORDER; o++) {
-		uint32_t pfn = free_list_first(mm, o, mt);
+		uint32_t pfn = zone_list_first(mm, zi, o, mt);
 
 		if (pfn == MM_NO_PFN)
 			continue;
@@ -422,12 +451,13 @@ static void trace_extfrag(struct mm *mm, void *call, uint32_t pfn, unsigned orde
 
 /* 3.x __rmqueue_fallback: largest block first; steal the whole block's free pages when the
  * block is big or the request is RECLAIMABLE, relabel the block if half of it moved. */
-static uint32_t rmqueue_fallback_3x(struct mm *mm, unsigned order, unsigned start_mt, void *call)
+static uint32_t rmqueue_fallback_3x(struct mm *mm, int zi, unsigned order, unsigned start_mt,
+				    void *call)
 {
 	for (int o = MM_MAX_ORDER; o >= (int)order; o--) {
 		for (unsigned i = 0; i < 2; i++) {
 			unsigned mt = fallbacks[start_mt][i], list_mt = mt;
-			uint32_t pfn = free_list_first(mm, (unsigned)o, mt);
+			uint32_t pfn = zone_list_first(mm, zi, (unsigned)o, mt);
 			bool owned = false;
 
 			if (pfn == MM_NO_PFN)
@@ -455,16 +485,18 @@ static uint32_t rmqueue_fallback_3x(struct mm *mm, unsigned order, unsigned star
 }
 
 /* find_suitable_fallback: the first fallback list of this order that has a block. */
-static int find_suitable_fallback(struct mm *mm, unsigned order, unsigned start_mt,
+static int find_suitable_fallback(struct mm *mm, int zi, unsigned order, unsigned start_mt,
 				  bool only_stealable, bool *can_steal)
 {
+	const struct free_area *fa = zone_area(mm, zi);
+
 	*can_steal = false;
-	if (!mm->nr_free[order])
+	if (!fa->nr_free[order])
 		return -1;
 	for (unsigned i = 0; i < 2; i++) {
 		unsigned mt = fallbacks[start_mt][i];
 
-		if (!mm->nr_free_mt[order][mt])
+		if (!fa->nr_free_mt[order][mt])
 			continue;
 		*can_steal = can_steal_fallback(mm, order, start_mt);
 		if (!only_stealable || *can_steal)
@@ -475,9 +507,9 @@ static int find_suitable_fallback(struct mm *mm, unsigned order, unsigned start_
 
 /* 6.12 steal_suitable_fallback: take over big blocks, boost the watermark, and claim the
  * pageblock when at least half of it is free or compatible; otherwise take just the page. */
-static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o, unsigned order,
-					unsigned start_mt, unsigned alloc_flags, bool whole_block,
-					void *call)
+static uint32_t steal_suitable_fallback(struct mm *mm, int zi, uint32_t pfn, unsigned o,
+					unsigned order, unsigned start_mt, unsigned alloc_flags,
+					bool whole_block, void *call)
 {
 	unsigned block_mt = pageblock_mt(mm, pfn);
 	uint32_t free_pages, movable, alike;
@@ -489,9 +521,11 @@ static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o,
 		trace_extfrag(mm, call, pfn, order, o, true);
 		return pfn;
 	}
-	boost_watermark(mm);
-	if (alloc_flags & ALLOC_KSWAPD)
-		mm->boost_wake = true; /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
+	if (zi < 0) { /* a lower zone's boost is not modelled (zones.c) */
+		boost_watermark(mm);
+		if (alloc_flags & ALLOC_KSWAPD)
+			mm->boost_wake = true; /* ZONE_BOOSTED_WATERMARK: wake kswapd after */
+	}
 	if (whole_block) {
 		count_block(mm, pfn, &free_pages, &movable);
 		if (start_mt == MM_MT_MOVABLE)
@@ -504,7 +538,7 @@ static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o,
 			move_freepages_block(mm, pfn, start_mt);
 			set_pageblock_mt(mm, pfn, start_mt);
 			trace_extfrag(mm, call, pfn, order, o, true);
-			return rmqueue_smallest(mm, order, start_mt);
+			return rmqueue_smallest(mm, zi, order, start_mt);
 		}
 	}
 	del_free_block(mm, pfn);
@@ -515,7 +549,7 @@ static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o,
 
 /* 6.12 __rmqueue_fallback: largest stealable block first (only whole pageblocks under
  * ALLOC_NOFRAGMENT); a MOVABLE request that cannot steal takes the smallest fallback block. */
-static uint32_t rmqueue_fallback_modern(struct mm *mm, unsigned order, unsigned start_mt,
+static uint32_t rmqueue_fallback_modern(struct mm *mm, int zi, unsigned order, unsigned start_mt,
 					unsigned alloc_flags, void *call)
 {
 	unsigned min_order = order;
@@ -525,7 +559,7 @@ static uint32_t rmqueue_fallback_modern(struct mm *mm, unsigned order, unsigned 
 	if (order < MM_PAGEBLOCK_ORDER && (alloc_flags & ALLOC_NOFRAGMENT))
 		min_order = MM_PAGEBLOCK_ORDER;
 	for (o = MM_MAX_ORDER; o >= (int)min_order; o--) {
-		fmt = find_suitable_fallback(mm, (unsigned)o, start_mt, false, &can_steal);
+		fmt = find_suitable_fallback(mm, zi, (unsigned)o, start_mt, false, &can_steal);
 		if (fmt < 0)
 			continue;
 		if (!can_steal && start_mt == MM_MT_MOVABLE && (unsigned)o > order)
@@ -535,50 +569,74 @@ static uint32_t rmqueue_fallback_modern(struct mm *mm, unsigned order, unsigned 
 	if (alloc_flags & ALLOC_NOFRAGMENT)
 		return MM_NO_PFN;
 	for (o = (int)order; o <= MM_MAX_ORDER; o++) {
-		fmt = find_suitable_fallback(mm, (unsigned)o, start_mt, false, &can_steal);
+		fmt = find_suitable_fallback(mm, zi, (unsigned)o, start_mt, false, &can_steal);
 		if (fmt >= 0)
 			break;
 	}
 	if (fmt < 0)
 		return MM_NO_PFN;
 do_steal:
-	return steal_suitable_fallback(mm, free_list_first(mm, (unsigned)o, (unsigned)fmt),
+	return steal_suitable_fallback(mm, zi, zone_list_first(mm, zi, (unsigned)o, (unsigned)fmt),
 				       (unsigned)o, order, start_mt, alloc_flags, can_steal, call);
 }
 
-/* __rmqueue: own migratetype first, then steal. */
-uint32_t rmqueue(struct mm *mm, unsigned order, enum mm_migratetype mt, unsigned alloc_flags,
-		 void *call)
+/* __rmqueue in zone zi (-1: the main zone): own migratetype first, then steal. */
+static uint32_t rmqueue_zone(struct mm *mm, int zi, unsigned order, enum mm_migratetype mt,
+			     unsigned alloc_flags, void *call)
 {
-	uint32_t pfn = rmqueue_smallest(mm, order, mt);
+	uint32_t pfn = rmqueue_smallest(mm, zi, order, mt);
 
 	if (pfn != MM_NO_PFN)
 		return pfn;
 	if (era_modern(mm))
-		return rmqueue_fallback_modern(mm, order, mt, alloc_flags, call);
-	return rmqueue_fallback_3x(mm, order, mt, call);
+		return rmqueue_fallback_modern(mm, zi, order, mt, alloc_flags, call);
+	return rmqueue_fallback_3x(mm, zi, order, mt, call);
 }
 
-/* get_page_from_freelist for our single zone: the watermark named by alloc_flags (unless
- * ALLOC_NO_WATERMARKS), then the buddy allocator. Modern kernels retry without
- * ALLOC_NOFRAGMENT before giving up, except under vm.defrag_mode (6.15
- * get_page_from_freelist: "if (no_fallback && !defrag_mode)"): then only the slow path drops
- * it, once reclaim and compaction failed (slowpath.c). */
+uint32_t rmqueue(struct mm *mm, unsigned order, enum mm_migratetype mt, unsigned alloc_flags,
+		 void *call)
+{
+	return rmqueue_zone(mm, -1, order, mt, alloc_flags, call);
+}
+
+/* May zone zi (-1: the main zone) give 2^order pages at the mark alloc_flags names? A lower
+ * zone is checked against its own watermark plus its lowmem_reserve for allocations whose
+ * highest usable zone is the main one (6.12 __zone_watermark_ok: "free_pages <= min +
+ * z->lowmem_reserve[highest_zoneidx]"); its watermark is not boosted here. */
+static bool zonelist_watermark_ok(struct mm *mm, int zi, unsigned order, unsigned alloc_flags)
+{
+	enum wmark w = (enum wmark)(alloc_flags & ALLOC_WMARK_MASK);
+	const struct lower_zone *z;
+
+	if (alloc_flags & ALLOC_NO_WATERMARKS)
+		return true;
+	if (zi < 0)
+		return zone_watermark_ok(mm, order, wmark_pages(mm, w), alloc_flags);
+	z = &mm->lower[zi];
+	return area_watermark_ok(mm, &z->area, order, z->wmark[w] + z->lowmem_reserve);
+}
+
+/* get_page_from_freelist: the zonelist in order (the main zone, then the lower zones highest
+ * first: 6.12 mm/page_alloc.c build_zonerefs_node), each zone whose watermark named by
+ * alloc_flags holds (unless ALLOC_NO_WATERMARKS) tried with the buddy allocator, the first
+ * success taken (for_next_zone_zonelist_nodemask, zone_watermark_fast, rmqueue). Modern
+ * kernels walk the zonelist again without ALLOC_NOFRAGMENT before giving up, except under
+ * vm.defrag_mode (6.15 get_page_from_freelist: "if (no_fallback && !defrag_mode)"): then only
+ * the slow path drops it, once reclaim and compaction failed (slowpath.c). */
 uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags)
 {
 	void *call = ac->fc ? ac->fc->call : NULL;
-	uint32_t pfn;
+	uint32_t pfn = MM_NO_PFN;
+	bool retry = (alloc_flags & ALLOC_NOFRAGMENT) && !mm->cfg.policy.defrag_mode;
 
 	mm_charge(mm, call, MM_COST_BUDDY_OP, 1);
-	if (!(alloc_flags & ALLOC_NO_WATERMARKS)) {
-		uint32_t mark = wmark_pages(mm, (enum wmark)(alloc_flags & ALLOC_WMARK_MASK));
-
-		if (!zone_watermark_ok(mm, ac->order, mark, alloc_flags))
-			return MM_NO_PFN;
+	for (unsigned pass = 0; pass < 1U + retry && pfn == MM_NO_PFN; pass++) {
+		if (pass)
+			alloc_flags &= ~ALLOC_NOFRAGMENT;
+		for (int zi = -1; zi < (int)mm->nr_lower && pfn == MM_NO_PFN; zi++)
+			if (zonelist_watermark_ok(mm, zi, ac->order, alloc_flags))
+				pfn = rmqueue_zone(mm, zi, ac->order, ac->mt, alloc_flags, call);
 	}
-	pfn = rmqueue(mm, ac->order, ac->mt, alloc_flags, call);
-	if (pfn == MM_NO_PFN && (alloc_flags & ALLOC_NOFRAGMENT) && !mm->cfg.policy.defrag_mode)
-		pfn = rmqueue(mm, ac->order, ac->mt, alloc_flags & ~ALLOC_NOFRAGMENT, call);
 	if (pfn != MM_NO_PFN)
 		count_event(mm, MM_STAT_PGALLOC, 1U << ac->order);
 	if (mm->boost_wake) {

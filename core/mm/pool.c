@@ -247,7 +247,7 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c)
 	mm_lock(mm);
 	memset(c, 0, sizeof(*c));
 	c->nr_frames = mm->nr_frames;
-	c->free = mm->nr_free_pages;
+	c->free = node_free_pages(mm);
 	c->anon = mm->nr_anon;
 	c->anon_huge = mm->nr_anon_huge;
 	c->foreign = mm->nr_foreign;
@@ -265,10 +265,12 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c)
 	c->anon_partially_mapped = mm->nr_partially_mapped;
 	c->khugepaged_mms = mm->khp.nr;
 	c->anon_mthp = mm->nr_anon_mthp;
-	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) { /* every zone's, as buddyinfo summed */
 		c->nr_free[o] = mm->nr_free[o];
+		for (unsigned z = 0; z < mm->nr_lower; z++)
+			c->nr_free[o] += mm->lower[z].area.nr_free[o];
 		if (o >= MM_HPAGE_ORDER)
-			c->free_blocks_order9 += mm->nr_free[o] << (o - MM_HPAGE_ORDER);
+			c->free_blocks_order9 += c->nr_free[o] << (o - MM_HPAGE_ORDER);
 	}
 	mm_unlock(mm);
 }

@@ -124,6 +124,8 @@ static void reset_derived(struct mm *mm)
 	}
 	memset(mm->nr_free, 0, sizeof(mm->nr_free));
 	memset(mm->nr_free_mt, 0, sizeof(mm->nr_free_mt));
+	for (unsigned z = 0; z < mm->nr_lower; z++)
+		memset(&mm->lower[z].area, 0, sizeof(mm->lower[z].area));
 	memset(mm->nr_lru, 0, sizeof(mm->nr_lru));
 	mm->nr_free_pages = 0;
 	mm->nr_anon = mm->nr_anon_huge = mm->nr_foreign = mm->nr_file = 0;

@@ -251,4 +251,30 @@ struct oracle_run_cfg {
  * before any boot (err set). */
 int oracle_run(const struct oracle_run_cfg *cfg, FILE *json, char *err, size_t errlen);
 
+/* ---- the boot options of thpemu oracle and thpemu fidelity (bootopt.c) ------------------------
+ */
+
+/* What the two commands share: --kernel, --mem, --mode, --smp, --boots, --seed, --timeout,
+ * --cache, --qemu, --busybox, --offline. What differs between them is a bound. */
+struct oracle_boot_opts {
+	const char *cmd;	    /* "oracle", "fidelity": for "see thpemu CMD --help" */
+	struct oracle_run_cfg *cfg; /* the values go here */
+	const char *mode;	    /* --mode as given (pinned, free), NULL when not */
+	const char *cache;	    /* --cache as given, NULL when not */
+	uint64_t mem_min, mem_max;  /* --mem bounds, whole MiB */
+	int boots_max;
+	bool series_only; /* --kernel takes 6.12 or 6.1 only (thpemu's profiles are 6.12's) */
+};
+
+/* argv[*i] when it is one of the shared options: its value taken (*i moves past it) and
+ * checked. 1: taken; 0: not one of them (nothing moved); -1: bad, err is the one-line
+ * message naming the option and what it accepts. */
+int oracle_boot_opt(struct oracle_boot_opts *o, int argc, char **argv, int *i, char *err,
+		    size_t errlen);
+/* Is name one of the suite's workloads? (asks the program itself: wl --list) */
+bool oracle_builtin_workload(const char *wl, const char *name);
+/* v as an integer min..max into *n: 0, or -1 with "OPT: 'V' is not an integer MIN..MAX". */
+int oracle_opt_uint(const char *opt, const char *v, uint64_t min, uint64_t max, uint64_t *n,
+		    char *err, size_t errlen);
+
 #endif

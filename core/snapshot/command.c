@@ -1,6 +1,6 @@
 /* thpemu snapshot, and the static thpemu-snapshot a guest runs: the same command.
  *
- *   thpemu snapshot [-o FILE] [--zone [NODE:]NAME] [--quiet]
+ *   thpemu snapshot [-o FILE] [--zone [NODE:]NAME|[NODE:]all] [--quiet]
  *
  * Checked before any work (one line, exit 2): the options, that /proc/kpageflags can be read
  * (root), the output file (util/outfile.h: written beside it and renamed in place), the zone.
@@ -29,7 +29,7 @@ static void usage(FILE *f, const char *prog)
 {
 	fprintf(
 	    f,
-	    "usage: %s [-o FILE] [--zone [NODE:]NAME] [--quiet]\n\n"
+	    "usage: %s [-o FILE] [--zone [NODE:]NAME|[NODE:]all] [--quiet]\n\n"
 	    "Write a snapshot of this machine's physical memory: every page of one zone with\n"
 	    "its class (free with its buddy order, anon, unevictable, file clean/dirty/writeback,\n"
 	    "slab, kernel, huge, reserved) from /proc/kpageflags, every pageblock's migratetype\n"
@@ -40,6 +40,9 @@ static void usage(FILE *f, const char *prog)
 	    "otherwise (smaller: the zone sampled in 4 MiB units).\n\n"
 	    "  -o, --output FILE      write it there (default, or '-': standard output)\n"
 	    "  --zone [NODE:]NAME     the zone (default: the one with the most managed pages)\n"
+	    "  --zone [NODE:]all      every zone with memory of the node (default node: the\n"
+	    "                         largest zone's), as one pool that allocates from each\n"
+	    "                         zone as the kernel does (loads whole: no --pool)\n"
 	    "  --quiet                no summary on standard error\n\n"
 	    "The file is text, run-length encoded (format: core/snapshot/README.md).\n\n"
 	    "Exit status: 0 done; 2 a bad option, no such zone, not root, an output that\n"
@@ -97,8 +100,9 @@ static void summary(const struct snap_header *h)
 		moved += (b > c ? b - c : c - b) << o;
 	}
 	fprintf(stderr,
-		"thpemu snapshot: zone %d:%s of %s (%s): %llu MiB, %llu free pages; free blocks ",
-		h->zone.node, h->zone.name, h->host, h->kernel,
+		"thpemu snapshot: zone%s %d:%s of %s (%s): %llu MiB, %llu free pages; free "
+		"blocks ",
+		h->nzones > 1 ? "s up to" : "", h->zone.node, h->zone.name, h->host, h->kernel,
 		(unsigned long long)(h->nr_pfns >> 8), (unsigned long long)h->classes[SNAP_FREE]);
 	if (!d)
 		fprintf(stderr, "as buddyinfo says");

@@ -63,16 +63,9 @@ static void put_pti(FILE *f, const struct snap_header *h)
 	}
 }
 
-static void put_header(FILE *f, const struct snap_header *h)
+/* A zone's lines: what zoneinfo said, its watermarks, and (several zones) its lowmem_reserve. */
+static void put_zone(FILE *f, const struct snap_zone *z, bool several)
 {
-	const struct snap_zone *z = &h->zone;
-
-	fprintf(f, "%s %u\n", MAGIC, SNAP_VERSION);
-	put_word(f, "host", h->host);
-	put_word(f, "kernel", h->kernel);
-	put_word(f, "date", h->date);
-	fprintf(f, "page-size %u\norders %u\npageblock-order %u\n", SNAP_PAGE_SIZE, SNAP_NR_ORDERS,
-		SNAP_PAGEBLOCK_ORDER);
 	fprintf(f,
 		"zone %d %s start %" PRIu64 " spanned %" PRIu64 " present %" PRIu64
 		" managed %" PRIu64 " free %" PRIu64 " pcp %" PRIu64 "\n",
@@ -80,6 +73,27 @@ static void put_header(FILE *f, const struct snap_header *h)
 		z->pcp);
 	fprintf(f, "watermarks %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", z->wmark[0], z->wmark[1],
 		z->wmark[2]);
+	if (several)
+		fprintf(f, "lowmem-reserve %" PRIu64 "\n", z->lowmem_reserve);
+}
+
+static void put_header(FILE *f, const struct snap_header *h)
+{
+	bool several = h->nzones > 1;
+
+	fprintf(f, "%s %u\n", MAGIC, several ? SNAP_VERSION : 1);
+	put_word(f, "host", h->host);
+	put_word(f, "kernel", h->kernel);
+	put_word(f, "date", h->date);
+	fprintf(f, "page-size %u\norders %u\npageblock-order %u\n", SNAP_PAGE_SIZE, SNAP_NR_ORDERS,
+		SNAP_PAGEBLOCK_ORDER);
+	if (several) {
+		fprintf(f, "zones %u\n", h->nzones);
+		for (unsigned i = 0; i < h->nzones; i++)
+			put_zone(f, &h->zones[i], true);
+	} else {
+		put_zone(f, &h->zone, false);
+	}
 	fprintf(f, "range %" PRIu64 " %" PRIu64 "\n", h->base_pfn, h->nr_pfns);
 	put_orders(f, "buddyinfo-before", h->buddy_before);
 	put_orders(f, "buddyinfo-after", h->buddy_after);
@@ -257,10 +271,15 @@ static bool get_named(const char *s, const char *const *names, unsigned n, uint6
 	return true;
 }
 
+/* A zone line: the file's next zone (version 1 has one). */
 static bool header_zone(const char *v, struct snap_header *h)
 {
-	struct snap_zone *z = &h->zone;
+	struct snap_zone *z = &h->zones[h->nzones];
 	unsigned long long a, b, c, d, e, f;
+
+	if (h->nzones == SNAP_MAX_FILE_ZONES)
+		return false;
+	h->nzones++;
 
 	if (sscanf(v,
 		   "%d %15s start %llu spanned %llu present %llu managed %llu free %llu pcp %llu",
@@ -295,12 +314,22 @@ static bool header_numbers(const char *key, const char *v, struct snap_header *h
 	unsigned long long a, b, c;
 	uint64_t e[2];
 
+	struct snap_zone *z = h->nzones ? &h->zones[h->nzones - 1] : NULL;
+
 	if (!strcmp(key, "watermarks")) {
-		if (sscanf(v, "%llu %llu %llu", &a, &b, &c) != 3)
+		if (!z || sscanf(v, "%llu %llu %llu", &a, &b, &c) != 3)
 			return false;
-		h->zone.wmark[0] = a;
-		h->zone.wmark[1] = b;
-		h->zone.wmark[2] = c;
+		z->wmark[0] = a;
+		z->wmark[1] = b;
+		z->wmark[2] = c;
+	} else if (!strcmp(key, "lowmem-reserve")) {
+		if (!z || sscanf(v, "%llu", &a) != 1)
+			return false;
+		z->lowmem_reserve = a;
+	} else if (!strcmp(key, "zones")) {
+		if (sscanf(v, "%llu", &a) != 1)
+			return false;
+		h->nzones_declared = (unsigned)a;
 	} else if (!strcmp(key, "range")) {
 		if (sscanf(v, "%llu %llu", &a, &b) != 2)
 			return false;
@@ -359,14 +388,37 @@ static bool header_line(const char *key, const char *v, struct snap_header *h)
 	return true;
 }
 
-static int check_header(const struct snap_reader *r, const struct snap_header *h, char *err,
+/* The zones (version 1: one; version 2: as many as "zones" says, up to SNAP_MAX_FILE_ZONES, in
+ * pfn order, each within the range); `zone` becomes the highest. */
+static int check_zones(const struct snap_reader *r, struct snap_header *h, char *err, size_t errlen)
+{
+	uint64_t end = h->base_pfn + h->nr_pfns, prev = h->base_pfn;
+
+	if (h->version == 1 ? h->nzones != 1 : !h->nzones || h->nzones != h->nzones_declared)
+		return fail(r, -EINVAL, err, errlen,
+			    h->version == 1 ? "version 1 holds one zone"
+					    : "the zone lines are not the count \"zones\" gives "
+					      "(at most 4)");
+	for (unsigned i = 0; i < h->nzones; i++) {
+		const struct snap_zone *z = &h->zones[i];
+
+		if (!z->name[0] || z->start_pfn < prev || z->start_pfn + z->spanned > end)
+			return fail(r, -EINVAL, err, errlen,
+				    "a zone outside the range, or zones out of pfn order");
+		prev = z->start_pfn + z->spanned;
+	}
+	h->zone = h->zones[h->nzones - 1];
+	return 0;
+}
+
+static int check_header(const struct snap_reader *r, struct snap_header *h, char *err,
 			size_t errlen)
 {
 	if (!h->nr_pfns || h->base_pfn % (1ULL << SNAP_MAX_ORDER) ||
-	    h->nr_pfns % SNAP_PAGEBLOCK_NR || !h->zone.name[0])
+	    h->nr_pfns % SNAP_PAGEBLOCK_NR || !h->nzones)
 		return fail(r, -EINVAL, err, errlen,
 			    "no zone, or no range of whole pageblocks from a max-order boundary");
-	return 0;
+	return check_zones(r, h, err, errlen);
 }
 
 static int magic(struct snap_reader *r, struct snap_header *h, char *err, size_t errlen)
@@ -378,9 +430,10 @@ static int magic(struct snap_reader *r, struct snap_header *h, char *err, size_t
 		return rc ? rc : fail(r, -EINVAL, err, errlen, "empty: not a snapshot");
 	if (sscanf(r->cur, MAGIC " %u", &v) != 1)
 		return fail(r, -EINVAL, err, errlen, "not a thpemu snapshot");
-	if (v != SNAP_VERSION) {
-		snprintf(err, errlen, "line 1: snapshot format version %u (this thpemu reads %d)",
-			 v, SNAP_VERSION);
+	if (v < 1 || v > SNAP_VERSION) {
+		snprintf(err, errlen,
+			 "line 1: snapshot format version %u (this thpemu reads 1 to %d)", v,
+			 SNAP_VERSION);
 		return -EINVAL;
 	}
 	h->version = v;

@@ -22,6 +22,8 @@
 
 #define RUNS_BATCH 64
 
+_Static_assert(SNAP_MAX_FILE_ZONES == MM_MAX_LOWER_ZONES + 1, "a file's zones fit a pool");
+
 struct loader {
 	struct mm_snapshot ms;
 	const struct snap_header *h;
@@ -149,9 +151,39 @@ static int plan(struct loader *l, struct mm *mm, const struct snap_header *h, ch
 		return -EINVAL;
 	}
 	l->sample = l->pb < l->sb;
+	if (l->sample && h->nzones > 1) {
+		snprintf(err, errlen,
+			 "a snapshot of %u zones loads whole (%llu MiB): give no --pool (a "
+			 "snapshot of one zone, --zone, can be sampled)",
+			 h->nzones, (unsigned long long)(h->nr_pfns >> 8));
+		return -EINVAL;
+	}
 	l->su = l->sb / 2;
 	l->pu = (l->pb + 1) / 2;
 	return 0;
+}
+
+/* Several zones: each its frames (the first from frame 0, each up to the next one's start, the
+ * last to the pool's end), watermarks and lowmem_reserve. */
+static int zones(struct loader *l, char *err, size_t errlen)
+{
+	const struct snap_header *h = l->h;
+	struct mm_snapshot_zone z[SNAP_MAX_FILE_ZONES];
+
+	if (h->nzones < 2)
+		return 0;
+	for (unsigned i = 0; i < h->nzones; i++) {
+		const struct snap_zone *s = &h->zones[i];
+
+		z[i] = (struct mm_snapshot_zone){
+		    .name = s->name,
+		    .start = i ? (uint32_t)(s->start_pfn - h->base_pfn) : 0,
+		    .end = i + 1 < h->nzones ? (uint32_t)(h->zones[i + 1].start_pfn - h->base_pfn)
+					     : (uint32_t)h->nr_pfns,
+		    .wmark = {(uint32_t)s->wmark[0], (uint32_t)s->wmark[1], (uint32_t)s->wmark[2]},
+		    .lowmem_reserve = (uint32_t)s->lowmem_reserve};
+	}
+	return mm_snapshot_zones(&l->ms, z, h->nzones, err, errlen);
 }
 
 static void watermarks(const struct loader *l, uint32_t wm[3])
@@ -174,7 +206,9 @@ static int load(struct mm *mm, struct snap_reader *rd, const struct snap_header 
 		snprintf(err, errlen, "the pool is in use already");
 		return rc;
 	}
-	rc = take_blocks(&l, rd, err, errlen);
+	rc = zones(&l, err, errlen);
+	if (!rc)
+		rc = take_blocks(&l, rd, err, errlen);
 	if (!rc)
 		rc = take_runs(&l, rd, err, errlen);
 	watermarks(&l, wm);

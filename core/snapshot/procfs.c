@@ -62,6 +62,21 @@ static void zoneinfo_field(struct snap_zone *z, const char *line)
 		z->pcp += v;
 		return;
 	}
+	if (!strncmp(line + strspn(line, " \t"), "protection: (", 13)) {
+		const char *s = strchr(line, '(') + 1;
+
+		z->nprot = 0;
+		while (z->nprot < SNAP_MAX_ZIDX) {
+			char *end;
+
+			v = strtoull(s, &end, 10);
+			if (end == s)
+				break;
+			z->protection[z->nprot++] = v;
+			s = end + strspn(end, ", ");
+		}
+		return;
+	}
 	if (sscanf(line, " start_pfn: %llu", &v) == 1) {
 		z->start_pfn = v;
 		return;
@@ -91,6 +106,7 @@ int snap_parse_zoneinfo(const char *text, struct snap_zone *z, unsigned max, uns
 		if (zone_line(line, &n.node, n.name, sizeof(n.name), NULL)) {
 			if (*nz == max)
 				return -E2BIG;
+			n.idx = *nz && z[*nz - 1].node == n.node ? z[*nz - 1].idx + 1 : 0;
 			z[*nz] = n;
 			cur = &z[(*nz)++];
 		} else if (cur) {

@@ -22,7 +22,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SNAP_VERSION	     1
+/* Version 2 holds several zones (a node: DMA, DMA32, Normal, ...); a snapshot of one zone is
+ * still written as version 1, which every reader reads. */
+#define SNAP_VERSION	     2
+#define SNAP_MAX_FILE_ZONES  4	/* zones one file holds (core/mm: MM_MAX_LOWER_ZONES + 1) */
+#define SNAP_MAX_ZIDX	     8	/* zoneinfo's protection entries kept (MAX_NR_ZONES) */
 #define SNAP_MAX_ORDER	     10 /* orders 0..10: the kernel's NR_PAGE_ORDERS = 11 on x86-64 */
 #define SNAP_NR_ORDERS	     (SNAP_MAX_ORDER + 1)
 #define SNAP_PAGEBLOCK_ORDER 9
@@ -79,13 +83,22 @@ struct snap_zone {
 	uint64_t wmark[3]; /* min, low, high */
 	uint64_t free;	   /* pages free (NR_FREE_PAGES) */
 	uint64_t pcp;	   /* pages on per-cpu lists: free to the kernel, not in buddyinfo */
+	unsigned idx;	   /* its index in the node (zone_idx: zoneinfo lists every zone) */
+	uint64_t protection[SNAP_MAX_ZIDX]; /* zoneinfo's protection: lowmem_reserve[] */
+	unsigned nprot;
+	/* In a file of several zones: lowmem_reserve[the highest zone's index], the pages this
+	 * zone keeps from allocations that may use the highest zone. */
+	uint64_t lowmem_reserve;
 };
 
 struct snap_header {
 	unsigned version;
 	char host[65], kernel[65], date[32];
 	unsigned page_size;
-	struct snap_zone zone;
+	struct snap_zone zone; /* the highest zone of the file (its only one in version 1) */
+	unsigned nzones;       /* zones the range covers, in pfn order; the last is `zone` */
+	struct snap_zone zones[SNAP_MAX_FILE_ZONES];
+	unsigned nzones_declared;   /* version 2's "zones N" */
 	uint64_t base_pfn, nr_pfns; /* the pfns the runs cover: the pool, frame 0 = base_pfn */
 	uint64_t buddy_before[SNAP_NR_ORDERS], buddy_after[SNAP_NR_ORDERS];
 	uint64_t free_blocks[SNAP_NR_ORDERS]; /* the free blocks the runs hold */
@@ -163,7 +176,8 @@ const struct snap_zone *snap_pick_zone(const struct snap_zone *z, unsigned nz, c
  */
 
 struct snap_take_opts {
-	const char *zone;      /* NULL: the zone with the most managed pages */
+	const char *zone; /* NULL: the zone with the most managed pages; "all" or "NODE:all": every
+			   * populated zone of the node (of the largest zone's node) */
 	unsigned max_attempts; /* passes while buddyinfo moves (0: 3) */
 	const char *proc;      /* "/proc" (tests point it elsewhere) */
 };

@@ -216,7 +216,7 @@ static void identify(struct snap_header *h)
 	time_t now = time(NULL);
 	struct tm tm;
 
-	h->version = SNAP_VERSION;
+	h->version = h->nzones > 1 ? SNAP_VERSION : 1;
 	h->page_size = SNAP_PAGE_SIZE;
 	if (!uname(&u)) {
 		snprintf(h->host, sizeof(h->host), "%s", u.nodename);
@@ -244,25 +244,17 @@ static int set_range(struct snap *s, char *err, size_t errlen)
 	return 0;
 }
 
-static int take(struct take *t, char *err, size_t errlen)
+/* The passes over the zone in t->s->h.zone, and what they give: classes, free blocks, types. */
+static int take_zone(struct take *t, char *err, size_t errlen)
 {
 	struct snap *s = t->s;
 	struct snap_header *h = &s->h;
-	int rc;
+	int rc = set_range(s, err, errlen);
 
-	if (sysconf(_SC_PAGESIZE) != SNAP_PAGE_SIZE) {
-		snprintf(err, errlen, "pages of %ld bytes: the pool's are 4096",
-			 sysconf(_SC_PAGESIZE));
-		return -EINVAL;
-	}
-	rc = read_zones(t, err, errlen);
-	if (!rc)
-		rc = pick_zone(t, err, errlen);
-	if (!rc)
-		rc = set_range(s, err, errlen);
 	if (rc)
 		return rc;
 	t->best = s->pfn;
+	t->best_moved = 0;
 	rc = passes(t, err, errlen);
 	if (rc)
 		return rc;
@@ -271,7 +263,158 @@ static int take(struct take *t, char *err, size_t errlen)
 	rc = snap_mtype_infer(s->pfn, h->nr_pfns, h, s->block_mt);
 	if (rc)
 		snprintf(err, errlen, "out of memory for the pageblocks");
-	identify(h);
+	h->nzones = 1;
+	h->zones[0] = h->zone;
+	return rc;
+}
+
+/* "all", "N:all": every populated zone of a node. */
+static bool all_zones(const char *spec, int *node)
+{
+	const char *colon = spec ? strchr(spec, ':') : NULL;
+
+	*node = colon ? atoi(spec) : -1;
+	return spec && !strcmp(colon ? colon + 1 : spec, "all");
+}
+
+/* The node's populated zones into z[] (pfn order: zoneinfo lists a node's zones by index);
+ * node -1: the node of the zone with the most managed pages. */
+static int node_zones(struct take *t, int node, struct snap_zone *z, unsigned *n, char *err,
+		      size_t errlen)
+{
+	const struct snap_zone *big = snap_pick_zone(t->zones, t->nz, NULL);
+
+	*n = 0;
+	if (node < 0 && big)
+		node = big->node;
+	for (unsigned i = 0; i < t->nz; i++) {
+		if (t->zones[i].node != node || !t->zones[i].managed)
+			continue;
+		if (*n == SNAP_MAX_FILE_ZONES) {
+			snprintf(err, errlen, "node %d has more than %d zones with memory", node,
+				 SNAP_MAX_FILE_ZONES);
+			return -E2BIG;
+		}
+		z[(*n)++] = t->zones[i];
+	}
+	if (!*n) {
+		snprintf(err, errlen, "no node %d with memory here", node);
+		return -ENOENT;
+	}
+	for (unsigned i = 1; i < *n; i++)
+		if (z[i].start_pfn % (1ULL << SNAP_MAX_ORDER) ||
+		    z[i].start_pfn < z[i - 1].start_pfn + z[i - 1].spanned) {
+			snprintf(err, errlen,
+				 "zone %d:%s starts at pfn %llu, not on a 4 MiB boundary after the "
+				 "zone below it: take one zone (--zone)",
+				 node, z[i].name, (unsigned long long)z[i].start_pfn);
+			return -EINVAL;
+		}
+	for (unsigned i = 0; i < *n; i++) /* lowmem_reserve[the highest zone's index] */
+		z[i].lowmem_reserve =
+		    z[*n - 1].idx < z[i].nprot ? z[i].protection[z[*n - 1].idx] : 0;
+	return 0;
+}
+
+static void add_orders(uint64_t *to, const uint64_t *v)
+{
+	for (unsigned o = 0; o < SNAP_NR_ORDERS; o++)
+		to[o] += v[o];
+}
+
+/* The zones' snapshots as one: the range from the lowest's start to the highest's end, each
+ * pfn and pageblock its zone's (pfns of none reserved), the header's counts summed over the
+ * zones (buddyinfo as the sum of the zones' lines). */
+static int merge(struct snap *s, struct snap *part, unsigned n, char *err, size_t errlen)
+{
+	struct snap_header *h = &s->h;
+	const struct snap_header *top = &part[n - 1].h;
+	uint64_t base = part[0].h.base_pfn, end = top->base_pfn + top->nr_pfns;
+
+	memset(s, 0, sizeof(*s));
+	*h = *top;
+	memset(h->buddy_before, 0, sizeof(h->buddy_before));
+	memset(h->buddy_after, 0, sizeof(h->buddy_after));
+	memset(h->pti_blocks, 0, sizeof(h->pti_blocks));
+	memset(h->pti_free, 0, sizeof(h->pti_free));
+	memset(h->mt_blocks, 0, sizeof(h->mt_blocks));
+	h->mt_free_error = h->mt_mixed = 0;
+	h->base_pfn = base;
+	h->nr_pfns = end - base;
+	h->nzones = n;
+	s->pfn = malloc(h->nr_pfns);
+	s->block_mt = calloc(h->nr_pfns / SNAP_PAGEBLOCK_NR + 1, 1);
+	if (!s->pfn || !s->block_mt) {
+		snprintf(err, errlen, "out of memory for %llu pfns",
+			 (unsigned long long)h->nr_pfns);
+		return -ENOMEM;
+	}
+	memset(s->pfn, SNAP_BYTE(SNAP_RESERVED, SNAP_HOLE), h->nr_pfns);
+	for (unsigned k = 0; k < n; k++) {
+		const struct snap_header *p = &part[k].h;
+		uint64_t zs = p->zone.start_pfn, ze = zs + p->zone.spanned;
+		uint64_t from = k ? zs : p->base_pfn, to = p->base_pfn + p->nr_pfns;
+
+		h->zones[k] = p->zone;
+		memcpy(s->pfn + (zs - base), part[k].pfn + (zs - p->base_pfn), ze - zs);
+		for (uint64_t b = from; b < to; b += SNAP_PAGEBLOCK_NR)
+			s->block_mt[(b - base) / SNAP_PAGEBLOCK_NR] =
+			    part[k].block_mt[(b - p->base_pfn) / SNAP_PAGEBLOCK_NR];
+		add_orders(h->buddy_before, p->buddy_before);
+		add_orders(h->buddy_after, p->buddy_after);
+		for (unsigned ty = 0; ty < SNAP_PTI_NR; ty++) {
+			h->pti_blocks[ty] += p->pti_blocks[ty];
+			add_orders(h->pti_free[ty], p->pti_free[ty]);
+		}
+		h->have_pti = h->have_pti && p->have_pti;
+		h->mt_free_error += p->mt_free_error;
+		h->mt_mixed += p->mt_mixed;
+		if (p->attempts > h->attempts)
+			h->attempts = p->attempts;
+	}
+	snap_count(s->pfn, h->nr_pfns, h);
+	for (uint64_t b = 0; b < h->nr_pfns / SNAP_PAGEBLOCK_NR; b++)
+		h->mt_blocks[s->block_mt[b]]++;
+	return 0;
+}
+
+static int take_all(struct take *t, int node, char *err, size_t errlen)
+{
+	struct snap_zone z[SNAP_MAX_FILE_ZONES];
+	struct snap part[SNAP_MAX_FILE_ZONES];
+	struct snap *whole = t->s;
+	unsigned n, done = 0;
+	int rc = node_zones(t, node, z, &n, err, errlen);
+
+	memset(part, 0, sizeof(part));
+	for (; !rc && done < n; done++) {
+		t->s = &part[done];
+		part[done].h.zone = z[done];
+		rc = take_zone(t, err, errlen);
+	}
+	t->s = whole;
+	if (!rc)
+		rc = merge(whole, part, n, err, errlen);
+	for (unsigned k = 0; k < done; k++)
+		snap_free(&part[k]);
+	return rc;
+}
+
+static int take(struct take *t, char *err, size_t errlen)
+{
+	int node, rc;
+
+	if (sysconf(_SC_PAGESIZE) != SNAP_PAGE_SIZE) {
+		snprintf(err, errlen, "pages of %ld bytes: the pool's are 4096",
+			 sysconf(_SC_PAGESIZE));
+		return -EINVAL;
+	}
+	rc = read_zones(t, err, errlen);
+	if (!rc && all_zones(t->o->zone, &node))
+		rc = take_all(t, node, err, errlen);
+	else if (!rc && !(rc = pick_zone(t, err, errlen)))
+		rc = take_zone(t, err, errlen);
+	identify(&t->s->h);
 	return rc;
 }
 

@@ -186,4 +186,134 @@ TEST(loaded_pool_compacts)
 	fakeenv_destroy(&fe);
 }
 
+/* A 16 MiB pool of two zones: "DMA" frames [0, 2048) (unmovable, then one free order-10 block
+ * at 1024), "DMA32" [2048, 4096) (a free order-9 block at 2048, 128 free frames after it, the
+ * rest unmovable). The DMA zone's lowmem_reserve is `reserve`. */
+static void load_two_zones(struct fakeenv *fe, const char *policy, uint32_t reserve)
+{
+	struct mm_snapshot s;
+	struct mm_snapshot_zone z[2] = {
+	    {.name = "DMA",
+	     .start = 0,
+	     .end = 2048,
+	     .wmark = {10, 12, 14},
+	     .lowmem_reserve = reserve},
+	    {.name = "DMA32", .start = 2048, .end = 4096, .wmark = {20, 25, 30}}};
+	struct mm_snapshot_run r[] = {run(MM_SNAP_UNMOVABLE, 1024, 0), run(MM_SNAP_FREE, 1024, 10),
+				      run(MM_SNAP_FREE, 512, 9), run(MM_SNAP_FREE, 128, 7),
+				      run(MM_SNAP_UNMOVABLE, 1408, 0)};
+	uint32_t wm[3] = {20, 25, 30};
+	char err[256];
+
+	init(fe, policy, 16 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe->mm, &s), 0);
+	ASSERT_EQ(mm_snapshot_zones(&s, z, 2, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_runs(&s, r, 5, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&s, wm, err, sizeof(err)), 0);
+	check(fe);
+}
+
+/* Huge faults until one falls back; the heads of the huge ones into heads[] (at most 4). */
+static unsigned huge_faults(struct fakeenv *fe, uint32_t heads[4])
+{
+	struct mm_fault_req req = {.advice = MM_VMA_HUGEPAGE, .huge_ok = true, .write = true};
+	struct mm_fault_res res;
+	unsigned n = 0;
+
+	for (int i = 0; i < 4; i++) {
+		req.owner = req.extent_owner = (1ULL << 20) + ((uint64_t)i << 9);
+		ASSERT_EQ(mm_fault(fe->mm, &req, &res, NULL), 0);
+		check(fe);
+		if (res.order != MM_HPAGE_ORDER)
+			break;
+		heads[n++] = res.pfn;
+	}
+	return n;
+}
+
+/* Each zone's free blocks are counted and listed in that zone; the counts are the node's. */
+TEST(zones_load_apart)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+
+	load_two_zones(&fe, "thp-always/never", 100);
+	EXPECT_EQ(fe.mm->zone_start_pfn, 2048);
+	EXPECT_EQ(fe.mm->nr_lower, 1);
+	EXPECT_EQ(fe.mm->nr_free_pages, 512 + 128);
+	EXPECT_EQ(fe.mm->nr_free[10], 0);
+	EXPECT_EQ(fe.mm->lower[0].area.nr_free_pages, 1024);
+	EXPECT_EQ(fe.mm->lower[0].area.nr_free[10], 1);
+	EXPECT_EQ(fe.mm->lower[0].lowmem_reserve, 100);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free, 1024 + 512 + 128);
+	EXPECT_EQ(c.nr_free[10], 1);
+	EXPECT_EQ(c.nr_free[9], 1);
+	EXPECT_EQ(c.nr_free[7], 1);
+	EXPECT_EQ(c.wmark_min, 20);
+	fakeenv_destroy(&fe);
+}
+
+/* defrag=never: the first THP is DMA32's block, the second comes from DMA (1024 - 511 free
+ * pages stay above its low mark 12 + reserve 100), the third would leave DMA 1 page: it falls
+ * back to a base page. */
+TEST(zones_fall_back_to_lower_zone)
+{
+	struct fakeenv fe;
+	uint32_t heads[4];
+	uint64_t st[MM_STAT_NR];
+
+	load_two_zones(&fe, "thp-always/never", 100);
+	ASSERT_EQ(huge_faults(&fe, heads), 2);
+	EXPECT_EQ(heads[0], 2048);
+	EXPECT_GE(heads[1], 1024);
+	EXPECT_LT(heads[1], 2048);
+	EXPECT_EQ(fe.mm->lower[0].area.nr_free_pages, 512);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_ALLOC], 2);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_FALLBACK], 1);
+	fakeenv_destroy(&fe);
+}
+
+/* A lowmem_reserve of 600: 1024 - 511 free pages are not above 12 + 600, so DMA gives no THP. */
+TEST(zones_lowmem_reserve_keeps_lower_zone)
+{
+	struct fakeenv fe;
+	uint32_t heads[4];
+
+	load_two_zones(&fe, "thp-always/never", 600);
+	ASSERT_EQ(huge_faults(&fe, heads), 1);
+	EXPECT_EQ(heads[0], 2048);
+	EXPECT_EQ(fe.mm->lower[0].area.nr_free_pages, 1024);
+	fakeenv_destroy(&fe);
+}
+
+/* A THP taken from DMA goes back to DMA's lists, merged whole again within DMA; DMA32's lists
+ * are untouched by it. A zone boundary off the max-order grid is refused. */
+TEST(zones_free_within_zone)
+{
+	struct fakeenv fe;
+	struct mm_snapshot s;
+	uint32_t heads[4];
+	struct mm_snapshot_zone bad[2] = {{.name = "DMA", .start = 0, .end = 512},
+					  {.name = "DMA32", .start = 512, .end = 4096}};
+	char err[256];
+
+	load_two_zones(&fe, "thp-always/never", 100);
+	ASSERT_EQ(huge_faults(&fe, heads), 2);
+	mm_anon_free(fe.mm, heads[1], MM_HPAGE_ORDER, NULL);
+	check(&fe);
+	EXPECT_EQ(fe.mm->lower[0].area.nr_free_pages, 1024);
+	EXPECT_EQ(fe.mm->lower[0].area.nr_free[10], 1);
+	EXPECT_EQ(fe.mm->nr_free[9], 0);
+	EXPECT_EQ(fe.mm->nr_free[10], 0);
+	fakeenv_destroy(&fe);
+
+	init(&fe, "thp-always/never", 16 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	EXPECT_EQ(mm_snapshot_zones(&s, bad, 2, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "boundary") != NULL);
+	fakeenv_destroy(&fe);
+}
+
 TEST_MAIN()

@@ -185,7 +185,18 @@ TEST(refusals)
 {
 	refused("", "empty");
 	refused("hello\n", "not a thpemu snapshot");
-	refused("thpemu-snapshot 2\n", "version 2");
+	refused("thpemu-snapshot 3\n", "version 3");
+	refused("thpemu-snapshot 1\nzone 0 DMA start 0 spanned 512 present 512 managed 512 free 0 "
+		"pcp 0\nzone 0 Normal start 512 spanned 512 present 512 managed 512 free 0 pcp 0\n"
+		"range 0 1024\npageblocks 1\n",
+		"version 1 holds one zone");
+	refused("thpemu-snapshot 2\nzones 2\nzone 0 DMA start 0 spanned 512 present 512 managed "
+		"512 free 0 pcp 0\nrange 0 1024\npageblocks 1\n",
+		"the count");
+	refused("thpemu-snapshot 2\nzones 2\nzone 0 Normal start 512 spanned 512 present 512 "
+		"managed 512 free 0 pcp 0\nzone 0 DMA start 0 spanned 512 present 512 managed 512 "
+		"free 0 pcp 0\nrange 0 1024\npageblocks 1\n",
+		"out of pfn order");
 	refused("thpemu-snapshot 1\npage-size 16384\n", "line 2");
 	refused("thpemu-snapshot 1\nrange 0 1024\npageblocks 1\n", "no zone");
 	refused(HEAD "pageblocks 1\nM 3\nruns 1\nK 1024\nend\n", "line 6: not a pageblock");

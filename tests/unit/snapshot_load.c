@@ -27,8 +27,9 @@ static void free_block(uint8_t *p, uint64_t at, unsigned order)
 	memset(p + at + 1, SNAP_BYTE(SNAP_FREE, SNAP_TAIL), (1ULL << order) - 1);
 }
 
-/* Block 0: every class; 1: kernel; 2-3: an order-10 block; 4: anon; 5: file; 6-7: order 10. */
-static void write_snapshot(void)
+/* Block 0: every class; 1: kernel; 2-3: an order-10 block; 4: anon; 5: file; 6-7: order 10.
+ * With two zones: "DMA" the first 8 MiB (lowmem_reserve 300), "Normal" the rest. */
+static void write_snapshot_zones(bool two)
 {
 	struct snap s = {0};
 	uint8_t *p = malloc(NPFN);
@@ -37,6 +38,15 @@ static void write_snapshot(void)
 
 	s.h.zone = (struct snap_zone){.name = "Normal", .spanned = NPFN, .wmark = {50, 60, 70}};
 	s.h.nr_pfns = NPFN;
+	if (two) {
+		s.h.nzones = 2;
+		s.h.zones[0] = (struct snap_zone){
+		    .name = "DMA", .spanned = 2048, .wmark = {10, 12, 14}, .lowmem_reserve = 300};
+		s.h.zones[1] = s.h.zone;
+		s.h.zones[1].start_pfn = 2048;
+		s.h.zones[1].spanned = 2048;
+		s.h.zone = s.h.zones[1];
+	}
 	s.pfn = p;
 	s.block_mt = calloc(NPFN / SNAP_PAGEBLOCK_NR, 1);
 	ASSERT(p != NULL && s.block_mt != NULL);
@@ -69,6 +79,11 @@ static void write_snapshot(void)
 	ASSERT_EQ(snap_write(f, &s), 0);
 	fclose(f);
 	snap_free(&s);
+}
+
+static void write_snapshot(void)
+{
+	write_snapshot_zones(false);
 }
 
 static void load(struct fakeenv *fe, uint64_t bytes, int want)
@@ -154,6 +169,38 @@ TEST(refusals)
 	EXPECT_EQ(snap_load(fe.mm, path, err, sizeof(err)), -EBUSY); /* not a new pool */
 	EXPECT(strstr(err, "in use") != NULL);
 	EXPECT_EQ(snap_load(fe.mm, "/nonexistent/snap", err, sizeof(err)), -ENOENT);
+	fakeenv_destroy(&fe);
+	unlink(path);
+}
+
+/* A file of two zones (version 2) loads whole: each zone its free blocks, watermarks and
+ * lowmem_reserve; the counts are both zones'; a sample is refused. */
+TEST(two_zones)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	char head[32] = "";
+	FILE *f;
+
+	write_snapshot_zones(true);
+	f = fopen(path, "r");
+	ASSERT(f != NULL);
+	EXPECT(fgets(head, sizeof(head), f) != NULL);
+	fclose(f);
+	EXPECT_EQ(strcmp(head, "thpemu-snapshot 2\n"), 0);
+	load(&fe, 16 * MIB, 0);
+	EXPECT_EQ(fe.mm->nr_lower, 1);
+	EXPECT_EQ(fe.mm->zone_start_pfn, 2048);
+	EXPECT_EQ(fe.mm->lower[0].lowmem_reserve, 300);
+	EXPECT_EQ(fe.mm->lower[0].wmark[0], 10);
+	EXPECT_EQ(fe.mm->lower[0].area.nr_free_pages, 2 + 64 + 128 + 256 + 1024);
+	EXPECT_EQ(fe.mm->nr_free_pages, 1024);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free, 2 + 64 + 128 + 256 + 2048);
+	EXPECT_EQ(c.nr_free[10], 2);
+	EXPECT_EQ(c.wmark_min, 50);
+	fakeenv_destroy(&fe);
+	load(&fe, 8 * MIB, -EINVAL);
 	fakeenv_destroy(&fe);
 	unlink(path);
 }

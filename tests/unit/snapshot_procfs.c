@@ -106,6 +106,11 @@ TEST(zoneinfo)
 	EXPECT_EQ(z[1].pcp, 42);
 	EXPECT_EQ(z[0].start_pfn, 1);
 	EXPECT_EQ(z[0].pcp, 0);
+	EXPECT_EQ(z[0].idx, 0);
+	EXPECT_EQ(z[1].idx, 1);
+	EXPECT_EQ(z[0].nprot, 5);
+	EXPECT_EQ(z[0].protection[1], 3018);
+	EXPECT_EQ(z[0].protection[2], 5322);
 	EXPECT_EQ(snap_parse_zoneinfo(zoneinfo_txt, z, 2, &n), -E2BIG);
 	EXPECT_EQ(snap_parse_zoneinfo("nothing\n", z, SNAP_MAX_ZONES, &n), -EINVAL);
 }

@@ -147,6 +147,26 @@ TEST(every_free_page_marked)
 	rm_proc();
 }
 
+/* --zone all: the node's zones with memory; the empty DMA is left out, so the file is the one
+ * zone's, as version 1. */
+TEST(all_zones_of_the_node)
+{
+	struct snap_take_opts o = {.proc = dir, .zone = "all"};
+	struct snap s;
+	char err[256];
+
+	make_proc(false, "9");
+	ASSERT_EQ(snap_take(&o, &s, err, sizeof(err)), 0);
+	EXPECT_EQ(s.h.nzones, 1);
+	EXPECT_EQ(s.h.version, 1);
+	check_zone(&s);
+	snap_free(&s);
+	o.zone = "1:all";
+	EXPECT_EQ(snap_take(&o, &s, err, sizeof(err)), -ENOENT);
+	EXPECT(strstr(err, "node 1") != NULL);
+	rm_proc();
+}
+
 TEST(only_heads_marked)
 {
 	struct snap_take_opts o = {.proc = dir};

@@ -82,7 +82,7 @@ static void parse(const char *name, int argc, char **argv, struct fault_opts *o)
 	int c;
 
 	presets(name, o);
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'f':
 			o->fill = optarg;
@@ -118,28 +118,10 @@ static void parse(const char *name, int argc, char **argv, struct fault_opts *o)
 		case 's':
 			o->seed = wl_parse_uint("--seed", optarg, UINT64_MAX);
 			break;
-		case 'h':
-			usage(name);
-			exit(0);
-		default:
-			wl_usage("unknown option (see thpemu-wl %s --help)", name);
 		}
 	}
-	if (optind < argc)
-		wl_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->keep)
 		wl_usage("--keep: 0 is not a group size (1 keeps every page)");
-}
-
-static uint64_t amount(const char *opt, const char *s, uint64_t memfree_kb)
-{
-	uint64_t b;
-	bool pct;
-
-	if (wl_parse_amount(s, memfree_kb, &b, &pct))
-		wl_usage("%s: '%s' is not a size (64M) or a percentage (80%%)", opt, s);
-	wl_check_relative(opt, pct);
-	return b;
 }
 
 int wl_fault_main(const char *name, int argc, char **argv)
@@ -147,16 +129,13 @@ int wl_fault_main(const char *name, int argc, char **argv)
 	struct fault_opts o;
 	struct wl_region filler, reg;
 	struct wl_fault *faults;
-	uint64_t memfree, fill, rlen, rng, t_hold;
-	size_t n, huge = 0, final_huge, every;
-	char lat[160];
+	uint64_t memfree, fill, rlen, rng;
+	size_t n, every;
 
 	parse(name, argc, argv, &o);
 	memfree = wl_meminfo_kb("MemFree");
-	fill = amount("--fill", o.fill, memfree);
-	rlen = amount("--region", o.region, memfree);
-	if (rlen < WL_HPAGE)
-		wl_usage("--region: at least 2M");
+	fill = wl_amount("--fill", o.fill, memfree, 0);
+	rlen = wl_amount("--region", o.region, memfree, WL_HPAGE);
 	o.seed = wl_seed(o.seed);
 	rng = o.seed;
 	wl_start(name);
@@ -176,27 +155,12 @@ int wl_fault_main(const char *name, int argc, char **argv)
 	wl_phase_begin();
 	for (size_t i = 0; i < n; i++) {
 		wl_touch_extent(&reg, i, o.per_page, &faults[i]);
-		huge += faults[i].huge;
 		if ((i + 1) % every == 0 || i + 1 == n)
 			wl_sample(&reg);
 	}
-	t_hold = wl_now_ns();
-	while (wl_now_ns() - t_hold < o.hold_ns) {
-		struct timespec ts = {0, 100 * 1000 * 1000};
-
-		nanosleep(&ts, NULL);
-		wl_sample(&reg);
-	}
+	wl_sample_for(&reg, o.hold_ns, 100 * 1000 * 1000, false);
 	wl_phase_end();
-	wl_print_phase();
-	wl_print_faults(faults, n);
-	final_huge = wl_print_extents(&reg);
-	wl_latency_summary(faults, n, lat, sizeof(lat));
-	printf("ORACLE summary extents=%zu huge=%zu base=%zu huge_pct=%.1f final_huge=%zu "
-	       "anonhuge_kb=%llu %s\n",
-	       n, huge, n - huge, 100.0 * (double)huge / (double)n, final_huge,
-	       (unsigned long long)wl_anonhuge_kb(&reg), lat);
-	fflush(stdout);
+	wl_report_faults(&reg, faults, n);
 	free(faults);
 	return 0;
 }

@@ -65,7 +65,7 @@ static void parse(const char *name, int argc, char **argv, struct kh_opts *o)
 			      .region = "64M",
 			      .wait_ns = 20 * 1000000000ULL,
 			      .interval_ns = 500 * 1000000ULL};
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'r':
 			o->region = optarg;
@@ -87,39 +87,17 @@ static void parse(const char *name, int argc, char **argv, struct kh_opts *o)
 		case 's':
 			o->seed = wl_parse_uint("--seed", optarg, UINT64_MAX);
 			break;
-		case 'h':
-			usage(name);
-			exit(0);
-		default:
-			wl_usage("unknown option (see thpemu-wl %s --help)", name);
 		}
 	}
-	if (optind < argc)
-		wl_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->keep)
 		wl_usage("--keep: 0 is not a group size");
-}
-
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
-
-	nanosleep(&ts, NULL);
 }
 
 /* khugepaged: wait and sample. The phase's end time, in ms, once all was huge (or -1). */
 static double wait_collapse(const struct kh_opts *o, const struct wl_region *reg)
 {
-	uint64_t t0 = wl_now_ns();
-
 	wl_sample(reg);
-	while (wl_now_ns() - t0 < o->wait_ns) {
-		sleep_ns(o->interval_ns);
-		wl_sample(reg);
-		if (wl_anonhuge_kb(reg) * 1024 >= reg->len)
-			return wl_phase_ms();
-	}
-	return -1;
+	return wl_sample_for(reg, o->wait_ns, o->interval_ns, true);
 }
 
 struct collapse_rec {
@@ -162,7 +140,7 @@ static const char *errno_name(int e)
 
 int wl_khugepaged_main(const char *name, int argc, char **argv)
 {
-	bool collapse = !strcmp(name, "collapse"), pct1, pct2;
+	bool collapse = !strcmp(name, "collapse");
 	struct collapse_rec *c = NULL;
 	struct wl_region filler, reg;
 	uint64_t memfree, fill, rlen, rng;
@@ -172,12 +150,8 @@ int wl_khugepaged_main(const char *name, int argc, char **argv)
 
 	parse(name, argc, argv, &o);
 	memfree = wl_meminfo_kb("MemFree");
-	if (wl_parse_amount(o.fill, memfree, &fill, &pct1))
-		wl_usage("--fill: '%s' is not a size or a percentage", o.fill);
-	if (wl_parse_amount(o.region, memfree, &rlen, &pct2) || rlen < WL_HPAGE)
-		wl_usage("--region: '%s' is not a size of at least 2M or a percentage", o.region);
-	wl_check_relative("--fill", pct1);
-	wl_check_relative("--region", pct2);
+	fill = wl_amount("--fill", o.fill, memfree, 0);
+	rlen = wl_amount("--region", o.region, memfree, WL_HPAGE);
 	o.seed = wl_seed(o.seed);
 	rng = o.seed;
 	wl_start(name);

@@ -53,7 +53,7 @@ static void parse(const char *name, int argc, char **argv, struct shr_opts *o)
 	int c;
 
 	*o = (struct shr_opts){.region = "128M", .touch_pages = 1, .hold_ns = 2000000000ULL};
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'r':
 			o->region = optarg;
@@ -68,15 +68,8 @@ static void parse(const char *name, int argc, char **argv, struct shr_opts *o)
 			if (wl_parse_duration(optarg, &o->hold_ns))
 				wl_usage("--hold: '%s' is not a duration (2s)", optarg);
 			break;
-		case 'h':
-			usage(name);
-			exit(0);
-		default:
-			wl_usage("unknown option (see thpemu-wl %s --help)", name);
 		}
 	}
-	if (optind < argc)
-		wl_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->touch_pages)
 		wl_usage("--touch-pages: at least 1");
 }
@@ -85,14 +78,11 @@ int wl_shrinker_main(const char *name, int argc, char **argv)
 {
 	struct wl_region reg, filler;
 	struct shr_opts o;
-	uint64_t rlen, plen, memfree, t0;
+	uint64_t rlen, plen, memfree;
 	size_t n, huge_before, final_huge, every;
-	bool pct;
 
 	parse(name, argc, argv, &o);
-	if (wl_parse_amount(o.region, wl_meminfo_kb("MemFree"), &rlen, &pct) || rlen < WL_HPAGE)
-		wl_usage("--region: '%s' is not a size of at least 2M or a percentage", o.region);
-	wl_check_relative("--region", pct);
+	rlen = wl_amount("--region", o.region, wl_meminfo_kb("MemFree"), WL_HPAGE);
 	wl_start(name);
 	wl_map(&reg, rlen);
 	n = reg.len / WL_HPAGE;
@@ -106,10 +96,8 @@ int wl_shrinker_main(const char *name, int argc, char **argv)
 	if (!o.pressure) {
 		wl_check_relative("--pressure (its default)", true);
 		plen = memfree * 1024 + reg.len / 2;
-	} else if (wl_parse_amount(o.pressure, memfree, &plen, &pct)) {
-		wl_usage("--pressure: '%s' is not a size or a percentage", o.pressure);
 	} else {
-		wl_check_relative("--pressure", pct);
+		plen = wl_amount("--pressure", o.pressure, memfree, 0);
 	}
 	printf("ORACLE info region_bytes=%zu touch_pages=%u memfree_kb=%llu pressure_bytes=%llu "
 	       "huge_before=%zu\n",
@@ -125,13 +113,7 @@ int wl_shrinker_main(const char *name, int argc, char **argv)
 		if ((off + WL_PAGE) % every == 0)
 			wl_sample(&reg);
 	}
-	t0 = wl_now_ns();
-	while (wl_now_ns() - t0 < o.hold_ns) {
-		struct timespec ts = {0, 200 * 1000 * 1000};
-
-		nanosleep(&ts, NULL);
-		wl_sample(&reg);
-	}
+	wl_sample_for(&reg, o.hold_ns, 200 * 1000 * 1000, false);
 	wl_phase_end();
 	wl_print_phase();
 	final_huge = wl_print_extents(&reg);

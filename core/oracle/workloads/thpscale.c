@@ -83,7 +83,7 @@ static void parse(const char *name, int argc, char **argv, struct scale_opts *o)
 				 .interval_ns = 100 * 1000 * 1000,
 				 .threads = strcmp(name, "thpcompact") ? 1 : 4};
 	o->file_dir = disk && *disk ? disk : tmp && *tmp ? tmp : "/tmp";
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'a':
 			o->anon = optarg;
@@ -105,15 +105,8 @@ static void parse(const char *name, int argc, char **argv, struct scale_opts *o)
 			if (wl_parse_duration(optarg, &o->interval_ns) || !o->interval_ns)
 				wl_usage("--interval: '%s' is not a duration (100ms)", optarg);
 			break;
-		case 'h':
-			usage(name);
-			exit(0);
-		default:
-			wl_usage("unknown option (see thpemu-wl %s --help)", name);
 		}
 	}
-	if (optind < argc)
-		wl_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->threads)
 		wl_usage("--threads: at least 1");
 }
@@ -177,16 +170,12 @@ int wl_thpscale_main(const char *name, int argc, char **argv)
 	struct wl_fault *faults;
 	pthread_barrier_t bar;
 	uint64_t memfree, alen;
-	size_t holes, n, huge = 0, final_huge, done = 0;
-	char lat[160];
-	bool pct;
+	size_t holes, n, done = 0;
 	int fd;
 
 	parse(name, argc, argv, &o);
 	memfree = wl_meminfo_kb("MemFree");
-	if (wl_parse_amount(o.anon, memfree, &alen, &pct) || alen < 2 * WL_HPAGE)
-		wl_usage("--anon: '%s' is not a size of at least 4M or a percentage", o.anon);
-	wl_check_relative("--anon", pct);
+	alen = wl_amount("--anon", o.anon, memfree, 2 * WL_HPAGE);
 	wl_start(name);
 	wl_map(&anon, alen);
 	wl_advise(&anon, o.anon_advise);
@@ -219,29 +208,14 @@ int wl_thpscale_main(const char *name, int argc, char **argv)
 	wl_sample(&reg);
 	pthread_barrier_wait(&bar);
 	while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) < n) {
-		struct timespec ts = {0, (long)o.interval_ns};
-
-		if (o.interval_ns >= 1000000000ULL)
-			ts = (struct timespec){(time_t)(o.interval_ns / 1000000000ULL),
-					       (long)(o.interval_ns % 1000000000ULL)};
-		nanosleep(&ts, NULL);
+		wl_sleep_ns(o.interval_ns);
 		wl_sample(&reg);
 	}
 	for (unsigned t = 0; t < o.threads; t++)
 		pthread_join(w[t].th, NULL);
 	wl_sample(&reg);
 	wl_phase_end();
-	for (size_t i = 0; i < n; i++)
-		huge += faults[i].huge;
-	wl_print_phase();
-	wl_print_faults(faults, n);
-	final_huge = wl_print_extents(&reg);
-	wl_latency_summary(faults, n, lat, sizeof(lat));
-	printf("ORACLE summary extents=%zu huge=%zu base=%zu huge_pct=%.1f final_huge=%zu "
-	       "anonhuge_kb=%llu %s\n",
-	       n, huge, n - huge, 100.0 * (double)huge / (double)n, final_huge,
-	       (unsigned long long)wl_anonhuge_kb(&reg), lat);
-	fflush(stdout);
+	wl_report_faults(&reg, faults, n);
 	close(fd);
 	free(w);
 	free(faults);

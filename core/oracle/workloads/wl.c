@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,35 @@ void wl_check_relative(const char *opt, bool pct)
 		wl_usage("%s: a percentage is of the guest's memory; under thpemu give a size (the "
 			 "oracle's JSON has the bytes it resolved in info)",
 			 opt);
+}
+
+int wl_getopt(const char *name, int argc, char **argv, const struct option *lo,
+	      void (*usage)(const char *name))
+{
+	int c = getopt_long(argc, argv, "", lo, NULL);
+
+	if (c == 'h') {
+		usage(name);
+		exit(0);
+	}
+	if (c == '?' || c == ':')
+		wl_usage("unknown option (see thpemu-wl %s --help)", name);
+	if (c == -1 && optind < argc)
+		wl_usage("unexpected argument '%s'", argv[optind]);
+	return c;
+}
+
+uint64_t wl_amount(const char *opt, const char *s, uint64_t base_kb, uint64_t min)
+{
+	uint64_t b;
+	bool pct;
+
+	if (wl_parse_amount(s, base_kb, &b, &pct))
+		wl_usage("%s: '%s' is not a size (64M) or a percentage (80%%)", opt, s);
+	if (b < min)
+		wl_usage("%s: at least %lluM", opt, (unsigned long long)(min >> 20));
+	wl_check_relative(opt, pct);
+	return b;
 }
 
 uint64_t wl_seed(uint64_t opt)
@@ -273,7 +303,8 @@ static void print_b64(const unsigned char *p, size_t n)
 /* The helper's text into buf (at most cap bytes); its length, or -1 with why set. */
 static ssize_t run_helper(const char *helper, char *buf, size_t cap, char *why, size_t wlen)
 {
-	char *argv[] = {(char *)helper, (char *)"--quiet", NULL};
+	/* every zone of the node: the kernel allocates from all of them (ZONE_DMA too) */
+	char *argv[] = {(char *)helper, (char *)"--quiet", (char *)"--zone", (char *)"all", NULL};
 	posix_spawn_file_actions_t fa;
 	int fds[2], status = 0, rc;
 	size_t used = 0;
@@ -517,6 +548,26 @@ void wl_sample(const struct wl_region *r)
 	nsamples++;
 }
 
+void wl_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+
+	nanosleep(&ts, NULL);
+}
+
+double wl_sample_for(const struct wl_region *r, uint64_t dur_ns, uint64_t every_ns, bool until_huge)
+{
+	uint64_t t0 = wl_now_ns();
+
+	while (wl_now_ns() - t0 < dur_ns) {
+		wl_sleep_ns(every_ns);
+		wl_sample(r);
+		if (until_huge && wl_anonhuge_kb(r) * 1024 >= r->len)
+			return wl_phase_ms();
+	}
+	return -1;
+}
+
 void wl_print_phase(void)
 {
 	print_snap("phase-begin", &snaps[0]);
@@ -663,4 +714,22 @@ size_t wl_print_extents(const struct wl_region *r)
 	if (k.kpf >= 0)
 		close(k.kpf);
 	return huge;
+}
+
+void wl_report_faults(const struct wl_region *r, const struct wl_fault *f, size_t n)
+{
+	size_t huge = 0, final_huge;
+	char lat[160];
+
+	for (size_t i = 0; i < n; i++)
+		huge += f[i].huge;
+	wl_print_phase();
+	wl_print_faults(f, n);
+	final_huge = wl_print_extents(r);
+	wl_latency_summary(f, n, lat, sizeof(lat));
+	printf("ORACLE summary extents=%zu huge=%zu base=%zu huge_pct=%.1f final_huge=%zu "
+	       "anonhuge_kb=%llu %s\n",
+	       n, huge, n - huge, 100.0 * (double)huge / (double)n, final_huge,
+	       (unsigned long long)wl_anonhuge_kb(r), lat);
+	fflush(stdout);
 }

@@ -64,6 +64,15 @@ int wl_parse_duration(const char *s, uint64_t *ns);
 uint64_t wl_parse_uint(const char *opt, const char *s, uint64_t max);
 /* An amount relative to the machine's memory is refused under thpemu (name: the option). */
 void wl_check_relative(const char *opt, bool pct);
+/* getopt_long over a workload's options (no short ones; --help has val 'h'): the next option's
+ * val, or -1 after the last. --help prints usage(name) and exits 0; an unknown option or an
+ * argument left over is a usage error. */
+struct option;
+int wl_getopt(const char *name, int argc, char **argv, const struct option *lo,
+	      void (*usage)(const char *name));
+/* OPT's amount: SIZE or PCT% of base_kb, at least min bytes (else wl_usage naming OPT); a
+ * percentage is refused under thpemu. */
+uint64_t wl_amount(const char *opt, const char *s, uint64_t base_kb, uint64_t min);
 /* --seed, else $ORACLE_SEED, else 1. */
 uint64_t wl_seed(uint64_t opt);
 uint64_t wl_rand(uint64_t *state);
@@ -91,6 +100,11 @@ double wl_phase_ms(void); /* since wl_phase_begin */
 /* AnonHugePages (kB) of the VMAs in the region, from /proc/self/smaps. */
 uint64_t wl_anonhuge_kb(const struct wl_region *r);
 void wl_sample(const struct wl_region *r); /* records (time, AnonHugePages) */
+void wl_sleep_ns(uint64_t ns);
+/* Sleep every_ns and sample, for dur_ns; with until_huge stop once the whole region is huge
+ * (AnonHugePages): the phase's time then in ms, else -1. */
+double wl_sample_for(const struct wl_region *r, uint64_t dur_ns, uint64_t every_ns,
+		     bool until_huge);
 /* Print the phase's snapshots and samples (after wl_phase_end). */
 void wl_print_phase(void);
 void wl_print_faults(const struct wl_fault *f, size_t n);
@@ -98,6 +112,9 @@ void wl_print_faults(const struct wl_fault *f, size_t n);
 size_t wl_print_extents(const struct wl_region *r);
 /* "p50_us=.. p90_us=.. p99_us=.. max_us=.." of the faults into buf. */
 void wl_latency_summary(const struct wl_fault *f, size_t n, char *buf, size_t len);
+/* After wl_phase_end, for a region faulted extent by extent: the phase, every fault, every
+ * extent, and the summary line (extents, huge at first touch, final, latencies). */
+void wl_report_faults(const struct wl_region *r, const struct wl_fault *f, size_t n);
 
 /* ---- the workloads ----------------------------------------------------------------------- */
 int wl_fault_main(const char *name, int argc, char **argv);	 /* fragfault, unevictable, mthp */
