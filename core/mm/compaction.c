@@ -508,14 +508,14 @@ static uint32_t fast_find_migrateblock(struct mm *mm, struct compact_control *cc
 
 	if (cc->ignore_skip_hint || cc->finish_pageblock)
 		return pfn;
-	if (pfn != 0 && pfn != pageblock_start(pfn))
+	if (pfn != mm->zone_start_pfn && pfn != pageblock_start(pfn))
 		return pfn; /* a block continued after COMPACT_CLUSTER_MAX */
 	if (cc->order <= PAGE_ALLOC_COSTLY_ORDER)
 		return pfn;
 	if (cc->direct && cc->migratetype != MM_MT_MOVABLE)
 		return pfn;
 	distance = (cc->free_pfn - cc->migrate_pfn) >> 1;
-	if (cc->migrate_pfn != 0)
+	if (cc->migrate_pfn != mm->zone_start_pfn)
 		distance >>= 2;
 	high_pfn = pageblock_start(cc->migrate_pfn + distance);
 	for (int order = cc->order - 1;
