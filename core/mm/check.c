@@ -185,7 +185,8 @@ static void walk_frames(struct check *c)
 	for (uint32_t pfn = 0; pfn < mm->nr_frames && !c->code;) {
 		const struct mm_frame *f = pfn_frame(mm, pfn);
 
-		if (pfn == mm->fresh_pfn && fresh_blocks(mm)) { /* free max-order blocks, unwritten */
+		if (pfn == mm->fresh_pfn &&
+		    fresh_blocks(mm)) { /* free max-order blocks, unwritten */
 			c->buddy_heads += fresh_blocks(mm);
 			c->free_pages += mm->fresh_end - mm->fresh_pfn;
 			pfn = mm->fresh_end;

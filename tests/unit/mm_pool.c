@@ -203,7 +203,7 @@ TEST(check_leaves_untouched_metadata_untouched)
 	before = pages_resident(fe.mm->frames, frames_len);
 	EXPECT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	EXPECT_EQ(pages_resident(fe.mm->frames, frames_len), before);
-	EXPECT_LT(fe.mm->fresh_pfn, fe.mm->fresh_end); /* nothing materialised */
+	EXPECT_LT(fe.mm->fresh_pfn, fe.mm->fresh_end);	  /* nothing materialised */
 	fe.mm->nr_free_mt[MM_MAX_ORDER][MM_MT_MOVABLE]++; /* one block more than there are */
 	EXPECT_EQ(mm_check(fe.mm, err, sizeof(err)), -12);
 	fe.mm->nr_free_mt[MM_MAX_ORDER][MM_MT_MOVABLE]--;
