@@ -331,8 +331,8 @@ int run_host_check(struct run_host *h, char *why, size_t len)
 		snprintf(why, len, "the model was damaged by a process that died holding its lock");
 		return -EUCLEAN;
 	}
-	/* mm_check writes every frame descriptor the pool has never used (seconds at 64 GiB):
-	 * above CHECK_MAX_FRAMES only a machine that was repaired is checked */
+	/* mm_check reads every frame descriptor the pool has used (seconds for a well-used 64 GiB
+	 * pool): above CHECK_MAX_FRAMES only a machine that was repaired is checked */
 	if (mm_nr_frames(h->mm) > CHECK_MAX_FRAMES && !h->m.hdr->repairs)
 		return 1;
 	return mm_check(h->mm, why, len);

@@ -83,6 +83,7 @@ struct guard_thread {
 	void *fn_arg;
 	void *stack; /* its stack (guard_vm_map, DONTFORK), freed by guard_thread_join */
 	size_t stack_len;
+	char name[16]; /* the thread names itself with it as it starts ("" none) */
 	struct guard_thread *next;
 };
 

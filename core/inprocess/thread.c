@@ -40,6 +40,7 @@
 #include <linux/prctl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>
@@ -109,7 +110,14 @@ static void uncount(void)
 static void *thread_main(void *arg)
 {
 	struct guard_thread *t = arg;
-	void *ret = t->fn(t->fn_arg);
+	void *ret;
+
+	/* named by itself, before it does anything: the creator's pthread_setname_np opened
+	 * /proc/self/task/TID/comm, a descriptor in the program's range at a moment of ours, and a
+	 * file write per thread (7 a process) */
+	if (t->name[0])
+		sys_call6(SYS_prctl, PR_SET_NAME, (long)t->name, 0, 0, 0, 0);
+	ret = t->fn(t->fn_arg);
 
 	/* start_thread takes this thread off the count after we return: put it back first (t may
 	 * be gone by now: only the count is touched) */
@@ -185,6 +193,7 @@ int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void
 	t->fn = fn;
 	t->fn_arg = arg;
 	t->stack = NULL;
+	snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
 	rc = stack_attr(t, &attr);
 	if (rc < 0) {
 		guard_thread_leave(t);
@@ -201,8 +210,6 @@ int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void
 		return rc;
 	}
 	uncount();
-	if (name)
-		pthread_setname_np(*th, name);
 	return 0;
 }
 

@@ -871,6 +871,18 @@ unsigned uffd_handlers_auto(void)
 	return n < 3 ? 3 : n > 16 ? 16 : (unsigned)n;
 }
 
+/* The process a run starts with (or the only one: a pool of its own), as opposed to the other
+ * processes of its machine (fork children, programs they exec): what is measured once per run
+ * (the start-up probe: the report takes the first process's for all, core/report/stats.c) and
+ * what a process that may never need it pays at once (staging THPs cleared ahead) is its alone.
+ * THPEMU_IO_PID names it (thpemu run sets it to the pid it starts). A fork child is never it. */
+static bool run_first(const struct uffd_live *lv)
+{
+	if (lv->child_of_fork)
+		return false;
+	return !lv->on_machine || !lv->cfg.io_pid || lv->cfg.io_pid == (uint64_t)getpid();
+}
+
 static int live_create(const struct config *cfg, const struct uffd_live *parent,
 		       struct uffd_live **out, char *err, size_t errlen)
 {
@@ -883,6 +895,7 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	}
 	lv->cfg = *cfg;
 	lv->uffd = lv->ctl_fd = lv->pagemap_fd = lv->stats_fd = -1;
+	lv->child_of_fork = parent != NULL;
 
 	lv->nworkers = cfg->handlers ? cfg->handlers : uffd_handlers_auto();
 	lv->may_huge = cfg->policy.enabled != MM_THP_NEVER;
@@ -934,10 +947,12 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	if (rc == 0)
 		rc = uffd_staging_init(&lv->staging, cfg->staging, lv->nworkers + 4,
 				       &lv->stats->host, lv->pagemap_fd, cfg->host_thp);
-	lv->staging.lazy = parent != NULL; /* a fork child may exec at once */
+	/* a fork child may exec at once, and another process of the run may never fault huge (a
+	 * compiler, sha1sum): their chunks would be cleared for nothing */
+	lv->staging.lazy = !run_first(lv);
 	if (rc == 0)
 		rc = scratch_init(lv);
-	if (rc == 0 && !parent) /* a fork child joining a machine: its parent measured it */
+	if (rc == 0 && run_first(lv)) /* the report's figure is the first process's */
 		rc = uffd_probe_init(lv);
 	if (rc == 0 && uffd_stallcap_start(lv) < 0)
 		uffd_note(lv, "stall stacks unavailable (libunwind): stalls are only counted");
@@ -1048,6 +1063,14 @@ static void wait_handlers_idle(struct uffd_live *lv, uint64_t max_ns)
 
 static void live_exit(struct uffd_live *lv, const char *cmdline);
 
+/* Stall events (faults or waits over the threshold) captured in this process. */
+static bool stalls_to_report(struct uffd_live *lv)
+{
+	struct obs_stalls *f = uffd_stallcap_store(lv), *w = uffd_stallcap_waits(lv);
+
+	return (f && obs_stalls_count(f)) || (w && obs_stalls_count(w));
+}
+
 void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	if (lv->child)
@@ -1068,7 +1091,9 @@ static void live_exit(struct uffd_live *lv, const char *cmdline)
 	uffd_io_stop(lv); /* the dirtier stops with the program; writes in flight get 1 s */
 	uffd_census_take(lv);
 	uffd_live_snapshot(lv);
-	if (lv->cfg.run_dir[0])
+	/* the run's stall report: the first process's files (the section's figures), the others'
+	 * only when they have events (a file pair cost every short process of a build 0.5 ms) */
+	if (lv->cfg.run_dir[0] && (run_first(lv) || stalls_to_report(lv)))
 		uffd_stallcap_write_files(lv, lv->cfg.run_dir);
 	pthread_mutex_lock(&lv->snap_lock);
 	lv->stats->state = UFFD_PROC_EXITED;

@@ -322,10 +322,11 @@ struct uffd_live {
 	} census;
 	size_t stats_len;
 	int stats_fd;
-	bool may_huge;	 /* the policy can ever decide huge (uffd_host_advise) */
-	bool pt_reclaim; /* --host-fault pte in effect: host VMAs MADV_NOHUGEPAGE, the empty page
-			  * table freed before each huge move */
-	bool child;	 /* a fork child: everything passes through */
+	bool may_huge;	    /* the policy can ever decide huge (uffd_host_advise) */
+	bool pt_reclaim;    /* --host-fault pte in effect: host VMAs MADV_NOHUGEPAGE, the empty page
+			     * table freed before each huge move */
+	bool child;	    /* a fork child: everything passes through */
+	bool child_of_fork; /* made in a fork child (joining its parent's machine) */
 	bool detached; /* stepped aside (seccomp, unshare...): threads gone, memory unregistered */
 	bool thp_disabled; /* prctl(PR_SET_THP_DISABLE) (atomic) */
 	bool locks_used;   /* the program called mlock, mlock2 or mlockall (atomic) */
