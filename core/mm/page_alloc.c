@@ -513,6 +513,50 @@ static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o,
 	return pfn;
 }
 
+/* 6.1 steal_suitable_fallback (mm/page_alloc.c), before 6.10's freelist migratetype hygiene:
+ * with whole_block, move_freepages_block moves every free page of the block to start_mt's lists
+ * whether or not the block is claimed (claimed: free + alike >= half of it); without, the one
+ * free block goes to start_mt's list (move_to_free_list). Either way __rmqueue's "goto retry"
+ * then takes the smallest start_mt block, so what the split leaves stays on start_mt's lists,
+ * where 6.12 leaves it on the block's own (page_del_and_expand). */
+static uint32_t steal_suitable_fallback_6_1(struct mm *mm, uint32_t pfn, unsigned o, unsigned order,
+					    unsigned start_mt, unsigned alloc_flags,
+					    bool whole_block, void *call)
+{
+	unsigned block_mt = pageblock_mt(mm, pfn);
+	uint32_t free_pages, movable, alike;
+	bool owned = false;
+
+	if (o < MM_PAGEBLOCK_ORDER) {
+		boost_watermark(mm);
+		if (alloc_flags & ALLOC_KSWAPD)
+			mm->boost_wake = true;
+	}
+	if (o >= MM_PAGEBLOCK_ORDER) {
+		change_pageblock_range(mm, pfn, o, start_mt);
+		owned = true;
+	} else if (whole_block) {
+		count_block(mm, pfn, &free_pages, &movable);
+		if (start_mt == MM_MT_MOVABLE)
+			alike = movable;
+		else if (block_mt == MM_MT_MOVABLE)
+			alike = MM_HPAGE_NR - (free_pages + movable);
+		else
+			alike = 0;
+		move_freepages_block(mm, pfn, start_mt);
+		if (free_pages + alike >= (1U << (MM_PAGEBLOCK_ORDER - 1))) {
+			set_pageblock_mt(mm, pfn, start_mt);
+			owned = true;
+		}
+		trace_extfrag(mm, call, pfn, order, o, owned);
+		return rmqueue_smallest(mm, order, start_mt);
+	}
+	del_free_block(mm, pfn);
+	expand(mm, pfn, order, o, start_mt);
+	trace_extfrag(mm, call, pfn, order, o, owned);
+	return pfn;
+}
+
 /* 6.12 __rmqueue_fallback: largest stealable block first (only whole pageblocks under
  * ALLOC_NOFRAGMENT); a MOVABLE request that cannot steal takes the smallest fallback block. */
 static uint32_t rmqueue_fallback_modern(struct mm *mm, unsigned order, unsigned start_mt,
@@ -542,6 +586,10 @@ static uint32_t rmqueue_fallback_modern(struct mm *mm, unsigned order, unsigned 
 	if (fmt < 0)
 		return MM_NO_PFN;
 do_steal:
+	if (era_6_1(mm)) /* 6.1 __rmqueue_fallback: the same search, 6.1's steal */
+		return steal_suitable_fallback_6_1(
+		    mm, free_list_first(mm, (unsigned)o, (unsigned)fmt), (unsigned)o, order,
+		    start_mt, alloc_flags, can_steal, call);
 	return steal_suitable_fallback(mm, free_list_first(mm, (unsigned)o, (unsigned)fmt),
 				       (unsigned)o, order, start_mt, alloc_flags, can_steal, call);
 }
