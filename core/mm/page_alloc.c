@@ -473,6 +473,23 @@ static int find_suitable_fallback(struct mm *mm, unsigned order, unsigned start_
 	return -1;
 }
 
+/* steal_suitable_fallback's claim test (6.1 and 6.12): free pages plus those "alike" the request
+ * (a MOVABLE request: the movable ones; another falling back to a MOVABLE block: the
+ * non-movable ones) make at least half the pageblock. */
+static bool can_claim_block(struct mm *mm, uint32_t pfn, unsigned start_mt, unsigned block_mt)
+{
+	uint32_t free_pages, movable, alike;
+
+	count_block(mm, pfn, &free_pages, &movable);
+	if (start_mt == MM_MT_MOVABLE)
+		alike = movable;
+	else if (block_mt == MM_MT_MOVABLE)
+		alike = MM_HPAGE_NR - (free_pages + movable);
+	else
+		alike = 0;
+	return free_pages + alike >= (1U << (MM_PAGEBLOCK_ORDER - 1));
+}
+
 /* 6.12 steal_suitable_fallback: take over big blocks, boost the watermark, and claim the
  * pageblock when at least half of it is free or compatible; otherwise take just the page. */
 static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o, unsigned order,
@@ -480,7 +497,6 @@ static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o,
 					void *call)
 {
 	unsigned block_mt = pageblock_mt(mm, pfn);
-	uint32_t free_pages, movable, alike;
 
 	if (o >= MM_PAGEBLOCK_ORDER) {
 		del_free_block(mm, pfn);
@@ -493,14 +509,7 @@ static uint32_t steal_suitable_fallback(struct mm *mm, uint32_t pfn, unsigned o,
 	if (alloc_flags & ALLOC_KSWAPD)
 		mm->boost_wake = true; /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
 	if (whole_block) {
-		count_block(mm, pfn, &free_pages, &movable);
-		if (start_mt == MM_MT_MOVABLE)
-			alike = movable;
-		else if (block_mt == MM_MT_MOVABLE)
-			alike = MM_HPAGE_NR - (free_pages + movable);
-		else
-			alike = 0;
-		if (free_pages + alike >= (1U << (MM_PAGEBLOCK_ORDER - 1))) {
+		if (can_claim_block(mm, pfn, start_mt, block_mt)) {
 			move_freepages_block(mm, pfn, start_mt);
 			set_pageblock_mt(mm, pfn, start_mt);
 			trace_extfrag(mm, call, pfn, order, o, true);
@@ -524,7 +533,6 @@ static uint32_t steal_suitable_fallback_6_1(struct mm *mm, uint32_t pfn, unsigne
 					    bool whole_block, void *call)
 {
 	unsigned block_mt = pageblock_mt(mm, pfn);
-	uint32_t free_pages, movable, alike;
 	bool owned = false;
 
 	if (o < MM_PAGEBLOCK_ORDER) {
@@ -536,18 +544,10 @@ static uint32_t steal_suitable_fallback_6_1(struct mm *mm, uint32_t pfn, unsigne
 		change_pageblock_range(mm, pfn, o, start_mt);
 		owned = true;
 	} else if (whole_block) {
-		count_block(mm, pfn, &free_pages, &movable);
-		if (start_mt == MM_MT_MOVABLE)
-			alike = movable;
-		else if (block_mt == MM_MT_MOVABLE)
-			alike = MM_HPAGE_NR - (free_pages + movable);
-		else
-			alike = 0;
+		owned = can_claim_block(mm, pfn, start_mt, block_mt); /* counted before the move */
 		move_freepages_block(mm, pfn, start_mt);
-		if (free_pages + alike >= (1U << (MM_PAGEBLOCK_ORDER - 1))) {
+		if (owned)
 			set_pageblock_mt(mm, pfn, start_mt);
-			owned = true;
-		}
 		trace_extfrag(mm, call, pfn, order, o, owned);
 		return rmqueue_smallest(mm, order, start_mt);
 	}

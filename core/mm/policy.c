@@ -172,43 +172,10 @@ static const struct mm_policy base_modern = {
  * watermark_scale_factor 10; MADV_COLLAPSE came in 6.1 (7d8faaf15545). What 6.1 lacks: the
  * underused-THP split of the shrinker (6.12, dafff3f4c850; 6.1's deferred split queue holds only
  * partly unmapped THPs, mm/rmap.c page_remove_rmap -> deferred_split_huge_page), multi-size THP
- * (6.8) and vm.defrag_mode (6.15). The era's mechanism differences are in core/mm/README.md. */
-static const struct mm_policy base_6_1 = {
-    .name = "linux-6.1",
-    .era = MM_ERA_6_1,
-    .enabled = MM_THP_ALWAYS,
-    .defrag = MM_DEFRAG_MADVISE,
-    .second_mode = MM_MIGRATE_SYNC_LIGHT,
-    .async_failure_defers = false,
-    .deferred_skips_reclaim = false,
-    .reclaim_waits_writeback = false,
-    .reclaim_writeout = false,
-    .numa_two_pass = true, /* 6.1 mm/mempolicy.c vma_alloc_folio(hugepage): THISNODE|NORETRY
-			    * first, then the full path for direct-reclaim masks */
-    .sync_wait_from_pass = 0,
-    .migrate_passes = 10, /* 6.1 mm/migrate.c migrate_pages: pass < 10 */
-    .wb_wait_max_ns = 0,
-    .kswapd = true,
-    .kcompactd = true,
-    .proactiveness = 20,
-    .reclaim_skip = MM_RECLAIM_SKIP_READY,
-    .khugepaged = true,
-    .pages_to_scan = 4096,
-    .scan_sleep_ns = 10000000000ULL,
-    .alloc_sleep_ns = 60000000000ULL,
-    .max_ptes_none = 511,
-    .max_ptes_swap = 64,
-    .max_ptes_shared = 256,
-    .khugepaged_defrag = true,
-    .khugepaged_mode = MM_MIGRATE_SYNC_LIGHT,
-    .deferred_split = true,
-    .shrink_underused = false,
-    .madv_collapse = true,
-    .fs = MM_FS_VFAT,
-    .kswapd_write = MM_KSWAPD_WRITE_NEVER,
-    .reclaim_throttles = true,
-    THP_SIZES_DEFAULT,
-};
+ * (6.8) and vm.defrag_mode (6.15); its fault also takes the NUMA two-pass path (6.1
+ * mm/mempolicy.c vma_alloc_folio with hugepage: THISNODE|NORETRY first). So linux-6.1 is
+ * thp-always/madvise with era 6.1 and no shrink_underused (policy_profile); the era's mechanism
+ * differences are in core/mm/README.md. */
 
 /* The modern profiles are named by their sysfs pair, "thp-ENABLED/DEFRAG", spelled as
  * /sys/kernel/mm/transparent_hugepage/{enabled,defrag} spell the values. '/' separates the two
@@ -297,7 +264,10 @@ static int policy_profile(const char *name, struct mm_policy *p)
 		return 0;
 	}
 	if (!strcmp(name, "linux-6.1")) {
-		*p = base_6_1;
+		*p = base_modern;
+		p->era = MM_ERA_6_1;
+		p->shrink_underused = false;
+		set_name(p, name);
 		return 0;
 	}
 	if (strncmp(name, "thp-", 4) || !(slash = strchr(name, '/')))

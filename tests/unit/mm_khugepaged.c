@@ -376,31 +376,25 @@ TEST(alloc_failure_backs_off_per_era)
 	EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 1);
 	fakeenv_destroy(&fe);
 
-	setup(&fe, "modern-always:khugepaged-defrag=no", 64 * MIB);
-	populate(&AS, 0, MM_HPAGE_NR);
-	populate(&AS, 1, MM_HPAGE_NR);
-	for (uint32_t b = 0; b < fe.nr_frames; b += MM_HPAGE_NR)
-		(void)mm_debug_place(fe.mm, b + 300, DBG_UNMOVABLE, 0);
-	ASSERT_EQ(mm_khugepaged_enter(fe.mm, 7), 0);
-	EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 60000000000ULL); /* alloc_sleep inside the wake */
-	EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 1);
-	fe.now += 60000000000ULL;
-	EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 10000000000ULL); /* second failure: wake over */
-	EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 2);
-	fakeenv_destroy(&fe);
-
 	/* 6.1 khugepaged_do_scan is 6.12's (the same "if (!wait) break; wait = false;") */
-	setup(&fe, "linux-6.1:khugepaged-defrag=no", 64 * MIB);
-	populate(&AS, 0, MM_HPAGE_NR);
-	populate(&AS, 1, MM_HPAGE_NR);
-	for (uint32_t b = 0; b < fe.nr_frames; b += MM_HPAGE_NR)
-		(void)mm_debug_place(fe.mm, b + 300, DBG_UNMOVABLE, 0);
-	ASSERT_EQ(mm_khugepaged_enter(fe.mm, 7), 0);
-	EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 60000000000ULL);
-	fe.now += 60000000000ULL;
-	EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 10000000000ULL);
-	EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 2);
-	fakeenv_destroy(&fe);
+	for (int i = 0; i < 2; i++) {
+		setup(&fe,
+		      i ? "linux-6.1:khugepaged-defrag=no" : "modern-always:khugepaged-defrag=no",
+		      64 * MIB);
+		populate(&AS, 0, MM_HPAGE_NR);
+		populate(&AS, 1, MM_HPAGE_NR);
+		for (uint32_t b = 0; b < fe.nr_frames; b += MM_HPAGE_NR)
+			(void)mm_debug_place(fe.mm, b + 300, DBG_UNMOVABLE, 0);
+		ASSERT_EQ(mm_khugepaged_enter(fe.mm, 7), 0);
+		/* alloc_sleep inside the wake */
+		EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 60000000000ULL);
+		EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 1);
+		fe.now += 60000000000ULL;
+		/* second failure: wake over */
+		EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 10000000000ULL);
+		EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 2);
+		fakeenv_destroy(&fe);
+	}
 }
 
 /* MADV_COLLAPSE: synchronous, ignores max_ptes_none and enabled, bumps thp_collapse_alloc but
