@@ -63,9 +63,9 @@ static void usage(FILE *f)
 	    "  --enabled MODE        transparent_hugepage/enabled for all (default always)\n"
 	    "  --defrag LIST         comma list of transparent_hugepage/defrag modes, one setting\n"
 	    "                        each (default always,madvise,defer,never); thpemu's policy\n"
-	    "                        for a setting is thp-ENABLED/DEFRAG (thpemu policies), with\n"
-	    "                        the pinned mode's proactiveness=0, and shrink-underused=no\n"
-	    "                        for 6.1 (which has no such shrinker)\n\n"
+	    "                        for a setting is the kernel's (thpemu policies): 6.12\n"
+	    "                        thp-ENABLED/DEFRAG, 6.1 linux-6.1:enabled=ENABLED,defrag=\n"
+	    "                        DEFRAG, with the pinned mode's proactiveness=0\n\n"
 	    "The real kernel:\n"
 	    "  --kernel 6.12|6.1     Debian's newest kernel of the series (default 6.12)\n"
 	    "  --mem SIZE            guest memory, 256M..4G (default 512M)\n"
@@ -213,14 +213,17 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 	return 0;
 }
 
-/* thpemu's policy for setting k: the 6.12 profile of the pair, with what the guest was given. */
+/* thpemu's policy for setting k: the profile of the kernel's era with the pair (6.12: the
+ * thp-ENABLED/DEFRAG profile; 6.1: linux-6.1 with the pair as keys), and what the guest was
+ * given. */
 static void policy_of(const struct fopts *o, int k, char *buf, size_t len)
 {
-	snprintf(buf, len, "thp-%s/%s%s%s", o->enabled, o->defrag[k],
-		 o->cfg.pinned ? ":proactiveness=0" : "",
-		 !strcmp(o->cfg.kernel, "6.1")
-		     ? (o->cfg.pinned ? ",shrink-underused=no" : ":shrink-underused=no")
-		     : "");
+	if (!strcmp(o->cfg.kernel, "6.1"))
+		snprintf(buf, len, "linux-6.1:enabled=%s,defrag=%s%s", o->enabled, o->defrag[k],
+			 o->cfg.pinned ? ",proactiveness=0" : "");
+	else
+		snprintf(buf, len, "thp-%s/%s%s", o->enabled, o->defrag[k],
+			 o->cfg.pinned ? ":proactiveness=0" : "");
 }
 
 static bool in_list(const char *const *l, const char *s)

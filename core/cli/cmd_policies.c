@@ -58,6 +58,8 @@ static const char *kernel_of(const struct mm_policy *p)
 		return "linux-3.2";
 	case MM_ERA_3_3:
 		return "linux-3.3";
+	case MM_ERA_6_1:
+		return "6.1";
 	default:
 		return "6.12";
 	}

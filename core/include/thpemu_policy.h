@@ -86,7 +86,7 @@ struct thpemu_fault_info {
 				   * faults of this pool (any outcome) spent in direct
 				   * compaction plus direct reclaim (their waits included) */
 	uint64_t now_ns;	  /* monotonic time of the pool (virtual in thpemu sim) */
-	const char *era;	  /* "linux-3.1" .. "modern": the policy profile's era */
+	const char *era;	  /* "linux-3.1" .. "linux-6.1", "modern": the profile's era */
 	const char *policy;	  /* the named profile the policy started from, canonical:
 				   * "thp-always/always" for the alias "modern-always",
 				   * the thp- pair host resolved to for "host" */

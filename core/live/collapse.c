@@ -405,5 +405,5 @@ int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 	pthread_mutex_unlock(&lv->madv_lock);
 	for (unsigned i = 0; i < n; i++)
 		uffd_region_put(&lv->table, rs[i]);
-	return thps == ranges ? 0 : mm_scan_result_errno(last);
+	return thps == ranges ? 0 : mm_scan_result_errno(mm_policy(lv->mm), last);
 }

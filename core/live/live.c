@@ -1251,7 +1251,7 @@ void uffd_live_thp_disable(struct uffd_live *lv, bool disable)
 	/* PR_SET_THP_DISABLE (Linux 3.15, kernel/sys.c: prctl sets MMF_DISABLE_THP) keeps every
 	 * VMA of the process from THP (6.12 include/linux/huge_mm.h: vma_thp_disabled). The 3.x
 	 * profiles predate it: their kernels did not know the call. */
-	if (lv->cfg.policy.era != MM_ERA_MODERN) {
+	if (lv->cfg.policy.era < MM_ERA_6_1) {
 		uffd_say_once(
 		    lv, 7,
 		    "PR_SET_THP_DISABLE ignored: the emulated kernel predates it (it came "

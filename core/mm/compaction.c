@@ -1046,6 +1046,19 @@ static bool migrate_batch_modern(struct mm *mm, struct compact_control *cc, uint
 		cc->contended = true;
 		return false;
 	}
+	if (era_6_1(mm)) {
+		/* 6.1 compact_zone: an async direct compaction that failed to migrate a page skips
+		 * the rest of the order-aligned block ("cc->migrate_pfn = block_end_pfn(
+		 * cc->migrate_pfn - 1, cc->order)", last_migrated_pfn = 0); the rescan of 6.12
+		 * came in 6.4 */
+		if (cc->direct && cc->mode == MM_MIGRATE_ASYNC && cc->order >= 0) {
+			uint32_t size = 1U << cc->order;
+
+			cc->migrate_pfn = ((cc->migrate_pfn - 1) & ~(size - 1)) + size;
+			*last_migrated = MM_NO_PFN;
+		}
+		return false;
+	}
 	if (cc->migrate_pfn % MM_HPAGE_NR && !cc->ignore_skip_hint && !cc->finish_pageblock &&
 	    cc->mode < MM_MIGRATE_SYNC) {
 		cc->finish_pageblock = true;

@@ -26,13 +26,13 @@ static bool thp_vma_allowable(const struct mm_policy *p, const struct mm_fault_r
 	return req->huge_ok && (mm_thp_allowable_orders(p, req->advice) & (1U << MM_HPAGE_ORDER));
 }
 
-/* The gfp mask of the THP allocation: 3.x alloc_hugepage_gfpmask(defrag), 6.12
- * vma_thp_gfp_mask (both in mm/huge_memory.c). */
+/* The gfp mask of the THP allocation: 3.x alloc_hugepage_gfpmask(defrag), 6.1 and 6.12
+ * vma_thp_gfp_mask (all in mm/huge_memory.c; 6.1's is 6.12's, line for line). */
 unsigned thp_gfp_mask(const struct mm_policy *p, enum mm_vma_advice advice)
 {
 	bool madvised = advice == MM_VMA_HUGEPAGE;
 
-	if (p->era != MM_ERA_MODERN) {
+	if (p->era < MM_ERA_6_1) {
 		bool defrag =
 		    p->defrag == MM_DEFRAG_ALWAYS || (p->defrag == MM_DEFRAG_MADVISE && madvised);
 
@@ -177,10 +177,8 @@ static enum mm_cause pick_cause(const struct fault_ctx *fc)
  * because a wrong order would break the frame model. */
 
 static const char *const era_names[] = {
-    [MM_ERA_3_1] = "linux-3.1",
-    [MM_ERA_3_2] = "linux-3.2",
-    [MM_ERA_3_3] = "linux-3.3",
-    [MM_ERA_MODERN] = "modern",
+    [MM_ERA_3_1] = "linux-3.1", [MM_ERA_3_2] = "linux-3.2", [MM_ERA_3_3] = "linux-3.3",
+    [MM_ERA_6_1] = "linux-6.1", [MM_ERA_MODERN] = "modern",
 };
 
 int mm_set_policy_hook(struct mm *mm, const struct mm_policy_hook *hook)
@@ -222,7 +220,7 @@ static void plugin_info(struct mm *mm, const struct mm_fault_req *req, void *cal
 	in->region_start = req->region_start;
 	in->region_len = req->region_len;
 	in->possible_orders = 1U | (req->huge_ok ? 1U << MM_HPAGE_ORDER : 0);
-	if (req->write && era_modern(mm))
+	if (req->write && era_has_mthp(mm))
 		in->possible_orders |=
 		    req->orders_ok & ((1U << MM_HPAGE_ORDER) - (1U << MM_MTHP_MIN_ORDER));
 	in->allowed_orders = mm_thp_allowable_orders(p, req->advice);
@@ -362,7 +360,7 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	} else if (pfn != MM_NO_PFN) {
 		res->outcome = MM_FAULT_HUGE;
 		res->order = MM_HPAGE_ORDER;
-	} else if (n < 0 && req->orders_ok && req->write && era_modern(mm) &&
+	} else if (n < 0 && req->orders_ok && req->write && era_has_mthp(mm) &&
 		   (pfn = alloc_anon_folio(mm, req, &fc, &order)) != MM_NO_PFN) {
 		res->outcome = MM_FAULT_MTHP;
 		res->order = (uint8_t)order;

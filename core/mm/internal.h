@@ -364,13 +364,30 @@ static inline uint32_t pageblock_start(uint32_t pfn)
 	return pfn & ~(MM_HPAGE_NR - 1);
 }
 
+/* The 6.x mechanism (6.1 and 6.12): cached scanner positions, skip bits, compaction
+ * priorities, per-order deferral, capture, the NUMA two-pass fault. A rule that differs between
+ * 6.1 and 6.12 tests era_6_1() as well (core/mm/README.md lists them). */
 static inline bool era_modern(const struct mm *mm)
+{
+	return mm->cfg.policy.era >= MM_ERA_6_1;
+}
+
+/* Linux 6.1 (Debian 12's LTS kernel): era_modern() is true for it too. */
+static inline bool era_6_1(const struct mm *mm)
+{
+	return mm->cfg.policy.era == MM_ERA_6_1;
+}
+
+/* Multi-size THP for anonymous faults (6.8, alloc_anon_folio in mm/memory.c): 6.12 only. */
+static inline bool era_has_mthp(const struct mm *mm)
 {
 	return mm->cfg.policy.era == MM_ERA_MODERN;
 }
 
 /* Compaction rules of the 6.x kernels, one predicate each so that a profile of another 6.x
  * kernel can take or leave them (compaction.c; the 3.x eras never reach the code they gate).
+ * era_modern() is true for 6.1 too: the linux-6.1 profile runs 6.12's versions of these three
+ * rules; where 6.1's own differ is written under each (not modelled yet).
  *
  * mm/compaction.c isolate_migratepages_block(), 6.12: the scan of a pageblock that starts at
  * its first pfn marks the block skipped (test_and_set_skip) the first time it takes the LRU
@@ -425,7 +442,8 @@ static inline uint32_t mthp_head(const struct mm_frame *f, uint32_t pfn)
 }
 
 /* hugepage_pmd_enabled (6.12 mm/khugepaged.c): may PMD-size THPs exist at all (khugepaged
- * runs, min_free_kbytes is raised)? 3.x: transparent_hugepage/enabled != never. */
+ * runs, min_free_kbytes is raised)? 3.x and 6.1 (hugepage_flags_enabled, no per-size files):
+ * transparent_hugepage/enabled != never. */
 static inline bool thp_pmd_enabled(const struct mm_policy *p)
 {
 	if (p->era != MM_ERA_MODERN)

@@ -44,8 +44,10 @@ const char *mm_scan_result_name(enum mm_scan_result r)
 }
 
 /* 6.12 madvise_collapse_errno; SCAN_PMD_MAPPED is a success for madvise_collapse. Our
- * COPY_FAIL (the range changed under the collapse) is transient: -EAGAIN. */
-int mm_scan_result_errno(enum mm_scan_result r)
+ * COPY_FAIL (the range changed under the collapse) is transient: -EAGAIN. 6.1's
+ * madvise_collapse_errno (mm/khugepaged.c) has no SCAN_EXCEED_NONE_PTE case: holes a
+ * userfaultfd-armed range cannot fill give -EINVAL there, -EBUSY in 6.12. */
+int mm_scan_result_errno(const struct mm_policy *p, enum mm_scan_result r)
 {
 	switch (r) {
 	case MM_SCAN_SUCCEED:
@@ -54,7 +56,7 @@ int mm_scan_result_errno(enum mm_scan_result r)
 	case MM_SCAN_ALLOC_HUGE_PAGE_FAIL:
 		return -ENOMEM;
 	case MM_SCAN_EXCEED_NONE_PTE:
-		return -EBUSY;
+		return p->era == MM_ERA_6_1 ? -EINVAL : -EBUSY;
 	case MM_SCAN_PAGE_LOCK:
 	case MM_SCAN_COPY_FAIL:
 		return -EAGAIN;
@@ -189,7 +191,7 @@ void collapse_alloc_ctx(const struct mm_policy *p, bool khugepaged, struct alloc
 {
 	bool defrag = !khugepaged || p->khugepaged_defrag;
 
-	if (p->era != MM_ERA_MODERN)
+	if (p->era < MM_ERA_6_1)
 		ac->gfp = defrag ? GFP_TRANSHUGE_3X : GFP_TRANSHUGE_3X & ~GFP_DIRECT_RECLAIM;
 	else
 		ac->gfp = defrag ? GFP_TRANSHUGE : GFP_TRANSHUGE_LIGHT;
@@ -451,7 +453,7 @@ uint64_t mm_khugepaged(struct mm *mm, void *call)
 		progress += visit_slot(mm, pages - progress, &pass, call);
 		if (!mm->khp.alloc_failed || progress >= pages)
 			continue;
-		if (p->era != MM_ERA_MODERN) {
+		if (p->era < MM_ERA_6_1) {
 			/* 3.x CONFIG_NUMA: the wake ends, khugepaged_loop sleeps scan_sleep, then
 			 * khugepaged_alloc_sleep before the next scan */
 			next = p->scan_sleep_ns + p->alloc_sleep_ns;

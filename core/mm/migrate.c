@@ -503,7 +503,9 @@ void abandon_compaction(struct compact_control *cc)
 __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succeeded)
 {
 	unsigned n = cc->nr_migratepages, retry = 1, failed = 0, ok = 0;
-	bool batch = era_modern(mm) && mm_has_migrate_anon_batch(mm);
+	/* migrate_pages_batch came in 6.3: 6.1 mm/migrate.c migrate_pages unmaps and moves one
+	 * page at a time (unmap_and_move in its "for (pass = 0; pass < 10 ...)" loop) */
+	bool batch = era_modern(mm) && !era_6_1(mm) && mm_has_migrate_anon_batch(mm);
 	int ret = 0, done[CC_MIGRATE_MAX];
 
 	for (cc->pass = 0; cc->pass < mm->cfg.policy.migrate_passes && retry; cc->pass++) {

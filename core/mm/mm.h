@@ -512,8 +512,9 @@ enum mm_scan_result {
 	MM_SCAN_NR,
 };
 const char *mm_scan_result_name(enum mm_scan_result r);
-/* MADV_COLLAPSE's errno for a range's result (6.12 madvise_collapse_errno): 0 success. */
-int mm_scan_result_errno(enum mm_scan_result r);
+/* MADV_COLLAPSE's errno for a range's result under policy p (madvise_collapse_errno of its
+ * era, 6.1 or 6.12): 0 success. */
+int mm_scan_result_errno(const struct mm_policy *p, enum mm_scan_result r);
 
 /* The address-space side of a scan, in the process whose memory it is. */
 struct mm_khugepaged_walker {

@@ -17,6 +17,11 @@
  *   linux-3.2+nostall    Mel's patch as queued in -mm on 3.2-rc: second compaction async
  *   linux-3.3            sync-light second compaction, only sync failures defer, a deferred
  *                        THP fault skips direct reclaim
+ *   linux-6.1            Debian 12's 6.1 LTS with Debian's defaults (enabled=always,
+ *                        defrag=madvise): the 6.x mechanism without what came after 6.1 (no
+ *                        mTHP, no underused-THP shrinker, no batched migration, 6.1's fallback
+ *                        stealing and async compaction failure rule). Any sysfs pair on 6.1 is
+ *                        linux-6.1:enabled=ENABLED,defrag=DEFRAG
  *   thp-ENABLED/DEFRAG   6.12 with transparent_hugepage/enabled=ENABLED (always|madvise|never)
  *                        and defrag=DEFRAG (always|defer|defer+madvise|madvise|never), all 15
  *                        pairs (gfp table of vma_thp_gfp_mask); enabled=madvise gives huge pages
@@ -31,7 +36,8 @@
  *
  * Multi-size THP (6.8+): keys hugepages-16kB .. hugepages-2048kB (always|inherit|madvise|never,
  * the sysfs files transparent_hugepage/hugepages-<size>kB/enabled) choose the fault orders of
- * the modern profiles; defrag-mode=0|1 is vm.defrag_mode (6.15). The 3.x eras reject them.
+ * the modern profiles; defrag-mode=0|1 is vm.defrag_mode (6.15). The 3.x and 6.1 eras reject
+ * them, and 6.1 rejects shrink-underused=yes (6.12).
  *
  * Policy plugin: key plugin=PATH[?ARGS] names a shared object with the thpemu_policy.h ABI
  * that chooses fault orders in place of the built-in rules (loaded above mm, core/policy).
@@ -52,6 +58,8 @@ enum mm_era {
 			* compaction isolates every LRU page */
 	MM_ERA_3_2,    /* 3.2: as 3.1, async compaction isolates clean pages only (ISOLATE_CLEAN) */
 	MM_ERA_3_3,    /* 3.3: enum migrate_mode with SYNC_LIGHT, still restart-from-scratch */
+	MM_ERA_6_1,    /* 6.1: the 6.x mechanism (cached scanner positions, skip bits,
+			* compaction priorities) as 6.1 had it: see core/mm/README.md */
 	MM_ERA_MODERN, /* 6.12: cached scanner positions, skip bits, compaction priorities */
 };
 

@@ -505,6 +505,23 @@ static int find_suitable_fallback(struct mm *mm, int zi, unsigned order, unsigne
 	return -1;
 }
 
+/* steal_suitable_fallback's claim test (6.1 and 6.12): free pages plus those "alike" the request
+ * (a MOVABLE request: the movable ones; another falling back to a MOVABLE block: the
+ * non-movable ones) make at least half the pageblock. */
+static bool can_claim_block(struct mm *mm, uint32_t pfn, unsigned start_mt, unsigned block_mt)
+{
+	uint32_t free_pages, movable, alike;
+
+	count_block(mm, pfn, &free_pages, &movable);
+	if (start_mt == MM_MT_MOVABLE)
+		alike = movable;
+	else if (block_mt == MM_MT_MOVABLE)
+		alike = MM_HPAGE_NR - (free_pages + movable);
+	else
+		alike = 0;
+	return free_pages + alike >= (1U << (MM_PAGEBLOCK_ORDER - 1));
+}
+
 /* 6.12 steal_suitable_fallback: take over big blocks, boost the watermark, and claim the
  * pageblock when at least half of it is free or compatible; otherwise take just the page. */
 static uint32_t steal_suitable_fallback(struct mm *mm, int zi, uint32_t pfn, unsigned o,
@@ -512,7 +529,6 @@ static uint32_t steal_suitable_fallback(struct mm *mm, int zi, uint32_t pfn, uns
 					bool whole_block, void *call)
 {
 	unsigned block_mt = pageblock_mt(mm, pfn);
-	uint32_t free_pages, movable, alike;
 
 	if (o >= MM_PAGEBLOCK_ORDER) {
 		del_free_block(mm, pfn);
@@ -527,14 +543,7 @@ static uint32_t steal_suitable_fallback(struct mm *mm, int zi, uint32_t pfn, uns
 			mm->boost_wake = true; /* ZONE_BOOSTED_WATERMARK: wake kswapd after */
 	}
 	if (whole_block) {
-		count_block(mm, pfn, &free_pages, &movable);
-		if (start_mt == MM_MT_MOVABLE)
-			alike = movable;
-		else if (block_mt == MM_MT_MOVABLE)
-			alike = MM_HPAGE_NR - (free_pages + movable);
-		else
-			alike = 0;
-		if (free_pages + alike >= (1U << (MM_PAGEBLOCK_ORDER - 1))) {
+		if (can_claim_block(mm, pfn, start_mt, block_mt)) {
 			move_freepages_block(mm, pfn, start_mt);
 			set_pageblock_mt(mm, pfn, start_mt);
 			trace_extfrag(mm, call, pfn, order, o, true);
@@ -544,6 +553,41 @@ static uint32_t steal_suitable_fallback(struct mm *mm, int zi, uint32_t pfn, uns
 	del_free_block(mm, pfn);
 	expand(mm, pfn, order, o, block_mt);
 	trace_extfrag(mm, call, pfn, order, o, false);
+	return pfn;
+}
+
+/* 6.1 steal_suitable_fallback (mm/page_alloc.c), before 6.10's freelist migratetype hygiene:
+ * with whole_block, move_freepages_block moves every free page of the block to start_mt's lists
+ * whether or not the block is claimed (claimed: free + alike >= half of it); without, the one
+ * free block goes to start_mt's list (move_to_free_list). Either way __rmqueue's "goto retry"
+ * then takes the smallest start_mt block, so what the split leaves stays on start_mt's lists,
+ * where 6.12 leaves it on the block's own (page_del_and_expand). */
+static uint32_t steal_suitable_fallback_6_1(struct mm *mm, int zi, uint32_t pfn, unsigned o,
+					    unsigned order, unsigned start_mt, unsigned alloc_flags,
+					    bool whole_block, void *call)
+{
+	unsigned block_mt = pageblock_mt(mm, pfn);
+	bool owned = false;
+
+	if (o < MM_PAGEBLOCK_ORDER && zi < 0) { /* a lower zone's boost is not modelled */
+		boost_watermark(mm);
+		if (alloc_flags & ALLOC_KSWAPD)
+			mm->boost_wake = true;
+	}
+	if (o >= MM_PAGEBLOCK_ORDER) {
+		change_pageblock_range(mm, pfn, o, start_mt);
+		owned = true;
+	} else if (whole_block) {
+		owned = can_claim_block(mm, pfn, start_mt, block_mt); /* counted before the move */
+		move_freepages_block(mm, pfn, start_mt);
+		if (owned)
+			set_pageblock_mt(mm, pfn, start_mt);
+		trace_extfrag(mm, call, pfn, order, o, owned);
+		return rmqueue_smallest(mm, zi, order, start_mt);
+	}
+	del_free_block(mm, pfn);
+	expand(mm, pfn, order, o, start_mt);
+	trace_extfrag(mm, call, pfn, order, o, owned);
 	return pfn;
 }
 
@@ -576,6 +620,10 @@ static uint32_t rmqueue_fallback_modern(struct mm *mm, int zi, unsigned order, u
 	if (fmt < 0)
 		return MM_NO_PFN;
 do_steal:
+	if (era_6_1(mm)) /* 6.1 __rmqueue_fallback: the same search, 6.1's steal */
+		return steal_suitable_fallback_6_1(
+		    mm, zi, zone_list_first(mm, zi, (unsigned)o, (unsigned)fmt), (unsigned)o, order,
+		    start_mt, alloc_flags, can_steal, call);
 	return steal_suitable_fallback(mm, zi, zone_list_first(mm, zi, (unsigned)o, (unsigned)fmt),
 				       (unsigned)o, order, start_mt, alloc_flags, can_steal, call);
 }

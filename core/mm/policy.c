@@ -5,12 +5,12 @@
  * linux-3.1+nostall (Mel Gorman's "mm: Do not stall in synchronous compaction for THP
  * allocations", linux-mm 10 Nov 2011, <20111110100616.GD3083@suse.de>, on 3.1, as Fedora
  * carried it), linux-3.2 and linux-3.2+nostall (mainline 3.2, the kernel the patch was written
- * and queued in -mm against), linux-3.3 (sync-light), and 6.12 with each
- * transparent_hugepage/defrag mode. A spec "NAME:key=value,..." starts from a profile and
- * overrides fields; mm_policy_format() prints the canonical spec (only the fields that differ
- * from the profile), which parses back to the same policy. A profile built from outside (the
- * host's own settings, core/policy/host.c) comes in through mm_policy_parse_ext: like all of
- * core/mm, this file reads nothing but its arguments.
+ * and queued in -mm against), linux-3.3 (sync-light), linux-6.1 (Debian 12's LTS kernel with
+ * Debian's defaults), and 6.12 with each transparent_hugepage/defrag mode. A spec
+ * "NAME:key=value,..." starts from a profile and overrides fields; mm_policy_format() prints the
+ * canonical spec (only the fields that differ from the profile), which parses back to the same
+ * policy. A profile built from outside (the host's own settings, core/policy/host.c) comes in
+ * through mm_policy_parse_ext: like all of core/mm, this file reads nothing but its arguments.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -163,6 +163,20 @@ static const struct mm_policy base_modern = {
     THP_SIZES_DEFAULT,
 };
 
+/* Linux 6.1 as Debian 12 ships it (linux-image-6.1.0-*-cloud-amd64): CONFIG_TRANSPARENT_HUGEPAGE_
+ * ALWAYS=y, and 6.1 mm/huge_memory.c transparent_hugepage_flags boots defrag=madvise
+ * (DEFRAG_REQ_MADV_FLAG) with khugepaged/defrag 1. The tunables are 6.12's: 6.1
+ * mm/khugepaged.c khugepaged_init (max_ptes_swap HPAGE_PMD_NR / 8, max_ptes_shared
+ * HPAGE_PMD_NR / 2), mm/compaction.c sysctl_compaction_proactiveness 20 and
+ * sysctl_extfrag_threshold 500, mm/page_alloc.c watermark_boost_factor 15000 and
+ * watermark_scale_factor 10; MADV_COLLAPSE came in 6.1 (7d8faaf15545). What 6.1 lacks: the
+ * underused-THP split of the shrinker (6.12, dafff3f4c850; 6.1's deferred split queue holds only
+ * partly unmapped THPs, mm/rmap.c page_remove_rmap -> deferred_split_huge_page), multi-size THP
+ * (6.8) and vm.defrag_mode (6.15); its fault also takes the NUMA two-pass path (6.1
+ * mm/mempolicy.c vma_alloc_folio with hugepage: THISNODE|NORETRY first). So linux-6.1 is
+ * thp-always/madvise with era 6.1 and no shrink_underused (policy_profile); the era's mechanism
+ * differences are in core/mm/README.md. */
+
 /* The modern profiles are named by their sysfs pair, "thp-ENABLED/DEFRAG", spelled as
  * /sys/kernel/mm/transparent_hugepage/{enabled,defrag} spell the values. '/' separates the two
  * because no value of either file contains it, it is not special to the shell, and the spec
@@ -179,9 +193,8 @@ static const struct mm_policy base_modern = {
 	    PAIR(e, "never")
 
 static const char *const profile_names[] = {
-    "linux-3.1",	 "linux-3.1+nostall", "linux-3.2",
-    "linux-3.2+nostall", "linux-3.3",	      PAIRS("always"),
-    PAIRS("madvise"),	 PAIRS("never"),      NULL,
+    "linux-3.1", "linux-3.1+nostall", "linux-3.2",	"linux-3.2+nostall", "linux-3.3",
+    "linux-6.1", PAIRS("always"),     PAIRS("madvise"), PAIRS("never"),	     NULL,
 };
 
 /* Yesterday's names, kept: "modern-X" was enabled=always with defrag=X (modern-never:
@@ -250,6 +263,13 @@ static int policy_profile(const char *name, struct mm_policy *p)
 		*p = base_3_3;
 		return 0;
 	}
+	if (!strcmp(name, "linux-6.1")) {
+		*p = base_modern;
+		p->era = MM_ERA_6_1;
+		p->shrink_underused = false;
+		set_name(p, name);
+		return 0;
+	}
 	if (strncmp(name, "thp-", 4) || !(slash = strchr(name, '/')))
 		return -EINVAL;
 	for (int e = 0; enabled_values[e]; e++) {
@@ -284,7 +304,7 @@ struct key {
 	const char *help;
 };
 
-static const char *const era_values[] = {"3.1", "3.2", "3.3", "modern", NULL};
+static const char *const era_values[] = {"3.1", "3.2", "3.3", "6.1", "modern", NULL};
 static const char *const mode_values[] = {"none", "async", "sync-light", "sync", NULL};
 static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready", NULL};
 static const char *const fs_values[] = {"vfat", "ext4", NULL};
@@ -295,10 +315,11 @@ static const char *const thp_size_values[] = {"never", "always", "madvise", "inh
 
 static const struct key keys[] = {
     {"era", K_ENUM, F(era), era_values, 0, 0, 0,
-     "kernel era of the mechanism: scanners, isolation and migrate rules, watermarks"},
+     "kernel era of the mechanism: scanners, isolation and migrate rules, watermarks "
+     "(modern: 6.12)"},
     {"enabled", K_ENUM, F(enabled), enabled_values, 0, 0, 0, "transparent_hugepage/enabled"},
     {"defrag", K_ENUM, F(defrag), defrag_values, 0, 0, 0,
-     "transparent_hugepage/defrag (defer modes need era=modern)"},
+     "transparent_hugepage/defrag (defer modes need era=6.1 or modern)"},
     {"second-compaction", K_ENUM, F(second_mode), mode_values, -1, 0, 0,
      "migrate mode of the direct compaction after reclaim"},
     {"async-failure-defers", K_BOOL, F(async_failure_defers), NULL, 0, 0, 0,
@@ -369,7 +390,8 @@ static const struct key keys[] = {
      "vm.defrag_mode (6.15): 1 = no fallback steals before reclaim and compaction ran"},
 };
 
-/* Keys of 6.8+ (mTHP) and 6.15 (defrag_mode): the 3.x eras have nothing they could mean. */
+/* Keys of 6.8+ (mTHP) and 6.15 (defrag_mode): the 3.x and 6.1 eras have nothing they could
+ * mean. */
 static bool key_is_modern_only(const struct key *k)
 {
 	return k->off >= F(hugepages) && k->off <= F(defrag_mode);
@@ -511,12 +533,21 @@ static void key_names(char *buf, size_t len)
 /* Combinations no kernel had and the mechanism cannot give a meaning to. */
 static int policy_check(const struct mm_policy *p, char *err, size_t errlen)
 {
-	if (p->era != MM_ERA_MODERN &&
+	if (p->era < MM_ERA_6_1 &&
 	    (p->defrag == MM_DEFRAG_DEFER || p->defrag == MM_DEFRAG_DEFER_MADVISE)) {
 		seterr(err, errlen,
-		       "policy key 'defrag': '%s' needs era=modern (3.x had "
+		       "policy key 'defrag': '%s' needs era=modern or era=6.1 (3.x had "
 		       "always|madvise|never)",
 		       defrag_values[p->defrag]);
+		return -EINVAL;
+	}
+	/* transparent_hugepage/shrink_underused and the fully mapped THPs it queues at fault came
+	 * in 6.12 (dafff3f4c850): 6.1's sysfs has no such file. */
+	if (p->era == MM_ERA_6_1 && p->shrink_underused) {
+		seterr(err, errlen,
+		       "policy key 'shrink-underused': yes needs era=modern (it came in 6.12; the "
+		       "thp-* profiles turn it on): for 6.1 start from linux-6.1, e.g. "
+		       "linux-6.1:enabled=always,defrag=madvise, or add shrink-underused=no");
 		return -EINVAL;
 	}
 	if (p->era != MM_ERA_MODERN) {
@@ -527,8 +558,9 @@ static int policy_check(const struct mm_policy *p, char *err, size_t errlen)
 			if (p->hugepages[o] != want) {
 				seterr(err, errlen,
 				       "policy key 'hugepages-%lukB': multi-size THP needs "
-				       "era=modern (it came in 6.8)",
-				       (4UL << o));
+				       "era=modern (it came in 6.8; era %s has only "
+				       "transparent_hugepage/enabled)",
+				       (4UL << o), era_values[p->era]);
 				return -EINVAL;
 			}
 		}
@@ -656,11 +688,13 @@ int mm_policy_parse_ext(const char *spec, const struct mm_policy_profile *extra,
 		item = end ? end + 1 : NULL;
 	}
 	if (modern_key && p.era != MM_ERA_MODERN) {
-		seterr(
-		    err, errlen, "policy key '%s': needs era=modern (%s)", modern_key->name,
-		    modern_key->off == F(defrag_mode)
-			? "vm.defrag_mode came in 6.15"
-			: "multi-size THP came in 6.8; 3.x has only transparent_hugepage/enabled");
+		seterr(err, errlen, "policy key '%s': needs era=modern (%s)", modern_key->name,
+		       modern_key->off == F(defrag_mode)
+			   ? "vm.defrag_mode came in 6.15"
+			   : (p.era == MM_ERA_6_1 ? "multi-size THP came in 6.8; 6.1 has only "
+						    "transparent_hugepage/enabled"
+						  : "multi-size THP came in 6.8; 3.x has only "
+						    "transparent_hugepage/enabled"));
 		return -EINVAL;
 	}
 	ret = policy_check(&p, err, errlen);

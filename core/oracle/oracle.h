@@ -263,7 +263,7 @@ struct oracle_boot_opts {
 	const char *cache;	    /* --cache as given, NULL when not */
 	uint64_t mem_min, mem_max;  /* --mem bounds, whole MiB */
 	int boots_max;
-	bool series_only; /* --kernel takes 6.12 or 6.1 only (thpemu's profiles are 6.12's) */
+	bool series_only; /* --kernel takes 6.12 or 6.1 only (the kernels thpemu has profiles of) */
 };
 
 /* argv[*i] when it is one of the shared options: its value taken (*i moves past it) and

@@ -42,6 +42,11 @@ void policy_help(FILE *f)
 	fprintf(
 	    f, "    linux-3.3             sync-light second compaction; only sync failures defer;\n"
 	       "                          a deferred THP fault skips reclaim\n");
+	fprintf(f,
+		"    linux-6.1             Debian 12's 6.1 LTS as shipped (enabled=always,\n"
+		"                          defrag=madvise); any pair on 6.1 with the keys, e.g.\n"
+		"                          linux-6.1:enabled=madvise,defrag=always. No mTHP, no\n"
+		"                          underused-THP shrinker, no defrag-mode\n");
 	fprintf(f, "    thp-ENABLED/DEFRAG    6.12 with transparent_hugepage/enabled=ENABLED\n"
 		   "                          (always|madvise|never) and defrag=DEFRAG\n"
 		   "                          (always|defer|defer+madvise|madvise|never), e.g.\n"
@@ -52,9 +57,10 @@ void policy_help(FILE *f)
 	fprintf(f,
 		"    aliases: modern-X = thp-always/X (X = always|defer|defer+madvise|madvise),\n"
 		"             modern-never = thp-never/madvise; `thpemu policies` lists all\n");
-	fprintf(
-	    f, "  multi-size THP (era=modern): hugepages-16kB .. hugepages-1024kB (default never)\n"
-	       "  and hugepages-2048kB (default inherit) as the sysfs files; defrag-mode=0|1\n");
+	fprintf(f,
+		"  multi-size THP (era=modern, 6.12): hugepages-16kB .. hugepages-1024kB (default "
+		"never)\n"
+		"  and hugepages-2048kB (default inherit) as the sysfs files; defrag-mode=0|1\n");
 	fprintf(
 	    f, "  policy plugin (thpemu_policy.h): plugin=PATH[?ARGS]  a shared object that\n"
 	       "  chooses each fault's orders (see README \"Policy plugins\"); a PATH without '/'\n"

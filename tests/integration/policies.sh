@@ -25,7 +25,17 @@ grep -qx "  modern-never = alias of thp-never/madvise (enabled=never, defrag=mad
 	"$T_OUT/policies.txt" || fail "modern-never does not say what it means"
 
 "$THPEMU" policies --json >"$T_OUT/policies.json" || fail "thpemu policies --json failed"
-expect_eq "profiles" "$(json "$T_OUT/policies.json" '.profiles | length')" 20
+expect_eq "profiles" "$(json "$T_OUT/policies.json" '.profiles | length')" 21
+# linux-6.1: Debian 12's kernel with Debian's pair; the per-size keys are refused there
+grep -q "^linux-6\.1  *6\.1  *always  *madvise" "$T_OUT/policies.txt" ||
+	fail "linux-6.1 not listed as 6.1 with enabled=always defrag=madvise"
+expect_eq "linux-6.1: kernel, shrink-underused" \
+	"$(json "$T_OUT/policies.json" '.profiles[] | select(.name == "linux-6.1") |
+		.kernel + "," + .settings["shrink-underused"]')" 6.1,no
+out=$("$THPEMU" policies linux-6.1:hugepages-64kB=always 2>&1)
+expect_eq "6.1 refuses mTHP: status" "$?" 2
+printf '%s' "$out" | grep -q "'hugepages-64kB': needs era=modern (multi-size THP came in 6.8" ||
+	fail "6.1 mTHP refusal does not say why: $out"
 expect_eq "alias resolved" \
 	"$(json "$T_OUT/policies.json" '.aliases[] | select(.alias == "modern-madvise") | .canonical')" \
 	thp-always/madvise

@@ -207,6 +207,43 @@ TEST(modern_async_resumes_past_merged_holes)
 	fakeenv_destroy(&fe);
 }
 
+/* A program page that will not move (its owner answers -EBUSY). */
+static int refuse_pfn_5(struct fakeenv *fe, uint64_t owner, uint32_t from, uint32_t to)
+{
+	(void)fe, (void)to;
+	return owner == ANON_OWNER + 5 && from == 5 ? -EBUSY : 0;
+}
+
+/* Block 0 holds program pages at 0..31 and 100..131; the page at 5 fails to migrate. An async
+ * direct compaction isolates the first 32 (COMPACT_CLUSTER_MAX) and fails one of them. 6.12
+ * compact_zone rescans the rest of the pageblock (finish_pageblock, 6.4) and moves 100..131 too;
+ * 6.1 compact_zone skips the rest of the order-aligned block (cc->migrate_pfn = block_end_pfn(
+ * cc->migrate_pfn - 1, cc->order)), so 100..131 stay. SYNC_LIGHT has neither rule in 6.1 and
+ * goes on through the block. */
+static uint64_t migrated_after_a_failure(const char *spec, enum mm_migrate_mode mode)
+{
+	struct fakeenv fe;
+	struct run r;
+
+	pool_with_targets(&fe, spec);
+	for (uint32_t p = 0; p < 32; p++) {
+		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_ANON, ANON_OWNER + p), 0);
+		ASSERT_EQ(mm_debug_place(fe.mm, 100 + p, DBG_ANON, ANON_OWNER + 100 + p), 0);
+	}
+	fe.on_migrate = refuse_pfn_5;
+	compact(&fe, mode, &r);
+	EXPECT_EQ(pfn_frame(fe.mm, 5)->state, FS_ANON);
+	fakeenv_destroy(&fe);
+	return r.st[MM_STAT_PGMIGRATE_SUCCESS];
+}
+
+TEST(async_migration_failure_6_1_skips_the_block_6_12_rescans_it)
+{
+	EXPECT_EQ(migrated_after_a_failure("linux-6.1", MM_MIGRATE_ASYNC), 31u);
+	EXPECT_EQ(migrated_after_a_failure("thp-always/madvise", MM_MIGRATE_ASYNC), 63u);
+	EXPECT_EQ(migrated_after_a_failure("linux-6.1", MM_MIGRATE_SYNC_LIGHT), 63u);
+}
+
 /* 3.1 sync: write the dirty page out at once, retry, and from pass 3 wait on writeback;
  * everything moves and block 0 becomes a free 2 MiB block. */
 TEST(mode_31_sync_writes_out_and_waits_from_pass_3)

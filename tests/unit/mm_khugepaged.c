@@ -217,6 +217,8 @@ TEST(rules_per_era_and_for_madv_collapse)
 {
 	struct fakeenv fe;
 	struct mm_collapse_scan s = {.vma_ok = true, .present = 1, .none = 511};
+	struct mm_policy p612, p61;
+	char err[256];
 
 	setup(&fe, "modern-always", 64 * MIB);
 	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_SUCCEED); /* 511 <= 511 */
@@ -250,14 +252,19 @@ TEST(rules_per_era_and_for_madv_collapse)
 	s.advice = MM_VMA_HUGEPAGE;
 	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_SUCCEED);
 	fakeenv_destroy(&fe);
-	/* madvise_collapse_errno */
-	EXPECT_EQ(mm_scan_result_errno(MM_SCAN_SUCCEED), 0);
-	EXPECT_EQ(mm_scan_result_errno(MM_SCAN_PMD_MAPPED), 0);
-	EXPECT_EQ(mm_scan_result_errno(MM_SCAN_ALLOC_HUGE_PAGE_FAIL), -ENOMEM);
-	EXPECT_EQ(mm_scan_result_errno(MM_SCAN_EXCEED_NONE_PTE), -EBUSY);
-	EXPECT_EQ(mm_scan_result_errno(MM_SCAN_PAGE_LOCK), -EAGAIN);
-	EXPECT_EQ(mm_scan_result_errno(MM_SCAN_PMD_NULL), -EINVAL);
-	EXPECT_EQ(mm_scan_result_errno(MM_SCAN_VMA_CHECK), -EINVAL);
+	/* madvise_collapse_errno: 6.12's, and 6.1's, which has no SCAN_EXCEED_NONE_PTE case */
+	ASSERT_EQ(mm_policy_parse("thp-always/madvise", &p612, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_policy_parse("linux-6.1", &p61, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_scan_result_errno(&p612, MM_SCAN_SUCCEED), 0);
+	EXPECT_EQ(mm_scan_result_errno(&p612, MM_SCAN_PMD_MAPPED), 0);
+	EXPECT_EQ(mm_scan_result_errno(&p612, MM_SCAN_ALLOC_HUGE_PAGE_FAIL), -ENOMEM);
+	EXPECT_EQ(mm_scan_result_errno(&p612, MM_SCAN_EXCEED_NONE_PTE), -EBUSY);
+	EXPECT_EQ(mm_scan_result_errno(&p612, MM_SCAN_PAGE_LOCK), -EAGAIN);
+	EXPECT_EQ(mm_scan_result_errno(&p612, MM_SCAN_PMD_NULL), -EINVAL);
+	EXPECT_EQ(mm_scan_result_errno(&p612, MM_SCAN_VMA_CHECK), -EINVAL);
+	EXPECT_EQ(mm_scan_result_errno(&p61, MM_SCAN_EXCEED_NONE_PTE), -EINVAL);
+	EXPECT_EQ(mm_scan_result_errno(&p61, MM_SCAN_ALLOC_HUGE_PAGE_FAIL), -ENOMEM);
+	EXPECT_EQ(mm_scan_result_errno(&p61, MM_SCAN_PAGE_LOCK), -EAGAIN);
 }
 
 static void gfp_of(const char *spec, bool khugepaged, unsigned *gfp, int *mode)
@@ -302,6 +309,13 @@ TEST(khugepaged_gfp_per_era)
 	EXPECT(gfp & GFP_DIRECT_RECLAIM);
 	EXPECT(!(gfp & (GFP_NORETRY | GFP_KSWAPD_RECLAIM)));
 	EXPECT_EQ(mode, MM_MIGRATE_SYNC_LIGHT);
+	/* 6.1 alloc_charge_hpage: the same masks as 6.12 (alloc_hugepage_khugepaged_gfpmask) */
+	gfp_of("linux-6.1", true, &gfp, &mode);
+	EXPECT(gfp & GFP_DIRECT_RECLAIM);
+	EXPECT(!(gfp & (GFP_NORETRY | GFP_KSWAPD_RECLAIM)));
+	EXPECT_EQ(mode, MM_MIGRATE_SYNC_LIGHT);
+	gfp_of("linux-6.1:khugepaged-defrag=no", true, &gfp, &mode);
+	EXPECT(!(gfp & (GFP_DIRECT_RECLAIM | GFP_KSWAPD_RECLAIM)));
 	gfp_of("modern-defer:khugepaged-defrag=no", true, &gfp, &mode);
 	EXPECT(!(gfp & (GFP_DIRECT_RECLAIM | GFP_KSWAPD_RECLAIM)));
 	/* MADV_COLLAPSE: GFP_TRANSHUGE whatever khugepaged/defrag says */
@@ -362,18 +376,25 @@ TEST(alloc_failure_backs_off_per_era)
 	EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 1);
 	fakeenv_destroy(&fe);
 
-	setup(&fe, "modern-always:khugepaged-defrag=no", 64 * MIB);
-	populate(&AS, 0, MM_HPAGE_NR);
-	populate(&AS, 1, MM_HPAGE_NR);
-	for (uint32_t b = 0; b < fe.nr_frames; b += MM_HPAGE_NR)
-		(void)mm_debug_place(fe.mm, b + 300, DBG_UNMOVABLE, 0);
-	ASSERT_EQ(mm_khugepaged_enter(fe.mm, 7), 0);
-	EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 60000000000ULL); /* alloc_sleep inside the wake */
-	EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 1);
-	fe.now += 60000000000ULL;
-	EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 10000000000ULL); /* second failure: wake over */
-	EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 2);
-	fakeenv_destroy(&fe);
+	/* 6.1 khugepaged_do_scan is 6.12's (the same "if (!wait) break; wait = false;") */
+	for (int i = 0; i < 2; i++) {
+		setup(&fe,
+		      i ? "linux-6.1:khugepaged-defrag=no" : "modern-always:khugepaged-defrag=no",
+		      64 * MIB);
+		populate(&AS, 0, MM_HPAGE_NR);
+		populate(&AS, 1, MM_HPAGE_NR);
+		for (uint32_t b = 0; b < fe.nr_frames; b += MM_HPAGE_NR)
+			(void)mm_debug_place(fe.mm, b + 300, DBG_UNMOVABLE, 0);
+		ASSERT_EQ(mm_khugepaged_enter(fe.mm, 7), 0);
+		/* alloc_sleep inside the wake */
+		EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 60000000000ULL);
+		EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 1);
+		fe.now += 60000000000ULL;
+		/* second failure: wake over */
+		EXPECT_EQ(mm_khugepaged(fe.mm, NULL), 10000000000ULL);
+		EXPECT_EQ(stat(&fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 2);
+		fakeenv_destroy(&fe);
+	}
 }
 
 /* MADV_COLLAPSE: synchronous, ignores max_ptes_none and enabled, bumps thp_collapse_alloc but

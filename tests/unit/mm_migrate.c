@@ -255,7 +255,8 @@ static void stress_env(const char *spec, uint64_t seed, bool batch)
 	       (unsigned long long)st[MM_STAT_THP_FAULT_FALLBACK]);
 	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
 	EXPECT_GT(st[MM_STAT_THP_FAULT_ALLOC], 0);
-	if (batch) { /* 6.12 batches a pass's program pages (migrate_pages_batch), 3.x never */
+	if (batch) { /* 6.12 batches a pass's program pages (migrate_pages_batch), 3.x and 6.1
+		      * never */
 		printf("  %llu batches, the largest %u pages\n", (unsigned long long)fe.n_batches,
 		       fe.batch_max);
 		if (strncmp(spec, "linux-", 6) == 0) {
@@ -313,6 +314,12 @@ TEST(stress_linux_33)
 	stress("linux-3.3", 13);
 }
 
+TEST(stress_linux_61)
+{
+	stress("linux-6.1", 19);
+	stress("linux-6.1:defrag=always", 20);
+}
+
 TEST(stress_modern)
 {
 	stress("modern-always", 14);
@@ -320,13 +327,15 @@ TEST(stress_modern)
 	stress("modern-madvise:second-compaction=sync", 16);
 }
 
-/* The live emulator's env has migrate_anon_batch: the modern era moves a pass's program pages
- * in one call (whatever each page's fate in it), 3.x still one at a time. */
+/* The live emulator's env has migrate_anon_batch: 6.12 moves a pass's program pages in one call
+ * (whatever each page's fate in it), 3.x and 6.1 (migrate_pages_batch came in 6.3) one at a
+ * time. */
 TEST(stress_batched)
 {
 	stress_env("modern-always", 21, true);
 	stress_env("modern-madvise:second-compaction=sync", 22, true);
 	stress_env("linux-3.1", 23, true);
+	stress_env("linux-6.1:defrag=always", 24, true);
 }
 
 TEST_MAIN()

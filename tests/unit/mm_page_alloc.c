@@ -72,6 +72,12 @@ TEST(random_alloc_free_keeps_buddy_invariants_3x)
 	random_sequence("linux-3.3", 2);
 }
 
+TEST(random_alloc_free_keeps_buddy_invariants_6_1)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++)
+		random_sequence("linux-6.1", seed);
+}
+
 TEST(random_alloc_free_keeps_buddy_invariants_modern)
 {
 	random_sequence("modern-always", 3);
@@ -124,6 +130,55 @@ TEST(fallback_steals_and_relabels)
 		mm_get_stats(fe.mm, st);
 		EXPECT_EQ(st[MM_STAT_EXTFRAG_STEAL], 1);
 		EXPECT_EQ(fe.trace_count[MM_TRACE_EXTFRAG], 1);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* Free frames of an mt's lists. */
+static uint32_t free_on(struct mm *mm, enum mm_migratetype mt)
+{
+	uint32_t n = 0;
+
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++)
+		n += mm->nr_free_mt[o][mt] << o;
+	return n;
+}
+
+/* An UNMOVABLE order-0 request falls back to a MOVABLE pageblock it cannot claim (192 free, 320
+ * movable: free + alike < 256). 6.12 steal_suitable_fallback takes the largest block (order 7)
+ * and leaves what the split leaves on the block's own MOVABLE lists (page_del_and_expand); 6.1
+ * moves every free page of the block to the UNMOVABLE lists anyway (move_freepages_block before
+ * the claim test) and __rmqueue's retry takes the smallest UNMOVABLE block, the order-6 one.
+ * Neither relabels the pageblock. */
+TEST(fallback_that_cannot_claim_6_1_against_6_12)
+{
+	static const char *const specs[] = {"linux-6.1", "thp-always/madvise"};
+
+	for (int s = 0; s < 2; s++) {
+		struct fakeenv fe;
+		uint32_t pfn, block, before;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, specs[s], 64 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t b = 0; b < fe.nr_frames; b += MM_HPAGE_NR)
+			for (uint32_t i = 0; i < 320; i++)
+				ASSERT_EQ(mm_debug_place(fe.mm, b + i, DBG_FOREIGN, b + i), 0);
+		before = free_on(fe.mm, MM_MT_MOVABLE);
+		EXPECT_EQ(before, fe.nr_frames / MM_HPAGE_NR * 192);
+		EXPECT_EQ(free_on(fe.mm, MM_MT_UNMOVABLE), 0u);
+		ASSERT_EQ(mm_alloc_pages(fe.mm, 0, MM_MT_UNMOVABLE, 0, &pfn, NULL), 0);
+		block = pageblock_start(pfn);
+		EXPECT_EQ(pageblock_mt(fe.mm, pfn), MM_MT_MOVABLE);
+		if (s == 0) {
+			EXPECT_EQ(pfn - block, 320u); /* the smallest block, now UNMOVABLE's */
+			EXPECT_EQ(free_on(fe.mm, MM_MT_UNMOVABLE), 191u);
+			EXPECT_EQ(free_on(fe.mm, MM_MT_MOVABLE), before - 192);
+		} else {
+			EXPECT_EQ(pfn - block, 384u); /* the order-7 block it found */
+			EXPECT_EQ(free_on(fe.mm, MM_MT_UNMOVABLE), 0u);
+			EXPECT_EQ(free_on(fe.mm, MM_MT_MOVABLE), before - 1);
+		}
 		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 		fakeenv_destroy(&fe);
 	}

@@ -142,7 +142,7 @@ TEST(errors_name_the_key_and_accepted_values)
 {
 	expect_error("linux-3.4", "unknown profile 'linux-3.4'");
 	expect_error("linux-3.4", "linux-3.2+nostall");
-	expect_error("linux-3.1:era=3.4", "3.1|3.2|3.3|modern");
+	expect_error("linux-3.1:era=3.4", "3.1|3.2|3.3|6.1|modern");
 	expect_error("", "unknown profile");
 	expect_error("linux-3.1:foo=1", "unknown key 'foo'");
 	expect_error("linux-3.1:foo=1", "wb-wait-max");
@@ -314,6 +314,71 @@ TEST(set_one_key)
 	EXPECT(strstr(err, "0..511") != NULL);
 	EXPECT_EQ(mm_policy_set(&p, "nosuch", "1", err, sizeof(err)), -EINVAL);
 	EXPECT(strstr(err, "unknown key 'nosuch'") != NULL);
+}
+
+/* linux-6.1: Debian 12's 6.1 with Debian's defaults; any sysfs pair through the keys; what came
+ * after 6.1 (mTHP 6.8, shrink_underused 6.12, defrag_mode 6.15) is refused with its reason. */
+TEST(linux_6_1_profile_and_what_6_1_lacks)
+{
+	struct mm_policy p, q;
+	char err[256], buf[256];
+
+	ASSERT_EQ(mm_policy_parse("linux-6.1", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.era, MM_ERA_6_1);
+	EXPECT_EQ(p.enabled, MM_THP_ALWAYS);	/* CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS=y */
+	EXPECT_EQ(p.defrag, MM_DEFRAG_MADVISE); /* DEFRAG_REQ_MADV_FLAG */
+	EXPECT(p.numa_two_pass);
+	EXPECT(p.deferred_split);
+	EXPECT(!p.shrink_underused);
+	EXPECT(p.madv_collapse);
+	EXPECT_EQ(p.max_ptes_swap, 64u);
+	EXPECT_EQ(p.max_ptes_shared, 256u);
+	EXPECT_EQ(p.proactiveness, 20u);
+	EXPECT_EQ(p.second_mode, MM_MIGRATE_SYNC_LIGHT);
+	/* 6.1 with any pair, and its canonical spelling */
+	ASSERT_EQ(mm_policy_parse("linux-6.1:enabled=madvise,defrag=always", &p, err, sizeof(err)),
+		  0);
+	EXPECT_EQ(p.enabled, MM_THP_MADVISE);
+	EXPECT_EQ(p.defrag, MM_DEFRAG_ALWAYS);
+	mm_policy_format(&p, buf, sizeof(buf));
+	EXPECT_STR_EQ_(buf, "linux-6.1:enabled=madvise,defrag=always");
+	ASSERT_EQ(mm_policy_parse(buf, &q, err, sizeof(err)), 0);
+	EXPECT(policy_equal(&p, &q));
+	ASSERT_EQ(mm_policy_parse("linux-6.1:defrag=defer+madvise", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.defrag, MM_DEFRAG_DEFER_MADVISE); /* 6.1 has the defer modes */
+	/* a 6.12 pair moved to 6.1 needs the shrinker off; then it is 6.1 */
+	ASSERT_EQ(
+	    mm_policy_parse("thp-always/madvise:era=6.1,shrink-underused=no", &p, err, sizeof(err)),
+	    0);
+	EXPECT_EQ(p.era, MM_ERA_6_1);
+	/* what 6.1 lacks */
+	expect_error("linux-6.1:hugepages-64kB=always", "needs era=modern");
+	expect_error("linux-6.1:hugepages-64kB=always", "6.8");
+	expect_error("linux-6.1:hugepages-2048kB=never", "'hugepages-2048kB'");
+	expect_error("thp-always/always:hugepages-16kB=always,era=6.1", "'hugepages-16kB'");
+	expect_error("linux-6.1:defrag-mode=1", "6.15");
+	expect_error("linux-6.1:shrink-underused=yes", "'shrink-underused'");
+	expect_error("thp-always/madvise:era=6.1", "linux-6.1:enabled=always,defrag=madvise");
+	/* and the 3.x eras still lack the defer modes */
+	expect_error("linux-6.1:era=3.3,defrag=defer", "needs era=modern or era=6.1");
+	/* era=modern on linux-6.1 is 6.12's mechanism with 6.1's settings */
+	ASSERT_EQ(
+	    mm_policy_parse("linux-6.1:era=modern,hugepages-64kB=always", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.era, MM_ERA_MODERN);
+}
+
+/* mm_thp_allowable_orders: 6.1 has the PMD order only, as 3.x (no per-size masks). */
+TEST(linux_6_1_allows_the_pmd_order_only)
+{
+	struct mm_policy p;
+	char err[256];
+
+	ASSERT_EQ(mm_policy_parse("linux-6.1", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_DEFAULT), 1U << MM_HPAGE_ORDER);
+	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_NOHUGEPAGE), 0u);
+	ASSERT_EQ(mm_policy_parse("linux-6.1:enabled=madvise", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_DEFAULT), 0);
+	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_HUGEPAGE), 1U << MM_HPAGE_ORDER);
 }
 
 TEST_MAIN()
