@@ -208,6 +208,15 @@ static void plugin_note(struct mm_hook_state *hs, bool *noted, const char *msg)
 	hs->h.note(hs->h.cookie, msg);
 }
 
+/* prctl(PR_SET_THP_DISABLE) keeps this VMA from THP (6.18 vma_thp_disabled, checked first in
+ * __thp_vma_allowable_orders: no order at all, whoever chooses). MADV_NOHUGEPAGE alone is left
+ * to mm_thp_allowable_orders as before (a plugin may still be offered order 9 there). */
+static bool process_thp_disabled(const struct mm_fault_req *req)
+{
+	return req->thp_disable != MM_THP_DISABLE_NONE &&
+	       mm_vma_thp_disabled(req->advice, req->thp_disable, false);
+}
+
 /* The plugin's view of the fault. possible: 0 always, 9 when huge_ok, 2..8 from orders_ok on
  * a modern-era write fault (as mm_fault would consider them). */
 static void plugin_info(struct mm *mm, const struct mm_fault_req *req, void *call,
@@ -225,7 +234,8 @@ static void plugin_info(struct mm *mm, const struct mm_fault_req *req, void *cal
 	if (req->write && era_modern(mm))
 		in->possible_orders |=
 		    req->orders_ok & ((1U << MM_HPAGE_ORDER) - (1U << MM_MTHP_MIN_ORDER));
-	in->allowed_orders = mm_thp_allowable_orders(p, req->advice);
+	in->allowed_orders =
+	    process_thp_disabled(req) ? 0 : mm_thp_allowable_orders(p, req->advice);
 	for (unsigned o = 0; o < MM_NR_ORDERS && o < THPEMU_POLICY_NR_ORDERS; o++)
 		in->nr_free[o] = mm->nr_free[o];
 	in->frag_index_9 = fragmentation_index(mm, MM_HPAGE_ORDER);
@@ -335,8 +345,16 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	int n = -1; /* the plugin's order count; -1: the built-in decision */
 	struct mm_hook_state *hs;
 
+	struct mm_fault_req dreq;
+
 	if (!mm || !req || !res)
 		return -EINVAL;
+	if (process_thp_disabled(req)) { /* the process's prctl: a 4 KiB page, nothing larger */
+		dreq = *req;
+		dreq.huge_ok = false;
+		dreq.orders_ok = 0;
+		req = &dreq;
+	}
 	memset(res, 0, sizeof(*res));
 	fc.rec = &res->rec;
 	mm_lock(mm);

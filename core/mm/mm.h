@@ -273,11 +273,22 @@ enum mm_vma_advice {
 	MM_VMA_NOHUGEPAGE, /* MADV_NOHUGEPAGE */
 };
 
+/* The process's prctl(PR_SET_THP_DISABLE) state: 6.18's two mm flags (include/linux/mm_types.h
+ * MMF_DISABLE_THP_COMPLETELY, MMF_DISABLE_THP_EXCEPT_ADVISED; one of them at most is set). Both
+ * are in MMF_INIT_MASK: a fork child and an exec'd image keep them (kernel/fork.c mm_init). */
+enum mm_thp_disable {
+	MM_THP_DISABLE_NONE,
+	MM_THP_DISABLE_COMPLETELY,     /* PR_SET_THP_DISABLE, 1, 0: no THP in any VMA */
+	MM_THP_DISABLE_EXCEPT_ADVISED, /* ..., 1, PR_THP_DISABLE_EXCEPT_ADVISED: MADV_HUGEPAGE only
+					*/
+};
+
 struct mm_fault_req {
 	uint64_t owner; /* cookie of the faulting 4 KiB page */
 	uint64_t
 	    extent_owner; /* cookie of page 0 of its 2 MiB extent (page i = extent_owner + i) */
 	enum mm_vma_advice advice;
+	enum mm_thp_disable thp_disable; /* the faulting process's (mm_vma_thp_disabled) */
 	bool huge_ok; /* extent aligned, wholly inside the region and still empty */
 	bool write;
 	uint32_t as_id; /* the faulting address space, for khugepaged_enter (0: the only one) */
@@ -494,6 +505,7 @@ struct mm_collapse_scan {
 	bool vma_ok;	       /* a whole aligned 2 MiB inside one managed mapping */
 	bool busy;	       /* a fault, a migration or a collapse owns part of it */
 	enum mm_vma_advice advice;
+	enum mm_thp_disable thp_disable; /* the process's prctl state (mm_vma_thp_disabled) */
 };
 
 /* The kernel's scan_result (mm/khugepaged.c), the subset modelled. */
@@ -735,6 +747,23 @@ unsigned mm_anon_folio_order(struct mm *mm, uint32_t pfn);
  * thp_vma_allowable_orders (the always mask, madvise under MADV_HUGEPAGE, inherit when
  * transparent_hugepage/enabled allows the VMA); 3.x: bit 9 when enabled allows it. */
 uint16_t mm_thp_allowable_orders(const struct mm_policy *p, enum mm_vma_advice advice);
+/* Are THPs disabled for a VMA with this advice in a process in state d (6.18
+ * include/linux/huge_mm.h vma_thp_disabled)? MADV_NOHUGEPAGE or COMPLETELY: yes; EXCEPT_ADVISED:
+ * unless the VMA is MADV_HUGEPAGE or the caller is MADV_COLLAPSE (forced_collapse). */
+bool mm_vma_thp_disabled(enum mm_vma_advice advice, enum mm_thp_disable d, bool forced_collapse);
+/* prctl(PR_SET_THP_DISABLE, thp_disable, flags, a4, a5) on the emulated kernel (6.18
+ * kernel/sys.c prctl_set_thp_disable): 0 and *d updated, or -EINVAL (a4 or a5 set, flags other
+ * than PR_THP_DISABLE_EXCEPT_ADVISED (2), or flags when enabling). A 3.x profile predates the
+ * call (Linux 3.15): -ENOSYS, *d unchanged (the caller says so; the host's answer stands). */
+int mm_prctl_set_thp_disable(const struct mm_policy *p, unsigned long thp_disable,
+			     unsigned long flags, unsigned long a4, unsigned long a5,
+			     enum mm_thp_disable *d);
+/* What PR_GET_THP_DISABLE returns in state d (6.18 prctl_get_thp_disable: "1 | flags" when
+ * disabled, 0 otherwise: 0, 1 or 3). */
+int mm_prctl_get_thp_disable(enum mm_thp_disable d);
+/* The state a PR_GET_THP_DISABLE answer v stands for (the host's, read at start-up: the flags
+ * outlive exec); anything but 1 and 3 is NONE. */
+enum mm_thp_disable mm_thp_disable_from_prctl(long v);
 /* Fragmentation index for order (vmstat.c): -1000 if a suitable block exists, else 0..1000. */
 int mm_fragmentation_index(struct mm *mm, unsigned order);
 /* ---- Policy plugin (thpemu_policy.h) ------------------------------------------------------ */

@@ -51,6 +51,64 @@ TEST(decision_follows_enabled_and_advice)
 	EXPECT_EQ(fault_once("thp-never/always", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
 }
 
+static enum mm_fault_outcome fault_off(const char *spec, enum mm_vma_advice advice,
+				       enum mm_thp_disable off)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(1, advice);
+	struct mm_fault_res res;
+	char err[256];
+
+	req.thp_disable = off;
+	ASSERT_EQ(fakeenv_init(&fe, spec, 32 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	fakeenv_destroy(&fe);
+	return res.outcome;
+}
+
+/* PR_THP_DISABLE_EXCEPT_ADVISED under enabled=always behaves as enabled=madvise: only
+ * MADV_HUGEPAGE ranges get a THP (6.18 vma_thp_disabled); PR_SET_THP_DISABLE alone: none. */
+TEST(prctl_thp_disable_decides_per_advice)
+{
+	EXPECT_EQ(fault_off("thp-always/madvise", MM_VMA_DEFAULT, MM_THP_DISABLE_NONE),
+		  MM_FAULT_HUGE);
+	EXPECT_EQ(fault_off("thp-always/madvise", MM_VMA_DEFAULT, MM_THP_DISABLE_EXCEPT_ADVISED),
+		  MM_FAULT_BASE);
+	EXPECT_EQ(fault_off("thp-always/madvise", MM_VMA_HUGEPAGE, MM_THP_DISABLE_EXCEPT_ADVISED),
+		  MM_FAULT_HUGE);
+	EXPECT_EQ(fault_off("thp-always/always", MM_VMA_HUGEPAGE, MM_THP_DISABLE_COMPLETELY),
+		  MM_FAULT_BASE);
+	EXPECT_EQ(fault_off("thp-always/madvise", MM_VMA_DEFAULT, MM_THP_DISABLE_COMPLETELY),
+		  MM_FAULT_BASE);
+	/* the flag does not make a madvise-mode system give more than it would */
+	EXPECT_EQ(fault_off("thp-madvise/madvise", MM_VMA_DEFAULT, MM_THP_DISABLE_EXCEPT_ADVISED),
+		  MM_FAULT_BASE);
+	/* and mTHP sizes are off too in a non-advised VMA, on in an advised one */
+	{
+		struct fakeenv fe;
+		struct mm_fault_req req = req_at(1, MM_VMA_DEFAULT);
+		struct mm_fault_res res;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, "thp-always/madvise:hugepages-64kB=always", 32 * MIB,
+				       false, err, sizeof(err)),
+			  0);
+		req.huge_ok = false;
+		req.orders_ok = 1U << 4;
+		req.thp_disable = MM_THP_DISABLE_EXCEPT_ADVISED;
+		ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+		EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+		req = req_at(2, MM_VMA_HUGEPAGE);
+		req.huge_ok = false;
+		req.orders_ok = 1U << 4;
+		req.thp_disable = MM_THP_DISABLE_EXCEPT_ADVISED;
+		ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+		EXPECT_EQ(res.outcome, MM_FAULT_MTHP);
+		EXPECT_EQ(res.order, 4);
+		fakeenv_destroy(&fe);
+	}
+}
+
 TEST(huge_fault_record_and_counters)
 {
 	struct fakeenv fe;
