@@ -229,6 +229,8 @@ enum mm_stat {
 	MM_STAT_PLUGIN_CALLS,	     /* (ours) policy plugin select_orders calls */
 	MM_STAT_PLUGIN_ERRORS,	     /* (ours) nonsense answers (built-in decision taken) */
 	MM_STAT_PLUGIN_OVERTIME,     /* (ours) hook calls above THPEMU_POLICY_OVERTIME_NS */
+	MM_STAT_THP_ZERO_PAGE_ALLOC, /* the huge zero folio allocated (get_huge_zero_page) */
+	MM_STAT_THP_ZERO_PAGE_ALLOC_FAILED, /* ... its allocation failed (a read fell back) */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -241,6 +243,17 @@ enum mm_fault_outcome {
 	MM_FAULT_NOMEM, /* the pool could not give a frame; caller serves it unaccounted */
 	MM_FAULT_MTHP,	/* pfn is the head of 2^res.order frames (order 2..8, the naturally aligned
 			 * block around the fault), cleared via ops->clear_folio; mapped by PTEs */
+	/* Read faults of a caller that maps zero pages (req.zero_ok): no frame of the process
+	 * (pfn MM_NO_PFN); a later write to the page is a fault of its own (req.wp_zero). */
+	MM_FAULT_ZERO,	    /* the 4 KiB shared zero page (mm/memory.c do_anonymous_page) */
+	MM_FAULT_HUGE_ZERO, /* the huge zero folio by a PMD (6.x do_huge_pmd_anonymous_page) */
+};
+/* What a write fault finds mapped (mm_fault_req.wp_zero). */
+enum mm_wp_zero {
+	MM_WP_NONE,	 /* pte_none / pmd_none: a first touch */
+	MM_WP_ZERO,	 /* the page maps the 4 KiB zero page: do_wp_page copies it */
+	MM_WP_HUGE_ZERO, /* the extent maps the huge zero PMD (res.zero_split says what became
+			  * of it) */
 };
 struct mm_fault_rec {
 	uint64_t t_start;	 /* env now() at entry */
@@ -291,6 +304,11 @@ struct mm_fault_req {
 	enum mm_thp_disable thp_disable; /* the faulting process's (mm_vma_thp_disabled) */
 	bool huge_ok; /* extent aligned, wholly inside the region and still empty */
 	bool write;
+	/* The caller can map zero pages: a read first touch then gets MM_FAULT_ZERO or
+	 * MM_FAULT_HUGE_ZERO where the era maps one, and no frame. Without it a read is decided
+	 * like a write (the live emulator: it cannot see the later write, core/live/README.md). */
+	bool zero_ok;
+	enum mm_wp_zero wp_zero; /* a write fault on a zero-page mapping (write must be set) */
 	uint32_t as_id; /* the faulting address space, for khugepaged_enter (0: the only one) */
 	/* Multi-size THP (6.8+): bit k (2..8) set when the naturally aligned 2^k-page block
 	 * around the fault lies inside the region and all its pages are empty (pte_none);
@@ -308,6 +326,9 @@ struct mm_fault_res {
 	enum mm_fault_outcome outcome;
 	uint32_t pfn;
 	uint8_t order; /* frames served: 2^order (0 base, 2..8 mTHP, 9 huge) */
+	/* a write to the huge zero PMD split it (6.12 do_huge_pmd_wp_page -> __split_huge_pmd):
+	 * the extent's other 511 pages map the 4 KiB zero page now, the written one got res.pfn */
+	bool zero_split;
 	struct mm_fault_rec rec;
 };
 
