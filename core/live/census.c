@@ -23,7 +23,10 @@
  * MAP_STACK -> VM_NOHUGEPAGE; dd: MADV_DONTDUMP) and the size against --min-region. Adjacent
  * anonymous mappings with equal flags merge into one VMA: the interposers remember the small
  * eligible mappings that passed them, so that a VMA merged from such neighbours (Ruby maps its
- * heap 32 KiB at a time) is "small", not "unseen". A program's own MADV_DONTDUMP memory would
+ * heap 32 KiB at a time) is "small", not "unseen". Shared memory (MAP_SHARED anonymous, memfd,
+ * SysV and POSIX shm: shmem, which smaps does not call Anonymous) is counted with the program's
+ * anonymous memory, unmanaged as "shared", at its Pss (PostgreSQL's shared buffers would
+ * otherwise appear nowhere). A program's own MADV_DONTDUMP memory would
  * count as thpemu's. The census's format, its reasons' names and merging censuses are the
  * report's (core/report: stats.h, stats.c).
  */
@@ -42,7 +45,7 @@
 #define CENSUS_COST_SHARE    20		  /* a census costs at most 1/20 of the thread's time */
 
 struct vma {
-	uint64_t lo, hi, rss_kb, anon_kb;
+	uint64_t lo, hi, rss_kb, anon_kb, pss_kb;
 	char perms[5];
 	bool file, nohuge, own;
 	char name[64];
@@ -224,9 +227,24 @@ static enum uffd_unmanaged_why why_not(struct uffd_live *lv, const struct vma *v
 	return UFFD_WHY_unseen;
 }
 
+/* Shared memory (shmem, swap-backed like anonymous memory): a MAP_SHARED anonymous mapping
+ * ("/dev/zero (deleted)", mm/shmem.c shmem_zero_setup), a memfd ("/memfd:NAME (deleted)"), a SysV
+ * segment ("/SYSV%08x (deleted)", ipc/shm.c newseg), a POSIX one (shm_open: "/dev/shm/NAME") or a
+ * named shared anonymous mapping ("[anon_shmem:NAME]"). A MAP_SHARED mapping of another file is
+ * its page cache, not counted. */
+static bool shmem_vma(const struct vma *v)
+{
+	return v->perms[3] == 's' &&
+	       (strncmp(v->name, "/dev/zero", 9) == 0 || strncmp(v->name, "/memfd:", 7) == 0 ||
+		strncmp(v->name, "/SYSV", 5) == 0 || strncmp(v->name, "/dev/shm/", 9) == 0 ||
+		strncmp(v->name, "[anon_shmem:", 12) == 0);
+}
+
 static void account(struct uffd_live *lv, struct uffd_census *c, const struct vma *v)
 {
-	uint64_t anon = v->anon_kb * 1024;
+	/* shared memory: its proportional share (Pss), so that the processes mapping one segment
+	 * sum to the segment once, as a machine's total does (host.c) */
+	uint64_t anon = (shmem_vma(v) ? v->pss_kb : v->anon_kb) * 1024;
 	struct uffd_unmanaged_map m;
 
 	c->vmas++;
@@ -275,6 +293,8 @@ static void line(struct uffd_live *lv, struct uffd_census *c, struct vma *v, boo
 		v->rss_kb = kb;
 	else if ((kb = kb_field(s, "Anonymous:")) != UINT64_MAX)
 		v->anon_kb = kb;
+	else if ((kb = kb_field(s, "Pss:")) != UINT64_MAX)
+		v->pss_kb = kb;
 	else if (strncmp(s, "VmFlags:", 8) == 0) {
 		v->nohuge = has_flag(s + 8, "nh");
 		v->own = has_flag(s + 8, "dd");

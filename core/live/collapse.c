@@ -80,6 +80,8 @@ static int next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
 
 			as_collapse_scan(&r->as, e, owner, scan);
 			settle(r, e, owner, scan);
+			scan->thp_disable = (enum mm_thp_disable)__atomic_load_n(&lv->thp_disable,
+										 __ATOMIC_RELAXED);
 			*addr = ea;
 		}
 		a = r->hi;

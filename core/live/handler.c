@@ -320,11 +320,13 @@ static uint16_t mthp_wanted(const struct uffd_live *lv, enum mm_vma_advice advic
 static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent, enum mm_vma_advice advice)
 {
 	uint16_t ok, got = 0, want;
+	enum mm_thp_disable off =
+	    (enum mm_thp_disable)__atomic_load_n(&fc->lv->thp_disable, __ATOMIC_RELAXED);
 
 	fc->lo = fc->p;
 	fc->hi = fc->p + 1;
-	if (!fc->write || __atomic_load_n(&fc->lv->thp_disabled, __ATOMIC_RELAXED))
-		return 0; /* read: the zero page; PR_SET_THP_DISABLE: no size at all */
+	if (!fc->write || (off != MM_THP_DISABLE_NONE && mm_vma_thp_disabled(advice, off, false)))
+		return 0; /* read: the zero page; PR_SET_THP_DISABLE for this VMA: no size */
 	want = mthp_wanted(fc->lv, advice);
 	if (!want)
 		return 0;
@@ -439,14 +441,16 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
 	uint8_t adv = as_xadv(&r->as, fc->e);
+	enum mm_thp_disable thp_off =
+	    (enum mm_thp_disable)__atomic_load_n(&lv->thp_disable, __ATOMIC_RELAXED);
 	struct mm_fault_req req = {
 	    .owner = uffd_cookie(r, fc->p),
 	    .extent_owner = uffd_cookie(r, huge_ok ? ext_first_page(fc) : fc->p),
 	    .advice = (enum mm_vma_advice)(adv & AS_ADV_MASK),
+	    .thp_disable = thp_off, /* mm applies it (mm_vma_thp_disabled) */
 	    /* aligned, wholly inside, still empty, one VMA's advice, a host VMA that moves take */
 	    .huge_ok = huge_ok && !(adv & AS_ADV_SPLIT) &&
-		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED) &&
-		       !__atomic_load_n(&lv->thp_disabled, __ATOMIC_RELAXED),
+		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED),
 	    .write = fc->write,
 	    .as_id = (uint32_t)lv->mslot, /* khugepaged's mm_slot: the machine slot, else 0 */
 	    .orders_ok = mthp_orders(fc, huge_ok, (enum mm_vma_advice)(adv & AS_ADV_MASK)),

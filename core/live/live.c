@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -899,6 +900,12 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 
 	lv->nworkers = cfg->handlers ? cfg->handlers : uffd_handlers_auto();
 	lv->may_huge = cfg->policy.enabled != MM_THP_NEVER;
+	/* prctl(PR_SET_THP_DISABLE)'s flags are in MMF_INIT_MASK: kept by a fork child (its
+	 * parent's) and by an exec'd image (the host's, read back; 6.18 kernel/fork.c mm_init) */
+	if (cfg->policy.era >= MM_ERA_6_1)
+		lv->thp_disable = parent ? parent->thp_disable
+					 : (uint8_t)mm_thp_disable_from_prctl(sys_call6(
+					       SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0));
 	pthread_mutex_init(&lv->mm_lock, NULL);
 	pthread_mutex_init(&lv->snap_lock, NULL);
 	pthread_mutex_init(&lv->census_lock, NULL);
@@ -1246,20 +1253,55 @@ void uffd_live_detach(struct uffd_live *lv, const char *why)
 		fprintf(stderr, "thpemu: %s\n", msg);
 }
 
-void uffd_live_thp_disable(struct uffd_live *lv, bool disable)
+bool uffd_live_prctl_thp(struct uffd_live *lv, int option, long a2, long a3, long a4, long a5,
+			 long *ret)
 {
-	/* PR_SET_THP_DISABLE (Linux 3.15, kernel/sys.c: prctl sets MMF_DISABLE_THP) keeps every
-	 * VMA of the process from THP (6.12 include/linux/huge_mm.h: vma_thp_disabled). The 3.x
-	 * profiles predate it: their kernels did not know the call. */
-	if (lv->cfg.policy.era < MM_ERA_6_1) {
-		uffd_say_once(
-		    lv, 7,
-		    "PR_SET_THP_DISABLE ignored: the emulated kernel predates it (it came "
-		    "with Linux 3.",
-		    15, ")");
-		return;
+	const struct mm_policy *pol = &lv->cfg.policy;
+	enum mm_thp_disable d =
+	    (enum mm_thp_disable)__atomic_load_n(&lv->thp_disable, __ATOMIC_ACQUIRE);
+	long r;
+	int rc;
+
+	if (option == PR_GET_THP_DISABLE) { /* 6.18 prctl_get_thp_disable: "1 | flags" */
+		if (pol->era < MM_ERA_6_1)
+			return false;
+		*ret = a2 || a3 || a4 || a5 ? -EINVAL : mm_prctl_get_thp_disable(d);
+		return true;
 	}
-	__atomic_store_n(&lv->thp_disabled, disable, __ATOMIC_RELEASE);
+	if (option != PR_SET_THP_DISABLE)
+		return false;
+	rc = mm_prctl_set_thp_disable(pol, (unsigned long)a2, (unsigned long)a3, (unsigned long)a4,
+				      (unsigned long)a5, &d);
+	r = sys_call6(SYS_prctl, PR_SET_THP_DISABLE, a2, a3, a4, a5, 0);
+	if (rc == -ENOSYS) { /* a 3.x profile: the call came with Linux 3.15, after it */
+		if (r == 0)
+			uffd_say_once(lv, 7,
+				      "PR_SET_THP_DISABLE ignored: the emulated kernel predates it "
+				      "(it came with Linux 3.",
+				      15, ")");
+		*ret = r;
+		return true;
+	}
+	if (rc < 0) { /* the emulated kernel refuses it, whatever the host said */
+		*ret = rc;
+		return true;
+	}
+	/* The host keeps its own flags for the memory the emulator does not manage, and carries
+	 * them across exec (MMF_INIT_MASK), where the next image reads them (live_create). A
+	 * host before 6.18 refuses PR_THP_DISABLE_EXCEPT_ADVISED: the emulated kernel's answer
+	 * stands, for managed memory and this image only. */
+	if (r < 0 && !(r == -EINVAL && a3)) {
+		*ret = r; /* EINTR from mmap_write_lock_killable: nothing changed */
+		return true;
+	}
+	if (r < 0)
+		uffd_say_once(lv, 9,
+			      "PR_THP_DISABLE_EXCEPT_ADVISED emulated for managed memory only: the "
+			      "host kernel predates it (Linux 6.",
+			      18, "), so an exec'd image does not inherit it");
+	__atomic_store_n(&lv->thp_disable, (uint8_t)d, __ATOMIC_RELEASE);
+	*ret = 0;
+	return true;
 }
 
 void uffd_live_mlocked(struct uffd_live *lv, bool all, int flags)

@@ -87,8 +87,12 @@ void uffd_live_detach(struct uffd_live *lv, const char *why);
  * aside to a thread of its own. */
 typedef void (*uffd_machine_stop_fn)(void);
 void uffd_set_machine_stop_hook(uffd_machine_stop_fn fn);
-/* prctl(PR_SET_THP_DISABLE): no huge decisions for this process from now on (6.x profiles). */
-void uffd_live_thp_disable(struct uffd_live *lv, bool disable);
+/* prctl(PR_SET_THP_DISABLE / PR_GET_THP_DISABLE, a2..a5) as the emulated kernel answers it
+ * (6.x profiles: 6.18's rules, PR_THP_DISABLE_EXCEPT_ADVISED included, whether or not the host
+ * knows the flag; the host is told too, for the memory the emulator does not manage). true:
+ * *ret is the call's result (>= 0, or -errno); false: the call is the host's alone. */
+bool uffd_live_prctl_thp(struct uffd_live *lv, int option, long a2, long a3, long a4, long a5,
+			 long *ret);
 /* A mapping call passed through to the kernel unmanaged (the memory census remembers the small
  * eligible ones: core/live/census.c), and an unmapping outside managed memory. */
 void uffd_passthrough_mapped(struct uffd_live *lv, long addr, size_t len, int prot, int flags);

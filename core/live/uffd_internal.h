@@ -328,9 +328,9 @@ struct uffd_live {
 	bool child;	    /* a fork child: everything passes through */
 	bool child_of_fork; /* made in a fork child (joining its parent's machine) */
 	bool detached; /* stepped aside (seccomp, unshare...): threads gone, memory unregistered */
-	bool thp_disabled; /* prctl(PR_SET_THP_DISABLE) (atomic) */
-	bool locks_used;   /* the program called mlock, mlock2 or mlockall (atomic) */
-	bool mcl_future;   /* ... mlockall(MCL_FUTURE) without MCL_ONFAULT is in force (atomic) */
+	uint8_t thp_disable; /* enum mm_thp_disable: the process's prctl state (atomic) */
+	bool locks_used;     /* the program called mlock, mlock2 or mlockall (atomic) */
+	bool mcl_future;     /* ... mlockall(MCL_FUTURE) without MCL_ONFAULT is in force (atomic) */
 	bool stopping;
 	uint32_t bg_wake; /* futex word: wakes the background thread early */
 	bool bg_stop;

@@ -136,6 +136,39 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 	return head;
 }
 
+/* The huge zero folio for a read fault (6.12 mm/huge_memory.c do_huge_pmd_anonymous_page with
+ * transparent_hugepage/use_zero_page at its default 1: mm_get_huge_zero_folio). The first use
+ * allocates it (get_huge_zero_page: folio_alloc((GFP_TRANSHUGE | __GFP_ZERO) & ~__GFP_MOVABLE,
+ * HPAGE_PMD_ORDER), thp_zero_page_alloc); it is kept from then on (its shrinker frees it only
+ * when no mm maps it: not modelled). A failure counts thp_zero_page_alloc_failed and
+ * thp_fault_fallback, and the fault takes the 4 KiB path. 3.x has none: the huge zero page
+ * came with 3.8 (Kirill Shutemov's series), and 3.1-3.7 allocated a THP for a read fault as
+ * for a write. */
+static bool get_huge_zero_folio(struct mm *mm, struct fault_ctx *fc)
+{
+	struct alloc_ctx ac = {
+	    .order = MM_HPAGE_ORDER,
+	    .mt = MM_MT_UNMOVABLE,
+	    .gfp = GFP_TRANSHUGE_LIGHT | GFP_DIRECT_RECLAIM, /* GFP_TRANSHUGE */
+	    .fc = fc,
+	};
+	uint32_t head;
+
+	if (mm->huge_zero_pfn != MM_NO_PFN)
+		return true;
+	head = alloc_pages_mpol(mm, &ac);
+	if (head == MM_NO_PFN) {
+		count_event(mm, MM_STAT_THP_ZERO_PAGE_ALLOC_FAILED, 1);
+		count_event(mm, MM_STAT_THP_FAULT_FALLBACK, 1);
+		return false;
+	}
+	mark_allocated(mm, head, MM_HPAGE_ORDER, FS_UNMOVABLE, 0);
+	mm->nr_unmovable += MM_HPAGE_NR;
+	mm->huge_zero_pfn = head;
+	count_event(mm, MM_STAT_THP_ZERO_PAGE_ALLOC, 1);
+	return true;
+}
+
 /* do_anonymous_page: one movable frame for the faulting page. */
 static uint32_t do_anonymous_page(struct mm *mm, const struct mm_fault_req *req,
 				  struct fault_ctx *fc)
@@ -206,6 +239,15 @@ static void plugin_note(struct mm_hook_state *hs, bool *noted, const char *msg)
 	hs->h.note(hs->h.cookie, msg);
 }
 
+/* prctl(PR_SET_THP_DISABLE) keeps this VMA from THP (6.18 vma_thp_disabled, checked first in
+ * __thp_vma_allowable_orders: no order at all, whoever chooses). MADV_NOHUGEPAGE alone is left
+ * to mm_thp_allowable_orders as before (a plugin may still be offered order 9 there). */
+static bool process_thp_disabled(const struct mm_fault_req *req)
+{
+	return req->thp_disable != MM_THP_DISABLE_NONE &&
+	       mm_vma_thp_disabled(req->advice, req->thp_disable, false);
+}
+
 /* The plugin's view of the fault. possible: 0 always, 9 when huge_ok, 2..8 from orders_ok on
  * a modern-era write fault (as mm_fault would consider them). */
 static void plugin_info(struct mm *mm, const struct mm_fault_req *req, void *call,
@@ -223,7 +265,8 @@ static void plugin_info(struct mm *mm, const struct mm_fault_req *req, void *cal
 	if (req->write && era_has_mthp(mm))
 		in->possible_orders |=
 		    req->orders_ok & ((1U << MM_HPAGE_ORDER) - (1U << MM_MTHP_MIN_ORDER));
-	in->allowed_orders = mm_thp_allowable_orders(p, req->advice);
+	in->allowed_orders =
+	    process_thp_disabled(req) ? 0 : mm_thp_allowable_orders(p, req->advice);
 	for (unsigned o = 0; o < MM_NR_ORDERS && o < THPEMU_POLICY_NR_ORDERS; o++)
 		in->nr_free[o] = mm->nr_free[o];
 	in->frag_index_9 = fragmentation_index(mm, MM_HPAGE_ORDER);
@@ -332,9 +375,21 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	unsigned order = 0;
 	int n = -1; /* the plugin's order count; -1: the built-in decision */
 	struct mm_hook_state *hs;
+	enum mm_fault_outcome zero = MM_FAULT_BASE; /* MM_FAULT_HUGE_ZERO once mapped */
+
+	struct mm_fault_req dreq;
 
 	if (!mm || !req || !res)
 		return -EINVAL;
+	if (process_thp_disabled(req) || (req->write && req->wp_zero != MM_WP_NONE)) {
+		/* the process's prctl: a 4 KiB page, nothing larger. A write to a zero-page
+		 * mapping: the PTE (or PMD) is not none, so no THP and no mTHP; mm/memory.c
+		 * do_wp_page -> wp_page_copy allocates the page as do_anonymous_page would */
+		dreq = *req;
+		dreq.huge_ok = false;
+		dreq.orders_ok = 0;
+		req = &dreq;
+	}
 	memset(res, 0, sizeof(*res));
 	fc.rec = &res->rec;
 	mm_lock(mm);
@@ -346,6 +401,15 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 		fc.pinfo = &info;
 		n = plugin_orders(mm, hs, &info, call, list);
 	}
+	if (req->write && req->wp_zero == MM_WP_HUGE_ZERO) {
+		/* 6.12 do_huge_pmd_wp_page: a huge zero PMD goes to fallback, __split_huge_pmd
+		 * (__split_huge_pmd_locked counts thp_split_pmd before it sees the zero PMD, then
+		 * __split_huge_zero_page_pmd maps 512 zero-page PTEs), VM_FAULT_FALLBACK, and the
+		 * write is do_wp_page's. After 6.12 ("mm: Allocate THP on hugezeropage wp-fault",
+		 * Dev Jain) the write allocates a THP instead: no profile models that yet. */
+		count_event(mm, MM_STAT_THP_SPLIT_PMD, 1);
+		res->zero_split = true;
+	}
 	if (n >= 0) {
 		pfn = fault_plugin_orders(mm, req, &fc, list, n, res);
 	} else if (thp_vma_allowable(&mm->cfg.policy, req)) {
@@ -353,9 +417,21 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 		 * do_huge_pmd_anonymous_page, before the allocation, whatever its result */
 		if (mm->cfg.policy.khugepaged)
 			khugepaged_enter_locked(mm, req->as_id);
-		pfn = do_huge_pmd_anonymous_page(mm, req, &fc);
+		if (!req->write && req->zero_ok && era_modern(mm)) {
+			if (get_huge_zero_folio(mm, &fc))
+				zero = MM_FAULT_HUGE_ZERO;
+		} else {
+			pfn = do_huge_pmd_anonymous_page(mm, req, &fc);
+		}
 	}
-	if (n >= 0 && pfn != MM_NO_PFN) {
+	if (zero == MM_FAULT_HUGE_ZERO) {
+		res->outcome = MM_FAULT_HUGE_ZERO;
+		res->order = MM_HPAGE_ORDER;
+	} else if (n < 0 && pfn == MM_NO_PFN && !req->write && req->zero_ok) {
+		/* mm/memory.c do_anonymous_page, a read fault (3.x and 6.12 alike): the zero
+		 * page's PTE (my_zero_pfn), no allocation */
+		res->outcome = MM_FAULT_ZERO;
+	} else if (n >= 0 && pfn != MM_NO_PFN) {
 		/* outcome and order set by fault_plugin_orders */
 	} else if (pfn != MM_NO_PFN) {
 		res->outcome = MM_FAULT_HUGE;

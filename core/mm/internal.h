@@ -228,6 +228,7 @@ struct mm {
 	unsigned proactive_defer;   /* consecutive non-improving proactive runs (<= 6) */
 
 	uint64_t stats[MM_STAT_NR];
+	uint32_t huge_zero_pfn; /* the huge zero folio's head (6.x), MM_NO_PFN until first used */
 
 	/* THPs over time (split.c): frames of FS_HUGE blocks not mapped by a PMD (FF_THP_PTE),
 	 * the deferred split queue's length, its partially mapped entries, and the THP

@@ -128,7 +128,9 @@ void mm_khugepaged_exit(struct mm *mm, uint32_t as_id)
 static bool vma_allowable(const struct mm_policy *p, const struct mm_collapse_scan *s,
 			  bool khugepaged)
 {
-	if (s->advice == MM_VMA_NOHUGEPAGE)
+	/* 6.18 vma_thp_disabled: the process's prctl; MADV_COLLAPSE is a forced collapse, which
+	 * PR_THP_DISABLE_EXCEPT_ADVISED lets through (21c94e7e73e4) */
+	if (mm_vma_thp_disabled(s->advice, s->thp_disable, !khugepaged))
 		return false;
 	if (!khugepaged)
 		return true; /* MADV_COLLAPSE ignores enabled (tva_flags = 0) */

@@ -229,6 +229,8 @@ enum mm_stat {
 	MM_STAT_PLUGIN_CALLS,	     /* (ours) policy plugin select_orders calls */
 	MM_STAT_PLUGIN_ERRORS,	     /* (ours) nonsense answers (built-in decision taken) */
 	MM_STAT_PLUGIN_OVERTIME,     /* (ours) hook calls above THPEMU_POLICY_OVERTIME_NS */
+	MM_STAT_THP_ZERO_PAGE_ALLOC, /* the huge zero folio allocated (get_huge_zero_page) */
+	MM_STAT_THP_ZERO_PAGE_ALLOC_FAILED, /* ... its allocation failed (a read fell back) */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -241,6 +243,17 @@ enum mm_fault_outcome {
 	MM_FAULT_NOMEM, /* the pool could not give a frame; caller serves it unaccounted */
 	MM_FAULT_MTHP,	/* pfn is the head of 2^res.order frames (order 2..8, the naturally aligned
 			 * block around the fault), cleared via ops->clear_folio; mapped by PTEs */
+	/* Read faults of a caller that maps zero pages (req.zero_ok): no frame of the process
+	 * (pfn MM_NO_PFN); a later write to the page is a fault of its own (req.wp_zero). */
+	MM_FAULT_ZERO,	    /* the 4 KiB shared zero page (mm/memory.c do_anonymous_page) */
+	MM_FAULT_HUGE_ZERO, /* the huge zero folio by a PMD (6.x do_huge_pmd_anonymous_page) */
+};
+/* What a write fault finds mapped (mm_fault_req.wp_zero). */
+enum mm_wp_zero {
+	MM_WP_NONE,	 /* pte_none / pmd_none: a first touch */
+	MM_WP_ZERO,	 /* the page maps the 4 KiB zero page: do_wp_page copies it */
+	MM_WP_HUGE_ZERO, /* the extent maps the huge zero PMD (res.zero_split says what became
+			  * of it) */
 };
 struct mm_fault_rec {
 	uint64_t t_start;	 /* env now() at entry */
@@ -273,13 +286,29 @@ enum mm_vma_advice {
 	MM_VMA_NOHUGEPAGE, /* MADV_NOHUGEPAGE */
 };
 
+/* The process's prctl(PR_SET_THP_DISABLE) state: 6.18's two mm flags (include/linux/mm_types.h
+ * MMF_DISABLE_THP_COMPLETELY, MMF_DISABLE_THP_EXCEPT_ADVISED; one of them at most is set). Both
+ * are in MMF_INIT_MASK: a fork child and an exec'd image keep them (kernel/fork.c mm_init). */
+enum mm_thp_disable {
+	MM_THP_DISABLE_NONE,
+	MM_THP_DISABLE_COMPLETELY,     /* PR_SET_THP_DISABLE, 1, 0: no THP in any VMA */
+	MM_THP_DISABLE_EXCEPT_ADVISED, /* ..., 1, PR_THP_DISABLE_EXCEPT_ADVISED: MADV_HUGEPAGE only
+					*/
+};
+
 struct mm_fault_req {
 	uint64_t owner; /* cookie of the faulting 4 KiB page */
 	uint64_t
 	    extent_owner; /* cookie of page 0 of its 2 MiB extent (page i = extent_owner + i) */
 	enum mm_vma_advice advice;
+	enum mm_thp_disable thp_disable; /* the faulting process's (mm_vma_thp_disabled) */
 	bool huge_ok; /* extent aligned, wholly inside the region and still empty */
 	bool write;
+	/* The caller can map zero pages: a read first touch then gets MM_FAULT_ZERO or
+	 * MM_FAULT_HUGE_ZERO where the era maps one, and no frame. Without it a read is decided
+	 * like a write (the live emulator: it cannot see the later write, core/live/README.md). */
+	bool zero_ok;
+	enum mm_wp_zero wp_zero; /* a write fault on a zero-page mapping (write must be set) */
 	uint32_t as_id; /* the faulting address space, for khugepaged_enter (0: the only one) */
 	/* Multi-size THP (6.8+): bit k (2..8) set when the naturally aligned 2^k-page block
 	 * around the fault lies inside the region and all its pages are empty (pte_none);
@@ -297,6 +326,9 @@ struct mm_fault_res {
 	enum mm_fault_outcome outcome;
 	uint32_t pfn;
 	uint8_t order; /* frames served: 2^order (0 base, 2..8 mTHP, 9 huge) */
+	/* a write to the huge zero PMD split it (6.12 do_huge_pmd_wp_page -> __split_huge_pmd):
+	 * the extent's other 511 pages map the 4 KiB zero page now, the written one got res.pfn */
+	bool zero_split;
 	struct mm_fault_rec rec;
 };
 
@@ -494,6 +526,7 @@ struct mm_collapse_scan {
 	bool vma_ok;	       /* a whole aligned 2 MiB inside one managed mapping */
 	bool busy;	       /* a fault, a migration or a collapse owns part of it */
 	enum mm_vma_advice advice;
+	enum mm_thp_disable thp_disable; /* the process's prctl state (mm_vma_thp_disabled) */
 };
 
 /* The kernel's scan_result (mm/khugepaged.c), the subset modelled. */
@@ -751,6 +784,23 @@ unsigned mm_anon_folio_order(struct mm *mm, uint32_t pfn);
  * thp_vma_allowable_orders (the always mask, madvise under MADV_HUGEPAGE, inherit when
  * transparent_hugepage/enabled allows the VMA); 3.x: bit 9 when enabled allows it. */
 uint16_t mm_thp_allowable_orders(const struct mm_policy *p, enum mm_vma_advice advice);
+/* Are THPs disabled for a VMA with this advice in a process in state d (6.18
+ * include/linux/huge_mm.h vma_thp_disabled)? MADV_NOHUGEPAGE or COMPLETELY: yes; EXCEPT_ADVISED:
+ * unless the VMA is MADV_HUGEPAGE or the caller is MADV_COLLAPSE (forced_collapse). */
+bool mm_vma_thp_disabled(enum mm_vma_advice advice, enum mm_thp_disable d, bool forced_collapse);
+/* prctl(PR_SET_THP_DISABLE, thp_disable, flags, a4, a5) on the emulated kernel (6.18
+ * kernel/sys.c prctl_set_thp_disable): 0 and *d updated, or -EINVAL (a4 or a5 set, flags other
+ * than PR_THP_DISABLE_EXCEPT_ADVISED (2), or flags when enabling). A 3.x profile predates the
+ * call (Linux 3.15): -ENOSYS, *d unchanged (the caller says so; the host's answer stands). */
+int mm_prctl_set_thp_disable(const struct mm_policy *p, unsigned long thp_disable,
+			     unsigned long flags, unsigned long a4, unsigned long a5,
+			     enum mm_thp_disable *d);
+/* What PR_GET_THP_DISABLE returns in state d (6.18 prctl_get_thp_disable: "1 | flags" when
+ * disabled, 0 otherwise: 0, 1 or 3). */
+int mm_prctl_get_thp_disable(enum mm_thp_disable d);
+/* The state a PR_GET_THP_DISABLE answer v stands for (the host's, read at start-up: the flags
+ * outlive exec); anything but 1 and 3 is NONE. */
+enum mm_thp_disable mm_thp_disable_from_prctl(long v);
 /* Fragmentation index for order (vmstat.c): -1000 if a suitable block exists, else 0..1000. */
 int mm_fragmentation_index(struct mm *mm, unsigned order);
 /* ---- Policy plugin (thpemu_policy.h) ------------------------------------------------------ */

@@ -862,3 +862,64 @@ uint16_t mm_thp_allowable_orders(const struct mm_policy *p, enum mm_vma_advice a
 	}
 	return orders;
 }
+
+/* ---- prctl(PR_SET_THP_DISABLE) --------------------------------------------------------------- */
+
+#define PR_THP_DISABLE_EXCEPT_ADVISED_ (1UL << 1) /* include/uapi/linux/prctl.h, 6.18 */
+
+/* 6.18 include/linux/huge_mm.h vma_thp_disabled (commit 9dc21bbd62ed "prctl: extend
+ * PR_SET_THP_DISABLE to optionally exclude VM_HUGEPAGE", and 21c94e7e73e4 for MADV_COLLAPSE's
+ * forced_collapse): VM_NOHUGEPAGE, then MMF_DISABLE_THP_COMPLETELY, then VM_HUGEPAGE allows,
+ * then a forced collapse allows, then MMF_DISABLE_THP_EXCEPT_ADVISED. */
+bool mm_vma_thp_disabled(enum mm_vma_advice advice, enum mm_thp_disable d, bool forced_collapse)
+{
+	if (advice == MM_VMA_NOHUGEPAGE || d == MM_THP_DISABLE_COMPLETELY)
+		return true;
+	if (advice == MM_VMA_HUGEPAGE || forced_collapse)
+		return false;
+	return d == MM_THP_DISABLE_EXCEPT_ADVISED;
+}
+
+/* 6.18 kernel/sys.c prctl_set_thp_disable: flags only when disabling, one flag known; the call
+ * sets one MMF flag and clears the other, or clears both. PR_SET_THP_DISABLE itself came with
+ * Linux 3.15 (a0715cc22601), after every 3.x profile. */
+int mm_prctl_set_thp_disable(const struct mm_policy *p, unsigned long thp_disable,
+			     unsigned long flags, unsigned long a4, unsigned long a5,
+			     enum mm_thp_disable *d)
+{
+	if (p->era < MM_ERA_6_1)
+		return -ENOSYS;
+	if (a4 || a5)
+		return -EINVAL;
+	if ((!thp_disable && flags) || (flags & ~PR_THP_DISABLE_EXCEPT_ADVISED_))
+		return -EINVAL;
+	if (!thp_disable)
+		*d = MM_THP_DISABLE_NONE;
+	else if (flags & PR_THP_DISABLE_EXCEPT_ADVISED_)
+		*d = MM_THP_DISABLE_EXCEPT_ADVISED;
+	else
+		*d = MM_THP_DISABLE_COMPLETELY;
+	return 0;
+}
+
+/* 6.18 kernel/sys.c prctl_get_thp_disable: "1 | flags" when disabled. */
+int mm_prctl_get_thp_disable(enum mm_thp_disable d)
+{
+	switch (d) {
+	case MM_THP_DISABLE_COMPLETELY:
+		return 1;
+	case MM_THP_DISABLE_EXCEPT_ADVISED:
+		return 1 | (int)PR_THP_DISABLE_EXCEPT_ADVISED_;
+	default:
+		return 0;
+	}
+}
+
+enum mm_thp_disable mm_thp_disable_from_prctl(long v)
+{
+	if (v == 1)
+		return MM_THP_DISABLE_COMPLETELY;
+	if (v == (1 | (long)PR_THP_DISABLE_EXCEPT_ADVISED_))
+		return MM_THP_DISABLE_EXCEPT_ADVISED;
+	return MM_THP_DISABLE_NONE;
+}

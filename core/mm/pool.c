@@ -204,6 +204,7 @@ int mm_create(const struct mm_config *cfg, const struct mm_env *env, struct mm *
 	}
 	init_zone(mm);
 	setup_watermarks(mm);
+	mm->huge_zero_pfn = MM_NO_PFN; /* allocated at its first use (fault.c) */
 	*out = mm;
 	return 0;
 

@@ -11,8 +11,9 @@
  *     the program's and a filter written for the program may refuse them;
  *   - unshare of a user namespace (or CLONE_THREAD/SIGHAND/VM) and setns into a user, mount or
  *     time namespace: the kernel allows them only to a single-threaded process.
- * prctl(PR_SET_THP_DISABLE) also reaches the emulated kernel, which honours it as the kernel
- * would (core/live); so does news of the mlock family (mlock, mlock2, mlockall, munlockall). A
+ * prctl(PR_SET_THP_DISABLE) and PR_GET_THP_DISABLE are the emulated kernel's (core/live: it
+ * honours them as the kernel would and tells the host too); the mlock family (mlock, mlock2,
+ * mlockall, munlockall) is passed on with news of it. A
  * UFFDIO_REGISTER on a userfaultfd of the program's own (ioctl) first has the emulator hand the
  * managed memory it covers back to the kernel.
  *
@@ -176,13 +177,14 @@ static long do_prctl(long option, long a2, long a3, long a4, long a5)
 		return sys_call6(SYS_prctl, option, a2, a3, a4, a5, 0);
 	if (option == PR_SET_SECCOMP && a2 == SECCOMP_MODE_FILTER)
 		shim_step_aside("the program installs a seccomp filter");
+	if ((option == PR_SET_THP_DISABLE || option == PR_GET_THP_DISABLE) &&
+	    shim_prctl_thp((int)option, a2, a3, a4, a5, &r))
+		return r;
 	r = sys_call6(SYS_prctl, option, a2, a3, a4, a5, 0);
 	if (r < 0)
 		return r;
 	if (guard_prctl_is_cred((int)option) && shim_live())
 		shim_cred_replicate(GUARD_CRED_PRCTL, a, NULL, NULL);
-	if (option == PR_SET_THP_DISABLE)
-		shim_thp_disable(a2 != 0);
 	return r;
 }
 

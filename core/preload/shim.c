@@ -394,12 +394,11 @@ void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr
 			      (uint64_t)failed, " of the emulator's threads");
 }
 
-void shim_thp_disable(bool disable)
+bool shim_prctl_thp(int option, long a2, long a3, long a4, long a5, long *ret)
 {
 	struct uffd_live *lv = shim_live();
 
-	if (lv)
-		uffd_live_thp_disable(lv, disable);
+	return lv && uffd_live_prctl_thp(lv, option, a2, a3, a4, a5, ret);
 }
 
 void shim_deepbind_loaded(const char *file)

@@ -12,8 +12,9 @@ struct uffd_live *shim_live(void);
 void shim_step_aside(const char *why);
 /* The program's thread changed its own credential state: the emulator's threads follow. */
 void shim_cred_replicate(enum guard_cred_op op, const long a[5], const void *hdr, const void *data);
-/* prctl(PR_SET_THP_DISABLE) succeeded: the emulated kernel follows. */
-void shim_thp_disable(bool disable);
+/* prctl(PR_SET_THP_DISABLE or PR_GET_THP_DISABLE): true when the emulated kernel answered it
+ * (*ret: the result or -errno), false when the call is the host's alone (no emulator). */
+bool shim_prctl_thp(int option, long a2, long a3, long a4, long a5, long *ret);
 /* Is the program's malloc glibc's (no allocator preloaded, none linked in)? */
 bool shim_malloc_is_glibc(void);
 /* At start: will a dlopen(RTLD_DEEPBIND) be made without the flag (a preloaded allocator)? */

@@ -115,7 +115,8 @@ enum uffd_proc_state {
 	X(brk, "brk heap (glibc malloc's main arena: run with --allocator jemalloc)")              \
 	X(stack, "a stack ([stack], MAP_STACK thread stacks) or MADV_NOHUGEPAGE memory")           \
 	X(file, "private copies of a file's pages (a file mapping)")                               \
-	X(shared, "shared memory (MAP_SHARED, shmem)")                                             \
+	X(shared, "shared memory: not managed (MAP_SHARED anonymous, memfd, SysV or POSIX shm; "   \
+		  "its Pss)")                                                                      \
 	X(prot, "a protection thpemu does not manage (executable or read-only)")                   \
 	X(small, "mappings smaller than --min-region (each, even where neighbours merged)")        \
 	X(unseen, "never passed the interposers (made before the library started, by a raw "       \

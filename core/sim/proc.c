@@ -182,6 +182,9 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 		break;
 	case MM_FAULT_NOMEM:
 		break; /* served outside the pool: nothing to track */
+	case MM_FAULT_ZERO:
+	case MM_FAULT_HUGE_ZERO:
+		break; /* never asked for (req.zero_ok unset): reads are decided as writes */
 	case MM_FAULT_MTHP: {
 		/* the folio's 2^k pages zeroed (folio_zero_user) and mapped by set_ptes at once */
 		uint32_t n = 1U << res.order, p0 = page & ~(n - 1);

@@ -9,7 +9,10 @@
 #   4. 2000 adjacent 32 KiB mappings, which the kernel merges into one VMA: "small", not
 #      "unseen" (Ruby maps its heap this way);
 #   5. preloaded by hand, a glibc-malloc program holding 64 MiB is told at exit that nothing was
-#      managed and what to preload (before: silence).
+#      managed and what to preload (before: silence);
+#   6. shared memory (a SysV segment, a memfd, a MAP_SHARED anonymous mapping) written by a
+#      process and its fork child: unmanaged as "shared", counted once (each process's Pss)
+#      where it appeared nowhere before (PostgreSQL's shared buffers).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd
@@ -51,3 +54,17 @@ grep -q "^thpemu: pid [0-9]* managed none of its memory (.* MiB anonymous at its
 	"$T_TMP/glibc.err" || fail "preloaded by hand, glibc malloc: $(cat "$T_TMP/glibc.err")"
 expect_eq "one line" "$(wc -l <"$T_TMP/glibc.err")" 1
 say "preloaded by hand: $(cat "$T_TMP/glibc.err")"
+
+"$THPEMU" run --quiet --report "$T_OUT/shm.json" -- "$P" shm 32 1500 || fail "shm"
+# each process's shared mappings at its Pss: the parent's census before the fork has all of
+# them, the child's (taken while both map them) half; the run's total is at least the three
+# segments once (a census taken before the fork can still count them again at the peak)
+shared=$(json "$T_OUT/shm.json" .memory.unmanaged_by_reason.shared)
+[ "$shared" -ge $((94 * MiB)) ] && [ "$shared" -le $((146 * MiB)) ] ||
+	fail "3 x 32 MiB of shared memory in two processes: shared $((shared / MiB)) MiB"
+for n in /SYSV /memfd:memshape /dev/zero; do
+	per=$(jq -c --arg n "$n" '[.memory.largest_unmanaged[] | select((.name | startswith($n))
+		and .reason == "shared") | .anon_bytes / 1048576 | round] | sort' "$T_OUT/shm.json")
+	expect_eq "$n: MiB resident per process (Pss)" "$per" "[16,32]"
+done
+say "shared memory: $((shared / MiB)) MiB unmanaged (shared), 32 MiB each in the parent, 16 in its child"

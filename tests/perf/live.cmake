@@ -17,3 +17,10 @@ thpemu_add_test(NAME perf/machine_bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf
 # (tests/perf/bench.sh).
 thpemu_add_test(NAME perf/bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/bench.sh
                 LABELS perf needs-uffd needs-root TIMEOUT 1800)
+
+# The cost of seeing a write to a page answered with the zero page (UFFDIO_ZEROPAGE +
+# write-protect against UFFDIO_COPY): a measurement for core/live/README.md, run by hand.
+add_executable(zero_wp_bench ${CMAKE_CURRENT_SOURCE_DIR}/perf/zero_wp_bench.c)
+set_target_properties(zero_wp_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/perf)
+target_include_directories(zero_wp_bench PRIVATE ${PROJECT_SOURCE_DIR}/core) # util/sys.h's uapi
+target_link_libraries(zero_wp_bench PRIVATE Threads::Threads)

@@ -51,6 +51,161 @@ TEST(decision_follows_enabled_and_advice)
 	EXPECT_EQ(fault_once("thp-never/always", MM_VMA_HUGEPAGE, true), MM_FAULT_BASE);
 }
 
+static enum mm_fault_outcome fault_off(const char *spec, enum mm_vma_advice advice,
+				       enum mm_thp_disable off)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(1, advice);
+	struct mm_fault_res res;
+	char err[256];
+
+	req.thp_disable = off;
+	ASSERT_EQ(fakeenv_init(&fe, spec, 32 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	fakeenv_destroy(&fe);
+	return res.outcome;
+}
+
+/* PR_THP_DISABLE_EXCEPT_ADVISED under enabled=always behaves as enabled=madvise: only
+ * MADV_HUGEPAGE ranges get a THP (6.18 vma_thp_disabled); PR_SET_THP_DISABLE alone: none. */
+TEST(prctl_thp_disable_decides_per_advice)
+{
+	EXPECT_EQ(fault_off("thp-always/madvise", MM_VMA_DEFAULT, MM_THP_DISABLE_NONE),
+		  MM_FAULT_HUGE);
+	EXPECT_EQ(fault_off("thp-always/madvise", MM_VMA_DEFAULT, MM_THP_DISABLE_EXCEPT_ADVISED),
+		  MM_FAULT_BASE);
+	EXPECT_EQ(fault_off("thp-always/madvise", MM_VMA_HUGEPAGE, MM_THP_DISABLE_EXCEPT_ADVISED),
+		  MM_FAULT_HUGE);
+	EXPECT_EQ(fault_off("thp-always/always", MM_VMA_HUGEPAGE, MM_THP_DISABLE_COMPLETELY),
+		  MM_FAULT_BASE);
+	EXPECT_EQ(fault_off("thp-always/madvise", MM_VMA_DEFAULT, MM_THP_DISABLE_COMPLETELY),
+		  MM_FAULT_BASE);
+	/* the flag does not make a madvise-mode system give more than it would */
+	EXPECT_EQ(fault_off("thp-madvise/madvise", MM_VMA_DEFAULT, MM_THP_DISABLE_EXCEPT_ADVISED),
+		  MM_FAULT_BASE);
+	/* and mTHP sizes are off too in a non-advised VMA, on in an advised one */
+	{
+		struct fakeenv fe;
+		struct mm_fault_req req = req_at(1, MM_VMA_DEFAULT);
+		struct mm_fault_res res;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, "thp-always/madvise:hugepages-64kB=always", 32 * MIB,
+				       false, err, sizeof(err)),
+			  0);
+		req.huge_ok = false;
+		req.orders_ok = 1U << 4;
+		req.thp_disable = MM_THP_DISABLE_EXCEPT_ADVISED;
+		ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+		EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+		req = req_at(2, MM_VMA_HUGEPAGE);
+		req.huge_ok = false;
+		req.orders_ok = 1U << 4;
+		req.thp_disable = MM_THP_DISABLE_EXCEPT_ADVISED;
+		ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+		EXPECT_EQ(res.outcome, MM_FAULT_MTHP);
+		EXPECT_EQ(res.order, 4);
+		fakeenv_destroy(&fe);
+	}
+}
+
+static struct mm_fault_res read_fault(struct fakeenv *fe, uint64_t extent,
+				      enum mm_vma_advice advice)
+{
+	struct mm_fault_req req = req_at(extent, advice);
+	struct mm_fault_res res;
+
+	req.write = false;
+	req.zero_ok = true;
+	ASSERT_EQ(mm_fault(fe->mm, &req, &res, NULL), 0);
+	return res;
+}
+
+/* A read first touch maps a zero page and takes no frame: the huge zero folio (6.12
+ * do_huge_pmd_anonymous_page, allocated once: thp_zero_page_alloc) where a THP could go, the
+ * 4 KiB zero page otherwise (do_anonymous_page). 3.1-3.7 had no huge zero page and allocated a
+ * THP for a read as for a write; their 4 KiB path mapped the zero page. */
+TEST(read_faults_map_the_zero_page_per_era)
+{
+	struct fakeenv fe;
+	struct mm_fault_res res;
+	struct mm_counts c;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "thp-always/madvise", 32 * MIB, false, err, sizeof(err)), 0);
+	res = read_fault(&fe, 1, MM_VMA_DEFAULT);
+	EXPECT_EQ(res.outcome, MM_FAULT_HUGE_ZERO);
+	EXPECT_EQ(res.pfn, MM_NO_PFN);
+	res = read_fault(&fe, 2, MM_VMA_DEFAULT);
+	EXPECT_EQ(res.outcome, MM_FAULT_HUGE_ZERO);
+	res = read_fault(&fe, 3, MM_VMA_NOHUGEPAGE);
+	EXPECT_EQ(res.outcome, MM_FAULT_ZERO);
+	EXPECT_EQ(res.pfn, MM_NO_PFN);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_ZERO_PAGE_ALLOC], 1); /* one folio for every mapping */
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_ALLOC], 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.anon, 0);			      /* no frame of the process */
+	EXPECT_EQ(c.free, c.nr_frames - MM_HPAGE_NR); /* the folio: 2 MiB of the kernel's */
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.2", 32 * MIB, false, err, sizeof(err)), 0);
+	EXPECT_EQ(read_fault(&fe, 1, MM_VMA_DEFAULT).outcome, MM_FAULT_HUGE);
+	EXPECT_EQ(read_fault(&fe, 2, MM_VMA_NOHUGEPAGE).outcome, MM_FAULT_ZERO);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_ZERO_PAGE_ALLOC], 0);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_ALLOC], 1);
+	fakeenv_destroy(&fe);
+
+	/* without zero_ok (the live emulator) a read is decided as a write, as before */
+	ASSERT_EQ(fakeenv_init(&fe, "thp-always/madvise", 32 * MIB, false, err, sizeof(err)), 0);
+	{
+		struct mm_fault_req req = req_at(1, MM_VMA_DEFAULT);
+
+		req.write = false;
+		ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+		EXPECT_EQ(res.outcome, MM_FAULT_HUGE);
+	}
+	fakeenv_destroy(&fe);
+}
+
+/* A write to a zero-page mapping is a fault of its own: do_wp_page copies the 4 KiB zero page
+ * into a new frame; on the huge zero PMD 6.12's do_huge_pmd_wp_page splits the PMD
+ * (thp_split_pmd) and the write takes a 4 KiB frame. Neither is a THP or an mTHP. */
+TEST(writes_to_zero_pages_take_4k)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req;
+	struct mm_fault_res res;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "thp-always/madvise:hugepages-64kB=always", 32 * MIB, false,
+			       err, sizeof(err)),
+		  0);
+	EXPECT_EQ(read_fault(&fe, 1, MM_VMA_DEFAULT).outcome, MM_FAULT_HUGE_ZERO);
+	req = req_at(1, MM_VMA_DEFAULT);
+	req.wp_zero = MM_WP_HUGE_ZERO;
+	req.orders_ok = 1U << 4;
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	EXPECT(res.zero_split);
+	req = req_at(1, MM_VMA_DEFAULT);
+	req.owner += 5;
+	req.wp_zero = MM_WP_ZERO;
+	req.orders_ok = 1U << 4;
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	EXPECT(!res.zero_split);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_SPLIT_PMD], 1);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_ALLOC], 0);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
 TEST(huge_fault_record_and_counters)
 {
 	struct fakeenv fe;
@@ -105,6 +260,24 @@ static void fragment_one_per_block(struct fakeenv *fe, enum mm_migratetype mt)
 		if (all[i] % MM_HPAGE_NR != 0)
 			mm_free_pages(fe->mm, all[i], 0, NULL);
 	free(all);
+}
+
+/* No free 2 MiB block: the huge zero folio cannot be had (thp_zero_page_alloc_failed,
+ * thp_fault_fallback) and the read maps the 4 KiB zero page. */
+TEST(huge_zero_folio_allocation_failure_falls_back)
+{
+	struct fakeenv fe;
+	uint64_t st[MM_STAT_NR];
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "thp-always/never", 32 * MIB, false, err, sizeof(err)), 0);
+	fragment_one_per_block(&fe, MM_MT_UNMOVABLE);
+	EXPECT_EQ(read_fault(&fe, 1, MM_VMA_DEFAULT).outcome, MM_FAULT_ZERO);
+	mm_get_stats(fe.mm, st);
+	EXPECT_EQ(st[MM_STAT_THP_ZERO_PAGE_ALLOC_FAILED], 1);
+	EXPECT_EQ(st[MM_STAT_THP_ZERO_PAGE_ALLOC], 0);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_FALLBACK], 1);
+	fakeenv_destroy(&fe);
 }
 
 TEST(unmovable_fragmentation_falls_back_to_base)

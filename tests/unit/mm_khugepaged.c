@@ -252,6 +252,20 @@ TEST(rules_per_era_and_for_madv_collapse)
 	s.advice = MM_VMA_HUGEPAGE;
 	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_SUCCEED);
 	fakeenv_destroy(&fe);
+	/* the process's prctl (6.18 vma_thp_disabled): EXCEPT_ADVISED keeps khugepaged to
+	 * MADV_HUGEPAGE ranges and lets MADV_COLLAPSE through (a forced collapse); COMPLETELY
+	 * refuses both */
+	setup(&fe, "modern-always", 64 * MIB);
+	s = (struct mm_collapse_scan){.vma_ok = true, .present = 512};
+	s.thp_disable = MM_THP_DISABLE_EXCEPT_ADVISED;
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_VMA_CHECK);
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, false), MM_SCAN_SUCCEED);
+	s.advice = MM_VMA_HUGEPAGE;
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_SUCCEED);
+	s.thp_disable = MM_THP_DISABLE_COMPLETELY;
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_VMA_CHECK);
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, false), MM_SCAN_VMA_CHECK);
+	fakeenv_destroy(&fe);
 	/* madvise_collapse_errno: 6.12's, and 6.1's, which has no SCAN_EXCEED_NONE_PTE case */
 	ASSERT_EQ(mm_policy_parse("thp-always/madvise", &p612, err, sizeof(err)), 0);
 	ASSERT_EQ(mm_policy_parse("linux-6.1", &p61, err, sizeof(err)), 0);

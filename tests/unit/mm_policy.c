@@ -381,4 +381,53 @@ TEST(linux_6_1_allows_the_pmd_order_only)
 	EXPECT_EQ(mm_thp_allowable_orders(&p, MM_VMA_HUGEPAGE), 1U << MM_HPAGE_ORDER);
 }
 
+/* 6.18 kernel/sys.c prctl_set_thp_disable / prctl_get_thp_disable and include/linux/huge_mm.h
+ * vma_thp_disabled; the 3.x profiles predate PR_SET_THP_DISABLE (3.15). */
+TEST(prctl_thp_disable_rules)
+{
+	struct mm_policy m, old;
+	enum mm_thp_disable d = MM_THP_DISABLE_NONE;
+	char err[256];
+
+	ASSERT_EQ(mm_policy_parse("thp-always/madvise", &m, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_policy_parse("linux-3.2", &old, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_prctl_get_thp_disable(d), 0);
+	EXPECT_EQ(mm_prctl_set_thp_disable(&m, 1, 2, 0, 0, &d), 0);
+	EXPECT_EQ(d, MM_THP_DISABLE_EXCEPT_ADVISED);
+	EXPECT_EQ(mm_prctl_get_thp_disable(d), 3); /* "1 | flags" */
+	EXPECT_EQ(mm_prctl_set_thp_disable(&m, 1, 0, 0, 0, &d), 0);
+	EXPECT_EQ(d, MM_THP_DISABLE_COMPLETELY); /* one flag set, the other cleared */
+	EXPECT_EQ(mm_prctl_get_thp_disable(d), 1);
+	EXPECT_EQ(mm_prctl_set_thp_disable(&m, 0, 2, 0, 0, &d),
+		  -EINVAL); /* flags only to disable */
+	EXPECT_EQ(mm_prctl_set_thp_disable(&m, 1, 4, 0, 0, &d), -EINVAL); /* unknown flag */
+	EXPECT_EQ(mm_prctl_set_thp_disable(&m, 1, 2, 1, 0, &d), -EINVAL); /* arg4 */
+	EXPECT_EQ(mm_prctl_set_thp_disable(&m, 1, 0, 0, 1, &d), -EINVAL); /* arg5 */
+	EXPECT_EQ(d, MM_THP_DISABLE_COMPLETELY); /* a refused call changes nothing */
+	EXPECT_EQ(mm_prctl_set_thp_disable(&m, 7, 0, 0, 0, &d), 0); /* any nonzero disables */
+	EXPECT_EQ(mm_prctl_set_thp_disable(&m, 0, 0, 0, 0, &d), 0);
+	EXPECT_EQ(d, MM_THP_DISABLE_NONE);
+	EXPECT_EQ(mm_prctl_set_thp_disable(&old, 1, 0, 0, 0, &d), -ENOSYS);
+	EXPECT_EQ(d, MM_THP_DISABLE_NONE);
+	/* the 6.x profiles all take it, 6.1's too */
+	ASSERT_EQ(mm_policy_parse("linux-6.1", &old, err, sizeof(err)), 0);
+	EXPECT_EQ(mm_prctl_set_thp_disable(&old, 1, 2, 0, 0, &d), 0);
+	EXPECT_EQ(d, MM_THP_DISABLE_EXCEPT_ADVISED);
+	EXPECT_EQ(mm_prctl_set_thp_disable(&old, 0, 0, 0, 0, &d), 0);
+	/* the host's PR_GET_THP_DISABLE answer read back after exec */
+	EXPECT_EQ(mm_thp_disable_from_prctl(0), MM_THP_DISABLE_NONE);
+	EXPECT_EQ(mm_thp_disable_from_prctl(1), MM_THP_DISABLE_COMPLETELY);
+	EXPECT_EQ(mm_thp_disable_from_prctl(3), MM_THP_DISABLE_EXCEPT_ADVISED);
+	EXPECT_EQ(mm_thp_disable_from_prctl(-22), MM_THP_DISABLE_NONE);
+	/* vma_thp_disabled: NOHUGEPAGE, then COMPLETELY, then HUGEPAGE or a forced collapse allow
+	 */
+	EXPECT(mm_vma_thp_disabled(MM_VMA_NOHUGEPAGE, MM_THP_DISABLE_NONE, true));
+	EXPECT(!mm_vma_thp_disabled(MM_VMA_DEFAULT, MM_THP_DISABLE_NONE, false));
+	EXPECT(mm_vma_thp_disabled(MM_VMA_HUGEPAGE, MM_THP_DISABLE_COMPLETELY, true));
+	EXPECT(mm_vma_thp_disabled(MM_VMA_DEFAULT, MM_THP_DISABLE_EXCEPT_ADVISED, false));
+	EXPECT(!mm_vma_thp_disabled(MM_VMA_HUGEPAGE, MM_THP_DISABLE_EXCEPT_ADVISED, false));
+	EXPECT(!mm_vma_thp_disabled(MM_VMA_DEFAULT, MM_THP_DISABLE_EXCEPT_ADVISED, true));
+	EXPECT(mm_vma_thp_disabled(MM_VMA_NOHUGEPAGE, MM_THP_DISABLE_EXCEPT_ADVISED, true));
+}
+
 TEST_MAIN()
