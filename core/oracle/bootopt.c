@@ -54,7 +54,8 @@ int oracle_boot_opt(struct oracle_boot_opts *o, int argc, char **argv, int *i, c
 		c->kernel = v;
 		if (o->series_only && strcmp(v, "6.12") && strcmp(v, "6.1")) {
 			snprintf(err, errlen,
-				 "--kernel: '%s' is not 6.12 or 6.1 (the kernels thpemu has profiles of)",
+				 "--kernel: '%s' is not 6.12 or 6.1 (the kernels thpemu has "
+				 "profiles of)",
 				 v);
 			return -1;
 		}
