@@ -3,7 +3,8 @@
  * migrate_frames() moves the former into the latter until a block of the requested order is
  * free or the scanners meet.
  *
- * Mirrors mm/compaction.c's compact_zone and its scanners in two eras, 3.1-3.3 and 6.12:
+ * Mirrors mm/compaction.c's compact_zone and its scanners in two eras, 3.1-3.3 and 6.x (6.12's
+ * rules, which the linux-6.1 profile runs too, with 6.1's own where noted):
  *  - 3.1-3.3: restart from the zone's ends on every call, one pageblock per
  *    isolate_migratepages call, async scans only MOVABLE blocks, free targets are MOVABLE blocks
  *    or free pageblocks (split_free_page under LOW + 2^order), compact_finished checks the
@@ -1018,7 +1019,9 @@ static void compact_zone_start_modern(struct mm *mm, struct compact_control *cc)
 	}
 	cc->migrate_pfn = mm->compact_cached_migrate_pfn[sync];
 	cc->free_pfn = mm->compact_cached_free_pfn;
-	if (cc->free_pfn >= mm->nr_frames)
+	/* compact_zone (6.12): a cached position outside the zone restarts at its end (a fast
+	 * free search can leave it one block below the zone's first) */
+	if (cc->free_pfn < mm->zone_start_pfn || cc->free_pfn >= mm->nr_frames)
 		cc->free_pfn = mm->compact_cached_free_pfn = last;
 	if (cc->migrate_pfn < mm->zone_start_pfn || cc->migrate_pfn >= mm->nr_frames)
 		cc->migrate_pfn = mm->compact_cached_migrate_pfn[0] =

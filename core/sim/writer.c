@@ -192,9 +192,9 @@ void flusher_init(struct sim_world *w, unsigned max_inflight, unsigned req_pages
 	if (req_pages > SIM_IO_MAX_PAGES)
 		req_pages = SIM_IO_MAX_PAGES;
 	/* 3.x: requests come from the block layer's request list, shared with every writer
-	 * (core/io/rqlist); the modern era keeps the flusher's own bound (blk-mq tags are not
-	 * modelled) */
-	w->rq_model = w->mmcfg.policy.era != MM_ERA_MODERN;
+	 * (core/io/rqlist); the 6.x eras (6.1 and 6.12, blk-mq: tags are not modelled) keep the
+	 * flusher's own bound */
+	w->rq_model = w->mmcfg.policy.era < MM_ERA_6_1;
 	rql_init(&w->rl, max_inflight);
 	fl->rq_sleeping = fl->rq_retry = false;
 	wbq_init(&fl->q, w->rq_model ? WBQ_UNBOUNDED : max_inflight, req_pages, fl->q_pfn,
