@@ -231,6 +231,51 @@ static unsigned huge_faults(struct fakeenv *fe, uint32_t heads[4])
 	return n;
 }
 
+/* compact_zone (6.12) restarts a cached free position outside the zone: one left below the main
+ * zone's first pfn (a fast free search can leave it there) must not make the scanners meet at
+ * once. Program pages in every other 16 frames of DMA32 are what to compact. */
+TEST(zones_compaction_restarts_a_free_position_below_the_zone)
+{
+	struct fakeenv fe;
+	struct fault_ctx fc = {0};
+	struct alloc_ctx ac = {.order = 9,
+			       .mt = MM_MT_MOVABLE,
+			       .gfp = GFP_HIGHUSER_MOVABLE,
+			       .alloc_flags = WMARK_MIN,
+			       .fc = &fc};
+	uint64_t st[MM_STAT_NR];
+	uint32_t captured = MM_NO_PFN;
+
+	struct mm_snapshot snap;
+	struct mm_snapshot_zone z[2] = {
+	    {.name = "DMA", .start = 0, .end = 2048, .wmark = {10, 12, 14}, .lowmem_reserve = 100},
+	    {.name = "DMA32", .start = 2048, .end = 8192, .wmark = {20, 25, 30}}};
+	struct mm_snapshot_run r[] = {run(MM_SNAP_UNMOVABLE, 1024, 0), run(MM_SNAP_FREE, 1024, 10),
+				      run(MM_SNAP_FREE, 6144, 10)};
+	uint32_t wm[3] = {20, 25, 30};
+	char err[256];
+
+	init(&fe, "thp-always/always", 32 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &snap), 0);
+	ASSERT_EQ(mm_snapshot_zones(&snap, z, 2, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_runs(&snap, r, 3, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&snap, wm, err, sizeof(err)), 0);
+	for (uint32_t p = 2048; p < 8192; p++)
+		if ((p / 16) % 2 == 0)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_ANON, 0x1000 + p), 0);
+	check(&fe);
+	fe.mm->compact_cached_free_pfn = fe.mm->zone_start_pfn - MM_HPAGE_NR;
+	(void)try_to_compact_pages(fe.mm, &ac, MM_MIGRATE_ASYNC, &captured);
+	if (captured != MM_NO_PFN)
+		free_one_block(fe.mm, captured, 9, NULL);
+	check(&fe);
+	mm_get_stats(fe.mm, st);
+	EXPECT_GT(st[MM_STAT_COMPACT_MIGRATE_SCANNED], 0);
+	EXPECT_GT(st[MM_STAT_COMPACT_FREE_SCANNED], 0);
+	EXPECT(fe.mm->compact_cached_free_pfn >= fe.mm->zone_start_pfn);
+	fakeenv_destroy(&fe);
+}
+
 /* Each zone's free blocks are counted and listed in that zone; the counts are the node's. */
 TEST(zones_load_apart)
 {
