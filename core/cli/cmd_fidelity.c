@@ -654,8 +654,10 @@ static int fidelity_main(int argc, char **argv)
 	if (!o)
 		return 1;
 	o->t = calloc(1, sizeof(*o->t));
-	if (!o->t)
+	if (!o->t) {
+		free(o);
 		return 1;
+	}
 	o->cfg = (struct oracle_run_cfg){.kernel = "6.12",
 					 .mem = 512ULL << 20,
 					 .smp = 2,
