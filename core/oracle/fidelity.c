@@ -5,6 +5,7 @@
 
 #include "oracle/fidelity.h"
 #include "util/json.h"
+#include "util/text.h"
 
 /* Where each row comes from. Both sides run the same workload binary printing the same lines
  * (core/oracle/workloads): the huge % from its "fault" lines (thpscale's test: mincore 256 KiB
@@ -290,37 +291,16 @@ void fid_text(FILE *f, const struct fid_table *t)
 
 /* ---- HTML ------------------------------------------------------------------------------- */
 
-static void esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++)
-		switch (*s) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		default:
-			fputc(*s, f);
-		}
-}
-
 static void html_side_notes(FILE *f, const char *what, const struct fid_side *s)
 {
 	for (int i = 0; i < s->n; i++) {
 		if (!strcmp(s->status[i], "ok") && !s->note[i][0])
 			continue;
 		fprintf(f, "<li>%s seed %llu: ", what, (unsigned long long)s->seed[i]);
-		esc(f, s->status[i]);
+		text_html_escape(f, s->status[i]);
 		if (s->note[i][0]) {
 			fputs(", ", f);
-			esc(f, s->note[i]);
+			text_html_escape(f, s->note[i]);
 		}
 		fputs("</li>\n", f);
 	}
@@ -332,7 +312,7 @@ void fid_html(FILE *f, const struct fid_table *t)
 	int counts[FID_OFF + 1];
 
 	fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>thpemu fidelity: ", f);
-	esc(f, t->kernel);
+	text_html_escape(f, t->kernel);
 	fputs("</title>\n<style>body{font-family:sans-serif;margin:2em}"
 	      "table{border-collapse:collapse;margin:0.5em 0 1em}"
 	      "td,th{border:1px solid #bbb;padding:2px 8px;text-align:right}"
@@ -340,25 +320,25 @@ void fid_html(FILE *f, const struct fid_table *t)
 	      ".close{background:#d8f0d8}.range{background:#eef5cc}.off{background:#f5c6c6}"
 	      ".na{color:#888}code{font-size:90%}</style></head><body>\n<h1>thpemu fidelity: ",
 	      f);
-	esc(f, t->kernel);
+	text_html_escape(f, t->kernel);
 	fprintf(f, ", %llu MiB, %s mode</h1>\n<p>", (unsigned long long)(t->mem_bytes >> 20),
 		t->mode);
 	fputs("Memory snapshot at the workload's ", f);
-	esc(f, t->at);
+	text_html_escape(f, t->at);
 	fputs(".<br>Command: <code>", f);
-	esc(f, t->command);
+	text_html_escape(f, t->command);
 	fputs("</code><br>Workload: <code>", f);
-	esc(f, t->workload);
+	text_html_escape(f, t->workload);
 	fputs("</code><br>thpemu: <code>", f);
-	esc(f, t->emu_cmd);
+	text_html_escape(f, t->emu_cmd);
 	fputs("</code></p>\n", f);
 	for (int k = 0; k < t->nset; k++) {
 		const struct fid_setting *s = &t->set[k];
 
 		fputs("<h2>", f);
-		esc(f, s->name);
+		text_html_escape(f, s->name);
 		fputs(" (thpemu <code>", f);
-		esc(f, s->policy);
+		text_html_escape(f, s->policy);
 		fprintf(f,
 			"</code>)</h2>\n<p>real %d of %d boots ok, thpemu %d of %d runs ok</p>\n",
 			side_ok(&s->real), s->real.n, side_ok(&s->emu), s->emu.n);
@@ -372,9 +352,9 @@ void fid_html(FILE *f, const struct fid_table *t)
 			fmt_stat(e, sizeof(e), fid_rows[i].kind, &s->es[i]);
 			fprintf(f, "<tr class=\"%s\"><td title=\"", cls[s->verdict[i]]);
 			fputs("real: ", f);
-			esc(f, fid_rows[i].real);
+			text_html_escape(f, fid_rows[i].real);
 			fputs("; thpemu: ", f);
-			esc(f, fid_rows[i].emu);
+			text_html_escape(f, fid_rows[i].emu);
 			fprintf(f, "\">%s</td><td>%s</td><td>%s</td><td>%s%s</td></tr>\n",
 				fid_rows[i].label, r, e, fid_verdict_name(s->verdict[i]),
 				fid_rows[i].kind == FID_PCT && s->rs[i].bimodal ? " (real bimodal)"
@@ -395,9 +375,9 @@ void fid_html(FILE *f, const struct fid_table *t)
 		fmt_num(r, sizeof(r), fid_rows[x->row].kind, x->real_delta);
 		fmt_num(e, sizeof(e), fid_rows[x->row].kind, x->emu_delta);
 		fprintf(f, "<li class=\"off\">%s from ", fid_rows[x->row].label);
-		esc(f, t->set[x->a].name);
+		text_html_escape(f, t->set[x->a].name);
 		fputs(" to ", f);
-		esc(f, t->set[x->b].name);
+		text_html_escape(f, t->set[x->b].name);
 		fprintf(f, ": real %s%s, thpemu %s%s</li>\n", x->real_delta > 0 ? "+" : "", r,
 			x->emu_delta > 0 ? "+" : "", e);
 	}

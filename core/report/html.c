@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "report/runs.h"
+#include "util/text.h"
 
 #define MAX_SERIES 8
 #define PLOT_W	   360
@@ -46,28 +47,6 @@ struct series {
 	size_t nb[RD_NCLASS];
 	uint64_t total[RD_NCLASS];
 };
-
-static void esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		default:
-			fputc(*s, f);
-		}
-	}
-}
 
 /* ---- pooling
  * -------------------------------------------------------------------------------------- */
@@ -150,7 +129,7 @@ static void x_tick(FILE *f, double x, int y, const char *lab, int w)
 	const char *anchor = x + half > w - 2 ? "end" : x - half < 2 ? "start" : "middle";
 
 	fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"%s\">", x, y, anchor);
-	esc(f, lab);
+	text_html_escape(f, lab);
 	fputs("</text>", f);
 }
 
@@ -162,17 +141,17 @@ static void svg_open_w(FILE *f, int w, int legend_w, const char *title, const ch
 		"<svg class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
 		"height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>",
 		w, PLOT_H, w, PLOT_H);
-	esc(f, title);
+	text_html_escape(f, title);
 	fprintf(f, "</title><text x=\"%d\" y=\"15\" class=\"t\">", PAD_L);
 	esc_cut(f, title, (size_t)((w - PAD_L - 4) / TITLE_CHAR_W)); /* whole in <title> */
 	fprintf(f, "</text><text x=\"%d\" y=\"%d\" class=\"al\" text-anchor=\"middle\">",
 		(w - legend_w + PAD_L) / 2, PLOT_H - 6);
-	esc(f, xlabel);
+	text_html_escape(f, xlabel);
 	fprintf(f,
 		"</text><text x=\"12\" y=\"%d\" class=\"al\" text-anchor=\"middle\" "
 		"transform=\"rotate(-90 12 %d)\">",
 		PLOT_H / 2, PLOT_H / 2);
-	esc(f, ylabel);
+	text_html_escape(f, ylabel);
 	fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"frame\"/>",
 		PAD_L, PAD_T, w - legend_w - PAD_L - PAD_R, PLOT_H - PAD_B - PAD_T);
 }
@@ -422,7 +401,7 @@ static void huge_plot(FILE *f, const struct rd_run *runs, size_t n, const struct
 				"<title>",
 				px(&a, idx + ((double)j - (double)(ns - 1) / 2) * 0.12), py(&a, v),
 				s[j].color);
-			esc(f, s[j].label);
+			text_html_escape(f, s[j].label);
 			fprintf(f, " run %d: %.2f %%</title></circle>", idx, v);
 			sum += v;
 			cnt++;
@@ -497,7 +476,7 @@ static void esc_cut(FILE *f, const char *label, size_t max)
 	if (max >= sizeof(buf))
 		max = sizeof(buf) - 1;
 	if (len <= max) {
-		esc(f, label);
+		text_html_escape(f, label);
 		return;
 	}
 	len = max > 2 ? max - 2 : 0;
@@ -505,7 +484,7 @@ static void esc_cut(FILE *f, const char *label, size_t max)
 		len--;
 	memcpy(buf, label, len);
 	memcpy(buf + len, "..", 3);
-	esc(f, buf);
+	text_html_escape(f, buf);
 }
 
 static void order_legend(FILE *f, const bool *shown)
@@ -558,7 +537,7 @@ static void order_mix_plot(FILE *f, const struct series *s, const struct series_
 				"fill=\"%s\"><title>",
 				x0 - bw / 2, py(&a, acc + pct), bw, py(&a, acc) - py(&a, acc + pct),
 				order_color[k]);
-			esc(f, s[j].label);
+			text_html_escape(f, s[j].label);
 			fprintf(f, ": %s %.2f %% (%.0f pages of 4 KiB in %zu run%s)</title></rect>",
 				rd_order_names[k], pct, x[j].pages[k], x[j].runs,
 				x[j].runs == 1 ? "" : "s");
@@ -635,7 +614,7 @@ static void order_latency_plot(FILE *f, const struct series *s, const struct ser
 				"fill=\"none\" stroke=\"%s\"><title>",
 				bx + 1, py(&a, log10(x[j].p99[k])), bw - 2,
 				py(&a, a.y0) - py(&a, log10(x[j].p99[k])), s[j].color);
-			esc(f, s[j].label);
+			text_html_escape(f, s[j].label);
 			fprintf(f, " %s: p99 %.1f us</title></rect>", rd_order_names[k],
 				x[j].p99[k]);
 			fprintf(f,
@@ -643,7 +622,7 @@ static void order_latency_plot(FILE *f, const struct series *s, const struct ser
 				"fill=\"%s\"><title>",
 				bx + 1, py(&a, log10(x[j].p50[k])), bw - 2,
 				py(&a, a.y0) - py(&a, log10(x[j].p50[k])), s[j].color);
-			esc(f, s[j].label);
+			text_html_escape(f, s[j].label);
 			fprintf(f, " %s: p50 %.1f us</title></rect>", rd_order_names[k],
 				x[j].p50[k]);
 		}
@@ -780,7 +759,7 @@ static void coverage_plot(FILE *f, const struct rd_run *runs, size_t n, const st
 			pen = true;
 		}
 		fputs("\"><title>", f);
-		esc(f, runs[i].source);
+		text_html_escape(f, runs[i].source);
 		fprintf(f, ": end %.2f %%, time-weighted %.2f %%</title></path>",
 			rd_num(runs[i].root, "coverage.end_pct"),
 			rd_num(runs[i].root, "coverage.time_weighted_pct"));
@@ -876,7 +855,7 @@ static void timeline(FILE *f, const struct rd_run *runs, size_t n)
 					"<rect class=\"stall\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
 					"height=\"%d\" fill=\"%s\"><title>%.0f ms at %.2f s: ",
 					x, y + 3, bw, row_h - 6, cause_color(cause), d * 1000, t);
-				esc(f, cause);
+				text_html_escape(f, cause);
 				fputs("</title></rect>", f);
 			}
 		}
@@ -922,7 +901,7 @@ static void summary_comms(FILE *f, const struct cmp_result *c)
 		const struct cmp_comm *m = &c->comm[i];
 
 		fputs("<tr><td>", f);
-		esc(f, m->comm);
+		text_html_escape(f, m->comm);
 		fputs("</td>", f);
 		for (int sd = 0; sd < 2; sd++) {
 			num(f, m->procs[sd], 2);
@@ -942,9 +921,9 @@ static void summary_comms(FILE *f, const struct cmp_result *c)
 static void summary_cmp(FILE *f, const struct cmp_result *c)
 {
 	fputs("<table><tr><th>metric</th><th>A: ", f);
-	esc(f, c->label_a);
+	text_html_escape(f, c->label_a);
 	fputs("<br><small>mean &plusmn; sd</small></th><th>B: ", f);
-	esc(f, c->label_b);
+	text_html_escape(f, c->label_b);
 	fputs("<br><small>mean &plusmn; sd</small></th><th>change</th><th>B&minus;A, 95% CI "
 	      "(bootstrap)</th><th></th></tr>\n",
 	      f);
@@ -985,7 +964,7 @@ static void summary_cmp(FILE *f, const struct cmp_result *c)
 		    "<p class=\"note why\">No difference is marked significant and no interval is "
 		    "shown: ",
 		    f);
-		esc(f, c->why);
+		text_html_escape(f, c->why);
 		fputs(".</p>", f);
 	}
 	fputs("<p class=\"note\">Change: positive is better (mmtests' convention). "
@@ -1021,7 +1000,7 @@ static void summary_series(FILE *f, const struct rd_run *runs, size_t n, const s
 	fputs("<table><tr><th>metric</th>", f);
 	for (size_t j = 0; j < ns; j++) {
 		fputs("<th>", f);
-		esc(f, s[j].label);
+		text_html_escape(f, s[j].label);
 		fputs("</th>", f);
 	}
 	fputs("</tr>\n", f);
@@ -1056,7 +1035,7 @@ static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const str
 	fputs("<table><tr><th>counter (mean per run)</th>", f);
 	for (size_t j = 0; j < ns; j++) {
 		fputs("<th>", f);
-		esc(f, s[j].label);
+		text_html_escape(f, s[j].label);
 		fputs("</th>", f);
 	}
 	fputs(ns == 2 ? "<th>B&minus;A</th></tr>\n" : "</tr>\n", f);
@@ -1067,7 +1046,7 @@ static void vmstat_table(FILE *f, const struct rd_run *runs, size_t n, const str
 
 		snprintf(path, sizeof(path), "vmstat.%s", key);
 		fputs("<tr><td>", f);
-		esc(f, key);
+		text_html_escape(f, key);
 		fputs("</td>", f);
 		for (size_t j = 0; j < ns; j++) {
 			mean[j] = rd_mean_num(runs, n, s[j].label, path);
@@ -1092,14 +1071,14 @@ static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 		const struct rd_run *r = &runs[i];
 
 		fputs("<tr><td>", f);
-		esc(f, r->label);
+		text_html_escape(f, r->label);
 		fprintf(f, "</td><td class=\"n\">%s%d</td><td>", r->warmup ? "warm-up " : "",
 			r->index);
 		if (r->ok)
 			fputs("ok", f);
 		else {
 			fputs("<b>failed</b>: ", f);
-			esc(f, r->note);
+			text_html_escape(f, r->note);
 		}
 		fputs("</td>", f);
 		num(f, r->wall_s > 0 ? r->wall_s : NAN, 2);
@@ -1113,7 +1092,7 @@ static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 		num(f, r->root ? rd_num(r->root, "stalls.waits.count") : NAN, 0);
 		num(f, r->root ? rd_num(r->root, "stalls.waits.max_ms") : NAN, 1);
 		fputs("<td class=\"src\">", f);
-		esc(f, r->source);
+		text_html_escape(f, r->source);
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
@@ -1122,7 +1101,7 @@ static void runs_table(FILE *f, const struct rd_run *runs, size_t n)
 static void str_cell(FILE *f, json_t *e, const char *key)
 {
 	fputs("<td>", f);
-	esc(f, json_string_value(json_object_get(e, key)));
+	text_html_escape(f, json_string_value(json_object_get(e, key)));
 	fputs("</td>", f);
 }
 
@@ -1140,7 +1119,7 @@ static void run_processes(FILE *f, const struct rd_run *r, bool open)
 		v[i] = json_array_get(arr, i);
 	qsort(v, n, sizeof(*v), rd_by_faults);
 	fprintf(f, "<details%s><summary>", open ? " open" : "");
-	esc(f, r->source);
+	text_html_escape(f, r->source);
 	fprintf(
 	    f,
 	    ": %zu process%s</summary><table><tr><th>pid</th><th>ppid</th><th>comm</th>"
@@ -1165,7 +1144,7 @@ static void run_processes(FILE *f, const struct rd_run *r, bool open)
 		num(f, rd_num(v[i], "stalls.count"), 0);
 		num(f, rd_num(v[i], "stalls.total_ms"), 1);
 		fputs("<td class=\"src\">", f);
-		esc(f, json_string_value(json_object_get(v[i], "cmdline")));
+		text_html_escape(f, json_string_value(json_object_get(v[i], "cmdline")));
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>", f);
@@ -1227,7 +1206,7 @@ static void sgroup_who_html(FILE *f, const struct sgroup *sg)
 		const char *proc = json_string_value(json_object_get(sg->who[i], "process"));
 
 		fputs(i ? ", " : "", f);
-		esc(f, proc ? proc : "?");
+		text_html_escape(f, proc ? proc : "?");
 		fprintf(f, " (pid %lld)",
 			(long long)json_integer_value(json_object_get(sg->who[i], "pid")));
 	}
@@ -1249,7 +1228,7 @@ static void stack_pre(FILE *f, const char *title, json_t *arr)
 		return;
 	fprintf(f, "<div class=\"stk\"><b>%s</b><pre>", title);
 	for (size_t i = 0; i < json_array_size(arr); i++) {
-		esc(f, json_string_value(json_array_get(arr, i)));
+		text_html_escape(f, json_string_value(json_array_get(arr, i)));
 		fputc('\n', f);
 	}
 	fputs("</pre></div>", f);
@@ -1302,7 +1281,7 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 		}
 	}
 	fputs("<h3>", f);
-	esc(f, s->label);
+	text_html_escape(f, s->label);
 	fprintf(f, "</h3>\n");
 	if (!ng)
 		fprintf(f, "<p>no stall events in %zu run%s</p>\n", nruns, nruns == 1 ? "" : "s");
@@ -1314,9 +1293,9 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 		fprintf(f, "<details%s><summary><b>%.0f ms</b> in %llu event%s (%u of %zu runs): ",
 			k == 0 ? " open" : "", gs[k].total_ms, (unsigned long long)gs[k].count,
 			gs[k].count == 1 ? "" : "s", gs[k].runs, nruns);
-		esc(f, json_string_value(json_object_get(gr, "cause")));
+		text_html_escape(f, json_string_value(json_object_get(gr, "cause")));
 		fputs(" &mdash; ", f);
-		esc(f, json_string_value(json_object_get(gr, "function")));
+		text_html_escape(f, json_string_value(json_object_get(gr, "function")));
 		sgroup_who_html(f, &gs[k]);
 		fputs("</summary>", f);
 		stack_pre(f, "emulated kernel (handler) stack",
@@ -1324,7 +1303,7 @@ static void stall_groups(FILE *f, const struct rd_run *runs, size_t n, const str
 		stack_pre(f, "program stack", json_object_get(gr, "app_stack"));
 		if (json_string_value(json_object_get(gr, "syscall"))) {
 			fputs("<p>faulted inside the system call ", f);
-			esc(f, json_string_value(json_object_get(gr, "syscall")));
+			text_html_escape(f, json_string_value(json_object_get(gr, "syscall")));
 			fputs("</p>", f);
 		}
 		fputs("</details>\n", f);
@@ -1338,7 +1317,7 @@ static void config_section(FILE *f, const struct rd_run *runs, size_t n, const s
 {
 	if (text) {
 		fputs("<pre>", f);
-		esc(f, text);
+		text_html_escape(f, text);
 		fputs("</pre>\n", f);
 	}
 	for (size_t j = 0; j < ns; j++) {
@@ -1351,9 +1330,9 @@ static void config_section(FILE *f, const struct rd_run *runs, size_t n, const s
 			cfg = json_object_get(runs[i].root, "config");
 			t = rd_json_text(cfg, 2, 10, false);
 			fputs("<h3>", f);
-			esc(f, s[j].label);
+			text_html_escape(f, s[j].label);
 			fputs("</h3><pre>", f);
-			esc(f, t ? t : "(no configuration)");
+			text_html_escape(f, t ? t : "(no configuration)");
 			fputs("</pre>\n", f);
 			free(t);
 			break;
@@ -1404,13 +1383,13 @@ int html_report(FILE *f, const struct rd_run *runs, size_t n, const struct cmp_r
 		pool(&s[j], runs, n);
 	}
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>", f);
-	esc(f, o->title);
+	text_html_escape(f, o->title);
 	fprintf(f, "</title><style>%s</style></head>\n<body>\n<h1>", style);
-	esc(f, o->title);
+	text_html_escape(f, o->title);
 	fputs("</h1>\n", f);
 	if (o->subtitle) {
 		fputs("<div class=\"sub\">", f);
-		esc(f, o->subtitle);
+		text_html_escape(f, o->subtitle);
 		fputs("</div>\n", f);
 	}
 	fputs("<h2>Summary</h2>\n", f);

@@ -16,6 +16,7 @@
 #define THPEMU_UTIL_TEXT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Copy s into buf (len bytes, always NUL-terminated when len > 0), escaped as above. A value
  * that does not fit is cut before a whole character or escape and ends in "...". s == NULL is
@@ -25,5 +26,9 @@ const char *text_escape(const char *s, char *buf, size_t len);
 /* The length of the valid UTF-8 sequence at s (1..4), or 0 if s does not start one. Overlong
  * forms, surrogates and code points above U+10FFFF are invalid. */
 size_t text_utf8_len(const unsigned char *s);
+
+/* Write s to f with <, >, & and " as HTML entities (for element text and quoted attribute
+ * values); s == NULL writes nothing. */
+void text_html_escape(FILE *f, const char *s);
 
 #endif

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,6 +91,22 @@ static void expect_refused(const char *path, const char *want)
 	if (!strstr(err, want) || !strstr(err2, want))
 		fprintf(stderr, "  check: %s\n  open:  %s\n  wanted: %s\n", err, err2, want);
 	expect_victim_intact();
+}
+
+/* text_html_escape: the four characters HTML gives meaning to in text and quoted attributes,
+ * nothing else; NULL writes nothing. */
+TEST(html_escape_of_text_and_attributes)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ASSERT(f != NULL);
+	text_html_escape(f, "a<b> & \"c\" 'd' é");
+	text_html_escape(f, NULL);
+	ASSERT_EQ(fclose(f), 0);
+	EXPECT(strcmp(buf, "a&lt;b&gt; &amp; &quot;c&quot; 'd' é") == 0);
+	free(buf);
 }
 
 TEST(a_new_file_is_created_ours_and_close_on_exec)
