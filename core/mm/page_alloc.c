@@ -522,6 +522,18 @@ static bool can_claim_block(struct mm *mm, uint32_t pfn, unsigned start_mt, unsi
 	return free_pages + alike >= (1U << (MM_PAGEBLOCK_ORDER - 1));
 }
 
+/* A fallback that steals below a pageblock boosts the zone's watermark (6.1 and 6.12
+ * steal_suitable_fallback: boost_watermark, ZONE_BOOSTED_WATERMARK wakes kswapd after the
+ * allocation); a lower zone's boost is not modelled (zones.c). */
+static void boost_for_steal(struct mm *mm, int zi, unsigned alloc_flags)
+{
+	if (zi >= 0)
+		return;
+	boost_watermark(mm);
+	if (alloc_flags & ALLOC_KSWAPD)
+		mm->boost_wake = true;
+}
+
 /* 6.12 steal_suitable_fallback: take over big blocks, boost the watermark, and claim the
  * pageblock when at least half of it is free or compatible; otherwise take just the page. */
 static uint32_t steal_suitable_fallback(struct mm *mm, int zi, uint32_t pfn, unsigned o,
@@ -537,11 +549,7 @@ static uint32_t steal_suitable_fallback(struct mm *mm, int zi, uint32_t pfn, uns
 		trace_extfrag(mm, call, pfn, order, o, true);
 		return pfn;
 	}
-	if (zi < 0) { /* a lower zone's boost is not modelled (zones.c) */
-		boost_watermark(mm);
-		if (alloc_flags & ALLOC_KSWAPD)
-			mm->boost_wake = true; /* ZONE_BOOSTED_WATERMARK: wake kswapd after */
-	}
+	boost_for_steal(mm, zi, alloc_flags);
 	if (whole_block) {
 		if (can_claim_block(mm, pfn, start_mt, block_mt)) {
 			move_freepages_block(mm, pfn, start_mt);
@@ -569,11 +577,8 @@ static uint32_t steal_suitable_fallback_6_1(struct mm *mm, int zi, uint32_t pfn,
 	unsigned block_mt = pageblock_mt(mm, pfn);
 	bool owned = false;
 
-	if (o < MM_PAGEBLOCK_ORDER && zi < 0) { /* a lower zone's boost is not modelled */
-		boost_watermark(mm);
-		if (alloc_flags & ALLOC_KSWAPD)
-			mm->boost_wake = true;
-	}
+	if (o < MM_PAGEBLOCK_ORDER)
+		boost_for_steal(mm, zi, alloc_flags);
 	if (o >= MM_PAGEBLOCK_ORDER) {
 		change_pageblock_range(mm, pfn, o, start_mt);
 		owned = true;
