@@ -11,10 +11,10 @@ thpemu_add_test(NAME integration/ab_seed
                 LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 1500)
 thpemu_add_test(NAME integration/report_mthp
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/report_mthp.sh
-                LABELS integration TIMEOUT 300)
+                LABELS integration parallel TIMEOUT 300)
 thpemu_add_test(NAME integration/report_single
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/report_single.sh
                 LABELS integration needs-uffd needs-root TIMEOUT 120)
 thpemu_add_test(NAME integration/report_html
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/report_html.sh
-                LABELS integration TIMEOUT 300)
+                LABELS integration parallel TIMEOUT 300)

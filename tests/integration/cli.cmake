@@ -10,7 +10,7 @@ thpemu_add_test(NAME integration/run_kill
 # thpemu policies: the sysfs-pair names, aliases, and host against this machine's /sys.
 thpemu_add_test(NAME integration/policies
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/policies.sh
-                LABELS integration TIMEOUT 60)
+                LABELS integration parallel TIMEOUT 60)
 # thpemu run as a launcher: signals reach the program as natively (never a SIGKILL instead), the
 # caller's mask and dispositions, death by the program's signal, ^C/^Z/fg on a pty.
 thpemu_add_test(NAME integration/run_signals

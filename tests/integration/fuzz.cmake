@@ -2,4 +2,4 @@
 # no root, userfaultfd or FUSE needed.
 thpemu_add_test(NAME integration/fuzz_regress
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fuzz_regress.sh
-                LABELS integration TIMEOUT 300)
+                LABELS integration parallel TIMEOUT 300)

@@ -2,7 +2,7 @@
 # thpemu oracle's command line: refusals before any work, environment failures, no qemu needed.
 thpemu_add_test(NAME integration/oracle_cli
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/oracle_cli.sh
-                LABELS integration TIMEOUT 120)
+                LABELS integration parallel TIMEOUT 120)
 # The workload suite natively and under thpemu run: the same ORACLE lines in both worlds.
 thpemu_add_test(NAME integration/oracle_workloads
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/oracle_workloads.sh
@@ -13,4 +13,4 @@ thpemu_add_test(NAME integration/oracle_workloads
 # repeated gives the same counters. Boots real kernels under qemu (TCG): minutes.
 thpemu_add_test(NAME integration/oracle_pinned
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/oracle_pinned.sh
-                LABELS integration needs-qemu TIMEOUT 900)
+                LABELS integration parallel needs-qemu TIMEOUT 900)

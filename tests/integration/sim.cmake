@@ -5,5 +5,5 @@
 foreach(t sim_cli sim_determinism sim_seed2011 sim_khugepaged sim_speed sim_writebackcp)
   thpemu_add_test(NAME integration/${t}
                   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${t}.sh
-                  LABELS integration TIMEOUT 600)
+                  LABELS integration parallel TIMEOUT 600)
 endforeach()
