@@ -24,3 +24,12 @@ add_executable(zero_wp_bench ${CMAKE_CURRENT_SOURCE_DIR}/perf/zero_wp_bench.c)
 set_target_properties(zero_wp_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/perf)
 target_include_directories(zero_wp_bench PRIVATE ${PROJECT_SOURCE_DIR}/core) # util/sys.h's uapi
 target_link_libraries(zero_wp_bench PRIVATE Threads::Threads)
+
+# Collapse: the program-visible hold of MADV_COLLAPSE per 2 MiB with one and two writer
+# threads on the range, managed against the host kernel's own collapse in the same run
+# (tests/perf/collapse_bench.sh).
+add_executable(collapse_bench ${CMAKE_CURRENT_SOURCE_DIR}/perf/collapse_bench.c)
+set_target_properties(collapse_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/perf)
+target_link_libraries(collapse_bench PRIVATE Threads::Threads)
+thpemu_add_test(NAME perf/collapse_bench COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/perf/collapse_bench.sh
+                LABELS perf needs-uffd needs-root TIMEOUT 600)
