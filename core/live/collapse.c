@@ -34,6 +34,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "obs/usdt.h"
@@ -169,6 +171,45 @@ static void put_back(struct uffd_live *lv, uintptr_t addr, uintptr_t src, bool z
 	}
 }
 
+/* Step 3: the present pages of the scratch cs (vec: mincore's) into the staged THP chunk, zeroes
+ * over the holes. The pages are read by the kernel (process_vm_readv on ourselves: through its
+ * direct map), not through the scratch's mapping: the PTEs UFFDIO_MOVE installs there are not
+ * young, and on a virtual machine whose hypervisor traps the accessed-bit update the first read
+ * of each costs an exit - measured on these VMs: 2 MiB of moved pages read in 9-21 ms the first
+ * time, 5 us the second; through process_vm_readv 0.4-0.5 ms. Each run of present pages is one
+ * iovec pair; anything the call does not copy is copied by hand. */
+static void copy_present(uint8_t *chunk, const uint8_t *cs, const unsigned char *vec)
+{
+	struct iovec local[MM_HPAGE_NR / 2 + 1], remote[MM_HPAGE_NR / 2 + 1];
+	unsigned n = 0;
+	size_t want = 0;
+	long got;
+
+	for (unsigned i = 0; i < MM_HPAGE_NR;) {
+		unsigned j = i;
+
+		while (j < MM_HPAGE_NR && (vec[j] & 1) == (vec[i] & 1))
+			j++;
+		if (vec[i] & 1) {
+			local[n] = (struct iovec){chunk + (size_t)i * PAGE, (size_t)(j - i) * PAGE};
+			remote[n] =
+			    (struct iovec){(void *)(cs + (size_t)i * PAGE), local[n].iov_len};
+			want += local[n].iov_len;
+			n++;
+		} else {
+			memset(chunk + (size_t)i * PAGE, 0, (size_t)(j - i) * PAGE);
+		}
+		i = j;
+	}
+	if (n == 0)
+		return;
+	got = sys_call6(SYS_process_vm_readv, sys_getpid(), (long)local, n, (long)remote, n, 0);
+	if (got == (long)want)
+		return;
+	for (unsigned k = 0; k < n; k++) /* refused (a seccomp filter, ...) or short */
+		memcpy(local[k].iov_base, remote[k].iov_base, local[k].iov_len);
+}
+
 /* Steps 3 and 4. Returns true when the range ended PMD-mapped. */
 static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int slot)
 {
@@ -184,12 +225,7 @@ static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int
 		return false;
 	}
 	chunk = uffd_staging_addr(&lv->staging, slot);
-	for (unsigned i = 0; i < MM_HPAGE_NR; i++) {
-		if (vec[i] & 1)
-			memcpy(chunk + (size_t)i * PAGE, cs + (size_t)i * PAGE, PAGE);
-		else
-			memset(chunk + (size_t)i * PAGE, 0, PAGE);
-	}
+	copy_present(chunk, cs, vec);
 	/* the range is empty: its PTE table goes, so that the move can install a PMD */
 	sys_zap((void *)addr, HPAGE);
 	rc = move_range(lv->uffd, addr, (uintptr_t)chunk, HPAGE, UFFDIO_MOVE_MODE_DONTWAKE, &moved);

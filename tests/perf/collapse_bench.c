@@ -11,8 +11,9 @@
  * the sum over the region must equal the writes made (no write lost across a collapse).
  * Prints one line per extent, `extent I rc R call_us C hold_us H quiet_us Q` (R: MADV_COLLAPSE's
  * errno, 0 when it succeeded; Q: the longest write in a window as long as the settling time
- * just before, without a collapse: the noise floor of the machine), and `summary extents=E huge=K writes=W lost=L` (huge: AnonHugePages of the
- * region, in extents). Exits 1 when a write was lost. */
+ * just before, without a collapse: the noise floor of the machine), and `summary extents=E huge=K
+ * writes=W lost=L` (huge: AnonHugePages of the region, in extents). Exits 1 when a write was lost.
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -39,8 +40,8 @@ static volatile int stop;
 struct writer {
 	pthread_t t;
 	unsigned seed;
-	uint64_t writes;   /* every write made */
-	uint64_t max_ns;   /* the longest write since the last reset */
+	uint64_t writes; /* every write made */
+	uint64_t max_ns; /* the longest write since the last reset */
 	volatile int reset;
 };
 
@@ -178,8 +179,8 @@ int main(int argc, char **argv)
 		call = now_ns() - t0;
 		nanosleep(&settle, NULL); /* a write waiting on the range finishes */
 		hold = longest(ws, nw);
-		printf("extent %lu rc %d call_us %.1f hold_us %.1f quiet_us %.1f\n", e, rc, call / 1e3,
-		       hold / 1e3, quiet / 1e3);
+		printf("extent %lu rc %d call_us %.1f hold_us %.1f quiet_us %.1f\n", e, rc,
+		       call / 1e3, hold / 1e3, quiet / 1e3);
 	}
 	stop = 1;
 	for (unsigned long i = 0; i < nw; i++) {
