@@ -275,6 +275,12 @@ static void env_trace(void *priv, void *call, const struct mm_trace *ev)
 	case MM_TRACE_MIGRATEPAGES:
 		THPEMU_PROBE(migrate_pages, ev->a, ev->b);
 		break;
+	case MM_TRACE_DEFERRED: /* compaction_deferred() said skip: considered, defer_shift */
+		THPEMU_PROBE(compaction_deferred, ev->order, ev->a, ev->b);
+		break;
+	case MM_TRACE_DEFER_COMPACTION: /* defer_compaction() after a failure */
+		THPEMU_PROBE(defer_compaction, ev->order, ev->a, ev->b);
+		break;
 	default:
 		break;
 	}

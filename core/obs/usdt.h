@@ -16,6 +16,8 @@
  *   fault_end(addr, decision, order, latency_ns, tid) decision: 0 huge, 1 base, 2 nomem, 3 mthp
  *   compaction_begin(mode, order, migrate_pfn, free_pfn)   core/env/live.c (mm's trace hook)
  *   compaction_end(status, order, migrate_pfn, free_pfn)
+ *   compaction_deferred(order, considered, defer_shift)   compaction_deferred() said skip
+ *   defer_compaction(order, considered, defer_shift)      defer_compaction() after a failure
  *   migrate_pages(nr_migrated, nr_failed)
  *   migrate_page(src_pfn, dst_pfn, owner, rc, kind)   kind 0 program page, 1 page-cache page
  *   wb_wait_begin(pfn, owner), wb_wait_end(pfn, rc, ns)

@@ -6,7 +6,8 @@
 # JSON report (faults.total, faults.huge, faults.base).
 . "$(dirname "$0")/lib.sh"
 
-PROBES="fault_begin fault_end compaction_begin compaction_end migrate_pages migrate_page
+PROBES="fault_begin fault_end compaction_begin compaction_end compaction_deferred defer_compaction
+	migrate_pages migrate_page
 	wb_wait_begin wb_wait_end reclaim wait collapse split stall"
 
 grep -q '^THPEMU_USDT:BOOL=ON' "$THPEMU_BUILD_DIR/CMakeCache.txt" &&
