@@ -11,7 +11,9 @@
  *   - part of the region freed (MADV_DONTNEED) after the writes, read again (zeros) and written;
  *   - a second region read only, then fork(): the child sees zeros, writes its own pattern and
  *     checks it; the parent then still sees zeros, writes its pattern and checks it;
- *   - a third region read only, then moved and grown by mremap, then written and checked.
+ *   - a third region read only, then moved and grown by mremap, then written and checked;
+ *   - a fourth region (2 MiB) read, one page written (the huge zero page split), collapsed
+ *     (MADV_COLLAPSE; refused by kernels without it: then left as it is), checked and written.
  * One line on stdout; exit status 1 on the first wrong word (named on stderr).
  */
 #ifndef _GNU_SOURCE
@@ -25,6 +27,10 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
 
 #define PAGE  4096UL
 #define HPAGE (2UL << 20)
@@ -177,6 +183,17 @@ int main(int argc, char **argv)
 		check_zero("remapped", c, 0, 2 * npages);
 		write_all(c, 0, 2 * npages, 0, 3);
 		check("remapped, written", c, 0, 2 * npages, 1, 3);
+
+		/* a split huge zero page collapsed: 1 page of data, 511 zero pages */
+		c = aligned_map(HPAGE);
+		for (size_t p = 0; p < HPAGE / PAGE; p++)
+			sum += c[p * (PAGE / 8)];
+		c[0] = pattern(0, 0, 11);
+		madvise((void *)c, HPAGE, MADV_COLLAPSE);
+		check("collapsed, page 0", c, 0, 1, 1, 11);
+		check_zero("collapsed, the rest", c, 1, HPAGE / PAGE);
+		write_all(c, 0, HPAGE / PAGE, 0, 11);
+		check("collapsed, written", c, 0, HPAGE / PAGE, 1, 11);
 	}
 	printf("zeropage: pages=%zu threads=%d %s bad=%lu\n", npages, nthreads,
 	       all ? "all" : "count", bad);
