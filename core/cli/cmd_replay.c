@@ -5,10 +5,11 @@
  * becomes `thpemu run [RUN-OPTIONS] -- thpemu-replayer TRACE [--speed F]`, with the recording's
  * --policy, --pool, --fragment and --seed unless given, --allocator none (the replayer's own
  * heap is not part of the workload) and --zero-page 0 (a recording has no zero pages: --trace
- * turns them off, so its read faults were decided as writes). The replayer (core/replayer/replayer.c) maps, touches, frees
- * and advises exactly what the recorded process did, at the recorded times, from one thread per
- * recorded thread; so two policies can be run live on an identical fault sequence. Options are
- * checked by `thpemu run`, which reports them as its own.
+ * turns them off, so its read faults were decided as writes). The replayer
+ * (core/replayer/replayer.c) maps, touches, frees and advises exactly what the recorded process
+ * did, at the recorded times, from one thread per recorded thread; so two policies can be run live
+ * on an identical fault sequence. Options are checked by `thpemu run`, which reports them as its
+ * own.
  */
 #include <errno.h>
 #include <limits.h>
