@@ -605,7 +605,8 @@ static void record(struct fault_ctx *fc)
  * A fault on a ZERO extent owns the extent (FILLING) while it maps a page or splits it. */
 
 /* The host maps a write-protected page of zeros at fc->addr (busy read lock held): 0, -EEXIST
- * (something is there already) or -errno. */
+ * (something is there already) or -errno. It wakes nobody: the caller sets the page's state,
+ * then wakes (a writer woken before would meet the page still owned, and be dropped). */
 static int map_zero_wp(struct fault_ctx *fc)
 {
 	return uffd_io_copy_wp(fc->lv->uffd, fc->addr, fc->lv->zero_page);
@@ -661,8 +662,7 @@ static void materialise_zero(struct fault_ctx *fc, bool in_extent)
 			UFFD_COUNT(lv, huge_zero_faults);
 		else
 			UFFD_COUNT(lv, zero_faults);
-		if (in_extent)
-			wake_extent(fc);
+		in_extent ? wake_extent(fc) : wake_page(fc); /* the state first (map_zero_wp) */
 	} else if (rc == -EEXIST) {
 		/* mapped behind our back, with what we cannot know: kept, outside the pool */
 		UFFD_COUNT(lv, eexist);

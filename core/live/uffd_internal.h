@@ -545,8 +545,10 @@ bool uffd_io_nowait_reads(int fd);
 int uffd_io_register(int fd, uintptr_t start, size_t len);
 /* Register program memory [start, start + len): MISSING, and WP when zero pages are on. */
 int uffd_register_managed(const struct uffd_live *lv, uintptr_t start, size_t len);
-/* UFFDIO_COPY(MODE_WP) of the 4 KiB page of zeros at src to dst, waking: a zero page mapped
- * write-protected in one step (no window for an unseen write). */
+/* UFFDIO_COPY(MODE_WP) of the 4 KiB page of zeros at src to dst: a zero page mapped
+ * write-protected in one step (no window for an unseen write). It wakes nobody (DONTWAKE): the
+ * caller wakes the waiters once the page's state says ZERO, or a write woken at once would
+ * fault on the protection, find the page still owned, be dropped and never be woken again. */
 int uffd_io_copy_wp(int fd, uintptr_t dst, const void *src);
 /* UFFDIO_WRITEPROTECT mode 0 of [start, start + len): the protection lifted, waiters woken. */
 int uffd_io_unprotect(int fd, uintptr_t start, size_t len);

@@ -134,7 +134,7 @@ int uffd_io_copy_wp(int fd, uintptr_t dst, const void *src)
 	    .dst = dst,
 	    .src = (uintptr_t)src,
 	    .len = UFFD_PAGE_SIZE,
-	    .mode = UFFDIO_COPY_MODE_WP,
+	    .mode = UFFDIO_COPY_MODE_WP | UFFDIO_COPY_MODE_DONTWAKE,
 	};
 	int rc = sys_ioctl(fd, UFFDIO_COPY, &c);
 
