@@ -136,6 +136,20 @@ static void release_extent(const struct as_env *env, struct as_region *r, uint32
 			c->pages_freed += MM_HPAGE_NR;
 			return;
 		}
+		case AS_X_ZERO:
+			/* the huge zero PMD: no frame to give back. Released whole, zap_huge_pmd
+			 * leaves pmd_none (a candidate again after DONTNEED; the pages go below);
+			 * in part, split_huge_pmd maps the rest with the 4 KiB zero page
+			 * (__split_huge_zero_page_pmd, 6.12 mm/huge_memory.c) */
+			if (!whole) {
+				as_zero_split(r, e);
+				c->huge_splits++;
+				return;
+			}
+			/* nobody owns a page of it (a fault on it owns the extent) */
+			if (as_xstate_cas(r, e, xs, unmap ? AS_X_SMALL : AS_X_EMPTY))
+				return;
+			continue;
 		case AS_X_FILLING:
 			if (as_xstate_cas(r, e, xs, xs | AS_X_DISTURBED))
 				return;
@@ -160,6 +174,10 @@ static uint32_t release_page(struct as_region *r, uint32_t p, bool unmap, struct
 		switch (AS_P_STATE(ps)) {
 		case AS_P_EMPTY:
 			if (!unmap || as_pstate_cas(r, p, ps, AS_P_GONE))
+				return MM_NO_PFN;
+			continue;
+		case AS_P_ZERO: /* the zero page: nothing to give back */
+			if (as_pstate_cas(r, p, ps, unmap ? AS_P_GONE : AS_P_EMPTY))
 				return MM_NO_PFN;
 			continue;
 		case AS_P_PRESENT: {
@@ -259,7 +277,8 @@ void as_recompute_extents(struct as_region *r, uint32_t e0, uint32_t e1)
 		uint8_t want = AS_X_SMALL;
 
 		if (AS_X_STATE(as_xstate(r, e)) == AS_X_HUGE ||
-		    AS_X_STATE(as_xstate(r, e)) == AS_X_COLLAPSING)
+		    AS_X_STATE(as_xstate(r, e)) == AS_X_COLLAPSING ||
+		    AS_X_STATE(as_xstate(r, e)) == AS_X_ZERO)
 			continue;
 		if (as_ext_inside(r, e)) {
 			uint32_t p = as_page_of(r, as_ext_addr(r, e));
@@ -387,14 +406,26 @@ static void transfer_extents(const struct as_env *env, const struct as_region *r
 
 	for (uint32_t e = 0; e < r->nexts; e++) {
 		uintptr_t ea = as_ext_addr(r, e);
+		uint8_t xs = AS_X_STATE(as_xstate(r, e));
 
-		if (AS_X_STATE(as_xstate(r, e)) != AS_X_HUGE)
+		if (xs != AS_X_HUGE && xs != AS_X_ZERO)
 			continue;
 		if (same_phase && as_ext_inside(s, as_ext_of(s, ea + (uintptr_t)delta))) {
 			uint32_t e2 = as_ext_of(s, ea + (uintptr_t)delta);
 
-			as_xstate_set(s, e2, AS_X_HUGE);
+			as_xstate_set(s, e2, xs);
 			as_xadv_set(s, e2, as_xadv(r, e));
+		} else if (xs == AS_X_ZERO) {
+			/* move_huge_pmd cannot keep it: split, the pages map the zero page */
+			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+				uintptr_t a = ea + (uintptr_t)i * MM_PAGE_SIZE;
+				uint32_t q = as_page_of(r, a);
+
+				if (a >= r->base && q < r->npages && q < s->npages &&
+				    as_pstate(s, q) == AS_P_EMPTY)
+					as_pstate_set(s, q, AS_P_ZERO);
+			}
+			c->huge_splits++;
 		} else {
 			if (!split_or_drop(env, as_pfn(r, as_page_of(r, ea))))
 				drop_frames(s, ea + (uintptr_t)delta);
@@ -402,7 +433,8 @@ static void transfer_extents(const struct as_env *env, const struct as_region *r
 		}
 	}
 	for (uint32_t e2 = 0; e2 < s->nexts; e2++)
-		if (AS_X_STATE(as_xstate(s, e2)) != AS_X_HUGE)
+		if (AS_X_STATE(as_xstate(s, e2)) != AS_X_HUGE &&
+		    AS_X_STATE(as_xstate(s, e2)) != AS_X_ZERO)
 			as_recompute_extents(s, e2, e2);
 	if (same_phase) { /* carry the program's advice for the extents that kept their place */
 		for (uint32_t e = 0; e < r->nexts; e++) {
@@ -454,6 +486,40 @@ void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent)
 	as_pstate_set(r, p, AS_P_PRESENT);
 	if (extent)
 		as_xstate_set(r, as_ext_of(r, as_page_addr(r, p)), AS_X_SMALL);
+}
+
+void as_fault_zero(struct as_region *r, uint32_t p, bool extent)
+{
+	as_pfn_set(r, p, MM_NO_PFN);
+	as_pstate_set(r, p, AS_P_ZERO);
+	if (extent)
+		as_xstate_set(r, as_ext_of(r, as_page_addr(r, p)), AS_X_SMALL);
+}
+
+void as_fault_huge_zero(struct as_region *r, uint32_t e, uint32_t p)
+{
+	as_pfn_set(r, p, MM_NO_PFN);
+	as_pstate_set(r, p, AS_P_ZERO);
+	as_xstate_set(r, e, AS_X_ZERO);
+}
+
+void as_zero_read(struct as_region *r, uint32_t p)
+{
+	as_pfn_set(r, p, MM_NO_PFN);
+	as_pstate_set(r, p, AS_P_ZERO);
+}
+
+void as_zero_split(struct as_region *r, uint32_t e)
+{
+	uintptr_t ea = as_ext_addr(r, e);
+
+	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
+		uintptr_t a = ea + (uintptr_t)i * MM_PAGE_SIZE;
+
+		if (a >= r->base && as_page_of(r, a) < r->npages)
+			as_pstate_cas(r, as_page_of(r, a), AS_P_EMPTY, AS_P_ZERO);
+	}
+	as_xstate_set(r, e, AS_X_SMALL);
 }
 
 uint16_t as_mthp_orders(const struct as_region *r, uint32_t p)
@@ -539,6 +605,7 @@ int as_migrate_claim(struct as_region *r, uint32_t p, uint32_t from)
 		break;
 	case AS_P_EMPTY:
 	case AS_P_GONE:
+	case AS_P_ZERO: /* the zero page is nobody's frame */
 		return -ENOENT;
 	default:
 		return -EAGAIN;
@@ -590,7 +657,7 @@ void as_collapse_scan(const struct as_region *r, uint32_t e, uint64_t extent_own
 	*s = (struct mm_collapse_scan){.extent_owner = extent_owner};
 	s->advice = (enum mm_vma_advice)(adv & AS_ADV_MASK);
 	s->vma_ok = as_ext_inside(r, e) && ea >= r->base && !(adv & AS_ADV_SPLIT);
-	s->huge = xs == AS_X_HUGE;
+	s->huge = xs == AS_X_HUGE || xs == AS_X_ZERO; /* the huge zero PMD: pmd_trans_huge */
 	s->pmd_none = xs == AS_X_EMPTY;
 	s->busy = xs == AS_X_FILLING || xs == AS_X_COLLAPSING;
 	if (!s->vma_ok || s->huge || s->pmd_none)
@@ -601,6 +668,9 @@ void as_collapse_scan(const struct as_region *r, uint32_t e, uint64_t extent_own
 		switch (AS_P_STATE(ps)) {
 		case AS_P_EMPTY:
 			s->none++;
+			break;
+		case AS_P_ZERO:
+			s->zero++;
 			break;
 		case AS_P_PRESENT:
 			if (as_pfn(r, p) == MM_NO_PFN)
@@ -618,6 +688,14 @@ void as_collapse_scan(const struct as_region *r, uint32_t e, uint64_t extent_own
 	}
 }
 
+/* What a page claimed for a collapse was before. */
+static uint8_t claimed_state(uint8_t ps)
+{
+	if (ps & AS_P_WASZERO)
+		return AS_P_ZERO;
+	return (ps & AS_P_HOLE) ? AS_P_EMPTY : AS_P_PRESENT;
+}
+
 int as_collapse_claim(struct as_region *r, uint32_t e)
 {
 	uint32_t p0 = as_page_of(r, as_ext_addr(r, e));
@@ -630,7 +708,7 @@ int as_collapse_claim(struct as_region *r, uint32_t e)
 
 		if (ps == AS_P_GONE)
 			return -ENOENT;
-		if (ps != AS_P_EMPTY && ps != AS_P_PRESENT)
+		if (ps != AS_P_EMPTY && ps != AS_P_PRESENT && ps != AS_P_ZERO)
 			return -EAGAIN;
 	}
 	if (!as_xstate_cas(r, e, xs, AS_X_COLLAPSING))
@@ -639,15 +717,13 @@ int as_collapse_claim(struct as_region *r, uint32_t e)
 		uint32_t p = p0 + i;
 
 		if (as_pstate_cas(r, p, AS_P_PRESENT, AS_P_MIGRATING) ||
-		    as_pstate_cas(r, p, AS_P_EMPTY, AS_P_MIGRATING | AS_P_HOLE))
+		    as_pstate_cas(r, p, AS_P_EMPTY, AS_P_MIGRATING | AS_P_HOLE) ||
+		    as_pstate_cas(r, p, AS_P_ZERO, AS_P_MIGRATING | AS_P_HOLE | AS_P_WASZERO))
 			continue;
 		/* a fault took it between the check and the extent's claim: give back what was
 		 * claimed so far */
-		for (uint32_t j = 0; j < i; j++) {
-			uint8_t ps = as_pstate(r, p0 + j);
-
-			as_pstate_set(r, p0 + j, (ps & AS_P_HOLE) ? AS_P_EMPTY : AS_P_PRESENT);
-		}
+		for (uint32_t j = 0; j < i; j++)
+			as_pstate_set(r, p0 + j, claimed_state(as_pstate(r, p0 + j)));
 		as_xstate_set(r, e, AS_X_SMALL);
 		return -EAGAIN;
 	}
@@ -675,7 +751,7 @@ static bool collapse_unwind(const struct as_env *env, struct as_region *r, uint3
 			as_pstate_set(r, p, (ps & AS_P_UNMAPPED) ? AS_P_GONE : AS_P_EMPTY);
 			continue;
 		}
-		as_pstate_set(r, p, (ps & AS_P_HOLE) ? AS_P_EMPTY : AS_P_PRESENT);
+		as_pstate_set(r, p, claimed_state(ps));
 	}
 	as_xstate_set(r, e, AS_X_SMALL);
 	return freed;

@@ -16,10 +16,13 @@
  * region alive and its span stable (core/live: the region's busy lock).
  *
  * State machines:
- *   extent  EMPTY -> FILLING -> HUGE | SMALL        (SMALL is terminal until a whole-extent free,
+ *   extent  EMPTY -> FILLING -> HUGE | SMALL | ZERO (SMALL is terminal until a whole-extent free,
  *                                                     or a collapse: SMALL -> COLLAPSING -> HUGE;
- *                                                     an underused split: HUGE -> SMALL)
- *   page    EMPTY -> FILLING -> PRESENT <-> MIGRATING, any -> GONE (unmapped), PRESENT -> EMPTY
+ *                                                     an underused split: HUGE -> SMALL; the
+ *                                                     first write to a ZERO one: ZERO -> FILLING
+ *                                                     -> SMALL)
+ *   page    EMPTY -> FILLING -> PRESENT <-> MIGRATING, any -> GONE (unmapped), PRESENT -> EMPTY,
+ *           EMPTY -> FILLING -> ZERO -> FILLING -> PRESENT (a read, then a write: zero pages)
  * The owner of a transient state (FILLING, MIGRATING) is the only one that may leave it; a release
  * only flags such a page (AS_P_FREED, AS_P_UNMAPPED) or extent (AS_X_DISTURBED) and the owner
  * finalises.
@@ -39,11 +42,15 @@ enum as_page_state {
 	AS_P_PRESENT,	/* mapped; pfn[] holds its frame (MM_NO_PFN: outside the pool) */
 	AS_P_MIGRATING, /* compaction is moving it: faults wait for the migrator's copy */
 	AS_P_GONE,	/* not (any more) a live managed page: unmapped hole */
+	AS_P_ZERO,	/* maps the 4 KiB zero page (a read first touch): no frame; its first write
+			 * is a fault of its own (mm_fault_req.wp_zero). The live host maps a
+			 * write-protected page of zeros there, or nothing yet */
 };
 #define AS_P_STATE(s) ((s)&0x0f)
 #define AS_P_FREED    0x10 /* freed while someone owned it: the owner finalises */
 #define AS_P_UNMAPPED 0x20 /* ... and unmapped (finalise to GONE, not EMPTY) */
 #define AS_P_HOLE     0x40 /* MIGRATING for a collapse, but a hole before it (EMPTY) */
+#define AS_P_WASZERO  0x80 /* ... a zero page before it (ZERO; with AS_P_HOLE) */
 
 enum as_ext_state {
 	AS_X_EMPTY = 0,	 /* all pages EMPTY, extent wholly inside the span: a huge candidate */
@@ -52,6 +59,10 @@ enum as_ext_state {
 	AS_X_SMALL,	 /* per-page states rule (base decision, split, partial extent) */
 	AS_X_COLLAPSING, /* a collapse owns it (SMALL -> HUGE or back): every page of it is
 			  * MIGRATING, so faults and compaction wait or back off */
+	AS_X_ZERO,	 /* the huge zero PMD (a read first touch, 6.x): no frame; every page reads
+			  * zeros, EMPTY or ZERO (the live host maps the pages touched), none owned
+			  * (a fault on it owns the extent: ZERO -> FILLING -> ZERO). Its first write
+			  * splits it (MM_WP_HUGE_ZERO, as_zero_split) */
 };
 #define AS_X_STATE(s)  ((s)&0x0f)
 #define AS_X_DISTURBED 0x10 /* freed or unmapped (in part) while FILLING: the owner aborts */
@@ -243,6 +254,22 @@ void as_fault_huge(struct as_region *r, uint32_t e, uint32_t head);
  * the fault owned the extent (extent), the extent has a page table now: SMALL, never huge again
  * until it is freed whole (do_anonymous_page after __pte_alloc). */
 void as_fault_base(struct as_region *r, uint32_t p, uint32_t pfn, bool extent);
+/* A read first touch mapped a zero page (MM_FAULT_ZERO: mm/memory.c do_anonymous_page's read
+ * path): page p is ZERO, without a frame. extent as for as_fault_base. */
+void as_fault_zero(struct as_region *r, uint32_t p, bool extent);
+/* A read first touch mapped the huge zero PMD over extent e (MM_FAULT_HUGE_ZERO: 6.12
+ * mm/huge_memory.c do_huge_pmd_anonymous_page with use_zero_page): the extent is ZERO and page
+ * p (the one the host mapped) ZERO. The caller owns the extent. */
+void as_fault_huge_zero(struct as_region *r, uint32_t e, uint32_t p);
+/* A read of page p of a ZERO extent, or of a ZERO page the host had not mapped yet: the kernel
+ * took no fault (the PMD or PTE maps the zero page); the page is ZERO. The caller owns p (or
+ * its extent). */
+void as_zero_read(struct as_region *r, uint32_t p);
+/* The first write to ZERO extent e split its PMD (6.12 do_huge_pmd_wp_page -> __split_huge_pmd
+ * -> __split_huge_zero_page_pmd: mm_fault_res.zero_split): every page of it not owned by
+ * someone maps the 4 KiB zero page (EMPTY -> ZERO) and the extent is SMALL. The caller owns the
+ * extent (FILLING) and commits the written page itself (as_fault_base). */
+void as_zero_split(struct as_region *r, uint32_t e);
 /* Multi-size THP candidates of a first touch at page p (6.12 mm/memory.c alloc_anon_folio:
  * thp_vma_suitable_order and pte_range_none): bit k (MM_MTHP_MIN_ORDER..8) set when the
  * naturally aligned 2^k-page block around p lies inside the live span and every page of it but
@@ -271,17 +298,20 @@ void as_fault_huge_fallback(const struct as_env *env, struct as_region *r, uint3
  */
 
 /* What extent e holds, for khugepaged's scan (mm/khugepaged.c hpage_collapse_scan_pmd): holes
- * (EMPTY pages), pages with a frame, pages without one (shared with a fork parent, or resident
- * before the emulator saw the mapping: counted as shared), pages owned by a fault or a
- * migration (busy), the extent's advice, whether it is wholly inside the span (vma_ok) and
- * whether it is HUGE or was never touched (EMPTY: pmd_none). extent_owner is the cookie the
- * caller's owner scheme gives page 0 of the extent. */
+ * (EMPTY pages), zero pages (ZERO: mm's era decides what they mean), pages with a frame, pages
+ * without one (shared with a fork parent, or resident before the emulator saw the mapping: counted
+ * as shared), pages owned by a fault or a migration (busy), the extent's advice, whether it is
+ * wholly inside the span (vma_ok) and whether it is HUGE (or ZERO: the huge zero PMD,
+ * pmd_trans_huge) or was never touched (EMPTY: pmd_none). extent_owner is the cookie the caller's
+ * owner scheme gives page 0 of the extent. */
 void as_collapse_scan(const struct as_region *r, uint32_t e, uint64_t extent_owner,
 		      struct mm_collapse_scan *s);
 /* Claim extent e for a collapse (collapse_huge_page takes mmap_lock for write): SMALL ->
  * COLLAPSING and every page of it MIGRATING (a hole flagged AS_P_HOLE), so faults into the
- * range wait and compaction backs off. Returns 0, -EAGAIN (a fault or a migration owns part of
- * it; nothing changed) or -ENOENT (not SMALL, not inside the span, or a page is GONE). */
+ * range wait and compaction backs off; a ZERO page is a hole too (AS_P_HOLE | AS_P_WASZERO: no
+ * frame, data zeros; the live collapse unmaps it first). Returns 0, -EAGAIN (a fault or a migration
+ * owns part of it; nothing changed) or -ENOENT (not SMALL, not inside the span, or a page is GONE).
+ */
 int as_collapse_claim(struct as_region *r, uint32_t e);
 /* The copy is in place: every page holds head + i, PRESENT, the extent is HUGE, the old frames
  * went back through env->free_frame (order 0). A page the program freed or unmapped meanwhile

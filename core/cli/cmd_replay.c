@@ -3,11 +3,13 @@
  *   thpemu replay [RUN-OPTIONS] [--speed F] TRACE
  *
  * becomes `thpemu run [RUN-OPTIONS] -- thpemu-replayer TRACE [--speed F]`, with the recording's
- * --policy, --pool, --fragment and --seed unless given, and --allocator none (the replayer's own
- * heap is not part of the workload). The replayer (core/replayer/replayer.c) maps, touches, frees
- * and advises exactly what the recorded process did, at the recorded times, from one thread per
- * recorded thread; so two policies can be run live on an identical fault sequence. Options are
- * checked by `thpemu run`, which reports them as its own.
+ * --policy, --pool, --fragment and --seed unless given, --allocator none (the replayer's own
+ * heap is not part of the workload) and --zero-page 0 (a recording has no zero pages: --trace
+ * turns them off, so its read faults were decided as writes). The replayer
+ * (core/replayer/replayer.c) maps, touches, frees and advises exactly what the recorded process
+ * did, at the recorded times, from one thread per recorded thread; so two policies can be run live
+ * on an identical fault sequence. Options are checked by `thpemu run`, which reports them as its
+ * own.
  */
 #include <errno.h>
 #include <limits.h>
@@ -45,7 +47,7 @@ struct replay_args {
 	const char *trace, *speed;
 	char *run[MAX_ARGS + 2];
 	int nrun;
-	bool has_policy, has_pool, has_fragment, has_seed, has_allocator, quiet;
+	bool has_policy, has_pool, has_fragment, has_seed, has_allocator, has_zero_page, quiet;
 	const char *out_opt[MAX_OUT], *out[MAX_OUT]; /* run's output options given */
 	int nout;
 };
@@ -64,6 +66,7 @@ static void note_given(struct replay_args *a, const char *name)
 	a->has_fragment |= !strcmp(name, "--fragment");
 	a->has_seed |= !strcmp(name, "--seed");
 	a->has_allocator |= !strcmp(name, "--allocator");
+	a->has_zero_page |= !strcmp(name, "--zero-page");
 }
 
 /* The replayer's rule (replayer.c), checked here: a bad value is refused before anything runs. */
@@ -174,6 +177,10 @@ static int replay_main(int argc, char **argv)
 		if (!b.has_allocator) {
 			push(&a, "--allocator");
 			push(&a, "none");
+		}
+		if (!b.has_zero_page) {
+			push(&a, "--zero-page");
+			push(&a, "0");
 		}
 		for (int i = 0; i < b.nrun; i++)
 			push(&a, b.run[i]);

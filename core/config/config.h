@@ -33,6 +33,9 @@ enum config_host_fault { CONFIG_HOST_FAULT_THP, CONFIG_HOST_FAULT_PTE };
 struct config {
 	bool disable;  /* THPEMU_DISABLE: run the program unmanaged */
 	bool host_thp; /* THPEMU_HOST_THP: stage real THPs (0: 4 KiB pages only) */
+	/* THPEMU_ZERO_PAGE: a read first touch maps a zero page and takes no frame (its first
+	 * write is a fault of its own, seen through write-protect) */
+	bool zero_page;
 	/* THPEMU_HOST_FAULT: the host's own path for a first touch (thp or pte) */
 	enum config_host_fault host_fault;
 	char policy_spec[160];	 /* as given (validated by mm_policy_parse) */
@@ -143,6 +146,11 @@ struct config {
 	X(HOST_THP, "--host-thp", "BOOL", bool, host_thp, "1", 0, 0, config_bool_words, 0,         \
 	  "0/1, no/yes, false/true, off/on",                                                       \
 	  "back huge decisions with real host THPs (0: 512 small pages, as on a host without THP)")\
+	X(ZERO_PAGE, "--zero-page", "BOOL", bool, zero_page, "1", 0, 0, config_bool_words, 0,      \
+	  "0/1, no/yes, false/true, off/on",                                                       \
+	  "a read first touch maps the zero page (the huge zero page where a THP could go, 6.x) "  \
+	  "and takes no frame until the page is written, as the kernel does; the write is seen "   \
+	  "through userfaultfd write-protect (0: a read is decided and accounted as a write)")     \
 	X(HOST_FAULT, "--host-fault", "MODE", words, host_fault, "thp", 0, 0,                      \
 	  config_host_fault_words, 0, "thp or pte",                                                \
 	  "the host's path for a first touch of managed memory: thp (host VMA MADV_HUGEPAGE: a "   \

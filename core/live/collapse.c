@@ -246,6 +246,22 @@ static void count_wait(struct uffd_live *lv, uint64_t t0)
 	uffd_stat_max(&lv->stats->host.collapse_copy_max_ns, ns);
 }
 
+/* The zero pages of the claimed range (holes: AS_P_WASZERO) hold zeros in write-protected host
+ * pages. They are unmapped rather than moved out with the others: a move would map them back
+ * writable if the collapse is abandoned, and a hole is what the copy wants. */
+static void unmap_zero_holes(struct uffd_region *r, uint32_t p0, uintptr_t addr)
+{
+	for (uint32_t i = 0; i < MM_HPAGE_NR;) {
+		uint32_t j = i;
+
+		while (j < MM_HPAGE_NR && (as_pstate(&r->as, p0 + j) & AS_P_WASZERO))
+			j++;
+		if (j > i)
+			sys_zap((void *)(addr + (uintptr_t)i * PAGE), (size_t)(j - i) * PAGE);
+		i = j > i ? j : i + 1;
+	}
+}
+
 static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_t e, uintptr_t addr,
 			   const struct mm_collapse_scan *scan, uint32_t head, int slot)
 {
@@ -279,9 +295,9 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 			shared++;
 	}
 	/* __collapse_huge_page_isolate: more holes or foreign pages than the scan judged is a
-	 * changed range */
-	if (holes > scan->none || shared > scan->shared || !guard_migrate_begin()) {
-		if (holes <= scan->none && shared <= scan->shared)
+	 * changed range (a zero page is a hole: none_or_zero) */
+	if (holes > scan->none + scan->zero || shared > scan->shared || !guard_migrate_begin()) {
+		if (holes <= scan->none + scan->zero && shared <= scan->shared)
 			UFFD_COUNT(lv, fork_deferred);
 		as_collapse_cancel(&env, &r->as, e, &c);
 		uffd_io_wake(lv->uffd, addr, HPAGE);
@@ -289,6 +305,7 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 		return -EAGAIN;
 	}
 	t0 = clock_now_ns();
+	unmap_zero_holes(r, p0, addr);
 	rc = move_out(lv, addr, w->cscratch);
 	if (rc < 0) { /* pinned, or the host refused: everything back as it was */
 		put_back(lv, addr, (uintptr_t)w->cscratch, false);

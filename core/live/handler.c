@@ -9,6 +9,8 @@
  *   SMALL    the page's state decides: EMPTY is claimed and served as a 4 KiB first touch
  *            (do_anonymous_page), FILLING and MIGRATING are left to their owner (never a zero
  *            page over a page being migrated), PRESENT gets a wake.
+ *   ZERO     (zero pages) the huge zero PMD: this handler claims the extent for a read of one
+ *            of its pages or its first write (see "zero pages" below).
  * Materialising (the ioctl that maps the decision) runs under the region's busy read lock after
  * re-checking that the program has not freed or unmapped the page meanwhile.
  *
@@ -31,6 +33,8 @@ struct fault_ctx {
 	uintptr_t addr; /* page address */
 	uint32_t p, e;	/* page and extent index */
 	bool write;
+	bool wp;		 /* a write-protect message: the page is mapped, protected */
+	enum mm_wp_zero wp_zero; /* a write to a zero page (mm_fault_req.wp_zero) */
 	int tid;
 	uint64_t t_read;
 	struct mm_fault_res res;
@@ -325,8 +329,10 @@ static uint16_t mthp_orders(struct fault_ctx *fc, bool in_extent, enum mm_vma_ad
 
 	fc->lo = fc->p;
 	fc->hi = fc->p + 1;
-	if (!fc->write || (off != MM_THP_DISABLE_NONE && mm_vma_thp_disabled(advice, off, false)))
-		return 0; /* read: the zero page; PR_SET_THP_DISABLE for this VMA: no size */
+	if (!fc->write || fc->wp_zero != MM_WP_NONE ||
+	    (off != MM_THP_DISABLE_NONE && mm_vma_thp_disabled(advice, off, false)))
+		return 0; /* read: the zero page; a write to a zero page: the PTE is not none;
+			   * PR_SET_THP_DISABLE for this VMA: no size */
 	want = mthp_wanted(fc->lv, advice);
 	if (!want)
 		return 0;
@@ -452,6 +458,8 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	    .huge_ok = huge_ok && !(adv & AS_ADV_SPLIT) &&
 		       !__atomic_load_n(&r->no_huge_move, __ATOMIC_RELAXED),
 	    .write = fc->write,
+	    .zero_ok = lv->zero_wp && !fc->write, /* the later write is seen (zero pages) */
+	    .wp_zero = fc->wp_zero,
 	    .as_id = (uint32_t)lv->mslot, /* khugepaged's mm_slot: the machine slot, else 0 */
 	    .orders_ok = mthp_orders(fc, huge_ok, (enum mm_vma_advice)(adv & AS_ADV_MASK)),
 	    /* for a policy plugin: the live span of the region (the VMA) */
@@ -576,11 +584,240 @@ static void record(struct fault_ctx *fc)
 	}
 }
 
+/* ---- zero pages (--zero-page) -----------------------------------------------------------------
+ *
+ * Managed ranges are registered MISSING | WP. A read first touch that mm answers with a zero page
+ * takes no frame: MM_FAULT_ZERO (mm/memory.c do_anonymous_page's read path, every era) maps one
+ * page, MM_FAULT_HUGE_ZERO (6.12 mm/huge_memory.c do_huge_pmd_anonymous_page with use_zero_page
+ * and mm_get_huge_zero_folio) makes the extent ZERO and maps the page touched; the huge zero PMD
+ * itself cannot be mapped here (no huge UFFDIO_ZEROPAGE), so each other page of the extent is
+ * mapped at its first read without asking mm, as the kernel takes no fault there (zero_reads).
+ * The host gets a page of zeros by UFFDIO_COPY(MODE_WP): mapped and protected in one ioctl, so
+ * no write can slip in between. The first write to it is a write-protect message (6.12
+ * mm/memory.c do_wp_page checks userfaultfd_pte_wp before it copies), the kernel's wp fault on
+ * the zero page: mm is asked with wp_zero (MM_WP_ZERO: do_wp_page -> wp_page_copy, a 4 KiB
+ * frame; MM_WP_HUGE_ZERO: 6.12 do_huge_pmd_wp_page on is_huge_zero_pmd goes to fallback,
+ * __split_huge_pmd maps the other pages with the 4 KiB zero page (as_zero_split), and the write
+ * takes a 4 KiB frame; 6.13+ allocates a THP there instead, do_huge_zero_wp_pmd, which no
+ * profile models), and the protection is lifted (UFFDIO_WRITEPROTECT mode 0, which wakes the
+ * writer; the page already holds zeros, so the host copies nothing). A zero page the host has
+ * not mapped (after a split, a remap) takes its write as a MISSING message and gets a copy.
+ * A fault on a ZERO extent owns the extent (FILLING) while it maps a page or splits it. */
+
+/* The host maps a write-protected page of zeros at fc->addr (busy read lock held): 0, -EEXIST
+ * (something is there already) or -errno. It wakes nobody: the caller sets the page's state,
+ * then wakes (a writer woken before would meet the page still owned, and be dropped). */
+static int map_zero_wp(struct fault_ctx *fc)
+{
+	return uffd_io_copy_wp(fc->lv->uffd, fc->addr, fc->lv->zero_page);
+}
+
+/* A ZERO extent's fault is over without a change of its state: back to ZERO, unless the program
+ * freed or unmapped part of it meanwhile (DISTURBED): then, its released pages being EMPTY or
+ * GONE, it is a candidate again if nothing of it is left, else split (busy read lock held). */
+static void zero_extent_done(struct fault_ctx *fc)
+{
+	struct uffd_region *r = fc->r;
+
+	if (!(as_xstate(&r->as, fc->e) & AS_X_DISTURBED)) {
+		as_xstate_set(&r->as, fc->e, AS_X_ZERO);
+	} else {
+		uint32_t p0 = ext_first_page(fc), i;
+
+		for (i = 0; i < MM_HPAGE_NR && as_pstate(&r->as, p0 + i) == AS_P_EMPTY; i++)
+			;
+		if (i == MM_HPAGE_NR)
+			as_recompute_extents(&r->as, fc->e, fc->e);
+		else
+			as_zero_split(&r->as, fc->e);
+	}
+	wake_extent(fc);
+}
+
+/* Map a read first touch mm answered with a zero page (busy read lock taken here). */
+static void materialise_zero(struct fault_ctx *fc, bool in_extent)
+{
+	struct uffd_live *lv = fc->lv;
+	struct uffd_region *r = fc->r;
+	bool huge = fc->res.outcome == MM_FAULT_HUGE_ZERO;
+	uint8_t ps;
+	int rc;
+
+	fc->res.pfn = MM_NO_PFN;
+	pthread_rwlock_rdlock(&r->busy);
+	ps = as_pstate(&r->as, fc->p);
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
+	    (in_extent ? (as_xstate(&r->as, fc->e) & AS_X_DISTURBED) : (ps & AS_P_FREED))) {
+		base_abort(fc, in_extent, ps);
+		pthread_rwlock_unlock(&r->busy);
+		return;
+	}
+	rc = map_zero_wp(fc);
+	if (rc == 0) {
+		if (huge)
+			as_fault_huge_zero(&r->as, fc->e, fc->p);
+		else
+			as_fault_zero(&r->as, fc->p, in_extent);
+		if (huge)
+			UFFD_COUNT(lv, huge_zero_faults);
+		else
+			UFFD_COUNT(lv, zero_faults);
+		in_extent ? wake_extent(fc) : wake_page(fc); /* the state first (map_zero_wp) */
+	} else if (rc == -EEXIST) {
+		/* mapped behind our back, with what we cannot know: kept, outside the pool */
+		UFFD_COUNT(lv, eexist);
+		as_fault_base(&r->as, fc->p, MM_NO_PFN, in_extent);
+		in_extent ? wake_extent(fc) : wake_page(fc);
+		rc = 0;
+	} else {
+		as_pstate_set(&r->as, fc->p, AS_P_EMPTY);
+		if (in_extent)
+			as_recompute_extents(&r->as, fc->e, fc->e);
+		in_extent ? wake_extent(fc) : wake_page(fc);
+		if (rc == -ENOENT || rc == -ESRCH) /* mapping or process gone */
+			rc = 0;
+		else
+			UFFD_COUNT(lv, uffd_errors);
+	}
+	pthread_rwlock_unlock(&r->busy);
+	if (rc < 0)
+		uffd_region_fail(lv, r, rc);
+}
+
+/* A read of a page that maps the zero page in the kernel (a ZERO page, or any page of a ZERO
+ * extent) reached us because the host had not mapped it yet: map it, no fault for mm. The
+ * caller owns the page (zero_extent: the extent); busy read lock held. */
+static int zero_read_locked(struct fault_ctx *fc)
+{
+	int rc = map_zero_wp(fc);
+
+	if (rc == 0)
+		UFFD_COUNT(fc->lv, zero_reads);
+	if (rc == 0 || rc == -EEXIST) { /* -EEXIST: a duplicate message, the page is there */
+		as_zero_read(&fc->r->as, fc->p);
+		return 0;
+	}
+	return rc;
+}
+
+/* The first write to a zero page: mm decided (fc->res); give the page its frame and make it
+ * writable. zero_extent: the page was in a ZERO extent (the extent is owned), else the page is
+ * owned. Busy read lock taken here. */
+static void materialise_wp(struct fault_ctx *fc, bool zero_extent)
+{
+	struct uffd_live *lv = fc->lv;
+	struct uffd_region *r = fc->r;
+	uint8_t ps;
+	int rc;
+
+	if (fc->res.outcome == MM_FAULT_NOMEM) {
+		fc->res.pfn = MM_NO_PFN;
+		UFFD_COUNT(lv, nomem_faults);
+	}
+	pthread_rwlock_rdlock(&r->busy);
+	ps = as_pstate(&r->as, fc->p);
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) || r->failed ||
+	    (zero_extent ? (as_xstate(&r->as, fc->e) & AS_X_DISTURBED) : (ps & AS_P_FREED))) {
+		free_frame(lv, fc->res.pfn, 0, fc->w);
+		if (zero_extent) {
+			zero_extent_done(fc);
+		} else {
+			as_pstate_set(&r->as, fc->p, (ps & AS_P_UNMAPPED) ? AS_P_GONE : AS_P_EMPTY);
+			wake_page(fc);
+		}
+		pthread_rwlock_unlock(&r->busy);
+		return;
+	}
+	/* a WP message: the protected page is there (nothing unmaps an owned page but the
+	 * program's release, checked above); else it may be there (a read raced) or not */
+	rc = fc->wp ? uffd_io_unprotect(lv->uffd, fc->addr, UFFD_PAGE_SIZE)
+		    : uffd_io_copy(lv->uffd, fc->addr, lv->zero_page, UFFD_PAGE_SIZE, true, NULL);
+	if (rc == -EEXIST)
+		rc = uffd_io_unprotect(lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+	if (rc == 0) {
+		as_fault_base(&r->as, fc->p, fc->res.pfn, false);
+		UFFD_COUNT(lv, zero_wp_faults);
+		if (zero_extent) {
+			as_zero_split(&r->as, fc->e);
+			wake_extent(fc);
+		}
+	} else {
+		free_frame(lv, fc->res.pfn, 0, fc->w);
+		fc->res.pfn = MM_NO_PFN;
+		as_pstate_set(&r->as, fc->p, zero_extent ? AS_P_EMPTY : AS_P_ZERO);
+		zero_extent ? zero_extent_done(fc) : wake_page(fc);
+		if (rc == -ENOENT || rc == -ESRCH)
+			rc = 0;
+		else
+			UFFD_COUNT(lv, uffd_errors);
+	}
+	pthread_rwlock_unlock(&r->busy);
+	if (rc < 0)
+		uffd_region_fail(lv, r, rc);
+}
+
+/* A message on a ZERO page of a SMALL extent (this handler owns the page: FILLING). */
+static void zero_page_fault(struct fault_ctx *fc)
+{
+	struct uffd_region *r = fc->r;
+	int rc;
+
+	if (fc->write) {
+		fc->wp_zero = MM_WP_ZERO;
+		decide(fc, false);
+		materialise_wp(fc, false);
+		record(fc);
+		return;
+	}
+	fc->res.pfn = MM_NO_PFN;
+	pthread_rwlock_rdlock(&r->busy);
+	if (as_pstate(&r->as, fc->p) & AS_P_FREED) {
+		base_abort(fc, false, as_pstate(&r->as, fc->p));
+		rc = 0;
+	} else {
+		rc = zero_read_locked(fc);
+		if (rc < 0)
+			as_pstate_set(&r->as, fc->p, AS_P_ZERO);
+		wake_page(fc);
+	}
+	pthread_rwlock_unlock(&r->busy);
+	if (rc < 0 && rc != -ENOENT && rc != -ESRCH) {
+		UFFD_COUNT(fc->lv, uffd_errors);
+		uffd_region_fail(fc->lv, r, rc);
+	}
+}
+
+/* A message on a page of a ZERO extent (this handler owns the extent: FILLING). */
+static void zero_extent_fault(struct fault_ctx *fc)
+{
+	struct uffd_region *r = fc->r;
+	int rc = 0;
+
+	if (fc->write) {
+		fc->wp_zero = MM_WP_HUGE_ZERO;
+		decide(fc, false);
+		materialise_wp(fc, true);
+		record(fc);
+		return;
+	}
+	pthread_rwlock_rdlock(&r->busy);
+	if (!(as_xstate(&r->as, fc->e) & AS_X_DISTURBED))
+		rc = zero_read_locked(fc);
+	zero_extent_done(fc);
+	pthread_rwlock_unlock(&r->busy);
+	if (rc < 0 && rc != -ENOENT && rc != -ESRCH) {
+		UFFD_COUNT(fc->lv, uffd_errors);
+		uffd_region_fail(fc->lv, r, rc);
+	}
+}
+
 static void fault_extent(struct fault_ctx *fc)
 {
 	decide(fc, true);
 	if (fc->res.outcome == MM_FAULT_HUGE)
 		materialise_huge(fc);
+	else if (fc->res.outcome == MM_FAULT_ZERO || fc->res.outcome == MM_FAULT_HUGE_ZERO)
+		materialise_zero(fc, true);
 	else if (fc->res.outcome == MM_FAULT_MTHP)
 		materialise_mthp(fc, true);
 	else
@@ -593,6 +830,8 @@ static void fault_page(struct fault_ctx *fc)
 	decide(fc, false);
 	if (fc->res.outcome == MM_FAULT_MTHP)
 		materialise_mthp(fc, false);
+	else if (fc->res.outcome == MM_FAULT_ZERO)
+		materialise_zero(fc, false);
 	else
 		materialise_base(fc, false);
 	record(fc);
@@ -618,9 +857,18 @@ static void dispatch_page(struct fault_ctx *fc)
 		case AS_P_MIGRATING:
 			uffd_stat_add(&h->migrating_waits, 1);
 			return;
+		case AS_P_ZERO:
+			if (as_pstate_cas(&fc->r->as, fc->p, ps, AS_P_FILLING)) {
+				zero_page_fault(fc);
+				return;
+			}
+			continue;
 		default: /* PRESENT: a duplicate; GONE: a stale message */
 			uffd_stat_add(&h->dup_messages, 1);
-			wake_page(fc);
+			if (fc->wp) /* a protection left behind: lift it (wakes) */
+				uffd_io_unprotect(fc->lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+			else
+				wake_page(fc);
 			return;
 		}
 	}
@@ -647,6 +895,12 @@ static void dispatch(struct fault_ctx *fc)
 			uffd_stat_add(&h->dup_messages, 1);
 			wake_page(fc);
 			return;
+		case AS_X_ZERO:
+			if (as_xstate_cas(&fc->r->as, fc->e, xs, AS_X_FILLING)) {
+				zero_extent_fault(fc);
+				return;
+			}
+			continue;
 		default:
 			dispatch_page(fc);
 			return;
@@ -694,14 +948,16 @@ static void orphan(struct fault_ctx *fc)
 	wake_page(fc);
 }
 
-void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read)
+void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool wp, int tid,
+		       uint64_t t_read)
 {
 	struct uffd_live *lv = w->lv;
 	struct fault_ctx fc = {
 	    .w = w,
 	    .lv = lv,
 	    .addr = addr & ~(UFFD_PAGE_SIZE - 1),
-	    .write = write,
+	    .write = write || wp,
+	    .wp = wp,
 	    .tid = tid,
 	    .t_read = t_read,
 	    .real_pmd = -1,

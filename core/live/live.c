@@ -353,9 +353,9 @@ static void *handler_main(void *arg)
 			if (ptid != w->last_ptid && w->last_ptid)
 				uffd_handlers_cover(w);
 			w->last_ptid = ptid;
-			uffd_handle_fault(w, addr,
-					  msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE, ptid,
-					  clock_now_ns());
+			uffd_handle_fault(
+			    w, addr, msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE,
+			    msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP, ptid, clock_now_ns());
 		}
 		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
 		uffd_stallcap_idle(w);
@@ -644,6 +644,14 @@ void uffd_expand_pid(const char *pattern, char *out, size_t len)
  * (or would go through a planted link) is bad input, found now. */
 /* An output that cannot be written is bad input: the process runs unmanaged, saying why (one
  * that fails later, a full disk, is said and the program goes on managed). */
+/* Zero pages (--zero-page): read first touches take no frame, and their first writes are seen
+ * through write-protect. Not with --trace: the trace has no zero decisions and its replays no
+ * write-protect faults (core/obs/trace.h), so a traced run decides reads as writes. */
+static bool zero_wanted(const struct uffd_live *lv)
+{
+	return lv->cfg.zero_page && !lv->cfg.trace[0];
+}
+
 static int check_outputs(const struct config *cfg, char *err, size_t errlen)
 {
 	char path[600], why[700];
@@ -915,14 +923,16 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	workers_init(lv);
 	rc = check_outputs(cfg, err, errlen);
 	if (rc == 0)
-		rc = uffd_open_fd(UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID, &lv->features, err,
-				  errlen);
+		rc = uffd_open_fd(UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID |
+				      (zero_wanted(lv) ? UFFD_FEATURE_PAGEFAULT_FLAG_WP : 0),
+				  &lv->features, err, errlen);
 	if (rc >= 0)
 		rc = guard_fd_own(
 		    rc); /* every descriptor of ours lives out of the program's reach */
 	if (rc < 0)
 		goto destroy;
 	lv->uffd = rc;
+	lv->zero_wp = zero_wanted(lv) && (lv->features & UFFD_FEATURE_PAGEFAULT_FLAG_WP);
 	rc = stats_map(lv, err, errlen);
 	if (rc < 0)
 		goto destroy;

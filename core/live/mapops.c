@@ -202,7 +202,7 @@ static int revive(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 	uffd_host_advise(lv, lo, hi - lo);
 	uffd_trace_event(lv, OBS_TR_MAP, lo, hi - lo, 0, 0, 0);
 	as_revive(&r->as, p0, p1); /* before the first fault can arrive */
-	rc = uffd_io_register(lv->uffd, lo, hi - lo);
+	rc = uffd_register_managed(lv, lo, hi - lo);
 	if (rc == 0) {
 		uffd_gauge_add(lv, hi - lo);
 	} else {
@@ -242,7 +242,7 @@ static int create_new(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, int prot
 		return rc == -EEXIST ? -EAGAIN : rc;
 	uffd_host_advise(lv, lo, hi - lo);
 	uffd_trace_event(lv, OBS_TR_MAP, lo, hi - lo, 0, 0, 0);
-	rc = uffd_io_register(lv->uffd, lo, hi - lo);
+	rc = uffd_register_managed(lv, lo, hi - lo);
 	if (rc < 0) {
 		uffd_trace_event(lv, OBS_TR_RELEASE, lo, hi - lo, 0, OBS_TRF_UNMAP, 0);
 		uffd_region_remove(&lv->table, r);
@@ -580,7 +580,7 @@ int uffd_adopt_range(struct uffd_live *lv, void *addr, size_t len, int prot, uin
 	}
 	uffd_host_advise(lv, (uintptr_t)addr, hi - lo);
 	trace_adopt(lv, lo, (const uint8_t *)vec, npages);
-	rc = uffd_io_register(lv->uffd, lo, hi - lo);
+	rc = uffd_register_managed(lv, lo, hi - lo);
 	if (rc == 0)
 		rc = uffd_region_insert(&lv->table, r);
 	if (rc < 0) {

@@ -31,6 +31,25 @@ static uintptr_t page_up(uintptr_t x)
 	return (x + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
 }
 
+/* The zero pages the host moved with the region lost their write protection (6.12
+ * mm/mremap.c move_ptes clears the uffd-wp bit of a VMA without UFFD_FEATURE_EVENT_REMAP, and
+ * the registration itself went): unmap them, before the program can write there unseen. They
+ * hold zeros; their next touch maps them again (handler.c: zero pages). */
+static void unmap_zero_pages(struct uffd_region *s)
+{
+	uint32_t p = as_page_of(&s->as, s->lo), end = as_page_of(&s->as, s->hi);
+
+	while (p < end) {
+		uint32_t q = p;
+
+		while (q < end && AS_P_STATE(as_pstate(&s->as, q)) == AS_P_ZERO)
+			q++;
+		if (q > p)
+			sys_zap((void *)as_page_addr(&s->as, p), (size_t)(q - p) * UFFD_PAGE_SIZE);
+		p = q > p ? q : p + 1;
+	}
+}
+
 /* Transfer r (busy write lock held) to its new place [a, a + len). */
 static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, size_t len)
 {
@@ -66,11 +85,13 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 		return rc;
 	}
 	uffd_host_advise(lv, a, len);
-	rc = uffd_io_register(lv->uffd, a, len);
+	rc = uffd_register_managed(lv, a, len);
 	if (rc < 0) {
 		uffd_region_fail(lv, s, rc);
 		return rc;
 	}
+	if (lv->zero_wp)
+		unmap_zero_pages(s);
 	if (n_new > n_old)
 		uffd_gauge_add(lv, (uint64_t)(n_new - n_old) * UFFD_PAGE_SIZE);
 	return 0;

@@ -11,6 +11,9 @@
  *         program gets a real PMD mapping (do_huge_pmd_anonymous_page);
  *   base  a zeroed 4 KiB page is UFFDIO_COPYed (write fault) or the zero page is mapped
  *         (UFFDIO_ZEROPAGE, read fault) (do_anonymous_page);
+ *   zero  (--zero-page, ranges registered MISSING | WP) a read first touch takes no frame: a
+ *         page of zeros is UFFDIO_COPYed write-protected, and its first write comes back as a
+ *         WP message that asks mm for the frame and lifts the protection (handler.c);
  * and when compaction migrates one of the program's 4 KiB frames, the page is really unmapped
  * (UFFDIO_MOVE to a registered scratch page, DONTWAKE: accesses wait as on a migration entry),
  * copied and remapped (UFFDIO_COPY back, waking the waiters) (migrate_pages/unmap_and_move).
@@ -325,6 +328,8 @@ struct uffd_live {
 	bool may_huge;	    /* the policy can ever decide huge (uffd_host_advise) */
 	bool pt_reclaim;    /* --host-fault pte in effect: host VMAs MADV_NOHUGEPAGE, the empty page
 			     * table freed before each huge move */
+	bool zero_wp;	    /* zero pages (--zero-page): managed ranges registered MISSING | WP, a
+			     * read first touch takes no frame (handler.c: zero pages) */
 	bool child;	    /* a fork child: everything passes through */
 	bool child_of_fork; /* made in a fork child (joining its parent's machine) */
 	bool detached; /* stepped aside (seccomp, unshare...): threads gone, memory unregistered */
@@ -456,8 +461,9 @@ void uffd_trace_event(struct uffd_live *lv, unsigned type, uintptr_t addr, uint6
 
 /* ---- internals shared by the uffd files (and unit tests) ----------------------------------- */
 
-/* Serve one fault message (handler.c). */
-void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, int tid, uint64_t t_read);
+/* Serve one fault message (handler.c); wp: a write to a write-protected page (a zero page). */
+void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool wp, int tid,
+		       uint64_t t_read);
 /* The mm environment (env.c). */
 extern const struct mm_env_ops uffd_env_ops;
 /* ---- collapse (collapse.c) ------------------------------------------------------------------- */
@@ -537,6 +543,15 @@ long uffd_io_read(int fd, struct uffd_msg *msg, bool nowait);
 /* Does the kernel take RWF_NOWAIT reads of a userfaultfd (fd: a new, empty one)? */
 bool uffd_io_nowait_reads(int fd);
 int uffd_io_register(int fd, uintptr_t start, size_t len);
+/* Register program memory [start, start + len): MISSING, and WP when zero pages are on. */
+int uffd_register_managed(const struct uffd_live *lv, uintptr_t start, size_t len);
+/* UFFDIO_COPY(MODE_WP) of the 4 KiB page of zeros at src to dst: a zero page mapped
+ * write-protected in one step (no window for an unseen write). It wakes nobody (DONTWAKE): the
+ * caller wakes the waiters once the page's state says ZERO, or a write woken at once would
+ * fault on the protection, find the page still owned, be dropped and never be woken again. */
+int uffd_io_copy_wp(int fd, uintptr_t dst, const void *src);
+/* UFFDIO_WRITEPROTECT mode 0 of [start, start + len): the protection lifted, waiters woken. */
+int uffd_io_unprotect(int fd, uintptr_t start, size_t len);
 /* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
 int uffd_page_resident(uintptr_t addr);
 int uffd_io_unregister(int fd, uintptr_t start, size_t len);

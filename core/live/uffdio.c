@@ -1,8 +1,8 @@
 /* userfaultfd ioctls and opening the descriptor.
  *
- * Thin wrappers over UFFDIO_{COPY,ZEROPAGE,MOVE,WAKE,REGISTER,UNREGISTER} issued as raw system
- * calls (no errno, no libc state): each returns 0 or -errno and, where the kernel reports partial
- * progress, the bytes done. Callers classify the errors (handler.c, migrate.c).
+ * Thin wrappers over UFFDIO_{COPY,ZEROPAGE,MOVE,WAKE,WRITEPROTECT,REGISTER,UNREGISTER} issued as
+ * raw system calls (no errno, no libc state): each returns 0 or -errno and, where the kernel
+ * reports partial progress, the bytes done. Callers classify the errors (handler.c, migrate.c).
  *
  * Opening follows fs/userfaultfd.c: the userfaultfd(2) system call without
  * UFFD_USER_MODE_ONLY needs CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1; otherwise
@@ -116,6 +116,38 @@ int uffd_io_register(int fd, uintptr_t start, size_t len)
 	};
 
 	return sys_ioctl(fd, UFFDIO_REGISTER, &reg);
+}
+
+int uffd_register_managed(const struct uffd_live *lv, uintptr_t start, size_t len)
+{
+	struct uffdio_register reg = {
+	    .range = {.start = start, .len = len},
+	    .mode = UFFDIO_REGISTER_MODE_MISSING | (lv->zero_wp ? UFFDIO_REGISTER_MODE_WP : 0),
+	};
+
+	return sys_ioctl(lv->uffd, UFFDIO_REGISTER, &reg);
+}
+
+int uffd_io_copy_wp(int fd, uintptr_t dst, const void *src)
+{
+	struct uffdio_copy c = {
+	    .dst = dst,
+	    .src = (uintptr_t)src,
+	    .len = UFFD_PAGE_SIZE,
+	    .mode = UFFDIO_COPY_MODE_WP | UFFDIO_COPY_MODE_DONTWAKE,
+	};
+	int rc = sys_ioctl(fd, UFFDIO_COPY, &c);
+
+	if (rc == -EAGAIN && c.copy < 0)
+		rc = (int)c.copy;
+	return rc;
+}
+
+int uffd_io_unprotect(int fd, uintptr_t start, size_t len)
+{
+	struct uffdio_writeprotect w = {.range = {.start = start, .len = len}, .mode = 0};
+
+	return sys_ioctl(fd, UFFDIO_WRITEPROTECT, &w);
 }
 
 int uffd_io_unregister(int fd, uintptr_t start, size_t len)

@@ -37,6 +37,7 @@ const char *mm_scan_result_name(enum mm_scan_result r)
 	    [MM_SCAN_VMA_CHECK] = "vma_check_failed",
 	    [MM_SCAN_PAGE_LOCK] = "page_locked",
 	    [MM_SCAN_ALLOC_HUGE_PAGE_FAIL] = "alloc_huge_page_failed",
+	    [MM_SCAN_PAGE_RO] = "page_ro",
 	    [MM_SCAN_COPY_FAIL] = "copy_failed",
 	};
 
@@ -151,12 +152,20 @@ static enum mm_scan_result collapse_check(struct mm *mm, const struct mm_collaps
 		return MM_SCAN_PMD_NULL;
 	if (s->busy)
 		return MM_SCAN_PAGE_LOCK;
+	/* A zero-page PTE (a read first touch). 3.x: present but not writable, so the scan gives
+	 * up (3.2 mm/huge_memory.c khugepaged_scan_pmd and __collapse_huge_page_isolate:
+	 * "!pte_present(pteval) || !pte_write(pteval)" -> out_unmap). 6.12: a hole like a none
+	 * PTE (mm/khugepaged.c hpage_collapse_scan_pmd and __collapse_huge_page_isolate:
+	 * "pte_none(pteval) || is_zero_pfn(pte_pfn(pteval))" counts none_or_zero; the copy clears
+	 * the subpage, __collapse_huge_page_copy_succeeded). */
+	if (s->zero && p->era < MM_ERA_6_1)
+		return MM_SCAN_PAGE_RO;
 	if (!khugepaged)
 		return s->present + s->shared ? MM_SCAN_SUCCEED : MM_SCAN_EXCEED_NONE_PTE;
 	/* __collapse_huge_page_isolate / hpage_collapse_scan_pmd: the limits, then "referenced":
 	 * anonymous pages are never aged here (no swap, no anon LRU scan), so a mapped page is
 	 * young since its fault */
-	if (s->none > p->max_ptes_none) {
+	if (s->none + s->zero > p->max_ptes_none) {
 		count_event(mm, MM_STAT_THP_SCAN_EXCEED_NONE_PTE, 1);
 		return MM_SCAN_EXCEED_NONE_PTE;
 	}

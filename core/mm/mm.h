@@ -517,6 +517,7 @@ int mm_anon_split(struct mm *mm, uint32_t head);
 struct mm_collapse_scan {
 	uint64_t extent_owner; /* owner cookie page 0 of the range would have */
 	uint16_t none;	       /* pte_none pages: never touched, or freed */
+	uint16_t zero;	       /* pages mapping the 4 KiB zero page (a read first touch) */
 	uint16_t present;      /* mapped pages backed by a frame of the pool */
 	uint16_t shared;       /* mapped pages not the process's own: shared copy-on-write with
 				* another process (fork), or outside the pool */
@@ -541,6 +542,7 @@ enum mm_scan_result {
 	MM_SCAN_VMA_CHECK,	   /* the mapping may not be huge (advice, enabled, span) */
 	MM_SCAN_PAGE_LOCK,	   /* a page is busy (lock, isolation): try again later */
 	MM_SCAN_ALLOC_HUGE_PAGE_FAIL,
+	MM_SCAN_PAGE_RO,   /* a PTE not writable: 3.x's zero-page PTE (6.12 SCAN_PAGE_RO) */
 	MM_SCAN_COPY_FAIL, /* the owner could not do it (the range changed meanwhile) */
 	MM_SCAN_NR,
 };

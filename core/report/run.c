@@ -23,6 +23,7 @@ static void report_config(struct json_w *w, const struct config *cfg, const stru
 	/* in effect: pte falls back to thp where the kernel keeps empty page tables */
 	jw_str(w, "host_fault", st->host_fault == CONFIG_HOST_FAULT_PTE ? "pte" : "thp");
 	jw_bool(w, "host_thp", cfg->host_thp);
+	jw_bool(w, "zero_page", cfg->zero_page);
 	jw_u64(w, "min_region", cfg->min_region);
 	jw_str(w, "fragment", cfg->fragment);
 	jw_u64(w, "seed", cfg->seed);

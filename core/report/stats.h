@@ -76,7 +76,11 @@
 	X(own_populated,                                                                           \
 	  "pages of the emulator's own the kernel populated for the program (mlock)")              \
 	X(deepbind_loads, "libraries the program loaded with RTLD_DEEPBIND, loaded without it")    \
-	X(ranges_released, "managed ranges given back for the program's own userfaultfd")
+	X(ranges_released, "managed ranges given back for the program's own userfaultfd")          \
+	X(zero_faults, "read first touches that mapped the 4 KiB zero page (no frame)")            \
+	X(huge_zero_faults, "read first touches that mapped the huge zero page (no frame)")        \
+	X(zero_reads, "reads of zero pages the host had not mapped yet (no fault in the kernel)")  \
+	X(zero_wp_faults, "first writes to zero pages (write-protect messages: a frame each)")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -88,7 +92,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 12
+#define UFFD_STATS_VERSION 13
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)

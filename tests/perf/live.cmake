@@ -19,11 +19,14 @@ thpemu_add_test(NAME perf/bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/bench.s
                 LABELS perf needs-uffd needs-root TIMEOUT 1800)
 
 # The cost of seeing a write to a page answered with the zero page (UFFDIO_ZEROPAGE +
-# write-protect against UFFDIO_COPY): a measurement for core/live/README.md, run by hand.
+# write-protect against UFFDIO_COPY), and the emulator's zero pages against those floors
+# (tests/perf/zero_bench.sh: read first touches and later writes, --zero-page 1 and 0).
 add_executable(zero_wp_bench ${CMAKE_CURRENT_SOURCE_DIR}/perf/zero_wp_bench.c)
 set_target_properties(zero_wp_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/perf)
 target_include_directories(zero_wp_bench PRIVATE ${PROJECT_SOURCE_DIR}/core) # util/sys.h's uapi
 target_link_libraries(zero_wp_bench PRIVATE Threads::Threads)
+thpemu_add_test(NAME perf/zero_bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/perf/zero_bench.sh
+                LABELS perf needs-uffd needs-root TIMEOUT 600)
 
 # Collapse: the program-visible hold of MADV_COLLAPSE per 2 MiB with one and two writer
 # threads on the range, managed against the host kernel's own collapse in the same run

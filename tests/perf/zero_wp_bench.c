@@ -12,11 +12,14 @@
  *   copy-wp   the same with one UFFDIO_COPY(MODE_WP) of a zero page: no window between mapping
  *             and protecting, but a host page per read page
  *
+ *   touch     no handler of its own: the same two passes over memory the emulator manages (run
+ *             it under thpemu run; tests/perf/zero_bench.sh compares it with the floors above)
+ *
  * and checks that UFFDIO_MOVE (the emulator's huge and migration moves) still works into a range
  * registered for write-protect. Prints p50 and p90 of each pass in microseconds, as the faulting
  * thread saw them, and the messages the handler read.
  *
- * usage: zero_wp_bench copy|zeropage|zero-wp|copy-wp     (root or vm.unprivileged_userfaultfd)
+ * usage: zero_wp_bench copy|zeropage|zero-wp|copy-wp|touch  (root or vm.unprivileged_userfaultfd)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,8 +40,8 @@
 #define PG 4096UL
 #define N  4096
 
-enum { COPY, ZEROPAGE, ZERO_WP, COPY_WP };
-static const char *const names[] = {"copy", "zeropage", "zero-wp", "copy-wp"};
+enum { COPY, ZEROPAGE, ZERO_WP, COPY_WP, TOUCH, NMODES };
+static const char *const names[] = {"copy", "zeropage", "zero-wp", "copy-wp", "touch"};
 static int uffd, mode;
 static char *zero;
 static long missing, wp;
@@ -147,11 +150,35 @@ int main(int argc, char **argv)
 	pthread_t t;
 	char *p, *src, *dst;
 
-	for (mode = 0; argc == 2 && mode < 4 && strcmp(argv[1], names[mode]); mode++)
+	for (mode = 0; argc == 2 && mode < NMODES && strcmp(argv[1], names[mode]); mode++)
 		;
-	if (argc != 2 || mode == 4) {
-		fprintf(stderr, "usage: zero_wp_bench copy|zeropage|zero-wp|copy-wp\n");
+	if (argc != 2 || mode == NMODES) {
+		fprintf(stderr, "usage: zero_wp_bench copy|zeropage|zero-wp|copy-wp|touch\n");
 		return 2;
+	}
+	if (mode == TOUCH) { /* the emulator's handlers serve it: an ordinary mapping */
+		p = mmap(NULL, N * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			must(-1, "mmap");
+		madvise(p, N * PG, MADV_NOHUGEPAGE); /* 4 KiB first touches, as the floors' */
+		for (size_t i = 0; i < N; i++) {
+			uint64_t t0 = now_ns();
+
+			sink += p[i * PG];
+			lat[i] = now_ns() - t0;
+		}
+		print("first");
+		for (size_t i = 0; i < N; i++) {
+			uint64_t t0 = now_ns();
+
+			p[i * PG] = 2;
+			lat[i] = now_ns() - t0;
+		}
+		print("write");
+		for (size_t i = 0; i < N; i++)
+			if (p[i * PG] != 2)
+				return 1;
+		return 0;
 	}
 	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
 	if (uffd < 0)

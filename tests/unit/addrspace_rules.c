@@ -516,4 +516,122 @@ TEST(split_underused_frees_the_zero_subpages)
 	EXPECT_EQ(as_pfn(r, 12), 524);
 }
 
+/* Zero pages: a read first touch holds no frame; the huge zero PMD's extent is ZERO. */
+TEST(zero_pages_commit_and_release_without_frames)
+{
+	struct as_region *r = region(BASE, BASE, BASE + 3 * HP);
+	struct as_counts c = {0};
+
+	as_fault_zero(r, 3, true);
+	EXPECT_EQ(as_pstate(r, 3), AS_P_ZERO);
+	EXPECT_EQ(as_pfn(r, 3), MM_NO_PFN);
+	EXPECT_EQ(as_xstate(r, 0), AS_X_SMALL); /* a page table now */
+	EXPECT_EQ(as_mthp_orders(r, 0), 0);	/* a zero PTE is not none */
+	as_fault_huge_zero(r, 1, MM_HPAGE_NR + 7);
+	EXPECT_EQ(as_xstate(r, 1), AS_X_ZERO);
+	EXPECT_EQ(as_pstate(r, MM_HPAGE_NR + 7), AS_P_ZERO);
+	as_zero_read(r, MM_HPAGE_NR + 8);
+	EXPECT_EQ(as_pstate(r, MM_HPAGE_NR + 8), AS_P_ZERO);
+	as_recompute_extents(r, 0, 2); /* the huge zero PMD stays */
+	EXPECT_EQ(as_xstate(r, 1), AS_X_ZERO);
+	EXPECT_EQ(as_xstate(r, 0), AS_X_SMALL);
+	/* a zero page is nobody's migration source */
+	EXPECT_EQ(as_migrate_claim(r, 3, MM_NO_PFN), -ENOENT);
+	/* released: nothing given back; the whole huge zero extent is a candidate again after
+	 * DONTNEED (zap_huge_pmd leaves pmd_none), its pages EMPTY */
+	as_release(&ENV, r, 0, 2 * MM_HPAGE_NR, false, &c);
+	EXPECT_EQ(R.frees + R.frees_huge + R.splits, 0u);
+	EXPECT_EQ(c.pages_freed, 0u);
+	EXPECT_EQ(as_pstate(r, 3), AS_P_EMPTY);
+	EXPECT_EQ(as_pstate(r, MM_HPAGE_NR + 7), AS_P_EMPTY);
+	EXPECT_EQ(as_xstate(r, 1), AS_X_EMPTY);
+	/* unmapped whole: GONE, the extent never huge again */
+	as_fault_huge_zero(r, 2, 2 * MM_HPAGE_NR);
+	as_release(&ENV, r, 2 * MM_HPAGE_NR, 3 * MM_HPAGE_NR, true, &c);
+	EXPECT_EQ(as_xstate(r, 2), AS_X_SMALL);
+	EXPECT_EQ(as_pstate(r, 2 * MM_HPAGE_NR), AS_P_GONE);
+	EXPECT_EQ(R.frees + R.frees_huge, 0u);
+}
+
+/* The huge zero PMD split (a write, a partial release, a misaligned move): every other page
+ * maps the 4 KiB zero page (__split_huge_zero_page_pmd). */
+TEST(zero_extent_splits_into_zero_pages)
+{
+	struct as_region *r = region(BASE, BASE, BASE + 2 * HP);
+	struct as_region *s;
+	struct as_counts c = {0};
+
+	as_fault_huge_zero(r, 0, 0);
+	as_fault_base(r, 5, 99, false); /* the write's frame, then the split */
+	as_zero_split(r, 0);
+	EXPECT_EQ(as_xstate(r, 0), AS_X_SMALL);
+	EXPECT_EQ(as_pstate(r, 5), AS_P_PRESENT);
+	EXPECT_EQ(as_pfn(r, 5), 99u);
+	EXPECT_EQ(as_pstate(r, 0), AS_P_ZERO);
+	EXPECT_EQ(as_pstate(r, 511), AS_P_ZERO);
+	/* a partial DONTNEED of a huge zero extent */
+	as_fault_huge_zero(r, 1, MM_HPAGE_NR);
+	as_release(&ENV, r, MM_HPAGE_NR + 10, MM_HPAGE_NR + 20, false, &c);
+	EXPECT_EQ(c.huge_splits, 1u);
+	EXPECT_EQ(R.frees + R.frees_huge + R.splits, 0u);
+	EXPECT_EQ(as_xstate(r, 1), AS_X_SMALL);
+	EXPECT_EQ(as_pstate(r, MM_HPAGE_NR + 10), AS_P_EMPTY);
+	EXPECT_EQ(as_pstate(r, MM_HPAGE_NR + 20), AS_P_ZERO);
+	EXPECT_EQ(as_pstate(r, MM_HPAGE_NR), AS_P_ZERO);
+	/* mremap: same phase keeps a huge zero extent, another phase splits it */
+	as_fault_huge_zero(r, 1, MM_HPAGE_NR + 1);
+	s = calloc(1, sizeof(*s));
+	ASSERT(s && as_region_geometry(s, BASE + 4 * HP, BASE + 4 * HP, BASE + 6 * HP) == 0);
+	as_region_attach(s, calloc(1, as_region_meta_size(s)));
+	as_transfer(&ENV, r, s, &c);
+	EXPECT_EQ(as_xstate(s, 1), AS_X_ZERO);
+	EXPECT_EQ(as_pstate(s, 5), AS_P_PRESENT);
+	EXPECT_EQ(as_pstate(s, 6), AS_P_ZERO);
+	s = calloc(1, sizeof(*s));
+	ASSERT(s && as_region_geometry(s, BASE + 4 * HP + 16 * PG, BASE + 4 * HP + 16 * PG,
+				       BASE + 6 * HP + 16 * PG) == 0);
+	as_region_attach(s, calloc(1, as_region_meta_size(s)));
+	memset(&c, 0, sizeof(c));
+	as_transfer(&ENV, r, s, &c);
+	EXPECT_EQ(c.huge_splits, 1u);
+	EXPECT_NE(as_xstate(s, 1), AS_X_ZERO);
+	EXPECT_NE(as_xstate(s, 2), AS_X_ZERO);
+	EXPECT_EQ(as_pstate(s, MM_HPAGE_NR + 300), AS_P_ZERO);
+	EXPECT_EQ(R.frees + R.frees_huge + R.splits, 0u);
+}
+
+/* khugepaged sees zero pages apart (mm's era decides: none_or_zero in 6.12, a failure in 3.x)
+ * and the huge zero PMD as PMD-mapped; a collapse takes a zero page as a hole and an abandoned
+ * one gives it back as a zero page. */
+TEST(zero_pages_in_a_collapse)
+{
+	struct as_region *r = region(BASE, BASE, BASE + 2 * HP);
+	struct mm_collapse_scan sc;
+	struct as_counts c = {0};
+
+	make_base(r, 0, 100);
+	as_fault_zero(r, 1, false);
+	as_fault_zero(r, 2, false);
+	as_collapse_scan(r, 0, 0, &sc);
+	EXPECT_EQ(sc.present, 1);
+	EXPECT_EQ(sc.zero, 2);
+	EXPECT_EQ(sc.none, 509);
+	EXPECT(!sc.huge);
+	ASSERT_EQ(as_collapse_claim(r, 0), 0);
+	EXPECT_EQ(as_pstate(r, 1), AS_P_MIGRATING | AS_P_HOLE | AS_P_WASZERO);
+	as_collapse_cancel(&ENV, r, 0, &c);
+	EXPECT_EQ(as_pstate(r, 1), AS_P_ZERO);
+	EXPECT_EQ(as_pstate(r, 3), AS_P_EMPTY);
+	EXPECT_EQ(as_pstate(r, 0), AS_P_PRESENT);
+	ASSERT_EQ(as_collapse_claim(r, 0), 0);
+	ASSERT_EQ(as_collapse_commit(&ENV, r, 0, 1024, &c), 0);
+	EXPECT_EQ(R.frees, 1u); /* the one frame; the zero pages had none */
+	EXPECT_EQ(as_pstate(r, 2), AS_P_PRESENT);
+	EXPECT_EQ(as_pfn(r, 2), 1026u);
+	as_fault_huge_zero(r, 1, MM_HPAGE_NR);
+	as_collapse_scan(r, 1, 0, &sc);
+	EXPECT(sc.huge);
+	EXPECT_EQ(as_collapse_claim(r, 1), -ENOENT);
+}
+
 TEST_MAIN()

@@ -262,6 +262,7 @@ static const char *const sample[CONFIG_NR] = {
     [CONFIG_SEED] = "42",
     [CONFIG_LOG] = "debug",
     [CONFIG_HOST_THP] = "no",
+    [CONFIG_ZERO_PAGE] = "off",
     [CONFIG_HOST_FAULT] = "pte",
     [CONFIG_DISABLE] = "on",
     [CONFIG_REPORT] = "/tmp/r.json",

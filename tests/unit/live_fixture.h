@@ -44,6 +44,9 @@ static inline void live_config(struct config *cfg, const char *policy, const cha
 	cfg->handlers = 3;
 	cfg->staging = 2;
 	cfg->log = CONFIG_LOG_QUIET;
+	/* a touch is a first touch that takes a frame, read or write (the tests count them);
+	 * the zero pages' tests turn them on */
+	cfg->zero_page = false;
 }
 
 /* An emulator running cfg (skips without a userfaultfd). */

@@ -72,6 +72,54 @@ TEST(live_huge_faults_are_real_pmds)
 	uffd_live_destroy(lv);
 }
 
+/* Zero pages (--zero-page): reads take no frame, the first write of each page takes one, seen
+ * through write-protect; 6.x maps the huge zero page where a THP could go and splits it at the
+ * first write (do_huge_pmd_wp_page), 4 KiB zero pages elsewhere. */
+static void zero_pages_under(const char *policy, bool huge)
+{
+	struct config cfg;
+	struct uffd_live *lv;
+	char *p;
+	unsigned long sum = 0;
+
+	live_config(&cfg, policy, "256M");
+	cfg.policy.khugepaged = false;
+	cfg.zero_page = true;
+	lv = live_start(&cfg);
+	ASSERT(lv->zero_wp);
+	p = live_map(lv, 4 * MB);
+	for (size_t off = 0; off < 4 * MB; off += 4096)
+		sum += (unsigned char)p[off + 100];
+	EXPECT_EQ(sum, 0);
+	for (int i = 0;
+	     i < 1000 &&
+	     HOST(lv, zero_reads) + HOST(lv, zero_faults) + HOST(lv, huge_zero_faults) < 1024;
+	     i++)
+		usleep(1000);
+	EXPECT_EQ(live_counts(lv).anon, 0); /* no frame for a read */
+	EXPECT_EQ(HOST(lv, huge_zero_faults), huge ? 2 : 0);
+	EXPECT_EQ(HOST(lv, zero_reads), huge ? 1022 : 0);
+	EXPECT_EQ(HOST(lv, zero_faults), huge ? 0 : 1024);
+	for (size_t off = 0; off < 4 * MB; off += 4096)
+		p[off + 100] = (char)(off / 4096 + 1);
+	for (size_t off = 0; off < 4 * MB; off += 4096)
+		EXPECT_EQ(p[off + 100], (char)(off / 4096 + 1));
+	for (int i = 0; i < 1000 && HOST(lv, zero_wp_faults) < 1024; i++)
+		usleep(1000); /* counted after the wake-up */
+	EXPECT_EQ(HOST(lv, zero_wp_faults), 1024);
+	EXPECT_EQ(live_counts(lv).anon, 1024); /* a 4 KiB frame per page written */
+	EXPECT_EQ(live_counts(lv).anon_huge, 0);
+	EXPECT_EQ(uffd_munmap(lv, p, 4 * MB), 0);
+	EXPECT_EQ(live_counts(lv).anon, 0);
+	uffd_live_destroy(lv);
+}
+
+TEST(live_zero_pages_huge_and_small)
+{
+	zero_pages_under("modern-always", true);
+	zero_pages_under("modern-never", false);
+}
+
 TEST(live_base_faults_under_never)
 {
 	struct uffd_live *lv = mk("modern-never", "256M");

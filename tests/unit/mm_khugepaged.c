@@ -2,6 +2,8 @@
  * full_scans), the per-range rules at the max_ptes_* boundaries, each era's collapse gfp and
  * compaction mode (and that +nostall changes khugepaged's), MADV_COLLAPSE's results. The
  * address space is a fake one of this file: ranges of 512 base pages faulted through mm. */
+#include <string.h>
+
 #include "harness.h"
 #include "mm_fakeenv.h"
 #include "mm/internal.h"
@@ -210,6 +212,32 @@ TEST(max_ptes_none_boundary)
 	EXPECT_EQ(after.anon - before.anon, 500);
 	EXPECT_EQ(after.anon_pmd, 512);
 	EXPECT_EQ(stat(&fe, MM_STAT_THP_SCAN_EXCEED_NONE_PTE), 1);
+	fakeenv_destroy(&fe);
+}
+
+/* Zero-page PTEs (read first touches): 6.12 hpage_collapse_scan_pmd counts them with the none
+ * PTEs (none_or_zero) against max_ptes_none; 3.2 khugepaged_scan_pmd gives up on them (present,
+ * not writable). */
+TEST(zero_page_ptes_per_era)
+{
+	struct fakeenv fe;
+	struct mm_collapse_scan s = {.vma_ok = true, .present = 1, .none = 300, .zero = 211};
+
+	setup(&fe, "modern-always", 64 * MIB);
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_SUCCEED); /* 300 + 211 <= 511 */
+	s.zero = 212, s.present = 0;
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_EXCEED_NONE_PTE);
+	s = (struct mm_collapse_scan){.vma_ok = true, .present = 1, .zero = 511};
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_SUCCEED);
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, false), MM_SCAN_SUCCEED); /* MADV_COLLAPSE */
+	fakeenv_destroy(&fe);
+	setup(&fe, "linux-3.2", 64 * MIB);
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_PAGE_RO);
+	s.zero = 1, s.present = 511;
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_PAGE_RO);
+	s.zero = 0, s.none = 1;
+	EXPECT_EQ(mm_collapse_check(fe.mm, &s, true), MM_SCAN_SUCCEED);
+	EXPECT_EQ(strcmp(mm_scan_result_name(MM_SCAN_PAGE_RO), "page_ro"), 0);
 	fakeenv_destroy(&fe);
 }
 
