@@ -4,7 +4,9 @@
  * Handler threads block every signal (so no program handler ever runs on them and faults) and
  * read one message at a time from the userfaultfd. One idle handler listens, blocked in read(2)
  * as a bare handler is; the others park on a futex until a fault turns slow (handler_next): a
- * thread stalled for seconds in sync compaction holds up only the fault it serves. A stop or a
+ * thread stalled for seconds in sync compaction holds up only the fault it serves. A process
+ * starts with one handler; the background thread makes more when a fault would be handed on
+ * and none is parked (bg_make_wanted), and the watchdog and refill thread when first wanted. A stop or a
  * credential request reaches the blocked listener as a fault on a page of ours (handlers_kick),
  * so nothing is polled on the fault path. The background thread runs mm's kswapd/kcompactd model
  * (mm_background) and refreshes the stats snapshot.
