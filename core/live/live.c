@@ -462,6 +462,22 @@ static void bg_make_wanted(struct uffd_live *lv)
 	pthread_mutex_unlock(&lv->start_lock);
 }
 
+/* Every handler made so far has been serving one fault for a background tick or more, none
+ * listens or is parked, and there may be more. */
+static bool handlers_stuck(struct uffd_live *lv, uint64_t now)
+{
+	unsigned made = __atomic_load_n(&lv->handlers_made, __ATOMIC_ACQUIRE);
+
+	if (made >= lv->nworkers || __atomic_load_n(&lv->listeners, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&lv->parked, __ATOMIC_SEQ_CST))
+		return false;
+	for (unsigned i = 0; i < made; i++)
+		if (!__atomic_load_n(&lv->workers[i].busy, __ATOMIC_ACQUIRE) ||
+		    now - __atomic_load_n(&lv->workers[i].fault_t0, __ATOMIC_RELAXED) < BG_PERIOD_NS)
+			return false;
+	return true;
+}
+
 /* No thread is made from here on (stopping, stepping aside). */
 static void close_starts(struct uffd_live *lv)
 {
@@ -496,12 +512,10 @@ static void *background_main(void *arg)
 		if (now >= next_snap) {
 			uffd_live_snapshot(lv);
 			next_snap = now + BG_PERIOD_NS;
-			/* a handler busy for a whole tick with none parked (blocked where no hook
-			 * asks for one): one more; the run's first process, alive for a tick, gets
-			 * its staging prefilled (a short-lived one never clears a chunk for nothing) */
-			if (!__atomic_load_n(&lv->listeners, __ATOMIC_SEQ_CST) &&
-			    !__atomic_load_n(&lv->parked, __ATOMIC_SEQ_CST) &&
-			    __atomic_load_n(&lv->handlers_made, __ATOMIC_ACQUIRE) < lv->nworkers)
+			/* every handler in one fault for a whole tick (blocked where no hook asks
+			 * for one): one more; the run's first process, alive for a tick, gets its
+			 * staging prefilled (a short-lived one never clears a chunk for nothing) */
+			if (handlers_stuck(lv, now))
 				uffd_live_want(lv, UFFD_TODO_HANDLER);
 			if (lv->may_huge && !lv->staging.lazy && now - born >= BG_PERIOD_NS &&
 			    !__atomic_load_n(&lv->staging.started, __ATOMIC_ACQUIRE))
