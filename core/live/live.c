@@ -6,10 +6,10 @@
  * as a bare handler is; the others park on a futex until a fault turns slow (handler_next): a
  * thread stalled for seconds in sync compaction holds up only the fault it serves. A process
  * starts with one handler; the background thread makes more when a fault would be handed on
- * and none is parked (bg_make_wanted), and the watchdog and refill thread when first wanted. A stop or a
- * credential request reaches the blocked listener as a fault on a page of ours (handlers_kick),
- * so nothing is polled on the fault path. The background thread runs mm's kswapd/kcompactd model
- * (mm_background) and refreshes the stats snapshot.
+ * and none is parked (bg_make_wanted), and the watchdog and refill thread when first wanted. A stop
+ * or a credential request reaches the blocked listener as a fault on a page of ours
+ * (handlers_kick), so nothing is polled on the fault path. The background thread runs mm's
+ * kswapd/kcompactd model (mm_background) and refreshes the stats snapshot.
  *
  * The preload library never stops its handlers: a program exiting while other threads still
  * fault must not hang on a handler that is gone. Only tests call uffd_live_destroy.
@@ -473,7 +473,8 @@ static bool handlers_stuck(struct uffd_live *lv, uint64_t now)
 		return false;
 	for (unsigned i = 0; i < made; i++)
 		if (!__atomic_load_n(&lv->workers[i].busy, __ATOMIC_ACQUIRE) ||
-		    now - __atomic_load_n(&lv->workers[i].fault_t0, __ATOMIC_RELAXED) < BG_PERIOD_NS)
+		    now - __atomic_load_n(&lv->workers[i].fault_t0, __ATOMIC_RELAXED) <
+			BG_PERIOD_NS)
 			return false;
 	return true;
 }
@@ -1343,7 +1344,7 @@ void uffd_live_detach(struct uffd_live *lv, const char *why)
 	guard_migrate_freeze(); /* from here on no page of the program is ever mid-migration */
 	unregister_all(lv);
 	uffd_machine_leave(lv); /* requests for our pages now fail; the host takes our frames */
-	close_starts(lv); /* the threads listed are all there will be */
+	close_starts(lv);	/* the threads listed are all there will be */
 	n = guard_thread_tids(ours, sizeof(ours) / sizeof(ours[0]));
 	uffd_stallcap_stop(lv);
 	obs_appstack_uninstall(); /* the program's own disposition of the signal, if it set one */

@@ -162,9 +162,9 @@ struct uffd_staging {
 	pthread_cond_t cond;
 	bool stop;
 	bool started;
-	bool lazy;	/* prefill only once a huge fault has taken a chunk (a fork child, which
-			 * often execs at once: its chunks would be zeroed for nothing) */
-	bool wanted;	/* a chunk was taken (atomic) */
+	bool lazy;   /* prefill only once a huge fault has taken a chunk (a fork child, which
+		      * often execs at once: its chunks would be zeroed for nothing) */
+	bool wanted; /* a chunk was taken (atomic) */
 	/* without a refill thread yet: asked for (want_refill(want_arg)) when a chunk is taken */
 	void (*want_refill)(void *arg);
 	void *want_arg;
@@ -304,7 +304,7 @@ struct uffd_live {
 	/* the background thread leaves uffd_machine_serve: bit 0 to stop serving the machine's
 	 * requests, bit 1 (UFFD_AGENT_POKE, cleared by it) to make a thread it was asked for */
 	uint32_t agent_stop;
-	int pagemap_fd;		/* /proc/self/pagemap for PAGEMAP_SCAN */
+	int pagemap_fd; /* /proc/self/pagemap for PAGEMAP_SCAN */
 	struct uffd_table table;
 	struct uffd_staging staging;
 	unsigned nworkers; /* handlers; worker[nworkers] is the background thread,
