@@ -123,7 +123,7 @@ struct config {
 	  "allocator `thpemu run` preloads after the library (glibc malloc never reaches mmap)")   \
 	X(HANDLERS, "--handlers", "N", uint, handlers, "auto", 1, CONFIG_MAX_HANDLERS,             \
 	  config_auto_words, 0, "auto or 1..64",                                                   \
-	  "fault handler threads (auto: CPUs + 2, at least 3, at most 16)")                        \
+	  "fault handler threads at most, made as faults overlap (auto: CPUs + 2, 3..16)")         \
 	X(SPIN, "--spin", "DUR", duration, spin_ns, "0", 0, 0, NULL, 0,                            \
 	  "a duration such as 50us (0: never)",                                                    \
 	  "the listening handler polls the userfaultfd this long before it sleeps: fewer "        \

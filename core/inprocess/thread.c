@@ -132,9 +132,14 @@ void guard_thread_enter(struct guard_thread *t, void (*wake)(void *), void *arg)
 	t->wake = wake;
 	t->arg = arg;
 	list_acquire();
-	/* registered by its creator before it exists: it will start with the creator's credentials,
-	 * which have seen every request so far; a request made from here on waits for it */
-	__atomic_store_n(&t->seen, __atomic_load_n(&req.seq, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+	/* registered by its creator before it exists: it will start with the creator's credentials.
+	 * The program's thread has seen every request so far; an emulator thread that makes one
+	 * (the background thread makes handlers on demand) has seen those it applied, and the new
+	 * thread applies the rest itself (a request in flight waits for it, as it is listed). */
+	__atomic_store_n(&t->seen,
+			 self ? __atomic_load_n(&self->seen, __ATOMIC_ACQUIRE)
+			      : __atomic_load_n(&req.seq, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
 	t->next = threads;
 	threads = t;
 	list_release();

@@ -976,7 +976,7 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool w
 	fc.e = as_ext_of(&fc.r->as, fc.addr);
 	w->fault_addr = fc.addr;
 	w->fault_tid = tid;
-	w->fault_t0 = t_read;
+	__atomic_store_n(&w->fault_t0, t_read, __ATOMIC_RELAXED); /* the background tick reads it */
 	uffd_stallcap_fault_begin(w, fc.addr, tid, t_read);
 	dispatch(&fc);
 	uffd_stallcap_fault_end(w, NULL, 0); /* a duplicate or a dropped message: no event */

@@ -4,10 +4,12 @@
  * Handler threads block every signal (so no program handler ever runs on them and faults) and
  * read one message at a time from the userfaultfd. One idle handler listens, blocked in read(2)
  * as a bare handler is; the others park on a futex until a fault turns slow (handler_next): a
- * thread stalled for seconds in sync compaction holds up only the fault it serves. A stop or a
- * credential request reaches the blocked listener as a fault on a page of ours (handlers_kick),
- * so nothing is polled on the fault path. The background thread runs mm's kswapd/kcompactd model
- * (mm_background) and refreshes the stats snapshot.
+ * thread stalled for seconds in sync compaction holds up only the fault it serves. A process
+ * starts with one handler; the background thread makes more when a fault would be handed on
+ * and none is parked (bg_make_wanted), and the watchdog and refill thread when first wanted. A stop
+ * or a credential request reaches the blocked listener as a fault on a page of ours
+ * (handlers_kick), so nothing is polled on the fault path. The background thread runs mm's
+ * kswapd/kcompactd model (mm_background) and refreshes the stats snapshot.
  *
  * The preload library never stops its handlers: a program exiting while other threads still
  * fault must not hang on a handler that is gone. Only tests call uffd_live_destroy.
@@ -160,9 +162,20 @@ void uffd_handlers_cover(struct uffd_worker *w)
 
 	/* only a handler holds a fault others could queue behind: the background threads' own
 	 * compaction, reclaim and waits (kcompactd, khugepaged) wake nobody */
-	if (!lv || w->idx >= lv->nworkers || __atomic_load_n(&lv->listeners, __ATOMIC_SEQ_CST) ||
-	    !__atomic_load_n(&lv->parked, __ATOMIC_SEQ_CST))
+	if (!lv || w->idx >= lv->nworkers)
 		return;
+	/* a fault that may last, or faults of several threads: where it could stall, the watchdog
+	 * is wanted from now on (made once) */
+	if (lv->stallcap)
+		uffd_live_want(lv, UFFD_TODO_WATCHDOG);
+	if (__atomic_load_n(&lv->listeners, __ATOMIC_SEQ_CST))
+		return;
+	if (!__atomic_load_n(&lv->parked, __ATOMIC_SEQ_CST)) {
+		/* every handler made so far is busy: one more, if there may be */
+		if (__atomic_load_n(&lv->handlers_made, __ATOMIC_ACQUIRE) < lv->nworkers)
+			uffd_live_want(lv, UFFD_TODO_HANDLER);
+		return;
+	}
 	__atomic_fetch_add(&lv->park_seq, 1, __ATOMIC_SEQ_CST);
 	sys_futex_wake(&lv->park_seq, 1);
 }
@@ -327,7 +340,9 @@ static void *handler_main(void *arg)
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
 	guard_thread_started(&w->gt);
-	uffd_stallcap_thread_init(w);
+	/* /proc/self/maps only for the first handler, whose start the constructor waits for (its
+	 * descriptor must never be seen by the program: start_threads) */
+	uffd_stallcap_thread_init(w, w->idx == 0);
 	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
 	sys_futex_wake(&w->ready, 1);
 	for (;;) {
@@ -383,11 +398,100 @@ static void bg_sleep(struct uffd_live *lv, uint64_t ns)
 		sys_futex_wait(&lv->bg_wake, v, &ts);
 }
 
+static int start_thread(struct uffd_worker *w, void *(*fn)(void *), void (*wake)(void *),
+			void *wake_arg, const char *name);
+
+void uffd_live_want(struct uffd_live *lv, uint32_t what)
+{
+	if ((__atomic_load_n(&lv->todo, __ATOMIC_ACQUIRE) & what) == what ||
+	    (__atomic_fetch_or(&lv->todo, what, __ATOMIC_ACQ_REL) & what) == what)
+		return; /* asked already */
+	if (lv->on_machine)
+		uffd_machine_poke(lv);
+	else
+		bg_ping(lv);
+}
+
+static void want_refill(void *arg)
+{
+	uffd_live_want(arg, UFFD_TODO_REFILL);
+}
+
+/* Handler idx, made now: counted alive before it exists (stop_threads waits for it). */
+static int start_handler(struct uffd_live *lv, unsigned idx)
+{
+	char name[16];
+	int rc;
+
+	snprintf(name, sizeof(name), "thpemu-flt%u", idx % 100);
+	__atomic_fetch_add(&lv->handlers_alive, 1, __ATOMIC_SEQ_CST);
+	rc = start_thread(&lv->workers[idx], handler_main, handler_ping, &lv->workers[idx], name);
+	if (rc < 0) {
+		__atomic_fetch_sub(&lv->handlers_alive, 1, __ATOMIC_SEQ_CST);
+		return rc;
+	}
+	__atomic_store_n(&lv->handlers_made, idx + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The background thread makes what was asked of it (uffd_live_want), one handler a turn, unless
+ * the emulator is stopping. A thread that cannot be made is not asked for again. */
+static void bg_make_wanted(struct uffd_live *lv)
+{
+	uint32_t todo = __atomic_exchange_n(&lv->todo, 0, __ATOMIC_ACQ_REL);
+
+	if (!todo)
+		return;
+	pthread_mutex_lock(&lv->start_lock);
+	if (lv->starts_closed) {
+		pthread_mutex_unlock(&lv->start_lock);
+		return;
+	}
+	/* one that cannot be made (no memory for its stack) is made at the next asking */
+	if (todo & UFFD_TODO_HANDLER) {
+		unsigned made = __atomic_load_n(&lv->handlers_made, __ATOMIC_ACQUIRE);
+
+		if (made < lv->nworkers)
+			start_handler(lv, made);
+	}
+	if (todo & UFFD_TODO_WATCHDOG)
+		uffd_stallcap_start_watchdog(lv);
+	if ((todo & UFFD_TODO_REFILL) && lv->may_huge &&
+	    !__atomic_load_n(&lv->staging.started, __ATOMIC_ACQUIRE))
+		uffd_staging_start(&lv->staging);
+	pthread_mutex_unlock(&lv->start_lock);
+}
+
+/* Every handler made so far has been serving one fault for a background tick or more, none
+ * listens or is parked, and there may be more. */
+static bool handlers_stuck(struct uffd_live *lv, uint64_t now)
+{
+	unsigned made = __atomic_load_n(&lv->handlers_made, __ATOMIC_ACQUIRE);
+
+	if (made >= lv->nworkers || __atomic_load_n(&lv->listeners, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&lv->parked, __ATOMIC_SEQ_CST))
+		return false;
+	for (unsigned i = 0; i < made; i++)
+		if (!__atomic_load_n(&lv->workers[i].busy, __ATOMIC_ACQUIRE) ||
+		    now - __atomic_load_n(&lv->workers[i].fault_t0, __ATOMIC_RELAXED) <
+			BG_PERIOD_NS)
+			return false;
+	return true;
+}
+
+/* No thread is made from here on (stopping, stepping aside). */
+static void close_starts(struct uffd_live *lv)
+{
+	pthread_mutex_lock(&lv->start_lock);
+	lv->starts_closed = true;
+	pthread_mutex_unlock(&lv->start_lock);
+}
+
 static void *background_main(void *arg)
 {
 	struct uffd_worker *w = arg;
 	struct uffd_live *lv = w->lv;
-	uint64_t next_snap = 0;
+	uint64_t next_snap = 0, born = clock_now_ns();
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
@@ -397,6 +501,8 @@ static void *background_main(void *arg)
 		uint64_t wait, now;
 
 		guard_thread_sync(&w->gt);
+		__atomic_and_fetch(&lv->agent_stop, ~UFFD_AGENT_POKE, __ATOMIC_ACQ_REL);
+		bg_make_wanted(lv);
 		if (lv->on_machine) { /* the host runs the kernel threads; we answer requests */
 			uffd_machine_serve(lv, w, BG_PERIOD_NS);
 			wait = 0;
@@ -407,6 +513,14 @@ static void *background_main(void *arg)
 		if (now >= next_snap) {
 			uffd_live_snapshot(lv);
 			next_snap = now + BG_PERIOD_NS;
+			/* every handler in one fault for a whole tick (blocked where no hook asks
+			 * for one): one more; the run's first process, alive for a tick, gets its
+			 * staging prefilled (a short-lived one never clears a chunk for nothing) */
+			if (handlers_stuck(lv, now))
+				uffd_live_want(lv, UFFD_TODO_HANDLER);
+			if (lv->may_huge && !lv->staging.lazy && now - born >= BG_PERIOD_NS &&
+			    !__atomic_load_n(&lv->staging.started, __ATOMIC_ACQUIRE))
+				uffd_live_want(lv, UFFD_TODO_REFILL);
 		}
 		uffd_census_tick(lv); /* when the process grew, or a second passed */
 		if (!lv->on_machine)
@@ -426,41 +540,38 @@ static int start_thread(struct uffd_worker *w, void *(*fn)(void *), void (*wake)
 	return rc;
 }
 
+/* The threads a process starts with: one handler and the background thread (and khugepaged
+ * without a machine). More handlers, the stall watchdog and the staging refill thread are made
+ * by the background thread when first wanted (uffd_live_want): a process whose faults come one
+ * at a time (a single-threaded program: its thread waits in each) never needs a second handler,
+ * and a short one (a compiler, sha1sum) neither a watchdog nor staging. */
 static int start_threads(struct uffd_live *lv)
 {
-	char name[16];
-	int rc;
+	int rc = start_handler(lv, 0);
 
-	for (unsigned i = 0; i < lv->nworkers; i++) {
-		snprintf(name, sizeof(name), "thpemu-flt%u", i % 100);
-		__atomic_fetch_add(&lv->handlers_alive, 1, __ATOMIC_SEQ_CST);
-		rc = start_thread(&lv->workers[i], handler_main, handler_ping, &lv->workers[i],
-				  name);
-		if (rc < 0) {
-			__atomic_fetch_sub(&lv->handlers_alive, 1, __ATOMIC_SEQ_CST);
-			return rc;
-		}
+	if (rc < 0)
+		return rc;
+	/* A handler whose stack is not the arena's reads /proc/self/maps for its bounds
+	 * (uffd_stallcap_thread_init) through a descriptor the kernel numbers lowest-free, in the
+	 * program's range. The program must never see it: a program listing its descriptors at the
+	 * start of main saw one more than natively (integration/guard_fds, CI, twice). So the
+	 * constructor returns only once the first handler is past it (bounded: 2 s); the handlers
+	 * made later never read it. */
+	for (int k = 0; k < 200 && !lv->workers[0].gt.stack &&
+			!__atomic_load_n(&lv->workers[0].ready, __ATOMIC_ACQUIRE);
+	     k++) {
+		struct timespec ts = {0, 10000000};
+
+		sys_futex_wait(&lv->workers[0].ready, 0, &ts);
 	}
-	/* A handler's start-up reads /proc/self/maps (uffd_stallcap_thread_init: its stack's
-	 * bounds) through a descriptor the kernel numbers lowest-free, in the program's range. The
-	 * program must never see it: a program listing its descriptors at the start of main saw
-	 * one more than natively (integration/guard_fds, CI, twice). So the constructor returns
-	 * only once every handler is past it (bounded: 2 s). */
-	for (unsigned i = 0; i < lv->nworkers; i++)
-		for (int k = 0;
-		     k < 200 && !__atomic_load_n(&lv->workers[i].ready, __ATOMIC_ACQUIRE); k++) {
-			struct timespec ts = {0, 10000000};
-
-			sys_futex_wait(&lv->workers[i].ready, 0, &ts);
-		}
 	rc = start_thread(&lv->workers[lv->nworkers], background_main, bg_ping, lv,
 			  "thpemu-kthread");
 	if (rc == 0 && !lv->on_machine) /* on a machine the host runs khugepaged */
 		rc = start_thread(UFFD_W_KHD(lv), uffd_khugepaged_main, uffd_khugepaged_ping, lv,
 				  "thpemu-khugepd");
-	if (rc < 0 || !lv->may_huge)
-		return rc; /* no huge decisions: no staging THPs to keep ready */
-	return uffd_staging_start(&lv->staging);
+	if (lv->may_huge) /* huge decisions: staging THPs, filled by a thread made on demand */
+		lv->staging.want_refill = want_refill, lv->staging.want_arg = lv;
+	return rc;
 }
 
 static void stop_threads(struct uffd_live *lv)
@@ -468,6 +579,7 @@ static void stop_threads(struct uffd_live *lv)
 	uint64_t one;
 
 	uffd_probe_stop(lv); /* a probe touch in flight needs the handlers */
+	close_starts(lv);    /* before the stop: a handler made after it could be missed */
 	__atomic_store_n(&lv->stopping, true, __ATOMIC_RELEASE);
 	one = (uint64_t)lv->nworkers + 1; /* a token for every handler (semaphore) */
 	if (lv->ctl_fd >= 0)
@@ -918,6 +1030,7 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	pthread_mutex_init(&lv->snap_lock, NULL);
 	pthread_mutex_init(&lv->census_lock, NULL);
 	pthread_mutex_init(&lv->madv_lock, NULL);
+	pthread_mutex_init(&lv->start_lock, NULL);
 	waitq_init(&lv->wbq);
 	lv->wq = &lv->wbq;
 	workers_init(lv);
@@ -1005,6 +1118,7 @@ void uffd_live_destroy(struct uffd_live *lv)
 		return;
 	if (!lv->child) {
 		uffd_io_stop(lv);
+		close_starts(lv); /* no watchdog made after its stop */
 		uffd_stallcap_stop(lv);
 		stop_threads(lv);
 		uffd_probe_release(lv); /* not a fork child's: the range is DONTFORK */
@@ -1240,6 +1354,7 @@ void uffd_live_detach(struct uffd_live *lv, const char *why)
 	guard_migrate_freeze(); /* from here on no page of the program is ever mid-migration */
 	unregister_all(lv);
 	uffd_machine_leave(lv); /* requests for our pages now fail; the host takes our frames */
+	close_starts(lv);	/* the threads listed are all there will be */
 	n = guard_thread_tids(ours, sizeof(ours) / sizeof(ours[0]));
 	uffd_stallcap_stop(lv);
 	obs_appstack_uninstall(); /* the program's own disposition of the signal, if it set one */

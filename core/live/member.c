@@ -216,7 +216,14 @@ void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t sl
 
 void uffd_machine_kick(struct uffd_live *lv)
 {
-	__atomic_store_n(&lv->agent_stop, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&lv->agent_stop, 1, __ATOMIC_ACQ_REL);
+	if (lv->on_machine)
+		machine_serve_kick(&lv->mach, lv->mslot);
+}
+
+void uffd_machine_poke(struct uffd_live *lv)
+{
+	__atomic_fetch_or(&lv->agent_stop, UFFD_AGENT_POKE, __ATOMIC_ACQ_REL);
 	if (lv->on_machine)
 		machine_serve_kick(&lv->mach, lv->mslot);
 }

@@ -118,8 +118,11 @@ static unsigned count_state(struct uffd_staging *s, uint8_t st)
  * CPU the refill runs on). */
 static void refill_kick(struct uffd_staging *s)
 {
-	if (!s->started)
+	if (!__atomic_load_n(&s->started, __ATOMIC_ACQUIRE)) {
+		if (s->want_refill) /* made on demand: it then fills up to the depth */
+			s->want_refill(s->want_arg);
 		return;
+	}
 	if (!__atomic_load_n(&s->refilling, __ATOMIC_ACQUIRE)) {
 		if (count_state(s, US_READY) * 2 >= s->depth)
 			return;
@@ -261,7 +264,7 @@ int uffd_staging_start(struct uffd_staging *s)
 				 "thpemu-refill");
 
 	if (rc == 0)
-		s->started = true;
+		__atomic_store_n(&s->started, true, __ATOMIC_RELEASE);
 	return rc;
 }
 

@@ -164,14 +164,17 @@ out:
 	return rc;
 }
 
-void uffd_stallcap_thread_init(struct uffd_worker *w)
+void uffd_stallcap_thread_init(struct uffd_worker *w, bool maps_ok)
 {
 	uintptr_t lo, hi;
 	int here;
 
 	if (!w->lv->stallcap)
 		return;
-	if (stack_bounds((uintptr_t)&here, &lo, &hi) == 0)
+	if (w->gt.stack) /* carved from the arena (guard_thread_create): a guard page, then it */
+		obs_unwind_thread_init((char *)w->gt.stack + UFFD_PAGE_SIZE,
+				       w->gt.stack_len - UFFD_PAGE_SIZE);
+	else if (maps_ok && stack_bounds((uintptr_t)&here, &lo, &hi) == 0)
 		obs_unwind_thread_init((void *)lo, hi - lo);
 }
 
@@ -438,18 +441,10 @@ int uffd_stallcap_start(struct uffd_live *lv)
 	if (rc == 0)
 		rc = obs_stalls_create_waits(&sc->waits, STALL_CAPACITY, sc->threshold_ns,
 					     OBS_STACKS_CAPTURED);
-	if (rc == 0 && STALLCAP_LIBUNWIND)
-		rc = obs_unwind_init(lv->nworkers > 1 ? lv->nworkers - 1 : 1);
 	if (rc < 0)
 		goto unmap;
 	lv->stallcap = sc;
-	if (!STALLCAP_LIBUNWIND)
-		return 0;
-	/* the application-stack signal is installed at the first capture (obs/appstack.c) */
-	if (guard_thread_create(&sc->watchdog, &sc->gt, watchdog_ping, sc, watchdog_main, sc,
-				"thpemu-stallwd") == 0)
-		sc->started = true;
-	return 0; /* without the watchdog, events still get handler stacks */
+	return 0; /* libunwind and the watchdog come when a fault may first stall */
 
 unmap:
 	if (sc->store)
@@ -457,6 +452,29 @@ unmap:
 	if (sc->waits)
 		obs_stalls_destroy(sc->waits);
 	guard_vm_unmap(sc, sizeof(*sc));
+	return rc;
+}
+
+/* Made on the background thread (uffd_live_want(UFFD_TODO_WATCHDOG): a handler about to block or
+ * to do compaction or reclaim, or faults of several threads), not at start: a short process
+ * never had a fault long enough for it. libunwind is readied here too (its global state and a
+ * warm-up walk, 0.5-0.8 ms a process): until then a capture walks frame pointers (obs_stack's
+ * method says which). Without the watchdog, events still get handler stacks. */
+int uffd_stallcap_start_watchdog(struct uffd_live *lv)
+{
+	struct uffd_stallcap *sc = lv->stallcap;
+	int rc;
+
+	if (!sc || sc->started || !STALLCAP_LIBUNWIND)
+		return 0;
+	rc = obs_unwind_init(lv->nworkers > 1 ? lv->nworkers - 1 : 1);
+	if (rc < 0)
+		return rc;
+	/* the application-stack signal is installed at the first capture (obs/appstack.c) */
+	rc = guard_thread_create(&sc->watchdog, &sc->gt, watchdog_ping, sc, watchdog_main, sc,
+				 "thpemu-stallwd");
+	if (rc == 0)
+		__atomic_store_n(&sc->started, true, __ATOMIC_RELEASE);
 	return rc;
 }
 

@@ -165,9 +165,12 @@ struct uffd_staging {
 	pthread_cond_t cond;
 	bool stop;
 	bool started;
-	bool lazy;	/* prefill only once a huge fault has taken a chunk (a fork child, which
-			 * often execs at once: its chunks would be zeroed for nothing) */
-	bool wanted;	/* a chunk was taken (atomic) */
+	bool lazy;   /* prefill only once a huge fault has taken a chunk (a fork child, which
+		      * often execs at once: its chunks would be zeroed for nothing) */
+	bool wanted; /* a chunk was taken (atomic) */
+	/* without a refill thread yet: asked for (want_refill(want_arg)) when a chunk is taken */
+	void (*want_refill)(void *arg);
+	void *want_arg;
 	bool refilling; /* filling up to the depth (atomic): set below half, cleared when full */
 	uint64_t quiet_until; /* no fill starts before this (clock_now_ns; atomic) while a chunk is
 			       * ready: a handler is migrating (uffd_staging_quiet) */
@@ -265,6 +268,14 @@ struct uffd_live {
 	uint32_t kicks;	   /* touches of kick_page under way (atomic) */
 	uint32_t listener; /* block_read: 1 + index of the handler blocked in read, or 0 (atomic) */
 	uint32_t handlers_alive; /* handler threads not yet gone (atomic) */
+	/* Threads made when first needed (live.c, "threads made on demand"): handlers
+	 * [0, handlers_made) exist, at most nworkers (atomic); todo holds the UFFD_TODO_* starts
+	 * asked of the background thread (atomic); a thread is made only under start_lock and
+	 * while starts_closed is false (stopping and stepping aside close it first). */
+	uint32_t handlers_made;
+	uint32_t todo;
+	bool starts_closed;
+	pthread_mutex_t start_lock;
 	int ctl_fd; /* epoll: semaphore eventfd the handlers poll: a stop or a credential request */
 	/* epoll instances the idle handlers wait in (handler i in ep_fd[i % n_ep]): the uffd with
 	 * EPOLLEXCLUSIVE, so that a fault wakes one idle handler, and ctl_fd */
@@ -293,8 +304,10 @@ struct uffd_live {
 	bool on_machine;
 	int mslot;		/* this process's slot (0 without a machine) */
 	bool machine_stop_told; /* the stop hook ran for this process (machine.c) */
-	uint32_t agent_stop;	/* the background thread stops serving the machine's requests */
-	int pagemap_fd;		/* /proc/self/pagemap for PAGEMAP_SCAN */
+	/* the background thread leaves uffd_machine_serve: bit 0 to stop serving the machine's
+	 * requests, bit 1 (UFFD_AGENT_POKE, cleared by it) to make a thread it was asked for */
+	uint32_t agent_stop;
+	int pagemap_fd; /* /proc/self/pagemap for PAGEMAP_SCAN */
 	struct uffd_table table;
 	struct uffd_staging staging;
 	unsigned nworkers; /* handlers; worker[nworkers] is the background thread,
@@ -394,6 +407,14 @@ int uffd_machine_copy_file(struct uffd_live *lv, uint32_t from, uint32_t to);
 void uffd_machine_serve(struct uffd_live *lv, struct uffd_worker *w, uint64_t slice_ns);
 /* Make the background thread leave uffd_machine_serve (stop). */
 void uffd_machine_kick(struct uffd_live *lv);
+/* Starts asked of the background thread (uffd_live.todo): one more handler, the stall watchdog,
+ * the staging refill thread. Any thread may ask (a handler included: it may not make a thread
+ * itself, pthread_create allocates with the program's allocator). */
+enum { UFFD_TODO_HANDLER = 1, UFFD_TODO_WATCHDOG = 2, UFFD_TODO_REFILL = 4 };
+void uffd_live_want(struct uffd_live *lv, uint32_t what);
+/* Make it leave uffd_machine_serve for one turn of its loop (a thread to make). */
+void uffd_machine_poke(struct uffd_live *lv);
+#define UFFD_AGENT_POKE 2u
 /* A fork child: adopt every mapping the parent's (copied) table managed. */
 void uffd_machine_adopt_inherited(struct uffd_live *lv, const struct uffd_live *parent);
 /* uffd_adopt, counting the pages found present (resident) in *present. */
@@ -408,9 +429,13 @@ struct uffd_stallcap;
  * watchdog thread that asks a thread blocked in a long fault for its stack. Returns 0 or -errno
  * (then stalls are only counted). */
 int uffd_stallcap_start(struct uffd_live *lv);
+/* The watchdog thread, made on the background thread when a fault may first stall (UFFD_TODO_
+ * WATCHDOG): 0, or -errno (stalls then get no application stack). */
+int uffd_stallcap_start_watchdog(struct uffd_live *lv);
 void uffd_stallcap_stop(struct uffd_live *lv);
-/* Handler thread, before serving faults. */
-void uffd_stallcap_thread_init(struct uffd_worker *w);
+/* Handler thread, before serving faults: its stack's bounds (from the emulator's arena where it
+ * was carved; else from /proc/self/maps if maps_ok, else none: no libunwind on it). */
+void uffd_stallcap_thread_init(struct uffd_worker *w, bool maps_ok);
 /* Handler thread, between faults: after its first capture, build the thread's fast unwinder
  * (obs_unwind_thread_warm), off every fault's latency and only on threads that capture. */
 void uffd_stallcap_idle(struct uffd_worker *w);
