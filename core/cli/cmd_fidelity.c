@@ -65,7 +65,12 @@ static void usage(FILE *f)
 	    "                        each (default always,madvise,defer,never); thpemu's policy\n"
 	    "                        for a setting is the kernel's (thpemu policies): 6.12\n"
 	    "                        thp-ENABLED/DEFRAG, 6.1 linux-6.1:enabled=ENABLED,defrag=\n"
-	    "                        DEFRAG, with the pinned mode's proactiveness=0\n\n"
+	    "                        DEFRAG, with the pinned mode's proactiveness=0\n"
+	    "  --set KEY=VALUE[,...] more settings for every setting, as thpemu oracle's --set,\n"
+	    "                        each on both sides: the guest's knob and the policy key\n"
+	    "                        that models it (shrink_underused, hugepages-SIZEkB,\n"
+	    "                        khugepaged/KNOB, vm.compaction_proactiveness,\n"
+	    "                        vm.compact_unevictable_allowed); repeatable\n\n"
 	    "The real kernel:\n"
 	    "  --kernel 6.12|6.1     Debian's newest kernel of the series (default 6.12)\n"
 	    "  --mem SIZE            guest memory, 256M..4G (default 512M)\n"
@@ -126,6 +131,8 @@ struct fopts {
 	struct oracle_boot_opts boot;
 	const char *enabled, *at, *json, *html, *keep;
 	char defrag[FID_MAX_SETTINGS][24];
+	struct oracle_settings extra; /* --set: both sides */
+	char extra_policy[256];	      /* their policy keys, ",key=value..." */
 	int nset, runs;
 	bool quiet;
 	char builtin[PATH_MAX], helper[PATH_MAX], wl_dyn[PATH_MAX], self[PATH_MAX];
@@ -168,6 +175,35 @@ static void parse_defrag(struct fopts *o, const char *list)
 		prog_usage_error(CMD, "--defrag: no mode in '%s'", list);
 }
 
+/* --set: each setting the guest knows and thpemu's policies model, made on both sides. */
+static void parse_set(struct fopts *o, const char *list)
+{
+	char err[512], kv[96];
+	int first = o->extra.n;
+	size_t used = strlen(o->extra_policy);
+
+	if (oracle_settings_parse(&o->extra, list, err, sizeof(err)))
+		prog_usage_error(CMD, "--set: %s", err);
+	for (int i = first; i < o->extra.n; i++) {
+		const char *key = o->extra.s[i].knob->key;
+		int n;
+
+		if (!strcmp(key, "enabled") || !strcmp(key, "defrag"))
+			prog_usage_error(CMD, "--set: give %s with --%s", key, key);
+		if (oracle_setting_policy(key, o->extra.s[i].value, kv, sizeof(kv)))
+			prog_usage_error(
+			    CMD,
+			    "--set: thpemu models no %s (accepted: shrink_underused, "
+			    "hugepages-SIZEkB, khugepaged/KNOB, "
+			    "vm.compaction_proactiveness, vm.compact_unevictable_allowed)",
+			    key);
+		n = snprintf(o->extra_policy + used, sizeof(o->extra_policy) - used, ",%s", kv);
+		if (n < 0 || (size_t)n >= sizeof(o->extra_policy) - used)
+			prog_usage_error(CMD, "--set: too many settings");
+		used += (size_t)n;
+	}
+}
+
 /* One option at argv[*i]; 1 when it was --workload (the rest is the workload's). */
 static int option(struct fopts *o, int argc, char **argv, int *i)
 {
@@ -192,6 +228,8 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 			prog_usage_error(CMD, "--at: '%s' is not phase or start", o->at);
 	} else if (!strcmp(a, "--enabled")) {
 		o->enabled = value(argc, argv, i);
+	} else if (!strcmp(a, "--set")) {
+		parse_set(o, value(argc, argv, i));
 	} else if (!strcmp(a, "--defrag")) {
 		parse_defrag(o, value(argc, argv, i));
 	} else if (!strcmp(a, "--runs")) {
@@ -218,12 +256,17 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
  * given. */
 static void policy_of(const struct fopts *o, int k, char *buf, size_t len)
 {
+	/* --set's keys come last: a later key overrides (vm.compaction_proactiveness) */
 	if (!strcmp(o->cfg.kernel, "6.1"))
-		snprintf(buf, len, "linux-6.1:enabled=%s,defrag=%s%s", o->enabled, o->defrag[k],
-			 o->cfg.pinned ? ",proactiveness=0" : "");
+		snprintf(buf, len, "linux-6.1:enabled=%s,defrag=%s%s%s", o->enabled, o->defrag[k],
+			 o->cfg.pinned ? ",proactiveness=0" : "", o->extra_policy);
+	else if (o->cfg.pinned)
+		snprintf(buf, len, "thp-%s/%s:proactiveness=0%s", o->enabled, o->defrag[k],
+			 o->extra_policy);
 	else
-		snprintf(buf, len, "thp-%s/%s%s", o->enabled, o->defrag[k],
-			 o->cfg.pinned ? ":proactiveness=0" : "");
+		snprintf(buf, len, "thp-%s/%s%s%s", o->enabled, o->defrag[k],
+			 o->extra_policy[0] ? ":" : "",
+			 o->extra_policy[0] ? o->extra_policy + 1 : "");
 }
 
 static bool in_list(const char *const *l, const char *s)
@@ -379,9 +422,13 @@ static int run_real(struct fopts *o, int k, char *err, size_t errlen)
 	cfg.keep = dir;
 	oracle_settings_set(&cfg.settings, "enabled", o->enabled, ORACLE_ORIGIN_USER, err, errlen);
 	oracle_settings_set(&cfg.settings, "defrag", o->defrag[k], ORACLE_ORIGIN_USER, err, errlen);
+	for (int i = 0; i < o->extra.n; i++)
+		oracle_settings_set(&cfg.settings, o->extra.s[i].knob->key, o->extra.s[i].value,
+				    ORACLE_ORIGIN_USER, err, errlen);
 	/* a 512M guest boots with THP off, khugepaged's defrag too: set as the default */
-	oracle_settings_set(&cfg.settings, "khugepaged/defrag", "1", ORACLE_ORIGIN_USER, err,
-			    errlen);
+	if (!oracle_settings_get(&cfg.settings, "khugepaged/defrag"))
+		oracle_settings_set(&cfg.settings, "khugepaged/defrag", "1", ORACLE_ORIGIN_USER,
+				    err, errlen);
 	cfg.snapshot_helper = o->helper;
 	cfg.snapshot_at = o->at;
 	cfg.on_boot = on_boot;
@@ -475,7 +522,7 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	struct fid_setting *s = &o->t->set[k];
 	const struct boot_rec *b = NULL;
 	const char *argv[64];
-	char store[ORACLE_MAX_ARGS][32], policy[96], frag[PATH_MAX + 16], seed[24],
+	char store[ORACLE_MAX_ARGS][32], policy[320], frag[PATH_MAX + 16], seed[24],
 	    report[PATH_MAX];
 	char out[PATH_MAX], why[256];
 	uint64_t sd = o->cfg.seed + (uint64_t)j;
@@ -648,7 +695,7 @@ static int fidelity_main(int argc, char **argv)
 	struct cli_output *out = NULL, *hout = NULL;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct mm_policy pol;
-	char err[1024], policy[96];
+	char err[1024], policy[320];
 	int rc = 0;
 
 	if (!o)

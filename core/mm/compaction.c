@@ -200,8 +200,14 @@ static bool isolatable(struct mm *mm, struct compact_control *cc, const struct m
 {
 	if (f->flags & (FF_ISOLATED | FF_GONE))
 		return false;
+	/* an mlocked page is on the unevictable LRU: 6.12 isolate_migratepages() leaves
+	 * ISOLATE_UNEVICTABLE out of the mode unless vm.compact_unevictable_allowed, and
+	 * isolate_migratepages_block() then fails the folio (folio_test_unevictable; 6.1 the same
+	 * with PageUnevictable); 3.x __isolate_lru_page (mm/vmscan.c) never took one for
+	 * compaction, the sysctl came with 4.1 ("mm: allow compaction of unevictable pages") */
 	if (f->state == FS_ANON)
-		return true;
+		return !(f->owner & MM_OWNER_UNEVICTABLE) ||
+		       mm->cfg.policy.compact_unevictable_allowed;
 	if (f->state != FS_FILE)
 		return false;
 	if (!isolate_skips_dirty_writeback(mm, cc->mode))

@@ -66,6 +66,9 @@ enum mm_migratetype {
 	(1ULL << 63) /* anon memory of "other processes" (fragmentation recipes):                  \
 		      * migrating it moves metadata only, no real copy */
 #define MM_OWNER_FILE_BIT (1ULL << 62)
+#define MM_OWNER_UNEVICTABLE                                                                       \
+	(1ULL << 61) /* with FOREIGN: the page is on the unevictable LRU (mlocked, PG_unevictable) \
+		      */
 #define MM_OWNER_FILE(file_id, index)                                                              \
 	(MM_OWNER_FILE_BIT | ((uint64_t)(file_id) << 36) | ((uint64_t)(index) & ((1ULL << 36) - 1)))
 #define MM_OWNER_FILE_ID(o)    (((o) & ~MM_OWNER_FILE_BIT & ~MM_OWNER_FOREIGN) >> 36)
@@ -685,6 +688,8 @@ enum mm_snapshot_kind {
 	MM_SNAP_FILE,	    /* clean page cache of a phantom file */
 	MM_SNAP_FILE_DIRTY, /* dirty page cache (writeback will start on it) */
 	MM_SNAP_UNMOVABLE,  /* kernel memory or memory the kernel never had: never moves or frees */
+	MM_SNAP_UNEVICTABLE, /* foreign anon on the unevictable LRU (mlocked): migrated only when
+			      * the policy's compact-unevictable-allowed is yes */
 	MM_SNAP_NR,
 };
 struct mm_snapshot_run {

@@ -130,6 +130,8 @@ struct mm_policy {
 	bool kswapd;		      /* background reclaim thread model */
 	bool kcompactd;		      /* background compaction thread model (modern) */
 	unsigned proactiveness;	      /* vm.compaction_proactiveness (0 = off) */
+	bool compact_unevictable_allowed;  /* vm.compact_unevictable_allowed: compaction isolates
+					    * pages of the unevictable LRU (4.1+: 1; 3.x never) */
 	enum mm_reclaim_skip reclaim_skip; /* shrink_zones' costly-order skip rule */
 	/* A THP over time (mm/khugepaged.c, mm/huge_memory.c): */
 	bool khugepaged;	  /* the thread runs (and only while enabled != never) */

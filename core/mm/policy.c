@@ -57,6 +57,7 @@ static const struct mm_policy base_3_1 = {
     .kswapd = true,
     .kcompactd = false,
     .proactiveness = 0,
+    .compact_unevictable_allowed = false,
     .reclaim_skip = MM_RECLAIM_SKIP_NONE,
     KHUGEPAGED_3X(MM_MIGRATE_SYNC),
     .fs = MM_FS_VFAT,
@@ -91,6 +92,7 @@ static const struct mm_policy base_3_2 = {
     .kswapd = true,
     .kcompactd = false,
     .proactiveness = 0,
+    .compact_unevictable_allowed = false,
     .reclaim_skip = MM_RECLAIM_SKIP_SUITABLE_OR_DEFERRED,
     KHUGEPAGED_3X(MM_MIGRATE_SYNC),
     .fs = MM_FS_VFAT,
@@ -116,6 +118,7 @@ static const struct mm_policy base_3_3 = {
     .kswapd = true,
     .kcompactd = false,
     .proactiveness = 0,
+    .compact_unevictable_allowed = false,
     .reclaim_skip = MM_RECLAIM_SKIP_READY,
     KHUGEPAGED_3X(MM_MIGRATE_SYNC_LIGHT),
     .fs = MM_FS_VFAT,
@@ -141,6 +144,9 @@ static const struct mm_policy base_modern = {
     .kswapd = true,
     .kcompactd = true,
     .proactiveness = 20,
+    /* 6.12 mm/compaction.c sysctl_compact_unevictable_allowed = CONFIG_COMPACT_UNEVICTABLE_
+     * DEFAULT (1 unless PREEMPT_RT; 6.1 the same) */
+    .compact_unevictable_allowed = true,
     .reclaim_skip = MM_RECLAIM_SKIP_READY,
     /* 6.12 mm/khugepaged.c khugepaged_init (max_ptes_swap HPAGE_PMD_NR / 8, max_ptes_shared
      * HPAGE_PMD_NR / 2), khugepaged/defrag 1 (GFP_TRANSHUGE: compaction up to SYNC_LIGHT),
@@ -343,6 +349,8 @@ static const struct key keys[] = {
     {"kcompactd", K_BOOL, F(kcompactd), NULL, 0, 0, 0, "background compaction thread"},
     {"proactiveness", K_UINT, F(proactiveness), NULL, 0, 100, 0,
      "vm.compaction_proactiveness (0 = off)"},
+    {"compact-unevictable-allowed", K_BOOL, F(compact_unevictable_allowed), NULL, 0, 0, 0,
+     "vm.compact_unevictable_allowed: compaction migrates mlocked pages (4.1+: yes)"},
     {"khugepaged", K_BOOL, F(khugepaged), NULL, 0, 0, 0,
      "khugepaged collapses 4 KiB ranges into huge pages in the background"},
     {"pages-to-scan", K_UINT, F(pages_to_scan), NULL, 0, 4194304, 1,

@@ -6,7 +6,8 @@
  * buddy blocks of the snapshot's orders (merged with a free buddy as __free_one_page merges),
  * queued in ascending pfn order at the tail of the free list of their pageblock's migratetype (the
  * kernel's list order is not in any snapshot); anon frames become foreign anon (a phantom owner's,
- * migrated as metadata, never reclaimed); file frames page cache of one phantom file (clean or
+ * migrated as metadata, never reclaimed), unevictable ones marked so (compaction migrates them
+ * only when the policy allows); file frames page cache of one phantom file (clean or
  * dirty, on the inactive or active LRU); all else unmovable. Mirrors nothing in the kernel: it is
  * the boot state replaced by a measured one.
  */
@@ -95,8 +96,10 @@ static void place_frame(struct mm_snapshot *s, uint32_t pfn, const struct mm_sna
 
 	switch (r->kind) {
 	case MM_SNAP_ANON:
+	case MM_SNAP_UNEVICTABLE:
 		mark_allocated(mm, pfn, 0, FS_ANON,
-			       MM_OWNER_FOREIGN | (s->placed++ << MM_HPAGE_ORDER));
+			       MM_OWNER_FOREIGN | (s->placed++ << MM_HPAGE_ORDER) |
+				   (r->kind == MM_SNAP_UNEVICTABLE ? MM_OWNER_UNEVICTABLE : 0));
 		mm->nr_foreign++;
 		break;
 	case MM_SNAP_FILE:

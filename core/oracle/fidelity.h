@@ -84,8 +84,8 @@ struct fid_side {
 };
 
 struct fid_setting {
-	char name[64];	 /* "enabled=always defrag=madvise" */
-	char policy[64]; /* thpemu's profile */
+	char name[64];	  /* "enabled=always defrag=madvise" */
+	char policy[320]; /* thpemu's policy: the profile and its keys */
 	struct fid_side real, emu;
 	/* fid_build's */
 	struct fid_stat rs[FID_NROWS], es[FID_NROWS];

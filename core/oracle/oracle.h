@@ -70,6 +70,10 @@ void oracle_settings_pin(struct oracle_settings *s);
 /* "KEY:VALUE,..." in application order (the kernel command line's OSET). */
 int oracle_settings_encode(const struct oracle_settings *s, char *buf, size_t len);
 const char *oracle_origin_name(enum oracle_origin o);
+/* The key of thpemu's policy language (core/mm/policy.c) that models setting KEY, written with
+ * the value in that key's spelling as "key=value" to buf: 0, or -ENOENT when thpemu models no
+ * such knob (enabled and defrag are the profile's name, not keys: -ENOENT too). */
+int oracle_setting_policy(const char *key, const char *value, char *buf, size_t len);
 
 /* ---- host tools (exec.c) ----------------------------------------------------------------------
  */

@@ -246,3 +246,36 @@ const char *oracle_origin_name(enum oracle_origin o)
 {
 	return o == ORACLE_ORIGIN_PINNED ? "pinned" : "user";
 }
+
+/* Knobs thpemu's policies model, and their keys (core/mm/policy.c; core/policy/host.c reads the
+ * host's THP files through the same keys). The per-size enables keep their name. */
+static const struct {
+	const char *setting, *key;
+	bool ms; /* the setting is in milliseconds, the key a duration */
+} policy_keys[] = {
+    {"shrink_underused", "shrink-underused", false},
+    {"khugepaged/defrag", "khugepaged-defrag", false},
+    {"khugepaged/pages_to_scan", "pages-to-scan", false},
+    {"khugepaged/scan_sleep_millisecs", "scan-sleep", true},
+    {"khugepaged/alloc_sleep_millisecs", "alloc-sleep", true},
+    {"khugepaged/max_ptes_none", "max-ptes-none", false},
+    {"khugepaged/max_ptes_swap", "max-ptes-swap", false},
+    {"khugepaged/max_ptes_shared", "max-ptes-shared", false},
+    {"vm.compaction_proactiveness", "proactiveness", false},
+    {"vm.compact_unevictable_allowed", "compact-unevictable-allowed", false},
+};
+
+int oracle_setting_policy(const char *key, const char *value, char *buf, size_t len)
+{
+	int n = -1;
+
+	if (!strncmp(key, "hugepages-", 10))
+		n = snprintf(buf, len, "%s=%s", key, value);
+	for (size_t i = 0; n < 0 && i < sizeof(policy_keys) / sizeof(policy_keys[0]); i++)
+		if (!strcmp(key, policy_keys[i].setting))
+			n = snprintf(buf, len, "%s=%s%s", policy_keys[i].key, value,
+				     policy_keys[i].ms ? "ms" : "");
+	if (n < 0)
+		return -ENOENT;
+	return (size_t)n >= len ? -ENAMETOOLONG : 0;
+}

@@ -6,9 +6,10 @@
  * represented in proportion and every free block keeps its order; a larger pool is refused (no
  * memory is invented). Runs are cut at pageblock boundaries (an order-10 free block into two
  * order-9 halves, which mm merges back when both land side by side) and classes become mm's
- * kinds: free; anon and unevictable -> phantom anon; clean file; dirty or writeback file ->
- * dirty (the pool has nobody to end a writeback it did not start: writeback starts again);
- * slab, kernel, huge, reserved -> unmovable. Watermarks are the zone's (scaled with a sample).
+ * kinds: free; anon -> phantom anon; unevictable -> phantom anon marked unevictable; clean file;
+ * dirty or writeback file -> dirty (the pool has nobody to end a writeback it did not start:
+ * writeback starts again); slab, kernel, huge, reserved -> unmovable. Watermarks are the zone's
+ * (scaled with a sample).
  *
  * System calls only and no allocation: the preload library loads a snapshot in its
  * constructor.
@@ -39,7 +40,7 @@ struct loader {
 static const uint8_t kind_of[SNAP_NR_CLASSES] = {
     [SNAP_FREE] = MM_SNAP_FREE,
     [SNAP_ANON] = MM_SNAP_ANON,
-    [SNAP_UNEVICTABLE] = MM_SNAP_ANON,
+    [SNAP_UNEVICTABLE] = MM_SNAP_UNEVICTABLE,
     [SNAP_FILE] = MM_SNAP_FILE,
     [SNAP_FILE_DIRTY] = MM_SNAP_FILE_DIRTY,
     [SNAP_FILE_WB] = MM_SNAP_FILE_DIRTY,

@@ -25,6 +25,11 @@ bad_usage "--enabled: enabled: 'sometimes'" fidelity --enabled sometimes --workl
 bad_usage "--defrag: defrag: 'often'" fidelity --defrag always,often --workload fragfault
 bad_usage "--defrag: 'never' is listed twice" fidelity --defrag never,never --workload fragfault
 bad_usage "--defrag: no mode in ','" fidelity --defrag , --workload fragfault
+bad_usage "--set: thpemu models no vm.min_free_kbytes" fidelity --set vm.min_free_kbytes=1 --workload fragfault
+bad_usage "--set: give defrag with --defrag" fidelity --set defrag=never --workload fragfault
+bad_usage "--set: unknown setting 'bogus'" fidelity --set bogus=1 --workload fragfault
+bad_usage "--set: vm.compact_unevictable_allowed: '2'" \
+	fidelity --set vm.compact_unevictable_allowed=2 --workload unevictable
 bad_usage "a workload of the suite, not a program" fidelity --workload /bin/true
 bad_usage "not a workload of the suite" fidelity --at start --workload nosuch
 bad_usage "--at phase: 'khugepaged' builds state of its own" fidelity --workload khugepaged

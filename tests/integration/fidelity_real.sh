@@ -7,6 +7,15 @@
 #                                         started from one and ran; defrag=never: no
 #                                         compaction stall on either side
 #   no fragmentation, defrag=always       every extent huge on both sides, no stall
+#   an mlocked filler, defrag=always, vm.compact_unevictable_allowed=0 (--set: both sides)
+#                                         compaction stalls and fails on both sides
+# and thpemu inside the goal (core/oracle/README.md, "Verdicts": huge % within 5 points of the
+# real median or inside its range where bimodal, a counter within 25 % of the real median or
+# inside its range) on the rows where it was inside on every pinned boot measured
+# (tests/results/2026-12-06-fidelity-suite.md): defrag=never's and no fragmentation's every row,
+# defrag=always's huge %, thp_fault_alloc, thp_fault_fallback and pgmigrate_success, the mlocked
+# filler's thp_fault_alloc (its huge % is not: thpemu is 2-3 THPs short, 6-8 points of this 64M
+# region; its stalls and failures are 20-28 % over the real ones, at the bound).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd
@@ -32,6 +41,18 @@ fid() {
 }
 # setting NAME K FILTER: FILTER on setting K of NAME's JSON
 setting() { json "$T_OUT/$1.json" ".settings[$2] | $3"; }
+# within NAME K ROW...: each ROW of setting K is inside the goal (verdict close or in range)
+within() {
+	local name=$1 k=$2 row v
+	shift 2
+	for row in "$@"; do
+		v=$(setting "$name" "$k" ".table.$row.verdict")
+		[ "$v" = close ] || [ "$v" = "in range" ] ||
+			fail "$name: setting $k: $row is $v: $(setting "$name" "$k" ".table.$row | tojson")"
+	done
+}
+rows=(huge_fault_pct huge_final_pct thp_fault_alloc thp_fault_fallback compact_stall
+	compact_success compact_fail pgmigrate_success compact_migrate_scanned compact_free_scanned)
 
 fid frag --defrag always,never --workload fragfault --fill 90% --region 64M
 for k in 0 1; do
@@ -43,6 +64,8 @@ done
 expect_eq "frag: never is setting 1" "$(setting frag 1 .name)" "enabled=always defrag=never"
 expect_eq "frag: defrag=never, real compact_stall" "$(setting frag 1 '.table.compact_stall.real.max')" 0
 expect_eq "frag: defrag=never, thpemu compact_stall" "$(setting frag 1 '.table.compact_stall.thpemu.max')" 0
+within frag 0 huge_fault_pct huge_final_pct thp_fault_alloc thp_fault_fallback pgmigrate_success
+within frag 1 "${rows[@]}"
 grep -q "^thpemu:   thpemu run --policy thp-always/always:proactiveness=0 --fragment snapshot:BOOT.snap" \
 	"$T_OUT/frag.txt" || fail "frag: the table does not say how thpemu ran: $(sed -n 3p "$T_OUT/frag.txt")"
 grep -q -- "thpemu-wl fragfault --fill 0 --region 64M$" "$T_OUT/frag.txt" ||
@@ -58,4 +81,19 @@ expect_eq "nofrag: real thp_fault_alloc" "$(setting nofrag 0 '.table.thp_fault_a
 expect_eq "nofrag: thpemu thp_fault_alloc" "$(setting nofrag 0 '.table.thp_fault_alloc.thpemu.min')" 16
 expect_eq "nofrag: real compact_stall" "$(setting nofrag 0 '.table.compact_stall.real.max')" 0
 expect_eq "nofrag: thpemu compact_stall" "$(setting nofrag 0 '.table.compact_stall.thpemu.max')" 0
+within nofrag 0 "${rows[@]}"
+mkdir -p "$T_OUT/unev"
+fid unev --defrag always --set vm.compact_unevictable_allowed=0 --workload unevictable --region 64M
+expect_eq "unev: boots" "$(setting unev 0 '[.real[] | select(.status == "ok")] | length')" 2
+expect_eq "unev: runs" "$(setting unev 0 '[.thpemu[] | select(.status == "ok")] | length')" 2
+grep -q -- "--policy thp-always/always:proactiveness=0,compact-unevictable-allowed=0 " \
+	"$T_OUT/unev.txt" || fail "unev: thpemu did not run with the setting: $(sed -n 4p "$T_OUT/unev.txt")"
+for side in real thpemu; do # as oracle_pinned: (nearly) every compaction fails
+	stall=$(setting unev 0 ".table.compact_stall.$side.min")
+	cfail=$(setting unev 0 ".table.compact_fail.$side.min")
+	[ "$stall" -gt 0 ] || fail "unev: $side: no compaction stall"
+	[ $((stall - cfail)) -le $((stall / 10)) ] ||
+		fail "unev: $side: compaction succeeded too often ($cfail of $stall failed)"
+done
+within unev 0 thp_fault_alloc
 say "ok in $((SECONDS - t0)) s"

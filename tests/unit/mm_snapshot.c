@@ -186,6 +186,52 @@ TEST(loaded_pool_compacts)
 	fakeenv_destroy(&fe);
 }
 
+/* The same pool with the phantom pages mlocked (the snapshot's class U): 6.12's compaction
+ * migrates them by default (vm.compact_unevictable_allowed=1) and never with it 0, where every
+ * huge fault falls back after a compaction that isolated nothing. */
+static void unevictable_pool(const char *policy, uint64_t st[MM_STAT_NR])
+{
+	struct fakeenv fe;
+	struct mm_snapshot s;
+	struct mm_snapshot_run r[2] = {run(MM_SNAP_UNEVICTABLE, 1, 0), run(MM_SNAP_FREE, 511, 0)};
+	struct mm_fault_req req = {.advice = MM_VMA_HUGEPAGE, .huge_ok = true, .write = true};
+	struct mm_fault_res res;
+	char err[256];
+
+	init(&fe, policy, 32 * MIB);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	for (uint32_t b = 0; b < fe.mm->nr_blocks; b++)
+		ASSERT_EQ(mm_snapshot_runs(&s, r, 2, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&s, NULL, err, sizeof(err)), 0);
+	check(&fe);
+	EXPECT(pfn_frame(fe.mm, 0)->owner & MM_OWNER_UNEVICTABLE);
+	EXPECT(pfn_frame(fe.mm, 0)->owner & MM_OWNER_FOREIGN);
+	for (int i = 0; i < 3; i++) {
+		req.owner = req.extent_owner = (1ULL << 20) + ((uint64_t)i << 9);
+		ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+		check(&fe);
+	}
+	mm_get_stats(fe.mm, st);
+	fakeenv_destroy(&fe);
+}
+
+TEST(unevictable_pages_compact_only_when_allowed)
+{
+	uint64_t st[MM_STAT_NR];
+
+	unevictable_pool("thp-always/always:proactiveness=0,kcompactd=no", st);
+	EXPECT_GT(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_ALLOC], 3);
+	unevictable_pool("thp-always/always:proactiveness=0,kcompactd=no,"
+			 "compact-unevictable-allowed=no",
+			 st);
+	EXPECT_EQ(st[MM_STAT_PGMIGRATE_SUCCESS], 0);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_ALLOC], 0);
+	EXPECT_EQ(st[MM_STAT_THP_FAULT_FALLBACK], 3);
+	EXPECT_GT(st[MM_STAT_COMPACT_FAIL], 0);
+	EXPECT_EQ(st[MM_STAT_COMPACT_SUCCESS], 0);
+}
+
 /* A 16 MiB pool of two zones: "DMA" frames [0, 2048) (unmovable, then one free order-10 block
  * at 1024), "DMA32" [2048, 4096) (a free order-9 block at 2048, 128 free frames after it, the
  * rest unmovable). The DMA zone's lowmem_reserve is `reserve`. */

@@ -113,3 +113,22 @@ TEST(keys_say_where_they_are_written)
 }
 
 TEST_MAIN()
+
+/* thpemu fidelity's --set: a knob thpemu models becomes its policy key, in the key's units. */
+TEST(settings_map_to_policy_keys)
+{
+	char kv[64];
+
+	EXPECT_EQ(oracle_setting_policy("vm.compact_unevictable_allowed", "0", kv, sizeof(kv)), 0);
+	ASSERT_STREQ(kv, "compact-unevictable-allowed=0");
+	EXPECT_EQ(oracle_setting_policy("khugepaged/scan_sleep_millisecs", "100", kv, sizeof(kv)),
+		  0);
+	ASSERT_STREQ(kv, "scan-sleep=100ms");
+	EXPECT_EQ(oracle_setting_policy("hugepages-64kB", "always", kv, sizeof(kv)), 0);
+	ASSERT_STREQ(kv, "hugepages-64kB=always");
+	EXPECT_EQ(oracle_setting_policy("vm.compaction_proactiveness", "20", kv, sizeof(kv)), 0);
+	ASSERT_STREQ(kv, "proactiveness=20");
+	EXPECT_EQ(oracle_setting_policy("vm.min_free_kbytes", "1024", kv, sizeof(kv)), -ENOENT);
+	EXPECT_EQ(oracle_setting_policy("enabled", "always", kv, sizeof(kv)), -ENOENT);
+	EXPECT_EQ(oracle_setting_policy("khugepaged/max_ptes_none", "511", kv, 8), -ENAMETOOLONG);
+}
