@@ -256,7 +256,8 @@ static void account(struct uffd_live *lv, struct uffd_census *c, const struct vm
 		c->anon_own += anon;
 		return;
 	}
-	if (uffd_table_overlaps(&lv->table, (uintptr_t)v->lo, (uintptr_t)v->hi)) {
+	if (uffd_table_overlaps(&lv->table, (uintptr_t)v->lo, (uintptr_t)v->hi) ||
+	    (shmem_vma(v) && uffd_shmem_overlaps(lv, (uintptr_t)v->lo, (uintptr_t)v->hi))) {
 		c->anon_managed += anon;
 		return;
 	}

@@ -76,7 +76,16 @@
 	X(own_populated,                                                                           \
 	  "pages of the emulator's own the kernel populated for the program (mlock)")              \
 	X(deepbind_loads, "libraries the program loaded with RTLD_DEEPBIND, loaded without it")    \
-	X(ranges_released, "managed ranges given back for the program's own userfaultfd")
+	X(ranges_released, "managed ranges given back for the program's own userfaultfd")          \
+	X(shmem_maps, "shared memory mappings managed (MAP_SHARED anonymous, memfd, /dev/shm)")    \
+	X(shmem_faults, "first touches of shared memory pages served (any process's first)")       \
+	X(shmem_huge, "... that allocated a PMD-size shmem folio (delivered as 4 KiB PTEs)")       \
+	X(shmem_mthp, "... that allocated an mTHP shmem folio (delivered as 4 KiB PTEs)")          \
+	X(shmem_base, "... that allocated a 4 KiB shmem page")                                     \
+	X(shmem_cached, "... whose page another process's fault had allocated (its folio)")        \
+	X(shmem_pages, "shmem pages filled (UFFDIO_COPY) for those faults")                        \
+	X(shmem_pages_released, "shmem frames freed when their object went")                       \
+	X(shmem_fault_ns, "total service time of shared memory faults (ns)")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -88,7 +97,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 12
+#define UFFD_STATS_VERSION 13
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
