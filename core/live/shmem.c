@@ -78,21 +78,26 @@ static void objs_unlock(struct uffd_live *lv)
 		pthread_mutex_unlock(&lv->shmem->objs_lock);
 }
 
+/* Object id is RELEASING: free its frames, then its entry. */
+static void release_object(struct uffd_live *lv, uint32_t id)
+{
+	struct machine_shmem *tab;
+
+	uffd_stat_add(&lv->stats->host.shmem_pages_released, mm_shmem_release(lv->mm, id));
+	tab = objs_lock(lv);
+	machine_shmem_released(tab, id);
+	objs_unlock(lv);
+}
+
 /* This process no longer maps object id anywhere: the object goes if it was the last. */
 static void object_unmapped(struct uffd_live *lv, uint32_t id)
 {
 	struct machine_shmem *tab = objs_lock(lv);
 	bool release = machine_shmem_unmap(tab, id, lv->mslot);
-	uint32_t freed;
 
 	objs_unlock(lv);
-	if (!release)
-		return;
-	freed = mm_shmem_release(lv->mm, id);
-	uffd_stat_add(&lv->stats->host.shmem_pages_released, freed);
-	tab = objs_lock(lv);
-	machine_shmem_released(tab, id);
-	objs_unlock(lv);
+	if (release)
+		release_object(lv, id);
 }
 
 /* Does this process still map object id (maps lock held)? */
@@ -204,18 +209,18 @@ static long map_shmem(void *addr, size_t len, int prot, int flags, int fd, long 
 	return p;
 }
 
+static void add_map(struct uffd_live *lv, struct shmem_map *mp, uint64_t dev, uint64_t ino,
+		    bool anon);
+
 long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
 		     long off)
 {
-	struct uffd_shmem *sh = lv->shmem;
 	struct shmem_map m = {.advice = MM_VMA_DEFAULT};
 	uint64_t dev = 0, ino = 0, size;
-	struct machine_shmem *tab;
 	enum mm_shmem_kind kind;
 	bool anon = flags & MAP_ANONYMOUS;
 	size_t plen = (len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
 	long p;
-	int id;
 
 	if (anon) {
 		kind = MM_SHMEM_ANON;
@@ -230,21 +235,35 @@ long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int
 	p = map_shmem(addr, plen, prot, flags & ~MAP_POPULATE, fd, off);
 	if (sys_is_err(p))
 		return p;
-	tab = objs_lock(lv);
-	id = machine_shmem_get(tab, dev, ino, anon, lv->mslot);
-	objs_unlock(lv);
-	if (id < 0 || uffd_io_register(lv->uffd, (uintptr_t)p, plen) < 0) {
-		if (id > 0)
-			object_unmapped(lv, (uint32_t)id);
-		UFFD_COUNT(lv, unmanaged_maps);
-		goto populate;
-	}
 	m.lo = (uintptr_t)p;
 	m.hi = m.lo + plen;
 	m.pgoff = (uint64_t)off / UFFD_PAGE_SIZE;
 	m.i_size = size;
-	m.object = (uint32_t)id;
 	m.kind = (uint8_t)kind;
+	add_map(lv, &m, dev, ino, anon);
+	if (flags & MAP_POPULATE) /* through the emulator, as first touches */
+		sys_madvise((void *)p, plen, MADV_POPULATE_WRITE);
+	return p;
+}
+
+/* Register m (lo, hi, pgoff, i_size, kind set) for the object (dev, ino) or a new
+ * anonymous one; left to the kernel when the tables are full or the kernel refuses. */
+static void add_map(struct uffd_live *lv, struct shmem_map *mp, uint64_t dev, uint64_t ino,
+		    bool anon)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	struct shmem_map m = *mp;
+	struct machine_shmem *tab = objs_lock(lv);
+	int id = machine_shmem_get(tab, dev, ino, anon, lv->mslot);
+
+	objs_unlock(lv);
+	if (id < 0 || uffd_io_register(lv->uffd, m.lo, m.hi - m.lo) < 0) {
+		if (id > 0)
+			object_unmapped(lv, (uint32_t)id);
+		UFFD_COUNT(lv, unmanaged_maps);
+		return;
+	}
+	m.object = (uint32_t)id;
 	pthread_rwlock_wrlock(&sh->lock);
 	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++) {
 		if (!sh->map[i].hi) {
@@ -255,16 +274,12 @@ long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int
 	}
 	pthread_rwlock_unlock(&sh->lock);
 	if (m.hi) { /* no entry free: give the range back to the kernel */
-		uffd_io_unregister(lv->uffd, (uintptr_t)p, plen);
+		uffd_io_unregister(lv->uffd, m.lo, m.hi - m.lo);
 		object_unmapped(lv, (uint32_t)id);
 		UFFD_COUNT(lv, unmanaged_maps);
-		goto populate;
+		return;
 	}
 	UFFD_COUNT(lv, shmem_maps);
-populate:
-	if (flags & MAP_POPULATE) /* through the emulator, as first touches */
-		sys_madvise((void *)p, plen, MADV_POPULATE_WRITE);
-	return p;
 }
 
 void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)

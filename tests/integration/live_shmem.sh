@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Shared memory managed under the emulated shmem THP policy (core/live/shmem.c): a
 # MAP_SHARED|MAP_ANONYMOUS mapping and a memfd shared by a parent and its fork child, a POSIX shm
-# file shared with a second program (fork + exec), data checked page by page in every case. One
+# file and a SysV segment shared with a second program (fork + exec, which maps it by name or
+# attaches it by id), data checked page by page in every case (SysV runs unmanaged: below). One
 # set of frames per object whoever faults first: the machine's thp_file_alloc counts one
 # PMD-size folio per 2 MiB of the object under shmem-enabled=always, none under never or a 3.x
 # profile; advise needs MADV_HUGEPAGE; /dev/shm follows tmpfs-huge, not shmem-enabled. A huge
@@ -23,7 +24,7 @@ run() { # NAME POLICY ARGS...: the program under thpemu, its report in $T_OUT/NA
 r() { jq -r "$2" "$T_OUT/$1.json"; }
 
 # natively first: the program's own checks hold without thpemu
-for m in anon memfd posix; do
+for m in anon memfd posix sysv; do
 	"$P" "$m" 8 >"$T_TMP/out" || fail "native $m: $(cat "$T_TMP/out")"
 done
 
@@ -40,6 +41,12 @@ expect_eq "anon always: shmem frames at the end" "$(r anon '.host.pool.shmem')" 
 expect_eq "anon always: free frames at the end" "$(r anon '.host.pool.free')" "$(r anon '.host.pool.frames')"
 # both processes faulted (the parent its half, the child the other)
 expect_eq "anon always: processes" "$(r anon '.program.processes')" 2
+# thpemu report shows them
+"$THPEMU" report "$T_OUT/anon.json" >"$T_TMP/report.txt" || fail "thpemu report"
+grep -q "shared memory: 4 first touches: PMD-size folios 4, mTHP 0, 4 KiB 0" "$T_TMP/report.txt" ||
+	fail "thpemu report: no shared memory line: $(grep -i shared "$T_TMP/report.txt")"
+grep -q "thp_file_alloc 4 thp_file_fallback 0 thp_file_mapped 4; shmem frames at the end 0" \
+	"$T_TMP/report.txt" || fail "thpemu report: no thp_file line"
 say "anon always: $(r anon '.host | {shmem_maps, shmem_faults, shmem_huge, shmem_base, shmem_cached, shmem_pages}' | tr -d ' \n')"
 
 run anon-never "thp-always/always" anon 8
@@ -73,3 +80,10 @@ expect_eq "posix under tmpfs-huge=always" "$(r posix-huge .vmstat.thp_file_alloc
 # the exec'd peer found the parent's pages cached (its half was its own first touches)
 expect_eq "posix: one set of frames (faults = 4 huge)" "$(r posix-huge '.host.shmem_huge')" 4
 say "posix-huge: $(r posix-huge '.host | {shmem_maps, shmem_faults, shmem_huge, shmem_cached, shmem_pages}' | tr -d ' \n')"
+
+# SysV shm cannot be registered (ipc/shm.c maps a segment with shm_vm_ops, not shmem's: 6.12
+# include/linux/userfaultfd_k.h vma_can_userfault -> vma_is_shmem is false, UFFDIO_REGISTER
+# EINVAL): it runs unmanaged, its data intact
+run sysv "$ALWAYS" sysv 8
+expect_eq "sysv: not managed" "$(r sysv '.host.shmem_maps')" 0
+expect_eq "sysv: no shmem THP counted" "$(r sysv .vmstat.thp_file_alloc)" 0
