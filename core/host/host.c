@@ -136,6 +136,24 @@ void run_host_coverage(struct run_host *h, struct obs_coverage *out)
 	pthread_mutex_unlock(&h->cov_lock);
 }
 
+/* A dead process's shared memory mappings end: a MAP_SHARED anonymous object nobody maps any
+ * more goes, with its frames (core/live/shmem.c does the same when a process unmaps it). */
+static void release_shmem(struct run_host *h, int slot)
+{
+	uint32_t ids[MACHINE_SHMEM_OBJECTS];
+	unsigned n;
+
+	machine_lock(&h->m);
+	n = machine_shmem_slot_gone(h->m.hdr->shmem, slot, ids, MACHINE_SHMEM_OBJECTS);
+	machine_unlock(&h->m);
+	for (unsigned i = 0; i < n; i++) {
+		h->frames_back += mm_shmem_release(h->mm, ids[i]);
+		machine_lock(&h->m);
+		machine_shmem_released(h->m.hdr->shmem, ids[i]);
+		machine_unlock(&h->m);
+	}
+}
+
 static void release_slot(void *arg, int slot)
 {
 	struct run_host *h = arg;
@@ -146,6 +164,7 @@ static void release_slot(void *arg, int slot)
 	mm_khugepaged_exit(h->mm, (uint32_t)slot); /* khugepaged_exit, if it did not say so */
 	h->frames_back += mm_release_owners(h->mm, MACHINE_OWNER_SLOT_MASK,
 					    (uint64_t)slot << MACHINE_OWNER_SLOT_SHIFT);
+	release_shmem(h, slot);
 }
 
 /* Requests to the machine itself (slot 0: writeout), and the reaping of dead processes. */

@@ -197,6 +197,8 @@ static void counts_json(struct json_w *w, const char *key, const struct mm_count
 	jw_u64(w, "anon", c->anon);
 	jw_u64(w, "anon_huge", c->anon_huge);
 	jw_u64(w, "file", c->file);
+	jw_u64(w, "shmem", c->shmem);
+	jw_u64(w, "shmem_huge", c->shmem_huge);
 	jw_u64(w, "dirty", c->file_dirty);
 	jw_u64(w, "writeback", c->file_writeback);
 	jw_u64(w, "unmovable", c->unmovable);

@@ -25,10 +25,10 @@
  * eligible mappings that passed them, so that a VMA merged from such neighbours (Ruby maps its
  * heap 32 KiB at a time) is "small", not "unseen". Shared memory (MAP_SHARED anonymous, memfd,
  * SysV and POSIX shm: shmem, which smaps does not call Anonymous) is counted with the program's
- * anonymous memory, unmanaged as "shared", at its Pss (PostgreSQL's shared buffers would
- * otherwise appear nowhere). A program's own MADV_DONTDUMP memory would
- * count as thpemu's. The census's format, its reasons' names and merging censuses are the
- * report's (core/report: stats.h, stats.c).
+ * anonymous memory at its Pss, managed when shmem.c manages the mapping, else unmanaged as
+ * "shared" (PostgreSQL's shared buffers would otherwise appear nowhere). A program's own
+ * MADV_DONTDUMP memory would count as thpemu's. The census's format, its reasons' names and merging
+ * censuses are the report's (core/report: stats.h, stats.c).
  */
 #include "live/uffd_internal.h"
 
@@ -256,7 +256,8 @@ static void account(struct uffd_live *lv, struct uffd_census *c, const struct vm
 		c->anon_own += anon;
 		return;
 	}
-	if (uffd_table_overlaps(&lv->table, (uintptr_t)v->lo, (uintptr_t)v->hi)) {
+	if (uffd_table_overlaps(&lv->table, (uintptr_t)v->lo, (uintptr_t)v->hi) ||
+	    (shmem_vma(v) && uffd_shmem_overlaps(lv, (uintptr_t)v->lo, (uintptr_t)v->hi))) {
 		c->anon_managed += anon;
 		return;
 	}

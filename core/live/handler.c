@@ -968,7 +968,7 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool w
 	UFFD_COUNT(lv, messages);
 	fc.r = uffd_region_get(&lv->table, fc.addr);
 	if (!fc.r) {
-		if (!own_page(&fc))
+		if (!uffd_shmem_fault(w, fc.addr, t_read) && !own_page(&fc))
 			orphan(&fc);
 		return;
 	}

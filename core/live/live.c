@@ -1082,6 +1082,8 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	lv->staging.lazy = !run_first(lv);
 	if (rc == 0)
 		rc = scratch_init(lv);
+	if (rc == 0)
+		rc = uffd_shmem_init(lv);
 	if (rc == 0 && run_first(lv)) /* the report's figure is the first process's */
 		rc = uffd_probe_init(lv);
 	if (rc == 0 && uffd_stallcap_start(lv) < 0)
@@ -1096,8 +1098,10 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 		goto destroy;
 	}
 	uffd_io_start(lv);
-	if (parent)
+	if (parent) {
 		uffd_machine_adopt_inherited(lv, parent);
+		uffd_shmem_forked(lv, parent);
+	}
 	uffd_live_snapshot(lv);
 	*out = lv;
 	return 0;
@@ -1135,6 +1139,7 @@ void uffd_live_destroy(struct uffd_live *lv)
 	if (!lv->child)
 		policy_plugin_unload(&lv->plugin);
 	uffd_table_destroy(&lv->table);
+	uffd_shmem_destroy(lv);
 	if (lv->scratch_map)
 		guard_vm_unmap(lv->scratch_map, lv->scratch_map_len);
 	if (lv->zero_page)

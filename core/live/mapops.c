@@ -172,12 +172,15 @@ bool uffd_mmap_eligible(const struct uffd_live *lv, size_t len, int prot, int fl
 
 void uffd_passthrough_mapped(struct uffd_live *lv, long addr, size_t len, int prot, int flags)
 {
+	if (!sys_is_err(addr) && (flags & MAP_FIXED))
+		uffd_shmem_unmapped(lv, (void *)addr, len); /* a shmem mapping replaced */
 	if (!sys_is_err(addr) && len && len < lv->cfg.min_region && eligible_shape(prot, flags))
 		uffd_census_note_small(lv, (uintptr_t)addr, page_up((uintptr_t)addr + len));
 }
 
 void uffd_passthrough_unmapped(struct uffd_live *lv, void *addr, size_t len)
 {
+	uffd_shmem_unmapped(lv, addr, len);
 	uffd_census_forget_small(lv, (uintptr_t)addr, page_up((uintptr_t)addr + len));
 }
 
@@ -371,6 +374,8 @@ long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags
 	}
 	if (sys_is_err(p) || !eligible)
 		return p;
+	if (flags & MAP_FIXED)
+		uffd_shmem_unmapped(lv, (void *)p, a.len); /* a shmem mapping replaced */
 	manage_new(lv, (uintptr_t)p, (uintptr_t)p + a.len, prot);
 	if (future)
 		sys_call3(SYS_mprotect, p, a.len, prot);

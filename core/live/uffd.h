@@ -142,6 +142,15 @@ int uffd_munmap(struct uffd_live *lv, void *addr, size_t len);
 int uffd_madvise(struct uffd_live *lv, void *addr, size_t len, int advice);
 long uffd_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, int flags,
 		 void *new_addr);
+/* Shared memory (shmem.c): a MAP_SHARED anonymous mapping or a shared mapping of a tmpfs file
+ * (memfd, /dev/shm), read-write, at least --min-region: managed per object. */
+bool uffd_shmem_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd);
+long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
+		     long off);
+/* [addr, addr + len) is being unmapped or mapped over: forget the shmem mappings there. */
+void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len);
+/* MADV_HUGEPAGE / MADV_NOHUGEPAGE on shmem mappings (the kernel is called as well). */
+void uffd_shmem_madvise(struct uffd_live *lv, void *addr, size_t len, int advice);
 /* Manage a mapping made before the emulator existed (pre-init calls from an allocator):
  * resident pages stay as they are (unaccounted), missing ones become first touches. */
 int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot);

@@ -367,6 +367,7 @@ struct uffd_live {
 	struct io *io; /* writeback engine and dirtier (top-level process), or NULL */
 	struct uffd_stallcap *stallcap; /* stall events with stacks, or NULL */
 	struct uffd_tracer *tracer;	/* THPEMU_TRACE recording (trace.c), or NULL */
+	struct uffd_shmem *shmem;	/* shared memory mappings (shmem.c), or NULL */
 };
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
 void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
@@ -580,5 +581,18 @@ int uffd_io_unprotect(int fd, uintptr_t start, size_t len);
 /* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
 int uffd_page_resident(uintptr_t addr);
 int uffd_io_unregister(int fd, uintptr_t start, size_t len);
+
+/* ---- shared memory (shmem.c) ------------------------------------------------------------------
+ */
+
+/* The process's shmem mappings (lv->shmem): made at creation, gone with the emulator. */
+int uffd_shmem_init(struct uffd_live *lv);
+void uffd_shmem_destroy(struct uffd_live *lv);
+/* A fault at addr: true if a shmem mapping of ours holds it (then it is served). */
+bool uffd_shmem_fault(struct uffd_worker *w, uintptr_t addr, uint64_t t_read);
+/* A fork child on a machine takes its parent's shmem mappings (same objects). */
+void uffd_shmem_forked(struct uffd_live *lv, const struct uffd_live *parent);
+/* Does [lo, hi) overlap a managed shmem mapping (the census)? */
+bool uffd_shmem_overlaps(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
 
 #endif

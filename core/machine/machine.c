@@ -959,3 +959,89 @@ bool machine_file_who(const struct machine *m, uint64_t file_id, struct machine_
 	}
 	return false;
 }
+
+/* ---- shared memory objects ----------------------------------------------------------------- */
+
+static bool shmem_mapped(const struct machine_shmem *o)
+{
+	for (unsigned i = 0; i < MACHINE_MAX_PROCS / 64; i++)
+		if (o->mappers[i])
+			return true;
+	return false;
+}
+
+static void shmem_bit(struct machine_shmem *o, int slot, bool on)
+{
+	uint64_t bit = 1ULL << ((unsigned)slot % 64);
+
+	if (slot < 0 || slot >= MACHINE_MAX_PROCS)
+		return;
+	if (on)
+		o->mappers[slot / 64] |= bit;
+	else
+		o->mappers[slot / 64] &= ~bit;
+}
+
+int machine_shmem_get(struct machine_shmem *tab, uint64_t dev, uint64_t ino, bool anon, int slot)
+{
+	int free = -1;
+
+	for (int i = 0; i < MACHINE_SHMEM_OBJECTS; i++) {
+		struct machine_shmem *o = &tab[i];
+
+		if (o->state == MACHINE_SHMEM_FREE && free < 0)
+			free = i;
+		if (!anon && o->state == MACHINE_SHMEM_LIVE && !o->anon && o->dev == dev &&
+		    o->ino == ino) {
+			shmem_bit(o, slot, true);
+			return i + 1;
+		}
+	}
+	if (free < 0)
+		return -ENOSPC;
+	memset(&tab[free], 0, sizeof(tab[free]));
+	tab[free].state = MACHINE_SHMEM_LIVE;
+	tab[free].anon = anon;
+	tab[free].dev = dev;
+	tab[free].ino = ino;
+	shmem_bit(&tab[free], slot, true);
+	return free + 1;
+}
+
+void machine_shmem_map(struct machine_shmem *tab, uint32_t id, int slot)
+{
+	if (id >= 1 && id <= MACHINE_SHMEM_OBJECTS && tab[id - 1].state == MACHINE_SHMEM_LIVE)
+		shmem_bit(&tab[id - 1], slot, true);
+}
+
+bool machine_shmem_unmap(struct machine_shmem *tab, uint32_t id, int slot)
+{
+	struct machine_shmem *o;
+
+	if (id < 1 || id > MACHINE_SHMEM_OBJECTS)
+		return false;
+	o = &tab[id - 1];
+	if (o->state != MACHINE_SHMEM_LIVE)
+		return false;
+	shmem_bit(o, slot, false);
+	if (!o->anon || shmem_mapped(o))
+		return false;
+	o->state = MACHINE_SHMEM_RELEASING;
+	return true;
+}
+
+void machine_shmem_released(struct machine_shmem *tab, uint32_t id)
+{
+	if (id >= 1 && id <= MACHINE_SHMEM_OBJECTS)
+		memset(&tab[id - 1], 0, sizeof(tab[id - 1]));
+}
+
+unsigned machine_shmem_slot_gone(struct machine_shmem *tab, int slot, uint32_t *ids, unsigned max)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 1; i <= MACHINE_SHMEM_OBJECTS && n < max; i++)
+		if (machine_shmem_unmap(tab, i, slot))
+			ids[n++] = i;
+	return n;
+}

@@ -69,7 +69,7 @@
 #define MACHINE_BASE 0x3f0000000000ULL
 #endif
 #define MACHINE_MAGIC	  0x544850454d554d31ULL /* "THPEMUM1" */
-#define MACHINE_VERSION	  4
+#define MACHINE_VERSION	  5
 #define MACHINE_MAX_PROCS 256 /* slots, host included: 8 bits of an owner cookie */
 
 /* Owner cookies of program pages carry their process's slot in bits 54..61 (core/mm leaves
@@ -164,6 +164,23 @@ struct machine_file {
 	char path[68];
 };
 
+/* Shared memory objects mapped by the machine's processes (core/live/shmem.c): the identity of
+ * each (a file's device and inode; a MAP_SHARED anonymous mapping has none and is known by its
+ * id alone, index + 1, which is mm's shmem object), and which slots map it. Changed under the
+ * machine's lock, never with mm called inside it (mm takes the same lock). */
+#define MACHINE_SHMEM_OBJECTS 256
+enum machine_shmem_state {
+	MACHINE_SHMEM_FREE,
+	MACHINE_SHMEM_LIVE,
+	MACHINE_SHMEM_RELEASING, /* its last mapping went: its frames are being freed */
+};
+struct machine_shmem {
+	uint32_t state; /* enum machine_shmem_state */
+	uint32_t anon;	/* 1: a MAP_SHARED anonymous object, gone with its last mapping */
+	uint64_t dev, ino;
+	uint64_t mappers[MACHINE_MAX_PROCS / 64]; /* bit per slot */
+};
+
 /* The segment's header. Everything after it is carved by machine_alloc (mm's metadata) and the
  * page-cache arena at arena_off. */
 struct machine_hdr {
@@ -197,6 +214,7 @@ struct machine_hdr {
 	char config[4096]; /* the host's configuration, THPEMU_* style "KEY=VALUE\n" lines */
 	struct machine_slot slot[MACHINE_MAX_PROCS];
 	struct machine_file files[MACHINE_FILES];
+	struct machine_shmem shmem[MACHINE_SHMEM_OBJECTS];
 };
 
 struct machine {
@@ -299,6 +317,19 @@ void machine_serve_kick(struct machine *m, int slot);
 unsigned machine_reap(struct machine *m, void (*release)(void *arg, int slot), void *arg);
 /* Slots 1.. in state LIVE (attached processes; the host is not counted). */
 unsigned machine_nr_live(const struct machine *m);
+
+/* The shmem object table (tab: a machine's hdr->shmem, or a process's own of as many entries),
+ * with the caller holding its lock. get: the object of (dev, ino) (anon: a new one), slot now
+ * mapping it: its id (1..MACHINE_SHMEM_OBJECTS) or -ENOSPC. map: slot maps id too (a fork
+ * child). unmap: slot no longer maps id; true when the object must be released now (anon and
+ * nobody maps it: state RELEASING, the caller frees its frames, then calls released). slot_gone:
+ * a dead slot's mappings end; the ids to release go to ids[] (up to max), their count returned.
+ */
+int machine_shmem_get(struct machine_shmem *tab, uint64_t dev, uint64_t ino, bool anon, int slot);
+void machine_shmem_map(struct machine_shmem *tab, uint32_t id, int slot);
+bool machine_shmem_unmap(struct machine_shmem *tab, uint32_t id, int slot);
+void machine_shmem_released(struct machine_shmem *tab, uint32_t id);
+unsigned machine_shmem_slot_gone(struct machine_shmem *tab, int slot, uint32_t *ids, unsigned max);
 
 /* Note that pid (comm) dirtied pages of file_id (path: for reports). Lock-free; a full table
  * forgets the newest files. */

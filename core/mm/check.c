@@ -24,6 +24,7 @@ struct check {
 	uint32_t lru[2], indexed, dirty_unqueued;
 	uint32_t huge_pte, queued, partial; /* THPs: PTE-mapped frames, queued, partially mapped */
 	uint32_t mthp, mthp_folios[MM_HPAGE_ORDER], mthp_partial[MM_HPAGE_ORDER]; /* mTHP frames */
+	uint32_t shmem, shmem_huge; /* shared memory frames (shmem.c) */
 };
 
 static int fail(struct check *c, int code, const char *fmt, ...)
@@ -172,6 +173,37 @@ static void check_file(struct check *c, uint32_t pfn)
 		c->lru[(f->flags & FF_ACTIVE) ? 1 : 0]++;
 }
 
+/* A shmem folio at pfn (its head: the order byte's alignment): every frame FS_SHMEM of the
+ * same order, consecutive cookies of one object, each indexed, none isolated. Its length. */
+static uint32_t check_shmem(struct check *c, uint32_t pfn)
+{
+	struct mm *mm = c->mm;
+	const struct mm_frame *hf = pfn_frame(mm, pfn);
+	unsigned order = frame_order(hf);
+	uint32_t n = order <= MM_HPAGE_ORDER ? 1U << order : 1;
+
+	if (order > MM_HPAGE_ORDER || order == 1 || pfn % n || pfn + n > mm->nr_frames ||
+	    !MM_OWNER_IS_SHMEM(hf->owner) || MM_OWNER_FILE_INDEX(hf->owner) % n) {
+		fail(c, -31, "pfn %u: bad shmem folio (order %u, owner %#llx)", pfn, order,
+		     (unsigned long long)hf->owner);
+		return 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mm_frame *f = pfn_frame(mm, pfn + i);
+
+		if (f->state != FS_SHMEM || frame_order(f) != order || f->owner != hf->owner + i ||
+		    (f->flags & (FF_ISOLATED | FF_GONE)) || pc_lookup(mm, f->owner) != pfn + i) {
+			fail(c, -32, "pfn %u: shmem folio frame %u inconsistent or not indexed",
+			     pfn, i);
+			return n;
+		}
+	}
+	c->shmem += n;
+	if (order == MM_HPAGE_ORDER)
+		c->shmem_huge += n;
+	return n;
+}
+
 /* The never-touched blocks: how many (max-order blocks), 0 if none are left. */
 static uint32_t fresh_blocks(const struct mm *mm)
 {
@@ -216,6 +248,9 @@ static void walk_frames(struct check *c)
 		case FS_UNMOVABLE:
 			c->unmov++;
 			break;
+		case FS_SHMEM:
+			pfn += check_shmem(c, pfn);
+			continue;
 		default:
 			fail(c, -8, "pfn %u: bad state %u", pfn, f->state);
 		}
@@ -348,8 +383,8 @@ static void check_index(struct check *c)
 			uint32_t p = q - 1;
 			const struct mm_frame *f = pfn_frame(mm, p);
 
-			if (p >= mm->nr_frames || f->state != FS_FILE || (f->flags & FF_GONE) ||
-			    ++c->indexed > mm->nr_frames) {
+			if (p >= mm->nr_frames || (f->state != FS_FILE && f->state != FS_SHMEM) ||
+			    (f->flags & FF_GONE) || ++c->indexed > mm->nr_frames) {
 				fail(c, -16, "page-cache index bucket %u holds a bad pfn %u", b, p);
 				return;
 			}
@@ -391,15 +426,18 @@ static void check_counts(struct check *c)
 	    c->wb != mm->nr_file_writeback)
 		fail(c, -21, "file %u dirty %u writeback %u, counters %u / %u / %u", c->file,
 		     c->dirty, c->wb, mm->nr_file, mm->nr_file_dirty, mm->nr_file_writeback);
+	if (c->shmem != mm->nr_shmem || c->shmem_huge != mm->nr_shmem_huge)
+		fail(c, -33, "shmem frames %u (%u in PMD-size folios), counters %u / %u", c->shmem,
+		     c->shmem_huge, mm->nr_shmem, mm->nr_shmem_huge);
 	if (c->isolated != mm->nr_isolated || c->isolated_free != mm->nr_isolated_free)
 		fail(c, -22, "isolated frames %u (%u free), counters %u / %u", c->isolated,
 		     c->isolated_free, mm->nr_isolated, mm->nr_isolated_free);
 	if (c->free_pages + c->isolated_free + c->anon + c->huge + c->mthp + c->foreign + c->file +
-		c->unmov !=
+		c->unmov + c->shmem !=
 	    mm->nr_frames)
 		fail(c, -23, "frames lost or duplicated: %u accounted of %u",
 		     c->free_pages + c->isolated_free + c->anon + c->huge + c->mthp + c->foreign +
-			 c->file + c->unmov,
+			 c->file + c->unmov + c->shmem,
 		     mm->nr_frames);
 }
 

@@ -43,6 +43,8 @@ enum frame_state {
 	FS_MTHP,      /* one of the 2^k frames (k = 2..8, in every frame's order byte) of a
 		       * program's mTHP folio (head = pfn aligned down to 2^k), mapped by PTEs;
 		       * head and subpage flags as a PTE-mapped THP's (mthp.c) */
+	FS_SHMEM,     /* shared memory, owner MM_OWNER_SHMEM (shmem.c): in the page-cache index,
+		       * on no list; the folio order (0, 2..9) in every frame's order byte */
 };
 
 /* Frame flags (struct mm_frame.flags). */
@@ -106,6 +108,8 @@ enum mthp_event {
 	MTHP_EV_SPLIT,
 	MTHP_EV_SPLIT_FAILED,
 	MTHP_EV_SPLIT_DEFERRED,
+	MTHP_EV_SHMEM_ALLOC,
+	MTHP_EV_SHMEM_FALLBACK,
 	MTHP_EV_NR,
 };
 
@@ -201,6 +205,7 @@ struct mm {
 	/* Per-state frame counts (mm_get_counts). */
 	uint32_t nr_anon, nr_anon_huge, nr_foreign, nr_file, nr_file_dirty, nr_file_writeback;
 	uint32_t nr_unmovable, nr_isolated;
+	uint32_t nr_shmem, nr_shmem_huge; /* FS_SHMEM frames; of which in PMD-size folios */
 	uint32_t nr_isolated_free; /* of nr_isolated: free frames held as migration targets */
 
 	/* Per-zone compaction state (struct zone's compact_* fields). */

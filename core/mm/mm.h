@@ -73,6 +73,13 @@ enum mm_migratetype {
 	(MM_OWNER_FILE_BIT | ((uint64_t)(file_id) << 36) | ((uint64_t)(index) & ((1ULL << 36) - 1)))
 #define MM_OWNER_FILE_ID(o)    (((o) & ~MM_OWNER_FILE_BIT & ~MM_OWNER_FOREIGN) >> 36)
 #define MM_OWNER_FILE_INDEX(o) ((o) & ((1ULL << 36) - 1))
+/* Shared memory (shmem.c): page `index` of shmem object `obj` (1..MM_SHMEM_MAX_OBJECT), one
+ * cookie whoever maps it; both top bits, so neither a file's nor an anon page's. */
+#define MM_OWNER_SHMEM_BITS (MM_OWNER_FOREIGN | MM_OWNER_FILE_BIT)
+#define MM_SHMEM_MAX_OBJECT ((1U << 26) - 1)
+#define MM_OWNER_SHMEM(obj, index)                                                                 \
+	(MM_OWNER_SHMEM_BITS | ((uint64_t)(obj) << 36) | ((uint64_t)(index) & ((1ULL << 36) - 1)))
+#define MM_OWNER_IS_SHMEM(o) (((o)&MM_OWNER_SHMEM_BITS) == MM_OWNER_SHMEM_BITS)
 
 /* Migrate modes (enum migrate_mode). */
 enum mm_migrate_mode {
@@ -234,6 +241,11 @@ enum mm_stat {
 	MM_STAT_PLUGIN_OVERTIME,     /* (ours) hook calls above THPEMU_POLICY_OVERTIME_NS */
 	MM_STAT_THP_ZERO_PAGE_ALLOC, /* the huge zero folio allocated (get_huge_zero_page) */
 	MM_STAT_THP_ZERO_PAGE_ALLOC_FAILED, /* ... its allocation failed (a read fell back) */
+	/* Shared memory (shmem.c; 6.12 include/linux/vm_event_item.h THP_FILE_*): */
+	MM_STAT_THP_FILE_ALLOC,		  /* PMD-size shmem folios allocated at a fault */
+	MM_STAT_THP_FILE_FALLBACK,	  /* ... whose allocation failed */
+	MM_STAT_THP_FILE_FALLBACK_CHARGE, /* ... whose memcg charge failed: always 0 (no memcg) */
+	MM_STAT_THP_FILE_MAPPED,	  /* shmem THPs mapped by a PMD (do_set_pmd) */
 	MM_STAT_NR,
 };
 extern const char *const mm_stat_names[MM_STAT_NR];
@@ -758,6 +770,8 @@ struct mm_counts {
 	uint32_t anon_partially_mapped; /* of which partially unmapped (nr_anon_partially_mapped) */
 	uint32_t khugepaged_mms;	/* address spaces registered with khugepaged */
 	uint32_t anon_mthp;		/* of anon, frames in mTHP folios (orders 2..8) */
+	uint32_t shmem;			/* shmem frames (nr_shmem), every object's */
+	uint32_t shmem_huge;		/* of which in PMD-size folios (nr_shmem_hugepages x 512) */
 	uint32_t nr_free[MM_NR_ORDERS];
 };
 void mm_get_counts(struct mm *mm, struct mm_counts *c);
@@ -779,6 +793,10 @@ struct mm_mthp_stats {
 	uint64_t split_deferred;	     /* folios queued as partially mapped */
 	uint64_t nr_anon;		     /* gauge: anon folios of this order now */
 	uint64_t nr_anon_partially_mapped;   /* gauge: of which partially unmapped */
+	/* shared memory (6.12 MTHP_STAT_SHMEM_*; shmem.c): */
+	uint64_t shmem_alloc;		/* shmem folios allocated at this order */
+	uint64_t shmem_fallback;	/* allocations at this order that failed */
+	uint64_t shmem_fallback_charge; /* memcg charge failures: always 0 (no memcg) */
 };
 /* Order MM_MTHP_MIN_ORDER..MM_HPAGE_ORDER; returns 0 or -EINVAL. */
 int mm_get_mthp_stats(struct mm *mm, unsigned order, struct mm_mthp_stats *out);
@@ -827,6 +845,52 @@ struct mm_policy_hook {
  * pointers are per process, and each process of a machine loads its own copy. Returns 0, or
  * -EINVAL (a shared pool not attached here, no select_orders, abi_version other than 1). */
 int mm_set_policy_hook(struct mm *mm, const struct mm_policy_hook *hook);
+
+/* ---- Shared memory: shmem and tmpfs (shmem.c) ------------------------------------------------
+ * One set of frames per object (a MAP_SHARED anonymous mapping, a memfd, a SysV segment, a
+ * /dev/shm file), whichever processes map it: the first fault of a page allocates it for all
+ * (the object's page cache), the frames go when the object does. Frames are FS_SHMEM, on no
+ * LRU (6.12 mm_inline.h folio_is_file_lru: a swap-backed folio is on the anon LRU, which the
+ * model does not scan: no swap, so never reclaimed) and never migrated (see README). */
+
+/* Which shmem a mapping is (6.12 mm/shmem.c shmem_allowable_huge_orders): */
+enum mm_shmem_kind {
+	MM_SHMEM_ANON,	   /* MAP_SHARED|MAP_ANONYMOUS (vma_is_anon_shmem: per-size orders) */
+	MM_SHMEM_INTERNAL, /* memfd, SysV shm: a file of the internal mount (shm_mnt), whose
+			    * huge is shmem_enabled; PMD size only */
+	MM_SHMEM_TMPFS,	   /* a file of a tmpfs mount (POSIX shm in /dev/shm): its huge= */
+};
+struct mm_shmem_vma {
+	enum mm_shmem_kind kind;
+	enum mm_vma_advice advice;
+	enum mm_thp_disable thp_disable; /* the faulting process's prctl state */
+	uint64_t i_size_pages;		 /* the object's size, in pages rounded up */
+};
+/* The folio orders (bit k, 2..9) a fault at page index of such a mapping may allocate under
+ * policy p: 6.12 shmem_allowable_huge_orders (with __shmem_huge_global_enabled), 6.1
+ * shmem_is_huge (bit 9 or nothing), 3.x nothing. The fault's write_end is 0 (shmem_fault). */
+uint16_t mm_shmem_allowable_orders(const struct mm_policy *p, const struct mm_shmem_vma *v,
+				   uint64_t index);
+struct mm_shmem_req {
+	uint32_t object; /* 1..MM_SHMEM_MAX_OBJECT: the object's identity on this machine */
+	uint64_t index;	 /* the faulting page's index in the object */
+	struct mm_shmem_vma vma;
+	/* bit k (2..9): the naturally aligned 2^k pages around index are mapped whole by the
+	 * faulting VMA at a 2^k-aligned address (6.12 thp_vma_suitable_order); 6.1 does not ask */
+	uint16_t orders_ok;
+};
+/* A fault on a page not in the object's page cache (shmem_get_folio_gfp): the orders allowed
+ * and suitable (no page of the object in the aligned range: shmem_suitable_orders), highest
+ * first with the fault's THP gfp (vma_thp_gfp_mask, limit_gfp_mask leaving it as is), then one
+ * 4 KiB frame. res: outcome HUGE (order 9), MTHP (2..8), BASE or NOMEM; pfn is the folio's head,
+ * whose page index is index rounded down to 2^order; the frames are not cleared (the caller
+ * fills them). Returns 0, -EEXIST (the page is cached already: res->pfn and res->order are its
+ * frame and folio order, nothing allocated) or -EINVAL. */
+int mm_shmem_fault(struct mm *mm, const struct mm_shmem_req *req, struct mm_fault_res *res,
+		   void *call);
+/* The object is gone (its last reference: shmctl IPC_RMID and the last detach, the memfd's
+ * last close, unlink and the last unmap): every frame of it is freed. Returns the frames freed. */
+uint32_t mm_shmem_release(struct mm *mm, uint32_t object);
 
 /* Proactive compaction's fragmentation score: % of free memory in blocks smaller than 2 MiB. */
 unsigned mm_fragmentation_score(struct mm *mm);

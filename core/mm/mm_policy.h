@@ -39,6 +39,11 @@
  * the modern profiles; defrag-mode=0|1 is vm.defrag_mode (6.15). The 3.x and 6.1 eras reject
  * them, and 6.1 rejects shrink-underused=yes (6.12).
  *
+ * Shared memory THP (4.8+): shmem-enabled=always|within_size|advise|never|deny|force
+ * (transparent_hugepage/shmem_enabled), shmem-hugepages-16kB .. -2048kB (6.12's per-size
+ * shmem_enabled, anonymous shmem only) and tmpfs-huge (the huge= option of /dev/shm's tmpfs).
+ * The 3.x eras reject them (no shmem THP before 4.8), 6.1 the per-size keys.
+ *
  * Policy plugin: key plugin=PATH[?ARGS] names a shared object with the thpemu_policy.h ABI
  * that chooses fault orders in place of the built-in rules (loaded above mm, core/policy).
  *
@@ -74,7 +79,28 @@ enum mm_thp_size {
 	MM_THP_SIZE_INHERIT, /* follow transparent_hugepage/enabled */
 };
 #define MM_POLICY_MTHP_MIN_ORDER 2 /* hugepages-16kB: order 1 is shmem-only (8kB) */
-#define MM_POLICY_PMD_ORDER	 9 /* hugepages-2048kB */
+
+/* Shared memory THP (shmem, tmpfs): /sys/kernel/mm/transparent_hugepage/shmem_enabled and the
+ * tmpfs huge= mount option (mm/shmem.c SHMEM_HUGE_*; 4.8+). Zero is never, so a policy built
+ * without mm_policy_parse has no shmem THP. DENY and FORCE exist in shmem_enabled only. */
+enum mm_shmem_huge {
+	MM_SHMEM_HUGE_NEVER,
+	MM_SHMEM_HUGE_ALWAYS,
+	MM_SHMEM_HUGE_WITHIN_SIZE,
+	MM_SHMEM_HUGE_ADVISE,
+	MM_SHMEM_HUGE_DENY,  /* shmem_enabled only: off for every mount, for emergency use */
+	MM_SHMEM_HUGE_FORCE, /* shmem_enabled only: on for every mount, for testing */
+};
+/* transparent_hugepage/hugepages-<size>kB/shmem_enabled (6.12): per order 2..9, anonymous
+ * shmem (MAP_SHARED|MAP_ANONYMOUS) only. Zero is never. */
+enum mm_shmem_size {
+	MM_SHMEM_SIZE_NEVER,
+	MM_SHMEM_SIZE_ALWAYS,
+	MM_SHMEM_SIZE_WITHIN_SIZE,
+	MM_SHMEM_SIZE_ADVISE,
+	MM_SHMEM_SIZE_INHERIT, /* follow shmem_enabled */
+};
+#define MM_POLICY_PMD_ORDER 9 /* hugepages-2048kB */
 enum mm_defrag {
 	MM_DEFRAG_ALWAYS,
 	MM_DEFRAG_DEFER,
@@ -160,6 +186,14 @@ struct mm_policy {
 						      * unused. 6.12 defaults: never, PMD
 						      * inherit. The 3.x eras ignore it. */
 	unsigned defrag_mode;			     /* vm.defrag_mode (6.15): 0 or 1 */
+	/* Shared memory THP (4.8+; keys shmem-enabled, shmem-hugepages-<size>kB, tmpfs-huge):
+	 * enum mm_shmem_huge of transparent_hugepage/shmem_enabled (default never, as 6.1 and
+	 * 6.12 boot), enum mm_shmem_size per order 2..9 (6.12 defaults: never, PMD inherit;
+	 * 6.1 has no per-size files), and the huge= option of the tmpfs mount that POSIX shm
+	 * files live on (/dev/shm: never, as mounted without the option). 3.x: all never. */
+	unsigned shmem_enabled;
+	unsigned shmem_hugepages[MM_POLICY_PMD_ORDER + 1];
+	unsigned tmpfs_huge;
 	/* Policy plugin (thpemu_policy.h; key plugin=PATH[?ARGS], no ',' in it): a shared object
 	 * that chooses each anonymous fault's orders. mm only carries the path: the driver loads
 	 * it (core/policy/plugin.c) and installs it with mm_set_policy_hook. "" = none. */

@@ -188,6 +188,8 @@ int mm_get_mthp_stats(struct mm *mm, unsigned order, struct mm_mthp_stats *out)
 	out->split = ev[MTHP_EV_SPLIT];
 	out->split_failed = ev[MTHP_EV_SPLIT_FAILED];
 	out->split_deferred = ev[MTHP_EV_SPLIT_DEFERRED];
+	out->shmem_alloc = ev[MTHP_EV_SHMEM_ALLOC];
+	out->shmem_fallback = ev[MTHP_EV_SHMEM_FALLBACK];
 	if (order == MM_HPAGE_ORDER) {
 		out->nr_anon = mm->nr_anon_huge / MM_HPAGE_NR;
 		out->nr_anon_partially_mapped = mm->nr_partially_mapped;

@@ -38,7 +38,17 @@
  * inherits transparent_hugepage/enabled, every other size is never). The 3.x eras carry the
  * same values, which their mechanism ignores (there is no mTHP before 6.8). */
 #define THP_SIZES_DEFAULT                                                                          \
-	.hugepages = {[MM_POLICY_PMD_ORDER] = MM_THP_SIZE_INHERIT}, .defrag_mode = 0
+	.hugepages = {[MM_POLICY_PMD_ORDER] = MM_THP_SIZE_INHERIT}, .defrag_mode = 0, SHMEM_DEFAULT
+
+/* Shared memory THP as 6.1 and 6.12 boot (mm/shmem.c: shmem_huge = SHMEM_HUGE_NEVER, which
+ * shmem_init gives the internal mount; huge_shmem_orders_inherit = BIT(HPAGE_PMD_ORDER), every
+ * other size never) and /dev/shm mounted without huge= (never). 3.x has none of it (shmem THP
+ * came in 4.8, Kirill Shutemov's "shmem: add huge pages support", 800d8c63b2e9): the same
+ * values, which policy_check holds it to. */
+#define SHMEM_DEFAULT                                                                              \
+	.shmem_enabled = MM_SHMEM_HUGE_NEVER,                                                      \
+	.shmem_hugepages = {[MM_POLICY_PMD_ORDER] = MM_SHMEM_SIZE_INHERIT},                        \
+	.tmpfs_huge = MM_SHMEM_HUGE_NEVER
 
 static const struct mm_policy base_3_1 = {
     .name = "linux-3.1",
@@ -316,6 +326,12 @@ static const char *const skip_values[] = {"none", "suitable-or-deferred", "compa
 static const char *const fs_values[] = {"vfat", "ext4", NULL};
 static const char *const kswapd_write_values[] = {"never", "always", "pressure", NULL};
 static const char *const thp_size_values[] = {"never", "always", "madvise", "inherit", NULL};
+/* mm/shmem.c shmem_parse_huge / thpsize_shmem_enabled_store spellings (6.12) */
+static const char *const shmem_huge_values[] = {"never", "always", "within_size", "advise",
+						"deny",	 "force",  NULL};
+static const char *const tmpfs_huge_values[] = {"never", "always", "within_size", "advise", NULL};
+static const char *const shmem_size_values[] = {"never",  "always",  "within_size",
+						"advise", "inherit", NULL};
 
 #define F(field) offsetof(struct mm_policy, field)
 
@@ -396,6 +412,26 @@ static const struct key keys[] = {
     THP_SIZE_KEY(2048, 9),
     {"defrag-mode", K_UINT, F(defrag_mode), NULL, 0, 1, 0,
      "vm.defrag_mode (6.15): 1 = no fallback steals before reclaim and compaction ran"},
+    {"shmem-enabled", K_ENUM, F(shmem_enabled), shmem_huge_values, 0, 0, 0,
+     "transparent_hugepage/shmem_enabled: THP for MAP_SHARED anonymous, memfd and SysV shm "
+     "(4.8+; deny/force: every tmpfs mount too)"},
+#define SHMEM_SIZE_KEY(kb, order)                                                                  \
+	{                                                                                          \
+		"shmem-hugepages-" #kb "kB", K_ENUM, F(shmem_hugepages[order]), shmem_size_values, \
+		    0, 0, 0,                                                                       \
+		    "transparent_hugepage/hugepages-" #kb "kB/shmem_enabled: order-" #order        \
+		    " anonymous shmem folios (6.12)"                                               \
+	}
+    SHMEM_SIZE_KEY(16, 2),
+    SHMEM_SIZE_KEY(32, 3),
+    SHMEM_SIZE_KEY(64, 4),
+    SHMEM_SIZE_KEY(128, 5),
+    SHMEM_SIZE_KEY(256, 6),
+    SHMEM_SIZE_KEY(512, 7),
+    SHMEM_SIZE_KEY(1024, 8),
+    SHMEM_SIZE_KEY(2048, 9),
+    {"tmpfs-huge", K_ENUM, F(tmpfs_huge), tmpfs_huge_values, 0, 0, 0,
+     "huge= of the tmpfs mount POSIX shm files live on (/dev/shm; 4.8+)"},
 };
 
 /* Keys of 6.8+ (mTHP) and 6.15 (defrag_mode): the 3.x and 6.1 eras have nothing they could
@@ -577,6 +613,44 @@ static int policy_check(const struct mm_policy *p, char *err, size_t errlen)
 			       "policy key 'defrag-mode': needs era=modern (vm.defrag_mode came in "
 			       "6.15)");
 			return -EINVAL;
+		}
+		/* 6.1 mm/shmem.c has shmem_enabled and huge= but no per-size shmem_enabled */
+		for (unsigned o = MM_POLICY_MTHP_MIN_ORDER; o <= MM_POLICY_PMD_ORDER; o++) {
+			unsigned want =
+			    o == MM_POLICY_PMD_ORDER ? MM_SHMEM_SIZE_INHERIT : MM_SHMEM_SIZE_NEVER;
+
+			if (p->shmem_hugepages[o] != want) {
+				seterr(
+				    err, errlen,
+				    "policy key 'shmem-hugepages-%lukB': per-size shmem THP needs "
+				    "era=modern (6.1 has only transparent_hugepage/shmem_enabled)",
+				    (4UL << o));
+				return -EINVAL;
+			}
+		}
+	}
+	if (p->era < MM_ERA_6_1 &&
+	    (p->shmem_enabled != MM_SHMEM_HUGE_NEVER || p->tmpfs_huge != MM_SHMEM_HUGE_NEVER)) {
+		seterr(err, errlen,
+		       "policy key '%s': needs era=6.1 or modern (shmem THP came in 4.8; era %s "
+		       "gives shared memory 4 KiB pages only)",
+		       p->shmem_enabled != MM_SHMEM_HUGE_NEVER ? "shmem-enabled" : "tmpfs-huge",
+		       era_values[p->era]);
+		return -EINVAL;
+	}
+	/* 6.12 shmem_enabled_store / thpsize_shmem_enabled_store: "force" may not override the
+	 * huge allocation policy with non-PMD sizes, so force and a smaller inherit size exclude
+	 * each other */
+	if (p->shmem_enabled == MM_SHMEM_HUGE_FORCE) {
+		for (unsigned o = MM_POLICY_MTHP_MIN_ORDER; o < MM_POLICY_PMD_ORDER; o++) {
+			if (p->shmem_hugepages[o] == MM_SHMEM_SIZE_INHERIT) {
+				seterr(err, errlen,
+				       "policy key 'shmem-enabled': force refuses an inherit size "
+				       "below 2048kB (shmem-hugepages-%lukB=inherit), as "
+				       "shmem_enabled_store does",
+				       (4UL << o));
+				return -EINVAL;
+			}
 		}
 	}
 	return 0;
@@ -824,13 +898,17 @@ int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen)
 	    p->proactiveness > 100 || (unsigned)p->reclaim_skip > MM_RECLAIM_SKIP_READY ||
 	    p->khugepaged_mode < -1 || p->khugepaged_mode > MM_MIGRATE_SYNC ||
 	    p->max_ptes_none > 511 || p->max_ptes_swap > 511 || p->max_ptes_shared > 511 ||
-	    p->defrag_mode > 1) {
+	    p->defrag_mode > 1 || p->shmem_enabled > MM_SHMEM_HUGE_FORCE ||
+	    p->tmpfs_huge > MM_SHMEM_HUGE_ADVISE) {
 		seterr(err, errlen, "policy: a field is out of range");
 		return -EINVAL;
 	}
 	for (unsigned o = 0; o <= MM_POLICY_PMD_ORDER; o++) {
 		if (p->hugepages[o] > MM_THP_SIZE_INHERIT ||
-		    (o < MM_POLICY_MTHP_MIN_ORDER && p->hugepages[o] != MM_THP_SIZE_NEVER)) {
+		    (o < MM_POLICY_MTHP_MIN_ORDER && p->hugepages[o] != MM_THP_SIZE_NEVER) ||
+		    p->shmem_hugepages[o] > MM_SHMEM_SIZE_INHERIT ||
+		    (o < MM_POLICY_MTHP_MIN_ORDER &&
+		     p->shmem_hugepages[o] != MM_SHMEM_SIZE_NEVER)) {
 			seterr(err, errlen, "policy: a field is out of range");
 			return -EINVAL;
 		}

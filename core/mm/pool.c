@@ -266,6 +266,8 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c)
 	c->anon_partially_mapped = mm->nr_partially_mapped;
 	c->khugepaged_mms = mm->khp.nr;
 	c->anon_mthp = mm->nr_anon_mthp;
+	c->shmem = mm->nr_shmem;
+	c->shmem_huge = mm->nr_shmem_huge;
 	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) { /* every zone's, as buddyinfo summed */
 		c->nr_free[o] = mm->nr_free[o];
 		for (unsigned z = 0; z < mm->nr_lower; z++)

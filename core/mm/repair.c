@@ -93,7 +93,9 @@ static bool block_ok(struct mm *mm, uint32_t block)
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
 		const struct mm_frame *f = pfn_frame(mm, block + i);
 
-		if (f->state > FS_UNMOVABLE && f->state != FS_MTHP)
+		if (f->state > FS_UNMOVABLE && f->state != FS_MTHP && f->state != FS_SHMEM)
+			return false;
+		if (f->state == FS_SHMEM && !MM_OWNER_IS_SHMEM(f->owner))
 			return false;
 		if (f->state == FS_FILE && !(f->owner & MM_OWNER_FILE_BIT))
 			return false;
@@ -133,6 +135,7 @@ static void reset_derived(struct mm *mm)
 	mm->nr_isolated = mm->nr_isolated_free = 0;
 	mm->nr_huge_pte = mm->nr_split_queue = mm->nr_partially_mapped = 0;
 	mm->nr_anon_mthp = 0;
+	mm->nr_shmem = mm->nr_shmem_huge = 0;
 	memset(mm->nr_mthp, 0, sizeof(mm->nr_mthp));
 	memset(mm->nr_mthp_partial, 0, sizeof(mm->nr_mthp_partial));
 	memset(mm->pc_hash, 0, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
@@ -406,6 +409,37 @@ static void flush_run(struct mm *mm, uint32_t *run, uint32_t end)
 	*run = MM_NO_PFN;
 }
 
+/* A shmem folio at pfn: kept, counted and indexed when whole (an add_folio that ran to its
+ * end: every frame FS_SHMEM of its order with consecutive cookies), else its shmem frames are
+ * freed (an allocation cut short: the fault that made it never returned). Its length, and
+ * whether it was kept. */
+static uint32_t rebuild_shmem(struct mm *mm, uint32_t pfn, bool *kept)
+{
+	struct mm_frame *hf = pfn_frame(mm, pfn);
+	unsigned order = frame_order(hf);
+	uint32_t n = order <= MM_HPAGE_ORDER ? 1U << order : 1;
+
+	*kept = !(pfn % n) && pfn + n <= mm->nr_frames && !(MM_OWNER_FILE_INDEX(hf->owner) % n);
+	for (uint32_t i = 0; *kept && i < n; i++) {
+		const struct mm_frame *f = pfn_frame(mm, pfn + i);
+
+		*kept = f->state == FS_SHMEM && frame_order(f) == order &&
+			f->owner == hf->owner + i && pc_lookup(mm, f->owner) == MM_NO_PFN;
+	}
+	if (!*kept) {
+		make_free(hf);
+		return 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		pfn_frame(mm, pfn + i)->flags = 0;
+		pc_insert(mm, pfn + i);
+	}
+	mm->nr_shmem += n;
+	if (order == MM_HPAGE_ORDER)
+		mm->nr_shmem_huge += n;
+	return n;
+}
+
 static void rebuild_frames(struct mm *mm)
 {
 	uint32_t run = MM_NO_PFN;
@@ -428,6 +462,17 @@ static void rebuild_frames(struct mm *mm)
 			rebuild_mthp(mm, pfn);
 			pfn += 1U << mthp_order(pfn_frame(mm, pfn));
 			continue;
+		}
+		if (pfn_frame(mm, pfn)->state == FS_SHMEM) {
+			bool kept;
+			uint32_t n = rebuild_shmem(mm, pfn, &kept);
+
+			if (kept) {
+				flush_run(mm, &run, pfn);
+				pfn += n;
+				continue;
+			}
+			/* freed: fall through to put_back, which sees a free frame */
 		}
 		if (!put_back(mm, pfn))
 			flush_run(mm, &run, pfn);

@@ -61,6 +61,10 @@ const char *const mm_stat_names[MM_STAT_NR] = {
     [MM_STAT_THROTTLE_CONGESTION] = "throttle_congestion_wait",
     [MM_STAT_THROTTLE_ISOLATED] = "throttle_too_many_isolated",
     [MM_STAT_ZONE_CONGESTED] = "zone_congested",
+    [MM_STAT_THP_FILE_ALLOC] = "thp_file_alloc",
+    [MM_STAT_THP_FILE_FALLBACK] = "thp_file_fallback",
+    [MM_STAT_THP_FILE_FALLBACK_CHARGE] = "thp_file_fallback_charge",
+    [MM_STAT_THP_FILE_MAPPED] = "thp_file_mapped",
 };
 
 const char *mm_step_name(enum mm_step s)

@@ -61,6 +61,9 @@ void policy_help(FILE *f)
 		"  multi-size THP (era=modern, 6.12): hugepages-16kB .. hugepages-1024kB (default "
 		"never)\n"
 		"  and hugepages-2048kB (default inherit) as the sysfs files; defrag-mode=0|1\n");
+	fprintf(f, "  shared memory THP (era=6.1 or modern; 3.x has none): shmem-enabled (default\n"
+		   "  never), tmpfs-huge (/dev/shm's huge=, default never) and, 6.12 only,\n"
+		   "  shmem-hugepages-16kB .. -2048kB (default never, 2048kB inherit)\n");
 	fprintf(
 	    f, "  policy plugin (thpemu_policy.h): plugin=PATH[?ARGS]  a shared object that\n"
 	       "  chooses each fault's orders (see README \"Policy plugins\"); a PATH without '/'\n"

@@ -186,6 +186,8 @@ static void *shim_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	if (lv && (uffd_mmap_eligible(lv, len, prot, flags, fd) ||
 		   ((flags & MAP_FIXED) && uffd_is_managed(lv, addr, len)))) {
 		r = uffd_mmap(lv, addr, len, prot, flags, fd, off);
+	} else if (lv && uffd_shmem_eligible(lv, len, prot, flags, fd)) {
+		r = uffd_shmem_mmap(lv, addr, len, prot, flags, fd, off);
 	} else {
 		r = sys_mmap(addr, len, prot, flags, fd, off);
 		if (lv)
@@ -250,8 +252,10 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		leave();
 		return int_ret(r);
 	}
-	if (lv)
+	if (lv) {
+		uffd_shmem_madvise(lv, addr, len, advice);
 		leave();
+	}
 	return int_ret(sys_madvise(addr, len, advice));
 }
 

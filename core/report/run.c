@@ -208,6 +208,8 @@ static void report_host(struct json_w *w, const struct uffd_stats *st)
 	jw_u64(w, "anon", st->counts.anon);
 	jw_u64(w, "anon_huge", st->counts.anon_huge);
 	jw_u64(w, "file", st->counts.file);
+	jw_u64(w, "shmem", st->counts.shmem);
+	jw_u64(w, "shmem_huge", st->counts.shmem_huge);
 	jw_u64(w, "free_blocks_order9", st->counts.free_blocks_order9);
 	jw_u64(w, "anon_pmd", st->counts.anon_pmd);
 	jw_u64(w, "min_free_kbytes", st->counts.min_free_kbytes);

@@ -80,7 +80,16 @@
 	X(zero_faults, "read first touches that mapped the 4 KiB zero page (no frame)")            \
 	X(huge_zero_faults, "read first touches that mapped the huge zero page (no frame)")        \
 	X(zero_reads, "reads of zero pages the host had not mapped yet (no fault in the kernel)")  \
-	X(zero_wp_faults, "first writes to zero pages (write-protect messages: a frame each)")
+	X(zero_wp_faults, "first writes to zero pages (write-protect messages: a frame each)") \
+	X(shmem_maps, "shared memory mappings managed (MAP_SHARED anonymous, memfd, /dev/shm)")    \
+	X(shmem_faults, "first touches of shared memory pages served (any process's first)")       \
+	X(shmem_huge, "... that allocated a PMD-size shmem folio (delivered as 4 KiB PTEs)")       \
+	X(shmem_mthp, "... that allocated an mTHP shmem folio (delivered as 4 KiB PTEs)")          \
+	X(shmem_base, "... that allocated a 4 KiB shmem page")                                     \
+	X(shmem_cached, "... whose page another process's fault had allocated (its folio)")        \
+	X(shmem_pages, "shmem pages filled (UFFDIO_COPY) for those faults")                        \
+	X(shmem_pages_released, "shmem frames freed when their object went")                       \
+	X(shmem_fault_ns, "total service time of shared memory faults (ns)")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -92,7 +101,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 13
+#define UFFD_STATS_VERSION 14
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)

@@ -230,6 +230,29 @@ static void rd_order_mix_text(const struct rd_run *r, FILE *out)
 	}
 }
 
+/* Shared memory under the shmem THP policy (live reports with managed shmem: host.shmem_*,
+ * the machine's thp_file_* counters). */
+static void rd_shmem_text(const struct rd_run *r, FILE *out)
+{
+	double faults = rd_num(r->root, "host.shmem_faults");
+
+	if (isnan(faults) || faults <= 0)
+		return;
+	fprintf(out,
+		"  shared memory: %.0f first touches: PMD-size folios %.0f, mTHP %.0f, 4 KiB %.0f, "
+		"another process's folio %.0f; %.0f pages filled (delivery per-PTE: a folio's "
+		"pages as 4 KiB PTEs)\n",
+		faults, rd_num(r->root, "host.shmem_huge"), rd_num(r->root, "host.shmem_mthp"),
+		rd_num(r->root, "host.shmem_base"), rd_num(r->root, "host.shmem_cached"),
+		rd_num(r->root, "host.shmem_pages"));
+	fprintf(out,
+		"  vmstat: thp_file_alloc %.0f thp_file_fallback %.0f thp_file_mapped %.0f; "
+		"shmem frames at the end %.0f\n",
+		rd_num(r->root, "vmstat.thp_file_alloc"),
+		rd_num(r->root, "vmstat.thp_file_fallback"),
+		rd_num(r->root, "vmstat.thp_file_mapped"), rd_num(r->root, "host.pool.shmem"));
+}
+
 void rd_run_text(const struct rd_run *r, FILE *out)
 {
 	static const char *const cls[] = {"huge", "base", "both"};
@@ -288,5 +311,6 @@ void rd_run_text(const struct rd_run *r, FILE *out)
 			    rd_num(r->root, k[0]), rd_num(r->root, k[1]), rd_num(r->root, k[2]));
 	}
 	rd_order_mix_text(r, out);
+	rd_shmem_text(r, out);
 	rd_processes_text(r->root, out);
 }

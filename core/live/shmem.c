@@ -1,0 +1,499 @@
+/* Shared memory managed through userfaultfd: MAP_SHARED anonymous mappings, memfds and other
+ * tmpfs files (POSIX shm in /dev/shm) mapped shared, under the emulated shmem THP policy.
+ *
+ * Registered in MISSING mode on the process's userfaultfd like a private region; the kernel
+ * sends a message only for a page not in the object's page cache (mm/shmem.c
+ * shmem_get_folio_gfp: userfaultfd_missing), that is the first touch of the page by any process
+ * of the object. The handler asks mm (mm_shmem_fault) for the object's page, which allocates
+ * the folio the era would (or finds the page cached by another process's fault: -EEXIST), and
+ * fills the folio's pages of this mapping with UFFDIO_COPY of zeros: PTEs, so a huge or mTHP
+ * decision is delivered page by page (UFFDIO_MOVE takes anonymous VMAs only: mm/userfaultfd.c
+ * move_pages). The copy puts the pages in the object's page cache, where every other process
+ * finds them with no message. A page already in the page cache (another process's copy won
+ * the race) answers -EEXIST and is left as it is: data is never overwritten.
+ *
+ * One emulated set of frames per object on the machine: the object's identity (a file's device
+ * and inode; a MAP_SHARED anonymous mapping has none and is its own object, inherited by fork
+ * children) maps to mm's object id in the machine's table (core/machine: machine_shmem_*), which
+ * also records which processes map it. A MAP_SHARED anonymous object goes with its last
+ * mapping: its frames are freed by the process that unmaps it last, or by the host when that
+ * process dies (core/host/host.c release_shmem). A file (memfd, /dev/shm) outlives its
+ * mappings, and whether its last descriptor is closed or its name unlinked is not seen: its
+ * frames stay until the machine ends (core/live/README.md).
+ *
+ * Nothing on the fault path allocates, uses stdio or takes a lock the program can hold.
+ */
+#include "live/uffd_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "inprocess/guard.h"
+#include "util/clock.h"
+#include "util/sys.h"
+
+#define SHMEM_TMPFS_MAGIC 0x01021994 /* include/uapi/linux/magic.h TMPFS_MAGIC */
+#define UFFD_SHMEM_MAPS	  64
+
+struct shmem_map {
+	uintptr_t lo, hi; /* hi 0: a free entry */
+	uint64_t pgoff;	  /* the file page mapped at lo */
+	uint64_t i_size;  /* the object's size in pages when mapped */
+	uint32_t object;  /* mm's object id (the machine table's) */
+	uint8_t kind;	  /* enum mm_shmem_kind */
+	uint8_t advice;	  /* enum mm_vma_advice (madvise on any part applies to the mapping) */
+};
+
+struct uffd_shmem {
+	pthread_rwlock_t lock; /* the maps; readers: handlers; writers: mmap, munmap, madvise */
+	struct shmem_map map[UFFD_SHMEM_MAPS];
+	/* without a machine: the object table is the process's own */
+	pthread_mutex_t objs_lock;
+	struct machine_shmem objs[MACHINE_SHMEM_OBJECTS];
+};
+
+/* ---- the object table: the machine's, or this process's ------------------------------------ */
+
+static struct machine_shmem *objs_lock(struct uffd_live *lv)
+{
+	if (lv->on_machine) {
+		machine_lock(&lv->mach);
+		return lv->mach.hdr->shmem;
+	}
+	pthread_mutex_lock(&lv->shmem->objs_lock);
+	return lv->shmem->objs;
+}
+
+static void objs_unlock(struct uffd_live *lv)
+{
+	if (lv->on_machine)
+		machine_unlock(&lv->mach);
+	else
+		pthread_mutex_unlock(&lv->shmem->objs_lock);
+}
+
+/* Object id is RELEASING: free its frames, then its entry. */
+static void release_object(struct uffd_live *lv, uint32_t id)
+{
+	struct machine_shmem *tab;
+
+	uffd_stat_add(&lv->stats->host.shmem_pages_released, mm_shmem_release(lv->mm, id));
+	tab = objs_lock(lv);
+	machine_shmem_released(tab, id);
+	objs_unlock(lv);
+}
+
+/* This process no longer maps object id anywhere: the object goes if it was the last. */
+static void object_unmapped(struct uffd_live *lv, uint32_t id)
+{
+	struct machine_shmem *tab = objs_lock(lv);
+	bool release = machine_shmem_unmap(tab, id, lv->mslot);
+
+	objs_unlock(lv);
+	if (release)
+		release_object(lv, id);
+}
+
+/* Does this process still map object id (maps lock held)? */
+static bool still_mapped(const struct uffd_shmem *sh, uint32_t id)
+{
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++)
+		if (sh->map[i].hi && sh->map[i].object == id)
+			return true;
+	return false;
+}
+
+/* ---- set-up ---------------------------------------------------------------------------------- */
+
+/* whole pages: the emulator's arena hands out page-aligned ranges */
+#define SHMEM_BYTES ((sizeof(struct uffd_shmem) + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1))
+
+int uffd_shmem_init(struct uffd_live *lv)
+{
+	long p = guard_vm_map(SHMEM_BYTES, 0, 0, 0);
+	struct uffd_shmem *sh;
+
+	if (sys_is_err(p))
+		return (int)p;
+	sh = (struct uffd_shmem *)p;
+	pthread_rwlock_init(&sh->lock, NULL);
+	pthread_mutex_init(&sh->objs_lock, NULL);
+	lv->shmem = sh;
+	return 0;
+}
+
+void uffd_shmem_destroy(struct uffd_live *lv)
+{
+	if (!lv->shmem)
+		return;
+	guard_vm_unmap(lv->shmem, SHMEM_BYTES);
+	lv->shmem = NULL;
+}
+
+/* ---- mmap, munmap, madvise ------------------------------------------------------------------ */
+
+/* What kind of shmem fd is, with its identity; false if not shmem. */
+static bool fd_shmem(int fd, enum mm_shmem_kind *kind, uint64_t *dev, uint64_t *ino, uint64_t *size)
+{
+	struct statfs sfs;
+	struct stat st;
+	char path[40], link[16];
+	long n;
+
+	if (sys_call2(SYS_fstatfs, fd, &sfs) < 0 || sfs.f_type != SHMEM_TMPFS_MAGIC)
+		return false;
+	if (sys_call2(SYS_fstat, fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	/* a memfd is a file of the internal mount (mm/memfd.c shmem_file_setup): its huge= is
+	 * shmem_enabled; any other tmpfs file takes its own mount's (/dev/shm: tmpfs-huge) */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = sys_call4(SYS_readlinkat, AT_FDCWD, path, link, sizeof(link));
+	*kind = n >= 7 && memcmp(link, "/memfd:", 7) == 0 ? MM_SHMEM_INTERNAL : MM_SHMEM_TMPFS;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	*size = ((uint64_t)st.st_size + UFFD_PAGE_SIZE - 1) / UFFD_PAGE_SIZE;
+	return true;
+}
+
+bool uffd_shmem_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd)
+{
+	int type = flags & MAP_TYPE;
+
+	if (!lv->shmem || lv->child || lv->detached || len < lv->cfg.min_region)
+		return false;
+	if ((type != MAP_SHARED && type != MAP_SHARED_VALIDATE) || (flags & MAP_HUGETLB) ||
+	    prot != (PROT_READ | PROT_WRITE))
+		return false;
+	if (flags & MAP_ANONYMOUS)
+		return true;
+	if (fd < 0)
+		return false;
+	{
+		enum mm_shmem_kind k;
+		uint64_t d, i, s;
+
+		return fd_shmem(fd, &k, &d, &i, &s);
+	}
+}
+
+/* A 2 MiB aligned place for a mapping of len >= 2 MiB (the kernel's shmem_get_unmapped_area
+ * aligns shmem for huge pages; without it no extent could be huge): reserve, then map over. */
+static long map_shmem(void *addr, size_t len, int prot, int flags, int fd, long off)
+{
+	size_t over = len + UFFD_HPAGE_SIZE;
+	uintptr_t start, aligned;
+	long p;
+
+	if (addr || (flags & MAP_FIXED) || len < UFFD_HPAGE_SIZE)
+		return sys_mmap(addr, len, prot, flags, fd, off);
+	p = sys_mmap(NULL, over, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (sys_is_err(p))
+		return sys_mmap(addr, len, prot, flags, fd, off);
+	start = (uintptr_t)p;
+	aligned = (start + UFFD_HPAGE_SIZE - 1) & ~(UFFD_HPAGE_SIZE - 1);
+	p = sys_mmap((void *)aligned, len, prot, flags | MAP_FIXED, fd, off);
+	if (sys_is_err(p)) {
+		sys_munmap((void *)start, over);
+		return p;
+	}
+	if (aligned > start)
+		sys_munmap((void *)start, aligned - start);
+	if (start + over > aligned + len)
+		sys_munmap((void *)(aligned + len), start + over - (aligned + len));
+	return p;
+}
+
+static void add_map(struct uffd_live *lv, struct shmem_map *mp, uint64_t dev, uint64_t ino,
+		    bool anon);
+
+long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
+		     long off)
+{
+	struct shmem_map m = {.advice = MM_VMA_DEFAULT};
+	uint64_t dev = 0, ino = 0, size;
+	enum mm_shmem_kind kind;
+	bool anon = flags & MAP_ANONYMOUS;
+	size_t plen = (len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+	long p;
+
+	if (anon) {
+		kind = MM_SHMEM_ANON;
+		size =
+		    plen / UFFD_PAGE_SIZE; /* shmem_zero_setup: an object of the mapping's size */
+		off = 0;
+	} else if (!fd_shmem(fd, &kind, &dev, &ino, &size)) {
+		return sys_mmap(addr, len, prot, flags, fd, off);
+	}
+	if (flags & MAP_FIXED)
+		uffd_shmem_unmapped(lv, addr, plen);
+	p = map_shmem(addr, plen, prot, flags & ~MAP_POPULATE, fd, off);
+	if (sys_is_err(p))
+		return p;
+	m.lo = (uintptr_t)p;
+	m.hi = m.lo + plen;
+	m.pgoff = (uint64_t)off / UFFD_PAGE_SIZE;
+	m.i_size = size;
+	m.kind = (uint8_t)kind;
+	add_map(lv, &m, dev, ino, anon);
+	if (flags & MAP_POPULATE) /* through the emulator, as first touches */
+		sys_madvise((void *)p, plen, MADV_POPULATE_WRITE);
+	return p;
+}
+
+/* Register m (lo, hi, pgoff, i_size, kind set) for the object (dev, ino) or a new
+ * anonymous one; left to the kernel when the tables are full or the kernel refuses. */
+static void add_map(struct uffd_live *lv, struct shmem_map *mp, uint64_t dev, uint64_t ino,
+		    bool anon)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	struct shmem_map m = *mp;
+	struct machine_shmem *tab = objs_lock(lv);
+	int id = machine_shmem_get(tab, dev, ino, anon, lv->mslot);
+
+	objs_unlock(lv);
+	if (id < 0 || uffd_io_register(lv->uffd, m.lo, m.hi - m.lo) < 0) {
+		if (id > 0)
+			object_unmapped(lv, (uint32_t)id);
+		UFFD_COUNT(lv, unmanaged_maps);
+		return;
+	}
+	m.object = (uint32_t)id;
+	pthread_rwlock_wrlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++) {
+		if (!sh->map[i].hi) {
+			sh->map[i] = m;
+			m.hi = 0;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	if (m.hi) { /* no entry free: give the range back to the kernel */
+		uffd_io_unregister(lv->uffd, m.lo, m.hi - m.lo);
+		object_unmapped(lv, (uint32_t)id);
+		UFFD_COUNT(lv, unmanaged_maps);
+		return;
+	}
+	UFFD_COUNT(lv, shmem_maps);
+}
+
+void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	uint32_t gone[UFFD_SHMEM_MAPS];
+	unsigned ngone = 0;
+
+	if (!sh || !len)
+		return;
+	pthread_rwlock_wrlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++) {
+		struct shmem_map *m = &sh->map[i];
+
+		if (!m->hi || m->hi <= lo || m->lo >= hi)
+			continue;
+		if (lo <= m->lo && hi >= m->hi) {
+			m->hi = 0;
+			gone[ngone++] = m->object;
+		} else if (lo <= m->lo) { /* the head goes */
+			m->pgoff += (hi - m->lo) / UFFD_PAGE_SIZE;
+			m->lo = hi;
+		} else if (hi >= m->hi) { /* the tail goes */
+			m->hi = lo;
+		} else { /* a hole in the middle: the tail becomes an entry of its own */
+			struct shmem_map tail = *m;
+			bool placed = false;
+
+			tail.pgoff += (hi - m->lo) / UFFD_PAGE_SIZE;
+			tail.lo = hi;
+			m->hi = lo;
+			for (unsigned j = 0; j < UFFD_SHMEM_MAPS && !placed; j++)
+				if (!sh->map[j].hi)
+					sh->map[j] = tail, placed = true;
+			if (!placed) /* the tail's faults find no map: left to the kernel */
+				uffd_io_unregister(lv->uffd, tail.lo, tail.hi - tail.lo);
+		}
+	}
+	for (unsigned i = 0; i < ngone; i++)
+		if (still_mapped(sh, gone[i]))
+			gone[i] = 0;
+	pthread_rwlock_unlock(&sh->lock);
+	for (unsigned i = 0; i < ngone; i++)
+		if (gone[i])
+			object_unmapped(lv, gone[i]);
+}
+
+void uffd_shmem_madvise(struct uffd_live *lv, void *addr, size_t len, int advice)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	int adv;
+
+	if (!sh || (advice != MADV_HUGEPAGE && advice != MADV_NOHUGEPAGE))
+		return;
+	adv = advice == MADV_HUGEPAGE ? MM_VMA_HUGEPAGE : MM_VMA_NOHUGEPAGE;
+	pthread_rwlock_wrlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++)
+		if (sh->map[i].hi && sh->map[i].hi > lo && sh->map[i].lo < hi)
+			sh->map[i].advice = (uint8_t)adv;
+	pthread_rwlock_unlock(&sh->lock);
+}
+
+bool uffd_shmem_overlaps(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	bool hit = false;
+
+	if (!sh)
+		return false;
+	pthread_rwlock_rdlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS && !hit; i++)
+		hit = sh->map[i].hi && sh->map[i].hi > lo && sh->map[i].lo < hi;
+	pthread_rwlock_unlock(&sh->lock);
+	return hit;
+}
+
+/* A fork child joining the machine: it maps what its parent mapped (the same objects: a
+ * MAP_SHARED mapping is shared, not copied); register them on its own userfaultfd. */
+void uffd_shmem_forked(struct uffd_live *lv, const struct uffd_live *parent)
+{
+	const struct uffd_shmem *psh = parent->shmem;
+	struct uffd_shmem *sh = lv->shmem;
+
+	if (!psh || !sh || !lv->on_machine)
+		return;
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++) {
+		struct shmem_map m = psh->map[i];
+		struct machine_shmem *tab;
+
+		if (!m.hi || uffd_io_register(lv->uffd, m.lo, m.hi - m.lo) < 0)
+			continue;
+		tab = objs_lock(lv);
+		machine_shmem_map(tab, m.object, lv->mslot);
+		objs_unlock(lv);
+		pthread_rwlock_wrlock(&sh->lock);
+		sh->map[i] = m;
+		pthread_rwlock_unlock(&sh->lock);
+	}
+}
+
+/* ---- the fault ------------------------------------------------------------------------------- */
+
+/* 6.12 thp_vma_suitable_order for each order 2..9: the aligned block around index is mapped
+ * whole, at an address aligned to its size. */
+static uint16_t suitable_orders(const struct shmem_map *m, uint64_t index)
+{
+	uint16_t ok = 0;
+
+	for (unsigned k = MM_MTHP_MIN_ORDER; k <= MM_HPAGE_ORDER; k++) {
+		uint64_t n = 1ULL << k, first = index & ~(n - 1);
+		uintptr_t a;
+
+		if (first < m->pgoff)
+			continue;
+		a = m->lo + (uintptr_t)(first - m->pgoff) * UFFD_PAGE_SIZE;
+		if ((a & (n * UFFD_PAGE_SIZE - 1)) == 0 && a + n * UFFD_PAGE_SIZE <= m->hi)
+			ok |= (uint16_t)(1U << k);
+	}
+	return ok;
+}
+
+/* Fill [a, b) with zeroed pages, skipping those already in the page cache, then wake it. */
+static uint64_t deliver(struct uffd_live *lv, uintptr_t a, uintptr_t b)
+{
+	const void *src = lv->zero_block ? lv->zero_block : lv->zero_page;
+	size_t chunk = lv->zero_block ? UFFD_MTHP_MAX_BYTES : UFFD_PAGE_SIZE;
+	uintptr_t lo = a;
+	uint64_t pages = 0;
+
+	while (a < b) {
+		size_t len = b - a < chunk ? b - a : chunk;
+		int64_t done = 0;
+		int rc = uffd_io_copy(lv->uffd, a, src, len, false, &done);
+
+		pages += (uint64_t)done / UFFD_PAGE_SIZE;
+		a += (uintptr_t)done;
+		if (rc == 0 && (size_t)done == len)
+			continue;
+		if (rc == -EEXIST) { /* another process's page, or a thread's duplicate */
+			UFFD_COUNT(lv, eexist);
+			a += UFFD_PAGE_SIZE;
+		} else if (rc == -EAGAIN) {
+			continue; /* partial progress: go on from where it stopped */
+		} else if (rc < 0) {
+			if (rc != -ENOENT && rc != -ESRCH && rc != -EFAULT)
+				UFFD_COUNT(lv, uffd_errors);
+			break; /* the mapping went meanwhile */
+		}
+	}
+	uffd_io_wake(lv->uffd, lo, b - lo);
+	return pages;
+}
+
+bool uffd_shmem_fault(struct uffd_worker *w, uintptr_t addr, uint64_t t_read)
+{
+	struct uffd_live *lv = w->lv;
+	struct uffd_shmem *sh = lv->shmem;
+	struct uffd_host_stats *h = &lv->stats->host;
+	struct mm_shmem_req req;
+	struct mm_fault_res res;
+	struct shmem_map m = {0};
+	uintptr_t a, b;
+	uint64_t first, lat;
+	bool found = false;
+	int rc;
+
+	if (!sh)
+		return false;
+	pthread_rwlock_rdlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS && !found; i++) {
+		if (sh->map[i].hi && addr >= sh->map[i].lo && addr < sh->map[i].hi) {
+			m = sh->map[i];
+			found = true;
+		}
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	if (!found)
+		return false;
+	memset(&req, 0, sizeof(req));
+	req.object = m.object;
+	req.index = m.pgoff + (addr - m.lo) / UFFD_PAGE_SIZE;
+	req.vma.kind = (enum mm_shmem_kind)m.kind;
+	req.vma.advice = (enum mm_vma_advice)m.advice;
+	req.vma.thp_disable =
+	    (enum mm_thp_disable)__atomic_load_n(&lv->thp_disable, __ATOMIC_RELAXED);
+	req.vma.i_size_pages = m.i_size;
+	req.orders_ok = suitable_orders(&m, req.index);
+	rc = mm_shmem_fault(lv->mm, &req, &res, w);
+	uffd_stat_add(&h->shmem_faults, 1);
+	a = addr;
+	b = addr + UFFD_PAGE_SIZE;
+	if (rc == -EEXIST) {
+		uffd_stat_add(&h->shmem_cached, 1); /* the object's page: another process's folio */
+	} else if (rc < 0 || res.outcome == MM_FAULT_NOMEM) {
+		uffd_stat_add(&h->nomem_faults, rc < 0 ? 0 : 1);
+	} else {
+		/* the folio's pages this mapping maps, every one of them a PTE here */
+		first = req.index & ~((1ULL << res.order) - 1);
+		a = first >= m.pgoff ? m.lo + (uintptr_t)(first - m.pgoff) * UFFD_PAGE_SIZE : m.lo;
+		b = m.lo + (uintptr_t)(first + (1ULL << res.order) - m.pgoff) * UFFD_PAGE_SIZE;
+		if (b > m.hi)
+			b = m.hi;
+		if (res.outcome == MM_FAULT_HUGE)
+			uffd_stat_add(&h->shmem_huge, 1);
+		else if (res.outcome == MM_FAULT_MTHP)
+			uffd_stat_add(&h->shmem_mthp, 1);
+		else
+			uffd_stat_add(&h->shmem_base, 1);
+	}
+	uffd_stat_add(&h->shmem_pages, deliver(lv, a, b));
+	lat = clock_now_ns() - t_read;
+	uffd_stat_add(&h->shmem_fault_ns, lat);
+	uffd_stat_max(&h->latency_max_ns, lat);
+	return true;
+}

@@ -1,0 +1,292 @@
+/* Shared memory: the shmem THP decision of each era and the frames of shmem objects.
+ *
+ * Mirrors Linux 6.12 mm/shmem.c: __shmem_huge_global_enabled (the mount's huge= against the
+ * object's size and the VMA's advice; shmem_enabled deny and force above every mount),
+ * shmem_allowable_huge_orders (the per-size shmem_enabled masks for anonymous shmem, the PMD
+ * size alone for other shmem files), shmem_suitable_orders (no page of the object already in
+ * the aligned range), shmem_alloc_and_add_folio (highest order first, THP_FILE_FALLBACK for the
+ * PMD size and shmem_fallback per size on failure, then order 0) and shmem_get_folio_gfp
+ * (THP_FILE_ALLOC, shmem_alloc); mm/memory.c do_set_pmd (THP_FILE_MAPPED). Linux 6.1
+ * mm/shmem.c shmem_is_huge and shmem_alloc_hugefolio: the PMD size only, allocated whatever the
+ * VMA's alignment (6.1 has no shmem_suitable_orders), a range with a page in it skipped without
+ * a fallback count. 3.x: shmem pages are 4 KiB (shmem THP came in 4.8, 800d8c63b2e9).
+ *
+ * The internal mount (MAP_SHARED anonymous, memfd, SysV shm) takes shmem_enabled as its huge=
+ * when it is one of never/always/within_size/advise (6.12 shmem_init and shmem_enabled_store:
+ * SHMEM_SB(shm_mnt->mnt_sb)->huge = shmem_huge when shmem_huge > SHMEM_HUGE_DENY); under deny or
+ * force the model takes never for it, as at boot (the kernel keeps the last value written).
+ *
+ * Frames: FS_SHMEM, owner MM_OWNER_SHMEM(object, index), each in the page-cache index (so a
+ * second fault of a cached page finds it), the folio order in every frame's order byte. They
+ * are on no list: a shmem folio is swap-backed, so 6.12 keeps it on the anon LRU
+ * (include/linux/mm_inline.h folio_is_file_lru), which without swap is never reclaimed. The
+ * kernel migrates shmem folios (shmem_aops.migrate_folio = migrate_folio); the model does not:
+ * compaction finds them not isolatable, as unmovable frames (core/mm/README.md says why).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "mm/internal.h"
+
+#define PMD_BIT (1U << MM_HPAGE_ORDER)
+
+static uint64_t round_up_pow2(uint64_t v, unsigned order)
+{
+	uint64_t n = 1ULL << order;
+
+	return (v + n - 1) & ~(n - 1);
+}
+
+/* The mount's huge= for this kind of shmem. */
+static unsigned mount_huge(const struct mm_policy *p, enum mm_shmem_kind kind)
+{
+	if (kind == MM_SHMEM_TMPFS)
+		return p->tmpfs_huge;
+	return p->shmem_enabled <= MM_SHMEM_HUGE_ADVISE ? p->shmem_enabled : MM_SHMEM_HUGE_NEVER;
+}
+
+/* 6.12 __shmem_huge_global_enabled (6.1 shmem_is_huge: the same rules) for a fault (write_end
+ * 0), after the VMA checks the callers made: may the PMD size be used at index? */
+static bool shmem_huge_global_enabled(const struct mm_policy *p, const struct mm_shmem_vma *v,
+				      uint64_t index)
+{
+	if (p->shmem_enabled == MM_SHMEM_HUGE_DENY)
+		return false;
+	if (p->shmem_enabled == MM_SHMEM_HUGE_FORCE)
+		return true;
+	switch (mount_huge(p, v->kind)) {
+	case MM_SHMEM_HUGE_ALWAYS:
+		return true;
+	case MM_SHMEM_HUGE_WITHIN_SIZE:
+		if (v->i_size_pages >= round_up_pow2(index + 1, MM_HPAGE_ORDER))
+			return true;
+		/* fallthrough */
+	case MM_SHMEM_HUGE_ADVISE:
+		return v->advice == MM_VMA_HUGEPAGE;
+	default:
+		return false;
+	}
+}
+
+/* The per-size masks of 6.12 (huge_shmem_orders_always, _madvise, _inherit, _within_size). */
+static uint16_t size_mask(const struct mm_policy *p, enum mm_shmem_size which)
+{
+	uint16_t m = 0;
+
+	for (unsigned o = MM_POLICY_MTHP_MIN_ORDER; o <= MM_POLICY_PMD_ORDER; o++)
+		if (p->shmem_hugepages[o] == which)
+			m |= (uint16_t)(1U << o);
+	return m;
+}
+
+uint16_t mm_shmem_allowable_orders(const struct mm_policy *p, const struct mm_shmem_vma *v,
+				   uint64_t index)
+{
+	uint16_t mask, within;
+	bool global;
+
+	if (!p || !v || p->era < MM_ERA_6_1)
+		return 0;
+	/* 6.12 vma_thp_disabled (6.1 shmem_is_huge: VM_NOHUGEPAGE, MMF_DISABLE_THP) */
+	if (mm_vma_thp_disabled(v->advice, v->thp_disable, false))
+		return 0;
+	global = shmem_huge_global_enabled(p, v, index);
+	if (p->era == MM_ERA_6_1 || v->kind != MM_SHMEM_ANON)
+		/* 6.1 shmem_is_huge; 6.12 "for tmpfs, we now only support PMD sized THP" */
+		return global ? PMD_BIT : 0;
+	if (p->shmem_enabled == MM_SHMEM_HUGE_DENY)
+		return 0;
+	if (p->shmem_enabled == MM_SHMEM_HUGE_FORCE)
+		return size_mask(p, MM_SHMEM_SIZE_INHERIT);
+	mask = size_mask(p, MM_SHMEM_SIZE_ALWAYS);
+	/* within_size sizes: all of them once the highest one that fits inside i_size does */
+	within = size_mask(p, MM_SHMEM_SIZE_WITHIN_SIZE);
+	for (int o = MM_POLICY_PMD_ORDER; o >= MM_POLICY_MTHP_MIN_ORDER; o--) {
+		if (!(within & (1U << o)))
+			continue;
+		if (v->i_size_pages >= round_up_pow2(index + 1, (unsigned)o)) {
+			mask |= within;
+			break;
+		}
+	}
+	if (v->advice == MM_VMA_HUGEPAGE)
+		mask |= size_mask(p, MM_SHMEM_SIZE_ADVISE);
+	if (global)
+		mask |= size_mask(p, MM_SHMEM_SIZE_INHERIT);
+	return mask;
+}
+
+/* Is any page of [first, first + n) of the object cached (xa_find ... XA_PRESENT)? */
+static bool range_cached(struct mm *mm, uint32_t object, uint64_t first, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (pc_lookup(mm, MM_OWNER_SHMEM(object, first + i)) != MM_NO_PFN)
+			return true;
+	return false;
+}
+
+static void add_folio(struct mm *mm, uint32_t head, unsigned order, uint64_t owner)
+{
+	uint32_t n = 1U << order;
+
+	mark_allocated(mm, head, order, FS_SHMEM, owner);
+	for (uint32_t i = 0; i < n; i++) {
+		pfn_frame(mm, head + i)->order = (uint8_t)order;
+		pc_insert(mm, head + i);
+	}
+	mm->nr_shmem += n;
+	if (order == MM_HPAGE_ORDER)
+		mm->nr_shmem_huge += n;
+}
+
+/* shmem_alloc_and_add_folio's large orders: highest first; NO_PFN when none was had. */
+static uint32_t alloc_large(struct mm *mm, const struct mm_shmem_req *req, struct fault_ctx *fc,
+			    uint16_t orders, unsigned *order)
+{
+	unsigned gfp = thp_gfp_mask(&mm->cfg.policy, req->vma.advice);
+
+	for (int o = MM_HPAGE_ORDER; o >= MM_MTHP_MIN_ORDER; o--) {
+		uint64_t first = req->index & ~((1ULL << o) - 1);
+		struct alloc_ctx ac = {
+		    .order = (unsigned)o, .mt = MM_MT_MOVABLE, .gfp = gfp, .fc = fc};
+		uint32_t head;
+
+		if (!(orders & (1U << o)))
+			continue;
+		if (range_cached(mm, req->object, first, 1ULL << o)) {
+			/* 6.12 shmem_suitable_orders drops it and goes on with the next order;
+			 * 6.1's shmem_alloc_hugefolio returns NULL before counting a fallback */
+			continue;
+		}
+		/* the PMD size goes through alloc_pages_mpol's THISNODE|NORETRY pass (6.12
+		 * folio_alloc_mpol, 6.1 vma_alloc_folio(hugepage)); smaller ones take one pass */
+		head =
+		    o == MM_HPAGE_ORDER ? alloc_pages_mpol(mm, &ac) : alloc_pages_one_pass(mm, &ac);
+		/* the allocation may have dropped the lock (reclaim, compaction): another fault
+		 * may have filled part of the range meanwhile (the kernel's add_to_page_cache
+		 * then fails with -EEXIST and the fault repeats); give the block back */
+		if (head != MM_NO_PFN && range_cached(mm, req->object, first, 1ULL << o)) {
+			free_frames(mm, head, (unsigned)o, NULL);
+			continue;
+		}
+		if (head != MM_NO_PFN) {
+			add_folio(mm, head, (unsigned)o, MM_OWNER_SHMEM(req->object, first));
+			*order = (unsigned)o;
+			return head;
+		}
+		if (o == MM_HPAGE_ORDER)
+			count_event(mm, MM_STAT_THP_FILE_FALLBACK, 1);
+		count_mthp_event(mm, (unsigned)o, MTHP_EV_SHMEM_FALLBACK);
+		fault_step(fc, MM_STEP_FALLBACK, 0);
+	}
+	return MM_NO_PFN;
+}
+
+int mm_shmem_fault(struct mm *mm, const struct mm_shmem_req *req, struct mm_fault_res *res,
+		   void *call)
+{
+	struct fault_ctx fc = {.call = call};
+	const struct mm_policy *p;
+	uint32_t pfn = MM_NO_PFN, cached;
+	unsigned order = 0;
+	uint16_t orders;
+	int ret = 0;
+
+	if (!mm || !req || !res || !req->object || req->object > MM_SHMEM_MAX_OBJECT ||
+	    req->index >= (1ULL << 36))
+		return -EINVAL;
+	p = &mm->cfg.policy;
+	memset(res, 0, sizeof(*res));
+	fc.rec = &res->rec;
+	mm_lock(mm);
+	res->rec.t_start = mm_now(mm, call);
+	mm_charge(mm, call, MM_COST_FAULT, 1);
+	cached = pc_lookup(mm, MM_OWNER_SHMEM(req->object, req->index));
+	if (cached != MM_NO_PFN) {
+		res->pfn = cached;
+		res->order = (uint8_t)frame_order(pfn_frame(mm, cached));
+		ret = -EEXIST;
+		goto out;
+	}
+	orders = mm_shmem_allowable_orders(p, &req->vma, req->index);
+	if (p->era == MM_ERA_MODERN)
+		orders &= req->orders_ok; /* thp_vma_suitable_orders (6.12 only) */
+	if (orders)
+		pfn = alloc_large(mm, req, &fc, orders, &order);
+	if (pfn != MM_NO_PFN) {
+		if (order == MM_HPAGE_ORDER) {
+			count_event(mm, MM_STAT_THP_FILE_ALLOC, 1);
+			/* finish_fault -> do_set_pmd maps a PMD-size folio by a PMD when the
+			 * VMA can hold it there (6.12 and 6.1 mm/memory.c) */
+			if (req->orders_ok & PMD_BIT)
+				count_event(mm, MM_STAT_THP_FILE_MAPPED, 1);
+		}
+		count_mthp_event(mm, order, MTHP_EV_SHMEM_ALLOC);
+		res->outcome = order == MM_HPAGE_ORDER ? MM_FAULT_HUGE : MM_FAULT_MTHP;
+		res->order = (uint8_t)order;
+	} else {
+		struct alloc_ctx ac = {
+		    .order = 0, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE, .fc = &fc};
+
+		pfn = alloc_base_page(mm, &ac, true);
+		cached = pc_lookup(mm, MM_OWNER_SHMEM(req->object, req->index));
+		if (pfn != MM_NO_PFN && cached != MM_NO_PFN) {
+			/* filled by another fault while reclaim had the lock released */
+			free_frames(mm, pfn, 0, NULL);
+			res->pfn = cached;
+			res->order = (uint8_t)frame_order(pfn_frame(mm, cached));
+			ret = -EEXIST;
+			goto out;
+		}
+		if (pfn == MM_NO_PFN) {
+			res->outcome = MM_FAULT_NOMEM;
+			count_event(mm, MM_STAT_NOMEM_FALLBACK, 1);
+		} else {
+			add_folio(mm, pfn, 0, MM_OWNER_SHMEM(req->object, req->index));
+			res->outcome = MM_FAULT_BASE;
+		}
+	}
+	res->pfn = pfn;
+out:
+	res->rec.outcome = (uint8_t)res->outcome;
+	res->rec.order = res->order;
+	res->rec.total_ns = mm_now(mm, call) - res->rec.t_start;
+	mm_unlock(mm);
+	return ret;
+}
+
+uint32_t mm_shmem_release(struct mm *mm, uint32_t object)
+{
+	uint32_t freed = 0;
+
+	if (!mm || !object || object > MM_SHMEM_MAX_OBJECT)
+		return 0;
+	mm_lock(mm);
+	for (uint32_t pfn = 0; pfn < mm->nr_frames;) {
+		struct mm_frame *f = pfn_frame(mm, pfn);
+		unsigned order;
+		uint32_t n;
+
+		if (pfn >= mm->fresh_pfn && pfn < mm->fresh_end) {
+			pfn = mm->fresh_end; /* never touched: nobody's */
+			continue;
+		}
+		if (f->state != FS_SHMEM ||
+		    MM_OWNER_FILE_ID(f->owner & ~MM_OWNER_SHMEM_BITS) != object) {
+			pfn++;
+			continue;
+		}
+		order = frame_order(f);
+		n = 1U << order;
+		for (uint32_t i = 0; i < n; i++)
+			pc_delete(mm, pfn + i);
+		mm->nr_shmem -= n;
+		if (order == MM_HPAGE_ORDER)
+			mm->nr_shmem_huge -= n;
+		free_frames(mm, pfn, order, NULL);
+		freed += n;
+		pfn += n;
+	}
+	mm_unlock(mm);
+	return freed;
+}

@@ -1,0 +1,453 @@
+/* core/mm shared memory (shmem.c): the shmem THP keys per era, the decision of each era (6.12
+ * shmem_allowable_huge_orders / __shmem_huge_global_enabled, 6.1 shmem_is_huge, 3.x none)
+ * rule by rule, the fault (orders, suitability, fallback, counters), one frame set per object
+ * whoever faults, the release of an object, compaction leaving shmem in place, and repair;
+ * mm_check after every step. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "mm_fakeenv.h"
+#include "mm/internal.h"
+
+#define PMD  (1U << 9)
+#define ALL  ((uint16_t)0x3fc) /* orders 2..9 suitable */
+#define MTHP ((uint16_t)0x1fc) /* orders 2..8 */
+
+static struct mm_policy pol(const char *spec)
+{
+	struct mm_policy p;
+	char err[256];
+	int rc = mm_policy_parse(spec, &p, err, sizeof(err));
+
+	if (rc)
+		fprintf(stderr, "  %s: %s\n", spec, err);
+	ASSERT_EQ(rc, 0);
+	return p;
+}
+
+static uint16_t orders(const char *spec, enum mm_shmem_kind kind, enum mm_vma_advice adv,
+		       uint64_t i_size, uint64_t index)
+{
+	struct mm_policy p = pol(spec);
+	struct mm_shmem_vma v = {.kind = kind, .advice = adv, .i_size_pages = i_size};
+
+	return mm_shmem_allowable_orders(&p, &v, index);
+}
+
+static void check(struct fakeenv *fe)
+{
+	char err[256];
+	int rc = mm_check(fe->mm, err, sizeof(err));
+
+	if (rc)
+		fprintf(stderr, "  mm_check: %s\n", err);
+	ASSERT_EQ(rc, 0);
+}
+
+static struct fakeenv *env(const char *spec, uint64_t pool)
+{
+	static struct fakeenv fe;
+	char err[256];
+	int rc = fakeenv_init(&fe, spec, pool, false, err, sizeof(err));
+
+	if (rc)
+		fprintf(stderr, "  %s: %s\n", spec, err);
+	ASSERT_EQ(rc, 0);
+	return &fe;
+}
+
+static uint64_t stat(struct fakeenv *fe, enum mm_stat s)
+{
+	uint64_t st[MM_STAT_NR];
+
+	mm_get_stats(fe->mm, st);
+	return st[s];
+}
+
+static struct mm_mthp_stats mstats(struct fakeenv *fe, unsigned order)
+{
+	struct mm_mthp_stats s;
+
+	ASSERT_EQ(mm_get_mthp_stats(fe->mm, order, &s), 0);
+	return s;
+}
+
+static int sfault(struct fakeenv *fe, uint32_t obj, uint64_t index, enum mm_shmem_kind kind,
+		  uint16_t ok, struct mm_fault_res *res)
+{
+	struct mm_shmem_req req = {
+	    .object = obj,
+	    .index = index,
+	    .vma = {.kind = kind, .advice = MM_VMA_DEFAULT, .i_size_pages = 4096},
+	    .orders_ok = ok,
+	};
+
+	return mm_shmem_fault(fe->mm, &req, res, NULL);
+}
+
+static struct mm_counts counts(struct fakeenv *fe)
+{
+	struct mm_counts c;
+
+	mm_get_counts(fe->mm, &c);
+	return c;
+}
+
+/* ---- policy keys -------------------------------------------------------------------------- */
+
+TEST(keys_default_as_the_kernels_boot_and_round_trip)
+{
+	struct mm_policy p, q;
+	char err[256], buf[1024];
+
+	p = pol("thp-always/always");
+	EXPECT_EQ(p.shmem_enabled, (unsigned)MM_SHMEM_HUGE_NEVER);
+	EXPECT_EQ(p.tmpfs_huge, (unsigned)MM_SHMEM_HUGE_NEVER);
+	for (unsigned o = 2; o < 9; o++)
+		EXPECT_EQ(p.shmem_hugepages[o], (unsigned)MM_SHMEM_SIZE_NEVER);
+	EXPECT_EQ(p.shmem_hugepages[9], (unsigned)MM_SHMEM_SIZE_INHERIT);
+	mm_policy_format(&p, buf, sizeof(buf));
+	EXPECT_EQ(strcmp(buf, "thp-always/always"), 0); /* defaults print nothing */
+	p = pol("linux-3.2");
+	EXPECT_EQ(p.shmem_enabled, (unsigned)MM_SHMEM_HUGE_NEVER);
+	mm_policy_format(&p, buf, sizeof(buf));
+	EXPECT_EQ(strcmp(buf, "linux-3.2"), 0);
+
+	p = pol("thp-madvise/madvise:shmem-enabled=within_size,shmem-hugepages-64kB=always,"
+		"shmem-hugepages-2048kB=advise,tmpfs-huge=advise");
+	EXPECT_EQ(p.shmem_enabled, (unsigned)MM_SHMEM_HUGE_WITHIN_SIZE);
+	EXPECT_EQ(p.shmem_hugepages[4], (unsigned)MM_SHMEM_SIZE_ALWAYS);
+	EXPECT_EQ(p.shmem_hugepages[9], (unsigned)MM_SHMEM_SIZE_ADVISE);
+	EXPECT_EQ(p.tmpfs_huge, (unsigned)MM_SHMEM_HUGE_ADVISE);
+	mm_policy_format(&p, buf, sizeof(buf));
+	EXPECT_EQ(strcmp(buf, "thp-madvise/madvise:shmem-enabled=within_size,"
+			      "shmem-hugepages-64kB=always,shmem-hugepages-2048kB=advise,"
+			      "tmpfs-huge=advise"),
+		  0);
+	ASSERT_EQ(mm_policy_parse(buf, &q, err, sizeof(err)), 0);
+	EXPECT_EQ(memcmp(&p, &q, sizeof(p)), 0);
+	/* every value of shmem_enabled, as the sysfs file spells it */
+	EXPECT_EQ(pol("thp-always/always:shmem-enabled=deny").shmem_enabled,
+		  (unsigned)MM_SHMEM_HUGE_DENY);
+	EXPECT_EQ(pol("thp-always/always:shmem-enabled=force").shmem_enabled,
+		  (unsigned)MM_SHMEM_HUGE_FORCE);
+	EXPECT_EQ(pol("linux-6.1:shmem-enabled=advise").shmem_enabled,
+		  (unsigned)MM_SHMEM_HUGE_ADVISE);
+}
+
+TEST(keys_per_era_as_the_kernels_had_them)
+{
+	struct mm_policy p;
+	char err[256];
+
+	/* 3.x: no shmem THP (4.8) */
+	EXPECT_EQ(mm_policy_parse("linux-3.3:shmem-enabled=always", &p, err, sizeof(err)), -EINVAL);
+	EXPECT_NE(strstr(err, "shmem-enabled"), NULL);
+	EXPECT_NE(strstr(err, "4.8"), NULL);
+	EXPECT_EQ(mm_policy_parse("linux-3.1:tmpfs-huge=always", &p, err, sizeof(err)), -EINVAL);
+	EXPECT_NE(strstr(err, "tmpfs-huge"), NULL);
+	EXPECT_EQ(mm_policy_parse("linux-3.2:shmem-hugepages-2048kB=always", &p, err, sizeof(err)),
+		  -EINVAL);
+	/* 6.1: shmem_enabled and huge=, no per-size files */
+	EXPECT_EQ(mm_policy_parse("linux-6.1:shmem-enabled=always,tmpfs-huge=within_size", &p, err,
+				  sizeof(err)),
+		  0);
+	EXPECT_EQ(mm_policy_parse("linux-6.1:shmem-hugepages-64kB=always", &p, err, sizeof(err)),
+		  -EINVAL);
+	EXPECT_NE(strstr(err, "shmem-hugepages-64kB"), NULL);
+	/* bad values: deny and force are shmem_enabled's only; no "madvise" here */
+	EXPECT_EQ(mm_policy_parse("thp-always/always:tmpfs-huge=force", &p, err, sizeof(err)),
+		  -EINVAL);
+	EXPECT_NE(strstr(err, "never|always|within_size|advise"), NULL);
+	EXPECT_EQ(mm_policy_parse("thp-always/always:shmem-enabled=madvise", &p, err, sizeof(err)),
+		  -EINVAL);
+	/* 6.12 shmem_enabled_store: force with a smaller inherit size is refused */
+	EXPECT_EQ(mm_policy_parse("thp-always/always:shmem-hugepages-64kB=inherit,"
+				  "shmem-enabled=force",
+				  &p, err, sizeof(err)),
+		  -EINVAL);
+	EXPECT_NE(strstr(err, "force"), NULL);
+	EXPECT_EQ(mm_policy_parse("thp-always/always:shmem-enabled=force,"
+				  "shmem-hugepages-64kB=always",
+				  &p, err, sizeof(err)),
+		  0);
+}
+
+/* ---- the decision, rule by rule ----------------------------------------------------------- */
+
+TEST(decision_6_12_internal_mount_follows_shmem_enabled)
+{
+	const char *always = "thp-never/never:shmem-enabled=always";
+	const char *within = "thp-never/never:shmem-enabled=within_size";
+	const char *advise = "thp-never/never:shmem-enabled=advise";
+
+	/* independent of transparent_hugepage/enabled (never here) */
+	EXPECT_EQ(orders("thp-always/always", MM_SHMEM_INTERNAL, MM_VMA_HUGEPAGE, 4096, 0), 0);
+	EXPECT_EQ(orders(always, MM_SHMEM_INTERNAL, MM_VMA_DEFAULT, 1, 0), PMD);
+	/* within_size: the PMD range round_up(index + 1, 512) must lie within i_size */
+	EXPECT_EQ(orders(within, MM_SHMEM_INTERNAL, MM_VMA_DEFAULT, 1024, 0), PMD);
+	EXPECT_EQ(orders(within, MM_SHMEM_INTERNAL, MM_VMA_DEFAULT, 1024, 1023), PMD);
+	EXPECT_EQ(orders(within, MM_SHMEM_INTERNAL, MM_VMA_DEFAULT, 1000, 600), 0);
+	/* ... and falls through to advise */
+	EXPECT_EQ(orders(within, MM_SHMEM_INTERNAL, MM_VMA_HUGEPAGE, 1000, 600), PMD);
+	EXPECT_EQ(orders(advise, MM_SHMEM_INTERNAL, MM_VMA_DEFAULT, 4096, 0), 0);
+	EXPECT_EQ(orders(advise, MM_SHMEM_INTERNAL, MM_VMA_HUGEPAGE, 4096, 0), PMD);
+	/* VM_NOHUGEPAGE first, even under force */
+	EXPECT_EQ(orders("thp-never/never:shmem-enabled=force", MM_SHMEM_INTERNAL,
+			 MM_VMA_NOHUGEPAGE, 4096, 0),
+		  0);
+	EXPECT_EQ(orders("thp-never/never:shmem-enabled=force", MM_SHMEM_INTERNAL, MM_VMA_DEFAULT,
+			 4096, 0),
+		  PMD);
+	EXPECT_EQ(orders("thp-never/never:shmem-enabled=deny", MM_SHMEM_INTERNAL, MM_VMA_HUGEPAGE,
+			 4096, 0),
+		  0);
+	/* a memfd or SysV segment takes the PMD size only, whatever the per-size settings */
+	EXPECT_EQ(orders("thp-never/never:shmem-enabled=always,shmem-hugepages-64kB=always",
+			 MM_SHMEM_INTERNAL, MM_VMA_DEFAULT, 4096, 0),
+		  PMD);
+	/* the prctl: a process with THP disabled gets none */
+	{
+		struct mm_policy p = pol(always);
+		struct mm_shmem_vma v = {.kind = MM_SHMEM_INTERNAL,
+					 .thp_disable = MM_THP_DISABLE_COMPLETELY,
+					 .i_size_pages = 4096};
+
+		EXPECT_EQ(mm_shmem_allowable_orders(&p, &v, 0), 0);
+	}
+}
+
+TEST(decision_6_12_tmpfs_follows_its_mount_under_deny_and_force)
+{
+	EXPECT_EQ(orders("thp-always/always:shmem-enabled=always", MM_SHMEM_TMPFS, MM_VMA_DEFAULT,
+			 4096, 0),
+		  0); /* /dev/shm mounted without huge= */
+	EXPECT_EQ(
+	    orders("thp-always/always:tmpfs-huge=always", MM_SHMEM_TMPFS, MM_VMA_DEFAULT, 4096, 0),
+	    PMD);
+	EXPECT_EQ(orders("thp-always/always:tmpfs-huge=always,shmem-enabled=deny", MM_SHMEM_TMPFS,
+			 MM_VMA_DEFAULT, 4096, 0),
+		  0);
+	EXPECT_EQ(orders("thp-always/always:shmem-enabled=force", MM_SHMEM_TMPFS, MM_VMA_DEFAULT,
+			 4096, 0),
+		  PMD);
+	EXPECT_EQ(orders("thp-always/always:tmpfs-huge=within_size", MM_SHMEM_TMPFS, MM_VMA_DEFAULT,
+			 511, 0),
+		  0);
+	EXPECT_EQ(orders("thp-always/always:tmpfs-huge=within_size", MM_SHMEM_TMPFS, MM_VMA_DEFAULT,
+			 512, 0),
+		  PMD);
+}
+
+TEST(decision_6_12_anonymous_shmem_per_size)
+{
+	/* sizes of their own need no top-level setting */
+	EXPECT_EQ(orders("thp-always/always:shmem-hugepages-64kB=always", MM_SHMEM_ANON,
+			 MM_VMA_DEFAULT, 4096, 0),
+		  1U << 4);
+	/* inherit (the PMD size's default) follows shmem_enabled */
+	EXPECT_EQ(orders("thp-always/always:shmem-hugepages-64kB=always,shmem-enabled=always",
+			 MM_SHMEM_ANON, MM_VMA_DEFAULT, 4096, 0),
+		  (1U << 4) | PMD);
+	EXPECT_EQ(orders("thp-always/always:shmem-hugepages-16kB=advise,shmem-enabled=advise",
+			 MM_SHMEM_ANON, MM_VMA_DEFAULT, 4096, 0),
+		  0);
+	EXPECT_EQ(orders("thp-always/always:shmem-hugepages-16kB=advise,shmem-enabled=advise",
+			 MM_SHMEM_ANON, MM_VMA_HUGEPAGE, 4096, 0),
+		  (1U << 2) | PMD);
+	/* within_size sizes: all of them once the highest fitting one fits */
+	EXPECT_EQ(orders("thp-always/always:shmem-hugepages-64kB=within_size,"
+			 "shmem-hugepages-1024kB=within_size",
+			 MM_SHMEM_ANON, MM_VMA_DEFAULT, 20, 3),
+		  (1U << 4) | (1U << 8));
+	EXPECT_EQ(orders("thp-always/always:shmem-hugepages-64kB=within_size,"
+			 "shmem-hugepages-1024kB=within_size",
+			 MM_SHMEM_ANON, MM_VMA_DEFAULT, 20, 17),
+		  0); /* round_up(18, 16) = 32 > 20 pages */
+	/* deny: nothing for anonymous shmem either; force: the inherit sizes */
+	EXPECT_EQ(orders("thp-always/always:shmem-hugepages-64kB=always,shmem-enabled=deny",
+			 MM_SHMEM_ANON, MM_VMA_DEFAULT, 4096, 0),
+		  0);
+	EXPECT_EQ(orders("thp-always/always:shmem-hugepages-64kB=always,shmem-enabled=force",
+			 MM_SHMEM_ANON, MM_VMA_DEFAULT, 4096, 0),
+		  PMD);
+}
+
+TEST(decision_6_1_is_shmem_is_huge_and_3_x_has_none)
+{
+	EXPECT_EQ(orders("linux-6.1:shmem-enabled=always", MM_SHMEM_ANON, MM_VMA_DEFAULT, 1, 0),
+		  PMD);
+	EXPECT_EQ(
+	    orders("linux-6.1:shmem-enabled=within_size", MM_SHMEM_ANON, MM_VMA_DEFAULT, 1000, 600),
+	    0);
+	EXPECT_EQ(orders("linux-6.1:shmem-enabled=within_size", MM_SHMEM_ANON, MM_VMA_HUGEPAGE,
+			 1000, 600),
+		  PMD);
+	EXPECT_EQ(orders("linux-6.1:tmpfs-huge=advise", MM_SHMEM_TMPFS, MM_VMA_HUGEPAGE, 4096, 0),
+		  PMD);
+	EXPECT_EQ(
+	    orders("linux-6.1:shmem-enabled=force", MM_SHMEM_TMPFS, MM_VMA_NOHUGEPAGE, 4096, 0), 0);
+	EXPECT_EQ(orders("linux-6.1", MM_SHMEM_ANON, MM_VMA_HUGEPAGE, 4096, 0), 0);
+	/* 3.x: even a hand-built policy gets none */
+	{
+		struct mm_policy p = pol("linux-3.2");
+		struct mm_shmem_vma v = {
+		    .kind = MM_SHMEM_ANON, .advice = MM_VMA_HUGEPAGE, .i_size_pages = 4096};
+
+		p.shmem_enabled = MM_SHMEM_HUGE_FORCE;
+		EXPECT_EQ(mm_shmem_allowable_orders(&p, &v, 0), 0);
+	}
+}
+
+/* ---- the fault ---------------------------------------------------------------------------- */
+
+TEST(fault_6_12_huge_once_per_object_then_released)
+{
+	struct fakeenv *fe = env("thp-never/never:shmem-enabled=always", 64ULL << 20);
+	struct mm_fault_res res, again;
+	struct mm_counts c;
+
+	ASSERT_EQ(sfault(fe, 7, 5, MM_SHMEM_INTERNAL, PMD, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_HUGE);
+	EXPECT_EQ(res.order, 9);
+	EXPECT_EQ(res.pfn % 512, 0u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_ALLOC), 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_MAPPED), 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FAULT_ALLOC), 0u); /* not an anon THP */
+	EXPECT_EQ(mstats(fe, 9).shmem_alloc, 1u);
+	EXPECT_EQ(mstats(fe, 9).anon_fault_alloc, 0u);
+	c = counts(fe);
+	EXPECT_EQ(c.shmem, 512u);
+	EXPECT_EQ(c.shmem_huge, 512u);
+	EXPECT_EQ(c.anon, 0u);
+	check(fe);
+	/* another process's fault of a page in the folio: cached, nothing allocated */
+	EXPECT_EQ(sfault(fe, 7, 300, MM_SHMEM_INTERNAL, PMD, &again), -EEXIST);
+	EXPECT_EQ(again.pfn, res.pfn + 300);
+	EXPECT_EQ(again.order, 9);
+	/* another object's page 5 is its own */
+	ASSERT_EQ(sfault(fe, 8, 5, MM_SHMEM_INTERNAL, 0, &again), 0);
+	EXPECT_EQ(again.outcome, MM_FAULT_BASE);
+	EXPECT_EQ(counts(fe).shmem, 513u);
+	check(fe);
+	EXPECT_EQ(mm_shmem_release(fe->mm, 7), 512u);
+	EXPECT_EQ(counts(fe).shmem, 1u);
+	EXPECT_EQ(counts(fe).shmem_huge, 0u);
+	check(fe);
+	/* page 5 of object 7 is a first touch again */
+	ASSERT_EQ(sfault(fe, 7, 5, MM_SHMEM_INTERNAL, 0, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	EXPECT_EQ(mm_shmem_release(fe->mm, 8), 1u);
+	EXPECT_EQ(mm_shmem_release(fe->mm, 7), 1u);
+	EXPECT_EQ(mm_shmem_release(fe->mm, 7), 0u);
+	EXPECT_EQ(counts(fe).shmem, 0u);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+TEST(fault_suitability_6_12_asks_the_vma_6_1_does_not)
+{
+	struct fakeenv *fe = env("thp-never/never:shmem-enabled=always", 64ULL << 20);
+	struct mm_fault_res res;
+
+	/* a VMA that cannot hold the PMD range (thp_vma_suitable_order): 4 KiB */
+	ASSERT_EQ(sfault(fe, 1, 0, MM_SHMEM_INTERNAL, 0, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_FALLBACK), 0u);
+	/* a page of the range already cached: shmem_suitable_orders drops the order, no
+	 * fallback is counted */
+	ASSERT_EQ(sfault(fe, 1, 1, MM_SHMEM_INTERNAL, PMD, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_FALLBACK), 0u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_ALLOC), 0u);
+	check(fe);
+	fakeenv_destroy(fe);
+
+	fe = env("linux-6.1:shmem-enabled=always", 64ULL << 20);
+	ASSERT_EQ(sfault(fe, 1, 0, MM_SHMEM_INTERNAL, 0, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_HUGE); /* 6.1 allocates it anyway ... */
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_ALLOC), 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_MAPPED), 0u); /* ... and maps it by PTEs */
+	check(fe);
+	fakeenv_destroy(fe);
+
+	fe = env("linux-3.3", 64ULL << 20);
+	ASSERT_EQ(sfault(fe, 1, 0, MM_SHMEM_ANON, ALL, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	EXPECT_EQ(counts(fe).shmem, 1u);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+TEST(fault_6_12_anonymous_shmem_mthp)
+{
+	struct fakeenv *fe = env("thp-always/always:shmem-hugepages-64kB=always", 64ULL << 20);
+	struct mm_fault_res res, again;
+
+	ASSERT_EQ(sfault(fe, 3, 17, MM_SHMEM_ANON, ALL, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_MTHP);
+	EXPECT_EQ(res.order, 4);
+	EXPECT_EQ(res.pfn % 16, 0u);
+	EXPECT_EQ(mstats(fe, 4).shmem_alloc, 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_ALLOC), 0u); /* not PMD-mappable */
+	EXPECT_EQ(counts(fe).shmem, 16u);
+	EXPECT_EQ(sfault(fe, 3, 16, MM_SHMEM_ANON, ALL, &again), -EEXIST);
+	EXPECT_EQ(again.pfn, res.pfn);
+	/* a memfd under the same policy: PMD size only, none here */
+	ASSERT_EQ(sfault(fe, 4, 17, MM_SHMEM_INTERNAL, ALL, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+TEST(fault_fallback_counts_and_defrag_applies)
+{
+	/* every pageblock holds an unmovable frame: no order-9 block, and defrag=never gives
+	 * the allocation no compaction (vma_thp_gfp_mask: GFP_TRANSHUGE_LIGHT) */
+	struct fakeenv *fe = env("thp-always/never:shmem-enabled=always,"
+				 "shmem-hugepages-64kB=always",
+				 64ULL << 20);
+	struct mm_fault_res res;
+	char err[256];
+
+	ASSERT_EQ(mm_fragment(fe->mm, "unmovable:5%,anon:90%", 1, err, sizeof(err), NULL), 0);
+	ASSERT_EQ(counts(fe).free_blocks_order9, 0u);
+	ASSERT_EQ(sfault(fe, 2, 100, MM_SHMEM_ANON, ALL, &res), 0);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_FALLBACK), 1u);
+	EXPECT_EQ(mstats(fe, 9).shmem_fallback, 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_FALLBACK_CHARGE), 0u);
+	EXPECT_EQ(stat(fe, MM_STAT_COMPACT_STALL), 0u);
+	/* then 64kB, found or counted as a fallback in its turn */
+	if (res.outcome == MM_FAULT_MTHP)
+		EXPECT_EQ(mstats(fe, 4).shmem_alloc, 1u);
+	else
+		EXPECT_EQ(mstats(fe, 4).shmem_fallback, 1u);
+	EXPECT_NE(res.outcome, MM_FAULT_HUGE);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+TEST(repair_keeps_whole_folios_and_their_index)
+{
+	struct fakeenv *fe = env("thp-never/never:shmem-enabled=always", 64ULL << 20);
+	struct mm_fault_res res, again;
+
+	ASSERT_EQ(sfault(fe, 9, 0, MM_SHMEM_INTERNAL, PMD, &res), 0);
+	ASSERT_EQ(sfault(fe, 10, 0, MM_SHMEM_INTERNAL, 0, &again), 0);
+	/* a fault that died half-way through add_folio: one stray frame */
+	{
+		struct mm_frame *f = pfn_frame(fe->mm, again.pfn);
+
+		f->order = 4; /* claims a 16-page folio it is not */
+	}
+	ASSERT_EQ(mm_repair(fe->mm), 0);
+	check(fe);
+	EXPECT_EQ(counts(fe).shmem, 512u);
+	EXPECT_EQ(sfault(fe, 9, 511, MM_SHMEM_INTERNAL, PMD, &again), -EEXIST);
+	EXPECT_EQ(again.pfn, res.pfn + 511);
+	fakeenv_destroy(fe);
+}
+
+TEST_MAIN()
