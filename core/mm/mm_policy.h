@@ -128,6 +128,15 @@ enum mm_fs {
 		     * reclaim writes nothing */
 };
 
+/* The device queue's I/O scheduler (the simulator's block layer, core/io/iosched.h; the live
+ * engine has no scheduler of its own). */
+enum mm_iosched {
+	MM_IOSCHED_DEADLINE, /* deadline (3.x block/deadline-iosched.c) / mq-deadline: 6.12's
+			      * default for a single-hardware-queue device (block/elevator.c
+			      * elevator_get_default) */
+	MM_IOSCHED_CFQ,	     /* cfq: 3.x CONFIG_DEFAULT_IOSCHED (block/Kconfig.iosched) */
+};
+
 /* Which dirty page-cache pages kswapd writes itself (mm/vmscan.c shrink_page_list). */
 enum mm_kswapd_write {
 	MM_KSWAPD_WRITE_NEVER,	/* 6.12 (the flusher writes; see core/mm/README.md) */
@@ -180,6 +189,7 @@ struct mm_policy {
 	enum mm_kswapd_write kswapd_write; /* kswapd-writepage=never|always|pressure */
 	bool reclaim_throttles;		   /* 3.x congestion_wait / wait_iff_congested /
 					    * too_many_isolated naps (throttle=yes|no) */
+	enum mm_iosched iosched;	   /* iosched=deadline|cfq (machine setting) */
 	/* Multi-size THP and vm.defrag_mode (modern era only): */
 	unsigned hugepages[MM_POLICY_PMD_ORDER + 1]; /* enum mm_thp_size per order 2..9 (keys
 						      * hugepages-16kB .. -2048kB); 0, 1

@@ -73,6 +73,7 @@ static const struct mm_policy base_3_1 = {
     .fs = MM_FS_VFAT,
     .kswapd_write = MM_KSWAPD_WRITE_ALWAYS,
     .reclaim_throttles = true,
+    .iosched = MM_IOSCHED_CFQ,
     THP_SIZES_DEFAULT,
 };
 
@@ -108,6 +109,7 @@ static const struct mm_policy base_3_2 = {
     .fs = MM_FS_VFAT,
     .kswapd_write = MM_KSWAPD_WRITE_PRESSURE,
     .reclaim_throttles = true,
+    .iosched = MM_IOSCHED_CFQ,
     THP_SIZES_DEFAULT,
 };
 
@@ -134,6 +136,7 @@ static const struct mm_policy base_3_3 = {
     .fs = MM_FS_VFAT,
     .kswapd_write = MM_KSWAPD_WRITE_PRESSURE,
     .reclaim_throttles = true,
+    .iosched = MM_IOSCHED_CFQ,
     THP_SIZES_DEFAULT,
 };
 
@@ -176,6 +179,7 @@ static const struct mm_policy base_modern = {
     .fs = MM_FS_VFAT,
     .kswapd_write = MM_KSWAPD_WRITE_NEVER,
     .reclaim_throttles = true,
+    .iosched = MM_IOSCHED_DEADLINE,
     THP_SIZES_DEFAULT,
 };
 
@@ -324,6 +328,7 @@ static const char *const era_values[] = {"3.1", "3.2", "3.3", "6.1", "modern", N
 static const char *const mode_values[] = {"none", "async", "sync-light", "sync", NULL};
 static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready", NULL};
 static const char *const fs_values[] = {"vfat", "ext4", NULL};
+static const char *const iosched_values[] = {"deadline", "cfq", NULL};
 static const char *const kswapd_write_values[] = {"never", "always", "pressure", NULL};
 static const char *const thp_size_values[] = {"never", "always", "madvise", "inherit", NULL};
 /* mm/shmem.c shmem_parse_huge / thpsize_shmem_enabled_store spellings (6.12) */
@@ -396,6 +401,8 @@ static const struct key keys[] = {
      "dirty pages kswapd writes itself (3.1 always, 3.2/3.3 pressure: priority < 10)"},
     {"throttle", K_BOOL, F(reclaim_throttles), NULL, 0, 0, 0,
      "reclaim/compaction naps: congestion_wait, wait_iff_congested, too_many_isolated"},
+    {"iosched", K_ENUM, F(iosched), iosched_values, 0, 0, 0,
+     "the device's I/O scheduler in the simulator (3.x default cfq; 6.12 mq-deadline)"},
 #define THP_SIZE_KEY(kb, order)                                                                    \
 	{                                                                                          \
 		"hugepages-" #kb "kB", K_ENUM, F(hugepages[order]), thp_size_values, 0, 0, 0,      \

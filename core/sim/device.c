@@ -2,17 +2,16 @@
  * completion in virtual time, and the end of writeback they bring (end_page_writeback +
  * wake_up_page).
  *
- * The scheduler mirrors block/deadline-iosched.c with the 2011 defaults: a new write is merged
- * into a queued one it extends (back or front merge, up to max_sectors); requests are
- * dispatched in one-way ascending sector order from the end of the last one, reads before
- * writes, except that a request older than its deadline (reads 500 ms, writes 5 s) goes first.
- * It hands the device model (core/io/devmodel: a service-slot queue, depth 1 for a USB stick)
- * no more requests than the device has slots, like a queue depth of one, and so keeps them
- * sortable. One pending engine event tracks the model's earliest completion; when it fires,
- * every request done by then is popped: writeback pages end their writeback (mm_writeback_end)
- * and actors waiting on those frames are woken, read requests wake their reader. How long
- * wait_on_page_writeback takes therefore emerges from the queue: a page submitted behind
- * 15 MiB of writeback on a 5 MB/s stick waits about three seconds.
+ * A new write is merged into a queued one it extends (back or front merge, up to max_sectors,
+ * elv_merge); the order in which queued requests go to the device is the policy's I/O
+ * scheduler, core/io/iosched (key iosched: CFQ, the 3.x default, or deadline, 6.12's
+ * mq-deadline), as a pure model with the kernel's rules and sources. The device model
+ * (core/io/devmodel: a service-slot queue, depth 1 for a USB stick) gets no more requests than
+ * it has slots, as a driver asks the elevator for one request when it can take it. One pending
+ * engine event tracks the model's earliest completion; when it fires, every request done by
+ * then is popped: writeback pages end their writeback (mm_writeback_end) and actors waiting on
+ * those frames are woken, read requests wake their reader. How long wait_on_page_writeback
+ * takes therefore emerges from the queue and the scheduler's order.
  */
 #include "sim/sim_internal.h"
 
@@ -21,9 +20,6 @@
 
 static void dev_kick(struct sim_world *w);
 static void elv_dispatch(struct sim_world *w);
-
-#define READ_EXPIRE_NS	500000000ULL  /* deadline-iosched read_expire */
-#define WRITE_EXPIRE_NS 5000000000ULL /* deadline-iosched write_expire */
 
 static struct sim_io *io_alloc(struct sim_world *w)
 {
@@ -76,9 +72,12 @@ static void io_merge(struct sim_world *w, struct sim_io *q, enum sim_io_kind kin
 		for (unsigned i = 0; i < n; i++)
 			q->pfn[i] = pfns[i];
 		q->req.off = off;
+		q->srq.pos = off;
+		ios_front_merged(&w->sched, &q->srq);
 	}
 	q->npages += n;
 	q->req.len += (uint64_t)n * MM_PAGE_SIZE;
+	q->srq.len = q->req.len;
 	q->nwb += kind == SIO_WRITEBACK;
 	w->elv.merged++;
 }
@@ -99,7 +98,11 @@ static struct sim_io *find_merge(struct sim_world *w, uint64_t off, unsigned n)
 
 static void elv_add(struct sim_world *w, struct sim_io *io)
 {
-	io->t_queued = sim_now(w->e);
+	io->srq.pos = io->req.off;
+	io->srq.len = io->req.len;
+	io->srq.write = io->req.write;
+	io->srq.sync = io->kind == SIO_READ; /* reads are sync; writeback and writeout async */
+	ios_add(&w->sched, &io->srq, sim_now(w->e));
 	io->q_next = NULL;
 	io->q_prev = w->elv_tail;
 	if (w->elv_tail)
@@ -245,59 +248,19 @@ int dev_submit(struct sim_world *w, struct sim_task *t, enum sim_io_kind kind, u
 	return 0;
 }
 
-/* The oldest queued request of a direction whose deadline passed, or NULL. */
-static struct sim_io *expired(struct sim_world *w, bool write)
-{
-	uint64_t now = sim_now(w->e), exp = write ? WRITE_EXPIRE_NS : READ_EXPIRE_NS;
-
-	for (struct sim_io *q = w->elv_head; q; q = q->q_next)
-		if (q->req.write == write)
-			return now >= q->t_queued + exp ? q : NULL;
-	return NULL;
-}
-
-/* The next request of a direction in the one-way ascending sweep from elv_pos. */
-static struct sim_io *next_in_sweep(struct sim_world *w, bool write)
-{
-	struct sim_io *best = NULL, *lowest = NULL;
-
-	for (struct sim_io *q = w->elv_head; q; q = q->q_next) {
-		if (q->req.write != write)
-			continue;
-		if (!lowest || q->req.off < lowest->req.off)
-			lowest = q;
-		if (q->req.off >= w->elv_pos && (!best || q->req.off < best->req.off))
-			best = q;
-	}
-	return best ? best : lowest;
-}
-
-static struct sim_io *elv_pick(struct sim_world *w)
-{
-	struct sim_io *io = expired(w, false);
-
-	if (!io)
-		io = expired(w, true);
-	if (io) {
-		w->elv.expired++;
-		return io;
-	}
-	io = next_in_sweep(w, false);
-	return io ? io : next_in_sweep(w, true);
-}
-
 /* Hand requests to the device while it has free slots. */
 static void elv_dispatch(struct sim_world *w)
 {
 	unsigned slots = devm_params(w->dev)->slots;
 
 	while (w->elv_head && w->dev_inflight < (slots ? slots : 1)) {
-		struct sim_io *io = elv_pick(w);
+		struct ios_rq *rq = ios_dispatch(&w->sched, sim_now(w->e));
+		struct sim_io *io;
 
-		if (!io) /* never: a queued request is a read or a write, one sweep finds it */
+		if (!rq) /* CFQ holds it back until a completion */
 			break;
+		io = (struct sim_io *)((char *)rq - offsetof(struct sim_io, srq));
 		elv_del(w, io);
-		w->elv_pos = io->req.off + io->req.len;
 		w->dev_inflight++;
 		w->elv.dispatched++;
 		devm_submit(w->dev, sim_now(w->e), &io->req);
@@ -326,6 +289,7 @@ static void wake_wb_waiters(struct sim_world *w, uint32_t pfn)
 static void io_complete(struct sim_world *w, struct sim_io *io)
 {
 	w->dev_inflight--;
+	ios_completed(&w->sched, &io->srq, sim_now(w->e)); /* elv_completed_request */
 	rq_free(w, io); /* blk_finish_request -> __blk_put_request */
 	if (io->kind == SIO_READ) {
 		io->done = true;

@@ -187,12 +187,17 @@ static void json_io(struct json_w *w, const struct sim_result *r)
 	jw_u64(w, "misses", r->reader.misses);
 	jw_dbl(w, "device_ms", ms(r->reader.read_ns), 3);
 	jw_obj_end(w);
-	jw_obj_begin(w, "io_scheduler"); /* deadline: sorted, merged, deadlines 500 ms / 5 s */
+	jw_obj_begin(w, "io_scheduler"); /* core/io/iosched: the policy's iosched */
+	jw_str(w, "scheduler", ios_kind_name(r->elv.kind));
 	jw_u64(w, "requests", r->elv.requests);
 	jw_u64(w, "merged", r->elv.merged);
 	jw_u64(w, "dispatched", r->elv.dispatched);
 	jw_u64(w, "expired_first", r->elv.expired);
 	jw_u64(w, "queue_max", r->elv.queue_max);
+	if (r->elv.kind == IOS_CFQ) {
+		jw_u64(w, "slices", r->elv.slices);
+		jw_u64(w, "preempted", r->elv.preempted);
+	}
 	/* 3.x request allocation (block/blk-core.c get_request_wait): write requests at most
 	 * allocated at once, sleeps of actors (writeout, pageout) and of the flusher */
 	if (r->rq_model) {

@@ -105,6 +105,7 @@ int world_init(struct sim_world *w, const struct sim_config *c, char *err, size_
 		snprintf(err, errlen, "device: cannot create the model (%s)", strerror(-rc));
 		return rc;
 	}
+	ios_init(&w->sched, c->policy.iosched == MM_IOSCHED_CFQ ? IOS_CFQ : IOS_DEADLINE, 0);
 	flusher_init(w, 128, 30);
 	return 0;
 
@@ -178,6 +179,10 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->fault_wb[1] = w->fault_wb[1];
 	devm_get_stats(w->dev, &r->dev);
 	r->fl = w->fl;
+	w->elv.expired = w->sched.st.fifo_expired;
+	w->elv.slices = w->sched.st.slices;
+	w->elv.preempted = w->sched.st.preempted;
+	w->elv.kind = w->sched.kind;
 	r->elv = w->elv;
 	r->rq_model = w->rq_model;
 	r->rq = w->rl.st;

@@ -8,6 +8,7 @@
 
 #include "addrspace/as.h"
 #include "io/devmodel.h"
+#include "io/iosched.h"
 #include "io/rqlist.h"
 #include "io/wbmodel.h"
 #include "io/wbqueue.h"
@@ -118,8 +119,8 @@ struct sim_io {
 	unsigned nwb; /* flusher requests merged into this one */
 	bool has_rq;  /* holds one of the request list's requests (3.x), freed at completion */
 	enum rql_dir dir;
-	uint64_t t_queued; /* when it entered the I/O scheduler (its deadline counts) */
-	struct sim_io *q_prev, *q_next; /* the scheduler's queue, in arrival order */
+	struct ios_rq srq;		/* in the I/O scheduler (core/io/iosched) */
+	struct sim_io *q_prev, *q_next; /* queued requests, in arrival order (merge lookups) */
 	struct sim_waitq done_wq;	/* a reader waiting for SIO_READ */
 	struct sim_io *next_free;
 	struct sim_io *next_all; /* the world's list of all requests */
@@ -229,11 +230,13 @@ struct sim_world {
 	/* block layer: the I/O scheduler in front of the device model */
 	struct sim_io *elv_head, *elv_tail; /* queued requests, arrival order */
 	unsigned elv_len;
-	uint64_t elv_pos;	/* end of the last dispatched request (the sweep) */
+	struct ios sched;	/* the I/O scheduler: the policy's iosched (core/io/iosched) */
 	unsigned dev_inflight;	/* requests handed to the device model */
 	unsigned elv_max_pages; /* merge limit (max_sectors) */
 	struct sim_elv_stats {
 		uint64_t requests, merged, dispatched, expired, queue_max;
+		uint64_t slices, preempted; /* CFQ: slices given, async slices cut by sync */
+		enum ios_kind kind;
 	} elv;
 	/* 3.x request allocation (core/io/rqlist, block/blk-core.c get_request_wait): every
 	 * request is allocated from it before it joins the scheduler, and a writer that gets none

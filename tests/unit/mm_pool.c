@@ -42,6 +42,37 @@ TEST(watermarks_3x)
 	check_wmarks("linux-3.3:enabled=never", 64 * MIB, 256, 320, 384);
 }
 
+/* The scale at which 3.1's reclaim/compaction loop can end. A THP fault's direct reclaim goes on
+ * (should_continue_reclaim, 3.2.7 mm/vmscan.c 1975-2029) until compaction_suitable stops saying
+ * SKIPPED, which needs order-0 free memory of LOW + 2 << 9 (mm/compaction.c 515-517), while
+ * kswapd, woken only by order-0 allocations (3.x THP carries __GFP_NO_KSWAPD), balances to
+ * HIGH = LOW + min / 4. Below 320 MiB the 5 % cap of set_recommended_min_free_kbytes keeps min
+ * under 4096 pages and HIGH under that threshold, so only the fault's own reclaim can open the
+ * exit; above it kswapd's target is past it. */
+static void wmarks_of(const char *spec, uint64_t pool, struct mm_counts *c)
+{
+	struct fakeenv fe;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, spec, pool, false, err, sizeof(err)), 0);
+	mm_get_counts(fe.mm, c);
+	fakeenv_destroy(&fe);
+}
+
+TEST(kswapd_target_reaches_compaction_suitable_from_320M_in_3x)
+{
+	struct mm_counts c;
+
+	wmarks_of("linux-3.1", 256 * MIB, &c); /* min 3276 (5 %), low 4095, high 4914 */
+	EXPECT_LT(c.wmark_high, c.wmark_low + (2U << 9));
+	wmarks_of("linux-3.1", 320 * MIB, &c); /* min 4096 (5 %), low 5120, high 6144 */
+	EXPECT_GE(c.wmark_high, c.wmark_low + (2U << 9));
+	wmarks_of("linux-3.1", 512 * MIB, &c); /* min 5632, low 7040, high 8448 */
+	EXPECT_GE(c.wmark_high, c.wmark_low + (2U << 9));
+	wmarks_of("linux-3.2", 2 * GIB, &c);
+	EXPECT_GE(c.wmark_high, c.wmark_low + (2U << 9));
+}
+
 TEST(min_free_kbytes_is_reported)
 {
 	struct fakeenv fe;

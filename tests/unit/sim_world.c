@@ -11,18 +11,23 @@ struct fixture {
 	struct sim_world w;
 };
 
-static void setup(struct fixture *f, const char *device)
+static void setup_policy(struct fixture *f, const char *policy, const char *device)
 {
 	char err[512];
 
 	sim_config_init(&f->c);
-	ASSERT_EQ(mm_policy_parse("linux-3.1", &f->c.policy, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_policy_parse(policy, &f->c.policy, err, sizeof(err)), 0);
 	f->c.scenario = sim_scenario_find("seed-2011");
 	sim_params_defaults(f->c.scenario, &f->c.params);
 	f->c.pool_bytes = 64 << 20;
 	ASSERT_EQ(sim_device_parse(device, &f->c.device, err, sizeof(err)), 0);
 	memset(&f->w, 0, sizeof(f->w));
 	ASSERT_EQ(world_init(&f->w, &f->c, err, sizeof(err)), 0);
+}
+
+static void setup(struct fixture *f, const char *device)
+{
+	setup_policy(f, "linux-3.1", device);
 }
 
 static uint32_t pfn_of(struct sim_world *w, uint32_t id, uint32_t index)
@@ -390,6 +395,30 @@ TEST(owner_exiting_during_a_migration_copy_gets_enoent_and_leaves_the_frame_to_m
 	/* once the copy returned, the exited process is gone */
 	EXPECT(proc_lookup(&f.w, r.victim_pid) == NULL);
 	world_fini(&f.w);
+}
+
+/* The block layer's scheduler is the policy's iosched: CFQ for the 3.x profiles (their
+ * default), mq-deadline's rules for the modern ones, deadline when a 3.x policy asks. */
+TEST(the_block_layer_schedules_with_the_policys_iosched)
+{
+	static const struct {
+		const char *policy;
+		enum ios_kind kind;
+	} cases[] = {
+	    {"linux-3.1", IOS_CFQ},
+	    {"linux-3.2", IOS_CFQ},
+	    {"linux-3.3", IOS_CFQ},
+	    {"linux-3.2:iosched=deadline", IOS_DEADLINE},
+	    {"thp-always/always", IOS_DEADLINE},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fixture f;
+
+		setup_policy(&f, cases[i].policy, "usb2-stick-2011");
+		EXPECT_EQ(f.w.sched.kind, cases[i].kind);
+		world_fini(&f.w);
+	}
 }
 
 TEST_MAIN()
