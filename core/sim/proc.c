@@ -172,8 +172,10 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	uint64_t t0 = task_now(t);
 
 	req.huge_ok = AS_X_STATE(as_xstate(r, e)) == AS_X_EMPTY;
-	/* mTHP candidates (6.12 alloc_anon_folio: thp_vma_suitable_order, pte_range_none) */
-	req.orders_ok = as_mthp_orders(r, page);
+	/* mTHP candidates (6.12 alloc_anon_folio: thp_vma_suitable_order, pte_range_none); mm
+	 * reads them in the modern era only (the 3.x kernels have no mTHP), so only then is the
+	 * walk of the surrounding pages worth its cost */
+	req.orders_ok = w->mmcfg.policy.era == MM_ERA_MODERN ? as_mthp_orders(r, page) : 0;
 	t->fault_t0 = t0 ? t0 : 1;
 	t->fault_wb[0] = t->fault_wb[1] = (struct sim_wait_stat){0};
 	if (mm_fault(w->mm, &req, &res, t) != 0) {
