@@ -441,6 +441,26 @@ static void check_counts(struct check *c)
 		     mm->nr_frames);
 }
 
+/* The free scanner's per-pageblock buddy counts agree with the frames (never-touched blocks:
+ * none linked yet). */
+static void check_block_buddies(struct check *c)
+{
+	struct mm *mm = c->mm;
+
+	for (uint32_t b = 0; b < mm->nr_blocks && !c->code; b++) {
+		uint32_t start = b << MM_PAGEBLOCK_ORDER, end = start + MM_HPAGE_NR, n = 0;
+
+		if (end > mm->nr_frames)
+			end = mm->nr_frames;
+		if (!(start >= mm->fresh_pfn && start < mm->fresh_end))
+			for (uint32_t pfn = start; pfn < end; pfn++)
+				n += frame_is_buddy(pfn_frame(mm, pfn));
+		if (n != mm->pb_nbuddy[b])
+			fail(c, -31, "pageblock %u: %u buddy heads, counted %u", b, n,
+			     mm->pb_nbuddy[b]);
+	}
+}
+
 int mm_check(struct mm *mm, char *err, size_t errlen)
 {
 	struct check c = {.mm = mm, .err = err, .errlen = errlen};
@@ -456,6 +476,8 @@ int mm_check(struct mm *mm, char *err, size_t errlen)
 		check_index(&c);
 	if (!c.code)
 		check_counts(&c);
+	if (!c.code)
+		check_block_buddies(&c);
 	mm_unlock(mm);
 	if (!c.code && err && errlen)
 		err[0] = '\0';

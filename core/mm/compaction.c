@@ -626,9 +626,22 @@ static uint32_t isolate_freepages_block(struct mm *mm, struct compact_control *c
 	uint64_t scanned = 0;
 
 	for (; pfn < end; pfn += stride) {
-		const struct mm_frame *f = pfn_frame(mm, pfn);
+		const struct mm_frame *f;
 		uint32_t isolated;
 
+		if (!mm->pb_nbuddy[pfn >> MM_PAGEBLOCK_ORDER]) {
+			/* no buddy left in this pageblock: every pfn to its end (or to end) is
+			 * scanned and passed over, as the loop would, in one step */
+			uint32_t lim = pageblock_start(pfn) + MM_HPAGE_NR, n;
+
+			if (lim > end)
+				lim = end;
+			n = (lim - pfn + stride - 1) / stride;
+			scanned += n;
+			pfn += (n - 1) * stride; /* the loop's increment adds the last stride */
+			continue;
+		}
+		f = pfn_frame(mm, pfn);
 		scanned++;
 		if (!frame_is_buddy(f))
 			continue;

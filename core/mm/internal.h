@@ -197,6 +197,10 @@ struct mm {
 	/* Page cache: hash index, LRU sizes, writeback FIFO. */
 	uint32_t *pc_hash; /* bucket heads: pfn + 1, 0 when empty */
 	uint32_t pc_hash_mask;
+	/* Per pageblock: buddy heads on a free list in it (list_free_block / del_free_block), so
+	 * that the free scanner passes a block with none in one step (the pfns still count as
+	 * scanned). Not kernel state: the kernel reads every struct page. */
+	uint16_t *pb_nbuddy;
 	uint32_t nr_lru[2];	/* inactive, active (not counting isolated frames) */
 	uint32_t *dirty_ring;	/* pfns in dirtying order; each frame at most once */
 	uint64_t *dirty_queued; /* bitmap: frame has an entry in dirty_ring */

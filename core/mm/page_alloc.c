@@ -178,6 +178,7 @@ static void list_free_block(struct mm *mm, uint32_t pfn, unsigned order, unsigne
 	fa->nr_free[order]++;
 	fa->nr_free_mt[order][mt]++;
 	fa->nr_free_pages += 1U << order;
+	mm->pb_nbuddy[pfn >> MM_PAGEBLOCK_ORDER]++;
 }
 
 /* Queue a free block at the tail of its list, counted, as it is (mm_repair relinks every block
@@ -263,6 +264,7 @@ void del_free_block(struct mm *mm, uint32_t pfn)
 	fa->nr_free[order]--;
 	fa->nr_free_mt[order][mt]--;
 	fa->nr_free_pages -= 1U << order;
+	mm->pb_nbuddy[pfn >> MM_PAGEBLOCK_ORDER]--;
 	f->order = ORDER_TAIL;
 }
 

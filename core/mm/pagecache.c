@@ -15,11 +15,15 @@
 
 #include "mm/internal.h"
 
+/* A file's pages sit in consecutive buckets from a hashed start (the file id's Fibonacci hash,
+ * the owner's bits above the 36-bit page index): a file read or written in index order walks
+ * the buckets in order, and a big file spreads over every bucket. The bucket order decides
+ * nothing but speed. */
 static uint32_t *pc_bucket(struct mm *mm, uint64_t owner)
 {
-	uint64_t h = owner * 0x9e3779b97f4a7c15ULL;
+	uint64_t start = ((owner >> 36) * 0x9e3779b97f4a7c15ULL) >> 32;
 
-	return &mm->pc_hash[(h >> 32) & mm->pc_hash_mask];
+	return &mm->pc_hash[(start + (owner & ((1ULL << 36) - 1))) & mm->pc_hash_mask];
 }
 
 /* Buckets and chains hold pfn + 1, 0 ending them: zeroed memory is an empty index, so neither

@@ -64,11 +64,13 @@ static int alloc_metadata(struct mm *mm)
 
 	mm->frames = mm_meta_alloc(mm, frames_len(mm));
 	mm->pageblock = mm_meta_alloc(mm, mm->nr_blocks);
+	mm->pb_nbuddy = mm_meta_alloc(mm, (size_t)mm->nr_blocks * sizeof(*mm->pb_nbuddy));
 	mm->pc_hash = mm_meta_alloc(mm, (size_t)buckets * sizeof(*mm->pc_hash));
 	mm->pc_hash_mask = buckets - 1;
 	mm->dirty_ring = mm_meta_alloc(mm, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
 	mm->dirty_queued = mm_meta_alloc(mm, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
-	if (!mm->frames || !mm->pageblock || !mm->pc_hash || !mm->dirty_ring || !mm->dirty_queued)
+	if (!mm->frames || !mm->pageblock || !mm->pb_nbuddy || !mm->pc_hash || !mm->dirty_ring ||
+	    !mm->dirty_queued)
 		return -ENOMEM;
 	return 0;
 }
@@ -77,6 +79,7 @@ static void free_metadata(struct mm *mm)
 {
 	mm_meta_free(mm, mm->frames, frames_len(mm));
 	mm_meta_free(mm, mm->pageblock, mm->nr_blocks);
+	mm_meta_free(mm, mm->pb_nbuddy, (size_t)mm->nr_blocks * sizeof(*mm->pb_nbuddy));
 	mm_meta_free(mm, mm->pc_hash, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
 	mm_meta_free(mm, mm->dirty_ring, (size_t)mm->nr_frames * sizeof(*mm->dirty_ring));
 	mm_meta_free(mm, mm->dirty_queued, (mm->nr_frames + 63) / 64 * sizeof(uint64_t));
@@ -232,6 +235,7 @@ double mm_metadata_bytes_per_frame(const struct mm *mm)
 	double bytes = (double)(mm->nr_frames + NR_SENTINELS) * sizeof(struct mm_frame);
 
 	bytes += mm->nr_blocks;						/* pageblock flags */
+	bytes += (double)mm->nr_blocks * sizeof(*mm->pb_nbuddy);	/* buddies per block */
 	bytes += (double)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash); /* page-cache index */
 	bytes += (double)mm->nr_frames * sizeof(*mm->dirty_ring);	/* writeback FIFO */
 	bytes += (double)((mm->nr_frames + 63) / 64) * sizeof(uint64_t);

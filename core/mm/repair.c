@@ -139,6 +139,7 @@ static void reset_derived(struct mm *mm)
 	memset(mm->nr_mthp, 0, sizeof(mm->nr_mthp));
 	memset(mm->nr_mthp_partial, 0, sizeof(mm->nr_mthp_partial));
 	memset(mm->pc_hash, 0, (size_t)(mm->pc_hash_mask + 1) * sizeof(*mm->pc_hash));
+	memset(mm->pb_nbuddy, 0, (size_t)mm->nr_blocks * sizeof(*mm->pb_nbuddy));
 }
 
 static void set_extent(struct mm *mm, uint32_t block, enum frame_state st)

@@ -64,6 +64,21 @@ static void page_set_written(struct sim_proc *p, uint32_t page, bool on)
 		p->written[page / 8] &= (uint8_t) ~(1u << (page % 8));
 }
 
+/* page_set_written(p, page, true) for pages [first, first + n). */
+static void pages_set_written(struct sim_proc *p, uint32_t first, uint32_t n)
+{
+	uint32_t i = first, end = first + n;
+
+	for (; i < end && i % 8; i++)
+		page_set_written(p, i, true);
+	if (end - i >= 8) {
+		memset(&p->written[i / 8], 0xff, (end - i) / 8);
+		i += (end - i) / 8 * 8;
+	}
+	for (; i < end; i++)
+		page_set_written(p, i, true);
+}
+
 struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_advice advice)
 {
 	struct sim_proc *p;
@@ -157,8 +172,10 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	uint64_t t0 = task_now(t);
 
 	req.huge_ok = AS_X_STATE(as_xstate(r, e)) == AS_X_EMPTY;
-	/* mTHP candidates (6.12 alloc_anon_folio: thp_vma_suitable_order, pte_range_none) */
-	req.orders_ok = as_mthp_orders(r, page);
+	/* mTHP candidates (6.12 alloc_anon_folio: thp_vma_suitable_order, pte_range_none); mm
+	 * reads them in the modern era only (the 3.x kernels have no mTHP), so only then is the
+	 * walk of the surrounding pages worth its cost */
+	req.orders_ok = w->mmcfg.policy.era == MM_ERA_MODERN ? as_mthp_orders(r, page) : 0;
 	t->fault_t0 = t0 ? t0 : 1;
 	t->fault_wb[0] = t->fault_wb[1] = (struct sim_wait_stat){0};
 	if (mm_fault(w->mm, &req, &res, t) != 0) {
@@ -205,19 +222,40 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
 		      uint32_t n)
 {
+	const uint64_t leash = 1000000; /* keep the actor within a millisecond of the machine */
 	uint64_t touch = w->cfg->costs.ns[SIM_COST_TOUCH_4K];
 	uint32_t end = first + n > p->npages ? p->npages : first + n;
 
-	for (uint32_t i = first; i < end; i++) {
-		wait_collapse(t, p, i / MM_HPAGE_NR);
-		if (AS_P_STATE(as_pstate(&p->as, i)) == AS_P_EMPTY &&
-		    AS_X_STATE(as_xstate(&p->as, i / MM_HPAGE_NR)) != AS_X_HUGE)
-			proc_fault(w, t, p, i);
-		page_set_written(p, i, true);
-		sim_charge(t->a, touch);
-		/* keep the actor within a millisecond of the rest of the machine */
-		if (sim_actor_debt(t->a) >= 1000000)
+	for (uint32_t i = first; i < end;) {
+		uint32_t x = i / MM_HPAGE_NR, k = (x + 1) * MM_HPAGE_NR - i;
+		uint64_t debt;
+
+		wait_collapse(t, p, x);
+		if (AS_X_STATE(as_xstate(&p->as, x)) != AS_X_HUGE) {
+			if (AS_P_STATE(as_pstate(&p->as, i)) == AS_P_EMPTY)
+				proc_fault(w, t, p, i);
+			page_set_written(p, i, true);
+			sim_charge(t->a, touch);
+			if (sim_actor_debt(t->a) >= leash)
+				sim_settle(t->a);
+			i++;
+			continue;
+		}
+		/* A huge extent: none of its pages faults and nothing else runs until the actor
+		 * settles, so the touches up to the next settle (or the extent's end) are one
+		 * step: the same bits, the same debt, the same settle as page by page. */
+		if (k > end - i)
+			k = end - i;
+		debt = sim_actor_debt(t->a);
+		if (debt >= leash)
+			k = 1;
+		else if (touch && (leash - debt + touch - 1) / touch < k)
+			k = (uint32_t)((leash - debt + touch - 1) / touch);
+		pages_set_written(p, i, k);
+		sim_charge(t->a, touch * k);
+		if (sim_actor_debt(t->a) >= leash)
 			sim_settle(t->a);
+		i += k;
 	}
 	sim_settle(t->a);
 }

@@ -1,4 +1,4 @@
-# thpemu sim speed: virtual seconds simulated per wall second per scenario, against the bare
+# thpemu sim speed: virtual seconds simulated per CPU second per scenario, against the bare
 # engine's cost per event measured in the same run (THPEMU_PERF_QUICK=1: shorter runs).
 add_executable(sim_bench ${CMAKE_CURRENT_LIST_DIR}/sim_bench.c)
 target_link_libraries(sim_bench PRIVATE thpemu_sim thpemu_io thpemu_obs thpemu_mm
