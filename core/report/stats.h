@@ -80,7 +80,7 @@
 	X(zero_faults, "read first touches that mapped the 4 KiB zero page (no frame)")            \
 	X(huge_zero_faults, "read first touches that mapped the huge zero page (no frame)")        \
 	X(zero_reads, "reads of zero pages the host had not mapped yet (no fault in the kernel)")  \
-	X(zero_wp_faults, "first writes to zero pages (write-protect messages: a frame each)") \
+	X(zero_wp_faults, "first writes to zero pages (write-protect messages: a frame each)")     \
 	X(shmem_maps, "shared memory mappings managed (MAP_SHARED anonymous, memfd, /dev/shm)")    \
 	X(shmem_faults, "first touches of shared memory pages served (any process's first)")       \
 	X(shmem_huge, "... that allocated a PMD-size shmem folio (delivered as 4 KiB PTEs)")       \
