@@ -441,10 +441,12 @@ int uffd_stallcap_start(struct uffd_live *lv)
 	if (rc == 0)
 		rc = obs_stalls_create_waits(&sc->waits, STALL_CAPACITY, sc->threshold_ns,
 					     OBS_STACKS_CAPTURED);
+	if (rc == 0 && STALLCAP_LIBUNWIND)
+		rc = obs_unwind_init(lv->nworkers > 1 ? lv->nworkers - 1 : 1);
 	if (rc < 0)
 		goto unmap;
 	lv->stallcap = sc;
-	return 0; /* libunwind and the watchdog come when a fault may first stall */
+	return 0; /* the watchdog is made when a fault may first stall */
 
 unmap:
 	if (sc->store)
@@ -457,9 +459,7 @@ unmap:
 
 /* Made on the background thread (uffd_live_want(UFFD_TODO_WATCHDOG): a handler about to block or
  * to do compaction or reclaim, or faults of several threads), not at start: a short process
- * never had a fault long enough for it. libunwind is readied here too (its global state and a
- * warm-up walk, 0.5-0.8 ms a process): until then a capture walks frame pointers (obs_stack's
- * method says which). Without the watchdog, events still get handler stacks. */
+ * never had a fault long enough for it. Without it, events still get handler stacks. */
 int uffd_stallcap_start_watchdog(struct uffd_live *lv)
 {
 	struct uffd_stallcap *sc = lv->stallcap;
@@ -467,9 +467,6 @@ int uffd_stallcap_start_watchdog(struct uffd_live *lv)
 
 	if (!sc || sc->started || !STALLCAP_LIBUNWIND)
 		return 0;
-	rc = obs_unwind_init(lv->nworkers > 1 ? lv->nworkers - 1 : 1);
-	if (rc < 0)
-		return rc;
 	/* the application-stack signal is installed at the first capture (obs/appstack.c) */
 	rc = guard_thread_create(&sc->watchdog, &sc->gt, watchdog_ping, sc, watchdog_main, sc,
 				 "thpemu-stallwd");
