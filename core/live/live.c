@@ -545,6 +545,9 @@ static int start_thread(struct uffd_worker *w, void *(*fn)(void *), void (*wake)
  * by the background thread when first wanted (uffd_live_want): a process whose faults come one
  * at a time (a single-threaded program: its thread waits in each) never needs a second handler,
  * and a short one (a compiler, sha1sum) neither a watchdog nor staging. */
+/* Below this stall threshold the watchdog is made at start (start_threads). */
+#define UFFD_WATCHDOG_AT_START_NS (50ULL * 1000 * 1000)
+
 static int start_threads(struct uffd_live *lv)
 {
 	int rc = start_handler(lv, 0);
@@ -571,6 +574,14 @@ static int start_threads(struct uffd_live *lv)
 				  "thpemu-khugepd");
 	if (lv->may_huge) /* huge decisions: staging THPs, filled by a thread made on demand */
 		lv->staging.want_refill = want_refill, lv->staging.want_arg = lv;
+	/* A threshold an ordinary fault can pass (clearing a huge page takes 0.1-2 ms) makes the
+	 * process's very first faults stalls: their application stacks need the watchdog now, not
+	 * when a fault first blocks or compacts (a lone usemem never does) */
+	if (rc == 0 && lv->stallcap && lv->cfg.stall_threshold_ns < UFFD_WATCHDOG_AT_START_NS) {
+		pthread_mutex_lock(&lv->start_lock);
+		uffd_stallcap_start_watchdog(lv);
+		pthread_mutex_unlock(&lv->start_lock);
+	}
 	return rc;
 }
 
