@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # thpemu ab on the 2011 experiment: usemem under writeback pressure (a slow USB stick, a writer
-# through the page cache), the stalling kernel against Mel Gorman's patch, 2 runs each (the
-# fewest that may be called significant; the 128 MiB quick pool stalls linux-3.2 in every run):
-#  - the JSON says the stall totals differ in the expected direction (the patch stalls less)
-#    and marks the difference significant (its bootstrap interval excludes 0); the stalls in
-#    compaction on writeback are the patched kernel's no more;
+# through the page cache), the stalling kernel against Mel Gorman's patch, 3 runs each:
+#  - the JSON says the stall totals differ in the expected direction (the patch stalls less);
+#    the stalls in compaction on writeback are the patched kernel's no more, and at least one
+#    linux-3.2 run has them. A linux-3.2 run may have none: 3.2 defers compaction after async
+#    failures too (mm/page_alloc.c __alloc_pages_direct_compact calls defer_compaction on any
+#    failure; Mel's Nov 2011 series made it sync-only, in 3.3), and a lone faulter whose first
+#    async compactions fail then reaches only async ones (tests/results/2026-12-06-demo-2011.md).
+#    Such a run must show that signature (no writeback wait, more deferred than stalled). When
+#    every linux-3.2 run stalled, the difference is marked significant (its bootstrap interval
+#    excludes 0), in the JSON and the text;
 #  - the HTML report is one self-contained file with the plots, and headless Chromium renders
 #    it without errors (every plot drawn: body[data-rendered] = ok:N/N); a screenshot is kept
 #    in the test output directory.
@@ -25,28 +30,40 @@ S="pool=128M,fragment=anon:50%,pagecache:25%,device=usb2-stick-2011"
 S="$S,dirty=total=16M,file=2M,dirty-ratio=40%,background-ratio=20%"
 J=$T_OUT/ab.json H=$T_OUT/ab.html
 start=$(date +%s)
-"$THPEMU" ab --a "policy=linux-3.2,$S" --b "policy=linux-3.2+nostall,$S" --runs 2 \
+"$THPEMU" ab --a "policy=linux-3.2,$S" --b "policy=linux-3.2+nostall,$S" --runs 3 \
 	--json "$J" --html "$H" -- "$USEMEM" --delay 1s --size 8M --loops 15 --hold 100ms --quiet \
 	>"$T_OUT/ab.txt" 2>"$T_TMP/ab.err" || fail "thpemu ab failed: $(tail -5 "$T_TMP/ab.err")"
 say "ab took $(($(date +%s) - start)) s"
 sed -n '/^thpemu ab/,/^Per-fault/p' "$T_OUT/ab.txt" | grep -E 'thpemu ab|stall|huge-pct|wb-|wall'
 
 expect_eq "kind" "$(json "$J" .kind)" ab
-expect_eq "runs" "$(json "$J" '.runs | length')" 4
-expect_eq "runs ok" "$(json "$J" '[.runs[] | select(.ok)] | length')" 4
-expect_eq "order ABAB" "$(json "$J" '[.runs[].side] | join("")')" ABAB
+expect_eq "runs" "$(json "$J" '.runs | length')" 6
+expect_eq "runs ok" "$(json "$J" '[.runs[] | select(.ok)] | length')" 6
+expect_eq "order ABABAB" "$(json "$J" '[.runs[].side] | join("")')" ABABAB
 m() { json "$J" ".comparison.metrics[] | select(.name == \"$1\") | $2"; }
 a=$(m stall-total .a.mean) b=$(m stall-total .b.mean)
 say "stall totals: A $(m stall-total '.a.values | join(" ")') ms, B $(m stall-total '.b.values | join(" ")') ms," \
 	"95 % CI of B-A $(m stall-total '.ci95 | join(" .. ")')"
 awk -v a="$a" -v b="$b" 'BEGIN { exit !(b < a) }' || fail "stall totals: the patch ($b ms) not below ($a ms)"
-expect_eq "stall-total significant" "$(m stall-total .significant)" true
-awk -v hi="$(m stall-total '.ci95[1]')" 'BEGIN { exit !(hi < 0) }' || fail "the CI of B-A does not lie below 0"
 expect_eq "the patched kernel's compaction writeback waits" \
 	"$(json "$J" '[.runs[] | select(.side == "B") | .report.vmstat.compact_writeback_wait] | add')" 0
 [ "$(json "$J" '[.runs[] | select(.side == "A") | .report.vmstat.compact_writeback_wait] | add')" -gt 0 ] ||
 	fail "no linux-3.2 run waited on writeback in compaction"
-grep -Eq '^Amean +stall-total \(ms\) .*\*' "$T_OUT/ab.txt" || fail "the text does not mark stall-total significant"
+# a linux-3.2 run without a writeback wait in compaction: deferred after async failures
+missed=$(json "$J" '[.runs[] | select(.side == "A") | .report.vmstat |
+	select(.compact_writeback_wait == 0)] | length')
+[ "$(json "$J" '[.runs[] | select(.side == "A") | .report.vmstat | select(.compact_writeback_wait == 0 and
+	.compact_deferred <= .compact_stall)] | length')" = 0 ] ||
+	fail "a linux-3.2 run without compaction writeback waits that compaction did not defer"
+if [ "$missed" = 0 ]; then
+	expect_eq "stall-total significant" "$(m stall-total .significant)" true
+	awk -v hi="$(m stall-total '.ci95[1]')" 'BEGIN { exit !(hi < 0) }' || fail "the CI of B-A does not lie below 0"
+	grep -Eq '^Amean +stall-total \(ms\) .*\*' "$T_OUT/ab.txt" ||
+		fail "the text does not mark stall-total significant"
+else
+	say "$missed linux-3.2 run(s) deferred compaction after async failures and did not stall:" \
+		"significance not asserted"
+fi
 expect_eq "distribution test ran" "$(json "$J" .comparison.distributions.both.tested)" true
 
 # the HTML: self-contained, with the plots and the stacks
