@@ -634,6 +634,16 @@ static void zero_extent_done(struct fault_ctx *fc)
 	wake_extent(fc);
 }
 
+/* The end of a zero-page step, the busy lock released: an error other than the mapping's or
+ * the process's going counts and fails the region. */
+static void zero_settle(struct fault_ctx *fc, int rc)
+{
+	if (rc < 0 && rc != -ENOENT && rc != -ESRCH) {
+		UFFD_COUNT(fc->lv, uffd_errors);
+		uffd_region_fail(fc->lv, fc->r, rc);
+	}
+}
+
 /* Map a read first touch mm answered with a zero page (busy read lock taken here). */
 static void materialise_zero(struct fault_ctx *fc, bool in_extent)
 {
@@ -674,14 +684,9 @@ static void materialise_zero(struct fault_ctx *fc, bool in_extent)
 		if (in_extent)
 			as_recompute_extents(&r->as, fc->e, fc->e);
 		in_extent ? wake_extent(fc) : wake_page(fc);
-		if (rc == -ENOENT || rc == -ESRCH) /* mapping or process gone */
-			rc = 0;
-		else
-			UFFD_COUNT(lv, uffd_errors);
 	}
 	pthread_rwlock_unlock(&r->busy);
-	if (rc < 0)
-		uffd_region_fail(lv, r, rc);
+	zero_settle(fc, rc);
 }
 
 /* A read of a page that maps the zero page in the kernel (a ZERO page, or any page of a ZERO
@@ -746,14 +751,9 @@ static void materialise_wp(struct fault_ctx *fc, bool zero_extent)
 		fc->res.pfn = MM_NO_PFN;
 		as_pstate_set(&r->as, fc->p, zero_extent ? AS_P_EMPTY : AS_P_ZERO);
 		zero_extent ? zero_extent_done(fc) : wake_page(fc);
-		if (rc == -ENOENT || rc == -ESRCH)
-			rc = 0;
-		else
-			UFFD_COUNT(lv, uffd_errors);
 	}
 	pthread_rwlock_unlock(&r->busy);
-	if (rc < 0)
-		uffd_region_fail(lv, r, rc);
+	zero_settle(fc, rc);
 }
 
 /* A message on a ZERO page of a SMALL extent (this handler owns the page: FILLING). */
@@ -781,10 +781,7 @@ static void zero_page_fault(struct fault_ctx *fc)
 		wake_page(fc);
 	}
 	pthread_rwlock_unlock(&r->busy);
-	if (rc < 0 && rc != -ENOENT && rc != -ESRCH) {
-		UFFD_COUNT(fc->lv, uffd_errors);
-		uffd_region_fail(fc->lv, r, rc);
-	}
+	zero_settle(fc, rc);
 }
 
 /* A message on a page of a ZERO extent (this handler owns the extent: FILLING). */
@@ -805,10 +802,7 @@ static void zero_extent_fault(struct fault_ctx *fc)
 		rc = zero_read_locked(fc);
 	zero_extent_done(fc);
 	pthread_rwlock_unlock(&r->busy);
-	if (rc < 0 && rc != -ENOENT && rc != -ESRCH) {
-		UFFD_COUNT(fc->lv, uffd_errors);
-		uffd_region_fail(fc->lv, r, rc);
-	}
+	zero_settle(fc, rc);
 }
 
 static void fault_extent(struct fault_ctx *fc)
