@@ -26,7 +26,7 @@ endforeach()
 # buffers are managed shared memory (balances checked, the report's shmem counters and census).
 thpemu_add_test(NAME integration/live_postgres
                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_postgres.sh
-                LABELS integration needs-uffd needs-root TIMEOUT 300)
+                LABELS integration needs-uffd needs-root TIMEOUT 600)
 
 # Named machines (thpemu machine start/status/stop, thpemu run --machine); its device part uses
 # fuse when there is one.

@@ -12,8 +12,8 @@
 # cleanly (pg_ctl stop -m fast) and thpemu run exits 0 with every process managed, and the report
 # shows the buffers managed: first touches of the shared memory, PMD-size file folios under
 # shmem-enabled=always, and the census's managed memory at least shared_buffers.
-# Size: PG_SCALE (pgbench -i -s, default 5) and PG_SECONDS (pgbench -T, default 5); with
-# THPEMU_PERF_QUICK=0 20 and 20. The data outgrow shared_buffers (16 MiB per scale unit against
+# Size: PG_SCALE (pgbench -i -s) and PG_SECONDS (pgbench -T), 20 and 20, or with
+# THPEMU_PERF_QUICK=1 (CI) 5 and 5. The data outgrow shared_buffers (16 MiB per scale unit against
 # PG_BUFFERS, default 32MB) and pg_prewarm reads pgbench_accounts through them, so every buffer is
 # touched.
 . "$(dirname "$0")/lib.sh"
@@ -25,10 +25,10 @@ PGBIN=/usr/lib/postgresql/15/bin
 for b in initdb postgres pg_ctl pg_isready psql pgbench; do
 	[ -x "$PGBIN/$b" ] || skip "$PGBIN/$b missing (Debian packages postgresql-15, postgresql-client-15)"
 done
-if [ "${THPEMU_PERF_QUICK:-1}" = 0 ]; then
-	: "${PG_SCALE:=20}" "${PG_SECONDS:=20}"
-else
+if [ "${THPEMU_PERF_QUICK:-0}" = 1 ]; then # CI (.ci/test)
 	: "${PG_SCALE:=5}" "${PG_SECONDS:=5}"
+else
+	: "${PG_SCALE:=20}" "${PG_SECONDS:=20}"
 fi
 : "${PG_BUFFERS:=32MB}"
 POLICY="thp-always/always:shmem-enabled=always"
