@@ -93,8 +93,9 @@ sums=$(psql_q "SELECT (SELECT sum(abalance) FROM pgbench_accounts), (SELECT sum(
 	(SELECT sum(bbalance) FROM pgbench_branches), (SELECT coalesce(sum(delta), 0) FROM pgbench_history),
 	(SELECT count(*) FROM pgbench_history)") || fail "the balance query"
 IFS='|' read -r sa st sb sd nh <<<"$sums"
-[ "$sa" = "$st" ] && [ "$st" = "$sb" ] && [ "$sb" = "$sd" ] ||
+if [ "$sa" != "$st" ] || [ "$st" != "$sb" ] || [ "$sb" != "$sd" ]; then
 	fail "balances disagree: accounts $sa tellers $st branches $sb history $sd"
+fi
 expect_eq "history rows against transactions processed" "$nh" "$done_tx"
 accounts=$(psql_q "SELECT count(*) FROM pgbench_accounts")
 expect_eq "accounts" "$accounts" $((PG_SCALE * 100000))
