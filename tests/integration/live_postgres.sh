@@ -42,13 +42,20 @@ as_pg_uffd() {
 }
 as_pg true || skip "cannot switch to uid $PGUID"
 as_pg_uffd true || skip "cannot give uid $PGUID CAP_SYS_PTRACE as an ambient capability"
-as_pg test -r "$LIBTHPEMU" -a -x "$THPEMU" || skip "$LIBTHPEMU or $THPEMU not usable by uid $PGUID"
 
 # a directory of the server's user ($T_TMP is root's, 0700): data, socket, logs, the report
 D=$(mktemp -d /tmp/thpemu-pg.XXXXXX)
 at_exit "rm -rf '$D'"
 chown $PGUID:$PGUID "$D"
 chmod 700 "$D"
+# a build tree the server's user cannot reach (a clone in root's home): thpemu and its library
+# copied where it can (thpemu run preloads the libthpemu.so beside itself)
+if ! as_pg test -r "$LIBTHPEMU" -a -x "$THPEMU"; then
+	mkdir "$D/bin"
+	cp "$THPEMU" "$LIBTHPEMU" "$D/bin/" || fail "copying thpemu for uid $PGUID"
+	chown -R $PGUID:$PGUID "$D/bin"
+	THPEMU="$D/bin/thpemu"
+fi
 psql_q() { as_pg "$PGBIN/psql" -X -q -At -h "$D" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "$1"; }
 
 as_pg "$PGBIN/initdb" -D "$D/data" -A trust -U postgres --no-sync >"$T_TMP/initdb.log" 2>&1 ||
@@ -61,7 +68,9 @@ as_pg_uffd "$THPEMU" run --quiet --require-managed --pool 1G --policy "$POLICY" 
 	-c dynamic_shared_memory_type=posix -c fsync=off -c max_connections=20 \
 	>"$D/server.log" 2>&1 &
 run_pid=$!
-at_exit "kill -INT $run_pid; sleep 2; kill -KILL $run_pid"
+# on a failure: the server stopped at once, then thpemu run
+at_exit "kill -KILL $run_pid"
+at_exit "as_pg '$PGBIN/pg_ctl' -D '$D/data' stop -m immediate -w -t 30"
 for _ in $(seq 300); do
 	as_pg "$PGBIN/pg_isready" -q -h "$D" -U postgres && break
 	kill -0 $run_pid 2>/dev/null || fail "the server ended before accepting connections: $(tail -5 "$D/server.log")"
