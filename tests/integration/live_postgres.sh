@@ -13,8 +13,8 @@
 # shows the buffers managed: first touches of the shared memory, PMD-size file folios under
 # shmem-enabled=always, and the census's managed memory at least shared_buffers.
 # Size: PG_SCALE (pgbench -i -s) and PG_SECONDS (pgbench -T), 20 and 20, or with
-# THPEMU_PERF_QUICK=1 (CI) 5 and 5. The data outgrow shared_buffers (16 MiB per scale unit against
-# PG_BUFFERS, default 32MB) and pg_prewarm reads pgbench_accounts through them, so every buffer is
+# THPEMU_PERF_QUICK=1 (CI) 5 and 5. The data outgrow shared_buffers (13 MiB of accounts per scale unit
+# against PG_BUFFERS, default 32MB) and pg_prewarm reads pgbench_accounts through them, so every buffer is
 # touched.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -36,12 +36,10 @@ PGUID=65534 # nobody
 # the server's user, with CAP_SYS_PTRACE for userfaultfd (ambient: kept across exec, and unlike a
 # file capability no secure execution, so the preload and THPEMU_* stay in force)
 as_pg() { setpriv --reuid=$PGUID --regid=$PGUID --clear-groups "$@"; }
-as_pg_uffd() {
-	setpriv --reuid=$PGUID --regid=$PGUID --clear-groups --inh-caps=+sys_ptrace \
-		--ambient-caps=+sys_ptrace "$@"
-}
+as_pg_uffd=(setpriv --reuid="$PGUID" --regid="$PGUID" --clear-groups --inh-caps=+sys_ptrace
+	--ambient-caps=+sys_ptrace) # a command, not a function: $! of it in the background is its pid
 as_pg true || skip "cannot switch to uid $PGUID"
-as_pg_uffd true || skip "cannot give uid $PGUID CAP_SYS_PTRACE as an ambient capability"
+"${as_pg_uffd[@]}" true || skip "cannot give uid $PGUID CAP_SYS_PTRACE as an ambient capability"
 
 # a directory of the server's user ($T_TMP is root's, 0700): data, socket, logs, the report
 D=$(mktemp -d /tmp/thpemu-pg.XXXXXX)
@@ -62,7 +60,7 @@ as_pg "$PGBIN/initdb" -D "$D/data" -A trust -U postgres --no-sync >"$T_TMP/initd
 	fail "initdb: $(tail -5 "$T_TMP/initdb.log")"
 bufbytes=$(numfmt --from=iec "${PG_BUFFERS%B}")
 
-as_pg_uffd "$THPEMU" run --quiet --require-managed --pool 1G --policy "$POLICY" \
+"${as_pg_uffd[@]}" "$THPEMU" run --quiet --require-managed --pool 1G --policy "$POLICY" \
 	--report "$D/run.json" -- "$PGBIN/postgres" -D "$D/data" -c listen_addresses= \
 	-c unix_socket_directories="$D" -c shared_buffers="$PG_BUFFERS" -c huge_pages=off \
 	-c dynamic_shared_memory_type=posix -c fsync=off -c max_connections=20 \
