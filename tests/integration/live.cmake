@@ -22,6 +22,12 @@ foreach(t programs threads stress badenv nonroot fork exit usemem signals exec a
                   LABELS integration needs-uffd needs-root)
 endforeach()
 
+# PostgreSQL 15 under thpemu run as an unprivileged user: pgbench against a server whose shared
+# buffers are managed shared memory (balances checked, the report's shmem counters and census).
+thpemu_add_test(NAME integration/live_postgres
+                COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_postgres.sh
+                LABELS integration needs-uffd needs-root TIMEOUT 600)
+
 # Named machines (thpemu machine start/status/stop, thpemu run --machine); its device part uses
 # fuse when there is one.
 thpemu_add_test(NAME integration/machine_named
