@@ -34,7 +34,7 @@ bad_usage "--set: vm.compact_unevictable_allowed: '2'" \
 FT="$THPEMU_BUILD_DIR/fragtouch"
 bad_usage "--workload: '/bin/true' is not static: the guest has no libc" fidelity --workload /bin/true
 bad_usage "give --dynamic PATH" fidelity --workload "$FT-static" 64 32
-bad_usage "--dynamic: '$FT-static' is static" fidelity --workload "$FT-static" --dynamic "$FT-static"
+bad_usage "--dynamic: '$FT-static' is static" fidelity --dynamic "$FT-static" --workload "$FT-static"
 bad_usage "--dynamic: '/nonexistent' is not an executable file" \
 	fidelity --dynamic /nonexistent --workload "$FT-static"
 bad_usage "--at phase: a program of yours" fidelity --at phase --dynamic "$FT" --workload "$FT-static"
