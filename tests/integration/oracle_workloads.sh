@@ -38,7 +38,7 @@ run_native "$WLS" "$T_OUT/mthp" mthp --region 4M
 check "$T_OUT/mthp" mthp 2
 run_native "$WLS" "$T_OUT/scale" thpscale --anon 16M --file-dir "$T_TMP"
 check "$T_OUT/scale" thpscale 2
-# thpcompact: 4 threads, a 4 MiB share each, a quarter of it (one extent) faulted by each
+# thpcompact: 4 threads, a 4 MiB share each, half of it (one extent) faulted by each
 run_native "$WLS" "$T_OUT/compact" thpcompact --anon 16M --file-dir "$T_TMP"
 check "$T_OUT/compact" thpcompact 4
 grep -q "^ORACLE info .* threads=4 share_bytes=4194304 " "$T_OUT/compact" ||

@@ -69,7 +69,7 @@ static void usage(const char *name)
 	    "mmtests' thpcompact: each thread maps its share of --anon, faults it (THPs),\n"
 	    "munmaps the first 1 MiB of every 2 MiB, reads a quarter of its share of a file\n"
 	    "(page cache into the holes); then all fault their MADV_HUGEPAGE extents at once,\n"
-	    "a quarter of the share each.\n"
+	    "half the share each.\n"
 	    "  --anon         the map size, split between the threads: a size or a percentage\n"
 	    "                 of MemFree (default 70%%; percentages only in the guest)\n"
 	    "  --threads      threads (default 4)\n"
