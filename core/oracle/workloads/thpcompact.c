@@ -24,7 +24,8 @@
  * The default --anon is 70 % of MemFree: at the end the process holds half its map size (what
  * munmap left, once split), a quarter as page cache and a half faulted, 1.25 times the map size;
  * a guest's file is on tmpfs, which nothing reclaims without swap, so at 80 % a 512 MiB 6.12
- * guest OOM-killed it on every boot (exit 137 during the faults).
+ * guest OOM-killed it on every boot (exit 137 during the faults); at 70 % 6.1 still did on one
+ * boot of three (tests/results/2026-12-06-fidelity-suite-2.md).
  */
 #include <errno.h>
 #include <fcntl.h>
