@@ -55,6 +55,13 @@ static void usage(FILE *f)
 	    "                        run with --fill 0); with --at start: any. A percentage\n"
 	    "                        (--fill 90%%) is resolved to the bytes the guest's workload\n"
 	    "                        resolved (its info line) for thpemu's side\n"
+	    "  --workload PATH       your own program, static (the guest has no libc), with\n"
+	    "                        --dynamic; always --at start (taken by /init before it\n"
+	    "                        starts); its rows are the counters over the whole program\n"
+	    "                        (/init's program-begin/-end; thpemu's run report's vmstat)\n"
+	    "  --dynamic PATH        the same program built dynamically, for thpemu's side\n"
+	    "                        (LD_PRELOAD cannot reach a static one); before --workload:\n"
+	    "                        every argument after it is the workload's\n"
 	    "  --at phase|start      where each guest snapshots its memory: right before the\n"
 	    "                        workload's phase (default: both sides start the phase from\n"
 	    "                        the same state), or at the workload's start (thpemu's side\n"
@@ -79,7 +86,11 @@ static void usage(FILE *f)
 	    "  --boots N             boots per setting, 1..32 (default 3); boot I's seed SEED+I\n"
 	    "  --timeout DUR         a boot without its end marker by then is killed (default "
 	    "10m)\n"
-	    "  --cache DIR, --offline, --qemu PATH, --busybox PATH   as thpemu oracle\n\n"
+	    "  --cache DIR, --offline, --qemu PATH, --busybox PATH   as thpemu oracle\n"
+	    "  --disk SIZE           a vfat disk for the guest's workload, at $ORACLE_DISK\n"
+	    "  --disk-write-rate RATE  throttle its writes (qemu throttling.bps-write), e.g.\n"
+	    "                        3MB/s. The real side only: under thpemu the workload\n"
+	    "                        writes where it would without a disk ($TMPDIR, /tmp)\n\n"
 	    "thpemu's side:\n"
 	    "  --runs N              runs per setting, 1..32 (default: --boots); run J starts\n"
 	    "                        from boot J's snapshot (cycling) with --seed SEED+J\n\n"
@@ -129,13 +140,14 @@ struct boot_rec {
 struct fopts {
 	struct oracle_run_cfg cfg; /* the real side's template */
 	struct oracle_boot_opts boot;
-	const char *enabled, *at, *json, *html, *keep;
+	const char *enabled, *at, *json, *html, *keep, *dynamic;
+	bool program, at_given; /* --workload PATH: a program outside the suite */
 	char defrag[FID_MAX_SETTINGS][24];
 	struct oracle_settings extra; /* --set: both sides */
 	char extra_policy[256];	      /* their policy keys, ",key=value..." */
 	int nset, runs;
 	bool quiet;
-	char builtin[PATH_MAX], helper[PATH_MAX], wl_dyn[PATH_MAX], self[PATH_MAX];
+	char builtin[PATH_MAX], helper[PATH_MAX], wl_dyn[PATH_MAX], self[PATH_MAX], dyn[PATH_MAX];
 	char busybox[PATH_MAX], cache[PATH_MAX], dir[PATH_MAX];
 	bool made_dir;
 	/* the setting being run */
@@ -224,8 +236,11 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 			prog_usage_error(CMD, "%s", err);
 	} else if (!strcmp(a, "--at")) {
 		o->at = value(argc, argv, i);
+		o->at_given = true;
 		if (strcmp(o->at, "phase") && strcmp(o->at, "start"))
 			prog_usage_error(CMD, "--at: '%s' is not phase or start", o->at);
+	} else if (!strcmp(a, "--dynamic")) {
+		o->dynamic = value(argc, argv, i);
 	} else if (!strcmp(a, "--enabled")) {
 		o->enabled = value(argc, argv, i);
 	} else if (!strcmp(a, "--set")) {
@@ -277,6 +292,43 @@ static bool in_list(const char *const *l, const char *s)
 	return false;
 }
 
+/* --workload PATH: static for the guest, --dynamic for thpemu's side, at start, no
+ * percentages (only the suite's info lines resolve them). */
+static void check_program(struct fopts *o)
+{
+	const struct oracle_run_cfg *c = &o->cfg;
+	char path[PATH_MAX];
+	int rc;
+
+	if (o->at_given && strcmp(o->at, "start"))
+		prog_usage_error(CMD,
+				 "--at phase: a program of yours has no phase the suite knows; "
+				 "it runs --at start");
+	o->at = "start";
+	rc = cli_program_static(c->workload, path, sizeof(path));
+	if (rc != 1)
+		prog_usage_error(CMD, "--workload: '%s' is %s", c->workload,
+				 rc == 0 ? "not static: the guest has no libc (build it -static)"
+					 : "not an executable file");
+	if (!o->dynamic)
+		prog_usage_error(
+		    CMD,
+		    "--workload: '%s': give --dynamic PATH, the same program built "
+		    "dynamically, for thpemu's side (LD_PRELOAD cannot reach a static one)",
+		    c->workload);
+	rc = cli_program_static(o->dynamic, o->dyn, sizeof(o->dyn));
+	if (rc != 0)
+		prog_usage_error(CMD, "--dynamic: '%s' is %s", o->dynamic,
+				 rc == 1 ? "static: LD_PRELOAD cannot load thpemu into it"
+					 : "not an executable file");
+	for (int i = 0; i < c->nargs; i++)
+		if (strchr(c->args[i], '%'))
+			prog_usage_error(CMD,
+					 "--workload: '%s': a percentage only for the suite's "
+					 "--fill, --region, --anon or --pressure; give a size",
+					 c->args[i]);
+}
+
 static void check_workload(struct fopts *o)
 {
 	struct oracle_run_cfg *c = &o->cfg;
@@ -284,17 +336,17 @@ static void check_workload(struct fopts *o)
 
 	if (!c->workload)
 		prog_usage_error(CMD, "--workload NAME is required (see thpemu fidelity --help)");
-	if (strchr(c->workload, '/'))
-		prog_usage_error(CMD,
-				 "--workload: '%s': a workload of the suite, not a program "
-				 "(the same workload runs in the guest and under thpemu)",
-				 c->workload);
+	o->program = strchr(c->workload, '/') != NULL;
+	if (o->program)
+		check_program(o);
+	else if (o->dynamic)
+		prog_usage_error(CMD, "--dynamic: only with --workload PATH (a program of yours)");
 	for (int i = 0; i < c->nargs; i++)
 		if (oracle_arg_check(c->args[i], why, sizeof(why)))
 			prog_usage_error(CMD, "--workload: '%s': %s", c->args[i], why);
 	if (c->nargs > ORACLE_MAX_ARGS - 1)
 		prog_usage_error(CMD, "--workload: at most %d arguments", ORACLE_MAX_ARGS - 1);
-	if (!strcmp(o->at, "phase") && !in_list(phase_workloads, c->workload))
+	if (!o->program && !strcmp(o->at, "phase") && !in_list(phase_workloads, c->workload))
 		prog_usage_error(CMD,
 				 "--at phase: '%s' builds state of its own before its phase; "
 				 "use --at start (phase: fragfault, unevictable, mthp)",
@@ -318,7 +370,7 @@ static void check_workload(struct fopts *o)
 		prog_error(CMD, "the workload suite is missing: %s", why);
 		exit(1);
 	}
-	if (!oracle_builtin_workload(o->builtin, c->workload))
+	if (!o->program && !oracle_builtin_workload(o->builtin, c->workload))
 		prog_usage_error(CMD,
 				 "--workload: '%s' is not a workload of the suite (thpemu-wl "
 				 "--help lists them)",
@@ -377,16 +429,26 @@ static void on_signal(int sig)
 /* ---- the real side --------------------------------------------------------------------------
  */
 
+/* A progress line's huge % at first touch: "n/a" for a workload without fault lines. */
+static const char *pct_word(const struct fid_sample *s, char *buf, size_t len)
+{
+	if (!s->have[0])
+		return "n/a";
+	snprintf(buf, len, "%.1f %%", s->v[0]);
+	return buf;
+}
+
 static void on_boot(void *arg, int i, uint64_t seed, const char *status,
 		    const struct oracle_result *r, const char *snapshot)
 {
 	struct fopts *o = arg;
+	char pct[24];
 	struct fid_setting *s = &o->t->set[o->k];
 	struct boot_rec *b = &o->boots[i];
 
 	if (i >= FID_MAX_SAMPLES)
 		return;
-	fid_sample_from_result(r, &s->real.s[i]);
+	fid_sample_from_result(r, &s->real.s[i], o->program);
 	s->real.seed[i] = seed;
 	snprintf(s->real.status[i], sizeof(s->real.status[i]), "%s", status);
 	if (!snapshot)
@@ -403,9 +465,9 @@ static void on_boot(void *arg, int i, uint64_t seed, const char *status,
 		snprintf(o->t->kernel, sizeof(o->t->kernel), "%s (%.100s)", o->cfg.kernel,
 			 r->kernel);
 	if (!o->quiet)
-		fprintf(stderr, "fidelity: %s: real boot %d/%d seed %llu: %s, huge %.1f %%%s\n",
-			s->name, i + 1, o->cfg.boots, (unsigned long long)seed, status,
-			s->real.s[i].v[0], snapshot ? "" : ", no snapshot");
+		fprintf(stderr, "fidelity: %s: real boot %d/%d seed %llu: %s, huge %s%s\n", s->name,
+			i + 1, o->cfg.boots, (unsigned long long)seed, status,
+			pct_word(&s->real.s[i], pct, sizeof(pct)), snapshot ? "" : ", no snapshot");
 }
 
 static int run_real(struct fopts *o, int k, char *err, size_t errlen)
@@ -517,6 +579,25 @@ static double huge_not_pmd(const char *report)
 	return v;
 }
 
+/* A program's counters under thpemu: the run report's "vmstat", the emulated machine's over the
+ * whole run, as /init's program-begin/-end are the guest's over the whole program. */
+static void emu_counters(const char *report, struct fid_sample *s)
+{
+	json_error_t e;
+	json_t *j = json_load_file(report, 0, &e), *vm;
+
+	vm = j ? json_object_get(j, "vmstat") : NULL;
+	for (int i = 0; i < FID_NROWS && json_is_object(vm); i++) {
+		json_t *v = json_object_get(vm, fid_rows[i].key);
+
+		if (fid_rows[i].kind != FID_COUNTER || !json_is_number(v))
+			continue;
+		s->v[i] = json_number_value(v);
+		s->have[i] = true;
+	}
+	json_decref(j);
+}
+
 static void one_run(struct fopts *o, int k, int j, const char *dir)
 {
 	struct fid_setting *s = &o->t->set[k];
@@ -530,6 +611,7 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	struct oracle_cmd c;
 	int n = 0, nb = 0, wargc, rc;
 	double npmd;
+	char pct[24];
 
 	s->emu.seed[j] = sd;
 	s->emu.n = j + 1;
@@ -558,8 +640,12 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	argv[n++] = "--report";
 	argv[n++] = report;
 	argv[n++] = "--";
-	argv[n++] = o->wl_dyn;
-	argv[n++] = o->cfg.workload;
+	if (o->program) {
+		argv[n++] = o->dyn;
+	} else {
+		argv[n++] = o->wl_dyn;
+		argv[n++] = o->cfg.workload;
+	}
 	if (emu_args(o, b, store, argv + n, &wargc, why, sizeof(why))) {
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "bad-arguments");
 		snprintf(s->emu.note[j], sizeof(s->emu.note[j]), "%.90s", why);
@@ -577,7 +663,7 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 			    i > 1 ? " " : "thpemu ",
 			    i == 5    ? "snapshot:BOOT.snap"
 			    : i == 9  ? "RUN.json"
-			    : i == 11 ? "thpemu-wl"
+			    : i == 11 ? (o->program ? o->dynamic : "thpemu-wl")
 				      : argv[i]);
 	}
 	setenv("ORACLE_COUNTERS", "1", 1); /* the phase's counters: thpemu_vmstat() */
@@ -589,10 +675,12 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	oracle_result_init(&r);
 	if (c.out)
 		oracle_result_text(&r, c.out);
-	fid_sample_from_result(&r, &s->emu.s[j]);
+	fid_sample_from_result(&r, &s->emu.s[j], o->program);
+	if (o->program)
+		emu_counters(report, &s->emu.s[j]);
 	if (rc == -ENOENT)
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "not-started");
-	else if (rc || !r.wl_protocol)
+	else if (rc || (!o->program && !r.wl_protocol))
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "run-failed");
 	else
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "ok");
@@ -606,9 +694,9 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 			 "the host's)",
 			 npmd);
 	if (!o->quiet)
-		fprintf(stderr, "fidelity: %s: thpemu run %d/%d seed %llu: %s, huge %.1f %%\n",
-			s->name, j + 1, o->runs, (unsigned long long)sd, s->emu.status[j],
-			s->emu.s[j].v[0]);
+		fprintf(stderr, "fidelity: %s: thpemu run %d/%d seed %llu: %s, huge %s\n", s->name,
+			j + 1, o->runs, (unsigned long long)sd, s->emu.status[j],
+			pct_word(&s->emu.s[j], pct, sizeof(pct)));
 	oracle_result_free(&r);
 	oracle_cmd_free(&c);
 }
@@ -677,7 +765,8 @@ static void describe(struct fopts *o, int argc, char **argv)
 	snprintf(t->mode, sizeof(t->mode), "%s", o->cfg.pinned ? "pinned" : "free");
 	snprintf(t->at, sizeof(t->at), "%s", o->at);
 	t->mem_bytes = o->cfg.mem;
-	used = (size_t)snprintf(t->workload, sizeof(t->workload), "thpemu-wl %s", o->cfg.workload);
+	used = (size_t)snprintf(t->workload, sizeof(t->workload), "%s%s",
+				o->program ? "" : "thpemu-wl ", o->cfg.workload);
 	for (int i = 0; i < o->cfg.nargs && used < sizeof(t->workload); i++)
 		used += (size_t)snprintf(t->workload + used, sizeof(t->workload) - used, " %s",
 					 o->cfg.args[i]);
@@ -739,6 +828,8 @@ static int fidelity_main(int argc, char **argv)
 		prog_usage_error(CMD, "--enabled: %s", err);
 	oracle_settings_init(&o->cfg.settings); /* each setting's are made per run */
 	o->cfg.pinned = !o->boot.mode || !strcmp(o->boot.mode, "pinned");
+	if (o->cfg.disk_bps && !o->cfg.disk)
+		prog_usage_error(CMD, "--disk-write-rate needs --disk");
 	if (!o->runs)
 		o->runs = o->cfg.boots;
 	for (int k = 0; k < o->nset; k++) {

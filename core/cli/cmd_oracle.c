@@ -130,17 +130,6 @@ static int option(struct opts *o, int argc, char **argv, int *i)
 		c->accel = value(argc, argv, i);
 		if (strcmp(c->accel, "auto") && strcmp(c->accel, "tcg") && strcmp(c->accel, "kvm"))
 			prog_usage_error(CMD, "--accel: '%s' is not auto, tcg or kvm", c->accel);
-	} else if (!strcmp(a, "--disk")) {
-		const char *v = value(argc, argv, i);
-
-		if (units_parse_size(v, &c->disk) || c->disk < (16ULL << 20) ||
-		    c->disk > (64ULL << 30))
-			prog_usage_error(CMD, "--disk: '%s' is not a size 16M..64G", v);
-	} else if (!strcmp(a, "--disk-write-rate")) {
-		const char *v = value(argc, argv, i);
-
-		if (units_parse_rate(v, &c->disk_bps) || !c->disk_bps)
-			prog_usage_error(CMD, "--disk-write-rate: '%s' is not a rate (3MB/s)", v);
 	} else if (!strcmp(a, "--kernel-arg")) {
 		const char *v = value(argc, argv, i);
 

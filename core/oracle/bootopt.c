@@ -29,9 +29,9 @@ static void size_word(uint64_t b, char *buf, size_t len)
 int oracle_boot_opt(struct oracle_boot_opts *o, int argc, char **argv, int *i, char *err,
 		    size_t errlen)
 {
-	static const char *const with_value[] = {"--kernel", "--mem",	  "--mode",    "--smp",
-						 "--boots",  "--seed",	  "--timeout", "--cache",
-						 "--qemu",   "--busybox", NULL};
+	static const char *const with_value[] = {
+	    "--kernel", "--mem",  "--mode",    "--smp",	 "--boots",	      "--seed", "--timeout",
+	    "--cache",	"--qemu", "--busybox", "--disk", "--disk-write-rate", NULL};
 	struct oracle_run_cfg *c = o->cfg;
 	const char *a = argv[*i], *v = NULL;
 	uint64_t n;
@@ -96,6 +96,17 @@ int oracle_boot_opt(struct oracle_boot_opts *o, int argc, char **argv, int *i, c
 		o->cache = v;
 	} else if (!strcmp(a, "--qemu")) {
 		c->qemu = v;
+	} else if (!strcmp(a, "--disk")) {
+		if (units_parse_size(v, &c->disk) || c->disk < (16ULL << 20) ||
+		    c->disk > (64ULL << 30)) {
+			snprintf(err, errlen, "--disk: '%s' is not a size 16M..64G", v);
+			return -1;
+		}
+	} else if (!strcmp(a, "--disk-write-rate")) {
+		if (units_parse_rate(v, &c->disk_bps) || !c->disk_bps) {
+			snprintf(err, errlen, "--disk-write-rate: '%s' is not a rate (3MB/s)", v);
+			return -1;
+		}
 	} else {
 		c->busybox = v;
 	}

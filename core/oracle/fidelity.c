@@ -50,7 +50,7 @@ const struct fid_row fid_rows[FID_NROWS] = {
      "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_FREE_SCANNED (direct and kcompactd)"},
 };
 
-void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s)
+void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s, bool program)
 {
 	size_t final[ORACLE_EXT_NOT_SEEN + 1], fh, fb;
 	const struct oracle_snap *a, *b;
@@ -67,7 +67,7 @@ void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s)
 		s->have[1] = true;
 	}
 	scope = oracle_result_scope(r, &a, &b);
-	if (!scope || strcmp(scope, "phase"))
+	if (!scope || strcmp(scope, program ? "program" : "phase"))
 		return;
 	for (int i = 0; i < FID_NROWS; i++) {
 		bool found;

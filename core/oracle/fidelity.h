@@ -48,8 +48,10 @@ struct fid_sample {
 };
 
 /* A result's values: the huge % from its fault and extent lines, the counters from its phase
- * snapshots (phase-begin/-end; a result without them has no counters). */
-void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s);
+ * snapshots (phase-begin/-end; a result without them has no counters). With program, a program
+ * outside the suite (no phase of its own): the counters over the whole program, /init's
+ * program-begin/-end, and only when the result has no phase snapshots. */
+void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s, bool program);
 
 struct fid_stat {
 	int n; /* values: 0, and the rest is meaningless */

@@ -3,7 +3,9 @@
  * The initramfs (a newc cpio, cpio.c) holds busybox (Debian's busybox-static: the guest has no
  * libc), /init, the workload under /wl, for a disk the modules under /modules with their load
  * order, and when asked the static thpemu-snapshot as /bin/thpemu-snapshot (the workload runs
- * it where OSNAP= on the command line says: $ORACLE_SNAPSHOT, $ORACLE_SNAPSHOT_AT). It depends on
+ * it where OSNAP= on the command line says: $ORACLE_SNAPSHOT, $ORACLE_SNAPSHOT_AT; a program
+ * outside the suite does not, so for one the static suite comes too, as /bin/thpemu-wl, and /init
+ * has it print the snapshot before the program starts: `thpemu-wl --snapshot-start`). It depends on
  * the run only (kernel and workload), never on a boot's settings or seed: those reach /init on the
  * kernel command line (qemu.c), so the same bytes serve every boot of a run.
  *
@@ -86,6 +88,7 @@ static const char init_fmt[] =
     "export ORACLE_SEED=$OSEED ORACLE_COUNTERS=1\n"
     "if [ -n \"$OSNAP\" ]; then\n"
     "\texport ORACLE_SNAPSHOT=/bin/thpemu-snapshot ORACLE_SNAPSHOT_AT=$OSNAP\n"
+    "\t[ -x /bin/thpemu-wl ] && /bin/thpemu-wl --snapshot-start\n"
     "fi\n"
     "snap program-begin\n"
     "read up idle </proc/uptime\n"
@@ -173,6 +176,13 @@ int oracle_initramfs_write(const char *out, const struct oracle_guest *g, char *
 		if (rc) {
 			snprintf(err, errlen, "thpemu-snapshot '%s': %s", g->snapshot,
 				 strerror(-rc));
+			goto out_close;
+		}
+	}
+	if (g->snapshot && g->snapshot_wl) {
+		rc = cpio_copy(&w, "bin/thpemu-wl", 0755, g->snapshot_wl);
+		if (rc) {
+			snprintf(err, errlen, "thpemu-wl '%s': %s", g->snapshot_wl, strerror(-rc));
 			goto out_close;
 		}
 	}

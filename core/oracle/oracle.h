@@ -142,6 +142,9 @@ struct oracle_guest {
 	const char *workload_name; /* its name under /wl */
 	const struct oracle_modules *modules;
 	const char *snapshot; /* the static thpemu-snapshot, or NULL */
+	/* the static suite, for a program outside it: /init runs `thpemu-wl --snapshot-start`
+	 * before the program (with snapshot only), or NULL */
+	const char *snapshot_wl;
 };
 
 /* The /init script into buf: its length, or -E2BIG. */
@@ -220,7 +223,8 @@ struct oracle_run_cfg {
 	const char *qemu;
 	const char *busybox;
 	const char *workload;	  /* a built-in name or a path */
-	const char *builtin_path; /* thpemu-wl-static, for a built-in */
+	const char *builtin_path; /* thpemu-wl-static, for a built-in (and, with snapshot_helper,
+				   * to take a program's snapshot at its start) */
 	const char *const *args;
 	int nargs;
 	struct oracle_settings settings;

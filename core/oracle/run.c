@@ -160,6 +160,10 @@ static int prepare(struct run *run, char *err, size_t errlen)
 	workload_argv(run);
 	g.workload = run->builtin ? cfg->builtin_path : cfg->workload;
 	g.workload_name = run->wl_name;
+	/* a program does not speak the protocol: the suite takes its snapshot at its start */
+	if (!run->builtin && cfg->snapshot_helper && cfg->snapshot_at &&
+	    !strcmp(cfg->snapshot_at, "start"))
+		g.snapshot_wl = cfg->builtin_path;
 	g.modules = cfg->disk ? &run->modules : NULL;
 	oracle_fmt(run->initrd, sizeof(run->initrd), "%s/initramfs.cpio", run->dir);
 	rc = oracle_initramfs_write(run->initrd, &g, err, errlen);

@@ -9,3 +9,8 @@ thpemu_add_test(NAME integration/fidelity_cli
 thpemu_add_test(NAME integration/fidelity_real
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fidelity_real.sh
                 LABELS integration parallel needs-qemu needs-uffd needs-root TIMEOUT 1800)
+# A program of your own (demo/fragtouch, static and dynamic) in one command: one pinned 6.12 boot
+# and one thpemu run, the counters over the whole program on both sides (about a minute).
+thpemu_add_test(NAME integration/fidelity_program
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fidelity_program.sh
+                LABELS integration parallel needs-qemu needs-uffd needs-root TIMEOUT 600)

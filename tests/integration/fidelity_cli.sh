@@ -30,7 +30,19 @@ bad_usage "--set: give defrag with --defrag" fidelity --set defrag=never --workl
 bad_usage "--set: unknown setting 'bogus'" fidelity --set bogus=1 --workload fragfault
 bad_usage "--set: vm.compact_unevictable_allowed: '2'" \
 	fidelity --set vm.compact_unevictable_allowed=2 --workload unevictable
-bad_usage "a workload of the suite, not a program" fidelity --workload /bin/true
+# a program of your own: static for the guest, --dynamic for thpemu's side, at start
+FT="$THPEMU_BUILD_DIR/fragtouch"
+bad_usage "--workload: '/bin/true' is not static: the guest has no libc" fidelity --workload /bin/true
+bad_usage "give --dynamic PATH" fidelity --workload "$FT-static" 64 32
+bad_usage "--dynamic: '$FT-static' is static" fidelity --dynamic "$FT-static" --workload "$FT-static"
+bad_usage "--dynamic: '/nonexistent' is not an executable file" \
+	fidelity --dynamic /nonexistent --workload "$FT-static"
+bad_usage "--at phase: a program of yours" fidelity --at phase --dynamic "$FT" --workload "$FT-static"
+bad_usage "--dynamic: only with --workload PATH" fidelity --dynamic "$FT" --workload fragfault
+bad_usage "'50%': a percentage only for the suite's" \
+	fidelity --dynamic "$FT" --workload "$FT-static" 50% 32
+bad_usage "--disk: '1M' is not a size 16M..64G" fidelity --disk 1M --workload fragfault
+bad_usage "--disk-write-rate needs --disk" fidelity --disk-write-rate 3MB/s --workload fragfault
 bad_usage "not a workload of the suite" fidelity --at start --workload nosuch
 bad_usage "--at phase: 'khugepaged' builds state of its own" fidelity --workload khugepaged
 bad_usage "give a percentage as a separate argument" fidelity --workload fragfault --fill=90%

@@ -36,8 +36,13 @@ run_native "$WLS" "$T_OUT/unev" unevictable --fill 16M --region 4M
 check "$T_OUT/unev" unevictable 2
 run_native "$WLS" "$T_OUT/mthp" mthp --region 4M
 check "$T_OUT/mthp" mthp 2
-run_native "$WLS" "$T_OUT/scale" thpcompact --anon 16M --file-dir "$T_TMP"
-check "$T_OUT/scale" thpcompact 2
+run_native "$WLS" "$T_OUT/scale" thpscale --anon 16M --file-dir "$T_TMP"
+check "$T_OUT/scale" thpscale 2
+# thpcompact: 4 threads, a 4 MiB share each, half of it (one extent) faulted by each
+run_native "$WLS" "$T_OUT/compact" thpcompact --anon 16M --file-dir "$T_TMP"
+check "$T_OUT/compact" thpcompact 4
+grep -q "^ORACLE info .* threads=4 share_bytes=4194304 " "$T_OUT/compact" ||
+	fail "thpcompact's shares: $(grep '^ORACLE info' "$T_OUT/compact")"
 run_native "$WLS" "$T_OUT/kh" khugepaged --region 4M --wait 200ms --interval 100ms
 check "$T_OUT/kh" khugepaged 2
 run_native "$WLS" "$T_OUT/col" collapse --region 4M
@@ -45,6 +50,11 @@ check "$T_OUT/col" collapse 2
 expect_eq "collapse lines" "$(grep -c '^ORACLE collapse ' "$T_OUT/col")" 2
 run_native "$WLS" "$T_OUT/shr" shrinker --region 4M --pressure 8M --hold 0
 check "$T_OUT/shr" shrinker 2
+run_native "$WLS" "$T_OUT/writer" writer --region 4M --write 8M --delay 0 --dir "$T_TMP"
+check "$T_OUT/writer" writer 2
+grep -q "^ORACLE info written_at_phase_bytes=[0-9]* writer_ms=" "$T_OUT/writer" ||
+	fail "writer: no writer outcome: $(grep '^ORACLE info' "$T_OUT/writer")"
+[ -z "$(ls "$T_TMP"/thpemu-wl-writer.* 2>/dev/null)" ] || fail "writer: its file was left behind"
 # as root on the host the PFNs are visible: outcomes are known, huge or not
 ! grep -q "^ORACLE extent [0-9]* unknown" "$T_OUT/frag.static" || fail "kpageflags unread"
 

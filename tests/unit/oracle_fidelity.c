@@ -65,7 +65,7 @@ TEST(a_sample_takes_huge_pct_and_phase_deltas)
 
 	oracle_result_init(&r);
 	ASSERT_EQ(oracle_result_text(&r, run_text), 0);
-	fid_sample_from_result(&r, &s);
+	fid_sample_from_result(&r, &s, false);
 	ASSERT(s.have[row_of("huge_fault_pct")]);
 	EXPECT_NEAR(s.v[row_of("huge_fault_pct")], 75.0, 1e-9);
 	ASSERT(s.have[row_of("huge_final_pct")]);
@@ -84,11 +84,22 @@ TEST(a_sample_takes_huge_pct_and_phase_deltas)
 					 "ORACLE fault 0 base 1.0\n"
 					 "ORACLE extent 0 unknown\n"),
 		  0);
-	fid_sample_from_result(&r, &s);
+	fid_sample_from_result(&r, &s, false);
 	EXPECT(!s.have[row_of("compact_stall")]);
 	EXPECT(!s.have[row_of("huge_final_pct")]);
 	EXPECT(s.have[row_of("huge_fault_pct")]);
 	EXPECT_NEAR(s.v[row_of("huge_fault_pct")], 0.0, 1e-9);
+	/* a program outside the suite: its counters are the whole program's */
+	fid_sample_from_result(&r, &s, true);
+	ASSERT(s.have[row_of("compact_stall")]);
+	EXPECT_NEAR(s.v[row_of("compact_stall")], 3, 1e-9);
+	oracle_result_free(&r);
+
+	/* ...but a program that took phase snapshots of its own is not read at program scope */
+	oracle_result_init(&r);
+	ASSERT_EQ(oracle_result_text(&r, run_text), 0);
+	fid_sample_from_result(&r, &s, true);
+	EXPECT(!s.have[row_of("thp_fault_alloc")]);
 	oracle_result_free(&r);
 }
 

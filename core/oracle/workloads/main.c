@@ -16,10 +16,12 @@ static const struct {
     {"mthp", wl_fault_main, "fault a region page by page: the per-size enables pick folios"},
     {"thpscale", wl_thpscale_main,
      "mmtests thpscale: half-unmapped 2 MiB, file refill, THP faults"},
-    {"thpcompact", wl_thpscale_main, "thpscale with 4 faulting threads"},
+    {"thpcompact", wl_thpcompact_main,
+     "mmtests thpcompact: threads fragment their shares, then fault THPs at once"},
     {"khugepaged", wl_khugepaged_main, "4 KiB-faulted region, MADV_HUGEPAGE, wait for khugepaged"},
     {"collapse", wl_khugepaged_main, "4 KiB-faulted region, MADV_COLLAPSE per extent"},
     {"shrinker", wl_shrinker_main, "sparse THPs under memory pressure: the THP shrinker"},
+    {"writer", wl_writer_main, "THP faults while a thread streams a file to a (slow) disk"},
 };
 
 #define NWL (sizeof(workloads) / sizeof(workloads[0]))
@@ -42,6 +44,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1],
+		    "--snapshot-start")) { /* /init's, before a program outside the suite */
+		wl_set_name("snapshot");
+		wl_snapshot_point("start");
 		return 0;
 	}
 	if (!strcmp(argv[1], "--list")) {

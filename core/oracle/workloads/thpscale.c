@@ -1,5 +1,5 @@
-/* thpscale, thpcompact: mmtests' thpscale pattern (shellpack_src/src/thpscale/thpscale.c,
- * reimplemented as thpcompact in mmtests 36da2506), fragmentation made inside the process:
+/* thpscale: mmtests' thpscale pattern (shellpack_src/src/thpscale/thpscale.c), fragmentation
+ * made inside the process:
  *
  *   1. map --anon (a size or a percentage of MemFree), touch it all, then munmap the first
  *      half of every aligned 2 MiB: half-full pageblocks. The anon memory is touched with
@@ -18,7 +18,7 @@
  * quarter (nr_hpages = total / threads / 2 MiB / 2). The default --anon is 90 % of MemFree, as
  * the guest has nothing else in memory: what --anon leaves free is unfragmented.
  *
- * thpcompact is thpscale with 4 threads.
+ * thpcompact.c is mmtests' thpcompact: every thread fragments its own share.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +61,7 @@ static void usage(const char *name)
 	    "                 90%%; percentages only in the guest)\n"
 	    "  --anon-advise  how it is touched (default nohugepage: 4 KiB pages, real holes)\n"
 	    "  --file-dir     where the file goes (default $ORACLE_DISK, $TMPDIR, /tmp)\n"
-	    "  --threads      threads faulting the region (thpscale 1, thpcompact 4)\n"
+	    "  --threads      threads faulting the region (default 1)\n"
 	    "  --interval     AnonHugePages sampled this often during the faults (100ms)\n",
 	    name);
 }
@@ -81,7 +81,7 @@ static void parse(const char *name, int argc, char **argv, struct scale_opts *o)
 	*o = (struct scale_opts){.anon = "90%",
 				 .anon_advise = "nohugepage",
 				 .interval_ns = 100 * 1000 * 1000,
-				 .threads = strcmp(name, "thpcompact") ? 1 : 4};
+				 .threads = 1};
 	o->file_dir = disk && *disk ? disk : tmp && *tmp ? tmp : "/tmp";
 	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {

@@ -118,8 +118,10 @@ void wl_report_faults(const struct wl_region *r, const struct wl_fault *f, size_
 
 /* ---- the workloads ----------------------------------------------------------------------- */
 int wl_fault_main(const char *name, int argc, char **argv);	 /* fragfault, unevictable, mthp */
-int wl_thpscale_main(const char *name, int argc, char **argv);	 /* thpscale, thpcompact */
+int wl_thpscale_main(const char *name, int argc, char **argv);	 /* thpscale */
+int wl_thpcompact_main(const char *name, int argc, char **argv); /* thpcompact */
 int wl_khugepaged_main(const char *name, int argc, char **argv); /* khugepaged, collapse */
 int wl_shrinker_main(const char *name, int argc, char **argv);	 /* shrinker */
+int wl_writer_main(const char *name, int argc, char **argv);	 /* writer */
 
 #endif
