@@ -114,8 +114,8 @@ int main(int argc, char **argv)
 		if (fd < 0 || ftruncate(fd, (off_t)len))
 			return perror("memfd"), 1;
 		if (!strcmp(mode, "memfd-reserved")) {
-			at = mmap(NULL, 2 * len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				  -1, 0);
+			at = mmap(NULL, 2 * len, PROT_NONE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 			if (at == MAP_FAILED)
 				return perror("reserve"), 1;
 			at = (char *)at + len / 2;
