@@ -961,6 +961,12 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool w
 		return; /* the start-up probe's page: a bare fill, nothing to emulate */
 	UFFD_COUNT(lv, messages);
 	fc.r = uffd_region_get(&lv->table, fc.addr);
+	/* a hole in a region's span that now holds shared memory (MAP_FIXED into a reservation) */
+	if (fc.r && as_pstate(&fc.r->as, as_page_of(&fc.r->as, fc.addr)) == AS_P_GONE &&
+	    uffd_shmem_fault(w, fc.addr, t_read)) {
+		uffd_region_put(&lv->table, fc.r);
+		return;
+	}
 	if (!fc.r) {
 		if (!uffd_shmem_fault(w, fc.addr, t_read) && !own_page(&fc))
 			orphan(&fc);

@@ -367,6 +367,9 @@ long uffd_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags
 
 		UFFD_COUNT(lv, fixed_over_managed);
 		p = uffd_unmap_managed(lv, lo, lo + a.len, real_mmap, &a);
+		/* shared memory placed into a reservation the program mapped PROT_NONE */
+		if (!sys_is_err(p) && !eligible && uffd_shmem_eligible(lv, a.len, prot, flags, fd))
+			uffd_shmem_mapped_over(lv, p, a.len, flags, fd, off);
 	} else if (eligible && !addr && a.len >= UFFD_HPAGE_SIZE) {
 		p = map_aligned(a.len, a.prot, a.flags);
 	} else {

@@ -212,38 +212,63 @@ static long map_shmem(void *addr, size_t len, int prot, int flags, int fd, long 
 static void add_map(struct uffd_live *lv, struct shmem_map *mp, uint64_t dev, uint64_t ino,
 		    bool anon);
 
-long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
-		     long off)
+/* The object a shared mapping of plen bytes maps: anonymous (shmem_zero_setup: an object of
+ * the mapping's size, at offset 0) or a tmpfs file's. False for a file that is not shmem. */
+static bool object_of(int flags, int fd, size_t plen, long *off, enum mm_shmem_kind *kind,
+		      uint64_t *dev, uint64_t *ino, uint64_t *size)
+{
+	if (flags & MAP_ANONYMOUS) {
+		*kind = MM_SHMEM_ANON;
+		*size = plen / UFFD_PAGE_SIZE;
+		*off = 0;
+		*dev = *ino = 0;
+		return true;
+	}
+	return fd_shmem(fd, kind, dev, ino, size);
+}
+
+/* Register [p, p + plen), just mapped, as a mapping of its object. */
+static void adopt(struct uffd_live *lv, long p, size_t plen, int flags, long off,
+		  enum mm_shmem_kind kind, uint64_t dev, uint64_t ino, uint64_t size)
 {
 	struct shmem_map m = {.advice = MM_VMA_DEFAULT};
-	uint64_t dev = 0, ino = 0, size;
-	enum mm_shmem_kind kind;
-	bool anon = flags & MAP_ANONYMOUS;
-	size_t plen = (len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
-	long p;
 
-	if (anon) {
-		kind = MM_SHMEM_ANON;
-		size =
-		    plen / UFFD_PAGE_SIZE; /* shmem_zero_setup: an object of the mapping's size */
-		off = 0;
-	} else if (!fd_shmem(fd, &kind, &dev, &ino, &size)) {
-		return sys_mmap(addr, len, prot, flags, fd, off);
-	}
-	if (flags & MAP_FIXED)
-		uffd_shmem_unmapped(lv, addr, plen);
-	p = map_shmem(addr, plen, prot, flags & ~MAP_POPULATE, fd, off);
-	if (sys_is_err(p))
-		return p;
 	m.lo = (uintptr_t)p;
 	m.hi = m.lo + plen;
 	m.pgoff = (uint64_t)off / UFFD_PAGE_SIZE;
 	m.i_size = size;
 	m.kind = (uint8_t)kind;
-	add_map(lv, &m, dev, ino, anon);
+	add_map(lv, &m, dev, ino, flags & MAP_ANONYMOUS);
 	if (flags & MAP_POPULATE) /* through the emulator, as first touches */
 		sys_madvise((void *)p, plen, MADV_POPULATE_WRITE);
+}
+
+long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
+		     long off)
+{
+	uint64_t dev, ino, size;
+	enum mm_shmem_kind kind;
+	size_t plen = (len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+	long p;
+
+	if (!object_of(flags, fd, plen, &off, &kind, &dev, &ino, &size))
+		return sys_mmap(addr, len, prot, flags, fd, off);
+	if (flags & MAP_FIXED)
+		uffd_shmem_unmapped(lv, addr, plen);
+	p = map_shmem(addr, plen, prot, flags & ~MAP_POPULATE, fd, off);
+	if (!sys_is_err(p))
+		adopt(lv, p, plen, flags, off, kind, dev, ino, size);
 	return p;
+}
+
+void uffd_shmem_mapped_over(struct uffd_live *lv, long p, size_t len, int flags, int fd, long off)
+{
+	uint64_t dev, ino, size;
+	enum mm_shmem_kind kind;
+	size_t plen = (len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+
+	if (object_of(flags, fd, plen, &off, &kind, &dev, &ino, &size))
+		adopt(lv, p, plen, flags, off, kind, dev, ino, size);
 }
 
 /* Register m (lo, hi, pgoff, i_size, kind set) for the object (dev, ino) or a new

@@ -147,6 +147,8 @@ long uffd_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, 
 bool uffd_shmem_eligible(const struct uffd_live *lv, size_t len, int prot, int flags, int fd);
 long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int flags, int fd,
 		     long off);
+/* Such a mapping, just made at p over a managed range (MAP_FIXED into a reservation): managed. */
+void uffd_shmem_mapped_over(struct uffd_live *lv, long p, size_t len, int flags, int fd, long off);
 /* [addr, addr + len) is being unmapped or mapped over: forget the shmem mappings there. */
 void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len);
 /* MADV_HUGEPAGE / MADV_NOHUGEPAGE on shmem mappings (the kernel is called as well). */

@@ -7,7 +7,8 @@
 # PMD-size folio per 2 MiB of the object under shmem-enabled=always, none under never or a 3.x
 # profile; advise needs MADV_HUGEPAGE; /dev/shm follows tmpfs-huge, not shmem-enabled. A huge
 # decision is delivered as 512 PTEs (shmem_pages). The MAP_SHARED anonymous object's frames go
-# back when its last mapping does.
+# back when its last mapping does. A memfd mapped MAP_FIXED into a PROT_NONE reservation the
+# emulator manages is managed as shared memory too.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd
@@ -24,7 +25,7 @@ run() { # NAME POLICY ARGS...: the program under thpemu, its report in $T_OUT/NA
 r() { jq -r "$2" "$T_OUT/$1.json"; }
 
 # natively first: the program's own checks hold without thpemu
-for m in anon memfd posix sysv; do
+for m in anon memfd memfd-reserved posix sysv; do
 	"$P" "$m" 8 >"$T_TMP/out" || fail "native $m: $(cat "$T_TMP/out")"
 done
 
@@ -71,6 +72,11 @@ expect_eq "memfd always: thp_file_alloc" "$(r memfd .vmstat.thp_file_alloc)" 4
 expect_eq "memfd always: maps (parent, inherited by the child)" "$(r memfd '.host.shmem_maps')" 1
 # a file outlives its mappings: its frames stay until the machine ends (core/live/README.md)
 expect_eq "memfd always: shmem frames at the end" "$(r memfd '.host.pool.shmem')" 2048
+
+# shared memory placed into a reservation the emulator manages (MAP_FIXED over PROT_NONE)
+run memfd-reserved "$ALWAYS" memfd-reserved 8
+expect_eq "memfd in a reservation: maps" "$(r memfd-reserved '.host.shmem_maps')" 1
+expect_eq "memfd in a reservation: thp_file_alloc" "$(r memfd-reserved .vmstat.thp_file_alloc)" 4
 
 run posix "$ALWAYS" posix 8
 expect_eq "posix under shmem-enabled only: /dev/shm has no huge=" "$(r posix .vmstat.thp_file_alloc)" 0

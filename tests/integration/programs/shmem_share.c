@@ -3,6 +3,8 @@
  *   anon   MAP_SHARED|MAP_ANONYMOUS: the parent writes the first half, forks; the child checks
  *          it and writes the second half; the parent checks the child's half after its exit
  *   memfd  the same on a memfd (memfd_create, ftruncate, MAP_SHARED)
+ *   memfd-reserved  the same, the memfd mapped MAP_FIXED into a private PROT_NONE reservation
+ *          twice its size (as a JVM or a browser places its heaps)
  *   posix  a POSIX shm file (shm_open): the parent writes the first half and runs a second
  *          program (fork + exec of itself, "posix-peer NAME"), which maps the file by name,
  *          checks it and writes the second half; the parent checks it
@@ -104,11 +106,22 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "anon")) {
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	} else if (!strcmp(mode, "memfd")) {
+	} else if (!strcmp(mode, "memfd") || !strcmp(mode, "memfd-reserved")) {
+		void *at = NULL;
+		int fixed = 0;
+
 		fd = memfd_create("shmem_share", 0);
 		if (fd < 0 || ftruncate(fd, (off_t)len))
 			return perror("memfd"), 1;
-		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (!strcmp(mode, "memfd-reserved")) {
+			at = mmap(NULL, 2 * len, PROT_NONE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			if (at == MAP_FAILED)
+				return perror("reserve"), 1;
+			at = (char *)at + len / 2;
+			fixed = MAP_FIXED;
+		}
+		p = mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | fixed, fd, 0);
 	} else if (!strcmp(mode, "posix")) {
 		snprintf(name, sizeof(name), "/thpemu-shmem-share-%d", (int)getpid());
 		fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -135,7 +148,7 @@ int main(int argc, char **argv)
 	if (pid < 0)
 		return perror("fork"), 1;
 	if (pid == 0) {
-		if (!strcmp(mode, "anon") || !strcmp(mode, "memfd"))
+		if (!strcmp(mode, "anon") || !strncmp(mode, "memfd", 5))
 			_exit(peer(p, pages));
 		snprintf(arg, sizeof(arg), "%zu", mib);
 		if (!strcmp(mode, "posix")) {
