@@ -20,6 +20,7 @@ static const struct {
     {"khugepaged", wl_khugepaged_main, "4 KiB-faulted region, MADV_HUGEPAGE, wait for khugepaged"},
     {"collapse", wl_khugepaged_main, "4 KiB-faulted region, MADV_COLLAPSE per extent"},
     {"shrinker", wl_shrinker_main, "sparse THPs under memory pressure: the THP shrinker"},
+    {"shmem", wl_shmem_main, "a shared region (anon, memfd, tmpfs file): shmem THP faults"},
 };
 
 #define NWL (sizeof(workloads) / sizeof(workloads[0]))

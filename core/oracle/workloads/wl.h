@@ -121,5 +121,6 @@ int wl_fault_main(const char *name, int argc, char **argv);	 /* fragfault, unevi
 int wl_thpscale_main(const char *name, int argc, char **argv);	 /* thpscale, thpcompact */
 int wl_khugepaged_main(const char *name, int argc, char **argv); /* khugepaged, collapse */
 int wl_shrinker_main(const char *name, int argc, char **argv);	 /* shrinker */
+int wl_shmem_main(const char *name, int argc, char **argv);	 /* shmem */
 
 #endif
