@@ -120,8 +120,7 @@ static const char *resolved_key(const char *opt)
 
 /* The workloads whose state before the phase is a filler alone: under thpemu the snapshot is
  * that filler, so they run with --fill 0. */
-static const char *const phase_workloads[] = {"fragfault", "unevictable", "mthp", "shmem",
-					      NULL};
+static const char *const phase_workloads[] = {"fragfault", "unevictable", "mthp", "shmem", NULL};
 
 struct boot_rec {
 	char snapshot[PATH_MAX]; /* "" none */

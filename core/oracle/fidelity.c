@@ -21,7 +21,8 @@ const struct fid_row fid_rows[FID_NROWS] = {
     {"huge_final_pct", "huge % at the end", FID_PCT,
      "extent lines: one PFN-aligned order-9 folio (pagemap + /proc/kpageflags)",
      "extent lines on the host: the real PMD thpemu mapped for each huge decision "
-     "(the run's host.huge_not_pmd counts those the host could not map)", false},
+     "(the run's host.huge_not_pmd counts those the host could not map)",
+     false},
     {"thp_fault_alloc", "thp_fault_alloc", FID_COUNTER,
      "mm/huge_memory.c __do_huge_pmd_anonymous_page, count_vm_event(THP_FAULT_ALLOC)",
      "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_ALLOC", false},
@@ -44,10 +45,12 @@ const struct fid_row fid_rows[FID_NROWS] = {
      "mm/compaction.c isolate_migratepages_block, COMPACTMIGRATE_SCANNED (direct and "
      "kcompactd)",
      "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_MIGRATE_SCANNED (direct and "
-     "kcompactd)", false},
+     "kcompactd)",
+     false},
     {"compact_free_scanned", "compact_free_scanned", FID_COUNTER,
      "mm/compaction.c isolate_freepages_block, COMPACTFREE_SCANNED (direct and kcompactd)",
-     "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_FREE_SCANNED (direct and kcompactd)", false},
+     "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_FREE_SCANNED (direct and kcompactd)",
+     false},
     /* shared memory THP: in the table where a value is non-zero (the shmem workload) */
     {"thp_file_alloc", "thp_file_alloc", FID_COUNTER,
      "mm/shmem.c shmem_get_folio_gfp: a PMD-size folio allocated, THP_FILE_ALLOC",
@@ -58,7 +61,8 @@ const struct fid_row fid_rows[FID_NROWS] = {
     {"thp_file_mapped", "thp_file_mapped", FID_COUNTER,
      "mm/memory.c do_set_pmd: a PMD maps a file THP, THP_FILE_MAPPED",
      "core/mm/shmem.c mm_shmem_fault: a PMD-size folio allocated where a PMD fits, "
-     "MM_STAT_THP_FILE_MAPPED", true},
+     "MM_STAT_THP_FILE_MAPPED",
+     true},
 };
 
 void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s)
@@ -168,8 +172,8 @@ void fid_build(struct fid_table *t)
 	for (int i = 0; i < FID_NROWS; i++) {
 		t->shown[i] = !fid_rows[i].optional;
 		for (int k = 0; k < t->nset && !t->shown[i]; k++)
-			t->shown[i] = side_nonzero(&t->set[k].real, i) ||
-				      side_nonzero(&t->set[k].emu, i);
+			t->shown[i] =
+			    side_nonzero(&t->set[k].real, i) || side_nonzero(&t->set[k].emu, i);
 	}
 	for (int k = 0; k < t->nset; k++) {
 		struct fid_setting *s = &t->set[k];

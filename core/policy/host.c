@@ -197,8 +197,8 @@ static int host_shmem(const char *root, struct mm_policy *p, char *err, size_t e
 {
 	static const char *const shmem_choice[] = {"always", "within_size", "advise", "never",
 						   "deny",   "force",	    NULL};
-	static const char *const size_choice[] = {"always", "inherit", "within_size", "advise",
-						  "never",  NULL};
+	static const char *const size_choice[] = {"always", "inherit", "within_size",
+						  "advise", "never",   NULL};
 	char buf[512], rel[4096], key[64], kerr[256];
 	struct dirent *de;
 	DIR *dir;

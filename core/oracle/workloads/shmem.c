@@ -48,32 +48,33 @@ struct shmem_opts {
 
 static void usage(const char *name)
 {
-	printf("usage: thpemu-wl %s [--kind anon|memfd|file] [--dir DIR] [--region SIZE|PCT%%]\n"
-	       "       [--advise hugepage|none|nohugepage] [--fork] [--fill SIZE|PCT%%] [--keep N]\n"
-	       "       [--seed N]\n\n"
-	       "Map a shared region and first-touch every 2 MiB extent; print each extent's\n"
-	       "outcome and the shmem THP counters (core/oracle/README.md).\n"
-	       "  --kind     anon: MAP_SHARED|MAP_ANONYMOUS (default); memfd: memfd_create; file:\n"
-	       "             a file in --dir\n"
-	       "  --dir      the tmpfs of --kind file (default /dev/shm; in a guest give the oracle\n"
-	       "             --set tmpfs.huge=MODE, which mounts it)\n"
-	       "  --region   the region: a size or a percentage of MemFree (default 64M)\n"
-	       "  --advise   madvise of the region before the faults (default none)\n"
-	       "  --fork     a child touches the second half first, then the parent the first\n"
-	       "             half, and maps the child's\n"
-	       "  --fill     fragment first: fill this much free memory with 4 KiB pages and keep\n"
-	       "             one in --keep (as fragfault; default 0: none)\n"
-	       "  --keep N   keep one 4 KiB page of the filler in every N (default 2)\n"
-	       "  --seed     which filler page of each group is kept (default $ORACLE_SEED, else 1)\n",
-	       name);
+	printf(
+	    "usage: thpemu-wl %s [--kind anon|memfd|file] [--dir DIR] [--region SIZE|PCT%%]\n"
+	    "       [--advise hugepage|none|nohugepage] [--fork] [--fill SIZE|PCT%%] [--keep N]\n"
+	    "       [--seed N]\n\n"
+	    "Map a shared region and first-touch every 2 MiB extent; print each extent's\n"
+	    "outcome and the shmem THP counters (core/oracle/README.md).\n"
+	    "  --kind     anon: MAP_SHARED|MAP_ANONYMOUS (default); memfd: memfd_create; file:\n"
+	    "             a file in --dir\n"
+	    "  --dir      the tmpfs of --kind file (default /dev/shm; in a guest give the oracle\n"
+	    "             --set tmpfs.huge=MODE, which mounts it)\n"
+	    "  --region   the region: a size or a percentage of MemFree (default 64M)\n"
+	    "  --advise   madvise of the region before the faults (default none)\n"
+	    "  --fork     a child touches the second half first, then the parent the first\n"
+	    "             half, and maps the child's\n"
+	    "  --fill     fragment first: fill this much free memory with 4 KiB pages and keep\n"
+	    "             one in --keep (as fragfault; default 0: none)\n"
+	    "  --keep N   keep one 4 KiB page of the filler in every N (default 2)\n"
+	    "  --seed     which filler page of each group is kept (default $ORACLE_SEED, else 1)\n",
+	    name);
 }
 
 static void parse(const char *name, int argc, char **argv, struct shmem_opts *o)
 {
 	static const struct option lo[] = {
-	    {"kind", 1, 0, 'k'},   {"dir", 1, 0, 'd'},	{"region", 1, 0, 'r'}, {"advise", 1, 0, 'a'},
-	    {"fork", 0, 0, 'f'},   {"fill", 1, 0, 'F'}, {"keep", 1, 0, 'K'},   {"seed", 1, 0, 's'},
-	    {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
+	    {"kind", 1, 0, 'k'}, {"dir", 1, 0, 'd'},  {"region", 1, 0, 'r'}, {"advise", 1, 0, 'a'},
+	    {"fork", 0, 0, 'f'}, {"fill", 1, 0, 'F'}, {"keep", 1, 0, 'K'},   {"seed", 1, 0, 's'},
+	    {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int c;
 
 	*o = (struct shmem_opts){.fill = "0",
@@ -138,8 +139,9 @@ static int open_object(const struct shmem_opts *o, size_t len, char *path, size_
 		fd = mkostemp(path, O_CLOEXEC);
 		if (fd < 0)
 			wl_die("a file in %s: %s%s", o->dir, strerror(errno),
-			       errno == ENOENT ? " (in a guest: --set tmpfs.huge=MODE mounts /dev/shm)"
-					       : "");
+			       errno == ENOENT
+				   ? " (in a guest: --set tmpfs.huge=MODE mounts /dev/shm)"
+				   : "");
 	}
 	if (ftruncate(fd, (off_t)len) < 0)
 		wl_die("ftruncate %zu: %s", len, strerror(errno));
