@@ -44,15 +44,16 @@ static void usage(FILE *f)
 	    "(huge %% of the region's 2 MiB extents at first touch and at the end, "
 	    "thp_fault_alloc,\n"
 	    "thp_fault_fallback, compact_stall, compact_success, compact_fail, pgmigrate_success,\n"
-	    "compact_migrate_scanned, compact_free_scanned, all over the workload's phase) the "
-	    "real\n"
+	    "compact_migrate_scanned, compact_free_scanned, all over the workload's phase; and\n"
+	    "thp_file_alloc, thp_file_fallback, thp_file_mapped where one is non-zero) the real\n"
 	    "kernel's min / median / max beside thpemu's and a verdict, and the pairs of settings\n"
 	    "where the two move in opposite directions (core/oracle/README.md, \"Fidelity\").\n\n"
 	    "The workload:\n"
 	    "  --workload NAME       a workload of the suite; every later argument is its own, as\n"
-	    "                        in thpemu oracle. With --at phase: fragfault, unevictable or\n"
-	    "                        mthp (under thpemu their filler is the snapshot's, so they\n"
-	    "                        run with --fill 0); with --at start: any. A percentage\n"
+	    "                        in thpemu oracle. With --at phase: fragfault, unevictable,\n"
+	    "                        mthp or shmem (under thpemu their filler is the snapshot's,\n"
+	    "                        so they run with --fill 0); with --at start: any. A\n"
+	    "                        percentage\n"
 	    "                        (--fill 90%%) is resolved to the bytes the guest's workload\n"
 	    "                        resolved (its info line) for thpemu's side\n"
 	    "  --workload PATH       your own program, static (the guest has no libc), with\n"
@@ -76,6 +77,7 @@ static void usage(FILE *f)
 	    "  --set KEY=VALUE[,...] more settings for every setting, as thpemu oracle's --set,\n"
 	    "                        each on both sides: the guest's knob and the policy key\n"
 	    "                        that models it (shrink_underused, hugepages-SIZEkB,\n"
+	    "                        shmem_enabled, hugepages-SIZEkB/shmem_enabled, tmpfs.huge,\n"
 	    "                        khugepaged/KNOB, vm.compaction_proactiveness,\n"
 	    "                        vm.compact_unevictable_allowed); repeatable\n\n"
 	    "The real kernel:\n"
@@ -129,7 +131,7 @@ static const char *resolved_key(const char *opt)
 
 /* The workloads whose state before the phase is a filler alone: under thpemu the snapshot is
  * that filler, so they run with --fill 0. */
-static const char *const phase_workloads[] = {"fragfault", "unevictable", "mthp", NULL};
+static const char *const phase_workloads[] = {"fragfault", "unevictable", "mthp", "shmem", NULL};
 
 struct boot_rec {
 	char snapshot[PATH_MAX]; /* "" none */
@@ -206,8 +208,9 @@ static void parse_set(struct fopts *o, const char *list)
 			prog_usage_error(
 			    CMD,
 			    "--set: thpemu models no %s (accepted: shrink_underused, "
-			    "hugepages-SIZEkB, khugepaged/KNOB, "
-			    "vm.compaction_proactiveness, vm.compact_unevictable_allowed)",
+			    "hugepages-SIZEkB, shmem_enabled, hugepages-SIZEkB/shmem_enabled, "
+			    "tmpfs.huge, khugepaged/KNOB, vm.compaction_proactiveness, "
+			    "vm.compact_unevictable_allowed)",
 			    key);
 		n = snprintf(o->extra_policy + used, sizeof(o->extra_policy) - used, ",%s", kv);
 		if (n < 0 || (size_t)n >= sizeof(o->extra_policy) - used)
@@ -349,7 +352,7 @@ static void check_workload(struct fopts *o)
 	if (!o->program && !strcmp(o->at, "phase") && !in_list(phase_workloads, c->workload))
 		prog_usage_error(CMD,
 				 "--at phase: '%s' builds state of its own before its phase; "
-				 "use --at start (phase: fragfault, unevictable, mthp)",
+				 "use --at start (phase: fragfault, unevictable, mthp, shmem)",
 				 c->workload);
 	for (int i = 0; i < c->nargs; i++) {
 		const char *a = c->args[i];

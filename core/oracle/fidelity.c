@@ -17,37 +17,52 @@
 const struct fid_row fid_rows[FID_NROWS] = {
     {"huge_fault_pct", "huge % at first touch", FID_PCT,
      "fault lines in the guest: mincore 256 KiB in saw the page resident",
-     "fault lines under thpemu run: the same test on the memory thpemu mapped"},
+     "fault lines under thpemu run: the same test on the memory thpemu mapped", false},
     {"huge_final_pct", "huge % at the end", FID_PCT,
      "extent lines: one PFN-aligned order-9 folio (pagemap + /proc/kpageflags)",
      "extent lines on the host: the real PMD thpemu mapped for each huge decision "
-     "(the run's host.huge_not_pmd counts those the host could not map)"},
+     "(the run's host.huge_not_pmd counts those the host could not map)",
+     false},
     {"thp_fault_alloc", "thp_fault_alloc", FID_COUNTER,
      "mm/huge_memory.c __do_huge_pmd_anonymous_page, count_vm_event(THP_FAULT_ALLOC)",
-     "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_ALLOC"},
+     "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_ALLOC", false},
     {"thp_fault_fallback", "thp_fault_fallback", FID_COUNTER,
      "mm/huge_memory.c do_huge_pmd_anonymous_page: no folio, THP_FAULT_FALLBACK",
-     "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_FALLBACK"},
+     "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_FALLBACK", false},
     {"compact_stall", "compact_stall", FID_COUNTER,
      "mm/page_alloc.c __alloc_pages_direct_compact, COMPACTSTALL",
-     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_STALL"},
+     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_STALL", false},
     {"compact_success", "compact_success", FID_COUNTER,
      "mm/page_alloc.c __alloc_pages_direct_compact: a page after compaction, COMPACTSUCCESS",
-     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_SUCCESS"},
+     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_SUCCESS", false},
     {"compact_fail", "compact_fail", FID_COUNTER,
      "mm/page_alloc.c __alloc_pages_direct_compact: none, COMPACTFAIL",
-     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_FAIL"},
+     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_FAIL", false},
     {"pgmigrate_success", "pgmigrate_success", FID_COUNTER,
      "mm/migrate.c migrate_pages, PGMIGRATE_SUCCESS (compaction's and any other migration)",
-     "core/mm/migrate.c, MM_STAT_PGMIGRATE_SUCCESS"},
+     "core/mm/migrate.c, MM_STAT_PGMIGRATE_SUCCESS", false},
     {"compact_migrate_scanned", "compact_migrate_scanned", FID_COUNTER,
      "mm/compaction.c isolate_migratepages_block, COMPACTMIGRATE_SCANNED (direct and "
      "kcompactd)",
      "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_MIGRATE_SCANNED (direct and "
-     "kcompactd)"},
+     "kcompactd)",
+     false},
     {"compact_free_scanned", "compact_free_scanned", FID_COUNTER,
      "mm/compaction.c isolate_freepages_block, COMPACTFREE_SCANNED (direct and kcompactd)",
-     "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_FREE_SCANNED (direct and kcompactd)"},
+     "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_FREE_SCANNED (direct and kcompactd)",
+     false},
+    /* shared memory THP: in the table where a value is non-zero (the shmem workload) */
+    {"thp_file_alloc", "thp_file_alloc", FID_COUNTER,
+     "mm/shmem.c shmem_get_folio_gfp: a PMD-size folio allocated, THP_FILE_ALLOC",
+     "core/mm/shmem.c mm_shmem_fault, MM_STAT_THP_FILE_ALLOC", true},
+    {"thp_file_fallback", "thp_file_fallback", FID_COUNTER,
+     "mm/shmem.c shmem_alloc_and_add_folio: no PMD-size folio, THP_FILE_FALLBACK",
+     "core/mm/shmem.c mm_shmem_fault, MM_STAT_THP_FILE_FALLBACK", true},
+    {"thp_file_mapped", "thp_file_mapped", FID_COUNTER,
+     "mm/memory.c do_set_pmd: a PMD maps a file THP, THP_FILE_MAPPED",
+     "core/mm/shmem.c mm_shmem_fault: a PMD-size folio allocated where a PMD fits, "
+     "MM_STAT_THP_FILE_MAPPED",
+     true},
 };
 
 void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s, bool program)
@@ -143,9 +158,23 @@ int fid_direction(enum fid_kind kind, double x, double y)
 	return d > 0 ? 1 : -1;
 }
 
+static bool side_nonzero(const struct fid_side *s, int row)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->s[i].have[row] && s->s[i].v[row] != 0)
+			return true;
+	return false;
+}
+
 void fid_build(struct fid_table *t)
 {
 	t->nflips = 0;
+	for (int i = 0; i < FID_NROWS; i++) {
+		t->shown[i] = !fid_rows[i].optional;
+		for (int k = 0; k < t->nset && !t->shown[i]; k++)
+			t->shown[i] =
+			    side_nonzero(&t->set[k].real, i) || side_nonzero(&t->set[k].emu, i);
+	}
 	for (int k = 0; k < t->nset; k++) {
 		struct fid_setting *s = &t->set[k];
 
@@ -156,7 +185,7 @@ void fid_build(struct fid_table *t)
 		}
 	}
 	for (int i = 0; i < FID_NROWS; i++)
-		for (int a = 0; a < t->nset; a++)
+		for (int a = 0; a < t->nset && t->shown[i]; a++)
 			for (int b = a + 1; b < t->nset; b++) {
 				const struct fid_setting *x = &t->set[a], *y = &t->set[b];
 				int dr, de;
@@ -183,7 +212,8 @@ void fid_tally(const struct fid_table *t, int counts[FID_OFF + 1])
 	memset(counts, 0, sizeof(int) * (FID_OFF + 1));
 	for (int k = 0; k < t->nset; k++)
 		for (int i = 0; i < FID_NROWS; i++)
-			counts[t->set[k].verdict[i]]++;
+			if (t->shown[i])
+				counts[t->set[k].verdict[i]]++;
 }
 
 /* ---- text ------------------------------------------------------------------------------- */
@@ -255,6 +285,8 @@ void fid_text(FILE *f, const struct fid_table *t)
 		for (int i = 0; i < FID_NROWS; i++) {
 			char r[80], e[80];
 
+			if (!t->shown[i])
+				continue;
 			fmt_stat(r, sizeof(r), fid_rows[i].kind, &s->rs[i]);
 			fmt_stat(e, sizeof(e), fid_rows[i].kind, &s->es[i]);
 			fprintf(f, "  %-26s %-26s %-26s %s%s\n", fid_rows[i].label, r, e,
@@ -348,6 +380,8 @@ void fid_html(FILE *f, const struct fid_table *t)
 		for (int i = 0; i < FID_NROWS; i++) {
 			char r[80], e[80];
 
+			if (!t->shown[i])
+				continue;
 			fmt_stat(r, sizeof(r), fid_rows[i].kind, &s->rs[i]);
 			fmt_stat(e, sizeof(e), fid_rows[i].kind, &s->es[i]);
 			fprintf(f, "<tr class=\"%s\"><td title=\"", cls[s->verdict[i]]);
@@ -454,6 +488,7 @@ void fid_json(struct json_w *w, const struct fid_table *t)
 		jw_str(w, "kind", fid_rows[i].kind == FID_PCT ? "pct" : "counter");
 		jw_str(w, "real", fid_rows[i].real);
 		jw_str(w, "thpemu", fid_rows[i].emu);
+		jw_bool(w, "shown", t->shown[i]);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

@@ -30,9 +30,10 @@ struct fid_row {
 	enum fid_kind kind;
 	const char *real; /* the real kernel: where it counts it, and how the guest reads it */
 	const char *emu;  /* thpemu: where core/mm counts it, and how the run reads it */
+	bool optional;	  /* in the text, HTML and verdicts only where a value is non-zero */
 };
 
-#define FID_NROWS 10
+#define FID_NROWS 13
 
 extern const struct fid_row fid_rows[FID_NROWS];
 
@@ -115,6 +116,7 @@ struct fid_table {
 	int nset;
 	struct fid_setting set[FID_MAX_SETTINGS];
 	/* fid_build's */
+	bool shown[FID_NROWS]; /* not optional, or some value of some setting non-zero */
 	int nflips;
 	struct fid_flip flips[FID_MAX_FLIPS];
 };

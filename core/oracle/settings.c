@@ -3,7 +3,10 @@
  * where it is written:
  *
  *   enabled, defrag, use_zero_page, shrink_underused  /sys/kernel/mm/transparent_hugepage/KEY
+ *   shmem_enabled                                     /sys/kernel/mm/transparent_hugepage/KEY
  *   hugepages-SIZEkB                                  .../hugepages-SIZEkB/enabled
+ *   hugepages-SIZEkB/shmem_enabled                    .../hugepages-SIZEkB/shmem_enabled
+ *   tmpfs.huge                                        a tmpfs mounted on /dev/shm with huge=
  *   khugepaged/KNOB                                   .../khugepaged/KNOB
  *   vm.NAME, kernel.NAME                              /proc/sys/vm/NAME, /proc/sys/kernel/NAME
  *
@@ -34,6 +37,10 @@
 	}
 
 static const char mthp_values[] = "always|inherit|madvise|never";
+/* mm/shmem.c (6.12): shmem_enabled_store's words (shmem_parse_huge), and the per-size
+ * thpsize_shmem_enabled_store's */
+static const char shmem_values[] = "always|within_size|advise|never|deny|force";
+static const char shmem_size_values[] = "always|inherit|within_size|advise|never";
 
 /* clang-format off */
 static const struct oracle_knob knobs[] = {
@@ -41,6 +48,7 @@ static const struct oracle_knob knobs[] = {
     ENUM("defrag", "always|defer|defer+madvise|madvise|never", ORACLE_KNOB_THP, "2.6.38"),
     ENUM("use_zero_page", "0|1", ORACLE_KNOB_THP, "3.8"),
     ENUM("shrink_underused", "0|1", ORACLE_KNOB_THP, "6.12"),
+    ENUM("shmem_enabled", shmem_values, ORACLE_KNOB_THP, "4.8"),
     ENUM("hugepages-16kB", mthp_values, ORACLE_KNOB_MTHP, "6.8"),
     ENUM("hugepages-32kB", mthp_values, ORACLE_KNOB_MTHP, "6.8"),
     ENUM("hugepages-64kB", mthp_values, ORACLE_KNOB_MTHP, "6.8"),
@@ -49,6 +57,17 @@ static const struct oracle_knob knobs[] = {
     ENUM("hugepages-512kB", mthp_values, ORACLE_KNOB_MTHP, "6.8"),
     ENUM("hugepages-1024kB", mthp_values, ORACLE_KNOB_MTHP, "6.8"),
     ENUM("hugepages-2048kB", mthp_values, ORACLE_KNOB_MTHP, "6.8"),
+    ENUM("hugepages-16kB/shmem_enabled", shmem_size_values, ORACLE_KNOB_MTHP, "6.11"),
+    ENUM("hugepages-32kB/shmem_enabled", shmem_size_values, ORACLE_KNOB_MTHP, "6.11"),
+    ENUM("hugepages-64kB/shmem_enabled", shmem_size_values, ORACLE_KNOB_MTHP, "6.11"),
+    ENUM("hugepages-128kB/shmem_enabled", shmem_size_values, ORACLE_KNOB_MTHP, "6.11"),
+    ENUM("hugepages-256kB/shmem_enabled", shmem_size_values, ORACLE_KNOB_MTHP, "6.11"),
+    ENUM("hugepages-512kB/shmem_enabled", shmem_size_values, ORACLE_KNOB_MTHP, "6.11"),
+    ENUM("hugepages-1024kB/shmem_enabled", shmem_size_values, ORACLE_KNOB_MTHP, "6.11"),
+    ENUM("hugepages-2048kB/shmem_enabled", shmem_size_values, ORACLE_KNOB_MTHP, "6.11"),
+    /* not a file: /init mounts a tmpfs on /dev/shm with huge=VALUE (mm/shmem.c
+     * shmem_parse_one, Opt_huge), where POSIX shm files live */
+    ENUM("tmpfs.huge", "never|always|within_size|advise", ORACLE_KNOB_MTHP, "4.8"),
     ENUM("khugepaged/defrag", "0|1", ORACLE_KNOB_KHUGEPAGED, "2.6.38"),
     NUM("khugepaged/pages_to_scan", 1u << 30, ORACLE_KNOB_KHUGEPAGED, "2.6.38"),
     NUM("khugepaged/scan_sleep_millisecs", 1u << 30, ORACLE_KNOB_KHUGEPAGED, "2.6.38"),
@@ -95,7 +114,9 @@ int oracle_knob_path(const char *key, char *buf, size_t len)
 		n = snprintf(buf, len, "/proc/sys/vm/%s", key + 3);
 	else if (!strncmp(key, "kernel.", 7))
 		n = snprintf(buf, len, "/proc/sys/kernel/%s", key + 7);
-	else if (!strncmp(key, "hugepages-", 10))
+	else if (!strcmp(key, "tmpfs.huge"))
+		n = snprintf(buf, len, "/dev/shm");
+	else if (!strncmp(key, "hugepages-", 10) && !strchr(key, '/'))
 		n = snprintf(buf, len, THP_DIR "%s/enabled", key);
 	else
 		n = snprintf(buf, len, THP_DIR "%s", key);
@@ -159,8 +180,10 @@ int oracle_settings_set(struct oracle_settings *s, const char *key, const char *
 	if (!k) {
 		snprintf(err, errlen,
 			 "unknown setting '%s' (accepted: enabled, defrag, use_zero_page, "
-			 "shrink_underused, hugepages-SIZEkB (16kB..2048kB), khugepaged/KNOB, "
-			 "vm.SYSCTL, kernel.randomize_va_space; see thpemu oracle --help)",
+			 "shrink_underused, shmem_enabled, hugepages-SIZEkB and "
+			 "hugepages-SIZEkB/shmem_enabled (16kB..2048kB), tmpfs.huge, "
+			 "khugepaged/KNOB, vm.SYSCTL, kernel.randomize_va_space; see thpemu "
+			 "oracle --help)",
 			 key);
 		return -EINVAL;
 	}
@@ -248,12 +271,15 @@ const char *oracle_origin_name(enum oracle_origin o)
 }
 
 /* Knobs thpemu's policies model, and their keys (core/mm/policy.c; core/policy/host.c reads the
- * host's THP files through the same keys). The per-size enables keep their name. */
+ * host's THP files through the same keys). The per-size enables keep their name; a per-size
+ * shmem_enabled is shmem-hugepages-SIZEkB. */
 static const struct {
 	const char *setting, *key;
 	bool ms; /* the setting is in milliseconds, the key a duration */
 } policy_keys[] = {
     {"shrink_underused", "shrink-underused", false},
+    {"shmem_enabled", "shmem-enabled", false},
+    {"tmpfs.huge", "tmpfs-huge", false},
     {"khugepaged/defrag", "khugepaged-defrag", false},
     {"khugepaged/pages_to_scan", "pages-to-scan", false},
     {"khugepaged/scan_sleep_millisecs", "scan-sleep", true},
@@ -267,10 +293,13 @@ static const struct {
 
 int oracle_setting_policy(const char *key, const char *value, char *buf, size_t len)
 {
+	const char *slash = strchr(key, '/');
 	int n = -1;
 
-	if (!strncmp(key, "hugepages-", 10))
+	if (!strncmp(key, "hugepages-", 10) && !slash)
 		n = snprintf(buf, len, "%s=%s", key, value);
+	else if (!strncmp(key, "hugepages-", 10) && !strcmp(slash, "/shmem_enabled"))
+		n = snprintf(buf, len, "shmem-%.*s=%s", (int)(slash - key), key, value);
 	for (size_t i = 0; n < 0 && i < sizeof(policy_keys) / sizeof(policy_keys[0]); i++)
 		if (!strcmp(key, policy_keys[i].setting))
 			n = snprintf(buf, len, "%s=%s%s", policy_keys[i].key, value,

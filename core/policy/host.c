@@ -4,16 +4,20 @@
  * /sys/kernel/mm/transparent_hugepage (enabled, defrag, khugepaged/{pages_to_scan,
  * scan_sleep_millisecs, alloc_sleep_millisecs, max_ptes_none, max_ptes_swap, max_ptes_shared,
  * defrag}, shrink_underused, hugepages-<size>kB/enabled; 6.12 mm/huge_memory.c and
- * mm/khugepaged.c, the sysfs attributes of hugepage_init_sysfs and khugepaged_attr_group) and
- * /proc/sys/vm/defrag_mode (6.15 mm/page_alloc.c). Each knob goes through the spec language's
- * own key (mm_policy_set), so a value the emulator cannot model is refused as the key would be.
+ * mm/khugepaged.c, the sysfs attributes of hugepage_init_sysfs and khugepaged_attr_group),
+ * shared memory's shmem_enabled and hugepages-<size>kB/shmem_enabled (6.12 mm/shmem.c
+ * shmem_enabled_show, thpsize_shmem_enabled_show), /dev/shm's huge= in /proc/mounts (mm/shmem.c
+ * shmem_show_options: shown unless never) and /proc/sys/vm/defrag_mode (6.15 mm/page_alloc.c).
+ * Each knob goes through the spec language's own key (mm_policy_set), so a value the emulator
+ * cannot model is refused as the key would be.
  *
- * Files of knobs the emulator does not model (use_zero_page, shmem_enabled,
- * hugepages-*kB/shmem_enabled, anon_beside_full, ...) are not read; a missing optional file (an
- * older kernel: no max_ptes_shared before 5.8, no shrink_underused before 6.12, no mTHP before
- * 6.8, no defrag_mode before 6.15) keeps the 6.12 default; a value the emulator cannot model (an
- * mTHP size it has no order for, enabled but not never; a number out of range) is an error
- * naming the file and the value. A missing enabled/defrag file means no THP: an error.
+ * Files of knobs the emulator does not model (use_zero_page, anon_beside_full, ...) are not
+ * read; a missing optional file (an older kernel: no max_ptes_shared before 5.8, no
+ * shrink_underused before 6.12, no mTHP before 6.8, no per-size shmem_enabled before 6.11, no
+ * shmem_enabled before 4.8, no defrag_mode before 6.15) keeps the 6.12 default; a value the
+ * emulator cannot model (an mTHP size it has no order for, enabled but not never; a number out
+ * of range) is an error naming the file and the value. A missing enabled/defrag file means no
+ * THP: an error.
  */
 #include "policy/policy.h"
 
@@ -188,6 +192,83 @@ static int host_sizes(const char *root, struct mm_policy *p, char *err, size_t e
 	return rc;
 }
 
+/* Shared memory: shmem_enabled, every hugepages-<size>kB/shmem_enabled, /dev/shm's huge=. */
+static int host_shmem(const char *root, struct mm_policy *p, char *err, size_t errlen)
+{
+	static const char *const shmem_choice[] = {"always", "within_size", "advise", "never",
+						   "deny",   "force",	    NULL};
+	static const char *const size_choice[] = {"always", "inherit", "within_size",
+						  "advise", "never",   NULL};
+	char buf[512], rel[4096], key[64], kerr[256];
+	struct dirent *de;
+	DIR *dir;
+	FILE *f;
+	int c, rc = 0;
+
+	if (!host_read(root, THP_DIR "shmem_enabled", buf, sizeof(buf), err, errlen, false)) {
+		c = host_pick(root, THP_DIR "shmem_enabled", buf, shmem_choice,
+			      "no [always|within_size|advise|never|deny|force]", err, errlen);
+		if (c < 0)
+			return c;
+		if (mm_policy_set(p, "shmem-enabled", shmem_choice[c], kerr, sizeof(kerr)))
+			return host_bad(root, THP_DIR "shmem_enabled", buf, kerr, err, errlen);
+	}
+	snprintf(rel, sizeof(rel), "%s/" THP_DIR, root);
+	dir = opendir(rel);
+	while (dir && rc == 0 && (de = readdir(dir))) {
+		unsigned long kb;
+		char *end;
+
+		if (strncmp(de->d_name, "hugepages-", 10))
+			continue;
+		kb = strtoul(de->d_name + 10, &end, 10);
+		if (strcmp(end, "kB"))
+			continue;
+		snprintf(rel, sizeof(rel), THP_DIR "%s/shmem_enabled", de->d_name);
+		if (host_read(root, rel, buf, sizeof(buf), err, errlen, false))
+			continue; /* anon-only sizes, or before 6.11 */
+		c = host_pick(root, rel, buf, size_choice,
+			      "no [always|inherit|within_size|advise|never]", err, errlen);
+		if (c < 0) {
+			rc = c;
+			break;
+		}
+		if (kb < 16 || kb > 2048) {
+			/* sizes the emulator has no order for (8kB; the PUD size) */
+			if (strcmp(size_choice[c], "never"))
+				rc = host_bad(root, rel, buf,
+					      "the emulator models shmem sizes 16kB..2048kB", err,
+					      errlen);
+			continue;
+		}
+		snprintf(key, sizeof(key), "shmem-hugepages-%lukB", kb);
+		if (mm_policy_set(p, key, size_choice[c], kerr, sizeof(kerr)))
+			rc = host_bad(root, rel, buf, kerr, err, errlen);
+	}
+	if (dir)
+		closedir(dir);
+	if (rc)
+		return rc;
+	snprintf(rel, sizeof(rel), "%s/proc/mounts", root);
+	f = fopen(rel, "re");
+	while (f && fgets(buf, sizeof(buf), f)) {
+		char dev[128], mnt[256], fs[64], opts[256], *h;
+		size_t n;
+
+		if (sscanf(buf, "%127s %255s %63s %255s", dev, mnt, fs, opts) != 4 ||
+		    strcmp(mnt, "/dev/shm") || strcmp(fs, "tmpfs"))
+			continue;
+		h = strstr(opts, "huge=");
+		n = h ? strcspn(h + 5, ",") : 0;
+		snprintf(key, sizeof(key), "%.*s", (int)n, h ? h + 5 : "");
+		if (mm_policy_set(p, "tmpfs-huge", h ? key : "never", kerr, sizeof(kerr)))
+			rc = host_bad(root, "proc/mounts", opts, kerr, err, errlen);
+	}
+	if (f)
+		fclose(f);
+	return rc;
+}
+
 int policy_host(const char *root, struct mm_policy *p, char *err, size_t errlen)
 {
 	char buf[256], base[64];
@@ -209,6 +290,8 @@ int policy_host(const char *root, struct mm_policy *p, char *err, size_t errlen)
 		rc = host_knobs(root, p, err, errlen);
 	if (rc == 0)
 		rc = host_sizes(root, p, err, errlen);
+	if (rc == 0)
+		rc = host_shmem(root, p, err, errlen);
 	if (rc == 0 &&
 	    !host_read(root, "proc/sys/vm/defrag_mode", buf, sizeof(buf), err, errlen, false)) {
 		if (strcmp(buf, "0") && strcmp(buf, "1"))

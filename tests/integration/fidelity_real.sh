@@ -9,6 +9,11 @@
 #   no fragmentation, defrag=always       every extent huge on both sides, no stall
 #   an mlocked filler, defrag=always, vm.compact_unevictable_allowed=0 (--set: both sides)
 #                                         compaction stalls and fails on both sides
+#   shared memory, shmem_enabled=always (--set: both sides), no fragmentation
+#                                         every extent's first touch huge on both sides, every
+#                                         extent a PMD-size folio in the guest (kpageflags),
+#                                         thp_file_alloc one per extent on both sides, no
+#                                         anonymous THP fault
 # and thpemu inside the goal (core/oracle/README.md, "Verdicts": huge % within 5 points of the
 # real median or inside its range where bimodal, a counter within 25 % of the real median or
 # inside its range) on the rows where it was inside on every pinned boot measured
@@ -96,4 +101,18 @@ for side in real thpemu; do # as oracle_pinned: (nearly) every compaction fails
 		fail "unev: $side: compaction succeeded too often ($cfail of $stall failed)"
 done
 within unev 0 thp_fault_alloc
+
+fid shmem --defrag always --set shmem_enabled=always --workload shmem --region 32M
+grep -q -- "--policy thp-always/always:proactiveness=0,shmem-enabled=always " "$T_OUT/shmem.txt" ||
+	fail "shmem: thpemu did not run with the setting: $(sed -n 4p "$T_OUT/shmem.txt")"
+expect_eq "shmem: boots" "$(setting shmem 0 '[.real[] | select(.status == "ok")] | length')" 2
+expect_eq "shmem: runs" "$(setting shmem 0 '[.thpemu[] | select(.status == "ok")] | length')" 2
+for side in real thpemu; do
+	expect_eq "shmem: $side huge % at first touch" "$(setting shmem 0 ".table.huge_fault_pct.$side.min")" 100
+	expect_eq "shmem: $side thp_file_alloc" "$(setting shmem 0 ".table.thp_file_alloc.$side.min")" 16
+	expect_eq "shmem: $side thp_file_alloc max" "$(setting shmem 0 ".table.thp_file_alloc.$side.max")" 16
+	expect_eq "shmem: $side thp_fault_alloc" "$(setting shmem 0 ".table.thp_fault_alloc.$side.max")" 0
+done
+expect_eq "shmem: real huge % at the end" "$(setting shmem 0 '.table.huge_final_pct.real.min')" 100
+grep -q "^  thp_file_alloc " "$T_OUT/shmem.txt" || fail "shmem: no thp_file_alloc row in the table"
 say "ok in $((SECONDS - t0)) s"

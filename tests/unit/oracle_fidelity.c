@@ -252,8 +252,48 @@ TEST(a_table_flags_opposite_moves)
 	EXPECT_NEAR(t.flips[0].real_delta, -31, 1e-9);
 	EXPECT_NEAR(t.flips[0].emu_delta, 19, 1e-9);
 	fid_tally(&t, counts);
+	/* the three shared memory rows have no value anywhere: left out */
+	EXPECT(!t.shown[row_of("thp_file_alloc")]);
 	EXPECT_EQ(counts[FID_NA] + counts[FID_CLOSE] + counts[FID_INRANGE] + counts[FID_OFF],
-		  3 * FID_NROWS);
+		  3 * (FID_NROWS - 3));
+}
+
+/* The shared memory rows appear, for every setting, once one value of one side is non-zero;
+ * all zero they stay out of the text and the verdicts (a workload without shmem). */
+TEST(shmem_rows_appear_where_non_zero)
+{
+	static struct fid_table t;
+	int alloc = row_of("thp_file_alloc"), mapped = row_of("thp_file_mapped");
+	const double zero[3] = {0, 0, 0}, some[3] = {0, 16, 32};
+	int counts[FID_OFF + 1];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ASSERT(alloc >= 0 && mapped >= 0 && row_of("thp_file_fallback") >= 0);
+	EXPECT(fid_rows[alloc].optional && !fid_rows[row_of("thp_fault_alloc")].optional);
+	make_table(&t);
+	for (int k = 0; k < 3; k++) {
+		set_values(&t.set[k].real, mapped, zero, 3);
+		set_values(&t.set[k].emu, mapped, zero, 3);
+	}
+	fid_build(&t);
+	EXPECT(!t.shown[mapped]); /* zeros alone: not shown */
+	set_values(&t.set[2].emu, alloc, some, 3);
+	fid_build(&t);
+	EXPECT(t.shown[alloc]);
+	EXPECT(!t.shown[mapped]);
+	EXPECT_EQ(t.set[2].verdict[alloc], FID_NA); /* the real side has none */
+	fid_tally(&t, counts);
+	EXPECT_EQ(counts[FID_NA] + counts[FID_CLOSE] + counts[FID_INRANGE] + counts[FID_OFF],
+		  3 * (FID_NROWS - 2));
+	f = open_memstream(&buf, &len);
+	fid_text(f, &t);
+	fclose(f);
+	EXPECT(strstr(buf, "thp_file_alloc") != NULL);
+	EXPECT(strstr(buf, "0 / 16 / 32") != NULL);
+	EXPECT(strstr(buf, "thp_file_mapped") == NULL);
+	free(buf);
 }
 
 TEST(text_and_json)

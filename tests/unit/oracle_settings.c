@@ -101,6 +101,12 @@ TEST(keys_say_where_they_are_written)
 	ASSERT_STREQ(p, "/proc/sys/vm/extfrag_threshold");
 	ASSERT_EQ(oracle_knob_path("kernel.randomize_va_space", p, sizeof(p)), 0);
 	ASSERT_STREQ(p, "/proc/sys/kernel/randomize_va_space");
+	ASSERT_EQ(oracle_knob_path("shmem_enabled", p, sizeof(p)), 0);
+	ASSERT_STREQ(p, "/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+	ASSERT_EQ(oracle_knob_path("hugepages-64kB/shmem_enabled", p, sizeof(p)), 0);
+	ASSERT_STREQ(p, "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/shmem_enabled");
+	ASSERT_EQ(oracle_knob_path("tmpfs.huge", p, sizeof(p)), 0);
+	ASSERT_STREQ(p, "/dev/shm");
 	EXPECT_EQ(oracle_knob_path("enabled", p, 8), -ENAMETOOLONG);
 	/* every knob's values are words the guest's /init can pass unquoted */
 	for (size_t i = 0; oracle_knob(i); i++) {
@@ -128,6 +134,13 @@ TEST(settings_map_to_policy_keys)
 	ASSERT_STREQ(kv, "hugepages-64kB=always");
 	EXPECT_EQ(oracle_setting_policy("vm.compaction_proactiveness", "20", kv, sizeof(kv)), 0);
 	ASSERT_STREQ(kv, "proactiveness=20");
+	EXPECT_EQ(oracle_setting_policy("shmem_enabled", "within_size", kv, sizeof(kv)), 0);
+	ASSERT_STREQ(kv, "shmem-enabled=within_size");
+	EXPECT_EQ(oracle_setting_policy("hugepages-64kB/shmem_enabled", "inherit", kv, sizeof(kv)),
+		  0);
+	ASSERT_STREQ(kv, "shmem-hugepages-64kB=inherit");
+	EXPECT_EQ(oracle_setting_policy("tmpfs.huge", "always", kv, sizeof(kv)), 0);
+	ASSERT_STREQ(kv, "tmpfs-huge=always");
 	EXPECT_EQ(oracle_setting_policy("vm.min_free_kbytes", "1024", kv, sizeof(kv)), -ENOENT);
 	EXPECT_EQ(oracle_setting_policy("enabled", "always", kv, sizeof(kv)), -ENOENT);
 	EXPECT_EQ(oracle_setting_policy("khugepaged/max_ptes_none", "511", kv, 8), -ENAMETOOLONG);

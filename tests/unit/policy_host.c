@@ -126,6 +126,40 @@ TEST(host_of_an_older_kernel_keeps_defaults)
 	}
 }
 
+/* Shared memory: shmem_enabled, the per-size shmem_enabled files and /dev/shm's huge= */
+TEST(host_reads_shmem)
+{
+	struct mm_policy p;
+	char err[512], buf[512];
+
+	fake_tree();
+	put(THP "enabled", "always [madvise] never");
+	put(THP "defrag", "always defer defer+madvise [madvise] never");
+	put(THP "shmem_enabled", "always within_size [advise] never deny force");
+	put(THP "hugepages-8kB/shmem_enabled", "always inherit within_size advise [never]");
+	put(THP "hugepages-64kB/enabled", "always inherit madvise [never]");
+	put(THP "hugepages-64kB/shmem_enabled", "always inherit [within_size] advise never");
+	put(THP "hugepages-2048kB/enabled", "always [inherit] madvise never");
+	put(THP "hugepages-2048kB/shmem_enabled", "always [inherit] within_size advise never");
+	put("proc/mounts", "proc /proc proc rw,nosuid 0 0\n"
+			   "tmpfs /dev/shm tmpfs rw,nosuid,nodev,huge=within_size,inode64 0 0");
+	ASSERT_EQ(policy_parse("host", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.shmem_enabled, MM_SHMEM_HUGE_ADVISE);
+	EXPECT_EQ(p.shmem_hugepages[4], MM_SHMEM_SIZE_WITHIN_SIZE);
+	EXPECT_EQ(p.shmem_hugepages[MM_POLICY_PMD_ORDER], MM_SHMEM_SIZE_INHERIT);
+	EXPECT_EQ(p.tmpfs_huge, MM_SHMEM_HUGE_WITHIN_SIZE);
+	mm_policy_format(&p, buf, sizeof(buf));
+	EXPECT(strstr(buf, "shmem-enabled=advise") != NULL);
+	EXPECT(strstr(buf, "shmem-hugepages-64kB=within_size") != NULL);
+	EXPECT(strstr(buf, "tmpfs-huge=within_size") != NULL);
+	/* /dev/shm without huge= is never (shmem_show_options prints it only when set) */
+	put("proc/mounts", "tmpfs /dev/shm tmpfs rw,nosuid,nodev,inode64 0 0");
+	put(THP "shmem_enabled", "[always] within_size advise never deny force");
+	ASSERT_EQ(policy_parse("host", &p, err, sizeof(err)), 0);
+	EXPECT_EQ(p.shmem_enabled, MM_SHMEM_HUGE_ALWAYS);
+	EXPECT_EQ(p.tmpfs_huge, MM_SHMEM_HUGE_NEVER);
+}
+
 static void host_error(const char *needle1, const char *needle2)
 {
 	struct mm_policy p;
@@ -154,6 +188,12 @@ TEST(host_errors_name_the_file_and_value)
 	put(THP "khugepaged/pages_to_scan", "4096");
 	put(THP "hugepages-4096kB/enabled", "[always] inherit madvise never");
 	host_error("hugepages-4096kB/enabled", "16kB..2048kB");
+	put(THP "hugepages-4096kB/enabled", "always inherit madvise [never]");
+	put(THP "shmem_enabled", "always within_size advise never deny force");
+	host_error("transparent_hugepage/shmem_enabled", "always within_size");
+	put(THP "shmem_enabled", "always within_size advise [never] deny force");
+	put(THP "hugepages-8kB/shmem_enabled", "always inherit within_size [advise] never");
+	host_error("hugepages-8kB/shmem_enabled", "16kB..2048kB");
 	{
 		char cmd[300];
 

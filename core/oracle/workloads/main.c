@@ -22,6 +22,7 @@ static const struct {
     {"collapse", wl_khugepaged_main, "4 KiB-faulted region, MADV_COLLAPSE per extent"},
     {"shrinker", wl_shrinker_main, "sparse THPs under memory pressure: the THP shrinker"},
     {"writer", wl_writer_main, "THP faults while a thread streams a file to a (slow) disk"},
+    {"shmem", wl_shmem_main, "a shared region (anon, memfd, tmpfs file): shmem THP faults"},
 };
 
 #define NWL (sizeof(workloads) / sizeof(workloads[0]))

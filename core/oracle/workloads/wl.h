@@ -123,5 +123,6 @@ int wl_thpcompact_main(const char *name, int argc, char **argv); /* thpcompact *
 int wl_khugepaged_main(const char *name, int argc, char **argv); /* khugepaged, collapse */
 int wl_shrinker_main(const char *name, int argc, char **argv);	 /* shrinker */
 int wl_writer_main(const char *name, int argc, char **argv);	 /* writer */
+int wl_shmem_main(const char *name, int argc, char **argv);	 /* shmem */
 
 #endif
