@@ -640,7 +640,7 @@ static bool kswapd_should_nap(struct mm *mm, const struct scan_control *sc, uint
 /* 3.x balance_pgdat's end of a round: "goto loop_again" at DEF_PRIORITY once the round has
  * reclaimed SWAP_CLUSTER_MAX ("so kswapd doesn't build up large priorities for example when
  * it is freeing in parallel with allocators"). */
-static bool kswapd_loop_again(const struct scan_control *sc, uint32_t round_reclaimed)
+static bool kswapd_loop_again(uint32_t round_reclaimed)
 {
 	return round_reclaimed >= SWAP_CLUSTER_MAX;
 }
@@ -664,18 +664,18 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 	struct scan_control sc = {
 	    .order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true, .fc = &fc};
 	bool modern = era_modern(mm);
-	uint32_t round_scanned = 0, round_start = 0;
+	uint32_t round_scanned = 0, round_start = 0, high = wmark_pages(mm, WMARK_HIGH);
+
+	if (high < SWAP_CLUSTER_MAX)
+		high = SWAP_CLUSTER_MAX;
 
 	for (sc.priority = DEF_PRIORITY; sc.priority >= 0; sc.priority--) {
 		uint32_t before = sc.nr_scanned;
 
 		if (pgdat_balanced(mm, sc.order) && !mm->watermark_boost)
 			break;
-		sc.nr_to_reclaim = modern ? sc.nr_reclaimed + (wmark_pages(mm, WMARK_HIGH) >
-								       SWAP_CLUSTER_MAX
-								   ? wmark_pages(mm, WMARK_HIGH)
-								   : SWAP_CLUSTER_MAX)
-					  : UINT32_MAX;
+		/* 3.x: ULONG_MAX, "kswapd doesn't want to be bailed out while reclaim" */
+		sc.nr_to_reclaim = modern ? sc.nr_reclaimed + high : UINT32_MAX;
 		shrink_node(mm, &sc);
 		round_scanned += sc.nr_scanned - before;
 		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)
@@ -691,10 +691,10 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 					 MM_CAUSE_RECLAIM_THROTTLE))
 				break; /* the model was repaired under the nap */
 		}
-		if (kswapd_loop_again(&sc, sc.nr_reclaimed - round_start)) {
+		if (kswapd_loop_again(sc.nr_reclaimed - round_start)) {
 			round_scanned = 0;
 			round_start = sc.nr_reclaimed;
-			sc.priority = DEF_PRIORITY + 1; /* the loop's decrement makes it DEF_PRIORITY */
+			sc.priority = DEF_PRIORITY + 1; /* the decrement makes it DEF_PRIORITY */
 			continue;
 		}
 		if (!sc.priority) {
@@ -733,7 +733,7 @@ uint64_t kswapd_run(struct mm *mm, void *call)
 		wakeup_kcompactd(mm, order);
 	}
 	if (again && !balanced) {
-		mm->kswapd_awake = true; /* 3.x balance_pgdat's goto loop_again after cond_resched */
+		mm->kswapd_awake = true; /* 3.x: cond_resched, then goto loop_again */
 		mm->kswapd_order = again_order;
 		return 0;
 	}

@@ -273,10 +273,11 @@ static void kswapd_fill(struct fakeenv *fe, const char *spec, uint32_t every, in
 	ASSERT_EQ(fakeenv_init(fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
 	for (mm_get_counts(fe->mm, &c); (int64_t)c.free > (int64_t)c.wmark_min + above_min;
 	     mm_get_counts(fe->mm, &c)) {
-		ASSERT_EQ(mm_debug_place(fe->mm, pfn,
-					 every && pfn % every == 0 ? DBG_FILE_DIRTY : DBG_FILE_CLEAN,
-					 own(pfn)),
-			  0);
+		ASSERT_EQ(
+		    mm_debug_place(fe->mm, pfn,
+				   every && pfn % every == 0 ? DBG_FILE_DIRTY : DBG_FILE_CLEAN,
+				   own(pfn)),
+		    0);
 		pfn++;
 	}
 	mm_lock(fe->mm);
