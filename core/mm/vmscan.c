@@ -24,8 +24,8 @@
  *    kcompactd before sleeping; 3.x's loop_again (a round that reclaimed SWAP_CLUSTER_MAX
  *    starts again at DEF_PRIORITY) and its congestion_wait nap after passes below
  *    DEF_PRIORITY - 2.
- * Anonymous memory is never reclaimed (no swap is modelled). kswapd does not write dirty
- * pages (the flusher, core/io, does).
+ * Anonymous memory is never reclaimed (no swap is modelled). 6.12's kswapd does not write
+ * dirty pages (the flusher, core/io, does); 3.x's does (reclaim_may_pageout).
  */
 #include <errno.h>
 
@@ -628,8 +628,9 @@ void wakeup_kswapd(struct mm *mm, unsigned order, unsigned gfp)
 
 /* 3.x balance_pgdat's "OK, kswapd is getting into trouble. Take a nap": after a pass that
  * scanned below DEF_PRIORITY - 2 and left the zone unbalanced, congestion_wait(BLK_RW_ASYNC,
- * HZ/10) - unless the zone is below MIN at the order (has_under_min_watermark_zone, counted
- * as KSWAPD_SKIP_CONGESTION_WAIT instead). Identical in 3.1.0, 3.2.7 and 3.3.8 mm/vmscan.c. */
+ * HZ/10) - unless the zone is below MIN at the order (has_under_min_watermark_zone; the
+ * kernel counts KSWAPD_SKIP_CONGESTION_WAIT, the model does not). Identical in 3.1.0, 3.2.7
+ * and 3.3.8 mm/vmscan.c. */
 static bool kswapd_should_nap(struct mm *mm, const struct scan_control *sc, uint32_t round_scanned)
 {
 	if (!round_scanned || sc->priority >= DEF_PRIORITY - 2)
