@@ -223,13 +223,11 @@ struct mm {
 	bool compact_blockskip_flush;
 
 	/* Background actors. */
-	bool kswapd_awake;	/* woken and not yet balanced */
-	int kswapd_resume_prio; /* 3.x: the priority balance_pgdat napped at (congestion_wait);
-				 * its next run goes on one lower. 0: not napping */
-	bool zone_congested;	/* 3.x ZONE_CONGESTED: reclaim found every dirty page it tried to
-				 * write backed by a congested device (wait_iff_congested sleeps) */
-	bool boost_wake;	/* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
-	unsigned kswapd_order;	/* highest order asked of kswapd since it last slept */
+	bool kswapd_awake;     /* woken and not yet balanced */
+	bool zone_congested;   /* 3.x ZONE_CONGESTED: reclaim found every dirty page it tried to
+				* write backed by a congested device (wait_iff_congested sleeps) */
+	bool boost_wake;       /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
+	unsigned kswapd_order; /* highest order asked of kswapd since it last slept */
 	unsigned kswapd_failures;
 	bool kcompactd_awake;
 	unsigned kcompactd_max_order;

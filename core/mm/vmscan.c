@@ -21,9 +21,11 @@
  *    41ac199 "mm: vmscan: do not stall on writeback during memory compaction");
  *  - kswapd's balance_pgdat to the HIGH watermark at the woken order (order 0 once
  *    compact_gap pages are reclaimed), watermark boost reset, and the 6.12 hand-off to
- *    kcompactd before sleeping.
- * Anonymous memory is never reclaimed (no swap is modelled). kswapd does not write dirty
- * pages (the flusher, core/io, does).
+ *    kcompactd before sleeping; 3.x's loop_again (a round that reclaimed SWAP_CLUSTER_MAX
+ *    starts again at DEF_PRIORITY) and its congestion_wait nap after passes below
+ *    DEF_PRIORITY - 2.
+ * Anonymous memory is never reclaimed (no swap is modelled). 6.12's kswapd does not write
+ * dirty pages (the flusher, core/io, does); 3.x's does (reclaim_may_pageout).
  */
 #include <errno.h>
 
@@ -50,7 +52,6 @@ struct scan_control {
 	bool compaction_ready; /* shrink_zones skipped the zone for compaction */
 	unsigned reclaim_mode; /* 3.x RM_* of the current batch */
 	bool stale;	       /* the model was repaired under it: its batch is gone, stop */
-	bool napped;	       /* kswapd: a 3.2/3.3 wait_iff_congested ended this run */
 	uint32_t nr_dirty;     /* this shrink_page_list: dirty pages met */
 	uint32_t nr_congested; /* ... kept because the device was congested */
 	uint32_t nr_writeback; /* ... under writeback */
@@ -136,13 +137,6 @@ static void wait_iff_congested(struct mm *mm, struct scan_control *sc)
 {
 	if (!mm->cfg.policy.reclaim_throttles || !mm->zone_congested)
 		return;
-	if (sc->kswapd) {
-		/* kswapd cannot sleep inside a run (the simulator drives it from its event loop):
-		 * the nap ends the run, which goes on at the next priority 100 ms later */
-		if (mm_hook_congested(mm, sc->fc->call))
-			sc->napped = true;
-		return;
-	}
 	if (throttle_nap(mm, sc->fc, MM_WAIT_RECLAIM_CONGESTED, NSEC_PER_HZ_10, true,
 			 MM_CAUSE_RECLAIM_THROTTLE))
 		sc->stale = true;
@@ -525,7 +519,7 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 		before = sc->nr_reclaimed;
 		if (!nr_in && mm->nr_lru[0])
 			nr_in = mm->nr_lru[0] < SWAP_CLUSTER_MAX ? mm->nr_lru[0] : SWAP_CLUSTER_MAX;
-		while ((nr_in || nr_act) && !sc->stale && !sc->napped) {
+		while ((nr_in || nr_act) && !sc->stale) {
 			uint32_t batch;
 
 			if (nr_act) {
@@ -632,44 +626,84 @@ void wakeup_kswapd(struct mm *mm, unsigned order, unsigned gfp)
 	count_event(mm, MM_STAT_KSWAPD_WAKE, 1);
 }
 
+/* 3.x balance_pgdat's "OK, kswapd is getting into trouble. Take a nap": after a pass that
+ * scanned below DEF_PRIORITY - 2 and left the zone unbalanced, congestion_wait(BLK_RW_ASYNC,
+ * HZ/10) - unless the zone is below MIN at the order (has_under_min_watermark_zone; the
+ * kernel counts KSWAPD_SKIP_CONGESTION_WAIT, the model does not). Identical in 3.1.0, 3.2.7
+ * and 3.3.8 mm/vmscan.c. */
+static bool kswapd_should_nap(struct mm *mm, const struct scan_control *sc, uint32_t round_scanned)
+{
+	if (!round_scanned || sc->priority >= DEF_PRIORITY - 2)
+		return false;
+	return zone_watermark_ok(mm, sc->order, wmark_pages(mm, WMARK_MIN), 0);
+}
+
+/* 3.x balance_pgdat's end of a round: "goto loop_again" at DEF_PRIORITY once the round has
+ * reclaimed SWAP_CLUSTER_MAX ("so kswapd doesn't build up large priorities for example when
+ * it is freeing in parallel with allocators"). */
+static bool kswapd_loop_again(uint32_t round_reclaimed)
+{
+	return round_reclaimed >= SWAP_CLUSTER_MAX;
+}
+
 /* balance_pgdat: reclaim toward HIGH at the order (dropping to order 0 once compact_gap is
- * reclaimed). Returns frames reclaimed. */
-__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call, bool *napped)
+ * reclaimed). Returns frames reclaimed; *again: 3.x, a sweep down to priority 0 left the zone
+ * unbalanced (the kernel's cond_resched and "goto loop_again": run again at once, at
+ * *again_order).
+ *
+ * 3.x (mm/vmscan.c balance_pgdat, the same loop in 3.1.0, 3.2.7 and 3.3.8; 3.3 only adds
+ * highmem's buffer_heads_over_limit and renames the memcg field): nr_to_reclaim is ULONG_MAX
+ * ("kswapd doesn't want to be bailed out while reclaim"), each pass checks the zone, shrinks
+ * it, naps (kswapd_should_nap), and a round that reclaimed SWAP_CLUSTER_MAX starts again at
+ * DEF_PRIORITY with its counts reset (loop_again: total_scanned = 0, sc.nr_reclaimed = 0);
+ * a round that ends short of SWAP_CLUSTER_MAX unbalanced drops to order 0 ("kswapd may
+ * infinite loop") and starts again too. 6.12 lowers the priority every pass until balanced. */
+__stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void *call, bool *again,
+					    unsigned *again_order)
 {
 	struct fault_ctx fc = {.call = call, .background = true};
 	struct scan_control sc = {
 	    .order = order, .gfp = GFP_HIGHUSER_MOVABLE, .kswapd = true, .fc = &fc};
+	bool modern = era_modern(mm);
+	uint32_t round_scanned = 0, round_start = 0, high = wmark_pages(mm, WMARK_HIGH);
 
-	sc.priority = DEF_PRIORITY;
-	if (mm->kswapd_resume_prio) { /* back from the nap: go on where it was */
-		sc.priority = mm->kswapd_resume_prio - 1;
-		mm->kswapd_resume_prio = 0;
-	}
-	for (; sc.priority >= 0; sc.priority--) {
+	if (high < SWAP_CLUSTER_MAX)
+		high = SWAP_CLUSTER_MAX;
+
+	for (sc.priority = DEF_PRIORITY; sc.priority >= 0; sc.priority--) {
 		uint32_t before = sc.nr_scanned;
 
 		if (pgdat_balanced(mm, sc.order) && !mm->watermark_boost)
 			break;
-		sc.nr_to_reclaim = sc.nr_reclaimed + (wmark_pages(mm, WMARK_HIGH) > SWAP_CLUSTER_MAX
-							  ? wmark_pages(mm, WMARK_HIGH)
-							  : SWAP_CLUSTER_MAX);
+		/* 3.x: ULONG_MAX, "kswapd doesn't want to be bailed out while reclaim" */
+		sc.nr_to_reclaim = modern ? sc.nr_reclaimed + high : UINT32_MAX;
 		shrink_node(mm, &sc);
-		if (sc.napped) { /* shrink_inactive_list's wait_iff_congested (3.2/3.3) */
-			*napped = true;
-			mm->kswapd_resume_prio = sc.priority ? sc.priority : 1;
-			break;
-		}
+		round_scanned += sc.nr_scanned - before;
 		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)
 			sc.order = 0;
 		if (mm->watermark_boost && pgdat_balanced(mm, 0))
 			mm->watermark_boost = 0;
 		if ((sc.nr_scanned == before && !mm->nr_lru[0] && !mm->nr_split_queue) || sc.stale)
 			break;
-		/* 3.x "kswapd is getting into trouble. Take a nap" (congestion_wait(BLK_RW_ASYNC,
-		 * HZ/10) after a pass that scanned below DEF_PRIORITY - 2) is not modelled: it
-		 * comes with balance_pgdat's loop_again, which the model lacks (README,
-		 * Deviations); without it kswapd reaches those priorities on every run of a large
-		 * zone and the nap throttled it to one pass per 100 ms. */
+		if (modern || (pgdat_balanced(mm, sc.order) && !mm->watermark_boost))
+			continue; /* 3.x: balanced, "kswapd: all done" at the loop's top */
+		if (mm->cfg.policy.reclaim_throttles && kswapd_should_nap(mm, &sc, round_scanned)) {
+			if (throttle_nap(mm, &fc, MM_WAIT_RECLAIM_CONGESTED, NSEC_PER_HZ_10, false,
+					 MM_CAUSE_RECLAIM_THROTTLE))
+				break; /* the model was repaired under the nap */
+		}
+		if (kswapd_loop_again(sc.nr_reclaimed - round_start)) {
+			round_scanned = 0;
+			round_start = sc.nr_reclaimed;
+			sc.priority = DEF_PRIORITY + 1; /* the decrement makes it DEF_PRIORITY */
+			continue;
+		}
+		if (!sc.priority) {
+			/* out: unbalanced; short of SWAP_CLUSTER_MAX the order drops to 0 */
+			*again = true;
+			if (sc.nr_reclaimed - round_start < SWAP_CLUSTER_MAX)
+				*again_order = 0;
+		}
 	}
 	/* balance_pgdat: a zone at its high watermark is no longer congested */
 	if (pgdat_balanced(mm, 0))
@@ -683,9 +717,9 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
  * asked for it, and wake kcompactd for the order). Returns ns until it wants to run again. */
 uint64_t kswapd_run(struct mm *mm, void *call)
 {
-	unsigned order = mm->kswapd_order;
-	bool napped = false;
-	uint32_t reclaimed = balance_pgdat(mm, order, call, &napped);
+	unsigned order = mm->kswapd_order, again_order = order;
+	bool again = false;
+	uint32_t reclaimed = balance_pgdat(mm, order, call, &again, &again_order);
 	bool balanced = pgdat_balanced(mm, 0);
 
 	mm->watermark_boost = 0;
@@ -699,13 +733,11 @@ uint64_t kswapd_run(struct mm *mm, void *call)
 		reset_isolation_suitable(mm);
 		wakeup_kcompactd(mm, order);
 	}
-	if (napped && !balanced) {
-		mm->kswapd_awake = true; /* balance_pgdat's congestion_wait, then again */
-		mm->kswapd_order = order;
-		count_event(mm, MM_STAT_THROTTLE_CONGESTION, 1);
-		return NSEC_PER_HZ_10;
+	if (again && !balanced) {
+		mm->kswapd_awake = true; /* 3.x: cond_resched, then goto loop_again */
+		mm->kswapd_order = again_order;
+		return 0;
 	}
-	mm->kswapd_resume_prio = 0;
 	if (!balanced && reclaimed) {
 		mm->kswapd_awake = true; /* kswapd_try_to_sleep's short nap, then again */
 		return 100 * 1000000ULL;

@@ -34,8 +34,8 @@ TEST(kswapd_balances_to_high)
 	mm_get_stats(fe.mm, st);
 	EXPECT_EQ(st[MM_STAT_KSWAPD_WAKE], 1);
 	EXPECT(fe.mm->kswapd_awake);
-	/* one run balances it: balance_pgdat's congestion_wait nap is not modelled (it goes with
-	 * loop_again, core/mm/README.md) and nothing is congested */
+	/* one run balances it: every priority-12 pass reclaims SWAP_CLUSTER_MAX clean pages, so
+	 * balance_pgdat's loop_again keeps it above DEF_PRIORITY - 2, where it would nap */
 	next = mm_background(fe.mm, NULL);
 	EXPECT_EQ(next, UINT64_MAX);
 	mm_get_stats(fe.mm, st);

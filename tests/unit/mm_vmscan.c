@@ -259,6 +259,123 @@ TEST(kswapd_writes_under_pressure_in_32)
 	fakeenv_destroy(&fe);
 }
 
+/* ---- 3.x balance_pgdat: loop_again and the nap (mm/vmscan.c, the same in 3.1.0, 3.2.7, 3.3.8) */
+
+/* A 16 MiB pool of page cache, every `every`-th frame dirty (0: none, 1: all), filled from pfn
+ * 0 (the LRU tail) until `above_min` frames above MIN are left (negative: below it); then
+ * kswapd is woken at order 0. Nothing runs yet. */
+static void kswapd_fill(struct fakeenv *fe, const char *spec, uint32_t every, int above_min)
+{
+	struct mm_counts c;
+	char err[256];
+	uint32_t pfn = 0;
+
+	ASSERT_EQ(fakeenv_init(fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	for (mm_get_counts(fe->mm, &c); (int64_t)c.free > (int64_t)c.wmark_min + above_min;
+	     mm_get_counts(fe->mm, &c)) {
+		ASSERT_EQ(
+		    mm_debug_place(fe->mm, pfn,
+				   every && pfn % every == 0 ? DBG_FILE_DIRTY : DBG_FILE_CLEAN,
+				   own(pfn)),
+		    0);
+		pfn++;
+	}
+	mm_lock(fe->mm);
+	wakeup_kswapd(fe->mm, 0, 0);
+	mm_unlock(fe->mm);
+	ASSERT(fe->mm->kswapd_awake);
+}
+
+/* All clean: at 16 MiB a priority-12 pass scans the forced SWAP_CLUSTER_MAX (the inactive
+ * list >> 12 is 0; get_scan_count's force_scan for kswapd) and reclaims all 32, so each round
+ * ends with "goto loop_again" at DEF_PRIORITY and kswapd balances in one run with passes of
+ * 32 only. Without the restart its next passes would be at priorities 11, 10, 9 (1, 3 and 7
+ * pages: list >> priority) and it would nap after the one at 9. The same in all three eras. */
+TEST(kswapd_loop_again_restarts_at_def_priority)
+{
+	static const char *const eras[] = {"linux-3.1", "linux-3.2", "linux-3.3"};
+
+	for (unsigned i = 0; i < sizeof(eras) / sizeof(eras[0]); i++) {
+		struct fakeenv fe;
+		struct mm_counts c;
+		char err[256];
+
+		kswapd_fill(&fe, eras[i], 0, 2);
+		mm_get_counts(fe.mm, &c);
+		ASSERT_GT(c.wmark_high - c.free, 2 * 32); /* three rounds or more */
+		EXPECT_EQ(mm_background(fe.mm, NULL), UINT64_MAX);
+		mm_get_counts(fe.mm, &c);
+		EXPECT_GE(c.free, c.wmark_high);
+		EXPECT(!fe.mm->kswapd_awake);
+		EXPECT_EQ(stat(&fe, MM_STAT_PGSCAN_KSWAPD) % 32, 0);
+		EXPECT_GE(stat(&fe, MM_STAT_PGSCAN_KSWAPD), 3 * 32);
+		EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_KSWAPD), stat(&fe, MM_STAT_PGSCAN_KSWAPD));
+		EXPECT_EQ(fe.n_throttle_kind[MM_WAIT_RECLAIM_CONGESTED], 0);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* The nap: the first one comes after a pass below DEF_PRIORITY - 2 - in 3.2/3.3 the first
+ * priority at which kswapd writes, so by then it has written - and is congestion_wait's
+ * HZ/10, whether or not the device is congested. */
+static uint64_t nap_writes, nap_count;
+
+static void count_nap(struct fakeenv *fe, enum mm_wait_kind kind)
+{
+	if (kind != MM_WAIT_RECLAIM_CONGESTED)
+		return;
+	if (!nap_count++)
+		nap_writes = stat(fe, MM_STAT_KSWAPD_WRITE);
+}
+
+TEST(kswapd_naps_after_passes_below_def_priority_minus_2)
+{
+	static const char *const eras[] = {"linux-3.1", "linux-3.2", "linux-3.3"};
+
+	for (unsigned i = 0; i < sizeof(eras) / sizeof(eras[0]); i++) {
+		struct fakeenv fe;
+		uint64_t t0;
+
+		kswapd_fill(&fe, eras[i], 1, 2); /* all dirty: no pass reclaims 32 */
+		fe.on_throttle = count_nap;
+		nap_count = nap_writes = 0;
+		t0 = fe.now;
+		mm_background(fe.mm, NULL);
+		EXPECT_GE(nap_count, 1);
+		EXPECT_GT(nap_writes, 0);
+		EXPECT_GE(fe.now - t0, nap_count * 100 * MS);
+		fakeenv_destroy(&fe);
+	}
+	/* 6.12 has no such nap */
+	{
+		struct fakeenv fe;
+
+		kswapd_fill(&fe, "modern-always", 1, 2);
+		mm_background(fe.mm, NULL);
+		EXPECT_EQ(fe.n_throttle_kind[MM_WAIT_RECLAIM_CONGESTED], 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* Below MIN (has_under_min_watermark_zone) kswapd does not nap: it counts
+ * KSWAPD_SKIP_CONGESTION_WAIT and hurries on. All dirty and 20 frames under MIN: passes
+ * write but free nothing while the run lasts (the writeback is not over), so it stays under. */
+TEST(kswapd_skips_the_nap_below_min)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+
+	kswapd_fill(&fe, "linux-3.2", 1, -20);
+	fe.writeout_latency_ns = 1000 * MS; /* past the run */
+	mm_background(fe.mm, NULL);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_LT(c.free, c.wmark_min);
+	EXPECT_GT(stat(&fe, MM_STAT_KSWAPD_WRITE), 0);
+	EXPECT_EQ(fe.n_throttle_kind[MM_WAIT_RECLAIM_CONGESTED], 0);
+	fakeenv_destroy(&fe);
+}
+
 /* ext4 (delalloc): ->writepage from reclaim redirties the page; nothing is written, so 3.1's
  * batch keeps the dirty neighbour (the mode resets: no synchronous pass). */
 TEST(ext4_refuses_writepage_from_reclaim)
