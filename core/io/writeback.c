@@ -328,22 +328,29 @@ static void submit(struct io *io, struct io_req *r)
 		io_complete(io, r, rc);
 }
 
-/* A request of the 3.x list for the flusher's next write: one a writeout caller took (its page
- * is in the carry, ahead), or get_request() in the flusher's own name. Refused, the flusher is
- * queued among the sleepers (FIFO with the writeout callers) and tries again once a freed
- * request woke it (rqs_try), meanwhile completing requests as get_request_wait's io_schedule
- * lets the device do. */
-static bool rq_take(struct io *io)
+/* A request of the 3.x list for the flusher's next write of n pages: the writeout callers took
+ * one for each page they queued (they are at the carry's head): the write uses one, and the
+ * others are freed as merged into it (a bio merged into a request allocates none; two
+ * requests merged free one: block/blk-core.c attempt_merge -> __blk_put_request ->
+ * freed_request, 3.2), which wakes their sleepers. Else get_request() in the flusher's own
+ * name: refused, the flusher is queued among the sleepers (FIFO with the writeout callers)
+ * and tries again once a freed request woke it (rqs_try), meanwhile completing requests as
+ * the device lets it. */
+static bool rq_take(struct io *io, unsigned n)
 {
-	uint32_t c = __atomic_load_n(&io->rq_credits, __ATOMIC_RELAXED);
+	uint32_t c = __atomic_load_n(&io->rq_credits, __ATOMIC_RELAXED), k;
 	int slot;
 	bool got;
 
-	while (c && !__atomic_compare_exchange_n(&io->rq_credits, &c, c - 1, true,
-						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-	if (c)
+	do {
+		k = c < n ? c : n;
+	} while (k && !__atomic_compare_exchange_n(&io->rq_credits, &c, c - k, true,
+						   __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	if (k) {
+		while (--k)
+			rqs_put(io->rqs, RQL_ASYNC, -1, NULL);
 		return true;
+	}
 	slot = __atomic_load_n(&io->fl_slot, __ATOMIC_RELAXED);
 	got = rqs_try(io->rqs, RQL_ASYNC, &io->fl_ioc, &slot);
 	__atomic_store_n(&io->fl_slot, slot, __ATOMIC_RELAXED);
@@ -363,7 +370,7 @@ static bool write_run(struct io *io, unsigned n)
 
 	if (__atomic_load_n(&io->nfree, __ATOMIC_RELAXED) <= IO_EXTRA_REQS / 2)
 		return false;
-	if (io->rqs && !rq_take(io))
+	if (io->rqs && !rq_take(io, n))
 		return false; /* the flusher sleeps in get_request_wait (its pages stay queued) */
 	r = io_req_get(io);
 	if (!r) {
