@@ -140,8 +140,8 @@ static int machine_writeout(struct uffd_live *lv, void *call, uint64_t owner, ui
 		rc = uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0);
 		return rc == -ENOENT ? -EBUSY : rc; /* the host is gone: nobody writes it */
 	}
-	if (rqs_get(lv->rqs, RQL_ASYNC, &ioc, RQS_WRITEOUT, HOST_CHECK_NS, host_gone_cb, lv,
-		    NULL) < 0)
+	if (rqs_get(lv->rqs, RQL_ASYNC, &ioc, RQS_WRITEOUT, HOST_CHECK_NS, host_gone_cb, lv, NULL) <
+	    0)
 		return -EBUSY; /* the host is gone */
 	rc = uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn,
 				  MACHINE_WRITEOUT_HELD);

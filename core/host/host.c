@@ -247,7 +247,7 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 	__atomic_store_n(&h->member.io, h->io, __ATOMIC_RELEASE); /* the env's writeback engine */
 	if (h->io && io_rqs(h->io) == env.rqs && env.rqs) /* processes find it from now on */
 		__atomic_store_n(&h->m.hdr->rqs_off, machine_off(&h->m, env.rqs), __ATOMIC_RELEASE);
-	if (why[0])						  /* the note keeps its head */
+	if (why[0]) /* the note keeps its head */
 		snprintf(h->io_stats.note, sizeof(h->io_stats.note), "%.*s",
 			 (int)sizeof(h->io_stats.note) - 1, why);
 	if (why[0] && cfg->log != CONFIG_LOG_QUIET)

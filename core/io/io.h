@@ -154,11 +154,11 @@ struct io_stats {
 	uint64_t throttle_ns, throttle_max_ns;
 	uint64_t pagecache_retries; /* page-cache lookups retried (locked page, pool exhausted) */
 	uint64_t bytes_read, read_ops, read_errors;
-	uint64_t inflight_max;	     /* most write requests in flight at once */
-	uint64_t dirty_max_pages;    /* most dirty + writeback pages seen by the dirtier */
-	uint64_t copies;	     /* page-cache copies for migration */
+	uint64_t inflight_max;	  /* most write requests in flight at once */
+	uint64_t dirty_max_pages; /* most dirty + writeback pages seen by the dirtier */
+	uint64_t copies;	  /* page-cache copies for migration */
 	/* the 3.x request list (rq_3x; io/rqshare.h), copied from it by the flusher */
-	uint64_t rq_active;			     /* 1: writes were allocated from it */
+	uint64_t rq_active;			      /* 1: writes were allocated from it */
 	uint64_t rq_allocated, rq_refused, rq_beyond; /* given, refused, given beyond the limit */
 	uint64_t rq_allocated_max, rq_congested_on;   /* most at once, times congested */
 	uint64_t rq_waits[3], rq_wait_ns[3], rq_wait_max_ns[3], rq_waits_1s[3]; /* enum rqs_who */

@@ -17,8 +17,7 @@ static void lock(struct rqs *s)
 {
 	uint32_t c = 0;
 
-	if (__atomic_compare_exchange_n(&s->lock, &c, 1, false, __ATOMIC_ACQUIRE,
-					__ATOMIC_RELAXED))
+	if (__atomic_compare_exchange_n(&s->lock, &c, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return;
 	if (c != 2)
 		c = __atomic_exchange_n(&s->lock, 2, __ATOMIC_ACQUIRE);
@@ -76,8 +75,8 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-int rqs_get(struct rqs *s, enum rql_dir d, struct rql_ioc *ioc, enum rqs_who who,
-	    uint64_t slice_ns, bool (*gone)(void *), void *arg, uint64_t *waited_ns)
+int rqs_get(struct rqs *s, enum rql_dir d, struct rql_ioc *ioc, enum rqs_who who, uint64_t slice_ns,
+	    bool (*gone)(void *), void *arg, uint64_t *waited_ns)
 {
 	uint64_t t0 = 0;
 	int rc = 0;

@@ -59,8 +59,8 @@ void rqs_init(struct rqs *s, unsigned nr_requests);
  * until one is freed. Every slice_ns asleep, gone(arg) (may be NULL) says whether to give up
  * (-ETIMEDOUT, no request). 0 with a request (rqs_put frees it); *waited_ns (may be NULL): how
  * long it slept (0 if it never did), counted in who's statistics. */
-int rqs_get(struct rqs *s, enum rql_dir d, struct rql_ioc *ioc, enum rqs_who who,
-	    uint64_t slice_ns, bool (*gone)(void *), void *arg, uint64_t *waited_ns);
+int rqs_get(struct rqs *s, enum rql_dir d, struct rql_ioc *ioc, enum rqs_who who, uint64_t slice_ns,
+	    bool (*gone)(void *), void *arg, uint64_t *waited_ns);
 /* The flusher's get_request_wait, which must not sleep (its thread ends the requests): true
  * with a request; false with the flusher queued as a sleeper in *slot (-1: not queued) if it
  * was not already; while it is queued and not woken, false without trying. */

@@ -6,9 +6,9 @@
  * fsync), mm/page-writeback.c's write_cache_pages -> test_set_page_writeback, the block
  * layer's merging of file-contiguous pages into one request of at most max_sectors and its
  * nr_requests bound (core/io/wbqueue, shared with the simulator; for the 3.x eras the request
- * list of core/io/rqlist through io/rqshare.h, block/blk-core.c get_request_wait), end_page_writeback() (clear
- * PG_writeback, wake_up_page on the hashed wait queue) and mm/vmscan.c / mm/migrate.c's
- * writeout(), which starts writeback of one page.
+ * list of core/io/rqlist through io/rqshare.h, block/blk-core.c get_request_wait),
+ * end_page_writeback() (clear PG_writeback, wake_up_page on the hashed wait queue) and mm/vmscan.c
+ * / mm/migrate.c's writeout(), which starts writeback of one page.
  *
  * Only the flusher talks to the backend. Other threads (the dirtier, fault handlers in
  * writeout()) hand it work through short critical sections on q_lock and a kick; no thread but
@@ -705,8 +705,8 @@ int io_writeout_held(struct io *io, uint64_t owner, uint32_t pfn)
 		while (c && !__atomic_compare_exchange_n(&io->rq_credits, &c, c - 1, true,
 							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
-		if (c && rqs_put(io->rqs, RQL_ASYNC, __atomic_load_n(&io->fl_slot, __ATOMIC_RELAXED),
-				 NULL))
+		if (c && rqs_put(io->rqs, RQL_ASYNC,
+				 __atomic_load_n(&io->fl_slot, __ATOMIC_RELAXED), NULL))
 			io->be->kick(io);
 	}
 	return rc;
@@ -889,8 +889,8 @@ static int reqs_init(struct io *io)
 	uint8_t *mem;
 
 	/* the 3.x list gives a batcher up to 3/2 nr_requests (block/blk-core.c get_request) */
-	io->nreqs = (io->rqs ? io->cfg.dev.nr_requests * 3 / 2 : io->cfg.dev.nr_requests) +
-		    IO_EXTRA_REQS;
+	io->nreqs =
+	    (io->rqs ? io->cfg.dev.nr_requests * 3 / 2 : io->cfg.dev.nr_requests) + IO_EXTRA_REQS;
 	io->reqs = io_map(io->nreqs * sizeof(*io->reqs));
 	io->req_mem_len = (size_t)io->nreqs * mp * (sizeof(uint32_t) + sizeof(struct iovec));
 	io->req_mem = io_map(io->req_mem_len);

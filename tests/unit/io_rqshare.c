@@ -210,8 +210,8 @@ TEST(a_sleeper_gives_up_when_told_and_leaves_the_queue)
 
 TEST(a_sleeper_in_another_process_is_woken_through_the_shared_list)
 {
-	struct rqs *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			     -1, 0);
+	struct rqs *s =
+	    mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct rql_ioc a = {0};
 	int status;
 	bool unc;
