@@ -56,9 +56,9 @@ static int queue_slot(struct rqs *s, enum rql_dir d, uint64_t now)
 	for (int i = 0; i < RQS_WAITERS; i++) {
 		struct rqs_slot *q = &s->slot[i];
 
-		if (q->used)
+		if (__atomic_load_n(&q->used, __ATOMIC_RELAXED))
 			continue;
-		q->used = 1;
+		__atomic_store_n(&q->used, 1, __ATOMIC_RELAXED);
 		q->t0 = now;
 		__atomic_store_n(&q->word, 0, __ATOMIC_RELAXED);
 		q->w.cookie = q;
@@ -117,7 +117,7 @@ int rqs_get(struct rqs *s, enum rql_dir d, struct rql_ioc *ioc, enum rqs_who who
 		}
 		lock(s);
 		rql_woken(&s->l, d, &q->w, ioc, clock_now_ns()); /* finish_wait, batching */
-		q->used = 0;
+		__atomic_store_n(&q->used, 0, __ATOMIC_RELAXED);
 		if (rc < 0)
 			break;
 		unlock(s);
@@ -151,7 +151,7 @@ bool rqs_try(struct rqs *s, enum rql_dir d, struct rql_ioc *ioc, int *slot)
 		got = rql_get(&s->l, d, ioc, now);
 		if (got) {
 			stat_add(s, RQS_FLUSHER, now - q->t0);
-			q->used = 0;
+			__atomic_store_n(&q->used, 0, __ATOMIC_RELAXED);
 			*slot = -1;
 		} else { /* back to the tail, still counted from the first sleep */
 			__atomic_store_n(&q->word, 0, __ATOMIC_RELAXED);
@@ -178,7 +178,7 @@ void rqs_cancel(struct rqs *s, enum rql_dir d, int *slot)
 		return;
 	lock(s);
 	rql_woken(&s->l, d, &s->slot[*slot].w, &ioc, 0);
-	s->slot[*slot].used = 0;
+	__atomic_store_n(&s->slot[*slot].used, 0, __ATOMIC_RELAXED);
 	unlock(s);
 	*slot = -1;
 }
@@ -210,7 +210,12 @@ bool rqs_put(struct rqs *s, enum rql_dir d, int flusher_slot, bool *uncongested)
 
 bool rqs_congested(struct rqs *s, enum rql_dir d)
 {
-	return __atomic_load_n(&s->l.congested[d], __ATOMIC_ACQUIRE);
+	bool c;
+
+	lock(s);
+	c = rql_congested(&s->l, d);
+	unlock(s);
+	return c;
 }
 
 void rqs_stats(struct rqs *s, struct rql_stats *st, struct rqs_wait_stat waited[RQS_WHO_NR])
