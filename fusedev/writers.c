@@ -31,6 +31,7 @@
 
 #include "env/env.h"
 #include "io/io.h"
+#include "io/rqshare.h"
 #include "io/waitq.h"
 #include "io/wbthrottle.h"
 #include "machine/machine.h"
@@ -361,6 +362,37 @@ void fdev_machine_write(struct fdev *fs, fuse_req_t req, struct fdev_inode *i, s
 	defer(d);
 }
 
+static bool host_gone(void *arg)
+{
+	return machine_host_gone(arg);
+}
+
+/* fsync's writeback of one page in the writer's own name (filemap_fdatawrite -> do_writepages
+ * -> submit_bio, in the fsync caller's context): with the machine's 3.x request list the
+ * writer first takes a request, asleep in get_request_wait while the list is full
+ * (block/blk-core.c, 3.2). This runs on the FSYNC's own thread, so only that request's reply
+ * waits (the program's fsync(2) blocks in its FUSE request, as in the kernel's); the workers
+ * that serve the engine's WRITEs, whose completions free requests, never sleep here. */
+static void writeout_page(struct fdev_mach *x, uint64_t owner, uint32_t pfn)
+{
+	static __thread struct rql_ioc ioc; /* the writer's io_context: its batch */
+	uint64_t off = __atomic_load_n(&x->m.hdr->rqs_off, __ATOMIC_ACQUIRE);
+	struct rqs *rqs = off ? machine_at(&x->m, off) : NULL;
+	int rc;
+
+	if (!rqs) {
+		machine_request(&x->m, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0, WRITEOUT_TIMEOUT);
+		return;
+	}
+	if (rqs_get(rqs, RQL_ASYNC, &ioc, RQS_WRITER, FSYNC_POLL_NS * 5, host_gone, &x->m, NULL) <
+	    0)
+		return; /* the host is gone */
+	rc = machine_request(&x->m, 0, MACHINE_REQ_WRITEOUT, owner, pfn, MACHINE_WRITEOUT_HELD,
+			     WRITEOUT_TIMEOUT);
+	if (rc == -EBUSY) /* withdrawn before the host took it: the request is still ours */
+		rqs_put(rqs, RQL_ASYNC, -1, NULL);
+}
+
 /* Every page of i that is dirty gets its writeback started (by the host's engine); then wait
  * until none is dirty or under writeback. 0 or -ETIMEDOUT. */
 static int file_sync(struct fdev_mach *x, struct fdev_inode *i)
@@ -383,8 +415,7 @@ static int file_sync(struct fdev_mach *x, struct fdev_inode *i)
 				continue;
 			pending = true;
 			if (st & MM_PC_DIRTY && !(st & MM_PC_WRITEBACK))
-				machine_request(&x->m, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0,
-						WRITEOUT_TIMEOUT);
+				writeout_page(x, owner, pfn);
 		}
 		{
 			struct mm_counts c;

@@ -470,4 +470,8 @@ void config_io(const struct config *c, struct io_config *ic)
 	ic->dirty = c->dirty_spec[0] != '\0';
 	ic->dspec = c->dirty;
 	ic->seed = c->seed;
+	/* 3.1-3.3 allocate requests from the block layer's request_list and sleep in
+	 * get_request_wait when it is full (block/blk-core.c, 3.2); 6.x's blk-mq has no such
+	 * list (blk_mq_get_tag, block/blk-mq-tag.c, 6.12): the engine's own bound stays */
+	ic->rq_3x = c->policy.era < MM_ERA_6_1;
 }

@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "io/rqshare.h"
 #include "util/sys.h"
 #include "util/clock.h"
 #include "obs/usdt.h"
@@ -120,6 +121,36 @@ static int env_wait_writeback(void *priv, void *call, uint32_t pfn, uint64_t tim
 	return rc;
 }
 
+static bool host_gone_cb(void *arg)
+{
+	return host_gone(arg);
+}
+
+/* writeout() on a machine: with the machine's 3.x request list, get_request_wait in this
+ * thread first (block/blk-core.c, 3.2: ->writepage's submit_bio sleeps in the writer's own
+ * context until a completion frees a request, one sleeper per request, FIFO), then the host
+ * starts writeback of the page with the request taken (MACHINE_WRITEOUT_HELD). mm reports the
+ * hook's time, the sleep included, as the compact-writeout / reclaim-writeout wait. */
+static int machine_writeout(struct uffd_live *lv, void *call, uint64_t owner, uint32_t pfn)
+{
+	static __thread struct rql_ioc ioc; /* this task's io_context: its batch */
+	int rc;
+
+	if (!lv->rqs) {
+		rc = uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0);
+		return rc == -ENOENT ? -EBUSY : rc; /* the host is gone: nobody writes it */
+	}
+	if (rqs_get(lv->rqs, RQL_ASYNC, &ioc, RQS_WRITEOUT, HOST_CHECK_NS, host_gone_cb, lv, NULL) <
+	    0)
+		return -EBUSY; /* the host is gone */
+	rc = uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn,
+				  MACHINE_WRITEOUT_HELD);
+	if (rc == -EBUSY) /* withdrawn before the host took it: the request is still ours */
+		rqs_put(lv->rqs, RQL_ASYNC, -1, NULL);
+	/* -EAGAIN: the host took the request but not the page (no longer dirty, say) */
+	return rc == -ENOENT || rc == -EAGAIN ? -EBUSY : rc;
+}
+
 static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 {
 	struct uffd_live *lv = priv;
@@ -131,11 +162,10 @@ static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 		return -EBUSY; /* nobody writes it: a dirty page that cannot be written */
 	token = uffd_stallcap_blocking(call, &st); /* writeout's own stack */
 	uffd_handlers_cover(call);
-	if (lv->on_machine) { /* the machine's flusher runs in the host */
-		rc = uffd_machine_request(lv, call, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0);
-		rc = rc == -ENOENT ? -EBUSY : rc; /* the host is gone: nobody writes it */
-	} else
-		rc = lv->io ? io_writeout(lv->io, owner, pfn) : -EBUSY;
+	if (lv->on_machine) /* the machine's flusher runs in the host */
+		rc = machine_writeout(lv, call, owner, pfn);
+	else
+		rc = lv->io ? io_writeout_wait(lv->io, owner, pfn, RQS_WRITEOUT, NULL) : -EBUSY;
 	uffd_stallcap_blocked(call, &st, token, owner);
 	return rc;
 }

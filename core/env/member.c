@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "io/rqshare.h"
 #include "util/clock.h"
 
 #define REQUEST_TIMEOUT_NS  (200 * 1000000ULL)	/* a page owner that does not answer: busy */
@@ -85,8 +86,8 @@ int env_member_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 	struct env_member *e = priv;
 
 	(void)call;
-	if (e->io)
-		return io_writeout(e->io, owner, pfn);
+	if (e->io) /* the host's own threads (kswapd, the dirtier) sleep for a request here */
+		return io_writeout_wait(e->io, owner, pfn, RQS_WRITEOUT, NULL);
 	if (!e->slot)
 		return -EBUSY; /* the host without a writeback engine */
 	return machine_request(e->m, 0, MACHINE_REQ_WRITEOUT, owner, pfn, 0, WRITEOUT_TIMEOUT_NS);

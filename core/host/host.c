@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/rqshare.h"
 #include "report/run.h"
 #include "snapshot/snapshot.h"
 #include "util/clock.h"
@@ -167,6 +168,16 @@ static void release_slot(void *arg, int slot)
 	release_shmem(h, slot);
 }
 
+/* A writeout whose requester took a request of the machine's 3.x list (it is published only
+ * once the engine runs): the engine frees it at the write's completion, or at once when the
+ * page is not written out (-EAGAIN: the requester must not free it again). */
+static int writeout_held(struct run_host *h, uint64_t owner, uint32_t pfn)
+{
+	int rc = io_writeout_held(h->io, owner, pfn);
+
+	return rc == -EBUSY ? -EAGAIN : rc;
+}
+
 /* Requests to the machine itself (slot 0: writeout), and the reaping of dead processes. */
 static void *keeper_main(void *arg)
 {
@@ -180,7 +191,9 @@ static void *keeper_main(void *arg)
 					  &to)) {
 			int rc = -EINVAL;
 
-			if (op == MACHINE_REQ_WRITEOUT)
+			if (op == MACHINE_REQ_WRITEOUT && to == MACHINE_WRITEOUT_HELD)
+				rc = writeout_held(h, owner, from);
+			else if (op == MACHINE_REQ_WRITEOUT)
 				rc = h->io ? io_writeout(h->io, owner, from) : -EBUSY;
 			machine_serve_done(&h->m, 0, rc);
 		}
@@ -206,6 +219,11 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 	if (!cfg->device_spec[0] && !cfg->dirty_spec[0])
 		return;
 	config_io(cfg, &ic);
+	if (ic.rq_3x) { /* one request list for the machine's device queue: every process's */
+		env.rqs = machine_alloc(&h->m, sizeof(*env.rqs));
+		if (env.rqs)
+			rqs_init(env.rqs, ic.dev.nr_requests);
+	}
 	if (ic.dev.kind == IO_DEV_PRESET && !ic.dir[0])
 		snprintf(why, sizeof(why),
 			 "no mount for device %s: the in-process device model stands in",
@@ -227,7 +245,9 @@ static void io_start_host(struct run_host *h, const struct config *cfg)
 		h->io = NULL;
 	}
 	__atomic_store_n(&h->member.io, h->io, __ATOMIC_RELEASE); /* the env's writeback engine */
-	if (why[0])						  /* the note keeps its head */
+	if (h->io && io_rqs(h->io) == env.rqs && env.rqs) /* processes find it from now on */
+		__atomic_store_n(&h->m.hdr->rqs_off, machine_off(&h->m, env.rqs), __ATOMIC_RELEASE);
+	if (why[0]) /* the note keeps its head */
 		snprintf(h->io_stats.note, sizeof(h->io_stats.note), "%.*s",
 			 (int)sizeof(h->io_stats.note) - 1, why);
 	if (why[0] && cfg->log != CONFIG_LOG_QUIET)

@@ -154,9 +154,14 @@ struct io_stats {
 	uint64_t throttle_ns, throttle_max_ns;
 	uint64_t pagecache_retries; /* page-cache lookups retried (locked page, pool exhausted) */
 	uint64_t bytes_read, read_ops, read_errors;
-	uint64_t inflight_max;	     /* most write requests in flight at once */
-	uint64_t dirty_max_pages;    /* most dirty + writeback pages seen by the dirtier */
-	uint64_t copies;	     /* page-cache copies for migration */
+	uint64_t inflight_max;	  /* most write requests in flight at once */
+	uint64_t dirty_max_pages; /* most dirty + writeback pages seen by the dirtier */
+	uint64_t copies;	  /* page-cache copies for migration */
+	/* the 3.x request list (rq_3x; io/rqshare.h), copied from it by the flusher */
+	uint64_t rq_active;			      /* 1: writes were allocated from it */
+	uint64_t rq_allocated, rq_refused, rq_beyond; /* given, refused, given beyond the limit */
+	uint64_t rq_allocated_max, rq_congested_on;   /* most at once, times congested */
+	uint64_t rq_waits[3], rq_wait_ns[3], rq_wait_max_ns[3], rq_waits_1s[3]; /* enum rqs_who */
 	uint64_t dropped_dirty;	     /* dirty pages still unwritten when the process ended */
 	uint64_t unfinished_at_exit; /* write requests in flight when io stopped (their pages end
 				      * with -ESHUTDOWN; not counted as device errors) */
@@ -171,6 +176,8 @@ void io_stats_copy(struct io_stats *dst, const struct io_stats *src);
 
 /* ---- the engine ------------------------------------------------------------------------------ */
 
+struct rqs;
+
 struct io_env {
 	struct mm *mm;
 	struct waitq *wq; /* the writeback wait queues the mm wait hook sleeps on */
@@ -184,6 +191,10 @@ struct io_env {
 	 * machine's segment, where every process's handlers copy pages): io neither maps nor
 	 * unmaps it, and leaves it inherited by fork children (no MADV_DONTFORK). */
 	void *arena;
+	/* The 3.x request list (io/rqshare.h) when io_config.rq_3x: a shared machine's, in its
+	 * segment, so every process's writeout takes its request from the same list; NULL: io
+	 * maps its own. */
+	struct rqs *rqs;
 };
 
 struct io_config {
@@ -192,6 +203,10 @@ struct io_config {
 	bool dirty;    /* run the dirtier */
 	struct io_dirty_spec dspec;
 	uint64_t seed; /* data pattern and model seed */
+	/* The 3.x block layer's request list (io/rqlist.h, block/blk-core.c get_request_wait,
+	 * 3.1-3.3) allocates every write request: the flusher's and the writeout callers', who
+	 * sleep when it is full. false: the modern bound (nr-requests in flight, io/wbqueue.h) */
+	bool rq_3x;
 };
 
 struct io;
@@ -213,6 +228,17 @@ void *io_page(struct io *io, uint32_t pfn);
 /* writeout(): start writeback of the dirty frame pfn. 0, or -EBUSY (not dirty any more, or the
  * engine cannot take it: then the page is left dirty). */
 int io_writeout(struct io *io, uint64_t owner, uint32_t pfn);
+/* The 3.x request list the engine's writes are allocated from, or NULL (modern eras). */
+struct rqs *io_rqs(struct io *io);
+/* writeout() by a caller that already took a request from io_rqs() (rqs_get, possibly asleep
+ * in get_request_wait): the page's write uses it. Whatever the result, the request is the
+ * engine's: freed at the write's completion, or at once when the page is not written. */
+int io_writeout_held(struct io *io, uint64_t owner, uint32_t pfn);
+/* writeout() in the caller's name (a thread of the engine's process: the host's kswapd or
+ * dirtier, a process's fault handler): with the 3.x list, get_request_wait first (the caller
+ * may sleep until a completion frees a request: counted as `who`'s sleep, its length in
+ * *waited_ns if not NULL), then io_writeout_held; else io_writeout. */
+int io_writeout_wait(struct io *io, uint64_t owner, uint32_t pfn, int who, uint64_t *waited_ns);
 /* copy_file_page(): the data of a migrated page-cache page. */
 int io_copy_file_page(struct io *io, uint64_t owner, uint32_t from, uint32_t to);
 /* wait_on_page_writeback() of frame pfn of mm on the writeback wait queues q (every mm

@@ -13,6 +13,7 @@
 
 #include "inprocess/guard.h"
 #include "io/io.h"
+#include "io/rqshare.h"
 #include "io/wbqueue.h"
 #include "util/sys.h"
 
@@ -59,6 +60,7 @@ struct io_req {
 	struct devm_req dreq;	/* the in-process model's view of it */
 	int res;		/* synchronous requests: the result */
 	int open_res;		/* the backend's open of the file for it failed with this */
+	bool has_rq;		/* IOR_WRITE: holds a request of io->rqs (freed at completion) */
 	uint16_t meta_len;	/* IOR_META: bytes in meta */
 	char meta[IO_META_LEN]; /* IOR_META: the line */
 	uint32_t done;		/* synchronous requests: futex word, 1 once res is set */
@@ -150,6 +152,15 @@ struct io {
 	uint32_t congested;	    /* atomic */
 	uint32_t uncongest_seq;	    /* atomic, futex word */
 	uint32_t uncongest_waiters; /* atomic: sleepers on uncongest_seq */
+	/* the 3.x request list (cfg.rq_3x): env.rqs or rqs_own; writes take a request from it
+	 * (the flusher without sleeping: fl_slot is its place among the sleepers, -1 when it is
+	 * not queued); rq_credits are requests writeout callers took whose pages wait for the
+	 * flusher (atomic) */
+	struct rqs *rqs;
+	bool rqs_own;
+	struct rql_ioc fl_ioc;
+	int fl_slot; /* atomic */
+	uint32_t rq_credits;
 
 	/* files */
 	pthread_mutex_t files_lock;

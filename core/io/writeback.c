@@ -5,9 +5,10 @@
  * background threshold, wb_kupdate for pages dirtied longer than dirty_expire ago, sync for
  * fsync), mm/page-writeback.c's write_cache_pages -> test_set_page_writeback, the block
  * layer's merging of file-contiguous pages into one request of at most max_sectors and its
- * nr_requests bound (core/io/wbqueue, shared with the simulator), end_page_writeback() (clear
- * PG_writeback, wake_up_page on the hashed wait queue) and mm/vmscan.c / mm/migrate.c's
- * writeout(), which starts writeback of one page.
+ * nr_requests bound (core/io/wbqueue, shared with the simulator; for the 3.x eras the request
+ * list of core/io/rqlist through io/rqshare.h, block/blk-core.c get_request_wait),
+ * end_page_writeback() (clear PG_writeback, wake_up_page on the hashed wait queue) and mm/vmscan.c
+ * / mm/migrate.c's writeout(), which starts writeback of one page.
  *
  * Only the flusher talks to the backend. Other threads (the dirtier, fault handlers in
  * writeout()) hand it work through short critical sections on q_lock and a kick; no thread but
@@ -234,7 +235,7 @@ static void complete_write(struct io *io, struct io_req *r, int res)
  * wake the throttled (clear_bdi_congested: every request freed below the off threshold). */
 static void publish_congestion(struct io *io, bool completed)
 {
-	bool c = wbq_congested(&io->carry);
+	bool c = io->rqs ? rqs_congested(io->rqs, RQL_ASYNC) : wbq_congested(&io->carry);
 
 	__atomic_store_n(&io->congested, c, __ATOMIC_RELEASE);
 	if (!completed || c)
@@ -285,6 +286,9 @@ void io_complete(struct io *io, struct io_req *r, int res)
 
 	if (r->kind == IOR_WRITE) {
 		wbq_done(&io->carry, 1);
+		if (r->has_rq) /* freed_request(): the first sleeper's turn */
+			rqs_put(io->rqs, RQL_ASYNC, -1, NULL);
+		r->has_rq = false;
 		publish_congestion(io, true);
 	}
 	if (abandoned) { /* its pages (or waiter) were dealt with when we gave up on it */
@@ -324,6 +328,35 @@ static void submit(struct io *io, struct io_req *r)
 		io_complete(io, r, rc);
 }
 
+/* A request of the 3.x list for the flusher's next write of n pages: the writeout callers took
+ * one for each page they queued (they are at the carry's head): the write uses one, and the
+ * others are freed as merged into it (a bio merged into a request allocates none; two
+ * requests merged free one: block/blk-core.c attempt_merge -> __blk_put_request ->
+ * freed_request, 3.2), which wakes their sleepers. Else get_request() in the flusher's own
+ * name: refused, the flusher is queued among the sleepers (FIFO with the writeout callers)
+ * and tries again once a freed request woke it (rqs_try), meanwhile completing requests as
+ * the device lets it. */
+static bool rq_take(struct io *io, unsigned n)
+{
+	uint32_t c = __atomic_load_n(&io->rq_credits, __ATOMIC_RELAXED), k;
+	int slot;
+	bool got;
+
+	do {
+		k = c < n ? c : n;
+	} while (k && !__atomic_compare_exchange_n(&io->rq_credits, &c, c - k, true,
+						   __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	if (k) {
+		while (--k)
+			rqs_put(io->rqs, RQL_ASYNC, -1, NULL);
+		return true;
+	}
+	slot = __atomic_load_n(&io->fl_slot, __ATOMIC_RELAXED);
+	got = rqs_try(io->rqs, RQL_ASYNC, &io->fl_ioc, &slot);
+	__atomic_store_n(&io->fl_slot, slot, __ATOMIC_RELAXED);
+	return got;
+}
+
 /* Make a write request of the carry's next n pages (a run, all under writeback). Returns false
  * when no request slot is free (the pages stay in the carry). */
 static bool write_run(struct io *io, unsigned n)
@@ -337,9 +370,15 @@ static bool write_run(struct io *io, unsigned n)
 
 	if (__atomic_load_n(&io->nfree, __ATOMIC_RELAXED) <= IO_EXTRA_REQS / 2)
 		return false;
+	if (io->rqs && !rq_take(io, n))
+		return false; /* the flusher sleeps in get_request_wait (its pages stay queued) */
 	r = io_req_get(io);
-	if (!r)
+	if (!r) {
+		if (io->rqs) /* the request stays allocated for the next run */
+			__atomic_fetch_add(&io->rq_credits, 1, __ATOMIC_RELAXED);
 		return false;
+	}
+	r->has_rq = io->rqs != NULL;
 	r->kind = IOR_WRITE;
 	r->npages = (uint16_t)n;
 	r->off = MM_OWNER_FILE_INDEX(owners[0]) * IO_PAGE_SIZE;
@@ -447,7 +486,10 @@ static void writeback_pass(struct io *io, uint64_t now)
 	uint32_t pfn[IO_CARRY_MAX];
 
 	submit_carry(io);
-	while (want && !wbq_congested(&io->carry) && wbq_room(&io->carry) >= io->max_pages) {
+	/* with the 3.x list, pages left in the carry mean the flusher sleeps for a request: it
+	 * takes no more (the real one sleeps with one bio built) */
+	while (want && !wbq_congested(&io->carry) && wbq_room(&io->carry) >= io->max_pages &&
+	       !(io->rqs && io->carry.n)) {
 		unsigned max = want < io->max_pages ? (unsigned)want : io->max_pages;
 		unsigned n = mm_writeback_begin(io->mm, max, pfn, owner);
 
@@ -546,9 +588,40 @@ static void flusher_release(struct io *io)
 }
 
 /* On the way out: nothing may stay under writeback or waiting, whatever the device does. */
+/* The 3.x list's counts into the report's statistics (every process's sleeps are in it). */
+static void rq_stats_publish(struct io *io)
+{
+	struct rqs_wait_stat ws[RQS_WHO_NR];
+	struct rql_stats st;
+	struct io_stats *o = io->st;
+
+	if (!io->rqs)
+		return;
+	rqs_stats(io->rqs, &st, ws);
+	__atomic_store_n(&o->rq_active, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&o->rq_allocated, st.allocated[RQL_ASYNC], __ATOMIC_RELAXED);
+	__atomic_store_n(&o->rq_refused, st.refused[RQL_ASYNC], __ATOMIC_RELAXED);
+	__atomic_store_n(&o->rq_beyond, st.batched[RQL_ASYNC], __ATOMIC_RELAXED);
+	__atomic_store_n(&o->rq_allocated_max, st.count_max[RQL_ASYNC], __ATOMIC_RELAXED);
+	__atomic_store_n(&o->rq_congested_on, st.congested_on[RQL_ASYNC], __ATOMIC_RELAXED);
+	for (int i = 0; i < RQS_WHO_NR; i++) {
+		__atomic_store_n(&o->rq_waits[i], ws[i].count, __ATOMIC_RELAXED);
+		__atomic_store_n(&o->rq_wait_ns[i], ws[i].total_ns, __ATOMIC_RELAXED);
+		__atomic_store_n(&o->rq_wait_max_ns[i], ws[i].max_ns, __ATOMIC_RELAXED);
+		__atomic_store_n(&o->rq_waits_1s[i], ws[i].over_1s, __ATOMIC_RELAXED);
+	}
+}
+
 static void flusher_shutdown(struct io *io)
 {
 	struct mm_counts c;
+	int slot = __atomic_load_n(&io->fl_slot, __ATOMIC_RELAXED);
+
+	if (io->rqs) { /* the flusher leaves the sleepers' queue */
+		rqs_cancel(io->rqs, RQL_ASYNC, &slot);
+		__atomic_store_n(&io->fl_slot, -1, __ATOMIC_RELAXED);
+		rq_stats_publish(io);
+	}
 
 	take_writeouts(io);
 	for (unsigned i = io->carry.head; i < io->carry.head + io->carry.n; i++) {
@@ -596,6 +669,7 @@ static void *flusher_main(void *arg)
 		if (!atomic_load_explicit(&io->flusher_stop, memory_order_acquire))
 			writeback_pass(io, now);
 		check_timeouts(io);
+		rq_stats_publish(io);
 		io->be->wait(io, IO_TICK_NS);
 	}
 	flusher_shutdown(io);
@@ -609,6 +683,53 @@ void io_kick(struct io *io)
 }
 
 /* ---- mm hooks -------------------------------------------------------------------------------- */
+
+struct rqs *io_rqs(struct io *io)
+{
+	return io ? io->rqs : NULL;
+}
+
+int io_writeout_held(struct io *io, uint64_t owner, uint32_t pfn)
+{
+	int rc;
+
+	if (!io->rqs)
+		return io_writeout(io, owner, pfn);
+	/* the request joins the carry with the page (the flusher's next write uses one) before
+	 * the page is queued, so the flusher never builds it without one */
+	__atomic_fetch_add(&io->rq_credits, 1, __ATOMIC_RELAXED);
+	rc = io_writeout(io, owner, pfn);
+	if (rc < 0) { /* not written out: freed_request() at once, unless already used */
+		uint32_t c = __atomic_load_n(&io->rq_credits, __ATOMIC_RELAXED);
+
+		while (c && !__atomic_compare_exchange_n(&io->rq_credits, &c, c - 1, true,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		if (c && rqs_put(io->rqs, RQL_ASYNC,
+				 __atomic_load_n(&io->fl_slot, __ATOMIC_RELAXED), NULL))
+			io->be->kick(io);
+	}
+	return rc;
+}
+
+static bool rq_gone(void *arg)
+{
+	return io_stopping(arg);
+}
+
+int io_writeout_wait(struct io *io, uint64_t owner, uint32_t pfn, int who, uint64_t *waited_ns)
+{
+	static __thread struct rql_ioc ioc; /* the task's io_context: its batch */
+
+	if (waited_ns)
+		*waited_ns = 0;
+	if (!io->rqs)
+		return io_writeout(io, owner, pfn);
+	if (rqs_get(io->rqs, RQL_ASYNC, &ioc, (enum rqs_who)who, IO_TICK_NS, rq_gone, io,
+		    waited_ns) < 0)
+		return -EBUSY; /* the engine is stopping: nobody writes it */
+	return io_writeout_held(io, owner, pfn);
+}
 
 int io_writeout(struct io *io, uint64_t owner, uint32_t pfn)
 {
@@ -767,7 +888,9 @@ static int reqs_init(struct io *io)
 	unsigned mp = io->max_pages;
 	uint8_t *mem;
 
-	io->nreqs = io->cfg.dev.nr_requests + IO_EXTRA_REQS;
+	/* the 3.x list gives a batcher up to 3/2 nr_requests (block/blk-core.c get_request) */
+	io->nreqs =
+	    (io->rqs ? io->cfg.dev.nr_requests * 3 / 2 : io->cfg.dev.nr_requests) + IO_EXTRA_REQS;
 	io->reqs = io_map(io->nreqs * sizeof(*io->reqs));
 	io->req_mem_len = (size_t)io->nreqs * mp * (sizeof(uint32_t) + sizeof(struct iovec));
 	io->req_mem = io_map(io->req_mem_len);
@@ -883,8 +1006,23 @@ int io_create(const struct io_config *cfg, const struct io_env *env, struct io *
 	io->st = env->stats;
 	io->nr_frames = mm_nr_frames(io->mm);
 	io->max_pages = (unsigned)(cfg->dev.max_request / IO_PAGE_SIZE);
-	wbq_init(&io->carry, cfg->dev.nr_requests, io->max_pages, io->carry_pfn, io->carry_owner,
-		 IO_CARRY_MAX);
+	io->fl_slot = -1;
+	if (cfg->rq_3x) {
+		io->rqs = env->rqs;
+		if (!io->rqs) {
+			io->rqs = io_map(sizeof(*io->rqs));
+			io->rqs_own = io->rqs != NULL;
+			if (io->rqs)
+				rqs_init(io->rqs, cfg->dev.nr_requests);
+		}
+		if (!io->rqs) {
+			snprintf(err, errlen, "io: out of memory");
+			io_unmap(io, sizeof(*io));
+			return -ENOMEM;
+		}
+	}
+	wbq_init(&io->carry, io->rqs ? WBQ_UNBOUNDED : cfg->dev.nr_requests, io->max_pages,
+		 io->carry_pfn, io->carry_owner, IO_CARRY_MAX);
 	pthread_mutex_init(&io->q_lock, NULL);
 	pthread_mutex_init(&io->files_lock, NULL);
 	io_files_init(io);
@@ -998,6 +1136,8 @@ void io_destroy(struct io *io)
 		io->be->destroy(io); /* with it every slot it held open */
 	if (!io->arena_given)
 		io_unmap(io->arena, io->arena_len);
+	if (io->rqs_own)
+		io_unmap(io->rqs, sizeof(*io->rqs));
 	io_unmap(io->req_mem, io->req_mem_len);
 	io_unmap(io->reqs, io->nreqs * sizeof(*io->reqs));
 	pthread_mutex_destroy(&io->q_lock);
@@ -1018,9 +1158,15 @@ void io_stats_merge(struct io_stats *dst, const struct io_stats *src)
 	uint64_t inflight = max64(dst->inflight_max, src->inflight_max);
 	uint64_t dirty = max64(dst->dirty_max_pages, src->dirty_max_pages);
 	uint64_t pause = max64(dst->throttle_max_ns, src->throttle_max_ns);
+	uint64_t rq_max = max64(dst->rq_allocated_max, src->rq_allocated_max), rq_wait_max[3];
 
+	for (int i = 0; i < 3; i++)
+		rq_wait_max[i] = max64(dst->rq_wait_max_ns[i], src->rq_wait_max_ns[i]);
 	for (size_t i = 0; i < n; i++)
 		d[i] += s[i];
+	dst->rq_active = dst->rq_active || src->rq_active;
+	dst->rq_allocated_max = rq_max;
+	memcpy(dst->rq_wait_max_ns, rq_wait_max, sizeof(rq_wait_max));
 	dst->inflight_max = inflight;
 	dst->dirty_max_pages = dirty;
 	dst->throttle_max_ns = pause;

@@ -87,6 +87,8 @@ static int join_mapped(struct uffd_live *lv, char *err, size_t errlen)
 	}
 	lv->mm = machine_at(&lv->mach, __atomic_load_n(&h->mm_off, __ATOMIC_ACQUIRE));
 	lv->wq = machine_at(&lv->mach, h->waitq_off);
+	lv->rqs = h->rqs_off ? machine_at(&lv->mach, __atomic_load_n(&h->rqs_off, __ATOMIC_ACQUIRE))
+			     : NULL;
 	if (!lv->mm || !lv->wq) {
 		snprintf(err, errlen, "machine %s is not ready", lv->cfg.machine);
 		return -EAGAIN;

@@ -297,6 +297,7 @@ struct uffd_live {
 	pthread_mutex_t mm_lock;
 	struct waitq wbq; /* writeback waits (wait_writeback hook; io wakes it) */
 	struct waitq *wq; /* the writeback waits in use: &wbq, or the machine's (shared) */
+	struct rqs *rqs;  /* the machine's 3.x request list (io/rqshare.h), NULL if none */
 	/* One machine shared with other processes (machine.c), when THPEMU_MACHINE names one: mm
 	 * and the writeback waits live in its segment, the host runs io and the background
 	 * threads, and the background thread here serves the machine's migration requests. */

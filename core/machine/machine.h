@@ -69,7 +69,7 @@
 #define MACHINE_BASE 0x3f0000000000ULL
 #endif
 #define MACHINE_MAGIC	  0x544850454d554d31ULL /* "THPEMUM1" */
-#define MACHINE_VERSION	  5
+#define MACHINE_VERSION	  6
 #define MACHINE_MAX_PROCS 256 /* slots, host included: 8 bits of an owner cookie */
 
 /* Owner cookies of program pages carry their process's slot in bits 54..61 (core/mm leaves
@@ -92,8 +92,10 @@ enum machine_slot_state {
 /* One request to a process's agent. */
 enum machine_req_op {
 	MACHINE_REQ_MIGRATE = 1, /* migrate page `owner` from frame `from` to frame `to` */
-	MACHINE_REQ_WRITEOUT =
-	    2, /* (to the host) start writeback of dirty page-cache frame `from` */
+	/* (to the host) start writeback of dirty page-cache frame `from`; `to` is
+	 * MACHINE_WRITEOUT_HELD when the requester took a request of the machine's 3.x request
+	 * list for it (the host's then: -EAGAIN says it was freed, the page not written out) */
+	MACHINE_REQ_WRITEOUT = 2,
 	/* khugepaged visits the process: scan from address `owner` with budget `from` pages of
 	 * progress; the answer is the progress (or -ENOENT) and the reply the address where the
 	 * next visit resumes, | 1 when the visit passed the last range */
@@ -102,6 +104,8 @@ enum machine_req_op {
 	 * split it if underused (mm.h split_underused: 1, 0, -EAGAIN, -ENOENT) */
 	MACHINE_REQ_SPLIT = 4,
 };
+
+#define MACHINE_WRITEOUT_HELD 1u
 
 /* Requests are tagged: a request is pending while req_seq is odd, and req_seq is its tag. The
  * agent takes it by moving req_seq from the tag to tag + 1 (compare-and-swap), a requester that
@@ -199,6 +203,7 @@ struct machine_hdr {
 	uint64_t arena_len;
 	uint64_t mm_off;	 /* the struct mm (0 until the host created it) */
 	uint64_t waitq_off;	 /* struct waitq of writeback waits (shared futexes) */
+	uint64_t rqs_off;	 /* the 3.x request list (io/rqshare.h), 0 for the modern eras */
 	pthread_mutex_t mm_lock; /* robust, pshared */
 	uint32_t nslots_live;	 /* slots 1.. not FREE (taken by take, given back by reap) */
 	uint32_t stopping;	 /* the host is stopping the machine (`thpemu machine stop`): every

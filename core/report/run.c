@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "io/rqshare.h"
 #include "obs/coverage.h"
 #include "obs/stall.h"
 
@@ -156,6 +157,35 @@ static void report_io_latency(struct json_w *w, const struct io_stats *io)
 }
 
 /* "io": the slow device and the dirtier (core/io) of the process that ran them. */
+static void report_io_wait(struct json_w *w, const char *key, const struct io_stats *io, int who)
+{
+	jw_obj_begin(w, key);
+	jw_u64(w, "count", io->rq_waits[who]);
+	jw_dbl(w, "total_ms", ms(io->rq_wait_ns[who]), 3);
+	jw_dbl(w, "max_ms", ms(io->rq_wait_max_ns[who]), 3);
+	jw_u64(w, "over_threshold", io->rq_waits_1s[who]); /* sleeps of 1 s or more */
+	jw_obj_end(w);
+}
+
+/* The 3.x request list (block/blk-core.c get_request_wait), as the simulator's requests_3x:
+ * write requests at most allocated at once, sleeps of writeout callers (compaction, reclaim),
+ * of real writers (an fsync's writeback through thpemu-fusedev) and of the flusher. */
+static void report_io_requests(struct json_w *w, const struct io_stats *io)
+{
+	if (!io->rq_active)
+		return;
+	jw_obj_begin(w, "requests_3x");
+	jw_u64(w, "write_allocated", io->rq_allocated);
+	jw_u64(w, "write_allocated_max", io->rq_allocated_max);
+	jw_u64(w, "write_beyond_limit", io->rq_beyond);
+	jw_u64(w, "refused", io->rq_refused);
+	jw_u64(w, "congested_on", io->rq_congested_on);
+	report_io_wait(w, "writers_waited", io, RQS_WRITEOUT);
+	report_io_wait(w, "real_writers_waited", io, RQS_WRITER);
+	report_io_wait(w, "flusher_waited", io, RQS_FLUSHER);
+	jw_obj_end(w);
+}
+
 static void report_io(struct json_w *w, const struct config *cfg, const struct uffd_stats *st,
 		      const struct uffd_program_info *prog)
 {
@@ -188,6 +218,7 @@ static void report_io(struct json_w *w, const struct config *cfg, const struct u
 	jw_u64(w, "dropped_dirty_pages", io->dropped_dirty);
 	jw_u64(w, "unfinished_at_exit", io->unfinished_at_exit);
 	report_io_latency(w, io);
+	report_io_requests(w, io);
 	jw_str(w, "note", io->note[0] ? io->note : NULL);
 	if (prog->device_json)
 		jw_raw(w, "device_info", prog->device_json);

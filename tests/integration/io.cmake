@@ -14,3 +14,6 @@ endforeach()
 # real writers (rsync, cp, dd, tar, python) through the machine's page cache on fusedev
 thpemu_add_test(NAME integration/io_writers COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/io_writers.sh
                 LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)
+# the 3.x request list live: get_request_wait's bound and sleeps (linux-3.2), none for modern
+thpemu_add_test(NAME integration/io_requests COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/io_requests.sh
+                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)

@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "io/io.h"
+#include "io/rqshare.h"
 #include "util/clock.h"
 
 struct tenv {
@@ -93,13 +94,14 @@ static const struct mm_env_ops t_ops = {
 
 static struct tenv te;
 static void *given_arena; /* io_env.arena for the next setup() */
+static bool rq_3x;	  /* io_config.rq_3x for the next setup() */
 
 /* An mm of pool bytes and an engine on dir ("" = the model of device spec dev). */
 static void setup(const char *dev, const char *dir, const char *dirty, uint64_t pool)
 {
 	struct mm_config mc = {.pool_bytes = pool};
 	struct mm_env env = {.ops = &t_ops, .priv = &te};
-	struct io_config cfg = {.seed = 42};
+	struct io_config cfg = {.seed = 42, .rq_3x = rq_3x};
 	struct io_env ienv = {.stats = &te.st, .wq = &te.wq, .arena = given_arena};
 	char err[256];
 
@@ -308,6 +310,44 @@ TEST(writeout_pins_a_page_until_its_write_completes_and_wakes_waiters)
 	EXPECT_EQ(te.st.writeout_pages, 1);
 	EXPECT_EQ(te.st.bytes_written, 4096);
 	teardown();
+}
+
+/* The 3.x request list (rq_3x): writeout callers take a request each before their page is
+ * queued; with nr_requests 2 the caller that fills the list becomes a batcher and may take a
+ * third (3/2), then sleeps in get_request_wait until completions bring the count below 2. */
+TEST(writeouts_sleep_for_a_request_when_the_3x_list_is_full)
+{
+	uint32_t pfn[8];
+	uint64_t waited, slept = 0;
+
+	rq_3x = true;
+	/* 16 KiB at 160 KiB/s + 50 ms: each single-page write takes ~75 ms */
+	setup("none:preset=usb2-stick-2011,bandwidth=160K,latency=50ms,jitter=0,stall-every=0,"
+	      "gc-au=0,slots=1,nr-requests=2",
+	      "", NULL, 64 << 20);
+	rq_3x = false;
+	ASSERT(io_rqs(te.io) != NULL);
+	for (uint64_t f = 0; f < 8; f++) { /* one page in each of 8 files: 8 requests */
+		write_file(10 + f, 1);
+		pfn[f] = pfn_of(10 + f, 0);
+	}
+	for (uint64_t f = 0; f < 8; f++) {
+		ASSERT_EQ(io_writeout_wait(te.io, MM_OWNER_FILE(10 + f, 0), pfn[f], RQS_WRITEOUT,
+					   &waited),
+			  0);
+		slept += waited > 0;
+	}
+	ASSERT_EQ(io_sync_all(te.io, 20000000000ULL), 0);
+	teardown();
+	EXPECT_GE(slept, 1);
+	EXPECT_EQ(te.st.rq_active, 1);
+	EXPECT_EQ(te.st.rq_allocated, 8);
+	EXPECT_EQ(te.st.rq_allocated_max, 3); /* nr_requests, then the batcher's 3/2 */
+	EXPECT_GE(te.st.rq_waits[RQS_WRITEOUT], slept);
+	EXPECT_GT(te.st.rq_wait_ns[RQS_WRITEOUT], 0);
+	EXPECT_LE(te.st.inflight_max, 3);
+	EXPECT_EQ(te.st.writeout_pages, 8);
+	EXPECT_EQ(te.st.bytes_written, 8 * 4096);
 }
 
 /* congestion_wait (io_wait_uncongested): nothing completes, so it sleeps to its timeout; a
