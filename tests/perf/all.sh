@@ -63,7 +63,7 @@ export THPEMU_SOURCE_DIR THPEMU_BUILD_DIR
 need_root
 need_uffd
 need_cmd jq
-for b in thpemu tests/perf/live_bench tests/perf/proc_bench tests/perf/collapse_bench sim_bench; do
+for b in thpemu tests/perf/live_bench tests/perf/proc_bench tests/perf/collapse_bench tests/sim_bench; do
 	[ -x "$THPEMU_BUILD_DIR/$b" ] || fail "$THPEMU_BUILD_DIR/$b not built (cmake --build)"
 done
 export THPEMU_PERF_ROWS="$T_TMP/rows"
@@ -95,7 +95,7 @@ part collapse bash "$here/collapse_bench.sh"
 # the simulator: every scenario and policy sim_bench runs, but writeback-cp under linux-3.1 (an
 # iteration lasts over an hour of virtual time: minutes of CPU); quick: every run cut short
 if [ $quick = 1 ]; then
-	part sim "$THPEMU_BUILD_DIR/sim_bench"
+	part sim "$THPEMU_BUILD_DIR/tests/sim_bench"
 else
 	runs=()
 	for s in thpcompact thpchallenge-fio seed-2011 seed-2011-long writeback-cp:256M; do
@@ -104,7 +104,7 @@ else
 			case $s in *:*) runs+=("$s:$p") ;; *) runs+=("$s:0:$p") ;; esac
 		done
 	done
-	part sim "$THPEMU_BUILD_DIR/sim_bench" "${runs[@]}"
+	part sim "$THPEMU_BUILD_DIR/tests/sim_bench" "${runs[@]}"
 fi
 floor=$(sed -n 's/^floor: .* \([0-9.]*\) CPU ns\/event$/\1/p' "$T_OUT/sim.log")
 [ -n "$floor" ] || fail "sim: no floor line in $T_OUT/sim.log"
@@ -120,7 +120,7 @@ load1=$(load)
 echo
 echo "thpemu benchmarks, $([ $quick = 1 ] && echo quick || echo full) run, $(date -u '+%Y-%m-%d %H:%M UTC'), $((SECONDS - t_all)) s;" \
 	"load average $load0 before, $load1 after ($(nproc) CPUs)"
-fmt='%-70s | %-16s | %-20s | %-16s | %-10s | %s\n'
+fmt='%-76s | %-16s | %-20s | %-16s | %-10s | %s\n'
 printf "$fmt" measure thpemu "floor / native" ratio goal met?
 printf '%s\n' "$(printf "$fmt" "" "" "" "" "" "" | tr ' |' '-+')"
 while IFS=$'\t' read -r m e f r g ok; do

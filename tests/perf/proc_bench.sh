@@ -36,7 +36,8 @@ fi
 reps=${PROC_BENCH_REPS:-$reps} nproc=${PROC_BENCH_N:-$nproc} nloop=${PROC_BENCH_LOOP:-$nloop}
 cmake_too=${PROC_BENCH_CMAKE:-$cmake_too}
 cmake_src=${PROC_BENCH_CMAKE_SRC:-$T_TMP/cm}
-[ -f "$cmake_src/CMakeLists.txt" ] || fail "PROC_BENCH_CMAKE_SRC: no CMakeLists.txt in '$cmake_src'"
+[ -z "${PROC_BENCH_CMAKE_SRC:-}" ] || [ -f "$cmake_src/CMakeLists.txt" ] ||
+	fail "PROC_BENCH_CMAKE_SRC: no CMakeLists.txt in '$cmake_src'"
 command -v cmake >/dev/null && command -v cc >/dev/null || cmake_too=0
 
 run() { "$THPEMU" run --quiet -- "$@"; }
