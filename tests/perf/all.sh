@@ -29,8 +29,9 @@
 #                  simulator's scenarios cut short), as the perf/* ctest entries run in CI
 #     --json FILE  also write the rows, the mode and the load averages as JSON to FILE
 # Environment: THPEMU_BUILD_DIR (default: build/ of the source tree). Needs root and
-# userfaultfd, as the benchmarks it runs. The full run takes about 10 minutes on a quiet 2-vCPU
-# machine; the benchmarks' logs are kept in $THPEMU_BUILD_DIR/test-output/all/.
+# userfaultfd, as the benchmarks it runs. A full run is long, mostly proc_bench's three rounds of
+# the loop and the configure (PROC_BENCH_REPS=1: one round); the benchmarks' logs are kept in
+# $THPEMU_BUILD_DIR/test-output/all/.
 quick=0 json=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -111,7 +112,7 @@ floor=$(sed -n 's/^floor: .* \([0-9.]*\) CPU ns\/event$/\1/p' "$T_OUT/sim.log")
 # scenario pool policy virtual_s cpu_s wall_s virt/cpu faults faults/s ns/fault events x floor
 awk 'NF == 12 && $1 != "scenario"' "$T_OUT/sim.log" >"$T_TMP/sim"
 [ -s "$T_TMP/sim" ] || fail "sim: no scenario row in $T_OUT/sim.log"
-while read -r scen pool pol virt cpu wall vpc faults fps nspf events xf; do
+while read -r scen pool pol _ _ _ vpc _ fps _ _ xf; do
 	perf_row "sim $scen $pool $pol: virtual s / CPU s; faults / CPU s" "$vpc; $fps" \
 		"engine $floor ns/event" "x$xf per event" - -
 done <"$T_TMP/sim"
@@ -120,11 +121,11 @@ load1=$(load)
 echo
 echo "thpemu benchmarks, $([ $quick = 1 ] && echo quick || echo full) run, $(date -u '+%Y-%m-%d %H:%M UTC'), $((SECONDS - t_all)) s;" \
 	"load average $load0 before, $load1 after ($(nproc) CPUs)"
-fmt='%-76s | %-16s | %-20s | %-16s | %-10s | %s\n'
-printf "$fmt" measure thpemu "floor / native" ratio goal met?
-printf '%s\n' "$(printf "$fmt" "" "" "" "" "" "" | tr ' |' '-+')"
+line() { printf '%-76s | %-16s | %-21s | %-16s | %-10s | %s\n' "$@"; }
+line measure thpemu "floor / native" ratio goal met?
+line "" "" "" "" "" "" | tr ' |' '-+'
 while IFS=$'\t' read -r m e f r g ok; do
-	printf "$fmt" "$m" "$e" "$f" "$r" "$g" "$ok"
+	line "$m" "$e" "$f" "$r" "$g" "$ok"
 done <"$THPEMU_PERF_ROWS"
 echo "floors: 4 KiB - a bare userfaultfd handler (one thread blocked in read()) answering with"
 echo "  UFFDIO_COPY of a zero page; 2 MiB uffd - the same handler memsets a prefaulted host THP and"

@@ -36,6 +36,9 @@ fi
 reps=${PROC_BENCH_REPS:-$reps} nproc=${PROC_BENCH_N:-$nproc} nloop=${PROC_BENCH_LOOP:-$nloop}
 cmake_too=${PROC_BENCH_CMAKE:-$cmake_too}
 cmake_src=${PROC_BENCH_CMAKE_SRC:-$T_TMP/cm}
+cm_name="a small C project"
+[ -z "${PROC_BENCH_CMAKE_SRC:-}" ] || cm_name=$(basename "$(cd "$cmake_src" 2>/dev/null && pwd)")
+[ "${PROC_BENCH_CMAKE_SRC:-}" != "$THPEMU_SOURCE_DIR" ] || cm_name="this project"
 [ -z "${PROC_BENCH_CMAKE_SRC:-}" ] || [ -f "$cmake_src/CMakeLists.txt" ] ||
 	fail "PROC_BENCH_CMAKE_SRC: no CMakeLists.txt in '$cmake_src'"
 command -v cmake >/dev/null && command -v cc >/dev/null || cmake_too=0
@@ -122,12 +125,12 @@ for w in true loop cmake; do
 	case $w in
 	true) label="$TRUE (thpemu run --quiet -- $TRUE)" ;;
 	loop) label="shell loop, $nloop x echo | sha1sum" ;;
-	cmake) label="cmake configure ($([ -n "${PROC_BENCH_CMAKE_SRC:-}" ] && basename "$cmake_src" || echo small C project))" ;;
+	cmake) label="cmake configure ($cm_name)" ;;
 	esac
 	printf '%-40s %10s %10s %10s %8s\n' "$label" "$(ms "$n")" "$(ms "$e")" "$(diff_ms "$e" "$n")" "$(ratio "$e" "$n")"
 	case $w in
 	loop) perf_ratio_row "bash loop, $nloop x echo | sha1sum, ms / native (same output)" "$(ms "$e")" "$(ms "$n")" 1.3 ;;
-	cmake) perf_ratio_row "cmake configure of ${PROC_BENCH_CMAKE_SRC:+this project}${PROC_BENCH_CMAKE_SRC:-a small C project}, ms / native (same output)" "$(ms "$e")" "$(ms "$n")" 1.3 ;;
+	cmake) perf_ratio_row "cmake configure of $cm_name, ms / native (same output)" "$(ms "$e")" "$(ms "$n")" 1.3 ;;
 	esac
 done
 say "ok"
