@@ -29,6 +29,8 @@ fi
 [ "$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)" != "" ] ||
 	skip "no /sys/kernel/mm/transparent_hugepage: the host kernel has no THP to compare with"
 
+# the figures are read from all rounds' files: none may be left from an earlier run with more rounds
+rm -f "$T_OUT"/native-* "$T_OUT"/managed-*
 # pct P < FILE: the P-th percentile of a column of numbers
 pct() { sort -g | awk -v p="$1" '{ v[NR] = $1 } END { if (!NR) { print 0; exit }
 	i = int(NR * p / 100 + 0.5); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'; }
