@@ -221,6 +221,28 @@ void uffd_staging_written(struct uffd_staging *s, int slot)
 		s->zeroed[slot] = 0;
 }
 
+/* What a clear costs here, measured once, off the fault path, at the end of the first fill
+ * burst: on the chunk filled first (the lowest ready THP slot), whose lines the later fills
+ * have pushed out of the caches as a fault's chunk is. A clear right after the host's populate
+ * finds the chunk in the cache and took a third of a fault's clear (31-41 us against 125). */
+static void measure_clear(struct uffd_staging *s)
+{
+	if (__atomic_load_n(&s->clear_ns, __ATOMIC_RELAXED))
+		return;
+	for (unsigned i = 0; i < s->nslots; i++) {
+		bool huge;
+
+		if (!slot_cas(s, i, US_READY, US_FILLING))
+			continue;
+		huge = s->huge[i];
+		if (huge)
+			slot_clear(s, i);
+		__atomic_store_n(&s->state[i], US_READY, __ATOMIC_RELEASE);
+		if (huge)
+			return;
+	}
+}
+
 static void refill_ping(void *arg)
 {
 	struct uffd_staging *s = arg;
@@ -294,10 +316,9 @@ static void *refill_main(void *arg)
 			continue;
 		}
 		slot_fill(s, (unsigned)pick);
-		/* the first THP: what a clear costs here, measured off the fault path (once) */
-		if (s->huge[pick] && !__atomic_load_n(&s->clear_ns, __ATOMIC_RELAXED))
-			slot_clear(s, (unsigned)pick);
 		__atomic_store_n(&s->state[pick], US_READY, __ATOMIC_RELEASE);
+		if (count_state(s, US_READY) >= s->depth)
+			measure_clear(s);
 	}
 	guard_thread_leave(&s->gt);
 	return NULL;

@@ -37,7 +37,7 @@ for mode in thp pte; do
 		[ "$skipped" -ge $((huge - 8)) ] || fail "$mode.$thr: $skipped of $huge skipped a clear"
 		[ "$clears" -le 8 ] || fail "$mode.$thr: $clears memsets (a second clear per fault?)"
 		[ "$charged" -gt 0 ] || fail "$mode.$thr: no clearing charged"
-		zero=$(json "$T_OUT/$mode.$thr.json" .faults.time_ms.zeroing)
+		zero=$(json "$T_OUT/$mode.$thr.json" .time_ms.zeroing)
 		awk -v z="$zero" 'BEGIN { exit !(z > 0) }' || fail "$mode.$thr: zeroing $zero ms"
 	done
 done
