@@ -58,8 +58,8 @@ static void *touch(void *arg)
 
 static uint8_t *map_aligned(size_t n)
 {
-	uint8_t *p = mmap(NULL, n + HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			  0);
+	uint8_t *p =
+	    mmap(NULL, n + HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uintptr_t a;
 
 	if (p == MAP_FAILED)
