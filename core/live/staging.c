@@ -186,7 +186,9 @@ static void slot_fill(struct uffd_staging *s, unsigned i)
 }
 
 /* thpemu's own clear of slot i's chunk, timed: the cost charged to the faults whose chunk the
- * host zeroed (a moving average, so one preempted memset does not set it). */
+ * host zeroed, a moving average of thpemu's clears of THP chunks - in practice the one
+ * measure_clear makes, as a THP chunk is otherwise never cleared here: a preempted memset
+ * there sets a high charge for the process's run. */
 static uint64_t slot_clear(struct uffd_staging *s, unsigned i)
 {
 	uint64_t t0 = clock_now_ns(), dt, old;
