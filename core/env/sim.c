@@ -118,7 +118,7 @@ static int env_copy_file_page(void *priv, void *call, uint64_t owner, uint32_t f
 	return 0;
 }
 
-static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t extent_owner)
+static uint64_t env_clear_huge(void *priv, void *call, uint32_t head, uint64_t extent_owner)
 {
 	struct sim_world *w = priv;
 	struct sim_task *t = call;
@@ -126,6 +126,7 @@ static void env_clear_huge(void *priv, void *call, uint32_t head, uint64_t exten
 	charge(t, w->cfg->costs.ns[SIM_COST_CLEAR_2M]);
 	if (t && t->a)
 		sim_settle(t->a);
+	return 0; /* charged in virtual time, on the fault */
 }
 
 static int env_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)

@@ -225,6 +225,7 @@ static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int
 		return false;
 	}
 	chunk = uffd_staging_addr(&lv->staging, slot);
+	uffd_staging_written(&lv->staging, slot);
 	copy_present(chunk, cs, vec);
 	/* the range is empty: its PTE table goes, so that the move can install a PMD */
 	sys_zap((void *)addr, HPAGE);

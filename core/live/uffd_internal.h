@@ -161,6 +161,9 @@ struct uffd_staging {
 	unsigned depth;	      /* READY chunks the refill thread keeps */
 	uint8_t *state;	      /* per slot, enum uffd_slot_state (atomic) */
 	uint8_t *huge;	      /* per slot: the host gave a PMD-mapped THP */
+	uint8_t *zeroed;      /* per slot: the chunk holds zeros nobody wrote over (the host's
+			       * populate zeroed it, or thpemu cleared it) */
+	uint64_t clear_ns;    /* a 2 MiB clear's cost as measured here (0: not yet; atomic) */
 	pthread_mutex_t lock; /* refill thread sleep/wake */
 	pthread_cond_t cond;
 	bool stop;
@@ -195,8 +198,18 @@ static inline void *uffd_staging_addr(const struct uffd_staging *s, int slot)
 {
 	return s->area + (size_t)slot * UFFD_HPAGE_SIZE;
 }
-/* Give a slot back: intact (still a whole populated chunk) or spent (moved away, split). */
+/* Give a slot back: intact (still a whole populated chunk) or spent (moved away, split). An
+ * intact chunk that was written (uffd_staging_written) goes back to the host all the same: it
+ * is never handed out again with data in it. */
 void uffd_staging_release(struct uffd_staging *s, int slot, bool intact);
+/* The taker of slot is about to write data into its chunk (a collapse's copy). */
+void uffd_staging_written(struct uffd_staging *s, int slot);
+/* Make slot's chunk a zeroed 2 MiB for a huge fault, clearing each 2 MiB once: a chunk the
+ * host's populate zeroed and nobody wrote is not cleared again, and the fault is charged a
+ * clear's cost as measured here (returned, ns; 0 when this call cleared it, timed by the
+ * caller's own clock). A chunk not known to be zero, or the first before any clear was
+ * measured, is cleared here (memset). */
+uint64_t uffd_staging_zero(struct uffd_staging *s, int slot);
 /* Populate one chunk (MADV_POPULATE_WRITE, never a read fault: a huge zero page must not reach
  * the pool) and check whether the host backs it with a THP; returns 1 huge, 0 small, -errno. */
 int uffd_populate_chunk(int pagemap_fd, void *chunk, bool collapse);
@@ -220,12 +233,13 @@ struct uffd_worker {
 	int tid;
 	pthread_t thread;
 	bool started;
-	int slot;	       /* staging slot taken by clear_huge for the fault in progress */
-	uint8_t *scratch;      /* UFFD_SCRATCH_PAGES registered pages for migration */
-	unsigned scratch_next; /* next unused scratch page (DONTNEEDed in batches) */
-	uint8_t *cscratch;     /* 2 MiB registered, empty between collapses (collapse.c), or NULL */
-	uintptr_t fault_addr;  /* the fault being served (for hooks and stall reports) */
-	int busy;	       /* atomic: serving a message (the exit hook waits for it) */
+	int slot;		 /* staging slot taken by clear_huge for the fault in progress */
+	uint64_t clear_ahead_ns; /* the fault's clear done ahead of time, charged to it (ns) */
+	uint8_t *scratch;	 /* UFFD_SCRATCH_PAGES registered pages for migration */
+	unsigned scratch_next;	 /* next unused scratch page (DONTNEEDed in batches) */
+	uint8_t *cscratch;    /* 2 MiB registered, empty between collapses (collapse.c), or NULL */
+	uintptr_t fault_addr; /* the fault being served (for hooks and stall reports) */
+	int busy;	      /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
 	int last_ptid;		/* the faulting thread of this handler's previous message */
 	uint32_t ready;		/* futex word: the handler's start-up is done (start_threads) */

@@ -259,12 +259,11 @@ int mm_hook_copy_file_page(struct mm *mm, void *call, uint64_t owner, uint32_t f
 	return e->ops->copy_file_page ? e->ops->copy_file_page(e->priv, call, owner, from, to) : 0;
 }
 
-void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner)
+uint64_t mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner)
 {
 	const struct mm_env *e = env_of(mm);
 
-	if (e->ops->clear_huge)
-		e->ops->clear_huge(e->priv, call, head, extent_owner);
+	return e->ops->clear_huge ? e->ops->clear_huge(e->priv, call, head, extent_owner) : 0;
 }
 
 void mm_hook_clear_folio(struct mm *mm, void *call, uint32_t head, unsigned order, uint64_t owner)

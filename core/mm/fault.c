@@ -107,7 +107,7 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 	    .fc = fc,
 	};
 	uint32_t head = alloc_pages_mpol(mm, &ac);
-	uint64_t t0, epoch;
+	uint64_t t0, epoch, ahead;
 
 	if (head == MM_NO_PFN) {
 		count_event(mm, MM_STAT_THP_FAULT_FALLBACK, 1);
@@ -122,7 +122,7 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 	count_mthp_event(mm, MM_HPAGE_ORDER, MTHP_EV_ANON_FAULT_ALLOC);
 	t0 = mm_now(mm, fc->call);
 	epoch = mm_unlock_for_hook(mm);
-	mm_hook_clear_huge(mm, fc->call, head, req->extent_owner);
+	ahead = mm_hook_clear_huge(mm, fc->call, head, req->extent_owner);
 	mm_relock_after_hook(mm, epoch); /* repaired meanwhile or not, the extent tells */
 	if (!extent_still_ours(mm, head, req->extent_owner)) {
 		count_event(mm, MM_STAT_THP_FAULT_FALLBACK, 1);
@@ -131,7 +131,8 @@ do_huge_pmd_anonymous_page(struct mm *mm, const struct mm_fault_req *req, struct
 		return MM_NO_PFN;
 	}
 	thp_new_mapped(mm, head);
-	fc->rec->zero_ns = mm_now(mm, fc->call) - t0;
+	fc->rec->zero_ns = mm_now(mm, fc->call) - t0 + ahead;
+	fc->ahead_ns += ahead;
 	fc->cause_ns[MM_CAUSE_ZEROING] += fc->rec->zero_ns;
 	return head;
 }
@@ -449,7 +450,7 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
 	res->pfn = pfn;
 	res->rec.outcome = (uint8_t)res->outcome;
 	res->rec.order = res->order;
-	res->rec.total_ns = mm_now(mm, call) - res->rec.t_start;
+	res->rec.total_ns = mm_now(mm, call) - res->rec.t_start + fc.ahead_ns;
 	res->rec.cause = (uint8_t)pick_cause(&fc);
 	stall_window_add(mm, &res->rec);
 	mm_unlock(mm);

@@ -495,7 +495,7 @@ bool mm_has_migrate_anon_batch(struct mm *mm);
 void mm_hook_migrate_anon_batch(struct mm *mm, void *call, unsigned n, const uint64_t *owner,
 				const uint32_t *from, const uint32_t *to, int *ret);
 int mm_hook_copy_file_page(struct mm *mm, void *call, uint64_t owner, uint32_t from, uint32_t to);
-void mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner);
+uint64_t mm_hook_clear_huge(struct mm *mm, void *call, uint32_t head, uint64_t extent_owner);
 void mm_hook_clear_folio(struct mm *mm, void *call, uint32_t head, unsigned order, uint64_t owner);
 bool mm_has_khugepaged_scan(struct mm *mm);
 int mm_hook_khugepaged_scan(struct mm *mm, void *call, uint32_t as_id, uint64_t *addr,
@@ -535,8 +535,9 @@ struct fault_ctx {
 	struct mm_fault_rec *rec;	/* NULL: not a program fault */
 	void *call;			/* passed to every hook */
 	uint64_t cause_ns[MM_CAUSE_NR]; /* time per contributor, for rec->cause */
-	uint64_t hook_ns; /* time in waits, writeouts and copies (already attributed) */
-	bool background;  /* kswapd: its waits are nobody's fault (mm_wait.background) */
+	uint64_t hook_ns;  /* time in waits, writeouts and copies (already attributed) */
+	uint64_t ahead_ns; /* work done ahead of time for this fault (clear_huge), charged to it */
+	bool background;   /* kswapd: its waits are nobody's fault (mm_wait.background) */
 	const struct thpemu_fault_info *pinfo; /* policy plugin's view of this fault, or NULL */
 };
 

@@ -387,8 +387,11 @@ struct mm_env_ops {
 	/* [unlocked] Copy a page-cache page's data from frame `from` to frame `to`. Returns 0 or
 	 * -errno (migration of that page fails). */
 	int (*copy_file_page)(void *priv, void *call, uint64_t owner, uint32_t from, uint32_t to);
-	/* [unlocked] Zero the 2 MiB extent just allocated at head for a huge fault. */
-	void (*clear_huge)(void *priv, void *call, uint32_t head, uint64_t extent_owner);
+	/* [unlocked] Zero the 2 MiB extent just allocated at head for a huge fault. Returns the
+	 * time (ns) of a clear done ahead of time for this fault (a page the host zeroed when it
+	 * was prepared), charged to the fault's zeroing on top of the hook's own time; 0 if none.
+	 */
+	uint64_t (*clear_huge)(void *priv, void *call, uint32_t head, uint64_t extent_owner);
 	/* [locked] Charge a modelled cost of n units. */
 	void (*alloc_cost)(void *priv, void *call, enum mm_cost what, uint64_t n);
 	/* [unlocked] Start writeback of dirty page-cache frame pfn (sync migration's writeout()).

@@ -33,6 +33,9 @@
 	X(staging_refills, "2 MiB staging chunks prefaulted by the refill thread")                 \
 	X(staging_misses, "huge faults that found no ready staging chunk")                         \
 	X(host_thp_unavailable, "staging chunks the host backed with 4 KiB pages")                 \
+	X(huge_clears, "2 MiB staging chunks thpemu cleared itself (memset)")                      \
+	X(huge_clears_skipped, "huge faults given a chunk the host had just zeroed (no memset)")   \
+	X(huge_clear_charged_ns, "a clear's measured cost charged to each of those faults (ns)")   \
 	X(anon_migrations, "program pages really migrated (unmap, copy, remap)")                   \
 	X(anon_migrate_ns, "time spent migrating program pages (claim, unmap, copy, remap; ns)")   \
 	X(anon_migrate_busy, "migrations refused: page busy, shared or not movable")               \
@@ -101,7 +104,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 14
+#define UFFD_STATS_VERSION 15
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)

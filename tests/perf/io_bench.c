@@ -222,8 +222,9 @@ static int e_writeout(void *priv, void *call, uint64_t owner, uint32_t pfn)
 	return io_writeout(bio, owner, pfn);
 }
 
-static void e_clear(void *priv, void *call, uint32_t head, uint64_t owner)
+static uint64_t e_clear(void *priv, void *call, uint32_t head, uint64_t owner)
 {
+	return 0;
 }
 
 static void e_cost(void *priv, void *call, enum mm_cost what, uint64_t n)

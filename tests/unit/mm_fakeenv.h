@@ -33,6 +33,7 @@ struct fakeenv {
 	uint64_t now;				/* virtual ns (atomic in threaded mode) */
 	uint64_t cost_ns[MM_COST_NR];		/* ns charged per unit of each modelled cost */
 	uint64_t clear_ns, migrate_ns, copy_ns; /* ns per hook call */
+	uint64_t clear_ahead_ns;		/* what clear_huge says was cleared ahead of time */
 	uint64_t writeout_latency_ns;		/* writeout: writeback completes this long after */
 	uint64_t *wb_done_at; /* per pfn: completion time of its writeback (0: at once) */
 	uint32_t nr_frames;
@@ -197,7 +198,7 @@ static inline int fe_copy_file_page(void *priv, void *call, uint64_t owner, uint
 	return fe->copy_ret;
 }
 
-static inline void fe_clear_huge(void *priv, void *call, uint32_t head, uint64_t extent_owner)
+static inline uint64_t fe_clear_huge(void *priv, void *call, uint32_t head, uint64_t extent_owner)
 {
 	struct fakeenv *fe = priv;
 
@@ -206,6 +207,7 @@ static inline void fe_clear_huge(void *priv, void *call, uint32_t head, uint64_t
 	fe_advance(fe, fe->clear_ns);
 	if (fe->on_clear)
 		fe->on_clear(fe, head);
+	return fe->clear_ahead_ns;
 }
 
 static inline void fe_alloc_cost(void *priv, void *call, enum mm_cost what, uint64_t n)

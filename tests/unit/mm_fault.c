@@ -206,6 +206,29 @@ TEST(writes_to_zero_pages_take_4k)
 	fakeenv_destroy(&fe);
 }
 
+/* A clear done ahead of time (live: a staging THP the host zeroed when it was prepared) is
+ * charged to the fault: its zeroing and total, and the cause, as if cleared on the fault. */
+TEST(huge_fault_charges_clear_done_ahead)
+{
+	struct fakeenv fe;
+	struct mm_fault_req req = req_at(7, MM_VMA_DEFAULT);
+	struct mm_fault_res res;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.1", 32 * MIB, false, err, sizeof(err)), 0);
+	fe.clear_ns = 2000;
+	fe.clear_ahead_ns = 90000;
+	fe.cost_ns[MM_COST_FAULT] = 1000;
+	ASSERT_EQ(mm_fault(fe.mm, &req, &res, NULL), 0);
+	ASSERT_EQ(res.outcome, MM_FAULT_HUGE);
+	EXPECT_EQ(res.rec.zero_ns, 92000);
+	EXPECT_EQ(res.rec.total_ns, 93000);
+	EXPECT_EQ(res.rec.cause, MM_CAUSE_ZEROING);
+	EXPECT_EQ(fe.n_clear, 1);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
 TEST(huge_fault_record_and_counters)
 {
 	struct fakeenv fe;
