@@ -3,6 +3,7 @@
 #include "io/rqshare.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -11,31 +12,31 @@
 
 #define RQS_SLOT_POLL_NS 1000000ULL /* every slot taken: look again this often */
 
-/* A futex mutex (Drepper's three states) on shared futexes. Held only around rqlist's pure
- * steps: no fault, no system call inside. */
+/* A robust process-shared mutex, as the machine's mm lock: a process killed while holding it
+ * (held only around rqlist's pure steps: no fault, no system call inside) leaves EOWNERDEAD,
+ * and the next taker goes on with counts at worst one step behind, where a plain futex word
+ * would leave every other process of the machine asleep on it. */
 static void lock(struct rqs *s)
 {
-	uint32_t c = 0;
-
-	if (__atomic_compare_exchange_n(&s->lock, &c, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		return;
-	if (c != 2)
-		c = __atomic_exchange_n(&s->lock, 2, __ATOMIC_ACQUIRE);
-	while (c != 0) {
-		sys_futex_wait_shared(&s->lock, 2, NULL);
-		c = __atomic_exchange_n(&s->lock, 2, __ATOMIC_ACQUIRE);
-	}
+	if (pthread_mutex_lock(&s->lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&s->lock);
 }
 
 static void unlock(struct rqs *s)
 {
-	if (__atomic_exchange_n(&s->lock, 0, __ATOMIC_RELEASE) == 2)
-		sys_futex_wake_shared(&s->lock, 1);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void rqs_init(struct rqs *s, unsigned nr_requests)
 {
+	pthread_mutexattr_t a;
+
 	memset(s, 0, sizeof(*s));
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&s->lock, &a);
+	pthread_mutexattr_destroy(&a);
 	rql_init(&s->l, nr_requests);
 }
 

@@ -3,8 +3,8 @@
  * may be threads of any of those processes. The rules are rqlist's (block/blk-core.c
  * get_request, get_request_wait, freed_request of 3.1-3.3); this file only adds what a real
  * sleep needs:
- *   - a lock: a futex mutex in the structure (shared futexes: waker and sleeper may be in
- *     different processes; private futex keys are per mm);
+ *   - a lock: a robust process-shared mutex in the structure (waker and sleeper may be in
+ *     different processes; one killed while holding it does not stop the others);
  *   - the sleepers' storage: rqlist's waiters live in the structure (RQS_WAITERS slots), each
  *     with a futex word set by the waker, since a waiter on another process's stack has no
  *     address here;
@@ -20,6 +20,7 @@
 #ifndef THPEMU_IO_RQSHARE_H
 #define THPEMU_IO_RQSHARE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -47,7 +48,7 @@ struct rqs_slot {
 };
 
 struct rqs {
-	uint32_t lock; /* futex mutex: 0 free, 1 taken, 2 taken with sleepers */
+	pthread_mutex_t lock; /* robust, pshared */
 	struct rql l;
 	struct rqs_slot slot[RQS_WAITERS];
 	struct rqs_wait_stat waited[RQS_WHO_NR];

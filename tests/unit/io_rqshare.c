@@ -241,4 +241,30 @@ TEST(a_sleeper_in_another_process_is_woken_through_the_shared_list)
 	munmap(s, sizeof(*s));
 }
 
+/* A process killed while it holds the list's lock does not leave the machine's other processes
+ * asleep on it: the lock is robust. */
+TEST(a_process_dying_with_the_lock_held_does_not_stop_the_others)
+{
+	struct rqs *s =
+	    mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct rql_ioc a = {0};
+	int status;
+	pid_t pid;
+
+	ASSERT(s != MAP_FAILED);
+	rqs_init(s, 4);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		pthread_mutex_lock(&s->lock);
+		_exit(0); /* as a SIGKILL between lock and unlock */
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	alarm(10);
+	EXPECT(!rqs_congested(s, RQL_ASYNC)); /* takes the lock: returns */
+	EXPECT(fill(s, &a) >= 4);	      /* and every later step */
+	alarm(0);
+	munmap(s, sizeof(*s));
+}
+
 TEST_MAIN()
