@@ -61,7 +61,7 @@ grep -q "no kernel of this series in the cache (--offline)" "$T_TMP/err" ||
 # the workload suite's own usage
 "$WL" --help | grep -q "^  fragfault " || fail "thpemu-wl --help does not list fragfault"
 expect_eq "suite list" "$("$WL" --list | tr '\n' ' ')" \
-	"fragfault unevictable mthp thpscale thpcompact khugepaged collapse shrinker writer "
+	"fragfault unevictable mthp thpscale thpcompact khugepaged collapse shrinker writer shmem "
 "$WL" nosuch 2>/dev/null
 expect_eq "unknown workload" "$?" 2
 "$WL" fragfault --keep 0 2>"$T_TMP/err"
