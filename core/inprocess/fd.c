@@ -252,6 +252,40 @@ int guard_fd_own(int fd)
 	return fd;
 }
 
+int guard_fd_open(const char *path)
+{
+	long fd = sys_call4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+
+	return fd < 0 ? (int)fd : guard_fd_own((int)fd);
+}
+
+void guard_fd_fork_prepare(void)
+{
+	lock();
+}
+
+void guard_fd_fork_parent(void)
+{
+	unlock();
+}
+
+void guard_fd_fork_child(void)
+{
+	/* the holder, if any, is not in the child: after a prepare it was the forking thread; after
+	 * a raw clone a thread of the parent may have been in dup_up_locked with the soft limit
+	 * raised, which the child gives back */
+	if (__atomic_load_n(&window, __ATOMIC_ACQUIRE)) {
+		struct rlim64 cur;
+
+		if (raw_prlimit(0, RLIMIT_NOFILE, NULL, &cur) == 0) {
+			cur.cur = window_soft;
+			raw_prlimit(0, RLIMIT_NOFILE, &cur, NULL);
+		}
+		__atomic_store_n(&window, 0, __ATOMIC_RELEASE);
+	}
+	unlock();
+}
+
 void guard_fd_close(int fd)
 {
 	if (fd < 0)

@@ -57,10 +57,12 @@ void guard_fork_prepare(void)
 {
 	__atomic_add_fetch(&forking, 1, __ATOMIC_SEQ_CST);
 	wait_drained();
+	guard_fd_fork_prepare(); /* last: held only around system calls that cannot block */
 }
 
 void guard_fork_parent(void)
 {
+	guard_fd_fork_parent();
 	__atomic_sub_fetch(&forking, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -70,6 +72,7 @@ void guard_fork_child(bool real_fork)
 	 * its business */
 	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&inflight, 0, __ATOMIC_SEQ_CST);
+	guard_fd_fork_child();
 	guard_vm_fork_child(real_fork);
 }
 

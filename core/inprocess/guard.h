@@ -52,6 +52,12 @@ void guard_fd_fini(void);
  * use from now on (fd itself when there is no zone or the zone is full), or -errno with fd
  * closed. */
 int guard_fd_own(int fd);
+/* Open path (read-only, close-on-exec) straight into the zone, tracked: the descriptor the
+ * emulator reads a file of its own through (/proc/self/smaps, statm, maps). A descriptor held in
+ * the program's range for the length of the reads could be closed by the program (bash closes a
+ * pipe's write end twice: harmless natively) and the number reused for the program's next pipe,
+ * whose data the emulator's next read would take. Returns the descriptor or -errno. */
+int guard_fd_open(const char *path);
 /* Is fd one of the emulator's? (async-signal-safe) */
 bool guard_fd_is_ours(int fd);
 /* Close one of the emulator's descriptors and forget it. */
@@ -62,6 +68,12 @@ void guard_fd_close_all(void);
 /* fd (tracked) belongs to a library's static state, which a fork child inherits with it: the
  * child keeps it (libunwind's validation pipe; a pipe shared with the parent is harmless). */
 void guard_fd_keep_across_fork(int fd);
+/* fork: prepare holds the writers' lock so that no descriptor is half moved or half forgotten
+ * in the copy (parent and child release it); the child of a raw clone or _Fork (no prepare) takes
+ * the lock and the soft limit back from a parent thread that held them. */
+void guard_fd_fork_prepare(void);
+void guard_fd_fork_parent(void);
+void guard_fd_fork_child(void);
 /* The zone [lo, hi) (lo == hi when none). */
 void guard_fd_zone(unsigned *lo, unsigned *hi);
 

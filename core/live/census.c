@@ -344,7 +344,7 @@ void uffd_census_take(struct uffd_live *lv)
 static uint64_t rss_now(void)
 {
 	char buf[128];
-	long fd = sys_call4(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
+	long fd = guard_fd_open("/proc/self/statm");
 	long n;
 	const char *p = buf;
 	uint64_t pages = 0;
@@ -352,7 +352,7 @@ static uint64_t rss_now(void)
 	if (fd < 0)
 		return 0;
 	n = sys_read((int)fd, buf, sizeof(buf) - 1);
-	sys_close((int)fd);
+	guard_fd_close((int)fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -407,7 +407,7 @@ static void census_take_locked(struct uffd_live *lv)
 	if (sys_is_err(p))
 		return;
 	buf = (char *)p;
-	fd = (int)sys_call4(SYS_openat, AT_FDCWD, "/proc/self/smaps", O_RDONLY | O_CLOEXEC, 0);
+	fd = guard_fd_open("/proc/self/smaps");
 	if (fd < 0)
 		goto unmap;
 	memset(&c, 0, sizeof(c));
@@ -439,7 +439,7 @@ static void census_take_locked(struct uffd_live *lv)
 	}
 	if (open)
 		account(lv, &c, &v);
-	sys_close(fd);
+	guard_fd_close(fd);
 	c.processes = 1;
 	/* the largest census wins: the program's memory at its largest that was seen */
 	pthread_mutex_lock(&lv->snap_lock);

@@ -135,7 +135,7 @@ static int stack_bounds(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 {
 	char buf[4096 + 1];
 	size_t have = 0;
-	int fd = (int)sys_call3(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0), rc = -ENOENT;
+	int fd = guard_fd_open("/proc/self/maps"), rc = -ENOENT;
 
 	if (fd < 0)
 		return fd;
@@ -160,7 +160,7 @@ static int stack_bounds(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 			have = 0; /* a line longer than the buffer: not one we want */
 	}
 out:
-	sys_close(fd);
+	guard_fd_close(fd);
 	return rc;
 }
 

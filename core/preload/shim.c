@@ -290,9 +290,14 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 
 /* ---- life cycle ------------------------------------------------------------------------------ */
 
+/* The forking thread's prepare ran: parent undoes it whatever the state became meanwhile (a
+ * thread stepping aside during the fork). */
+static __thread bool fork_prepared __attribute__((tls_model("initial-exec")));
+
 static void shim_atfork_prepare(void)
 {
-	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE) {
+	fork_prepared = __atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE;
+	if (fork_prepared) {
 		guard_fork_prepare();	   /* no page of the program is mid-migration in the copy */
 		obs_unwind_fork_prepare(); /* nor any thread inside libunwind (its locks) */
 	}
@@ -300,7 +305,8 @@ static void shim_atfork_prepare(void)
 
 static void shim_atfork_parent(void)
 {
-	if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_LIVE) {
+	if (fork_prepared) {
+		fork_prepared = false;
 		obs_unwind_fork_parent();
 		guard_fork_parent();
 	}
@@ -333,6 +339,7 @@ static void child_of(bool real_fork)
 
 static void shim_atfork_child(void)
 {
+	fork_prepared = false; /* LIVE or DETACHED now: child_of releases what prepare took */
 	child_of(true);
 }
 
