@@ -298,7 +298,7 @@ int oracle_setting_policy(const char *key, const char *value, char *buf, size_t 
 
 	if (!strncmp(key, "hugepages-", 10) && !slash)
 		n = snprintf(buf, len, "%s=%s", key, value);
-	else if (!strncmp(key, "hugepages-", 10) && !strcmp(slash, "/shmem_enabled"))
+	else if (slash && !strncmp(key, "hugepages-", 10) && !strcmp(slash, "/shmem_enabled"))
 		n = snprintf(buf, len, "shmem-%.*s=%s", (int)(slash - key), key, value);
 	for (size_t i = 0; n < 0 && i < sizeof(policy_keys) / sizeof(policy_keys[0]); i++)
 		if (!strcmp(key, policy_keys[i].setting))
