@@ -156,7 +156,7 @@ static void report_io_latency(struct json_w *w, const struct io_stats *io)
 	jw_obj_end(w);
 }
 
-/* "io": the slow device and the dirtier (core/io) of the process that ran them. */
+/* One waiter kind's sleeps for a request of the 3.x list. */
 static void report_io_wait(struct json_w *w, const char *key, const struct io_stats *io, int who)
 {
 	jw_obj_begin(w, key);
@@ -186,6 +186,7 @@ static void report_io_requests(struct json_w *w, const struct io_stats *io)
 	jw_obj_end(w);
 }
 
+/* "io": the slow device and the dirtier (core/io) of the process that ran them. */
 static void report_io(struct json_w *w, const struct config *cfg, const struct uffd_stats *st,
 		      const struct uffd_program_info *prog)
 {

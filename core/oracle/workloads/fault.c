@@ -97,11 +97,7 @@ static void parse(const char *name, int argc, char **argv, struct fault_opts *o)
 			o->region = optarg;
 			break;
 		case 'a':
-			if (strcmp(optarg, "hugepage") && strcmp(optarg, "none") &&
-			    strcmp(optarg, "nohugepage"))
-				wl_usage("--advise: '%s' is not hugepage, none or nohugepage",
-					 optarg);
-			o->advise = optarg;
+			o->advise = wl_parse_advice("--advise", optarg);
 			break;
 		case 't':
 			if (strcmp(optarg, "extent") && strcmp(optarg, "page"))

@@ -98,11 +98,7 @@ static void parse(const char *name, int argc, char **argv, struct shmem_opts *o)
 			o->region = optarg;
 			break;
 		case 'a':
-			if (strcmp(optarg, "hugepage") && strcmp(optarg, "none") &&
-			    strcmp(optarg, "nohugepage"))
-				wl_usage("--advise: '%s' is not hugepage, none or nohugepage",
-					 optarg);
-			o->advise = optarg;
+			o->advise = wl_parse_advice("--advise", optarg);
 			break;
 		case 'f':
 			o->fork = true;

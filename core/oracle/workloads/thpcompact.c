@@ -103,11 +103,7 @@ static void parse(const char *name, int argc, char **argv, struct compact_opts *
 			o->total = optarg;
 			break;
 		case 'A':
-			if (strcmp(optarg, "hugepage") && strcmp(optarg, "none") &&
-			    strcmp(optarg, "nohugepage"))
-				wl_usage("--anon-advise: '%s' is not hugepage, none or nohugepage",
-					 optarg);
-			o->anon_advise = optarg;
+			o->anon_advise = wl_parse_advice("--anon-advise", optarg);
 			break;
 		case 'd':
 			o->file_dir = optarg;

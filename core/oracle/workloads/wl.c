@@ -105,6 +105,13 @@ uint64_t wl_parse_uint(const char *opt, const char *s, uint64_t max)
 	return v;
 }
 
+const char *wl_parse_advice(const char *opt, const char *s)
+{
+	if (strcmp(s, "hugepage") && strcmp(s, "none") && strcmp(s, "nohugepage"))
+		wl_usage("%s: '%s' is not hugepage, none or nohugepage", opt, s);
+	return s;
+}
+
 void wl_check_relative(const char *opt, bool pct)
 {
 	if (pct && thpemu_active && thpemu_active())

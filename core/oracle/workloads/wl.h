@@ -62,6 +62,8 @@ int wl_parse_amount(const char *s, uint64_t base_kb, uint64_t *bytes, bool *pct_
 /* A duration with its unit ("500ms", "2s") or "0". */
 int wl_parse_duration(const char *s, uint64_t *ns);
 uint64_t wl_parse_uint(const char *opt, const char *s, uint64_t max);
+/* OPT's madvise advice for wl_advise: hugepage, none or nohugepage (else wl_usage naming OPT). */
+const char *wl_parse_advice(const char *opt, const char *s);
 /* An amount relative to the machine's memory is refused under thpemu (name: the option). */
 void wl_check_relative(const char *opt, bool pct);
 /* getopt_long over a workload's options (no short ones; --help has val 'h'): the next option's
