@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/sys.h"
@@ -252,11 +253,94 @@ int guard_fd_own(int fd)
 	return fd;
 }
 
+/* ---- descriptors made while the program runs --------------------------------------------------
+ *
+ * A descriptor the emulator makes lands in the program's range (the kernel gives the lowest free
+ * number) until guard_fd_own moves it up. A program that closes a number it no longer holds
+ * (bash closes a pipe's write end twice: EBADF natively) would close the emulator's descriptor
+ * if its close came in between, and its next pipe would take the number: the emulator's next
+ * read would take the pipe's data. So a making (guard_fd_make_begin .. _end) and a program's
+ * close or dup2 onto a number (guard_fd_close_begin .. _end) exclude each other, Dekker's way:
+ * each side announces itself, then looks at the other; the maker waits while closes are in
+ * flight, a closer steps back and waits while a making is. Both sides are a few system calls
+ * long. A thread that interrupted its own close or making (a signal handler) does not wait for
+ * itself. A wait is bounded (GUARD_MAKE_WAIT_NS): a closer blocked for seconds (a slow device's
+ * flush) delays the emulator no longer than that. */
+static int making, closing;	  /* in flight, all threads */
+static __thread int self_making;  /* this thread is between make_begin and make_end */
+static __thread int self_closing; /* this thread is between close_begin and close_end */
+
+#define GUARD_MAKE_WAIT_NS (2ULL * 1000000000ULL)
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	sys_call2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait while *w is non-zero, at most GUARD_MAKE_WAIT_NS: yield first, then sleep 50 us. */
+static void wait_clear(const int *w)
+{
+	uint64_t until = 0;
+
+	for (unsigned spins = 0; __atomic_load_n(w, __ATOMIC_SEQ_CST); spins++) {
+		if (spins < 64) {
+			sys_call0(SYS_sched_yield);
+			continue;
+		}
+		if (!until)
+			until = mono_ns() + GUARD_MAKE_WAIT_NS;
+		else if (mono_ns() > until)
+			return;
+		struct timespec ts = {0, 50000};
+		sys_call2(SYS_nanosleep, &ts, NULL);
+	}
+}
+
+void guard_fd_make_begin(void)
+{
+	self_making++;
+	__atomic_fetch_add(&making, 1, __ATOMIC_SEQ_CST);
+	if (!self_closing)
+		wait_clear(&closing);
+}
+
+void guard_fd_make_end(void)
+{
+	__atomic_fetch_sub(&making, 1, __ATOMIC_SEQ_CST);
+	self_making--;
+}
+
+void guard_fd_close_begin(void)
+{
+	self_closing++;
+	for (;;) {
+		__atomic_fetch_add(&closing, 1, __ATOMIC_SEQ_CST);
+		if (self_making || !__atomic_load_n(&making, __ATOMIC_SEQ_CST))
+			return;
+		__atomic_fetch_sub(&closing, 1, __ATOMIC_SEQ_CST);
+		wait_clear(&making);
+	}
+}
+
+void guard_fd_close_end(void)
+{
+	__atomic_fetch_sub(&closing, 1, __ATOMIC_SEQ_CST);
+	self_closing--;
+}
+
 int guard_fd_open(const char *path)
 {
-	long fd = sys_call4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+	long fd;
 
-	return fd < 0 ? (int)fd : guard_fd_own((int)fd);
+	guard_fd_make_begin();
+	fd = sys_call4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd >= 0)
+		fd = guard_fd_own((int)fd);
+	guard_fd_make_end();
+	return (int)fd;
 }
 
 void guard_fd_fork_prepare(void)
@@ -271,6 +355,10 @@ void guard_fd_fork_parent(void)
 
 void guard_fd_fork_child(void)
 {
+	/* closes and makings in flight were the parent's other threads': none is in the child (the
+	 * forking thread is in neither: fork is not called from inside them) */
+	__atomic_store_n(&making, self_making, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&closing, self_closing, __ATOMIC_SEQ_CST);
 	/* the holder, if any, is not in the child: after a prepare it was the forking thread; after
 	 * a raw clone a thread of the parent may have been in dup_up_locked with the soft limit
 	 * raised, which the child gives back */

@@ -58,6 +58,15 @@ int guard_fd_own(int fd);
  * pipe's write end twice: harmless natively) and the number reused for the program's next pipe,
  * whose data the emulator's next read would take. Returns the descriptor or -errno. */
 int guard_fd_open(const char *path);
+/* A descriptor made while the program runs (open, eventfd, epoll, pipe, ...): between
+ * make_begin and make_end no close or dup2 of the program runs, so none can close it while it is
+ * still in the program's range (then guard_fd_own it inside the pair). The program's close,
+ * close_range and dup2/dup3 run between close_begin and close_end. Nested on one thread (a signal
+ * handler) neither waits for itself; a wait is bounded (2 s). async-signal-safe. */
+void guard_fd_make_begin(void);
+void guard_fd_make_end(void);
+void guard_fd_close_begin(void);
+void guard_fd_close_end(void);
 /* Is fd one of the emulator's? (async-signal-safe) */
 bool guard_fd_is_ours(int fd);
 /* Close one of the emulator's descriptors and forget it. */

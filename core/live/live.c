@@ -623,14 +623,14 @@ static void stop_threads(struct uffd_live *lv)
 
 static void read_small_file(const char *path, char *buf, size_t cap, char sep)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = guard_fd_open(path); /* the program may be running: out of its reach */
 	ssize_t n;
 
 	buf[0] = '\0';
 	if (fd < 0)
 		return;
-	n = read(fd, buf, cap - 1);
-	sys_close(fd);
+	n = sys_read(fd, buf, cap - 1);
+	guard_fd_close(fd);
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
@@ -1312,11 +1312,11 @@ static bool task_is_ours(int tid, const int *ours, unsigned n)
 		if (ours[i] == tid)
 			return true;
 	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-	fd = sys_call4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	fd = guard_fd_open(path); /* the program's threads run: out of their reach */
 	if (fd < 0)
 		return false;
 	got = sys_read((int)fd, comm, sizeof(comm) - 1);
-	sys_close((int)fd);
+	guard_fd_close((int)fd);
 	return got >= 4 && memcmp(comm, "iou-", 4) == 0;
 }
 
@@ -1326,8 +1326,7 @@ static bool task_is_ours(int tid, const int *ours, unsigned n)
 static bool threads_linger(const int *ours, unsigned n)
 {
 	char buf[4096];
-	long fd = sys_call4(SYS_openat, AT_FDCWD, "/proc/self/task",
-			    O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	long fd = guard_fd_open("/proc/self/task"); /* a directory: getdents64 reads it */
 	bool found = false;
 	long got;
 
@@ -1348,7 +1347,7 @@ static bool threads_linger(const int *ours, unsigned n)
 			off += d->reclen;
 		}
 	}
-	sys_close((int)fd);
+	guard_fd_close((int)fd);
 	return found;
 }
 

@@ -21,6 +21,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/nsfs.h>
@@ -48,7 +49,6 @@
 #define CLONE_NEWTIME 0x00000080
 #endif
 
-extern int __close(int fd); /* glibc's close (a cancellation point, as the program expects) */
 int capset(void *hdr, const void *data); /* glibc exports it without a header declaring it */
 
 static long ret_errno(long r)
@@ -67,16 +67,22 @@ static long ret_errno(long r)
  * close through the PLT. */
 static int close_as_native(int fd)
 {
-	if (guard_fd_is_ours(fd)) {
-		if (uffd_tls_passthrough) { /* the emulator (or a library it called) closing its own
-					     */
-			guard_fd_close(fd);
-			return 0;
-		}
-		errno = EBADF; /* natively this number is not open */
-		return -1;
+	long r;
+
+	if (guard_fd_is_ours(fd) && uffd_tls_passthrough) {
+		/* the emulator (or a library it called) closing its own */
+		guard_fd_close(fd);
+		return 0;
 	}
-	return __close(fd);
+	/* close(2) is a cancellation point: act on a pending cancel before the close rather than
+	 * inside it, so that no thread leaves with its close still announced (the raw call below
+	 * cannot be cancelled). */
+	pthread_testcancel();
+	guard_fd_close_begin(); /* no descriptor of the emulator's is on its way up meanwhile */
+	r = guard_fd_is_ours(fd) ? -EBADF /* natively this number is not open */
+				 : sys_call1(SYS_close, fd);
+	guard_fd_close_end();
+	return (int)ret_errno(r);
 }
 
 EXPORT int close(int fd)
@@ -86,9 +92,41 @@ EXPORT int close(int fd)
 
 static long close_range_as_native(unsigned lo, unsigned hi, unsigned flags)
 {
+	long r;
+
 	if (uffd_tls_passthrough)
 		return sys_call3(SYS_close_range, lo, hi, flags);
-	return guard_close_range(lo, hi, flags);
+	guard_fd_close_begin();
+	r = guard_close_range(lo, hi, flags);
+	guard_fd_close_end();
+	return r;
+}
+
+/* dup2(2) / dup3(2) close the number they replace: as close(2), never while one of the emulator's
+ * descriptors is on its way up through the program's range. (A number of the emulator's zone is
+ * at or above the program's soft limit: the kernel refuses it with EBADF, as natively.) */
+static long dup3_as_native(long nr, int old, int new, int flags)
+{
+	long r;
+
+	guard_fd_close_begin();
+	if (guard_fd_is_ours(new) && !uffd_tls_passthrough)
+		r = -EBADF; /* a number of ours below the zone (no zone): not the program's */
+	else
+		r = nr == SYS_dup2 ? sys_call2(SYS_dup2, old, new)
+				   : sys_call3(SYS_dup3, old, new, flags);
+	guard_fd_close_end();
+	return r;
+}
+
+EXPORT int dup2(int old, int new)
+{
+	return (int)ret_errno(dup3_as_native(SYS_dup2, old, new, 0));
+}
+
+EXPORT int dup3(int old, int new, int flags)
+{
+	return (int)ret_errno(dup3_as_native(SYS_dup3, old, new, flags));
 }
 
 EXPORT int close_range(unsigned lo, unsigned hi, int flags)
@@ -106,9 +144,13 @@ EXPORT void closefrom(int lo)
  * addresses with): made on an emulator thread or during its set-up, they go to the zone too. */
 EXPORT int pipe2(int fds[2], int flags)
 {
-	long r = sys_call2(SYS_pipe2, fds, flags);
+	bool ours = uffd_tls_passthrough;
+	long r;
 
-	if (r == 0 && uffd_tls_passthrough) {
+	if (ours)
+		guard_fd_make_begin();
+	r = sys_call2(SYS_pipe2, fds, flags);
+	if (r == 0 && ours) {
 		int a = guard_fd_own(fds[0]), b = guard_fd_own(fds[1]);
 
 		if (a < 0 || b < 0) {
@@ -123,6 +165,8 @@ EXPORT int pipe2(int fds[2], int flags)
 			guard_fd_keep_across_fork(b);
 		}
 	}
+	if (ours)
+		guard_fd_make_end();
 	return (int)ret_errno(r);
 }
 
@@ -437,6 +481,10 @@ EXPORT long syscall(long nr, ...)
 	case SYS_close_range:
 		return ret_errno(
 		    close_range_as_native((unsigned)a[0], (unsigned)a[1], (unsigned)a[2]));
+	case SYS_dup2:
+		return ret_errno(dup3_as_native(SYS_dup2, (int)a[0], (int)a[1], 0));
+	case SYS_dup3:
+		return ret_errno(dup3_as_native(SYS_dup3, (int)a[0], (int)a[1], (int)a[2]));
 	case SYS_prlimit64:
 		return ret_errno(
 		    guard_prlimit((int)a[0], (int)a[1], (const void *)a[2], (void *)a[3]));

@@ -1,0 +1,182 @@
+/* core/inprocess/fd.c: a descriptor the emulator makes while the program runs and the program's
+ * close(2) of a number exclude each other (the program closing a number it no longer holds must
+ * not close the emulator's descriptor while it still sits in the program's range, nor may the
+ * program's next pipe take that number). The preload's close, close_range, dup2 and dup3 run
+ * between guard_fd_close_begin and _end, as the "program" threads below do. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "inprocess/guard.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static int opened_fd = -2;
+static int done;
+
+static void *emulator_opens(void *arg)
+{
+	(void)arg;
+	opened_fd = guard_fd_open("/proc/self/statm");
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A program's close in flight holds the emulator's open back until it is over. */
+TEST(open_waits_for_a_close_in_flight)
+{
+	pthread_t th;
+
+	guard_fd_close_begin();
+	ASSERT_EQ(pthread_create(&th, NULL, emulator_opens, NULL), 0);
+	sleep_ms(200);
+	EXPECT_EQ(__atomic_load_n(&done, __ATOMIC_ACQUIRE), 0);
+	guard_fd_close_end();
+	ASSERT_EQ(pthread_join(th, NULL), 0);
+	EXPECT_EQ(done, 1);
+	EXPECT(opened_fd >= 0);
+	EXPECT(guard_fd_is_ours(opened_fd));
+	guard_fd_close(opened_fd);
+}
+
+static void *program_closes(void *arg)
+{
+	(void)arg;
+	guard_fd_close_begin();
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	guard_fd_close_end();
+	return NULL;
+}
+
+/* ... and a making in flight holds the program's close back. */
+TEST(close_waits_for_a_making_in_flight)
+{
+	pthread_t th;
+
+	guard_fd_make_begin();
+	ASSERT_EQ(pthread_create(&th, NULL, program_closes, NULL), 0);
+	sleep_ms(200);
+	EXPECT_EQ(__atomic_load_n(&done, __ATOMIC_ACQUIRE), 0);
+	guard_fd_make_end();
+	ASSERT_EQ(pthread_join(th, NULL), 0);
+	EXPECT_EQ(done, 1);
+}
+
+/* A thread inside its own close (a signal handler that interrupted it calls into the emulator)
+ * does not wait for itself: the bounded wait is 2 s, the open here takes far less. */
+TEST(a_thread_does_not_wait_for_itself)
+{
+	uint64_t t0;
+	int fd;
+
+	guard_fd_close_begin();
+	t0 = now_ns();
+	fd = guard_fd_open("/proc/self/statm");
+	EXPECT(now_ns() - t0 < 1500000000ULL);
+	ASSERT(fd >= 0);
+	guard_fd_close(fd);
+	guard_fd_close_end();
+
+	guard_fd_make_begin();
+	t0 = now_ns();
+	guard_fd_close_begin();
+	guard_fd_close_end();
+	EXPECT(now_ns() - t0 < 1500000000ULL);
+	guard_fd_make_end();
+}
+
+/* A close that never ends (a thread blocked in a slow device's flush) delays a making by the
+ * bound, not for ever. */
+TEST(the_wait_is_bounded)
+{
+	pthread_t th;
+
+	guard_fd_close_begin();
+	ASSERT_EQ(pthread_create(&th, NULL, emulator_opens, NULL), 0);
+	ASSERT_EQ(pthread_join(th, NULL), 0); /* the harness's timeout fails a hang */
+	EXPECT(opened_fd >= 0);
+	guard_fd_close(opened_fd);
+	guard_fd_close_end();
+}
+
+/* The failure itself, raced: the emulator reads statm again and again through descriptors it
+ * opens; the program makes pipes, and after closing each write end closes it again, as bash
+ * does (through the preload's path: refused when the number is the emulator's). Every byte the
+ * program writes is read back by the program, and every statm the emulator reads is one. */
+static int stop;
+static long bad_emulator_reads, emulator_reads;
+
+static void *emulator_loop(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+		char buf[128];
+		int fd = guard_fd_open("/proc/self/statm");
+		ssize_t n;
+
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf));
+		guard_fd_close(fd);
+		emulator_reads++;
+		if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+			bad_emulator_reads++;
+	}
+	return NULL;
+}
+
+static void program_close(int fd)
+{
+	guard_fd_close_begin();
+	if (!guard_fd_is_ours(fd))
+		close(fd);
+	guard_fd_close_end();
+}
+
+TEST(a_stale_close_never_takes_the_emulators_descriptor)
+{
+	pthread_t th;
+	uint64_t until;
+	long lost = 0, rounds = 0;
+
+	guard_fd_init(); /* the zone, as in a preloaded program */
+	ASSERT_EQ(pthread_create(&th, NULL, emulator_loop, NULL), 0);
+	until = now_ns() + 1500000000ULL;
+	while (now_ns() < until) {
+		int p[2];
+		char c = 0;
+
+		ASSERT_EQ(pipe(p), 0);
+		ASSERT_EQ(write(p[1], "x", 1), 1);
+		program_close(p[1]);
+		program_close(p[1]); /* stale: EBADF natively, or (raced) the emulator's number */
+		if (read(p[0], &c, 1) != 1 || c != 'x')
+			lost++;
+		program_close(p[0]);
+		rounds++;
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(pthread_join(th, NULL), 0);
+	printf("# %ld program rounds, %ld emulator reads\n", rounds, emulator_reads);
+	EXPECT_EQ(lost, 0);
+	EXPECT_EQ(bad_emulator_reads, 0);
+	EXPECT(rounds > 0 && emulator_reads > 0);
+}
+
+TEST_MAIN()
