@@ -11,7 +11,7 @@
 #     writer-stop=2m: its pages are written back) khugepaged collapses, but only after the
 #     faults' failed compactions stop deferring it (3.2 mm/page_alloc.c
 #     __alloc_pages_direct_compact -> compaction_deferred: 1 << compact_defer_shift (at most 64)
-#     considerations, two per khugepaged attempt, one attempt per alloc_sleep_millisecs of
+#     considerations; khugepaged tries once per alloc_sleep_millisecs of
 #     60 s): none in the first 10 minutes, some by 40; with :khugepaged=no, never;
 #   - pacing (--opt init=: a free pool, every THP fault succeeds, nothing to collapse): a wake
 #     every scan_sleep (10 s) scans pages_to_scan (4096 = 8 ranges, +512 per range whatever it
