@@ -42,6 +42,13 @@ int thpemu_get_counters(struct thpemu_counters *c, size_t size);
  * length, or -1 with errno ENODEV (not emulating) or ENOSPC (buf too small: nothing written
  * past len). Machine-wide: every process of the machine counts. */
 int thpemu_vmstat(char *buf, size_t len);
+/* The emulated machine's per-size THP statistics now, as
+ * /sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/ hold them: "SIZEkB NAME VALUE\n"
+ * lines, sizes 16kB..2048kB, the kernel's file names (anon_fault_alloc, anon_fault_fallback,
+ * shmem_alloc, ...), into buf, NUL-terminated. Returns the length (0 under a profile whose era
+ * has no mTHP, as a kernel before 6.8 has no such files), or -1 with errno ENODEV or ENOSPC as
+ * thpemu_vmstat. Machine-wide. */
+int thpemu_mthp_stats(char *buf, size_t len);
 /* Write this process's JSON report to path now. Returns 0 or -1 (errno set). */
 int thpemu_write_report(const char *path);
 /* Hand the emulator a private anonymous read-write mapping the interposers never saw (made with

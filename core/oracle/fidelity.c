@@ -17,52 +17,78 @@
 const struct fid_row fid_rows[FID_NROWS] = {
     {"huge_fault_pct", "huge % at first touch", FID_PCT,
      "fault lines in the guest: mincore 256 KiB in saw the page resident",
-     "fault lines under thpemu run: the same test on the memory thpemu mapped", false},
+     "fault lines under thpemu run: the same test on the memory thpemu mapped", false, NULL, NULL},
     {"huge_final_pct", "huge % at the end", FID_PCT,
      "extent lines: one PFN-aligned order-9 folio (pagemap + /proc/kpageflags)",
      "extent lines on the host: the real PMD thpemu mapped for each huge decision "
      "(the run's host.huge_not_pmd counts those the host could not map)",
-     false},
+     false, NULL, NULL},
     {"thp_fault_alloc", "thp_fault_alloc", FID_COUNTER,
      "mm/huge_memory.c __do_huge_pmd_anonymous_page, count_vm_event(THP_FAULT_ALLOC)",
-     "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_ALLOC", false},
+     "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_ALLOC", false, NULL, NULL},
     {"thp_fault_fallback", "thp_fault_fallback", FID_COUNTER,
      "mm/huge_memory.c do_huge_pmd_anonymous_page: no folio, THP_FAULT_FALLBACK",
-     "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_FALLBACK", false},
+     "core/mm/fault.c do_huge_pmd_anonymous_page, MM_STAT_THP_FAULT_FALLBACK", false, NULL, NULL},
     {"compact_stall", "compact_stall", FID_COUNTER,
      "mm/page_alloc.c __alloc_pages_direct_compact, COMPACTSTALL",
-     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_STALL", false},
+     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_STALL", false, NULL, NULL},
     {"compact_success", "compact_success", FID_COUNTER,
      "mm/page_alloc.c __alloc_pages_direct_compact: a page after compaction, COMPACTSUCCESS",
-     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_SUCCESS", false},
+     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_SUCCESS", false, NULL, NULL},
     {"compact_fail", "compact_fail", FID_COUNTER,
      "mm/page_alloc.c __alloc_pages_direct_compact: none, COMPACTFAIL",
-     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_FAIL", false},
+     "core/mm/slowpath.c compact_outcome, MM_STAT_COMPACT_FAIL", false, NULL, NULL},
     {"pgmigrate_success", "pgmigrate_success", FID_COUNTER,
      "mm/migrate.c migrate_pages, PGMIGRATE_SUCCESS (compaction's and any other migration)",
-     "core/mm/migrate.c, MM_STAT_PGMIGRATE_SUCCESS", false},
+     "core/mm/migrate.c, MM_STAT_PGMIGRATE_SUCCESS", false, NULL, NULL},
     {"compact_migrate_scanned", "compact_migrate_scanned", FID_COUNTER,
      "mm/compaction.c isolate_migratepages_block, COMPACTMIGRATE_SCANNED (direct and "
      "kcompactd)",
      "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_MIGRATE_SCANNED (direct and "
      "kcompactd)",
-     false},
+     false, NULL, NULL},
     {"compact_free_scanned", "compact_free_scanned", FID_COUNTER,
      "mm/compaction.c isolate_freepages_block, COMPACTFREE_SCANNED (direct and kcompactd)",
      "core/mm/compaction.c compact_zone, MM_STAT_COMPACT_FREE_SCANNED (direct and kcompactd)",
-     false},
+     false, NULL, NULL},
     /* shared memory THP: in the table where a value is non-zero (the shmem workload) */
     {"thp_file_alloc", "thp_file_alloc", FID_COUNTER,
      "mm/shmem.c shmem_get_folio_gfp: a PMD-size folio allocated, THP_FILE_ALLOC",
-     "core/mm/shmem.c mm_shmem_fault, MM_STAT_THP_FILE_ALLOC", true},
+     "core/mm/shmem.c mm_shmem_fault, MM_STAT_THP_FILE_ALLOC", true, NULL, NULL},
     {"thp_file_fallback", "thp_file_fallback", FID_COUNTER,
      "mm/shmem.c shmem_alloc_and_add_folio: no PMD-size folio, THP_FILE_FALLBACK",
-     "core/mm/shmem.c mm_shmem_fault, MM_STAT_THP_FILE_FALLBACK", true},
+     "core/mm/shmem.c mm_shmem_fault, MM_STAT_THP_FILE_FALLBACK", true, NULL, NULL},
     {"thp_file_mapped", "thp_file_mapped", FID_COUNTER,
      "mm/memory.c do_set_pmd: a PMD maps a file THP, THP_FILE_MAPPED",
      "core/mm/shmem.c mm_shmem_fault: a PMD-size folio allocated where a PMD fits, "
      "MM_STAT_THP_FILE_MAPPED",
-     true},
+     true, NULL, NULL},
+/* multi-size THP, per size (6.12 transparent_hugepage/hugepages-<size>kB/stats/; in the
+ * guest read from sysfs, under thpemu from thpemu_mthp_stats(), core/preload/api.c): in the
+ * table where a value is non-zero (the mthp and shmem workloads) */
+#define MROW(sz, stat, real, emu)                                                                  \
+	{                                                                                          \
+		"mthp_" sz "_" stat, sz " " stat, FID_COUNTER, real, emu, true, sz, stat           \
+	}
+#define ANON_REAL  "mm/memory.c alloc_anon_folio, count_mthp_stat"
+#define SHMEM_REAL "mm/shmem.c shmem_alloc_and_add_folio, count_mthp_stat"
+#define MTHP_ROWS(sz)                                                                              \
+	MROW(sz, "anon_fault_alloc", ANON_REAL, "core/mm/mthp.c, MTHP_EV_ANON_FAULT_ALLOC"),       \
+	    MROW(sz, "anon_fault_fallback", ANON_REAL,                                             \
+		 "core/mm/mthp.c, MTHP_EV_ANON_FAULT_FALLBACK"),                                   \
+	    MROW(sz, "shmem_alloc", SHMEM_REAL, "core/mm/shmem.c, MTHP_EV_SHMEM_ALLOC"),           \
+	    MROW(sz, "shmem_fallback", SHMEM_REAL, "core/mm/shmem.c, MTHP_EV_SHMEM_FALLBACK")
+    MTHP_ROWS("16kB"),
+    MTHP_ROWS("32kB"),
+    MTHP_ROWS("64kB"),
+    MTHP_ROWS("128kB"),
+    MTHP_ROWS("256kB"),
+    MTHP_ROWS("512kB"),
+    MTHP_ROWS("1024kB"),
+#undef MTHP_ROWS
+#undef SHMEM_REAL
+#undef ANON_REAL
+#undef MROW
 };
 
 void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s, bool program)
@@ -90,7 +116,9 @@ void fid_sample_from_result(const struct oracle_result *r, struct fid_sample *s,
 
 		if (fid_rows[i].kind != FID_COUNTER)
 			continue;
-		d = oracle_snap_delta(a, b, NULL, fid_rows[i].key, &found);
+		d = fid_rows[i].size
+			? oracle_snap_delta(a, b, fid_rows[i].size, fid_rows[i].stat, &found)
+			: oracle_snap_delta(a, b, NULL, fid_rows[i].key, &found);
 		s->v[i] = (double)d;
 		s->have[i] = found;
 	}

@@ -31,9 +31,14 @@ struct fid_row {
 	const char *real; /* the real kernel: where it counts it, and how the guest reads it */
 	const char *emu;  /* thpemu: where core/mm counts it, and how the run reads it */
 	bool optional;	  /* in the text, HTML and verdicts only where a value is non-zero */
+	const char *size; /* a per-size stat (hugepages-<size>/stats/<stat>): "64kB"; NULL: vmstat */
+	const char *stat; /* its file name: anon_fault_alloc, ... */
 };
 
-#define FID_NROWS 13
+/* 13 rows, then the per-size ones: 7 sizes (16kB..1024kB) x 4 stats */
+#define FID_MTHP_SIZES 7
+#define FID_MTHP_STATS 4
+#define FID_NROWS      (13 + FID_MTHP_SIZES * FID_MTHP_STATS)
 
 extern const struct fid_row fid_rows[FID_NROWS];
 

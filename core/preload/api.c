@@ -51,6 +51,56 @@ EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
 	return 0;
 }
 
+EXPORT int thpemu_mthp_stats(char *buf, size_t len)
+{
+	struct uffd_live *lv = shim_live();
+	struct obs_mthp m;
+	size_t used = 0;
+
+	if (!lv) {
+		errno = ENODEV;
+		return -1;
+	}
+	/* as thpemu_vmstat: a copy on this stack first */
+	uffd_live_snapshot(lv);
+	m = uffd_live_stats(lv)->mthp;
+	if (len)
+		buf[0] = '\0';
+	for (unsigned o = MM_MTHP_MIN_ORDER; m.era_has_mthp && o <= OBS_MTHP_PMD_ORDER; o++) {
+		const struct mm_mthp_stats *st = &m.st[o];
+		const struct {
+			const char *name;
+			uint64_t v;
+		} f[] = {
+		    {"anon_fault_alloc", st->anon_fault_alloc},
+		    {"anon_fault_fallback", st->anon_fault_fallback},
+		    {"anon_fault_fallback_charge", st->anon_fault_fallback_charge},
+		    {"split", st->split},
+		    {"split_failed", st->split_failed},
+		    {"split_deferred", st->split_deferred},
+		    {"nr_anon", st->nr_anon},
+		    {"nr_anon_partially_mapped", st->nr_anon_partially_mapped},
+		    {"shmem_alloc", st->shmem_alloc},
+		    {"shmem_fallback", st->shmem_fallback},
+		    {"shmem_fallback_charge", st->shmem_fallback_charge},
+		};
+
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			int n = snprintf(buf + used, len > used ? len - used : 0, "%ukB %s %llu\n",
+					 4U << o, f[i].name, (unsigned long long)f[i].v);
+
+			if (n < 0 || (size_t)n >= len - used) {
+				if (len)
+					buf[used] = '\0';
+				errno = ENOSPC;
+				return -1;
+			}
+			used += (size_t)n;
+		}
+	}
+	return (int)used;
+}
+
 EXPORT int thpemu_vmstat(char *buf, size_t len)
 {
 	struct uffd_live *lv = shim_live();

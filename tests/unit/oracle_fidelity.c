@@ -29,6 +29,14 @@ TEST(every_counter_row_is_a_vmstat_name_thpemu_counts)
 			pct++;
 			continue;
 		}
+		if (fid_rows[i].size) { /* a per-size stats file: optional, its key names it */
+			EXPECT(fid_rows[i].optional);
+			EXPECT(fid_rows[i].stat && strstr(fid_rows[i].key, fid_rows[i].stat));
+			EXPECT(strstr(fid_rows[i].key, fid_rows[i].size) != NULL);
+			EXPECT(strstr(fid_rows[i].emu, "MTHP_EV_") != NULL);
+			EXPECT(strstr(fid_rows[i].real, "mm/") != NULL);
+			continue;
+		}
 		/* thpemu's side reads these names from thpemu_vmstat(), which prints
 		 * mm_stat_names: a row must be one of them, and cite the counter it is */
 		for (int s = 0; s < MM_STAT_NR; s++)
@@ -49,6 +57,10 @@ static const char run_text[] = "ORACLE wl fragfault 1\n"
 			       "ORACLE snap phase-end vmstat thp_fault_alloc 13\n"
 			       "ORACLE snap phase-end vmstat compact_stall 5\n"
 			       "ORACLE snap phase-end vmstat compact_free_scanned 900\n"
+			       "ORACLE snap phase-begin mthp 64kB anon_fault_alloc 7\n"
+			       "ORACLE snap phase-end mthp 64kB anon_fault_alloc 1031\n"
+			       "ORACLE snap phase-begin mthp 64kB anon_fault_fallback 0\n"
+			       "ORACLE snap phase-end mthp 64kB anon_fault_fallback 2\n"
 			       "ORACLE fault 0 huge 10.0\n"
 			       "ORACLE fault 1 huge 10.0\n"
 			       "ORACLE fault 2 huge 10.0\n"
@@ -74,6 +86,12 @@ TEST(a_sample_takes_huge_pct_and_phase_deltas)
 	EXPECT_NEAR(s.v[row_of("compact_stall")], 2, 1e-9);
 	EXPECT_NEAR(s.v[row_of("compact_free_scanned")], 800, 1e-9);
 	EXPECT(!s.have[row_of("pgmigrate_success")]); /* in neither snapshot */
+	/* per-size stats: the size's own delta, not the vmstat name's */
+	ASSERT(s.have[row_of("mthp_64kB_anon_fault_alloc")]);
+	EXPECT_NEAR(s.v[row_of("mthp_64kB_anon_fault_alloc")], 1024, 1e-9);
+	EXPECT_NEAR(s.v[row_of("mthp_64kB_anon_fault_fallback")], 2, 1e-9);
+	EXPECT(!s.have[row_of("mthp_16kB_anon_fault_alloc")]);
+	EXPECT(!s.have[row_of("mthp_64kB_shmem_alloc")]);
 	oracle_result_free(&r);
 
 	/* program-scope counters only (a workload without phase snapshots): no counters, and
@@ -252,10 +270,11 @@ TEST(a_table_flags_opposite_moves)
 	EXPECT_NEAR(t.flips[0].real_delta, -31, 1e-9);
 	EXPECT_NEAR(t.flips[0].emu_delta, 19, 1e-9);
 	fid_tally(&t, counts);
-	/* the three shared memory rows have no value anywhere: left out */
+	/* the three shared memory rows and the per-size ones have no value anywhere: left out */
 	EXPECT(!t.shown[row_of("thp_file_alloc")]);
+	EXPECT(!t.shown[row_of("mthp_64kB_anon_fault_alloc")]);
 	EXPECT_EQ(counts[FID_NA] + counts[FID_CLOSE] + counts[FID_INRANGE] + counts[FID_OFF],
-		  3 * (FID_NROWS - 3));
+		  3 * (FID_NROWS - 3 - FID_MTHP_SIZES * FID_MTHP_STATS));
 }
 
 /* The shared memory rows appear, for every setting, once one value of one side is non-zero;
@@ -286,7 +305,7 @@ TEST(shmem_rows_appear_where_non_zero)
 	EXPECT_EQ(t.set[2].verdict[alloc], FID_NA); /* the real side has none */
 	fid_tally(&t, counts);
 	EXPECT_EQ(counts[FID_NA] + counts[FID_CLOSE] + counts[FID_INRANGE] + counts[FID_OFF],
-		  3 * (FID_NROWS - 2));
+		  3 * (FID_NROWS - 2 - FID_MTHP_SIZES * FID_MTHP_STATS));
 	f = open_memstream(&buf, &len);
 	fid_text(f, &t);
 	fclose(f);

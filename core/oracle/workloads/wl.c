@@ -28,6 +28,7 @@
 
 extern int thpemu_active(void) __attribute__((weak));
 extern int thpemu_vmstat(char *buf, size_t len) __attribute__((weak));
+extern int thpemu_mthp_stats(char *buf, size_t len) __attribute__((weak));
 extern char **environ;
 
 static const char *wl_name = "thpemu-wl";
@@ -458,7 +459,9 @@ static void take(struct snap *s)
 	if (thpemu_active && thpemu_active()) {
 		if (!thpemu_vmstat || thpemu_vmstat(s->vmstat, sizeof(s->vmstat)) < 0)
 			s->taken = false;
-		s->mthp[0] = '\0';
+		/* the per-size stats files, as the emulated kernel keeps them (none before 6.8) */
+		if (!thpemu_mthp_stats || thpemu_mthp_stats(s->mthp, sizeof(s->mthp)) < 0)
+			s->mthp[0] = '\0';
 		return;
 	}
 	read_text("/proc/vmstat", s->vmstat, sizeof(s->vmstat));

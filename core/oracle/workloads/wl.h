@@ -22,10 +22,10 @@
  *   ORACLE error MESSAGE                 why it could not run
  *
  * Everything is measured into memory during the phase and printed after it, so printing does
- * not disturb what is measured. No thpemu code is linked: thpemu_active() and thpemu_vmstat()
- * are looked up weakly, to refuse sizes relative to the machine's memory under the emulator
- * (its pool is not the host's /proc/meminfo) and to snapshot the emulated machine's counters
- * there instead of the host's /proc/vmstat.
+ * not disturb what is measured. No thpemu code is linked: thpemu_active(), thpemu_vmstat() and
+ * thpemu_mthp_stats() are looked up weakly, to refuse sizes relative to the machine's memory
+ * under the emulator (its pool is not the host's /proc/meminfo) and to snapshot the emulated
+ * machine's counters there instead of the host's /proc/vmstat and per-size stats files.
  */
 #ifndef THPEMU_WL_H
 #define THPEMU_WL_H
