@@ -31,7 +31,8 @@ struct fid_row {
 	const char *real; /* the real kernel: where it counts it, and how the guest reads it */
 	const char *emu;  /* thpemu: where core/mm counts it, and how the run reads it */
 	bool optional;	  /* in the text, HTML and verdicts only where a value is non-zero */
-	const char *size; /* a per-size stat (hugepages-<size>/stats/<stat>): "64kB"; NULL: vmstat */
+	const char
+	    *size; /* a per-size stat (hugepages-<size>/stats/<stat>): "64kB"; NULL: vmstat */
 	const char *stat; /* its file name: anon_fault_alloc, ... */
 };
 
