@@ -64,7 +64,7 @@ for r in $(seq "$reps"); do
 			run "$out" "$b" "$m"
 		done
 	done
-	for m in floor copy4k cont4k; do
+	for m in floor copy4k cont4k cont2m; do
 		run "$pg" anon "$m" --children "$backends"
 	done
 done
@@ -81,8 +81,8 @@ backing_arg() { [ "$1" = tmpfs-huge ] && echo file || echo "$1"; }
 
 for who in first second; do
 	echo
-	printf '%-10s %-7s %9s %9s %7s %10s %10s %7s %6s %7s %8s %9s\n' "$who" mode "page p50" "page p90" \
-		"x floor" "2MiB p50" "2MiB p90" "x floor" msgs minor "PMD kB" "THP pages"
+	printf '%-10s %-8s %9s %9s %7s %10s %10s %7s %6s %6s %6s %7s %9s\n' "$who" mode "page p50" \
+		"page p90" "x floor" "2MiB p50" "2MiB p90" "x floor" faults msgs minor "PMD kB" "THP pages"
 	for b in $backings; do
 		a=$(backing_arg "$b")
 		fp=$(med "$out" floor "$a" $who page_p50)
@@ -91,9 +91,10 @@ for who in first second; do
 			p50=$(med "$out" $m "$a" $who page_p50)
 			c50=$(med "$out" $m "$a" $who chunk_p50)
 			[ -n "$p50" ] && [ "$c50" != 0 ] || fail "$m $b $who: no figure"
-			printf '%-10s %-7s %9s %9s %7s %10s %10s %7s %6s %7s %8s %9s\n' "$b" $m "$p50" \
+			printf '%-10s %-8s %9s %9s %7s %10s %10s %7s %6s %6s %6s %7s %9s\n' "$b" $m "$p50" \
 				"$(med "$out" $m "$a" $who page_p90)" "$(ratio "$p50" "$fp")" "$c50" \
 				"$(med "$out" $m "$a" $who chunk_p90)" "$(ratio "$c50" "$fc")" \
+				"$(med "$out" $m "$a" $who faults)" \
 				"$(med "$out" $m "$a" $who msgs)" "$(med "$out" $m "$a" $who minor)" \
 				"$(med "$out" $m "$a" $who pmd_kb)" "$(med "$out" $m "$a" $who thp_pages)"
 		done
@@ -109,12 +110,14 @@ for b in $backings; do
 done
 echo
 say "PostgreSQL's pattern: one process faults 16 MiB of MAP_SHARED anonymous memory, $backends backends then touch all of it (medians over backends and rounds):"
-printf '  %-7s %12s %12s %9s %14s %8s\n' mode "first, us" "backend, us" "x floor" "per page p50" msgs
+printf '  %-7s %12s %12s %9s %14s %8s %8s\n' mode "first, us" "backend, us" "x floor" "per page p50" \
+	faults msgs
 bf=$(med "$pg" floor anon second total_us)
-for m in floor copy4k cont4k; do
+for m in floor copy4k cont4k cont2m; do
 	bt=$(med "$pg" $m anon second total_us)
-	printf '  %-7s %12s %12s %9s %14s %8s\n' $m "$(med "$pg" $m anon first total_us)" "$bt" \
-		"$(ratio "$bt" "$bf")" "$(med "$pg" $m anon second page_p50)" "$(med "$pg" $m anon second msgs)"
+	printf '  %-7s %12s %12s %9s %14s %8s %8s\n' $m "$(med "$pg" $m anon first total_us)" "$bt" \
+		"$(ratio "$bt" "$bf")" "$(med "$pg" $m anon second page_p50)" \
+		"$(med "$pg" $m anon second faults)" "$(med "$pg" $m anon second msgs)"
 done
 echo
 say "one range registered MISSING|MINOR:"
