@@ -152,21 +152,17 @@ static void *handler(void *arg)
 		int minor = (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR) != 0;
 
 		__atomic_fetch_add(&minor_msgs, minor, __ATOMIC_RELEASE);
+		int whole = mode == COPY2M || mode == CONT2M || mode == FALLOC2M;
+		uint64_t lo = whole ? a & ~(HPAGE - 1) : a, n = whole ? HPAGE : PG;
+
 		switch (mode) {
 		case COPY4K:
-			fill(a, PG, 0);
-			break;
 		case COPY2M:
-			fill(a & ~(HPAGE - 1), HPAGE, 0);
-			break;
 		case CONT4K:
-			fill(a, PG, 1);
-			break;
 		case CONT2M:
-			fill(a & ~(HPAGE - 1), HPAGE, 1);
+			fill(lo, n, mode == CONT4K || mode == CONT2M);
 			break;
 		case FALLOC2M: {
-			uint64_t lo = a & ~(HPAGE - 1);
 			struct uffdio_range w = {lo, HPAGE};
 			must(fallocate(fd, 0, (off_t)(lo - (uint64_t)region), (off_t)HPAGE),
 			     "fallocate");
