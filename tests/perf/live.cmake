@@ -36,3 +36,13 @@ set_target_properties(collapse_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE
 target_link_libraries(collapse_bench PRIVATE Threads::Threads)
 thpemu_add_test(NAME perf/collapse_bench COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/perf/collapse_bench.sh
                 LABELS perf needs-uffd needs-root TIMEOUT 600)
+
+# Shared memory: MISSING + UFFDIO_COPY against MINOR + UFFDIO_CONTINUE with bare handlers (no
+# emulator), per page and per 2 MiB, a first and a second process, against the host's own shmem
+# faults; PostgreSQL's one-faulter-16-backends pattern; MISSING|MINOR on one range
+# (tests/perf/shmem_uffd_bench.sh).
+add_executable(shmem_uffd_bench ${CMAKE_CURRENT_SOURCE_DIR}/perf/shmem_uffd_bench.c)
+set_target_properties(shmem_uffd_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/perf)
+target_link_libraries(shmem_uffd_bench PRIVATE Threads::Threads)
+thpemu_add_test(NAME perf/shmem_uffd_bench COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/perf/shmem_uffd_bench.sh
+                LABELS perf needs-uffd needs-root TIMEOUT 600)
