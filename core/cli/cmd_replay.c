@@ -4,8 +4,10 @@
  *
  * becomes `thpemu run [RUN-OPTIONS] -- thpemu-replayer TRACE [--speed F]`, with the recording's
  * --policy, --pool, --fragment and --seed unless given, --allocator none (the replayer's own
- * heap is not part of the workload) and --zero-page 0 (a recording has no zero pages: --trace
- * turns them off, so its read faults were decided as writes). The replayer
+ * heap is not part of the workload) and the recording's zero pages: --zero-page 1 when it mapped
+ * them (a version 2 trace with zero_page=1: its zero decisions and first writes are records), else
+ * --zero-page 0 (a version 1 trace, or a run with --zero-page 0, decided reads as writes). The
+ * replayer
  * (core/replayer/replayer.c) maps, touches, frees and advises exactly what the recorded process
  * did, at the recorded times, from one thread per recorded thread; so two policies can be run live
  * on an identical fault sequence. Options are checked by `thpemu run`, which reports them as its
@@ -36,7 +38,9 @@ static void usage(FILE *f)
 	    "them the recording's --policy, --pool, --fragment and --seed are used, so\n"
 	    "  thpemu replay --policy linux-3.3 app.trace\n"
 	    "runs the identical fault sequence under another kernel. A recorded huge fault\n"
-	    "stands for a touch of its whole 2 MiB extent.\n\n"
+	    "stands for a touch of its whole 2 MiB extent. Zero pages are as recorded: on\n"
+	    "(--zero-page 1) for a recording that mapped them, off for one that did not (a\n"
+	    "trace of thpemu before trace format 2); --zero-page overrides.\n\n"
 	    "  --speed F       replay F times faster than recorded (default 1)\n"
 	    "  RUN-OPTIONS     any option of 'thpemu run' (--policy, --report, --device, ...)\n\n"
 	    "Exit status: the replayer's (0; 1 if the trace cannot be replayed), 2 for a bad "
@@ -180,7 +184,7 @@ static int replay_main(int argc, char **argv)
 		}
 		if (!b.has_zero_page) {
 			push(&a, "--zero-page");
-			push(&a, "0");
+			push(&a, obs_trace_zero_pages(&t) ? "1" : "0");
 		}
 		for (int i = 0; i < b.nrun; i++)
 			push(&a, b.run[i]);

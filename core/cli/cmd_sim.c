@@ -3,8 +3,8 @@
  * Usage errors (a bad policy, scenario, size, duration, device or cost file) print one line
  * naming the option and the accepted values and exit 2; a run that cannot write its report
  * exits 1. The options sim shares with `thpemu run` (--policy, --policy-plugin, --fs, --pool,
- * --stall-threshold, --seed, --device) are parsed by core/config's table, as run's are, and the
- * parsed policy is what the simulator gets.
+ * --stall-threshold, --seed, --device, --zero-page) are parsed by core/config's table, as run's
+ * are, and the parsed policy is what the simulator gets.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@
  * the same values accepted, the same one-line errors, one policy parser. */
 static const enum config_id sim_keys[] = {CONFIG_POLICY, CONFIG_POLICY_PLUGIN,	 CONFIG_FS,
 					  CONFIG_POOL,	 CONFIG_STALL_THRESHOLD, CONFIG_SEED,
-					  CONFIG_DEVICE};
+					  CONFIG_DEVICE, CONFIG_ZERO_PAGE};
 
 struct sim_args {
 	struct config cfg;	      /* sim_keys, parsed */
@@ -41,7 +41,7 @@ static void usage(FILE *f)
 	    "usage: thpemu sim --policy POLICY --scenario SCENARIO [--seed N] [--pool SIZE]\n"
 	    "                  [--duration DUR] [--json FILE|-] [--costs FILE]\n"
 	    "                  [--device PRESET[:KEY=VALUE,...]] [--fs vfat|ext4]\n"
-	    "                  [--stall-threshold DUR] [--opt KEY=VALUE]...\n"
+	    "                  [--stall-threshold DUR] [--zero-page BOOL] [--opt KEY=VALUE]...\n"
 	    "       thpemu sim --replay TRACE [--policy POLICY] [the options above]\n\n"
 	    "Runs a scenario against the emulated kernel in virtual time: deterministic (the same\n"
 	    "inputs and seed give byte-identical JSON) and much faster than real time.\n\n"
@@ -73,6 +73,12 @@ static void usage(FILE *f)
 	    "waits\n"
 	    "                         (writeback, writeout, congestion nap) per-wait stall events\n"
 	    "                         (default 1s)\n"
+	    "  --zero-page BOOL       a read first touch maps the zero page where the kernel\n"
+	    "                         does (the huge zero page where a THP could go, 6.x) and\n"
+	    "                         takes no frame until written, as thpemu run's (default 1;\n"
+	    "                         0: a read is decided as a write). The built-in scenarios\n"
+	    "                         write before they read; a replay reads where the trace did,\n"
+	    "                         with zero pages as recorded unless this is given\n"
 	    "  --opt KEY=VALUE        a scenario parameter (below); init=snapshot:FILE starts\n"
 	    "                         the pool from a snapshot (thpemu snapshot), the pool then\n"
 	    "                         the snapshot's zone unless --pool is given\n\n",
@@ -207,7 +213,8 @@ static void resolve_replay(struct sim_config *c, struct sim_args *a)
 	struct sim_replay_info in;
 	char err[1024];
 	unsigned keep = (a->given[CONFIG_SEED] ? SIM_REPLAY_KEEP_SEED : 0) |
-			(a->duration_set ? SIM_REPLAY_KEEP_DURATION : 0);
+			(a->duration_set ? SIM_REPLAY_KEEP_DURATION : 0) |
+			(a->given[CONFIG_ZERO_PAGE] ? SIM_REPLAY_KEEP_ZERO_PAGE : 0);
 
 	if (a->scenario)
 		prog_usage_error(CMD,
@@ -302,6 +309,8 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 		c->seed = a->cfg.seed;
 	if (a->given[CONFIG_STALL_THRESHOLD])
 		c->stall_threshold_ns = a->cfg.stall_threshold_ns;
+	if (a->given[CONFIG_ZERO_PAGE])
+		c->zero_page = a->cfg.zero_page;
 	if (a->replay)
 		resolve_replay(c, a);
 	if (!a->given[CONFIG_POLICY])

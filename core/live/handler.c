@@ -576,6 +576,7 @@ static void record(struct fault_ctx *fc)
 		    .addr = fc->addr,
 		    .tid = fc->tid,
 		    .write = fc->write,
+		    .wp_zero = fc->wp_zero != MM_WP_NONE,
 		    .t_read_ns = fc->t_read,
 		    .latency_ns = lat,
 		    .rec = &fc->res.rec,

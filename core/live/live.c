@@ -768,11 +768,11 @@ void uffd_expand_pid(const char *pattern, char *out, size_t len)
 /* An output that cannot be written is bad input: the process runs unmanaged, saying why (one
  * that fails later, a full disk, is said and the program goes on managed). */
 /* Zero pages (--zero-page): read first touches take no frame, and their first writes are seen
- * through write-protect. Not with --trace: the trace has no zero decisions and its replays no
- * write-protect faults (core/obs/trace.h), so a traced run decides reads as writes. */
+ * through write-protect. A trace records them (core/obs/trace.h, version 2: the zero decisions,
+ * the first writes, the header's zero_page). */
 static bool zero_wanted(const struct uffd_live *lv)
 {
-	return lv->cfg.zero_page && !lv->cfg.trace[0];
+	return lv->cfg.zero_page;
 }
 
 static int check_outputs(const struct config *cfg, char *err, size_t errlen)

@@ -249,9 +249,10 @@ static int write_header(struct uffd_live *lv, struct uffd_tracer *tr)
 {
 	const struct config *c = &lv->cfg;
 	char pool[24], seed[24], minr[24], hand[24], thr[24], policy[200], *hdr;
-	const char *keys[] = {"policy",	  "pool_bytes", "fragment",	      "seed", "min_region",
-			      "handlers", "host_thp",	"stall_threshold_ns", "exe",  "cmdline"};
-	const char *vals[10];
+	const char *keys[] = {"policy",	    "pool_bytes", "fragment", "seed",
+			      "min_region", "handlers",	  "host_thp", "stall_threshold_ns",
+			      "exe",	    "cmdline",	  "zero_page"};
+	const char *vals[11];
 	size_t len;
 
 	mm_policy_format(&c->policy, policy, sizeof(policy));
@@ -270,11 +271,12 @@ static int write_header(struct uffd_live *lv, struct uffd_tracer *tr)
 	vals[7] = thr;
 	vals[8] = lv->stats->exe;
 	vals[9] = lv->stats->cmdline;
+	vals[10] = lv->zero_wp ? "1" : "0"; /* read first touches map zero pages */
 	hdr = calloc(1, OBS_TRACE_HDR_MAX);
 	if (!hdr)
 		return -ENOMEM;
 	len = obs_trace_header(hdr, OBS_TRACE_HDR_MAX, tr->t0, clock_realtime_ns(), getpid(), keys,
-			       vals, 10);
+			       vals, 11);
 	if (len)
 		write_out(tr, hdr, len);
 	free(hdr);
@@ -472,10 +474,11 @@ void uffd_trace_fault(const struct uffd_worker *w, const struct uffd_fault_event
 	    .val2 = t_mm,
 	    .tid = (uint32_t)ev->tid,
 	    .type = OBS_TR_FAULT,
-	    .flags = (uint8_t)((ev->write ? OBS_TRF_WRITE : 0) |
-			       ((decision << OBS_TRF_DEC_SHIFT) & OBS_TRF_DEC_MASK) |
-			       (cand ? OBS_TRF_CAND : 0) | (host_small ? OBS_TRF_HOST_SMALL : 0) |
-			       (ev->real_pmd > 0 ? OBS_TRF_REAL_PMD : 0)),
+	    .flags =
+		(uint8_t)((ev->write ? OBS_TRF_WRITE : 0) | obs_trace_decision_flags(decision) |
+			  (cand ? OBS_TRF_CAND : 0) | (host_small ? OBS_TRF_HOST_SMALL : 0) |
+			  (ev->real_pmd > 0 ? OBS_TRF_REAL_PMD : 0) |
+			  (ev->wp_zero ? OBS_TRF_WP_ZERO : 0)),
 	    .cause = ev->rec->cause,
 	};
 	ring_put(&tr->rings[w->idx < tr->nrings - 1 ? w->idx : tr->nrings - 1], &r);

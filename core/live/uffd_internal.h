@@ -258,6 +258,7 @@ struct uffd_fault_event {
 	uintptr_t addr;
 	int tid; /* faulting thread (UFFD_FEATURE_THREAD_ID) */
 	bool write;
+	bool wp_zero;			/* the first write to a zero page (mm_fault_req.wp_zero) */
 	uint64_t t_read_ns;		/* message read (CLOCK_MONOTONIC) */
 	uint64_t latency_ns;		/* read to wake-up */
 	const struct mm_fault_rec *rec; /* mm's record (outcome, steps, cause) */

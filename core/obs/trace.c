@@ -113,13 +113,18 @@ static int load_header(int fd, const char *path, struct obs_trace *t, char *err,
 			 OBS_TRACE_MAGIC);
 		return -EINVAL;
 	}
-	if (t->hdr.version != OBS_TRACE_VERSION ||
-	    t->hdr.rec_bytes != sizeof(struct obs_trace_rec)) {
+	if (t->hdr.version < OBS_TRACE_VERSION_MIN || t->hdr.version > OBS_TRACE_VERSION) {
 		snprintf(err, errlen,
-			 "%s: trace version %u with %u-byte records (this thpemu reads "
-			 "version %u, %zu bytes)",
-			 path, t->hdr.version, t->hdr.rec_bytes, OBS_TRACE_VERSION,
-			 sizeof(struct obs_trace_rec));
+			 "%s: trace format version %u: this thpemu reads versions %u to %u%s", path,
+			 t->hdr.version, OBS_TRACE_VERSION_MIN, OBS_TRACE_VERSION,
+			 t->hdr.version > OBS_TRACE_VERSION ? " (a newer thpemu wrote it)" : "");
+		return -EINVAL;
+	}
+	if (t->hdr.rec_bytes != sizeof(struct obs_trace_rec)) {
+		snprintf(err, errlen,
+			 "%s: trace version %u with %u-byte records (this thpemu reads %zu-byte "
+			 "records)",
+			 path, t->hdr.version, t->hdr.rec_bytes, sizeof(struct obs_trace_rec));
 		return -EINVAL;
 	}
 	if (t->hdr.hdr_bytes < sizeof(t->hdr) || t->hdr.hdr_bytes > OBS_TRACE_HDR_MAX ||
@@ -175,6 +180,10 @@ static void filter_records(struct obs_trace *t, size_t nread)
 			t->bad++;
 			continue;
 		}
+		/* version 1 had no zero pages: what its writers left in the high bits means nothing
+		 */
+		if (r->type == OBS_TR_FAULT && t->hdr.version < 2)
+			r->flags &= (uint8_t) ~(OBS_TRF_DEC_HI | OBS_TRF_WP_ZERO);
 		t->counts[r->type]++;
 		t->recs[t->n++] = *r;
 	}
@@ -309,6 +318,14 @@ const char *obs_trace_get(const struct obs_trace *t, const char *key, char *buf,
 		line = nl ? nl + 1 : NULL;
 	}
 	return NULL;
+}
+
+bool obs_trace_zero_pages(const struct obs_trace *t)
+{
+	char v[8];
+
+	return t->hdr.version >= 2 && obs_trace_get(t, "zero_page", v, sizeof(v)) &&
+	       !strcmp(v, "1");
 }
 
 /* Merge sort by effect time, stable (qsort is not). */

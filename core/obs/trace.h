@@ -8,7 +8,8 @@
  *                          the trace's time origin (CLOCK_MONOTONIC and CLOCK_REALTIME), pid
  *   text                   hdr_bytes - 64 bytes: "key=value\n" lines (the run's configuration:
  *                          policy, pool_bytes, fragment, seed, min_region, handlers,
- *                          stall_threshold_ns, exe, cmdline), NUL-padded to a multiple of 8
+ *                          stall_threshold_ns, exe, cmdline; v2: zero_page, 1 when read first
+ *                          touches mapped zero pages), NUL-padded to a multiple of 8
  *   struct obs_trace_rec   40 bytes each, until the end of the file. An OBS_TR_END record is
  *                          written when the process reaches its exit hook; the few records of
  *                          its last moments (destructors, its report) may follow it. A trace
@@ -38,6 +39,12 @@
  * REMAP: a whole region moved or grew to [val2, val2 + val) keeping its pages (a cut tail is a
  * RELEASE before it). tid is the faulting thread, or the thread that made the call.
  *
+ * Zero pages (v2, a recording with zero_page=1): a read first touch may be decided MM_FAULT_ZERO
+ * or MM_FAULT_HUGE_ZERO (no frame); the first write to a zero page is a FAULT of its own with
+ * OBS_TRF_WP_ZERO (decided base, or nomem); reads of a huge zero extent's other pages take no
+ * fault in the kernel and have no record. A version 1 trace has none of these: its reads were
+ * decided as writes.
+ *
  * Replay convention: a FAULT whose decision was huge stands for the program touching the whole
  * 2 MiB extent (as usemem and mmtests' thpcompact do); a replay that decides base there touches
  * the extent's other pages too ("implied" faults). A FAULT on a page the replay has already
@@ -51,9 +58,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define OBS_TRACE_MAGIC	  "THPEMUTR"
-#define OBS_TRACE_VERSION 1
-#define OBS_TRACE_HDR_MAX 8192 /* header + configuration text, at most */
+#define OBS_TRACE_MAGIC "THPEMUTR"
+/* Version 2: zero pages (a decision MM_FAULT_ZERO / MM_FAULT_HUGE_ZERO needs a third bit,
+ * OBS_TRF_DEC_HI; OBS_TRF_WP_ZERO; the header key zero_page). Version 1 files still load: their
+ * decisions fit two bits, and they have no zero pages (a recording decided reads as writes). */
+#define OBS_TRACE_VERSION     2
+#define OBS_TRACE_VERSION_MIN 1
+#define OBS_TRACE_HDR_MAX     8192 /* header + configuration text, at most */
 
 /* What a trace can hold (obs_trace_load refuses a file beyond, as corrupt). Times are below
  * 2^62 ns (146 years) so that t_ns + val2 never wraps; ranges are page-aligned, inside the
@@ -81,11 +92,15 @@ enum obs_trace_type {
 
 /* FAULT flags */
 #define OBS_TRF_WRITE	   0x01 /* a write fault (else a read) */
-#define OBS_TRF_DEC_SHIFT  1	/* bits 1-2: mm's decision, enum mm_fault_outcome */
+#define OBS_TRF_DEC_SHIFT  1	/* bits 1-2: mm's decision, enum mm_fault_outcome (low bits) */
 #define OBS_TRF_DEC_MASK   0x06
 #define OBS_TRF_CAND	   0x08 /* mm was asked with huge_ok (an empty, wholly mapped extent) */
 #define OBS_TRF_HOST_SMALL 0x10 /* mm said huge, the host mapped it with 4 KiB pages */
 #define OBS_TRF_REAL_PMD   0x20 /* huge and verified PMD-mapped on the host */
+#define OBS_TRF_DEC_HI	   0x40 /* (v2) bit 2 of the decision: MM_FAULT_ZERO, MM_FAULT_HUGE_ZERO */
+#define OBS_TRF_WP_ZERO                                                                            \
+	0x80 /* (v2) the first write to a zero page (mm asked with wp_zero),                       \
+	      * not a first touch */
 /* RELEASE flags */
 #define OBS_TRF_UNMAP 0x01 /* munmap (pages gone) rather than MADV_DONTNEED (pages empty) */
 
@@ -119,7 +134,15 @@ _Static_assert(sizeof(struct obs_trace_rec) == 40, "trace records are 40 bytes")
 
 static inline unsigned obs_trace_decision(const struct obs_trace_rec *r)
 {
-	return (r->flags & OBS_TRF_DEC_MASK) >> OBS_TRF_DEC_SHIFT;
+	return ((r->flags & OBS_TRF_DEC_MASK) >> OBS_TRF_DEC_SHIFT) |
+	       ((r->flags & OBS_TRF_DEC_HI) ? 4u : 0u);
+}
+
+/* The FAULT flags that hold decision (enum mm_fault_outcome, 0..7). */
+static inline unsigned obs_trace_decision_flags(unsigned decision)
+{
+	return ((decision << OBS_TRF_DEC_SHIFT) & OBS_TRF_DEC_MASK) |
+	       ((decision & 4u) ? OBS_TRF_DEC_HI : 0u);
 }
 
 /* When the record takes effect, for ordering a replay: a fault when mm began deciding it. */
@@ -149,15 +172,18 @@ struct obs_trace {
 	size_t bad; /* records of unknown type (skipped) */
 };
 
-/* Read path into t. Returns 0, or -errno with a one-line reason in err (not a trace, another
- * version, unreadable, a record beyond the limits above: -EINVAL or -E2BIG). A trailing
- * partial record is ignored; records of unknown type are skipped (counted in bad). */
+/* Read path into t. Returns 0, or -errno with a one-line reason in err (not a trace, a version
+ * outside OBS_TRACE_VERSION_MIN..OBS_TRACE_VERSION, unreadable, a record beyond the limits above:
+ * -EINVAL or -E2BIG). A trailing partial record is ignored; records of unknown type are skipped
+ * (counted in bad). */
 int obs_trace_load(const char *path, struct obs_trace *t, char *err, size_t errlen);
 /* Only the header and its configuration text (no records). */
 int obs_trace_load_header(const char *path, struct obs_trace *t, char *err, size_t errlen);
 void obs_trace_free(struct obs_trace *t);
 /* A configuration value from the header text, or NULL. */
 const char *obs_trace_get(const struct obs_trace *t, const char *key, char *buf, size_t len);
+/* Did the recording map zero pages (header key zero_page=1; never in a version 1 trace)? */
+bool obs_trace_zero_pages(const struct obs_trace *t);
 /* Stable sort into replay order (obs_trace_effect_ns; file order among equals; a RESIDENT keeps
  * its place behind its ADOPT). */
 void obs_trace_sort(struct obs_trace *t);

@@ -26,6 +26,22 @@
  * (as_collapse_commit: the old frames go back). Meanwhile the program's touches of the extent
  * and its munmap/exit of it wait, as a fault on the cleared PMD and munmap wait on mmap_lock.
  *
+ * Zero pages (sim_config.zero_page, `thpemu sim --zero-page`, on by default, as the live
+ * emulator's --zero-page): a read first touch (proc_read_range) asks mm with zero_ok and takes no
+ * frame where the era maps a zero page: MM_FAULT_ZERO (mm/memory.c do_anonymous_page's read
+ * path, my_zero_pfn: 3.x and 6.12) makes the page ZERO, MM_FAULT_HUGE_ZERO (6.12
+ * mm/huge_memory.c do_huge_pmd_anonymous_page with use_zero_page: the huge zero folio mapped by
+ * a PMD) makes the extent ZERO, and later reads of it take no fault. 3.1-3.3 have no huge zero
+ * page (it came with 3.8), so mm gives a read of a THP-eligible extent a THP as for a write. The
+ * first write to a zero page is a fault of its own (req.wp_zero): MM_WP_ZERO (do_wp_page ->
+ * wp_page_copy, a zeroed 4 KiB page: clear-4k), MM_WP_HUGE_ZERO (6.12 do_huge_pmd_wp_page ->
+ * __split_huge_pmd: the extent's other pages map the 4 KiB zero page, as_zero_split, and the
+ * write takes a 4 KiB page). A zero page costs no clear (nothing is allocated; the huge zero
+ * folio's one-time allocation is mm's, counted thp_zero_page_alloc), as on the live path. Off,
+ * a read is decided and accounted as a write. The built-in scenarios' programs write every page
+ * they touch first (usemem, mmtests' thpcompact and thpchallenge: memset or a store), so they
+ * never read first and never meet a zero page.
+ *
  * The underused split (the split_underused hook, 6.12 deferred_split_scan -> thp_underused):
  * a simulated program writes every page it touches (non-zero data), so a subpage is zero-filled
  * iff it was not written since its frame was zeroed: a huge fault zeroes all 512, a collapse
@@ -154,15 +170,49 @@ void proc_free_all(struct sim_world *w)
 	}
 }
 
-void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t page)
+/* The first write to a zero page, decided (res): the page gets its frame, zeroed (mm/memory.c
+ * wp_page_copy: vma_alloc_zeroed_movable_folio for a zero-pfn PTE, 3.x and 6.12 alike:
+ * clear-4k); a write to the huge zero PMD split it first (res.zero_split: 6.12
+ * do_huge_pmd_wp_page -> __split_huge_pmd -> __split_huge_zero_page_pmd), its other pages now
+ * mapping the 4 KiB zero page. A write served outside the pool leaves the page ZERO (the next
+ * write faults again, as a first touch served outside the pool stays EMPTY). */
+static void proc_wp_zero(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t page,
+			 enum mm_wp_zero wp, const struct mm_fault_res *res)
+{
+	struct as_region *r = &p->as;
+	uint32_t e = page / MM_HPAGE_NR;
+
+	if (res->zero_split || wp == MM_WP_HUGE_ZERO)
+		as_zero_split(r, e); /* EMPTY pages of the extent (this one too) -> ZERO */
+	if (res->outcome == MM_FAULT_BASE) {
+		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
+		as_fault_base(r, page, res->pfn, false);
+	}
+	w->zero.wp_faults++;
+}
+
+/* What a touch of page `page` must ask mm: MM_WP_NONE for a first touch, else the zero page the
+ * page maps (a write to it is a fault of its own). */
+static enum mm_wp_zero zero_mapped(const struct sim_proc *p, uint32_t page)
+{
+	if (AS_X_STATE(as_xstate(&p->as, page / MM_HPAGE_NR)) == AS_X_ZERO)
+		return MM_WP_HUGE_ZERO;
+	return AS_P_STATE(as_pstate(&p->as, page)) == AS_P_ZERO ? MM_WP_ZERO : MM_WP_NONE;
+}
+
+void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t page,
+		bool write)
 {
 	struct as_region *r = &p->as;
 	uint32_t first = page & ~(MM_HPAGE_NR - 1), e = page / MM_HPAGE_NR;
+	enum mm_wp_zero wp = write ? zero_mapped(p, page) : MM_WP_NONE;
 	struct mm_fault_req req = {
 	    .owner = cookie(p, page),
 	    .extent_owner = cookie(p, first),
 	    .advice = p->advice,
-	    .write = true,
+	    .write = write,
+	    .zero_ok = !write && w->cfg->zero_page,
+	    .wp_zero = wp,
 	    .as_id = p->pid,
 	    .addr = PROC_MAP_BASE + (uint64_t)page * MM_PAGE_SIZE,
 	    .region_start = PROC_MAP_BASE,
@@ -175,7 +225,8 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	/* mTHP candidates (6.12 alloc_anon_folio: thp_vma_suitable_order, pte_range_none); mm
 	 * reads them in the modern era only (the 3.x kernels have no mTHP), so only then is the
 	 * walk of the surrounding pages worth its cost */
-	req.orders_ok = w->mmcfg.policy.era == MM_ERA_MODERN ? as_mthp_orders(r, page) : 0;
+	req.orders_ok =
+	    w->mmcfg.policy.era == MM_ERA_MODERN && wp == MM_WP_NONE ? as_mthp_orders(r, page) : 0;
 	t->fault_t0 = t0 ? t0 : 1;
 	t->fault_wb[0] = t->fault_wb[1] = (struct sim_wait_stat){0};
 	if (mm_fault(w->mm, &req, &res, t) != 0) {
@@ -186,6 +237,12 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	if (req.huge_ok) {
 		w->extents++;
 		w->extents_huge += res.outcome == MM_FAULT_HUGE;
+	}
+	if (wp != MM_WP_NONE) {
+		proc_wp_zero(w, t, p, page, wp, &res);
+		world_record_fault(w, t, &res, task_now(t) - t0, p->pid,
+				   PROC_MAP_BASE + (uint64_t)page * MM_PAGE_SIZE);
+		return;
 	}
 	switch (res.outcome) {
 	case MM_FAULT_HUGE:
@@ -198,10 +255,15 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 		as_fault_base(r, page, res.pfn, true);
 		break;
 	case MM_FAULT_NOMEM:
-		break; /* served outside the pool: nothing to track */
-	case MM_FAULT_ZERO:
-	case MM_FAULT_HUGE_ZERO:
-		break; /* never asked for (req.zero_ok unset): reads are decided as writes */
+		break;	    /* served outside the pool: nothing to track */
+	case MM_FAULT_ZERO: /* no frame, nothing cleared: the shared zero page's PTE */
+		as_fault_zero(r, page, true);
+		w->zero.faults++;
+		break;
+	case MM_FAULT_HUGE_ZERO: /* the huge zero folio's PMD over the whole extent */
+		as_fault_huge_zero(r, e, page);
+		w->zero.huge_faults++;
+		break;
 	case MM_FAULT_MTHP: {
 		/* the folio's 2^k pages zeroed (folio_zero_user) and mapped by set_ptes at once */
 		uint32_t n = 1U << res.order, p0 = page & ~(n - 1);
@@ -232,8 +294,11 @@ void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 
 		wait_collapse(t, p, x);
 		if (AS_X_STATE(as_xstate(&p->as, x)) != AS_X_HUGE) {
-			if (AS_P_STATE(as_pstate(&p->as, i)) == AS_P_EMPTY)
-				proc_fault(w, t, p, i);
+			uint8_t ps = AS_P_STATE(as_pstate(&p->as, i));
+
+			/* a first touch, or the first write to a zero page */
+			if (ps == AS_P_EMPTY || ps == AS_P_ZERO)
+				proc_fault(w, t, p, i, true);
 			page_set_written(p, i, true);
 			sim_charge(t->a, touch);
 			if (sim_actor_debt(t->a) >= leash)
@@ -256,6 +321,30 @@ void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 		if (sim_actor_debt(t->a) >= leash)
 			sim_settle(t->a);
 		i += k;
+	}
+	sim_settle(t->a);
+}
+
+void proc_read_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
+		     uint32_t n)
+{
+	const uint64_t leash = 1000000; /* as proc_touch_range */
+	uint64_t touch = w->cfg->costs.ns[SIM_COST_TOUCH_4K];
+	uint32_t end = first + n > p->npages ? p->npages : first + n;
+
+	for (uint32_t i = first; i < end; i++) {
+		uint32_t x = i / MM_HPAGE_NR;
+		uint8_t xs;
+
+		wait_collapse(t, p, x);
+		xs = AS_X_STATE(as_xstate(&p->as, x));
+		/* a huge or huge-zero PMD, a zero page or a frame: mapped, no fault */
+		if (xs != AS_X_HUGE && xs != AS_X_ZERO &&
+		    AS_P_STATE(as_pstate(&p->as, i)) == AS_P_EMPTY)
+			proc_fault(w, t, p, i, false);
+		sim_charge(t->a, touch);
+		if (sim_actor_debt(t->a) >= leash)
+			sim_settle(t->a);
 	}
 	sim_settle(t->a);
 }

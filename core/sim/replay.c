@@ -16,7 +16,11 @@
  *   REMAP    a whole region moved or grown, keeping its pages and cookies
  *   FAULT    on an empty extent: mm_fault with huge_ok; on a small extent's empty page: a base
  *            fault; on a present page or a huge extent: absorbed (this replay populated it
- *            already); outside any region: an orphan
+ *            already); outside any region: an orphan. Zero pages (sim_config.zero_page: as the
+ *            recording had them, a version 2 trace with zero_page=1): a read first touch may
+ *            map one (MM_FAULT_ZERO, MM_FAULT_HUGE_ZERO: no frame); a read of a zero page is
+ *            absorbed, a write to one is its first write (mm asked with wp_zero), whatever
+ *            the recording decided there
  * A recorded huge decision stands for a touch of the whole extent: when this replay decides
  * base there, the extent's other empty pages are faulted too ("implied"). A recorded host
  * fallback (mm said huge, the host mapped 4 KiB pages) is mirrored when this replay decides
@@ -99,6 +103,7 @@ static void info_from_header(struct sim_replay *rp)
 		in->seed = strtoull(v, NULL, 10);
 	if (obs_trace_get(&rp->tr, "exe", v, sizeof(v)))
 		snprintf(in->exe, sizeof(in->exe), "%s", v);
+	in->zero_page = obs_trace_zero_pages(&rp->tr);
 	in->records = rp->tr.n;
 	in->faults = rp->tr.counts[OBS_TR_FAULT];
 	in->complete = rp->tr.complete;
@@ -176,6 +181,8 @@ int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t 
 	}
 	if (!(keep & SIM_REPLAY_KEEP_SEED))
 		c->seed = in->seed;
+	if (!(keep & SIM_REPLAY_KEEP_ZERO_PAGE))
+		c->zero_page = in->zero_page;
 	if (!(keep & SIM_REPLAY_KEEP_DURATION)) /* every record, and time for the last to end */
 		c->duration_ns = in->span_ns + SIM_REPLAY_TAIL_NS;
 	c->scenario = &sim_scen_replay;
@@ -509,16 +516,32 @@ static void apply_change(struct sim_world *w, struct rp_thread *th, const struct
 
 /* ---- faults ---------------------------------------------------------------------------------- */
 
-/* One first touch of page p. Returns the outcome, or -1 if mm refused the request. */
+/* The first write to a zero page, decided (res): as proc.c's proc_wp_zero, with the replay's
+ * rule for a fault served outside the pool (present without a frame, as the live host keeps it:
+ * handler.c materialise_wp). */
+static void wp_zero_commit(struct sim_world *w, struct sim_task *t, struct as_region *r, uint32_t e,
+			   uint32_t p, enum mm_wp_zero wp, const struct mm_fault_res *res)
+{
+	if (res->zero_split || wp == MM_WP_HUGE_ZERO)
+		as_zero_split(r,
+			      e); /* 6.12 __split_huge_zero_page_pmd: the rest map the zero page */
+	if (res->outcome == MM_FAULT_BASE)
+		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]); /* wp_page_copy: zeroed */
+	as_fault_base(r, p, res->outcome == MM_FAULT_BASE ? res->pfn : MM_NO_PFN, false);
+	w->zero.wp_faults++;
+}
+
+/* One first touch of page p, or (wp) the first write to the zero page it maps. Returns the
+ * outcome, or -1 if mm refused the request. */
 static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region *rr, uint32_t p,
-		    bool huge_ok, bool write, uintptr_t addr)
+		    bool huge_ok, bool write, enum mm_wp_zero wp, uintptr_t addr)
 {
 	struct as_region *r = &rr->as;
 	struct sim_task *t = &th->task;
 	uint32_t e = as_ext_of(r, as_page_addr(r, p));
 	uint32_t first = as_page_of(r, as_ext_addr(r, e));
 	/* mTHP candidates of a write (6.12 alloc_anon_folio); they need extent_owner as page 0 */
-	uint16_t orders_ok = write ? as_mthp_orders(r, p) : 0;
+	uint16_t orders_ok = write && wp == MM_WP_NONE ? as_mthp_orders(r, p) : 0;
 	struct mm_fault_req req = {
 	    .owner = cookie(rr, p),
 	    /* page 0 of the 2 MiB extent by address (the region may start inside it: the
@@ -530,6 +553,9 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 	    .advice = (enum mm_vma_advice)(as_xadv(r, e) & AS_ADV_MASK),
 	    .huge_ok = huge_ok,
 	    .write = write,
+	    /* zero pages as the recording had them (sim_config.zero_page) */
+	    .zero_ok = !write && w->cfg->zero_page,
+	    .wp_zero = wp,
 	    .orders_ok = orders_ok,
 	};
 	struct mm_fault_res res;
@@ -546,8 +572,16 @@ static int do_fault(struct sim_world *w, struct rp_thread *th, struct rp_region 
 		w->extents++;
 		w->extents_huge += res.outcome == MM_FAULT_HUGE;
 	}
-	if (res.outcome == MM_FAULT_HUGE) {
+	if (wp != MM_WP_NONE) {
+		wp_zero_commit(w, t, r, e, p, wp, &res);
+	} else if (res.outcome == MM_FAULT_HUGE) {
 		as_fault_huge(r, e, res.pfn);
+	} else if (res.outcome == MM_FAULT_ZERO) { /* do_anonymous_page's read: no frame */
+		as_fault_zero(r, p, true);
+		w->zero.faults++;
+	} else if (res.outcome == MM_FAULT_HUGE_ZERO) { /* the huge zero PMD over the extent */
+		as_fault_huge_zero(r, e, p);
+		w->zero.huge_faults++;
 	} else if (res.outcome == MM_FAULT_MTHP) {
 		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K] << res.order);
 		as_fault_mthp(r, p, res.order, res.pfn, true);
@@ -588,9 +622,9 @@ static void implied_touches(struct sim_world *w, struct rp_thread *th, struct rp
 		if (a < r->lo || a >= r->hi || !rr->live)
 			continue;
 		p = as_page_of(r, a);
-		if (as_pstate(r, p) != AS_P_EMPTY)
-			continue;
-		if (do_fault(w, th, rr, p, false, write, a) >= 0)
+		if (as_pstate(r, p) != AS_P_EMPTY || AS_X_STATE(as_xstate(r, e)) == AS_X_ZERO)
+			continue; /* mapped, or a read of the huge zero PMD: no fault */
+		if (do_fault(w, th, rr, p, false, write, MM_WP_NONE, a) >= 0)
 			th->rp->st.implied++;
 		sim_charge(th->task.a, w->cfg->costs.ns[SIM_COST_TOUCH_4K]);
 	}
@@ -640,6 +674,17 @@ static void replay_fault(struct sim_world *w, struct rp_thread *th, const struct
 	p = as_page_of(r, addr);
 	e = as_ext_of(r, addr);
 	xs = AS_X_STATE(as_xstate(r, e));
+	if (xs == AS_X_ZERO || AS_P_STATE(as_pstate(r, p)) == AS_P_ZERO) {
+		/* a zero page this replay mapped: a read takes no fault (absorbed), the first
+		 * write is a fault of its own (6.12 do_huge_pmd_wp_page / do_wp_page) */
+		if (!write) {
+			st->absorbed++;
+			return;
+		}
+		do_fault(w, th, rr, p, false, true, xs == AS_X_ZERO ? MM_WP_HUGE_ZERO : MM_WP_ZERO,
+			 addr);
+		return;
+	}
 	if (xs == AS_X_HUGE || AS_P_STATE(as_pstate(r, p)) != AS_P_EMPTY) {
 		st->absorbed++;
 		return;
@@ -648,7 +693,7 @@ static void replay_fault(struct sim_world *w, struct rp_thread *th, const struct
 		bool cand = !(as_xadv(r, e) & AS_ADV_SPLIT);
 
 		st->cand_mismatch += cand != !!(rec->flags & OBS_TRF_CAND);
-		got = do_fault(w, th, rr, p, cand, write, addr);
+		got = do_fault(w, th, rr, p, cand, write, MM_WP_NONE, addr);
 		if (got < 0)
 			return;
 		agree(st, recorded, got);
@@ -659,7 +704,7 @@ static void replay_fault(struct sim_world *w, struct rp_thread *th, const struct
 		return;
 	}
 	st->cand_mismatch += !!(rec->flags & OBS_TRF_CAND);
-	got = do_fault(w, th, rr, p, false, write, addr);
+	got = do_fault(w, th, rr, p, false, write, MM_WP_NONE, addr);
 	if (got >= 0)
 		agree(st, recorded, got);
 }

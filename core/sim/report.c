@@ -298,6 +298,15 @@ int sim_report_json(const struct sim_result *r, FILE *f, bool pretty)
 	jw_u64(&w, "huge", r->extents_huge);
 	jw_dbl(&w, "huge_pct", pct(r->extents_huge, r->extents), 2);
 	jw_obj_end(&w);
+	/* zero pages (proc.c): only a run that read memory first has the section, so the reports
+	 * of programs that never do stay as they were */
+	if (r->zero.faults || r->zero.huge_faults || r->zero.wp_faults) {
+		jw_obj_begin(&w, "zero_pages");
+		jw_u64(&w, "zero_faults", r->zero.faults);
+		jw_u64(&w, "huge_zero_faults", r->zero.huge_faults);
+		jw_u64(&w, "zero_wp_faults", r->zero.wp_faults);
+		jw_obj_end(&w);
+	}
 	/* faults still in service when the run ended: not in the sections above */
 	jw_obj_begin(&w, "faults_unfinished");
 	jw_u64(&w, "count", r->unfinished);
@@ -394,6 +403,12 @@ void sim_report_text(const struct sim_result *r, FILE *f)
 	fprintf(f, "2 MiB extents first touched: %llu, huge %llu (%.2f %%)\n",
 		(unsigned long long)r->extents, (unsigned long long)r->extents_huge,
 		pct(r->extents_huge, r->extents));
+	if (r->zero.faults || r->zero.huge_faults || r->zero.wp_faults)
+		fprintf(f,
+			"zero pages: %llu read first touches mapped the zero page, %llu the huge "
+			"zero page; %llu first writes to them\n",
+			(unsigned long long)r->zero.faults, (unsigned long long)r->zero.huge_faults,
+			(unsigned long long)r->zero.wp_faults);
 	fprintf(f, "latency (us):\n");
 	text_latency(f, "huge", &r->faults.lat[OBS_HUGE]);
 	text_latency(f, "base", &r->faults.lat[OBS_BASE]);

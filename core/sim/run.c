@@ -18,6 +18,7 @@ void sim_config_init(struct sim_config *c)
 	devm_preset(SIM_DEFAULT_DEVICE, &c->device);
 	sim_costs_defaults(&c->costs);
 	c->stall_threshold_ns = SIM_DEFAULT_STALL_THRESHOLD;
+	c->zero_page = true;
 }
 
 static void preset_list(char *buf, size_t len)
@@ -146,6 +147,7 @@ static void collect(struct sim_world *w, struct sim_result *r)
 	r->faults = w->faults;
 	r->extents = w->extents;
 	r->extents_huge = w->extents_huge;
+	r->zero = w->zero;
 	r->steps = w->steps;
 	for (struct sim_task *t = w->tasks; t; t = t->next) {
 		uint64_t d;
@@ -293,4 +295,5 @@ void sim_result_summary(const struct sim_result *r, struct sim_summary *s)
 	s->wait_stall_max_ns = r->waits ? obs_stalls_max_ns(r->waits) : 0;
 	s->duration_ns = r->duration_ns;
 	s->events = r->eng.events;
+	s->zero = r->zero;
 }

@@ -216,6 +216,7 @@ struct sim_replay_info {
 	bool complete;	  /* the trace ends with its END record */
 	uint64_t dropped; /* records the live rings dropped */
 	uint64_t span_ns; /* time of the last record */
+	bool zero_page;	  /* the recording mapped zero pages (obs_trace_zero_pages) */
 };
 
 /* How the replay went. "compared" recorded faults were served here as first touches; of them
@@ -249,6 +250,13 @@ void sim_replay_info(const struct sim_replay *rp, struct sim_replay_info *out);
 /* The scenario that replays sim_config.replay (not in sim_scenarios()). */
 extern const struct sim_scenario sim_scen_replay;
 
+/* Zero pages (sim_config.zero_page): read first touches that mapped one, first writes to one. */
+struct sim_zero_stats {
+	uint64_t faults;      /* read first touches that mapped the 4 KiB zero page */
+	uint64_t huge_faults; /* ... the huge zero page (6.x) */
+	uint64_t wp_faults;   /* first writes to a zero page (a 4 KiB frame each) */
+};
+
 struct sim_config {
 	struct sim_replay *replay; /* scenario "replay": the loaded trace (replayed once) */
 	struct mm_policy policy;
@@ -261,6 +269,9 @@ struct sim_config {
 	struct devm_params device;
 	struct sim_costs costs;
 	uint64_t stall_threshold_ns; /* faults (and single waits) at least this long are stalls */
+	/* a read first touch maps the zero page where the era does (--zero-page, default on; a
+	 * replay: what the recording did); off, a read is decided as a write */
+	bool zero_page;
 };
 
 #define SIM_DEFAULT_DEVICE	    "usb2-stick-2011"
@@ -273,8 +284,9 @@ void sim_config_init(struct sim_config *c);
  * (sim_replay_span_max, then SIM_REPLAY_TAIL_NS), except what keep (SIM_REPLAY_KEEP_*) says
  * the caller set. 0, or -EINVAL with a one-line reason in err. The policy and the pool stay
  * the caller's (the recording's are in sim_replay_info; the CLI owns the pool's limits). */
-#define SIM_REPLAY_KEEP_SEED	 2u
-#define SIM_REPLAY_KEEP_DURATION 4u
+#define SIM_REPLAY_KEEP_SEED	  2u
+#define SIM_REPLAY_KEEP_DURATION  4u
+#define SIM_REPLAY_KEEP_ZERO_PAGE 8u /* else zero pages as the recording had them */
 int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t errlen);
 /* Parse PRESET[:key=value,...] into p. 0 or -EINVAL with a one-line reason in err. */
 int sim_device_parse(const char *spec, struct devm_params *p, char *err, size_t errlen);
@@ -298,6 +310,7 @@ struct sim_summary {
 	    wait_stall_max_ns; /* per-wait: single waits that did */
 	uint64_t duration_ns;
 	uint64_t events;
+	struct sim_zero_stats zero;
 };
 void sim_result_summary(const struct sim_result *r, struct sim_summary *s);
 const uint64_t *sim_result_vmstat(const struct sim_result *r);

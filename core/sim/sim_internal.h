@@ -205,6 +205,7 @@ struct sim_world {
 	/* observation */
 	struct obs_faults faults;
 	uint64_t extents, extents_huge; /* first touches of THP-eligible extents, served huge */
+	struct sim_zero_stats zero;	/* zero pages mapped and written (proc.c, replay.c) */
 	struct sim_steps steps;		/* slow-path steps of every fault */
 	struct sim_task *tasks;		/* every spawned task */
 	struct sim_wait_stat wb_compact, wb_reclaim; /* writeback waits by path */
@@ -280,6 +281,7 @@ struct sim_result {
 	bool finished;
 	struct obs_faults faults;
 	uint64_t extents, extents_huge;
+	struct sim_zero_stats zero;
 	struct sim_steps steps;
 	uint64_t unfinished, unfinished_max_ns; /* faults still in service at the end */
 	struct obs_stalls *stalls;
@@ -379,12 +381,18 @@ void readers_free(struct sim_world *w);
 /* proc.c */
 struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_advice advice);
 struct sim_proc *proc_lookup(struct sim_world *w, uint32_t pid);
-/* Fault page `page` (first touch); huge_ok when its extent is still empty. */
-void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t page);
-/* Fault every page of [first, first + n) pages in order, extent by extent, charging the
- * program's writes. */
+/* Fault page `page`: a first touch (huge_ok when its extent is still empty), or the first
+ * write to a zero page it maps. A read (!write) with zero pages on may map one. */
+void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t page,
+		bool write);
+/* Write every page of [first, first + n) pages in order, extent by extent, faulting first
+ * touches and the first writes to zero pages, charging the program's writes. */
 void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
 		      uint32_t n);
+/* Read every page of [first, first + n) in order (touch-4k each): a first touch is a read fault
+ * (zero pages: sim_config.zero_page); pages already mapped, a zero page included, take none. */
+void proc_read_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
+		     uint32_t n);
 /* munmap of [first, first + n): split huge extents cut in part, free frames. */
 void proc_unmap_range(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uint32_t first,
 		      uint32_t n);

@@ -54,6 +54,7 @@ pol=$("$THPEMU" sim "${ok[@]}" --fs vfat --json - | jq -r .policy) || fail "sim 
 expect_eq "--fs vfat in the policy" "$pol" "linux-3.1"
 expect_usage_error --seed integer -- "${ok[@]}" --seed -3
 expect_usage_error --stall-threshold -- "${ok[@]}" --stall-threshold fast
+expect_usage_error --zero-page "0/1, no/yes" -- "${ok[@]}" --zero-page maybe
 expect_usage_error --device "unknown preset 'floppy'" usb2-stick-2011 sd-class4 -- "${ok[@]}" --device floppy
 expect_usage_error --device "warp=9" -- "${ok[@]}" --device usb2-stick-2011:warp=9
 # the options sim shares with run are run's (core/config's table): a directory or the live

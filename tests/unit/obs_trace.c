@@ -1,23 +1,27 @@
-/* Fault traces (core/obs/trace.c): the header and its configuration text round-trip, records
- * load in file order with END found anywhere, the replay order is the effect time (stable), a
- * truncated or foreign file is refused with a reason, and a release waits for exactly the
- * faults recorded before it on the pages it frees. */
+/* Fault traces (core/obs/trace.c): the header and its configuration text round-trip, so do every
+ * decision (zero pages: version 2) and the zero-page write flag, version 1 files still load,
+ * records load in file order with END found anywhere, the replay order is the effect time (stable),
+ * a truncated or foreign file is refused with a reason, and a release waits for exactly the faults
+ * recorded before it on the pages it frees. */
 #include "harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "mm/mm.h"
 #include "obs/trace.h"
 
 static char path[64];
 
-static void write_trace(const struct obs_trace_rec *recs, size_t n, size_t extra_bytes)
+static void write_trace_zero(const struct obs_trace_rec *recs, size_t n, size_t extra_bytes,
+			     const char *zero_page)
 {
-	const char *keys[] = {"policy", "pool_bytes", "cmdline"};
-	const char *vals[] = {"linux-3.1", "268435456", "usemem --size\n64M"};
+	const char *keys[] = {"policy", "pool_bytes", "cmdline", "zero_page"};
+	const char *vals[] = {"linux-3.1", "268435456", "usemem --size\n64M", zero_page};
 	char hdr[OBS_TRACE_HDR_MAX];
-	size_t len = obs_trace_header(hdr, sizeof(hdr), 1000, 2000, 42, keys, vals, 3);
+	size_t len =
+	    obs_trace_header(hdr, sizeof(hdr), 1000, 2000, 42, keys, vals, zero_page ? 4 : 3);
 	int fd;
 
 	ASSERT(len > sizeof(struct obs_trace_hdr) && len % 8 == 0);
@@ -28,6 +32,24 @@ static void write_trace(const struct obs_trace_rec *recs, size_t n, size_t extra
 	ASSERT_EQ(write(fd, recs, n * sizeof(*recs)), (ssize_t)(n * sizeof(*recs)));
 	if (extra_bytes)
 		ASSERT_EQ(write(fd, recs, extra_bytes), (ssize_t)extra_bytes);
+	close(fd);
+}
+
+static void write_trace(const struct obs_trace_rec *recs, size_t n, size_t extra_bytes)
+{
+	write_trace_zero(recs, n, extra_bytes, NULL);
+}
+
+/* Rewrite the version in the header of the file at path. */
+static void set_version(uint32_t version)
+{
+	struct obs_trace_hdr h;
+	int fd = open(path, O_RDWR);
+
+	ASSERT(fd >= 0);
+	ASSERT_EQ(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	h.version = version;
+	ASSERT_EQ(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
 	close(fd);
 }
 
@@ -75,6 +97,78 @@ TEST(header_and_configuration_round_trip)
 	EXPECT_EQ(t.counts[OBS_TR_MAP], 1);
 	EXPECT_EQ(obs_trace_decision(&t.recs[1]), 0);
 	obs_trace_free(&t);
+	unlink(path);
+}
+
+/* Version 2: every decision round-trips, the zero ones (a third bit) included, with the first
+ * write to a zero page flagged and the recording's zero_page setting in the header. */
+TEST(zero_decisions_and_zero_page_writes_round_trip)
+{
+	static const unsigned decisions[] = {MM_FAULT_HUGE, MM_FAULT_BASE, MM_FAULT_NOMEM,
+					     MM_FAULT_MTHP, MM_FAULT_ZERO, MM_FAULT_HUGE_ZERO};
+	struct obs_trace_rec r[8];
+	struct obs_trace t;
+	char err[256];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < 6; i++) {
+		r[n] = fault(10 + i, 0x200000 + 0x1000 * i, 0, 7);
+		r[n].flags = (uint8_t)((decisions[i] >= MM_FAULT_ZERO ? 0 : OBS_TRF_WRITE) |
+				       obs_trace_decision_flags(decisions[i]) |
+				       OBS_TRF_CAND); /* the bits beside stay */
+		n++;
+	}
+	r[n] = fault(20, 0x200000, MM_FAULT_BASE, 7);
+	r[n++].flags |= OBS_TRF_WP_ZERO;
+	r[n++] = (struct obs_trace_rec){.type = OBS_TR_END};
+	write_trace_zero(r, n, 0, "1");
+	ASSERT_EQ(obs_trace_load(path, &t, err, sizeof(err)), 0);
+	EXPECT_EQ(t.hdr.version, OBS_TRACE_VERSION);
+	ASSERT_EQ(t.n, 7);
+	for (unsigned i = 0; i < 6; i++) {
+		EXPECT_EQ(obs_trace_decision(&t.recs[i]), decisions[i]);
+		EXPECT(t.recs[i].flags & OBS_TRF_CAND);
+		EXPECT(!(t.recs[i].flags & OBS_TRF_WP_ZERO));
+		EXPECT_EQ(!!(t.recs[i].flags & OBS_TRF_WRITE), decisions[i] < MM_FAULT_ZERO);
+	}
+	EXPECT_EQ(obs_trace_decision(&t.recs[6]), MM_FAULT_BASE);
+	EXPECT(t.recs[6].flags & OBS_TRF_WP_ZERO);
+	EXPECT(t.recs[6].flags & OBS_TRF_WRITE);
+	EXPECT(obs_trace_zero_pages(&t));
+	obs_trace_free(&t);
+	write_trace_zero(r, n, 0, "0");
+	ASSERT_EQ(obs_trace_load(path, &t, err, sizeof(err)), 0);
+	EXPECT(!obs_trace_zero_pages(&t));
+	obs_trace_free(&t);
+	unlink(path);
+}
+
+/* A version 1 trace still loads: its decisions are two bits, and it has no zero pages whatever
+ * its header or the records' unused bits say. A version this thpemu does not know is refused
+ * with a message naming both. */
+TEST(version_1_traces_load_without_zero_pages_and_unknown_versions_are_named)
+{
+	struct obs_trace_rec r[] = {fault(1, 0x1000, MM_FAULT_MTHP, 1), {.type = OBS_TR_END}};
+	struct obs_trace t;
+	char err[256];
+
+	r[0].flags |= OBS_TRF_DEC_HI | OBS_TRF_WP_ZERO;
+	write_trace_zero(r, 2, 0, "1");
+	set_version(1);
+	ASSERT_EQ(obs_trace_load(path, &t, err, sizeof(err)), 0);
+	EXPECT_EQ(t.hdr.version, 1);
+	EXPECT_EQ(obs_trace_decision(&t.recs[0]), MM_FAULT_MTHP);
+	EXPECT(!(t.recs[0].flags & OBS_TRF_WP_ZERO));
+	EXPECT(!obs_trace_zero_pages(&t));
+	obs_trace_free(&t);
+	set_version(0);
+	EXPECT_EQ(obs_trace_load(path, &t, err, sizeof(err)), -EINVAL);
+	EXPECT(strstr(err, "version 0: this thpemu reads versions 1 to 2") != NULL);
+	set_version(3);
+	EXPECT_EQ(obs_trace_load(path, &t, err, sizeof(err)), -EINVAL);
+	EXPECT(
+	    strstr(err, "version 3: this thpemu reads versions 1 to 2 (a newer thpemu wrote it)") !=
+	    NULL);
 	unlink(path);
 }
 

@@ -2,7 +2,8 @@
  * recording's policy makes the recorded decisions; another policy makes its own, with the
  * implied touches of a recorded huge extent; the modelled address space follows the live
  * rules (absorbed and orphan faults, MADV_DONTNEED of a whole THP, advice covering part of an
- * extent, adopted resident pages, a whole-region mremap); and a replay is deterministic. */
+ * extent, adopted resident pages, a whole-region mremap); zero pages replay as recorded, per
+ * era; and a replay is deterministic. */
 #include "harness.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <jansson.h>
 #include <unistd.h>
 
+#include "mm/mm.h"
 #include "obs/trace.h"
 #include "sim/sim.h"
 
@@ -52,13 +54,34 @@ static void release(uint64_t addr, uint64_t len, bool unmap)
 	    .addr = addr, .val = len, .type = OBS_TR_RELEASE, .flags = unmap ? OBS_TRF_UNMAP : 0});
 }
 
-static void save(const char *policy, const char *pool)
+/* A read first touch recorded with mm's decision (zero pages: a format 2 recording). */
+static void read_fault(uint64_t addr, unsigned decision)
 {
-	const char *keys[] = {"policy", "pool_bytes", "fragment", "seed"};
-	const char *vals[] = {policy, pool, "", "1"};
+	rec((struct obs_trace_rec){
+	    .addr = addr,
+	    .val = 3000,
+	    .type = OBS_TR_FAULT,
+	    .flags = (uint8_t)(obs_trace_decision_flags(decision) |
+			       (decision == MM_FAULT_HUGE_ZERO ? OBS_TRF_CAND : 0))});
+}
+
+/* The first write to a zero page, as recorded (a base decision, OBS_TRF_WP_ZERO). */
+static void wp_write(uint64_t addr)
+{
+	rec((struct obs_trace_rec){.addr = addr,
+				   .val = 3000,
+				   .type = OBS_TR_FAULT,
+				   .flags = (uint8_t)(OBS_TRF_WRITE | OBS_TRF_WP_ZERO |
+						      obs_trace_decision_flags(MM_FAULT_BASE))});
+}
+
+static void save_zero(const char *policy, const char *pool, const char *zero_page)
+{
+	const char *keys[] = {"policy", "pool_bytes", "fragment", "seed", "zero_page"};
+	const char *vals[] = {policy, pool, "", "1", zero_page};
 	char hdr[OBS_TRACE_HDR_MAX];
 	struct obs_trace_rec end = {.type = OBS_TR_END, .t_ns = now + 1};
-	size_t len = obs_trace_header(hdr, sizeof(hdr), 0, 0, 1, keys, vals, 4);
+	size_t len = obs_trace_header(hdr, sizeof(hdr), 0, 0, 1, keys, vals, zero_page ? 5 : 4);
 	int fd;
 
 	snprintf(path, sizeof(path), "/tmp/thpemu-sim-replay.%d", (int)getpid());
@@ -70,7 +93,13 @@ static void save(const char *policy, const char *pool)
 	close(fd);
 }
 
-/* Replay the saved trace under policy; returns the report, parsed. */
+static void save(const char *policy, const char *pool)
+{
+	save_zero(policy, pool, NULL);
+}
+
+/* Replay the saved trace under policy with zero pages as recorded (sim_replay_configure's
+ * rule, which `thpemu sim --replay` applies); returns the report, parsed. */
 static json_t *replay(const char *policy, char **text)
 {
 	struct sim_config c;
@@ -89,6 +118,7 @@ static json_t *replay(const char *policy, char **text)
 	sim_params_defaults(c.scenario, &c.params);
 	c.pool_bytes = in.pool_bytes;
 	c.duration_ns = in.span_ns + 60ULL * 1000000000ULL;
+	c.zero_page = in.zero_page;
 	if (sim_run_scenario(&c, &r, err, sizeof(err)) != 0) {
 		fprintf(stderr, "  replay: %s\n", err);
 		ASSERT(0);
@@ -136,6 +166,59 @@ TEST(same_policy_same_decisions)
 	EXPECT_EQ(num(j, "faults", "huge"), 4);
 	EXPECT_EQ(num(j, "faults", "total"), 4);
 	EXPECT_EQ(num(j, "replay", "threads"), 1);
+	json_decref(j);
+}
+
+/* A recording with zero pages (format 2): a read of each extent mapped the huge zero page
+ * (6.12), then one page of the first was written (its split: a 4 KiB frame) and one of the
+ * second. Replayed under 6.12 the same zero decisions and first writes come back; under 3.2 (no
+ * huge zero page before 3.8) the reads take THPs and the writes are absorbed. Without zero pages
+ * in the header (format 1's reads were decided as writes), reads are decided as writes. */
+TEST(zero_pages_replay_as_recorded_per_era)
+{
+	struct sim_replay *rp;
+	struct sim_replay_info in;
+	char err[256];
+	json_t *j;
+
+	reset();
+	map(R0, 4 * MB);
+	read_fault(R0, MM_FAULT_HUGE_ZERO);
+	read_fault(R0 + HP, MM_FAULT_HUGE_ZERO);
+	wp_write(R0 + 5 * 4096);
+	wp_write(R0 + 6 * 4096); /* a 4 KiB zero page since the split */
+	wp_write(R0 + HP);
+	save_zero("thp-always/madvise", "67108864", "1");
+	ASSERT_EQ(sim_replay_load(path, &rp, err, sizeof(err)), 0);
+	sim_replay_info(rp, &in);
+	EXPECT(in.zero_page);
+	sim_replay_free(rp);
+	j = replay("thp-always/madvise", NULL);
+	EXPECT_EQ(num(j, "zero_pages", "huge_zero_faults"), 2);
+	EXPECT_EQ(num(j, "zero_pages", "zero_faults"), 0);
+	EXPECT_EQ(num(j, "zero_pages", "zero_wp_faults"), 3);
+	EXPECT_EQ(num(j, "vmstat", "thp_zero_page_alloc"), 1);
+	EXPECT_EQ(num(j, "vmstat", "thp_split_pmd"), 2);
+	EXPECT_EQ(num(j, "vmstat", "thp_fault_alloc"), 0);
+	EXPECT_EQ(num(j, "replay", "compared"), 2); /* the reads; the first writes are not */
+	EXPECT_EQ(num(j, "replay", "huge_to_base"), 0);
+	EXPECT_EQ(num(j, "faults", "total"), 5);
+	json_decref(j);
+	j = replay("linux-3.2", NULL);
+	EXPECT(json_object_get(j, "zero_pages") == NULL);
+	EXPECT_EQ(num(j, "vmstat", "thp_fault_alloc"), 2);
+	EXPECT_EQ(num(j, "vmstat", "thp_zero_page_alloc"), 0);
+	EXPECT_EQ(num(j, "replay", "absorbed"), 3);
+	EXPECT_EQ(num(j, "faults", "total"), 2);
+	json_decref(j);
+	nrec = 0; /* the same records, from a recording without zero pages */
+	now = 0;
+	map(R0, 4 * MB);
+	read_fault(R0, MM_FAULT_HUGE);
+	save("thp-always/madvise", "67108864");
+	j = replay("thp-always/madvise", NULL);
+	EXPECT(json_object_get(j, "zero_pages") == NULL);
+	EXPECT_EQ(num(j, "vmstat", "thp_fault_alloc"), 1);
 	json_decref(j);
 }
 

@@ -421,4 +421,162 @@ TEST(the_block_layer_schedules_with_the_policys_iosched)
 	}
 }
 
+/* Zero pages in a simulated process (proc.c): a program that reads memory before writing it
+ * gets the era's zero decisions, and its first write is a fault of its own. */
+static uint64_t vmstat_of(struct sim_world *w, enum mm_stat s)
+{
+	uint64_t st[MM_STAT_NR];
+
+	mm_get_stats(w->mm, st);
+	return st[s];
+}
+
+struct zero_case {
+	struct sim_task task;
+	struct sim_world *w;
+	enum mm_vma_advice advice;
+	struct sim_zero_stats after_read, after_write, after_reread, after_rewrite;
+	uint64_t zero_alloc, thp_alloc, split_pmd;
+	uint64_t anon_after_read, anon_after_write;
+	uint8_t x0_read, x1_read, x0_write, x1_write, p0_write, p1_write, p5_reread;
+};
+
+static void zero_actor(struct sim_actor *a, void *arg)
+{
+	struct zero_case *k = arg;
+	struct sim_world *w = k->w;
+	struct sim_proc *p = proc_create(w, 4 << 20, k->advice); /* two whole extents */
+	struct mm_counts c;
+
+	(void)a;
+	proc_read_range(w, &k->task, p, 0, p->npages); /* reads every page of both extents */
+	k->after_read = w->zero;
+	k->zero_alloc = vmstat_of(w, MM_STAT_THP_ZERO_PAGE_ALLOC);
+	k->thp_alloc = vmstat_of(w, MM_STAT_THP_FAULT_ALLOC);
+	k->x0_read = AS_X_STATE(as_xstate(&p->as, 0));
+	k->x1_read = AS_X_STATE(as_xstate(&p->as, 1));
+	mm_get_counts(w->mm, &c);
+	k->anon_after_read = c.anon;
+	proc_touch_range(w, &k->task, p, 0, 1); /* writes page 0 */
+	k->after_write = w->zero;
+	k->split_pmd = vmstat_of(w, MM_STAT_THP_SPLIT_PMD);
+	k->x0_write = AS_X_STATE(as_xstate(&p->as, 0));
+	k->x1_write = AS_X_STATE(as_xstate(&p->as, 1));
+	k->p0_write = AS_P_STATE(as_pstate(&p->as, 0));
+	k->p1_write = AS_P_STATE(as_pstate(&p->as, 1));
+	mm_get_counts(w->mm, &c);
+	k->anon_after_write = c.anon;
+	proc_read_range(w, &k->task, p, 5, 1); /* maps the zero page already: no fault */
+	k->after_reread = w->zero;
+	k->p5_reread = AS_P_STATE(as_pstate(&p->as, 5));
+	proc_touch_range(w, &k->task, p, 5, 1); /* its first write */
+	k->after_rewrite = w->zero;
+	proc_exit(w, &k->task, p);
+}
+
+static void run_zero_case(struct fixture *f, struct zero_case *k, const char *policy,
+			  enum mm_vma_advice advice, bool zero_page)
+{
+	setup_policy(f, policy, "usb2-stick-2011");
+	f->c.zero_page = zero_page;
+	memset(k, 0, sizeof(*k));
+	k->w = &f->w;
+	k->advice = advice;
+	ASSERT_EQ(world_spawn(&f->w, &k->task, "reader", 0, zero_actor, k), 0);
+	ASSERT_EQ(sim_run(f->w.e, 10000000000ULL), 0);
+}
+
+/* 6.12 (mm/huge_memory.c do_huge_pmd_anonymous_page with use_zero_page): a read of a THP-eligible
+ * extent maps the huge zero folio, allocated once, and no frame of the process; the first write
+ * splits the PMD (do_huge_pmd_wp_page -> __split_huge_pmd): the written page gets a 4 KiB frame,
+ * the others map the 4 KiB zero page, and each of them takes a fault at its own first write. */
+TEST(a_read_first_touch_maps_the_huge_zero_page_in_6_12_and_a_write_splits_it)
+{
+	struct fixture f;
+	struct zero_case k;
+
+	run_zero_case(&f, &k, "thp-always/madvise", MM_VMA_HUGEPAGE, true);
+	EXPECT_EQ(k.after_read.huge_faults, 2);
+	EXPECT_EQ(k.after_read.faults, 0);
+	EXPECT_EQ(k.after_read.wp_faults, 0);
+	EXPECT_EQ(k.zero_alloc, 1); /* one huge zero folio for both extents */
+	EXPECT_EQ(k.thp_alloc, 0);
+	EXPECT_EQ(k.x0_read, AS_X_ZERO);
+	EXPECT_EQ(k.x1_read, AS_X_ZERO);
+	EXPECT_EQ(k.anon_after_read, 0);
+	EXPECT_EQ(k.after_write.wp_faults, 1);
+	EXPECT_EQ(k.split_pmd, 1);
+	EXPECT_EQ(k.x0_write, AS_X_SMALL);
+	EXPECT_EQ(k.x1_write, AS_X_ZERO); /* the other extent keeps its huge zero PMD */
+	EXPECT_EQ(k.p0_write, AS_P_PRESENT);
+	EXPECT_EQ(k.p1_write, AS_P_ZERO);
+	EXPECT_EQ(k.anon_after_write, 1);
+	EXPECT_EQ(k.after_reread.wp_faults, 1);
+	EXPECT_EQ(k.after_reread.faults, 0);
+	EXPECT_EQ(k.p5_reread, AS_P_ZERO);
+	EXPECT_EQ(k.after_rewrite.wp_faults, 2);
+	EXPECT_EQ(f.w.extents, 2);
+	EXPECT_EQ(f.w.extents_huge, 0);
+	world_fini(&f.w);
+}
+
+/* 3.2 has no huge zero page (it came with 3.8): a read of a THP-eligible extent allocates a THP
+ * as a write does (do_huge_pmd_anonymous_page), so no zero page and no later write fault. */
+TEST(a_read_first_touch_of_a_thp_eligible_extent_takes_a_thp_in_3_2)
+{
+	struct fixture f;
+	struct zero_case k;
+
+	run_zero_case(&f, &k, "linux-3.2", MM_VMA_HUGEPAGE, true);
+	EXPECT_EQ(k.after_read.huge_faults, 0);
+	EXPECT_EQ(k.after_read.faults, 0);
+	EXPECT_EQ(k.zero_alloc, 0);
+	EXPECT_EQ(k.thp_alloc, 2);
+	EXPECT_EQ(k.x0_read, AS_X_HUGE);
+	EXPECT_EQ(k.anon_after_read, 2 * MM_HPAGE_NR);
+	EXPECT_EQ(k.after_rewrite.wp_faults, 0);
+	EXPECT_EQ(f.w.extents_huge, 2);
+	world_fini(&f.w);
+}
+
+/* Where no THP can go, every era maps the 4 KiB zero page on a read (mm/memory.c
+ * do_anonymous_page) and the first write copies it (do_wp_page -> wp_page_copy). */
+TEST(a_read_first_touch_without_a_thp_maps_the_4k_zero_page_in_every_era)
+{
+	static const char *const policies[] = {"linux-3.2", "thp-always/madvise"};
+
+	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		struct fixture f;
+		struct zero_case k;
+
+		run_zero_case(&f, &k, policies[i], MM_VMA_NOHUGEPAGE, true);
+		EXPECT_EQ(k.after_read.faults, 2 * MM_HPAGE_NR);
+		EXPECT_EQ(k.after_read.huge_faults, 0);
+		EXPECT_EQ(k.anon_after_read, 0);
+		EXPECT_EQ(k.x0_read, AS_X_SMALL);
+		EXPECT_EQ(k.after_write.wp_faults, 1);
+		EXPECT_EQ(k.split_pmd, 0);
+		EXPECT_EQ(k.p0_write, AS_P_PRESENT);
+		EXPECT_EQ(k.p1_write, AS_P_ZERO);
+		EXPECT_EQ(k.anon_after_write, 1);
+		EXPECT_EQ(k.after_rewrite.wp_faults, 2);
+		world_fini(&f.w);
+	}
+}
+
+/* --zero-page 0: a read is decided as a write (6.12 takes a THP, no zero page). */
+TEST(without_zero_pages_a_read_is_decided_as_a_write)
+{
+	struct fixture f;
+	struct zero_case k;
+
+	run_zero_case(&f, &k, "thp-always/madvise", MM_VMA_HUGEPAGE, false);
+	EXPECT_EQ(k.after_read.huge_faults, 0);
+	EXPECT_EQ(k.after_read.faults, 0);
+	EXPECT_EQ(k.zero_alloc, 0);
+	EXPECT_EQ(k.thp_alloc, 2);
+	EXPECT_EQ(k.after_rewrite.wp_faults, 0);
+	world_fini(&f.w);
+}
+
 TEST_MAIN()
