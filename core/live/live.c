@@ -688,19 +688,41 @@ void uffd_stats_identify(struct uffd_stats *st)
 	read_small_file("/proc/self/cmdline", st->cmdline, sizeof(st->cmdline), ' ');
 }
 
-static void stats_init(struct uffd_live *lv)
+/* A fork child is its parent's image: the same executable and argument memory, so only its pids
+ * and its name (the forking thread's, PR_GET_NAME: no /proc lookup) are its own. */
+static void stats_identify_child(struct uffd_stats *st, const struct uffd_stats *parent)
+{
+	char name[17] = "";
+
+	st->pid = (int32_t)sys_getpid();
+	st->ppid = getppid();
+	memcpy(st->exe, parent->exe, sizeof(st->exe));
+	memcpy(st->cmdline, parent->cmdline, sizeof(st->cmdline));
+	if (sys_call6(SYS_prctl, PR_GET_NAME, (long)name, 0, 0, 0, 0) == 0)
+		snprintf(st->comm, sizeof(st->comm), "%s", name);
+	else
+		memcpy(st->comm, parent->comm, sizeof(st->comm));
+}
+
+/* The statistics are fresh (stats_map: a new file, or a new mapping): all zero already, so only
+ * what is not zero is written; a page of histograms no fault reaches is never touched (on a
+ * file system such as ext4 every page written costs a page_mkwrite and a block). */
+static void stats_init(struct uffd_live *lv, const struct uffd_live *parent)
 {
 	struct uffd_stats *st = lv->stats;
 
 	st->version = UFFD_STATS_VERSION;
 	st->size = sizeof(*st);
-	uffd_stats_identify(st);
+	if (parent)
+		stats_identify_child(st, parent->stats);
+	else
+		uffd_stats_identify(st);
 	st->state = UFFD_PROC_RUNNING;
 	st->handlers = lv->nworkers;
 	st->pool_bytes = lv->cfg.pool_bytes;
 	st->start_mono_ns = clock_now_ns();
 	mm_policy_format(&lv->cfg.policy, st->policy, sizeof(st->policy));
-	obs_faults_init(&st->faults);
+	obs_faults_init_zeroed(&st->faults);
 	__atomic_store_n(&st->magic, UFFD_STATS_MAGIC, __ATOMIC_RELEASE);
 }
 
@@ -1029,7 +1051,9 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	lv->uffd = lv->ctl_fd = lv->pagemap_fd = lv->stats_fd = -1;
 	lv->child_of_fork = parent != NULL;
 
-	lv->nworkers = cfg->handlers ? cfg->handlers : uffd_handlers_auto();
+	lv->nworkers = cfg->handlers ? cfg->handlers
+		       : parent	     ? parent->nworkers /* the same CPUs (no affinity read) */
+				     : uffd_handlers_auto();
 	lv->may_huge = cfg->policy.enabled != MM_THP_NEVER;
 	/* prctl(PR_SET_THP_DISABLE)'s flags are in MMF_INIT_MASK: kept by a fork child (its
 	 * parent's) and by an exec'd image (the host's, read back; 6.18 kernel/fork.c mm_init) */
@@ -1060,7 +1084,7 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	rc = stats_map(lv, err, errlen);
 	if (rc < 0)
 		goto destroy;
-	stats_init(lv);
+	stats_init(lv, parent);
 	lv->pagemap_fd = guard_fd_own(
 	    (int)sys_call4(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0));
 	if (cfg->host_fault == CONFIG_HOST_FAULT_PTE && cfg->host_thp && lv->may_huge) {
@@ -1264,7 +1288,14 @@ struct uffd_live *uffd_live_forked_child(struct uffd_live *lv)
 	lv->stallcap = NULL; /* nor did the watchdog */
 	uffd_trace_forked_child(lv);
 	if (priv) {
-		memcpy(priv, lv->stats, sizeof(*priv));
+		/* the parent's counters are not the child's: only its identity is kept (the
+		 * child's record starts from it), and the rest of the map is never touched */
+		memcpy(priv->exe, lv->stats->exe, sizeof(priv->exe));
+		memcpy(priv->comm, lv->stats->comm, sizeof(priv->comm));
+		memcpy(priv->cmdline, lv->stats->cmdline, sizeof(priv->cmdline));
+		priv->magic = lv->stats->magic;
+		priv->version = lv->stats->version;
+		priv->size = lv->stats->size;
 		if (lv->cfg.run_dir[0]) /* the shared file belongs to the parent */
 			guard_vm_unmap(lv->stats, lv->stats_len);
 		lv->stats = priv;

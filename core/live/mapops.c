@@ -532,12 +532,9 @@ int uffd_madvise(struct uffd_live *lv, void *addr, size_t len, int advice)
 
 /* ---- adopting a mapping made before initialisation ------------------------------------------ */
 
-/* ADOPT, then one RESIDENT record per run of pages that were already resident. */
-static void trace_adopt(struct uffd_live *lv, uintptr_t lo, const uint8_t *vec, size_t npages)
+/* One RESIDENT record per run of pages already resident in a chunk (after the range's ADOPT). */
+static void trace_resident(struct uffd_live *lv, uintptr_t lo, const uint8_t *vec, size_t npages)
 {
-	if (!uffd_tracing(lv))
-		return;
-	uffd_trace_event(lv, OBS_TR_ADOPT, lo, npages * UFFD_PAGE_SIZE, 0, 0, 0);
 	for (size_t p = 0; p < npages;) {
 		size_t q = p;
 
@@ -558,36 +555,51 @@ int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot)
 	return uffd_adopt_range(lv, addr, len, prot, NULL);
 }
 
+/* Pages resident at adoption stay as the kernel made them: present, outside the pool. mincore
+ * goes through a small buffer on the stack, a chunk at a time: a scratch mapping per range cost a
+ * fork child an mmap and an munmap (a TLB shootdown once its threads run) for every range it
+ * inherited. */
+#define ADOPT_CHUNK 1024 /* pages per mincore call (4 MiB) */
+
 int uffd_adopt_range(struct uffd_live *lv, void *addr, size_t len, int prot, uint64_t *present)
 {
 	uintptr_t lo = (uintptr_t)addr, hi = page_up(lo + len);
 	size_t npages = (hi - lo) / UFFD_PAGE_SIZE;
+	uint8_t vec[ADOPT_CHUNK];
 	struct uffd_region *r;
-	long vec;
 	int rc;
 
-	vec = sys_mmap(NULL, npages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (sys_is_err(vec))
-		return (int)vec;
-	rc = (int)sys_call3(SYS_mincore, lo, hi - lo, vec);
-	if (rc < 0)
-		goto unmap_vec;
 	rc = uffd_region_create(&lv->table, lo, hi, prot, 0, false, &r);
 	if (rc < 0)
-		goto unmap_vec;
-	/* resident pages stay as the kernel made them: present, outside the pool */
-	for (size_t p = 0; p < npages;) {
-		size_t q = p;
+		return rc;
+	if (uffd_tracing(lv))
+		uffd_trace_event(lv, OBS_TR_ADOPT, lo, hi - lo, 0, 0, 0);
+	for (size_t c = 0; c < npages; c += ADOPT_CHUNK) {
+		size_t n = npages - c < ADOPT_CHUNK ? npages - c : ADOPT_CHUNK;
 
-		while (q < npages && (((uint8_t *)vec)[q] & 1))
-			q++;
-		as_resident(&r->as, (uint32_t)p, (uint32_t)q);
-		if (present)
-			*present += q - p;
-		p = q > p ? q : p + 1;
+		rc = (int)sys_call3(SYS_mincore, lo + c * UFFD_PAGE_SIZE, n * UFFD_PAGE_SIZE,
+				    (long)vec);
+		if (rc < 0) { /* not all mapped: nothing adopted */
+			if (uffd_tracing(lv))
+				uffd_trace_event(lv, OBS_TR_RELEASE, lo, hi - lo, 0, OBS_TRF_UNMAP,
+						 0);
+			uffd_region_discard(&lv->table, r);
+			return rc;
+		}
+		for (size_t p = 0; p < n;) {
+			size_t q = p;
+
+			while (q < n && (vec[q] & 1))
+				q++;
+			as_resident(&r->as, (uint32_t)(c + p), (uint32_t)(c + q));
+			if (present)
+				*present += q - p;
+			p = q > p ? q : p + 1;
+		}
+		if (uffd_tracing(lv))
+			trace_resident(lv, lo + c * UFFD_PAGE_SIZE, vec, n);
 	}
 	uffd_host_advise(lv, (uintptr_t)addr, hi - lo);
-	trace_adopt(lv, lo, (const uint8_t *)vec, npages);
 	rc = uffd_register_managed(lv, lo, hi - lo);
 	if (rc == 0)
 		rc = uffd_region_insert(&lv->table, r);
@@ -595,11 +607,9 @@ int uffd_adopt_range(struct uffd_live *lv, void *addr, size_t len, int prot, uin
 		uffd_trace_event(lv, OBS_TR_RELEASE, lo, hi - lo, 0, OBS_TRF_UNMAP, 0);
 		uffd_io_unregister(lv->uffd, lo, hi - lo);
 		uffd_region_discard(&lv->table, r);
-		goto unmap_vec;
+		return rc;
 	}
 	UFFD_COUNT(lv, regions_adopted);
 	uffd_gauge_add(lv, hi - lo);
-unmap_vec:
-	sys_munmap((void *)vec, npages);
-	return rc;
+	return 0;
 }

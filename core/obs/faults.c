@@ -45,10 +45,15 @@ const char *obs_band_name(enum obs_band b)
 void obs_faults_init(struct obs_faults *f)
 {
 	memset(f, 0, sizeof(*f));
+	obs_faults_init_zeroed(f);
+}
+
+void obs_faults_init_zeroed(struct obs_faults *f)
+{
 	for (int c = 0; c < OBS_NCLASS; c++)
-		obs_hist_init(&f->lat[c]);
+		f->lat[c].min = UINT64_MAX; /* obs_hist_init's only non-zero field */
 	for (int k = 0; k < OBS_MTHP_NORDERS; k++)
-		obs_hist_init(&f->lat_order[k]);
+		f->lat_order[k].min = UINT64_MAX;
 }
 
 static void atomic_max(uint64_t *p, uint64_t v)

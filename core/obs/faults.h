@@ -65,6 +65,9 @@ enum obs_band obs_band_of(uint64_t ns);
 const char *obs_band_name(enum obs_band b);
 
 void obs_faults_init(struct obs_faults *f);
+/* The same on memory known to be zero (a fresh mapping or file): only the non-zero fields are
+ * written, so the pages no fault ever reaches are never touched. */
+void obs_faults_init_zeroed(struct obs_faults *f);
 /* Record one fault: its mm record and the latency the caller measured for it (live: message
  * read to wake-up; sim: virtual service time). Lock-free. */
 void obs_faults_record(struct obs_faults *f, const struct mm_fault_rec *rec, uint64_t latency_ns);
