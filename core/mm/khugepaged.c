@@ -213,8 +213,7 @@ void collapse_alloc_ctx(const struct mm_policy *p, bool khugepaged, struct alloc
 	ac->mode = p->khugepaged_mode;
 }
 
-static uint32_t collapse_alloc_locked(struct mm *mm, uint64_t extent_owner, bool khugepaged,
-				      struct fault_ctx *fc)
+uint32_t collapse_alloc_block(struct mm *mm, bool khugepaged, struct fault_ctx *fc)
 {
 	struct alloc_ctx ac = {.order = MM_HPAGE_ORDER, .mt = MM_MT_MOVABLE, .fc = fc};
 	uint32_t head;
@@ -228,6 +227,16 @@ static uint32_t collapse_alloc_locked(struct mm *mm, uint64_t extent_owner, bool
 		return MM_NO_PFN;
 	}
 	count_event(mm, MM_STAT_THP_COLLAPSE_ALLOC, 1);
+	return head;
+}
+
+static uint32_t collapse_alloc_locked(struct mm *mm, uint64_t extent_owner, bool khugepaged,
+				      struct fault_ctx *fc)
+{
+	uint32_t head = collapse_alloc_block(mm, khugepaged, fc);
+
+	if (head == MM_NO_PFN)
+		return MM_NO_PFN;
 	mark_allocated(mm, head, MM_HPAGE_ORDER, FS_HUGE, extent_owner);
 	mm->nr_anon += MM_HPAGE_NR;
 	mm->nr_anon_huge += MM_HPAGE_NR;

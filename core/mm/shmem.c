@@ -418,7 +418,6 @@ enum mm_scan_result shmem_collapse_range(struct mm *mm, const struct mm_collapse
 					 bool khugepaged, struct fault_ctx *fc)
 {
 	const struct mm_policy *p = &mm->cfg.policy;
-	struct alloc_ctx ac = {.order = MM_HPAGE_ORDER, .mt = MM_MT_MOVABLE, .fc = fc};
 	uint32_t object = s->shmem_object, head;
 	uint64_t start = s->shmem_index;
 	struct file_scan fs;
@@ -433,17 +432,10 @@ enum mm_scan_result shmem_collapse_range(struct mm *mm, const struct mm_collapse
 		count_event(mm, MM_STAT_THP_SCAN_EXCEED_NONE_PTE, 1);
 		return MM_SCAN_EXCEED_NONE_PTE;
 	}
-	/* collapse_file: alloc_charge_folio first, with khugepaged's gfp or GFP_TRANSHUGE
-	 * (collapse_alloc_ctx), one pass (__folio_alloc) */
-	collapse_alloc_ctx(p, khugepaged, &ac);
-	head = alloc_pages_one_pass(mm, &ac);
-	if (head == MM_NO_PFN) {
-		count_event(mm, MM_STAT_THP_COLLAPSE_ALLOC_FAILED, 1);
-		if (khugepaged)
-			mm->khp.alloc_failed = true;
+	/* collapse_file: alloc_charge_folio first, with khugepaged's gfp or GFP_TRANSHUGE */
+	head = collapse_alloc_block(mm, khugepaged, fc);
+	if (head == MM_NO_PFN)
 		return MM_SCAN_ALLOC_HUGE_PAGE_FAIL;
-	}
-	count_event(mm, MM_STAT_THP_COLLAPSE_ALLOC, 1);
 	/* collapse_file locks each page after the allocation (which may have released the lock:
 	 * reclaim, compaction): what it finds now is what it collapses */
 	scan_file(mm, object, start, &fs);
