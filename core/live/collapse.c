@@ -5,7 +5,10 @@
  * The walker. next_range goes through the managed regions in address order and describes each
  * whole 2 MiB extent of a live span with as_collapse_scan (extent_owner is the cookie the fault
  * handler gives page 0 of the extent); core/mm decides, allocates the order-9 block and calls
- * collapse with the mm lock released.
+ * collapse with the mm lock released. The shmem mappings' ranges come in the same address
+ * order (shmem.c uffd_shmem_next_range: as khugepaged_scan_mm_slot walks every VMA, the
+ * vm_file ones through hpage_collapse_scan_file); their collapse is core/mm's alone (the
+ * object's page cache), collapse is never called for them: the host's pages stay.
  *
  * The collapse (the kernel holds mmap_lock for write from pmdp_collapse_flush to set_pmd_at):
  *   1. claim: the extent COLLAPSING, every page MIGRATING (as_collapse_claim), under the
@@ -60,9 +63,8 @@ static void settle(struct uffd_region *r, uint32_t e, uint64_t owner, struct mm_
 	}
 }
 
-static int next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
+static int private_next(struct uffd_live *lv, uint64_t *addr, struct mm_collapse_scan *scan)
 {
-	struct uffd_live *lv = arg;
 	uintptr_t a = (uintptr_t)*addr;
 
 	for (;;) {
@@ -91,6 +93,24 @@ static int next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
 		if (ok)
 			return 0;
 	}
+}
+
+/* The lower of the next private range and the next shmem range. */
+static int next_range(void *arg, uint64_t *addr, struct mm_collapse_scan *scan)
+{
+	struct uffd_live *lv = arg;
+	struct mm_collapse_scan ss;
+	uint64_t pa = *addr, sa = *addr;
+	int pr = private_next(lv, &pa, scan), sr = uffd_shmem_next_range(lv, &sa, &ss);
+
+	if (sr == 0 && (pr != 0 || sa < pa)) {
+		*scan = ss;
+		*addr = sa;
+		return 0;
+	}
+	if (pr == 0)
+		*addr = pa;
+	return pr;
 }
 
 /* ---- the collapse ---------------------------------------------------------------------------- */
@@ -421,45 +441,75 @@ void *uffd_khugepaged_main(void *arg)
 /* ---- MADV_COLLAPSE ----------------------------------------------------------------------------
  */
 
-/* 6.12 madvise_collapse: which results let the loop go on. */
+/* 6.12 madvise_collapse: which results let the loop go on (SCAN_PAGE_COMPOUND: 6.1's shmem). */
 static bool collapse_goes_on(enum mm_scan_result r)
 {
 	return r == MM_SCAN_SUCCEED || r == MM_SCAN_PMD_MAPPED || r == MM_SCAN_PMD_NULL ||
-	       r == MM_SCAN_PAGE_LOCK;
+	       r == MM_SCAN_PAGE_LOCK || r == MM_SCAN_PAGE_COMPOUND;
+}
+
+struct madv_run {
+	enum mm_scan_result last;
+	uint64_t ranges, thps;
+	bool stop;
+};
+
+/* madvise_collapse's loop over the aligned ranges of [x, y) (madv_lock held). */
+static void madv_span(struct uffd_live *lv, uintptr_t x, uintptr_t y, struct madv_run *run)
+{
+	const struct mm_khugepaged_walker walker = {lv, next_range, collapse};
+	uintptr_t a = (x + HPAGE - 1) & ~(HPAGE - 1), end = y & ~(HPAGE - 1);
+
+	for (; !run->stop && a < end; a += HPAGE) {
+		enum mm_scan_result r = mm_madv_collapse(lv->mm, &walker, a, NULL, UFFD_W_MADV(lv));
+
+		run->ranges++;
+		if (r == MM_SCAN_SUCCEED || r == MM_SCAN_PMD_MAPPED)
+			run->thps++;
+		else
+			run->last = r;
+		run->stop = !collapse_goes_on(r);
+	}
+}
+
+static int madv_result(struct uffd_live *lv, const struct madv_run *run)
+{
+	return run->thps == run->ranges ? 0 : mm_scan_result_errno(mm_policy(lv->mm), run->last);
+}
+
+int uffd_shmem_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t spans[64][2];
+	struct madv_run run = {.last = MM_SCAN_FAIL};
+	unsigned n;
+
+	if (!mm_policy(lv->mm)->madv_collapse)
+		return -EINVAL; /* the emulated kernel has no such advice */
+	UFFD_COUNT(lv, madv_collapse_calls);
+	n = uffd_shmem_spans(lv, lo, hi, spans, 64);
+	pthread_mutex_lock(&lv->madv_lock);
+	for (unsigned i = 0; i < n; i++)
+		madv_span(lv, spans[i][0], spans[i][1], &run);
+	pthread_mutex_unlock(&lv->madv_lock);
+	return madv_result(lv, &run);
 }
 
 int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
 {
-	const struct mm_khugepaged_walker walker = {lv, next_range, collapse};
 	struct uffd_region *rs[64];
-	enum mm_scan_result last = MM_SCAN_FAIL;
-	uint64_t ranges = 0, thps = 0;
+	struct madv_run run = {.last = MM_SCAN_FAIL};
 	unsigned n;
-	bool stop = false;
 
 	if (!mm_policy(lv->mm)->madv_collapse)
 		return -EINVAL; /* the emulated kernel has no such advice */
 	UFFD_COUNT(lv, madv_collapse_calls);
 	n = uffd_regions_overlapping(&lv->table, lo, hi, rs, 64);
 	pthread_mutex_lock(&lv->madv_lock);
-	for (unsigned i = 0; i < n; i++) {
-		uintptr_t x = lo > rs[i]->lo ? lo : rs[i]->lo, y = hi < rs[i]->hi ? hi : rs[i]->hi;
-		uintptr_t a = (x + HPAGE - 1) & ~(HPAGE - 1), end = y & ~(HPAGE - 1);
-
-		for (; !stop && a < end; a += HPAGE) {
-			enum mm_scan_result r =
-			    mm_madv_collapse(lv->mm, &walker, a, NULL, UFFD_W_MADV(lv));
-
-			ranges++;
-			if (r == MM_SCAN_SUCCEED || r == MM_SCAN_PMD_MAPPED)
-				thps++;
-			else
-				last = r;
-			stop = !collapse_goes_on(r);
-		}
-	}
+	for (unsigned i = 0; i < n; i++)
+		madv_span(lv, lo > rs[i]->lo ? lo : rs[i]->lo, hi < rs[i]->hi ? hi : rs[i]->hi,
+			  &run);
 	pthread_mutex_unlock(&lv->madv_lock);
 	for (unsigned i = 0; i < n; i++)
 		uffd_region_put(&lv->table, rs[i]);
-	return thps == ranges ? 0 : mm_scan_result_errno(mm_policy(lv->mm), last);
+	return madv_result(lv, &run);
 }

@@ -12,6 +12,11 @@
  * finds them with no message. A page already in the page cache (another process's copy won
  * the race) answers -EEXIST and is left as it is: data is never overwritten.
  *
+ * khugepaged and MADV_COLLAPSE reach the mappings here (uffd_shmem_next_range, walked with the
+ * private regions by collapse.c): the collapse is the emulated page cache's (core/mm shmem.c
+ * shmem_collapse_range: one PMD-size folio takes the range's index entries, the old frames go
+ * back); the host's pages stay where they are, data untouched (no UFFDIO_MOVE for shmem).
+ *
  * One emulated set of frames per object on the machine: the object's identity (a file's device
  * and inode; a MAP_SHARED anonymous mapping has none and is its own object, inherited by fork
  * children) maps to mm's object id in the machine's table (core/machine: machine_shmem_*), which
@@ -40,6 +45,9 @@
 
 #define SHMEM_TMPFS_MAGIC 0x01021994 /* include/uapi/linux/magic.h TMPFS_MAGIC */
 #define UFFD_SHMEM_MAPS	  64
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
 
 struct shmem_map {
 	uintptr_t lo, hi; /* hi 0: a free entry */
@@ -212,6 +220,25 @@ static long map_shmem(void *addr, size_t len, int prot, int flags, int fd, long 
 static void add_map(struct uffd_live *lv, struct shmem_map *mp, uint64_t dev, uint64_t ino,
 		    bool anon);
 
+/* The emulated VMA of mapping m, for mm. */
+static struct mm_shmem_vma vma_of(const struct uffd_live *lv, const struct shmem_map *m)
+{
+	return (struct mm_shmem_vma){
+	    .kind = (enum mm_shmem_kind)m->kind,
+	    .advice = (enum mm_vma_advice)m->advice,
+	    .thp_disable = (enum mm_thp_disable)__atomic_load_n(&lv->thp_disable, __ATOMIC_RELAXED),
+	    .i_size_pages = m->i_size,
+	};
+}
+
+/* khugepaged_enter_vma for mapping m (6.12 __mmap_region and hugepage_madvise call it). */
+static void khugepaged_enter(struct uffd_live *lv, const struct shmem_map *m)
+{
+	struct mm_shmem_vma v = vma_of(lv, m);
+
+	mm_khugepaged_enter_shmem(lv->mm, (uint32_t)lv->mslot, &v, m->pgoff);
+}
+
 /* The object a shared mapping of plen bytes maps: anonymous (shmem_zero_setup: an object of
  * the mapping's size, at offset 0) or a tmpfs file's. False for a file that is not shmem. */
 static bool object_of(int flags, int fd, size_t plen, long *off, enum mm_shmem_kind *kind,
@@ -305,6 +332,7 @@ static void add_map(struct uffd_live *lv, struct shmem_map *mp, uint64_t dev, ui
 		return;
 	}
 	UFFD_COUNT(lv, shmem_maps);
+	khugepaged_enter(lv, mp);
 }
 
 void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)
@@ -353,20 +381,96 @@ void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)
 			object_unmapped(lv, gone[i]);
 }
 
-void uffd_shmem_madvise(struct uffd_live *lv, void *addr, size_t len, int advice)
+bool uffd_shmem_madvise(struct uffd_live *lv, void *addr, size_t len, int advice, long *ret)
 {
 	struct uffd_shmem *sh = lv->shmem;
 	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	struct shmem_map advised[UFFD_SHMEM_MAPS];
+	unsigned n = 0;
 	int adv;
 
-	if (!sh || (advice != MADV_HUGEPAGE && advice != MADV_NOHUGEPAGE))
-		return;
+	if (!sh)
+		return false;
+	if (advice == MADV_COLLAPSE && uffd_shmem_overlaps(lv, lo, hi)) {
+		*ret = uffd_shmem_madv_collapse(lv, lo, hi);
+		return true;
+	}
+	if (advice != MADV_HUGEPAGE && advice != MADV_NOHUGEPAGE)
+		return false;
 	adv = advice == MADV_HUGEPAGE ? MM_VMA_HUGEPAGE : MM_VMA_NOHUGEPAGE;
 	pthread_rwlock_wrlock(&sh->lock);
-	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++)
-		if (sh->map[i].hi && sh->map[i].hi > lo && sh->map[i].lo < hi)
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++) {
+		if (sh->map[i].hi && sh->map[i].hi > lo && sh->map[i].lo < hi) {
 			sh->map[i].advice = (uint8_t)adv;
+			advised[n++] = sh->map[i];
+		}
+	}
 	pthread_rwlock_unlock(&sh->lock);
+	/* hugepage_madvise -> khugepaged_enter_vma */
+	for (unsigned i = 0; i < n && adv == MM_VMA_HUGEPAGE; i++)
+		khugepaged_enter(lv, &advised[i]);
+	return false;
+}
+
+int uffd_shmem_next_range(struct uffd_live *lv, uint64_t *addr, struct mm_collapse_scan *scan)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	uintptr_t best = UINTPTR_MAX;
+	struct shmem_map m = {0};
+
+	if (!sh)
+		return -ENOENT;
+	pthread_rwlock_rdlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++) {
+		const struct shmem_map *c = &sh->map[i];
+		uintptr_t start = *addr > c->lo ? (uintptr_t)*addr : c->lo;
+		uintptr_t ea = (start + UFFD_HPAGE_SIZE - 1) & ~(uintptr_t)(UFFD_HPAGE_SIZE - 1);
+
+		if (!c->hi || ea < start || ea + UFFD_HPAGE_SIZE > c->hi || ea >= best)
+			continue;
+		best = ea;
+		m = *c;
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	if (best == UINTPTR_MAX)
+		return -ENOENT;
+	*addr = best;
+	*scan = (struct mm_collapse_scan){.advice = (enum mm_vma_advice)m.advice};
+	scan->shmem_object = m.object;
+	scan->shmem_pgoff = m.pgoff;
+	scan->shmem_index = m.pgoff + (best - m.lo) / UFFD_PAGE_SIZE;
+	scan->shmem_vma = vma_of(lv, &m);
+	scan->thp_disable = scan->shmem_vma.thp_disable;
+	/* thp_vma_suitable_order: the address and the page index agree modulo 2 MiB */
+	scan->vma_ok = scan->shmem_index % MM_HPAGE_NR == 0;
+	return 0;
+}
+
+unsigned uffd_shmem_spans(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, uintptr_t (*out)[2],
+			  unsigned max)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	unsigned n = 0;
+
+	if (!sh)
+		return 0;
+	pthread_rwlock_rdlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS && n < max; i++) {
+		const struct shmem_map *c = &sh->map[i];
+		unsigned k = n;
+
+		if (!c->hi || c->hi <= lo || c->lo >= hi)
+			continue;
+		for (; k > 0 && out[k - 1][0] > c->lo; k--) { /* in address order */
+			out[k][0] = out[k - 1][0];
+			out[k][1] = out[k - 1][1];
+		}
+		out[k][0] = c->lo > lo ? c->lo : lo;
+		out[k][1] = c->hi < hi ? c->hi : hi;
+		n++;
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	return n;
 }
 
 bool uffd_shmem_overlaps(struct uffd_live *lv, uintptr_t lo, uintptr_t hi)
@@ -488,11 +592,7 @@ bool uffd_shmem_fault(struct uffd_worker *w, uintptr_t addr, uint64_t t_read)
 	memset(&req, 0, sizeof(req));
 	req.object = m.object;
 	req.index = m.pgoff + (addr - m.lo) / UFFD_PAGE_SIZE;
-	req.vma.kind = (enum mm_shmem_kind)m.kind;
-	req.vma.advice = (enum mm_vma_advice)m.advice;
-	req.vma.thp_disable =
-	    (enum mm_thp_disable)__atomic_load_n(&lv->thp_disable, __ATOMIC_RELAXED);
-	req.vma.i_size_pages = m.i_size;
+	req.vma = vma_of(lv, &m);
 	req.orders_ok = suitable_orders(&m, req.index);
 	rc = mm_shmem_fault(lv->mm, &req, &res, w);
 	uffd_stat_add(&h->shmem_faults, 1);

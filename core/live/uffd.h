@@ -151,8 +151,10 @@ long uffd_shmem_mmap(struct uffd_live *lv, void *addr, size_t len, int prot, int
 void uffd_shmem_mapped_over(struct uffd_live *lv, long p, size_t len, int flags, int fd, long off);
 /* [addr, addr + len) is being unmapped or mapped over: forget the shmem mappings there. */
 void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len);
-/* MADV_HUGEPAGE / MADV_NOHUGEPAGE on shmem mappings (the kernel is called as well). */
-void uffd_shmem_madvise(struct uffd_live *lv, void *addr, size_t len, int advice);
+/* madvise on what no private region holds: MADV_HUGEPAGE / MADV_NOHUGEPAGE set the shmem
+ * mappings' advice (the kernel is called as well: false); MADV_COLLAPSE over shmem mappings is
+ * the emulated kernel's alone (true, *ret its result: 0 or -errno; the host's pages stay). */
+bool uffd_shmem_madvise(struct uffd_live *lv, void *addr, size_t len, int advice, long *ret);
 /* Manage a mapping made before the emulator existed (pre-init calls from an allocator):
  * resident pages stay as they are (unaccounted), missing ones become first touches. */
 int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot);

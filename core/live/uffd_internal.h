@@ -610,5 +610,14 @@ bool uffd_shmem_fault(struct uffd_worker *w, uintptr_t addr, uint64_t t_read);
 void uffd_shmem_forked(struct uffd_live *lv, const struct uffd_live *parent);
 /* Does [lo, hi) overlap a managed shmem mapping (the census)? */
 bool uffd_shmem_overlaps(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
+/* khugepaged's and MADV_COLLAPSE's walk: the first 2 MiB-aligned range at or after *addr whole
+ * inside a shmem mapping: *addr set to it, *scan its object, first page index and VMA
+ * (mm_collapse_scan.shmem_*). 0, or -ENOENT when there is none. */
+int uffd_shmem_next_range(struct uffd_live *lv, uint64_t *addr, struct mm_collapse_scan *scan);
+/* The parts of [lo, hi) inside shmem mappings, in address order: up to max [lo, hi) pairs. */
+unsigned uffd_shmem_spans(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, uintptr_t (*out)[2],
+			  unsigned max);
+/* MADV_COLLAPSE of the shmem mappings in [lo, hi) (collapse.c): 0 or -errno. */
+int uffd_shmem_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
 
 #endif

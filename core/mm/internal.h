@@ -653,6 +653,15 @@ int throttle_nap(struct mm *mm, struct fault_ctx *fc, enum mm_wait_kind kind, ui
 int khugepaged_enter_locked(struct mm *mm, uint32_t as_id);
 /* The gfp mask and the mode of the compaction after reclaim of a collapse allocation. */
 void collapse_alloc_ctx(const struct mm_policy *p, bool khugepaged, struct alloc_ctx *ac);
+/* alloc_charge_folio: an order-9 block with that gfp, one pass (__folio_alloc), counted in
+ * thp_collapse_alloc or thp_collapse_alloc_failed (a khugepaged failure backs off); MM_NO_PFN
+ * on failure. The block is not marked: the caller owns it. May release the lock. */
+uint32_t collapse_alloc_block(struct mm *mm, bool khugepaged, struct fault_ctx *fc);
+/* shmem.c: hpage_collapse_scan_file and collapse_file on a range of a shmem mapping
+ * (scan->shmem_object), its VMA checked already (mm_shmem_collapse_allowable). Called and
+ * returns with the lock held (the allocation may release it). */
+enum mm_scan_result shmem_collapse_range(struct mm *mm, const struct mm_collapse_scan *s,
+					 bool khugepaged, struct fault_ctx *fc);
 
 /* split.c: the PTE-mapped THP, the deferred split queue and the THP shrinker */
 void thp_queue_add(struct mm *mm, uint32_t head, bool partial);

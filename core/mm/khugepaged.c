@@ -6,7 +6,8 @@
  * khugepaged_scan_pmd, collapse_huge_page, alloc_hugepage_gfpmask) and mm/khugepaged.c of 6.12
  * (khugepaged_enter_vma, khugepaged_do_scan, khugepaged_scan_mm_slot, hpage_collapse_scan_pmd,
  * __collapse_huge_page_isolate's limits, alloc_charge_folio, collapse_huge_page,
- * madvise_collapse and madvise_collapse_errno).
+ * madvise_collapse and madvise_collapse_errno). A range of a shmem mapping goes through
+ * hpage_collapse_scan_file / collapse_file instead (shmem.c: shmem_collapse_range).
  *
  * The address-space side (which ranges a process has and what they hold, and the collapse
  * itself: copy, zero, remap) belongs to the process whose memory it is; mm reaches it through
@@ -39,6 +40,8 @@ const char *mm_scan_result_name(enum mm_scan_result r)
 	    [MM_SCAN_ALLOC_HUGE_PAGE_FAIL] = "alloc_huge_page_failed",
 	    [MM_SCAN_PAGE_RO] = "page_ro",
 	    [MM_SCAN_COPY_FAIL] = "copy_failed",
+	    [MM_SCAN_TRUNCATED] = "truncated",
+	    [MM_SCAN_PAGE_COMPOUND] = "page_compound",
 	};
 
 	return (unsigned)r < MM_SCAN_NR ? names[r] : "?";
@@ -210,8 +213,7 @@ void collapse_alloc_ctx(const struct mm_policy *p, bool khugepaged, struct alloc
 	ac->mode = p->khugepaged_mode;
 }
 
-static uint32_t collapse_alloc_locked(struct mm *mm, uint64_t extent_owner, bool khugepaged,
-				      struct fault_ctx *fc)
+uint32_t collapse_alloc_block(struct mm *mm, bool khugepaged, struct fault_ctx *fc)
 {
 	struct alloc_ctx ac = {.order = MM_HPAGE_ORDER, .mt = MM_MT_MOVABLE, .fc = fc};
 	uint32_t head;
@@ -225,6 +227,16 @@ static uint32_t collapse_alloc_locked(struct mm *mm, uint64_t extent_owner, bool
 		return MM_NO_PFN;
 	}
 	count_event(mm, MM_STAT_THP_COLLAPSE_ALLOC, 1);
+	return head;
+}
+
+static uint32_t collapse_alloc_locked(struct mm *mm, uint64_t extent_owner, bool khugepaged,
+				      struct fault_ctx *fc)
+{
+	uint32_t head = collapse_alloc_block(mm, khugepaged, fc);
+
+	if (head == MM_NO_PFN)
+		return MM_NO_PFN;
 	mark_allocated(mm, head, MM_HPAGE_ORDER, FS_HUGE, extent_owner);
 	mm->nr_anon += MM_HPAGE_NR;
 	mm->nr_anon_huge += MM_HPAGE_NR;
@@ -331,6 +343,22 @@ int mm_khugepaged_scan_mm(struct mm *mm, const struct mm_khugepaged_walker *w, u
 		}
 		*addr = a + MM_HPAGE_SIZE;
 		mm_lock(mm);
+		if (s.shmem_object) {
+			/* vma->vm_file (6.12 and 6.1 khugepaged_scan_mm_slot): the VMA check
+			 * (skip: progress++), then hpage_collapse_scan_file with mmap_lock
+			 * released, so the visit ends after the range whatever it gave
+			 * (mmap_locked = false -> breakouterloop_mmap_lock) */
+			if (!mm_shmem_collapse_allowable(&mm->cfg.policy, &s, true)) {
+				progress++;
+				mm_unlock(mm);
+				continue;
+			}
+			progress += MM_HPAGE_NR;
+			count_event(mm, MM_STAT_KHUGEPAGED_PAGES_SCANNED, MM_HPAGE_NR);
+			shmem_collapse_range(mm, &s, true, &fc);
+			mm_unlock(mm);
+			break;
+		}
 		if (!s.vma_ok) { /* not a whole range of one VMA: hstart/hend never reach it */
 			mm_unlock(mm);
 			continue;
@@ -372,9 +400,15 @@ enum mm_scan_result mm_madv_collapse(struct mm *mm, const struct mm_khugepaged_w
 	if (rec)
 		rec->t_start = mm_now(mm, call);
 	count_event(mm, MM_STAT_MADV_COLLAPSE, 1);
-	r = collapse_check(mm, &s, false);
-	if (r == MM_SCAN_SUCCEED)
-		r = collapse_huge_page(mm, w, addr, &s, false, &fc);
+	if (s.shmem_object) { /* madvise_collapse: vma->vm_file -> hpage_collapse_scan_file */
+		r = mm_shmem_collapse_allowable(&mm->cfg.policy, &s, false)
+			? shmem_collapse_range(mm, &s, false, &fc)
+			: MM_SCAN_VMA_CHECK;
+	} else {
+		r = collapse_check(mm, &s, false);
+		if (r == MM_SCAN_SUCCEED)
+			r = collapse_huge_page(mm, w, addr, &s, false, &fc);
+	}
 	if (rec)
 		rec->total_ns = mm_now(mm, call) - rec->t_start;
 	mm_unlock(mm);

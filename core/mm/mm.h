@@ -532,6 +532,20 @@ int mm_anon_split(struct mm *mm, uint32_t head);
 
 /* What one 2 MiB range of an address space holds, as khugepaged's scan sees it (6.12
  * hpage_collapse_scan_pmd, 3.x khugepaged_scan_pmd). Filled by the owner (as_collapse_scan). */
+/* Which shmem a mapping is (6.12 mm/shmem.c shmem_allowable_huge_orders): */
+enum mm_shmem_kind {
+	MM_SHMEM_ANON,	   /* MAP_SHARED|MAP_ANONYMOUS (vma_is_anon_shmem: per-size orders) */
+	MM_SHMEM_INTERNAL, /* memfd, SysV shm: a file of the internal mount (shm_mnt), whose
+			    * huge is shmem_enabled; PMD size only */
+	MM_SHMEM_TMPFS,	   /* a file of a tmpfs mount (POSIX shm in /dev/shm): its huge= */
+};
+struct mm_shmem_vma {
+	enum mm_shmem_kind kind;
+	enum mm_vma_advice advice;
+	enum mm_thp_disable thp_disable; /* the faulting process's prctl state */
+	uint64_t i_size_pages;		 /* the object's size, in pages rounded up */
+};
+
 struct mm_collapse_scan {
 	uint64_t extent_owner; /* owner cookie page 0 of the range would have */
 	uint16_t none;	       /* pte_none pages: never touched, or freed */
@@ -546,6 +560,15 @@ struct mm_collapse_scan {
 	bool busy;	       /* a fault, a migration or a collapse owns part of it */
 	enum mm_vma_advice advice;
 	enum mm_thp_disable thp_disable; /* the process's prctl state (mm_vma_thp_disabled) */
+	/* A range of a shmem mapping (the kernel's vma->vm_file path: hpage_collapse_scan_file):
+	 * shmem_object 0 for anonymous memory. mm reads the object's page cache itself; of the
+	 * fields above only vma_ok (the range whole inside the mapping, at an address aligned
+	 * with its page index: thp_vma_suitable_order) is read. */
+	uint32_t shmem_object; /* 1..MM_SHMEM_MAX_OBJECT */
+	uint64_t shmem_index;  /* the range's first page index in the object (512-aligned) */
+	uint64_t shmem_pgoff;  /* the mapping's first page index (vm_pgoff: where the VMA
+				* check judges within_size) */
+	struct mm_shmem_vma shmem_vma;
 };
 
 /* The kernel's scan_result (mm/khugepaged.c), the subset modelled. */
@@ -560,8 +583,10 @@ enum mm_scan_result {
 	MM_SCAN_VMA_CHECK,	   /* the mapping may not be huge (advice, enabled, span) */
 	MM_SCAN_PAGE_LOCK,	   /* a page is busy (lock, isolation): try again later */
 	MM_SCAN_ALLOC_HUGE_PAGE_FAIL,
-	MM_SCAN_PAGE_RO,   /* a PTE not writable: 3.x's zero-page PTE (6.12 SCAN_PAGE_RO) */
-	MM_SCAN_COPY_FAIL, /* the owner could not do it (the range changed meanwhile) */
+	MM_SCAN_PAGE_RO,       /* a PTE not writable: 3.x's zero-page PTE (6.12 SCAN_PAGE_RO) */
+	MM_SCAN_COPY_FAIL,     /* the owner could not do it (the range changed meanwhile) */
+	MM_SCAN_TRUNCATED,     /* shmem: no page of the object in the range (SCAN_TRUNCATED) */
+	MM_SCAN_PAGE_COMPOUND, /* shmem, 6.1: a large folio smaller than 2 MiB in the range */
 	MM_SCAN_NR,
 };
 const char *mm_scan_result_name(enum mm_scan_result r);
@@ -856,19 +881,7 @@ int mm_set_policy_hook(struct mm *mm, const struct mm_policy_hook *hook);
  * LRU (6.12 mm_inline.h folio_is_file_lru: a swap-backed folio is on the anon LRU, which the
  * model does not scan: no swap, so never reclaimed) and never migrated (see README). */
 
-/* Which shmem a mapping is (6.12 mm/shmem.c shmem_allowable_huge_orders): */
-enum mm_shmem_kind {
-	MM_SHMEM_ANON,	   /* MAP_SHARED|MAP_ANONYMOUS (vma_is_anon_shmem: per-size orders) */
-	MM_SHMEM_INTERNAL, /* memfd, SysV shm: a file of the internal mount (shm_mnt), whose
-			    * huge is shmem_enabled; PMD size only */
-	MM_SHMEM_TMPFS,	   /* a file of a tmpfs mount (POSIX shm in /dev/shm): its huge= */
-};
-struct mm_shmem_vma {
-	enum mm_shmem_kind kind;
-	enum mm_vma_advice advice;
-	enum mm_thp_disable thp_disable; /* the faulting process's prctl state */
-	uint64_t i_size_pages;		 /* the object's size, in pages rounded up */
-};
+/* enum mm_shmem_kind and struct mm_shmem_vma: above, with struct mm_collapse_scan. */
 /* The folio orders (bit k, 2..9) a fault at page index of such a mapping may allocate under
  * policy p: 6.12 shmem_allowable_huge_orders (with __shmem_huge_global_enabled), 6.1
  * shmem_is_huge (bit 9 or nothing), 3.x nothing. The fault's write_end is 0 (shmem_fault). */
@@ -891,6 +904,19 @@ struct mm_shmem_req {
  * frame and folio order, nothing allocated) or -EINVAL. */
 int mm_shmem_fault(struct mm *mm, const struct mm_shmem_req *req, struct mm_fault_res *res,
 		   void *call);
+/* khugepaged's and MADV_COLLAPSE's VMA check for a range of a shmem mapping (scan->shmem_*):
+ * 6.12 thp_vma_allowable_order(PMD_ORDER) -> shmem_allowable_huge_orders at the VMA's pgoff,
+ * sysfs enforced for khugepaged only; 6.1 hugepage_vma_check -> shmem_is_huge; 3.x false.
+ * A range that passes goes through hpage_collapse_scan_file / collapse_file in
+ * mm_khugepaged_scan_mm and mm_madv_collapse: the object's page cache gets one PMD-size folio
+ * for the range, its old frames are freed (the data stays where the caller keeps it). */
+bool mm_shmem_collapse_allowable(const struct mm_policy *p, const struct mm_collapse_scan *s,
+				 bool khugepaged);
+/* khugepaged_enter_vma for a shmem mapping (mmap, MADV_HUGEPAGE): address space as_id is
+ * registered when khugepaged may run and the mapping (advice, kind, size, its first page
+ * index pgoff) may hold a PMD-size folio. Returns 0 (registered or not eligible), -ENOSPC. */
+int mm_khugepaged_enter_shmem(struct mm *mm, uint32_t as_id, const struct mm_shmem_vma *v,
+			      uint64_t pgoff);
 /* The object is gone (its last reference: shmctl IPC_RMID and the last detach, the memfd's
  * last close, unlink and the last unmap): every frame of it is freed. Returns the frames freed. */
 uint32_t mm_shmem_release(struct mm *mm, uint32_t object);

@@ -46,13 +46,15 @@ static unsigned mount_huge(const struct mm_policy *p, enum mm_shmem_kind kind)
 }
 
 /* 6.12 __shmem_huge_global_enabled (6.1 shmem_is_huge: the same rules) for a fault (write_end
- * 0), after the VMA checks the callers made: may the PMD size be used at index? */
+ * 0), after the VMA checks the callers made: may the PMD size be used at index? force is
+ * shmem_huge_force: MADV_COLLAPSE's VMA check (thp_vma_allowable_order without
+ * TVA_ENFORCE_SYSFS) passes it, so every mount's huge= but deny says yes. */
 static bool shmem_huge_global_enabled(const struct mm_policy *p, const struct mm_shmem_vma *v,
-				      uint64_t index)
+				      uint64_t index, bool force)
 {
 	if (p->shmem_enabled == MM_SHMEM_HUGE_DENY)
 		return false;
-	if (p->shmem_enabled == MM_SHMEM_HUGE_FORCE)
+	if (force || p->shmem_enabled == MM_SHMEM_HUGE_FORCE)
 		return true;
 	switch (mount_huge(p, v->kind)) {
 	case MM_SHMEM_HUGE_ALWAYS:
@@ -79,8 +81,10 @@ static uint16_t size_mask(const struct mm_policy *p, enum mm_shmem_size which)
 	return m;
 }
 
-uint16_t mm_shmem_allowable_orders(const struct mm_policy *p, const struct mm_shmem_vma *v,
-				   uint64_t index)
+/* 6.12 shmem_allowable_huge_orders(inode, vma, index, 0, force); forced is also the prctl's
+ * forced collapse (as for anonymous memory: khugepaged.c vma_allowable). */
+static uint16_t allowable_orders(const struct mm_policy *p, const struct mm_shmem_vma *v,
+				 uint64_t index, bool force)
 {
 	uint16_t mask, within;
 	bool global;
@@ -88,9 +92,9 @@ uint16_t mm_shmem_allowable_orders(const struct mm_policy *p, const struct mm_sh
 	if (!p || !v || p->era < MM_ERA_6_1)
 		return 0;
 	/* 6.12 vma_thp_disabled (6.1 shmem_is_huge: VM_NOHUGEPAGE, MMF_DISABLE_THP) */
-	if (mm_vma_thp_disabled(v->advice, v->thp_disable, false))
+	if (mm_vma_thp_disabled(v->advice, v->thp_disable, force))
 		return 0;
-	global = shmem_huge_global_enabled(p, v, index);
+	global = shmem_huge_global_enabled(p, v, index, force);
 	if (p->era == MM_ERA_6_1 || v->kind != MM_SHMEM_ANON)
 		/* 6.1 shmem_is_huge; 6.12 "for tmpfs, we now only support PMD sized THP" */
 		return global ? PMD_BIT : 0;
@@ -114,6 +118,12 @@ uint16_t mm_shmem_allowable_orders(const struct mm_policy *p, const struct mm_sh
 	if (global)
 		mask |= size_mask(p, MM_SHMEM_SIZE_INHERIT);
 	return mask;
+}
+
+uint16_t mm_shmem_allowable_orders(const struct mm_policy *p, const struct mm_shmem_vma *v,
+				   uint64_t index)
+{
+	return allowable_orders(p, v, index, false);
 }
 
 /* Is any page of [first, first + n) of the object cached (xa_find ... XA_PRESENT)? */
@@ -289,4 +299,160 @@ uint32_t mm_shmem_release(struct mm *mm, uint32_t object)
 	}
 	mm_unlock(mm);
 	return freed;
+}
+
+/* ---- khugepaged and MADV_COLLAPSE: collapse_file -------------------------------------------- */
+
+/* 6.12 __thp_vma_allowable_orders for a shmem VMA outside a fault: shmem_allowable_huge_orders
+ * (inode, vma, vma->vm_pgoff, 0, !enforce_sysfs) & PMD, the VMA aligned with its page index
+ * (thp_vma_suitable_order: the caller's vma_ok). 6.1 hugepage_vma_check: transhuge_vma_suitable,
+ * then shmem_huge_enabled -> shmem_is_huge(vma, inode, vma->vm_pgoff, !enforce_sysfs).
+ * khugepaged enforces sysfs (TVA_ENFORCE_SYSFS); MADV_COLLAPSE does not (tva_flags 0). */
+bool mm_shmem_collapse_allowable(const struct mm_policy *p, const struct mm_collapse_scan *s,
+				 bool khugepaged)
+{
+	if (!p || !s || !s->shmem_object || !s->vma_ok)
+		return false;
+	return allowable_orders(p, &s->shmem_vma, s->shmem_pgoff, !khugepaged) & PMD_BIT;
+}
+
+/* 6.12 khugepaged_enter_vma (called from __mmap_region and hugepage_madvise) for a shmem
+ * mapping: the mm enters khugepaged's list when khugepaged may run at all
+ * (hugepage_pmd_enabled: the anonymous PMD size's setting, in 6.12 even for shmem) and the VMA
+ * passes thp_vma_allowable_order(TVA_ENFORCE_SYSFS, PMD_ORDER). 6.1 the same from mmap_region
+ * and hugepage_madvise (hugepage_flags_enabled, hugepage_vma_check). */
+int mm_khugepaged_enter_shmem(struct mm *mm, uint32_t as_id, const struct mm_shmem_vma *v,
+			      uint64_t pgoff)
+{
+	int ret = 0;
+
+	if (!mm || !v)
+		return -EINVAL;
+	mm_lock(mm);
+	if (thp_pmd_enabled(&mm->cfg.policy) &&
+	    (allowable_orders(&mm->cfg.policy, v, pgoff, false) & PMD_BIT))
+		ret = khugepaged_enter_locked(mm, as_id);
+	mm_unlock(mm);
+	return ret;
+}
+
+/* What hpage_collapse_scan_file's walk of the page cache finds in [start, start + 512). */
+struct file_scan {
+	unsigned present; /* pages of small folios (6.12: present += folio_nr_pages) */
+	bool pmd_folio;	  /* a PMD-size folio at start: "Maybe PMD-mapped" */
+	bool compound;	  /* 6.1: a large folio smaller than the PMD size (SCAN_PAGE_COMPOUND) */
+};
+
+/* No swap entries (no swap: max_ptes_swap never applies); every folio is on the LRU and has
+ * no other reference (folio_test_lru, is_refcount_suitable: nothing pins a frame here). */
+static void scan_file(struct mm *mm, uint32_t object, uint64_t start, struct file_scan *fs)
+{
+	memset(fs, 0, sizeof(*fs));
+	for (uint64_t i = 0; i < MM_HPAGE_NR;) {
+		uint32_t pfn = pc_lookup(mm, MM_OWNER_SHMEM(object, start + i));
+		unsigned order;
+
+		if (pfn == MM_NO_PFN) {
+			i++;
+			continue;
+		}
+		order = frame_order(pfn_frame(mm, pfn));
+		if (order == MM_HPAGE_ORDER) {
+			fs->pmd_folio = true;
+			return;
+		}
+		if (order && mm->cfg.policy.era == MM_ERA_6_1) {
+			fs->compound = true; /* 6.1 PageTransCompound: "TODO: khugepaged should
+					      * compact smaller compound pages" */
+			return;
+		}
+		fs->present += 1U << order;
+		i = ((start + i) | ((1ULL << order) - 1)) + 1 - start;
+	}
+}
+
+/* The range's small folios leave the page cache and go back to the buddy (collapse_file, after
+ * the new folio took their place: folio_put_refs of each). */
+static void free_small_folios(struct mm *mm, uint32_t object, uint64_t start)
+{
+	for (uint64_t i = 0; i < MM_HPAGE_NR;) {
+		uint32_t pfn = pc_lookup(mm, MM_OWNER_SHMEM(object, start + i)), head, n;
+		unsigned order;
+
+		if (pfn == MM_NO_PFN) {
+			i++;
+			continue;
+		}
+		order = frame_order(pfn_frame(mm, pfn));
+		n = 1U << order;
+		head = pfn - (uint32_t)((start + i) & (n - 1));
+		for (uint32_t k = 0; k < n; k++)
+			pc_delete(mm, head + k);
+		mm->nr_shmem -= n;
+		free_frames(mm, head, order, NULL);
+		i = ((start + i) | (n - 1)) + 1 - start;
+	}
+}
+
+/* A PMD-size folio is at the range's start already (SCAN_PTE_MAPPED_HUGEPAGE): the mapping maps
+ * it by a PMD (do_set_pmd at its fault), or has no page table there after a collapse
+ * (retract_page_tables). 6.12 khugepaged_scan_mm_slot calls collapse_pte_mapped_thp(mm, addr,
+ * false), which gives SCAN_PMD_MAPPED, or SCAN_SUCCEED for a pmd_none, and turns
+ * SCAN_PMD_MAPPED into SCAN_SUCCEED: khugepaged_pages_collapsed counts the range again at every
+ * visit. 6.1 khugepaged_scan_mm_slot asks find_pmd_or_thp_or_none, which gives SCAN_PMD_MAPPED
+ * (or SCAN_PMD_NULL), not SCAN_SUCCEED: nothing counted. MADV_COLLAPSE (madvise_collapse ->
+ * collapse_pte_mapped_thp(mm, addr, true)): success either way. */
+static enum mm_scan_result pte_mapped_hugepage(struct mm *mm, bool khugepaged)
+{
+	if (!khugepaged || mm->cfg.policy.era == MM_ERA_6_1)
+		return MM_SCAN_PMD_MAPPED;
+	count_event(mm, MM_STAT_KHUGEPAGED_PAGES_COLLAPSED, 1);
+	return MM_SCAN_SUCCEED;
+}
+
+/* 6.12 / 6.1 hpage_collapse_scan_file, then collapse_file. The emulated collapse is the page
+ * cache's: the new PMD-size folio takes the object's index entries of the whole range (holes
+ * included: shmem_charge(nr_none), NR_SHMEM += nr_none), the old folios are freed, the data is
+ * wherever the caller keeps it. */
+enum mm_scan_result shmem_collapse_range(struct mm *mm, const struct mm_collapse_scan *s,
+					 bool khugepaged, struct fault_ctx *fc)
+{
+	const struct mm_policy *p = &mm->cfg.policy;
+	uint32_t object = s->shmem_object, head;
+	uint64_t start = s->shmem_index;
+	struct file_scan fs;
+
+	scan_file(mm, object, start, &fs);
+	if (fs.pmd_folio)
+		return pte_mapped_hugepage(mm, khugepaged);
+	if (fs.compound)
+		return MM_SCAN_PAGE_COMPOUND;
+	/* only khugepaged looks at max_ptes_none (cc->is_khugepaged) */
+	if (khugepaged && fs.present < MM_HPAGE_NR - p->max_ptes_none) {
+		count_event(mm, MM_STAT_THP_SCAN_EXCEED_NONE_PTE, 1);
+		return MM_SCAN_EXCEED_NONE_PTE;
+	}
+	/* collapse_file: alloc_charge_folio first, with khugepaged's gfp or GFP_TRANSHUGE */
+	head = collapse_alloc_block(mm, khugepaged, fc);
+	if (head == MM_NO_PFN)
+		return MM_SCAN_ALLOC_HUGE_PAGE_FAIL;
+	/* collapse_file locks each page after the allocation (which may have released the lock:
+	 * reclaim, compaction): what it finds now is what it collapses */
+	scan_file(mm, object, start, &fs);
+	if (fs.pmd_folio || fs.compound || !fs.present) {
+		free_frames(mm, head, MM_HPAGE_ORDER, NULL);
+		if (fs.pmd_folio)
+			return pte_mapped_hugepage(mm, khugepaged);
+		/* "Stop if extent has been truncated or hole-punched, and is now completely
+		 * empty" (MADV_COLLAPSE of a never-touched range gets here) */
+		return fs.compound ? MM_SCAN_PAGE_COMPOUND : MM_SCAN_TRUNCATED;
+	}
+	free_small_folios(mm, object, start);
+	add_folio(mm, head, MM_HPAGE_ORDER, MM_OWNER_SHMEM(object, start));
+	/* 6.12 khugepaged_scan_mm_slot: SCAN_SUCCEED -> ++khugepaged_pages_collapsed; for
+	 * MADV_COLLAPSE collapse_file returns SCAN_PTE_MAPPED_HUGEPAGE and
+	 * collapse_pte_mapped_thp maps it: a success */
+	if (khugepaged)
+		count_event(mm, MM_STAT_KHUGEPAGED_PAGES_COLLAPSED, 1);
+	return MM_SCAN_SUCCEED;
 }

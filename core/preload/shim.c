@@ -253,8 +253,11 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		return int_ret(r);
 	}
 	if (lv) {
-		uffd_shmem_madvise(lv, addr, len, advice);
+		bool answered = uffd_shmem_madvise(lv, addr, len, advice, &r);
+
 		leave();
+		if (answered)
+			return int_ret(r);
 	}
 	return int_ret(sys_madvise(addr, len, advice));
 }

@@ -247,10 +247,19 @@ static void rd_shmem_text(const struct rd_run *r, FILE *out)
 		rd_num(r->root, "host.shmem_pages"));
 	fprintf(out,
 		"  vmstat: thp_file_alloc %.0f thp_file_fallback %.0f thp_file_mapped %.0f; "
-		"shmem frames at the end %.0f\n",
+		"shmem frames at the end %.0f, %.0f of them in PMD-size folios\n",
 		rd_num(r->root, "vmstat.thp_file_alloc"),
 		rd_num(r->root, "vmstat.thp_file_fallback"),
-		rd_num(r->root, "vmstat.thp_file_mapped"), rd_num(r->root, "host.pool.shmem"));
+		rd_num(r->root, "vmstat.thp_file_mapped"), rd_num(r->root, "host.pool.shmem"),
+		rd_num(r->root, "host.pool.shmem_huge"));
+	/* khugepaged's and MADV_COLLAPSE's counters: anonymous and shmem collapses alike */
+	fprintf(out,
+		"  collapse: thp_collapse_alloc %.0f thp_collapse_alloc_failed %.0f "
+		"khugepaged_pages_collapsed %.0f madv_collapse %.0f\n",
+		rd_num(r->root, "vmstat.thp_collapse_alloc"),
+		rd_num(r->root, "vmstat.thp_collapse_alloc_failed"),
+		rd_num(r->root, "vmstat.khugepaged_pages_collapsed"),
+		rd_num(r->root, "vmstat.madv_collapse"));
 }
 
 void rd_run_text(const struct rd_run *r, FILE *out)

@@ -450,4 +450,348 @@ TEST(repair_keeps_whole_folios_and_their_index)
 	fakeenv_destroy(fe);
 }
 
+/* ---- khugepaged and MADV_COLLAPSE: collapse_file --------------------------------------------
+ * A fake mapping of one object: range r at address r * 2 MiB is the object's pages
+ * [r * 512, r * 512 + 512), its VMA's pgoff 0, advice SM.adv. */
+
+#define SM_NR 4
+static struct {
+	uint32_t obj;
+	enum mm_shmem_kind kind;
+	enum mm_vma_advice adv;
+	bool misaligned; /* the mapping's address and pgoff disagree modulo 2 MiB */
+} SM;
+
+static int sm_next(void *arg, uint64_t *addr, struct mm_collapse_scan *s)
+{
+	uint64_t r = (*addr + MM_HPAGE_SIZE - 1) / MM_HPAGE_SIZE;
+
+	(void)arg;
+	if (r >= SM_NR)
+		return -ENOENT;
+	*addr = r * MM_HPAGE_SIZE;
+	*s = (struct mm_collapse_scan){
+	    .vma_ok = !SM.misaligned,
+	    .shmem_object = SM.obj,
+	    .shmem_index = r * MM_HPAGE_NR,
+	    .shmem_vma = {.kind = SM.kind, .advice = SM.adv, .i_size_pages = SM_NR * MM_HPAGE_NR},
+	};
+	return 0;
+}
+
+static int sm_collapse(void *arg, uint64_t addr, const struct mm_collapse_scan *s, uint32_t head,
+		       void *call)
+{
+	(void)arg, (void)addr, (void)s, (void)head, (void)call;
+	ASSERT_EQ(0, 1); /* a shmem range is collapsed by mm itself */
+	return -EAGAIN;
+}
+
+static const struct mm_khugepaged_walker SM_WALKER = {NULL, sm_next, sm_collapse};
+
+static int sm_scan_hook(struct fakeenv *fe, uint32_t as_id, uint64_t *addr, unsigned budget,
+			bool *done)
+{
+	if (as_id != 7)
+		return -ENOENT;
+	return mm_khugepaged_scan_mm(fe->mm, &SM_WALKER, addr, budget, done, NULL);
+}
+
+static struct fakeenv *sm_env(const char *spec, enum mm_shmem_kind kind, enum mm_vma_advice adv)
+{
+	struct fakeenv *fe = env(spec, 64ULL << 20);
+
+	memset(&SM, 0, sizeof(SM));
+	SM.obj = 5;
+	SM.kind = kind;
+	SM.adv = adv;
+	fe->on_khugepaged_scan = sm_scan_hook;
+	return fe;
+}
+
+/* Fault pages [first, first + n) of the object, as a mapping without MADV_HUGEPAGE would. */
+static void sm_fill(struct fakeenv *fe, uint64_t first, uint64_t n, unsigned want_order)
+{
+	for (uint64_t i = first; i < first + n; i++) {
+		struct mm_shmem_req req = {
+		    .object = SM.obj,
+		    .index = i,
+		    .vma = {.kind = SM.kind, .i_size_pages = SM_NR * MM_HPAGE_NR},
+		    .orders_ok = ALL,
+		};
+		struct mm_fault_res res;
+		int rc = mm_shmem_fault(fe->mm, &req, &res, NULL);
+
+		ASSERT_EQ(rc == 0 || rc == -EEXIST, 1);
+		ASSERT_EQ(res.order, want_order);
+	}
+}
+
+/* The folio order the object's page index is cached in (-1: not cached). */
+static int sm_order(struct fakeenv *fe, uint64_t index)
+{
+	uint32_t pfn = pc_lookup(fe->mm, MM_OWNER_SHMEM(SM.obj, index));
+
+	return pfn == MM_NO_PFN ? -1 : (int)frame_order(pfn_frame(fe->mm, pfn));
+}
+
+static int sm_register(struct fakeenv *fe)
+{
+	struct mm_shmem_vma v = {
+	    .kind = SM.kind, .advice = SM.adv, .i_size_pages = SM_NR * MM_HPAGE_NR};
+
+	return mm_khugepaged_enter_shmem(fe->mm, 7, &v, 0);
+}
+
+static enum mm_scan_result sm_madv(struct fakeenv *fe, unsigned r)
+{
+	return mm_madv_collapse(fe->mm, &SM_WALKER, (uint64_t)r * MM_HPAGE_SIZE, NULL, NULL);
+}
+
+/* 6.12 khugepaged_enter_vma: a shmem mapping registers its mm when the VMA passes the sysfs
+ * check and khugepaged may run at all (hugepage_pmd_enabled: the anonymous PMD setting). */
+TEST(collapse_registration_follows_khugepaged_enter_vma)
+{
+	struct fakeenv *fe =
+	    sm_env("thp-always/always:shmem-enabled=advise", MM_SHMEM_INTERNAL, MM_VMA_DEFAULT);
+
+	EXPECT_EQ(sm_register(fe), 0);
+	EXPECT_EQ(counts(fe).khugepaged_mms, 0u); /* advise without MADV_HUGEPAGE */
+	SM.adv = MM_VMA_HUGEPAGE;
+	EXPECT_EQ(sm_register(fe), 0);
+	EXPECT_EQ(counts(fe).khugepaged_mms, 1u);
+	fakeenv_destroy(fe);
+	/* anonymous THP off: khugepaged does not run in 6.12, shmem or not */
+	fe = sm_env("thp-never/never:shmem-enabled=always", MM_SHMEM_INTERNAL, MM_VMA_HUGEPAGE);
+	EXPECT_EQ(sm_register(fe), 0);
+	EXPECT_EQ(counts(fe).khugepaged_mms, 0u);
+	fakeenv_destroy(fe);
+	fe = sm_env("linux-3.2", MM_SHMEM_ANON, MM_VMA_HUGEPAGE);
+	EXPECT_EQ(sm_register(fe), 0);
+	EXPECT_EQ(counts(fe).khugepaged_mms, 0u); /* no shmem THP in 3.x */
+	fakeenv_destroy(fe);
+}
+
+/* khugepaged (6.12): 4 KiB pages faulted under advise without MADV_HUGEPAGE become one PMD-size
+ * folio per range once the mapping is advised: hpage_collapse_scan_file's present against
+ * max_ptes_none, collapse_file's allocation and counters, the holes in the folio, the old
+ * frames freed; every range ends a visit; a second wake counts the huge ranges again
+ * (collapse_pte_mapped_thp's SCAN_PMD_MAPPED taken as SCAN_SUCCEED). */
+TEST(collapse_khugepaged_6_12)
+{
+	struct fakeenv *fe =
+	    sm_env("thp-always/always:shmem-enabled=advise", MM_SHMEM_INTERNAL, MM_VMA_DEFAULT);
+	struct mm_counts c0, c;
+
+	sm_fill(fe, 0, MM_HPAGE_NR, 0);	      /* range 0: full */
+	sm_fill(fe, MM_HPAGE_NR + 7, 100, 0); /* range 1: 100 pages, 412 holes */
+	/* range 2: nothing; range 3: one page (present 1 = 512 - 511: collapses) */
+	sm_fill(fe, 3 * MM_HPAGE_NR + 300, 1, 0);
+	c0 = counts(fe);
+	EXPECT_EQ(c0.shmem, 613u);
+	EXPECT_EQ(c0.shmem_huge, 0u);
+	SM.adv = MM_VMA_HUGEPAGE; /* MADV_HUGEPAGE: khugepaged_enter_vma */
+	ASSERT_EQ(sm_register(fe), 0);
+	EXPECT_EQ(mm_khugepaged(fe->mm, NULL), 10000000000ULL);
+	c = counts(fe);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC), 3u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 0u);
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_PAGES_COLLAPSED), 3u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_SCAN_EXCEED_NONE_PTE), 1u); /* range 2 */
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_FULL_SCANS), 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_ALLOC), 0u); /* a fault's counter, not a collapse's */
+	/* nr_shmem grows by the holes (NR_SHMEM += nr_none), nr_shmem_hugepages by the folios */
+	EXPECT_EQ(c.shmem, 3u * MM_HPAGE_NR);
+	EXPECT_EQ(c.shmem_huge, 3u * MM_HPAGE_NR);
+	EXPECT_EQ(c.free + 3u * MM_HPAGE_NR, c0.free + 613u);
+	/* the index: every page of ranges 0, 1 and 3 in a PMD-size folio, holes included */
+	EXPECT_EQ(sm_order(fe, 0), 9);
+	EXPECT_EQ(sm_order(fe, MM_HPAGE_NR + 500), 9); /* a hole before */
+	EXPECT_EQ(sm_order(fe, 3 * MM_HPAGE_NR), 9);
+	EXPECT_EQ(sm_order(fe, 2 * MM_HPAGE_NR), -1);
+	check(fe);
+	/* the next wake: ranges 0, 1 and 3 counted again at each visit (as many passes as the
+	 * wake's budget allows), nothing allocated */
+	fe->now += 10000000000ULL;
+	mm_khugepaged(fe->mm, NULL);
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_PAGES_COLLAPSED) >= 6, 1);
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_PAGES_COLLAPSED) % 3, 0u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC), 3u);
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_FULL_SCANS), 2u);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+/* 6.1: the same collapse; an already huge range is not counted again (khugepaged_scan_mm_slot's
+ * find_pmd_or_thp_or_none gives SCAN_PMD_MAPPED). */
+TEST(collapse_khugepaged_6_1)
+{
+	struct fakeenv *fe =
+	    sm_env("linux-6.1:shmem-enabled=advise", MM_SHMEM_ANON, MM_VMA_DEFAULT);
+
+	sm_fill(fe, 0, 40, 0);
+	SM.adv = MM_VMA_HUGEPAGE;
+	ASSERT_EQ(sm_register(fe), 0);
+	mm_khugepaged(fe->mm, NULL);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC), 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_PAGES_COLLAPSED), 1u);
+	EXPECT_EQ(counts(fe).shmem_huge, (uint64_t)MM_HPAGE_NR);
+	EXPECT_EQ(sm_order(fe, 100), 9);
+	fe->now += 10000000000ULL;
+	mm_khugepaged(fe->mm, NULL);
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_PAGES_COLLAPSED), 1u);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+/* hpage_collapse_scan_file: present < 512 - max_ptes_none is SCAN_EXCEED_NONE_PTE. */
+TEST(collapse_max_ptes_none_boundary)
+{
+	struct fakeenv *fe = sm_env("thp-always/always:shmem-enabled=advise,max-ptes-none=64",
+				    MM_SHMEM_INTERNAL, MM_VMA_HUGEPAGE);
+
+	sm_fill(fe, 0, MM_HPAGE_NR - 65, 0);	       /* 65 holes: one too many */
+	sm_fill(fe, MM_HPAGE_NR, MM_HPAGE_NR - 64, 0); /* 64 holes */
+	ASSERT_EQ(sm_register(fe), 0);
+	mm_khugepaged(fe->mm, NULL);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_SCAN_EXCEED_NONE_PTE), 3u); /* ranges 0, 2, 3 */
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC), 1u);
+	EXPECT_EQ(sm_order(fe, 0), 0);
+	EXPECT_EQ(sm_order(fe, MM_HPAGE_NR), 9);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+/* The VMA check: khugepaged enforces sysfs (advise needs MADV_HUGEPAGE), MADV_COLLAPSE does not
+ * (shmem_huge_force) but deny, MADV_NOHUGEPAGE and a misaligned mapping stop both; 3.x has no
+ * shmem THP. */
+TEST(collapse_vma_check_per_caller_and_era)
+{
+	struct fakeenv *fe =
+	    sm_env("thp-always/always:shmem-enabled=advise", MM_SHMEM_INTERNAL, MM_VMA_DEFAULT);
+	struct mm_collapse_scan s;
+	uint64_t a = 0;
+	struct mm_policy p;
+
+	sm_fill(fe, 0, MM_HPAGE_NR, 0);
+	ASSERT_EQ(mm_khugepaged_enter(fe->mm, 7), 0); /* registered by an anonymous fault */
+	mm_khugepaged(fe->mm, NULL);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC), 0u);
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_PAGES_SCANNED), 0u); /* skip_vma: progress++ */
+	EXPECT_EQ(sm_madv(fe, 0), MM_SCAN_SUCCEED);		   /* forced */
+	EXPECT_EQ(sm_order(fe, 0), 9);
+	fakeenv_destroy(fe);
+
+	p = pol("thp-always/always:shmem-enabled=deny");
+	ASSERT_EQ(sm_next(NULL, &a, &s), 0);
+	s.shmem_vma.advice = MM_VMA_HUGEPAGE;
+	EXPECT_EQ(mm_shmem_collapse_allowable(&p, &s, false), false);
+	p = pol("thp-always/always:shmem-enabled=always");
+	EXPECT_EQ(mm_shmem_collapse_allowable(&p, &s, true), true);
+	s.shmem_vma.advice = MM_VMA_NOHUGEPAGE;
+	EXPECT_EQ(mm_shmem_collapse_allowable(&p, &s, false), false);
+	s.shmem_vma.advice = MM_VMA_DEFAULT;
+	s.vma_ok = false;
+	EXPECT_EQ(mm_shmem_collapse_allowable(&p, &s, false), false);
+	s.vma_ok = true;
+	/* within_size judged at the VMA's pgoff (vma->vm_pgoff), not at the range */
+	p = pol("thp-always/always:shmem-enabled=within_size");
+	s.shmem_vma.i_size_pages = 600;
+	s.shmem_pgoff = 0;
+	EXPECT_EQ(mm_shmem_collapse_allowable(&p, &s, true), true);
+	s.shmem_pgoff = 512;
+	EXPECT_EQ(mm_shmem_collapse_allowable(&p, &s, true), false);
+	p = pol("linux-3.2");
+	p.shmem_enabled = MM_SHMEM_HUGE_FORCE;
+	EXPECT_EQ(mm_shmem_collapse_allowable(&p, &s, false), false);
+
+	fe = sm_env("thp-always/always:shmem-enabled=always", MM_SHMEM_INTERNAL, MM_VMA_DEFAULT);
+	sm_fill(fe, 0, 3, 9);
+	sm_fill(fe, MM_HPAGE_NR, 3, 9);
+	SM.misaligned = true;
+	EXPECT_EQ(sm_madv(fe, 0), MM_SCAN_VMA_CHECK);
+	EXPECT_EQ(mm_scan_result_errno(&fe->mm->cfg.policy, MM_SCAN_VMA_CHECK), -EINVAL);
+	fakeenv_destroy(fe);
+}
+
+/* MADV_COLLAPSE (madvise_collapse -> hpage_collapse_scan_file -> collapse_file): no
+ * max_ptes_none, the caller's GFP_TRANSHUGE, not khugepaged_pages_collapsed; an empty range
+ * allocates first and then finds nothing (SCAN_TRUNCATED: EINVAL); a huge one is a success. */
+TEST(collapse_madv_collapse)
+{
+	struct fakeenv *fe =
+	    sm_env("thp-always/always:shmem-enabled=advise", MM_SHMEM_ANON, MM_VMA_DEFAULT);
+	struct mm_counts c0;
+
+	sm_fill(fe, 10, 3, 0);
+	EXPECT_EQ(sm_madv(fe, 0), MM_SCAN_SUCCEED);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC), 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_MADV_COLLAPSE), 1u);
+	EXPECT_EQ(stat(fe, MM_STAT_KHUGEPAGED_PAGES_COLLAPSED), 0u);
+	EXPECT_EQ(sm_order(fe, 511), 9);
+	EXPECT_EQ(sm_madv(fe, 0), MM_SCAN_PMD_MAPPED);
+	EXPECT_EQ(mm_scan_result_errno(&fe->mm->cfg.policy, MM_SCAN_PMD_MAPPED), 0);
+	c0 = counts(fe);
+	EXPECT_EQ(sm_madv(fe, 1), MM_SCAN_TRUNCATED);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC), 2u);
+	EXPECT_EQ(counts(fe).free, c0.free); /* the new folio went back */
+	EXPECT_EQ(mm_scan_result_errno(&fe->mm->cfg.policy, MM_SCAN_TRUNCATED), -EINVAL);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+/* 6.12 anonymous shmem: mTHP folios count their pages (present += folio_nr_pages) and are
+ * freed whole. */
+TEST(collapse_of_mthp_folios_6_12)
+{
+	struct fakeenv *fe =
+	    sm_env("thp-always/always:shmem-hugepages-64kB=always,shmem-hugepages-2048kB=advise",
+		   MM_SHMEM_ANON, MM_VMA_DEFAULT);
+	struct mm_counts c0, c;
+
+	sm_fill(fe, 0, 64, 4); /* four 64 KiB folios */
+	c0 = counts(fe);
+	EXPECT_EQ(c0.shmem, 64u);
+	EXPECT_EQ(mstats(fe, 4).shmem_alloc, 4u);
+	SM.adv = MM_VMA_HUGEPAGE;
+	ASSERT_EQ(sm_register(fe), 0);
+	mm_khugepaged(fe->mm, NULL);
+	c = counts(fe);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC), 1u);
+	EXPECT_EQ(c.shmem, (uint64_t)MM_HPAGE_NR);
+	EXPECT_EQ(c.free + MM_HPAGE_NR, c0.free + 64u);
+	EXPECT_EQ(sm_order(fe, 17), 9);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+/* A failed allocation: thp_collapse_alloc_failed, MADV_COLLAPSE's ENOMEM, nothing changed. */
+TEST(collapse_allocation_failure)
+{
+	struct fakeenv *fe =
+	    sm_env("thp-always/always:shmem-enabled=advise", MM_SHMEM_INTERNAL, MM_VMA_DEFAULT);
+	struct mm_counts c0;
+	uint32_t obj = SM.obj;
+
+	sm_fill(fe, 0, 8, 0);
+	/* another object's 4 KiB pages on every free frame: shmem frames do not move */
+	SM.obj = 6;
+	for (uint64_t i = 0;; i++) {
+		struct mm_fault_res res;
+
+		if (sfault(fe, 6, i, MM_SHMEM_INTERNAL, 0, &res) != 0 ||
+		    res.outcome == MM_FAULT_NOMEM || counts(fe).free < 64)
+			break;
+	}
+	SM.obj = obj;
+	c0 = counts(fe);
+	EXPECT_EQ(sm_madv(fe, 0), MM_SCAN_ALLOC_HUGE_PAGE_FAIL);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_COLLAPSE_ALLOC_FAILED), 1u);
+	EXPECT_EQ(mm_scan_result_errno(&fe->mm->cfg.policy, MM_SCAN_ALLOC_HUGE_PAGE_FAIL), -ENOMEM);
+	EXPECT_EQ(counts(fe).shmem, c0.shmem);
+	EXPECT_EQ(sm_order(fe, 3), 0);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
 TEST_MAIN()
