@@ -3,10 +3,11 @@
  *
  * Mirrors mm/vmscan.c of Linux 3.1, 3.2, 3.3 and 6.12:
  *  - do_try_to_free_pages' priority loop (DEF_PRIORITY 12 .. 0), nr_to_reclaim =
- *    SWAP_CLUSTER_MAX counted per pass, shrink_zones' costly-order skip (3.2: compaction_suitable ||
- *    compaction_deferred; 3.3: compaction_ready; 6.12: compaction_ready), shrink_zone /
- *    shrink_node with should_continue_reclaim (reclaim/compaction keeps going until 2 << order
- *    pages are reclaimed or compaction could run);
+ *    SWAP_CLUSTER_MAX counted per pass, shrink_zones' costly-order skip (3.2:
+ *    compaction_suitable || compaction_deferred; 3.3: compaction_ready; 6.12:
+ *    compaction_ready), shrink_zone / shrink_node with should_continue_reclaim
+ *    (reclaim/compaction keeps going until 2 << order pages are reclaimed or compaction could
+ *    run);
  *  - isolate_lru_pages: 3.1-3.3 take, for an order > 0, each tail page's inactive page-cache
  *    neighbours in its order-aligned block as well (the order check that stopped this in
  *    reclaim/compaction mode came in 3.4), so a THP's direct reclaim sees recent dirty and
