@@ -3,10 +3,11 @@
  *
  * Mirrors mm/vmscan.c of Linux 3.1, 3.2, 3.3 and 6.12:
  *  - do_try_to_free_pages' priority loop (DEF_PRIORITY 12 .. 0), nr_to_reclaim =
- *    SWAP_CLUSTER_MAX, shrink_zones' costly-order skip (3.2: compaction_suitable ||
- *    compaction_deferred; 3.3: compaction_ready; 6.12: compaction_ready), shrink_zone /
- *    shrink_node with should_continue_reclaim (reclaim/compaction keeps going until 2 << order
- *    pages are reclaimed or compaction could run);
+ *    SWAP_CLUSTER_MAX counted per pass, shrink_zones' costly-order skip (3.2:
+ *    compaction_suitable || compaction_deferred; 3.3: compaction_ready; 6.12:
+ *    compaction_ready), shrink_zone / shrink_node with should_continue_reclaim
+ *    (reclaim/compaction keeps going until 2 << order pages are reclaimed or compaction could
+ *    run);
  *  - isolate_lru_pages: 3.1-3.3 take, for an order > 0, each tail page's inactive page-cache
  *    neighbours in its order-aligned block as well (the order check that stopped this in
  *    reclaim/compaction mode came in 3.4), so a THP's direct reclaim sees recent dirty and
@@ -503,7 +504,9 @@ static bool skip_zone_for_compaction(struct mm *mm, struct scan_control *sc)
 	}
 }
 
-/* shrink_zone / shrink_node at sc->priority. */
+/* shrink_zone / shrink_node at sc->priority: passes over lru >> priority, each stopping (below
+ * DEF_PRIORITY) once it has itself reclaimed nr_to_reclaim, restarted while
+ * should_continue_reclaim says so. */
 static void shrink_node(struct mm *mm, struct scan_control *sc)
 {
 	uint32_t before;
@@ -533,7 +536,10 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 				shrink_inactive_list(mm, sc, batch);
 				nr_in -= batch;
 			}
-			if (sc->nr_reclaimed >= sc->nr_to_reclaim && sc->priority < DEF_PRIORITY)
+			/* the pass's own count, reset at each restart: 3.1 shrink_zone's local
+			 * nr_reclaimed, 3.3 shrink_mem_cgroup_zone's, 6.12 shrink_lruvec's */
+			if (sc->nr_reclaimed - before >= sc->nr_to_reclaim &&
+			    sc->priority < DEF_PRIORITY)
 				break;
 		}
 	} while (should_continue_reclaim(mm, sc, sc->nr_reclaimed - before));
@@ -675,8 +681,9 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 
 		if (pgdat_balanced(mm, sc.order) && !mm->watermark_boost)
 			break;
-		/* 3.x: ULONG_MAX, "kswapd doesn't want to be bailed out while reclaim" */
-		sc.nr_to_reclaim = modern ? sc.nr_reclaimed + high : UINT32_MAX;
+		/* 3.x: ULONG_MAX, "kswapd doesn't want to be bailed out while reclaim"; 6.12
+		 * kswapd_shrink_node: the high watermark, per pass */
+		sc.nr_to_reclaim = modern ? high : UINT32_MAX;
 		shrink_node(mm, &sc);
 		round_scanned += sc.nr_scanned - before;
 		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)

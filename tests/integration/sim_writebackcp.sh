@@ -5,8 +5,8 @@
 # and 2 iterations instead of 5 (WCP_POOL, WCP_ITER override). Published, per iteration:
 # 3.1 1189.8 s, 3.2-rc2 589.5 s, sync-light 73.4 s; ratios 0.50 and 0.06.
 #
-# Asserted (what the model justifies, tests/results/2026-12-04-sim-writeback-cp.md and
-# 2026-12-06-kswapd-3x.md):
+# Asserted (what the model justifies, tests/results/2026-12-04-sim-writeback-cp.md,
+# 2026-12-06-kswapd-3x.md, 2026-12-06-reclaim-31.md):
 #   - every kernel finishes every iteration, and alloc's faults are counted per iteration;
 #   - the published ordering: 3.1 slowest, by more than a factor of two over both others, and
 #     3.3 (sync-light) not slower than 3.2;

@@ -565,4 +565,49 @@ TEST(pg_reclaim_rotates_at_writeback_end)
 	fakeenv_destroy(&fe);
 }
 
+/* Clean pages (every fourth pfn) among the n from pfn start. */
+static uint32_t clean_in(uint32_t start, uint32_t n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t pfn = start; pfn < start + n; pfn++)
+		k += pfn % 4 == 0;
+	return k;
+}
+
+/* nr_to_reclaim is counted per pass (3.1 shrink_zone's local nr_reclaimed, reset at restart:;
+ * 3.3 shrink_mem_cgroup_zone; 6.12 shrink_lruvec), not over the call. 3.2 order-0 direct
+ * reclaim on a 640 MiB pool of page cache where one page in four is clean (direct reclaim
+ * keeps the dirty ones): priority 12 scans lru >> 12 and reclaims a quarter of it, priority 11
+ * the same from lru >> 11, still under 32 in all; priority 10 then scans batch after batch
+ * until that pass has itself reclaimed 32, so the call reclaims what 12 and 11 did plus 32. A
+ * call-wide count would stop in priority 10's first batch, at 32 in all. */
+TEST(nr_to_reclaim_counts_per_pass)
+{
+	struct fakeenv fe;
+	char err[256];
+	struct mm_counts c;
+	uint32_t pfn = 0, lru, first, n12;
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.2:kswapd=no", 640 * MIB, false, err, sizeof(err)), 0);
+	for (mm_get_counts(fe.mm, &c); c.free > c.wmark_min / 2; mm_get_counts(fe.mm, &c)) {
+		ASSERT_EQ(
+		    mm_debug_place(fe.mm, pfn, pfn % 4 ? DBG_FILE_DIRTY : DBG_FILE_CLEAN, own(pfn)),
+		    0);
+		pfn++;
+	}
+	/* the LRU's tail is pfn 0 on; kept pages go back to its head. Priority 12 scans the
+	 * first lru >> 12, priority 11 the next (lru - what 12 freed) >> 11. */
+	lru = fe.mm->nr_lru[0];
+	n12 = lru >> 12;
+	first = clean_in(0, n12);
+	first += clean_in(n12, (lru - first) >> 11);
+	ASSERT_LT(first, 32);
+	ASSERT_GE((lru - first) >> 10, 4 * 32); /* priority 10 reaches 32 in its pass */
+	small_alloc(&fe, 0);
+	EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_DIRECT), first + 32);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
 TEST_MAIN()
