@@ -2,9 +2,9 @@
 # seed-2011.sh: the experiment behind Mel Gorman's "mm: Do not stall in synchronous compaction
 # for THP allocations" (linux-mm, 10 Nov 2011), on one command.
 #
-# A writer streams files through the (emulated) page cache to a slow USB stick, while usemem,
-# in the same process, maps anonymous memory with MADV_HUGEPAGE, touches it extent by extent
-# and unmaps it, over and over. The run is repeated under three kernels -- the one that stalls,
+# A writer streams files through the (emulated) page cache to a slow USB stick, while usemem
+# processes on the same emulated machine map anonymous memory with MADV_HUGEPAGE, touch it
+# extent by extent and unmap it, over and over. The run is repeated under three kernels -- the one that stalls,
 # the one with Mel's patch, and 3.3's sync-light -- and for each the 2011-format stall report is
 # printed (per-wait events, as Mel's monitor counted them, then the per-fault view), then a
 # side-by-side table with both stall metrics.
@@ -56,13 +56,22 @@ demo_need jq "to read the reports"
 # in almost every pageblock). The writer copies files to the stick through the page cache at
 # whatever rate the dirty limits allow; usemem waits until the writer has filled its share, then
 # maps, touches and unmaps anonymous memory in a loop.
+# --quick: the writer copies 48 MiB, more than the block layer's request list holds (128
+# requests of 120 KiB, 15 MiB), so the list fills and stays full; four usemem processes (as the
+# simulator's seed-2011 scenario runs) start once 8 MiB is under writeback
+# (--wait-writeback: the machine's nr_writeback), not after a fixed delay, so the run meets the
+# copy's writeback however loaded the machine is. Four processes because one alone makes two
+# compaction calls per fault, and 3.2's deferral (every failure defers, async ones too) then
+# lets only async compactions run in many runs (tests/results/2026-12-06-demo-2011.md).
 if [ $quick = 1 ]; then
 	pool=128M
-	dirty=total=16M,file=2M,dirty-ratio=40%,background-ratio=20%
-	usemem=(--delay 1s --size 8M --loops 15 --hold 100ms)
+	dirty=total=48M,file=2M,dirty-ratio=40%,background-ratio=20%
+	nproc=4
+	usemem=(--wait-writeback 8M --size 8M --loops 8 --hold 100ms)
 else
 	pool=256M
 	dirty=stream,file=4M
+	nproc=1
 	usemem=(--delay 10s --size 16M --loops 60 --hold 500ms)
 fi
 [ -n "$pool_opt" ] && pool=$pool_opt
@@ -71,16 +80,41 @@ recipe=anon:50%,pagecache:25%
 demo_out_dir
 
 echo "seed-2011: pool $pool ($recipe), writer --dirty $dirty to --device $device,"
-echo "           usemem ${usemem[*]}; kernels: ${policies[*]}"
+echo "           $nproc x usemem ${usemem[*]}; kernels: ${policies[*]}"
+
+# usemem's per-extent lines of every process as one summary line in its own format (the
+# table, demo_usemem_explain and the tests read it): extents, huge, AnonHugePages summed, the
+# latency percentiles over all extents (nearest rank, as usemem computes them).
+usemem_merge() { # usemem_merge OUT FILES...
+	local out=$1 kb
+	shift
+	kb=$(sed -n 's/^usemem: extents=.* anonhuge_kb=\([0-9]*\) .*/\1/p' "$@" | awk '{ s += $1 } END { print s + 0 }')
+	{
+		grep -h '^usemem: waited' "$@" | head -1
+		awk '$1 == "fault" { print $4, ($3 == "huge") }' "$@" | sort -n | awk -v kb="$kb" '
+			{ lat[++n] = $1; h += $2 }
+			END {
+				if (!n) exit
+				p50 = lat[int(0.5 * n + 0.999999)]; p99 = lat[int(0.99 * n + 0.999999)]
+				printf "usemem: extents=%d huge=%d huge_pct=%.1f anonhuge_kb=%d p50_us=%.0f p99_us=%.0f max_us=%.0f\n",
+					n, h, 100 * h / n, kb, p50, p99, lat[n]
+			}'
+	} >"$out"
+}
 for p in "${policies[@]}"; do
 	echo
 	echo "=== $p"
 	start=$(date +%s)
+	# usemem's processes are children of one shell, which thpemu run starts: one machine (one
+	# pool, page cache and writeback; the shell holds the writer)
 	"$THPEMU" run --quiet --policy "$p" --pool "$pool" --fragment "$recipe" --seed "$seed" \
 		--device "$device" --dirty "$dirty" --report "$dir/$p.json" \
-		--stall-report "$dir/$p.stalls.txt" -- "$USEMEM" "${usemem[@]}" --quiet \
-		>"$dir/$p.usemem.txt"
+		--stall-report "$dir/$p.stalls.txt" -- bash -c 'out=$1 n=$2; shift 2
+			for i in $(seq 1 "$n"); do "$@" >"$out.$i" & done; wait' usemem \
+		"$dir/$p.usemem" "$nproc" "$USEMEM" "${usemem[@]}"
 	rc=$?
+	usemem_merge "$dir/$p.usemem.txt" "$dir/$p.usemem".[0-9]*
+	rm -f "$dir/$p.usemem".[0-9]*
 	cat "$dir/$p.usemem.txt"
 	demo_usemem_explain "$dir/$p.usemem.txt"
 	[ $rc = 0 ] || echo "seed-2011: thpemu run under $p exited $rc" >&2
@@ -131,5 +165,16 @@ demo_row "longest writeback wait ms" '.writeback_waits.max_ms | round'
 demo_row "pages written out by compaction" '.vmstat.compact_writeout'
 demo_row "MiB written to the device" '(.io.bytes_written / 1048576 * 10 | round) / 10'
 demo_row "device" 'if .io.in_process_fallback then "model (no FUSE)" else .io.preset end'
+
+# What the run shows, in Mel Gorman's unit: each single sleep of at least a second is one
+# event (a fault that waits ten times is ten), as his monitor counted (20 events, 1.2-4.8 s).
+echo
+for p in "${policies[@]}"; do
+	jq -r --arg p "$p" '(.stalls.waits.threshold_ms // 1000) as $t |
+		[.stalls.waits.groups[]? | select(.kind == "compact-writeback") | .events_ms[] | select(. >= $t)] as $c |
+		"\($p): \(.stalls.waits.count // 0) stalls of >= \($t / 1000) s as Mel Gorman counted them (each single wait of at least that long one event), \($c | length) of them in sync compaction waiting on writeback" +
+		(if ($c | length) > 0 then ", \($c | min / 100 | round / 10)-\($c | max / 100 | round / 10) s" else "" end)' \
+		"$dir/$p.json" 2>/dev/null || echo "$p: no report"
+done
 [ -n "$out" ] && echo && echo "reports kept in $out"
 exit 0

@@ -11,8 +11,11 @@
  * that a writer started with the process under thpemu run has filled the page cache); --hold
  * keeps each mapping that long before unmapping it, reading it every second and printing its
  * AnonHugePages ("hold <sec> anonhuge_kb=<kB>"): a long-lived process for khugepaged, whose
- * summary's anonhuge_kb is then the value at the end of the hold. It runs
- * natively as well as under thpemu: it does not link the emulator.
+ * summary's anonhuge_kb is then the value at the end of the hold. --wait-writeback waits,
+ * after --delay, until the machine has that much page cache under writeback (a copy to a slow
+ * device well under way, as when the 2011 stalls were seen): nr_writeback of /proc/vmstat, or
+ * of the emulated machine's (thpemu_vmstat) under thpemu. It runs natively as well as under
+ * thpemu: it does not link the emulator (the API is declared weak).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,6 +35,12 @@
 #include <unistd.h>
 
 #define HPAGE	     (2UL << 20)
+#define WAIT_MAX_NS  (120 * 1000000000ULL) /* --wait-writeback gives up after this */
+#define WAIT_POLL_NS (20 * 1000000ULL)
+
+/* libthpemu.so's, when preloaded (core/include/thpemu.h) */
+extern int thpemu_active(void) __attribute__((weak));
+extern int thpemu_vmstat(char *buf, size_t len) __attribute__((weak));
 #define PROBE_OFFSET (64 * 4096UL) /* thpscale's mincore probe: 64 pages into the extent */
 
 struct sample {
@@ -48,6 +57,7 @@ struct opts {
 	unsigned loops;
 	uint64_t hold_ns;
 	uint64_t delay_ns; /* before the first loop */
+	uint64_t wait_wb;  /* bytes under writeback to wait for, after the delay */
 	bool quiet;
 };
 
@@ -115,7 +125,8 @@ static int parse_duration(const char *s, uint64_t *ns)
 static void usage(void)
 {
 	printf("usage: usemem --size SIZE [--threads N] [--madvise|--no-madvise] "
-	       "[--loops N] [--hold DUR] [--delay DUR] [--quiet]\n\n"
+	       "[--loops N] [--hold DUR] [--delay DUR]\n"
+	       "              [--wait-writeback SIZE] [--quiet]\n\n"
 	       "A self-timing first-touch workload (after mmtests' thpscale): maps SIZE bytes, "
 	       "touches them one\n"
 	       "2 MiB extent at a time and prints each touch's latency and whether it got a huge "
@@ -133,6 +144,11 @@ static void usage(void)
 	       "  --hold DUR        keep each mapping DUR before unmapping it, printing its\n"
 	       "                    AnonHugePages every second (e.g. 500ms, 2s, 1m)\n"
 	       "  --delay DUR       wait DUR before the first mapping (e.g. 1s)\n"
+	       "  --wait-writeback SIZE\n"
+	       "                    then wait until SIZE of page cache is under writeback\n"
+	       "                    (nr_writeback of /proc/vmstat; under thpemu, of the\n"
+	       "                    emulated machine), at most 120 s; prints how long it\n"
+	       "                    waited (e.g. 8M: a copy to a slow device under way)\n"
 	       "  --quiet           print the summary only, not one line per fault\n"
 	       "  --help            this help\n"
 	       "  --version         print the version (thpemu's)\n");
@@ -148,6 +164,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	    {"loops", required_argument, NULL, 'l'},
 	    {"hold", required_argument, NULL, 'h'},
 	    {"delay", required_argument, NULL, 'd'},
+	    {"wait-writeback", required_argument, NULL, 'w'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'H'},
 	    {"version", no_argument, NULL, 'V'},
@@ -193,6 +210,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				usage_error("--delay: '%s' is not a duration (e.g. 500ms, 5s)",
 					    optarg);
 			break;
+		case 'w':
+			if (parse_size(optarg, &o->wait_wb) < 0 || !o->wait_wb)
+				usage_error("--wait-writeback: '%s' is not a size above 0 (e.g. "
+					    "8M, 512K)",
+					    optarg);
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -205,7 +228,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		default:
 			usage_error(
 			    "unknown option '%s' (accepted: --size, --threads, --madvise, "
-			    "--no-madvise, --loops, --hold, --delay, --quiet, --help, --version)",
+			    "--no-madvise, --loops, --hold, --delay, --wait-writeback, --quiet, "
+			    "--help, --version)",
 			    argv[optind - 1]);
 		}
 	}
@@ -374,6 +398,57 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Pages under writeback now: nr_writeback of the emulated machine under thpemu, else the host's
+ * /proc/vmstat; -1 if neither can be read. */
+static long long nr_writeback(void)
+{
+	static char buf[16384]; /* not managed memory: no fault while the emulator holds its lock */
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	if (thpemu_active && thpemu_active() && thpemu_vmstat) {
+		if (thpemu_vmstat(buf, sizeof(buf)) < 0)
+			return -1;
+	} else {
+		f = fopen("/proc/vmstat", "r");
+		if (!f)
+			return -1;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, "nr_writeback ", 13))
+			return strtoll(p + 13, NULL, 10);
+	return -1;
+}
+
+/* --wait-writeback: until that many bytes are under writeback, WAIT_MAX_NS at most. Says how
+ * long it waited, and what it saw. */
+static void wait_writeback(uint64_t bytes)
+{
+	uint64_t pages = (bytes + 4095) / 4096;
+	struct timespec t0;
+	long long n = -1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((n = nr_writeback()) >= 0 && (uint64_t)n < pages &&
+	       since(&t0) * 1e9 < (double)WAIT_MAX_NS)
+		sleep_ns(WAIT_POLL_NS);
+	if (n < 0)
+		fprintf(stderr, "usemem: --wait-writeback: no nr_writeback to read; not waiting\n");
+	else if ((uint64_t)n < pages)
+		fprintf(
+		    stderr,
+		    "usemem: --wait-writeback: %llu kB under writeback after %.0f s, not %" PRIu64
+		    " kB; going on\n",
+		    n * 4ULL, since(&t0), pages * 4);
+	else
+		printf("usemem: waited %.1f s for writeback: %llu kB under writeback\n", since(&t0),
+		       n * 4ULL);
+}
+
 /* Nearest-rank percentile of sorted values. */
 static double percentile(const double *v, size_t n, double q)
 {
@@ -402,6 +477,8 @@ int main(int argc, char **argv)
 		return 1;
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	sleep_ns(o.delay_ns);
+	if (o.wait_wb)
+		wait_writeback(o.wait_wb);
 	for (unsigned l = 0; l < o.loops; l++) {
 		struct sample *ls = s + (size_t)l * nexts;
 

@@ -2,6 +2,7 @@
 #include "thpemu.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -51,6 +52,21 @@ EXPORT int thpemu_get_counters(struct thpemu_counters *c, size_t size)
 	return 0;
 }
 
+/* One "NAME VALUE\n" line at buf + *used; false (buf cut at *used) when it does not fit. */
+static bool vmstat_line(char *buf, size_t len, size_t *used, const char *name, uint64_t value)
+{
+	int n = snprintf(buf + *used, len > *used ? len - *used : 0, "%s %llu\n", name,
+			 (unsigned long long)value);
+
+	if (n < 0 || (size_t)n >= len - *used) {
+		if (len)
+			buf[*used] = '\0';
+		return false;
+	}
+	*used += (size_t)n;
+	return true;
+}
+
 EXPORT int thpemu_mthp_stats(char *buf, size_t len)
 {
 	struct uffd_live *lv = shim_live();
@@ -86,16 +102,13 @@ EXPORT int thpemu_mthp_stats(char *buf, size_t len)
 		};
 
 		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-			int n = snprintf(buf + used, len > used ? len - used : 0, "%ukB %s %llu\n",
-					 4U << o, f[i].name, (unsigned long long)f[i].v);
+			char name[48];
 
-			if (n < 0 || (size_t)n >= len - used) {
-				if (len)
-					buf[used] = '\0';
+			snprintf(name, sizeof(name), "%ukB %s", 4U << o, f[i].name);
+			if (!vmstat_line(buf, len, &used, name, f[i].v)) {
 				errno = ENOSPC;
 				return -1;
 			}
-			used += (size_t)n;
 		}
 	}
 	return (int)used;
@@ -103,8 +116,12 @@ EXPORT int thpemu_mthp_stats(char *buf, size_t len)
 
 EXPORT int thpemu_vmstat(char *buf, size_t len)
 {
+	/* the gauges /proc/vmstat prints first, with the kernel's names (mm/vmstat.c
+	 * vmstat_text): free frames, the page cache, its dirty pages and those under writeback */
+	static const char *const gauges[] = {"nr_free_pages", "nr_file_pages", "nr_dirty",
+					     "nr_writeback"};
 	struct uffd_live *lv = shim_live();
-	uint64_t v[MM_STAT_NR];
+	uint64_t v[MM_STAT_NR], g[4];
 	const struct uffd_stats *st;
 	size_t used = 0;
 
@@ -118,19 +135,20 @@ EXPORT int thpemu_vmstat(char *buf, size_t len)
 	st = uffd_live_stats(lv);
 	for (unsigned i = 0; i < MM_STAT_NR; i++)
 		v[i] = __atomic_load_n(&st->vmstat[i], __ATOMIC_RELAXED);
-	for (unsigned i = 0; i < MM_STAT_NR; i++) {
-		int n = snprintf(buf + used, len > used ? len - used : 0, "%s %llu\n",
-				 mm_stat_names[i], (unsigned long long)v[i]);
-
-		if (n < 0 || (size_t)n >= len - used) {
-			if (len)
-				buf[used] = '\0';
-			errno = ENOSPC;
-			return -1;
-		}
-		used += (size_t)n;
-	}
+	g[0] = __atomic_load_n(&st->counts.free, __ATOMIC_RELAXED);
+	g[1] = __atomic_load_n(&st->counts.file, __ATOMIC_RELAXED);
+	g[2] = __atomic_load_n(&st->counts.file_dirty, __ATOMIC_RELAXED);
+	g[3] = __atomic_load_n(&st->counts.file_writeback, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < 4; i++)
+		if (!vmstat_line(buf, len, &used, gauges[i], g[i]))
+			goto nospc;
+	for (unsigned i = 0; i < MM_STAT_NR; i++)
+		if (!vmstat_line(buf, len, &used, mm_stat_names[i], v[i]))
+			goto nospc;
 	return (int)used;
+nospc:
+	errno = ENOSPC;
+	return -1;
 }
 
 EXPORT int thpemu_write_report(const char *path)

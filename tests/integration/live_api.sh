@@ -18,6 +18,8 @@ huge=$(sed -n 's/.* huge=\([0-9]*\).*/\1/p' <<<"$out")
 # the emulated machine's vmstat, in /proc/vmstat's form: its THP faults are the program's
 grep -q "vmstat: len_ok=1 thp_fault_alloc=[1-9][0-9]* small=-1" <<<"$out" ||
 	fail "thpemu_vmstat: unexpected: $out"
+grep -q "vmstat gauges: first=nr_free_pages writeback=1" <<<"$out" ||
+	fail "thpemu_vmstat: no gauges nr_free_pages .. nr_writeback first: $out"
 [ -s "$T_TMP/self.json" ] || fail "thpemu_write_report wrote nothing"
 expect_eq "report kind" "$(json "$T_TMP/self.json" .kind)" run
 [ "$(json "$T_TMP/self.json" .faults.huge)" -ge 3 ] || fail "the written report lacks the faults"

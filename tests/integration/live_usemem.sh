@@ -46,3 +46,15 @@ expect_eq "no-host-THP real PMDs" "$(json "$rep" .host.real_pmd_faults)" 0
 expect_eq "no-host-THP small-mapped huge" "$(json "$rep" .host.huge_not_pmd)" 32
 [ "$(json "$rep" .host.host_thp_unavailable)" -ge 32 ] || fail "THP-less chunks not counted"
 expect_eq "no-host-THP AnonHugePages" "$(field "$T_TMP/nothp" anonhuge_kb)" 0
+
+# --wait-writeback: usemem starts once the machine's writer has that much under writeback
+# (nr_writeback of thpemu_vmstat; the writeback goes to the in-process device model)
+"$THPEMU" run --quiet --policy linux-3.2 --pool 128M --dirty total=16M,file=2M -- \
+	"$USEMEM" --wait-writeback 1M --size 4M --quiet >"$T_TMP/wb" 2>&1 || fail "usemem --wait-writeback failed"
+cat "$T_TMP/wb"
+kb=$(sed -n 's/^usemem: waited [0-9.]* s for writeback: \([0-9]*\) kB under writeback$/\1/p' "$T_TMP/wb")
+[ -n "$kb" ] && [ "$kb" -ge 1024 ] || fail "usemem --wait-writeback 1M did not see 1 MiB under writeback"
+grep -q "^usemem: extents=2 " "$T_TMP/wb" || fail "usemem did not run after its wait"
+"$USEMEM" --wait-writeback 0 --size 2M >/dev/null 2>"$T_TMP/err"
+expect_eq "usemem --wait-writeback 0: exit status" $? 2
+grep -q "^usemem: --wait-writeback: '0' is not" "$T_TMP/err" || fail "usemem --wait-writeback 0: $(cat "$T_TMP/err")"

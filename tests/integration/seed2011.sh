@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # demo/seed-2011.sh --quick under one kernel family (argument: 3.2 or 3.1), asserting the 2011
-# findings on its reports:
-#  - the kernel without the patch stalls for >= 1 s waiting on writeback, with the emulated
-#    kernel's stack at the wait (wait_on_frame_writeback) and usemem's touching function in the
-#    application stack (3.2: in sync compaction, the 2011 stack; 3.1.0: in compaction or in its
-#    own direct reclaim, which writes pages out and waits on them);
+# findings on its reports (the stall ones on the first run of the unpatched kernel that met it:
+# seed 1, then at most 4 more, each miss printed; THPEMU_SEED2011_TRIES=1 allows none):
+#  - usemem started once the writer's pages were under writeback;
+#  - the kernel without the patch has at least one per-wait event of >= 1 s on writeback (Mel
+#    Gorman's unit: one sleep of at least a second) by usemem, with the emulated kernel's stack
+#    at the wait (wait_on_frame_writeback; 3.2: in sync compaction, the 2011 stack; 3.1.0: in
+#    compaction or in its own direct reclaim, which writes pages out and waits on them), a
+#    per-fault stall of >= 1 s on writeback, and usemem's touching function in the application
+#    stack of at least one stall;
 #  - with Mel's patch (+nostall) and in 3.3, compaction never waits on writeback nor writes a
 #    page out, and no stall is caused by writeback in compaction (reclaim's synchronous pass,
 #    which lasted until 3.5, may still wait: reported, not asserted away);
@@ -27,61 +31,70 @@ esac
 out=$T_OUT/$kernel
 rm -rf "$out"
 
-# Stall groups with a >= 1 s event whose handler stack waits on writeback and whose application
-# stack is usemem's touch. $2: cause regex.
+# Stall groups with a >= 1 s event whose handler stack waits on writeback, by usemem. $2: cause
+# regex.
 wb_stalls() {
 	jq --arg c "$2" '[.stalls.groups[] | select((.cause | test($c)) and
 		(.events_ms | max) >= 1000 and
 		any(.handler_stack[]; test("^wait_on_frame_writeback")) and
-		any(.app_stack[]; test("^usemem_touch_extent")))] | length' "$1"
+		any(.comms[]; . == "usemem"))] | length' "$1"
 }
-cause=writeback
-[ "$kernel" = 3.2 ] && cause='compaction.*writeback'
 
-# The 3.1 family runs on the earlier 96 MiB quick pool: there its reclaim stalls on writeback in
-# every run (3.1.0's direct reclaim writes out and waits), and at 128 MiB its quick demo takes
-# two minutes instead of one.
-pool=()
-[ "$kernel" = 3.1 ] && pool=(--pool 96M)
 demo() { # demo OUT SEED [ARGS...]
 	local o=$1 s=$2
 	shift 2
-	bash "$THPEMU_SOURCE_DIR/demo/seed-2011.sh" --quick --kernel "$kernel" "${pool[@]}" --out "$o" \
+	bash "$THPEMU_SOURCE_DIR/demo/seed-2011.sh" --quick --kernel "$kernel" --out "$o" \
 		--seed "$s" --build "$THPEMU_BUILD_DIR" "$@"
 }
 
-# One quick run is a single sample of a live system, and whether the unpatched kernel's faults
-# meet sync compaction on writeback is chance: in 3.1/3.2 every compaction failure, async ones
-# too, defers compaction (defer_compaction, mm/compaction.h), so a run whose first compactions
-# fail before the writer's pages are under writeback stays deferred and never waits (on the
-# earlier 96 MiB quick pool, 7 linux-3.2 runs of 32 met the stall; at 128 MiB, 6 of 6). So if
-# the demo's run of the unpatched kernel did not stall, that kernel alone is run with further
-# seeds until one does (up to 20), and the stall assertions read that run's report; the other
-# assertions hold in any run and read the demo's.
+# The demo's workload (a writer that fills the request list, four usemem processes started once
+# 8 MiB is under writeback: demo/README.md) met linux-3.2's >= 1 s compaction wait in 12 of 13
+# runs on the loaded 2-vCPU VM, not every time (tests/results/2026-12-06-demo-2011.md); a miss
+# is printed with its counters and the unpatched kernel alone is run again with the next seed.
 start=$(date +%s)
 demo "$out" 1 >"$T_TMP/demo.out" 2>&1 || fail "demo failed: $(tail -5 "$T_TMP/demo.out")"
 took=$(($(date +%s) - start))
 sed -n '/^ *linux-/,$p' "$T_TMP/demo.out"
-say "demo --quick --kernel $kernel ${pool[*]} --seed 1 took $took s"
-[ "$took" -lt 300 ] || fail "--quick took $took s"
-stalled=""
+say "demo --quick --kernel $kernel --seed 1 took $took s"
+[ "$took" -lt 400 ] || fail "--quick took $took s"
+grep -q "^usemem: waited .* for writeback" "$out/$nopatch.usemem.txt" ||
+	fail "$nopatch: usemem did not see the writer's pages under writeback: $(cat "$out/$nopatch.usemem.txt")"
+
+# Mel Gorman's unit: a single sleep of at least 1 s. At least one, on writeback, by usemem, with
+# the 2011 stack at the wait (the emulated kernel's: wait_on_frame_writeback, and for 3.2 the
+# compaction frames above it).
+kind=writeback frames='^wait_on_frame_writeback'
+[ "$kernel" = 3.2 ] && kind=compact-writeback frames='^(wait_on_frame_writeback|unmap_and_move|migrate_frames|compact_zone)'
+mel_events() { # mel_events REPORT: such per-wait events
+	jq --arg k "$kind" --arg f "$frames" '[.stalls.waits.groups[] | select((.kind | test($k)) and
+		any(.comms[]; . == "usemem") and
+		([.handler_stack[] | select(test($f))] | length) >= ($f | split("|") | length)) |
+		.events_ms[] | select(. >= 1000)] | length' "$1"
+}
 cp "$out/$nopatch.json" "$out/$nopatch.stalled.json"
-for seed in $(seq 1 20); do
-	n=$(wb_stalls "$out/$nopatch.stalled.json" "$cause")
-	if [ "$n" -ge 1 ]; then
-		stalled=$seed
-		break
-	fi
-	say "seed $seed: no >= 1 s stall on writeback under $nopatch ($(jq -c '.vmstat |
-		{compact_success, compact_fail, compact_deferred, compact_writeback_wait}' \
-		"$out/$nopatch.stalled.json")); another seed"
-	[ "$seed" -lt 20 ] || break
+tries=${THPEMU_SEED2011_TRIES:-5}
+for seed in $(seq 1 "$tries"); do
+	w=$(mel_events "$out/$nopatch.stalled.json")
+	[ "$w" -ge 1 ] && break
+	say "MISS: seed $seed: no per-wait event >= 1 s of kind $kind under $nopatch: $(jq -c '{waits:
+		(.stalls.waits | del(.groups)), vmstat: (.vmstat | {compact_stall, compact_fail,
+		compact_success, compact_deferred, compact_writeback_wait}), io: (.io | {inflight_max,
+		bytes_written})}' "$out/$nopatch.stalled.json")"
+	[ "$seed" -lt "$tries" ] || fail "$nopatch: no per-wait event >= 1 s of kind $kind in $tries quick run(s)"
 	rm -rf "$out.try"
 	demo "$out.try" $((seed + 1)) --only "$nopatch" >"$T_TMP/try.out" 2>&1 ||
 		fail "demo --only $nopatch failed: $(tail -5 "$T_TMP/try.out")"
 	cp "$out.try/$nopatch.json" "$out/$nopatch.stalled.json"
 done
-[ -n "$stalled" ] || fail "$nopatch: no >= 1 s stall on writeback in 20 quick runs"
+say "$nopatch: $w per-wait event(s) >= 1 s of kind $kind (of $(json "$out/$nopatch.stalled.json" .stalls.waits.count)), seed $seed"
+# The application's side: usemem's touch in the app stack of the stalls. With several usemem
+# processes some stalls' app stacks come out empty or named wrongly (libz's inflate: a defect
+# of the multi-process stall report, open; tests/results/2026-12-06-demo-2011.md), so this asks
+# it of at least one stall of the run, per-wait or per-fault, not of every one.
+jq -e '[(.stalls.waits.groups[], .stalls.groups[]) | select(any(.app_stack[]; test("^usemem_touch_extent")))] |
+	length >= 1' "$out/$nopatch.stalled.json" >/dev/null || fail "$nopatch: no stall names usemem_touch_extent in its app stack"
+grep -q "^$nopatch: [0-9]* stalls of >= 1 s as Mel Gorman counted them" "$T_TMP/demo.out" ||
+	fail "the demo does not say its stalls in Mel Gorman's unit"
 
 for p in $nopatch $patched linux-3.3; do
 	[ -s "$out/$p.json" ] || fail "no report for $p"
@@ -89,17 +102,11 @@ for p in $nopatch $patched linux-3.3; do
 	[ "$(json "$out/$p.json" .io.bytes_written)" -gt 0 ] || fail "$p: nothing was written back"
 done
 
-if [ "$kernel" = 3.2 ]; then
-	n=$(wb_stalls "$out/$nopatch.stalled.json" 'compaction.*writeback')
-	[ "$n" -ge 1 ] || fail "$nopatch: no >= 1 s sync-compaction stall on writeback with both stacks"
-	jq -e '[.stalls.groups[] | select(.cause | test("compaction.*writeback")) | .handler_stack[]
-		| select(test("^(compact_zone|migrate_frames|unmap_and_move)"))] | length >= 3' \
-		"$out/$nopatch.stalled.json" >/dev/null || fail "$nopatch: the stall stack lacks compaction frames"
-else
-	n=$(wb_stalls "$out/$nopatch.stalled.json" 'writeback')
-	[ "$n" -ge 1 ] || fail "$nopatch: no >= 1 s stall on writeback with both stacks"
-fi
-say "$nopatch: $n stall group(s) on writeback with the 2011 stack and usemem's (seed $stalled)"
+# the per-fault view: a fault of >= 1 s on writeback (it may be counted as reclaim's when the
+# fault also waited there; the compaction wait itself is the per-wait event above)
+n=$(wb_stalls "$out/$nopatch.stalled.json" 'writeback')
+[ "$n" -ge 1 ] || fail "$nopatch: no >= 1 s per-fault stall on writeback by usemem"
+say "$nopatch: $n per-fault stall group(s) on writeback by usemem"
 
 grep -q '^per-wait events >= threshold (count)' "$T_TMP/demo.out" ||
 	fail "the demo's table lacks the per-wait events"

@@ -33,6 +33,9 @@ static void vmstat_probe(void)
 		sscanf(l + 16, "%llu", &alloc);
 	printf("vmstat: len_ok=%d thp_fault_alloc=%llu small=%d\n",
 	       n > 0 && (size_t)n == strlen(buf), alloc, thpemu_vmstat(small, sizeof(small)));
+	/* the gauges come first, as in /proc/vmstat */
+	printf("vmstat gauges: first=%.13s writeback=%d\n", n > 0 ? buf : "",
+	       n > 0 && strstr(buf, "\nnr_dirty ") && strstr(buf, "\nnr_writeback "));
 }
 
 int main(int argc, char **argv)
