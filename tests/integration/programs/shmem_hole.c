@@ -74,17 +74,26 @@ static int child_done(pid_t pid)
 	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* A memfd of 8 MiB, its first maplen bytes mapped shared (NULL on failure). */
+static char *memfd_map(size_t maplen, int *fd)
+{
+	char *p;
+
+	*fd = memfd_create("shmem_hole", 0);
+	if (*fd < 0 || ftruncate(*fd, 8 * MIB) != 0)
+		return NULL;
+	p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 static int punch(void)
 {
-	int fd = memfd_create("shmem_hole", 0);
-	char *p;
+	int fd;
+	char *p = memfd_map(8 * MIB, &fd);
 	pid_t pid;
 
-	if (fd < 0 || ftruncate(fd, 8 * MIB) != 0)
+	if (!p)
 		return bad("memfd", 1);
-	p = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return bad("mmap", 1);
 	fill(p, 0, 2048, S1);
 	pid = fork();
 	if (pid == 0)
@@ -114,15 +123,12 @@ static int punch(void)
 
 static int remap(void)
 {
-	int fd = memfd_create("shmem_remap", 0);
-	char *p, *q, *r, *res;
+	int fd;
+	char *p = memfd_map(4 * MIB, &fd), *q, *r, *res;
 	pid_t pid;
 
-	if (fd < 0 || ftruncate(fd, 8 * MIB) != 0)
+	if (!p)
 		return bad("memfd", 1);
-	p = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return bad("mmap", 1);
 	fill(p, 0, 512, S1);
 	q = mremap(p, 4 * MIB, 8 * MIB, MREMAP_MAYMOVE);
 	if (q == MAP_FAILED)
