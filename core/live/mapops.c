@@ -417,6 +417,8 @@ int uffd_munmap(struct uffd_live *lv, void *addr, size_t len)
 	if ((uintptr_t)addr & (UFFD_PAGE_SIZE - 1) || !len)
 		return -EINVAL;
 	uffd_census_before_free(lv, a.len);
+	/* shared memory placed inside a managed reservation goes too */
+	uffd_shmem_unmapped(lv, addr, a.len);
 	return (int)uffd_unmap_managed(lv, (uintptr_t)addr, (uintptr_t)addr + a.len, real_munmap,
 				       &a);
 }

@@ -98,7 +98,7 @@ static int transfer(struct uffd_live *lv, struct uffd_region *r, uintptr_t a, si
 }
 
 /* Reserve len bytes at an address with the given 2 MiB phase; returns it or -errno. */
-static long reserve_phase(size_t len, uintptr_t phase, long *res, size_t *res_len)
+long uffd_reserve_phase(size_t len, uintptr_t phase, long *res, size_t *res_len)
 {
 	size_t total = len + UFFD_HPAGE_SIZE;
 	long p =
@@ -115,7 +115,7 @@ static long reserve_phase(size_t len, uintptr_t phase, long *res, size_t *res_le
 	return (long)dst;
 }
 
-static void unreserve(long res, size_t res_len, uintptr_t dst, size_t len)
+void uffd_unreserve(long res, size_t res_len, uintptr_t dst, size_t len)
 {
 	uintptr_t lo = (uintptr_t)res, hi = lo + res_len;
 
@@ -140,7 +140,7 @@ static long remap_whole(struct uffd_live *lv, struct uffd_region *r, size_t newl
 	rc = sys_mremap(old, oldlen, newlen, 0, NULL); /* in place first, as the kernel tries */
 	if (rc != -ENOMEM || !(flags & MREMAP_MAYMOVE))
 		return rc;
-	dst = reserve_phase(newlen, r->lo & (UFFD_HPAGE_SIZE - 1), &res, &res_len);
+	dst = uffd_reserve_phase(newlen, r->lo & (UFFD_HPAGE_SIZE - 1), &res, &res_len);
 	if (sys_is_err(dst))
 		return sys_mremap(old, oldlen, newlen, flags, new_addr);
 	rc = sys_mremap(old, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)dst);
@@ -148,7 +148,7 @@ static long remap_whole(struct uffd_live *lv, struct uffd_region *r, size_t newl
 		sys_munmap((void *)res, res_len);
 		return sys_mremap(old, oldlen, newlen, flags, new_addr);
 	}
-	unreserve(res, res_len, (uintptr_t)dst, newlen);
+	uffd_unreserve(res, res_len, (uintptr_t)dst, newlen);
 	return rc;
 }
 

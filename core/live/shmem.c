@@ -24,7 +24,9 @@
  * mapping: its frames are freed by the process that unmaps it last, or by the host when that
  * process dies (core/host/host.c release_shmem). A file (memfd, /dev/shm) outlives its
  * mappings, and whether its last descriptor is closed or its name unlinked is not seen: its
- * frames stay until the machine ends (core/live/README.md).
+ * frames stay until the machine ends (core/live/README.md says why). Holes (MADV_REMOVE,
+ * fallocate PUNCH_HOLE) and truncations free the frames the kernel frees (mm_shmem_punch);
+ * mremap carries the mapping's entry to the new range and registers it again.
  *
  * Nothing on the fault path allocates, uses stdio or takes a lock the program can hold.
  */
@@ -42,6 +44,13 @@
 #include "inprocess/guard.h"
 #include "util/clock.h"
 #include "util/sys.h"
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+#ifndef FALLOC_FL_PUNCH_HOLE
+#define FALLOC_FL_PUNCH_HOLE 0x02
+#endif
 
 #define SHMEM_TMPFS_MAGIC 0x01021994 /* include/uapi/linux/magic.h TMPFS_MAGIC */
 #define UFFD_SHMEM_MAPS	  64
@@ -335,16 +344,12 @@ static void add_map(struct uffd_live *lv, struct shmem_map *mp, uint64_t dev, ui
 	khugepaged_enter(lv, mp);
 }
 
-void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)
+/* Forget [lo, hi) of this process's mappings (maps lock held): entries inside it go (their
+ * objects in gone[], *ngone), entries across its ends are trimmed or cut in two. */
+static void cut(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, uint32_t *gone, unsigned *ngone)
 {
 	struct uffd_shmem *sh = lv->shmem;
-	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
-	uint32_t gone[UFFD_SHMEM_MAPS];
-	unsigned ngone = 0;
 
-	if (!sh || !len)
-		return;
-	pthread_rwlock_wrlock(&sh->lock);
 	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++) {
 		struct shmem_map *m = &sh->map[i];
 
@@ -352,7 +357,7 @@ void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)
 			continue;
 		if (lo <= m->lo && hi >= m->hi) {
 			m->hi = 0;
-			gone[ngone++] = m->object;
+			gone[(*ngone)++] = m->object;
 		} else if (lo <= m->lo) { /* the head goes */
 			m->pgoff += (hi - m->lo) / UFFD_PAGE_SIZE;
 			m->lo = hi;
@@ -372,13 +377,33 @@ void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)
 				uffd_io_unregister(lv->uffd, tail.lo, tail.hi - tail.lo);
 		}
 	}
+}
+
+/* The objects in gone[] this process no longer maps go (maps lock not held). */
+static void forget_gone(struct uffd_live *lv, uint32_t *gone, unsigned ngone)
+{
+	pthread_rwlock_rdlock(&lv->shmem->lock);
 	for (unsigned i = 0; i < ngone; i++)
-		if (still_mapped(sh, gone[i]))
+		if (still_mapped(lv->shmem, gone[i]))
 			gone[i] = 0;
-	pthread_rwlock_unlock(&sh->lock);
+	pthread_rwlock_unlock(&lv->shmem->lock);
 	for (unsigned i = 0; i < ngone; i++)
 		if (gone[i])
 			object_unmapped(lv, gone[i]);
+}
+
+void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	uint32_t gone[UFFD_SHMEM_MAPS];
+	unsigned ngone = 0;
+
+	if (!sh || !len)
+		return;
+	pthread_rwlock_wrlock(&sh->lock);
+	cut(lv, (uintptr_t)addr, (uintptr_t)addr + len, gone, &ngone);
+	pthread_rwlock_unlock(&sh->lock);
+	forget_gone(lv, gone, ngone);
 }
 
 bool uffd_shmem_madvise(struct uffd_live *lv, void *addr, size_t len, int advice, long *ret)
@@ -509,6 +534,220 @@ void uffd_shmem_forked(struct uffd_live *lv, const struct uffd_live *parent)
 		sh->map[i] = m;
 		pthread_rwlock_unlock(&sh->lock);
 	}
+}
+
+/* ---- holes, truncation, mremap ---------------------------------------------------------------
+ *
+ * The kernel frees the pages of a hole (fallocate FALLOC_FL_PUNCH_HOLE, MADV_REMOVE: 6.12
+ * mm/madvise.c madvise_remove -> vfs_fallocate(PUNCH_HOLE | KEEP_SIZE) -> mm/shmem.c
+ * shmem_fallocate -> shmem_truncate_range) and of a truncation (shmem_setattr ->
+ * shmem_truncate_range(newsize, -1)); they leave the page cache, so their next touch is a
+ * MISSING message again. After the kernel's call succeeded, mm frees the same frames
+ * (mm_shmem_punch: the partial THP split as the kernel splits it). Any process's call counts,
+ * through its mapping or a descriptor: the object is found by its (device, inode) in the table.
+ * A fault of another process between the kernel's call and mm's may find the old frame
+ * (-EEXIST) and fill the page anyway: its data is right, the page is then unaccounted. */
+
+static void punch(struct uffd_live *lv, uint32_t id, uint64_t lstart, uint64_t lend)
+{
+	uffd_stat_add(&lv->stats->host.shmem_pages_punched,
+		      mm_shmem_punch(lv->mm, id, lstart, lend));
+}
+
+/* The object of a tmpfs file given by descriptor (path NULL) or path; 0 if none is known. */
+static uint32_t file_object(struct uffd_live *lv, int fd, const char *path)
+{
+	struct machine_shmem *tab;
+	struct statfs sfs;
+	struct stat st;
+	int id;
+
+	if (path ? sys_call2(SYS_statfs, (long)path, (long)&sfs) < 0
+		 : sys_call2(SYS_fstatfs, fd, (long)&sfs) < 0)
+		return 0;
+	if (sfs.f_type != SHMEM_TMPFS_MAGIC)
+		return 0;
+	if (path ? sys_call4(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0) < 0
+		 : sys_call2(SYS_fstat, fd, (long)&st) < 0)
+		return 0;
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	tab = objs_lock(lv);
+	id = machine_shmem_find(tab, st.st_dev, st.st_ino);
+	objs_unlock(lv);
+	return id > 0 ? (uint32_t)id : 0;
+}
+
+long uffd_shmem_remove(struct uffd_live *lv, void *addr, size_t len)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	uintptr_t lo = (uintptr_t)addr,
+		  hi = lo + ((len + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1));
+	struct {
+		uint32_t object;
+		uint64_t lstart, lend;
+	} holes[UFFD_SHMEM_MAPS];
+	unsigned n = 0;
+	long rc;
+
+	if (!sh || !len)
+		return sys_madvise(addr, len, MADV_REMOVE);
+	/* madvise_remove: each VMA's part, at its file offset (vm_pgoff) */
+	pthread_rwlock_rdlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++) {
+		const struct shmem_map *m = &sh->map[i];
+		uintptr_t a, b;
+
+		if (!m->hi || m->hi <= lo || m->lo >= hi)
+			continue;
+		a = lo > m->lo ? lo : m->lo;
+		b = hi < m->hi ? hi : m->hi;
+		holes[n].object = m->object;
+		holes[n].lstart = (m->pgoff + (a - m->lo) / UFFD_PAGE_SIZE) * UFFD_PAGE_SIZE;
+		holes[n].lend = holes[n].lstart + (b - a) - 1;
+		n++;
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	rc = sys_madvise(addr, len, MADV_REMOVE);
+	for (unsigned i = 0; i < n && rc == 0; i++)
+		punch(lv, holes[i].object, holes[i].lstart, holes[i].lend);
+	return rc;
+}
+
+void uffd_shmem_fallocated(struct uffd_live *lv, int fd, int mode, long off, long len)
+{
+	uint32_t id;
+
+	/* shmem_fallocate: PUNCH_HOLE (with KEEP_SIZE) frees; allocating puts pages in the page
+	 * cache with no fault (not managed, as pages written with write(2)) */
+	if (!lv->shmem || !(mode & FALLOC_FL_PUNCH_HOLE) || off < 0 || len <= 0)
+		return;
+	id = file_object(lv, fd, NULL);
+	if (id)
+		punch(lv, id, (uint64_t)off, (uint64_t)off + (uint64_t)len - 1);
+}
+
+void uffd_shmem_truncated(struct uffd_live *lv, int fd, const char *path, long size)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	uint32_t id;
+
+	if (!sh || size < 0)
+		return;
+	id = file_object(lv, fd, path);
+	if (!id)
+		return;
+	/* shmem_setattr -> shmem_truncate_range(inode, newsize, (loff_t)-1) */
+	punch(lv, id, (uint64_t)size, UINT64_MAX);
+	/* the new i_size for this process's later decisions (within_size) */
+	pthread_rwlock_wrlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS; i++)
+		if (sh->map[i].hi && sh->map[i].object == id)
+			sh->map[i].i_size = ((uint64_t)size + UFFD_PAGE_SIZE - 1) / UFFD_PAGE_SIZE;
+	pthread_rwlock_unlock(&sh->lock);
+}
+
+/* mremap (6.12 mm/mremap.c). A move drops the new VMA's registration (move_vma ->
+ * fs/userfaultfd.c mremap_userfaultfd_prep -> userfaultfd_reset_ctx: no EVENT_REMAP), a growth
+ * in place keeps it (vma_merge_extend extends the registered VMA): the new range is registered
+ * again either way (the same context: allowed) and becomes the entry of the same object at the
+ * same file offset. MREMAP_DONTUNMAP and a duplication (old_len 0) keep the old mapping. A
+ * move the kernel may place keeps the file offset's 2 MiB phase, as shmem_get_unmapped_area
+ * would for huge pages (the host's own setting may not). */
+
+struct shmem_remap_args {
+	void *old, *new_addr;
+	size_t oldlen, newlen;
+	int flags;
+	uintptr_t phase;
+};
+
+static long shmem_remap_call(void *arg)
+{
+	struct shmem_remap_args *a = arg;
+	long rc, res = 0, dst;
+	size_t res_len = 0;
+
+	if ((a->flags & MREMAP_FIXED) || !(a->flags & MREMAP_MAYMOVE) || !a->oldlen ||
+	    a->newlen < UFFD_HPAGE_SIZE)
+		return sys_mremap(a->old, a->oldlen, a->newlen, a->flags, a->new_addr);
+	if (!(a->flags & MREMAP_DONTUNMAP)) { /* in place first, as the kernel tries */
+		rc = sys_mremap(a->old, a->oldlen, a->newlen, 0, NULL);
+		if (rc != -ENOMEM)
+			return rc;
+	}
+	dst = uffd_reserve_phase(a->newlen, a->phase, &res, &res_len);
+	if (sys_is_err(dst))
+		return sys_mremap(a->old, a->oldlen, a->newlen, a->flags, a->new_addr);
+	rc = sys_mremap(a->old, a->oldlen, a->newlen, a->flags | MREMAP_FIXED, (void *)dst);
+	if (sys_is_err(rc)) {
+		sys_munmap((void *)res, res_len);
+		return sys_mremap(a->old, a->oldlen, a->newlen, a->flags, a->new_addr);
+	}
+	uffd_unreserve(res, res_len, (uintptr_t)dst, a->newlen);
+	return rc;
+}
+
+long uffd_shmem_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, int flags,
+		       void *new_addr)
+{
+	struct uffd_shmem *sh = lv->shmem;
+	uintptr_t o = (uintptr_t)old;
+	struct shmem_remap_args a = {old, new_addr, oldlen, newlen, flags, 0};
+	struct shmem_map m = {0};
+	uint32_t gone[2 * UFFD_SHMEM_MAPS + 1];
+	unsigned ngone = 0;
+	bool found = false, keep_old, placed = false;
+	long rc;
+
+	a.oldlen = (oldlen + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+	a.newlen = (newlen + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+	pthread_rwlock_rdlock(&sh->lock);
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS && !found; i++) {
+		if (sh->map[i].hi && o >= sh->map[i].lo && o + a.oldlen <= sh->map[i].hi &&
+		    o < sh->map[i].hi) {
+			m = sh->map[i];
+			found = true;
+		}
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	if (!found || !a.newlen) /* across mappings: the kernel refuses or we cannot follow */
+		return sys_mremap(old, oldlen, newlen, flags, new_addr);
+	m.pgoff += (o - m.lo) / UFFD_PAGE_SIZE;
+	a.phase = (uintptr_t)(m.pgoff * UFFD_PAGE_SIZE) & (UFFD_HPAGE_SIZE - 1);
+	/* a fixed destination over managed private memory is unmapped there first */
+	if ((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, a.newlen))
+		rc = uffd_unmap_managed(lv, (uintptr_t)new_addr, (uintptr_t)new_addr + a.newlen,
+					shmem_remap_call, &a);
+	else
+		rc = shmem_remap_call(&a);
+	if (sys_is_err(rc))
+		return rc;
+	UFFD_COUNT(lv, shmem_remaps);
+	keep_old = (flags & MREMAP_DONTUNMAP) || !a.oldlen;
+	m.lo = (uintptr_t)rc;
+	m.hi = m.lo + a.newlen;
+	if (uffd_io_register(lv->uffd, m.lo, a.newlen) < 0)
+		m.hi = 0;
+	pthread_rwlock_wrlock(&sh->lock);
+	if (!keep_old)
+		cut(lv, o, o + a.oldlen, gone, &ngone);
+	cut(lv, m.lo, m.lo + a.newlen, gone, &ngone); /* what the destination replaced */
+	for (unsigned i = 0; i < UFFD_SHMEM_MAPS && m.hi && !placed; i++) {
+		if (!sh->map[i].hi) {
+			sh->map[i] = m;
+			placed = true;
+		}
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	if (!placed) { /* not registered, or no entry free: the kernel serves it */
+		if (m.hi)
+			uffd_io_unregister(lv->uffd, m.lo, a.newlen);
+		UFFD_COUNT(lv, unmanaged_maps);
+		gone[ngone++] = m.object;
+	}
+	forget_gone(lv, gone, ngone);
+	return rc;
 }
 
 /* ---- the fault ------------------------------------------------------------------------------- */

@@ -155,6 +155,17 @@ void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len);
  * mappings' advice (the kernel is called as well: false); MADV_COLLAPSE over shmem mappings is
  * the emulated kernel's alone (true, *ret its result: 0 or -errno; the host's pages stay). */
 bool uffd_shmem_madvise(struct uffd_live *lv, void *addr, size_t len, int advice, long *ret);
+/* MADV_REMOVE over shmem mappings: the kernel's call, then the frames of the hole go. */
+long uffd_shmem_remove(struct uffd_live *lv, void *addr, size_t len);
+/* fallocate(fd, mode, off, len) succeeded: a punched hole's frames go. */
+void uffd_shmem_fallocated(struct uffd_live *lv, int fd, int mode, long off, long len);
+/* ftruncate(fd, size) (path NULL) or truncate(path, size) succeeded: frames past size go. */
+void uffd_shmem_truncated(struct uffd_live *lv, int fd, const char *path, long size);
+/* Does [lo, hi) overlap a managed shmem mapping (the census, mremap)? */
+bool uffd_shmem_overlaps(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
+/* mremap of a range inside one shmem mapping: the mapping follows (same object, offset). */
+long uffd_shmem_mremap(struct uffd_live *lv, void *old, size_t oldlen, size_t newlen, int flags,
+		       void *new_addr);
 /* Manage a mapping made before the emulator existed (pre-init calls from an allocator):
  * resident pages stay as they are (unaccounted), missing ones become first touches. */
 int uffd_adopt(struct uffd_live *lv, void *addr, size_t len, int prot);

@@ -608,8 +608,6 @@ void uffd_shmem_destroy(struct uffd_live *lv);
 bool uffd_shmem_fault(struct uffd_worker *w, uintptr_t addr, uint64_t t_read);
 /* A fork child on a machine takes its parent's shmem mappings (same objects). */
 void uffd_shmem_forked(struct uffd_live *lv, const struct uffd_live *parent);
-/* Does [lo, hi) overlap a managed shmem mapping (the census)? */
-bool uffd_shmem_overlaps(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
 /* khugepaged's and MADV_COLLAPSE's walk: the first 2 MiB-aligned range at or after *addr whole
  * inside a shmem mapping: *addr set to it, *scan its object, first page index and VMA
  * (mm_collapse_scan.shmem_*). 0, or -ENOENT when there is none. */
@@ -619,5 +617,9 @@ unsigned uffd_shmem_spans(struct uffd_live *lv, uintptr_t lo, uintptr_t hi, uint
 			  unsigned max);
 /* MADV_COLLAPSE of the shmem mappings in [lo, hi) (collapse.c): 0 or -errno. */
 int uffd_shmem_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
+/* remap.c: reserve len bytes at an address of the given 2 MiB phase (returned, or -errno;
+ * the reservation in *res, *res_len), and give back what is around [dst, dst + len). */
+long uffd_reserve_phase(size_t len, uintptr_t phase, long *res, size_t *res_len);
+void uffd_unreserve(long res, size_t res_len, uintptr_t dst, size_t len);
 
 #endif

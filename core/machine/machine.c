@@ -1008,6 +1008,15 @@ int machine_shmem_get(struct machine_shmem *tab, uint64_t dev, uint64_t ino, boo
 	return free + 1;
 }
 
+int machine_shmem_find(const struct machine_shmem *tab, uint64_t dev, uint64_t ino)
+{
+	for (int i = 0; i < MACHINE_SHMEM_OBJECTS; i++)
+		if (tab[i].state == MACHINE_SHMEM_LIVE && !tab[i].anon && tab[i].dev == dev &&
+		    tab[i].ino == ino)
+			return i + 1;
+	return 0;
+}
+
 void machine_shmem_map(struct machine_shmem *tab, uint32_t id, int slot)
 {
 	if (id >= 1 && id <= MACHINE_SHMEM_OBJECTS && tab[id - 1].state == MACHINE_SHMEM_LIVE)

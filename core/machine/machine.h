@@ -332,6 +332,8 @@ unsigned machine_nr_live(const struct machine *m);
  */
 int machine_shmem_get(struct machine_shmem *tab, uint64_t dev, uint64_t ino, bool anon, int slot);
 void machine_shmem_map(struct machine_shmem *tab, uint32_t id, int slot);
+/* The id of the live file object (dev, ino), 0 if there is none. */
+int machine_shmem_find(const struct machine_shmem *tab, uint64_t dev, uint64_t ino);
 bool machine_shmem_unmap(struct machine_shmem *tab, uint32_t id, int slot);
 void machine_shmem_released(struct machine_shmem *tab, uint32_t id);
 unsigned machine_shmem_slot_gone(struct machine_shmem *tab, int slot, uint32_t *ids, unsigned max);

@@ -206,7 +206,7 @@ enum mm_stat {
 	MM_STAT_RECLAIM_WB_WAIT,  /* (ours) writeback waits inside direct reclaim */
 	MM_STAT_NOMEM_FALLBACK,	  /* (ours) faults the pool could not serve at all */
 	/* Added later, appended so that existing indices keep their value: */
-	MM_STAT_THP_SPLIT_PAGE,		/* huge extents split by mm_anon_split */
+	MM_STAT_THP_SPLIT_PAGE,		/* THPs split: mm_anon_split, a hole in a shmem THP */
 	MM_STAT_COMPACT_BLOCKS_MOVED,	/* 3.x: migrate_pages batches run by compaction */
 	MM_STAT_PGSCAN_DIRECT_THROTTLE, /* (ours) direct reclaim passes that waited on writeback */
 	MM_STAT_PGWB_ERROR,		/* (ours) writebacks that completed with an error */
@@ -920,6 +920,13 @@ int mm_khugepaged_enter_shmem(struct mm *mm, uint32_t as_id, const struct mm_shm
 /* The object is gone (its last reference: shmctl IPC_RMID and the last detach, the memfd's
  * last close, unlink and the last unmap): every frame of it is freed. Returns the frames freed. */
 uint32_t mm_shmem_release(struct mm *mm, uint32_t object);
+/* Bytes [lstart, lend] of the object leave its page cache (lend UINT64_MAX: to the end): a
+ * hole punched (fallocate FALLOC_FL_PUNCH_HOLE, MADV_REMOVE) or a truncation (ftruncate to
+ * lstart). As 6.12 and 6.1 mm/shmem.c shmem_undo_range: the whole pages inside are freed; a
+ * large folio holding lstart's or lend's page that the range does not cover whole is split
+ * first (mm/truncate.c truncate_inode_partial_folio -> split_folio, 4 KiB folios: the
+ * model's split never fails), even when no whole page of it goes. Returns the frames freed. */
+uint32_t mm_shmem_punch(struct mm *mm, uint32_t object, uint64_t lstart, uint64_t lend);
 
 /* Proactive compaction's fragmentation score: % of free memory in blocks smaller than 2 MiB. */
 unsigned mm_fragmentation_score(struct mm *mm);

@@ -11,6 +11,11 @@
  * VMA's alignment (6.1 has no shmem_suitable_orders), a range with a page in it skipped without
  * a fallback count. 3.x: shmem pages are 4 KiB (shmem THP came in 4.8, 800d8c63b2e9).
  *
+ * Holes and truncation (mm_shmem_punch): 6.12 and 6.1 mm/shmem.c shmem_undo_range frees the
+ * whole pages of the range and splits a large folio the range covers in part (mm/truncate.c
+ * truncate_inode_partial_folio -> split_folio, to 4 KiB: THP_SPLIT_PAGE, NR_SHMEM_THPS falls in
+ * split_huge_page_to_list_to_order); 3.x frees 4 KiB pages (no shmem THP).
+ *
  * The internal mount (MAP_SHARED anonymous, memfd, SysV shm) takes shmem_enabled as its huge=
  * when it is one of never/always/within_size/advise (6.12 shmem_init and shmem_enabled_store:
  * SHMEM_SB(shm_mnt->mnt_sb)->huge = shmem_huge when shmem_huge > SHMEM_HUGE_DENY); under deny or
@@ -265,6 +270,137 @@ out:
 	return ret;
 }
 
+/* Is frame f a page of object (any folio order)? */
+static bool of_object(const struct mm_frame *f, uint32_t object)
+{
+	return f->state == FS_SHMEM && MM_OWNER_FILE_ID(f->owner & ~MM_OWNER_SHMEM_BITS) == object;
+}
+
+/* truncate_inode_folio: the folio at head leaves the page cache and its frames are freed. */
+static uint32_t free_folio(struct mm *mm, uint32_t head, unsigned order)
+{
+	uint32_t n = 1U << order;
+
+	for (uint32_t i = 0; i < n; i++)
+		pc_delete(mm, head + i);
+	mm->nr_shmem -= n;
+	if (order == MM_HPAGE_ORDER)
+		mm->nr_shmem_huge -= n;
+	free_frames(mm, head, order, NULL);
+	return n;
+}
+
+/* split_folio (6.12 mm/huge_memory.c split_huge_page_to_list_to_order, new_order 0): the
+ * folio's pages become 4 KiB folios in place, each already indexed under its own cookie;
+ * NR_SHMEM_THPS falls by the PMD-size folio's pages, THP_SPLIT_PAGE and the order's split
+ * stat count. The model's split never fails (no extra references are modelled). */
+static void split_folio(struct mm *mm, uint32_t head, unsigned order)
+{
+	uint32_t n = 1U << order;
+
+	for (uint32_t i = 0; i < n; i++)
+		pfn_frame(mm, head + i)->order = 0;
+	if (order == MM_HPAGE_ORDER) {
+		mm->nr_shmem_huge -= n;
+		count_event(mm, MM_STAT_THP_SPLIT_PAGE, 1);
+	}
+	count_mthp_event(mm, order, MTHP_EV_SPLIT);
+}
+
+/* The head frame and order of the folio holding pfn, a page of the object at index. */
+static uint32_t folio_of(struct mm *mm, uint32_t pfn, uint64_t index, unsigned *order)
+{
+	*order = frame_order(pfn_frame(mm, pfn));
+	return pfn - (uint32_t)(index & ((1ULL << *order) - 1));
+}
+
+/* truncate_inode_partial_folio on the page at index: a large folio that [start, end) does not
+ * cover whole is split (the bytes outside the whole pages are zeroed by the kernel; the model
+ * holds no data). */
+static void split_partial(struct mm *mm, uint32_t object, uint64_t index, uint64_t start,
+			  uint64_t end)
+{
+	uint32_t pfn = pc_lookup(mm, MM_OWNER_SHMEM(object, index)), head;
+	uint64_t first;
+	unsigned order;
+
+	if (pfn == MM_NO_PFN)
+		return;
+	head = folio_of(mm, pfn, index, &order);
+	first = index & ~((1ULL << order) - 1);
+	if (order && (first < start || first + (1ULL << order) > end))
+		split_folio(mm, head, order);
+}
+
+/* The page at index, if cached, leaves the page cache with its whole folio when the folio is
+ * inside [start, end), else alone after a split. Returns the index after what was handled. */
+static uint64_t punch_page(struct mm *mm, uint32_t object, uint64_t index, uint64_t start,
+			   uint64_t end, uint32_t *freed)
+{
+	uint32_t pfn = pc_lookup(mm, MM_OWNER_SHMEM(object, index)), head;
+	uint64_t first;
+	unsigned order;
+
+	if (pfn == MM_NO_PFN)
+		return index + 1;
+	head = folio_of(mm, pfn, index, &order);
+	first = index & ~((1ULL << order) - 1);
+	if (order && (first < start || first + (1ULL << order) > end)) {
+		split_folio(mm, head, order);
+		head = pfn;
+		order = 0;
+		first = index;
+	}
+	*freed += free_folio(mm, head, order);
+	return first + (1ULL << order);
+}
+
+uint32_t mm_shmem_punch(struct mm *mm, uint32_t object, uint64_t lstart, uint64_t lend)
+{
+	uint64_t start, end, max = 1ULL << 36;
+	uint32_t freed = 0;
+
+	if (!mm || !object || object > MM_SHMEM_MAX_OBJECT || lend < lstart)
+		return 0;
+	/* 6.12 shmem_undo_range: whole pages [start, end); lend -1 is "to the end" */
+	start = (lstart + MM_PAGE_SIZE - 1) / MM_PAGE_SIZE;
+	end = lend == UINT64_MAX ? max : (lend + 1) / MM_PAGE_SIZE;
+	if (start > max)
+		return 0;
+	if (end > max)
+		end = max;
+	if (end < start) /* inside one page: nothing whole goes */
+		end = start;
+	mm_lock(mm);
+	/* the partial folios at both ends (shmem_get_partial_folio on lstart's and lend's page)
+	 * are split even when no whole page of them goes: a punch of a few bytes splits a THP */
+	if (lstart / MM_PAGE_SIZE < max)
+		split_partial(mm, object, lstart / MM_PAGE_SIZE, start, end);
+	if (lend != UINT64_MAX && lend / MM_PAGE_SIZE < max)
+		split_partial(mm, object, lend / MM_PAGE_SIZE, start, end);
+	if (end - start <= mm->nr_frames) { /* a range smaller than the pool: by index */
+		for (uint64_t i = start; i < end;)
+			i = punch_page(mm, object, i, start, end, &freed);
+	} else { /* to the end of the file: every frame of the object at or after start */
+		for (uint32_t pfn = 0; pfn < mm->nr_frames; pfn++) {
+			struct mm_frame *f = pfn_frame(mm, pfn);
+			uint64_t index;
+
+			if (pfn >= mm->fresh_pfn && pfn < mm->fresh_end) {
+				pfn = mm->fresh_end - 1; /* never touched: nobody's */
+				continue;
+			}
+			if (!of_object(f, object))
+				continue;
+			index = MM_OWNER_FILE_INDEX(f->owner);
+			if (index >= start && index < end)
+				punch_page(mm, object, index, start, end, &freed);
+		}
+	}
+	mm_unlock(mm);
+	return freed;
+}
+
 uint32_t mm_shmem_release(struct mm *mm, uint32_t object)
 {
 	uint32_t freed = 0;
@@ -275,27 +411,18 @@ uint32_t mm_shmem_release(struct mm *mm, uint32_t object)
 	for (uint32_t pfn = 0; pfn < mm->nr_frames;) {
 		struct mm_frame *f = pfn_frame(mm, pfn);
 		unsigned order;
-		uint32_t n;
 
 		if (pfn >= mm->fresh_pfn && pfn < mm->fresh_end) {
 			pfn = mm->fresh_end; /* never touched: nobody's */
 			continue;
 		}
-		if (f->state != FS_SHMEM ||
-		    MM_OWNER_FILE_ID(f->owner & ~MM_OWNER_SHMEM_BITS) != object) {
+		if (!of_object(f, object)) {
 			pfn++;
 			continue;
 		}
 		order = frame_order(f);
-		n = 1U << order;
-		for (uint32_t i = 0; i < n; i++)
-			pc_delete(mm, pfn + i);
-		mm->nr_shmem -= n;
-		if (order == MM_HPAGE_ORDER)
-			mm->nr_shmem_huge -= n;
-		free_frames(mm, pfn, order, NULL);
-		freed += n;
-		pfn += n;
+		freed += free_folio(mm, pfn, order);
+		pfn += 1U << order;
 	}
 	mm_unlock(mm);
 	return freed;

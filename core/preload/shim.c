@@ -1,5 +1,6 @@
 /* LD_PRELOAD interposers: mmap, mmap64, munmap, mremap, madvise (the program-facing side of
- * sys_mmap / sys_munmap / sys_mremap / sys_madvise).
+ * sys_mmap / sys_munmap / sys_mremap / sys_madvise), and fallocate, ftruncate, truncate (holes
+ * and truncations of managed shared memory files).
  *
  * Eligible calls (private anonymous read-write mappings of at least THPEMU_MIN_REGION, and any
  * call touching managed memory) go to core/live; everything else is the raw system call. The
@@ -252,6 +253,11 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		leave();
 		return int_ret(r);
 	}
+	if (lv && advice == MADV_REMOVE) { /* a hole in shared memory: its frames go too */
+		r = uffd_shmem_remove(lv, addr, len);
+		leave();
+		return int_ret(r);
+	}
 	if (lv) {
 		bool answered = uffd_shmem_madvise(lv, addr, len, advice, &r);
 
@@ -274,8 +280,10 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	if (lv && (uffd_is_managed(lv, old, oldlen) ||
-		   ((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, newlen)))) {
+	if (lv && uffd_shmem_overlaps(lv, (uintptr_t)old, (uintptr_t)old + (oldlen ? oldlen : 1))) {
+		r = uffd_shmem_mremap(lv, old, oldlen, newlen, flags, new_addr);
+	} else if (lv && (uffd_is_managed(lv, old, oldlen) ||
+			  ((flags & MREMAP_FIXED) && uffd_is_managed(lv, new_addr, newlen)))) {
 		r = uffd_mremap(lv, old, oldlen, newlen, flags, new_addr);
 	} else {
 		r = sys_mremap(old, oldlen, newlen, flags, new_addr);
@@ -289,6 +297,65 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		leave();
 	early_ret(r, &out);
 	return out;
+}
+
+/* ---- holes and truncation of shared memory files ---------------------------------------------
+ * fallocate(FALLOC_FL_PUNCH_HOLE) and a shrinking ftruncate/truncate of a tmpfs file free its
+ * pages in the kernel: after the real call succeeds, core/live frees the same frames. */
+
+static int shim_fallocate(int fd, int mode, off_t off, off_t len)
+{
+	long r = sys_call4(SYS_fallocate, fd, mode, off, len);
+	struct uffd_live *lv;
+
+	if (r == 0 && (mode & FALLOC_FL_PUNCH_HOLE) && (lv = enter())) {
+		uffd_shmem_fallocated(lv, fd, mode, off, len);
+		leave();
+	}
+	return int_ret(r);
+}
+
+EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	return shim_fallocate(fd, mode, off, len);
+}
+
+EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
+{
+	return shim_fallocate(fd, mode, off, len);
+}
+
+static int shim_truncate(int fd, const char *path, off_t size)
+{
+	long r =
+	    path ? sys_call2(SYS_truncate, (long)path, size) : sys_call2(SYS_ftruncate, fd, size);
+	struct uffd_live *lv;
+
+	if (r == 0 && (lv = enter())) {
+		uffd_shmem_truncated(lv, fd, path, size);
+		leave();
+	}
+	return int_ret(r);
+}
+
+EXPORT int ftruncate(int fd, off_t size)
+{
+	return shim_truncate(fd, NULL, size);
+}
+
+EXPORT int ftruncate64(int fd, off_t size)
+{
+	return shim_truncate(fd, NULL, size);
+}
+
+EXPORT int truncate(const char *path, off_t size)
+{
+	return shim_truncate(-1, path, size);
+}
+
+EXPORT int truncate64(const char *path, off_t size)
+{
+	return shim_truncate(-1, path, size);
 }
 
 /* ---- life cycle ------------------------------------------------------------------------------ */

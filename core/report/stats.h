@@ -92,6 +92,8 @@
 	X(shmem_cached, "... whose page another process's fault had allocated (its folio)")        \
 	X(shmem_pages, "shmem pages filled (UFFDIO_COPY) for those faults")                        \
 	X(shmem_pages_released, "shmem frames freed when their object went")                       \
+	X(shmem_pages_punched, "shmem frames freed by a hole punched or a truncation")             \
+	X(shmem_remaps, "mremap calls on managed shared memory (the mapping followed)")            \
 	X(shmem_fault_ns, "total service time of shared memory faults (ns)")
 
 struct uffd_host_stats {

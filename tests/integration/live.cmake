@@ -16,7 +16,7 @@ endforeach()
 
 foreach(t programs threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make
           collapse split mthp host_fault thread_exit mlock dlopen debuggers own_uffd addresses census
-          thp_prctl zeropage shmem shmem_collapse zero_reuse)
+          thp_prctl zeropage shmem shmem_collapse shmem_hole zero_reuse)
   thpemu_add_test(NAME integration/live_${t}
                   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_${t}.sh
                   LABELS integration needs-uffd needs-root)

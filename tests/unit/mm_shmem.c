@@ -429,6 +429,86 @@ TEST(fault_fallback_counts_and_defrag_applies)
 	fakeenv_destroy(fe);
 }
 
+/* ---- holes and truncation ----------------------------------------------------------------- */
+
+#define PG 4096ULL
+
+TEST(punch_6_12_frees_whole_folios_and_splits_partial_ones)
+{
+	struct fakeenv *fe = env("thp-never/never:shmem-enabled=always", 64ULL << 20);
+	struct mm_fault_res res, again;
+	struct mm_counts c;
+
+	for (uint64_t i = 0; i < 3; i++) {
+		ASSERT_EQ(sfault(fe, 7, i * 512, MM_SHMEM_INTERNAL, PMD, &res), 0);
+		ASSERT_EQ(res.outcome, MM_FAULT_HUGE);
+	}
+	/* a hole over the second folio, whole: freed whole, no split */
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 7, 512 * PG, 1024 * PG - 1), 512u);
+	c = counts(fe);
+	EXPECT_EQ(c.shmem, 1024u);
+	EXPECT_EQ(c.shmem_huge, 1024u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_SPLIT_PAGE), 0u);
+	check(fe);
+	/* its pages left the page cache: a later touch is a first touch, a THP again */
+	ASSERT_EQ(sfault(fe, 7, 600, MM_SHMEM_INTERNAL, PMD, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_HUGE);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_FILE_ALLOC), 4u);
+	/* another object's range is not this one's */
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 8, 0, 1024 * PG - 1), 0u);
+	/* a few bytes of the first folio: no whole page goes, but the THP is split (6.12
+	 * truncate_inode_partial_folio -> split_folio) */
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 7, 100, 199), 0u);
+	c = counts(fe);
+	EXPECT_EQ(c.shmem, 1536u);
+	EXPECT_EQ(c.shmem_huge, 1024u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_SPLIT_PAGE), 1u);
+	EXPECT_EQ(mstats(fe, 9).split, 1u);
+	EXPECT_EQ(sfault(fe, 7, 0, MM_SHMEM_INTERNAL, PMD, &again), -EEXIST);
+	EXPECT_EQ(again.order, 0);
+	check(fe);
+	/* pages 16..31 of it, 4 KiB folios now: 16 frames; a touch there takes 4 KiB (the
+	 * aligned range still holds pages: shmem_suitable_orders) */
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 7, 16 * PG, 32 * PG - 1), 16u);
+	ASSERT_EQ(sfault(fe, 7, 20, MM_SHMEM_INTERNAL, PMD, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+	EXPECT_EQ(counts(fe).shmem, 1521u);
+	check(fe);
+	/* truncation to 1100 pages and a half (ftruncate: lend -1): the third folio is split,
+	 * the page holding the new size stays, the 435 after it go */
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 7, 1100 * PG + 10, UINT64_MAX), 435u);
+	EXPECT_EQ(stat(fe, MM_STAT_THP_SPLIT_PAGE), 2u);
+	c = counts(fe);
+	EXPECT_EQ(c.shmem, 1086u);
+	EXPECT_EQ(c.shmem_huge, 512u); /* the re-faulted second folio */
+	EXPECT_EQ(sfault(fe, 7, 1100, MM_SHMEM_INTERNAL, PMD, &again), -EEXIST);
+	ASSERT_EQ(sfault(fe, 7, 1101, MM_SHMEM_INTERNAL, PMD, &res), 0);
+	check(fe);
+	/* the rest goes with the object */
+	EXPECT_EQ(mm_shmem_release(fe->mm, 7), 1087u);
+	EXPECT_EQ(counts(fe).shmem, 0u);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
+TEST(punch_3_x_frees_4k_pages_and_bad_ranges_free_nothing)
+{
+	struct fakeenv *fe = env("linux-3.3", 64ULL << 20);
+	struct mm_fault_res res;
+
+	for (uint64_t i = 0; i < 4; i++)
+		ASSERT_EQ(sfault(fe, 1, i, MM_SHMEM_ANON, ALL, &res), 0);
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 1, PG, 3 * PG - 1), 2u);
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 1, 3 * PG, PG), 0u); /* lend before lstart */
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 0, 0, UINT64_MAX), 0u);
+	EXPECT_EQ(mm_shmem_punch(NULL, 1, 0, UINT64_MAX), 0u);
+	EXPECT_EQ(counts(fe).shmem, 2u);
+	EXPECT_EQ(mm_shmem_punch(fe->mm, 1, 0, UINT64_MAX), 2u);
+	EXPECT_EQ(counts(fe).shmem, 0u);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
 TEST(repair_keeps_whole_folios_and_their_index)
 {
 	struct fakeenv *fe = env("thp-never/never:shmem-enabled=always", 64ULL << 20);
