@@ -27,6 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/sys.h"
+
 static unsigned home_of(uint64_t id)
 {
 	return (unsigned)((id * 0x9e3779b97f4a7c15ULL) >> 40) % IO_INDEX_SIZE;
@@ -133,9 +135,9 @@ static int make_presized(struct io *io, uint64_t id, uint64_t npages)
 	io_file_path(io, id, path, sizeof(path));
 	if (mknodat(AT_FDCWD, path, S_IFREG | 0644, 0) < 0 && errno != EEXIST)
 		return -errno;
-	if (truncate(path, (off_t)(npages * IO_PAGE_SIZE)) < 0)
-		return -errno;
-	return 0;
+	/* raw: the preload interposes truncate(2) (a shmem file's frames), and this runs inside it
+	 */
+	return sys_truncate(path, (long)(npages * IO_PAGE_SIZE));
 }
 
 int io_file_create(struct io *io, uint64_t file_id, uint64_t npages)
@@ -205,9 +207,9 @@ int io_file_cover(struct io *io, struct io_file *f, uint64_t end_page)
 		char path[IO_PATH_MAX];
 
 		io_file_path(io, f->id, path, sizeof(path));
-		if (io->dir[0] && !f->err && truncate(path, (off_t)want) < 0)
-			rc = -errno;
-		else
+		if (io->dir[0] && !f->err)
+			rc = sys_truncate(path, (long)want);
+		if (rc >= 0)
 			f->npages = want / IO_PAGE_SIZE;
 	}
 	pthread_mutex_unlock(&io->files_lock);

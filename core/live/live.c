@@ -652,8 +652,11 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 		snprintf(path, sizeof(path), "%s/%d.stats", lv->cfg.run_dir, (int)getpid());
 		uffd_stats_keep_previous(lv->cfg.run_dir, (int)getpid());
 		lv->stats_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (lv->stats_fd < 0 || ftruncate(lv->stats_fd, (off_t)lv->stats_len) < 0) {
-			snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		int rc =
+		    lv->stats_fd < 0 ? -errno : sys_ftruncate(lv->stats_fd, (long)lv->stats_len);
+
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot create %s: %s", path, strerror(-rc));
 			if (lv->stats_fd >= 0)
 				sys_close(lv->stats_fd);
 			lv->stats_fd = -1;

@@ -224,6 +224,11 @@ static inline int sys_ftruncate(int fd, long len)
 	return (int)sys_call2(SYS_ftruncate, fd, len);
 }
 
+static inline int sys_truncate(const char *path, long len)
+{
+	return (int)sys_call2(SYS_truncate, (long)path, len);
+}
+
 static inline int sys_memfd_create(const char *name, unsigned flags)
 {
 	return (int)sys_call2(SYS_memfd_create, name, flags);
