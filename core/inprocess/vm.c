@@ -12,9 +12,10 @@
  * reserved again, never unmapped. A fork child inherits the arena with its parent's mappings,
  * except those made MADV_DONTFORK (staging, scratch ...), whose ranges the child reserves again,
  * and gives back its copies of what only the parent uses (its threads' stacks): it uses them for
- * its own, and its emulator never maps outside what its parent already occupied. When the arena is
- * full (or could not be reserved: an RLIMIT_AS too small) a mapping goes wherever the kernel puts
- * it, as before.
+ * its own, and its emulator never maps outside what its parent already occupied. A child forked
+ * while another thread of the parent was changing the table keeps all that the table names as
+ * used and maps above it. When the arena is full (or could not be reserved: an RLIMIT_AS too
+ * small) a mapping goes wherever the kernel puts it, as before.
  *
  * Every mapping of the emulator's own is MADV_DONTDUMP: out of the program's core dumps, and
  * marked ("dd" in /proc/PID/smaps VmFlags, a VMA that never merges with the program's) for the
@@ -257,12 +258,27 @@ void guard_vm_fork_child(bool real_fork)
 	vm_depth = 0;
 	if (__atomic_load_n(&vm_seq, __ATOMIC_SEQ_CST) & 1) {
 		/* another thread of the parent was changing the table when the address space was
-		 * copied: the child cannot tell which of its copies are in use, so it leaves the
-		 * arena as it inherited it and maps its own outside it from now on, as when no
-		 * arena could be reserved */
+		 * copied: the child cannot tell which of its copies are in use. It keeps every
+		 * address any slot names (in use, half moved or stale: a slot is only ever copied
+		 * before it is overwritten) as one block from the arena's start to the highest, and
+		 * maps its own above it. Outside the arena the kernel would place them where the
+		 * program may mean to map: the hole of a MADV_DONTFORK mapping of the parent's,
+		 * just below the arena (a child's MAP_FIXED_NOREPLACE there failed with EEXIST). */
+		uintptr_t top = arena_lo;
+
 		vm_seq = 0;
-		arena_lo = arena_hi = 0;
+		for (unsigned i = 0; i < MAX_BLOCKS && arena_lo; i++) {
+			uintptr_t hi = blocks[i].hi;
+
+			if (hi > arena_hi)
+				top =
+				    arena_hi; /* torn: nothing can be trusted, all of it is used */
+			else if (hi > top)
+				top = hi;
+		}
 		nblocks = 0;
+		if (top > arena_lo)
+			blocks[nblocks++] = (struct block){arena_lo, top, 0};
 		return;
 	}
 	lock();

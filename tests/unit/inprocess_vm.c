@@ -159,4 +159,48 @@ TEST(a_fork_while_another_thread_maps_neither_waits_for_it_nor_overlaps_it)
 	guard_vm_unmap((void *)live, MB);
 }
 
+/* A fork while another thread is inside guard_vm_map or guard_vm_unmap (nothing holds it off):
+ * the child's own mappings still come from the arena, never from where the kernel would put
+ * them, and miss the parent's live one. */
+static void *churn_free(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		guard_vm_unmap((void *)guard_vm_map(64 * 1024, 0, 0, 0), 64 * 1024);
+	return NULL;
+}
+
+TEST(a_child_forked_while_the_table_changes_still_maps_in_the_arena)
+{
+	long live = guard_vm_map(MB, 0, 0, 0);
+	pthread_t t;
+	int bad = 0;
+
+	ASSERT(!sys_is_err(live));
+	ASSERT(guard_vm_owns((void *)live));
+	memset((void *)live, 5, MB);
+	ASSERT_EQ(pthread_create(&t, NULL, churn_free, NULL), 0);
+	for (int i = 0; i < 300; i++) {
+		int status;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			long a;
+
+			guard_vm_fork_child(true); /* no atfork handlers here: the child's part */
+			a = guard_vm_map(MB, 0, 0, 0);
+			_exit(sys_is_err(a) || !guard_vm_owns((void *)a) ||
+			      (a < live + (long)MB && a + (long)MB > live) ||
+			      ((char *)live)[MB - 1] != 5);
+		}
+		ASSERT(pid > 0);
+		waitpid(pid, &status, 0);
+		bad += !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	EXPECT_EQ(bad, 0);
+	guard_vm_unmap((void *)live, MB);
+}
+
 TEST_MAIN()
