@@ -695,14 +695,14 @@ void uffd_stats_identify(struct uffd_stats *st)
  * and its name (the forking thread's, PR_GET_NAME: no /proc lookup) are its own. */
 static void stats_identify_child(struct uffd_stats *st, const struct uffd_stats *parent)
 {
-	char name[17] = "";
+	char name[17] = ""; /* PR_GET_NAME writes 16 bytes, the NUL included */
 
 	st->pid = (int32_t)sys_getpid();
 	st->ppid = getppid();
 	memcpy(st->exe, parent->exe, sizeof(st->exe));
 	memcpy(st->cmdline, parent->cmdline, sizeof(st->cmdline));
 	if (sys_call6(SYS_prctl, PR_GET_NAME, (long)name, 0, 0, 0, 0) == 0)
-		snprintf(st->comm, sizeof(st->comm), "%s", name);
+		snprintf(st->comm, sizeof(st->comm), "%.15s", name);
 	else
 		memcpy(st->comm, parent->comm, sizeof(st->comm));
 }

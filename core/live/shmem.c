@@ -395,7 +395,7 @@ static void forget_gone(struct uffd_live *lv, uint32_t *gone, unsigned ngone)
 void uffd_shmem_unmapped(struct uffd_live *lv, void *addr, size_t len)
 {
 	struct uffd_shmem *sh = lv->shmem;
-	uint32_t gone[UFFD_SHMEM_MAPS];
+	uint32_t gone[UFFD_SHMEM_MAPS] = {0}; /* (filled up to ngone; zeroed for the analyzer) */
 	unsigned ngone = 0;
 
 	if (!sh || !len)
