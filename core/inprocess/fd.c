@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/sys.h"
 
 static int zone_on;
@@ -272,14 +273,6 @@ static __thread int self_closing; /* this thread is between close_begin and clos
 
 #define GUARD_MAKE_WAIT_NS (2ULL * 1000000000ULL)
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	sys_call2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Wait while *w is non-zero, at most GUARD_MAKE_WAIT_NS: yield first, then sleep 50 us. */
 static void wait_clear(const int *w)
 {
@@ -291,8 +284,8 @@ static void wait_clear(const int *w)
 			continue;
 		}
 		if (!until)
-			until = mono_ns() + GUARD_MAKE_WAIT_NS;
-		else if (mono_ns() > until)
+			until = clock_now_ns() + GUARD_MAKE_WAIT_NS;
+		else if (clock_now_ns() > until)
 			return;
 		struct timespec ts = {0, 50000};
 		sys_call2(SYS_nanosleep, &ts, NULL);
