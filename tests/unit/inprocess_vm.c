@@ -127,11 +127,40 @@ static void guard_child(void)
 	guard_fork_child(true);
 }
 
+/* n fork children each map a MB of their own: how many failed to, overlapped the parent's live
+ * MB (filled with 5) or saw it changed. raw: the fork ran no atfork handlers, so the child makes
+ * guard_vm_fork_child's call itself, and its mapping must come from the arena. */
+static int fork_and_map(long live, int n, bool raw)
+{
+	int bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		int status;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			long a;
+
+			if (raw)
+				guard_vm_fork_child(true);
+			a = guard_vm_map(MB, 0, 0, 0);
+			_exit(sys_is_err(a) || (raw && !guard_vm_owns((void *)a)) ||
+			      (a < live + (long)MB && a + (long)MB > live) ||
+			      ((char *)live)[MB - 1] != 5);
+		}
+		if (pid < 0)
+			return n;
+		waitpid(pid, &status, 0);
+		bad += !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	return bad;
+}
+
 TEST(a_fork_while_another_thread_maps_neither_waits_for_it_nor_overlaps_it)
 {
 	long live = guard_vm_map(MB, 0, 0, 0);
 	pthread_t t;
-	int bad = 0;
+	int bad;
 
 	ASSERT(!sys_is_err(live));
 	memset((void *)live, 5, MB);
@@ -140,19 +169,7 @@ TEST(a_fork_while_another_thread_maps_neither_waits_for_it_nor_overlaps_it)
 	ASSERT_EQ(pthread_atfork(prefork, postfork, postfork), 0);
 	ASSERT_EQ(pthread_atfork(guard_fork_prepare, guard_fork_parent, guard_child), 0);
 	ASSERT_EQ(pthread_create(&t, NULL, churn, NULL), 0);
-	for (int i = 0; i < 200; i++) {
-		int status;
-		pid_t pid = fork();
-
-		if (pid == 0) {
-			long a = guard_vm_map(MB, 0, 0, 0);
-			_exit(sys_is_err(a) || (a < live + (long)MB && a + (long)MB > live) ||
-			      ((char *)live)[MB - 1] != 5);
-		}
-		ASSERT(pid > 0);
-		waitpid(pid, &status, 0);
-		bad += !WIFEXITED(status) || WEXITSTATUS(status);
-	}
+	bad = fork_and_map(live, 200, false);
 	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	EXPECT_EQ(bad, 0);
@@ -174,29 +191,13 @@ TEST(a_child_forked_while_the_table_changes_still_maps_in_the_arena)
 {
 	long live = guard_vm_map(MB, 0, 0, 0);
 	pthread_t t;
-	int bad = 0;
+	int bad;
 
 	ASSERT(!sys_is_err(live));
 	ASSERT(guard_vm_owns((void *)live));
 	memset((void *)live, 5, MB);
 	ASSERT_EQ(pthread_create(&t, NULL, churn_free, NULL), 0);
-	for (int i = 0; i < 300; i++) {
-		int status;
-		pid_t pid = fork();
-
-		if (pid == 0) {
-			long a;
-
-			guard_vm_fork_child(true); /* no atfork handlers here: the child's part */
-			a = guard_vm_map(MB, 0, 0, 0);
-			_exit(sys_is_err(a) || !guard_vm_owns((void *)a) ||
-			      (a < live + (long)MB && a + (long)MB > live) ||
-			      ((char *)live)[MB - 1] != 5);
-		}
-		ASSERT(pid > 0);
-		waitpid(pid, &status, 0);
-		bad += !WIFEXITED(status) || WEXITSTATUS(status);
-	}
+	bad = fork_and_map(live, 300, true);
 	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	EXPECT_EQ(bad, 0);
