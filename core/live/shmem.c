@@ -771,12 +771,12 @@ static uint16_t suitable_orders(const struct shmem_map *m, uint64_t index)
 	return ok;
 }
 
-/* Fill [a, b) with zeroed pages, skipping those already in the page cache, then wake it. */
+/* Fill [a, b) with zeroed pages, skipping those already in the page cache; the caller wakes the
+ * range once it has counted them (a woken program may exit at once, its handler with it). */
 static uint64_t deliver(struct uffd_live *lv, uintptr_t a, uintptr_t b)
 {
 	const void *src = lv->zero_block ? lv->zero_block : lv->zero_page;
 	size_t chunk = lv->zero_block ? UFFD_MTHP_MAX_BYTES : UFFD_PAGE_SIZE;
-	uintptr_t lo = a;
 	uint64_t pages = 0;
 
 	while (a < b) {
@@ -799,7 +799,6 @@ static uint64_t deliver(struct uffd_live *lv, uintptr_t a, uintptr_t b)
 			break; /* the mapping went meanwhile */
 		}
 	}
-	uffd_io_wake(lv->uffd, lo, b - lo);
 	return pages;
 }
 
@@ -859,5 +858,6 @@ bool uffd_shmem_fault(struct uffd_worker *w, uintptr_t addr, uint64_t t_read)
 	lat = clock_now_ns() - t_read;
 	uffd_stat_add(&h->shmem_fault_ns, lat);
 	uffd_stat_max(&h->latency_max_ns, lat);
+	uffd_io_wake(lv->uffd, a, b - a); /* counted first: the woken program may exit at once */
 	return true;
 }
