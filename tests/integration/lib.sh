@@ -62,6 +62,17 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
 # json FILE JQ-FILTER: print a value from a JSON file
 json() { jq -r "$2" "$1"; }
 
+# run_report NAME POLICY [RUN-OPTION...] -- PROGRAM [ARG...]: PROGRAM under `thpemu run --quiet
+# --policy POLICY`; its report in $T_OUT/NAME.json, its standard output in $T_OUT/NAME.out. A run
+# that fails fails the test, naming the program's output and thpemu's last lines.
+run_report() {
+	local name=$1 policy=$2
+	shift 2
+	"$THPEMU" run --quiet --policy "$policy" --report "$T_OUT/$name.json" "$@" \
+		>"$T_OUT/$name.out" 2>"$T_TMP/$name.err" ||
+		fail "$name: $(cat "$T_OUT/$name.out") $(tail -3 "$T_TMP/$name.err")"
+}
+
 # bad_usage WANT ARGS...: `thpemu ARGS` exits 2 with one stderr line containing WANT (fixed
 # string); its output is left in $T_TMP/out and $T_TMP/err.
 bad_usage() {

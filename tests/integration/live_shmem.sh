@@ -15,12 +15,9 @@ need_uffd
 need_cmd jq
 P="$THPEMU_BUILD_DIR/tests/programs/shmem_share"
 
-run() { # NAME POLICY ARGS...: the program under thpemu, its report in $T_OUT/NAME.json
-	local name=$1 pol=$2
-	shift 2
-	"$THPEMU" run --quiet --pool 256M --policy "$pol" --report "$T_OUT/$name.json" -- "$P" "$@" \
-		>"$T_TMP/out" 2>"$T_TMP/err" || fail "$name: $(cat "$T_TMP/out") $(tail -3 "$T_TMP/err")"
-	grep -q "^ok $1 " "$T_TMP/out" || fail "$name: $(cat "$T_TMP/out")"
+run() { # NAME POLICY ARGS...: the program under thpemu (lib.sh's run_report)
+	run_report "$1" "$2" --pool 256M -- "$P" "${@:3}"
+	grep -q "^ok $3 " "$T_OUT/$1.out" || fail "$1: $(cat "$T_OUT/$1.out")"
 }
 r() { jq -r "$2" "$T_OUT/$1.json"; }
 

@@ -17,10 +17,9 @@ need_cmd jq
 P="$THPEMU_BUILD_DIR/tests/programs/shmem_hole"
 ALWAYS="thp-never/never:shmem-enabled=always"
 
-run() { # NAME POLICY MODE: the program under thpemu, its report in $T_OUT/NAME.json
-	"$THPEMU" run --quiet --pool 256M --policy "$2" --report "$T_OUT/$1.json" -- "$P" "$3" \
-		>"$T_TMP/out" 2>"$T_TMP/err" || fail "$1: $(cat "$T_TMP/out") $(tail -3 "$T_TMP/err")"
-	grep -q "^ok $3\$" "$T_TMP/out" || fail "$1: $(cat "$T_TMP/out")"
+run() { # NAME POLICY MODE: the program under thpemu (lib.sh's run_report)
+	run_report "$1" "$2" --pool 256M -- "$P" "$3"
+	grep -q "^ok $3\$" "$T_OUT/$1.out" || fail "$1: $(cat "$T_OUT/$1.out")"
 }
 r() { jq -r "$2" "$T_OUT/$1.json"; }
 
