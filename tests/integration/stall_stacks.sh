@@ -21,6 +21,7 @@ need_cmd jq
 run() { # run DIR SEED
 	local d=$1 seed=$2
 	mkdir -p "$d"
+	# shellcheck disable=SC2016 # the inner script's own variables
 	"$THPEMU" run --quiet --policy linux-3.2 --pool 128M --fragment anon:50%,pagecache:25% \
 		--seed "$seed" --device usb2-stick-2011 \
 		--dirty total=48M,file=2M,dirty-ratio=40%,background-ratio=20% \
