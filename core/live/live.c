@@ -1261,6 +1261,7 @@ static void live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	char path[600];
 
+	uffd_stallcap_exiting(lv); /* this thread's faults from here on are thpemu's own */
 	wait_handlers_idle(lv, 100 * 1000000ULL);
 	uffd_io_stop(lv); /* the dirtier stops with the program; writes in flight get 1 s */
 	uffd_census_take(lv);

@@ -19,7 +19,14 @@
  * it for its stack with a real-time signal (unw_init_local2 with UNW_INIT_SIGNAL_FRAME on the
  * thread itself, obs/unwind.h); for a fault taken inside a syscall it records the syscall
  * instead (a signal would make the kernel's fault retry loop spin). The answer is attached to
- * the handler's fault only if that fault is still the one in service.
+ * the handler's fault only if that fault is still the one in service. A handler whose block
+ * lasted half the threshold asks itself, unlocked, when nobody has asked for that fault yet:
+ * the watchdog is made by the background thread, whose pthread_create allocates with the
+ * program's allocator and so may wait for the very handler that blocks (a process's first
+ * stall had no application stack, one of four usemem processes in most demo runs). One request
+ * per fault (claim_app_request). A fault the exiting thread takes inside thpemu's exit hook
+ * (the reports' symbolisation allocates) is marked own_exit: its stack is thpemu's, not the
+ * program's.
  *
  * Per-wait events. Every blocking hook (wait_writeback, writeout, throttle) captures at its
  * blocking point; mm then reports the wait ([locked], ops->waited -> uffd_stallcap_waited, in
@@ -73,7 +80,7 @@ struct stall_slot {
 	bool wait_have;		     /* wait_stack is the last block's (per-wait events) */
 	struct obs_stack wait_stack; /* the handler's stack at the last blocking point */
 	/* application side: the watchdog writes, publishes with app_done */
-	uint32_t app_req;  /* the fault seq the watchdog asked for (watchdog only) */
+	uint32_t app_req;  /* the fault seq whose stack was asked for (atomic: claim_app_request) */
 	uint32_t app_done; /* fault seq the fields below belong to (atomic) */
 	uint8_t app_res;   /* enum obs_app_result */
 	int32_t syscall_nr;
@@ -89,7 +96,8 @@ struct uffd_stallcap {
 	uint64_t period_ns; /* watchdog scan period */
 	pthread_t watchdog;
 	bool started;
-	uint32_t stop; /* futex word: 1 stops the watchdog */
+	uint32_t stop;	  /* futex word: 1 stops the watchdog */
+	int32_t exit_tid; /* the thread running thpemu's exit hook, once it runs (atomic) */
 	struct guard_thread gt;
 	struct stall_slot slot[UFFD_MAX_HANDLERS + 1];
 };
@@ -201,6 +209,9 @@ void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, u
 	__atomic_store_n(&s->seq, s->seq | 1, __ATOMIC_RELEASE);
 }
 
+static bool claim_app_request(struct stall_slot *s, uint32_t seq);
+static void request_app_stack(struct stall_slot *s, uint32_t seq);
+
 uint64_t uffd_stallcap_blocking(struct uffd_worker *w, struct obs_stack *scratch)
 {
 	struct stall_slot *s = w ? slot_of(w) : NULL;
@@ -231,6 +242,16 @@ void uffd_stallcap_blocked(struct uffd_worker *w, struct obs_stack *scratch, uin
 		s->block_owner = owner;
 		s->handler = *scratch;
 	}
+	/* A long block whose fault nobody has asked for its stack: the watchdog does not exist yet
+	 * (the background thread that makes it may itself be waiting, inside pthread_create, for a
+	 * page of the program's allocator that only a handler can serve: this one, or one behind
+	 * it) or has not come round. The faulting thread is still blocked in this fault (not woken
+	 * yet), so ask it here, unlocked, as the watchdog would; its answer is attached to the
+	 * per-wait event that follows and to the fault's own. */
+	if (STALLCAP_LIBUNWIND && ns >= w->lv->stallcap->threshold_ns / 2 &&
+	    __atomic_load_n(&s->app_done, __ATOMIC_ACQUIRE) != s->seq &&
+	    claim_app_request(s, s->seq))
+		request_app_stack(s, s->seq);
 }
 
 /* "a page written by rsync (pid 790) to r/f.tar": whose page a writeback wait was on. */
@@ -276,7 +297,8 @@ static const char *worker_comm(struct uffd_worker *w)
 	return w->idx == n ? "kswapd0" : w->idx == n + 1 ? "khugepaged" : "thpemu-collapse";
 }
 
-static void fill_app_side(struct stall_slot *s, struct obs_stall_event *ev);
+static void fill_app_side(struct uffd_stallcap *sc, struct stall_slot *s,
+			  struct obs_stall_event *ev);
 
 void uffd_stallcap_waited(struct uffd_worker *w, const struct mm_wait *wt)
 {
@@ -302,7 +324,7 @@ void uffd_stallcap_waited(struct uffd_worker *w, const struct mm_wait *wt)
 	if (s && (s->seq & 1)) { /* a handler's wait inside a fault: the fault's thread */
 		ev.addr = w->fault_addr;
 		ev.tid = s->tid;
-		fill_app_side(s, &ev); /* its stack if the watchdog has it, else its comm */
+		fill_app_side(sc, s, &ev); /* its stack if it was asked, else its comm */
 	} else {
 		ev.tid = w->tid;
 		const char *c = worker_comm(w);
@@ -320,8 +342,14 @@ void uffd_stallcap_waited(struct uffd_worker *w, const struct mm_wait *wt)
 	obs_stalls_add(sc->waits, &ev);
 }
 
-static void fill_app_side(struct stall_slot *s, struct obs_stall_event *ev)
+static void fill_app_side(struct uffd_stallcap *sc, struct stall_slot *s,
+			  struct obs_stall_event *ev)
 {
+	int32_t exit_tid = __atomic_load_n(&sc->exit_tid, __ATOMIC_ACQUIRE);
+
+	/* the program's thread in thpemu's exit hook (symbolising for the reports allocates, and
+	 * its allocator's memory is managed): a fault of ours, whatever stack it shows */
+	ev->own_exit = exit_tid && ev->tid == exit_tid;
 	if (__atomic_load_n(&s->app_done, __ATOMIC_ACQUIRE) != s->seq) {
 		obs_task_comm(ev->tid, ev->comm); /* no answer for this fault: the name at least */
 		return;
@@ -349,13 +377,23 @@ void uffd_stallcap_fault_end(struct uffd_worker *w, const struct mm_fault_rec *r
 		ev.cause = rec->cause;
 		ev.handler = s->handler;
 		describe_owner(w->lv, s->block_owner, ev.waited_on, sizeof(ev.waited_on));
-		fill_app_side(s, &ev);
+		fill_app_side(w->lv->stallcap, s, &ev);
 		obs_stalls_add(w->lv->stallcap->store, &ev);
 	}
 	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
 }
 
 /* ---- the watchdog ---------------------------------------------------------------------------- */
+
+/* One request per fault: the watchdog or, after a long block, the handler itself
+ * (uffd_stallcap_blocked) takes fault seq's request; true for the one that does. */
+static bool claim_app_request(struct stall_slot *s, uint32_t seq)
+{
+	uint32_t cur = __atomic_load_n(&s->app_req, __ATOMIC_RELAXED);
+
+	return cur != seq && __atomic_compare_exchange_n(&s->app_req, &cur, seq, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
 
 /* Ask the thread of handler slot s's fault seq for its stack, and publish the answer if that
  * fault is still in service. */
@@ -367,7 +405,6 @@ static void request_app_stack(struct stall_slot *s, uint32_t seq)
 	char comm[OBS_COMM_LEN] = "";
 	enum obs_app_result r;
 
-	s->app_req = seq;
 	obs_task_comm(tid, comm);
 	r = obs_appstack_capture(tid, &st, &nr, APP_TIMEOUT_NS);
 	if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != seq)
@@ -387,9 +424,10 @@ static void scan(struct uffd_stallcap *sc)
 		struct stall_slot *s = &sc->slot[i];
 		uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 
-		if (!(seq & 1) || s->app_req == seq)
+		if (!(seq & 1) || __atomic_load_n(&s->app_req, __ATOMIC_RELAXED) == seq)
 			continue;
-		if (now - __atomic_load_n(&s->t0, __ATOMIC_RELAXED) >= sc->threshold_ns / 2)
+		if (now - __atomic_load_n(&s->t0, __ATOMIC_RELAXED) >= sc->threshold_ns / 2 &&
+		    claim_app_request(s, seq))
 			request_app_stack(s, seq);
 	}
 }
@@ -485,6 +523,12 @@ void uffd_stallcap_stop(struct uffd_live *lv)
 	sys_futex_wake(&sc->stop, 1);
 	guard_thread_join(sc->watchdog, &sc->gt);
 	sc->started = false;
+}
+
+void uffd_stallcap_exiting(struct uffd_live *lv)
+{
+	if (lv->stallcap)
+		__atomic_store_n(&lv->stallcap->exit_tid, sys_gettid(), __ATOMIC_RELEASE);
 }
 
 struct obs_stalls *uffd_stallcap_store(struct uffd_live *lv)

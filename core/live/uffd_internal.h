@@ -450,6 +450,9 @@ int uffd_stallcap_start(struct uffd_live *lv);
  * WATCHDOG): 0, or -errno (stalls then get no application stack). */
 int uffd_stallcap_start_watchdog(struct uffd_live *lv);
 void uffd_stallcap_stop(struct uffd_live *lv);
+/* The calling thread runs thpemu's exit hook from now on: its faults' events are marked
+ * own_exit (they are thpemu's report writing, not the program). */
+void uffd_stallcap_exiting(struct uffd_live *lv);
 /* Handler thread, before serving faults: its stack's bounds (from the emulator's arena where it
  * was carved; else from /proc/self/maps if maps_ok, else none: no libunwind on it). */
 void uffd_stallcap_thread_init(struct uffd_worker *w, bool maps_ok);

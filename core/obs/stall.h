@@ -72,6 +72,9 @@ struct obs_stall_event {
 	char comm[OBS_COMM_LEN]; /* faulting thread's comm, NUL-terminated */
 	uint8_t wait;		 /* per-wait events: enum mm_wait_kind; OBS_NO_WAIT for a fault */
 	uint8_t background;	 /* per-wait events: kswapd's (no program fault behind it) */
+	uint8_t
+	    own_exit; /* live: the fault was taken on this thread by thpemu's own exit-time work
+		       * (writing its reports at the program's exit), not by the program's code */
 	char waited_on[128]; /* whose page the longest wait was on ("a page written by rsync (pid
 			      * 790) to r/f.tar"), or "" */
 	struct obs_stack handler;   /* the handler's stack at the blocking point (or MODELLED) */

@@ -174,6 +174,8 @@ static const char *event_function(struct report *r, const struct obs_stall_event
 
 	if (is_wait(ev)) /* Mel's lines name the function that slept (sleep_on_page, ...) */
 		return mm_wait_function((enum mm_wait_kind)ev->wait);
+	if (ev->own_exit) /* thpemu's exit hook on the program's thread, not the program */
+		return "(thpemu exit)";
 	if (ev->app == OBS_APP_SYSCALL)
 		return obs_syscall_name(ev->syscall_nr) ? obs_syscall_name(ev->syscall_nr)
 							: "syscall";
@@ -231,6 +233,8 @@ static char *event_key(struct report *r, const struct obs_stall_event *ev)
 	if (is_wait(ev))
 		fprintf(m, "%s%s\n", mm_wait_name((enum mm_wait_kind)ev->wait),
 			ev->background ? " (kswapd)" : "");
+	if (ev->own_exit)
+		fputs("thpemu exit\n", m);
 	fprintf(m, "%s\n%s\n%s\n%s\n%d\n", mm_cause_chain(ev->cause),
 		obs_unwind_method_name(ev->handler.method), obs_app_result_name(ev->app),
 		obs_unwind_method_name(app_method(ev)),
@@ -405,6 +409,8 @@ static void json_group(struct json_w *w, struct report *r, const struct group *g
 		jw_null(w, "syscall");
 	json_stack(w, r, "handler_stack", &ev->handler, ev, true);
 	json_stack(w, r, "app_stack", &ev->app_stack, ev, ev->app == OBS_APP_USER);
+	if (ev->own_exit) /* the program's thread, in thpemu's exit hook: not the program's code */
+		jw_bool(w, "thpemu_exit", true);
 	if (ev->waited_on[0]) /* live, on a shared machine: whose page the longest wait was on */
 		jw_str(w, "waited_on", ev->waited_on);
 	jw_obj_end(w);
@@ -473,10 +479,18 @@ static void text_app(FILE *f, struct report *r, const struct obs_stall_event *ev
 			syscall_label(r, ev->syscall_nr));
 		break;
 	case OBS_APP_NONE:
+		/* live, a fault of a program thread: say that it has none, and why */
+		if (ev->handler.method != OBS_UNWIND_MODELLED && !ev->background)
+			fprintf(f,
+				"app stack: none (the thread was not asked while the fault was in "
+				"service)\n");
 		break;
 	default:
 		fprintf(f, "app stack: %s\n", obs_app_result_name(ev->app));
 	}
+	if (ev->own_exit)
+		fprintf(f, "note: taken on the program's thread by thpemu's exit hook (writing its "
+			   "reports), not by the program's code\n");
 }
 
 static void text_group(FILE *f, struct report *r, const struct group *g)

@@ -5,3 +5,8 @@ foreach(k 3.2 3.1)
                   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/seed2011.sh ${k}
                   LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 900)
 endforeach()
+# four usemem processes stalling concurrently on one machine: every stall carries the stack of
+# the thread that faulted (or says why it has none)
+thpemu_add_test(NAME integration/stall_stacks
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/stall_stacks.sh
+                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 900)

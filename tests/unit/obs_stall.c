@@ -455,6 +455,47 @@ TEST(captured_stacks_group_by_unique_handler_and_app_pair)
 	obs_stalls_destroy(s);
 }
 
+/* A live event without an application side says so; one taken by thpemu's exit hook on the
+ * program's thread is kept apart from the program's own stalls of the same stacks and marked. */
+TEST(captured_events_say_when_the_stack_is_none_or_thpemus)
+{
+	struct obs_stall_event ev;
+	char buf[65536];
+	const char *own;
+
+	ASSERT_EQ(obs_unwind_init(2), 0);
+	capture_sites();
+	ASSERT_EQ(obs_stalls_create(&s, 64, 1000 * MS, OBS_STACKS_CAPTURED), 0);
+	captured_event(&ev, 0, 1100, "usemem");
+	ASSERT_EQ(obs_stalls_add(s, &ev), 0);
+	captured_event(&ev, 0, 2200, "usemem");
+	ev.own_exit = 1;
+	ASSERT_EQ(obs_stalls_add(s, &ev), 0);
+	captured_event(&ev, 1, 3300, "usemem");
+	ev.app = OBS_APP_NONE;
+	memset(&ev.app_stack, 0, sizeof(ev.app_stack));
+	ASSERT_EQ(obs_stalls_add(s, &ev), 0);
+
+	render_json(buf, sizeof(buf));
+	printf("%s", buf);
+	own = strstr(buf, "{\"total_ms\":2200.000,\"count\":1,");
+	ASSERT(own != NULL);
+	EXPECT(strstr(own, "\"function\":\"(thpemu exit)\"") != NULL);
+	EXPECT(strstr(own, "\"thpemu_exit\":true}") != NULL);
+	EXPECT(strstr(buf, "\"thpemu_exit\"") == strstr(own, "\"thpemu_exit\""));
+	EXPECT(strstr(buf, "{\"total_ms\":1100.000,\"count\":1,") != NULL);
+	EXPECT(strstr(buf, "\"app\":\"none\",\"app_unwind\":\"none\"") != NULL);
+
+	render_text(buf, sizeof(buf));
+	printf("%s", buf);
+	EXPECT(strstr(buf, "usemem               (thpemu exit)          2200 ms\n") != NULL);
+	EXPECT(strstr(buf, "note: taken on the program's thread by thpemu's exit hook (writing its "
+			   "reports), not by the program's code\n") != NULL);
+	EXPECT(strstr(buf, "app stack: none (the thread was not asked while the fault was in "
+			   "service)\n") != NULL);
+	obs_stalls_destroy(s);
+}
+
 /* ---- concurrency ---------------------------------------------------------------------- */
 
 #define THREADS	   4
