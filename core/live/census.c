@@ -39,7 +39,7 @@
 #include "util/clock.h"
 #include "util/sys.h"
 
-#define CENSUS_BUF	     (256 * 1024)
+#define CENSUS_BUF	     (32 * 1024) /* a few reads of smaps: fewer pages touched, freed */
 #define CENSUS_MIN_PERIOD_NS (1000ULL * 1000000ULL) /* the periodic census */
 #define CENSUS_BIG_FREE	     (2ULL << 20) /* a free this large looks whether a census is due */
 #define CENSUS_COST_SHARE    20		  /* a census costs at most 1/20 of the thread's time */

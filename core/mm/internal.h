@@ -205,6 +205,10 @@ struct mm {
 	uint32_t *dirty_ring;	/* pfns in dirtying order; each frame at most once */
 	uint64_t *dirty_queued; /* bitmap: frame has an entry in dirty_ring */
 	uint32_t ring_head, ring_len;
+	/* Set at the first pc_insert / the first frame queued for writeback, never cleared: until
+	 * then pc_hash and dirty_queued are the zeroed memory they were made as, which mm_check
+	 * need not read (in a machine's segment every page read is a shmem page allocated). */
+	bool pc_used, dq_used;
 
 	/* Per-state frame counts (mm_get_counts). */
 	uint32_t nr_anon, nr_anon_huge, nr_foreign, nr_file, nr_file_dirty, nr_file_writeback;

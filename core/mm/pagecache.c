@@ -42,6 +42,7 @@ void pc_insert(struct mm *mm, uint32_t pfn)
 
 	pfn_frame(mm, pfn)->hnext = *b;
 	*b = pfn + 1;
+	mm->pc_used = true;
 }
 
 /* The link (bucket or hnext) that holds pfn + 1 in its chain, or the chain's terminating 0. */
@@ -111,10 +112,12 @@ static bool dirty_queued(const struct mm *mm, uint32_t pfn)
 
 static void set_dirty_queued(struct mm *mm, uint32_t pfn, bool on)
 {
-	if (on)
+	if (on) {
 		mm->dirty_queued[pfn / 64] |= 1ULL << (pfn % 64);
-	else
+		mm->dq_used = true;
+	} else {
 		mm->dirty_queued[pfn / 64] &= ~(1ULL << (pfn % 64));
+	}
 }
 
 static void ring_push(struct mm *mm, uint32_t pfn)

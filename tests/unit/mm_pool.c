@@ -214,14 +214,16 @@ TEST(lazy_pool_touches_metadata_where_used)
 
 /* mm_check counts the never-touched blocks as the free blocks they are, without writing their
  * descriptors (the check at the end of every `thpemu run` wrote a 1 GiB pool's worth), and a
- * free count that disagrees with them still fails it. */
+ * free count that disagrees with them still fails it. A page-cache index nothing was ever put in
+ * and a writeback bitmap nothing was ever queued in are not read either (in a machine's segment
+ * each page read is a shmem page allocated: 128 of them for a 1 GiB pool's buckets). */
 TEST(check_leaves_untouched_metadata_untouched)
 {
 	struct mm_env_ops ops = fe_ops_single;
 	struct fakeenv fe = {0};
 	struct mm_config cfg = {.pool_bytes = 4 * GIB};
 	struct mm_env env = {.ops = &ops, .priv = &fe};
-	size_t frames_len;
+	size_t frames_len, hash_len, bits_len;
 	unsigned before;
 	char err[256];
 
@@ -230,10 +232,14 @@ TEST(check_leaves_untouched_metadata_untouched)
 	ASSERT_EQ(mm_policy_parse("modern-always", &cfg.policy, err, sizeof(err)), 0);
 	ASSERT_EQ(mm_create(&cfg, &env, &fe.mm, err, sizeof(err)), 0);
 	frames_len = ((size_t)fe.mm->nr_frames + NR_SENTINELS) * sizeof(struct mm_frame);
+	hash_len = (size_t)(fe.mm->pc_hash_mask + 1) * sizeof(*fe.mm->pc_hash);
+	bits_len = (fe.mm->nr_frames + 63) / 64 * sizeof(uint64_t);
 	EXPECT_EQ(alloc_foreign(fe.mm, 0, 1), 0);
 	before = pages_resident(fe.mm->frames, frames_len);
 	EXPECT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	EXPECT_EQ(pages_resident(fe.mm->frames, frames_len), before);
+	EXPECT_EQ(pages_resident(fe.mm->pc_hash, hash_len), 0);
+	EXPECT_EQ(pages_resident(fe.mm->dirty_queued, bits_len), 0);
 	EXPECT_LT(fe.mm->fresh_pfn, fe.mm->fresh_end);	  /* nothing materialised */
 	fe.mm->nr_free_mt[MM_MAX_ORDER][MM_MT_MOVABLE]++; /* one block more than there are */
 	EXPECT_EQ(mm_check(fe.mm, err, sizeof(err)), -12);
