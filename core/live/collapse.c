@@ -45,6 +45,7 @@
 #include "live/uffd_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -56,6 +57,8 @@
 
 #define HPAGE UFFD_HPAGE_SIZE
 #define PAGE  UFFD_PAGE_SIZE
+/* in uffd_worker.cwp_addr: the collapse holds the range (copy_early's messages now wait) */
+#define CWP_HOLD 1
 
 /* ---- the walker ------------------------------------------------------------------------------ */
 
@@ -135,9 +138,18 @@ static int move_range(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t
 	return uffd_io_move_all(fd, dst, src, len, mode | UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES, out);
 }
 
-/* Step 2: every present page of the range at addr into the scratch cs. */
-static int move_out(struct uffd_live *lv, uintptr_t addr, uint8_t *cs)
+static void mark_written(struct uffd_worker *w, uintptr_t addr)
 {
+	unsigned pg = (unsigned)((addr & (HPAGE - 1)) / PAGE);
+
+	__atomic_fetch_or(&w->cwp_dirty[pg / 64], 1ULL << (pg % 64), __ATOMIC_SEQ_CST);
+}
+
+/* Step 2: every present page of the range at addr into the worker's scratch. */
+static int move_out(struct uffd_worker *w, uintptr_t addr)
+{
+	struct uffd_live *lv = w->lv;
+	uint8_t *cs = w->cscratch;
 	uintptr_t cow_tried = 0;
 	size_t off = 0;
 
@@ -159,10 +171,14 @@ static int move_out(struct uffd_live *lv, uintptr_t addr, uint8_t *cs)
 		}
 		if (rc == -EBUSY && cow_tried != at && uffd_page_resident(at) == 1) {
 			/* shared copy-on-write with a fork: break the sharing without changing a
-			 * byte (the page is present and ours to hold: no missing fault; a page
-			 * write-protected for copy_early is a message the handler lets through
-			 * and marks written) */
+			 * byte (the page is present and ours to hold: no fault, no wait) */
 			cow_tried = at;
+			if (__atomic_load_n(&w->cwp_addr, __ATOMIC_RELAXED)) {
+				/* write-protected by copy_early, whose messages the handlers
+				 * now leave to us: lift it here (marked first, as they do) */
+				mark_written(w, at);
+				uffd_io_unprotect(lv->uffd, at, PAGE);
+			}
 			__atomic_fetch_add((volatile uint8_t *)at, 0, __ATOMIC_SEQ_CST);
 			continue;
 		}
@@ -249,11 +265,14 @@ static void copy_present(uint8_t *chunk, const uint8_t *cs, const unsigned char 
  * The present pages are copied into the chunk from the program's own range, holes zeroed;
  * copied says which pages were copied. After the move out, only the pages written meanwhile
  * (and any not copied) are copied again, from the scratch: a page can only be written after the
- * handler marked it, and the mark is read after the move out took it away. The kernel's
- * collapse copies under mmap_lock for write (collapse_huge_page -> __collapse_huge_page_copy);
- * here the copy is what the program would wait for, so it is taken out of the hold, the
- * protection being the only cost left to the writers. False (nothing done, nothing protected):
- * no write-protect registration (--zero-page 0) or the host refused. */
+ * handler marked it, and the mark is read after the move out took it away. Once the hold begins
+ * (CWP_HOLD) a write-protect message waits for the end as any other fault does: a writer woken
+ * then would only fault again in the empty range, and a fault there between the PTE table's
+ * free and the THP's move in can make a new table (a 4 KiB fallback of the host's fault). The
+ * kernel's collapse copies under mmap_lock for write (collapse_huge_page ->
+ * __collapse_huge_page_copy); here the copy is what the program would wait for, so it is taken out
+ * of the hold, the protection being the only cost left to the writers. False (nothing done, nothing
+ * protected): no write-protect registration (--zero-page 0) or the host refused. */
 static bool copy_early(struct uffd_worker *w, uintptr_t addr, uint8_t *chunk, unsigned char *copied)
 {
 	struct uffd_live *lv = w->lv;
@@ -289,18 +308,32 @@ static void copy_early_end(struct uffd_worker *w, uintptr_t addr, bool undo)
 bool uffd_collapse_wp_write(struct uffd_live *lv, uintptr_t addr)
 {
 	uintptr_t base = addr & ~(uintptr_t)(HPAGE - 1);
-	unsigned pg = (unsigned)((addr - base) / PAGE);
+	bool mine = false;
 
-	for (struct uffd_worker *w = UFFD_W_BG(lv); w <= UFFD_W_MADV(lv); w++) {
-		if (__atomic_load_n(&w->cwp_addr, __ATOMIC_ACQUIRE) != base)
+	/* counted in before the look (see wp_users_gone) */
+	__atomic_fetch_add(&lv->cwp_users, 1, __ATOMIC_SEQ_CST);
+	for (struct uffd_worker *w = UFFD_W_BG(lv); w <= UFFD_W_MADV(lv) && !mine; w++) {
+		if (__atomic_load_n(&w->cwp_addr, __ATOMIC_SEQ_CST) != base)
 			continue;
 		/* the mark before the write can happen (the unprotect): see copy_early */
-		__atomic_fetch_or(&w->cwp_dirty[pg / 64], 1ULL << (pg % 64), __ATOMIC_SEQ_CST);
+		mark_written(w, addr);
 		uffd_io_unprotect(lv->uffd, addr & ~(uintptr_t)(PAGE - 1), PAGE);
 		UFFD_COUNT(lv, collapse_wp_writes);
-		return true;
+		mine = true;
 	}
-	return false;
+	__atomic_fetch_sub(&lv->cwp_users, 1, __ATOMIC_SEQ_CST);
+	return mine;
+}
+
+/* The hold began (CWP_HOLD stored): wait for the handlers that may still have seen the copy's
+ * address, so that no unprotect of one of its pages comes after the THP is moved in (on a
+ * PMD-mapped range a 4 KiB UFFDIO_WRITEPROTECT splits the PMD: mm/mprotect.c
+ * change_pmd_range). A handler counted in after this look sees CWP_HOLD (both are
+ * sequentially consistent). */
+static void wp_users_gone(struct uffd_live *lv)
+{
+	while (__atomic_load_n(&lv->cwp_users, __ATOMIC_SEQ_CST))
+		sched_yield();
 }
 
 /* Steps 3 and 4 (copied: what copy_early copied, or NULL). */
@@ -416,7 +449,9 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 			uffd_test_gap(lv);
 	}
 	t0 = clock_now_ns();
-	rc = move_out(lv, addr, w->cscratch);
+	if (early) /* the hold: a write-protect message now waits for the end, as any fault */
+		__atomic_store_n(&w->cwp_addr, addr | CWP_HOLD, __ATOMIC_SEQ_CST);
+	rc = move_out(w, addr);
 	if (rc < 0) { /* pinned, or the host refused: everything back as it was */
 		put_back(lv, addr, (uintptr_t)w->cscratch, false);
 		if (early)
@@ -429,6 +464,8 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 		uffd_staging_release(&lv->staging, slot, true);
 		return -EAGAIN;
 	}
+	if (early)
+		wp_users_gone(lv);
 	uffd_test_gap(lv);
 	map_collapsed(lv, w, addr, w->cscratch, slot, early ? copied : NULL);
 	/* the range is mapped (a PMD, else every page): the program's accesses go on now; the

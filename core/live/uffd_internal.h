@@ -339,6 +339,7 @@ struct uffd_live {
 	void *scratch_map; /* the mapping as made (scratch_area is aligned inside it) */
 	size_t scratch_map_len;
 	pthread_mutex_t madv_lock; /* one MADV_COLLAPSE at a time (the kernel's mmap_lock write) */
+	uint32_t cwp_users;	   /* handlers in uffd_collapse_wp_write (atomic, collapse.c) */
 	uint32_t khd_wake;	   /* futex word: wakes the khugepaged thread early */
 	bool khd_stop;
 	void *zero_page;  /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
