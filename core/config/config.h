@@ -185,7 +185,7 @@ struct config {
 	X(TEST_MIGRATE_GAP, NULL, "DUR", duration, test_migrate_gap_ns, "0", 0, 0, NULL,           \
 	  CONFIG_INTERNAL, "a duration such as 200us",                                             \
 	  "tests only: keep each migrated page and each collapsing range out of the program's "    \
-	  "mapping this much longer (widens the window a fork must never see, or the program's "  \
+	  "mapping, and each collapse's copy write-protected, this much longer (widens the window a fork must never see, or the program's "  \
 	  "accesses must meet)")                                                                   \
 	X(IO_PID, NULL, "PID", uint, io_pid, "0", 0, UINT32_MAX, NULL, CONFIG_INTERNAL,            \
 	  "a process id",                                                                          \

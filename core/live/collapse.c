@@ -14,6 +14,12 @@
  *   1. claim: the extent COLLAPSING, every page MIGRATING (as_collapse_claim), under the
  *      region's busy read lock (the program's munmap/madvise wait, as on mmap_lock), and no fork
  *      copies the address space meanwhile (guard_migrate_begin);
+ *   1b. copy early (copy_early, with a staged THP and the range registered for write-protect):
+ *      the range is write-protected (UFFDIO_WRITEPROTECT) and its present pages copied into the
+ *      staged THP from the program's own mapping. Reads go on; each write faults once, and the
+ *      handler marks the page written and lifts its protection (uffd_collapse_wp_write), so
+ *      the program does not wait for the copy - the kernel's copy is inside its hold
+ *      (__collapse_huge_page_copy under mmap_lock for write), and here it was most of it;
  *   2. unmap: one UFFDIO_MOVE (ALLOW_SRC_HOLES, DONTWAKE) takes every present 4 KiB page of the
  *      range out to this worker's registered 2 MiB scratch. From here the program's accesses
  *      to the range fault and wait: the handlers drop messages on MIGRATING pages. A page the
@@ -21,7 +27,8 @@
  *      atomic add of 0 (the kernel's COW break gives the process a page of its own, data
  *      unchanged) and moved; one still refused (pinned) abandons the collapse;
  *   3. copy: a staged host THP (staging.c) gets the present pages' data, holes are zeroed
- *      (__collapse_huge_page_copy);
+ *      (__collapse_huge_page_copy); after 1b only the pages written since (or not copied then)
+ *      are copied, from the scratch;
  *   4. map: MADV_DONTNEED of the now empty range frees its PTE table (CONFIG_PT_RECLAIM,
  *      mm/memory.c zap_pte_range: a huge UFFDIO_MOVE needs pmd_none at the destination, else it
  *      splits the source THP: mm/userfaultfd.c move_pages), and UFFDIO_MOVE puts the THP there:
@@ -29,13 +36,16 @@
  *      refused or split) the range is mapped with 4 KiB pages (the data moved back, holes filled
  *      with zeroed pages) and host.collapse_host_small counts it; the emulated collapse happens
  *      all the same;
- *   5. commit: as_collapse_commit (the old frames go back, pages head + i, HUGE), then a wake of
- *      the whole range. mm maps the block (mm_collapse_done) when collapse returns.
- * The program waits from 2 to 5 (host.collapse_copy_ns / _max_ns).
+ *   5. wake: the range is mapped, its waiters go on; then commit: as_collapse_commit (the old
+ *      frames go back, pages head + i, HUGE) and a second wake (for a message the handlers
+ *      left to us meanwhile). mm maps the block (mm_collapse_done) when collapse returns.
+ * The program waits from 2 to the first wake of 5 (host.collapse_copy_ns / _max_ns), a writer
+ * during 1b one write-protect fault per page (host.collapse_wp_writes).
  */
 #include "live/uffd_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -47,6 +57,8 @@
 
 #define HPAGE UFFD_HPAGE_SIZE
 #define PAGE  UFFD_PAGE_SIZE
+/* in uffd_worker.cwp_addr: the collapse holds the range (copy_early's messages now wait) */
+#define CWP_HOLD 1
 
 /* ---- the walker ------------------------------------------------------------------------------ */
 
@@ -126,9 +138,18 @@ static int move_range(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t
 	return uffd_io_move_all(fd, dst, src, len, mode | UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES, out);
 }
 
-/* Step 2: every present page of the range at addr into the scratch cs. */
-static int move_out(struct uffd_live *lv, uintptr_t addr, uint8_t *cs)
+static void mark_written(struct uffd_worker *w, uintptr_t addr)
 {
+	unsigned pg = (unsigned)((addr & (HPAGE - 1)) / PAGE);
+
+	__atomic_fetch_or(&w->cwp_dirty[pg / 64], 1ULL << (pg % 64), __ATOMIC_SEQ_CST);
+}
+
+/* Step 2: every present page of the range at addr into the worker's scratch. */
+static int move_out(struct uffd_worker *w, uintptr_t addr)
+{
+	struct uffd_live *lv = w->lv;
+	uint8_t *cs = w->cscratch;
 	uintptr_t cow_tried = 0;
 	size_t off = 0;
 
@@ -152,6 +173,12 @@ static int move_out(struct uffd_live *lv, uintptr_t addr, uint8_t *cs)
 			/* shared copy-on-write with a fork: break the sharing without changing a
 			 * byte (the page is present and ours to hold: no fault, no wait) */
 			cow_tried = at;
+			if (__atomic_load_n(&w->cwp_addr, __ATOMIC_RELAXED)) {
+				/* write-protected by copy_early, whose messages the handlers
+				 * now leave to us: lift it here (marked first, as they do) */
+				mark_written(w, at);
+				uffd_io_unprotect(lv->uffd, at, PAGE);
+			}
 			__atomic_fetch_add((volatile uint8_t *)at, 0, __ATOMIC_SEQ_CST);
 			continue;
 		}
@@ -198,7 +225,8 @@ static void put_back(struct uffd_live *lv, uintptr_t addr, uintptr_t src, bool z
  * of each costs an exit - measured on these VMs: 2 MiB of moved pages read in 9-21 ms the first
  * time, 5 us the second; through process_vm_readv 0.4-0.5 ms. Each run of present pages is one
  * iovec pair; anything the call does not copy is copied by hand. */
-static void copy_present(uint8_t *chunk, const uint8_t *cs, const unsigned char *vec)
+static void copy_present(uint8_t *chunk, const uint8_t *cs, const unsigned char *vec,
+			 bool zero_holes)
 {
 	struct iovec local[MM_HPAGE_NR / 2 + 1], remote[MM_HPAGE_NR / 2 + 1];
 	unsigned n = 0;
@@ -216,7 +244,7 @@ static void copy_present(uint8_t *chunk, const uint8_t *cs, const unsigned char 
 			    (struct iovec){(void *)(cs + (size_t)i * PAGE), local[n].iov_len};
 			want += local[n].iov_len;
 			n++;
-		} else {
+		} else if (zero_holes) {
 			memset(chunk + (size_t)i * PAGE, 0, (size_t)(j - i) * PAGE);
 		}
 		i = j;
@@ -230,8 +258,87 @@ static void copy_present(uint8_t *chunk, const uint8_t *cs, const unsigned char 
 		memcpy(local[k].iov_base, remote[k].iov_base, local[k].iov_len);
 }
 
-/* Steps 3 and 4. Returns true when the range ended PMD-mapped. */
-static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int slot)
+/* Step 3 before the hold (the copy while the range is only write-protected). The range's writes
+ * now fault (uffd-wp, the range is registered MISSING | WP with zero pages): the handlers mark
+ * each written page in w->cwp_dirty and make it writable again at once
+ * (uffd_collapse_wp_write), so the program's writers wait one message each, not for the copy.
+ * The present pages are copied into the chunk from the program's own range, holes zeroed;
+ * copied says which pages were copied. After the move out, only the pages written meanwhile
+ * (and any not copied) are copied again, from the scratch: a page can only be written after the
+ * handler marked it, and the mark is read after the move out took it away. Once the hold begins
+ * (CWP_HOLD) a write-protect message waits for the end as any other fault does: a writer woken
+ * then would only fault again in the empty range, and a fault there between the PTE table's
+ * free and the THP's move in can make a new table (a 4 KiB fallback of the host's fault). The
+ * kernel's collapse copies under mmap_lock for write (collapse_huge_page ->
+ * __collapse_huge_page_copy); here the copy is what the program would wait for, so it is taken out
+ * of the hold, the protection being the only cost left to the writers. False (nothing done, nothing
+ * protected): no write-protect registration (--zero-page 0) or the host refused. */
+static bool copy_early(struct uffd_worker *w, uintptr_t addr, uint8_t *chunk, unsigned char *copied)
+{
+	struct uffd_live *lv = w->lv;
+
+	if (!lv->zero_wp || w < UFFD_W_BG(lv) || w > UFFD_W_MADV(lv))
+		return false;
+	for (unsigned i = 0; i < MM_HPAGE_NR / 64; i++)
+		__atomic_store_n(&w->cwp_dirty[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->cwp_addr, addr, __ATOMIC_SEQ_CST);
+	if (uffd_io_protect(lv->uffd, addr, HPAGE) < 0) {
+		uffd_io_unprotect(lv->uffd, addr, HPAGE); /* any part it did */
+		__atomic_store_n(&w->cwp_addr, 0, __ATOMIC_RELEASE);
+		return false;
+	}
+	/* nothing maps a hole meanwhile (MIGRATING: the handlers leave it) nor unmaps a page
+	 * (the busy lock): mincore's answer holds, and no hole is read (it would wait for us) */
+	if (!resident(addr, copied))
+		memset(copied, 0, MM_HPAGE_NR);
+	copy_present(chunk, (const uint8_t *)addr, copied, true);
+	return true;
+}
+
+/* Done with the write-protect: no handler marks pages for w from now on. With undo (the
+ * collapse abandoned) the pages still in the range are made writable again (waking whoever
+ * waits there: they fault again on the pages still MIGRATING and wait for the final wake). */
+static void copy_early_end(struct uffd_worker *w, uintptr_t addr, bool undo)
+{
+	if (undo)
+		uffd_io_unprotect(w->lv->uffd, addr, HPAGE);
+	__atomic_store_n(&w->cwp_addr, 0, __ATOMIC_RELEASE);
+}
+
+bool uffd_collapse_wp_write(struct uffd_live *lv, uintptr_t addr)
+{
+	uintptr_t base = addr & ~(uintptr_t)(HPAGE - 1);
+	bool mine = false;
+
+	/* counted in before the look (see wp_users_gone) */
+	__atomic_fetch_add(&lv->cwp_users, 1, __ATOMIC_SEQ_CST);
+	for (struct uffd_worker *w = UFFD_W_BG(lv); w <= UFFD_W_MADV(lv) && !mine; w++) {
+		if (__atomic_load_n(&w->cwp_addr, __ATOMIC_SEQ_CST) != base)
+			continue;
+		/* the mark before the write can happen (the unprotect): see copy_early */
+		mark_written(w, addr);
+		uffd_io_unprotect(lv->uffd, addr & ~(uintptr_t)(PAGE - 1), PAGE);
+		UFFD_COUNT(lv, collapse_wp_writes);
+		mine = true;
+	}
+	__atomic_fetch_sub(&lv->cwp_users, 1, __ATOMIC_SEQ_CST);
+	return mine;
+}
+
+/* The hold began (CWP_HOLD stored): wait for the handlers that may still have seen the copy's
+ * address, so that no unprotect of one of its pages comes after the THP is moved in (on a
+ * PMD-mapped range a 4 KiB UFFDIO_WRITEPROTECT splits the PMD: mm/mprotect.c
+ * change_pmd_range). A handler counted in after this look sees CWP_HOLD (both are
+ * sequentially consistent). */
+static void wp_users_gone(struct uffd_live *lv)
+{
+	while (__atomic_load_n(&lv->cwp_users, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+/* Steps 3 and 4 (copied: what copy_early copied, or NULL). */
+static void map_collapsed(struct uffd_live *lv, struct uffd_worker *w, uintptr_t addr, uint8_t *cs,
+			  int slot, const unsigned char *copied)
 {
 	unsigned char vec[MM_HPAGE_NR];
 	uint8_t *chunk;
@@ -242,11 +349,20 @@ static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int
 		memset(vec, 1, sizeof(vec));
 	if (slot < 0) { /* no host THP to give: the 4 KiB pages go back, holes zeroed */
 		put_back(lv, addr, (uintptr_t)cs, true);
-		return false;
+		return;
 	}
 	chunk = uffd_staging_addr(&lv->staging, slot);
-	uffd_staging_written(&lv->staging, slot);
-	copy_present(chunk, cs, vec);
+	if (copied) { /* again only what was written since, or not copied */
+		for (unsigned i = 0; i < MM_HPAGE_NR; i++) {
+			uint64_t d = __atomic_load_n(&w->cwp_dirty[i / 64], __ATOMIC_SEQ_CST);
+
+			if ((copied[i] & 1) && !(d & (1ULL << (i % 64))))
+				vec[i] = 0;
+		}
+		copy_present(chunk, cs, vec, false);
+	} else {
+		copy_present(chunk, cs, vec, true);
+	}
 	/* the range is empty: its PTE table goes, so that the move can install a PMD */
 	sys_zap((void *)addr, HPAGE);
 	rc = move_range(lv->uffd, addr, (uintptr_t)chunk, HPAGE, UFFDIO_MOVE_MODE_DONTWAKE, &moved);
@@ -256,7 +372,6 @@ static bool map_collapsed(struct uffd_live *lv, uintptr_t addr, uint8_t *cs, int
 		put_back(lv, addr, (uintptr_t)chunk, true);
 		uffd_staging_release(&lv->staging, slot, false);
 	}
-	return uffd_range_is_pmd(lv->pagemap_fd, addr, HPAGE) > 0;
 }
 
 static void count_wait(struct uffd_live *lv, uint64_t t0)
@@ -291,7 +406,8 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 	const struct as_env env = as_mm_env(&ctx);
 	uint32_t p0 = as_page_of(&r->as, addr), holes = 0, shared = 0;
 	struct as_counts c = {0};
-	bool pmd;
+	unsigned char copied[MM_HPAGE_NR];
+	bool pmd, early = false;
 	uint64_t t0;
 	int rc;
 
@@ -325,11 +441,21 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 		uffd_staging_release(&lv->staging, slot, true);
 		return -EAGAIN;
 	}
-	t0 = clock_now_ns();
 	unmap_zero_holes(r, p0, addr);
-	rc = move_out(lv, addr, w->cscratch);
+	if (slot >= 0) {
+		uffd_staging_written(&lv->staging, slot);
+		early = copy_early(w, addr, uffd_staging_addr(&lv->staging, slot), copied);
+		if (early)
+			uffd_test_gap(lv);
+	}
+	t0 = clock_now_ns();
+	if (early) /* the hold: a write-protect message now waits for the end, as any fault */
+		__atomic_store_n(&w->cwp_addr, addr | CWP_HOLD, __ATOMIC_SEQ_CST);
+	rc = move_out(w, addr);
 	if (rc < 0) { /* pinned, or the host refused: everything back as it was */
 		put_back(lv, addr, (uintptr_t)w->cscratch, false);
+		if (early)
+			copy_early_end(w, addr, true);
 		guard_migrate_end();
 		as_collapse_cancel(&env, &r->as, e, &c);
 		uffd_io_wake(lv->uffd, addr, HPAGE);
@@ -338,13 +464,23 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 		uffd_staging_release(&lv->staging, slot, true);
 		return -EAGAIN;
 	}
+	if (early)
+		wp_users_gone(lv);
 	uffd_test_gap(lv);
-	pmd = map_collapsed(lv, addr, w->cscratch, slot);
+	map_collapsed(lv, w, addr, w->cscratch, slot, early ? copied : NULL);
+	/* the range is mapped (a PMD, else every page): the program's accesses go on now; the
+	 * emulated state follows. A message read before the commit found the pages MIGRATING and
+	 * was left to us: the second wake is for its writer (one that faulted after the first
+	 * wake, on a page a failed move left out). */
+	uffd_io_wake(lv->uffd, addr, HPAGE);
+	count_wait(lv, t0);
+	if (early)
+		copy_early_end(w, addr, false);
 	rc = as_collapse_commit(&env, &r->as, e, head, &c);
 	guard_migrate_end();
 	uffd_io_wake(lv->uffd, addr, HPAGE);
-	count_wait(lv, t0);
-	sys_zap(w->cscratch, HPAGE); /* the old 4 KiB pages */
+	pmd = uffd_range_is_pmd(lv->pagemap_fd, addr, HPAGE) > 0; /* busy lock: still ours */
+	sys_zap(w->cscratch, HPAGE);				  /* the old 4 KiB pages */
 	uffd_as_count(lv, &c);
 	if (rc < 0)
 		return -EAGAIN;

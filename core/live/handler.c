@@ -856,6 +856,8 @@ static void dispatch_page(struct fault_ctx *fc)
 			uffd_stat_add(&h->dup_messages, 1);
 			return;
 		case AS_P_MIGRATING:
+			if (fc->wp && uffd_collapse_wp_write(fc->lv, fc->addr))
+				return; /* a collapse copying the range: the write goes on */
 			uffd_stat_add(&h->migrating_waits, 1);
 			return;
 		case AS_P_ZERO:

@@ -237,7 +237,11 @@ struct uffd_worker {
 	uint64_t clear_ahead_ns; /* the fault's clear done ahead of time, charged to it (ns) */
 	uint8_t *scratch;	 /* UFFD_SCRATCH_PAGES registered pages for migration */
 	unsigned scratch_next;	 /* next unused scratch page (DONTNEEDed in batches) */
-	uint8_t *cscratch;    /* 2 MiB registered, empty between collapses (collapse.c), or NULL */
+	uint8_t *cscratch; /* 2 MiB registered, empty between collapses (collapse.c), or NULL */
+	/* the range this worker's collapse copies while it is only write-protected, or 0
+	 * (atomic), and its pages written meanwhile (atomic: handler.c marks them) */
+	uintptr_t cwp_addr;
+	uint64_t cwp_dirty[512 / 64];
 	uintptr_t fault_addr; /* the fault being served (for hooks and stall reports) */
 	int busy;	      /* atomic: serving a message (the exit hook waits for it) */
 	int fault_tid;
@@ -335,6 +339,7 @@ struct uffd_live {
 	void *scratch_map; /* the mapping as made (scratch_area is aligned inside it) */
 	size_t scratch_map_len;
 	pthread_mutex_t madv_lock; /* one MADV_COLLAPSE at a time (the kernel's mmap_lock write) */
+	uint32_t cwp_users;	   /* handlers in uffd_collapse_wp_write (atomic, collapse.c) */
 	uint32_t khd_wake;	   /* futex word: wakes the khugepaged thread early */
 	bool khd_stop;
 	void *zero_page;  /* 4 KiB of zeros (unmanaged) for UFFDIO_COPY */
@@ -518,6 +523,10 @@ extern const struct mm_env_ops uffd_env_ops;
 int uffd_khugepaged_visit(struct uffd_worker *w, uint64_t *addr, unsigned budget, bool *done);
 /* MADV_COLLAPSE of [lo, hi) (managed part): 0 or -errno (madvise_collapse). */
 int uffd_madv_collapse(struct uffd_live *lv, uintptr_t lo, uintptr_t hi);
+/* A write-protect message on a page of a range a collapse is copying (handler.c, the page
+ * MIGRATING): the page is marked written and made writable again (the writer woken). False
+ * when no collapse copies that range now (the message is the collapse's to wake). */
+bool uffd_collapse_wp_write(struct uffd_live *lv, uintptr_t addr);
 /* khugepaged's thread of a process with a pool of its own. */
 void *uffd_khugepaged_main(void *arg);
 void uffd_khugepaged_ping(void *arg);
@@ -534,8 +543,9 @@ void uffd_probe_release(struct uffd_live *lv); /* destroy: the probe's range, th
 
 /* Migrate one program page for real (migrate.c): the migrate_anon hook's body. */
 int uffd_migrate_page(struct uffd_worker *w, uint64_t owner, uint32_t from, uint32_t to);
-/* THPEMU_TEST_MIGRATE_GAP: a migrated page or a collapsing range stays out of the mapping this
- * much longer (tests widen the window a fork, or the program's accesses, must meet). */
+/* THPEMU_TEST_MIGRATE_GAP: a migrated page or a collapsing range stays out of the mapping (and a
+ * collapse's copy write-protected) this much longer (tests widen the window a fork, or the
+ * program's accesses, must meet). */
 void uffd_test_gap(struct uffd_live *lv);
 /* migrate_anon_batch: this process's pages, each result in ret[i] (uffd_migrate_page's). */
 void uffd_migrate_batch(struct uffd_worker *w, unsigned n, const uint64_t *owner,
@@ -597,6 +607,7 @@ int uffd_register_managed(const struct uffd_live *lv, uintptr_t start, size_t le
 int uffd_io_copy_wp(int fd, uintptr_t dst, const void *src);
 /* UFFDIO_WRITEPROTECT mode 0 of [start, start + len): the protection lifted, waiters woken. */
 int uffd_io_unprotect(int fd, uintptr_t start, size_t len);
+int uffd_io_protect(int fd, uintptr_t start, size_t len);
 /* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
 int uffd_page_resident(uintptr_t addr);
 int uffd_io_unregister(int fd, uintptr_t start, size_t len);

@@ -150,6 +150,14 @@ int uffd_io_unprotect(int fd, uintptr_t start, size_t len)
 	return sys_ioctl(fd, UFFDIO_WRITEPROTECT, &w);
 }
 
+int uffd_io_protect(int fd, uintptr_t start, size_t len)
+{
+	struct uffdio_writeprotect w = {.range = {.start = start, .len = len},
+					.mode = UFFDIO_WRITEPROTECT_MODE_WP};
+
+	return sys_ioctl(fd, UFFDIO_WRITEPROTECT, &w);
+}
+
 int uffd_io_unregister(int fd, uintptr_t start, size_t len)
 {
 	struct uffdio_range r = {.start = start, .len = len};

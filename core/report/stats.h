@@ -72,6 +72,8 @@
 	X(collapse_failed, "collapses abandoned (the range changed, a page busy or pinned)")       \
 	X(collapse_copy_ns, "total time the program's accesses to collapsing ranges waited (ns)")  \
 	X(collapse_copy_max_ns, "longest such wait (ns)")                                          \
+	X(collapse_wp_writes, "writes to collapsing ranges let through while their pages were "    \
+			      "copied (write-protected)")                                          \
 	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")                            \
 	X(khugepaged_visits, "khugepaged visits of this process's address space")                  \
 	X(underused_splits, "THPs the shrinker found underused and this process split for real")   \
@@ -106,7 +108,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 15
+#define UFFD_STATS_VERSION 16
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)

@@ -3,8 +3,11 @@
  * PMD with the data intact and the emulated extent HUGE on the new block; with holes the range
  * collapses too (holes read 0), a never-touched range is EINVAL, a 3.x profile knows no such
  * advice; khugepaged's visit (uffd_khugepaged_visit) collapses a 4 KiB range after
- * MADV_HUGEPAGE. Needs root or /dev/userfaultfd. */
+ * MADV_HUGEPAGE; a writer keeps writing during the collapse's copy (write-protected, its writes
+ * let through and copied again) and its hold, and every page holds its last write. Needs root
+ * or /dev/userfaultfd. */
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -110,6 +113,71 @@ TEST(collapse_khugepaged_visit)
 	EXPECT_EQ(HOST(lv, collapses), 1);
 	EXPECT_EQ(uffd_munmap(lv, p, 2 * MB), 0);
 	uffd_live_destroy(lv);
+}
+
+/* A writer over every page of a 2 MiB range: word 0..7 of page i hold its count of writes. */
+struct page_writer {
+	uint64_t *base;
+	uint64_t count[HP / PG];
+	volatile int stop;
+};
+
+static void *write_pages(void *arg)
+{
+	struct page_writer *pw = arg;
+
+	while (!pw->stop)
+		for (size_t i = 0; i < HP / PG && !pw->stop; i++) {
+			uint64_t v = ++pw->count[i];
+
+			for (size_t k = 0; k < 8; k++)
+				__atomic_store_n(&pw->base[i * (PG / 8) + k], v, __ATOMIC_RELAXED);
+		}
+	return NULL;
+}
+
+/* One collapse with the writer on its range: copy_early under write-protect (zero pages on, the
+ * range registered MISSING | WP), or the copy inside the hold (zero pages off). The test gap
+ * keeps the copy's window and the hold open 30 ms each, so the writer meets both. */
+static void collapse_with_writer(bool zero_page)
+{
+	struct config cfg;
+	struct uffd_live *lv;
+	struct page_writer *pw = calloc(1, sizeof(*pw));
+	pthread_t t;
+
+	ASSERT(pw);
+	live_config(&cfg, "modern-always:enabled=madvise,khugepaged=no", "256M");
+	cfg.zero_page = zero_page;
+	cfg.test_migrate_gap_ns = 30 * 1000 * 1000;
+	lv = live_start(&cfg);
+	pw->base = (uint64_t *)(void *)live_map(lv, 2 * MB);
+	for (size_t i = 0; i < HP / PG; i++)
+		pw->base[i * (PG / 8)] = 0; /* every page present, 4 KiB */
+	EXPECT_EQ(xstate(lv, (char *)pw->base), AS_X_SMALL);
+	ASSERT_EQ(pthread_create(&t, NULL, write_pages, pw), 0);
+	EXPECT_EQ(uffd_madvise(lv, pw->base, 2 * MB, MADV_COLLAPSE), 0);
+	pw->stop = 1;
+	pthread_join(t, NULL);
+	EXPECT_EQ(xstate(lv, (char *)pw->base), AS_X_HUGE);
+	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)pw->base, HP), 1);
+	for (size_t i = 0; i < HP / PG; i++)
+		for (size_t k = 0; k < 8; k++)
+			EXPECT_EQ(pw->base[i * (PG / 8) + k], pw->count[i]);
+	EXPECT_EQ(HOST(lv, collapses), 1);
+	if (zero_page)
+		EXPECT_GE(HOST(lv, collapse_wp_writes), 1);
+	else
+		EXPECT_EQ(HOST(lv, collapse_wp_writes), 0);
+	EXPECT_EQ(uffd_munmap(lv, pw->base, 2 * MB), 0);
+	uffd_live_destroy(lv);
+	free(pw);
+}
+
+TEST(collapse_writer_during_copy_and_hold)
+{
+	collapse_with_writer(true);
+	collapse_with_writer(false);
 }
 
 TEST_MAIN()
