@@ -355,7 +355,11 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 		unsigned o = frame_order(f);
 
 		s->pfn += (1U << o) - 1;
-		s->scanned += (1U << o) - 1;
+		/* 6.12 counts the free block's pages as scanned; 6.1 isolate_migratepages_block
+		 * steps over it ("low_pfn += (1UL << freepage_order) - 1; continue;") and counts
+		 * only the pfn it looked at in compact_migrate_scanned */
+		if (!era_6_1(mm))
+			s->scanned += (1U << o) - 1;
 		return true;
 	}
 	if (f->state == FS_FREE && !(f->flags & FF_ISOLATED)) {
@@ -373,7 +377,8 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 		if (head != MM_NO_PFN) {
 			uint32_t end = head + (1U << frame_order(pfn_frame(mm, head)));
 
-			s->scanned += end - 1 - s->pfn;
+			if (!era_6_1(mm)) /* as for a buddy block above */
+				s->scanned += end - 1 - s->pfn;
 			s->pfn = end - 1;
 			return true;
 		}

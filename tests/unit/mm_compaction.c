@@ -562,6 +562,40 @@ TEST(fast_find_migrateblock_6_1_gives_its_block_up)
 	}
 }
 
+/* compact_migrate_scanned over a free buddy block: 6.12 isolate_migratepages_block counts the
+ * block's pages ("nr_scanned += (1UL << freepage_order) - 1"), 6.1's steps over them and counts
+ * the one pfn it looked at. Block 0: a free order-8 block, then 256 movable pages; a SYNC
+ * compaction (no fast searches) scans it whole and frees it. */
+static uint64_t migrate_scanned_over_a_buddy(const char *spec)
+{
+	struct fakeenv fe;
+	struct run r;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	for (uint32_t p = 256; p < 512; p++)
+		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
+	for (uint32_t p = 512; p < 2048; p++)
+		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t b = 4; b < 8; b++)
+		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+	EXPECT_EQ(r.captured, 0);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 256);
+	fakeenv_destroy(&fe);
+	return r.st[MM_STAT_COMPACT_MIGRATE_SCANNED];
+}
+
+TEST(migrate_scanned_counts_a_free_block_in_6_12_not_in_6_1)
+{
+	uint64_t modern = migrate_scanned_over_a_buddy("modern-always");
+	uint64_t v61 = migrate_scanned_over_a_buddy("linux-6.1");
+
+	EXPECT_EQ(modern, 512);
+	EXPECT_EQ(v61, 257);
+}
+
 /* After k consecutive failures the next 2^min(k,6) - 1 attempts are skipped. */
 TEST(deferral_sequence)
 {
