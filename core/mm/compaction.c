@@ -355,7 +355,11 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 		unsigned o = frame_order(f);
 
 		s->pfn += (1U << o) - 1;
-		s->scanned += (1U << o) - 1;
+		/* 6.12 counts the free block's pages as scanned; 6.1 isolate_migratepages_block
+		 * steps over it ("low_pfn += (1UL << freepage_order) - 1; continue;") and counts
+		 * only the pfn it looked at in compact_migrate_scanned */
+		if (!era_6_1(mm))
+			s->scanned += (1U << o) - 1;
 		return true;
 	}
 	if (f->state == FS_FREE && !(f->flags & FF_ISOLATED)) {
@@ -373,7 +377,8 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 		if (head != MM_NO_PFN) {
 			uint32_t end = head + (1U << frame_order(pfn_frame(mm, head)));
 
-			s->scanned += end - 1 - s->pfn;
+			if (!era_6_1(mm)) /* as for a buddy block above */
+				s->scanned += end - 1 - s->pfn;
 			s->pfn = end - 1;
 			return true;
 		}
@@ -401,7 +406,17 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 	 * unless it is finishing the block */
 	if (compact_skip_on_first_isolation(mm) && s->valid_page && !s->skip_updated) {
 		s->skip_updated = true;
-		if (test_and_set_skip(mm, cc, s->pfn) && !cc->finish_pageblock) {
+		if (era_6_1(mm)) {
+			/* 6.1 test_and_set_skip: only a candidate at the block's first pfn tests
+			 * and sets the bit, and a set bit ends even a rescan; any other first
+			 * candidate leaves the block unmarked, and skip_updated keeps the end of
+			 * the scan from marking it (6.4 made that one mark the block) */
+			if (s->pfn == pageblock_start(s->pfn) &&
+			    test_and_set_skip(mm, cc, s->pfn)) {
+				s->pfn = s->end;
+				return false;
+			}
+		} else if (test_and_set_skip(mm, cc, s->pfn) && !cc->finish_pageblock) {
 			s->pfn = s->end; /* marked by another compaction meanwhile */
 			return false;
 		}
@@ -430,6 +445,13 @@ static int isolate_migratepages_block(struct mm *mm, struct compact_control *cc,
 	if (isolated_throttle(mm, cc))
 		return -EAGAIN;
 	if (at_block_start && !isolation_suitable(mm, cc, low)) {
+		/* isolate_migratepages_block (6.1 and 6.12): a block found marked skipped at its
+		 * first pfn is given up whole ("low_pfn = end_pfn; goto isolate_abort"), and the
+		 * abort path, having isolated nothing, moves the cached position past it
+		 * (update_cached_migrate). Reached under 6.1 for every block its
+		 * fast_find_migrateblock picked (that search marks it skipped) */
+		update_cached_migrate(mm, cc, end);
+		cc->total_migrate_scanned++; /* nr_scanned counts the pfn read */
 		cc->migrate_pfn = end;
 		return 0;
 	}
@@ -513,8 +535,8 @@ static uint32_t fast_find_migrateblock(struct mm *mm, struct compact_control *cc
 	uint32_t pfn = cc->migrate_pfn, distance, high_pfn;
 	bool found = false;
 
-	if (cc->ignore_skip_hint || cc->finish_pageblock)
-		return pfn;
+	if (cc->ignore_skip_hint || (cc->finish_pageblock && !era_6_1(mm)))
+		return pfn; /* 6.1 has no finish_pageblock test here (added with it, 2023) */
 	if (pfn != mm->zone_start_pfn && pfn != pageblock_start(pfn))
 		return pfn; /* a block continued after COMPACT_CLUSTER_MAX */
 	if (cc->order <= PAGE_ALLOC_COSTLY_ORDER)
@@ -544,6 +566,16 @@ static uint32_t fast_find_migrateblock(struct mm *mm, struct compact_control *cc
 			pfn = pageblock_start(fp);
 			cc->fast_search_fail = 0;
 			found = true;
+			/* 6.1 (mm/compaction.c fast_find_migrateblock, 6.1.y): the picked block is
+			 * marked skipped at once (set_pageblock_skip(freepage)), and 6.1's
+			 * isolate_migratepages_block then finds the bit at the block's first pfn
+			 * and gives the block up unscanned: the fast search moves the migrate
+			 * scanner past blocks and compacts none. 6.1-rc's fix (7efc3b726103,
+			 * "fix set skip in fast_find_migrateblock") was reverted for 6.1 and
+			 * 6.2 (khugepaged stalled in compaction) and re-applied in 2023 with
+			 * finish_pageblock, which is what 6.12 runs */
+			if (era_6_1(mm))
+				set_pageblock_skip(mm, fp);
 			break;
 		}
 	}

@@ -399,14 +399,14 @@ static inline bool era_has_mthp(const struct mm *mm)
 /* Compaction rules of the 6.x kernels, one predicate each so that a profile of another 6.x
  * kernel can take or leave them (compaction.c; the 3.x eras never reach the code they gate).
  * era_modern() is true for 6.1 too: the linux-6.1 profile runs 6.12's versions of these three
- * rules; where 6.1's own differ is written under each (not modelled yet).
+ * rules, with 6.1's own where written under each (era_6_1() in compaction.c).
  *
  * mm/compaction.c isolate_migratepages_block(), 6.12: the scan of a pageblock that starts at
  * its first pfn marks the block skipped (test_and_set_skip) the first time it takes the LRU
  * lock for a candidate, not only once the block yields nothing, and a bit found already set
- * ends the scan unless the block is being finished (cc->finish_pageblock). 6.1 differs: it
- * tests and sets only when that candidate is the block's first pfn, and a set bit ends even a
- * rescan. */
+ * ends the scan unless the block is being finished (cc->finish_pageblock). 6.1 differs
+ * (modelled): it tests and sets only when that candidate is the block's first pfn, and a set
+ * bit ends even a rescan. */
 static inline bool compact_skip_on_first_isolation(const struct mm *mm)
 {
 	return era_modern(mm);
@@ -425,8 +425,9 @@ static inline bool compact_fast_isolate_freepages(const struct mm *mm)
 /* mm/compaction.c fast_find_migrateblock(), 6.12 (since 5.1): for an order above
  * PAGE_ALLOC_COSTLY_ORDER the migrate scanner starts at a pageblock with free MOVABLE pages of
  * orders order-1..3 in the first half (at the zone's start) or eighth of the remaining span.
- * 6.1 differs: it also searches while a block is being finished (6.12 returns at once under
- * cc->finish_pageblock), and marks the block it picks skipped at once. */
+ * 6.1 differs (modelled): it also searches while a block is being finished (6.12 returns at
+ * once under cc->finish_pageblock), and marks the block it picks skipped at once, so that
+ * 6.1's isolate_migratepages_block gives that block up unscanned. */
 static inline bool compact_fast_find_migrateblock(const struct mm *mm)
 {
 	return era_modern(mm);

@@ -214,13 +214,14 @@ static int refuse_pfn_5(struct fakeenv *fe, uint64_t owner, uint32_t from, uint3
 	return owner == ANON_OWNER + 5 && from == 5 ? -EBUSY : 0;
 }
 
-/* Block 0 holds program pages at 0..31 and 100..131; the page at 5 fails to migrate. An async
- * direct compaction isolates the first 32 (COMPACT_CLUSTER_MAX) and fails one of them. 6.12
- * compact_zone rescans the rest of the pageblock (finish_pageblock, 6.4) and moves 100..131 too;
- * 6.1 compact_zone skips the rest of the order-aligned block (cc->migrate_pfn = block_end_pfn(
- * cc->migrate_pfn - 1, cc->order)), so 100..131 stay. SYNC_LIGHT has neither rule in 6.1 and
- * goes on through the block. Counted: the pages of 100..131 still where they were placed (the
- * number of migrations is not, since fast_isolate_freepages may put targets where the migrate
+/* Block 0 is full of program pages (with free pages of order 3 or more in it, 6.1's
+ * fast_find_migrateblock would pick the block and give it up); the page at 5 fails to
+ * migrate. An async direct compaction isolates the first 32 (COMPACT_CLUSTER_MAX) and fails one of
+ * them. 6.12 compact_zone rescans the rest of the pageblock (finish_pageblock, 6.4) and moves
+ * 100..131 too; 6.1 compact_zone skips the rest of the order-aligned block (cc->migrate_pfn =
+ * block_end_pfn( cc->migrate_pfn - 1, cc->order)), so 100..131 stay. SYNC_LIGHT has neither rule
+ * in 6.1 and goes on through the block. Counted: the pages of 100..131 still where they were placed
+ * (the number of migrations is not, since fast_isolate_freepages may put targets where the migrate
  * scanner later moves them again). */
 static unsigned stayed_after_a_failure(const char *spec, enum mm_migrate_mode mode)
 {
@@ -230,10 +231,8 @@ static unsigned stayed_after_a_failure(const char *spec, enum mm_migrate_mode mo
 	struct run r;
 
 	pool_with_targets(&fe, spec);
-	for (uint32_t p = 0; p < 32; p++) {
+	for (uint32_t p = 0; p < 512; p++)
 		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_ANON, ANON_OWNER + p), 0);
-		ASSERT_EQ(mm_debug_place(fe.mm, 100 + p, DBG_ANON, ANON_OWNER + 100 + p), 0);
-	}
 	fe.on_migrate = refuse_pfn_5;
 	compact(&fe, mode, &r);
 	EXPECT_EQ(pfn_frame(fe.mm, 5)->state, FS_ANON);
@@ -517,6 +516,84 @@ TEST(modern_fast_find_migrateblock_starts_at_a_half_free_block)
 		EXPECT_EQ(pfn_frame(fe.mm, fast ? 0 : 512)->state, FS_ANON);
 		fakeenv_destroy(&fe);
 	}
+}
+
+/* 6.1 fast_find_migrateblock marks the block it picks skipped (set_pageblock_skip, 6.1.y), and
+ * 6.1 isolate_migratepages_block, finding the bit at that block's first pfn, gives it up
+ * unscanned: the same memory as above, where 6.12 compacts block 1, leaves 6.1's async
+ * compaction with nothing migrated. The search started past block 0, and the one linear scan
+ * it falls back to (reinit_migrate_pfn: the free page it found, mid-block 1) meets only free
+ * pages; blocks 2-3 are unmovable, and the scanners meet. Without skip hints (SYNC) 6.1
+ * scans linearly as 6.12 does. */
+TEST(fast_find_migrateblock_6_1_gives_its_block_up)
+{
+	static const enum mm_migrate_mode modes[] = {MM_MIGRATE_ASYNC, MM_MIGRATE_SYNC};
+
+	for (int i = 0; i < 2; i++) {
+		bool fast = modes[i] != MM_MIGRATE_SYNC;
+		struct fakeenv fe;
+		struct run r;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, "linux-6.1", 16 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t p = 0; p < 512; p += 4)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
+		for (uint32_t p = 512; p < 768; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
+		for (uint32_t p = 1024; p < 2048; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
+		for (uint32_t b = 4; b < 8; b++)
+			ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+		compact(&fe, modes[i], &r);
+		if (fast) {
+			EXPECT(r.result != MM_COMPACT_SUCCESS);
+			EXPECT_EQ(r.captured, MM_NO_PFN);
+			EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 0);
+			EXPECT(pageblock_skip(fe.mm, 512));
+			EXPECT_EQ(pfn_frame(fe.mm, 512)->state, FS_ANON);
+			EXPECT_EQ(pfn_frame(fe.mm, 0)->state, FS_ANON);
+		} else {
+			EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+			EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 128);
+			EXPECT_EQ(r.captured, 0);
+			EXPECT_EQ(pfn_frame(fe.mm, 512)->state, FS_ANON);
+		}
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* compact_migrate_scanned over a free buddy block: 6.12 isolate_migratepages_block counts the
+ * block's pages ("nr_scanned += (1UL << freepage_order) - 1"), 6.1's steps over them and counts
+ * the one pfn it looked at. Block 0: a free order-8 block, then 256 movable pages; a SYNC
+ * compaction (no fast searches) scans it whole and frees it. */
+static uint64_t migrate_scanned_over_a_buddy(const char *spec)
+{
+	struct fakeenv fe;
+	struct run r;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	for (uint32_t p = 256; p < 512; p++)
+		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
+	for (uint32_t p = 512; p < 2048; p++)
+		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t b = 4; b < 8; b++)
+		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+	compact(&fe, MM_MIGRATE_SYNC, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+	EXPECT_EQ(r.captured, 0);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 256);
+	fakeenv_destroy(&fe);
+	return r.st[MM_STAT_COMPACT_MIGRATE_SCANNED];
+}
+
+TEST(migrate_scanned_counts_a_free_block_in_6_12_not_in_6_1)
+{
+	uint64_t modern = migrate_scanned_over_a_buddy("modern-always");
+	uint64_t v61 = migrate_scanned_over_a_buddy("linux-6.1");
+
+	EXPECT_EQ(modern, 512);
+	EXPECT_EQ(v61, 257);
 }
 
 /* After k consecutive failures the next 2^min(k,6) - 1 attempts are skipped. */
