@@ -132,6 +132,31 @@ static bool resident(uintptr_t a, unsigned char *vec)
 	return sys_call3(SYS_mincore, a, HPAGE, vec) == 0;
 }
 
+/* The pages of [a, a + 2 MiB) that hold data: resident (mincore) or swapped out by the host.
+ * mincore says 0 for a page the host swapped out, which is no hole: its data is in the swap
+ * entry UFFDIO_MOVE carried along (6.12 mm/userfaultfd.c move_pages_pte -> move_swap_pte), and
+ * the copy reads it back in (process_vm_readv faults it in like any access). The kernel's
+ * collapse swaps such pages in first (6.12 mm/khugepaged.c __collapse_huge_page_swapin, up to
+ * max_ptes_swap); the host's swap is outside the emulation, so here it is done without a limit
+ * (host.collapse_swapped counts the collapses that met one). A swapped page taken for a hole
+ * would be collapsed into zeros. */
+static bool holding_data(struct uffd_live *lv, uintptr_t a, unsigned char *vec)
+{
+	if (!resident(a, vec))
+		return false;
+	for (unsigned i = 0; i < MM_HPAGE_NR; i++)
+		if (!(vec[i] & 1)) {
+			int n = uffd_range_swapped(lv->pagemap_fd, a, HPAGE, vec);
+
+			if (n > 0)
+				UFFD_COUNT(lv, collapse_swapped);
+			else if (n < 0) /* unknown: mincore's answer, as before */
+				UFFD_COUNT(lv, uffd_errors);
+			break;
+		}
+	return true;
+}
+
 /* Move [src, src + 2 MiB) to dst, holes allowed, going on after partial progress. */
 static int move_range(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, size_t *out)
 {
@@ -345,7 +370,7 @@ static void map_collapsed(struct uffd_live *lv, struct uffd_worker *w, uintptr_t
 	size_t moved;
 	int rc;
 
-	if (!resident((uintptr_t)cs, vec))
+	if (!holding_data(lv, (uintptr_t)cs, vec))
 		memset(vec, 1, sizeof(vec));
 	if (slot < 0) { /* no host THP to give: the 4 KiB pages go back, holes zeroed */
 		put_back(lv, addr, (uintptr_t)cs, true);

@@ -68,6 +68,27 @@ int uffd_range_is_empty(int pagemap_fd, uintptr_t addr, size_t len)
 	return n < 0 ? n : n == 0;
 }
 
+int uffd_range_swapped(int pagemap_fd, uintptr_t addr, size_t len, unsigned char *vec)
+{
+	uint64_t pm[MM_HPAGE_NR]; /* /proc/self/pagemap entries: bit 62 swapped (pagemap.rst) */
+	size_t n = len / UFFD_PAGE_SIZE;
+	int marked = 0;
+	long got;
+
+	if (n > MM_HPAGE_NR || pagemap_fd < 0)
+		return -EINVAL;
+	got = sys_call4(SYS_pread64, pagemap_fd, (long)pm, (long)(n * sizeof(pm[0])),
+			(long)(addr / UFFD_PAGE_SIZE * sizeof(pm[0])));
+	if (got < 0)
+		return (int)got;
+	for (size_t i = 0; i < (size_t)got / sizeof(pm[0]); i++)
+		if (pm[i] & (1ULL << 62)) {
+			vec[i] |= 1;
+			marked++;
+		}
+	return marked;
+}
+
 /* A 2 MiB range of our own gets a page table from a 4 KiB write (MADV_NOHUGEPAGE), is emptied
  * with MADV_DONTNEED and populated again as THP-eligible: only a range whose page table went
  * (pmd_none) can take one PMD. CONFIG_PT_RECLAIM (Linux 6.14, x86-64) has mm/memory.c

@@ -217,6 +217,9 @@ int uffd_populate_chunk(int pagemap_fd, void *chunk, bool collapse);
 int uffd_range_is_pmd(int pagemap_fd, uintptr_t addr, size_t len);
 /* PAGEMAP_SCAN: 1 if no page of [addr, addr + len) is present or swapped, 0 if one is, -errno. */
 int uffd_range_is_empty(int pagemap_fd, uintptr_t addr, size_t len);
+/* /proc/self/pagemap: mark in vec (one byte a page, mincore's layout, bit 0) every page of
+ * [addr, addr + len) (at most 2 MiB) that the host swapped out; returns how many, or -errno. */
+int uffd_range_swapped(int pagemap_fd, uintptr_t addr, size_t len, unsigned char *vec);
 /* --host-fault pte: 1 if MADV_DONTNEED frees an emptied range's page table here, so that the
  * range can take a PMD again; 0 if not (or no host THP to tell with). */
 int uffd_pt_reclaim_works(int pagemap_fd);

@@ -74,6 +74,8 @@
 	X(collapse_copy_max_ns, "longest such wait (ns)")                                          \
 	X(collapse_wp_writes, "writes to collapsing ranges let through while their pages were "    \
 			      "copied (write-protected)")                                          \
+	X(collapse_swapped, "collapses whose range held pages the host had swapped out (read "     \
+			    "back in, not taken for holes)")                                       \
 	X(madv_collapse_calls, "MADV_COLLAPSE calls on managed memory")                            \
 	X(khugepaged_visits, "khugepaged visits of this process's address space")                  \
 	X(underused_splits, "THPs the shrinker found underused and this process split for real")   \

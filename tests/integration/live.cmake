@@ -15,7 +15,7 @@ foreach(n collapse_check dontfork)
 endforeach()
 
 foreach(t programs threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make
-          collapse split mthp host_fault thread_exit mlock dlopen debuggers own_uffd addresses census
+          collapse collapse_swap split mthp host_fault thread_exit mlock dlopen debuggers own_uffd addresses census
           thp_prctl zeropage shmem shmem_collapse shmem_hole zero_reuse)
   thpemu_add_test(NAME integration/live_${t}
                   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_${t}.sh

@@ -703,8 +703,9 @@ TEST(live_batch_migration_under_readers_loses_nothing)
 struct discarder {
 	struct uffd_live *lv;
 	volatile uint64_t *v;
-	int stop; /* atomic */
-	uint64_t rounds, bad;
+	int stop;	 /* atomic */
+	uint64_t rounds; /* atomic */
+	uint64_t bad;
 };
 
 static void *discard_loop(void *arg)
@@ -720,7 +721,7 @@ static void *discard_loop(void *arg)
 				d->bad++;
 			*w = pg + 1;
 		}
-		d->rounds++;
+		__atomic_fetch_add(&d->rounds, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -740,7 +741,11 @@ TEST(live_migration_racing_with_dontneed)
 	r = uffd_region_get(&lv->table, (uintptr_t)v);
 	ASSERT(r != NULL);
 	pthread_create(&th, NULL, discard_loop, &d);
-	for (int round = 0; round < 20; round++) {
+	/* 20 rounds, and more until the discarder has done one of its own (on a loaded machine
+	 * it may not have been scheduled before the 20 were over) */
+	for (int round = 0;
+	     round < 20 || (!__atomic_load_n(&d.rounds, __ATOMIC_RELAXED) && round < 100000);
+	     round++) {
 		if (round % 2) { /* whole runs at once, as the modern era's batch moves them */
 			uint32_t ps[512];
 

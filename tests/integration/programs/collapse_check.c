@@ -11,6 +11,11 @@
  *        collapse_check madv-holes             half of extent 0 populated, extent 1 untouched:
  *                                              the whole range -1 EINVAL, extent 0 alone 0
  *        collapse_check madv-einval            MADV_COLLAPSE must fail with EINVAL (3.x)
+ *        collapse_check madv-swap              every 4th page paged out (MADV_PAGEOUT) to the
+ *                                              host's swap first, left alone by the writers:
+ *                                              MADV_COLLAPSE 0, their data intact; prints
+ *                                              "swapped N gone M" (M: of those, not even in
+ *                                              the swap cache; exit 3 when nothing was swapped)
  * Prints "huge_kb N smaps_kb N"; exit 0 on success, 1 on a failed check, 2 on a usage error.
  */
 #include <errno.h>
@@ -39,6 +44,7 @@ static uint8_t *base;
 static uint64_t counter[NPAGES]; /* BSS: unmanaged, the reference */
 static volatile int stop_flag;
 static volatile int bad;
+static int swap_mode; /* madv-swap: pages p % 4 == 1 stay as written, out on the swap */
 
 static void fill(size_t p, uint64_t c)
 {
@@ -70,8 +76,8 @@ static void *writer(void *arg)
 
 	while (!stop_flag) {
 		for (size_t p = t; p < NPAGES && !stop_flag; p += WRITERS) {
-			if (!counter[p])
-				continue; /* a hole stays a hole */
+			if (!counter[p] || (swap_mode && p % 4 == 1))
+				continue; /* a hole stays a hole, a swapped page swapped */
 			fill(p, ++counter[p]);
 			if (check(p, counter[p]))
 				bad = 1;
@@ -102,6 +108,31 @@ static long huge_kb(void)
 	for (long i = 0; i < n; i++)
 		kb += (long)((v[i].end - v[i].start) >> 10);
 	return n < 0 ? -1 : kb;
+}
+
+/* Pages of the range the host swapped out now (PAGEMAP_SCAN), or -1. */
+static long swapped_pages(void)
+{
+	struct page_region v[NPAGES / 2];
+	struct pm_scan_arg a = {
+	    .size = sizeof(a),
+	    .start = (uintptr_t)base,
+	    .end = (uintptr_t)base + LEN,
+	    .vec = (uintptr_t)v,
+	    .vec_len = NPAGES / 2,
+	    .category_mask = PAGE_IS_SWAPPED,
+	    .return_mask = PAGE_IS_SWAPPED,
+	};
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	long n, pages = 0;
+
+	if (fd < 0)
+		return -1;
+	n = ioctl(fd, PAGEMAP_SCAN, &a);
+	close(fd);
+	for (long i = 0; i < n; i++)
+		pages += (long)((v[i].end - v[i].start) / PAGE);
+	return n < 0 ? -1 : pages;
 }
 
 static long smaps_kb(void)
@@ -163,6 +194,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "the range is huge before any collapse (%ld kB)\n", huge_kb());
 		return 1;
 	}
+	if (!strcmp(mode, "madv-swap")) {
+		long n;
+
+		swap_mode = 1;
+		for (size_t p = 1; p < NPAGES; p += 4)
+			madvise(base + p * PAGE, PAGE, MADV_PAGEOUT);
+		unsigned char vec[NPAGES];
+		long gone = 0;
+
+		n = swapped_pages();
+		if (mincore(base, LEN, vec) == 0)
+			for (size_t p = 1; p < NPAGES; p += 4)
+				gone += !(vec[p] & 1);
+		/* gone: out of memory too, not only in the swap cache (mincore says 0) */
+		printf("swapped %ld gone %ld\n", n, gone);
+		if (n <= 0) {
+			fprintf(stderr, "nothing was swapped out (no swap here?)\n");
+			return 3;
+		}
+	}
 	for (size_t t = 0; t < WRITERS; t++)
 		pthread_create(&th[t], NULL, writer, (void *)t);
 	sleep_ms(20);
@@ -172,7 +223,8 @@ int main(int argc, char **argv)
 		for (long ms = 0; ms < (long)(secs * 1000) && (kb = huge_kb()) < (long)(LEN >> 10);
 		     ms += 50)
 			sleep_ms(50);
-	} else if (!strcmp(mode, "madv") || !strcmp(mode, "madv-zero")) {
+	} else if (!strcmp(mode, "madv") || !strcmp(mode, "madv-zero") ||
+		   !strcmp(mode, "madv-swap")) {
 		rc = madvise(base, LEN, MADV_COLLAPSE);
 		err = errno;
 		printf("madvise %d errno %d\n", rc, rc ? err : 0);
@@ -199,7 +251,7 @@ int main(int argc, char **argv)
 		fprintf(
 		    stderr,
 		    "usage: collapse_check khugepaged SECONDS | madv | madv-zero | madv-holes | "
-		    "madv-einval\n");
+		    "madv-einval | madv-swap\n");
 		return 2;
 	}
 	sleep_ms(50); /* the writers go on over the collapsed range */
