@@ -76,9 +76,41 @@ static unsigned mm_folio_order(void *arg, uint32_t pfn)
 	return mm_anon_folio_order(ctx->mm, pfn);
 }
 
+static void mm_free_run(void *arg, uint32_t pfn, uint32_t n)
+{
+	struct as_mm_ctx *ctx = arg;
+
+	mm_anon_free_run(ctx->mm, pfn, n, ctx->call);
+}
+
 struct as_env as_mm_env(struct as_mm_ctx *ctx)
 {
-	return (struct as_env){ctx, mm_free_frame, mm_split_huge, mm_split_folio, mm_folio_order};
+	return (struct as_env){
+	    ctx, mm_free_frame, mm_split_huge, mm_split_folio, mm_folio_order, mm_free_run};
+}
+
+/* Base pages released one after another whose frames are consecutive go back as one run. */
+struct free_batch {
+	uint32_t pfn, n;
+};
+
+static void batch_flush(const struct as_env *env, struct free_batch *b)
+{
+	if (b->n == 1 || (b->n && !env->free_run))
+		for (uint32_t i = 0; i < b->n; i++)
+			env->free_frame(env->arg, b->pfn + i, 0);
+	else if (b->n)
+		env->free_run(env->arg, b->pfn, b->n);
+	b->n = 0;
+}
+
+static void batch_add(const struct as_env *env, struct free_batch *b, uint32_t pfn)
+{
+	if (b->n && pfn != b->pfn + b->n)
+		batch_flush(env, b);
+	if (!b->n)
+		b->pfn = pfn;
+	b->n++;
 }
 
 /* Split the huge block at head (split_huge_pmd); false if mm refused. mm refuses only a block
@@ -104,8 +136,9 @@ static void drop_frames(struct as_region *r, uintptr_t addr)
 	}
 }
 
-/* Extent e overlaps the released pages [p0, p1). */
-static void release_extent(const struct as_env *env, struct as_region *r, uint32_t e, uint32_t p0,
+/* Extent e overlaps the released pages [p0, p1). True when it was a THP unmapped whole: its
+ * pages are GONE, the page walk has nothing left to do there. */
+static bool release_extent(const struct as_env *env, struct as_region *r, uint32_t e, uint32_t p0,
 			   uint32_t p1, bool unmap, struct as_counts *c)
 {
 	uintptr_t ea = as_ext_addr(r, e);
@@ -124,7 +157,7 @@ static void release_extent(const struct as_env *env, struct as_region *r, uint32
 					drop_frames(r, ea);
 				as_xstate_set(r, e, AS_X_SMALL);
 				c->huge_splits++;
-				return;
+				return false;
 			}
 			env->free_frame(env->arg, head, MM_HPAGE_ORDER);
 			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
@@ -134,7 +167,7 @@ static void release_extent(const struct as_env *env, struct as_region *r, uint32
 			/* a zapped PMD leaves pmd_none: the extent may take a THP again */
 			as_xstate_set(r, e, unmap ? AS_X_SMALL : AS_X_EMPTY);
 			c->pages_freed += MM_HPAGE_NR;
-			return;
+			return unmap;
 		}
 		case AS_X_ZERO:
 			/* the huge zero PMD: no frame to give back. Released whole, zap_huge_pmd
@@ -144,22 +177,22 @@ static void release_extent(const struct as_env *env, struct as_region *r, uint32
 			if (!whole) {
 				as_zero_split(r, e);
 				c->huge_splits++;
-				return;
+				return false;
 			}
 			/* nobody owns a page of it (a fault on it owns the extent) */
 			if (as_xstate_cas(r, e, xs, unmap ? AS_X_SMALL : AS_X_EMPTY))
-				return;
+				return false;
 			continue;
 		case AS_X_FILLING:
 			if (as_xstate_cas(r, e, xs, xs | AS_X_DISTURBED))
-				return;
+				return false;
 			continue;
 		case AS_X_EMPTY:
 			if (!unmap || as_xstate_cas(r, e, xs, AS_X_SMALL))
-				return;
+				return false;
 			continue;
 		default:
-			return;
+			return false;
 		}
 	}
 }
@@ -205,16 +238,27 @@ void as_release(const struct as_env *env, struct as_region *r, uint32_t p0, uint
 		struct as_counts *c)
 {
 	uintptr_t a0 = as_page_addr(r, p0), a1 = as_page_addr(r, p1);
+	struct free_batch b = {0};
+	uint32_t e0 = as_ext_of(r, a0);
+	uint64_t gone = 0; /* extents e0 + i whose THP went back whole, unmapped */
 
 	if (p0 >= p1)
 		return;
 	/* extents first: a wholly released huge extent goes back as one order-9 block, a partly
 	 * released one is split so that its pages go back one by one below */
-	for (uint32_t e = as_ext_of(r, a0); e <= as_ext_of(r, a1 - 1); e++)
-		release_extent(env, r, e, p0, p1, unmap, c);
+	for (uint32_t e = e0; e <= as_ext_of(r, a1 - 1); e++)
+		if (release_extent(env, r, e, p0, p1, unmap, c) && e - e0 < 64)
+			gone |= 1ULL << (e - e0);
 	for (uint32_t p = p0; p < p1; p++) {
-		uint32_t pfn = release_page(r, p, unmap, c);
+		uint32_t x = gone ? as_ext_of(r, as_page_addr(r, p)) - e0 : 64, pfn;
 		unsigned k;
+
+		if (x < 64 && (gone >> x & 1)) {
+			/* a THP unmapped whole (inside [p0, p1)): every page is GONE */
+			p = as_page_of(r, as_ext_addr(r, e0 + x)) + MM_HPAGE_NR - 1;
+			continue;
+		}
+		pfn = release_page(r, p, unmap, c);
 
 		if (pfn == MM_NO_PFN)
 			continue;
@@ -225,6 +269,7 @@ void as_release(const struct as_env *env, struct as_region *r, uint32_t p0, uint
 		if (k && !(pfn & ((1U << k) - 1)) && p + (1U << k) <= p1) {
 			uint32_t n = 1U << k, i;
 
+			batch_flush(env, &b);
 			for (i = 1; i < n; i++) {
 				uint32_t q = release_page(r, p + i, unmap, c);
 
@@ -245,8 +290,9 @@ void as_release(const struct as_env *env, struct as_region *r, uint32_t p0, uint
 			p += i;
 			continue;
 		}
-		env->free_frame(env->arg, pfn, 0);
+		batch_add(env, &b, pfn);
 	}
+	batch_flush(env, &b);
 }
 
 uint64_t as_live_pages(const struct as_region *r, uint32_t p0, uint32_t p1)

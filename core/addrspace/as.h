@@ -101,6 +101,9 @@ struct as_env {
 	/* The order (2..8) of the mTHP folio pfn belongs to, else 0 (mm_anon_folio_order); may
 	 * be NULL: every page then goes back at order 0. */
 	unsigned (*folio_order)(void *arg, uint32_t pfn);
+	/* free_frame(pfn + i, 0) for i = 0 .. n - 1, in order (mm_anon_free_run); may be NULL:
+	 * each page then goes back by itself. */
+	void (*free_run)(void *arg, uint32_t pfn, uint32_t n);
 };
 
 /* The environment every user has: frames go back with mm_anon_free(mm, pfn, order, call) and

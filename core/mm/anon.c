@@ -59,6 +59,54 @@ void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call)
 	mm_unlock(mm);
 }
 
+/* Give back the consecutive plain base frames [a, b) (FS_ANON, not isolated), as freeing them
+ * one by one in ascending order would (mm/memory.c zap_pte_range frees page by page; the buddy
+ * outcome does not depend on how the pages are grouped). One by one, the pages freed so far of
+ * an aligned block of the run merge only inside that block, and the pieces they queue are
+ * unlinked again when its last page merges them (a list unlink leaves the others in order), so
+ * the block is merged and queued by its last page's __free_one_page exactly as it is when
+ * freed at its order: the run goes back as its largest aligned blocks (at most a pageblock),
+ * ascending. */
+static void free_plain_run(struct mm *mm, uint32_t a, uint32_t b)
+{
+	for (uint32_t p = a; p < b; p++) {
+		if (pfn_frame(mm, p)->owner & MM_OWNER_FOREIGN)
+			mm->nr_foreign--;
+		else
+			mm->nr_anon--;
+	}
+	while (a < b) {
+		unsigned k = 0;
+
+		/* within a pageblock: __free_one_page takes the migratetype of the page it frees */
+		while (k < MM_PAGEBLOCK_ORDER && !(a & (1U << k)) && a + (2U << k) <= b)
+			k++;
+		free_frames(mm, a, k, NULL);
+		a += 1U << k;
+	}
+}
+
+void mm_anon_free_run(struct mm *mm, uint32_t pfn, uint32_t n, void *call)
+{
+	uint32_t run = pfn, end;
+
+	(void)call;
+	mm_lock(mm);
+	end = pfn >= mm->nr_frames ? pfn : n < mm->nr_frames - pfn ? pfn + n : mm->nr_frames;
+	for (uint32_t p = pfn; p < end; p++) {
+		const struct mm_frame *f = pfn_frame(mm, p);
+
+		if (f->state == FS_ANON && !(f->flags & FF_ISOLATED))
+			continue;
+		/* anything else takes mm_anon_free's own path, after the run before it */
+		free_plain_run(mm, run, p);
+		anon_free_base(mm, p);
+		run = p + 1;
+	}
+	free_plain_run(mm, run, end);
+	mm_unlock(mm);
+}
+
 /* A program anon frame (base or part of a huge extent) whose owner matches. */
 static bool owned_by(const struct mm_frame *f, uint64_t mask, uint64_t value)
 {

@@ -525,6 +525,9 @@ int mm_fault(struct mm *mm, const struct mm_fault_req *req, struct mm_fault_res 
  * returned 0 the page's frame is `to`; a free of `to` may arrive before mm has retaken its lock
  * and is honoured (mm frees `to` when it commits). Invalid or stale pfns are ignored. */
 void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call);
+/* mm_anon_free(pfn + i, 0) for i = 0 .. n - 1, in that order, under one lock (a munmap of
+ * base pages whose frames are consecutive): the pool ends as those n calls leave it. */
+void mm_anon_free_run(struct mm *mm, uint32_t pfn, uint32_t n, void *call);
 /* Split a huge extent into 512 base anon frames (partial munmap / MADV_DONTNEED of a THP). */
 int mm_anon_split(struct mm *mm, uint32_t head);
 

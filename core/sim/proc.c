@@ -80,19 +80,19 @@ static void page_set_written(struct sim_proc *p, uint32_t page, bool on)
 		p->written[page / 8] &= (uint8_t) ~(1u << (page % 8));
 }
 
-/* page_set_written(p, page, true) for pages [first, first + n). */
-static void pages_set_written(struct sim_proc *p, uint32_t first, uint32_t n)
+/* page_set_written(p, page, on) for pages [first, first + n). */
+static void pages_set_written(struct sim_proc *p, uint32_t first, uint32_t n, bool on)
 {
 	uint32_t i = first, end = first + n;
 
 	for (; i < end && i % 8; i++)
-		page_set_written(p, i, true);
+		page_set_written(p, i, on);
 	if (end - i >= 8) {
-		memset(&p->written[i / 8], 0xff, (end - i) / 8);
+		memset(&p->written[i / 8], on ? 0xff : 0, (end - i) / 8);
 		i += (end - i) / 8 * 8;
 	}
 	for (; i < end; i++)
-		page_set_written(p, i, true);
+		page_set_written(p, i, on);
 }
 
 struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_advice advice)
@@ -247,8 +247,7 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 	switch (res.outcome) {
 	case MM_FAULT_HUGE:
 		as_fault_huge(r, e, res.pfn);
-		for (uint32_t i = 0; i < MM_HPAGE_NR; i++) /* all 512 zeroed (clear_huge) */
-			page_set_written(p, first + i, false);
+		pages_set_written(p, first, MM_HPAGE_NR, false); /* all 512 zeroed (clear_huge) */
 		break;
 	case MM_FAULT_BASE:
 		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K]);
@@ -270,8 +269,7 @@ void proc_fault(struct sim_world *w, struct sim_task *t, struct sim_proc *p, uin
 
 		sim_charge(t->a, w->cfg->costs.ns[SIM_COST_CLEAR_4K] << res.order);
 		as_fault_mthp(r, page, res.order, res.pfn, true);
-		for (uint32_t i = 0; i < n; i++)
-			page_set_written(p, p0 + i, false);
+		pages_set_written(p, p0, n, false);
 		break;
 	}
 	}
@@ -316,7 +314,7 @@ void proc_touch_range(struct sim_world *w, struct sim_task *t, struct sim_proc *
 			k = 1;
 		else if (touch && (leash - debt + touch - 1) / touch < k)
 			k = (uint32_t)((leash - debt + touch - 1) / touch);
-		pages_set_written(p, i, k);
+		pages_set_written(p, i, k, true);
 		sim_charge(t->a, touch * k);
 		if (sim_actor_debt(t->a) >= leash)
 			sim_settle(t->a);

@@ -37,7 +37,7 @@ static int rec_split(void *arg, uint32_t head)
 }
 
 static struct rec R;
-static const struct as_env ENV = {&R, rec_free, rec_split, NULL, NULL};
+static const struct as_env ENV = {&R, rec_free, rec_split, NULL, NULL, NULL};
 
 static struct as_region *region(uintptr_t base, uintptr_t lo, uintptr_t hi)
 {
@@ -632,6 +632,80 @@ TEST(zero_pages_in_a_collapse)
 	as_collapse_scan(r, 1, 0, &sc);
 	EXPECT(sc.huge);
 	EXPECT_EQ(as_collapse_claim(r, 1), -ENOENT);
+}
+
+/* With free_run, base pages whose frames follow one another go back as one run, every free in
+ * page order (a run ends at a frame out of sequence or at the range's end). */
+struct seq {
+	unsigned n;
+	uint32_t pfn[16], len[16];
+};
+
+static void seq_free(void *arg, uint32_t pfn, unsigned order)
+{
+	struct seq *q = arg;
+
+	(void)order;
+	q->pfn[q->n] = pfn;
+	q->len[q->n++] = 1;
+}
+
+static void seq_run(void *arg, uint32_t pfn, uint32_t n)
+{
+	struct seq *q = arg;
+
+	q->pfn[q->n] = pfn;
+	q->len[q->n++] = n;
+}
+
+TEST(release_consecutive_frames_as_runs_in_page_order)
+{
+	struct as_region *r = region(BASE, BASE, BASE + HP);
+	struct as_counts c = {0};
+	struct seq q = {0};
+	const struct as_env env = {&q, seq_free, rec_split, NULL, NULL, seq_run};
+	static const uint32_t want_pfn[] = {100, 300, 110, 200, 7};
+	static const uint32_t want_len[] = {10, 5, 1, 10, 1};
+
+	for (uint32_t i = 0; i < 10; i++)
+		make_base(r, i, 100 + i);
+	for (uint32_t i = 10; i < 15; i++)
+		make_base(r, i, 300 + i - 10);
+	make_base(r, 15, 110);
+	for (uint32_t i = 20; i < 30; i++)
+		make_base(r, i, 200 + i - 20);
+	make_base(r, 30, 7);
+	make_base(r, 40, 8); /* outside the range */
+	as_release(&env, r, 0, 31, true, &c);
+	ASSERT_EQ(q.n, 5u);
+	for (unsigned i = 0; i < q.n; i++) {
+		EXPECT_EQ(q.pfn[i], want_pfn[i]);
+		EXPECT_EQ(q.len[i], want_len[i]);
+	}
+	EXPECT_EQ(c.pages_freed, 27u);
+	EXPECT_EQ(as_pstate(r, 40), AS_P_PRESENT);
+}
+
+/* THPs unmapped whole go back first (extents before pages) and their pages are not walked again;
+ * a base page between them goes back after them. */
+TEST(release_unmapped_thps_then_pages)
+{
+	struct as_region *r = region(BASE, BASE, BASE + 3 * HP);
+	struct as_counts c = {0};
+	struct seq q = {0};
+	const struct as_env env = {&q, seq_free, rec_split, NULL, NULL, seq_run};
+
+	make_huge(r, 0, 4096);
+	make_base(r, MM_HPAGE_NR + 3, 77);
+	make_huge(r, 2, 8192);
+	as_release(&env, r, 0, 3 * MM_HPAGE_NR, true, &c);
+	ASSERT_EQ(q.n, 3u);
+	EXPECT_EQ(q.pfn[0], 4096u);
+	EXPECT_EQ(q.pfn[1], 8192u);
+	EXPECT_EQ(q.pfn[2], 77u);
+	EXPECT_EQ(c.pages_freed, 2 * MM_HPAGE_NR + 1);
+	for (uint32_t p = 0; p < 3 * MM_HPAGE_NR; p++)
+		EXPECT_EQ(as_pstate(r, p), AS_P_GONE);
 }
 
 TEST_MAIN()

@@ -1,5 +1,7 @@
 /* core/mm buddy allocator: split/merge invariants under random sequences (mm_check after every
  * operation), migratetype fallback and block stealing, watermark gating. */
+#include <string.h>
+
 #include "harness.h"
 #include "mm_fakeenv.h"
 #include "mm/internal.h"
@@ -238,6 +240,116 @@ TEST(watermark_ok_per_era)
 	EXPECT(zone_watermark_ok(fe.mm, 10, 2048 - 1024, 0));
 	EXPECT(!zone_watermark_ok(fe.mm, 10, 2048 - 1023, 0));
 	fakeenv_destroy(&fe);
+}
+
+/* Two pools that went through the same steps: the same frames (descriptors but for the links of
+ * frames on no list), the same free lists in the same order, the same counts. */
+static void expect_same_pools(struct mm *a, struct mm *b)
+{
+	struct mm_counts ca, cb;
+	unsigned differ = 0;
+
+	memset(&ca, 0, sizeof(ca));
+	memset(&cb, 0, sizeof(cb));
+	mm_get_counts(a, &ca);
+	mm_get_counts(b, &cb);
+	EXPECT_EQ(memcmp(&ca, &cb, sizeof(ca)), 0);
+	ASSERT_EQ(a->nr_frames, b->nr_frames);
+	for (uint32_t p = 0; p < a->nr_frames; p++) {
+		const struct mm_frame *fa = pfn_frame(a, p), *fb = pfn_frame(b, p);
+
+		differ += fa->owner != fb->owner || fa->state != fb->state ||
+			  fa->order != fb->order || fa->flags != fb->flags ||
+			  fa->hnext != fb->hnext;
+	}
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
+		for (unsigned mt = 0; mt < MM_MT_NR; mt++) {
+			uint32_t ha = sentinel(a, SENT_FREE(o, mt)),
+				 hb = sentinel(b, SENT_FREE(o, mt));
+			uint32_t pa = pfn_frame(a, ha)->next, pb = pfn_frame(b, hb)->next;
+
+			for (; pa != ha && pb != hb;
+			     pa = pfn_frame(a, pa)->next, pb = pfn_frame(b, pb)->next)
+				differ += pa != pb;
+			differ += (pa == ha) != (pb == hb);
+		}
+	}
+	EXPECT_EQ(differ, 0);
+}
+
+/* mm_anon_free_run(pfn, n) leaves the pool as n calls of mm_anon_free(pfn + i, 0) do, over runs
+ * that start and end anywhere, cross pageblocks of other migratetypes and hold frames that are
+ * not program anon (unmovable, already free): the munmap batching keeps the buddy's order. */
+static void free_run_as_one_by_one(const char *spec)
+{
+	struct fakeenv one, run;
+	struct rng r;
+	char err[256];
+	uint32_t nr, pa, pb;
+
+	ASSERT_EQ(fakeenv_init(&one, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(fakeenv_init(&run, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	nr = mm_nr_frames(one.mm);
+	rng_seed(&r, 7);
+	for (int round = 0; round < 4; round++) {
+		/* fill: program-like order-0 movable frames, now and then an unmovable block */
+		for (uint64_t i = 1;; i++) {
+			unsigned order = rng_below(&r, 128) == 0 ? (unsigned)rng_below(&r, 4) : 0;
+			enum mm_migratetype mt = order ? MM_MT_UNMOVABLE : MM_MT_MOVABLE;
+			uint64_t owner = order ? 0 : MM_OWNER_FOREIGN | (uint64_t)round << 24 | i;
+			int ra = mm_alloc_pages(one.mm, order, mt, owner, &pa, NULL);
+			int rb = mm_alloc_pages(run.mm, order, mt, owner, &pb, NULL);
+
+			ASSERT_EQ(ra, rb);
+			if (ra)
+				break;
+			ASSERT_EQ(pa, pb);
+		}
+		/* neighbouring pageblocks of other types: a merge across them is queued on the
+		 * type of the page freed last */
+		for (uint32_t blk = round % 3; blk < nr / MM_HPAGE_NR; blk += 3) {
+			if (one.mm->pb_nbuddy[blk])
+				continue;
+			set_pageblock_mt(one.mm, blk * MM_HPAGE_NR, MM_MT_RECLAIMABLE);
+			set_pageblock_mt(run.mm, blk * MM_HPAGE_NR, MM_MT_RECLAIMABLE);
+		}
+		for (int k = 0; k < 60; k++) {
+			uint32_t a = (uint32_t)rng_below(&r, nr),
+				 n = 1 + (uint32_t)rng_below(&r, 1200);
+
+			if (k % 4 == 0) { /* whole max-order blocks, two pageblocks each */
+				a &= ~((1U << MM_MAX_ORDER) - 1);
+				n = (1U << MM_MAX_ORDER) * (1 + (uint32_t)rng_below(&r, 2));
+			}
+
+			if (n > nr - a + 3)
+				n = nr - a +
+				    3; /* past the pool's end too: ignored, as single frees are */
+			for (uint32_t i = 0; i < n; i++)
+				mm_anon_free(one.mm, a + i, 0, NULL);
+			mm_anon_free_run(run.mm, a, n, NULL);
+		}
+		expect_same_pools(one.mm, run.mm);
+		ASSERT_EQ(mm_check(one.mm, err, sizeof(err)), 0);
+		ASSERT_EQ(mm_check(run.mm, err, sizeof(err)), 0);
+	}
+	fakeenv_destroy(&one);
+	fakeenv_destroy(&run);
+}
+
+TEST(free_run_is_the_frees_one_by_one_3_1)
+{
+	free_run_as_one_by_one("linux-3.1");
+}
+
+TEST(free_run_is_the_frees_one_by_one_3_3)
+{
+	free_run_as_one_by_one("linux-3.3");
+}
+
+TEST(free_run_is_the_frees_one_by_one_modern)
+{
+	free_run_as_one_by_one("modern-always");
 }
 
 TEST_MAIN()
