@@ -19,7 +19,7 @@ usage() {
 	cat <<'EOF'
 usage: seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--only POLICY]
                     [--pool SIZE] [--device SPEC] [--seed N] [--build DIR]
-  --quick         a short run (under two minutes on 2 cores) instead of the faithful one
+  --quick         a short run (about three minutes on 2 cores) instead of the faithful one
   --out DIR       keep each run's JSON report as DIR/<policy>.json, its stall report as
                   DIR/<policy>.stalls.txt and usemem's output as DIR/<policy>.usemem.txt
   --kernel K      3.2 (default: linux-3.2, linux-3.2+nostall, linux-3.3 -- the kernel the
@@ -56,21 +56,25 @@ demo_need jq "to read the reports"
 # in almost every pageblock). The writer copies files to the stick through the page cache at
 # whatever rate the dirty limits allow; usemem waits until the writer has filled its share, then
 # maps, touches and unmaps anonymous memory in a loop.
-# --quick: the writer copies 48 MiB, more than the block layer's request list holds (128
+# --quick: the writer copies 96 MiB, more than the block layer's request list holds (128
 # requests of 120 KiB, 15 MiB), so the list fills and stays full; four usemem processes (as the
 # simulator's seed-2011 scenario runs) start once the writer's first flusher pass is under
-# writeback (--wait-writeback: the machine's nr_writeback), not after a fixed delay, so the run
-# meets the copy's writeback however loaded the machine is. How much is derived from 3.2's
-# writeback rules (wbwait below), not tuned. Four processes because one alone makes two
-# compaction calls per fault, and 3.2's deferral (every failure defers, async ones too) then
-# lets only async compactions run in many runs (tests/results/2026-12-06-demo-2011.md).
+# writeback (--wait-writeback: the machine's nr_writeback), not after a fixed delay, and run 24
+# loops of 8 MiB. Each number comes from the mechanism (demo/README.md): the start from 3.2's
+# dirty thresholds (below); the number of faults from 3.2's compaction deferral, which once
+# compaction fails lets one call in 2^defer_shift (up to 64) run, and a fault makes two calls
+# (async, then sync after reclaim) or three, so a sync compaction runs only when the count's
+# limit falls on a sync call: 128 extents (8 loops) ended with none in 3 of 12 runs, and the
+# slowest run measured reached its first one after 210 extents fell back; the copy's size so
+# that it is still under writeback then (96 MiB: the last 20 % of dirtyable memory stays dirty,
+# the rest takes 30 s or more at the stick's pace).
 recipe=anon:50%,pagecache:25%
 if [ $quick = 1 ]; then
 	pool=128M
 	dirty_pct=40 background_pct=20
-	dirty=total=48M,file=2M,dirty-ratio=$dirty_pct%,background-ratio=$background_pct%
+	dirty=total=96M,file=2M,dirty-ratio=$dirty_pct%,background-ratio=$background_pct%
 	nproc=4
-	usemem=(--size 8M --loops 8 --hold 100ms)
+	usemem=(--size 8M --loops 24 --hold 100ms)
 else
 	pool=256M
 	dirty=stream,file=4M

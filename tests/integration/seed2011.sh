@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # demo/seed-2011.sh --quick under one kernel family (argument: 3.2 or 3.1), asserting the 2011
 # findings on its reports. The demo runs once, seed 1, as a user runs it: no retry with another
-# seed (its start is derived from 3.2's writeback rules so that every run meets the stall:
-# demo/README.md):
+# seed (its start, its number of faults and the copy's size are derived from 3.2's writeback and
+# compaction-deferral rules so that every run meets the stall: demo/README.md):
 #  - usemem started once the writer's pages were under writeback, soon (not after the copy);
 #  - the kernel without the patch has at least one per-wait event of >= 1 s on writeback (Mel
 #    Gorman's unit: one sleep of at least a second) by usemem, with the emulated kernel's stack
@@ -41,8 +41,9 @@ wb_stalls() {
 		any(.comms[]; . == "usemem"))] | length' "$1"
 }
 
-# The demo's workload (a writer that fills the request list, four usemem processes started once
-# the writer's first flusher pass is under writeback: demo/README.md) ran once, seed 1.
+# The demo's workload (a 96 MiB copy that fills the request list, four usemem processes started
+# once the writer's first flusher pass is under writeback, 384 extents in all: demo/README.md),
+# run once, seed 1.
 start=$(date +%s)
 bash "$THPEMU_SOURCE_DIR/demo/seed-2011.sh" --quick --kernel "$kernel" --out "$out" --seed 1 \
 	--build "$THPEMU_BUILD_DIR" >"$T_TMP/demo.out" 2>&1 || fail "demo failed: $(tail -5 "$T_TMP/demo.out")"
