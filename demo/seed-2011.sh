@@ -89,13 +89,13 @@ fi
 # core/io/dirtier.c), then throttles it around the setpoint ((freerun + limit) / 2), and
 # background writeback (wb_writeback while over_bground_thresh, fs/fs-writeback.c, 3.2) puts
 # every dirty page above bg_thresh under writeback (the request list, 15 MiB, does not bound it
-# here). So while the copy is throttled, (thresh - bg_thresh) / 2 to 3/4 (thresh - bg_thresh) of
-# dirtyable memory is under writeback -- where in that band depends on the writer's bandwidth
-# estimate -- and dirtyable memory is at most the pool outside the recipe's anonymous share.
-# usemem waits for half the band's floor: pool x (100 - anon) % x (dirty - background) % / 2 / 2
-# (3.2 MiB at 128 MiB), which the first flusher pass reaches. The fixed 8 MiB of the earlier
-# demo lay inside the band (about 5.6-8.4 MiB here): a run whose writer settled low waited for
-# it until kupdate wrote the copy's last dirty pages, 39 s, and missed the stall.
+# here). So while the copy is throttled, at least (thresh - bg_thresh) / 2 of dirtyable memory
+# is under writeback, and how much more depends on the writer's bandwidth estimate; dirtyable
+# memory is at most the pool outside the recipe's anonymous share. usemem waits for half that
+# floor: pool x (100 - anon) % x (dirty - background) % / 2 / 2 (3.2 MiB at 128 MiB), which the
+# first flusher pass reaches. The fixed 8 MiB of the earlier demo lay inside what the copy keeps
+# under writeback (7.1-11.6 MiB measured with the writer alone): a run whose writer settled low
+# waited for it until kupdate wrote the copy's last dirty pages, 39 s, and missed the stall.
 if [ $quick = 1 ]; then
 	case $pool in
 	*[Gg]) pool_kib=$((${pool%[Gg]} * 1048576)) ;;
