@@ -19,7 +19,7 @@ usage() {
 	cat <<'EOF'
 usage: seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--only POLICY]
                     [--pool SIZE] [--device SPEC] [--seed N] [--build DIR]
-  --quick         a short run (under two minutes on 2 cores) instead of the faithful one
+  --quick         a short run (about three minutes on 2 cores) instead of the faithful one
   --out DIR       keep each run's JSON report as DIR/<policy>.json, its stall report as
                   DIR/<policy>.stalls.txt and usemem's output as DIR/<policy>.usemem.txt
   --kernel K      3.2 (default: linux-3.2, linux-3.2+nostall, linux-3.3 -- the kernel the
@@ -56,18 +56,25 @@ demo_need jq "to read the reports"
 # in almost every pageblock). The writer copies files to the stick through the page cache at
 # whatever rate the dirty limits allow; usemem waits until the writer has filled its share, then
 # maps, touches and unmaps anonymous memory in a loop.
-# --quick: the writer copies 48 MiB, more than the block layer's request list holds (128
+# --quick: the writer copies 96 MiB, more than the block layer's request list holds (128
 # requests of 120 KiB, 15 MiB), so the list fills and stays full; four usemem processes (as the
-# simulator's seed-2011 scenario runs) start once 8 MiB is under writeback
-# (--wait-writeback: the machine's nr_writeback), not after a fixed delay, so the run meets the
-# copy's writeback however loaded the machine is. Four processes because one alone makes two
-# compaction calls per fault, and 3.2's deferral (every failure defers, async ones too) then
-# lets only async compactions run in many runs (tests/results/2026-12-06-demo-2011.md).
+# simulator's seed-2011 scenario runs) start once the writer's first flusher pass is under
+# writeback (--wait-writeback: the machine's nr_writeback), not after a fixed delay, and run 24
+# loops of 8 MiB. Each number comes from the mechanism (demo/README.md): the start from 3.2's
+# dirty thresholds (below); the number of faults from 3.2's compaction deferral, which once
+# compaction fails lets one call in 2^defer_shift (up to 64) run, and a fault makes two calls
+# (async, then sync after reclaim) or three, so a sync compaction runs only when the count's
+# limit falls on a sync call: 128 extents (8 loops) ended with none in 3 of 12 runs, and the
+# slowest run measured reached its first one after 210 extents fell back; the copy's size so
+# that it is still under writeback then (96 MiB: the last 20 % of dirtyable memory stays dirty,
+# the rest takes 30 s or more at the stick's pace).
+recipe=anon:50%,pagecache:25%
 if [ $quick = 1 ]; then
 	pool=128M
-	dirty=total=48M,file=2M,dirty-ratio=40%,background-ratio=20%
+	dirty_pct=40 background_pct=20
+	dirty=total=96M,file=2M,dirty-ratio=$dirty_pct%,background-ratio=$background_pct%
 	nproc=4
-	usemem=(--wait-writeback 8M --size 8M --loops 8 --hold 100ms)
+	usemem=(--size 8M --loops 24 --hold 100ms)
 else
 	pool=256M
 	dirty=stream,file=4M
@@ -75,7 +82,33 @@ else
 	usemem=(--delay 10s --size 16M --loops 60 --hold 500ms)
 fi
 [ -n "$pool_opt" ] && pool=$pool_opt
-recipe=anon:50%,pagecache:25%
+# --quick's start, from the mechanism (demo/README.md). 3.2's balance_dirty_pages
+# (mm/page-writeback.c, 3.2) lets the writer run free until its dirty + writeback pages reach the
+# freerun ceiling (dirty_freerun_ceiling: (thresh + bg_thresh) / 2 of dirtyable memory, which
+# determine_dirtyable_memory counts as free and reclaimable pages: free + file in the model,
+# core/io/dirtier.c), then throttles it around the setpoint ((freerun + limit) / 2), and
+# background writeback (wb_writeback while over_bground_thresh, fs/fs-writeback.c, 3.2) puts
+# every dirty page above bg_thresh under writeback (the request list, 15 MiB, does not bound it
+# here). So while the copy is throttled, at least (thresh - bg_thresh) / 2 of dirtyable memory
+# is under writeback, and how much more depends on the writer's bandwidth estimate; dirtyable
+# memory is at most the pool outside the recipe's anonymous share. usemem waits for half that
+# floor: pool x (100 - anon) % x (dirty - background) % / 2 / 2 (3.2 MiB at 128 MiB), which the
+# first flusher pass reaches. The fixed 8 MiB of the earlier demo lay inside what the copy keeps
+# under writeback (7.1-11.6 MiB measured with the writer alone): a run whose writer settled low
+# waited for it until kupdate wrote the copy's last dirty pages, 39 s, and missed the stall.
+if [ $quick = 1 ]; then
+	case $pool in
+	*[Gg]) pool_kib=$((${pool%[Gg]} * 1048576)) ;;
+	*[Mm]) pool_kib=$((${pool%[Mm]} * 1024)) ;;
+	*[Kk]) pool_kib=${pool%[Kk]} ;;
+	*[!0-9]* | '') die_usage "--pool: '$pool' is not a size this demo reads (N, NK, NM or NG)" ;;
+	*) pool_kib=$((pool / 1024)) ;;
+	esac
+	anon_pct=${recipe#anon:}
+	anon_pct=${anon_pct%%%*}
+	wbwait_kib=$((pool_kib * (100 - anon_pct) / 100 * (dirty_pct - background_pct) / 200 / 2))
+	usemem=(--wait-writeback "${wbwait_kib}K" "${usemem[@]}")
+fi
 
 demo_out_dir
 
@@ -83,14 +116,15 @@ echo "seed-2011: pool $pool ($recipe), writer --dirty $dirty to --device $device
 echo "           $nproc x usemem ${usemem[*]}; kernels: ${policies[*]}"
 
 # usemem's per-extent lines of every process as one summary line in its own format (the
-# table, demo_usemem_explain and the tests read it): extents, huge, AnonHugePages summed, the
-# latency percentiles over all extents (nearest rank, as usemem computes them).
+# table, demo_usemem_explain and the tests read it), after the longest of the processes' waits
+# for writeback: extents, huge, AnonHugePages summed, the latency percentiles over all extents
+# (nearest rank, as usemem computes them).
 usemem_merge() { # usemem_merge OUT FILES...
 	local out=$1 kb
 	shift
 	kb=$(sed -n 's/^usemem: extents=.* anonhuge_kb=\([0-9]*\) .*/\1/p' "$@" | awk '{ s += $1 } END { print s + 0 }')
 	{
-		grep -h '^usemem: waited' "$@" | head -1
+		grep -h '^usemem: waited' "$@" | sort -g -k3,3 | tail -1
 		awk '$1 == "fault" { print $4, ($3 == "huge") }' "$@" | sort -n | awk -v kb="$kb" '
 			{ lat[++n] = $1; h += $2 }
 			END {
