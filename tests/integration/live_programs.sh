@@ -2,6 +2,8 @@
 # python3, sort, sqlite3 and gzip under `thpemu run` print byte-identical output to their native
 # runs, with thousands of managed faults (4 KiB decisions under modern-never) and with huge
 # decisions (modern-always) alike.
+# Argument: the policy, modern-never or modern-always (default both, one after the other); CI
+# runs the two as two tests side by side (tests/integration/live.cmake).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd
@@ -60,7 +62,13 @@ run_case() {
 }
 
 # modern-never: every decision is 4 KiB, so thousands of faults; modern-always: fewer, larger
-for policy in modern-never modern-always; do
+policies=("$@")
+[ $# -gt 0 ] || policies=(modern-never modern-always)
+for policy in "${policies[@]}"; do
+	case $policy in
+	modern-never | modern-always) ;;
+	*) fail "policy must be modern-never or modern-always, not '$policy'" ;;
+	esac
 	min=1000
 	[ $policy = modern-always ] && min=10
 	run_case python3 $policy $min python3 "$T_TMP/work.py"
