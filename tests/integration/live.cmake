@@ -14,8 +14,6 @@ foreach(n collapse_check dontfork)
   target_include_directories(prog_${n} PRIVATE ${CMAKE_SOURCE_DIR}/core)
 endforeach()
 
-foreach(t programs threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make
-          collapse collapse_swap split mthp host_fault thread_exit mlock dlopen debuggers own_uffd addresses census
 # live_programs: byte-identical output and fault counts, nothing timed: one test per policy,
 # side by side with the other parallel tests.
 foreach(p never always)
@@ -24,8 +22,8 @@ foreach(p never always)
                   LABELS integration parallel needs-uffd needs-root)
 endforeach()
 foreach(t threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make
-          collapse split mthp host_fault thread_exit mlock dlopen debuggers own_uffd addresses census
-          thp_prctl zeropage shmem shmem_collapse shmem_hole zero_reuse)
+          collapse collapse_swap split mthp host_fault thread_exit mlock dlopen debuggers own_uffd
+          addresses census thp_prctl zeropage shmem shmem_collapse shmem_hole zero_reuse)
   thpemu_add_test(NAME integration/live_${t}
                   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_${t}.sh
                   LABELS integration needs-uffd needs-root)
