@@ -496,6 +496,7 @@ static void *background_main(void *arg)
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
 	guard_thread_started(&w->gt);
+	uffd_probe_run(lv, &w->gt); /* the bare round trip, before the program loads the handlers */
 	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t wait, now;
 
@@ -520,10 +521,6 @@ static void *background_main(void *arg)
 			if (lv->may_huge && !lv->staging.lazy && now - born >= BG_PERIOD_NS &&
 			    !__atomic_load_n(&lv->staging.started, __ATOMIC_ACQUIRE))
 				uffd_live_want(lv, UFFD_TODO_REFILL);
-			/* the run's first process measures the bare round trip, likewise once
-			 * it lived a tick (probe.c; a no-op after the first time) */
-			if (now - born >= BG_PERIOD_NS)
-				uffd_probe_run(lv, &w->gt);
 		}
 		uffd_census_tick(lv); /* when the process grew, or a second passed */
 		if (!lv->on_machine)

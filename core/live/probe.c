@@ -1,9 +1,7 @@
 /* The emulator's own userfaultfd round trip on this machine, measured at start-up, so that a
  * report can give fault latencies net of the emulation (kernel_latency_us).
  *
- * Once the process has lived a background tick (a short one - a compiler, /bin/true - never
- * pays for it, and the probe does not run beside the program's own start-up), the background
- * thread touches UFFD_PROBES pages of a registered area of its own, one at a
+ * The background thread touches UFFD_PROBES pages of a registered area of its own, one at a
  * time, timing each touch from its side (the round trip: fault entry, message, an idle handler's
  * wake-up and read, the mapping ioctl, the wake-up and the retried access). The handler that
  * reads such a message answers it as a bare handler would - UFFDIO_COPY of a zero page, nothing
@@ -12,8 +10,9 @@
  * median service time from every latency (uffd_report_json).
  *
  * The probe never blocks a stop for long: stop_threads gives a probe under way up to
- * UFFD_PROBE_GRACE_NS to finish, then raises probe_stop and waits for a touch in flight (served
- * by handlers that are still running) before it stops the handlers.
+ * UFFD_PROBE_GRACE_NS to finish (a program that exits within milliseconds still gets its
+ * measurement), then raises probe_stop and waits for a touch in flight (served by handlers that
+ * are still running) before it stops the handlers.
  */
 #include "live/uffd_internal.h"
 
@@ -98,7 +97,6 @@ void uffd_probe_run(struct uffd_live *lv, struct guard_thread *gt)
 
 	if (!len)
 		return;
-	__atomic_store_n(&lv->probe_started, 1, __ATOMIC_SEQ_CST);
 	for (; n < UFFD_PROBES; n++) {
 		volatile uint8_t *page = (volatile uint8_t *)(lv->probe_base + n * UFFD_PAGE_SIZE);
 		uint64_t t0;
@@ -141,10 +139,9 @@ void uffd_probe_stop(struct uffd_live *lv)
 {
 	uint64_t give_up = clock_now_ns() + UFFD_PROBE_GRACE_NS;
 
-	/* a probe under way finishes (256 round trips take a few milliseconds), within a bound;
-	 * one not started yet never will */
-	while (__atomic_load_n(&lv->probe_started, __ATOMIC_SEQ_CST) &&
-	       __atomic_load_n(&lv->probe_len, __ATOMIC_ACQUIRE) && clock_now_ns() < give_up)
+	/* a program that ends within milliseconds would otherwise leave no measurement: let a
+	 * probe under way finish (256 round trips take a few milliseconds), within a bound */
+	while (__atomic_load_n(&lv->probe_len, __ATOMIC_ACQUIRE) && clock_now_ns() < give_up)
 		sched_yield();
 	__atomic_store_n(&lv->probe_stop, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&lv->probe_inflight, __ATOMIC_SEQ_CST))

@@ -381,8 +381,8 @@ struct uffd_live {
 	uint32_t unknown_hits;	/* consecutive messages for it (livelock guard) */
 	/* the start-up round-trip probe (probe.c) */
 	uintptr_t probe_base;
-	size_t probe_len;				    /* atomic; 0 once the probe is over */
-	uint32_t probe_stop, probe_inflight, probe_started; /* atomic */
+	size_t probe_len; /* atomic; 0 once the probe is over */
+	uint32_t probe_stop, probe_inflight;
 	uint64_t probe_svc_ns[UFFD_PROBES]; /* each probe's service time, written by its handler */
 	uffd_fault_hook_fn fault_hook;
 	void *fault_hook_arg;
@@ -535,8 +535,8 @@ void *uffd_khugepaged_main(void *arg);
 void uffd_khugepaged_ping(void *arg);
 
 /* The start-up round-trip probe (probe.c): register its pages (create), run it (the background
- * thread, once the process lived a tick), serve one of its messages (a handler: false if addr is
- * not a probe page), and keep a stop from waiting on it. */
+ * thread, first thing), serve one of its messages (a handler: false if addr is not a probe
+ * page), and keep a stop from waiting on it. */
 #define UFFD_PROBE_GRACE_NS (200ull * 1000 * 1000) /* how long a stop lets a probe finish */
 int uffd_probe_init(struct uffd_live *lv);
 void uffd_probe_run(struct uffd_live *lv, struct guard_thread *gt);
