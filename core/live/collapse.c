@@ -377,6 +377,7 @@ static void map_collapsed(struct uffd_live *lv, struct uffd_worker *w, uintptr_t
 		return;
 	}
 	chunk = uffd_staging_addr(&lv->staging, slot);
+	uffd_staging_written(&lv->staging, slot);
 	if (copied) { /* again only what was written since, or not copied */
 		for (unsigned i = 0; i < MM_HPAGE_NR; i++) {
 			uint64_t d = __atomic_load_n(&w->cwp_dirty[i / 64], __ATOMIC_SEQ_CST);
@@ -468,10 +469,11 @@ static int collapse_locked(struct uffd_worker *w, struct uffd_region *r, uint32_
 	}
 	unmap_zero_holes(r, p0, addr);
 	if (slot >= 0) {
-		uffd_staging_written(&lv->staging, slot);
 		early = copy_early(w, addr, uffd_staging_addr(&lv->staging, slot), copied);
-		if (early)
+		if (early) { /* the chunk holds data now: an abandon gives it back to be cleared */
+			uffd_staging_written(&lv->staging, slot);
 			uffd_test_gap(lv);
+		}
 	}
 	t0 = clock_now_ns();
 	if (early) /* the hold: a write-protect message now waits for the end, as any fault */

@@ -868,7 +868,12 @@ static void dispatch_page(struct fault_ctx *fc)
 			continue;
 		default: /* PRESENT: a duplicate; GONE: a stale message */
 			uffd_stat_add(&h->dup_messages, 1);
-			if (fc->wp) /* a protection left behind: lift it (wakes) */
+			/* a protection left behind: lift it (wakes). Not on a huge extent: a
+			 * write-protect message of a collapse's copy that came round only after
+			 * the THP went in (dispatch saw the extent before the commit) finds
+			 * nothing protected there, and a 4 KiB UFFDIO_WRITEPROTECT would split
+			 * the PMD (6.18 mm/mprotect.c change_pmd_range) */
+			if (fc->wp && AS_X_STATE(as_xstate(&fc->r->as, fc->e)) != AS_X_HUGE)
 				uffd_io_unprotect(fc->lv->uffd, fc->addr, UFFD_PAGE_SIZE);
 			else
 				wake_page(fc);
