@@ -547,8 +547,8 @@ static int make_dir(struct ab *ab)
 		snprintf(ab->dir, sizeof(ab->dir), "%s", ab->keep);
 		return 0;
 	}
-	tmpdir_sweep("thpemu-ab", false);
-	if (tmpdir_create("thpemu-ab", false, ab->dir, sizeof(ab->dir), err, sizeof(err)) < 0) {
+	tmpdir_sweep("thpemu-ab");
+	if (tmpdir_create("thpemu-ab", ab->dir, sizeof(ab->dir), err, sizeof(err)) < 0) {
 		prog_error(CMD, "%s", err);
 		return -1;
 	}

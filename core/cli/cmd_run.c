@@ -352,15 +352,14 @@ static void say_unmanaged(const struct run_ctx *rc, const struct uffd_program_in
 		   all > 1 ? " (and others: see the summary)" : "");
 }
 
-/* The private run directory (tmpdir_create). Those of runs that were killed (their launcher is
- * dead: nothing else would ever remove them) are removed once the program has started
- * (run_child): not on the way to its start. */
+/* The private run directory (tmpdir_create), after removing those of runs that were killed
+ * (their launcher is dead: nothing else would ever remove them). */
 static int make_run_dir(struct run_ctx *rc)
 {
 	char err[PATH_MAX + 200];
 
-	if (tmpdir_create("thpemu-run", true, rc->run_dir, sizeof(rc->run_dir), err, sizeof(err)) <
-	    0) {
+	tmpdir_sweep("thpemu-run");
+	if (tmpdir_create("thpemu-run", rc->run_dir, sizeof(rc->run_dir), err, sizeof(err)) < 0) {
 		prog_error("run", "%s", err);
 		return -1;
 	}
@@ -417,7 +416,6 @@ static int run_child(struct run_ctx *rc)
 		return -1;
 	}
 	rc->child = rc->proc.pid;
-	tmpdir_sweep("thpemu-run", true); /* while the program starts (make_run_dir) */
 	status = run_proc_wait(&rc->proc);
 	run_proc_end(&rc->proc);
 	rc->child_status = status;

@@ -576,8 +576,8 @@ static int make_machine(struct daemon *d, char *err, size_t errlen)
 	struct config hc;
 	int rc;
 
-	tmpdir_sweep("thpemu-machine", false); /* those of daemons that were killed */
-	rc = tmpdir_create("thpemu-machine", false, d->dir, sizeof(d->dir), err, errlen);
+	tmpdir_sweep("thpemu-machine"); /* those of daemons that were killed */
+	rc = tmpdir_create("thpemu-machine", d->dir, sizeof(d->dir), err, errlen);
 	if (rc < 0)
 		return rc;
 	d->dev = (struct run_device){.spec = d->o->device_spec,

@@ -12,9 +12,8 @@
  * record, or made in another pid namespace, is left alone. A mount under a dead directory (the
  * device of a killed run whose daemon did not unmount) is detached lazily first.
  *
- * TMPDIR itself (or /dev/shm, /tmp: tmp_root) must be fit for output files (util/outfile.h:
- * writable, sticky if anyone may write it), or a user could swap our directory for a link between
- * two of our steps.
+ * TMPDIR itself must be fit for output files (util/outfile.h: writable, sticky if anyone may
+ * write it), or a user could swap our directory for a link between two of our steps.
  *
  * Removal is in-process: openat/unlinkat from a descriptor of each directory, O_NOFOLLOW, never
  * crossing into another file system; no shell is ever run.
@@ -26,10 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,37 +46,11 @@ struct owner {
 
 /* ---- small helpers --------------------------------------------------------------------------- */
 
-/* Without TMPDIR, a directory of small records every process writes to (the run directory: each
- * managed process's statistics, a file it maps and writes at every fault, created at its start
- * and removed at the run's end) goes to MEM_ROOT when that is a tmpfs fit for it (sticky, with
- * MEM_ROOT_MIN_FREE free: a container's 64 MiB /dev/shm is not, and a statistics page that
- * cannot be allocated would be a SIGBUS in the program): on ext4 every create, first write of a
- * page (ext4_page_mkwrite) and unlink is a journalled operation, and under a busy journal one
- * unlink took tens of milliseconds. Each process's record holds about 40-50 KiB of memory there
- * until the run ends. Everything else, and any directory when TMPDIR is set, goes to TMPDIR or
- * /tmp. */
-#define MEM_ROOT	  "/dev/shm"
-#define MEM_ROOT_MIN_FREE (1ULL << 30)
-
-static bool mem_root_fit(void)
-{
-	struct statfs sf;
-	char err[PATH_MAX + 200];
-
-	return statfs(MEM_ROOT, &sf) == 0 && sf.f_type == TMPFS_MAGIC &&
-	       (unsigned long long)sf.f_bavail * (unsigned long long)sf.f_bsize >=
-		   MEM_ROOT_MIN_FREE &&
-	       access(MEM_ROOT, W_OK | X_OK) == 0 &&
-	       outfile_check_dir(MEM_ROOT, err, sizeof(err)) == 0;
-}
-
-static const char *tmp_root(bool in_memory)
+static const char *tmp_root(void)
 {
 	const char *t = getenv("TMPDIR");
 
-	if (t && *t)
-		return t;
-	return in_memory && mem_root_fit() ? MEM_ROOT : "/tmp";
+	return t && *t ? t : "/tmp";
 }
 
 /* Up to len - 1 bytes of a small file at dirfd/name (NUL-terminated); bytes read or -errno. */
@@ -158,10 +129,9 @@ static int write_owner(const char *dir)
 	return close(fd) < 0 ? -errno : 0;
 }
 
-int tmpdir_create(const char *prefix, bool in_memory, char *dir, size_t len, char *err,
-		  size_t errlen)
+int tmpdir_create(const char *prefix, char *dir, size_t len, char *err, size_t errlen)
 {
-	const char *root = tmp_root(in_memory);
+	const char *root = tmp_root();
 	int rc;
 
 	/* a TMPDIR anyone may rename things in would let them swap the directory for a link */
@@ -412,31 +382,23 @@ static bool sweep_one(const char *root, const char *name, const struct owner *se
 	return tmpdir_rmtree(path) == 0;
 }
 
-static unsigned sweep_root(const char *root, const char *prefix, const struct owner *self)
+unsigned tmpdir_sweep(const char *prefix)
 {
+	const char *root = tmp_root();
 	DIR *d = opendir(root);
+	struct owner self;
 	struct dirent *de;
 	unsigned removed = 0;
 
 	if (!d)
 		return 0;
+	if (self_owner(&self) < 0) { /* without /proc nothing can be proved */
+		closedir(d);
+		return 0;
+	}
 	while ((de = readdir(d)))
 		if (is_candidate(de->d_name, prefix))
-			removed += sweep_one(root, de->d_name, self);
+			removed += sweep_one(root, de->d_name, &self);
 	closedir(d);
-	return removed;
-}
-
-unsigned tmpdir_sweep(const char *prefix, bool in_memory)
-{
-	const char *root = tmp_root(in_memory), *disk = tmp_root(false);
-	struct owner self;
-	unsigned removed;
-
-	if (self_owner(&self) < 0) /* without /proc nothing can be proved */
-		return 0;
-	removed = sweep_root(root, prefix, &self);
-	if (strcmp(root, disk) != 0) /* made while MEM_ROOT was not fit, or by an older thpemu */
-		removed += sweep_root(disk, prefix, &self);
 	return removed;
 }

@@ -10,16 +10,12 @@
  * start time, boot, pid namespace), so that a later command can tell a directory whose maker was
  * killed (SIGKILL leaves everything behind) from one in use, and remove it. */
 
-/* Create one; 0, or -errno with err set (one line naming the path). in_memory: without TMPDIR,
- * in /dev/shm when that is a tmpfs fit for it (tmpdirs.c: for the run directory's small records,
- * which every process writes), else /tmp. */
-int tmpdir_create(const char *prefix, bool in_memory, char *dir, size_t len, char *err,
-		  size_t errlen);
-/* Remove every TMPDIR/PREFIX.?????? of ours whose maker is provably dead (in_memory: where
- * tmpdir_create would make one, and /tmp too): lazily unmounting what is mounted under it
- * (umount2 MNT_DETACH, or fusermount3 -u -z exec'd without a shell), then removing the tree.
- * Returns how many were removed. */
-unsigned tmpdir_sweep(const char *prefix, bool in_memory);
+/* Create one; 0, or -errno with err set (one line naming the path). */
+int tmpdir_create(const char *prefix, char *dir, size_t len, char *err, size_t errlen);
+/* Remove every TMPDIR/PREFIX.?????? of ours whose maker is provably dead: lazily unmounting
+ * what is mounted under it (umount2 MNT_DETACH, or fusermount3 -u -z exec'd without a shell),
+ * then removing the tree. Returns how many were removed. */
+unsigned tmpdir_sweep(const char *prefix);
 /* Remove a directory tree in-process (no shell, no symbolic link followed, no mount crossed).
  * 0, or -errno of the first failure (what could be removed is). */
 int tmpdir_rmtree(const char *dir);
