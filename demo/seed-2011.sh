@@ -61,7 +61,8 @@ demo_need jq "to read the reports"
 # simulator's seed-2011 scenario runs) start once the writer's first flusher pass is under
 # writeback (--wait-writeback: the machine's nr_writeback), not after a fixed delay, and run 24
 # loops of 8 MiB. Each number comes from the mechanism (demo/README.md): the start from 3.2's
-# dirty thresholds (below); the number of faults from 3.2's compaction deferral, which once
+# dirty thresholds (below); the number of faults from 3.2's compaction deferral (3.2
+# mm/compaction.c defer_compaction / compaction_deferred, COMPACT_MAX_DEFER_SHIFT 6), which once
 # compaction fails lets one call in 2^defer_shift (up to 64) run, and a fault makes two calls
 # (async, then sync after reclaim) or three, so a sync compaction runs only when the count's
 # limit falls on a sync call: 128 extents (8 loops) ended with none in 3 of 12 runs, and the

@@ -410,7 +410,9 @@ static bool scan_one_modern(struct mm *mm, struct compact_control *cc, struct mb
 			/* 6.1 test_and_set_skip: only a candidate at the block's first pfn tests
 			 * and sets the bit, and a set bit ends even a rescan; any other first
 			 * candidate leaves the block unmarked, and skip_updated keeps the end of
-			 * the scan from marking it (6.4 made that one mark the block) */
+			 * the scan from marking it (6.12 mm/compaction.c isolate_migratepages_block
+			 * marks the block on its first isolation wherever it is: the branch below)
+			 */
 			if (s->pfn == pageblock_start(s->pfn) &&
 			    test_and_set_skip(mm, cc, s->pfn)) {
 				s->pfn = s->end;
@@ -536,7 +538,8 @@ static uint32_t fast_find_migrateblock(struct mm *mm, struct compact_control *cc
 	bool found = false;
 
 	if (cc->ignore_skip_hint || (cc->finish_pageblock && !era_6_1(mm)))
-		return pfn; /* 6.1 has no finish_pageblock test here (added with it, 2023) */
+		return pfn; /* Debian 6.1.192 fast_find_migrateblock has no finish_pageblock test
+			     * (6.12's has: finish_pageblock came in 6.4, mm/compaction.c) */
 	if (pfn != mm->zone_start_pfn && pfn != pageblock_start(pfn))
 		return pfn; /* a block continued after COMPACT_CLUSTER_MAX */
 	if (cc->order <= PAGE_ALLOC_COSTLY_ORDER)

@@ -78,10 +78,9 @@ w=$(jq --arg k "$kind" --arg f "$frames" '[.stalls.waits.groups[] | select((.kin
 	compact_success, compact_deferred, compact_writeback_wait}), io: (.io | {inflight_max,
 	bytes_written})}' "$out/$nopatch.json")"
 say "$nopatch: $w per-wait event(s) >= 1 s of kind $kind (of $(json "$out/$nopatch.json" .stalls.waits.count))"
-# The application's side: usemem's touch in the app stack of the stalls. With several usemem
-# processes some stalls' app stacks come out empty or named wrongly (libz's inflate: a defect
-# of the multi-process stall report, open; tests/results/2026-12-06-demo-2011.md), so this asks
-# it of at least one stall of the run, per-wait or per-fault, not of every one.
+# The application's side: usemem's touch in the app stack of at least one stall of the run,
+# per-wait or per-fault (a stall in thpemu's exit hook is usemem's thread in thpemu's code, marked
+# thpemu_exit; that every stall has its own process's stack is integration/stall_stacks').
 jq -e '[(.stalls.waits.groups[], .stalls.groups[]) | select(any(.app_stack[]; test("^usemem_touch_extent")))] |
 	length >= 1' "$out/$nopatch.json" >/dev/null || fail "$nopatch: no stall names usemem_touch_extent in its app stack"
 grep -q "^$nopatch: [0-9]* stalls of >= 1 s as Mel Gorman counted them" "$T_TMP/demo.out" ||

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every stall carries the stack of the thread that faulted, on a machine shared by several
 # processes: four usemem processes fault concurrently under linux-3.2 while the writer fills the
-# slow stick (the demo's quick workload, demo/seed-2011.sh), and for every stall event of a
+# slow stick (the quick demo's earlier workload: 48 MiB, 8 MiB under writeback, 8 loops; this
+# test needs stalls, not the demo's every-run guarantee), and for every stall event of a
 # program thread, per-wait and per-fault, in the merged run report:
 #  - its application side was captured: a user-mode stack, or the system call of a kernel-mode
 #    fault; "none" (never asked while the fault was in service) fails. A process's first long
