@@ -86,32 +86,9 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static long huge_kb(void)
-{
-	struct page_region v[4];
-	struct pm_scan_arg a = {
-	    .size = sizeof(a),
-	    .start = (uintptr_t)base,
-	    .end = (uintptr_t)base + LEN,
-	    .vec = (uintptr_t)v,
-	    .vec_len = 4,
-	    .category_mask = PAGE_IS_HUGE,
-	    .return_mask = PAGE_IS_HUGE,
-	};
-	int fd = open("/proc/self/pagemap", O_RDONLY);
-	long n, kb = 0;
-
-	if (fd < 0)
-		return -1;
-	n = ioctl(fd, PAGEMAP_SCAN, &a);
-	close(fd);
-	for (long i = 0; i < n; i++)
-		kb += (long)((v[i].end - v[i].start) >> 10);
-	return n < 0 ? -1 : kb;
-}
-
-/* Pages of the range the host swapped out now (PAGEMAP_SCAN), or -1. */
-static long swapped_pages(void)
+/* Bytes of the range whose pages are in category (PAGEMAP_SCAN: PAGE_IS_HUGE, PAGE_IS_SWAPPED),
+ * or -1. */
+static long scan_bytes(uint64_t category)
 {
 	struct page_region v[NPAGES / 2];
 	struct pm_scan_arg a = {
@@ -120,19 +97,34 @@ static long swapped_pages(void)
 	    .end = (uintptr_t)base + LEN,
 	    .vec = (uintptr_t)v,
 	    .vec_len = NPAGES / 2,
-	    .category_mask = PAGE_IS_SWAPPED,
-	    .return_mask = PAGE_IS_SWAPPED,
+	    .category_mask = category,
+	    .return_mask = category,
 	};
 	int fd = open("/proc/self/pagemap", O_RDONLY);
-	long n, pages = 0;
+	long n, bytes = 0;
 
 	if (fd < 0)
 		return -1;
 	n = ioctl(fd, PAGEMAP_SCAN, &a);
 	close(fd);
 	for (long i = 0; i < n; i++)
-		pages += (long)((v[i].end - v[i].start) / PAGE);
-	return n < 0 ? -1 : pages;
+		bytes += (long)(v[i].end - v[i].start);
+	return n < 0 ? -1 : bytes;
+}
+
+static long huge_kb(void)
+{
+	long b = scan_bytes(PAGE_IS_HUGE);
+
+	return b < 0 ? -1 : b >> 10;
+}
+
+/* Pages of the range the host swapped out now, or -1. */
+static long swapped_pages(void)
+{
+	long b = scan_bytes(PAGE_IS_SWAPPED);
+
+	return b < 0 ? -1 : b / (long)PAGE;
 }
 
 static long smaps_kb(void)
