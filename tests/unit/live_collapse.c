@@ -119,15 +119,16 @@ TEST(collapse_khugepaged_visit)
 struct page_writer {
 	uint64_t *base;
 	uint64_t count[HP / PG];
-	volatile int stop;
+	int stop; /* atomic */
 };
 
 static void *write_pages(void *arg)
 {
 	struct page_writer *pw = arg;
 
-	while (!pw->stop)
-		for (size_t i = 0; i < HP / PG && !pw->stop; i++) {
+	while (!__atomic_load_n(&pw->stop, __ATOMIC_RELAXED))
+		for (size_t i = 0; i < HP / PG && !__atomic_load_n(&pw->stop, __ATOMIC_RELAXED);
+		     i++) {
 			uint64_t v = ++pw->count[i];
 
 			for (size_t k = 0; k < 8; k++)
@@ -157,7 +158,7 @@ static void collapse_with_writer(bool zero_page)
 	EXPECT_EQ(xstate(lv, (char *)pw->base), AS_X_SMALL);
 	ASSERT_EQ(pthread_create(&t, NULL, write_pages, pw), 0);
 	EXPECT_EQ(uffd_madvise(lv, pw->base, 2 * MB, MADV_COLLAPSE), 0);
-	pw->stop = 1;
+	__atomic_store_n(&pw->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	EXPECT_EQ(xstate(lv, (char *)pw->base), AS_X_HUGE);
 	EXPECT_EQ(uffd_range_is_pmd(lv->pagemap_fd, (uintptr_t)pw->base, HP), 1);
