@@ -484,6 +484,21 @@ TEST(modern_fast_isolate_freepages_takes_a_listed_page_high_up)
 	fakeenv_destroy(&fe);
 }
 
+/* The memory of the fast_find_migrateblock tests: block 0 one movable frame in four (no free
+ * page of order 3), block 1 256 movable frames and then a free order-8 block, blocks 2-3
+ * unmovable, blocks 4-7 free but for an unmovable last frame each. */
+static void place_half_free_block(struct fakeenv *fe)
+{
+	for (uint32_t p = 0; p < 512; p += 4)
+		ASSERT_EQ(mm_debug_place(fe->mm, p, DBG_FOREIGN, p + 1), 0);
+	for (uint32_t p = 512; p < 768; p++)
+		ASSERT_EQ(mm_debug_place(fe->mm, p, DBG_FOREIGN, p + 1), 0);
+	for (uint32_t p = 1024; p < 2048; p++)
+		ASSERT_EQ(mm_debug_place(fe->mm, p, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t b = 4; b < 8; b++)
+		ASSERT_EQ(mm_debug_place(fe->mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+}
+
 /* 6.12 fast_find_migrateblock: for an order-9 MOVABLE request the migrate scanner starts at a
  * block in the first half of the span that already has free pages of order 3..8 (block 1:
  * 256 movable frames, then a free order-8 block), not at the zone's first block (block 0,
@@ -500,14 +515,7 @@ TEST(modern_fast_find_migrateblock_starts_at_a_half_free_block)
 		char err[256];
 
 		ASSERT_EQ(fakeenv_init(&fe, "modern-always", 16 * MIB, false, err, sizeof(err)), 0);
-		for (uint32_t p = 0; p < 512; p += 4)
-			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
-		for (uint32_t p = 512; p < 768; p++)
-			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
-		for (uint32_t p = 1024; p < 2048; p++)
-			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
-		for (uint32_t b = 4; b < 8; b++)
-			ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+		place_half_free_block(&fe);
 		compact(&fe, modes[i], &r);
 		EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
 		EXPECT_EQ(r.captured, fast ? 512 : 0);
@@ -536,14 +544,7 @@ TEST(fast_find_migrateblock_6_1_gives_its_block_up)
 		char err[256];
 
 		ASSERT_EQ(fakeenv_init(&fe, "linux-6.1", 16 * MIB, false, err, sizeof(err)), 0);
-		for (uint32_t p = 0; p < 512; p += 4)
-			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
-		for (uint32_t p = 512; p < 768; p++)
-			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p + 1), 0);
-		for (uint32_t p = 1024; p < 2048; p++)
-			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
-		for (uint32_t b = 4; b < 8; b++)
-			ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+		place_half_free_block(&fe);
 		compact(&fe, modes[i], &r);
 		if (fast) {
 			EXPECT(r.result != MM_COMPACT_SUCCESS);
