@@ -2,8 +2,8 @@
 # thpemu run as a launcher: the program's signal life is its native one.
 #  - a signal sent to thpemu run reaches the program as many times as it reaches it natively,
 #    never turned into a SIGKILL: two SIGINTs 300 ms apart are two (a graceful handler counts
-#    them), `timeout -s INT` (child, then group) is one, as natively; SIGTERM to thpemu run's
-#    pid, and to a process group it leads, is one;
+#    them), `timeout -s INT` (child, then group) is usually one, as natively; SIGTERM to thpemu
+#    run's pid, and to a process group it leads, is one;
 #  - the program starts with the caller's signal mask and dispositions (SIGPIPE ignored stays
 #    ignored, a blocked signal stays blocked), and a caller ignoring SIGCHLD does not lose it;
 #  - a program killed by a signal makes thpemu run end by that signal (WIFSIGNALED), after its
@@ -73,13 +73,25 @@ expect_eq "SIGTERM to the group" "$(echo "$run" | tr '\n' ' ')" "$(echo "$native
 echo "$run" | grep -qx "TERM 1" || fail "SIGTERM to the group: $run"
 say "SIGTERM to the pid and to the group, SIGUSR1: once each"
 
-# 3. timeout -s INT signals thpemu run and its group: the program sees what it sees natively
-for i in 1 2 3; do
+# 3. timeout -s INT signals thpemu run and its group: the program sees what it sees natively.
+# Natively the pair is a race: one signal when the second kill comes while the first is still
+# pending, two when the program's handler ran in between (timeout preempted by its woken child:
+# 1 of 30 native runs at load 10). Each try must be one of those, and the usual outcome of five
+# tries must be the native one.
+majority() { sort | uniq -c | sort -rn | awk 'NR == 1 { $1 = ""; sub(/^ /, ""); print }'; }
+natives= runs=
+for i in 1 2 3 4 5; do
 	native=$(timeout -s INT 1 "$SIGCOUNT" 300 - INT)
 	run=$(timeout -s INT 1 "${RUN[@]}" "$SIGCOUNT" 300 - INT)
-	expect_eq "timeout -s INT, try $i" "$run" "$native"
+	case "$run" in "INT 1" | "INT 2") ;; *) fail "timeout -s INT, try $i: got '$run'" ;; esac
+	natives+="$native"$'\n'
+	runs+="$run"$'\n'
 done
-say "timeout -s INT: '$run', as natively"
+native=$(printf '%s' "$natives" | majority)
+run=$(printf '%s' "$runs" | majority)
+expect_eq "timeout -s INT, the usual outcome of 5 (natively: $(echo $natives | tr -d ' '))" \
+	"$run" "$native"
+say "timeout -s INT: '$run' usually, as natively"
 
 # 4. what the program inherits: mask and dispositions as the caller left them; SIGCHLD ignored
 state_as_caller() { # a caller that blocks SIGUSR2, ignores SIGPIPE and SIGCHLD, then execs "$@"
