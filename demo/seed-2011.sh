@@ -9,7 +9,7 @@
 # printed (per-wait events, as Mel's monitor counted them, then the per-fault view), then a
 # side-by-side table with both stall metrics.
 #
-# Usage: demo/seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--only POLICY]
+# Usage: demo/seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--only LIST]
 #                          [--pool SIZE] [--device SPEC] [--seed N] [--build DIR]
 # See demo/README.md for what to expect and how to read it.
 set -u
@@ -17,14 +17,14 @@ set -u
 
 usage() {
 	cat <<'EOF'
-usage: seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--only POLICY]
+usage: seed-2011.sh [--quick] [--out DIR] [--kernel 3.2|3.1] [--only LIST]
                     [--pool SIZE] [--device SPEC] [--seed N] [--build DIR]
   --quick         a short run (about three minutes on 2 cores) instead of the faithful one
   --out DIR       keep each run's JSON report as DIR/<policy>.json, its stall report as
                   DIR/<policy>.stalls.txt and usemem's output as DIR/<policy>.usemem.txt
   --kernel K      3.2 (default: linux-3.2, linux-3.2+nostall, linux-3.3 -- the kernel the
                   2011 experiment ran) or 3.1 (linux-3.1, linux-3.1+nostall, linux-3.3)
-  --only POLICY   run only this one of the kernel's three policies
+  --only LIST     run only these of the kernel's three policies (comma-separated)
   --pool SIZE     the emulated pool (default 128M with --quick, else 256M)
   --device SPEC   the slow device (default usb2-stick-2011; see thpemu run --help)
   --seed N        seed of the initial pool state, the device model and the data (default 1)
@@ -42,10 +42,19 @@ case $kernel in
 *) die_usage "--kernel: '$kernel' is not accepted (accepted: 3.2, 3.1)" ;;
 esac
 if [ -n "$only" ]; then
-	case " ${policies[*]} " in
-	*" $only "*) policies=("$only") ;;
-	*) die_usage "--only: '$only' is not one of --kernel $kernel's policies (accepted: ${policies[*]})" ;;
-	esac
+	chosen=()
+	for p in "${policies[@]}"; do # the kernel's order, whatever the list's
+		case ",$only," in *",$p,"*) chosen+=("$p") ;; esac
+	done
+	IFS=, read -ra wanted <<<"$only"
+	for p in "${wanted[@]}"; do
+		case " ${policies[*]} " in
+		*" $p "*) ;;
+		*) die_usage "--only: '$p' is not one of --kernel $kernel's policies (accepted: ${policies[*]})" ;;
+		esac
+	done
+	[ ${#chosen[@]} -gt 0 ] || die_usage "--only: no policy given (accepted: ${policies[*]})"
+	policies=("${chosen[@]}")
 fi
 case $seed in '' | *[!0-9]*) die_usage "--seed: '$seed' is not a non-negative integer" ;; esac
 demo_need_build "$DEMO_BUILD_HINT"
