@@ -6,9 +6,10 @@ thpemu_add_test(NAME integration/replay
 thpemu_add_test(NAME integration/ab_cli
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ab_cli.sh
                 LABELS integration needs-uffd needs-root TIMEOUT 600)
+# ab_seed waits on the emulated USB stick most of the time: slow-device (seed.cmake)
 thpemu_add_test(NAME integration/ab_seed
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ab_seed.sh
-                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 1500)
+                LABELS integration slow-device needs-uffd needs-fuse needs-root TIMEOUT 1500)
 thpemu_add_test(NAME integration/report_mthp
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/report_mthp.sh
                 LABELS integration parallel TIMEOUT 300)
