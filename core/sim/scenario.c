@@ -12,13 +12,19 @@
 
 extern const struct sim_scenario sim_scen_seed2011;
 extern const struct sim_scenario sim_scen_seed2011_long;
+extern const struct sim_scenario sim_scen_mel2011;
 extern const struct sim_scenario sim_scen_thpcompact;
 extern const struct sim_scenario sim_scen_thpchallenge;
 extern const struct sim_scenario sim_scen_writebackcp;
 
 static const struct sim_scenario *const scenarios[] = {
-    &sim_scen_seed2011,	    &sim_scen_seed2011_long, &sim_scen_thpcompact,
-    &sim_scen_thpchallenge, &sim_scen_writebackcp,   NULL,
+    &sim_scen_seed2011,
+    &sim_scen_seed2011_long,
+    &sim_scen_mel2011,
+    &sim_scen_thpcompact,
+    &sim_scen_thpchallenge,
+    &sim_scen_writebackcp,
+    NULL,
 };
 
 const struct sim_scenario *const *sim_scenarios(void)
