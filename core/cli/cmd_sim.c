@@ -63,12 +63,13 @@ static void usage(FILE *f)
 	    "  --json FILE|-          write the JSON report (- for stdout; otherwise a human\n"
 	    "                         summary goes to stdout)\n"
 	    "  --costs FILE           calibration file: KEY=VALUE lines with the cost keys below\n"
-	    "  --device SPEC          slow device for writeback (default %s):\n"
-	    "                         none or a preset with device-model keys, as thpemu run's\n"
+	    "  --device SPEC          slow device for writeback (default %s, or the\n"
+	    "                         scenario's): none or a preset with device-model keys, as\n"
+	    "                         thpemu run's\n"
 	    "  --fs vfat|ext4         file system of the device's files: the policy key fs\n"
-	    "                         (default: the policy's, vfat in every profile; vfat has no\n"
-	    "                         ->migratepage, ext4 migrates dirty pages and never writes\n"
-	    "                         them from reclaim)\n"
+	    "                         (default: the scenario's, else the policy's, vfat in every\n"
+	    "                         profile; vfat has no ->migratepage, ext4 migrates dirty\n"
+	    "                         pages and never writes them from reclaim)\n"
 	    "  --stall-threshold DUR  faults at least this long are per-fault stalls, single "
 	    "waits\n"
 	    "                         (writeback, writeout, congestion nap) per-wait stall events\n"
@@ -296,6 +297,15 @@ static void snapshot_pool(struct sim_config *c, struct sim_args *a, const char *
 		c->pool_bytes = a->cfg.pool_bytes;
 }
 
+/* Whether a policy spec (NAME:KEY=VALUE,...) sets the key fs itself. */
+static bool spec_sets_fs(const char *spec)
+{
+	for (const char *p = spec ? strchr(spec, ':') : NULL; p; p = strchr(p, ','))
+		if (!strncmp(++p, "fs=", 3))
+			return true;
+	return false;
+}
+
 /* Turn the collected arguments into a complete configuration, or exit 2. */
 static void resolve(struct sim_config *c, struct sim_args *a)
 {
@@ -330,6 +340,11 @@ static void resolve(struct sim_config *c, struct sim_args *a)
 			prog_usage_error(CMD, "--scenario: unknown scenario '%s' (accepted: %s)",
 					 a->scenario, names);
 		sim_params_defaults(c->scenario, &c->params);
+		if (sim_config_scenario_machine(c, a->given[CONFIG_DEVICE] != NULL,
+						a->given[CONFIG_FS] ||
+						    spec_sets_fs(a->given[CONFIG_POLICY]),
+						err, sizeof(err)))
+			prog_usage_error(CMD, "--scenario: %s", err);
 	}
 	for (unsigned i = 0; i < a->nopts; i++) {
 		if (sim_params_set(c->scenario, &c->params, a->opts[i], err, sizeof(err)))

@@ -45,6 +45,12 @@
  *  usb2-hdd         28 MB/s write, 35 MB/s read (CNet 25-30 MB/s via Wikipedia, AcomData
  *                   "mid-30s"); seek 12 ms + half a 5400 rpm rotation 5.6 ms when a request
  *                   is not within 4 KiB of the previous one (google/slowfs hdd model shape).
+ *  sata-hdd-2011    100 MB/s write, 110 MB/s read: a 2009-2011 7200 rpm desktop disk (Tom's
+ *                   Hardware, "A Quartet Of 500 GB HDDs Under $60": up to 111.7 MB/s read, WD's
+ *                   Caviar Blue the slowest; WD10EALX data sheet: 126 MB/s buffer to disk, max);
+ *                   seek 12.7 ms = an estimated 8.5 ms average seek + half a 7200 rpm turn
+ *                   4.2 ms, same shape as usb2-hdd; one slot (NCQ reordering not modelled).
+ *                   The disk of an mmtests test partition (scenario mel-2011).
  *  nfs-100mbit      11 MB/s (derived: 12.5 MB/s raw minus TCP/RPC overhead); 0.5 ms RTT +
  *                   1 ms server per op; 16 slots (RPC slot table).
  *  nfs-wan          2 MB/s, 40 ms RTT, 8 slots, 1 % of ops +1 s (retransmit); derived.
@@ -106,6 +112,13 @@ static const struct devm_params presets[] = {
 		.seek_ns = 17600 * US, .seek_window = 4096,
 	},
 	{
+		.name = "sata-hdd-2011",
+		.write_bw = 100 * MB, .read_bw = 110 * MB,
+		.setup_ns = 200 * US, .read_setup_ns = 200 * US,
+		.jitter = 0.10, .slots = 1,
+		.seek_ns = 12700 * US, .seek_window = 4096,
+	},
+	{
 		.name = "nfs-100mbit",
 		.write_bw = 11 * MB, .read_bw = 11 * MB,
 		.setup_ns = 1500 * US, .read_setup_ns = 1500 * US,
@@ -132,8 +145,8 @@ static const struct devm_params presets[] = {
 #define NPRESETS (sizeof(presets) / sizeof(presets[0]))
 
 static const char *const preset_names[] = {
-    "usb2-stick-2011", "usb2-stick-fast", "sd-class4", "sd-class10", "sd-u3", "sd-a1",
-    "usb2-hdd",	       "nfs-100mbit",	  "nfs-wan",   "dead",	     "fast",  NULL,
+    "usb2-stick-2011", "usb2-stick-fast", "sd-class4", "sd-class10", "sd-u3", "sd-a1", "usb2-hdd",
+    "sata-hdd-2011",   "nfs-100mbit",	  "nfs-wan",   "dead",	     "fast",  NULL,
 };
 
 _Static_assert(sizeof(preset_names) / sizeof(preset_names[0]) == NPRESETS + 1,

@@ -73,6 +73,25 @@ int sim_device_parse(const char *spec, struct devm_params *p, char *err, size_t 
 	return 0;
 }
 
+int sim_config_scenario_machine(struct sim_config *c, bool device_given, bool fs_given, char *err,
+				size_t errlen)
+{
+	const struct sim_scenario *s = c->scenario;
+
+	if (!s)
+		return 0;
+	if (!device_given && s->device) {
+		int rc = sim_device_parse(s->device, &c->device, err, errlen);
+
+		if (rc)
+			return rc;
+		snprintf(c->device_spec, sizeof(c->device_spec), "%s", s->device);
+	}
+	if (!fs_given && s->fs_set)
+		c->policy.fs = s->fs;
+	return 0;
+}
+
 int world_init(struct sim_world *w, const struct sim_config *c, char *err, size_t errlen)
 {
 	const struct sim_scenario *s = c->scenario;

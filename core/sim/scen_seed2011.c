@@ -18,6 +18,16 @@
  *  - the machine "up for a while" (init) and the usemem sizes and timing are assumptions: the
  *    report gives no figures for them (core/sim/README.md).
  *
+ * Scenario mel-2011: Mel Gorman's own run as far as the sources say. His patch mail ("mm: Do
+ * not stall in synchronous compaction for THP allocations", linux-mm, 10 Nov 2011) ran postmark
+ * "while short-lived processes created anonymous mapping" because stalls did not show for him
+ * writing to USB; mmtests' postmark writes to $SHELLPACK_TEMP, the test partition
+ * (shellpack-bench-postmark, mmtests 0b671037). So the same usemem and writer, on a 2011
+ * desktop disk (the device preset sata-hdd-2011, an assumption) with a file system that has
+ * ->migratepage (ext3, ext4 and xfs all use buffer_migrate_page in 3.x: fs=ext4), requests of at
+ * most BLK_DEF_MAX_SECTORS (1024 sectors, 3.2 include/linux/blkdev.h). The scenario brings that
+ * device and file system unless --device or --fs are given (sim_config_scenario_machine).
+ *
  * Scenario seed-2011-long: the same machine and writer, but the process keeps its memory. The
  * answer to the report (Mel Gorman, Andrea Arcangeli, David Rientjes, Nov 2011) was about time:
  * a THP fault that gives up early (the nostall patch) leaves the range 4 KiB, and khugepaged
@@ -56,7 +66,8 @@
 	{"file-max", SIM_P_SIZE, "512K", "largest file written (mmtests postmark 2011: 524288)"},   \
 	{"dirty-ratio", SIM_P_FRACTION, "20%", "vm.dirty_ratio"},                                  \
 	{"dirty-background-ratio", SIM_P_FRACTION, "10%", "vm.dirty_background_ratio"},            \
-	{"nr-requests", SIM_P_COUNT, "128", "block queue depth: writeback requests in flight"},    \
+	{"nr-requests", SIM_P_COUNT, "128", "block queue depth: writeback requests in flight"}
+#define USB_MAX_REQUEST                                                                            \
 	{"max-request", SIM_P_SIZE, "120K", "largest request (USB storage max_sectors_kb)"}
 /* clang-format on */
 
@@ -64,12 +75,23 @@ static const struct sim_param_def params[] = {
     INIT_PARAM,
     {"usemem-procs", SIM_P_ACTORS, "4", "usemem processes running at once"},
     SEED2011_PARAMS,
+    USB_MAX_REQUEST,
+};
+
+/* mel-2011: the same machine and usemem, postmark on the test partition's disk. */
+static const struct sim_param_def mel_params[] = {
+    INIT_PARAM,
+    {"usemem-procs", SIM_P_ACTORS, "4", "usemem processes running at once"},
+    SEED2011_PARAMS,
+    {"max-request", SIM_P_SIZE, "512K",
+     "largest request (a SATA disk: BLK_DEF_MAX_SECTORS, 1024 sectors, include/linux/blkdev.h)"},
 };
 
 static const struct sim_param_def long_params[] = {
     INIT_PARAM,
     {"usemem-procs", SIM_P_ACTORS, "0", "short-lived usemem processes running at once"},
     SEED2011_PARAMS,
+    USB_MAX_REQUEST,
     {"hold-procs", SIM_P_ACTORS, "1", "long-lived processes (each maps, faults and keeps)"},
     {"hold-size", SIM_P_FRACTION, "25%",
      "each long-lived mapping, fraction of the pool (25% of 1G: 128 ranges, one full "
@@ -216,6 +238,22 @@ const struct sim_scenario sim_scen_seed2011 = {
     .params = params,
     .nparams = sizeof(params) / sizeof(params[0]),
     .start = seed2011_start,
+};
+
+/* Mel Gorman's own run as far as the sources say (core/sim/README.md, mel-2011): postmark on
+ * mmtests' test partition (a disk with a file system that has ->migratepage), not a USB stick. */
+const struct sim_scenario sim_scen_mel2011 = {
+    .name = "mel-2011",
+    .summary = "Mel Gorman's Nov 2011 stall test: usemem processes fault THPs while postmark "
+	       "writes to the test partition (a 2011 desktop disk, ext3/ext4)",
+    .pool_bytes = 1ULL << 30,
+    .duration_ns = 600ULL * 1000000000ULL,
+    .params = mel_params,
+    .nparams = sizeof(mel_params) / sizeof(mel_params[0]),
+    .start = seed2011_start,
+    .device = "sata-hdd-2011",
+    .fs_set = true,
+    .fs = MM_FS_EXT4,
 };
 
 const struct sim_scenario sim_scen_seed2011_long = {

@@ -12,13 +12,19 @@
 
 extern const struct sim_scenario sim_scen_seed2011;
 extern const struct sim_scenario sim_scen_seed2011_long;
+extern const struct sim_scenario sim_scen_mel2011;
 extern const struct sim_scenario sim_scen_thpcompact;
 extern const struct sim_scenario sim_scen_thpchallenge;
 extern const struct sim_scenario sim_scen_writebackcp;
 
 static const struct sim_scenario *const scenarios[] = {
-    &sim_scen_seed2011,	    &sim_scen_seed2011_long, &sim_scen_thpcompact,
-    &sim_scen_thpchallenge, &sim_scen_writebackcp,   NULL,
+    &sim_scen_seed2011,
+    &sim_scen_seed2011_long,
+    &sim_scen_mel2011,
+    &sim_scen_thpcompact,
+    &sim_scen_thpchallenge,
+    &sim_scen_writebackcp,
+    NULL,
 };
 
 const struct sim_scenario *const *sim_scenarios(void)
@@ -199,9 +205,14 @@ void sim_scenarios_help(FILE *f)
 	for (unsigned i = 0; scenarios[i]; i++) {
 		const struct sim_scenario *s = scenarios[i];
 
-		fprintf(f, "  %s: %s\n    defaults: --pool %s --duration %s\n", s->name, s->summary,
+		fprintf(f, "  %s: %s\n    defaults: --pool %s --duration %s", s->name, s->summary,
 			units_fmt_size(s->pool_bytes, pool, sizeof(pool)),
 			units_fmt_duration(s->duration_ns, dur, sizeof(dur)));
+		if (s->device)
+			fprintf(f, " --device %s", s->device);
+		if (s->fs_set)
+			fprintf(f, " --fs %s", s->fs == MM_FS_EXT4 ? "ext4" : "vfat");
+		fputc('\n', f);
 		for (unsigned k = 0; k < s->nparams; k++)
 			fprintf(f, "    --opt %s=%s\n        %s\n", s->params[k].key,
 				s->params[k].def, s->params[k].help);

@@ -180,6 +180,13 @@ struct sim_scenario {
 	/* The scenario ends itself (whole iterations) after --duration; without this flag the
 	 * run is cut at --duration. */
 	bool runs_to_completion;
+	/* The machine the scenario describes where it is not the simulator's default: a device
+	 * spec (NULL: SIM_DEFAULT_DEVICE) and the file system of the writer's files (fs_set: use
+	 * fs, else the policy's). --device, --fs and the policy key fs override them
+	 * (sim_config_scenario_machine). */
+	const char *device;
+	bool fs_set;
+	enum mm_fs fs;
 };
 
 /* NULL-terminated list of the built-in scenarios. */
@@ -290,6 +297,11 @@ void sim_config_init(struct sim_config *c);
 int sim_replay_configure(struct sim_config *c, unsigned keep, char *err, size_t errlen);
 /* Parse PRESET[:key=value,...] into p. 0 or -EINVAL with a one-line reason in err. */
 int sim_device_parse(const char *spec, struct devm_params *p, char *err, size_t errlen);
+/* Give c its scenario's machine where the caller chose none: the scenario's device unless
+ * device_given, its file system unless fs_given (--fs, or the policy key fs). Call after
+ * c->scenario and c->policy are set. 0, or -EINVAL with a one-line reason in err. */
+int sim_config_scenario_machine(struct sim_config *c, bool device_given, bool fs_given, char *err,
+				size_t errlen);
 
 struct sim_result;
 

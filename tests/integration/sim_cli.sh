@@ -65,6 +65,14 @@ expect_usage_error --device nr-requests= "live writeback engine" -- "${ok[@]}" \
 dev=$("$THPEMU" sim "${ok[@]}" --device none:preset=sd-class4 --json - | jq -r .device) ||
 	fail "sim --device none:preset=sd-class4 failed"
 expect_eq "--device none:preset= in the report" "$dev" none:preset=sd-class4
+# mel-2011 brings its machine (its disk, ext4) unless --device, --fs or the policy key fs say
+mel() { "$THPEMU" sim --scenario mel-2011 --pool 64M --duration 1s "$@" --json - |
+	jq -r '.policy + " " + .device'; }
+expect_eq "mel-2011's machine" "$(mel --policy linux-3.3)" "linux-3.3:fs=ext4 sata-hdd-2011"
+expect_eq "mel-2011 --fs vfat" "$(mel --policy linux-3.3 --fs vfat)" "linux-3.3 sata-hdd-2011"
+expect_eq "mel-2011 fs=vfat" "$(mel --policy linux-3.3:fs=vfat)" "linux-3.3 sata-hdd-2011"
+expect_eq "mel-2011 --device" "$(mel --policy linux-3.3 --device usb2-stick-2011)" \
+	"linux-3.3:fs=ext4 usb2-stick-2011"
 expect_usage_error --policy-plugin "no such file" -- "${ok[@]}" --policy-plugin /nonexistent/p.so
 expect_usage_error --opt "unknown key 'nosuch'" usemem-procs -- "${ok[@]}" --opt nosuch=1
 expect_usage_error --opt usemem-hold duration -- "${ok[@]}" --opt usemem-hold=5
