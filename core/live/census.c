@@ -3,9 +3,10 @@
  * Every second or so, whenever the process has grown by a quarter since the last census (the
  * background thread reads its resident size from /proc/self/statm every tick), before the
  * program frees 2 MiB or more of managed memory after it grew by a sixteenth, and at exit - at most
- * 5 % of the time of the thread that takes it - the process reads its own /proc/self/smaps (raw
- * system calls into a buffer of its own: no stdio, no allocation through the program's allocator)
- * and sorts every VMA's resident anonymous memory into three piles: in managed regions (the
+ * 5 % of the time of the thread that takes it - the process reads its own /proc/self/smaps, or
+ * /proc/self/maps and PAGEMAP_SCAN where they tell the same (the light census, below; raw system
+ * calls into a buffer of its own: no stdio, no allocation through the program's allocator) and
+ * sorts every VMA's resident anonymous memory into three piles: in managed regions (the
  * emulator decided every one of those pages), thpemu's own (mappings made by guard_vm_map:
  * MADV_DONTDUMP, "dd" in VmFlags), and the program's unmanaged memory, each VMA with the reason it
  * is not managed. The census in which the program had the most anonymous memory is kept (a runtime
