@@ -503,8 +503,9 @@ static bool census_full(struct uffd_live *lv, struct uffd_census *c, char *buf)
  *  - Pss. Shared memory is counted at its Pss: a shmem VMA with resident pages sends the census
  *    to smaps, but for the machine's segment, whose Pss is the Pss_Shmem of
  *    /proc/self/smaps_rollup (smaps_page_accumulate: swap-backed pages that are not anonymous)
- *    when nothing else maps such pages: no resident page of a file on a device with major 0
- *    (tmpfs, hugetlbfs, a memfd; also overlayfs and btrfs, to be safe).
+ *    since nothing else maps such pages: a resident page of a file on a device with major 0
+ *    (tmpfs, a memfd; hugetlbfs, whose pages smaps does not count; also overlayfs and btrfs,
+ *    to be safe) sends the census to smaps too.
  * A program's own MADV_DONTDUMP memory is the program's here, where smaps's census counts it as
  * thpemu's. */
 
@@ -521,7 +522,7 @@ struct light {
 	unsigned n, i;	/* regions in r, the next one */
 	bool fall_back; /* something only smaps shows */
 	int err;	/* the scan's error */
-	bool machine, other_shmem;
+	bool machine;
 	uint64_t prev_lo, prev_hi; /* the VMA before */
 	char prev_perms[5];
 	struct vma seg; /* the machine's segment */
@@ -609,8 +610,14 @@ static void light_line(void *arg, const char *s)
 		l->fall_back = true; /* its Pss */
 		return;
 	}
-	if (rss > anon && v.file && v.dev_major == 0)
-		l->other_shmem = true; /* maybe shmem pages: Pss_Shmem is not the segment's alone */
+	if (rss && v.file && v.dev_major == 0) {
+		/* a file of tmpfs (shmem pages: Pss_Shmem would not be the segment's alone), of
+		 * hugetlbfs (smaps counts no hugetlb page in Rss or Anonymous:
+		 * smaps_hugetlb_range), or of another file system without a device (overlayfs,
+		 * btrfs): smaps tells */
+		l->fall_back = true;
+		return;
+	}
 	v.own = guard_vm_owns((const void *)(uintptr_t)v.lo);
 	if (!account(l->lv, l->c, &v))
 		l->fall_back = true;
@@ -657,13 +664,14 @@ static bool census_light(struct uffd_live *lv, struct uffd_census *c, char *buf)
 	l->c = c;
 	l->fd = lv->pagemap_fd;
 	if (each_line(fd, buf, light_line, l) < 0 || l->fall_back) {
-		if (l->err == -EINVAL || l->err == -ENOTTY)
-			lv->census.light_off = true; /* no PAGEMAP_SCAN here (before 6.7) */
+		/* no PAGEMAP_SCAN here (before 6.7), or a user space below the scan's end */
+		if (l->err == -EINVAL || l->err == -ENOTTY || l->err == -EFAULT)
+			lv->census.light_off = true;
 		return false;
 	}
 	if (l->machine) {
 		if (l->seg.rss_kb) {
-			if (l->other_shmem || (kb = pss_shmem_kb(buf)) < 0)
+			if ((kb = pss_shmem_kb(buf)) < 0)
 				return false;
 			l->seg.pss_kb = (uint64_t)kb;
 		}

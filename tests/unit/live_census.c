@@ -143,4 +143,30 @@ TEST(census_light_leaves_shared_memory_to_smaps)
 	uffd_live_destroy(lv);
 }
 
+/* A private mapping of a tmpfs file holds shmem pages (smaps_rollup's Pss_Shmem, which the
+ * light census takes for the machine's segment's alone): smaps tells. */
+TEST(census_light_leaves_a_tmpfs_file_to_smaps)
+{
+	struct uffd_live *lv = live_mk("modern-always", "256M");
+	int fd = memfd_create("census", MFD_CLOEXEC);
+	char page[PG];
+	volatile char *p;
+	struct uffd_census c;
+
+	ASSERT(fd >= 0);
+	memset(page, 7, sizeof(page));
+	for (int i = 0; i < 16; i++)
+		ASSERT_EQ(write(fd, page, sizeof(page)), (ssize_t)sizeof(page));
+	p = mmap(NULL, 16 * PG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT(p != MAP_FAILED);
+	EXPECT_EQ(uffd_census_read(lv, &c, UFFD_CENSUS_LIGHT), 1); /* nothing resident yet */
+	for (int i = 0; i < 16; i++)
+		EXPECT_EQ(p[i * PG], 7);
+	EXPECT_EQ(uffd_census_read(lv, &c, UFFD_CENSUS_LIGHT), -1);
+	EXPECT_EQ(uffd_census_read(lv, &c, UFFD_CENSUS_AUTO), 0);
+	munmap((void *)p, 16 * PG);
+	close(fd);
+	uffd_live_destroy(lv);
+}
+
 TEST_MAIN()
