@@ -173,6 +173,9 @@ long guard_vm_map(size_t len, size_t align, int flags, unsigned how);
 void guard_vm_unmap(void *addr, size_t len);
 /* Is addr in the arena? */
 bool guard_vm_owns(const void *addr);
+/* Was any mapping of this process image's emulator made outside the arena (a full arena), so
+ * that the arena alone no longer tells all of the emulator's memory (the census)? */
+bool guard_vm_went_outside(void);
 /* In a fork child (called by guard_fork_child): the child takes the ranges of its parent's
  * DONTFORK mappings back (holes there now) for its own. A fork does not wait for the arena: a
  * child copied while another thread was changing it maps outside it from then on. */

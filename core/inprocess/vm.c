@@ -45,6 +45,7 @@ static int vm_owner; /* the thread holding the lock, 0 if none */
 static unsigned vm_depth;
 static unsigned vm_seq; /* odd while the lock is held */
 static bool tried;	/* the reservation was attempted (once per process image) */
+static bool outside;	/* a mapping was made outside the arena (kept by a fork child) */
 
 /* Held by one thread, again and again if need be. A fork does not hold it: the handlers other
  * libraries run before the copy may fault on managed memory, and the handler that serves the fault
@@ -148,8 +149,10 @@ static long map_outside(size_t len, int prot, int flags)
 {
 	long p = sys_mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
 
-	if (!sys_is_err(p))
+	if (!sys_is_err(p)) {
+		__atomic_store_n(&outside, true, __ATOMIC_RELAXED);
 		sys_madvise((void *)p, len, MADV_DONTDUMP);
+	}
 	return p;
 }
 
@@ -249,6 +252,11 @@ void guard_vm_unmap(void *addr, size_t len)
 bool guard_vm_owns(const void *addr)
 {
 	return arena_lo && (uintptr_t)addr >= arena_lo && (uintptr_t)addr < arena_hi;
+}
+
+bool guard_vm_went_outside(void)
+{
+	return __atomic_load_n(&outside, __ATOMIC_RELAXED);
 }
 
 void guard_vm_fork_child(bool real_fork)

@@ -3,9 +3,10 @@
  * Every second or so, whenever the process has grown by a quarter since the last census (the
  * background thread reads its resident size from /proc/self/statm every tick), before the
  * program frees 2 MiB or more of managed memory after it grew by a sixteenth, and at exit - at most
- * 5 % of the time of the thread that takes it - the process reads its own /proc/self/smaps (raw
- * system calls into a buffer of its own: no stdio, no allocation through the program's allocator)
- * and sorts every VMA's resident anonymous memory into three piles: in managed regions (the
+ * 5 % of the time of the thread that takes it - the process reads its own /proc/self/smaps, or
+ * /proc/self/maps and PAGEMAP_SCAN where they tell the same (the light census, below; raw system
+ * calls into a buffer of its own: no stdio, no allocation through the program's allocator) and
+ * sorts every VMA's resident anonymous memory into three piles: in managed regions (the
  * emulator decided every one of those pages), thpemu's own (mappings made by guard_vm_map:
  * MADV_DONTDUMP, "dd" in VmFlags), and the program's unmanaged memory, each VMA with the reason it
  * is not managed. The census in which the program had the most anonymous memory is kept (a runtime
@@ -48,6 +49,8 @@ struct vma {
 	uint64_t lo, hi, rss_kb, anon_kb, pss_kb;
 	char perms[5];
 	bool file, nohuge, own;
+	bool flags_unknown; /* the light census: "nh" may be set (VmFlags not read) */
+	unsigned dev_major; /* of the file's device (0: tmpfs, hugetlbfs, a memfd, ...) */
 	char name[64];
 };
 
@@ -164,6 +167,11 @@ static bool parse_header(const char *line, struct vma *v)
 			p++;
 		while (*p == ' ')
 			p++;
+		if (field == 1) { /* the device, "major:minor" in hex */
+			const char *q = p;
+
+			v->dev_major = (unsigned)hex(&q);
+		}
 		if (field == 2) {
 			const char *q = p;
 
@@ -240,7 +248,8 @@ static bool shmem_vma(const struct vma *v)
 		strncmp(v->name, "[anon_shmem:", 12) == 0);
 }
 
-static void account(struct uffd_live *lv, struct uffd_census *c, const struct vma *v)
+/* false: the light census cannot tell this VMA's reason (it needs VmFlags) */
+static bool account(struct uffd_live *lv, struct uffd_census *c, const struct vma *v)
 {
 	/* shared memory: its proportional share (Pss), so that the processes mapping one segment
 	 * sum to the segment once, as a machine's total does (host.c) */
@@ -251,15 +260,15 @@ static void account(struct uffd_live *lv, struct uffd_census *c, const struct vm
 	c->rss += v->rss_kb * 1024;
 	c->anon += anon;
 	if (!anon)
-		return;
+		return true;
 	if (v->own) {
 		c->anon_own += anon;
-		return;
+		return true;
 	}
 	if (uffd_table_overlaps(&lv->table, (uintptr_t)v->lo, (uintptr_t)v->hi) ||
 	    (shmem_vma(v) && uffd_shmem_overlaps(lv, (uintptr_t)v->lo, (uintptr_t)v->hi))) {
 		c->anon_managed += anon;
-		return;
+		return true;
 	}
 	memset(&m, 0, sizeof(m));
 	m.start = v->lo;
@@ -267,9 +276,13 @@ static void account(struct uffd_live *lv, struct uffd_census *c, const struct vm
 	m.anon = anon;
 	m.pid = (int32_t)sys_getpid();
 	m.why = why_not(lv, v);
+	/* unseen or small without "nh" may be a stack (MAP_STACK) with it */
+	if (v->flags_unknown && (m.why == UFFD_WHY_unseen || m.why == UFFD_WHY_small))
+		return false;
 	memcpy(m.name, v->name, sizeof(m.name));
 	c->why_anon[m.why] += anon;
 	uffd_census_keep_largest(c, &m);
+	return true;
 }
 
 static void line(struct uffd_live *lv, struct uffd_census *c, struct vma *v, bool *open,
@@ -282,7 +295,7 @@ static void line(struct uffd_live *lv, struct uffd_census *c, struct vma *v, boo
 
 		if (parse_header(s, &next)) {
 			if (*open)
-				account(lv, c, v);
+				(void)account(lv, c, v);
 			*v = next;
 			*open = true;
 			return;
@@ -394,33 +407,26 @@ void uffd_census_before_free(struct uffd_live *lv, uint64_t bytes)
 		uffd_census_take(lv);
 }
 
-static void census_take_locked(struct uffd_live *lv)
+/* Every line of fd, NUL-terminated, to fn, read with raw reads through buf (CENSUS_BUF bytes;
+ * a line longer than that is dropped): 0 when read to its end, -errno if a read failed (the
+ * lines before it were given). fd is closed. */
+static int each_line(int fd, char *buf, void (*fn)(void *arg, const char *line), void *arg)
 {
-	struct uffd_census c;
-	long p = guard_vm_map(CENSUS_BUF, 0, 0, 0);
-	char *buf;
 	size_t have = 0;
-	bool open = false;
-	struct vma v;
-	int fd;
+	int rc = 0;
 
-	if (sys_is_err(p))
-		return;
-	buf = (char *)p;
-	fd = guard_fd_open("/proc/self/smaps");
-	if (fd < 0)
-		goto unmap;
-	memset(&c, 0, sizeof(c));
 	for (;;) {
 		long n = sys_read(fd, buf + have, CENSUS_BUF - 1 - have);
 		size_t start = 0;
 
-		if (n < 0 && n != -EINTR)
+		if (n < 0 && n != -EINTR) {
+			rc = (int)n;
 			break;
-		if (n <= 0 && n != -EINTR) {
+		}
+		if (n == 0) {
 			if (have) { /* a last line without its newline */
 				buf[have] = 0;
-				line(lv, &c, &v, &open, buf);
+				fn(arg, buf);
 			}
 			break;
 		}
@@ -429,7 +435,7 @@ static void census_take_locked(struct uffd_live *lv)
 			if (buf[i] != '\n')
 				continue;
 			buf[i] = 0;
-			line(lv, &c, &v, &open, buf + start);
+			fn(arg, buf + start);
 			start = i + 1;
 		}
 		memmove(buf, buf + start, have - start);
@@ -437,9 +443,266 @@ static void census_take_locked(struct uffd_live *lv)
 		if (have == CENSUS_BUF - 1)
 			have = 0; /* a line longer than the buffer: drop it */
 	}
-	if (open)
-		account(lv, &c, &v);
 	guard_fd_close(fd);
+	return rc;
+}
+
+/* ---- the full census: /proc/self/smaps --------------------------------------------------------
+ */
+
+struct full {
+	struct uffd_live *lv;
+	struct uffd_census *c;
+	struct vma v;
+	bool open;
+};
+
+static void full_line(void *arg, const char *s)
+{
+	struct full *f = arg;
+
+	line(f->lv, f->c, &f->v, &f->open, s);
+}
+
+/* false: smaps could not be opened */
+static bool census_full(struct uffd_live *lv, struct uffd_census *c, char *buf)
+{
+	struct full f = {.lv = lv, .c = c};
+	int fd = guard_fd_open("/proc/self/smaps");
+
+	if (fd < 0)
+		return false;
+	memset(c, 0, sizeof(*c));
+	(void)each_line(fd, buf, full_line, &f); /* what was read of it, after a read error too */
+	if (f.open)
+		(void)account(lv, c, &f.v);
+	return true;
+}
+
+/* ---- the light census: /proc/self/maps and PAGEMAP_SCAN ---------------------------------------
+ *
+ * smaps costs the kernel a page walk and some 25 formatted lines per VMA (fs/proc/task_mmu.c:
+ * show_smap), and a managed process has about four times a native one's VMAs (the libraries the
+ * allocator and the emulator bring, the arena's pieces): a millisecond of CPU at every short
+ * process's exit. The same figures come from /proc/self/maps (one line a VMA, no page walk) and
+ * PAGEMAP_SCAN over the address space, which returns runs of pages by category (6.7+
+ * fs/proc/task_mmu.c: do_pagemap_scan; pagemap_page_category and pagemap_thp_category, the
+ * same in 6.7 and 6.18): a resident page is a present one but the zero page (smaps_pte_entry and
+ * smaps_pmd_entry count vm_normal_page's pages, which the zero page is not), an anonymous one a
+ * resident one not PAGE_IS_FILE ("page && !PageAnon(page)"; smaps's Anonymous counts PageAnon
+ * pages). VM_PFNMAP VMAs are skipped by the scan (pagemap_scan_test_walk) and count no pages in
+ * smaps either. What the scan cannot tell:
+ *  - VmFlags. "dd" (thpemu's own) is known without them: the arena (guard_vm_owns) and the
+ *    machine's segment are all of it unless a mapping went outside the arena (then smaps is read).
+ *    "nh" (MAP_STACK; MADV_NOHUGEPAGE) makes a mapping the interposers did not see "stack"
+ *    rather than "unseen" or "small": such a mapping right above a PROT_NONE guard of at most
+ *    1 MiB (a thread's stack) sends the census to smaps; elsewhere the light census takes it as
+ *    without "nh" (a MAP_STACK mapping with no guard or a larger one, or the program's
+ *    MADV_NOHUGEPAGE on memory it mapped behind the interposers' back, is "unseen" or "small"
+ *    here).
+ *  - Pss. Shared memory is counted at its Pss: a shmem VMA with resident pages sends the census
+ *    to smaps, but for the machine's segment, whose Pss is the Pss_Shmem of
+ *    /proc/self/smaps_rollup (smaps_page_accumulate: swap-backed pages that are not anonymous)
+ *    since nothing else maps such pages: a resident page of a file on a device with major 0
+ *    (tmpfs, a memfd; hugetlbfs, whose pages smaps does not count; also overlayfs and btrfs,
+ *    to be safe) sends the census to smaps too.
+ * A program's own MADV_DONTDUMP memory is the program's here, where smaps's census counts it as
+ * thpemu's. */
+
+#define LIGHT_VEC	128
+#define LIGHT_LOW_END	((1ULL << 47) - 4096) /* a scan's end: below every user space's top */
+#define LIGHT_KERNEL	(1ULL << 63)	      /* [vsyscall]: no page of the process */
+#define LIGHT_GUARD_MAX (1ULL << 20)	      /* a thread stack's guard is at most this large */
+
+struct light {
+	struct uffd_live *lv;
+	struct uffd_census *c;
+	int fd;		/* /proc/self/pagemap */
+	uint64_t next;	/* the scan goes on from here */
+	unsigned n, i;	/* regions in r, the next one */
+	bool fall_back; /* something only smaps shows */
+	int err;	/* the scan's error */
+	bool machine;
+	uint64_t prev_lo, prev_hi; /* the VMA before */
+	char prev_perms[5];
+	struct vma seg; /* the machine's segment */
+	struct page_region r[LIGHT_VEC];
+};
+
+/* Resident and anonymous bytes of [lo, hi), VMAs given in address order: 0, or -errno. */
+static int scan_vma(struct light *l, uint64_t lo, uint64_t hi, uint64_t *rss, uint64_t *anon)
+{
+	*rss = *anon = 0;
+	for (;;) {
+		for (; l->i < l->n; l->i++) {
+			const struct page_region *r = &l->r[l->i];
+			uint64_t a = r->start > lo ? r->start : lo;
+			uint64_t b = r->end < hi ? r->end : hi;
+
+			if (r->start >= hi)
+				return 0;
+			if (b > a) {
+				*rss += b - a;
+				if (!(r->categories & PAGE_IS_FILE))
+					*anon += b - a;
+			}
+			if (r->end > hi)
+				return 0; /* it goes on into the next VMA */
+		}
+		if (l->next >= hi)
+			return 0;
+		struct pm_scan_arg arg = {
+		    .size = sizeof(arg),
+		    .start = l->next > lo ? l->next : lo,
+		    .end = hi > LIGHT_LOW_END ? hi : LIGHT_LOW_END,
+		    .vec = (uintptr_t)l->r,
+		    .vec_len = LIGHT_VEC,
+		    .category_inverted = PAGE_IS_PFNZERO,
+		    .category_mask = PAGE_IS_PRESENT | PAGE_IS_PFNZERO,
+		    .return_mask = PAGE_IS_PRESENT | PAGE_IS_FILE,
+		};
+		int n = sys_ioctl(l->fd, PAGEMAP_SCAN, &arg);
+
+		if (n < 0)
+			return n;
+		if (arg.walk_end <= arg.start)
+			return -EIO; /* no progress */
+		l->n = (unsigned)n;
+		l->i = 0;
+		l->next = arg.walk_end;
+	}
+}
+
+static void light_line(void *arg, const char *s)
+{
+	struct light *l = arg;
+	struct vma v;
+	uint64_t rss, anon;
+
+	if (l->fall_back || !parse_header(s, &v))
+		return;
+	if (v.lo >= LIGHT_KERNEL) {
+		l->c->vmas++;
+		return;
+	}
+	if ((l->err = scan_vma(l, v.lo, v.hi, &rss, &anon)) < 0) {
+		l->fall_back = true;
+		return;
+	}
+	v.rss_kb = rss / 1024;
+	v.anon_kb = anon / 1024;
+	/* a thread's stack has its guard right below it (glibc nptl/allocatestack.c:
+	 * allocate_stack maps the stack MAP_STACK, then makes its lowest guardsize bytes, a page
+	 * by default, PROT_NONE); a reservation's rest above its used part (glibc malloc's heaps
+	 * of 64 MiB, the arena) is larger */
+	v.flags_unknown = l->prev_hi == v.lo && l->prev_hi - l->prev_lo <= LIGHT_GUARD_MAX &&
+			  strcmp(l->prev_perms, "---p") == 0;
+	l->prev_lo = v.lo;
+	l->prev_hi = v.hi;
+	memcpy(l->prev_perms, v.perms, sizeof(l->prev_perms));
+	if (v.lo == MACHINE_BASE && strncmp(v.name, "/memfd:thpemu-machine", 21) == 0) {
+		v.own = true; /* at its Pss: accounted at the end */
+		l->seg = v;
+		l->machine = true;
+		return;
+	}
+	if (rss && shmem_vma(&v)) {
+		l->fall_back = true; /* its Pss */
+		return;
+	}
+	if (rss && v.file && v.dev_major == 0) {
+		/* a file of tmpfs (shmem pages: Pss_Shmem would not be the segment's alone), of
+		 * hugetlbfs (smaps counts no hugetlb page in Rss or Anonymous:
+		 * smaps_hugetlb_range), or of another file system without a device (overlayfs,
+		 * btrfs): smaps tells */
+		l->fall_back = true;
+		return;
+	}
+	v.own = guard_vm_owns((const void *)(uintptr_t)v.lo);
+	if (!account(l->lv, l->c, &v))
+		l->fall_back = true;
+}
+
+/* The Pss_Shmem of /proc/self/smaps_rollup in KiB, or -errno. */
+static long pss_shmem_kb(char *buf)
+{
+	int fd = guard_fd_open("/proc/self/smaps_rollup");
+	long n, have = 0;
+	const char *p;
+
+	if (fd < 0)
+		return fd;
+	while ((n = sys_read(fd, buf + have, CENSUS_BUF - 1 - (size_t)have)) > 0 || n == -EINTR)
+		have += n > 0 ? n : 0;
+	guard_fd_close(fd);
+	if (n < 0)
+		return n;
+	buf[have] = 0;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		uint64_t kb = kb_field(p, "Pss_Shmem:");
+
+		if (kb != UINT64_MAX)
+			return (long)kb;
+	}
+	return -ENOENT;
+}
+
+/* false: take the full census */
+static bool census_light(struct uffd_live *lv, struct uffd_census *c, char *buf)
+{
+	struct light *l = (struct light *)(buf + CENSUS_BUF);
+	long kb;
+	int fd;
+
+	if (lv->pagemap_fd < 0 || lv->census.light_off || guard_vm_went_outside())
+		return false;
+	if ((fd = guard_fd_open("/proc/self/maps")) < 0)
+		return false;
+	memset(c, 0, sizeof(*c));
+	memset(l, 0, sizeof(*l));
+	l->lv = lv;
+	l->c = c;
+	l->fd = lv->pagemap_fd;
+	if (each_line(fd, buf, light_line, l) < 0 || l->fall_back) {
+		/* no PAGEMAP_SCAN here (before 6.7), or a user space below the scan's end */
+		if (l->err == -EINVAL || l->err == -ENOTTY || l->err == -EFAULT)
+			lv->census.light_off = true;
+		return false;
+	}
+	if (l->machine) {
+		if (l->seg.rss_kb) {
+			if ((kb = pss_shmem_kb(buf)) < 0)
+				return false;
+			l->seg.pss_kb = (uint64_t)kb;
+		}
+		(void)account(lv, c, &l->seg);
+	}
+	return true;
+}
+
+#define CENSUS_MAP (CENSUS_BUF + sizeof(struct light))
+
+int uffd_census_read(struct uffd_live *lv, struct uffd_census *c, enum uffd_census_how how)
+{
+	long p = guard_vm_map(CENSUS_MAP, 0, 0, 0);
+	int rc = -1;
+
+	if (sys_is_err(p))
+		return -1;
+	if (how != UFFD_CENSUS_FULL && census_light(lv, c, (char *)p))
+		rc = 1;
+	else if (how != UFFD_CENSUS_LIGHT && census_full(lv, c, (char *)p))
+		rc = 0;
+	guard_vm_unmap((void *)p, CENSUS_MAP);
+	return rc;
+}
+
+static void census_take_locked(struct uffd_live *lv)
+{
+	struct uffd_census c;
+
+	if (uffd_census_read(lv, &c, UFFD_CENSUS_AUTO) < 0)
+		return;
 	c.processes = 1;
 	/* the largest census wins: the program's memory at its largest that was seen */
 	pthread_mutex_lock(&lv->snap_lock);
@@ -450,6 +713,4 @@ static void census_take_locked(struct uffd_live *lv)
 	__atomic_store_n(&lv->census.last_rss, c.rss, __ATOMIC_RELAXED);
 	if (lv->on_machine)
 		publish(lv, &c);
-unmap:
-	guard_vm_unmap(buf, CENSUS_BUF);
 }

@@ -61,6 +61,11 @@ struct uffd_live;
 /* Take the memory census of this process: lv->stats->mem keeps the one in which the program had
  * the most memory, its slot on a machine the latest (reads /proc/self/smaps). */
 void uffd_census_take(struct uffd_live *lv);
+/* Read a census into c without keeping it: the light one (/proc/self/maps and PAGEMAP_SCAN) where
+ * it tells all the full one (/proc/self/smaps) does, else the full one (AUTO), or only one of
+ * them. 1: the light one was read, 0: the full one, -1: none. */
+enum uffd_census_how { UFFD_CENSUS_AUTO, UFFD_CENSUS_LIGHT, UFFD_CENSUS_FULL };
+int uffd_census_read(struct uffd_live *lv, struct uffd_census *c, enum uffd_census_how how);
 /* The background tick: a census if the process grew by a quarter since the last one (or the
  * period has passed), within 5 % of this thread's time. */
 void uffd_census_tick(struct uffd_live *lv);
@@ -359,6 +364,7 @@ struct uffd_live {
 		} small[UFFD_SMALL_RANGES]; /* small eligible mappings that passed through */
 		unsigned nsmall;
 		int small_lock;
+		bool light_off; /* no PAGEMAP_SCAN: the full census only */
 	} census;
 	size_t stats_len;
 	int stats_fd;

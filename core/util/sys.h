@@ -65,8 +65,10 @@ struct uffdio_move {
 #endif
 
 #ifndef PAGEMAP_SCAN
+#define PAGE_IS_FILE	(1 << 2)
 #define PAGE_IS_PRESENT (1 << 3)
 #define PAGE_IS_SWAPPED (1 << 4)
+#define PAGE_IS_PFNZERO (1 << 5)
 #define PAGE_IS_HUGE	(1 << 6)
 struct page_region {
 	__u64 start;
