@@ -40,7 +40,7 @@ static void usage(FILE *f)
 	    f,
 	    "usage: thpemu sim --policy POLICY --scenario SCENARIO [--seed N] [--pool SIZE]\n"
 	    "                  [--duration DUR] [--json FILE|-] [--costs FILE]\n"
-	    "                  [--device PRESET[:KEY=VALUE,...]] [--fs vfat|ext4]\n"
+	    "                  [--device PRESET[:KEY=VALUE,...]] [--fs vfat|ext4|tmpfs]\n"
 	    "                  [--stall-threshold DUR] [--zero-page BOOL] [--opt KEY=VALUE]...\n"
 	    "       thpemu sim --replay TRACE [--policy POLICY] [the options above]\n\n"
 	    "Runs a scenario against the emulated kernel in virtual time: deterministic (the same\n"
@@ -65,7 +65,7 @@ static void usage(FILE *f)
 	    "  --costs FILE           calibration file: KEY=VALUE lines with the cost keys below\n"
 	    "  --device SPEC          slow device for writeback (default %s):\n"
 	    "                         none or a preset with device-model keys, as thpemu run's\n"
-	    "  --fs vfat|ext4         file system of the device's files: the policy key fs\n"
+	    "  --fs vfat|ext4|tmpfs   file system of the device's files: the policy key fs\n"
 	    "                         (default: the policy's, vfat in every profile; vfat has no\n"
 	    "                         ->migratepage, ext4 migrates dirty pages and never writes\n"
 	    "                         them from reclaim)\n"
