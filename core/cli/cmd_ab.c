@@ -87,7 +87,7 @@ static void usage(FILE *f)
 	    "  --html FILE          a self-contained HTML report (inline SVG)\n"
 	    "  --keep DIR           keep each run's report, stall report and output in DIR\n"
 	    "  --resamples N        bootstrap resamples (default %d)\n"
-	    "  --fs vfat|ext4       file system of the device's files for both sides (a side's\n"
+	    "  --fs vfat|ext4|tmpfs file system of the device's files for both sides (a side's\n"
 	    "                       fs= wins; default: the policy's, vfat)\n\n"
 	    "Keys: label",
 	    MAX_RUNS / 2, DEF_RESAMPLE);

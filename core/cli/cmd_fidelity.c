@@ -97,12 +97,17 @@ static void usage(FILE *f)
 	    "                        writes where it would without a disk ($TMPDIR, /tmp)\n\n"
 	    "thpemu's side:\n"
 	    "  --runs N              runs per setting, 1..32 (default: --boots); run J starts\n"
-	    "                        from boot J's snapshot (cycling) with --seed SEED+J\n\n"
+	    "                        from boot J's snapshot (cycling) with --seed SEED+J\n"
+	    "  (thpscale and thpcompact without --disk run with --device fast --fs tmpfs: their\n"
+	    "  file is page cache of the pool, as on the guest's tmpfs)\n\n"
 	    "  --seed N              the first seed (default 1)\n"
 	    "  --json FILE           the table, every boot's and run's values (kind \"fidelity\")\n"
 	    "  --html FILE           the table as a self-contained HTML page\n"
 	    "  --keep DIR            keep every boot's console log and snapshot and every run's\n"
 	    "                        output and report (DIR/SETTING/...)\n"
+	    "  --real-from DIR       no boots: the real side is the one an earlier run kept with\n"
+	    "                        --keep DIR (the same workload, settings, --boots, --seed);\n"
+	    "                        thpemu's side runs again from its snapshots\n"
 	    "  --quiet               no progress lines on stderr\n\n"
 	    "Needs root for thpemu's side (userfaultfd; the workload reads /proc/kpageflags), "
 	    "qemu\n"
@@ -144,7 +149,7 @@ struct boot_rec {
 struct fopts {
 	struct oracle_run_cfg cfg; /* the real side's template */
 	struct oracle_boot_opts boot;
-	const char *enabled, *at, *json, *html, *keep, *dynamic;
+	const char *enabled, *at, *json, *html, *keep, *dynamic, *real_from;
 	bool program, at_given; /* --workload PATH: a program outside the suite */
 	char defrag[FID_MAX_SETTINGS][24];
 	struct oracle_settings extra; /* --set: both sides */
@@ -263,6 +268,13 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 		o->html = value(argc, argv, i);
 	} else if (!strcmp(a, "--keep")) {
 		o->keep = value(argc, argv, i);
+	} else if (!strcmp(a, "--real-from")) {
+		struct stat st;
+
+		o->real_from = value(argc, argv, i);
+		if (stat(o->real_from, &st) || !S_ISDIR(st.st_mode))
+			prog_usage_error(CMD, "--real-from: '%s' is not a directory (a --keep DIR)",
+					 o->real_from);
 	} else if (!strcmp(a, "--quiet")) {
 		o->quiet = true;
 	} else {
@@ -390,6 +402,8 @@ static void check_tools(struct fopts *o)
 	char why[512];
 	int rc;
 
+	if (o->real_from) /* nothing boots: only thpemu's side is needed */
+		goto emu;
 	if (cli_find_program(c->qemu)) {
 		prog_error(CMD, "%s not found (apt-get install qemu-system-x86)", c->qemu);
 		exit(1);
@@ -406,6 +420,7 @@ static void check_tools(struct fopts *o)
 		prog_error(CMD, "the static thpemu-snapshot is missing (%s)", o->helper);
 		exit(1);
 	}
+emu:
 	snprintf(o->wl_dyn, sizeof(o->wl_dyn), "%s/thpemu-wl", prog_self_dir());
 	snprintf(o->self, sizeof(o->self), "%s/thpemu", prog_self_dir());
 	if (access(o->wl_dyn, X_OK) || access(o->self, X_OK)) {
@@ -507,6 +522,79 @@ static int run_real(struct fopts *o, int k, char *err, size_t errlen)
 	return rc < 0 ? rc : 0;
 }
 
+/* A whole file, NUL-terminated; NULL with errno. */
+static char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		if (cap - n < 65536) {
+			char *nb = realloc(buf, cap + 262144);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+			cap += 262144;
+		}
+		size_t got = fread(buf + n, 1, cap - n - 1, f);
+
+		n += got;
+		if (!got)
+			break;
+	}
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* --real-from DIR: the real side of an earlier run kept with --keep DIR (the same workload,
+ * settings, boots and seed): each boot's console log read again by the same parser, its
+ * snapshot the one kept beside it; nothing boots. A boot is ok when its log has the end marker,
+ * every setting applied and the workload's exit status 0 (run.c's boot_status). */
+static int replay_real(struct fopts *o, int k, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], path[PATH_MAX], snap[PATH_MAX];
+
+	o->k = k;
+	memset(o->boots, 0, sizeof(o->boots));
+	oracle_fmt(dir, sizeof(dir), "%s/%d-%s/real", o->real_from, k + 1, o->defrag[k]);
+	for (int i = 0; i < o->cfg.boots && !interrupted; i++) {
+		struct oracle_result r;
+		const char *status = "ok";
+		char *text;
+
+		oracle_fmt(path, sizeof(path), "%s/boot-%d.log", dir, i + 1);
+		text = read_all(path);
+		if (!text) {
+			oracle_fmt(err, errlen, "--real-from: '%s': %s", path, strerror(errno));
+			return -EIO;
+		}
+		oracle_result_init(&r);
+		oracle_result_text(&r, text);
+		free(text);
+		for (size_t j = 0; j < r.nsettings; j++)
+			if (strcmp(r.settings[j].value, "ok"))
+				status = "setting-failed";
+		if (!r.ended)
+			status = "no-end-marker";
+		else if (!strcmp(status, "ok") && r.exit_status)
+			status = "workload-failed";
+		oracle_fmt(snap, sizeof(snap), "%s/boot-%d.snap", dir, i + 1);
+		on_boot(o, i, o->cfg.seed + (uint64_t)i, status, &r,
+			access(snap, R_OK) ? NULL : snap);
+		oracle_result_free(&r);
+	}
+	return interrupted ? -EINTR : 0;
+}
+
 /* ---- thpemu's side --------------------------------------------------------------------------
  */
 
@@ -603,6 +691,19 @@ static void emu_counters(const char *report, struct fid_sample *s)
 	json_decref(j);
 }
 
+/* The suite's workloads whose file is page cache in the guest's memory: thpscale's refill and
+ * thpcompact's stripes go to the guest's tmpfs (/tmp; no --disk). Under thpemu they go on the
+ * run's own device (thpemu-fusedev, preset fast), which joins the machine: every page written
+ * is a page-cache frame of the emulated pool (fusedev/README.md), allocated where the guest's
+ * tmpfs page was, into the holes, and met by compaction. The device's file system is tmpfs
+ * without swap, as the guest's (the machine setting fs, core/mm/README.md): a page is never
+ * dirty nor written back, never reclaimed, and compaction moves it in any mode. */
+static bool file_in_pool(const struct fopts *o)
+{
+	return !o->program && !o->cfg.disk &&
+	       (!strcmp(o->cfg.workload, "thpscale") || !strcmp(o->cfg.workload, "thpcompact"));
+}
+
 static void one_run(struct fopts *o, int k, int j, const char *dir)
 {
 	struct fid_setting *s = &o->t->set[k];
@@ -614,7 +715,7 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	uint64_t sd = o->cfg.seed + (uint64_t)j;
 	struct oracle_result r;
 	struct oracle_cmd c;
-	int n = 0, nb = 0, wargc, rc;
+	int n = 0, nb = 0, wl, wargc, rc;
 	double npmd;
 	char pct[24];
 
@@ -644,7 +745,14 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	argv[n++] = seed;
 	argv[n++] = "--report";
 	argv[n++] = report;
+	if (file_in_pool(o)) {
+		argv[n++] = "--device";
+		argv[n++] = "fast";
+		argv[n++] = "--fs";
+		argv[n++] = "tmpfs";
+	}
 	argv[n++] = "--";
+	wl = n;
 	if (o->program) {
 		argv[n++] = o->dyn;
 	} else {
@@ -666,10 +774,10 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 			    o->t->emu_cmd + used,
 			    used < sizeof(o->t->emu_cmd) ? sizeof(o->t->emu_cmd) - used : 0, "%s%s",
 			    i > 1 ? " " : "thpemu ",
-			    i == 5    ? "snapshot:BOOT.snap"
-			    : i == 9  ? "RUN.json"
-			    : i == 11 ? (o->program ? o->dynamic : "thpemu-wl")
-				      : argv[i]);
+			    argv[i] == frag	? "snapshot:BOOT.snap"
+			    : argv[i] == report ? "RUN.json"
+			    : i == wl		? (o->program ? o->dynamic : "thpemu-wl")
+						: argv[i]);
 	}
 	setenv("ORACLE_COUNTERS", "1", 1); /* the phase's counters: thpemu_vmstat() */
 	setenv("ORACLE_SEED", seed, 1);
@@ -864,7 +972,8 @@ static int fidelity_main(int argc, char **argv)
 	cli_sigpipe_ignore();
 	describe(o, argc, argv);
 	for (int k = 0; k < o->nset && !rc; k++) {
-		rc = run_real(o, k, err, sizeof(err));
+		rc = o->real_from ? replay_real(o, k, err, sizeof(err))
+				  : run_real(o, k, err, sizeof(err));
 		if (!rc)
 			rc = run_emu(o, k, err, sizeof(err));
 	}

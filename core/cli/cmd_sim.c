@@ -40,7 +40,7 @@ static void usage(FILE *f)
 	    f,
 	    "usage: thpemu sim --policy POLICY --scenario SCENARIO [--seed N] [--pool SIZE]\n"
 	    "                  [--duration DUR] [--json FILE|-] [--costs FILE]\n"
-	    "                  [--device PRESET[:KEY=VALUE,...]] [--fs vfat|ext4]\n"
+	    "                  [--device PRESET[:KEY=VALUE,...]] [--fs vfat|ext4|tmpfs]\n"
 	    "                  [--stall-threshold DUR] [--zero-page BOOL] [--opt KEY=VALUE]...\n"
 	    "       thpemu sim --replay TRACE [--policy POLICY] [the options above]\n\n"
 	    "Runs a scenario against the emulated kernel in virtual time: deterministic (the same\n"
@@ -66,7 +66,7 @@ static void usage(FILE *f)
 	    "  --device SPEC          slow device for writeback (default %s, or the\n"
 	    "                         scenario's): none or a preset with device-model keys, as\n"
 	    "                         thpemu run's\n"
-	    "  --fs vfat|ext4         file system of the device's files: the policy key fs\n"
+	    "  --fs vfat|ext4|tmpfs   file system of the device's files: the policy key fs\n"
 	    "                         (default: the scenario's, else the policy's, vfat in every\n"
 	    "                         profile; vfat has no ->migratepage, ext4 migrates dirty\n"
 	    "                         pages and never writes them from reclaim)\n"

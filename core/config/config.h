@@ -40,7 +40,7 @@ struct config {
 	enum config_host_fault host_fault;
 	char policy_spec[160];	 /* as given (validated by mm_policy_parse) */
 	struct mm_policy policy; /* parsed */
-	char fs[8];		 /* THPEMU_FS: vfat or ext4, sets policy.fs ("" = the policy's) */
+	char fs[8]; /* THPEMU_FS: vfat, ext4 or tmpfs, sets policy.fs ("" = the policy's) */
 	char policy_plugin[192]; /* THPEMU_POLICY_PLUGIN: the plugin when the policy names none
 				  * (config_plugin) */
 	uint64_t pool_bytes;	 /* emulated physical memory */
@@ -98,11 +98,12 @@ struct config {
 	  "emulated kernel THP/compaction policy")                                                 \
 	/* after POLICY: config_from_env applies the table in order, and parse_policy re-applies  \
 	 * a given fs to a policy parsed later (--fs ext4 --policy P) */                          \
-	X(FS, "--fs", "FS", fs, fs, "", 0, 0, NULL, 0, "vfat or ext4",                             \
+	X(FS, "--fs", "FS", fs, fs, "", 0, 0, NULL, 0, "vfat, ext4 or tmpfs",                     \
 	  "file system of the slow device's files, the policy key fs (default: the policy's, vfat "\
 	  "in every profile, what a 2011 USB stick carried): vfat has no ->migratepage, so sync "  \
 	  "migration writes dirty pages out; ext4 migrates them (buffer_migrate_page) and its "    \
-	  "delalloc ->writepage writes nothing from reclaim")                                      \
+	  "delalloc ->writepage writes nothing from reclaim; tmpfs (without swap) never dirties "  \
+	  "nor writes a page back, never reclaims one, and migrates it in any mode")              \
 	X(POLICY_PLUGIN, "--policy-plugin", "FILE.so", plugin, policy_plugin, "", 0, 0, NULL, 0,   \
 	  "a shared object's path, or the NAME of an installed plugin (e.g. mthp_under_frag), "    \
 	  "optionally followed by ?ARGS",                                                          \

@@ -235,6 +235,14 @@ static int parse_rendezvous(const struct config_opt *o, const char *name, const 
 	return store_text(o, name, val, field, err, errlen);
 }
 
+/* --fs's name as the policy's value (parse_fs accepted it). */
+static enum mm_fs fs_named(const char *name)
+{
+	return !strcmp(name, "ext4")	? MM_FS_EXT4
+	       : !strcmp(name, "tmpfs") ? MM_FS_TMPFS
+					: MM_FS_VFAT;
+}
+
 static int parse_policy(const struct config_opt *o, const char *name, const char *val,
 			struct config *cfg, void *field, char *err, size_t errlen)
 {
@@ -245,7 +253,7 @@ static int parse_policy(const struct config_opt *o, const char *name, const char
 	if (policy_parse(val, &cfg->policy, why, sizeof(why)) < 0) /* names the bad part */
 		return bad_because(name, val, why, err, errlen);
 	if (cfg->fs[0]) /* --fs given before --policy still counts */
-		cfg->policy.fs = strcmp(cfg->fs, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;
+		cfg->policy.fs = fs_named(cfg->fs);
 	return store_text(o, name, val, field, err, errlen);
 }
 
@@ -253,9 +261,9 @@ static int parse_policy(const struct config_opt *o, const char *name, const char
 static int parse_fs(const struct config_opt *o, const char *name, const char *val,
 		    struct config *cfg, void *field, char *err, size_t errlen)
 {
-	if (strcmp(val, "vfat") && strcmp(val, "ext4"))
+	if (strcmp(val, "vfat") && strcmp(val, "ext4") && strcmp(val, "tmpfs"))
 		return bad(o, name, val, "is not accepted", err, errlen);
-	cfg->policy.fs = strcmp(val, "ext4") == 0 ? MM_FS_EXT4 : MM_FS_VFAT;
+	cfg->policy.fs = fs_named(val);
 	return store_text(o, name, val, field, err, errlen);
 }
 

@@ -169,7 +169,7 @@ static void check_file(struct check *c, uint32_t pfn)
 		c->wb++;
 	if (f->flags & FF_ISOLATED)
 		c->isolated++;
-	else
+	else if (!pc_off_lru(mm))
 		c->lru[(f->flags & FF_ACTIVE) ? 1 : 0]++;
 }
 

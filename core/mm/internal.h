@@ -613,6 +613,7 @@ void pc_delete(struct mm *mm, uint32_t pfn);
 void pc_replace(struct mm *mm, uint32_t oldpfn, uint32_t newpfn);
 void set_page_dirty(struct mm *mm, uint32_t pfn);
 void start_writeback(struct mm *mm, uint32_t pfn);
+bool pc_off_lru(const struct mm *mm); /* fs=tmpfs: page-cache frames are on no LRU */
 void lru_add(struct mm *mm, uint32_t pfn);
 void lru_del(struct mm *mm, uint32_t pfn);
 void putback_frame(struct mm *mm, uint32_t pfn);

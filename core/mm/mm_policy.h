@@ -119,13 +119,20 @@ enum mm_reclaim_skip {
 
 /* The file system of the device's files (3.1/3.2 address_space_operations). */
 enum mm_fs {
-	MM_FS_VFAT, /* fs/fat/inode.c fat_aops: no ->migratepage, so mm/migrate.c
-		     * fallback_migrate_page writes a dirty page out (writeout) before migrating
-		     * it; fat_writepage (block_write_full_page) writes from reclaim */
-	MM_FS_EXT4, /* fs/ext4/inode.c ext4_da_aops: ->migratepage = buffer_migrate_page (a dirty
-		     * page migrates without writeout); ext4_da_writepage redirties a page with
-		     * delayed-allocation buffers (ext4_bh_delay_or_unwritten): ->writepage from
-		     * reclaim writes nothing */
+	MM_FS_VFAT,  /* fs/fat/inode.c fat_aops: no ->migratepage, so mm/migrate.c
+		      * fallback_migrate_page writes a dirty page out (writeout) before migrating
+		      * it; fat_writepage (block_write_full_page) writes from reclaim */
+	MM_FS_EXT4,  /* fs/ext4/inode.c ext4_da_aops: ->migratepage = buffer_migrate_page (a dirty
+		      * page migrates without writeout); ext4_da_writepage redirties a page with
+		      * delayed-allocation buffers (ext4_bh_delay_or_unwritten): ->writepage from
+		      * reclaim writes nothing */
+	MM_FS_TMPFS, /* tmpfs without swap (mm/shmem.c, 6.1 and 6.12): shmem_aops.dirty_folio =
+		      * noop_dirty_folio, so a page is never accounted dirty nor written back;
+		      * shmem folios are swap-backed, on the anon LRU (folio_is_file_lru), which
+		      * reclaim does not scan without swap (mm/vmscan.c get_scan_count: SCAN_FILE
+		      * when !can_reclaim_anon_pages): off the LRU here, never reclaimed;
+		      * shmem_aops.migrate_folio = migrate_folio: compaction moves it in any
+		      * mode */
 };
 
 /* The device queue's I/O scheduler (the simulator's block layer, core/io/iosched.h; the live
@@ -185,7 +192,7 @@ struct mm_policy {
 	bool shrink_underused;	  /* transparent_hugepage/shrink_underused (6.12) */
 	bool madv_collapse;	  /* MADV_COLLAPSE exists (6.1+) */
 	/* 3.x reclaim and the device's file system: */
-	enum mm_fs fs;			   /* fs=vfat|ext4 (machine setting: --fs) */
+	enum mm_fs fs;			   /* fs=vfat|ext4|tmpfs (machine setting: --fs) */
 	enum mm_kswapd_write kswapd_write; /* kswapd-writepage=never|always|pressure */
 	bool reclaim_throttles;		   /* 3.x congestion_wait / wait_iff_congested /
 					    * too_many_isolated naps (throttle=yes|no) */

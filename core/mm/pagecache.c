@@ -76,16 +76,29 @@ void pc_replace(struct mm *mm, uint32_t oldpfn, uint32_t newpfn)
 	pfn_frame(mm, oldpfn)->hnext = 0;
 }
 
+/* tmpfs without swap: its folios are swap-backed, on the anon LRU (6.12 and 6.1
+ * include/linux/mm_inline.h folio_is_file_lru), which reclaim never scans without swap
+ * (mm/vmscan.c get_scan_count: SCAN_FILE when !can_reclaim_anon_pages): kept off the file LRU,
+ * so nothing reclaims them. */
+bool pc_off_lru(const struct mm *mm)
+{
+	return mm->cfg.policy.fs == MM_FS_TMPFS;
+}
+
 void lru_add(struct mm *mm, uint32_t pfn)
 {
 	bool active = pfn_frame(mm, pfn)->flags & FF_ACTIVE;
 
+	if (pc_off_lru(mm))
+		return;
 	flist_add(mm, sentinel(mm, active ? SENT_LRU_ACTIVE : SENT_LRU_INACTIVE), pfn);
 	mm->nr_lru[active]++;
 }
 
 void lru_del(struct mm *mm, uint32_t pfn)
 {
+	if (pc_off_lru(mm))
+		return;
 	flist_del(mm, pfn);
 	mm->nr_lru[(pfn_frame(mm, pfn)->flags & FF_ACTIVE) ? 1 : 0]--;
 }
@@ -173,7 +186,9 @@ void set_page_dirty(struct mm *mm, uint32_t pfn)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 
-	if (f->flags & FF_DIRTY)
+	/* tmpfs: shmem_aops.dirty_folio = noop_dirty_folio (6.12 and 6.1 mm/shmem.c): no dirty
+	 * accounting, no writeback, nothing for balance_dirty_pages or fsync (noop_fsync) */
+	if ((f->flags & FF_DIRTY) || mm->cfg.policy.fs == MM_FS_TMPFS)
 		return;
 	f->flags |= FF_DIRTY;
 	mm->nr_file_dirty++;
@@ -430,7 +445,8 @@ static void rotate_reclaimable_page(struct mm *mm, uint32_t pfn)
 	struct mm_frame *f = pfn_frame(mm, pfn);
 
 	f->order = (uint8_t)(f->order & ~ORDER_RECLAIM);
-	if (f->flags & (FF_LOCKED | FF_DIRTY | FF_ACTIVE | FF_ISOLATED | FF_GONE))
+	if ((f->flags & (FF_LOCKED | FF_DIRTY | FF_ACTIVE | FF_ISOLATED | FF_GONE)) ||
+	    pc_off_lru(mm))
 		return;
 	flist_del(mm, pfn);
 	flist_add_tail(mm, sentinel(mm, SENT_LRU_INACTIVE), pfn);

@@ -327,7 +327,7 @@ struct key {
 static const char *const era_values[] = {"3.1", "3.2", "3.3", "6.1", "modern", NULL};
 static const char *const mode_values[] = {"none", "async", "sync-light", "sync", NULL};
 static const char *const skip_values[] = {"none", "suitable-or-deferred", "compaction-ready", NULL};
-static const char *const fs_values[] = {"vfat", "ext4", NULL};
+static const char *const fs_values[] = {"vfat", "ext4", "tmpfs", NULL};
 static const char *const iosched_values[] = {"deadline", "cfq", NULL};
 static const char *const kswapd_write_values[] = {"never", "always", "pressure", NULL};
 static const char *const thp_size_values[] = {"never", "always", "madvise", "inherit", NULL};
@@ -396,7 +396,8 @@ static const struct key keys[] = {
      "transparent_hugepage/shrink_underused: the shrinker splits underused THPs (6.12)"},
     {"madv-collapse", K_BOOL, F(madv_collapse), NULL, 0, 0, 0, "MADV_COLLAPSE exists (6.1+)"},
     {"fs", K_ENUM, F(fs), fs_values, 0, 0, 0,
-     "file system of the device's files: vfat (no ->migratepage) or ext4 (delalloc)"},
+     "file system of the device's files: vfat (no ->migratepage), ext4 (delalloc) or tmpfs "
+     "(no swap: never dirty, never reclaimed)"},
     {"kswapd-writepage", K_ENUM, F(kswapd_write), kswapd_write_values, 0, 0, 0,
      "dirty pages kswapd writes itself (3.1 always, 3.2/3.3 pressure: priority < 10)"},
     {"throttle", K_BOOL, F(reclaim_throttles), NULL, 0, 0, 0,

@@ -24,7 +24,7 @@ bad_usage "--a policy=" ab --a policy=linux-9.9 --b policy=linux-3.3 -- true
 bad_usage "--runs: '0' is out of range (accepted: 1..500)" ab --a policy=linux-3.1 --b policy=linux-3.3 --runs 0 -- true
 bad_usage "--order: 'zigzag' is not accepted (alternate, random)" ab --a policy=linux-3.1 --b policy=linux-3.3 --order zigzag -- true
 bad_usage "unknown option '--colour'" ab --colour --a policy=linux-3.1 --b policy=linux-3.3 -- true
-bad_usage "--fs: 'ntfs' is not accepted (accepted: vfat or ext4)" ab --fs ntfs --a policy=linux-3.1 --b policy=linux-3.3 -- true
+bad_usage "--fs: 'ntfs' is not accepted (accepted: vfat, ext4 or tmpfs)" ab --fs ntfs --a policy=linux-3.1 --b policy=linux-3.3 -- true
 bad_usage "--a fs=: 'ntfs' is not accepted" ab --a policy=linux-3.1,fs=ntfs --b policy=linux-3.3 -- true
 bad_usage "unknown option '--pdf'" report --pdf x.json
 bad_usage "no report given" report

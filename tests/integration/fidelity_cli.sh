@@ -52,6 +52,35 @@ bad_usage "double quote" fidelity --workload fragfault 'a"b'
 bad_usage "--json: '/proc/" fidelity --json /proc/thpemu-fidelity.json --workload fragfault
 bad_usage "--html: '/proc/" fidelity --html /proc/thpemu-fidelity.html --workload fragfault
 bad_usage "name the same file" fidelity --json "$T_TMP/x" --html "$T_TMP/x" --workload fragfault
+bad_usage "--real-from: '/nonexistent' is not a directory" \
+	fidelity --real-from /nonexistent --workload fragfault
+
+# --real-from: the real side read back from a kept console log; nothing boots (no qemu here)
+kept="$T_TMP/kept/1-always/real"
+mkdir -p "$kept"
+{
+	printf 'ORACLE hello 1\nORACLE kernel 6.12.0-kept\nORACLE setting enabled ok\n'
+	printf 'ORACLE wl fragfault 1\nORACLE info fill_bytes=1048576 region_bytes=4194304\n'
+	printf 'ORACLE snap phase-begin vmstat thp_fault_alloc 10\n'
+	printf 'ORACLE snap phase-end vmstat thp_fault_alloc 12\n'
+	printf 'ORACLE fault 0 huge 10.0\nORACLE fault 1 base 20.0\n'
+	printf 'ORACLE extent 0 huge\nORACLE extent 1 base\n'
+	printf 'ORACLE summary extents=2 huge=1 base=1 huge_pct=50.0\n'
+	printf 'ORACLE exit 0 1.0\nORACLE end\n'
+} >"$kept/boot-1.log"
+if [ "$(id -u)" = 0 ] && [ -w /dev/userfaultfd ]; then
+	"$THPEMU" fidelity --real-from "$T_TMP/kept" --qemu /nonexistent/qemu --boots 1 \
+		--defrag always --json "$T_TMP/kept.json" --workload fragfault >"$T_TMP/kept.out" \
+		2>"$T_TMP/kept.err"
+	expect_eq "--real-from without a snapshot: status" "$?" 1
+	expect_eq "--real-from: the kept boot" "$(json "$T_TMP/kept.json" '.settings[0].real[0].status')" ok
+	expect_eq "--real-from: its counter" \
+		"$(json "$T_TMP/kept.json" '.settings[0].real[0].values.thp_fault_alloc')" 2
+	expect_eq "--real-from: its huge %" \
+		"$(json "$T_TMP/kept.json" '.settings[0].real[0].values.huge_fault_pct')" 50
+	expect_eq "--real-from: thpemu's run" \
+		"$(json "$T_TMP/kept.json" '.settings[0].thpemu[0].status')" no-snapshot
+fi
 
 # the environment: exit 1, one line, nothing written
 "$THPEMU" fidelity --qemu /nonexistent/qemu --json "$T_TMP/f.json" --workload fragfault \

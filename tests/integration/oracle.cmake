@@ -7,6 +7,12 @@ thpemu_add_test(NAME integration/oracle_cli
 thpemu_add_test(NAME integration/oracle_workloads
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/oracle_workloads.sh
                 LABELS integration needs-uffd needs-root TIMEOUT 300)
+# A workload's file in the pool: thpscale and thpcompact under thpemu run --device fast write
+# it through thpemu-fusedev, so its pages are the machine's page cache (--fs tmpfs: never dirty,
+# written back or reclaimed; ext4: dirty, written back); without a device the pool has none.
+thpemu_add_test(NAME integration/oracle_wl_file
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/oracle_wl_file.sh
+                LABELS integration needs-uffd needs-fuse needs-root TIMEOUT 300)
 # The pinned CI subset: both kernels, three settings, 512 MiB, invariants that hold on every
 # boot (no fragmentation: all huge; defrag=never: no compaction stall; an mlocked filler with
 # compact_unevictable_allowed=0: compaction fails, faults fall back), and a pinned boot

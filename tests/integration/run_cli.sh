@@ -47,7 +47,7 @@ bad() {
 }
 
 # a bad machine setting
-bad --fs "'xfs'" "vfat or ext4" -- --fs xfs
+bad --fs "'xfs'" "vfat, ext4 or tmpfs" -- --fs xfs
 
 # output paths
 bad --report "'/nonexistent/d/r.json'" "the directory '/nonexistent/d' does not exist" -- \

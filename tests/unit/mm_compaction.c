@@ -746,6 +746,38 @@ TEST(fs_decides_async_isolation_of_dirty_pages)
 	}
 }
 
+/* tmpfs without swap (fs=tmpfs, a guest's /tmp): a written page is never dirty
+ * (shmem_aops.dirty_folio = noop_dirty_folio) and migrates in any mode (shmem_aops.migrate_folio
+ * = migrate_folio, 6.12 mm/shmem.c); on vfat the same page is dirty and 6.12's async filter
+ * skips it (isolate_migratepages_block: a dirty folio of a mapping without ->migrate_folio). */
+TEST(tmpfs_pages_migrate_in_async_compaction)
+{
+	static const struct {
+		const char *spec;
+		bool moved, dirty;
+	} cases[] = {{"modern-always:fs=tmpfs", true, false}, {"modern-always", false, true}};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fakeenv fe;
+		struct mm_counts c;
+		struct run r;
+		char err[256];
+
+		pool_with_targets(&fe, cases[i].spec);
+		ASSERT_EQ(mm_debug_place(fe.mm, P_DIRTY, DBG_FILE_DIRTY, MM_OWNER_FILE(1, 10)), 0);
+		ASSERT_EQ(mm_debug_place(fe.mm, P_CLEAN, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 12)), 0);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		mm_get_counts(fe.mm, &c);
+		EXPECT_EQ(c.file, 2);
+		EXPECT_EQ(c.file_dirty, cases[i].dirty ? 1 : 0);
+		compact(&fe, MM_MIGRATE_ASYNC, &r);
+		EXPECT_EQ(where_file(&fe, 10) != P_DIRTY, cases[i].moved);
+		EXPECT_EQ(fe.n_writeout, 0);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
 /* too_many_isolated at the start of a block: ASYNC gives up; SYNC naps (3.x congestion_wait,
  * HZ/10; 6.12 reclaim_throttle, HZ/50) until the count drops, each nap a reported wait. */
 static void drop_isolated(struct fakeenv *fe, enum mm_wait_kind kind)

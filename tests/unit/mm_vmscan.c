@@ -394,6 +394,30 @@ TEST(ext4_refuses_writepage_from_reclaim)
 	fakeenv_destroy(&fe);
 }
 
+/* tmpfs without swap: its pages are on the anon LRU, which reclaim does not scan without swap
+ * (6.12 mm/vmscan.c get_scan_count, folio_is_file_lru): kswapd over a pool of them reclaims
+ * and writes nothing, and none of them is dirty (noop_dirty_folio); the same pool on ext4
+ * gives kswapd its clean pages. */
+TEST(tmpfs_pages_are_never_reclaimed)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+
+	kswapd_pool(&fe, "modern-always:fs=tmpfs", 32);
+	EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_KSWAPD), 0);
+	EXPECT_EQ(fe.n_writeout, 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.file_dirty, 0);
+	EXPECT_GT(c.file, 3000);
+	EXPECT(cached(&fe, 0));
+	EXPECT(cached(&fe, 40));
+	fakeenv_destroy(&fe);
+
+	kswapd_pool(&fe, "modern-always:fs=ext4", 32);
+	EXPECT_GT(stat(&fe, MM_STAT_PGSTEAL_KSWAPD), 0);
+	fakeenv_destroy(&fe);
+}
+
 /* 3.1's pageout writes and the sync pass waits: each wait is reported once, with its kind,
  * frame, owner and length, and none is kswapd's. */
 TEST(every_wait_is_reported)

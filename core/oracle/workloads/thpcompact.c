@@ -75,7 +75,8 @@ static void usage(const char *name)
 	    "                 of MemFree (default 70%%; percentages only in the guest)\n"
 	    "  --threads      threads (default 4)\n"
 	    "  --anon-advise  the first mappings' advice (default hugepage, as mmtests)\n"
-	    "  --file-dir     where the file goes (default $ORACLE_DISK, $TMPDIR, /tmp)\n"
+	    "  --file-dir     where the file goes (default $ORACLE_DISK, $THPEMU_DEVICE_DIR, "
+	    "$TMPDIR, /tmp)\n"
 	    "  --interval     AnonHugePages sampled this often during the faults (100ms)\n",
 	    name);
 }
@@ -89,14 +90,13 @@ static void parse(const char *name, int argc, char **argv, struct compact_opts *
 					   {"interval", 1, 0, 'i'},
 					   {"help", 0, 0, 'h'},
 					   {0, 0, 0, 0}};
-	const char *disk = getenv("ORACLE_DISK"), *tmp = getenv("TMPDIR");
 	int c;
 
 	*o = (struct compact_opts){.total = "70%",
 				   .anon_advise = "hugepage",
 				   .interval_ns = 100 * 1000 * 1000,
 				   .threads = 4};
-	o->file_dir = disk && *disk ? disk : tmp && *tmp ? tmp : "/tmp";
+	o->file_dir = wl_file_dir();
 	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'a':

@@ -60,7 +60,8 @@ static void usage(const char *name)
 	    "  --anon         the fragmented mapping: a size or a percentage of MemFree (default\n"
 	    "                 90%%; percentages only in the guest)\n"
 	    "  --anon-advise  how it is touched (default nohugepage: 4 KiB pages, real holes)\n"
-	    "  --file-dir     where the file goes (default $ORACLE_DISK, $TMPDIR, /tmp)\n"
+	    "  --file-dir     where the file goes (default $ORACLE_DISK, $THPEMU_DEVICE_DIR, "
+	    "$TMPDIR, /tmp)\n"
 	    "  --threads      threads faulting the region (default 1)\n"
 	    "  --interval     AnonHugePages sampled this often during the faults (100ms)\n",
 	    name);
@@ -75,14 +76,13 @@ static void parse(const char *name, int argc, char **argv, struct scale_opts *o)
 					   {"interval", 1, 0, 'i'},
 					   {"help", 0, 0, 'h'},
 					   {0, 0, 0, 0}};
-	const char *disk = getenv("ORACLE_DISK"), *tmp = getenv("TMPDIR");
 	int c;
 
 	*o = (struct scale_opts){.anon = "90%",
 				 .anon_advise = "nohugepage",
 				 .interval_ns = 100 * 1000 * 1000,
 				 .threads = 1};
-	o->file_dir = disk && *disk ? disk : tmp && *tmp ? tmp : "/tmp";
+	o->file_dir = wl_file_dir();
 	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'a':

@@ -171,6 +171,19 @@ uint64_t wl_rand(uint64_t *state)
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
+const char *wl_file_dir(void)
+{
+	static const char *const env[] = {"ORACLE_DISK", "THPEMU_DEVICE_DIR", "TMPDIR"};
+
+	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
+		const char *v = getenv(env[i]);
+
+		if (v && *v)
+			return v;
+	}
+	return "/tmp";
+}
+
 uint64_t wl_meminfo_kb(const char *field)
 {
 	char line[256];

@@ -82,6 +82,11 @@ uint64_t wl_rand(uint64_t *state);
  * wl_phase_begin) is $ORACLE_SNAPSHOT_AT (default phase), and print its text as ORACLE lines. */
 void wl_snapshot_point(const char *point);
 
+/* Where a workload's file goes by default: $ORACLE_DISK (the guest's disk), else
+ * $THPEMU_DEVICE_DIR (thpemu run --device: the emulated machine's device, whose page cache is
+ * the pool's), else $TMPDIR, else /tmp (a guest's tmpfs). */
+const char *wl_file_dir(void);
+
 /* ---- memory ------------------------------------------------------------------------------ */
 uint64_t wl_meminfo_kb(const char *field); /* /proc/meminfo "MemFree" etc.; 0 if absent */
 /* A 2 MiB aligned private anonymous mapping of len (rounded up to 2 MiB); dies on failure. */

@@ -40,7 +40,8 @@ static void usage(const char *name)
 	       "thread, --delay after it started, faults a MADV_HUGEPAGE region extent by extent.\n"
 	       "  --region    the faulted region (default 64M)\n"
 	       "  --write     bytes the writer writes (default 128M)\n"
-	       "  --dir       where (default $ORACLE_DISK: the guest's disk, else $TMPDIR, /tmp)\n"
+	       "  --dir       where (default $ORACLE_DISK: the guest's disk, $THPEMU_DEVICE_DIR, "
+	       "$TMPDIR, /tmp)\n"
 	       "  --delay     from the writer's start to the first fault (default 2s)\n",
 	       name);
 }
@@ -50,11 +51,10 @@ static void parse(const char *name, int argc, char **argv, struct writer_opts *o
 	static const struct option lo[] = {{"region", 1, 0, 'r'}, {"write", 1, 0, 'w'},
 					   {"dir", 1, 0, 'd'},	  {"delay", 1, 0, 'D'},
 					   {"help", 0, 0, 'h'},	  {0, 0, 0, 0}};
-	const char *disk = getenv("ORACLE_DISK"), *tmp = getenv("TMPDIR");
 	int c;
 
 	*o = (struct writer_opts){.region = "64M", .write = "128M", .delay_ns = 2000000000ULL};
-	o->dir = disk && *disk ? disk : tmp && *tmp ? tmp : "/tmp";
+	o->dir = wl_file_dir();
 	while ((c = wl_getopt(name, argc, argv, lo, usage)) != -1) {
 		switch (c) {
 		case 'r':
