@@ -506,8 +506,9 @@ void abandon_compaction(struct compact_control *cc)
  * struct migrate_pages_stats: "Untried folios aren't counted") count the frame that found no
  * target and those that asked for a retry earlier in the same pass, not the frames the pass
  * had not reached yet nor the earlier passes' retries: a compaction whose free scanner met the
- * migrate scanner with 480 frames isolated fails one page, not 480. 3.x has no
- * pgmigrate_fail (it came in 3.8); thpemu's own count there stays every frame not migrated. */
+ * migrate scanner with 480 frames isolated fails one page, not 480. 3.1-3.3's counter
+ * (compact_pagemigrate_failed, mm/compaction.c compact_zone: nr_remaining) is every frame left
+ * on the list, untried ones included. */
 __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succeeded)
 {
 	unsigned n = cc->nr_migratepages, retry = 1, failed = 0, ok = 0;
@@ -565,7 +566,7 @@ __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsi
 	for (unsigned i = 0; i < n; i++)
 		putback_frame(mm, cc->migratepages[i]);
 	if (ret != -ENOMEM || !era_modern(mm))
-		failed += n; /* the last pass's retries (or 3.x: every frame not migrated) */
+		failed += n; /* the last pass's retries (3.x: every frame left) */
 	cc->nr_migratepages = 0;
 	if (ret == -ESTALE)
 		abandon_compaction(cc);

@@ -627,8 +627,8 @@ static void compact_out_of_targets(const char *spec, struct run *r)
 
 /* pgmigrate_fail when the free scanner meets the migrate scanner: 6.1 and 6.12
  * migrate_pages_batch count the page that found no target (and the pass's earlier retries),
- * not the untried rest of the list; 3.x has no such counter and thpemu counts every isolated
- * page it did not move (3.x's compaction goes on isolating until the scanners meet: 512 - 8). */
+ * not the untried rest of the list; 3.x's compact_pagemigrate_failed (compact_zone's
+ * nr_remaining) every page left on the list, round after round until the scanners meet: 512 - 8. */
 TEST(migrate_fail_counts_the_page_without_a_target_not_the_untried)
 {
 	static const char *const modern[] = {"linux-6.1", "modern-always"};
