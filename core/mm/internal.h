@@ -581,6 +581,7 @@ static inline bool defrag_mode(const struct mm *mm)
 uint32_t rmqueue(struct mm *mm, unsigned order, enum mm_migratetype mt, unsigned alloc_flags,
 		 void *call);
 uint32_t get_page_from_freelist(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags);
+bool buddy_merge_likely(struct mm *mm, uint32_t pfn, unsigned order);
 void free_one_block(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc);
 void free_frames(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc);
 void del_free_block(struct mm *mm, uint32_t pfn);

@@ -499,12 +499,22 @@ void abandon_compaction(struct compact_control *cc)
 
 /* migrate_pages for compaction: up to migrate_passes passes over the isolated frames; frames
  * still failing are put back. Returns the number not migrated, -ENOMEM when targets ran out,
- * or -ESTALE when the model was repaired meanwhile (the compaction then holds nothing). */
+ * or -ESTALE when the model was repaired meanwhile (the compaction then holds nothing).
+ *
+ * pgmigrate_fail when targets run out: 6.1 and 6.12 mm/migrate.c migrate_pages_batch (the
+ * -ENOMEM case: "stats->nr_failed_pages += nr_pages + nr_retry_pages", then out;
+ * struct migrate_pages_stats: "Untried folios aren't counted") count the frame that found no
+ * target and those that asked for a retry earlier in the same pass, not the frames the pass
+ * had not reached yet nor the earlier passes' retries: a compaction whose free scanner met the
+ * migrate scanner with 480 frames isolated fails one page, not 480. 3.1-3.3's counter
+ * (compact_pagemigrate_failed, mm/compaction.c compact_zone: nr_remaining) is every frame left
+ * on the list, untried ones included. */
 __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succeeded)
 {
 	unsigned n = cc->nr_migratepages, retry = 1, failed = 0, ok = 0;
-	/* migrate_pages_batch came in 6.3: 6.1 mm/migrate.c migrate_pages unmaps and moves one
-	 * page at a time (unmap_and_move in its "for (pass = 0; pass < 10 ...)" loop) */
+	/* 6.1 moves one page at a time: Debian's 6.1.192 mm/migrate.c has migrate_pages_batch
+	 * (from 6.1.y), but its pass loop runs migrate_folio_unmap then migrate_folio_move for
+	 * each folio; 6.12's unmaps the whole batch first (its unmap_folios list) */
 	bool batch = era_modern(mm) && !era_6_1(mm) && mm_has_migrate_anon_batch(mm);
 	int ret = 0, done[CC_MIGRATE_MAX];
 
@@ -539,6 +549,9 @@ __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsi
 			} else if (rc == -EAGAIN || rc == -ENOMEM) {
 				cc->migratepages[keep++] = pfn;
 				retry += rc == -EAGAIN;
+				/* this page, this pass's retries; the rest are untried */
+				if (rc == -ENOMEM && !ret && era_modern(mm))
+					failed += 1 + retry;
 				if (rc == -ENOMEM)
 					ret = -ENOMEM;
 			} else {
@@ -552,7 +565,8 @@ __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsi
 	}
 	for (unsigned i = 0; i < n; i++)
 		putback_frame(mm, cc->migratepages[i]);
-	failed += n;
+	if (ret != -ENOMEM || !era_modern(mm))
+		failed += n; /* the last pass's retries (3.x: every frame left) */
 	cc->nr_migratepages = 0;
 	if (ret == -ESTALE)
 		abandon_compaction(cc);

@@ -279,13 +279,29 @@ static bool compaction_capture(struct mm *mm, struct capture_control *capc, uint
 	return true;
 }
 
+/* buddy_merge_likely (6.1 and 6.12 mm/page_alloc.c; since 2.6.37): is the buddy of the
+ * order + 1 block holding the free block (pfn, order) itself a free block of order + 1, so that
+ * the block may merge soon? Never below the top two orders ("order >= MAX_ORDER - 2" in 6.1,
+ * "order >= MAX_PAGE_ORDER - 1" in 6.12: false). */
+bool buddy_merge_likely(struct mm *mm, uint32_t pfn, unsigned order)
+{
+	uint32_t combined, higher;
+
+	if (order >= MM_MAX_ORDER - 1)
+		return false;
+	combined = pfn & ~(1U << order);
+	higher = combined ^ (1U << (order + 1));
+	return higher + (1U << (order + 1)) <= mm->nr_frames &&
+	       frame_is_buddy(pfn_frame(mm, higher)) &&
+	       frame_order(pfn_frame(mm, higher)) == order + 1;
+}
+
 /* __free_one_page: merge with free buddies as far as possible, then queue the block. A block
  * whose next-higher buddy is free goes to the list tail (it may merge soon), as the kernel
  * does since 2.6.37. */
 void free_one_block(struct mm *mm, uint32_t pfn, unsigned order, struct capture_control *capc)
 {
 	unsigned mt = pageblock_mt(mm, pfn);
-	bool tail = false;
 
 	while (order < MM_MAX_ORDER) {
 		uint32_t buddy = pfn ^ (1U << order);
@@ -305,16 +321,7 @@ void free_one_block(struct mm *mm, uint32_t pfn, unsigned order, struct capture_
 	}
 	if (compaction_capture(mm, capc, pfn, order))
 		return;
-	if (order < MM_MAX_ORDER - 1) {
-		uint32_t combined = pfn & ~(1U << order);
-		uint32_t higher = combined ^ (1U << (order + 1));
-
-		if (higher + (1U << (order + 1)) <= mm->nr_frames &&
-		    frame_is_buddy(pfn_frame(mm, higher)) &&
-		    frame_order(pfn_frame(mm, higher)) == order + 1)
-			tail = true;
-	}
-	add_free_block(mm, pfn, order, mt, tail);
+	add_free_block(mm, pfn, order, mt, buddy_merge_likely(mm, pfn, order));
 }
 
 /* Return 2^order allocated frames to the buddy allocator. */

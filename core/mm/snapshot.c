@@ -3,13 +3,13 @@
  * memblock_free_all leaves (every frame free in max-order blocks, every pageblock MOVABLE).
  *
  * mm reads nothing: core/snapshot parses the file and hands the runs over. Free frames become
- * buddy blocks of the snapshot's orders (merged with a free buddy as __free_one_page merges),
- * queued in ascending pfn order at the tail of the free list of their pageblock's migratetype (the
- * kernel's list order is not in any snapshot); anon frames become foreign anon (a phantom owner's,
- * migrated as metadata, never reclaimed), unevictable ones marked so (compaction migrates them
- * only when the policy allows); file frames page cache of one phantom file (clean or
- * dirty, on the inactive or active LRU); all else unmovable. Mirrors nothing in the kernel: it is
- * the boot state replaced by a measured one.
+ * buddy blocks of the snapshot's orders (merged with a free buddy as __free_one_page merges) on
+ * the free list of their pageblock's migratetype, where the kernel would have queued them (see
+ * place_free: the lists' order is not in any snapshot); anon frames become foreign anon (a phantom
+ * owner's, migrated as metadata, never reclaimed), unevictable ones marked so (compaction migrates
+ * them only when the policy allows); file frames page cache of one phantom file (clean or dirty, on
+ * the inactive or active LRU); all else unmovable. Mirrors nothing in the kernel: it is the boot
+ * state replaced by a measured one.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,7 +59,19 @@ int mm_snapshot_pageblock(struct mm_snapshot *s, uint32_t block, enum mm_migrate
 /* A free block joins its lower buddy if that is free with the same order, as __free_one_page
  * would have merged them: the pool's free blocks are the kernel's canonical ones even when the
  * runs list buddies apart (a pageblock isolated while the snapshot was taken, a sampled or a
- * hand-written file). Runs come in pfn order, so the upper buddy is never placed yet. */
+ * hand-written file). Runs come in pfn order, so the upper buddy is never placed yet.
+ *
+ * Where on its list: no interface shows the kernel's list order (kpageflags and pagetypeinfo
+ * give flags and counts), so the block goes where 6.1's and 6.12's __free_one_page
+ * (mm/page_alloc.c) would have queued it, freed in ascending pfn order - the order in which a
+ * program's munmap or MADV_DONTNEED of a range frees its pages (zapped in address order; the
+ * per-cpu lists take each page at their head and free_pcppages_bulk hands the oldest on first,
+ * list_last_entry): at the head, the highest pfns first, unless buddy_merge_likely sends it to
+ * the tail (shuffle_pick_tail decides only under page_alloc.shuffle=1, mm/shuffle.c, which the
+ * oracle's guests do not set). A block of the top two orders, which buddy_merge_likely never sends
+ * to the tail, goes to the tail in ascending pfn order instead: in a snapshot they are mostly
+ * memory untouched since boot, which memblock_free_pages queued so (__free_pages_core,
+ * FPI_TO_TAIL). */
 static void place_free(struct mm *mm, uint32_t pfn, unsigned order)
 {
 	init_free_frames(mm, pfn, 1U << order);
@@ -73,7 +85,8 @@ static void place_free(struct mm *mm, uint32_t pfn, unsigned order)
 		pfn = buddy;
 		order++;
 	}
-	add_free_block(mm, pfn, order, pageblock_mt(mm, pfn), true);
+	add_free_block(mm, pfn, order, pageblock_mt(mm, pfn),
+		       order >= MM_MAX_ORDER - 1 || buddy_merge_likely(mm, pfn, order));
 }
 
 static void place_file(struct mm_snapshot *s, uint32_t pfn, const struct mm_snapshot_run *r)

@@ -597,6 +597,55 @@ TEST(migrate_scanned_counts_a_free_block_in_6_12_not_in_6_1)
 	EXPECT_EQ(v61, 257);
 }
 
+/* Targets running out: block 0 full of movable pages, eight free frames in the only other
+ * MOVABLE block (7), the rest free in UNMOVABLE blocks (free memory for the watermarks, never a
+ * target but at SYNC priority, ignore_block_suitable). A sync-light compaction isolates 32 pages,
+ * moves 8, and the 9th finds no target. */
+static void compact_out_of_targets(const char *spec, struct run *r)
+{
+	struct mm_snapshot_run blk0 = {.kind = MM_SNAP_ANON, .len = 512},
+			       unmov[2] = {{.kind = MM_SNAP_UNMOVABLE, .len = 1},
+					   {.kind = MM_SNAP_FREE, .len = 511}},
+			       blk7[2] = {{.kind = MM_SNAP_FREE, .len = 8, .order = 3},
+					  {.kind = MM_SNAP_UNMOVABLE, .len = 504}};
+	struct mm_snapshot s;
+	struct fakeenv fe;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	for (uint32_t b = 1; b < 7; b++)
+		ASSERT_EQ(mm_snapshot_pageblock(&s, b, MM_MT_UNMOVABLE), 0);
+	ASSERT_EQ(mm_snapshot_runs(&s, &blk0, 1, err, sizeof(err)), 0);
+	for (uint32_t b = 1; b < 7; b++)
+		ASSERT_EQ(mm_snapshot_runs(&s, unmov, 2, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_runs(&s, blk7, 2, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&s, NULL, err, sizeof(err)), 0);
+	compact(&fe, MM_MIGRATE_SYNC_LIGHT, r);
+	fakeenv_destroy(&fe);
+}
+
+/* pgmigrate_fail when the free scanner meets the migrate scanner: 6.1 and 6.12
+ * migrate_pages_batch count the page that found no target (and the pass's earlier retries),
+ * not the untried rest of the list; 3.x's compact_pagemigrate_failed (compact_zone's
+ * nr_remaining) every page left on the list, round after round until the scanners meet: 512 - 8. */
+TEST(migrate_fail_counts_the_page_without_a_target_not_the_untried)
+{
+	static const char *const modern[] = {"linux-6.1", "modern-always"};
+	struct run r;
+
+	for (int i = 0; i < 2; i++) {
+		compact_out_of_targets(modern[i], &r);
+		EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 8);
+		EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 1);
+		EXPECT_EQ(r.rec.migrate_failed, 1);
+		EXPECT(r.result != MM_COMPACT_SUCCESS);
+	}
+	compact_out_of_targets("linux-3.3", &r);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], 8);
+	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 504);
+}
+
 /* After k consecutive failures the next 2^min(k,6) - 1 attempts are skipped. */
 TEST(deferral_sequence)
 {

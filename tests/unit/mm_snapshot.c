@@ -99,25 +99,49 @@ TEST(free_buddies_merge)
 	fakeenv_destroy(&fe);
 }
 
-TEST(free_lists_in_pfn_order)
+/* The free list at sentinel head, from its head: up to max pfns into out; returns how many. */
+static unsigned list_from_head(struct fakeenv *fe, uint32_t head, uint32_t *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (uint32_t p = pfn_frame(fe->mm, head)->next; p != head && n < max;
+	     p = pfn_frame(fe->mm, p)->next)
+		out[n++] = p;
+	return n;
+}
+
+/* Free blocks queued as 6.1's and 6.12's __free_one_page would have queued them freed in
+ * ascending pfn order: a page whose buddies stay allocated at the head (the highest first), a
+ * page whose next-higher buddy is free at the tail (buddy_merge_likely), max-order blocks at the
+ * tail in ascending order (boot's FPI_TO_TAIL). Pfns 0-1 free (order 1), 2 free, 3 unmovable,
+ * then eight pairs of an unmovable and a free page (5, 7, ..., 19); the rest free. */
+TEST(free_lists_in_the_kernels_order)
 {
 	struct fakeenv fe;
 	struct mm_snapshot s;
-	struct mm_snapshot_run r[2] = {run(MM_SNAP_UNMOVABLE, 1, 0), run(MM_SNAP_FREE, 1, 0)};
+	struct mm_snapshot_run lead[3] = {run(MM_SNAP_FREE, 2, 1), run(MM_SNAP_FREE, 1, 0),
+					  run(MM_SNAP_UNMOVABLE, 1, 0)},
+			       pair[2] = {run(MM_SNAP_UNMOVABLE, 1, 0), run(MM_SNAP_FREE, 1, 0)};
+	uint32_t got[16];
 	char err[256];
-	uint32_t head, p;
-	unsigned seen = 0;
+	unsigned n;
 
-	init(&fe, "modern-always", 8 * MIB);
+	init(&fe, "modern-always", 16 * MIB);
 	ASSERT_EQ(mm_snapshot_begin(fe.mm, &s), 0);
+	ASSERT_EQ(mm_snapshot_runs(&s, lead, 3, err, sizeof(err)), 0);
 	for (unsigned i = 0; i < 8; i++)
-		ASSERT_EQ(mm_snapshot_runs(&s, r, 2, err, sizeof(err)), 0);
+		ASSERT_EQ(mm_snapshot_runs(&s, pair, 2, err, sizeof(err)), 0);
 	ASSERT_EQ(mm_snapshot_end(&s, NULL, err, sizeof(err)), -EINVAL); /* the rest: free */
 	check(&fe);
-	head = sentinel(fe.mm, SENT_FREE(0, MM_MT_MOVABLE));
-	for (p = pfn_frame(fe.mm, head)->next; p != head && seen < 8; p = pfn_frame(fe.mm, p)->next)
-		EXPECT_EQ(p, 1 + 2 * seen++);
-	EXPECT_EQ(seen, 8);
+	n = list_from_head(&fe, sentinel(fe.mm, SENT_FREE(0, MM_MT_MOVABLE)), got, 16);
+	ASSERT_EQ(n, 9);
+	for (unsigned i = 0; i < 8; i++)
+		EXPECT_EQ(got[i], 19 - 2 * i);
+	EXPECT_EQ(got[8], 2); /* its order-1 buddy pair (0-1) was free */
+	n = list_from_head(&fe, sentinel(fe.mm, SENT_FREE(10, MM_MT_MOVABLE)), got, 16);
+	ASSERT_EQ(n, 3);
+	for (unsigned i = 0; i < 3; i++)
+		EXPECT_EQ(got[i], 1024 * (i + 1));
 	fakeenv_destroy(&fe);
 }
 
