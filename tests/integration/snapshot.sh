@@ -8,7 +8,7 @@
 #      pages) and of DMA32, each loaded into a named machine (machine start --fragment
 #      snapshot:FILE): `machine status --json` free blocks by order are the snapshot's, and
 #      those are /proc/buddyinfo's as read in the same pass (exactly when it held still during
-#      the pass, else between its two reads; a snapshot is taken again up to 3 times when not);
+#      the pass, else between its two reads; a snapshot is taken again up to 10 times when not);
 #      frames and watermarks are the zone's;
 #   3. the static helper (what the oracle runs in a guest): statically linked, and its snapshot
 #      round-trips the same way;
@@ -58,7 +58,7 @@ as_buddyinfo() {
 take() {
 	local name=$1 tool=$2 i
 	shift 2
-	for i in 1 2 3; do
+	for i in $(seq 10); do
 		"$tool" "$@" -o "$T_OUT/$name.snap" 2>"$T_TMP/$name.err" ||
 			fail "$name: snapshot failed: $(cat "$T_TMP/$name.err")"
 		as_buddyinfo "$T_OUT/$name.snap" && return 0
