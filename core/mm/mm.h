@@ -678,6 +678,11 @@ unsigned mm_shrink_thp(struct mm *mm, int prio, void *call);
  * released (the kernel's lock_page would sleep briefly; retry after yielding). */
 int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
 		     void *call);
+/* As mm_pagecache_get, for a block device's own page cache (reading /dev/sdX): its mapping is
+ * GFP_USER, so a new page is allocated order 0 UNMOVABLE (fs/block_dev.c bdget in 3.x,
+ * block/bdev.c bdev_alloc in 6.x). */
+int mm_pagecache_get_bdev(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
+			  void *call);
 /* The state of owner's page-cache page without locking it: -ENOENT (not cached), or
  * MM_PC_DIRTY | MM_PC_WRITEBACK bits (0: clean). For a writer's fsync (thpemu-fusedev). */
 #define MM_PC_DIRTY	1

@@ -263,12 +263,17 @@ void putback_frame(struct mm *mm, uint32_t pfn)
 		lru_add(mm, pfn);
 }
 
-static int pagecache_create(struct mm *mm, uint64_t owner, uint32_t *pfn, void *call)
+/* A new page-cache page: __page_cache_alloc(mapping_gfp_mask(mapping)). A regular file's mapping
+ * is GFP_HIGHUSER_MOVABLE (fs/inode.c inode_init_always); a block device's is GFP_USER, without
+ * __GFP_MOVABLE, so its pages are MIGRATE_UNMOVABLE (allocflags_to_migratetype): 3.1
+ * fs/block_dev.c bdget and 6.x block/bdev.c bdev_alloc, mapping_set_gfp_mask(&inode->i_data,
+ * GFP_USER). The model's gfp bits have no __GFP_MOVABLE: the migratetype carries it. */
+static int pagecache_create(struct mm *mm, uint64_t owner, bool bdev, uint32_t *pfn, void *call)
 {
 	struct fault_ctx fc = {.call = call};
 	struct alloc_ctx ac = {
 	    .order = 0,
-	    .mt = MM_MT_MOVABLE,
+	    .mt = bdev ? MM_MT_UNMOVABLE : MM_MT_MOVABLE,
 	    .gfp = GFP_HIGHUSER_MOVABLE,
 	    .fc = &fc,
 	};
@@ -293,8 +298,8 @@ static int pagecache_create(struct mm *mm, uint64_t owner, uint32_t *pfn, void *
 	return 0;
 }
 
-int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
-		     void *call)
+static int pagecache_get(struct mm *mm, uint64_t owner, bool create, bool bdev, uint32_t *pfn,
+			 bool *created, void *call)
 {
 	uint32_t p;
 	int ret = 0;
@@ -304,7 +309,7 @@ int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, 
 	mm_lock(mm);
 	p = pc_lookup(mm, owner);
 	if (p == MM_NO_PFN && create) {
-		ret = pagecache_create(mm, owner, &p, call);
+		ret = pagecache_create(mm, owner, bdev, &p, call);
 		if (ret == 0) {
 			*pfn = p;
 			*created = true;
@@ -326,6 +331,18 @@ int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, 
 out_unlock:
 	mm_unlock(mm);
 	return ret;
+}
+
+int mm_pagecache_get(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
+		     void *call)
+{
+	return pagecache_get(mm, owner, create, false, pfn, created, call);
+}
+
+int mm_pagecache_get_bdev(struct mm *mm, uint64_t owner, bool create, uint32_t *pfn, bool *created,
+			  void *call)
+{
+	return pagecache_get(mm, owner, create, true, pfn, created, call);
 }
 
 int mm_pagecache_peek(struct mm *mm, uint64_t owner, uint32_t *pfn)

@@ -156,6 +156,8 @@ static void settle(struct wcp *st, struct sim_actor *a)
 	for (counts(w, &c); c.file_dirty + c.file_writeback > SETTLE_DIRTY; counts(w, &c))
 		sim_sleep(a, POLL_NS);
 	st->rfile = file_new(w, st->rpages);
+	if (st->rfile)
+		file_get(w, st->rfile)->bdev = true; /* cp reads /dev/sda: GFP_USER page cache */
 	st->wfile = file_new(w, st->wpages);
 	w->writer.files_created++;
 	st->rpos = st->wpos = 0;

@@ -99,6 +99,7 @@ struct sim_file {
 	uint64_t dev_off; /* where its bytes live on the device (log-structured) */
 	uint32_t npages;
 	bool live;
+	bool bdev;	    /* a block device read raw: its page cache is GFP_USER (unmovable) */
 	bool on_dirty_list; /* queued for writeback (the kernel's b_dirty) */
 	uint32_t ndirty;    /* pages dirtied and not yet submitted for writeback */
 	uint32_t wb_index;  /* where writeback of this file goes on (writeback_index) */

@@ -144,8 +144,12 @@ void file_written_out(struct sim_world *w, uint64_t owner)
 int file_get_page(struct sim_world *w, struct sim_task *t, uint64_t owner, uint32_t *pfn,
 		  bool *created, uint64_t *eagain, uint64_t *nomem)
 {
+	const struct sim_file *f = file_get(w, (uint32_t)MM_OWNER_FILE_ID(owner));
+	bool bdev = f && f->bdev;
+
 	for (unsigned tries = 0;;) {
-		int rc = mm_pagecache_get(w->mm, owner, true, pfn, created, t);
+		int rc = bdev ? mm_pagecache_get_bdev(w->mm, owner, true, pfn, created, t)
+			      : mm_pagecache_get(w->mm, owner, true, pfn, created, t);
 
 		if (rc == 0)
 			return 0;

@@ -6,14 +6,15 @@
 # 3.1 1189.8 s, 3.2-rc2 589.5 s, sync-light 73.4 s; ratios 0.50 and 0.06.
 #
 # Asserted (what the model justifies, tests/results/2026-12-04-sim-writeback-cp.md,
-# 2026-12-06-kswapd-3x.md, 2026-12-06-reclaim-31.md):
+# 2026-12-06-kswapd-3x.md, 2026-12-06-reclaim-31.md, 2026-12-07-wbcp-bdev-unmovable.md):
 #   - every kernel finishes every iteration, and alloc's faults are counted per iteration;
 #   - the published ordering: 3.1 slowest, by more than a factor of two over both others, and
 #     3.3 (sync-light) not slower than 3.2;
 #   - 3.3's compaction never waits on writeback.
 # Printed, not asserted (the model does not meet them; those result files say why): the
-# factor-of-two bands of both ratios, 3.2/3.1 in 0.25-1.0 and 3.3/3.1 in 0.03-0.12, 3.3
-# faster than 3.2, and 3.1's and 3.2's compaction writeback waits.
+# factor-of-two bands of both ratios, 3.2/3.1 in 0.25-1.0 and 3.3/3.1 in 0.03-0.12 (with the
+# reader's page cache unmovable 3.3/3.1 sits at the band's edge: 0.027-0.038 over seeds 1-3),
+# 3.3 faster than 3.2, and 3.1's and 3.2's compaction writeback waits.
 . "$(dirname "$0")/lib.sh"
 need_cmd jq
 

@@ -209,4 +209,44 @@ TEST(reclaim_31_writes_dirty_pages_out)
 	fakeenv_destroy(&fe);
 }
 
+/* A block device's page cache (its mapping is GFP_USER: 3.1 fs/block_dev.c bdget, 6.x
+ * block/bdev.c bdev_alloc) is allocated unmovable: the first page steals a free pageblock for
+ * MIGRATE_UNMOVABLE and the next ones fill it; a regular file's pages stay movable, in other
+ * blocks. Both eras. */
+TEST(block_device_page_cache_is_unmovable)
+{
+	static const char *const policies[] = {"linux-3.1", "modern-always"};
+
+	for (unsigned k = 0; k < 2; k++) {
+		struct fakeenv fe;
+		uint32_t bd[64], reg, pfn;
+		bool created;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, policies[k], 16 * MIB, false, err, sizeof(err)), 0);
+		for (unsigned i = 0; i < 64; i++) {
+			ASSERT_EQ(mm_pagecache_get_bdev(fe.mm, MM_OWNER_FILE(2, i), true, &bd[i],
+							&created, NULL),
+				  0);
+			EXPECT(created);
+			mm_pagecache_put(fe.mm, bd[i], false);
+			EXPECT_EQ(pageblock_mt(fe.mm, bd[i]), MM_MT_UNMOVABLE);
+			EXPECT_EQ(bd[i] / MM_HPAGE_NR, bd[0] / MM_HPAGE_NR);
+		}
+		ASSERT_EQ(mm_pagecache_get(fe.mm, OWN(1), true, &reg, &created, NULL), 0);
+		mm_pagecache_put(fe.mm, reg, false);
+		EXPECT_EQ(pageblock_mt(fe.mm, reg), MM_MT_MOVABLE);
+		EXPECT_NE(reg / MM_HPAGE_NR, bd[0] / MM_HPAGE_NR);
+		/* found again through the same index, not created twice */
+		ASSERT_EQ(
+		    mm_pagecache_get_bdev(fe.mm, MM_OWNER_FILE(2, 3), true, &pfn, &created, NULL),
+		    0);
+		EXPECT(!created);
+		EXPECT_EQ(pfn, bd[3]);
+		mm_pagecache_put(fe.mm, pfn, false);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
 TEST_MAIN()

@@ -2,6 +2,7 @@
  * carrying the frame (the queue decides, nothing is fixed), bounded waits time out, and the
  * owner side of migration handles an owner exiting during the copy (mm.h's rule). */
 #include "harness.h"
+#include "mm/internal.h" /* pageblock_mt */
 #include "sim/sim_internal.h"
 
 #include <errno.h>
@@ -373,6 +374,50 @@ static void other_fn(struct sim_actor *a, void *arg)
 				   as_pfn(&r->other->as, 3), FAKE_TARGET);
 	r->other_pfn_after = as_pfn(&r->other->as, 3);
 	as_pfn_set(&r->other->as, 3, MM_NO_PFN); /* nothing moved in mm: forget the fake target */
+}
+
+struct bdev_case {
+	struct sim_task task;
+	struct sim_world *w;
+	uint32_t bdev, reg;
+};
+
+static void bdev_actor(struct sim_actor *a, void *arg)
+{
+	struct bdev_case *k = arg;
+	struct sim_world *w = k->w;
+
+	(void)a;
+	k->bdev = file_new(w, 32);
+	file_get(w, k->bdev)->bdev = true;
+	k->reg = file_new(w, 32);
+	for (uint32_t i = 0; i < 32; i++) {
+		file_read_page(w, &k->task, k->bdev, i, false);
+		file_read_page(w, &k->task, k->reg, i, false);
+	}
+}
+
+/* writeback-cp's reader copies a block device (cp /dev/sda /dev/null): that page cache is
+ * GFP_USER (3.1 fs/block_dev.c bdget), so it fills unmovable pageblocks, apart from a regular
+ * file's movable pages read alongside. */
+TEST(a_block_device_read_fills_unmovable_pageblocks)
+{
+	struct fixture f;
+	struct bdev_case k = {0};
+
+	setup(&f, "usb2-stick-2011:jitter=0,gc-au=0");
+	k.w = &f.w;
+	ASSERT_EQ(world_spawn(&f.w, &k.task, "cp", 0, bdev_actor, &k), 0);
+	ASSERT_EQ(sim_run(f.w.e, 10000000000ULL), 0);
+	for (uint32_t i = 0; i < 32; i++) {
+		uint32_t b = pfn_of(&f.w, k.bdev, i), r = pfn_of(&f.w, k.reg, i);
+
+		ASSERT_NE(b, MM_NO_PFN);
+		ASSERT_NE(r, MM_NO_PFN);
+		EXPECT_EQ(pageblock_mt(f.w.mm, b), MM_MT_UNMOVABLE);
+		EXPECT_EQ(pageblock_mt(f.w.mm, r), MM_MT_MOVABLE);
+	}
+	world_fini(&f.w);
 }
 
 TEST(owner_exiting_during_a_migration_copy_gets_enoent_and_leaves_the_frame_to_mm)
