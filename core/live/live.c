@@ -1217,9 +1217,9 @@ int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
 	return rc;
 }
 
-/* Give handlers serving a fault a moment to record it (a fault is recorded just after the
- * program was woken, so the program can be exiting already); never wait long: one may be stalled
- * for seconds in compaction. */
+/* Give handlers serving a fault a moment to finish it (a fault is counted before its thread is
+ * woken, but what follows the wake - the trace, the PMD check - may still run); never wait long:
+ * one may be stalled for seconds in compaction. */
 static void wait_handlers_idle(struct uffd_live *lv, uint64_t max_ns)
 {
 	uint64_t deadline = clock_now_ns() + max_ns;

@@ -588,6 +588,8 @@ void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
 /* uffdio wrappers: 0 or -errno (moved/copied bytes reported through *done when not NULL). */
 int uffd_io_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake, int64_t *done);
 int uffd_io_zeropage(int fd, uintptr_t dst, size_t len);
+/* ... with a mode: UFFDIO_ZEROPAGE_MODE_DONTWAKE leaves the waiters asleep */
+int uffd_io_zeropage_mode(int fd, uintptr_t dst, size_t len, uint64_t mode);
 int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *done);
 /* UFFDIO_MOVE of [src, src + len) to dst, going on after partial progress (-EAGAIN with bytes
  * moved, at most 64 tries): 0 or the last -errno; *moved says how far it got. */
@@ -610,6 +612,8 @@ int uffd_register_managed(const struct uffd_live *lv, uintptr_t start, size_t le
 int uffd_io_copy_wp(int fd, uintptr_t dst, const void *src);
 /* UFFDIO_WRITEPROTECT mode 0 of [start, start + len): the protection lifted, waiters woken. */
 int uffd_io_unprotect(int fd, uintptr_t start, size_t len);
+/* ... with a mode: UFFDIO_WRITEPROTECT_MODE_DONTWAKE lifts it and leaves the waiters asleep */
+int uffd_io_unprotect_mode(int fd, uintptr_t start, size_t len, uint64_t mode);
 int uffd_io_protect(int fd, uintptr_t start, size_t len);
 /* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
 int uffd_page_resident(uintptr_t addr);
