@@ -21,6 +21,12 @@
  * waiters are woken by record, once the fault is counted (one UFFDIO_WAKE: a huge move wakes
  * the extent that way, where the first fault of an extent woke it already).
  *
+ * Exit work: once thpemu's exit hook runs, the faults of the thread running it and of the
+ * emulator's own threads (its reports' symbolisation, libdw inflating debug sections, the report
+ * writers: all of it allocates with the program's allocator, in managed memory) are served
+ * outside the emulated kernel: a 4 KiB page with no frame, no decision, no stall, not a fault of
+ * the program's (host.exit_faults counts them).
+ *
  * Nothing here allocates, uses stdio or takes a lock the program can hold while faulting.
  */
 #include "live/uffd_internal.h"
@@ -49,6 +55,7 @@ struct fault_ctx {
 	bool cand;	    /* mm was asked with huge_ok */
 	uint32_t lo, hi;    /* pages [lo, hi) claimed (FILLING) for an mTHP block; p among them */
 	uint8_t decision;   /* mm's outcome (res.outcome may become BASE if the host refuses) */
+	bool exit_work;	    /* thpemu's exit work: served outside the emulated kernel */
 	bool huge_mapped;   /* the huge move went in: its PMD is checked after the wake */
 	bool early;	    /* counted before the ioctl that woke its thread (count_early) */
 	uint64_t lat_early; /* ... with this latency, amended by record */
@@ -494,7 +501,7 @@ static void materialise_mthp(struct fault_ctx *fc, bool in_extent)
 		uffd_region_fail(fc->lv, fc->r, rc);
 }
 
-static void decide(struct fault_ctx *fc, bool huge_ok)
+static void ask_mm(struct fault_ctx *fc, bool huge_ok)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
@@ -547,6 +554,21 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 		pthread_rwlock_unlock(&fc->r->busy);
 	}
 	fc->decision = (uint8_t)fc->res.outcome;
+}
+
+static void decide(struct fault_ctx *fc, bool huge_ok)
+{
+	if (!fc->exit_work) {
+		ask_mm(fc, huge_ok);
+		return;
+	}
+	/* thpemu's exit work: no decision, a 4 KiB page with no frame, as a page outside the pool
+	 * (the staging chunk a previous fault left stays with the worker for the next) */
+	fc->lo = fc->p;
+	fc->hi = fc->p + 1;
+	fc->res.outcome = MM_FAULT_BASE;
+	fc->res.pfn = MM_NO_PFN;
+	fc->decision = MM_FAULT_BASE;
 }
 
 /* The faulting thread's name, read with raw system calls (no stdio on the fault path). */
@@ -624,6 +646,8 @@ static void count(struct fault_ctx *fc, uint64_t lat)
  * thread, which may _exit at once. record amends the latency. */
 static void count_early(struct fault_ctx *fc)
 {
+	if (fc->exit_work)
+		return;
 	fc->lat_early = clock_now_ns() - fc->t_read + fc->w->clear_ahead_ns;
 	fc->early = true;
 	count(fc, fc->lat_early);
@@ -656,6 +680,11 @@ static void record(struct fault_ctx *fc)
 	/* the service time, and the clear the host did ahead of time for it (charged) */
 	uint64_t lat = clock_now_ns() - fc->t_read + fc->w->clear_ahead_ns;
 
+	if (fc->exit_work) { /* not the program's fault: counted apart, nothing observed */
+		UFFD_COUNT(lv, exit_faults);
+		wake_waiters(fc);
+		return;
+	}
 	if (fc->early)
 		amend(fc, lat);
 	else
@@ -855,7 +884,8 @@ static void materialise_wp(struct fault_ctx *fc, bool zero_extent)
 		rc = uffd_io_unprotect_mode(lv->uffd, fc->addr, UFFD_PAGE_SIZE, mode);
 	if (rc == 0) {
 		as_fault_base(&r->as, fc->p, fc->res.pfn, false);
-		UFFD_COUNT(lv, zero_wp_faults);
+		if (!fc->exit_work)
+			UFFD_COUNT(lv, zero_wp_faults);
 		if (zero_extent) {
 			as_zero_split(&r->as, fc->e);
 			wake_extent_later(fc);
@@ -1063,6 +1093,16 @@ static void orphan(struct fault_ctx *fc)
 	wake_page(fc);
 }
 
+/* Is this fault thpemu's exit work: taken by the thread running the exit hook, or by one of the
+ * emulator's own threads while it runs? (Its allocations, in the program's allocator's managed
+ * memory: the program, natively, would have none of them.) */
+static bool exit_work(struct uffd_live *lv, int tid)
+{
+	int32_t exiting = __atomic_load_n(&lv->exit_tid, __ATOMIC_ACQUIRE);
+
+	return exiting && (tid == exiting || guard_thread_is(tid));
+}
+
 void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool wp, int tid,
 		       uint64_t t_read)
 {
@@ -1095,6 +1135,7 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool w
 	}
 	fc.p = as_page_of(&fc.r->as, fc.addr);
 	fc.e = as_ext_of(&fc.r->as, fc.addr);
+	fc.exit_work = exit_work(lv, tid);
 	w->fault_addr = fc.addr;
 	w->fault_tid = tid;
 	__atomic_store_n(&w->fault_t0, t_read, __ATOMIC_RELAXED); /* the background tick reads it */

@@ -392,6 +392,10 @@ struct uffd_live {
 	struct uffd_stallcap *stallcap; /* stall events with stacks, or NULL */
 	struct uffd_tracer *tracer;	/* THPEMU_TRACE recording (trace.c), or NULL */
 	struct uffd_shmem *shmem;	/* shared memory mappings (shmem.c), or NULL */
+	/* the thread running thpemu's exit hook, once it runs (atomic; 0 before): its faults,
+	 * and those of the emulator's own threads, are served outside the emulated kernel
+	 * (handler.c: exit work) */
+	int32_t exit_tid;
 };
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
 void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
