@@ -136,6 +136,9 @@ void guard_sync_self(void);
 void guard_thread_sync(struct guard_thread *t);
 /* The thread ids of the registered threads (at most max); returns how many. */
 unsigned guard_thread_tids(int *out, unsigned max);
+/* Is tid one of the registered threads? (A short spin on the list's lock, which is never held
+ * across anything that can fault or block: callable from a fault handler.) */
+bool guard_thread_is(int tid);
 /* Is a credential request waiting for this thread? (for threads that sleep on a condition) */
 bool guard_thread_pending(const struct guard_thread *t);
 

@@ -260,6 +260,17 @@ unsigned guard_thread_tids(int *out, unsigned max)
 	return n;
 }
 
+bool guard_thread_is(int tid)
+{
+	bool found = false;
+
+	list_acquire();
+	for (struct guard_thread *t = threads; t && !found; t = t->next)
+		found = __atomic_load_n(&t->tid, __ATOMIC_ACQUIRE) == tid;
+	list_release();
+	return found;
+}
+
 static long apply(void)
 {
 	if (req.op == GUARD_CRED_CAPSET) {

@@ -12,7 +12,20 @@
  *   ZERO     (zero pages) the huge zero PMD: this handler claims the extent for a read of one
  *            of its pages or its first write (see "zero pages" below).
  * Materialising (the ioctl that maps the decision) runs under the region's busy read lock after
- * re-checking that the program has not freed or unmapped the page meanwhile.
+ * re-checking that the program has not freed or unmapped the page meanwhile. A fault is counted
+ * before its thread is woken, as the shmem path does: a woken program may _exit at once, its
+ * handler threads with it, and a fault recorded after the wake could be lost. Where one ioctl
+ * maps the page and wakes its only waiter (a 4 KiB page of a SMALL extent, the first write to a
+ * zero page), the fault is counted just before it with the latency so far (count_early) and its
+ * latency amended after (record): no ioctl more. Elsewhere the mapping is DONTWAKE and the
+ * waiters are woken by record, once the fault is counted (one UFFDIO_WAKE: a huge move wakes
+ * the extent that way, where the first fault of an extent woke it already).
+ *
+ * Exit work: once thpemu's exit hook runs, the faults of the thread running it and of the
+ * emulator's own threads (its reports' symbolisation, libdw inflating debug sections, the report
+ * writers: all of it allocates with the program's allocator, in managed memory) are served
+ * outside the emulated kernel: a 4 KiB page with no frame, no decision, no stall, not a fault of
+ * the program's (host.exit_faults counts them).
  *
  * Nothing here allocates, uses stdio or takes a lock the program can hold while faulting.
  */
@@ -38,11 +51,18 @@ struct fault_ctx {
 	int tid;
 	uint64_t t_read;
 	struct mm_fault_res res;
-	int real_pmd;	  /* huge: 1 PMD-mapped, 0 not, -1 unknown */
-	bool cand;	  /* mm was asked with huge_ok */
-	uint32_t lo, hi;  /* pages [lo, hi) claimed (FILLING) for an mTHP block; p among them */
-	uint8_t decision; /* mm's outcome (res.outcome may become BASE if the host refuses) */
+	int real_pmd;	    /* huge: 1 PMD-mapped, 0 not, -1 unknown */
+	bool cand;	    /* mm was asked with huge_ok */
+	uint32_t lo, hi;    /* pages [lo, hi) claimed (FILLING) for an mTHP block; p among them */
+	uint8_t decision;   /* mm's outcome (res.outcome may become BASE if the host refuses) */
+	bool exit_work;	    /* thpemu's exit work: served outside the emulated kernel */
+	bool huge_mapped;   /* the huge move went in: its PMD is checked after the wake */
+	bool early;	    /* counted before the ioctl that woke its thread (count_early) */
+	uint64_t lat_early; /* ... with this latency, amended by record */
+	uintptr_t wake_lo, wake_hi; /* waiters to wake once the fault is recorded (record) */
 };
+
+static void count_early(struct fault_ctx *fc);
 
 static void wake_page(struct fault_ctx *fc)
 {
@@ -54,19 +74,40 @@ static void wake_extent(struct fault_ctx *fc)
 	uffd_io_wake(fc->lv->uffd, as_ext_addr(&fc->r->as, fc->e), UFFD_HPAGE_SIZE);
 }
 
+/* Wake [a, a + len) once the fault is recorded (record); ranges merge into one wake. */
+static void wake_later(struct fault_ctx *fc, uintptr_t a, size_t len)
+{
+	if (!fc->wake_hi || a < fc->wake_lo)
+		fc->wake_lo = a;
+	if (a + len > fc->wake_hi)
+		fc->wake_hi = a + len;
+}
+
+static void wake_page_later(struct fault_ctx *fc)
+{
+	wake_later(fc, fc->addr, UFFD_PAGE_SIZE);
+}
+
+static void wake_extent_later(struct fault_ctx *fc)
+{
+	wake_later(fc, as_ext_addr(&fc->r->as, fc->e), UFFD_HPAGE_SIZE);
+}
+
 static uint32_t ext_first_page(const struct fault_ctx *fc)
 {
 	return as_page_of(&fc->r->as, as_ext_addr(&fc->r->as, fc->e));
 }
 
-/* The 4 KiB first touch: a zeroed page for a write, the shared zero page for a read. */
-static int fill_page(struct fault_ctx *fc)
+/* The 4 KiB first touch: a zeroed page for a write, the shared zero page for a read; wake: its
+ * waiter is woken by the same ioctl (the fault was counted: count_early). */
+static int fill_page(struct fault_ctx *fc, bool wake)
 {
 	struct uffd_live *lv = fc->lv;
 
 	if (fc->write)
-		return uffd_io_copy(lv->uffd, fc->addr, lv->zero_page, UFFD_PAGE_SIZE, true, NULL);
-	return uffd_io_zeropage(lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+		return uffd_io_copy(lv->uffd, fc->addr, lv->zero_page, UFFD_PAGE_SIZE, wake, NULL);
+	return uffd_io_zeropage_mode(lv->uffd, fc->addr, UFFD_PAGE_SIZE,
+				     wake ? 0 : UFFDIO_ZEROPAGE_MODE_DONTWAKE);
 }
 
 static void free_frame(struct uffd_live *lv, uint32_t pfn, unsigned order, void *call)
@@ -102,16 +143,21 @@ static int base_map_locked(struct fault_ctx *fc, bool in_extent)
 		base_abort(fc, in_extent, ps);
 		return 0;
 	}
-	rc = fill_page(fc);
+	/* a page's one waiter is woken by its copy, counted just before; an extent's once the
+	 * fault is counted (record) */
+	if (!in_extent)
+		count_early(fc);
+	rc = fill_page(fc, !in_extent);
 	if (rc == -EEXIST) { /* mapped behind our back: keep it, account it, wake the waiter */
 		UFFD_COUNT(fc->lv, eexist);
-		wake_page(fc);
+		if (!in_extent)
+			wake_page(fc);
 		rc = 0;
 	}
 	if (rc == 0) {
 		as_fault_base(&r->as, fc->p, fc->res.pfn, in_extent);
 		if (in_extent)
-			wake_extent(fc); /* other waiters in it now go per page */
+			wake_extent_later(fc); /* other waiters in it now go per page */
 		return 0;
 	}
 	free_frame(fc->lv, fc->res.pfn, 0, fc->w);
@@ -172,13 +218,13 @@ static int huge_fallback_locked(struct fault_ctx *fc, uint32_t head, int slot, i
 	for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
 		mapped[i] = known ? (vec[i] & 1) : i < nmoved;
 	if (!mapped[i_fault]) { /* the faulting page at least: a 4 KiB first touch */
-		frc = fill_page(fc);
+		frc = fill_page(fc, false);
 		mapped[i_fault] = frc == 0 || frc == -EEXIST;
 		frc = mapped[i_fault] ? 0 : frc;
 	}
 	as_fault_huge_fallback(&env, &r->as, fc->e, head, mapped);
 	uffd_staging_release(&lv->staging, slot, false);
-	wake_extent(fc);
+	wake_extent_later(fc);
 	fc->res.outcome = MM_FAULT_BASE;
 	return (frc == 0 || frc == -ENOENT || frc == -ESRCH) ? 0 : frc;
 }
@@ -222,10 +268,11 @@ static int huge_map_locked(struct fault_ctx *fc, uint32_t head, int slot)
 	if (lv->pt_reclaim)
 		free_empty_table(lv, dst);
 	rc = uffd_io_move_all(lv->uffd, dst, (uintptr_t)uffd_staging_addr(&lv->staging, slot),
-			      UFFD_HPAGE_SIZE, 0, &moved);
+			      UFFD_HPAGE_SIZE, UFFDIO_MOVE_MODE_DONTWAKE, &moved);
 	if (rc == 0) {
 		as_fault_huge(&r->as, fc->e, head);
 		uffd_staging_spent(&lv->staging, slot);
+		wake_extent_later(fc);
 		return 1;
 	}
 	if ((rc == -ENOENT || rc == -ESRCH) && moved == 0) {
@@ -258,18 +305,25 @@ static void materialise_huge(struct fault_ctx *fc)
 	else
 		rc = huge_map_locked(fc, head, slot);
 	pthread_rwlock_unlock(&fc->r->busy);
-	if (rc == 1) {
-		fc->real_pmd = uffd_range_is_pmd(lv->pagemap_fd, as_ext_addr(&fc->r->as, fc->e),
-						 UFFD_HPAGE_SIZE);
-		if (fc->real_pmd > 0)
-			UFFD_COUNT(lv, real_pmd_faults);
-		else if (fc->real_pmd == 0)
-			UFFD_COUNT(lv, huge_not_pmd);
-		else
-			UFFD_COUNT(lv, huge_unverified);
-	} else if (rc < 0) {
+	if (rc == 1)
+		fc->huge_mapped = true; /* its PMD is checked once the program is woken (record) */
+	else if (rc < 0)
 		uffd_region_fail(lv, fc->r, rc);
-	}
+}
+
+/* Did the huge move end PMD-mapped on the host? (after the wake: the program need not wait) */
+static void check_pmd(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+
+	fc->real_pmd =
+	    uffd_range_is_pmd(lv->pagemap_fd, as_ext_addr(&fc->r->as, fc->e), UFFD_HPAGE_SIZE);
+	if (fc->real_pmd > 0)
+		UFFD_COUNT(lv, real_pmd_faults);
+	else if (fc->real_pmd == 0)
+		UFFD_COUNT(lv, huge_not_pmd);
+	else
+		UFFD_COUNT(lv, huge_unverified);
 }
 
 /* ---- multi-size THP (6.8+) ------------------------------------------------------------------
@@ -430,9 +484,9 @@ static int mthp_map_locked(struct fault_ctx *fc, bool in_extent)
 	}
 	as_fault_mthp(&r->as, fc->p, order, fc->res.pfn, in_extent);
 	if (in_extent)
-		wake_extent(fc); /* other waiters in it now go per page */
+		wake_extent_later(fc); /* other waiters in it now go per page */
 	else
-		uffd_io_wake(lv->uffd, dst, len);
+		wake_later(fc, dst, len);
 	return 0;
 }
 
@@ -447,7 +501,7 @@ static void materialise_mthp(struct fault_ctx *fc, bool in_extent)
 		uffd_region_fail(fc->lv, fc->r, rc);
 }
 
-static void decide(struct fault_ctx *fc, bool huge_ok)
+static void ask_mm(struct fault_ctx *fc, bool huge_ok)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
@@ -502,6 +556,21 @@ static void decide(struct fault_ctx *fc, bool huge_ok)
 	fc->decision = (uint8_t)fc->res.outcome;
 }
 
+static void decide(struct fault_ctx *fc, bool huge_ok)
+{
+	if (!fc->exit_work) {
+		ask_mm(fc, huge_ok);
+		return;
+	}
+	/* thpemu's exit work: no decision, a 4 KiB page with no frame, as a page outside the pool
+	 * (the staging chunk a previous fault left stays with the worker for the next) */
+	fc->lo = fc->p;
+	fc->hi = fc->p + 1;
+	fc->res.outcome = MM_FAULT_BASE;
+	fc->res.pfn = MM_NO_PFN;
+	fc->decision = MM_FAULT_BASE;
+}
+
 /* The faulting thread's name, read with raw system calls (no stdio on the fault path). */
 static void thread_comm(int tid, char *comm, size_t len)
 {
@@ -550,27 +619,86 @@ static void record_stall(struct fault_ctx *fc, uint64_t lat)
 	__atomic_store_n(&sr->ready, 1, __ATOMIC_RELEASE);
 }
 
-static void record(struct fault_ctx *fc)
+/* Wake the fault's waiters (wake_later), once it is counted. */
+static void wake_waiters(struct fault_ctx *fc)
+{
+	if (fc->wake_hi)
+		uffd_io_wake(fc->lv->uffd, fc->wake_lo, fc->wake_hi - fc->wake_lo);
+	fc->wake_hi = 0;
+}
+
+/* Count the fault with latency lat: faults, latency, stalls. */
+static void count(struct fault_ctx *fc, uint64_t lat)
 {
 	struct uffd_live *lv = fc->lv;
-	/* the service time, and the clear the host did ahead of time for it (charged) */
-	uint64_t lat = clock_now_ns() - fc->t_read + fc->w->clear_ahead_ns;
 	struct uffd_host_stats *h = &lv->stats->host;
 
 	obs_faults_record(&lv->stats->faults, &fc->res.rec, lat);
-	/* decision: mm's (huge even when the host then mapped it small); order: frames served */
-	THPEMU_PROBE(fault_end, (uint64_t)fc->addr, (int)fc->decision, (int)fc->res.order, lat,
-		     fc->tid);
-	if (fc->res.rec.reclaim_ns)
-		THPEMU_PROBE(reclaim, (uint64_t)fc->addr, (uint64_t)fc->res.rec.reclaimed,
-			     fc->res.rec.reclaim_ns);
 	uffd_stat_max(&h->latency_max_ns, lat);
 	if (lat >= lv->cfg.stall_threshold_ns) {
 		uffd_stat_add(&h->stalls, 1);
 		uffd_stat_add(&h->stall_ns, lat);
 		record_stall(fc, lat);
 	}
-	uffd_stallcap_fault_end(fc->w, &fc->res.rec, lat);
+}
+
+/* Count the fault now, with its latency so far: the next ioctl maps its page and wakes its
+ * thread, which may _exit at once. record amends the latency. */
+static void count_early(struct fault_ctx *fc)
+{
+	if (fc->exit_work)
+		return;
+	fc->lat_early = clock_now_ns() - fc->t_read + fc->w->clear_ahead_ns;
+	fc->early = true;
+	count(fc, fc->lat_early);
+}
+
+/* The fault counted early took lat after all. */
+static void amend(struct fault_ctx *fc, uint64_t lat)
+{
+	struct uffd_live *lv = fc->lv;
+	struct uffd_host_stats *h = &lv->stats->host;
+	uint64_t thr = lv->cfg.stall_threshold_ns;
+
+	obs_faults_amend(&lv->stats->faults, &fc->res.rec, fc->lat_early, lat);
+	uffd_stat_max(&h->latency_max_ns, lat);
+	if (fc->lat_early >= thr) {
+		uffd_stat_add(&h->stall_ns, lat - fc->lat_early);
+	} else if (lat >= thr) {
+		uffd_stat_add(&h->stalls, 1);
+		uffd_stat_add(&h->stall_ns, lat);
+		record_stall(fc, lat);
+	}
+}
+
+/* Count the fault (or amend what count_early counted), wake its waiters, then tell the
+ * observers. Everything a report counts is done before the wake: a woken program may _exit at
+ * once and take its handler threads with it. */
+static void record(struct fault_ctx *fc)
+{
+	struct uffd_live *lv = fc->lv;
+	/* the service time, and the clear the host did ahead of time for it (charged) */
+	uint64_t lat = clock_now_ns() - fc->t_read + fc->w->clear_ahead_ns;
+
+	if (fc->exit_work) { /* not the program's fault: counted apart, nothing observed */
+		UFFD_COUNT(lv, exit_faults);
+		wake_waiters(fc);
+		return;
+	}
+	if (fc->early)
+		amend(fc, lat);
+	else
+		count(fc, lat);
+	uffd_stallcap_fault_end(fc->w, &fc->res.rec, lat); /* in service until the wake */
+	wake_waiters(fc);
+	/* decision: mm's (huge even when the host then mapped it small); order: frames served */
+	THPEMU_PROBE(fault_end, (uint64_t)fc->addr, (int)fc->decision, (int)fc->res.order, lat,
+		     fc->tid);
+	if (fc->res.rec.reclaim_ns)
+		THPEMU_PROBE(reclaim, (uint64_t)fc->addr, (uint64_t)fc->res.rec.reclaimed,
+			     fc->res.rec.reclaim_ns);
+	if (fc->huge_mapped)
+		check_pmd(fc);
 	if (lv->fault_hook || uffd_tracing(lv)) {
 		struct uffd_fault_event ev = {
 		    .addr = fc->addr,
@@ -679,12 +807,13 @@ static void materialise_zero(struct fault_ctx *fc, bool in_extent)
 			UFFD_COUNT(lv, huge_zero_faults);
 		else
 			UFFD_COUNT(lv, zero_faults);
-		in_extent ? wake_extent(fc) : wake_page(fc); /* the state first (map_zero_wp) */
+		/* the state first (map_zero_wp), then the record */
+		in_extent ? wake_extent_later(fc) : wake_page_later(fc);
 	} else if (rc == -EEXIST) {
 		/* mapped behind our back, with what we cannot know: kept, outside the pool */
 		UFFD_COUNT(lv, eexist);
 		as_fault_base(&r->as, fc->p, MM_NO_PFN, in_extent);
-		in_extent ? wake_extent(fc) : wake_page(fc);
+		in_extent ? wake_extent_later(fc) : wake_page_later(fc);
 		rc = 0;
 	} else {
 		as_pstate_set(&r->as, fc->p, AS_P_EMPTY);
@@ -719,6 +848,7 @@ static void materialise_wp(struct fault_ctx *fc, bool zero_extent)
 {
 	struct uffd_live *lv = fc->lv;
 	struct uffd_region *r = fc->r;
+	uint64_t mode;
 	uint8_t ps;
 	int rc;
 
@@ -742,16 +872,23 @@ static void materialise_wp(struct fault_ctx *fc, bool zero_extent)
 	}
 	/* a WP message: the protected page is there (nothing unmaps an owned page but the
 	 * program's release, checked above); else it may be there (a read raced) or not */
-	rc = fc->wp ? uffd_io_unprotect(lv->uffd, fc->addr, UFFD_PAGE_SIZE)
-		    : uffd_io_copy(lv->uffd, fc->addr, lv->zero_page, UFFD_PAGE_SIZE, true, NULL);
+	/* a page's writer is woken by the ioctl, counted just before; a ZERO extent's waiters
+	 * once the fault is counted (record) */
+	if (!zero_extent)
+		count_early(fc);
+	mode = zero_extent ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0;
+	rc = fc->wp ? uffd_io_unprotect_mode(lv->uffd, fc->addr, UFFD_PAGE_SIZE, mode)
+		    : uffd_io_copy(lv->uffd, fc->addr, lv->zero_page, UFFD_PAGE_SIZE, !zero_extent,
+				   NULL);
 	if (rc == -EEXIST)
-		rc = uffd_io_unprotect(lv->uffd, fc->addr, UFFD_PAGE_SIZE);
+		rc = uffd_io_unprotect_mode(lv->uffd, fc->addr, UFFD_PAGE_SIZE, mode);
 	if (rc == 0) {
 		as_fault_base(&r->as, fc->p, fc->res.pfn, false);
-		UFFD_COUNT(lv, zero_wp_faults);
+		if (!fc->exit_work)
+			UFFD_COUNT(lv, zero_wp_faults);
 		if (zero_extent) {
 			as_zero_split(&r->as, fc->e);
-			wake_extent(fc);
+			wake_extent_later(fc);
 		}
 	} else {
 		free_frame(lv, fc->res.pfn, 0, fc->w);
@@ -956,6 +1093,16 @@ static void orphan(struct fault_ctx *fc)
 	wake_page(fc);
 }
 
+/* Is this fault thpemu's exit work: taken by the thread running the exit hook, or by one of the
+ * emulator's own threads while it runs? (Its allocations, in the program's allocator's managed
+ * memory: the program, natively, would have none of them.) */
+static bool exit_work(struct uffd_live *lv, int tid)
+{
+	int32_t exiting = __atomic_load_n(&lv->exit_tid, __ATOMIC_ACQUIRE);
+
+	return exiting && (tid == exiting || guard_thread_is(tid));
+}
+
 void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool wp, int tid,
 		       uint64_t t_read)
 {
@@ -988,6 +1135,7 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool w
 	}
 	fc.p = as_page_of(&fc.r->as, fc.addr);
 	fc.e = as_ext_of(&fc.r->as, fc.addr);
+	fc.exit_work = exit_work(lv, tid);
 	w->fault_addr = fc.addr;
 	w->fault_tid = tid;
 	__atomic_store_n(&w->fault_t0, t_read, __ATOMIC_RELAXED); /* the background tick reads it */

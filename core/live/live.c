@@ -1217,9 +1217,9 @@ int uffd_live_report(struct uffd_live *lv, FILE *f, const char *cmdline)
 	return rc;
 }
 
-/* Give handlers serving a fault a moment to record it (a fault is recorded just after the
- * program was woken, so the program can be exiting already); never wait long: one may be stalled
- * for seconds in compaction. */
+/* Give handlers serving a fault a moment to finish it (a fault is counted before its thread is
+ * woken, but what follows the wake - the trace, the PMD check - may still run); never wait long:
+ * one may be stalled for seconds in compaction. */
 static void wait_handlers_idle(struct uffd_live *lv, uint64_t max_ns)
 {
 	uint64_t deadline = clock_now_ns() + max_ns;
@@ -1249,10 +1249,15 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	if (lv->child)
 		return;
+	/* The program's own work is over on this thread: from here on its faults (and those of the
+	 * emulator's threads) are thpemu's - the reports' symbolisation, the report writers - and
+	 * are served outside the emulated kernel (handler.c: exit work), never stalled, never in
+	 * the report's faults, stalls or trace. */
+	__atomic_store_n(&lv->exit_tid, (int32_t)sys_gettid(), __ATOMIC_RELEASE);
 	live_exit(lv, cmdline);
 	obs_symbolise_end(); /* the reports are written: close the objects' files, free their tables
 			      */
-	/* last: the faults of writing the stall files and the report are in the trace too */
+	/* last: the program's other threads may still be faulting (emulated, traced) */
 	wait_handlers_idle(lv, 20 * 1000000ULL);
 	uffd_trace_exit(lv);
 }

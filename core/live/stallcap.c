@@ -25,8 +25,9 @@
  * program's allocator and so may wait for the very handler that blocks (a process's first
  * stall had no application stack, one of four usemem processes in most demo runs). One request
  * per fault (claim_app_request). A fault the exiting thread takes inside thpemu's exit hook
- * (the reports' symbolisation allocates) is marked own_exit: its stack is thpemu's, not the
- * program's.
+ * (the reports' symbolisation allocates) would be marked own_exit: its stack is thpemu's, not
+ * the program's. Such faults are no longer emulated (handler.c: exit work), so none is; the
+ * mark stays as the check that finds none.
  *
  * Per-wait events. Every blocking hook (wait_writeback, writeout, throttle) captures at its
  * blocking point; mm then reports the wait ([locked], ops->waited -> uffd_stallcap_waited, in
@@ -73,6 +74,7 @@ struct stall_slot {
 	uint64_t t0;  /* when it was read (atomic) */
 	int32_t tid;  /* the faulting thread (atomic) */
 	/* handler side: the handler thread only */
+	bool own_exit; /* the fault came while its thread ran thpemu's exit hook (at its start) */
 	uint64_t block_ns;    /* length of the block whose stack is kept */
 	uint64_t block_owner; /* owner cookie of the page that block waited on (0: none) */
 	bool long_captured;   /* the cost hook already captured for this fault */
@@ -204,6 +206,9 @@ void uffd_stallcap_fault_begin(struct uffd_worker *w, uintptr_t addr, int tid, u
 	s->handler.nr = 0;
 	s->handler.method = OBS_UNWIND_NONE;
 	s->wait_have = false;
+	/* taken at the fault's start: a thread woken before its fault ends (counted early) may be
+	 * in the exit hook by then, with a fault of its own program */
+	s->own_exit = tid && tid == __atomic_load_n(&w->lv->stallcap->exit_tid, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&s->t0, t_read, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->tid, tid, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->seq, s->seq | 1, __ATOMIC_RELEASE);
@@ -345,11 +350,9 @@ void uffd_stallcap_waited(struct uffd_worker *w, const struct mm_wait *wt)
 static void fill_app_side(struct uffd_stallcap *sc, struct stall_slot *s,
 			  struct obs_stall_event *ev)
 {
-	int32_t exit_tid = __atomic_load_n(&sc->exit_tid, __ATOMIC_ACQUIRE);
-
 	/* the program's thread in thpemu's exit hook (symbolising for the reports allocates, and
 	 * its allocator's memory is managed): a fault of ours, whatever stack it shows */
-	ev->own_exit = exit_tid && ev->tid == exit_tid;
+	ev->own_exit = s->own_exit;
 	if (__atomic_load_n(&s->app_done, __ATOMIC_ACQUIRE) != s->seq) {
 		obs_task_comm(ev->tid, ev->comm); /* no answer for this fault: the name at least */
 		return;

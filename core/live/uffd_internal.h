@@ -398,6 +398,10 @@ struct uffd_live {
 	struct uffd_stallcap *stallcap; /* stall events with stacks, or NULL */
 	struct uffd_tracer *tracer;	/* THPEMU_TRACE recording (trace.c), or NULL */
 	struct uffd_shmem *shmem;	/* shared memory mappings (shmem.c), or NULL */
+	/* the thread running thpemu's exit hook, once it runs (atomic; 0 before): its faults,
+	 * and those of the emulator's own threads, are served outside the emulated kernel
+	 * (handler.c: exit work) */
+	int32_t exit_tid;
 };
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
 void uffd_live_set_copy_file(struct uffd_live *lv, uffd_copy_file_fn fn, void *arg);
@@ -594,6 +598,8 @@ void uffd_gauge_sub(struct uffd_live *lv, uint64_t bytes);
 /* uffdio wrappers: 0 or -errno (moved/copied bytes reported through *done when not NULL). */
 int uffd_io_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake, int64_t *done);
 int uffd_io_zeropage(int fd, uintptr_t dst, size_t len);
+/* ... with a mode: UFFDIO_ZEROPAGE_MODE_DONTWAKE leaves the waiters asleep */
+int uffd_io_zeropage_mode(int fd, uintptr_t dst, size_t len, uint64_t mode);
 int uffd_io_move(int fd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *done);
 /* UFFDIO_MOVE of [src, src + len) to dst, going on after partial progress (-EAGAIN with bytes
  * moved, at most 64 tries): 0 or the last -errno; *moved says how far it got. */
@@ -616,6 +622,8 @@ int uffd_register_managed(const struct uffd_live *lv, uintptr_t start, size_t le
 int uffd_io_copy_wp(int fd, uintptr_t dst, const void *src);
 /* UFFDIO_WRITEPROTECT mode 0 of [start, start + len): the protection lifted, waiters woken. */
 int uffd_io_unprotect(int fd, uintptr_t start, size_t len);
+/* ... with a mode: UFFDIO_WRITEPROTECT_MODE_DONTWAKE lifts it and leaves the waiters asleep */
+int uffd_io_unprotect_mode(int fd, uintptr_t start, size_t len, uint64_t mode);
 int uffd_io_protect(int fd, uintptr_t start, size_t len);
 /* mincore(2): 1 if the page at addr is mapped, 0 if not, -errno. */
 int uffd_page_resident(uintptr_t addr);

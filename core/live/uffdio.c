@@ -45,7 +45,12 @@ int uffd_io_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake, 
 
 int uffd_io_zeropage(int fd, uintptr_t dst, size_t len)
 {
-	struct uffdio_zeropage z = {.range = {.start = dst, .len = len}};
+	return uffd_io_zeropage_mode(fd, dst, len, 0);
+}
+
+int uffd_io_zeropage_mode(int fd, uintptr_t dst, size_t len, uint64_t mode)
+{
+	struct uffdio_zeropage z = {.range = {.start = dst, .len = len}, .mode = mode};
 
 	return sys_ioctl(fd, UFFDIO_ZEROPAGE, &z);
 }
@@ -145,7 +150,12 @@ int uffd_io_copy_wp(int fd, uintptr_t dst, const void *src)
 
 int uffd_io_unprotect(int fd, uintptr_t start, size_t len)
 {
-	struct uffdio_writeprotect w = {.range = {.start = start, .len = len}, .mode = 0};
+	return uffd_io_unprotect_mode(fd, start, len, 0);
+}
+
+int uffd_io_unprotect_mode(int fd, uintptr_t start, size_t len, uint64_t mode)
+{
+	struct uffdio_writeprotect w = {.range = {.start = start, .len = len}, .mode = mode};
 
 	return sys_ioctl(fd, UFFDIO_WRITEPROTECT, &w);
 }

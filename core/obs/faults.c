@@ -65,13 +65,33 @@ static void atomic_max(uint64_t *p, uint64_t v)
 		;
 }
 
+static int class_of(const struct mm_fault_rec *rec)
+{
+	return rec->outcome == MM_FAULT_HUGE ? OBS_HUGE
+	       : rec->outcome == MM_FAULT_MTHP && rec->order >= OBS_MTHP_MIN_ORDER &&
+		       rec->order <= OBS_MTHP_MAX_ORDER
+		   ? OBS_MTHP
+		   : OBS_BASE;
+}
+
+void obs_faults_amend(struct obs_faults *f, const struct mm_fault_rec *rec, uint64_t was,
+		      uint64_t latency_ns)
+{
+	int c = class_of(rec);
+	enum obs_band a = obs_band_of(was), b = obs_band_of(latency_ns);
+
+	obs_hist_amend(&f->lat[c], was, latency_ns);
+	if (c == OBS_MTHP)
+		obs_hist_amend(&f->lat_order[rec->order - OBS_MTHP_MIN_ORDER], was, latency_ns);
+	if (a != b) {
+		ADD(&f->bands[c][b], 1);
+		__atomic_fetch_sub(&f->bands[c][a], 1, __ATOMIC_RELAXED);
+	}
+}
+
 void obs_faults_record(struct obs_faults *f, const struct mm_fault_rec *rec, uint64_t latency_ns)
 {
-	int c = rec->outcome == MM_FAULT_HUGE ? OBS_HUGE
-		: rec->outcome == MM_FAULT_MTHP && rec->order >= OBS_MTHP_MIN_ORDER &&
-			rec->order <= OBS_MTHP_MAX_ORDER
-		    ? OBS_MTHP
-		    : OBS_BASE;
+	int c = class_of(rec);
 
 	obs_hist_record(&f->lat[c], latency_ns);
 	if (c == OBS_MTHP)

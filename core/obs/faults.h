@@ -71,6 +71,10 @@ void obs_faults_init_zeroed(struct obs_faults *f);
 /* Record one fault: its mm record and the latency the caller measured for it (live: message
  * read to wake-up; sim: virtual service time). Lock-free. */
 void obs_faults_record(struct obs_faults *f, const struct mm_fault_rec *rec, uint64_t latency_ns);
+/* A fault recorded with latency `was` took `latency_ns` after all (live: counted before the
+ * ioctl that woke its thread, its latency known after it). */
+void obs_faults_amend(struct obs_faults *f, const struct mm_fault_rec *rec, uint64_t was,
+		      uint64_t latency_ns);
 void obs_faults_merge(struct obs_faults *dst, const struct obs_faults *src);
 
 /* The latency_us object shape of one histogram; over_us (>= 0) is subtracted from every

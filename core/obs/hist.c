@@ -80,6 +80,18 @@ void obs_hist_record(struct obs_hist *h, uint64_t ns)
 	ADD(&h->count, 1);
 }
 
+void obs_hist_amend(struct obs_hist *h, uint64_t was, uint64_t ns)
+{
+	unsigned a = obs_hist_bucket(was), b = obs_hist_bucket(ns);
+
+	if (a != b) {
+		ADD(&h->counts[b], 1);
+		__atomic_fetch_sub(&h->counts[a], 1, __ATOMIC_RELAXED);
+	}
+	ADD(&h->sum, ns - was);
+	atomic_max(&h->max, ns);
+}
+
 void obs_hist_merge(struct obs_hist *dst, const struct obs_hist *src)
 {
 	for (unsigned b = 0; b < OBS_HIST_BUCKETS; b++) {

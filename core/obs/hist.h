@@ -37,6 +37,9 @@ struct obs_hist_summary {
 
 void obs_hist_init(struct obs_hist *h);
 void obs_hist_record(struct obs_hist *h, uint64_t ns); /* lock-free */
+/* A sample recorded as `was` is `ns` (>= was) after all: moved to its bucket, the sum and the
+ * maximum corrected (lock-free). The minimum keeps `was` if it was the smallest. */
+void obs_hist_amend(struct obs_hist *h, uint64_t was, uint64_t ns);
 /* dst += src. src may be recorded into concurrently (its counts are read atomically). */
 void obs_hist_merge(struct obs_hist *dst, const struct obs_hist *src);
 /* Value at quantile q in [0, 1] (upper edge of the bucket holding it, clamped to max). */

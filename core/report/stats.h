@@ -98,7 +98,9 @@
 	X(shmem_pages_released, "shmem frames freed when their object went")                       \
 	X(shmem_pages_punched, "shmem frames freed by a hole punched or a truncation")             \
 	X(shmem_remaps, "mremap calls on managed shared memory (the mapping followed)")            \
-	X(shmem_fault_ns, "total service time of shared memory faults (ns)")
+	X(shmem_fault_ns, "total service time of shared memory faults (ns)")                       \
+	X(exit_faults, "first touches by thpemu's exit work (its reports), served outside the "    \
+		       "emulated kernel: not the program's faults")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -110,7 +112,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 16
+#define UFFD_STATS_VERSION 17
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)

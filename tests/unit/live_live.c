@@ -39,10 +39,21 @@ static uint64_t nfaults(struct uffd_live *lv, enum obs_class c)
 	return __atomic_load_n(&lv->stats->faults.lat[c].count, __ATOMIC_RELAXED);
 }
 
-/* Counters are updated after the wake-up: give the last handler a moment. */
+static bool handlers_busy(struct uffd_live *lv)
+{
+	for (unsigned i = 0; i < lv->nworkers; i++)
+		if (__atomic_load_n(&lv->workers[i].busy, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+/* A fault is counted before the wake-up, but what follows it (the PMD check of a huge move and
+ * its counters) just after: wait for the count, then give the last handler a moment. */
 static uint64_t settle(struct uffd_live *lv, enum obs_class c, uint64_t want)
 {
 	for (int i = 0; i < 1000 && nfaults(lv, c) < want; i++)
+		usleep(1000);
+	for (int i = 0; i < 1000 && handlers_busy(lv); i++)
 		usleep(1000);
 	return nfaults(lv, c);
 }

@@ -1,5 +1,5 @@
 /* Log-linear histogram (core/obs/hist.c): bucket geometry, percentiles within the stated
- * relative error, empty behaviour, merge, and lock-free recording from several threads. */
+ * relative error, empty behaviour, merge, amend, and lock-free recording from several threads. */
 #include "harness.h"
 #include "obs/hist.h"
 
@@ -135,6 +135,30 @@ TEST(merge_equals_recording_everything_in_one)
 	obs_hist_merge(&h, &h2);
 	EXPECT_EQ(h.min, h3.min);
 	EXPECT_EQ(h.count, h3.count);
+}
+
+/* A sample recorded early and amended (live: a fault counted before the ioctl that woke its
+ * thread) ends where recording its final value would have put it; only the minimum keeps the
+ * early value when it was the smallest. */
+TEST(amend_moves_a_sample_to_its_final_value)
+{
+	obs_hist_init(&h);
+	obs_hist_init(&h2);
+	obs_hist_record(&h, 5000);
+	obs_hist_record(&h2, 5000);
+	obs_hist_record(&h, 900);
+	obs_hist_amend(&h, 900, 250000);
+	obs_hist_record(&h2, 250000);
+	obs_hist_record(&h, 7000);
+	obs_hist_amend(&h, 7000, 7001); /* the same bucket */
+	obs_hist_record(&h2, 7001);
+	EXPECT_EQ(h.count, h2.count);
+	EXPECT_EQ(h.sum, h2.sum);
+	EXPECT_EQ(h.max, h2.max);
+	EXPECT(memcmp(h.counts, h2.counts, sizeof(h.counts)) == 0);
+	EXPECT_EQ(obs_hist_quantile(&h, 0.5), obs_hist_quantile(&h2, 0.5));
+	EXPECT_EQ(h.min, 900);
+	EXPECT_EQ(h2.min, 5000);
 }
 
 #define THREADS	   4
