@@ -34,8 +34,11 @@
 #include "live/uffd_internal.h"
 
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "util/clock.h"
 #include "util/sys.h"
@@ -486,12 +489,12 @@ static bool census_full(struct uffd_live *lv, struct uffd_census *c, char *buf)
  * allocator and the emulator bring, the arena's pieces): a millisecond of CPU at every short
  * process's exit. The same figures come from /proc/self/maps (one line a VMA, no page walk) and
  * PAGEMAP_SCAN over the address space, which returns runs of pages by category (6.7+
- * fs/proc/task_mmu.c: do_pagemap_scan; pagemap_page_category and pagemap_thp_category, the
- * same in 6.7 and 6.18): a resident page is a present one but the zero page (smaps_pte_entry and
- * smaps_pmd_entry count vm_normal_page's pages, which the zero page is not), an anonymous one a
- * resident one not PAGE_IS_FILE ("page && !PageAnon(page)"; smaps's Anonymous counts PageAnon
- * pages). VM_PFNMAP VMAs are skipped by the scan (pagemap_scan_test_walk) and count no pages in
- * smaps either. What the scan cannot tell:
+ * fs/proc/task_mmu.c: do_pagemap_scan; pagemap_page_category and pagemap_thp_category; used
+ * from 6.16, see uffd_census_light_supported): a resident page is a present one but the zero page
+ * (smaps_pte_entry and smaps_pmd_entry count vm_normal_page's pages, which the zero page is not),
+ * an anonymous one a resident one not PAGE_IS_FILE ("page && !PageAnon(page)"; smaps's Anonymous
+ * counts PageAnon pages). VM_PFNMAP VMAs are skipped by the scan (pagemap_scan_test_walk) and count
+ * no pages in smaps either. What the scan cannot tell:
  *  - VmFlags. "dd" (thpemu's own) is known without them: the arena (guard_vm_owns) and the
  *    machine's segment are all of it unless a mapping went outside the arena (then smaps is read).
  *    "nh" (MAP_STACK; MADV_NOHUGEPAGE) makes a mapping the interposers did not see "stack"
@@ -647,6 +650,30 @@ static long pss_shmem_kb(char *buf)
 	return -ENOENT;
 }
 
+/* Where the light census gives smaps's figures: a kernel whose PAGEMAP_SCAN tells the huge zero
+ * page (6.16 fs/proc/task_mmu.c: pagemap_thp_category tests is_huge_zero_pmd; before it, only
+ * is_zero_pfn, never true for a huge zero PMD, which came back resident), and a glibc that guards
+ * thread stacks with a PROT_NONE VMA of their own (2.42 may use MADV_GUARD_INSTALL markers inside
+ * the stack's VMA instead, which the stack rule below cannot see). Elsewhere: the full census. */
+bool uffd_census_light_supported(void)
+{
+	static int known; /* 0: not yet, 1: yes, -1: no */
+	struct utsname u;
+	unsigned kmaj = 0, kmin = 0, gmaj = 0, gmin = 0;
+	int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+
+	if (k)
+		return k > 0;
+	k = uname(&u) == 0 && sscanf(u.release, "%u.%u", &kmaj, &kmin) == 2 &&
+		    (kmaj > 6 || (kmaj == 6 && kmin >= 16)) &&
+		    sscanf(gnu_get_libc_version(), "%u.%u", &gmaj, &gmin) == 2 &&
+		    (gmaj < 2 || (gmaj == 2 && gmin < 42))
+		? 1
+		: -1;
+	__atomic_store_n(&known, k, __ATOMIC_RELAXED);
+	return k > 0;
+}
+
 /* false: take the full census */
 static bool census_light(struct uffd_live *lv, struct uffd_census *c, char *buf)
 {
@@ -654,7 +681,8 @@ static bool census_light(struct uffd_live *lv, struct uffd_census *c, char *buf)
 	long kb;
 	int fd;
 
-	if (lv->pagemap_fd < 0 || lv->census.light_off || guard_vm_went_outside())
+	if (lv->pagemap_fd < 0 || lv->census.light_off || !uffd_census_light_supported() ||
+	    guard_vm_went_outside())
 		return false;
 	if ((fd = guard_fd_open("/proc/self/maps")) < 0)
 		return false;

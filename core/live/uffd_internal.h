@@ -57,6 +57,9 @@ unsigned uffd_handlers_auto(void);
 
 #define UFFD_SMALL_RANGES 256
 
+/* Does this kernel and glibc let the light census give smaps's figures (census.c)? */
+bool uffd_census_light_supported(void);
+
 struct uffd_live;
 /* Take the memory census of this process: lv->stats->mem keeps the one in which the program had
  * the most memory, its slot on a machine the latest (reads /proc/self/smaps). */
