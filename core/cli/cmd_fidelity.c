@@ -704,6 +704,19 @@ static bool file_in_pool(const struct fopts *o)
 	       (!strcmp(o->cfg.workload, "thpscale") || !strcmp(o->cfg.workload, "thpcompact"));
 }
 
+/* Did the run's device fall back to the in-process model (no FUSE)? Then the workload's file was
+ * not on it, and not in the pool. */
+static bool device_fell_back(const char *report)
+{
+	json_error_t e;
+	json_t *j = json_load_file(report, 0, &e);
+	json_t *io = j ? json_object_get(j, "io") : NULL;
+	bool fell = json_is_true(json_object_get(io, "in_process_fallback"));
+
+	json_decref(j);
+	return fell;
+}
+
 static void one_run(struct fopts *o, int k, int j, const char *dir)
 {
 	struct fid_setting *s = &o->t->set[k];
@@ -795,9 +808,14 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "not-started");
 	else if (rc || (!o->program && !r.wl_protocol))
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "run-failed");
+	else if (file_in_pool(o) && device_fell_back(report))
+		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "device-fallback");
 	else
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "ok");
-	if (strcmp(s->emu.status[j], "ok"))
+	if (!strcmp(s->emu.status[j], "device-fallback"))
+		snprintf(s->emu.note[j], sizeof(s->emu.note[j]),
+			 "no FUSE device: the workload's file was not in the pool");
+	else if (strcmp(s->emu.status[j], "ok"))
 		snprintf(s->emu.note[j], sizeof(s->emu.note[j]), "%.80s",
 			 c.err[0] ? oracle_cmd_why(&c) : "no ORACLE lines");
 	npmd = huge_not_pmd(report);

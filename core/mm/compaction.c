@@ -153,11 +153,13 @@ bool isolate_skips_dirty_writeback(const struct mm *mm, enum mm_migrate_mode mod
 	}
 }
 
-/* too_many_isolated: more isolated than half of what is on the LRUs (anon counted as LRU). */
+/* too_many_isolated: more isolated than half of what is on the LRUs (anon counted as LRU; so are
+ * fs=tmpfs page-cache frames, which the kernel keeps on the anon LRU: include/linux/mm_inline.h
+ * folio_is_file_lru is false for a swap-backed folio, 6.1 and 6.12). */
 static bool too_many_isolated(const struct mm *mm)
 {
-	uint32_t lru =
-	    mm->nr_lru[0] + mm->nr_lru[1] + mm->nr_anon - mm->nr_anon_huge + mm->nr_foreign;
+	uint32_t lru = mm->nr_lru[0] + mm->nr_lru[1] + mm->nr_anon - mm->nr_anon_huge +
+		       mm->nr_foreign + (pc_off_lru(mm) ? mm->nr_file : 0);
 
 	return mm->nr_isolated - mm->nr_isolated_free > lru / 2;
 }

@@ -211,7 +211,10 @@ void sim_scenarios_help(FILE *f)
 		if (s->device)
 			fprintf(f, " --device %s", s->device);
 		if (s->fs_set)
-			fprintf(f, " --fs %s", s->fs == MM_FS_EXT4 ? "ext4" : "vfat");
+			fprintf(f, " --fs %s",
+				s->fs == MM_FS_EXT4    ? "ext4"
+				: s->fs == MM_FS_TMPFS ? "tmpfs"
+						       : "vfat");
 		fputc('\n', f);
 		for (unsigned k = 0; k < s->nparams; k++)
 			fprintf(f, "    --opt %s=%s\n        %s\n", s->params[k].key,
