@@ -89,7 +89,7 @@ for i in 1 2 3 4 5; do
 done
 native=$(printf '%s' "$natives" | majority)
 run=$(printf '%s' "$runs" | majority)
-expect_eq "timeout -s INT, the usual outcome of 5 (natively: $(echo $natives | tr -d ' '))" \
+expect_eq "timeout -s INT, the usual outcome of 5 (natively: $(printf "%s" "$natives" | paste -sd,))" \
 	"$run" "$native"
 say "timeout -s INT: '$run' usually, as natively"
 
