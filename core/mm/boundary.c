@@ -152,6 +152,7 @@ void mm_unlock(struct mm *mm)
 {
 	const struct mm_env *e = env_of(mm);
 
+	mm->unlocks++;
 	if (e->ops->unlock)
 		e->ops->unlock(e->priv);
 }

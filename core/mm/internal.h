@@ -271,6 +271,9 @@ struct mm {
 	/* Bumped by mm_repair. A caller back from an [unlocked] hook that finds it changed holds
 	 * nothing any more: the frames it kept isolated were put back by the repair. */
 	uint64_t epoch;
+	/* Counts every release of the lock (mm_unlock): a caller that finds it unchanged knows
+	 * nobody else ran meanwhile. */
+	uint64_t unlocks;
 
 	/* Policy plugin (fault.c): the hook of a private pool (a shared one's is per process, in
 	 * env.c's binding), and the stall time of the last THPEMU_POLICY_STALL_WINDOW faults
