@@ -401,11 +401,13 @@ static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32
 	return taken;
 }
 
-/* putback_lru_pages for what shrink_page_list kept. Each page goes back to the head of its list
- * (putback_frame), so a batch that is still the chain isolate_lru_pages cut off the inactive
- * tail - nothing freed, every page still inactive page cache of a live owner, the links
- * unchanged - comes back as that chain at the inactive head, in the order the page-by-page
- * putback leaves. */
+/* putback_lru_pages for what shrink_page_list kept (3.1/3.2 mm/vmscan.c putback_lru_pages,
+ * 3.3 putback_inactive_pages, 6.12 move_folios_to_lru: the first page isolated first, each
+ * added at its list's head, include/linux/mm_inline.h add_page_to_lru_list /
+ * lruvec_add_folio). Each page goes back to the head of its list (putback_frame), so a batch that
+ * is still the chain isolate_lru_pages cut off the inactive tail - nothing freed, every page still
+ * inactive page cache of a live owner, the links unchanged - comes back as that chain at the
+ * inactive head, in the order the page-by-page putback leaves. */
 static void putback_batch(struct mm *mm, struct scan_control *sc, uint32_t *pfns, uint32_t taken,
 			  uint32_t left)
 {
