@@ -152,6 +152,7 @@ void mm_unlock(struct mm *mm)
 {
 	const struct mm_env *e = env_of(mm);
 
+	mm->unlocks++;
 	if (e->ops->unlock)
 		e->ops->unlock(e->priv);
 }
@@ -355,6 +356,25 @@ void flist_rotate_last(struct mm *mm, uint32_t head, uint32_t pfn)
 		return;
 	flist_del(mm, head);
 	flist_insert(mm, head, pfn, mm->frames[pfn].next);
+}
+
+void flist_cut(struct mm *mm, uint32_t first, uint32_t last)
+{
+	uint32_t before = mm->frames[first].prev, after = mm->frames[last].next;
+
+	mm->frames[before].next = after;
+	mm->frames[after].prev = before;
+	mm->frames[first].prev = mm->frames[last].next = MM_NO_PFN;
+}
+
+void flist_splice(struct mm *mm, uint32_t head, uint32_t first, uint32_t last)
+{
+	uint32_t next = mm->frames[head].next;
+
+	mm->frames[first].prev = head;
+	mm->frames[last].next = next;
+	mm->frames[head].next = first;
+	mm->frames[next].prev = last;
 }
 
 void flist_del(struct mm *mm, uint32_t pfn)

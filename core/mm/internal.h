@@ -271,6 +271,9 @@ struct mm {
 	/* Bumped by mm_repair. A caller back from an [unlocked] hook that finds it changed holds
 	 * nothing any more: the frames it kept isolated were put back by the repair. */
 	uint64_t epoch;
+	/* Counts every release of the lock (mm_unlock): a caller that finds it unchanged knows
+	 * nobody else ran meanwhile. */
+	uint64_t unlocks;
 
 	/* Policy plugin (fault.c): the hook of a private pool (a shared one's is per process, in
 	 * env.c's binding), and the stall time of the last THPEMU_POLICY_STALL_WINDOW faults
@@ -527,6 +530,11 @@ void flist_del(struct mm *mm, uint32_t pfn);
 /* Rotate the list so pfn (on it) comes first / last (the kernel's move_freelist_head/tail). */
 void flist_rotate_first(struct mm *mm, uint32_t head, uint32_t pfn);
 void flist_rotate_last(struct mm *mm, uint32_t head, uint32_t pfn);
+/* A run of consecutive entries, first ... last in list order, taken off as one chain (its inner
+ * links kept, its outer ends MM_NO_PFN), and such a chain put back at a list's head, in its
+ * order: what deleting the run entry by entry and adding it back in reverse does, in O(1). */
+void flist_cut(struct mm *mm, uint32_t first, uint32_t last);
+void flist_splice(struct mm *mm, uint32_t head, uint32_t first, uint32_t last);
 static inline bool flist_empty(struct mm *mm, uint32_t head)
 {
 	return mm->frames[head].next == head;

@@ -208,7 +208,9 @@ unsigned mm_anon_folio_order(struct mm *mm, uint32_t pfn)
 	if (!mm || pfn >= mm->nr_frames)
 		return 0;
 	mm_lock(mm);
-	if (pfn_frame(mm, pfn)->state == FS_MTHP)
+	/* no mTHP frame anywhere (mm_check holds nr_anon_mthp to their count): the frame's
+	 * descriptor need not be read */
+	if (mm->nr_anon_mthp && pfn_frame(mm, pfn)->state == FS_MTHP)
 		order = mthp_order(pfn_frame(mm, pfn));
 	mm_unlock(mm);
 	return order;

@@ -277,13 +277,16 @@ static int pagecache_create(struct mm *mm, uint64_t owner, bool bdev, uint32_t *
 	    .gfp = GFP_HIGHUSER_MOVABLE,
 	    .fc = &fc,
 	};
-	uint32_t p = alloc_base_page(mm, &ac, false), raced;
+	uint64_t unlocks = mm->unlocks;
+	uint32_t p = alloc_base_page(mm, &ac, false), raced = MM_NO_PFN;
 
 	if (p == MM_NO_PFN)
 		return -ENOMEM;
 	/* reclaim may have dropped the lock (and the pool may have been repaired meanwhile: p
-	 * was taken after that, and the index lookup is as good as any) */
-	raced = pc_lookup(mm, owner);
+	 * was taken after that, and the index lookup is as good as any); if it did not, nobody
+	 * else ran and owner is still absent (the allocation only ever takes pages out) */
+	if (mm->unlocks != unlocks)
+		raced = pc_lookup(mm, owner);
 	if (raced != MM_NO_PFN) {
 		free_frames(mm, p, 0, NULL);
 		*pfn = raced;

@@ -56,6 +56,7 @@ struct scan_control {
 	uint32_t nr_dirty;     /* this shrink_page_list: dirty pages met */
 	uint32_t nr_congested; /* ... kept because the device was congested */
 	uint32_t nr_writeback; /* ... under writeback */
+	bool chain;	       /* the batch is one run off the inactive tail, still linked */
 	struct fault_ctx *fc;
 };
 
@@ -373,6 +374,23 @@ static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32
 
 	if (nr > SWAP_CLUSTER_MAX)
 		nr = SWAP_CLUSTER_MAX;
+	sc->chain = !lumpy;
+	if (!lumpy) {
+		/* the tail's run taken off as one chain: the same frames, flags and counts as
+		 * taking them one by one (isolate_for_reclaim) */
+		for (uint32_t pfn = pfn_frame(mm, head)->prev; taken < nr && pfn != head;) {
+			struct mm_frame *f = pfn_frame(mm, pfn);
+
+			mm->nr_lru[(f->flags & FF_ACTIVE) ? 1 : 0]--;
+			f->flags |= FF_ISOLATED;
+			pfns[taken++] = pfn;
+			pfn = f->prev;
+		}
+		mm->nr_isolated += taken;
+		if (taken)
+			flist_cut(mm, pfns[taken - 1], pfns[0]);
+		return taken;
+	}
 	for (uint32_t scan = 0; scan < nr && !flist_empty(mm, head); scan++) {
 		uint32_t pfn = pfn_frame(mm, head)->prev;
 
@@ -381,6 +399,37 @@ static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32
 			scan += isolate_lumpy_neighbours(mm, sc, pfn, pfns, &taken);
 	}
 	return taken;
+}
+
+/* putback_lru_pages for what shrink_page_list kept (3.1/3.2 mm/vmscan.c putback_lru_pages,
+ * 3.3 putback_inactive_pages, 6.12 move_folios_to_lru: the first page isolated first, each
+ * added at its list's head, include/linux/mm_inline.h add_page_to_lru_list /
+ * lruvec_add_folio). Each page goes back to the head of its list (putback_frame), so a batch that
+ * is still the chain isolate_lru_pages cut off the inactive tail - nothing freed, every page still
+ * inactive page cache of a live owner, the links unchanged - comes back as that chain at the
+ * inactive head, in the order the page-by-page putback leaves. */
+static void putback_batch(struct mm *mm, struct scan_control *sc, uint32_t *pfns, uint32_t taken,
+			  uint32_t left)
+{
+	bool chain = sc->chain && left == taken && left;
+
+	for (uint32_t i = 0; chain && i < left; i++) {
+		const struct mm_frame *f = pfn_frame(mm, pfns[i]);
+
+		chain = f->state == FS_FILE && !(f->flags & (FF_GONE | FF_ACTIVE)) &&
+			(i + 1 == left ||
+			 (f->prev == pfns[i + 1] && pfn_frame(mm, pfns[i + 1])->next == pfns[i]));
+	}
+	if (!chain) {
+		for (uint32_t i = 0; i < left; i++)
+			putback_frame(mm, pfns[i]);
+		return;
+	}
+	for (uint32_t i = 0; i < left; i++)
+		pfn_frame(mm, pfns[i])->flags &= (uint8_t) ~(FF_ISOLATED | FF_MIGRATING);
+	mm->nr_isolated -= left;
+	mm->nr_lru[0] += left;
+	flist_splice(mm, sentinel(mm, SENT_LRU_INACTIVE), pfns[left - 1], pfns[0]);
 }
 
 /* shrink_inactive_list: isolate up to nr frames from the inactive tail, reclaim them (twice,
@@ -406,8 +455,7 @@ static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_
 	sc->nr_reclaimed += freed;
 	if (sc->stale)
 		return; /* the repair put the batch back */
-	for (uint32_t i = 0; i < left; i++)
-		putback_frame(mm, pfns[i]);
+	putback_batch(mm, sc, pfns, taken, left);
 	/* 3.2/3.3 (92df3a723f84 "mm: vmscan: throttle reclaim if encountering too many dirty
 	 * pages under writeback"): nap when the batch's writeback share reaches
 	 * 1 >> (DEF_PRIORITY - priority) */
@@ -419,16 +467,25 @@ static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_
 /* shrink_active_list: deactivate up to nr frames from the active tail. */
 static void shrink_active_list(struct mm *mm, uint32_t nr)
 {
-	uint32_t head = sentinel(mm, SENT_LRU_ACTIVE);
+	uint32_t head = sentinel(mm, SENT_LRU_ACTIVE), first = MM_NO_PFN, last = MM_NO_PFN;
 
-	while (nr-- && !flist_empty(mm, head)) {
-		uint32_t pfn = pfn_frame(mm, head)->prev;
+	/* each page from the active tail to the inactive head, one by one, leaves the run in
+	 * its order: it moves as one chain */
+	for (uint32_t pfn = pfn_frame(mm, head)->prev; nr-- && pfn != head;) {
 		struct mm_frame *f = pfn_frame(mm, pfn);
 
-		lru_del(mm, pfn);
+		mm->nr_lru[(f->flags & FF_ACTIVE) ? 1 : 0]--;
 		f->flags &= (uint8_t) ~(FF_ACTIVE | FF_REFERENCED);
-		lru_add(mm, pfn);
+		mm->nr_lru[0]++;
+		if (last == MM_NO_PFN)
+			last = pfn;
+		first = pfn;
+		pfn = f->prev;
 	}
+	if (first == MM_NO_PFN)
+		return;
+	flist_cut(mm, first, last);
+	flist_splice(mm, sentinel(mm, SENT_LRU_INACTIVE), first, last);
 }
 
 /* ---- Reclaim/compaction interplay ------------------------------------------------------------ */

@@ -634,4 +634,64 @@ TEST(nr_to_reclaim_counts_per_pass)
 	fakeenv_destroy(&fe);
 }
 
+/* The inactive list, head first, into out (at most max entries). Returns its length. */
+static uint32_t inactive_list(struct fakeenv *fe, uint32_t *out, uint32_t max)
+{
+	uint32_t head = sentinel(fe->mm, SENT_LRU_INACTIVE), n = 0;
+
+	for (uint32_t p = pfn_frame(fe->mm, head)->next; p != head && n < max;
+	     p = pfn_frame(fe->mm, p)->next)
+		out[n++] = p;
+	return n;
+}
+
+/* Each batch's kept pages go back to the head one by one (putback_lru_pages), so the scanned
+ * run keeps its order: an order-0 direct reclaim (no neighbours) that scanned the S pages at the
+ * tail leaves the new page (if any) first, then those S pages less the clean ones it freed, in
+ * their old order, then the rest. Checks that a batch kept whole and spliced back as one chain
+ * (putback_batch) leaves the list the page-by-page putback does, on a 3.2 pool of dirty page
+ * cache where one page in four is clean (the allocation may still fail). */
+TEST(kept_batches_go_back_in_their_order)
+{
+	enum { MAXL = 160 * 1024 };
+	static uint32_t before[MAXL], after[MAXL], want[MAXL];
+	struct fakeenv fe;
+	char err[256];
+	struct mm_counts c;
+	uint32_t pfn = 0, n, m, k = 0, scanned;
+	bool created;
+	int rc;
+
+	ASSERT_EQ(fakeenv_init(&fe, "linux-3.2:kswapd=no", 640 * MIB, false, err, sizeof(err)), 0);
+	for (mm_get_counts(fe.mm, &c); c.free > c.wmark_min / 2; mm_get_counts(fe.mm, &c)) {
+		ASSERT_EQ(
+		    mm_debug_place(fe.mm, pfn, pfn % 4 ? DBG_FILE_DIRTY : DBG_FILE_CLEAN, own(pfn)),
+		    0);
+		pfn++;
+	}
+	n = inactive_list(&fe, before, MAXL);
+	ASSERT_EQ(n, fe.mm->nr_lru[0]);
+	rc = mm_pagecache_get(fe.mm, MM_OWNER_FILE(9, 0), true, &pfn, &created, NULL);
+	if (!rc) {
+		mm_pagecache_put(fe.mm, pfn, false);
+		want[k++] = pfn;
+	}
+	ASSERT(!rc || rc == -ENOMEM); /* reclaim ran either way */
+	scanned = (uint32_t)stat(&fe, MM_STAT_PGSCAN_DIRECT);
+	ASSERT_GT(scanned, 4 * 32);
+	ASSERT_LT(scanned, n);
+	for (uint32_t i = n - scanned; i < n; i++)
+		if (before[i] % 4)
+			want[k++] = before[i];
+	for (uint32_t i = 0; i < n - scanned; i++)
+		want[k++] = before[i];
+	m = inactive_list(&fe, after, MAXL);
+	ASSERT_EQ(m, k);
+	ASSERT_EQ(m, fe.mm->nr_lru[0]);
+	for (uint32_t i = 0; i < m; i++)
+		ASSERT_EQ(after[i], want[i]);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
 TEST_MAIN()
