@@ -376,6 +376,8 @@ static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32
 		nr = SWAP_CLUSTER_MAX;
 	sc->chain = !lumpy;
 	if (!lumpy) {
+		uint32_t first = head, last = head; /* the run: the tail's page, the last taken */
+
 		/* the tail's run taken off as one chain: the same frames, flags and counts as
 		 * taking them one by one (isolate_for_reclaim) */
 		for (uint32_t pfn = pfn_frame(mm, head)->prev; taken < nr && pfn != head;) {
@@ -383,12 +385,15 @@ static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32
 
 			mm->nr_lru[(f->flags & FF_ACTIVE) ? 1 : 0]--;
 			f->flags |= FF_ISOLATED;
+			if (!taken)
+				first = pfn;
+			last = pfn;
 			pfns[taken++] = pfn;
 			pfn = f->prev;
 		}
 		mm->nr_isolated += taken;
 		if (taken)
-			flist_cut(mm, pfns[taken - 1], pfns[0]);
+			flist_cut(mm, last, first);
 		return taken;
 	}
 	for (uint32_t scan = 0; scan < nr && !flist_empty(mm, head); scan++) {
