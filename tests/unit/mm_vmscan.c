@@ -599,6 +599,23 @@ static uint32_t clean_in(uint32_t start, uint32_t n)
 	return k;
 }
 
+/* A 3.2 pool (kswapd off) of 640 MiB filled with page cache down to half the min watermark,
+ * pfn 0 on; one page in four (pfn % 4 == 0) clean, the others dirty. */
+static void quarter_clean_pool(struct fakeenv *fe)
+{
+	char err[256];
+	struct mm_counts c;
+	uint32_t pfn = 0;
+
+	ASSERT_EQ(fakeenv_init(fe, "linux-3.2:kswapd=no", 640 * MIB, false, err, sizeof(err)), 0);
+	for (mm_get_counts(fe->mm, &c); c.free > c.wmark_min / 2; mm_get_counts(fe->mm, &c)) {
+		ASSERT_EQ(mm_debug_place(fe->mm, pfn, pfn % 4 ? DBG_FILE_DIRTY : DBG_FILE_CLEAN,
+					 own(pfn)),
+			  0);
+		pfn++;
+	}
+}
+
 /* nr_to_reclaim is counted per pass (3.1 shrink_zone's local nr_reclaimed, reset at restart:;
  * 3.3 shrink_mem_cgroup_zone; 6.12 shrink_lruvec), not over the call. 3.2 order-0 direct
  * reclaim on a 640 MiB pool of page cache where one page in four is clean (direct reclaim
@@ -610,16 +627,9 @@ TEST(nr_to_reclaim_counts_per_pass)
 {
 	struct fakeenv fe;
 	char err[256];
-	struct mm_counts c;
-	uint32_t pfn = 0, lru, first, n12;
+	uint32_t lru, first, n12;
 
-	ASSERT_EQ(fakeenv_init(&fe, "linux-3.2:kswapd=no", 640 * MIB, false, err, sizeof(err)), 0);
-	for (mm_get_counts(fe.mm, &c); c.free > c.wmark_min / 2; mm_get_counts(fe.mm, &c)) {
-		ASSERT_EQ(
-		    mm_debug_place(fe.mm, pfn, pfn % 4 ? DBG_FILE_DIRTY : DBG_FILE_CLEAN, own(pfn)),
-		    0);
-		pfn++;
-	}
+	quarter_clean_pool(&fe);
 	/* the LRU's tail is pfn 0 on; kept pages go back to its head. Priority 12 scans the
 	 * first lru >> 12, priority 11 the next (lru - what 12 freed) >> 11. */
 	lru = fe.mm->nr_lru[0];
@@ -657,18 +667,11 @@ TEST(kept_batches_go_back_in_their_order)
 	static uint32_t before[MAXL], after[MAXL], want[MAXL];
 	struct fakeenv fe;
 	char err[256];
-	struct mm_counts c;
 	uint32_t pfn = 0, n, m, k = 0, scanned;
 	bool created;
 	int rc;
 
-	ASSERT_EQ(fakeenv_init(&fe, "linux-3.2:kswapd=no", 640 * MIB, false, err, sizeof(err)), 0);
-	for (mm_get_counts(fe.mm, &c); c.free > c.wmark_min / 2; mm_get_counts(fe.mm, &c)) {
-		ASSERT_EQ(
-		    mm_debug_place(fe.mm, pfn, pfn % 4 ? DBG_FILE_DIRTY : DBG_FILE_CLEAN, own(pfn)),
-		    0);
-		pfn++;
-	}
+	quarter_clean_pool(&fe);
 	n = inactive_list(&fe, before, MAXL);
 	ASSERT_EQ(n, fe.mm->nr_lru[0]);
 	rc = mm_pagecache_get(fe.mm, MM_OWNER_FILE(9, 0), true, &pfn, &created, NULL);
