@@ -581,7 +581,7 @@ void *uffd_khugepaged_main(void *arg)
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
-	guard_thread_started(&w->gt);
+	uffd_thread_started(&w->gt);
 	while (!__atomic_load_n(&lv->khd_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t next;
 		uint32_t v;
@@ -597,7 +597,7 @@ void *uffd_khugepaged_main(void *arg)
 		if (!__atomic_load_n(&lv->khd_stop, __ATOMIC_ACQUIRE))
 			sys_futex_wait(&lv->khd_wake, v, &ts);
 	}
-	guard_thread_leave(&w->gt);
+	uffd_thread_leave(&w->gt);
 	return NULL;
 }
 

@@ -21,11 +21,15 @@
  * waiters are woken by record, once the fault is counted (one UFFDIO_WAKE: a huge move wakes
  * the extent that way, where the first fault of an extent woke it already).
  *
- * Exit work: once thpemu's exit hook runs, the faults of the thread running it and of the
- * emulator's own threads (its reports' symbolisation, libdw inflating debug sections, the report
- * writers: all of it allocates with the program's allocator, in managed memory) are served
- * outside the emulated kernel: a 4 KiB page with no frame, no decision, no stall, not a fault of
- * the program's (host.exit_faults counts them).
+ * thpemu's own faults: those of the emulator's own threads (handlers, background, khugepaged,
+ * watchdog, refill, trace writer, flusher, dirtier) at any time, and once thpemu's exit hook
+ * runs those of the thread running it (its reports' symbolisation, libdw inflating debug
+ * sections, the report writers): all of it allocates with the program's allocator, in managed
+ * memory. They are served outside the emulated kernel: a
+ * 4 KiB page with no frame, no decision, no stall, no trace record, not a fault of the program's
+ * (host.own_faults and host.exit_faults count them). The faulting thread is the message's
+ * (UFFD_FEATURE_THREAD_ID: fs/userfaultfd.c userfault_msg sets feat.ptid = task_pid_vnr(current),
+ * since 4.14), looked up in live.c's table of thpemu's threads.
  *
  * Nothing here allocates, uses stdio or takes a lock the program can hold while faulting.
  */
@@ -38,6 +42,9 @@
 #include "util/sys.h"
 #include "util/clock.h"
 #include "obs/usdt.h"
+
+/* Whose fault this is when it is not the program's (fault_ctx.own). */
+enum { OWN_NONE, OWN_THREAD, OWN_EXIT };
 
 struct fault_ctx {
 	struct uffd_worker *w;
@@ -55,7 +62,7 @@ struct fault_ctx {
 	bool cand;	    /* mm was asked with huge_ok */
 	uint32_t lo, hi;    /* pages [lo, hi) claimed (FILLING) for an mTHP block; p among them */
 	uint8_t decision;   /* mm's outcome (res.outcome may become BASE if the host refuses) */
-	bool exit_work;	    /* thpemu's exit work: served outside the emulated kernel */
+	uint8_t own;	    /* thpemu's own fault (OWN_*): served outside the emulated kernel */
 	bool huge_mapped;   /* the huge move went in: its PMD is checked after the wake */
 	bool early;	    /* counted before the ioctl that woke its thread (count_early) */
 	uint64_t lat_early; /* ... with this latency, amended by record */
@@ -558,11 +565,11 @@ static void ask_mm(struct fault_ctx *fc, bool huge_ok)
 
 static void decide(struct fault_ctx *fc, bool huge_ok)
 {
-	if (!fc->exit_work) {
+	if (!fc->own) {
 		ask_mm(fc, huge_ok);
 		return;
 	}
-	/* thpemu's exit work: no decision, a 4 KiB page with no frame, as a page outside the pool
+	/* thpemu's own fault: no decision, a 4 KiB page with no frame, as a page outside the pool
 	 * (the staging chunk a previous fault left stays with the worker for the next) */
 	fc->lo = fc->p;
 	fc->hi = fc->p + 1;
@@ -646,7 +653,7 @@ static void count(struct fault_ctx *fc, uint64_t lat)
  * thread, which may _exit at once. record amends the latency. */
 static void count_early(struct fault_ctx *fc)
 {
-	if (fc->exit_work)
+	if (fc->own)
 		return;
 	fc->lat_early = clock_now_ns() - fc->t_read + fc->w->clear_ahead_ns;
 	fc->early = true;
@@ -680,8 +687,11 @@ static void record(struct fault_ctx *fc)
 	/* the service time, and the clear the host did ahead of time for it (charged) */
 	uint64_t lat = clock_now_ns() - fc->t_read + fc->w->clear_ahead_ns;
 
-	if (fc->exit_work) { /* not the program's fault: counted apart, nothing observed */
-		UFFD_COUNT(lv, exit_faults);
+	if (fc->own) { /* not the program's fault: counted apart, nothing observed */
+		if (fc->own == OWN_EXIT)
+			UFFD_COUNT(lv, exit_faults);
+		else
+			UFFD_COUNT(lv, own_faults);
 		wake_waiters(fc);
 		return;
 	}
@@ -884,7 +894,7 @@ static void materialise_wp(struct fault_ctx *fc, bool zero_extent)
 		rc = uffd_io_unprotect_mode(lv->uffd, fc->addr, UFFD_PAGE_SIZE, mode);
 	if (rc == 0) {
 		as_fault_base(&r->as, fc->p, fc->res.pfn, false);
-		if (!fc->exit_work)
+		if (!fc->own)
 			UFFD_COUNT(lv, zero_wp_faults);
 		if (zero_extent) {
 			as_zero_split(&r->as, fc->e);
@@ -1093,14 +1103,17 @@ static void orphan(struct fault_ctx *fc)
 	wake_page(fc);
 }
 
-/* Is this fault thpemu's exit work: taken by the thread running the exit hook, or by one of the
- * emulator's own threads while it runs? (Its allocations, in the program's allocator's managed
- * memory: the program, natively, would have none of them.) */
-static bool exit_work(struct uffd_live *lv, int tid)
+/* Whose fault is this: one of the emulator's own threads' (at any time: the background thread's
+ * pthread_create allocating a thread's DTV, the watchdog's libunwind, the dirtier's buffers, in
+ * the program's allocator's managed memory), the exit hook's thread's once it runs, or the
+ * program's? The program, natively, would have none of the first two. */
+static uint8_t own_fault(struct uffd_live *lv, int tid)
 {
-	int32_t exiting = __atomic_load_n(&lv->exit_tid, __ATOMIC_ACQUIRE);
-
-	return exiting && (tid == exiting || guard_thread_is(tid));
+	if (tid <= 0) /* no thread id (a kernel without UFFD_FEATURE_THREAD_ID): the program's */
+		return OWN_NONE;
+	if (uffd_own_thread_is(tid))
+		return OWN_THREAD;
+	return tid == __atomic_load_n(&lv->exit_tid, __ATOMIC_ACQUIRE) ? OWN_EXIT : OWN_NONE;
 }
 
 void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool wp, int tid,
@@ -1135,7 +1148,7 @@ void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool w
 	}
 	fc.p = as_page_of(&fc.r->as, fc.addr);
 	fc.e = as_ext_of(&fc.r->as, fc.addr);
-	fc.exit_work = exit_work(lv, tid);
+	fc.own = own_fault(lv, tid);
 	w->fault_addr = fc.addr;
 	w->fault_tid = tid;
 	__atomic_store_n(&w->fault_t0, t_read, __ATOMIC_RELAXED); /* the background tick reads it */

@@ -21,9 +21,13 @@
 
 #define IO_EXIT_DRAIN_NS 1000000000ULL /* at exit, wait this long for writes in flight */
 
+/* An io thread (the flusher, the dirtier) starts: thpemu's own, its faults served outside the
+ * emulated kernel. It stays in the table as long as the process: io_stop may leave a thread
+ * finishing a write after the exit hook. */
 static void io_thread_init(void *arg)
 {
 	uffd_tls_passthrough = 1; /* io threads' own mappings are never managed */
+	uffd_own_thread_enter();
 }
 
 static int copy_file(void *arg, uint64_t owner, uint32_t from, uint32_t to)

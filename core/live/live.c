@@ -339,7 +339,7 @@ static void *handler_main(void *arg)
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
-	guard_thread_started(&w->gt);
+	uffd_thread_started(&w->gt);
 	/* /proc/self/maps only for the first handler, whose start the constructor waits for (its
 	 * descriptor must never be seen by the program: start_threads) */
 	uffd_stallcap_thread_init(w, w->idx == 0);
@@ -376,7 +376,7 @@ static void *handler_main(void *arg)
 		uffd_stallcap_idle(w);
 	}
 	handler_drain_kicks(lv);
-	guard_thread_leave(&w->gt);
+	uffd_thread_leave(&w->gt);
 	__atomic_fetch_sub(&lv->handlers_alive, 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
@@ -400,6 +400,74 @@ static void bg_sleep(struct uffd_live *lv, uint64_t ns)
 
 static int start_thread(struct uffd_worker *w, void *(*fn)(void *), void (*wake)(void *),
 			void *wake_arg, const char *name);
+
+/* ---- thpemu's own threads -------------------------------------------------------------------- */
+
+/* Their ids (0: a free slot), for the fault handler: read on every fault without a lock (a
+ * registry behind a lock could be held by a thread waiting on a fault: core/inprocess's list is,
+ * while a credential request touches the listening handler's kick page). Slots below own_hi may
+ * be in use. */
+static int32_t own_tids[UFFD_OWN_TIDS];
+static uint32_t own_hi;
+
+void uffd_own_thread_enter(void)
+{
+	int32_t tid = (int32_t)sys_gettid();
+
+	for (uint32_t i = 0; i < UFFD_OWN_TIDS; i++) {
+		int32_t free_slot = 0;
+
+		if (__atomic_compare_exchange_n(&own_tids[i], &free_slot, tid, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			uint32_t hi = __atomic_load_n(&own_hi, __ATOMIC_ACQUIRE);
+
+			while (hi < i + 1 &&
+			       !__atomic_compare_exchange_n(&own_hi, &hi, i + 1, false,
+							    __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+				;
+			return;
+		}
+	}
+}
+
+static void own_thread_leave(void)
+{
+	int32_t tid = (int32_t)sys_gettid();
+	uint32_t hi = __atomic_load_n(&own_hi, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < hi; i++)
+		if (__atomic_load_n(&own_tids[i], __ATOMIC_RELAXED) == tid)
+			__atomic_store_n(&own_tids[i], 0, __ATOMIC_RELEASE);
+}
+
+bool uffd_own_thread_is(int tid)
+{
+	uint32_t hi = __atomic_load_n(&own_hi, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < hi; i++)
+		if (__atomic_load_n(&own_tids[i], __ATOMIC_ACQUIRE) == tid)
+			return true;
+	return false;
+}
+
+void uffd_own_threads_forget(void)
+{
+	for (uint32_t i = 0; i < UFFD_OWN_TIDS; i++)
+		__atomic_store_n(&own_tids[i], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&own_hi, 0, __ATOMIC_RELEASE);
+}
+
+void uffd_thread_started(struct guard_thread *gt)
+{
+	guard_thread_started(gt);
+	uffd_own_thread_enter();
+}
+
+void uffd_thread_leave(struct guard_thread *gt)
+{
+	own_thread_leave();
+	guard_thread_leave(gt);
+}
 
 void uffd_live_want(struct uffd_live *lv, uint32_t what)
 {
@@ -495,7 +563,7 @@ static void *background_main(void *arg)
 
 	w->tid = sys_gettid();
 	uffd_tls_passthrough = 1;
-	guard_thread_started(&w->gt);
+	uffd_thread_started(&w->gt);
 	uffd_probe_run(lv, &w->gt); /* the bare round trip, before the program loads the handlers */
 	while (!__atomic_load_n(&lv->bg_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t wait, now;
@@ -526,7 +594,7 @@ static void *background_main(void *arg)
 		if (!lv->on_machine)
 			bg_sleep(lv, wait < BG_PERIOD_NS ? (wait ? wait : 1000000) : BG_PERIOD_NS);
 	}
-	guard_thread_leave(&w->gt);
+	uffd_thread_leave(&w->gt);
 	return NULL;
 }
 
@@ -1293,8 +1361,10 @@ struct uffd_live *uffd_live_forked_child(struct uffd_live *lv)
 	/* the kernel reset this child's registrations (no EVENT_FORK); its pages are plain
 	 * anonymous memory now. Nothing here may touch the parent's descriptors or files. */
 	lv->child = true;
-	lv->io = NULL;	     /* its threads did not survive the fork; its arena is DONTFORK */
-	lv->stallcap = NULL; /* nor did the watchdog */
+	uffd_own_threads_forget(); /* the parent's threads are not here; the child's register anew
+				    */
+	lv->io = NULL;		   /* its threads did not survive the fork; its arena is DONTFORK */
+	lv->stallcap = NULL;	   /* nor did the watchdog */
 	uffd_trace_forked_child(lv);
 	if (priv) {
 		/* the parent's counters are not the child's: only its identity is kept (the

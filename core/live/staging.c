@@ -310,7 +310,7 @@ static void *refill_main(void *arg)
 	struct uffd_staging *s = arg;
 
 	uffd_tls_passthrough = 1;
-	guard_thread_started(&s->gt);
+	uffd_thread_started(&s->gt);
 	for (;;) {
 		int pick = -1;
 
@@ -343,7 +343,7 @@ static void *refill_main(void *arg)
 		if (count_state(s, US_READY) >= s->depth)
 			measure_clear(s);
 	}
-	guard_thread_leave(&s->gt);
+	uffd_thread_leave(&s->gt);
 	return NULL;
 }
 

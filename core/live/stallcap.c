@@ -449,14 +449,14 @@ static void *watchdog_main(void *arg)
 			      (long)(sc->period_ns % 1000000000ULL)};
 
 	uffd_tls_passthrough = 1;
-	guard_thread_started(&sc->gt);
+	uffd_thread_started(&sc->gt);
 	obs_unwind_thread_init(NULL, 0);
 	while (!__atomic_load_n(&sc->stop, __ATOMIC_ACQUIRE)) {
 		guard_thread_sync(&sc->gt);
 		scan(sc);
 		sys_futex_wait(&sc->stop, 0, &ts);
 	}
-	guard_thread_leave(&sc->gt);
+	uffd_thread_leave(&sc->gt);
 	return NULL;
 }
 

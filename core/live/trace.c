@@ -219,7 +219,7 @@ static void *writer_main(void *arg)
 	struct timespec ts = {0, (long)DRAIN_PERIOD_NS};
 
 	uffd_tls_passthrough = 1;
-	guard_thread_started(&tr->gt);
+	uffd_thread_started(&tr->gt);
 	while (!__atomic_load_n(&tr->stop, __ATOMIC_ACQUIRE)) {
 		guard_thread_sync(&tr->gt);
 		sys_futex_wait(&tr->stop, 0, &ts);
@@ -227,7 +227,7 @@ static void *writer_main(void *arg)
 		drain(tr);
 		pthread_mutex_unlock(&tr->drain_lock);
 	}
-	guard_thread_leave(&tr->gt);
+	uffd_thread_leave(&tr->gt);
 	return NULL;
 }
 

@@ -402,8 +402,8 @@ struct uffd_live {
 	struct uffd_tracer *tracer;	/* THPEMU_TRACE recording (trace.c), or NULL */
 	struct uffd_shmem *shmem;	/* shared memory mappings (shmem.c), or NULL */
 	/* the thread running thpemu's exit hook, once it runs (atomic; 0 before): its faults,
-	 * and those of the emulator's own threads, are served outside the emulated kernel
-	 * (handler.c: exit work) */
+	 * like those of the emulator's own threads at any time, are served outside the emulated
+	 * kernel (handler.c: own_fault) */
 	int32_t exit_tid;
 };
 void uffd_live_set_fault_hook(struct uffd_live *lv, uffd_fault_hook_fn fn, void *arg);
@@ -526,6 +526,20 @@ void uffd_trace_event(struct uffd_live *lv, unsigned type, uintptr_t addr, uint6
 		      uint64_t val2, unsigned flags, unsigned advice);
 
 /* ---- internals shared by the uffd files (and unit tests) ----------------------------------- */
+
+/* thpemu's own threads (live.c), whose faults are served outside the emulated kernel at any time
+ * (handler.c: own_fault): a lock-free table of thread ids, this process's. A thread of ours
+ * calls uffd_thread_started first thing (it also records it with core/inprocess) and
+ * uffd_thread_leave on its way out; core/io's threads are entered by their thread_init hook
+ * (iolive.c). UFFD_OWN_TIDS is twice what a process can have (64 handlers, a few others); a
+ * thread that found no room would stay the program's. */
+#define UFFD_OWN_TIDS 128
+void uffd_thread_started(struct guard_thread *gt);
+void uffd_thread_leave(struct guard_thread *gt);
+void uffd_own_thread_enter(void);
+bool uffd_own_thread_is(int tid);
+/* A fork child: none of the parent's threads is here. */
+void uffd_own_threads_forget(void);
 
 /* Serve one fault message (handler.c); wp: a write to a write-protected page (a zero page). */
 void uffd_handle_fault(struct uffd_worker *w, uintptr_t addr, bool write, bool wp, int tid,

@@ -100,7 +100,9 @@
 	X(shmem_remaps, "mremap calls on managed shared memory (the mapping followed)")            \
 	X(shmem_fault_ns, "total service time of shared memory faults (ns)")                       \
 	X(exit_faults, "first touches by thpemu's exit work (its reports), served outside the "    \
-		       "emulated kernel: not the program's faults")
+		       "emulated kernel: not the program's faults")                                \
+	X(own_faults, "first touches by thpemu's own threads (handlers, background, watchdog, "    \
+		      "...), served outside the emulated kernel: not the program's faults")
 
 struct uffd_host_stats {
 #define UFFD_X_FIELD(name, help) uint64_t name;
@@ -112,7 +114,7 @@ extern const char *const uffd_host_help[];
 #define UFFD_NR_HOST (sizeof(struct uffd_host_stats) / sizeof(uint64_t))
 
 #define UFFD_STATS_MAGIC   0x7473756d65706874ULL /* "thpemust" */
-#define UFFD_STATS_VERSION 17
+#define UFFD_STATS_VERSION 18
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "live_fixture.h"
@@ -487,6 +488,70 @@ TEST(live_pool_exhaustion_serves_outside)
 	}
 	EXPECT_EQ(uffd_munmap(lv, p, 32 * MB), 0);
 	EXPECT_EQ(live_counts(lv).anon, 0);
+	uffd_live_destroy(lv);
+}
+
+/* A fault of one of thpemu's own threads (entered in live.c's table) is served outside the
+ * emulated kernel at any time: a 4 KiB page with no frame, counted in host.own_faults, not a
+ * fault of the program's; its extent is 4 KiB pages from then on. The table forgets a thread on
+ * its way out and every thread in a fork child. */
+static void *own_touch(void *arg)
+{
+	char *p = arg;
+	struct guard_thread gt = {0};
+
+	uffd_own_thread_enter();
+	EXPECT(uffd_own_thread_is((int)syscall(SYS_gettid)));
+	p[0] = 1;			  /* a write: a zeroed page */
+	(void)*(volatile char *)(p + HP); /* a read: the zero page */
+	uffd_thread_leave(&gt);
+	EXPECT(!uffd_own_thread_is((int)syscall(SYS_gettid)));
+	return NULL;
+}
+
+TEST(live_own_threads_faults_are_served_outside)
+{
+	struct uffd_live *lv = mk("modern-always", "256M");
+	char *p = live_map(lv, 4 * MB);
+	pthread_t th;
+
+	EXPECT(!uffd_own_thread_is((int)syscall(SYS_gettid)));
+	pthread_create(&th, NULL, own_touch, p);
+	pthread_join(th, NULL);
+	EXPECT_EQ(p[0], 1);
+	EXPECT_EQ(p[HP], 0);
+	EXPECT_EQ(__atomic_load_n(&lv->stats->host.own_faults, __ATOMIC_RELAXED), 2);
+	EXPECT_EQ(nfaults(lv, OBS_HUGE) + nfaults(lv, OBS_BASE), 0);
+	EXPECT_EQ(live_counts(lv).anon, 0);
+	/* the program's first touches in those extents: 4 KiB pages, framed */
+	p[4096] = 2;
+	p[HP + 4096] = 2;
+	EXPECT_EQ(settle(lv, OBS_BASE, 2), 2);
+	EXPECT_EQ(nfaults(lv, OBS_HUGE), 0);
+	EXPECT_EQ(live_counts(lv).anon, 2);
+	EXPECT_EQ(__atomic_load_n(&lv->stats->host.own_faults, __ATOMIC_RELAXED), 2);
+	/* a handler of this emulator is in the table; a fork child's table is empty */
+	EXPECT(uffd_own_thread_is(__atomic_load_n(&lv->workers[0].tid, __ATOMIC_ACQUIRE)));
+	{
+		int fds[2], st = 0;
+		char in = 0;
+		pid_t c;
+
+		ASSERT_EQ(pipe(fds), 0);
+		c = fork();
+		if (c == 0) {
+			char r;
+
+			uffd_own_threads_forget();
+			r = uffd_own_thread_is(lv->workers[0].tid) ? 'y' : 'n';
+			_exit(write(fds[1], &r, 1) == 1 ? 0 : 1);
+		}
+		ASSERT_EQ(read(fds[0], &in, 1), 1);
+		waitpid(c, &st, 0);
+		EXPECT_EQ(in, 'n');
+		close(fds[0]);
+		close(fds[1]);
+	}
 	uffd_live_destroy(lv);
 }
 
