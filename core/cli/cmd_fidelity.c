@@ -657,29 +657,31 @@ static void write_file(const char *path, const char *text)
 	}
 }
 
-/* host.huge_not_pmd of the run's report: huge decisions the host mapped with 4 KiB pages, so
- * that the extent lines (read on the host) say base where thpemu said huge. */
-static double huge_not_pmd(const char *report)
+/* The run's report (RUN.json), read once for all that is taken from it: NULL with why when it
+ * is missing or not JSON. */
+static json_t *load_report(const char *report, char *why, size_t len)
 {
 	json_error_t e;
 	json_t *j = json_load_file(report, 0, &e);
-	double v;
 
 	if (!j)
-		return NAN;
-	v = rd_num(j, "host.huge_not_pmd");
-	json_decref(j);
-	return v;
+		snprintf(why, len, "its report: %.70s", e.text);
+	return j;
+}
+
+/* host.huge_not_pmd of the run's report: huge decisions the host mapped with 4 KiB pages, so
+ * that the extent lines (read on the host) say base where thpemu said huge. */
+static double huge_not_pmd(json_t *rep)
+{
+	return rep ? rd_num(rep, "host.huge_not_pmd") : NAN;
 }
 
 /* A program's counters under thpemu: the run report's "vmstat", the emulated machine's over the
  * whole run, as /init's program-begin/-end are the guest's over the whole program. */
-static void emu_counters(const char *report, struct fid_sample *s)
+static void emu_counters(const json_t *rep, struct fid_sample *s)
 {
-	json_error_t e;
-	json_t *j = json_load_file(report, 0, &e), *vm;
+	const json_t *vm = json_object_get(rep, "vmstat");
 
-	vm = j ? json_object_get(j, "vmstat") : NULL;
 	for (int i = 0; i < FID_NROWS && json_is_object(vm); i++) {
 		json_t *v = json_object_get(vm, fid_rows[i].key);
 
@@ -688,7 +690,6 @@ static void emu_counters(const char *report, struct fid_sample *s)
 		s->v[i] = json_number_value(v);
 		s->have[i] = true;
 	}
-	json_decref(j);
 }
 
 /* The suite's workloads whose file is page cache in the guest's memory: thpscale's refill and
@@ -706,15 +707,9 @@ static bool file_in_pool(const struct fopts *o)
 
 /* Did the run's device fall back to the in-process model (no FUSE)? Then the workload's file was
  * not on it, and not in the pool. */
-static bool device_fell_back(const char *report)
+static bool device_fell_back(const json_t *rep)
 {
-	json_error_t e;
-	json_t *j = json_load_file(report, 0, &e);
-	json_t *io = j ? json_object_get(j, "io") : NULL;
-	bool fell = json_is_true(json_object_get(io, "in_process_fallback"));
-
-	json_decref(j);
-	return fell;
+	return json_is_true(json_object_get(json_object_get(rep, "io"), "in_process_fallback"));
 }
 
 static void one_run(struct fopts *o, int k, int j, const char *dir)
@@ -724,11 +719,12 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	const char *argv[64];
 	char store[ORACLE_MAX_ARGS][32], policy[320], frag[PATH_MAX + 16], seed[24],
 	    report[PATH_MAX];
-	char out[PATH_MAX], why[256];
+	char out[PATH_MAX], why[256], rwhy[96] = "";
 	uint64_t sd = o->cfg.seed + (uint64_t)j;
 	struct oracle_result r;
 	struct oracle_cmd c;
 	int n = 0, nb = 0, wl, wargc, rc;
+	json_t *rep;
 	double npmd;
 	char pct[24];
 
@@ -792,6 +788,7 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 			    : i == wl		? (o->program ? o->dynamic : "thpemu-wl")
 						: argv[i]);
 	}
+	unlink(report);			   /* a reused --keep DIR's: never read as this run's */
 	setenv("ORACLE_COUNTERS", "1", 1); /* the phase's counters: thpemu_vmstat() */
 	setenv("ORACLE_SEED", seed, 1);
 	unsetenv("ORACLE_SNAPSHOT"); /* the pool is the snapshot: none taken under thpemu */
@@ -802,23 +799,29 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	if (c.out)
 		oracle_result_text(&r, c.out);
 	fid_sample_from_result(&r, &s->emu.s[j], o->program);
+	rep = load_report(report, rwhy, sizeof(rwhy));
 	if (o->program)
-		emu_counters(report, &s->emu.s[j]);
+		emu_counters(rep, &s->emu.s[j]);
 	if (rc == -ENOENT)
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "not-started");
 	else if (rc || (!o->program && !r.wl_protocol))
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "run-failed");
-	else if (file_in_pool(o) && device_fell_back(report))
+	else if (!rep) /* a run that ended well always writes it: its values would be missing */
+		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "no-report");
+	else if (file_in_pool(o) && device_fell_back(rep))
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "device-fallback");
 	else
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "ok");
 	if (!strcmp(s->emu.status[j], "device-fallback"))
 		snprintf(s->emu.note[j], sizeof(s->emu.note[j]),
 			 "no FUSE device: the workload's file was not in the pool");
+	else if (!strcmp(s->emu.status[j], "no-report"))
+		snprintf(s->emu.note[j], sizeof(s->emu.note[j]), "%s", rwhy);
 	else if (strcmp(s->emu.status[j], "ok"))
 		snprintf(s->emu.note[j], sizeof(s->emu.note[j]), "%.80s",
 			 c.err[0] ? oracle_cmd_why(&c) : "no ORACLE lines");
-	npmd = huge_not_pmd(report);
+	npmd = huge_not_pmd(rep);
+	json_decref(rep);
 	if (!s->emu.note[j][0] && npmd > 0)
 		snprintf(s->emu.note[j], sizeof(s->emu.note[j]),
 			 "%.0f huge decisions the host mapped with 4 KiB pages (final %% is "
