@@ -104,10 +104,15 @@ static void usage(FILE *f)
 	    "  --json FILE           the table, every boot's and run's values (kind \"fidelity\")\n"
 	    "  --html FILE           the table as a self-contained HTML page\n"
 	    "  --keep DIR            keep every boot's console log and snapshot and every run's\n"
-	    "                        output and report (DIR/SETTING/...)\n"
+	    "                        output and report (DIR/SETTING/...), and what made the\n"
+	    "                        real side (DIR/fidelity-real.json)\n"
 	    "  --real-from DIR       no boots: the real side is the one an earlier run kept with\n"
-	    "                        --keep DIR (the same workload, settings, --boots, --seed);\n"
-	    "                        thpemu's side runs again from its snapshots\n"
+	    "                        --keep DIR; thpemu's side runs again from its snapshots. The\n"
+	    "                        kept run must have been this request: its --kernel, --mem,\n"
+	    "                        --mode, --smp, --boots, --seed, --at, workload and "
+	    "arguments,\n"
+	    "                        --enabled, --defrag, --set, --disk and --disk-write-rate;\n"
+	    "                        else it is refused (exit 2), naming what differs\n"
 	    "  --quiet               no progress lines on stderr\n\n"
 	    "Needs root for thpemu's side (userfaultfd; the workload reads /proc/kpageflags), "
 	    "qemu\n"
@@ -393,6 +398,193 @@ static void check_workload(struct fopts *o)
 				 "--help lists them)",
 				 c->workload);
 	c->builtin_path = o->builtin;
+}
+
+/* ---- what made the real side ----------------------------------------------------------------
+ * --keep DIR records the request its real side was made with in DIR/fidelity-real.json;
+ * --real-from DIR compares it with the present request and refuses a difference before
+ * anything runs, since the table would set this request's thpemu against another's kernel. */
+
+#define REAL_RECORD	    "fidelity-real.json"
+#define REAL_RECORD_VERSION 1
+
+/* The record's keys in the order checked, and the option each comes from. */
+static const struct {
+	const char *key, *opt;
+} real_keys[] = {
+    {"kernel", "--kernel"},
+    {"mem_bytes", "--mem"},
+    {"mode", "--mode"},
+    {"smp", "--smp"},
+    {"boots", "--boots"},
+    {"seed", "--seed"},
+    {"at", "--at"},
+    {"workload", "--workload"},
+    {"args", "the workload's arguments"},
+    {"enabled", "--enabled"},
+    {"defrag", "--defrag"},
+    {"set", "--set"},
+    {"disk_bytes", "--disk"},
+    {"disk_write_bps", "--disk-write-rate"},
+};
+
+/* Everything the real side's boots depend on: the kernel series, the guest's memory, mode and
+ * vCPUs, the boots and their seeds (SEED+I), where the snapshot is taken, the workload and its
+ * arguments, every setting the guest is given, and its disk. Not what only thpemu's side uses
+ * (--runs, --dynamic) nor how the boots were watched (--timeout, --qemu, --cache). */
+static json_t *real_identity(const struct fopts *o)
+{
+	const struct oracle_run_cfg *c = &o->cfg;
+	json_t *id = json_object(), *args = json_array(), *defrag = json_array(),
+	       *set = json_array();
+
+	for (int i = 0; i < c->nargs; i++)
+		json_array_append_new(args, json_string(c->args[i]));
+	for (int k = 0; k < o->nset; k++)
+		json_array_append_new(defrag, json_string(o->defrag[k]));
+	for (int i = 0; i < o->extra.n; i++) {
+		char kv[128];
+
+		snprintf(kv, sizeof(kv), "%s=%s", o->extra.s[i].knob->key, o->extra.s[i].value);
+		json_array_append_new(set, json_string(kv));
+	}
+	json_object_set_new(id, "kind", json_string("fidelity-real"));
+	json_object_set_new(id, "version", json_integer(REAL_RECORD_VERSION));
+	json_object_set_new(id, "kernel", json_string(c->kernel));
+	json_object_set_new(id, "mem_bytes", json_integer((json_int_t)c->mem));
+	json_object_set_new(id, "mode", json_string(c->pinned ? "pinned" : "free"));
+	json_object_set_new(id, "smp", json_integer(c->pinned ? 1 : c->smp));
+	json_object_set_new(id, "boots", json_integer(c->boots));
+	json_object_set_new(id, "seed", json_integer((json_int_t)c->seed));
+	json_object_set_new(id, "at", json_string(o->at));
+	json_object_set_new(id, "workload", json_string(c->workload));
+	json_object_set_new(id, "args", args);
+	json_object_set_new(id, "enabled", json_string(o->enabled));
+	json_object_set_new(id, "defrag", defrag);
+	json_object_set_new(id, "set", set);
+	json_object_set_new(id, "disk_bytes", json_integer((json_int_t)c->disk));
+	json_object_set_new(id, "disk_write_bps", json_integer((json_int_t)c->disk_bps));
+	return id;
+}
+
+/* A record's value as the option gives it: "512M", "always,never", "--fill 90%", "none". */
+static void real_value(const char *key, const json_t *v, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (!v) {
+		snprintf(buf, len, "nothing");
+	} else if (json_is_string(v)) {
+		snprintf(buf, len, "%s", json_string_value(v));
+	} else if (json_is_integer(v)) {
+		long long n = (long long)json_integer_value(v);
+
+		if (!strcmp(key, "mem_bytes") && n > 0 && !(n & ((1 << 20) - 1)))
+			snprintf(buf, len, "%lldM", n >> 20);
+		else if (!strcmp(key, "disk_bytes") && !n)
+			snprintf(buf, len, "none");
+		else
+			snprintf(buf, len, "%lld", n);
+	} else if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v) && used < len; i++) {
+			const json_t *e = json_array_get(v, i);
+
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+						 i ? (strcmp(key, "args") ? "," : " ") : "",
+						 json_is_string(e) ? json_string_value(e) : "?");
+		}
+		if (!json_array_size(v))
+			snprintf(buf, len, "none");
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+/* --real-from DIR: its record must be this request's and every boot's console log there; else
+ * one line and exit 2, before anything runs. */
+static void check_real_from(const struct fopts *o)
+{
+	char path[PATH_MAX], diff[1024], a[200], b[200];
+	json_t *kept, *now;
+	json_error_t e;
+	size_t used = 0;
+
+	oracle_fmt(path, sizeof(path), "%s/%s", o->real_from, REAL_RECORD);
+	if (access(path, F_OK))
+		prog_usage_error(
+		    CMD,
+		    "--real-from: '%s' has no %s: not a --keep DIR of thpemu fidelity, "
+		    "or kept before thpemu recorded what made its real side, which "
+		    "cannot then be checked against this request",
+		    o->real_from, REAL_RECORD);
+	kept = json_load_file(path, 0, &e);
+	if (!kept)
+		prog_usage_error(CMD, "--real-from: '%s': %s (line %d)", path, e.text, e.line);
+	if (!json_is_string(json_object_get(kept, "kind")) ||
+	    strcmp(json_string_value(json_object_get(kept, "kind")), "fidelity-real"))
+		prog_usage_error(
+		    CMD, "--real-from: '%s' is not a record of thpemu fidelity's real side", path);
+	if (json_integer_value(json_object_get(kept, "version")) != REAL_RECORD_VERSION)
+		prog_usage_error(CMD,
+				 "--real-from: '%s' is a record of version %lld; this thpemu "
+				 "reads version %d",
+				 path,
+				 (long long)json_integer_value(json_object_get(kept, "version")),
+				 REAL_RECORD_VERSION);
+	now = real_identity(o);
+	diff[0] = '\0';
+	for (size_t i = 0; i < sizeof(real_keys) / sizeof(real_keys[0]) && used < sizeof(diff);
+	     i++) {
+		const json_t *kv = json_object_get(kept, real_keys[i].key),
+			     *nv = json_object_get(now, real_keys[i].key);
+
+		if (kv && json_equal((json_t *)kv, (json_t *)nv))
+			continue;
+		real_value(real_keys[i].key, kv, a, sizeof(a));
+		real_value(real_keys[i].key, nv, b, sizeof(b));
+		used += (size_t)snprintf(diff + used, sizeof(diff) - used, "%s%s %s there, %s here",
+					 used ? "; " : "", real_keys[i].opt, a, b);
+	}
+	json_decref(now);
+	json_decref(kept);
+	if (diff[0])
+		prog_usage_error(
+		    CMD,
+		    "--real-from: '%s' was kept by another request (%s): its real side "
+		    "is not this one's",
+		    o->real_from, diff);
+	for (int k = 0; k < o->nset; k++)
+		for (int i = 0; i < o->cfg.boots; i++) {
+			oracle_fmt(path, sizeof(path), "%s/%d-%s/real/boot-%d.log", o->real_from,
+				   k + 1, o->defrag[k], i + 1);
+			if (access(path, R_OK))
+				prog_usage_error(CMD,
+						 "--real-from: '%s': %s (the kept run ended before "
+						 "this boot?)",
+						 path, strerror(errno));
+		}
+}
+
+/* --keep DIR (booting): the record of what made the real side, for a later --real-from DIR. */
+static int write_real_record(const struct fopts *o)
+{
+	char path[PATH_MAX];
+	json_t *id = real_identity(o);
+	FILE *f = NULL;
+	int rc = -1;
+
+	oracle_fmt(path, sizeof(path), "%s/%s", o->dir, REAL_RECORD);
+	errno = 0;
+	if (!oracle_mkdir_p(o->dir, 0700) && (f = fopen(path, "we")))
+		rc = json_dumpf(id, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ||
+		     fputc('\n', f) == EOF;
+	if (f && fclose(f))
+		rc = -1;
+	if (rc)
+		prog_error(CMD, "'%s': %s", path, strerror(errno ? errno : EIO));
+	json_decref(id);
+	return rc ? -1 : 0;
 }
 
 /* Tools and parts: their absence is the environment's, exit 1. */
@@ -973,6 +1165,8 @@ static int fidelity_main(int argc, char **argv)
 					 o->enabled, o->defrag[k], err);
 	}
 	check_workload(o);
+	if (o->real_from)
+		check_real_from(o);
 	if (o->keep)
 		cli_output_dir(CMD, "--keep", o->keep);
 	cli_distinct_paths(CMD, "--json", o->json, "--html", o->html);
@@ -986,7 +1180,7 @@ static int fidelity_main(int argc, char **argv)
 		return 1;
 	}
 	o->cfg.cache = o->cache;
-	if (prepare_dir(o))
+	if (prepare_dir(o) || (o->keep && !o->real_from && write_real_record(o)))
 		return 1;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
