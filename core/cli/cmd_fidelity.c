@@ -670,9 +670,12 @@ static void on_boot(void *arg, int i, uint64_t seed, const char *status,
 								   : r->memsnap.why);
 	s->real.n = i + 1;
 	snprintf(b->snapshot, sizeof(b->snapshot), "%s", snapshot ? snapshot : "");
-	b->ninfo = 0;
-	for (size_t k = 0; k < r->ninfo && b->ninfo < 16; k++)
-		b->info[b->ninfo++] = r->info[k];
+	b->ninfo = 0; /* the bytes a percentage resolved to: the keys of resolved[] */
+	for (size_t k = 0; k < r->ninfo; k++)
+		for (size_t m = 0; m < sizeof(resolved) / sizeof(resolved[0]); m++)
+			if (!strcmp(r->info[k].key, resolved[m].info) &&
+			    b->ninfo < (int)(sizeof(b->info) / sizeof(b->info[0])))
+				b->info[b->ninfo++] = r->info[k];
 	if (!o->t->kernel[0] && r->kernel[0])
 		snprintf(o->t->kernel, sizeof(o->t->kernel), "%s (%.100s)", o->cfg.kernel,
 			 r->kernel);
@@ -714,8 +717,8 @@ static int run_real(struct fopts *o, int k, char *err, size_t errlen)
 	return rc < 0 ? rc : 0;
 }
 
-/* A whole file, NUL-terminated; NULL with errno. */
-static char *read_all(const char *path)
+/* A whole file, NUL-terminated, its length in *len if len; NULL with errno. */
+static char *read_all(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "re");
 	char *buf = NULL;
@@ -744,13 +747,41 @@ static char *read_all(const char *path)
 	}
 	buf[n] = '\0';
 	fclose(f);
+	if (len)
+		*len = n;
 	return buf;
 }
 
-/* --real-from DIR: the real side of an earlier run kept with --keep DIR (the same workload,
- * settings, boots and seed): each boot's console log read again by the same parser, its
- * snapshot the one kept beside it; nothing boots. A boot is ok when its log has the end marker,
- * every setting applied and the workload's exit status 0 (run.c's boot_status). */
+/* Is the kept boot-I.snap the snapshot boot I's console log carries? 0, or -1 with why (a file
+ * missing, or left by another run in a reused --keep DIR); 0 too when the log carries none. */
+static int kept_snapshot(const char *path, int i, const struct oracle_result *r, char *why,
+			 size_t len)
+{
+	size_t n, klen;
+	const char *text = oracle_result_memsnap(r, &n);
+	char *kept;
+	bool same;
+
+	if (!text)
+		return 0;
+	kept = read_all(path, &klen);
+	if (!kept) {
+		snprintf(why, len, "its kept snapshot boot-%d.snap: %s", i + 1, strerror(errno));
+		return -1;
+	}
+	same = klen == n && !memcmp(kept, text, n);
+	free(kept);
+	if (!same)
+		snprintf(why, len, "boot-%d.snap is not the snapshot its console log carries",
+			 i + 1);
+	return same ? 0 : -1;
+}
+
+/* --real-from DIR: the real side of an earlier run kept with --keep DIR (the same request,
+ * check_real_from): each boot's console log read again by the same parser, its snapshot the one
+ * kept beside it when the log carries that one whole; nothing boots. A boot is ok when its log
+ * has the end marker, every setting applied and the workload's exit status 0 (run.c's
+ * boot_status). */
 static int replay_real(struct fopts *o, int k, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], path[PATH_MAX], snap[PATH_MAX];
@@ -761,10 +792,11 @@ static int replay_real(struct fopts *o, int k, char *err, size_t errlen)
 	for (int i = 0; i < o->cfg.boots && !interrupted; i++) {
 		struct oracle_result r;
 		const char *status = "ok";
-		char *text;
+		char *text, why[96] = "";
+		size_t n;
 
 		oracle_fmt(path, sizeof(path), "%s/boot-%d.log", dir, i + 1);
-		text = read_all(path);
+		text = read_all(path, NULL);
 		if (!text) {
 			oracle_fmt(err, errlen, "--real-from: '%s': %s", path, strerror(errno));
 			return -EIO;
@@ -780,8 +812,15 @@ static int replay_real(struct fopts *o, int k, char *err, size_t errlen)
 		else if (!strcmp(status, "ok") && r.exit_status)
 			status = "workload-failed";
 		oracle_fmt(snap, sizeof(snap), "%s/boot-%d.snap", dir, i + 1);
+		/* a log without a whole snapshot has none, whatever file lies beside it */
 		on_boot(o, i, o->cfg.seed + (uint64_t)i, status, &r,
-			access(snap, R_OK) ? NULL : snap);
+			oracle_result_memsnap(&r, &n) &&
+				!kept_snapshot(snap, i, &r, why, sizeof(why))
+			    ? snap
+			    : NULL);
+		if (why[0])
+			snprintf(o->t->set[k].real.note[i], sizeof(o->t->set[k].real.note[i]), "%s",
+				 why);
 		oracle_result_free(&r);
 	}
 	return interrupted ? -EINTR : 0;

@@ -113,6 +113,29 @@ if [ "$(id -u)" = 0 ] && [ -w /dev/userfaultfd ]; then
 		"$(json "$T_TMP/kept.json" '.settings[0].real[0].values.huge_fault_pct')" 50
 	expect_eq "--real-from: thpemu's run" \
 		"$(json "$T_TMP/kept.json" '.settings[0].thpemu[0].status')" no-snapshot
+	# a kept snapshot must be the one its console log carries ("abc": FNV-1a 64 e71fa2190541574b)
+	mkdir -p "$T_TMP/kept3/1-always/real"
+	record 1 >"$T_TMP/kept3/fidelity-real.json"
+	{
+		cat "$kept/boot-1.log"
+		printf 'ORACLE snapshot begin phase\nORACLE S YWJj\n'
+		printf 'ORACLE snapshot end 3 e71fa2190541574b\n'
+	} >"$T_TMP/kept3/1-always/real/boot-1.log"
+	printf abd >"$T_TMP/kept3/1-always/real/boot-1.snap"
+	"$THPEMU" fidelity --real-from "$T_TMP/kept3" --boots 1 --defrag always \
+		--json "$T_TMP/kept3.json" --workload fragfault >/dev/null 2>&1
+	expect_eq "another run's snapshot: status" "$?" 1
+	expect_eq "another run's snapshot: the boot's note" \
+		"$(json "$T_TMP/kept3.json" '.settings[0].real[0].note')" \
+		"boot-1.snap is not the snapshot its console log carries"
+	expect_eq "another run's snapshot: not run from" \
+		"$(json "$T_TMP/kept3.json" '.settings[0].thpemu[0].status')" no-snapshot
+	rm "$T_TMP/kept3/1-always/real/boot-1.snap"
+	"$THPEMU" fidelity --real-from "$T_TMP/kept3" --boots 1 --defrag always \
+		--json "$T_TMP/kept3.json" --workload fragfault >/dev/null 2>&1
+	expect_eq "a lost snapshot: the boot's note" \
+		"$(json "$T_TMP/kept3.json" '.settings[0].real[0].note')" \
+		"its kept snapshot boot-1.snap: No such file or directory"
 	# --keep records what made the real side even when no boot could run (no kernel in the
 	# cache, --offline): read back by --real-from, the same request passes the record and stops
 	# at the missing console log; with one setting changed it is refused for that setting
