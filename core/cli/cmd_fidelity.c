@@ -107,18 +107,17 @@ static void usage(FILE *f)
 	    "                        output and report (DIR/SETTING/...), and what made the\n"
 	    "                        real side (DIR/fidelity-real.json)\n"
 	    "  --real-from DIR       no boots: the real side is the one an earlier run kept with\n"
-	    "                        --keep DIR; thpemu's side runs again from its snapshots. The\n"
-	    "                        kept run must have been this request: its --kernel, --mem,\n"
-	    "                        --mode, --smp, --boots, --seed, --at, workload and "
-	    "arguments,\n"
-	    "                        --enabled, --defrag, --set, --disk and --disk-write-rate;\n"
-	    "                        else it is refused (exit 2), naming what differs\n"
+	    "                        --keep DIR; thpemu's side runs again from its snapshots.\n"
+	    "                        The kept run must be this request (--kernel, --mem,\n"
+	    "                        --mode, --smp, --boots, --seed, --at, the workload and\n"
+	    "                        its arguments, --enabled, --defrag, --set, --disk,\n"
+	    "                        --disk-write-rate): else refused, naming what differs\n"
 	    "  --quiet               no progress lines on stderr\n\n"
 	    "Needs root for thpemu's side (userfaultfd; the workload reads /proc/kpageflags), "
 	    "qemu\n"
 	    "and a static busybox for the real side. Exit status: 0 every boot and run ended well\n"
 	    "(verdicts do not change it); 1 a boot or a run failed (the table says which), or a\n"
-	    "tool was missing; 2 bad usage.\n");
+	    "tool was missing; 2 bad usage, or a --real-from DIR kept by another request.\n");
 }
 
 /* The options of a workload that take a size which may be a percentage, and the key of the
