@@ -104,16 +104,20 @@ static void usage(FILE *f)
 	    "  --json FILE           the table, every boot's and run's values (kind \"fidelity\")\n"
 	    "  --html FILE           the table as a self-contained HTML page\n"
 	    "  --keep DIR            keep every boot's console log and snapshot and every run's\n"
-	    "                        output and report (DIR/SETTING/...)\n"
+	    "                        output and report (DIR/SETTING/...), and what made the\n"
+	    "                        real side (DIR/fidelity-real.json)\n"
 	    "  --real-from DIR       no boots: the real side is the one an earlier run kept with\n"
-	    "                        --keep DIR (the same workload, settings, --boots, --seed);\n"
-	    "                        thpemu's side runs again from its snapshots\n"
+	    "                        --keep DIR; thpemu's side runs again from its snapshots.\n"
+	    "                        The kept run must be this request (--kernel, --mem,\n"
+	    "                        --mode, --smp, --boots, --seed, --at, the workload and\n"
+	    "                        its arguments, --enabled, --defrag, --set, --disk,\n"
+	    "                        --disk-write-rate): else refused, naming what differs\n"
 	    "  --quiet               no progress lines on stderr\n\n"
 	    "Needs root for thpemu's side (userfaultfd; the workload reads /proc/kpageflags), "
 	    "qemu\n"
 	    "and a static busybox for the real side. Exit status: 0 every boot and run ended well\n"
 	    "(verdicts do not change it); 1 a boot or a run failed (the table says which), or a\n"
-	    "tool was missing; 2 bad usage.\n");
+	    "tool was missing; 2 bad usage, or a --real-from DIR kept by another request.\n");
 }
 
 /* The options of a workload that take a size which may be a percentage, and the key of the
@@ -395,6 +399,193 @@ static void check_workload(struct fopts *o)
 	c->builtin_path = o->builtin;
 }
 
+/* ---- what made the real side ----------------------------------------------------------------
+ * --keep DIR records the request its real side was made with in DIR/fidelity-real.json;
+ * --real-from DIR compares it with the present request and refuses a difference before
+ * anything runs, since the table would set this request's thpemu against another's kernel. */
+
+#define REAL_RECORD	    "fidelity-real.json"
+#define REAL_RECORD_VERSION 1
+
+/* The record's keys in the order checked, and the option each comes from. */
+static const struct {
+	const char *key, *opt;
+} real_keys[] = {
+    {"kernel", "--kernel"},
+    {"mem_bytes", "--mem"},
+    {"mode", "--mode"},
+    {"smp", "--smp"},
+    {"boots", "--boots"},
+    {"seed", "--seed"},
+    {"at", "--at"},
+    {"workload", "--workload"},
+    {"args", "the workload's arguments"},
+    {"enabled", "--enabled"},
+    {"defrag", "--defrag"},
+    {"set", "--set"},
+    {"disk_bytes", "--disk"},
+    {"disk_write_bps", "--disk-write-rate"},
+};
+
+/* Everything the real side's boots depend on: the kernel series, the guest's memory, mode and
+ * vCPUs, the boots and their seeds (SEED+I), where the snapshot is taken, the workload and its
+ * arguments, every setting the guest is given, and its disk. Not what only thpemu's side uses
+ * (--runs, --dynamic) nor how the boots were watched (--timeout, --qemu, --cache). */
+static json_t *real_identity(const struct fopts *o)
+{
+	const struct oracle_run_cfg *c = &o->cfg;
+	json_t *id = json_object(), *args = json_array(), *defrag = json_array(),
+	       *set = json_array();
+
+	for (int i = 0; i < c->nargs; i++)
+		json_array_append_new(args, json_string(c->args[i]));
+	for (int k = 0; k < o->nset; k++)
+		json_array_append_new(defrag, json_string(o->defrag[k]));
+	for (int i = 0; i < o->extra.n; i++) {
+		char kv[128];
+
+		snprintf(kv, sizeof(kv), "%s=%s", o->extra.s[i].knob->key, o->extra.s[i].value);
+		json_array_append_new(set, json_string(kv));
+	}
+	json_object_set_new(id, "kind", json_string("fidelity-real"));
+	json_object_set_new(id, "version", json_integer(REAL_RECORD_VERSION));
+	json_object_set_new(id, "kernel", json_string(c->kernel));
+	json_object_set_new(id, "mem_bytes", json_integer((json_int_t)c->mem));
+	json_object_set_new(id, "mode", json_string(c->pinned ? "pinned" : "free"));
+	json_object_set_new(id, "smp", json_integer(c->pinned ? 1 : c->smp));
+	json_object_set_new(id, "boots", json_integer(c->boots));
+	json_object_set_new(id, "seed", json_integer((json_int_t)c->seed));
+	json_object_set_new(id, "at", json_string(o->at));
+	json_object_set_new(id, "workload", json_string(c->workload));
+	json_object_set_new(id, "args", args);
+	json_object_set_new(id, "enabled", json_string(o->enabled));
+	json_object_set_new(id, "defrag", defrag);
+	json_object_set_new(id, "set", set);
+	json_object_set_new(id, "disk_bytes", json_integer((json_int_t)c->disk));
+	json_object_set_new(id, "disk_write_bps", json_integer((json_int_t)c->disk_bps));
+	return id;
+}
+
+/* A record's value as the option gives it: "512M", "always,never", "--fill 90%", "none". */
+static void real_value(const char *key, const json_t *v, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (!v) {
+		snprintf(buf, len, "nothing");
+	} else if (json_is_string(v)) {
+		snprintf(buf, len, "%s", json_string_value(v));
+	} else if (json_is_integer(v)) {
+		long long n = (long long)json_integer_value(v);
+
+		if (!strcmp(key, "mem_bytes") && n > 0 && !(n & ((1 << 20) - 1)))
+			snprintf(buf, len, "%lldM", n >> 20);
+		else if (!strcmp(key, "disk_bytes") && !n)
+			snprintf(buf, len, "none");
+		else
+			snprintf(buf, len, "%lld", n);
+	} else if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v) && used < len; i++) {
+			const json_t *e = json_array_get(v, i);
+
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+						 i ? (strcmp(key, "args") ? "," : " ") : "",
+						 json_is_string(e) ? json_string_value(e) : "?");
+		}
+		if (!json_array_size(v))
+			snprintf(buf, len, "none");
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+/* --real-from DIR: its record must be this request's and every boot's console log there; else
+ * one line and exit 2, before anything runs. */
+static void check_real_from(const struct fopts *o)
+{
+	char path[PATH_MAX], diff[1024], a[200], b[200];
+	json_t *kept, *now;
+	json_error_t e;
+	size_t used = 0;
+
+	oracle_fmt(path, sizeof(path), "%s/%s", o->real_from, REAL_RECORD);
+	if (access(path, F_OK))
+		prog_usage_error(
+		    CMD,
+		    "--real-from: '%s' has no %s: not a --keep DIR of thpemu fidelity, "
+		    "or kept before thpemu recorded what made its real side, which "
+		    "cannot then be checked against this request",
+		    o->real_from, REAL_RECORD);
+	kept = json_load_file(path, 0, &e);
+	if (!kept)
+		prog_usage_error(CMD, "--real-from: '%s': %s (line %d)", path, e.text, e.line);
+	if (!json_is_string(json_object_get(kept, "kind")) ||
+	    strcmp(json_string_value(json_object_get(kept, "kind")), "fidelity-real"))
+		prog_usage_error(
+		    CMD, "--real-from: '%s' is not a record of thpemu fidelity's real side", path);
+	if (json_integer_value(json_object_get(kept, "version")) != REAL_RECORD_VERSION)
+		prog_usage_error(CMD,
+				 "--real-from: '%s' is a record of version %lld; this thpemu "
+				 "reads version %d",
+				 path,
+				 (long long)json_integer_value(json_object_get(kept, "version")),
+				 REAL_RECORD_VERSION);
+	now = real_identity(o);
+	diff[0] = '\0';
+	for (size_t i = 0; i < sizeof(real_keys) / sizeof(real_keys[0]) && used < sizeof(diff);
+	     i++) {
+		const json_t *kv = json_object_get(kept, real_keys[i].key),
+			     *nv = json_object_get(now, real_keys[i].key);
+
+		if (kv && json_equal((json_t *)kv, (json_t *)nv))
+			continue;
+		real_value(real_keys[i].key, kv, a, sizeof(a));
+		real_value(real_keys[i].key, nv, b, sizeof(b));
+		used += (size_t)snprintf(diff + used, sizeof(diff) - used, "%s%s %s there, %s here",
+					 used ? "; " : "", real_keys[i].opt, a, b);
+	}
+	json_decref(now);
+	json_decref(kept);
+	if (diff[0])
+		prog_usage_error(
+		    CMD,
+		    "--real-from: '%s' was kept by another request (%s): its real side "
+		    "is not this one's",
+		    o->real_from, diff);
+	for (int k = 0; k < o->nset; k++)
+		for (int i = 0; i < o->cfg.boots; i++) {
+			oracle_fmt(path, sizeof(path), "%s/%d-%s/real/boot-%d.log", o->real_from,
+				   k + 1, o->defrag[k], i + 1);
+			if (access(path, R_OK))
+				prog_usage_error(CMD,
+						 "--real-from: '%s': %s (the kept run ended before "
+						 "this boot?)",
+						 path, strerror(errno));
+		}
+}
+
+/* --keep DIR (booting): the record of what made the real side, for a later --real-from DIR. */
+static int write_real_record(const struct fopts *o)
+{
+	char path[PATH_MAX];
+	json_t *id = real_identity(o);
+	FILE *f = NULL;
+	int rc = -1;
+
+	oracle_fmt(path, sizeof(path), "%s/%s", o->dir, REAL_RECORD);
+	errno = 0;
+	if (!oracle_mkdir_p(o->dir, 0700) && (f = fopen(path, "we")))
+		rc = json_dumpf(id, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ||
+		     fputc('\n', f) == EOF;
+	if (f && fclose(f))
+		rc = -1;
+	if (rc)
+		prog_error(CMD, "'%s': %s", path, strerror(errno ? errno : EIO));
+	json_decref(id);
+	return rc ? -1 : 0;
+}
+
 /* Tools and parts: their absence is the environment's, exit 1. */
 static void check_tools(struct fopts *o)
 {
@@ -478,9 +669,12 @@ static void on_boot(void *arg, int i, uint64_t seed, const char *status,
 								   : r->memsnap.why);
 	s->real.n = i + 1;
 	snprintf(b->snapshot, sizeof(b->snapshot), "%s", snapshot ? snapshot : "");
-	b->ninfo = 0;
-	for (size_t k = 0; k < r->ninfo && b->ninfo < 16; k++)
-		b->info[b->ninfo++] = r->info[k];
+	b->ninfo = 0; /* the bytes a percentage resolved to: the keys of resolved[] */
+	for (size_t k = 0; k < r->ninfo; k++)
+		for (size_t m = 0; m < sizeof(resolved) / sizeof(resolved[0]); m++)
+			if (!strcmp(r->info[k].key, resolved[m].info) &&
+			    b->ninfo < (int)(sizeof(b->info) / sizeof(b->info[0])))
+				b->info[b->ninfo++] = r->info[k];
 	if (!o->t->kernel[0] && r->kernel[0])
 		snprintf(o->t->kernel, sizeof(o->t->kernel), "%s (%.100s)", o->cfg.kernel,
 			 r->kernel);
@@ -522,8 +716,8 @@ static int run_real(struct fopts *o, int k, char *err, size_t errlen)
 	return rc < 0 ? rc : 0;
 }
 
-/* A whole file, NUL-terminated; NULL with errno. */
-static char *read_all(const char *path)
+/* A whole file, NUL-terminated, its length in *len if len; NULL with errno. */
+static char *read_all(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "re");
 	char *buf = NULL;
@@ -552,13 +746,41 @@ static char *read_all(const char *path)
 	}
 	buf[n] = '\0';
 	fclose(f);
+	if (len)
+		*len = n;
 	return buf;
 }
 
-/* --real-from DIR: the real side of an earlier run kept with --keep DIR (the same workload,
- * settings, boots and seed): each boot's console log read again by the same parser, its
- * snapshot the one kept beside it; nothing boots. A boot is ok when its log has the end marker,
- * every setting applied and the workload's exit status 0 (run.c's boot_status). */
+/* Is the kept boot-I.snap the snapshot boot I's console log carries? 0, or -1 with why (a file
+ * missing, or left by another run in a reused --keep DIR); 0 too when the log carries none. */
+static int kept_snapshot(const char *path, int i, const struct oracle_result *r, char *why,
+			 size_t len)
+{
+	size_t n, klen;
+	const char *text = oracle_result_memsnap(r, &n);
+	char *kept;
+	bool same;
+
+	if (!text)
+		return 0;
+	kept = read_all(path, &klen);
+	if (!kept) {
+		snprintf(why, len, "its kept snapshot boot-%d.snap: %s", i + 1, strerror(errno));
+		return -1;
+	}
+	same = klen == n && !memcmp(kept, text, n);
+	free(kept);
+	if (!same)
+		snprintf(why, len, "boot-%d.snap is not the snapshot its console log carries",
+			 i + 1);
+	return same ? 0 : -1;
+}
+
+/* --real-from DIR: the real side of an earlier run kept with --keep DIR (the same request,
+ * check_real_from): each boot's console log read again by the same parser, its snapshot the one
+ * kept beside it when the log carries that one whole; nothing boots. A boot is ok when its log
+ * has the end marker, every setting applied and the workload's exit status 0 (run.c's
+ * boot_status). */
 static int replay_real(struct fopts *o, int k, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], path[PATH_MAX], snap[PATH_MAX];
@@ -569,10 +791,11 @@ static int replay_real(struct fopts *o, int k, char *err, size_t errlen)
 	for (int i = 0; i < o->cfg.boots && !interrupted; i++) {
 		struct oracle_result r;
 		const char *status = "ok";
-		char *text;
+		char *text, why[96] = "";
+		size_t n;
 
 		oracle_fmt(path, sizeof(path), "%s/boot-%d.log", dir, i + 1);
-		text = read_all(path);
+		text = read_all(path, NULL);
 		if (!text) {
 			oracle_fmt(err, errlen, "--real-from: '%s': %s", path, strerror(errno));
 			return -EIO;
@@ -588,8 +811,15 @@ static int replay_real(struct fopts *o, int k, char *err, size_t errlen)
 		else if (!strcmp(status, "ok") && r.exit_status)
 			status = "workload-failed";
 		oracle_fmt(snap, sizeof(snap), "%s/boot-%d.snap", dir, i + 1);
+		/* a log without a whole snapshot has none, whatever file lies beside it */
 		on_boot(o, i, o->cfg.seed + (uint64_t)i, status, &r,
-			access(snap, R_OK) ? NULL : snap);
+			oracle_result_memsnap(&r, &n) &&
+				!kept_snapshot(snap, i, &r, why, sizeof(why))
+			    ? snap
+			    : NULL);
+		if (why[0])
+			snprintf(o->t->set[k].real.note[i], sizeof(o->t->set[k].real.note[i]), "%s",
+				 why);
 		oracle_result_free(&r);
 	}
 	return interrupted ? -EINTR : 0;
@@ -657,29 +887,31 @@ static void write_file(const char *path, const char *text)
 	}
 }
 
-/* host.huge_not_pmd of the run's report: huge decisions the host mapped with 4 KiB pages, so
- * that the extent lines (read on the host) say base where thpemu said huge. */
-static double huge_not_pmd(const char *report)
+/* The run's report (RUN.json), read once for all that is taken from it: NULL with why when it
+ * is missing or not JSON. */
+static json_t *load_report(const char *report, char *why, size_t len)
 {
 	json_error_t e;
 	json_t *j = json_load_file(report, 0, &e);
-	double v;
 
 	if (!j)
-		return NAN;
-	v = rd_num(j, "host.huge_not_pmd");
-	json_decref(j);
-	return v;
+		snprintf(why, len, "its report: %.70s", e.text);
+	return j;
+}
+
+/* host.huge_not_pmd of the run's report: huge decisions the host mapped with 4 KiB pages, so
+ * that the extent lines (read on the host) say base where thpemu said huge. */
+static double huge_not_pmd(json_t *rep)
+{
+	return rep ? rd_num(rep, "host.huge_not_pmd") : NAN;
 }
 
 /* A program's counters under thpemu: the run report's "vmstat", the emulated machine's over the
  * whole run, as /init's program-begin/-end are the guest's over the whole program. */
-static void emu_counters(const char *report, struct fid_sample *s)
+static void emu_counters(const json_t *rep, struct fid_sample *s)
 {
-	json_error_t e;
-	json_t *j = json_load_file(report, 0, &e), *vm;
+	const json_t *vm = json_object_get(rep, "vmstat");
 
-	vm = j ? json_object_get(j, "vmstat") : NULL;
 	for (int i = 0; i < FID_NROWS && json_is_object(vm); i++) {
 		json_t *v = json_object_get(vm, fid_rows[i].key);
 
@@ -688,7 +920,6 @@ static void emu_counters(const char *report, struct fid_sample *s)
 		s->v[i] = json_number_value(v);
 		s->have[i] = true;
 	}
-	json_decref(j);
 }
 
 /* The suite's workloads whose file is page cache in the guest's memory: thpscale's refill and
@@ -706,15 +937,9 @@ static bool file_in_pool(const struct fopts *o)
 
 /* Did the run's device fall back to the in-process model (no FUSE)? Then the workload's file was
  * not on it, and not in the pool. */
-static bool device_fell_back(const char *report)
+static bool device_fell_back(const json_t *rep)
 {
-	json_error_t e;
-	json_t *j = json_load_file(report, 0, &e);
-	json_t *io = j ? json_object_get(j, "io") : NULL;
-	bool fell = json_is_true(json_object_get(io, "in_process_fallback"));
-
-	json_decref(j);
-	return fell;
+	return json_is_true(json_object_get(json_object_get(rep, "io"), "in_process_fallback"));
 }
 
 static void one_run(struct fopts *o, int k, int j, const char *dir)
@@ -724,11 +949,12 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	const char *argv[64];
 	char store[ORACLE_MAX_ARGS][32], policy[320], frag[PATH_MAX + 16], seed[24],
 	    report[PATH_MAX];
-	char out[PATH_MAX], why[256];
+	char out[PATH_MAX], why[256], rwhy[96] = "";
 	uint64_t sd = o->cfg.seed + (uint64_t)j;
 	struct oracle_result r;
 	struct oracle_cmd c;
 	int n = 0, nb = 0, wl, wargc, rc;
+	json_t *rep;
 	double npmd;
 	char pct[24];
 
@@ -792,6 +1018,7 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 			    : i == wl		? (o->program ? o->dynamic : "thpemu-wl")
 						: argv[i]);
 	}
+	unlink(report);			   /* a reused --keep DIR's: never read as this run's */
 	setenv("ORACLE_COUNTERS", "1", 1); /* the phase's counters: thpemu_vmstat() */
 	setenv("ORACLE_SEED", seed, 1);
 	unsetenv("ORACLE_SNAPSHOT"); /* the pool is the snapshot: none taken under thpemu */
@@ -802,23 +1029,29 @@ static void one_run(struct fopts *o, int k, int j, const char *dir)
 	if (c.out)
 		oracle_result_text(&r, c.out);
 	fid_sample_from_result(&r, &s->emu.s[j], o->program);
+	rep = load_report(report, rwhy, sizeof(rwhy));
 	if (o->program)
-		emu_counters(report, &s->emu.s[j]);
+		emu_counters(rep, &s->emu.s[j]);
 	if (rc == -ENOENT)
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "not-started");
 	else if (rc || (!o->program && !r.wl_protocol))
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "run-failed");
-	else if (file_in_pool(o) && device_fell_back(report))
+	else if (!rep) /* a run that ended well always writes it: its values would be missing */
+		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "no-report");
+	else if (file_in_pool(o) && device_fell_back(rep))
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "device-fallback");
 	else
 		snprintf(s->emu.status[j], sizeof(s->emu.status[j]), "ok");
 	if (!strcmp(s->emu.status[j], "device-fallback"))
 		snprintf(s->emu.note[j], sizeof(s->emu.note[j]),
 			 "no FUSE device: the workload's file was not in the pool");
+	else if (!strcmp(s->emu.status[j], "no-report"))
+		snprintf(s->emu.note[j], sizeof(s->emu.note[j]), "%s", rwhy);
 	else if (strcmp(s->emu.status[j], "ok"))
 		snprintf(s->emu.note[j], sizeof(s->emu.note[j]), "%.80s",
 			 c.err[0] ? oracle_cmd_why(&c) : "no ORACLE lines");
-	npmd = huge_not_pmd(report);
+	npmd = huge_not_pmd(rep);
+	json_decref(rep);
 	if (!s->emu.note[j][0] && npmd > 0)
 		snprintf(s->emu.note[j], sizeof(s->emu.note[j]),
 			 "%.0f huge decisions the host mapped with 4 KiB pages (final %% is "
@@ -970,6 +1203,8 @@ static int fidelity_main(int argc, char **argv)
 					 o->enabled, o->defrag[k], err);
 	}
 	check_workload(o);
+	if (o->real_from)
+		check_real_from(o);
 	if (o->keep)
 		cli_output_dir(CMD, "--keep", o->keep);
 	cli_distinct_paths(CMD, "--json", o->json, "--html", o->html);
@@ -983,7 +1218,7 @@ static int fidelity_main(int argc, char **argv)
 		return 1;
 	}
 	o->cfg.cache = o->cache;
-	if (prepare_dir(o))
+	if (prepare_dir(o) || (o->keep && !o->real_from && write_real_record(o)))
 		return 1;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -37,12 +37,12 @@ int thpemu_is_managed(const void *addr);
 /* Fill *c (size = sizeof(*c), for forward compatibility). Returns 0, or -1 when inactive. */
 int thpemu_get_counters(struct thpemu_counters *c, size_t size);
 /* The emulated machine's vmstat counters now, as /proc/vmstat prints them: "NAME VALUE\n" lines
- * with the kernel's names, first the gauges nr_free_pages, nr_file_pages, nr_dirty and
- * nr_writeback (pages now), then the events (core/mm/vmstat.c: thp_fault_alloc, compact_stall,
- * ...; the few of thpemu's own have names the kernel does not use), into buf, NUL-terminated.
- * Returns the
- * length, or -1 with errno ENODEV (not emulating) or ENOSPC (buf too small: nothing written
- * past len). Machine-wide: every process of the machine counts. */
+ * with the kernel's names, first the gauges nr_free_pages, nr_file_pages (shmem included),
+ * nr_dirty, nr_writeback and nr_shmem (pages now), then the events (core/mm/vmstat.c:
+ * thp_fault_alloc, compact_stall, ...; the few of thpemu's own have names the kernel does not
+ * use), into buf, NUL-terminated. Returns the length, or -1 with errno ENODEV (not emulating)
+ * or ENOSPC (buf too small: nothing written past len). Machine-wide: every process of the
+ * machine counts. */
 int thpemu_vmstat(char *buf, size_t len);
 /* The emulated machine's per-size THP statistics now, as
  * /sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/ hold them: "SIZEkB NAME VALUE\n"

@@ -806,8 +806,12 @@ struct mm_counts {
 	uint32_t anon_partially_mapped; /* of which partially unmapped (nr_anon_partially_mapped) */
 	uint32_t khugepaged_mms;	/* address spaces registered with khugepaged */
 	uint32_t anon_mthp;		/* of anon, frames in mTHP folios (orders 2..8) */
-	uint32_t shmem;			/* shmem frames (nr_shmem), every object's */
+	uint32_t shmem;			/* nr_shmem: every shmem object's frames, and with
+					 * fs=tmpfs the page cache too (the machine's files are
+					 * tmpfs files) */
 	uint32_t shmem_huge;		/* of which in PMD-size folios (nr_shmem_hugepages x 512) */
+	uint32_t file_pages;		/* nr_file_pages: the page cache (file) and the shmem
+					 * objects' frames, as the kernel counts both */
 	uint32_t nr_free[MM_NR_ORDERS];
 };
 void mm_get_counts(struct mm *mm, struct mm_counts *c);

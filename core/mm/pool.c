@@ -270,8 +270,15 @@ void mm_get_counts(struct mm *mm, struct mm_counts *c)
 	c->anon_partially_mapped = mm->nr_partially_mapped;
 	c->khugepaged_mms = mm->khp.nr;
 	c->anon_mthp = mm->nr_anon_mthp;
-	c->shmem = mm->nr_shmem;
+	/* A shmem folio entering the page cache counts in both NR_FILE_PAGES and NR_SHMEM (6.12
+	 * mm/shmem.c shmem_add_to_page_cache: __lruvec_stat_mod_folio(folio, NR_FILE_PAGES, nr)
+	 * and (folio, NR_SHMEM, nr); 6.1 the same function; 3.1 __inc_zone_page_state(page,
+	 * NR_FILE_PAGES) and (page, NR_SHMEM)). With fs=tmpfs the machine's files are tmpfs
+	 * files, so their page cache is shmem too; mm->nr_shmem counts the objects' frames
+	 * (FS_SHMEM) and mm->nr_file the page cache (FS_FILE), each frame once. */
+	c->shmem = mm->nr_shmem + (mm->cfg.policy.fs == MM_FS_TMPFS ? mm->nr_file : 0);
 	c->shmem_huge = mm->nr_shmem_huge;
+	c->file_pages = mm->nr_file + mm->nr_shmem;
 	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) { /* every zone's, as buddyinfo summed */
 		c->nr_free[o] = mm->nr_free[o];
 		for (unsigned z = 0; z < mm->nr_lower; z++)

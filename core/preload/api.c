@@ -116,12 +116,14 @@ EXPORT int thpemu_mthp_stats(char *buf, size_t len)
 
 EXPORT int thpemu_vmstat(char *buf, size_t len)
 {
-	/* the gauges /proc/vmstat prints first, with the kernel's names (mm/vmstat.c
-	 * vmstat_text): free frames, the page cache, its dirty pages and those under writeback */
+	/* the gauges /proc/vmstat prints first, with the kernel's names and in its order
+	 * (mm/vmstat.c vmstat_text): free frames, the page cache with shmem (NR_FILE_PAGES), its
+	 * dirty pages, those under writeback, and shmem with tmpfs (NR_SHMEM; core/mm pool.c
+	 * mm_get_counts) */
 	static const char *const gauges[] = {"nr_free_pages", "nr_file_pages", "nr_dirty",
-					     "nr_writeback"};
+					     "nr_writeback", "nr_shmem"};
 	struct uffd_live *lv = shim_live();
-	uint64_t v[MM_STAT_NR], g[4];
+	uint64_t v[MM_STAT_NR], g[5];
 	const struct uffd_stats *st;
 	size_t used = 0;
 
@@ -136,10 +138,11 @@ EXPORT int thpemu_vmstat(char *buf, size_t len)
 	for (unsigned i = 0; i < MM_STAT_NR; i++)
 		v[i] = __atomic_load_n(&st->vmstat[i], __ATOMIC_RELAXED);
 	g[0] = __atomic_load_n(&st->counts.free, __ATOMIC_RELAXED);
-	g[1] = __atomic_load_n(&st->counts.file, __ATOMIC_RELAXED);
+	g[1] = __atomic_load_n(&st->counts.file_pages, __ATOMIC_RELAXED);
 	g[2] = __atomic_load_n(&st->counts.file_dirty, __ATOMIC_RELAXED);
 	g[3] = __atomic_load_n(&st->counts.file_writeback, __ATOMIC_RELAXED);
-	for (unsigned i = 0; i < 4; i++)
+	g[4] = __atomic_load_n(&st->counts.shmem, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < 5; i++)
 		if (!vmstat_line(buf, len, &used, gauges[i], g[i]))
 			goto nospc;
 	for (unsigned i = 0; i < MM_STAT_NR; i++)

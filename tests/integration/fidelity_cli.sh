@@ -68,6 +68,39 @@ mkdir -p "$kept"
 	printf 'ORACLE summary extents=2 huge=1 base=1 huge_pct=50.0\n'
 	printf 'ORACLE exit 0 1.0\nORACLE end\n'
 } >"$kept/boot-1.log"
+# what made it, as --keep records it: the same request as below (pinned 512M 6.12, one boot
+# from seed 1, fragfault without arguments, enabled=always defrag=always, no --set, no disk)
+record() {
+	cat <<-EOF
+		{"kind": "fidelity-real", "version": 1, "kernel": "6.12", "mem_bytes": 536870912,
+		 "mode": "pinned", "smp": 1, "boots": $1, "seed": 1, "at": "phase",
+		 "workload": "fragfault", "args": [], "enabled": "always", "defrag": ["always"],
+		 "set": [], "disk_bytes": 0, "disk_write_bps": 0}
+	EOF
+}
+# a kept real side is refused, before anything runs, unless it is this request's
+bad_usage "--real-from: '$T_TMP/kept' has no fidelity-real.json" \
+	fidelity --real-from "$T_TMP/kept" --boots 1 --defrag always --workload fragfault
+record 1 >"$T_TMP/kept/fidelity-real.json"
+bad_usage "(--seed 1 there, 2 here): its real side is not this one's" \
+	fidelity --real-from "$T_TMP/kept" --boots 1 --seed 2 --defrag always --workload fragfault
+bad_usage "(--mem 512M there, 1024M here; --defrag always there, always,never here)" \
+	fidelity --real-from "$T_TMP/kept" --boots 1 --mem 1G --defrag always,never --workload fragfault
+bad_usage "(the workload's arguments none there, --region 8M here)" \
+	fidelity --real-from "$T_TMP/kept" --boots 1 --defrag always --workload fragfault --region 8M
+bad_usage "(--set none there, vm.compaction_proactiveness=20 here)" fidelity --real-from "$T_TMP/kept" --boots 1 --defrag always \
+	--set vm.compaction_proactiveness=20 --workload fragfault
+bad_usage "(--kernel 6.12 there, 6.1 here)" \
+	fidelity --real-from "$T_TMP/kept" --kernel 6.1 --boots 1 --defrag always --workload fragfault
+record 2 >"$T_TMP/kept2.json"
+mkdir -p "$T_TMP/kept2/1-always/real"
+cp "$T_TMP/kept2.json" "$T_TMP/kept2/fidelity-real.json"
+cp "$kept/boot-1.log" "$T_TMP/kept2/1-always/real/"
+bad_usage "kept2/1-always/real/boot-2.log': No such file or directory" \
+	fidelity --real-from "$T_TMP/kept2" --boots 2 --defrag always --workload fragfault
+echo '{"kind": "oracle"}' >"$T_TMP/kept2/fidelity-real.json"
+bad_usage "is not a record of thpemu fidelity's real side" \
+	fidelity --real-from "$T_TMP/kept2" --boots 2 --defrag always --workload fragfault
 if [ "$(id -u)" = 0 ] && [ -w /dev/userfaultfd ]; then
 	"$THPEMU" fidelity --real-from "$T_TMP/kept" --qemu /nonexistent/qemu --boots 1 \
 		--defrag always --json "$T_TMP/kept.json" --workload fragfault >"$T_TMP/kept.out" \
@@ -80,6 +113,44 @@ if [ "$(id -u)" = 0 ] && [ -w /dev/userfaultfd ]; then
 		"$(json "$T_TMP/kept.json" '.settings[0].real[0].values.huge_fault_pct')" 50
 	expect_eq "--real-from: thpemu's run" \
 		"$(json "$T_TMP/kept.json" '.settings[0].thpemu[0].status')" no-snapshot
+	# a kept snapshot must be the one its console log carries ("abc": FNV-1a 64 e71fa2190541574b)
+	mkdir -p "$T_TMP/kept3/1-always/real"
+	record 1 >"$T_TMP/kept3/fidelity-real.json"
+	{
+		cat "$kept/boot-1.log"
+		printf 'ORACLE snapshot begin phase\nORACLE S YWJj\n'
+		printf 'ORACLE snapshot end 3 e71fa2190541574b\n'
+	} >"$T_TMP/kept3/1-always/real/boot-1.log"
+	printf abd >"$T_TMP/kept3/1-always/real/boot-1.snap"
+	"$THPEMU" fidelity --real-from "$T_TMP/kept3" --boots 1 --defrag always \
+		--json "$T_TMP/kept3.json" --workload fragfault >/dev/null 2>&1
+	expect_eq "another run's snapshot: status" "$?" 1
+	expect_eq "another run's snapshot: the boot's note" \
+		"$(json "$T_TMP/kept3.json" '.settings[0].real[0].note')" \
+		"boot-1.snap is not the snapshot its console log carries"
+	expect_eq "another run's snapshot: not run from" \
+		"$(json "$T_TMP/kept3.json" '.settings[0].thpemu[0].status')" no-snapshot
+	rm "$T_TMP/kept3/1-always/real/boot-1.snap"
+	"$THPEMU" fidelity --real-from "$T_TMP/kept3" --boots 1 --defrag always \
+		--json "$T_TMP/kept3.json" --workload fragfault >/dev/null 2>&1
+	expect_eq "a lost snapshot: the boot's note" \
+		"$(json "$T_TMP/kept3.json" '.settings[0].real[0].note')" \
+		"its kept snapshot boot-1.snap: No such file or directory"
+	# --keep records what made the real side even when no boot could run (no kernel in the
+	# cache, --offline): read back by --real-from, the same request passes the record and stops
+	# at the missing console log; with one setting changed it is refused for that setting
+	if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
+		"$THPEMU" fidelity --offline --qemu /bin/false --keep "$T_TMP/made" --boots 2 \
+			--defrag always,never --workload fragfault --fill 90% >/dev/null 2>"$T_TMP/made.err"
+		expect_eq "a keep without a kernel: status" "$?" 1
+		expect_eq "its record" "$(json "$T_TMP/made/fidelity-real.json" '[.boots, .defrag[1], .args[1]] | join(" ")')" "2 never 90%"
+		bad_usage "made/1-always/real/boot-1.log': No such file or directory" \
+			fidelity --real-from "$T_TMP/made" --boots 2 --defrag always,never \
+			--workload fragfault --fill 90%
+		bad_usage "(--enabled always there, madvise here): its real side is not this one's" \
+			fidelity --real-from "$T_TMP/made" --boots 2 --enabled madvise \
+			--defrag always,never --workload fragfault --fill 90%
+	fi
 fi
 
 # the environment: exit 1, one line, nothing written

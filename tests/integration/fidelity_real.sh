@@ -6,7 +6,9 @@
 #   fragmented, defrag=always and never   every boot left a whole snapshot, every thpemu run
 #                                         started from one and ran; defrag=never: no
 #                                         compaction stall on either side
-#   no fragmentation, defrag=always       every extent huge on both sides, no stall
+#   no fragmentation, defrag=always       every extent huge on both sides, no stall; read
+#                                         again with --real-from: the same real side; with a
+#                                         setting changed: refused
 #   an mlocked filler, defrag=always, vm.compact_unevictable_allowed=0 (--set: both sides)
 #                                         compaction stalls and fails on both sides
 #   shared memory, shmem_enabled=always (--set: both sides), no fragmentation
@@ -87,6 +89,19 @@ expect_eq "nofrag: thpemu thp_fault_alloc" "$(setting nofrag 0 '.table.thp_fault
 expect_eq "nofrag: real compact_stall" "$(setting nofrag 0 '.table.compact_stall.real.max')" 0
 expect_eq "nofrag: thpemu compact_stall" "$(setting nofrag 0 '.table.compact_stall.thpemu.max')" 0
 within nofrag 0 "${rows[@]}"
+# --real-from: the kept real side read again and thpemu's side run anew, nothing booted (no
+# qemu); the same request with one setting changed is refused before anything runs
+again=(fidelity --offline --kernel 6.12 --mem 512M --boots 2 --qemu /nonexistent/qemu
+	--real-from "$T_OUT/nofrag" --defrag always)
+"$THPEMU" "${again[@]}" --json "$T_OUT/again.json" --workload fragfault --fill 0 --region 32M \
+	>"$T_OUT/again.txt" 2>"$T_OUT/again.err" || fail "again: exit $?: $(tail -3 "$T_OUT/again.err")"
+expect_eq "again: the kept boots" "$(json "$T_OUT/again.json" '.settings[0].real | tojson')" \
+	"$(setting nofrag 0 '.real | tojson')"
+expect_eq "again: runs" "$(json "$T_OUT/again.json" '[.settings[0].thpemu[] | select(.status == "ok")] | length')" 2
+bad_usage "(--seed 1 there, 3 here): its real side is not this one's" \
+	"${again[@]}" --seed 3 --workload fragfault --fill 0 --region 32M
+bad_usage "(the workload's arguments --fill 0 --region 32M there, --fill 0 --region 64M here)" \
+	"${again[@]}" --workload fragfault --fill 0 --region 64M
 mkdir -p "$T_OUT/unev"
 fid unev --defrag always --set vm.compact_unevictable_allowed=0 --workload unevictable --region 64M
 expect_eq "unev: boots" "$(setting unev 0 '[.real[] | select(.status == "ok")] | length')" 2

@@ -4,8 +4,8 @@
 # $THPEMU_DEVICE_DIR), so its pages are page-cache frames of the pool, as a guest's tmpfs file
 # is page cache in the guest's memory (thpemu fidelity's thpemu side for these workloads).
 # With --fs tmpfs (tmpfs without swap) they are never dirty, never written back and never
-# reclaimed; with ext4 they are dirty and the device writes them back. Without a device the
-# file goes to the host's /tmp, outside the pool.
+# reclaimed, and they are shmem (nr_shmem); with ext4 they are dirty and the device writes them
+# back. Without a device the file goes to the host's /tmp, outside the pool.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd
@@ -33,6 +33,8 @@ case "$(file_dir "$T_OUT/scale.out")" in
 *) fail "thpscale's file is not on the run's device: $(file_dir "$T_OUT/scale.out")" ;;
 esac
 expect_eq "file pages in the pool at the phase" "$(at_phase "$T_OUT/scale.out" nr_file_pages)" "$n"
+# tmpfs pages are shmem, as the guest's /tmp file counts in its nr_shmem
+expect_eq "tmpfs: the file's pages are shmem" "$(at_phase "$T_OUT/scale.out" nr_shmem)" "$n"
 expect_eq "pages written through the machine" \
 	"$(json "$T_OUT/scale.json" .program.machine.writers.pages_dirtied)" "$n"
 # tmpfs: nothing dirty, nothing under writeback, nothing reclaimed, the fdatasync a no-op
@@ -53,6 +55,7 @@ expect_eq "thpcompact: file pages in the pool at the phase" \
 # ext4: the same file is dirty page cache the device writes back (thpscale's fdatasync)
 run_report ext4 thp-always/always --pool 96M --device fast --fs ext4 -- "$WL" thpscale --anon 32M
 expect_eq "ext4: file pages in the pool at the phase" "$(at_phase "$T_OUT/ext4.out" nr_file_pages)" 2048
+expect_eq "ext4: no shmem" "$(at_phase "$T_OUT/ext4.out" nr_shmem)" 0
 [ "$(json "$T_OUT/ext4.json" .program.machine.writers.dirty_max)" -gt 0 ] ||
 	fail "ext4: no dirty page seen"
 expect_eq "ext4: the fdatasync" "$(json "$T_OUT/ext4.json" .program.machine.writers.fsyncs)" 1
@@ -61,4 +64,5 @@ expect_eq "ext4: the fdatasync" "$(json "$T_OUT/ext4.json" .program.machine.writ
 run_report nodev thp-always/always --pool 96M -- "$WL" thpscale --anon 32M
 expect_eq "no device: the file's directory" "$(file_dir "$T_OUT/nodev.out")" "$T_TMP"
 expect_eq "no device: file pages in the pool" "$(at_phase "$T_OUT/nodev.out" nr_file_pages)" 0
+expect_eq "no device: no shmem" "$(at_phase "$T_OUT/nodev.out" nr_shmem)" 0
 say "ok"

@@ -301,6 +301,54 @@ TEST(decision_6_1_is_shmem_is_huge_and_3_x_has_none)
 	}
 }
 
+/* ---- the gauges --------------------------------------------------------------------------- */
+
+/* The kernel counts a shmem folio entering the page cache in NR_FILE_PAGES and in NR_SHMEM (6.12
+ * and 6.1 mm/shmem.c shmem_add_to_page_cache; 3.1 the same, per page): an object's frames are
+ * in both gauges; with fs=tmpfs the machine's files are tmpfs files, so their page cache is in
+ * nr_shmem too, and with ext4 it is not. Each frame is counted once per gauge. */
+static void file_and_object(struct fakeenv *fe, unsigned nfile)
+{
+	struct mm_fault_res res;
+	uint32_t pfn;
+	bool created;
+
+	for (unsigned i = 0; i < nfile; i++) {
+		ASSERT_EQ(mm_pagecache_get(fe->mm, MM_OWNER_FILE(1, i), true, &pfn, &created, NULL),
+			  0);
+		mm_pagecache_put(fe->mm, pfn, false);
+	}
+	ASSERT_EQ(sfault(fe, 3, 0, MM_SHMEM_INTERNAL, 0, &res), 0);
+	EXPECT_EQ(res.outcome, MM_FAULT_BASE);
+}
+
+TEST(gauges_count_tmpfs_page_cache_as_shmem)
+{
+	struct fakeenv *fe = env("thp-always/always:fs=tmpfs", 64ULL << 20);
+	struct mm_counts c;
+
+	file_and_object(fe, 10);
+	c = counts(fe);
+	EXPECT_EQ(c.file, 10u);
+	EXPECT_EQ(c.shmem, 11u);      /* the object's page and the tmpfs file's ten */
+	EXPECT_EQ(c.file_pages, 11u); /* page cache and shmem, each page once */
+	EXPECT_EQ(c.shmem_huge, 0u);
+	check(fe);
+	mm_pagecache_remove(fe->mm, MM_OWNER_FILE(1, 0));
+	EXPECT_EQ(counts(fe).shmem, 10u);
+	EXPECT_EQ(counts(fe).file_pages, 10u);
+	fakeenv_destroy(fe);
+
+	fe = env("thp-always/always:fs=ext4", 64ULL << 20);
+	file_and_object(fe, 10);
+	c = counts(fe);
+	EXPECT_EQ(c.file, 10u);
+	EXPECT_EQ(c.shmem, 1u); /* ext4's page cache is not shmem */
+	EXPECT_EQ(c.file_pages, 11u);
+	check(fe);
+	fakeenv_destroy(fe);
+}
+
 /* ---- the fault ---------------------------------------------------------------------------- */
 
 TEST(fault_6_12_huge_once_per_object_then_released)
