@@ -683,15 +683,16 @@ static long pss_shmem_kb(char *buf)
  * folio_precise_page_mapcount, or folio_average_page_mapcount without CONFIG_PAGE_MAPCOUNT;
  * smaps_page_accumulate adds a swap-backed folio that is not anonymous to pss_shmem;
  * __show_smap's SEQ_PUT_DEC). /proc/kpagecount gives each frame that same mapcount (6.18
- * fs/proc/page.c: kpagecount_read, the same choice under CONFIG_PAGE_MAPCOUNT; a mapped
+ * fs/proc/page.c: kpage_read for KPAGE_COUNT, kpagecount_read before it, the same choice under
+ * CONFIG_PAGE_MAPCOUNT; a mapped
  * shmem page has a refcount of 2 or more, its page cache's and its mapping's), and
  * /proc/self/pagemap each resident page's frame, to CAP_SYS_ADMIN alone (fs/proc/task_mmu.c:
  * pagemap_read's show_pfn; without it the frame reads 0). So for a segment of few resident pages
  * (a short process maps some 30-50 of them, in a few runs that the scan of the address space
- * noted) the sum is read one frame at a time: about half the rollup's cost. Past SEG_PSS_MAX_PAGES,
- * without the frames or without kpagecount (not root), smaps_rollup is read as before. A page under
- * migration (a migration entry) is neither present to PAGEMAP_SCAN nor here, where smaps counts it
- * whole: a moment's difference. */
+ * noted) the sum is read one frame at a time: about a quarter of the rollup's cost. Past
+ * SEG_PSS_MAX_PAGES, without the frames or without kpagecount (not root), smaps_rollup is read as
+ * before. A page under migration (a migration entry) is neither present to PAGEMAP_SCAN nor here,
+ * where smaps counts it whole: a moment's difference. */
 #define SEG_PSS_MAX_PAGES 256
 #define PSS_SHIFT	  12
 #define PM_PRESENT	  (1ULL << 63)
