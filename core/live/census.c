@@ -504,11 +504,11 @@ static bool census_full(struct uffd_live *lv, struct uffd_census *c, char *buf)
  *    MADV_NOHUGEPAGE on memory it mapped behind the interposers' back, is "unseen" or "small"
  *    here).
  *  - Pss. Shared memory is counted at its Pss: a shmem VMA with resident pages sends the census
- *    to smaps, but for the machine's segment, whose Pss is the Pss_Shmem of
- *    /proc/self/smaps_rollup (smaps_page_accumulate: swap-backed pages that are not anonymous)
- *    since nothing else maps such pages: a resident page of a file on a device with major 0
- *    (tmpfs, a memfd; hugetlbfs, whose pages smaps does not count; also overlayfs and btrfs,
- *    to be safe) sends the census to smaps too.
+ *    to smaps, but for the machine's segment, whose Pss comes from its pages' mapcounts
+ *    (seg_pss_kb) or is the Pss_Shmem of /proc/self/smaps_rollup (smaps_page_accumulate:
+ *    swap-backed pages that are not anonymous) since nothing else maps such pages: a
+ *    resident page of a file on a device with major 0 (tmpfs, a memfd; hugetlbfs, whose pages
+ *    smaps does not count; also overlayfs and btrfs, to be safe) sends the census to smaps too.
  * A program's own MADV_DONTDUMP memory is the program's here, where smaps's census counts it as
  * thpemu's. */
 
@@ -516,6 +516,7 @@ static bool census_full(struct uffd_live *lv, struct uffd_census *c, char *buf)
 #define LIGHT_LOW_END	((1ULL << 47) - 4096) /* a scan's end: below every user space's top */
 #define LIGHT_KERNEL	(1ULL << 63)	      /* [vsyscall]: no page of the process */
 #define LIGHT_GUARD_MAX (1ULL << 20)	      /* a thread stack's guard is at most this large */
+#define LIGHT_SEG_RUNS	32		      /* the segment's resident runs noted (seg_pss_kb) */
 
 struct light {
 	struct uffd_live *lv;
@@ -529,8 +530,28 @@ struct light {
 	uint64_t prev_lo, prev_hi; /* the VMA before */
 	char prev_perms[5];
 	struct vma seg; /* the machine's segment */
+	bool in_seg;	/* the scan is in the segment: its resident runs noted in seg_run */
+	unsigned nseg_run;
+	struct {
+		uint64_t lo, hi;
+	} seg_run[LIGHT_SEG_RUNS]; /* nseg_run > LIGHT_SEG_RUNS: more than it holds */
 	struct page_region r[LIGHT_VEC];
 };
+
+/* A resident run [a, b) of the segment, in address order. */
+static void seg_run_note(struct light *l, uint64_t a, uint64_t b)
+{
+	if (l->nseg_run && l->nseg_run <= LIGHT_SEG_RUNS && l->seg_run[l->nseg_run - 1].hi == a) {
+		l->seg_run[l->nseg_run - 1].hi = b; /* one run the scan returned in two calls */
+		return;
+	}
+	if (l->nseg_run < LIGHT_SEG_RUNS) {
+		l->seg_run[l->nseg_run].lo = a;
+		l->seg_run[l->nseg_run].hi = b;
+	}
+	if (l->nseg_run <= LIGHT_SEG_RUNS)
+		l->nseg_run++;
+}
 
 /* Resident and anonymous bytes of [lo, hi), VMAs given in address order: 0, or -errno. */
 static int scan_vma(struct light *l, uint64_t lo, uint64_t hi, uint64_t *rss, uint64_t *anon)
@@ -548,6 +569,8 @@ static int scan_vma(struct light *l, uint64_t lo, uint64_t hi, uint64_t *rss, ui
 				*rss += b - a;
 				if (!(r->categories & PAGE_IS_FILE))
 					*anon += b - a;
+				if (l->in_seg)
+					seg_run_note(l, a, b);
 			}
 			if (r->end > hi)
 				return 0; /* it goes on into the next VMA */
@@ -588,7 +611,10 @@ static void light_line(void *arg, const char *s)
 		l->c->vmas++;
 		return;
 	}
-	if ((l->err = scan_vma(l, v.lo, v.hi, &rss, &anon)) < 0) {
+	l->in_seg = v.lo == MACHINE_BASE && strncmp(v.name, "/memfd:thpemu-machine", 21) == 0;
+	l->err = scan_vma(l, v.lo, v.hi, &rss, &anon);
+	l->in_seg = false;
+	if (l->err < 0) {
 		l->fall_back = true;
 		return;
 	}
@@ -650,6 +676,100 @@ static long pss_shmem_kb(char *buf)
 	return -ENOENT;
 }
 
+/* The machine's segment's Pss without smaps_rollup's walk of every page table of the process.
+ * smaps counts a present page at PAGE_SIZE, divided by its mapcount when that is 2 or more, in
+ * units of 2^-PSS_SHIFT bytes, and prints the sum >> PSS_SHIFT >> 10 in KiB (6.18
+ * fs/proc/task_mmu.c: smaps_account, a folio of refcount 1 at its size, else each page at
+ * folio_precise_page_mapcount, or folio_average_page_mapcount without CONFIG_PAGE_MAPCOUNT;
+ * smaps_page_accumulate adds a swap-backed folio that is not anonymous to pss_shmem;
+ * __show_smap's SEQ_PUT_DEC). /proc/kpagecount gives each frame that same mapcount (6.18
+ * fs/proc/page.c: kpage_read for KPAGE_COUNT, kpagecount_read before it, the same choice under
+ * CONFIG_PAGE_MAPCOUNT; a mapped
+ * shmem page has a refcount of 2 or more, its page cache's and its mapping's), and
+ * /proc/self/pagemap each resident page's frame, to CAP_SYS_ADMIN alone (fs/proc/task_mmu.c:
+ * pagemap_read's show_pfn; without it the frame reads 0). So for a segment of few resident pages
+ * (a short process maps some 30-50 of them, in a few runs that the scan of the address space
+ * noted) the sum is read one frame at a time: about a quarter of the rollup's cost. Past
+ * SEG_PSS_MAX_PAGES, without the frames or without kpagecount (not root), smaps_rollup is read as
+ * before. A page under migration (a migration entry) is neither present to PAGEMAP_SCAN nor here,
+ * where smaps counts it whole: a moment's difference. */
+#define SEG_PSS_MAX_PAGES 256
+#define PSS_SHIFT	  12
+#define PM_PRESENT	  (1ULL << 63)
+#define PM_PFN_MASK	  ((1ULL << 55) - 1)
+
+/* The Pss of the segment's resident pages (the runs the scan noted) in KiB from their
+ * mapcounts, or -errno (-EPERM: the frames are hidden; -E2BIG: more than SEG_PSS_MAX_PAGES
+ * pages, or more runs than noted). pm: CENSUS_BUF bytes. */
+static long seg_pss_kb(const struct light *l, uint64_t *pm)
+{
+	const uint64_t max = CENSUS_BUF / sizeof(*pm);
+	uint64_t pss = 0, pages = 0;
+	long rc = 0;
+	int kfd;
+
+	if (l->nseg_run > LIGHT_SEG_RUNS)
+		return -E2BIG;
+	if ((kfd = guard_fd_open("/proc/kpagecount")) < 0)
+		return kfd;
+	for (unsigned i = 0; i < l->nseg_run && !rc; i++) {
+		for (uint64_t a = l->seg_run[i].lo; a < l->seg_run[i].hi && !rc;) {
+			uint64_t k = (l->seg_run[i].hi - a) / UFFD_PAGE_SIZE;
+			long got;
+
+			k = k < max ? k : max;
+			if ((pages += k) > SEG_PSS_MAX_PAGES) {
+				rc = -E2BIG;
+				break;
+			}
+			got = sys_call4(SYS_pread64, l->fd, (long)pm, (long)(k * sizeof(*pm)),
+					(long)(a / UFFD_PAGE_SIZE * sizeof(*pm)));
+			if (got != (long)(k * sizeof(*pm))) {
+				rc = got < 0 ? got : -EIO;
+				break;
+			}
+			for (uint64_t j = 0; j < k; j++) {
+				uint64_t pfn = pm[j] & PM_PFN_MASK, mc = 0;
+
+				if (!(pm[j] & PM_PRESENT))
+					continue; /* gone since the scan: not resident */
+				if (!pfn) {
+					rc = -EPERM;
+					break;
+				}
+				got = sys_call4(SYS_pread64, kfd, (long)&mc, (long)sizeof(mc),
+						(long)(pfn * sizeof(mc)));
+				if (got != (long)sizeof(mc)) {
+					rc = got < 0 ? got : -EIO;
+					break;
+				}
+				pss += mc >= 2 ? ((uint64_t)UFFD_PAGE_SIZE << PSS_SHIFT) / mc
+					       : (uint64_t)UFFD_PAGE_SIZE << PSS_SHIFT;
+			}
+			a += k * UFFD_PAGE_SIZE;
+		}
+	}
+	guard_fd_close(kfd);
+	return rc ? rc : (long)((pss >> PSS_SHIFT) >> 10);
+}
+
+/* --log debug: the rollup's figure beside the mapcounts' (read before and after it: the host
+ * or this process's own threads may map a page of the segment meanwhile), one line on stderr
+ * (tests/integration/live_census.sh compares them on real programs). */
+static void seg_pss_check(const struct light *l, long kb, char *buf)
+{
+	long roll = pss_shmem_kb(buf), again = seg_pss_kb(l, (uint64_t *)buf);
+	char msg[160];
+	int n =
+	    snprintf(msg, sizeof(msg),
+		     "thpemu: pid %d census: the machine's segment's Pss %ld KiB from its pages' "
+		     "mapcounts, %ld KiB from smaps_rollup, %ld KiB again\n",
+		     sys_getpid(), kb, roll, again);
+
+	if (n > 0)
+		(void)sys_write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}
+
 /* Where the light census gives smaps's figures: a kernel whose PAGEMAP_SCAN tells the huge zero
  * page (6.16 fs/proc/task_mmu.c: pagemap_thp_category tests is_huge_zero_pmd; before it, only
  * is_zero_pfn, never true for a huge zero PMD, which came back resident), and a glibc that guards
@@ -699,7 +819,10 @@ static bool census_light(struct uffd_live *lv, struct uffd_census *c, char *buf)
 	}
 	if (l->machine) {
 		if (l->seg.rss_kb) {
-			if ((kb = pss_shmem_kb(buf)) < 0)
+			kb = seg_pss_kb(l, (uint64_t *)buf);
+			if (kb >= 0 && lv->cfg.log >= CONFIG_LOG_DEBUG)
+				seg_pss_check(l, kb, buf);
+			if (kb < 0 && (kb = pss_shmem_kb(buf)) < 0)
 				return false;
 			l->seg.pss_kb = (uint64_t)kb;
 		}

@@ -12,7 +12,11 @@
 #      managed and what to preload (before: silence);
 #   6. shared memory (a SysV segment, a memfd, a MAP_SHARED anonymous mapping) written by a
 #      process and its fork child, counted once (each process's Pss): the memfd and the
-#      anonymous one managed (core/live/shmem.c), the SysV one unmanaged as "shared".
+#      anonymous one managed (core/live/shmem.c), the SysV one unmanaged as "shared";
+#   7. the machine's segment's Pss from its pages' mapcounts (core/live/census.c: seg_pss_kb,
+#      read in place of smaps_rollup) is smaps_rollup's, on python3 and sqlite3: under --log
+#      debug every census prints both (the mapcounts' read before and after the rollup's, as the
+#      host's threads and the process's own may map a page of the segment meanwhile).
 . "$(dirname "$0")/lib.sh"
 need_root
 need_uffd
@@ -72,3 +76,52 @@ per=$(jq -c '[.memory.largest_unmanaged[] | select((.name | startswith("/SYSV"))
 	and .reason == "shared") | .anon_bytes / 1048576 | round] | sort' "$T_OUT/shm.json")
 expect_eq "/SYSV: MiB resident per process (Pss)" "$per" "[16,32]"
 say "shared memory: $((managed / MiB)) MiB managed, $((shared / MiB)) MiB unmanaged (SysV, shared)"
+
+# 7. The light census (a kernel from 6.16, glibc before 2.42: census.c,
+# uffd_census_light_supported) as root with CAP_SYS_ADMIN, who may read the frames and their
+# mapcounts.
+kmaj=$(uname -r | cut -d. -f1) kmin=$(uname -r | cut -d. -f2 | tr -cd 0-9)
+gver=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
+gmaj=${gver%%.*} gmin=$(echo "${gver#*.}" | tr -cd 0-9)
+if [ "$kmaj" -gt 6 ] || { [ "$kmaj" = 6 ] && [ "$kmin" -ge 16 ]; }; then
+	if [ "$gmaj" -lt 2 ] || { [ "$gmaj" = 2 ] && [ "$gmin" -lt 42 ]; }; then
+		light=1
+	fi
+fi
+# the frames of pagemap are shown to CAP_SYS_ADMIN (bit 21) alone: without it the rollup is read
+capeff=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
+(((0x$capeff >> 21) & 1)) || light=0
+seg_pss() { # NAME: each census line of $T_TMP/NAME.err, the mapcounts' figures against the rollup's
+	local abc res
+	abc=$(sed -n "s/.*census: the machine's segment's Pss \(-*[0-9]*\) KiB from its pages' mapcounts, \(-*[0-9]*\) KiB from smaps_rollup, \(-*[0-9]*\) KiB again$/\1 \2 \3/p" \
+		"$T_TMP/$1.err")
+	[ -n "$abc" ] || fail "$1: no census line under --log debug: $(head -c 600 "$T_TMP/$1.err")"
+	# the rollup's between the two reads of the mapcounts (equal to both when nothing moved)
+	res=$(echo "$abc" | awk '{ lo = $1 < $3 ? $1 : $3; hi = $1 < $3 ? $3 : $1
+		if ($1 < 0 || $2 < lo || $2 > hi) bad = bad " [" $0 "]"
+		if ($1 == $2 && $2 == $3) same++ }
+		END { print NR, same + 0, (bad == "" ? "ok" : bad) }')
+	set -- "$1" $res
+	[ "$4" = ok ] || fail "$1: the mapcounts' Pss (KiB) is not smaps_rollup's: ${*:4}"
+	say "$1: the segment's Pss from its mapcounts is smaps_rollup's in $2 censuses ($3 the same in all three reads)"
+}
+if [ "${light:-0}" = 1 ] && command -v python3 >/dev/null; then
+	"$THPEMU" run --quiet --log debug --report "$T_OUT/py.json" -- python3 -c '
+import json, zlib
+d = [bytearray(1 << 20) for i in range(48)]
+print(sum(len(zlib.compress(bytes(x[:65536]))) for x in d) > 0, json.dumps({"a": 1}))
+' >"$T_TMP/py.out" 2>"$T_TMP/python3.err" || fail "python3: $(cat "$T_TMP/python3.err")"
+	expect_eq "python3's output" "$(cat "$T_TMP/py.out")" 'True {"a": 1}'
+	seg_pss python3
+	if command -v sqlite3 >/dev/null; then
+		"$THPEMU" run --quiet --log debug --report "$T_OUT/sqlite.json" -- sqlite3 :memory: \
+			"create table t(a); with recursive c(x) as (select 1 union all select x + 1
+			from c where x < 100000) insert into t select randomblob(200) from c;
+			select count(*) from t;" >"$T_TMP/sq.out" 2>"$T_TMP/sqlite3.err" ||
+			fail "sqlite3: $(cat "$T_TMP/sqlite3.err")"
+		expect_eq "sqlite3's output" "$(cat "$T_TMP/sq.out")" 100000
+		seg_pss sqlite3
+	fi
+else
+	say "no light census here (a kernel before 6.16, glibc 2.42+), no CAP_SYS_ADMIN or no python3: the Pss check skipped"
+fi
