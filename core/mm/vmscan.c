@@ -3,11 +3,12 @@
  *
  * Mirrors mm/vmscan.c of Linux 3.1, 3.2, 3.3 and 6.12:
  *  - do_try_to_free_pages' priority loop (DEF_PRIORITY 12 .. 0), nr_to_reclaim =
- *    SWAP_CLUSTER_MAX counted per pass, shrink_zones' costly-order skip (3.2:
- *    compaction_suitable || compaction_deferred; 3.3: compaction_ready; 6.12:
- *    compaction_ready), shrink_zone / shrink_node with should_continue_reclaim
- *    (reclaim/compaction keeps going until 2 << order pages are reclaimed or compaction could
- *    run);
+ *    SWAP_CLUSTER_MAX counted per pass, get_scan_count's lru >> priority (forced to
+ *    SWAP_CLUSTER_MAX when 0 for kswapd and 6.12 only: force_scan), shrink_zones'
+ *    costly-order skip (3.2: compaction_suitable || compaction_deferred; 3.3:
+ *    compaction_ready; 6.12: compaction_ready), shrink_zone / shrink_node with
+ *    should_continue_reclaim (reclaim/compaction keeps going until 2 << order pages are
+ *    reclaimed or compaction could run);
  *  - isolate_lru_pages: 3.1-3.3 take, for an order > 0, each tail page's inactive page-cache
  *    neighbours in its order-aligned block as well (the order check that stopped this in
  *    reclaim/compaction mode came in 3.4), so a THP's direct reclaim sees recent dirty and
@@ -566,6 +567,19 @@ static bool skip_zone_for_compaction(struct mm *mm, struct scan_control *sc)
 	}
 }
 
+/* get_scan_count's force_scan: may a pass whose lru >> priority is 0 scan SWAP_CLUSTER_MAX
+ * anyway? 3.1 and 3.2 mm/vmscan.c get_scan_count: kswapd and memcg reclaim only ("For global
+ * direct reclaim, it can visit next zone and tend not to have problems"); 3.3 (b95a2f2d "mm:
+ * vmscan: convert global reclaim to per-memcg LRU lists") narrows kswapd's to an
+ * all_unreclaimable zone, which the model does not distinguish (kswapd keeps it). So a 3.x
+ * direct reclaim pass over fewer than 1 << priority inactive pages scans nothing, reclaims
+ * nothing, and should_continue_reclaim stops it (no __GFP_REPEAT). 6.12 keeps the old
+ * scan-a-few behaviour here (not re-checked against 6.12's get_scan_count). */
+static bool force_scan(const struct mm *mm, const struct scan_control *sc)
+{
+	return sc->kswapd || era_modern(mm);
+}
+
 /* shrink_zone / shrink_node at sc->priority: passes over lru >> priority, each stopping (below
  * DEF_PRIORITY) once it has itself reclaimed nr_to_reclaim, restarted while
  * should_continue_reclaim says so. */
@@ -582,7 +596,7 @@ static void shrink_node(struct mm *mm, struct scan_control *sc)
 			 nr_act = mm->nr_lru[1] >> sc->priority;
 
 		before = sc->nr_reclaimed;
-		if (!nr_in && mm->nr_lru[0])
+		if (!nr_in && mm->nr_lru[0] && force_scan(mm, sc))
 			nr_in = mm->nr_lru[0] < SWAP_CLUSTER_MAX ? mm->nr_lru[0] : SWAP_CLUSTER_MAX;
 		while ((nr_in || nr_act) && !sc->stale) {
 			uint32_t batch;
