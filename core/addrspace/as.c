@@ -5,6 +5,7 @@
 #include "addrspace/as.h"
 
 #include <errno.h>
+#include <string.h>
 
 /* ---- a region's memory ------------------------------------------------------------------------
  */
@@ -41,8 +42,29 @@ void as_region_attach(struct as_region *r, void *mem)
 	r->pfn = (uint32_t *)(void *)(r->pstate + round8(r->npages));
 	r->xstate = (uint8_t *)(r->pfn + r->npages);
 	r->xadv = r->xstate + round8(r->nexts);
+	r->single = false;
 	for (uint32_t e = 0; e < r->nexts; e++)
 		r->xstate[e] = as_ext_inside(r, e) ? AS_X_EMPTY : AS_X_SMALL;
+}
+
+/* Pages [p, p + n) take state s and the frames pfn0 + i (pfn0 MM_NO_PFN: no frame), each page's
+ * frame stored before its state. One thread's region does it with memset and a plain loop. */
+static void set_pages(struct as_region *r, uint32_t p, uint32_t n, uint8_t s, uint32_t pfn0)
+{
+	if (r->single) {
+		if (pfn0 == MM_NO_PFN) {
+			memset(r->pfn + p, 0, (size_t)n * sizeof(*r->pfn));
+		} else {
+			for (uint32_t i = 0; i < n; i++)
+				r->pfn[p + i] = pfn0 + i + 1; /* as_pfn_set's frame + 1 */
+		}
+		memset(r->pstate + p, s, n);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		as_pfn_set(r, p + i, pfn0 == MM_NO_PFN ? MM_NO_PFN : pfn0 + i);
+		as_pstate_set(r, p + i, s);
+	}
 }
 
 /* ---- release ----------------------------------------------------------------------------------
@@ -160,10 +182,7 @@ static bool release_extent(const struct as_env *env, struct as_region *r, uint32
 				return false;
 			}
 			env->free_frame(env->arg, head, MM_HPAGE_ORDER);
-			for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-				as_pfn_set(r, ep + i, MM_NO_PFN);
-				as_pstate_set(r, ep + i, unmap ? AS_P_GONE : AS_P_EMPTY);
-			}
+			set_pages(r, ep, MM_HPAGE_NR, unmap ? AS_P_GONE : AS_P_EMPTY, MM_NO_PFN);
 			/* a zapped PMD leaves pmd_none: the extent may take a THP again */
 			as_xstate_set(r, e, unmap ? AS_X_SMALL : AS_X_EMPTY);
 			c->pages_freed += MM_HPAGE_NR;
@@ -517,12 +536,7 @@ void as_transfer(const struct as_env *env, const struct as_region *r, struct as_
 
 void as_fault_huge(struct as_region *r, uint32_t e, uint32_t head)
 {
-	uint32_t p0 = as_page_of(r, as_ext_addr(r, e));
-
-	for (uint32_t i = 0; i < MM_HPAGE_NR; i++) {
-		as_pfn_set(r, p0 + i, head + i);
-		as_pstate_set(r, p0 + i, AS_P_PRESENT);
-	}
+	set_pages(r, as_page_of(r, as_ext_addr(r, e)), MM_HPAGE_NR, AS_P_PRESENT, head);
 	as_xstate_set(r, e, AS_X_HUGE);
 }
 
@@ -568,28 +582,52 @@ void as_zero_split(struct as_region *r, uint32_t e)
 	as_xstate_set(r, e, AS_X_SMALL);
 }
 
+/* Are pages [q, q1) all EMPTY (flags aside)? One thread's region is read 8 states at a time. */
+static bool pages_empty(const struct as_region *r, uint32_t q, uint32_t q1)
+{
+	if (r->single) {
+		const uint64_t low = 0x0f0f0f0f0f0f0f0fULL; /* AS_P_STATE of 8 bytes */
+
+		for (; q + 8 <= q1; q += 8) {
+			uint64_t w;
+
+			memcpy(&w, r->pstate + q, sizeof(w));
+			if (w & low)
+				return false;
+		}
+	}
+	for (; q < q1; q++)
+		if (AS_P_STATE(as_pstate(r, q)) != AS_P_EMPTY)
+			return false;
+	return true;
+}
+
 uint16_t as_mthp_orders(const struct as_region *r, uint32_t p)
 {
 	uintptr_t a = as_page_addr(r, p);
 	uint32_t e = as_ext_of(r, a);
 	uint16_t orders = 0;
+	uint32_t lo = p, hi = p + 1; /* the pages known empty (but p), the last block that was */
 
 	if (p >= r->npages || (as_xadv(r, e) & AS_ADV_SPLIT))
 		return 0; /* two VMAs share the extent: where one ends is not known here */
 	for (unsigned k = MM_MTHP_MIN_ORDER; k < MM_HPAGE_ORDER; k++) {
 		uintptr_t len = MM_PAGE_SIZE << k, start = a & ~(len - 1);
-		uint32_t p0;
-		bool none = true;
+		uint32_t p0, p1;
+		bool none;
 
 		/* thp_vma_suitable_order: the aligned block inside the VMA */
 		if (start < r->lo || start + len > r->hi)
 			break; /* a larger block cannot fit either */
-		/* pte_range_none: every other page of the block still empty */
+		/* pte_range_none: every other page of the block still empty. The blocks nest, so
+		 * only the pages outside the previous block [lo, hi) are read */
 		p0 = as_page_of(r, start);
-		for (uint32_t i = 0; i < (1U << k) && none; i++)
-			none = p0 + i == p || AS_P_STATE(as_pstate(r, p0 + i)) == AS_P_EMPTY;
+		p1 = p0 + (1U << k);
+		none = pages_empty(r, p0, lo) && pages_empty(r, hi, p1);
 		if (!none)
 			break; /* nor can a larger block around it */
+		lo = p0;
+		hi = p1;
 		orders |= (uint16_t)(1U << k);
 	}
 	return orders;
@@ -597,13 +635,9 @@ uint16_t as_mthp_orders(const struct as_region *r, uint32_t p)
 
 void as_fault_mthp(struct as_region *r, uint32_t p, unsigned order, uint32_t head, bool extent)
 {
-	uint32_t n = 1U << order;
 	uint32_t p0 = as_page_of(r, as_page_addr(r, p) & ~((uintptr_t)(MM_PAGE_SIZE << order) - 1));
 
-	for (uint32_t i = 0; i < n; i++) {
-		as_pfn_set(r, p0 + i, head + i);
-		as_pstate_set(r, p0 + i, AS_P_PRESENT);
-	}
+	set_pages(r, p0, 1U << order, AS_P_PRESENT, head);
 	if (extent)
 		as_xstate_set(r, as_ext_of(r, as_page_addr(r, p)), AS_X_SMALL);
 }

@@ -82,7 +82,10 @@ enum as_ext_state {
 	uint8_t *pstate; /* per page: enum as_page_state | AS_P_* */                               \
 	uint32_t *pfn;	 /* per page: frame + 1 (0: none), so zeroed memory means "no frame" */    \
 	uint8_t *xstate; /* per extent: enum as_ext_state | AS_X_* */                              \
-	uint8_t *xadv;	 /* per extent: enum mm_vma_advice | AS_ADV_SPLIT */
+	uint8_t *xadv;	 /* per extent: enum mm_vma_advice | AS_ADV_SPLIT */                       \
+	bool single;	 /* only one thread ever reads or writes the arrays (the simulator's       \
+			  * users set it after as_region_attach): runs of pages change with        \
+			  * memset instead of an atomic store per page */
 
 struct as_region {
 	AS_REGION_MEMBERS
@@ -165,6 +168,12 @@ static inline void as_pstate_set(struct as_region *r, uint32_t p, uint8_t s)
 }
 static inline bool as_pstate_cas(struct as_region *r, uint32_t p, uint8_t from, uint8_t to)
 {
+	if (r->single) { /* no other thread: no locked instruction */
+		if (r->pstate[p] != from)
+			return false;
+		r->pstate[p] = to;
+		return true;
+	}
 	return __atomic_compare_exchange_n(&r->pstate[p], &from, to, false, __ATOMIC_SEQ_CST,
 					   __ATOMIC_SEQ_CST);
 }
@@ -178,6 +187,12 @@ static inline void as_xstate_set(struct as_region *r, uint32_t e, uint8_t s)
 }
 static inline bool as_xstate_cas(struct as_region *r, uint32_t e, uint8_t from, uint8_t to)
 {
+	if (r->single) { /* no other thread: no locked instruction */
+		if (r->xstate[e] != from)
+			return false;
+		r->xstate[e] = to;
+		return true;
+	}
 	return __atomic_compare_exchange_n(&r->xstate[e], &from, to, false, __ATOMIC_SEQ_CST,
 					   __ATOMIC_SEQ_CST);
 }
@@ -199,7 +214,8 @@ int as_region_geometry(struct as_region *r, uintptr_t base, uintptr_t lo, uintpt
 /* Bytes of zeroed memory the state arrays of r (geometry set) need. */
 size_t as_region_meta_size(const struct as_region *r);
 /* Lay the arrays out in mem (as_region_meta_size bytes, zeroed: pages EMPTY without a frame,
- * default advice) and set each extent EMPTY when wholly inside the span, else SMALL. */
+ * default advice) and set each extent EMPTY when wholly inside the span, else SMALL. The region
+ * is shared (single false). */
 void as_region_attach(struct as_region *r, void *mem);
 
 /* ---- the rules ---------------------------------------------------------------------------------

@@ -629,6 +629,8 @@ void putback_frame(struct mm *mm, uint32_t pfn);
 bool release_if_gone(struct mm *mm, uint32_t pfn);
 void pc_rebuild_ring(struct mm *mm);
 void frame_free_owned(struct mm *mm, uint32_t pfn, struct capture_control *capc);
+/* anon.c: the plain anon frames [a, b) (FS_ANON, not isolated) freed as one by one ascending */
+void free_plain_run(struct mm *mm, uint32_t a, uint32_t b);
 
 /* ---- compaction.c / migrate.c / vmscan.c ---------------------------------------------------- */
 

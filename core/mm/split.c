@@ -90,16 +90,25 @@ void thp_new_mapped(struct mm *mm, uint32_t head)
 }
 
 /* The end of a folio's split: the subpages marked in `unmapped` (bit i: head + i) go back to
- * the buddy, the others stay their owners' base frames. Returns the frames freed. */
+ * the buddy, the others stay their owners' base frames. Returns the frames freed. The subpages
+ * are plain anon frames by now, freed in ascending order, so each run of unmapped ones goes
+ * back as one (free_plain_run: the buddy ends as the page-by-page frees leave it). */
 unsigned split_free_unmapped(struct mm *mm, uint32_t head, uint32_t n, const uint64_t *unmapped)
 {
 	unsigned freed = 0;
 
-	for (uint32_t i = 0; i < n; i++) {
-		if (unmapped[i / 64] & (1ULL << (i % 64))) {
-			frame_free_owned(mm, head + i, NULL);
-			freed++;
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i;
+
+		while (j < n && (unmapped[j / 64] & (1ULL << (j % 64))))
+			j++;
+		if (j == i) {
+			i++;
+			continue;
 		}
+		free_plain_run(mm, head + i, head + j);
+		freed += j - i;
+		i = j;
 	}
 	return freed;
 }

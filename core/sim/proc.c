@@ -118,6 +118,7 @@ struct sim_proc *proc_create(struct sim_world *w, uint64_t bytes, enum mm_vma_ad
 		return NULL;
 	}
 	as_region_attach(&p->as, mem);
+	p->as.single = true; /* the simulator's one thread */
 	w->next_pid = w->next_pid >= PROC_PID_MAX ? 1 : w->next_pid + 1;
 	p->pid = w->next_pid;
 	p->advice = advice;

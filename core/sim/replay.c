@@ -322,6 +322,7 @@ static struct rp_region *region_new(struct sim_replay *rp, uintptr_t base, uintp
 		return NULL; /* nothing, more pages than a region indexes, or no memory */
 	}
 	as_region_attach(&r->as, mem);
+	r->as.single = true; /* the simulator's one thread */
 	if (id_keep >= 0) {
 		r->id = (uint32_t)id_keep;
 		return r;

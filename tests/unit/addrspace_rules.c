@@ -708,4 +708,84 @@ TEST(release_unmapped_thps_then_pages)
 		EXPECT_EQ(as_pstate(r, p), AS_P_GONE);
 }
 
+/* as_mthp_orders as it read the pages before the nested walk: every block from scratch. */
+static uint16_t mthp_orders_ref(const struct as_region *r, uint32_t p)
+{
+	uintptr_t a = as_page_addr(r, p);
+	uint16_t orders = 0;
+
+	if (p >= r->npages || (as_xadv(r, as_ext_of(r, a)) & AS_ADV_SPLIT))
+		return 0;
+	for (unsigned k = MM_MTHP_MIN_ORDER; k < MM_HPAGE_ORDER; k++) {
+		uintptr_t len = MM_PAGE_SIZE << k, start = a & ~(len - 1);
+		uint32_t p0 = as_page_of(r, start);
+		bool none = true;
+
+		if (start < r->lo || start + len > r->hi)
+			break;
+		for (uint32_t i = 0; i < (1U << k) && none; i++)
+			none = p0 + i == p || AS_P_STATE(as_pstate(r, p0 + i)) == AS_P_EMPTY;
+		if (!none)
+			break;
+		orders |= (uint16_t)(1U << k);
+	}
+	return orders;
+}
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* A region one thread owns (single: memset runs, plain compare-and-set) ends every step in the
+ * state bytes and frames of a shared one given the same faults, releases and mTHP queries; the
+ * orders agree with the walk that reads every block whole. */
+TEST(single_region_steps_as_a_shared_one)
+{
+	uintptr_t lo = BASE + 3 * PG, hi = BASE + 6 * HP - 5 * PG; /* partial extents at the ends */
+	struct as_region *sh = region(BASE, lo, hi), *one = region(BASE, lo, hi);
+	uint64_t x = 88172645463325252ULL;
+
+	one->single = true;
+	for (unsigned step = 0; step < 4000; step++) {
+		uint32_t p = (uint32_t)(xorshift(&x) % sh->npages);
+		uint32_t e = as_ext_of(sh, as_page_addr(sh, p));
+		unsigned op = (unsigned)(xorshift(&x) % 8);
+		uint32_t n = (uint32_t)(xorshift(&x) % (op == 7 ? 3 * MM_HPAGE_NR : 40));
+		uint32_t p1 = p + n > sh->npages ? sh->npages : p + n;
+		struct as_region *rs[2] = {sh, one};
+		struct as_counts c[2] = {{0}, {0}};
+		uint16_t o[2];
+
+		for (int i = 0; i < 2; i++) {
+			struct as_region *r = rs[i];
+
+			o[i] = as_mthp_orders(r, p);
+			EXPECT_EQ(o[i], mthp_orders_ref(r, p));
+			if (op <= 1 && AS_X_STATE(as_xstate(r, e)) == AS_X_EMPTY &&
+			    as_ext_inside(r, e)) {
+				as_fault_huge(r, e, 4096 + e * MM_HPAGE_NR);
+			} else if (op == 2 && AS_P_STATE(as_pstate(r, p)) == AS_P_EMPTY && o[i]) {
+				unsigned k = 31 - (unsigned)__builtin_clz(o[i]);
+
+				as_fault_mthp(r, p, k, 100000 + (p & ~((1U << k) - 1)), true);
+			} else if (op == 3 && AS_P_STATE(as_pstate(r, p)) == AS_P_EMPTY &&
+				   AS_X_STATE(as_xstate(r, e)) != AS_X_HUGE) {
+				as_fault_base(r, p, 200000 + p, true);
+			} else if (op >= 4) {
+				as_release(&ENV, r, p, p1, op == 5, &c[i]);
+			}
+		}
+		EXPECT_EQ(o[0], o[1]);
+		EXPECT_EQ(c[0].pages_freed, c[1].pages_freed);
+		EXPECT_EQ(c[0].huge_splits, c[1].huge_splits);
+		ASSERT_EQ(memcmp(sh->pstate, one->pstate, sh->npages), 0);
+		ASSERT_EQ(memcmp(sh->pfn, one->pfn, sh->npages * sizeof(uint32_t)), 0);
+		ASSERT_EQ(memcmp(sh->xstate, one->xstate, sh->nexts), 0);
+	}
+}
+
 TEST_MAIN()
