@@ -186,6 +186,61 @@ TEST(fallback_that_cannot_claim_6_1_against_6_12)
 	}
 }
 
+/* 3.x __rmqueue_fallback (3.1 and 3.3 mm/page_alloc.c, unchanged between them): the largest
+ * fallback block first; only a block of at least pageblock_order / 2 (here 4), or a RECLAIMABLE
+ * request, moves the pageblock's free pages to the request's lists (move_freepages_block), and
+ * only when at least half the pageblock moved is the pageblock relabelled; otherwise the request
+ * takes one page and the split leaves the rest on the block's own lists, so an unmovable page
+ * sits in a MOVABLE pageblock. Every pageblock of the pool holds allocated movable pages: its
+ * first `used` pages, or (used == 0) the first 8 of every 16, leaving order-3 free blocks. */
+static void fallback_3x_case(const char *spec, uint32_t used, enum mm_migratetype mt,
+			     uint32_t want_off, uint32_t want_on_mt, bool relabel)
+{
+	uint32_t nfree = used ? MM_HPAGE_NR - used : MM_HPAGE_NR / 2;
+	uint32_t pfn, block, before, nblocks;
+	struct fakeenv fe;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&fe, spec, 64 * MIB, false, err, sizeof(err)), 0);
+	nblocks = fe.nr_frames / MM_HPAGE_NR;
+	for (uint32_t b = 0; b < fe.nr_frames; b += MM_HPAGE_NR)
+		for (uint32_t i = 0; i < MM_HPAGE_NR; i++)
+			if (used ? i < used : !(i & 8))
+				ASSERT_EQ(mm_debug_place(fe.mm, b + i, DBG_FOREIGN, b + i), 0);
+	before = free_on(fe.mm, MM_MT_MOVABLE);
+	EXPECT_EQ(before, nblocks * nfree);
+	ASSERT_EQ(mm_alloc_pages(fe.mm, 0, mt, 0, &pfn, NULL), 0);
+	block = pageblock_start(pfn);
+	if (used)
+		EXPECT_EQ(pfn - block, want_off);
+	else
+		EXPECT_EQ(pfn % 16, 8u); /* the first page of an order-3 free block */
+	EXPECT_EQ(pageblock_mt(fe.mm, pfn), relabel ? mt : MM_MT_MOVABLE);
+	EXPECT_EQ(free_on(fe.mm, mt), want_on_mt);
+	EXPECT_EQ(free_on(fe.mm, MM_MT_MOVABLE), before - 1 - want_on_mt);
+	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+	fakeenv_destroy(&fe);
+}
+
+TEST(fallback_3x_steals_a_block_only_from_half_pageblock_order)
+{
+	static const char *const specs[] = {"linux-3.1", "linux-3.3"};
+
+	for (int s = 0; s < 2; s++) {
+		/* order-3 free blocks only (256 free per pageblock): 3 < 4, one page taken,
+		 * nothing moved, the pageblock stays MOVABLE with an unmovable page in it */
+		fallback_3x_case(specs[s], 0, MM_MT_UNMOVABLE, 0, 0, false);
+		/* the same for a RECLAIMABLE request: every free page of the pageblock moves
+		 * (256, half of it: relabelled) */
+		fallback_3x_case(specs[s], 0, MM_MT_RECLAIMABLE, 0, 255, true);
+		/* 192 free (order 6 at 320, order 7 at 384): the order-7 block is split, all 192
+		 * free pages move to the UNMOVABLE lists, 192 < 256: the pageblock stays MOVABLE */
+		fallback_3x_case(specs[s], 320, MM_MT_UNMOVABLE, 384, 191, false);
+		/* 256 free (order 8 at 256): half of the pageblock moved, it becomes UNMOVABLE */
+		fallback_3x_case(specs[s], 256, MM_MT_UNMOVABLE, 256, 255, true);
+	}
+}
+
 /* Allocations other than program faults never take the pool below MIN. */
 TEST(allocations_stop_at_min_watermark)
 {
