@@ -573,6 +573,18 @@ static int write_real_record(const struct fopts *o)
 	FILE *f = NULL;
 	int rc = -1;
 
+	/* an earlier request's boots kept in a reused DIR go first: --real-from never pairs this
+	 * record with a console log or snapshot of a boot this request did not reach */
+	for (int k = 0; k < o->nset; k++) {
+		int e;
+
+		oracle_fmt(path, sizeof(path), "%s/%d-%s/real", o->dir, k + 1, o->defrag[k]);
+		if ((e = oracle_rm_rf(path)) < 0) {
+			prog_error(CMD, "'%s': %s", path, strerror(-e));
+			json_decref(id);
+			return -1;
+		}
+	}
 	oracle_fmt(path, sizeof(path), "%s/%s", o->dir, REAL_RECORD);
 	errno = 0;
 	if (!oracle_mkdir_p(o->dir, 0700) && (f = fopen(path, "we")))
