@@ -1133,6 +1133,20 @@ static bool migrate_batch_modern(struct mm *mm, struct compact_control *cc, uint
 	return false;
 }
 
+/* The highest pfn among the targets still held: where the free scanner restarts next time
+ * once they go back (compact_zone's out path, "so we don't leave any returned pages behind in
+ * the next attempt": 6.12 mm/compaction.c release_free_list and 6.1 release_freepages return
+ * the highest pfn they freed, whichever list or order it was on). */
+static uint32_t highest_freepage(struct mm *mm, const struct compact_control *cc)
+{
+	uint32_t high = 0;
+
+	for (uint32_t pfn = cc->freepages; pfn != MM_NO_PFN; pfn = pfn_frame(mm, pfn)->next)
+		if (pfn > high)
+			high = pfn;
+	return high;
+}
+
 static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_control *cc)
 {
 	enum mm_compact_result ret;
@@ -1186,7 +1200,7 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 	}
 out:
 	if (cc->nr_freepages) {
-		uint32_t free_pfn = pageblock_start(cc->freepages);
+		uint32_t free_pfn = pageblock_start(highest_freepage(mm, cc));
 
 		release_freepages(mm, cc);
 		if (free_pfn > mm->compact_cached_free_pfn)
