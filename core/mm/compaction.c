@@ -115,7 +115,8 @@ static bool suitable(enum mm_compact_result r)
 	return r == MM_COMPACT_CONTINUE;
 }
 
-/* __reset_isolation_suitable: clear every skip bit and restart both scanners at the ends. */
+/* __reset_isolation_suitable: clear every skip bit and restart both scanners at the ends.
+ * Callers go through reset_isolation_suitable, which holds the kernel's gate. */
 static void __reset_isolation_suitable(struct mm *mm)
 {
 	for (uint32_t b = 0; b < mm->nr_blocks; b++)
@@ -127,8 +128,12 @@ static void __reset_isolation_suitable(struct mm *mm)
 	mm->compact_blockskip_flush = false;
 }
 
-/* reset_isolation_suitable: kswapd going to sleep honours a request left by a direct
- * compactor whose scanners met. */
+/* reset_isolation_suitable: the skip bits are flushed only on a request left by a direct
+ * compactor whose scanners met since (compact_blockskip_flush, cleared by the flush and by a
+ * successful direct compaction): 6.1 and 6.12 mm/compaction.c __reset_isolation_suitable
+ * returns at once without it ("Only flush if a full compaction finished recently"), whether
+ * kswapd going to sleep asks (reset_isolation_suitable) or compact_zone when
+ * compaction_restarting. */
 void reset_isolation_suitable(struct mm *mm)
 {
 	if (mm->compact_blockskip_flush)
@@ -1128,6 +1133,20 @@ static bool migrate_batch_modern(struct mm *mm, struct compact_control *cc, uint
 	return false;
 }
 
+/* The highest pfn among the targets still held: where the free scanner restarts next time
+ * once they go back (compact_zone's out path, "so we don't leave any returned pages behind in
+ * the next attempt": 6.12 mm/compaction.c release_free_list and 6.1 release_freepages return
+ * the highest pfn they freed, whichever list or order it was on). */
+static uint32_t highest_freepage(struct mm *mm, const struct compact_control *cc)
+{
+	uint32_t high = 0;
+
+	for (uint32_t pfn = cc->freepages; pfn != MM_NO_PFN; pfn = pfn_frame(mm, pfn)->next)
+		if (pfn > high)
+			high = pfn;
+	return high;
+}
+
 static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_control *cc)
 {
 	enum mm_compact_result ret;
@@ -1143,7 +1162,7 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 			return MM_COMPACT_SKIPPED;
 	}
 	if (cc->order >= 0 && compaction_restarting(mm, (unsigned)cc->order))
-		__reset_isolation_suitable(mm);
+		reset_isolation_suitable(mm);
 	cc->fast_start_pfn = 0;
 	compact_zone_start_modern(mm, cc);
 	update_cached = cc->mode == MM_MIGRATE_ASYNC &&
@@ -1181,7 +1200,7 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 	}
 out:
 	if (cc->nr_freepages) {
-		uint32_t free_pfn = pageblock_start(cc->freepages);
+		uint32_t free_pfn = pageblock_start(highest_freepage(mm, cc));
 
 		release_freepages(mm, cc);
 		if (free_pfn > mm->compact_cached_free_pfn)

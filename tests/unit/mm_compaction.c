@@ -386,6 +386,70 @@ TEST(scanners_meet)
 	}
 }
 
+/* A compaction restarting after the longest deferral (compaction_restarting) flushes the skip
+ * bits only when a direct compaction's scanners met since (compact_blockskip_flush): 6.1 and
+ * 6.12 __reset_isolation_suitable return at once without the request. Every block is marked
+ * skipped and block 0 is full of movable frames: without the request the migrate scanner
+ * passes every block and nothing moves; with it the bits go, the frames move and block 0 comes
+ * free (a full block: 6.1's fast_find_migrateblock finds no free page there to give it up). */
+TEST(restart_flushes_skip_bits_only_when_asked)
+{
+	static const char *const specs[] = {"modern-always", "linux-6.1"};
+
+	for (int i = 0; i < 4; i++) {
+		bool flush = i & 1;
+		struct fakeenv fe;
+		struct run r;
+
+		pool_with_targets(&fe, specs[i / 2]);
+		for (uint32_t p = 0; p < 512; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
+		for (uint32_t b = 0; b < 8; b++)
+			set_pageblock_skip(fe.mm, b * 512);
+		fe.mm->compact_defer_shift = MM_COMPACT_MAX_DEFER_SHIFT;
+		fe.mm->compact_considered = 1U << MM_COMPACT_MAX_DEFER_SHIFT;
+		fe.mm->compact_order_failed = 9;
+		fe.mm->compact_blockskip_flush = flush;
+		ASSERT(compaction_restarting(fe.mm, 9));
+		compact(&fe, MM_MIGRATE_ASYNC, &r);
+		EXPECT_EQ(r.result, (flush ? MM_COMPACT_SUCCESS : MM_COMPACT_COMPLETE));
+		EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_SUCCESS], (flush ? 512U : 0U));
+		EXPECT_EQ(block0_free(&fe), flush);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* The targets a compaction still holds at its end go back, and the free scanner's cached
+ * position rises to the block of the highest of them (6.12 release_free_list, 6.1
+ * release_freepages return the highest pfn freed). Proactive compaction (no fast search):
+ * the free scanner takes block 7's 8 free frames and, still short, 64 from block 6; the 40
+ * pages of block 0 move into block 6's and the score is met. Left: 24 in block 6 (taken
+ * last, used first) and block 7's 8, so the next scan starts at block 7, not block 6. */
+TEST(release_raises_cached_free_to_the_highest_target)
+{
+	static const char *const specs[] = {"modern-always:proactiveness=90",
+					    "linux-6.1:proactiveness=90"};
+
+	for (int i = 0; i < 2; i++) {
+		struct fakeenv fe;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t p = 0; p < 40; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
+		for (uint32_t p = 512; p < 4096; p++)
+			if (!(p >= 3584 && p < 3592) && !(p >= 3072 && p < 3136))
+				ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
+		EXPECT_EQ(proactive_compact_node(fe.mm, NULL), 1);
+		EXPECT(block0_free(&fe));
+		for (uint32_t p = 3584; p < 3592; p++)
+			EXPECT_EQ(pfn_frame(fe.mm, p)->state, FS_FREE);
+		EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
 /* 6.12 remembers where the scanners stopped (per async / sync); 3.x restarts every time. */
 TEST(cached_positions_modern_only)
 {
