@@ -4,7 +4,7 @@
  * Mirrors mm/vmscan.c of Linux 3.1, 3.2, 3.3 and 6.12:
  *  - do_try_to_free_pages' priority loop (DEF_PRIORITY 12 .. 0), nr_to_reclaim =
  *    SWAP_CLUSTER_MAX counted per pass, get_scan_count's lru >> priority (forced to
- *    SWAP_CLUSTER_MAX when 0 for kswapd and 6.12 only: force_scan), shrink_zones'
+ *    SWAP_CLUSTER_MAX when 0 for 3.x kswapd only: force_scan), shrink_zones'
  *    costly-order skip (3.2: compaction_suitable || compaction_deferred; 3.3:
  *    compaction_ready; 6.12: compaction_ready), shrink_zone / shrink_node with
  *    should_continue_reclaim (reclaim/compaction keeps going until 2 << order pages are
@@ -573,11 +573,15 @@ static bool skip_zone_for_compaction(struct mm *mm, struct scan_control *sc)
  * vmscan: convert global reclaim to per-memcg LRU lists") narrows kswapd's to an
  * all_unreclaimable zone, which the model does not distinguish (kswapd keeps it). So a 3.x
  * direct reclaim pass over fewer than 1 << priority inactive pages scans nothing, reclaims
- * nothing, and should_continue_reclaim stops it (no __GFP_REPEAT). 6.12 keeps the old
- * scan-a-few behaviour here (not re-checked against 6.12's get_scan_count). */
+ * nothing, and should_continue_reclaim stops it (no __GFP_REPEAT). 6.1 and 6.12 mm/vmscan.c
+ * get_scan_count have no force_scan: after "scan >>= sc->priority" the only floor is
+ * "if (!scan && !mem_cgroup_online(memcg)) scan = min(lruvec_size, SWAP_CLUSTER_MAX)", for a
+ * deleted cgroup (the root memcg the model stands for is always online; the max(scan,
+ * SWAP_CLUSTER_MAX) before the shift is for memory.min/low protection, not modelled), so
+ * neither kswapd nor direct reclaim scans a list shorter than 1 << priority. */
 static bool force_scan(const struct mm *mm, const struct scan_control *sc)
 {
-	return sc->kswapd || era_modern(mm);
+	return sc->kswapd && !era_modern(mm);
 }
 
 /* shrink_zone / shrink_node at sc->priority: passes over lru >> priority, each stopping (below

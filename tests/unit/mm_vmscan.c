@@ -676,6 +676,60 @@ TEST(direct_reclaim_does_not_force_scan_a_short_list_in_3x)
 	}
 }
 
+/* 6.1 and 6.12 get_scan_count have no force_scan: only a deleted memcg's list is scanned when
+ * lru >> priority is 0 (the root memcg is online), so modern direct reclaim over the 3.x test's
+ * pool (40 clean page-cache pages in 16 MiB) scans nothing at priorities 12 to 6 either and
+ * reclaims all 40 on the way down; the old forced SWAP_CLUSTER_MAX would have stopped at 32. */
+TEST(direct_reclaim_does_not_force_scan_a_short_list_in_6x)
+{
+	static const char *const specs[] = {"linux-6.1:kswapd=no", "modern-always:kswapd=no"};
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct fakeenv fe;
+		struct mm_counts c;
+		char err[256];
+		uint32_t pfn = 40;
+
+		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t p = 0; p < 40; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FILE_CLEAN, own(p)), 0);
+		for (mm_get_counts(fe.mm, &c); c.free + 10 > c.wmark_min; mm_get_counts(fe.mm, &c))
+			ASSERT_EQ(mm_debug_place(fe.mm, pfn++, DBG_UNMOVABLE, 0), 0);
+		ASSERT_EQ(fe.mm->nr_lru[0], 40);
+		small_alloc(&fe, 0);
+		EXPECT_EQ(stat(&fe, MM_STAT_ALLOCSTALL), 1);
+		EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_DIRECT), 40);
+		EXPECT_EQ(stat(&fe, MM_STAT_PGSCAN_DIRECT), 40);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* Nor for kswapd: a 16 MiB pool of clean page cache (inactive list 3890 < 1 << 12) woken just
+ * above MIN. 3.x kswapd's priority-12 passes scan the forced SWAP_CLUSTER_MAX, a multiple of 32
+ * in all. 6.1 and 6.12 kswapd's priority-12 pass scans lru >> 12 = 0, then 1, 3, 7, 15, 30 and
+ * 59 (lru >> 11 .. >> 6 of the shrinking list) until balanced: 115 (146 with the forced 32). */
+TEST(kswapd_does_not_force_scan_a_short_list_in_6x)
+{
+	static const char *const specs[] = {"linux-3.2", "linux-6.1", "modern-always"};
+
+	for (unsigned i = 0; i < 3; i++) {
+		struct fakeenv fe;
+		char err[256];
+
+		kswapd_fill(&fe, specs[i], 0, 2);
+		ASSERT_EQ(fe.mm->nr_lru[0], 3890);
+		mm_background(fe.mm, NULL);
+		if (i == 0)
+			EXPECT_EQ(stat(&fe, MM_STAT_PGSCAN_KSWAPD) % 32, 0);
+		else
+			EXPECT_EQ(stat(&fe, MM_STAT_PGSCAN_KSWAPD), 1 + 3 + 7 + 15 + 30 + 59);
+		EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_KSWAPD), stat(&fe, MM_STAT_PGSCAN_KSWAPD));
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
 /* The inactive list, head first, into out (at most max entries). Returns its length. */
 static uint32_t inactive_list(struct fakeenv *fe, uint32_t *out, uint32_t max)
 {
