@@ -430,7 +430,7 @@ void uffd_own_thread_enter(void)
 	}
 }
 
-static void own_thread_leave(void)
+void uffd_own_thread_leave(void)
 {
 	int32_t tid = (int32_t)sys_gettid();
 	uint32_t hi = __atomic_load_n(&own_hi, __ATOMIC_ACQUIRE);
@@ -465,7 +465,7 @@ void uffd_thread_started(struct guard_thread *gt)
 
 void uffd_thread_leave(struct guard_thread *gt)
 {
-	own_thread_leave();
+	uffd_own_thread_leave();
 	guard_thread_leave(gt);
 }
 
