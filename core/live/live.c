@@ -430,14 +430,20 @@ void uffd_own_thread_enter(void)
 	}
 }
 
-void uffd_own_thread_leave(void)
+static void own_tid_remove(int32_t tid)
 {
-	int32_t tid = (int32_t)sys_gettid();
 	uint32_t hi = __atomic_load_n(&own_hi, __ATOMIC_ACQUIRE);
 
+	if (tid <= 0)
+		return;
 	for (uint32_t i = 0; i < hi; i++)
 		if (__atomic_load_n(&own_tids[i], __ATOMIC_RELAXED) == tid)
 			__atomic_store_n(&own_tids[i], 0, __ATOMIC_RELEASE);
+}
+
+void uffd_own_thread_leave(void)
+{
+	own_tid_remove((int32_t)sys_gettid());
 }
 
 bool uffd_own_thread_is(int tid)
@@ -463,10 +469,22 @@ void uffd_thread_started(struct guard_thread *gt)
 	uffd_own_thread_enter();
 }
 
+/* The thread stays in the table: after its start routine returns, the C library's thread
+ * teardown still runs on it (TLS destructors, the allocator's thread cache flush - jemalloc's
+ * tsd cleanup -, the DTV's free), in the program's allocator's managed memory. uffd_thread_join
+ * takes it out once it is gone. */
 void uffd_thread_leave(struct guard_thread *gt)
 {
-	uffd_own_thread_leave();
 	guard_thread_leave(gt);
+}
+
+int uffd_thread_join(pthread_t th, struct guard_thread *gt)
+{
+	int rc = guard_thread_join(th, gt);
+
+	if (rc == 0) /* the kernel has released the id: nothing runs under it any more */
+		own_tid_remove(__atomic_load_n(&gt->tid, __ATOMIC_ACQUIRE));
+	return rc;
 }
 
 void uffd_live_want(struct uffd_live *lv, uint32_t what)
@@ -681,7 +699,7 @@ static void stop_threads(struct uffd_live *lv)
 	}
 	for (unsigned i = 0; i < lv->nworkers + UFFD_EXTRA_WORKERS; i++) {
 		if (lv->workers[i].started)
-			guard_thread_join(lv->workers[i].thread, &lv->workers[i].gt);
+			uffd_thread_join(lv->workers[i].thread, &lv->workers[i].gt);
 		lv->workers[i].started = false;
 	}
 	uffd_staging_destroy(&lv->staging);

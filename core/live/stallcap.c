@@ -524,7 +524,7 @@ void uffd_stallcap_stop(struct uffd_live *lv)
 		return;
 	__atomic_store_n(&sc->stop, 1, __ATOMIC_RELEASE);
 	sys_futex_wake(&sc->stop, 1);
-	guard_thread_join(sc->watchdog, &sc->gt);
+	uffd_thread_join(sc->watchdog, &sc->gt);
 	sc->started = false;
 }
 

@@ -493,19 +493,24 @@ TEST(live_pool_exhaustion_serves_outside)
 
 /* A fault of one of thpemu's own threads (entered in live.c's table) is served outside the
  * emulated kernel at any time: a 4 KiB page with no frame, counted in host.own_faults, not a
- * fault of the program's; its extent is 4 KiB pages from then on. The table forgets a thread on
- * its way out and every thread in a fork child. */
+ * fault of the program's; its extent is 4 KiB pages from then on. The table keeps a thread
+ * after its way out (its C library teardown is still ahead) and forgets it once joined, and
+ * forgets every thread in a fork child. */
+struct own_thread {
+	char *p;
+	struct guard_thread gt;
+};
+
 static void *own_touch(void *arg)
 {
-	char *p = arg;
-	struct guard_thread gt = {0};
+	struct own_thread *o = arg;
 
-	uffd_own_thread_enter();
+	uffd_thread_started(&o->gt);
 	EXPECT(uffd_own_thread_is((int)syscall(SYS_gettid)));
-	p[0] = 1;			  /* a write: a zeroed page */
-	(void)*(volatile char *)(p + HP); /* a read: the zero page */
-	uffd_thread_leave(&gt);
-	EXPECT(!uffd_own_thread_is((int)syscall(SYS_gettid)));
+	o->p[0] = 1;			     /* a write: a zeroed page */
+	(void)*(volatile char *)(o->p + HP); /* a read: the zero page */
+	uffd_thread_leave(&o->gt);
+	EXPECT(uffd_own_thread_is((int)syscall(SYS_gettid)));
 	return NULL;
 }
 
@@ -513,11 +518,14 @@ TEST(live_own_threads_faults_are_served_outside)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");
 	char *p = live_map(lv, 4 * MB);
+	struct own_thread o = {.p = p};
 	pthread_t th;
 
 	EXPECT(!uffd_own_thread_is((int)syscall(SYS_gettid)));
-	pthread_create(&th, NULL, own_touch, p);
-	pthread_join(th, NULL);
+	ASSERT_EQ(guard_thread_create(&th, &o.gt, NULL, NULL, own_touch, &o, "own-touch"), 0);
+	ASSERT_EQ(uffd_thread_join(th, &o.gt), 0);
+	EXPECT(o.gt.tid > 0);
+	EXPECT(!uffd_own_thread_is(o.gt.tid));
 	EXPECT_EQ(p[0], 1);
 	EXPECT_EQ(p[HP], 0);
 	EXPECT_EQ(__atomic_load_n(&lv->stats->host.own_faults, __ATOMIC_RELAXED), 2);
