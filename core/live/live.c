@@ -1335,10 +1335,11 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	if (lv->child)
 		return;
-	/* The program's own work is over on this thread: from here on its faults (and those of the
-	 * emulator's threads) are thpemu's - the reports' symbolisation, the report writers - and
-	 * are served outside the emulated kernel (handler.c: exit work), never stalled, never in
-	 * the report's faults, stalls or trace. */
+	/* The program's own work is over on this thread: from here on its faults are thpemu's -
+	 * the reports' symbolisation, the report writers - and are served outside the emulated
+	 * kernel (handler.c: own_fault, OWN_EXIT; host.exit_faults), never stalled, never in the
+	 * report's faults, stalls or trace. The emulator's own threads' faults are served so at
+	 * any time, not only from here (OWN_THREAD, host.own_faults). */
 	__atomic_store_n(&lv->exit_tid, (int32_t)sys_gettid(), __ATOMIC_RELEASE);
 	live_exit(lv, cmdline);
 	obs_symbolise_end(); /* the reports are written: close the objects' files, free their tables
