@@ -86,7 +86,9 @@ bool guard_thread_counted(void)
 
 /* The program's last thread ended while this one was being made (it saw our thread in the count
  * and did not end the process): end it on the program's behalf, as glibc would have, from a
- * thread of its own (the caller may be one the exit handlers wait for). */
+ * thread of its own (the caller may be one the exit handlers wait for). It is the program's
+ * thread, not one of the emulator's (not in core/live's table of them): exit() runs the
+ * program's exit handlers and destructors here. */
 static void *exit_on_behalf(void *unused)
 {
 	(void)unused;

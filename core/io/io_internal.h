@@ -238,6 +238,8 @@ void io_unmap(void *p, size_t len);
  * catalogue lookup allocates, and the allocator may be the program's): strerrordesc_np(). */
 void io_note(struct io *io, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void io_block_signals_and_init(struct io *io);
+/* An io thread's last call before it returns: env->thread_fini. */
+void io_thread_fini(struct io *io);
 void *io_dirtier_main(void *arg);
 
 static inline void io_stat_add(uint64_t *c, uint64_t n)

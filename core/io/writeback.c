@@ -62,6 +62,12 @@ void io_block_signals_and_init(struct io *io)
 		io->env.thread_init(io->env.arg);
 }
 
+void io_thread_fini(struct io *io)
+{
+	if (io->env.thread_fini)
+		io->env.thread_fini(io->env.arg);
+}
+
 void *io_page(struct io *io, uint32_t pfn)
 {
 	return io->arena + (size_t)pfn * IO_PAGE_SIZE;
@@ -674,6 +680,7 @@ static void *flusher_main(void *arg)
 	}
 	flusher_shutdown(io);
 	guard_thread_leave(&io->flusher_gt);
+	io_thread_fini(io);
 	return NULL;
 }
 

@@ -22,12 +22,20 @@
 #define IO_EXIT_DRAIN_NS 1000000000ULL /* at exit, wait this long for writes in flight */
 
 /* An io thread (the flusher, the dirtier) starts: thpemu's own, its faults served outside the
- * emulated kernel. It stays in the table as long as the process: io_stop may leave a thread
- * finishing a write after the exit hook. */
+ * emulated kernel, for as long as it runs (io_stop may leave one finishing a write after the
+ * exit hook). */
 static void io_thread_init(void *arg)
 {
 	uffd_tls_passthrough = 1; /* io threads' own mappings are never managed */
 	uffd_own_thread_enter();
+}
+
+/* ... and ends (the dirtier when a finite --dirty total is written, long before the process):
+ * its id leaves the table, which would otherwise serve every fault of a later thread given the
+ * same id (pid_max wraps) outside the emulated kernel. */
+static void io_thread_fini(void *arg)
+{
+	uffd_own_thread_leave();
 }
 
 static int copy_file(void *arg, uint64_t owner, uint32_t from, uint32_t to)
@@ -54,6 +62,7 @@ void uffd_io_start(struct uffd_live *lv)
 	    .wq = lv->wq,
 	    .stats = &lv->stats->io,
 	    .thread_init = io_thread_init,
+	    .thread_fini = io_thread_fini,
 	    .call = &lv->workers[lv->nworkers], /* io's mm calls never migrate program pages */
 	};
 	struct io_config ic;

@@ -430,14 +430,20 @@ void uffd_own_thread_enter(void)
 	}
 }
 
-static void own_thread_leave(void)
+static void own_tid_remove(int32_t tid)
 {
-	int32_t tid = (int32_t)sys_gettid();
 	uint32_t hi = __atomic_load_n(&own_hi, __ATOMIC_ACQUIRE);
 
+	if (tid <= 0)
+		return;
 	for (uint32_t i = 0; i < hi; i++)
 		if (__atomic_load_n(&own_tids[i], __ATOMIC_RELAXED) == tid)
 			__atomic_store_n(&own_tids[i], 0, __ATOMIC_RELEASE);
+}
+
+void uffd_own_thread_leave(void)
+{
+	own_tid_remove((int32_t)sys_gettid());
 }
 
 bool uffd_own_thread_is(int tid)
@@ -463,10 +469,22 @@ void uffd_thread_started(struct guard_thread *gt)
 	uffd_own_thread_enter();
 }
 
+/* The thread stays in the table: after its start routine returns, the C library's thread
+ * teardown still runs on it (TLS destructors, the allocator's thread cache flush - jemalloc's
+ * tsd cleanup -, the DTV's free), in the program's allocator's managed memory. uffd_thread_join
+ * takes it out once it is gone. */
 void uffd_thread_leave(struct guard_thread *gt)
 {
-	own_thread_leave();
 	guard_thread_leave(gt);
+}
+
+int uffd_thread_join(pthread_t th, struct guard_thread *gt)
+{
+	int rc = guard_thread_join(th, gt);
+
+	if (rc == 0) /* the kernel has released the id: nothing runs under it any more */
+		own_tid_remove(__atomic_load_n(&gt->tid, __ATOMIC_ACQUIRE));
+	return rc;
 }
 
 void uffd_live_want(struct uffd_live *lv, uint32_t what)
@@ -681,7 +699,7 @@ static void stop_threads(struct uffd_live *lv)
 	}
 	for (unsigned i = 0; i < lv->nworkers + UFFD_EXTRA_WORKERS; i++) {
 		if (lv->workers[i].started)
-			guard_thread_join(lv->workers[i].thread, &lv->workers[i].gt);
+			uffd_thread_join(lv->workers[i].thread, &lv->workers[i].gt);
 		lv->workers[i].started = false;
 	}
 	uffd_staging_destroy(&lv->staging);
@@ -1317,10 +1335,11 @@ void uffd_live_exit(struct uffd_live *lv, const char *cmdline)
 {
 	if (lv->child)
 		return;
-	/* The program's own work is over on this thread: from here on its faults (and those of the
-	 * emulator's threads) are thpemu's - the reports' symbolisation, the report writers - and
-	 * are served outside the emulated kernel (handler.c: exit work), never stalled, never in
-	 * the report's faults, stalls or trace. */
+	/* The program's own work is over on this thread: from here on its faults are thpemu's -
+	 * the reports' symbolisation, the report writers - and are served outside the emulated
+	 * kernel (handler.c: own_fault, OWN_EXIT; host.exit_faults), never stalled, never in the
+	 * report's faults, stalls or trace. The emulator's own threads' faults are served so at
+	 * any time, not only from here (OWN_THREAD, host.own_faults). */
 	__atomic_store_n(&lv->exit_tid, (int32_t)sys_gettid(), __ATOMIC_RELEASE);
 	live_exit(lv, cmdline);
 	obs_symbolise_end(); /* the reports are written: close the objects' files, free their tables

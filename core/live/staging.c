@@ -367,7 +367,7 @@ void uffd_staging_destroy(struct uffd_staging *s)
 		__atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
-		guard_thread_join(s->thread, &s->gt);
+		uffd_thread_join(s->thread, &s->gt);
 		s->started = false;
 	}
 	if (s->area_map) {

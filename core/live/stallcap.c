@@ -26,8 +26,8 @@
  * stall had no application stack, one of four usemem processes in most demo runs). One request
  * per fault (claim_app_request). A fault the exiting thread takes inside thpemu's exit hook
  * (the reports' symbolisation allocates) would be marked own_exit: its stack is thpemu's, not
- * the program's. Such faults are no longer emulated (handler.c: exit work), so none is; the
- * mark stays as the check that finds none.
+ * the program's. Such faults are no longer emulated (handler.c: own_fault, OWN_EXIT), so none
+ * is; the mark stays as the check that finds none.
  *
  * Per-wait events. Every blocking hook (wait_writeback, writeout, throttle) captures at its
  * blocking point; mm then reports the wait ([locked], ops->waited -> uffd_stallcap_waited, in
@@ -524,7 +524,7 @@ void uffd_stallcap_stop(struct uffd_live *lv)
 		return;
 	__atomic_store_n(&sc->stop, 1, __ATOMIC_RELEASE);
 	sys_futex_wake(&sc->stop, 1);
-	guard_thread_join(sc->watchdog, &sc->gt);
+	uffd_thread_join(sc->watchdog, &sc->gt);
 	sc->started = false;
 }
 

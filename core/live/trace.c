@@ -430,7 +430,7 @@ void uffd_trace_stop(struct uffd_live *lv)
 	if (tr->started) {
 		__atomic_store_n(&tr->stop, 1, __ATOMIC_RELEASE);
 		sys_futex_wake(&tr->stop, 1);
-		guard_thread_join(tr->thread, &tr->gt);
+		uffd_thread_join(tr->thread, &tr->gt);
 	}
 	if (!tr->ended)
 		write_end(lv, tr);

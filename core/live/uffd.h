@@ -116,6 +116,12 @@ void uffd_note(struct uffd_live *lv, const char *msg);
 /* Set on the emulator's own threads (and by the shim while it works): interposed calls made on
  * such a thread pass straight through. */
 extern __thread int uffd_tls_passthrough;
+/* Enter the calling thread in the table of thpemu's own threads, whose faults are served outside
+ * the emulated kernel (core/live/README.md: thpemu's own work), and take it out: for a thread of
+ * the library's that core/live does not make and join itself. Leave before the thread ends: a
+ * later thread may be given its id. */
+void uffd_own_thread_enter(void);
+void uffd_own_thread_leave(void);
 
 /* The process's statistics, updated in place while the emulator runs (read them with atomic
  * loads; uffd_stat_add to count). */

@@ -433,10 +433,12 @@ static void *machine_stopped_main(void *arg)
 	struct timespec ms = {0, 1000000};
 
 	(void)arg;
-	uffd_tls_passthrough++; /* this thread is the emulator's */
+	uffd_tls_passthrough++;	 /* this thread is the emulator's */
+	uffd_own_thread_enter(); /* its faults until the ranges are handed back too */
 	while (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE) == SHIM_INITIALISING)
 		nanosleep(&ms, NULL); /* the stop came while we were joining */
 	shim_step_aside("the machine was stopped");
+	uffd_own_thread_leave(); /* detached, never joined: out before it ends */
 	return NULL;
 }
 

@@ -3,7 +3,8 @@
  * completion and wake their waiters, writeout() starts one page, errors end writeback with the
  * error and are counted, a dead device is timed out instead of pinning pages forever, and the
  * in-process model paces completions in real time; an arena given by the caller holds the
- * pages' bytes and is left alone. */
+ * pages' bytes and is left alone; each io thread calls the thread_init hook first and the
+ * thread_fini hook as it ends (the dirtier when its total is done). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@ struct tenv {
 	pthread_mutex_t lock;
 	struct io_stats st;
 	uint64_t wait_calls, wait_ns;
+	uint32_t inits, finis; /* io_env thread_init / thread_fini calls (atomic) */
 };
 
 static uint64_t t_now(void *priv, void *call)
@@ -82,6 +84,16 @@ static void t_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
 {
 }
 
+static void t_thread_init(void *arg)
+{
+	__atomic_fetch_add(&((struct tenv *)arg)->inits, 1, __ATOMIC_ACQ_REL);
+}
+
+static void t_thread_fini(void *arg)
+{
+	__atomic_fetch_add(&((struct tenv *)arg)->finis, 1, __ATOMIC_ACQ_REL);
+}
+
 static const struct mm_env_ops t_ops = {
     .now = t_now,
     .lock = t_lock,
@@ -103,7 +115,12 @@ static void setup(const char *dev, const char *dir, const char *dirty, uint64_t 
 	struct mm_config mc = {.pool_bytes = pool};
 	struct mm_env env = {.ops = &t_ops, .priv = &te};
 	struct io_config cfg = {.seed = 42, .rq_3x = rq_3x};
-	struct io_env ienv = {.stats = &te.st, .wq = &te.wq, .arena = given_arena};
+	struct io_env ienv = {.stats = &te.st,
+			      .wq = &te.wq,
+			      .arena = given_arena,
+			      .thread_init = t_thread_init,
+			      .thread_fini = t_thread_fini,
+			      .arg = &te};
 	char err[256];
 
 	memset(&te, 0, sizeof(te));
@@ -553,6 +570,24 @@ TEST(the_reader_fills_clean_page_cache)
 	mm_get_counts(te.mm, &c);
 	EXPECT_EQ(c.file, 1024);
 	EXPECT_EQ(c.file_dirty, 0);
+	teardown();
+}
+
+/* The io_env hooks bracket each io thread's life: the dirtier calls thread_fini when its finite
+ * total is done, with the flusher still running; the flusher when io stops. */
+TEST(io_threads_call_fini_as_they_end)
+{
+	uint64_t t0 = clock_now_ns();
+
+	setup("none:latency=1ms", "", "read,total=1M,file=1M", 64 << 20);
+	while (__atomic_load_n(&te.finis, __ATOMIC_ACQUIRE) == 0 &&
+	       clock_now_ns() - t0 < 30000000000ULL)
+		usleep(10000);
+	EXPECT_EQ(__atomic_load_n(&te.inits, __ATOMIC_ACQUIRE), 2);
+	EXPECT_EQ(__atomic_load_n(&te.finis, __ATOMIC_ACQUIRE), 1); /* the dirtier only */
+	EXPECT_EQ(te.st.bytes_read, 1 << 20);
+	io_stop(te.io, 1000000000ULL);
+	EXPECT_EQ(__atomic_load_n(&te.finis, __ATOMIC_ACQUIRE), 2);
 	teardown();
 }
 

@@ -493,19 +493,24 @@ TEST(live_pool_exhaustion_serves_outside)
 
 /* A fault of one of thpemu's own threads (entered in live.c's table) is served outside the
  * emulated kernel at any time: a 4 KiB page with no frame, counted in host.own_faults, not a
- * fault of the program's; its extent is 4 KiB pages from then on. The table forgets a thread on
- * its way out and every thread in a fork child. */
+ * fault of the program's; its extent is 4 KiB pages from then on. The table keeps a thread
+ * after its way out (its C library teardown is still ahead) and forgets it once joined, and
+ * forgets every thread in a fork child. */
+struct own_thread {
+	char *p;
+	struct guard_thread gt;
+};
+
 static void *own_touch(void *arg)
 {
-	char *p = arg;
-	struct guard_thread gt = {0};
+	struct own_thread *o = arg;
 
-	uffd_own_thread_enter();
+	uffd_thread_started(&o->gt);
 	EXPECT(uffd_own_thread_is((int)syscall(SYS_gettid)));
-	p[0] = 1;			  /* a write: a zeroed page */
-	(void)*(volatile char *)(p + HP); /* a read: the zero page */
-	uffd_thread_leave(&gt);
-	EXPECT(!uffd_own_thread_is((int)syscall(SYS_gettid)));
+	o->p[0] = 1;			     /* a write: a zeroed page */
+	(void)*(volatile char *)(o->p + HP); /* a read: the zero page */
+	uffd_thread_leave(&o->gt);
+	EXPECT(uffd_own_thread_is((int)syscall(SYS_gettid)));
 	return NULL;
 }
 
@@ -513,11 +518,14 @@ TEST(live_own_threads_faults_are_served_outside)
 {
 	struct uffd_live *lv = mk("modern-always", "256M");
 	char *p = live_map(lv, 4 * MB);
+	struct own_thread o = {.p = p};
 	pthread_t th;
 
 	EXPECT(!uffd_own_thread_is((int)syscall(SYS_gettid)));
-	pthread_create(&th, NULL, own_touch, p);
-	pthread_join(th, NULL);
+	ASSERT_EQ(guard_thread_create(&th, &o.gt, NULL, NULL, own_touch, &o, "own-touch"), 0);
+	ASSERT_EQ(uffd_thread_join(th, &o.gt), 0);
+	EXPECT(o.gt.tid > 0);
+	EXPECT(!uffd_own_thread_is(o.gt.tid));
 	EXPECT_EQ(p[0], 1);
 	EXPECT_EQ(p[HP], 0);
 	EXPECT_EQ(__atomic_load_n(&lv->stats->host.own_faults, __ATOMIC_RELAXED), 2);
@@ -530,7 +538,8 @@ TEST(live_own_threads_faults_are_served_outside)
 	EXPECT_EQ(nfaults(lv, OBS_HUGE), 0);
 	EXPECT_EQ(live_counts(lv).anon, 2);
 	EXPECT_EQ(__atomic_load_n(&lv->stats->host.own_faults, __ATOMIC_RELAXED), 2);
-	/* a handler of this emulator is in the table; a fork child's table is empty */
+	/* a handler of this emulator is in the table; a fork child's is empty once the library's
+	 * atfork child handler (core/preload/shim.c: child_of) has run uffd_live_forked_child */
 	EXPECT(uffd_own_thread_is(__atomic_load_n(&lv->workers[0].tid, __ATOMIC_ACQUIRE)));
 	{
 		int fds[2], st = 0;
@@ -540,10 +549,13 @@ TEST(live_own_threads_faults_are_served_outside)
 		ASSERT_EQ(pipe(fds), 0);
 		c = fork();
 		if (c == 0) {
-			char r;
+			char r = 'y';
 
-			uffd_own_threads_forget();
-			r = uffd_own_thread_is(lv->workers[0].tid) ? 'y' : 'n';
+			/* the parent's table, copied; then the child path (no machine: NULL) */
+			if (uffd_own_thread_is(lv->workers[0].tid)) {
+				uffd_live_forked_child(lv);
+				r = uffd_own_thread_is(lv->workers[0].tid) ? 'y' : 'n';
+			}
 			_exit(write(fds[1], &r, 1) == 1 ? 0 : 1);
 		}
 		ASSERT_EQ(read(fds[0], &in, 1), 1);
