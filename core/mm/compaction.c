@@ -645,10 +645,7 @@ static uint32_t isolate_free_block(struct mm *mm, struct compact_control *cc, ui
 	if (!zone_watermark_ok(mm, 0, wmark_pages(mm, w) + (1U << order), 0))
 		return 0;
 	del_free_block(mm, pfn);
-	f->order = (uint8_t)order;
-	f->flags = FF_ISOLATED;
-	f->next = cc->freepages;
-	cc->freepages = pfn;
+	add_target(mm, cc, pfn, order);
 	cc->nr_freepages += 1U << order;
 	mm->nr_isolated += 1U << order;
 	mm->nr_isolated_free += 1U << order;
@@ -1133,20 +1130,6 @@ static bool migrate_batch_modern(struct mm *mm, struct compact_control *cc, uint
 	return false;
 }
 
-/* The highest pfn among the targets still held: where the free scanner restarts next time
- * once they go back (compact_zone's out path, "so we don't leave any returned pages behind in
- * the next attempt": 6.12 mm/compaction.c release_free_list and 6.1 release_freepages return
- * the highest pfn they freed, whichever list or order it was on). */
-static uint32_t highest_freepage(struct mm *mm, const struct compact_control *cc)
-{
-	uint32_t high = 0;
-
-	for (uint32_t pfn = cc->freepages; pfn != MM_NO_PFN; pfn = pfn_frame(mm, pfn)->next)
-		if (pfn > high)
-			high = pfn;
-	return high;
-}
-
 static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_control *cc)
 {
 	enum mm_compact_result ret;
@@ -1199,8 +1182,11 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 		}
 	}
 out:
+	/* the cached free position goes up to the block of the highest target given back, "so we
+	 * don't leave any returned pages behind in the next attempt" (6.12 release_free_list, 6.1
+	 * release_freepages return the highest pfn they freed) */
 	if (cc->nr_freepages) {
-		uint32_t free_pfn = pageblock_start(highest_freepage(mm, cc));
+		uint32_t free_pfn = pageblock_start(highest_target(mm, cc));
 
 		release_freepages(mm, cc);
 		if (free_pfn > mm->compact_cached_free_pfn)
@@ -1247,11 +1233,11 @@ __stall_frame enum mm_compact_result try_to_compact_pages(struct mm *mm, struct 
 	    .mode = mode,
 	    .alloc_flags = ac->alloc_flags,
 	    .direct = true,
-	    .freepages = MM_NO_PFN,
 	    .fc = ac->fc,
 	};
 	enum mm_compact_result ret;
 
+	init_targets(&cc);
 	*captured = MM_NO_PFN;
 	if (!(ac->gfp & GFP_IO) || (!era_modern(mm) && !(ac->gfp & GFP_FS)))
 		return MM_COMPACT_SKIPPED;
@@ -1300,11 +1286,11 @@ __stall_frame uint64_t kcompactd_do_work(struct mm *mm, void *call)
 	    .migratetype = MM_MT_MOVABLE,
 	    .mode = MM_MIGRATE_SYNC_LIGHT,
 	    .alloc_flags = WMARK_MIN,
-	    .freepages = MM_NO_PFN,
 	    .fc = &fc,
 	};
 	enum mm_compact_result ret;
 
+	init_targets(&cc);
 	count_event(mm, MM_STAT_COMPACT_DAEMON_WAKE, 1);
 	mm->kcompactd_awake = false;
 	mm->kcompactd_max_order = 0;
@@ -1350,10 +1336,10 @@ int proactive_compact_node(struct mm *mm, void *call)
 	    .ignore_skip_hint = true,
 	    .proactive = true,
 	    .proactive_low = low,
-	    .freepages = MM_NO_PFN,
 	    .fc = &fc,
 	};
 
+	init_targets(&cc);
 	if (!mm->cfg.policy.proactiveness || mm->kswapd_awake || before <= high)
 		return -1;
 	count_event(mm, MM_STAT_COMPACT_DAEMON_WAKE, 1);

@@ -422,9 +422,10 @@ TEST(restart_flushes_skip_bits_only_when_asked)
 /* The targets a compaction still holds at its end go back, and the free scanner's cached
  * position rises to the block of the highest of them (6.12 release_free_list, 6.1
  * release_freepages return the highest pfn freed). Proactive compaction (no fast search):
- * the free scanner takes block 7's 8 free frames and, still short, 64 from block 6; the 40
- * pages of block 0 move into block 6's and the score is met. Left: 24 in block 6 (taken
- * last, used first) and block 7's 8, so the next scan starts at block 7, not block 6. */
+ * the free scanner takes block 7's 16 free frames (an order-4 block) and, still short, block
+ * 6's 8 (order 3); the 20 pages of block 0 move and the score is met. Block 6's go first in
+ * both eras (6.12: the smaller order; 6.1: the block isolated last), then 12 of block 7's;
+ * 4 of block 7 are left, so the next scan starts at block 7, not block 6. */
 TEST(release_raises_cached_free_to_the_highest_target)
 {
 	static const char *const specs[] = {"modern-always:proactiveness=90",
@@ -432,19 +433,56 @@ TEST(release_raises_cached_free_to_the_highest_target)
 
 	for (int i = 0; i < 2; i++) {
 		struct fakeenv fe;
+		unsigned left = 0;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t p = 0; p < 20; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
+		for (uint32_t p = 512; p < 4096; p++)
+			if (!(p >= 3584 && p < 3600) && !(p >= 3072 && p < 3080))
+				ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
+		EXPECT_EQ(proactive_compact_node(fe.mm, NULL), 1);
+		EXPECT(block0_free(&fe));
+		for (uint32_t p = 3072; p < 3080; p++)
+			EXPECT_NE(pfn_frame(fe.mm, p)->state, FS_FREE);
+		for (uint32_t p = 3584; p < 3600; p++)
+			left += pfn_frame(fe.mm, p)->state == FS_FREE;
+		EXPECT_EQ(left, 4);
+		EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* The order migration targets are used in. Proactive compaction (no fast search): the free
+ * scanner takes block 7's 16 free frames (an order-4 block at 3584), then block 6's 64 (order
+ * 6 at 3072); the 40 pages of block 0 move. 6.12 (mm/compaction.c cc->freepages[order],
+ * compaction_alloc) takes the smallest order first and a split block from its lowest pfn up:
+ * all of block 7's, then 3072..3095. 6.1 (split_map_pages list_adds each page) takes the last
+ * page isolated first: 3135 down to 3096, block 7 untouched. */
+TEST(targets_are_used_in_each_eras_order)
+{
+	static const char *const specs[] = {"modern-always:proactiveness=90",
+					    "linux-6.1:proactiveness=90"};
+
+	for (int i = 0; i < 2; i++) {
+		uint32_t lo = i ? 3096 : 3072, hi = i ? 3136 : 3096;
+		struct fakeenv fe;
 		char err[256];
 
 		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
 		for (uint32_t p = 0; p < 40; p++)
 			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
 		for (uint32_t p = 512; p < 4096; p++)
-			if (!(p >= 3584 && p < 3592) && !(p >= 3072 && p < 3136))
+			if (!(p >= 3584 && p < 3600) && !(p >= 3072 && p < 3136))
 				ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
 		EXPECT_EQ(proactive_compact_node(fe.mm, NULL), 1);
 		EXPECT(block0_free(&fe));
-		for (uint32_t p = 3584; p < 3592; p++)
-			EXPECT_EQ(pfn_frame(fe.mm, p)->state, FS_FREE);
-		EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);
+		for (uint32_t p = 3072; p < 3136; p++)
+			EXPECT_EQ(pfn_frame(fe.mm, p)->state == FS_FREE, p < lo || p >= hi);
+		for (uint32_t p = 3584; p < 3600; p++)
+			EXPECT_EQ(pfn_frame(fe.mm, p)->state == FS_FREE, i == 1);
 		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 		fakeenv_destroy(&fe);
 	}
