@@ -115,17 +115,93 @@ static bool suitable(enum mm_compact_result r)
 	return r == MM_COMPACT_CONTINUE;
 }
 
-/* __reset_isolation_suitable: clear every skip bit and restart both scanners at the ends.
- * Callers go through reset_isolation_suitable, which holds the kernel's gate. */
+/* PageLRU for the flush's sample: a program, page-cache or shared-memory page not isolated
+ * (PageLRU of a tail page is its head's). */
+static bool sample_lru(const struct mm_frame *f)
+{
+	if (f->flags & FF_ISOLATED)
+		return false;
+	return f->state == FS_ANON || f->state == FS_FILE || f->state == FS_HUGE ||
+	       f->state == FS_MTHP || f->state == FS_SHMEM;
+}
+
+/* pageblock_skip_persistent: the block is one compound page of at least pageblock order (a
+ * THP), whose skip bit a flush leaves alone. */
+static bool pageblock_skip_persistent(struct mm *mm, uint32_t pfn)
+{
+	const struct mm_frame *f = pfn_frame(mm, pfn);
+
+	return f->state == FS_HUGE ||
+	       (f->state == FS_SHMEM && frame_order(f) >= MM_PAGEBLOCK_ORDER);
+}
+
+/* __reset_isolation_pfn (6.12 and 6.1 mm/compaction.c, the same in both): clear pfn's block's
+ * skip bit only when a sample of every 1 << PAGE_ALLOC_COSTLY_ORDER pages of the block finds an
+ * LRU page (check_source) or a buddy page (check_target); a target-only check passes over a
+ * block that is not MOVABLE; once both checks are asked for, a block whose bit is already
+ * clear counts at once. True when the block counts as cleared. */
+static bool reset_isolation_pfn(struct mm *mm, uint32_t pfn, bool check_source, bool check_target)
+{
+	uint32_t start = pageblock_start(pfn), end;
+
+	if (pfn < mm->zone_start_pfn || pfn >= mm->nr_frames)
+		return false;
+	if (pageblock_skip_persistent(mm, pfn))
+		return false;
+	if (check_source && check_target && !pageblock_skip(mm, pfn))
+		return true;
+	if (!check_source && check_target && pageblock_mt(mm, pfn) != MM_MT_MOVABLE)
+		return false;
+	if (start < mm->zone_start_pfn)
+		start = mm->zone_start_pfn;
+	end = pageblock_start(start) + MM_HPAGE_NR - 1;
+	if (end > mm->nr_frames - 1)
+		end = mm->nr_frames - 1;
+	for (uint32_t p = start; p <= end; p += 1U << 3) {
+		const struct mm_frame *f = pfn_frame(mm, p);
+
+		if ((check_source && sample_lru(f)) || (check_target && frame_is_buddy(f))) {
+			mm->pageblock[p >> MM_PAGEBLOCK_ORDER] &= (uint8_t)~PB_SKIP;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* __reset_isolation_suitable (6.12 and 6.1 mm/compaction.c): walk the zone from both ends a
+ * block at a time, the lower half for sources, the upper half for targets; the first block
+ * cleared on each side becomes compact_init_migrate_pfn / compact_init_free_pfn and the cached
+ * position (the free side's is that block's last pfn, the zone's end - 1 less whole blocks);
+ * where no block was cleared on a side, both positions go to where the walks met. Callers go
+ * through reset_isolation_suitable, which holds the kernel's gate. */
 static void __reset_isolation_suitable(struct mm *mm)
 {
-	for (uint32_t b = 0; b < mm->nr_blocks; b++)
-		mm->pageblock[b] &= (uint8_t)~PB_SKIP;
-	mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = mm->zone_start_pfn;
-	mm->compact_cached_free_pfn = pageblock_start(mm->nr_frames - 1);
-	mm->compact_init_migrate_pfn = mm->zone_start_pfn;
-	mm->compact_init_free_pfn = mm->compact_cached_free_pfn;
+	int64_t migrate_pfn = mm->zone_start_pfn, free_pfn = (int64_t)mm->nr_frames - 1;
+	int64_t reset_migrate = free_pfn, reset_free = migrate_pfn;
+	bool source_set = false, free_set = false;
+
 	mm->compact_blockskip_flush = false;
+	for (; migrate_pfn < free_pfn; migrate_pfn += MM_HPAGE_NR, free_pfn -= MM_HPAGE_NR) {
+		if (reset_isolation_pfn(mm, (uint32_t)migrate_pfn, true, source_set) &&
+		    migrate_pfn < reset_migrate) {
+			source_set = true;
+			reset_migrate = migrate_pfn;
+			mm->compact_init_migrate_pfn = mm->compact_cached_migrate_pfn[0] =
+			    mm->compact_cached_migrate_pfn[1] = (uint32_t)reset_migrate;
+		}
+		if (reset_isolation_pfn(mm, (uint32_t)free_pfn, free_set, true) &&
+		    free_pfn > reset_free) {
+			free_set = true;
+			reset_free = free_pfn;
+			mm->compact_init_free_pfn = mm->compact_cached_free_pfn =
+			    (uint32_t)reset_free;
+		}
+	}
+	if (reset_migrate >= reset_free) {
+		mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] =
+		    (uint32_t)migrate_pfn;
+		mm->compact_cached_free_pfn = (uint32_t)free_pfn;
+	}
 }
 
 /* reset_isolation_suitable: the skip bits are flushed only on a request left by a direct

@@ -354,7 +354,8 @@ TEST(capture_hands_the_block_to_the_caller)
 }
 
 /* With nothing movable the scanners meet: COMPLETE; 6.12 resets the cached positions, asks
- * kswapd to flush skip bits, and each pfn is scanned at most once. */
+ * kswapd to flush skip bits (which keep block 0's bit: no LRU page in it), and each pfn is
+ * scanned at most once. */
 TEST(scanners_meet)
 {
 	static const char *const specs[] = {"linux-3.1", "linux-3.2", "linux-3.3", "modern-always"};
@@ -379,9 +380,41 @@ TEST(scanners_meet)
 			EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);
 			EXPECT(pageblock_skip(fe.mm, 0));
 			reset_isolation_suitable(fe.mm); /* kswapd going to sleep */
-			EXPECT(!pageblock_skip(fe.mm, 0));
+			/* no LRU page in block 0: __reset_isolation_pfn's sample leaves it */
+			EXPECT(pageblock_skip(fe.mm, 0));
 			EXPECT(!fe.mm->compact_blockskip_flush);
 		}
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* The flush (6.12 and 6.1 __reset_isolation_suitable / __reset_isolation_pfn) clears a skip
+ * bit only where a sample every 8 pages finds an LRU page (lower half) or a buddy page (upper
+ * half; a MOVABLE block until the first is cleared, then either kind), and restarts the
+ * scanners at the first blocks it cleared. Every bit set; block 0 free but for a program page at
+ * pfn 16, blocks 1-3 unmovable, blocks 4-7 free but for their last frame, block 7 UNMOVABLE:
+ * blocks 0 and 6 (the first cleared on each side), 5 and 4 come clear; the free scanner restarts
+ * at block 6's last pfn, 3583. */
+TEST(flush_samples_blocks_and_restarts_at_the_first_cleared)
+{
+	static const char *const specs[] = {"modern-always", "linux-6.1"};
+
+	for (int i = 0; i < 2; i++) {
+		struct fakeenv fe;
+
+		pool_with_targets(&fe, specs[i]);
+		ASSERT_EQ(mm_debug_place(fe.mm, 16, DBG_FOREIGN, 16), 0);
+		set_pageblock_mt(fe.mm, 3584, MM_MT_UNMOVABLE);
+		for (uint32_t b = 0; b < 8; b++)
+			set_pageblock_skip(fe.mm, b * 512);
+		fe.mm->compact_blockskip_flush = true;
+		reset_isolation_suitable(fe.mm);
+		for (uint32_t b = 0; b < 8; b++)
+			EXPECT_EQ(pageblock_skip(fe.mm, b * 512), b >= 1 && (b <= 3 || b == 7));
+		EXPECT_EQ(fe.mm->compact_init_migrate_pfn, 0);
+		EXPECT_EQ(fe.mm->compact_cached_migrate_pfn[0], 0);
+		EXPECT_EQ(fe.mm->compact_init_free_pfn, 3583);
+		EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3583);
 		fakeenv_destroy(&fe);
 	}
 }
