@@ -115,17 +115,93 @@ static bool suitable(enum mm_compact_result r)
 	return r == MM_COMPACT_CONTINUE;
 }
 
-/* __reset_isolation_suitable: clear every skip bit and restart both scanners at the ends.
- * Callers go through reset_isolation_suitable, which holds the kernel's gate. */
+/* PageLRU for the flush's sample: a program, page-cache or shared-memory page not isolated
+ * (PageLRU of a tail page is its head's). */
+static bool sample_lru(const struct mm_frame *f)
+{
+	if (f->flags & FF_ISOLATED)
+		return false;
+	return f->state == FS_ANON || f->state == FS_FILE || f->state == FS_HUGE ||
+	       f->state == FS_MTHP || f->state == FS_SHMEM;
+}
+
+/* pageblock_skip_persistent: the block is one compound page of at least pageblock order (a
+ * THP), whose skip bit a flush leaves alone. */
+static bool pageblock_skip_persistent(struct mm *mm, uint32_t pfn)
+{
+	const struct mm_frame *f = pfn_frame(mm, pfn);
+
+	return f->state == FS_HUGE ||
+	       (f->state == FS_SHMEM && frame_order(f) >= MM_PAGEBLOCK_ORDER);
+}
+
+/* __reset_isolation_pfn (6.12 and 6.1 mm/compaction.c, the same in both): clear pfn's block's
+ * skip bit only when a sample of every 1 << PAGE_ALLOC_COSTLY_ORDER pages of the block finds an
+ * LRU page (check_source) or a buddy page (check_target); a target-only check passes over a
+ * block that is not MOVABLE; once both checks are asked for, a block whose bit is already
+ * clear counts at once. True when the block counts as cleared. */
+static bool reset_isolation_pfn(struct mm *mm, uint32_t pfn, bool check_source, bool check_target)
+{
+	uint32_t start = pageblock_start(pfn), end;
+
+	if (pfn < mm->zone_start_pfn || pfn >= mm->nr_frames)
+		return false;
+	if (pageblock_skip_persistent(mm, pfn))
+		return false;
+	if (check_source && check_target && !pageblock_skip(mm, pfn))
+		return true;
+	if (!check_source && check_target && pageblock_mt(mm, pfn) != MM_MT_MOVABLE)
+		return false;
+	if (start < mm->zone_start_pfn)
+		start = mm->zone_start_pfn;
+	end = pageblock_start(start) + MM_HPAGE_NR - 1;
+	if (end > mm->nr_frames - 1)
+		end = mm->nr_frames - 1;
+	for (uint32_t p = start; p <= end; p += 1U << 3) {
+		const struct mm_frame *f = pfn_frame(mm, p);
+
+		if ((check_source && sample_lru(f)) || (check_target && frame_is_buddy(f))) {
+			mm->pageblock[p >> MM_PAGEBLOCK_ORDER] &= (uint8_t)~PB_SKIP;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* __reset_isolation_suitable (6.12 and 6.1 mm/compaction.c): walk the zone from both ends a
+ * block at a time, the lower half for sources, the upper half for targets; the first block
+ * cleared on each side becomes compact_init_migrate_pfn / compact_init_free_pfn and the cached
+ * position (the free side's is that block's last pfn, the zone's end - 1 less whole blocks);
+ * where no block was cleared on a side, both positions go to where the walks met. Callers go
+ * through reset_isolation_suitable, which holds the kernel's gate. */
 static void __reset_isolation_suitable(struct mm *mm)
 {
-	for (uint32_t b = 0; b < mm->nr_blocks; b++)
-		mm->pageblock[b] &= (uint8_t)~PB_SKIP;
-	mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] = mm->zone_start_pfn;
-	mm->compact_cached_free_pfn = pageblock_start(mm->nr_frames - 1);
-	mm->compact_init_migrate_pfn = mm->zone_start_pfn;
-	mm->compact_init_free_pfn = mm->compact_cached_free_pfn;
+	int64_t migrate_pfn = mm->zone_start_pfn, free_pfn = (int64_t)mm->nr_frames - 1;
+	int64_t reset_migrate = free_pfn, reset_free = migrate_pfn;
+	bool source_set = false, free_set = false;
+
 	mm->compact_blockskip_flush = false;
+	for (; migrate_pfn < free_pfn; migrate_pfn += MM_HPAGE_NR, free_pfn -= MM_HPAGE_NR) {
+		if (reset_isolation_pfn(mm, (uint32_t)migrate_pfn, true, source_set) &&
+		    migrate_pfn < reset_migrate) {
+			source_set = true;
+			reset_migrate = migrate_pfn;
+			mm->compact_init_migrate_pfn = mm->compact_cached_migrate_pfn[0] =
+			    mm->compact_cached_migrate_pfn[1] = (uint32_t)reset_migrate;
+		}
+		if (reset_isolation_pfn(mm, (uint32_t)free_pfn, free_set, true) &&
+		    free_pfn > reset_free) {
+			free_set = true;
+			reset_free = free_pfn;
+			mm->compact_init_free_pfn = mm->compact_cached_free_pfn =
+			    (uint32_t)reset_free;
+		}
+	}
+	if (reset_migrate >= reset_free) {
+		mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] =
+		    (uint32_t)migrate_pfn;
+		mm->compact_cached_free_pfn = (uint32_t)free_pfn;
+	}
 }
 
 /* reset_isolation_suitable: the skip bits are flushed only on a request left by a direct
@@ -645,10 +721,7 @@ static uint32_t isolate_free_block(struct mm *mm, struct compact_control *cc, ui
 	if (!zone_watermark_ok(mm, 0, wmark_pages(mm, w) + (1U << order), 0))
 		return 0;
 	del_free_block(mm, pfn);
-	f->order = (uint8_t)order;
-	f->flags = FF_ISOLATED;
-	f->next = cc->freepages;
-	cc->freepages = pfn;
+	add_target(mm, cc, pfn, order);
 	cc->nr_freepages += 1U << order;
 	mm->nr_isolated += 1U << order;
 	mm->nr_isolated_free += 1U << order;
@@ -1133,20 +1206,6 @@ static bool migrate_batch_modern(struct mm *mm, struct compact_control *cc, uint
 	return false;
 }
 
-/* The highest pfn among the targets still held: where the free scanner restarts next time
- * once they go back (compact_zone's out path, "so we don't leave any returned pages behind in
- * the next attempt": 6.12 mm/compaction.c release_free_list and 6.1 release_freepages return
- * the highest pfn they freed, whichever list or order it was on). */
-static uint32_t highest_freepage(struct mm *mm, const struct compact_control *cc)
-{
-	uint32_t high = 0;
-
-	for (uint32_t pfn = cc->freepages; pfn != MM_NO_PFN; pfn = pfn_frame(mm, pfn)->next)
-		if (pfn > high)
-			high = pfn;
-	return high;
-}
-
 static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_control *cc)
 {
 	enum mm_compact_result ret;
@@ -1199,8 +1258,11 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 		}
 	}
 out:
+	/* the cached free position goes up to the block of the highest target given back, "so we
+	 * don't leave any returned pages behind in the next attempt" (6.12 release_free_list, 6.1
+	 * release_freepages return the highest pfn they freed) */
 	if (cc->nr_freepages) {
-		uint32_t free_pfn = pageblock_start(highest_freepage(mm, cc));
+		uint32_t free_pfn = pageblock_start(highest_target(mm, cc));
 
 		release_freepages(mm, cc);
 		if (free_pfn > mm->compact_cached_free_pfn)
@@ -1247,11 +1309,11 @@ __stall_frame enum mm_compact_result try_to_compact_pages(struct mm *mm, struct 
 	    .mode = mode,
 	    .alloc_flags = ac->alloc_flags,
 	    .direct = true,
-	    .freepages = MM_NO_PFN,
 	    .fc = ac->fc,
 	};
 	enum mm_compact_result ret;
 
+	init_targets(&cc);
 	*captured = MM_NO_PFN;
 	if (!(ac->gfp & GFP_IO) || (!era_modern(mm) && !(ac->gfp & GFP_FS)))
 		return MM_COMPACT_SKIPPED;
@@ -1300,11 +1362,11 @@ __stall_frame uint64_t kcompactd_do_work(struct mm *mm, void *call)
 	    .migratetype = MM_MT_MOVABLE,
 	    .mode = MM_MIGRATE_SYNC_LIGHT,
 	    .alloc_flags = WMARK_MIN,
-	    .freepages = MM_NO_PFN,
 	    .fc = &fc,
 	};
 	enum mm_compact_result ret;
 
+	init_targets(&cc);
 	count_event(mm, MM_STAT_COMPACT_DAEMON_WAKE, 1);
 	mm->kcompactd_awake = false;
 	mm->kcompactd_max_order = 0;
@@ -1350,10 +1412,10 @@ int proactive_compact_node(struct mm *mm, void *call)
 	    .ignore_skip_hint = true,
 	    .proactive = true,
 	    .proactive_low = low,
-	    .freepages = MM_NO_PFN,
 	    .fc = &fc,
 	};
 
+	init_targets(&cc);
 	if (!mm->cfg.policy.proactiveness || mm->kswapd_awake || before <= high)
 		return -1;
 	count_event(mm, MM_STAT_COMPACT_DAEMON_WAKE, 1);

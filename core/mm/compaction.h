@@ -27,8 +27,11 @@ struct compact_control {
 	uint32_t free_pfn;     /* free scanner position (moves down) */
 	uint32_t migratepages[CC_MIGRATE_MAX]; /* isolated sources */
 	unsigned nr_migratepages;
-	uint32_t freepages;    /* isolated free blocks: stack linked through ->next */
-	unsigned nr_freepages; /* frames in freepages */
+	/* isolated free targets, linked through ->next, in the order they are used
+	 * (migrate.c: 6.12 one list per order, 6.1 and 3.x everything on freelist[0]) */
+	uint32_t freelist[MM_MAX_ORDER + 1];
+	uint32_t freelist_tail[MM_MAX_ORDER + 1];
+	unsigned nr_freepages; /* frames on the target lists */
 	uint64_t total_migrate_scanned;
 	uint64_t total_free_scanned;
 	struct capture_control *capc; /* modern direct compaction: catch a freed block */
@@ -46,6 +49,10 @@ struct compact_control {
 
 /* migrate.c */
 int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succeeded);
+void init_targets(struct compact_control *cc);
+void add_target(struct mm *mm, struct compact_control *cc, uint32_t pfn, unsigned order);
+bool have_targets(const struct compact_control *cc);
+uint32_t highest_target(struct mm *mm, const struct compact_control *cc);
 uint32_t compaction_alloc(struct mm *mm, struct compact_control *cc);
 void release_freepages(struct mm *mm, struct compact_control *cc);
 void isolate_freepages(struct mm *mm, struct compact_control *cc);

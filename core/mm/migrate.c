@@ -15,47 +15,147 @@
 
 /* ---- Targets ------------------------------------------------------------------------------ */
 
-/* compaction_alloc: one order-0 target, splitting an isolated block if needed; runs the free
- * scanner when none is left. */
+/* The isolated targets and the order they are used in:
+ *  - 6.12 keeps one list per order (mm/compaction.c cc->freepages[order]): isolate_freepages_block
+ *    and fast_isolate_freepages list_add_tail a block on its order's list; compaction_alloc takes
+ *    the first block of the smallest order that fits and list_adds the upper halves of a split at
+ *    the head of the lower orders' lists; compaction_free list_adds an unused target at the head
+ *    of its order's list; release_free_list frees them order by order, each list from its head.
+ *  - 6.1 keeps one list of order-0 pages: isolate_freepages ends with split_map_pages, which
+ *    list_adds every page of every block, in isolation order, to a fresh list, so the last page
+ *    of the block isolated last is used first. isolate_freepages runs only on an empty list
+ *    (compaction_alloc), so splitting each block as it is isolated, its pages pushed in
+ *    ascending order, gives the same list. compaction_alloc takes the head, compaction_free
+ *    list_adds, release_freepages frees each page in list order.
+ *  - 3.x (not re-read): one stack of blocks, the last isolated first, each used from its lowest
+ *    pfn up, split on demand. */
+static bool targets_per_order(const struct mm *mm)
+{
+	return era_modern(mm) && !era_6_1(mm);
+}
+
+void init_targets(struct compact_control *cc)
+{
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++)
+		cc->freelist[o] = cc->freelist_tail[o] = MM_NO_PFN;
+}
+
+bool have_targets(const struct compact_control *cc)
+{
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++)
+		if (cc->freelist[o] != MM_NO_PFN)
+			return true;
+	return false;
+}
+
+/* An isolated block of the given order (frame fields only; the caller counts it). */
+static void mark_target(struct mm *mm, uint32_t pfn, unsigned order)
+{
+	struct mm_frame *f = pfn_frame(mm, pfn);
+
+	f->order = (uint8_t)order;
+	f->flags = FF_ISOLATED;
+}
+
+static void push_target(struct mm *mm, struct compact_control *cc, unsigned list, uint32_t pfn)
+{
+	pfn_frame(mm, pfn)->next = cc->freelist[list];
+	if (cc->freelist[list] == MM_NO_PFN)
+		cc->freelist_tail[list] = pfn;
+	cc->freelist[list] = pfn;
+}
+
+static void append_target(struct mm *mm, struct compact_control *cc, unsigned list, uint32_t pfn)
+{
+	pfn_frame(mm, pfn)->next = MM_NO_PFN;
+	if (cc->freelist[list] == MM_NO_PFN)
+		cc->freelist[list] = pfn;
+	else
+		pfn_frame(mm, cc->freelist_tail[list])->next = pfn;
+	cc->freelist_tail[list] = pfn;
+}
+
+static uint32_t pop_target(struct mm *mm, struct compact_control *cc, unsigned list)
+{
+	uint32_t pfn = cc->freelist[list];
+
+	cc->freelist[list] = pfn_frame(mm, pfn)->next;
+	if (cc->freelist[list] == MM_NO_PFN)
+		cc->freelist_tail[list] = MM_NO_PFN;
+	return pfn;
+}
+
+/* A buddy block just taken off the free lists becomes a target (the caller counts it). */
+void add_target(struct mm *mm, struct compact_control *cc, uint32_t pfn, unsigned order)
+{
+	if (targets_per_order(mm)) {
+		mark_target(mm, pfn, order);
+		append_target(mm, cc, order, pfn);
+	} else if (era_6_1(mm)) {
+		for (uint32_t p = pfn; p < pfn + (1U << order); p++) {
+			mark_target(mm, p, 0);
+			push_target(mm, cc, 0, p);
+		}
+	} else {
+		mark_target(mm, pfn, order);
+		push_target(mm, cc, 0, pfn);
+	}
+}
+
+/* The highest pfn among the targets held (a block counts by its first pfn, as the kernel's
+ * release_free_list / release_freepages see it). */
+uint32_t highest_target(struct mm *mm, const struct compact_control *cc)
+{
+	uint32_t high = 0;
+
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++)
+		for (uint32_t pfn = cc->freelist[o]; pfn != MM_NO_PFN;
+		     pfn = pfn_frame(mm, pfn)->next)
+			if (pfn > high)
+				high = pfn;
+	return high;
+}
+
+/* compaction_alloc: one order-0 target, from the smallest order that has one, splitting a
+ * block if needed; runs the free scanner when none is left. */
 uint32_t compaction_alloc(struct mm *mm, struct compact_control *cc)
 {
+	bool per_order = targets_per_order(mm);
+	unsigned list = 0;
 	uint32_t pfn;
 	unsigned order;
 
-	if (cc->freepages == MM_NO_PFN)
+	if (!have_targets(cc))
 		isolate_freepages(mm, cc);
-	if (cc->freepages == MM_NO_PFN)
+	while (list <= MM_MAX_ORDER && cc->freelist[list] == MM_NO_PFN)
+		list++;
+	if (list > MM_MAX_ORDER)
 		return MM_NO_PFN;
-	pfn = cc->freepages;
-	cc->freepages = pfn_frame(mm, pfn)->next;
+	pfn = pop_target(mm, cc, list);
 	order = frame_order(pfn_frame(mm, pfn));
 	while (order > 0) {
 		uint32_t upper;
 
 		order--;
 		upper = pfn + (1U << order);
-		pfn_frame(mm, upper)->order = (uint8_t)order;
-		pfn_frame(mm, upper)->flags = FF_ISOLATED;
-		pfn_frame(mm, upper)->next = cc->freepages;
-		cc->freepages = upper;
+		mark_target(mm, upper, order);
+		push_target(mm, cc, per_order ? order : 0, upper);
 	}
 	pfn_frame(mm, pfn)->order = 0;
 	cc->nr_freepages--;
 	return pfn;
 }
 
-/* A target that was not used: back to the compaction's list (6.12 compaction_free) or, in
- * 3.x, freed to the buddy allocator (putback_lru_page(newpage)). */
+/* A target that was not used: back to the head of the compaction's order-0 list (6.12 and
+ * 6.1 compaction_free) or, in 3.x, freed to the buddy allocator (putback_lru_page(newpage)). */
 static void release_target(struct mm *mm, struct compact_control *cc, uint32_t pfn)
 {
 	struct mm_frame *f = pfn_frame(mm, pfn);
 
 	if (era_modern(mm)) {
 		f->state = FS_FREE;
-		f->order = 0;
-		f->flags = FF_ISOLATED;
-		f->next = cc->freepages;
-		cc->freepages = pfn;
+		mark_target(mm, pfn, 0);
+		push_target(mm, cc, 0, pfn);
 		cc->nr_freepages++;
 		return;
 	}
@@ -64,20 +164,22 @@ static void release_target(struct mm *mm, struct compact_control *cc, uint32_t p
 	free_frames(mm, pfn, 0, cc->capc);
 }
 
-/* release_freepages: every isolated target goes back to the buddy allocator. */
+/* release_freepages: every isolated target goes back to the buddy allocator, order by order,
+ * each list from its head (6.12 release_free_list, 6.1 release_freepages). */
 void release_freepages(struct mm *mm, struct compact_control *cc)
 {
-	while (cc->freepages != MM_NO_PFN) {
-		uint32_t pfn = cc->freepages;
-		struct mm_frame *f = pfn_frame(mm, pfn);
-		unsigned order = frame_order(f);
+	for (unsigned o = 0; o <= MM_MAX_ORDER; o++) {
+		while (cc->freelist[o] != MM_NO_PFN) {
+			uint32_t pfn = pop_target(mm, cc, o);
+			struct mm_frame *f = pfn_frame(mm, pfn);
+			unsigned order = frame_order(f);
 
-		cc->freepages = f->next;
-		mm->nr_isolated -= 1U << order;
-		mm->nr_isolated_free -= 1U << order;
-		f->flags = 0;
-		f->order = ORDER_TAIL;
-		free_one_block(mm, pfn, order, cc->capc);
+			mm->nr_isolated -= 1U << order;
+			mm->nr_isolated_free -= 1U << order;
+			f->flags = 0;
+			f->order = ORDER_TAIL;
+			free_one_block(mm, pfn, order, cc->capc);
+		}
 	}
 	cc->nr_freepages = 0;
 }
@@ -490,7 +592,7 @@ __stall_frame static int unmap_and_move(struct mm *mm, struct compact_control *c
 void abandon_compaction(struct compact_control *cc)
 {
 	cc->nr_migratepages = 0;
-	cc->freepages = MM_NO_PFN;
+	init_targets(cc);
 	cc->nr_freepages = 0;
 	if (cc->capc)
 		cc->capc->pfn = MM_NO_PFN;

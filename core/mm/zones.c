@@ -76,8 +76,12 @@ int mm_snapshot_zones(struct mm_snapshot *s, const struct mm_snapshot_zone *z, u
 				lz->wmark[w] = src->wmark[w];
 			lz->lowmem_reserve = src->lowmem_reserve;
 		}
+		/* compact_zone (6.12, 6.1) moves a cached migrate position below the zone to its
+		 * start; compact_init_migrate_pfn stays 0 (the zone is zeroed and only
+		 * __reset_isolation_suitable sets it), so no compaction of a zone above pfn 0 is
+		 * whole_zone before the first skip-bit flush */
 		mm->compact_cached_migrate_pfn[0] = mm->compact_cached_migrate_pfn[1] =
-		    mm->compact_init_migrate_pfn = mm->zone_start_pfn;
+		    mm->zone_start_pfn;
 	}
 	mm_unlock(mm);
 	return ret;

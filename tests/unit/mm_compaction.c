@@ -354,7 +354,8 @@ TEST(capture_hands_the_block_to_the_caller)
 }
 
 /* With nothing movable the scanners meet: COMPLETE; 6.12 resets the cached positions, asks
- * kswapd to flush skip bits, and each pfn is scanned at most once. */
+ * kswapd to flush skip bits (which keep block 0's bit: no LRU page in it), and each pfn is
+ * scanned at most once. */
 TEST(scanners_meet)
 {
 	static const char *const specs[] = {"linux-3.1", "linux-3.2", "linux-3.3", "modern-always"};
@@ -379,9 +380,41 @@ TEST(scanners_meet)
 			EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);
 			EXPECT(pageblock_skip(fe.mm, 0));
 			reset_isolation_suitable(fe.mm); /* kswapd going to sleep */
-			EXPECT(!pageblock_skip(fe.mm, 0));
+			/* no LRU page in block 0: __reset_isolation_pfn's sample leaves it */
+			EXPECT(pageblock_skip(fe.mm, 0));
 			EXPECT(!fe.mm->compact_blockskip_flush);
 		}
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* The flush (6.12 and 6.1 __reset_isolation_suitable / __reset_isolation_pfn) clears a skip
+ * bit only where a sample every 8 pages finds an LRU page (lower half) or a buddy page (upper
+ * half; a MOVABLE block until the first is cleared, then either kind), and restarts the
+ * scanners at the first blocks it cleared. Every bit set; block 0 free but for a program page at
+ * pfn 16, blocks 1-3 unmovable, blocks 4-7 free but for their last frame, block 7 UNMOVABLE:
+ * blocks 0 and 6 (the first cleared on each side), 5 and 4 come clear; the free scanner restarts
+ * at block 6's last pfn, 3583. */
+TEST(flush_samples_blocks_and_restarts_at_the_first_cleared)
+{
+	static const char *const specs[] = {"modern-always", "linux-6.1"};
+
+	for (int i = 0; i < 2; i++) {
+		struct fakeenv fe;
+
+		pool_with_targets(&fe, specs[i]);
+		ASSERT_EQ(mm_debug_place(fe.mm, 16, DBG_FOREIGN, 16), 0);
+		set_pageblock_mt(fe.mm, 3584, MM_MT_UNMOVABLE);
+		for (uint32_t b = 0; b < 8; b++)
+			set_pageblock_skip(fe.mm, b * 512);
+		fe.mm->compact_blockskip_flush = true;
+		reset_isolation_suitable(fe.mm);
+		for (uint32_t b = 0; b < 8; b++)
+			EXPECT_EQ(pageblock_skip(fe.mm, b * 512), b >= 1 && (b <= 3 || b == 7));
+		EXPECT_EQ(fe.mm->compact_init_migrate_pfn, 0);
+		EXPECT_EQ(fe.mm->compact_cached_migrate_pfn[0], 0);
+		EXPECT_EQ(fe.mm->compact_init_free_pfn, 3583);
+		EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3583);
 		fakeenv_destroy(&fe);
 	}
 }
@@ -422,9 +455,10 @@ TEST(restart_flushes_skip_bits_only_when_asked)
 /* The targets a compaction still holds at its end go back, and the free scanner's cached
  * position rises to the block of the highest of them (6.12 release_free_list, 6.1
  * release_freepages return the highest pfn freed). Proactive compaction (no fast search):
- * the free scanner takes block 7's 8 free frames and, still short, 64 from block 6; the 40
- * pages of block 0 move into block 6's and the score is met. Left: 24 in block 6 (taken
- * last, used first) and block 7's 8, so the next scan starts at block 7, not block 6. */
+ * the free scanner takes block 7's 16 free frames (an order-4 block) and, still short, block
+ * 6's 8 (order 3); the 20 pages of block 0 move and the score is met. Block 6's go first in
+ * both eras (6.12: the smaller order; 6.1: the block isolated last), then 12 of block 7's;
+ * 4 of block 7 are left, so the next scan starts at block 7, not block 6. */
 TEST(release_raises_cached_free_to_the_highest_target)
 {
 	static const char *const specs[] = {"modern-always:proactiveness=90",
@@ -432,20 +466,99 @@ TEST(release_raises_cached_free_to_the_highest_target)
 
 	for (int i = 0; i < 2; i++) {
 		struct fakeenv fe;
+		unsigned left = 0;
+		char err[256];
+
+		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
+		for (uint32_t p = 0; p < 20; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
+		for (uint32_t p = 512; p < 4096; p++)
+			if (!(p >= 3584 && p < 3600) && !(p >= 3072 && p < 3080))
+				ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
+		EXPECT_EQ(proactive_compact_node(fe.mm, NULL), 1);
+		EXPECT(block0_free(&fe));
+		for (uint32_t p = 3072; p < 3080; p++)
+			EXPECT_NE(pfn_frame(fe.mm, p)->state, FS_FREE);
+		for (uint32_t p = 3584; p < 3600; p++)
+			left += pfn_frame(fe.mm, p)->state == FS_FREE;
+		EXPECT_EQ(left, 4);
+		EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* The order migration targets are used in. Proactive compaction (no fast search): the free
+ * scanner takes block 7's 16 free frames (an order-4 block at 3584), then block 6's 64 (order
+ * 6 at 3072); the 40 pages of block 0 move. 6.12 (mm/compaction.c cc->freepages[order],
+ * compaction_alloc) takes the smallest order first and a split block from its lowest pfn up:
+ * all of block 7's, then 3072..3095. 6.1 (split_map_pages list_adds each page) takes the last
+ * page isolated first: 3135 down to 3096, block 7 untouched. */
+TEST(targets_are_used_in_each_eras_order)
+{
+	static const char *const specs[] = {"modern-always:proactiveness=90",
+					    "linux-6.1:proactiveness=90"};
+
+	for (int i = 0; i < 2; i++) {
+		uint32_t lo = i ? 3096 : 3072, hi = i ? 3136 : 3096;
+		struct fakeenv fe;
 		char err[256];
 
 		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
 		for (uint32_t p = 0; p < 40; p++)
 			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, p), 0);
 		for (uint32_t p = 512; p < 4096; p++)
-			if (!(p >= 3584 && p < 3592) && !(p >= 3072 && p < 3136))
+			if (!(p >= 3584 && p < 3600) && !(p >= 3072 && p < 3136))
 				ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
 		EXPECT_EQ(proactive_compact_node(fe.mm, NULL), 1);
 		EXPECT(block0_free(&fe));
-		for (uint32_t p = 3584; p < 3592; p++)
-			EXPECT_EQ(pfn_frame(fe.mm, p)->state, FS_FREE);
-		EXPECT_EQ(fe.mm->compact_cached_free_pfn, 3584);
+		for (uint32_t p = 3072; p < 3136; p++)
+			EXPECT_EQ(pfn_frame(fe.mm, p)->state == FS_FREE, p < lo || p >= hi);
+		for (uint32_t p = 3584; p < 3600; p++)
+			EXPECT_EQ(pfn_frame(fe.mm, p)->state == FS_FREE, i == 1);
 		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* compact_init_migrate_pfn is 0 until the first skip-bit flush (the zone is zeroed; only 6.12
+ * and 6.1 __reset_isolation_suitable set it), so in a zone that does not start at pfn 0 a
+ * compaction is not whole_zone before then, and scanners that meet give PARTIAL_SKIPPED
+ * (compact_finished), not COMPLETE. DMA [0, 2048) unmovable; DMA32 [2048, 4096): each block's
+ * first frame unmovable, the rest free, nothing to move. */
+TEST(init_migrate_pfn_is_zero_until_a_flush)
+{
+	static const char *const specs[] = {"modern-always", "linux-6.1"};
+
+	for (int i = 0; i < 2; i++) {
+		struct mm_snapshot_zone z[2] = {
+		    {.name = "DMA", .start = 0, .end = 2048, .wmark = {10, 12, 14}},
+		    {.name = "DMA32", .start = 2048, .end = 4096, .wmark = {20, 25, 30}}};
+		struct mm_snapshot_run r[1 + 4 * 10];
+		uint32_t wm[3] = {20, 25, 30};
+		struct mm_snapshot snap;
+		struct fakeenv fe;
+		unsigned n = 0;
+		struct run res;
+		char err[256];
+
+		r[n++] = (struct mm_snapshot_run){.kind = MM_SNAP_UNMOVABLE, .len = 2048};
+		for (int b = 0; b < 4; b++) {
+			r[n++] = (struct mm_snapshot_run){.kind = MM_SNAP_UNMOVABLE, .len = 1};
+			for (unsigned o = 0; o < 9; o++)
+				r[n++] = (struct mm_snapshot_run){
+				    .kind = MM_SNAP_FREE, .len = 1U << o, .order = (uint8_t)o};
+		}
+		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
+		ASSERT_EQ(mm_snapshot_begin(fe.mm, &snap), 0);
+		ASSERT_EQ(mm_snapshot_zones(&snap, z, 2, err, sizeof(err)), 0);
+		ASSERT_EQ(mm_snapshot_runs(&snap, r, n, err, sizeof(err)), 0);
+		ASSERT_EQ(mm_snapshot_end(&snap, wm, err, sizeof(err)), 0);
+		EXPECT_EQ(fe.mm->compact_init_migrate_pfn, 0);
+		compact(&fe, MM_MIGRATE_SYNC_LIGHT, &res);
+		EXPECT_EQ(res.result, MM_COMPACT_PARTIAL_SKIPPED);
+		EXPECT_EQ(res.st[MM_STAT_PGMIGRATE_SUCCESS], 0);
+		EXPECT(fe.mm->compact_blockskip_flush);
 		fakeenv_destroy(&fe);
 	}
 }
