@@ -576,10 +576,15 @@ static int write_real_record(const struct fopts *o)
 	/* an earlier request's boots kept in a reused DIR go first: --real-from never pairs this
 	 * record with a console log or snapshot of a boot this request did not reach */
 	for (int k = 0; k < o->nset; k++) {
-		int e;
+		struct stat st;
+		int e = 0;
 
+		/* never through a symbolic link: only what thpemu made under DIR goes */
+		oracle_fmt(path, sizeof(path), "%s/%d-%s", o->dir, k + 1, o->defrag[k]);
+		if (!lstat(path, &st) && !S_ISDIR(st.st_mode))
+			e = -ENOTDIR;
 		oracle_fmt(path, sizeof(path), "%s/%d-%s/real", o->dir, k + 1, o->defrag[k]);
-		if ((e = oracle_rm_rf(path)) < 0) {
+		if (e || (e = oracle_rm_rf(path)) < 0) {
 			prog_error(CMD, "'%s': %s", path, strerror(-e));
 			json_decref(id);
 			return -1;

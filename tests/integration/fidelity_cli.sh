@@ -142,7 +142,8 @@ if [ "$(id -u)" = 0 ] && [ -w /dev/userfaultfd ]; then
 	# before anything boots); with one setting changed it is refused for that setting
 	if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
 		mkdir -p "$T_TMP/made/1-always/real"
-		cp "$T_TMP/kept3/1-always/real/boot-1.log" "$T_TMP/made/1-always/real/boot-1.log"
+		cp "$T_TMP/kept3/1-always/real/boot-1.log" "$T_TMP/made/1-always/real/boot-1.log" ||
+			fail "the earlier request's log could not be made"
 		"$THPEMU" fidelity --offline --qemu /bin/false --keep "$T_TMP/made" --boots 2 \
 			--defrag always,never --workload fragfault --fill 90% >/dev/null 2>"$T_TMP/made.err"
 		expect_eq "a keep without a kernel: status" "$?" 1

@@ -60,7 +60,8 @@ static void probe_over(struct uffd_live *lv)
 {
 	uint64_t give_up = clock_now_ns() + 60ULL * 1000 * 1000 * 1000;
 
-	while (lv->probe_base && !__atomic_load_n(&lv->stats->probe.n, __ATOMIC_ACQUIRE)) {
+	/* probe_len goes to 0 however the probe ends (probe.n only when it measured enough) */
+	while (lv->probe_base && __atomic_load_n(&lv->probe_len, __ATOMIC_ACQUIRE)) {
 		ASSERT(clock_now_ns() < give_up); /* the probe never ended: a defect of its own */
 		usleep(1000);
 	}
