@@ -644,47 +644,21 @@ TEST(nr_to_reclaim_counts_per_pass)
 	fakeenv_destroy(&fe);
 }
 
-/* 3.1-3.3 get_scan_count force-scans for kswapd (and memcg reclaim) only: a direct reclaim pass
- * scans lru >> priority, none at all while that is 0. A 16 MiB pool with 40 clean page-cache
+/* 3.1-3.3 get_scan_count force-scans for kswapd (and memcg reclaim) only, and 6.1's and 6.12's
+ * have no force_scan at all (only a deleted memcg's list is scanned when lru >> priority is 0,
+ * and the root memcg is online): a direct reclaim pass scans lru >> priority, none at all while
+ * that is 0. A 16 MiB pool with 40 clean page-cache
  * pages, the rest unmovable, free just under MIN: an order-0 allocation's reclaim finds nothing
  * to scan at priorities 12 to 6, then reclaims 1, 2, 4, 8, 12 and the last 13 pages at
  * priorities 5 to 0 (still short of 32 until the end): all 40. Scanning SWAP_CLUSTER_MAX at
  * priority 12 instead would have stopped there with 32. */
-TEST(direct_reclaim_does_not_force_scan_a_short_list_in_3x)
+TEST(direct_reclaim_does_not_force_scan_a_short_list)
 {
 	static const char *const specs[] = {"linux-3.1:kswapd=no", "linux-3.2:kswapd=no",
-					    "linux-3.3:kswapd=no"};
+					    "linux-3.3:kswapd=no", "linux-6.1:kswapd=no",
+					    "modern-always:kswapd=no"};
 
-	for (unsigned i = 0; i < 3; i++) {
-		struct fakeenv fe;
-		struct mm_counts c;
-		char err[256];
-		uint32_t pfn = 40;
-
-		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
-		for (uint32_t p = 0; p < 40; p++)
-			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FILE_CLEAN, own(p)), 0);
-		for (mm_get_counts(fe.mm, &c); c.free + 10 > c.wmark_min; mm_get_counts(fe.mm, &c))
-			ASSERT_EQ(mm_debug_place(fe.mm, pfn++, DBG_UNMOVABLE, 0), 0);
-		ASSERT_EQ(fe.mm->nr_lru[0], 40);
-		small_alloc(&fe, 0);
-		EXPECT_EQ(stat(&fe, MM_STAT_ALLOCSTALL), 1);
-		EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_DIRECT), 40);
-		EXPECT_EQ(stat(&fe, MM_STAT_PGSCAN_DIRECT), 40);
-		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
-		fakeenv_destroy(&fe);
-	}
-}
-
-/* 6.1 and 6.12 get_scan_count have no force_scan: only a deleted memcg's list is scanned when
- * lru >> priority is 0 (the root memcg is online), so modern direct reclaim over the 3.x test's
- * pool (40 clean page-cache pages in 16 MiB) scans nothing at priorities 12 to 6 either and
- * reclaims all 40 on the way down; the old forced SWAP_CLUSTER_MAX would have stopped at 32. */
-TEST(direct_reclaim_does_not_force_scan_a_short_list_in_6x)
-{
-	static const char *const specs[] = {"linux-6.1:kswapd=no", "modern-always:kswapd=no"};
-
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		struct fakeenv fe;
 		struct mm_counts c;
 		char err[256];
