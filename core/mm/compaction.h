@@ -51,7 +51,6 @@ struct compact_control {
 int migrate_frames(struct mm *mm, struct compact_control *cc, unsigned *nr_succeeded);
 void init_targets(struct compact_control *cc);
 void add_target(struct mm *mm, struct compact_control *cc, uint32_t pfn, unsigned order);
-bool have_targets(const struct compact_control *cc);
 uint32_t highest_target(struct mm *mm, const struct compact_control *cc);
 uint32_t compaction_alloc(struct mm *mm, struct compact_control *cc);
 void release_freepages(struct mm *mm, struct compact_control *cc);

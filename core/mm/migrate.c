@@ -40,12 +40,14 @@ void init_targets(struct compact_control *cc)
 		cc->freelist[o] = cc->freelist_tail[o] = MM_NO_PFN;
 }
 
-bool have_targets(const struct compact_control *cc)
+/* The smallest order with a target held, MM_MAX_ORDER + 1 when none is. */
+static unsigned first_target_list(const struct compact_control *cc)
 {
-	for (unsigned o = 0; o <= MM_MAX_ORDER; o++)
-		if (cc->freelist[o] != MM_NO_PFN)
-			return true;
-	return false;
+	unsigned o = 0;
+
+	while (o <= MM_MAX_ORDER && cc->freelist[o] == MM_NO_PFN)
+		o++;
+	return o;
 }
 
 /* An isolated block of the given order (frame fields only; the caller counts it). */
@@ -121,14 +123,14 @@ uint32_t highest_target(struct mm *mm, const struct compact_control *cc)
 uint32_t compaction_alloc(struct mm *mm, struct compact_control *cc)
 {
 	bool per_order = targets_per_order(mm);
-	unsigned list = 0;
+	unsigned list = first_target_list(cc);
 	uint32_t pfn;
 	unsigned order;
 
-	if (!have_targets(cc))
+	if (list > MM_MAX_ORDER) {
 		isolate_freepages(mm, cc);
-	while (list <= MM_MAX_ORDER && cc->freelist[list] == MM_NO_PFN)
-		list++;
+		list = first_target_list(cc);
+	}
 	if (list > MM_MAX_ORDER)
 		return MM_NO_PFN;
 	pfn = pop_target(mm, cc, list);
