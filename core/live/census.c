@@ -753,12 +753,31 @@ static long seg_pss_kb(const struct light *l, uint64_t *pm)
 	return rc ? rc : (long)((pss >> PSS_SHIFT) >> 10);
 }
 
-/* --log debug: the rollup's figure beside the mapcounts' (read before and after it: the host
- * or this process's own threads may map a page of the segment meanwhile), one line on stderr
- * (tests/integration/live_census.sh compares them on real programs). */
-static void seg_pss_check(const struct light *l, long kb, char *buf)
+/* The segment's resident runs noted afresh: 0, or -errno. */
+static int seg_rescan(struct light *l)
 {
-	long roll = pss_shmem_kb(buf), again = seg_pss_kb(l, (uint64_t *)buf);
+	uint64_t rss, anon;
+	int rc;
+
+	l->nseg_run = 0;
+	l->n = l->i = 0;
+	l->next = l->seg.lo;
+	l->in_seg = true;
+	rc = scan_vma(l, l->seg.lo, l->seg.hi, &rss, &anon);
+	l->in_seg = false;
+	return rc;
+}
+
+/* --log debug: the rollup's figure beside the mapcounts' (read before and after it: the host
+ * or this process's own threads may map a page of the segment meanwhile, so the second read
+ * scans the segment again for the pages that became resident since the census's scan), one
+ * line on stderr (tests/integration/live_census.sh compares them on real programs). */
+static void seg_pss_check(struct light *l, long kb, char *buf)
+{
+	long roll = pss_shmem_kb(buf), again = seg_rescan(l);
+
+	if (again == 0)
+		again = seg_pss_kb(l, (uint64_t *)buf);
 	char msg[160];
 	int n =
 	    snprintf(msg, sizeof(msg),
