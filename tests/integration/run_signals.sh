@@ -76,9 +76,9 @@ say "SIGTERM to the pid and to the group, SIGUSR1: once each"
 # 3. timeout -s INT signals thpemu run and its group: the program sees what it sees natively.
 # Natively the pair is a race: one signal when the second kill comes while the first is still
 # pending, two when the program's handler ran in between (timeout preempted by its woken child:
-# 1 of 30 native runs at load 10). Each try must be one of those, and the usual outcome of five
-# tries must be the native one.
-majority() { sort | uniq -c | sort -rn | awk 'NR == 1 { $1 = ""; sub(/^ /, ""); print }'; }
+# 1 of 30 native runs at load 10, about half on an idle 2-CPU machine). Each try must be one of
+# those, and the outcomes under thpemu must meet the native ones: a launcher that always merged
+# the pair, or always split it, against a native run that never did, fails.
 natives= runs=
 for i in 1 2 3 4 5; do
 	native=$(timeout -s INT 1 "$SIGCOUNT" 300 - INT)
@@ -87,11 +87,11 @@ for i in 1 2 3 4 5; do
 	natives+="$native"$'\n'
 	runs+="$run"$'\n'
 done
-native=$(printf '%s' "$natives" | majority)
-run=$(printf '%s' "$runs" | majority)
-expect_eq "timeout -s INT, the usual outcome of 5 (natively: $(printf "%s" "$natives" | paste -sd,))" \
-	"$run" "$native"
-say "timeout -s INT: '$run' usually, as natively"
+native=$(printf '%s' "$natives" | sort -u | paste -sd,)
+run=$(printf '%s' "$runs" | sort -u | paste -sd,)
+printf '%s' "$runs" | sort -u | grep -qxF -f <(printf '%s' "$natives" | sort -u) ||
+	fail "timeout -s INT: under thpemu only '$run' in 5 tries, natively only '$native'"
+say "timeout -s INT: '$run' under thpemu, '$native' natively (5 tries each)"
 
 # 4. what the program inherits: mask and dispositions as the caller left them; SIGCHLD ignored
 state_as_caller() { # a caller that blocks SIGUSR2, ignores SIGPIPE and SIGCHLD, then execs "$@"
