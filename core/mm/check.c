@@ -445,13 +445,22 @@ static void check_counts(struct check *c)
 }
 
 /* The free scanner's per-pageblock buddy counts agree with the frames (never-touched blocks:
- * none linked yet). */
+ * none linked yet). No block of a lower zone is marked skipped: compaction runs on the main
+ * zone only (zones.c), so the skip-bit flush, which clears the main zone's, clears all there
+ * are. (6.12 and 6.1 mm/compaction.c reset_isolation_suitable walks every populated zone of
+ * the node, each behind its own compact_blockskip_flush: a zone compaction never visits has
+ * neither bits nor a request.) */
 static void check_block_buddies(struct check *c)
 {
 	struct mm *mm = c->mm;
 
 	for (uint32_t b = 0; b < mm->nr_blocks && !c->code; b++) {
 		uint32_t start = b << MM_PAGEBLOCK_ORDER, end = start + MM_HPAGE_NR, n = 0;
+
+		if (start < mm->zone_start_pfn && pageblock_skip(mm, start)) {
+			fail(c, -34, "pageblock %u of a lower zone marked skipped", b);
+			break;
+		}
 
 		if (end > mm->nr_frames)
 			end = mm->nr_frames;

@@ -23,6 +23,7 @@
  * emulated device's filesystem has no ->migratepage (VFAT), so dirty file frames need writeout.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "mm/compaction.h"
 
@@ -312,10 +313,20 @@ static void isolate_frame(struct mm *mm, struct compact_control *cc, uint32_t pf
 		lru_del(mm, pfn);
 	f->flags |= FF_ISOLATED;
 	mm->nr_isolated++;
-	cc->migratepages[cc->nr_migratepages++] = pfn;
+	/* list_add(&page->lru, &cc->migratepages): at the head, so the list runs from the page
+	 * isolated last to the first, and migrate_pages and putback_movable_pages walk it from
+	 * the head (3.1 mm/compaction.c isolate_migratepages, 3.5's isolate_migratepages_range,
+	 * 6.1 and 6.12 isolate_migratepages_block; 3.1 mm/migrate.c migrate_pages, 6.1 and 6.12
+	 * migrate_pages_batch: list_for_each_entry_safe). The first source migrated is the last
+	 * isolated, and it gets the first target compaction_alloc hands out. */
+	memmove(&cc->migratepages[1], &cc->migratepages[0],
+		cc->nr_migratepages * sizeof(cc->migratepages[0]));
+	cc->migratepages[0] = pfn;
+	cc->nr_migratepages++;
 	count_event(mm, MM_STAT_COMPACT_ISOLATED, 1);
 }
 
+/* putback_movable_pages (putback_lru_pages in 3.x): the list from its head. */
 static void putback_migratepages(struct mm *mm, struct compact_control *cc)
 {
 	for (unsigned i = 0; i < cc->nr_migratepages; i++)

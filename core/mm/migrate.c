@@ -27,8 +27,12 @@
  *    (compaction_alloc), so splitting each block as it is isolated, its pages pushed in
  *    ascending order, gives the same list. compaction_alloc takes the head, compaction_free
  *    list_adds, release_freepages frees each page in list order.
- *  - 3.x (not re-read): one stack of blocks, the last isolated first, each used from its lowest
- *    pfn up, split on demand. */
+ *  - 3.x keeps one list of order-0 pages too: isolate_freepages_block splits each free block
+ *    it finds (split_free_page) and list_adds its pages in ascending order, so the list runs
+ *    from the last page of the block isolated last down (3.1 and 3.5 mm/compaction.c, the same
+ *    loop); compaction_alloc takes the head (list_entry(cc->freepages.next)) and
+ *    release_freepages frees each page in list order. That is 6.1's list, built the same way
+ *    here. An unused target goes back to the buddy allocator (below). */
 static bool targets_per_order(const struct mm *mm)
 {
 	return era_modern(mm) && !era_6_1(mm);
@@ -93,14 +97,12 @@ void add_target(struct mm *mm, struct compact_control *cc, uint32_t pfn, unsigne
 	if (targets_per_order(mm)) {
 		mark_target(mm, pfn, order);
 		append_target(mm, cc, order, pfn);
-	} else if (era_6_1(mm)) {
+	} else {
+		/* 6.1 split_map_pages, 3.x isolate_freepages_block: every page at the head */
 		for (uint32_t p = pfn; p < pfn + (1U << order); p++) {
 			mark_target(mm, p, 0);
 			push_target(mm, cc, 0, p);
 		}
-	} else {
-		mark_target(mm, pfn, order);
-		push_target(mm, cc, 0, pfn);
 	}
 }
 

@@ -251,7 +251,9 @@ TEST(async_migration_failure_6_1_skips_the_block_6_12_rescans_it)
 }
 
 /* 3.1 sync: write the dirty page out at once, retry, and from pass 3 wait on writeback;
- * everything moves and block 0 becomes a free 2 MiB block. */
+ * everything moves and block 0 becomes a free 2 MiB block. The list runs from the page
+ * isolated last (list_add), so pass 3 meets the writeback page first and waits for it (1 s);
+ * the page written out at the start (10 ms) is done by then. */
 TEST(mode_31_sync_writes_out_and_waits_from_pass_3)
 {
 	struct fakeenv fe;
@@ -269,15 +271,15 @@ TEST(mode_31_sync_writes_out_and_waits_from_pass_3)
 	EXPECT_EQ(fe.n_writeout, 1);
 	EXPECT_EQ(r.st[MM_STAT_COMPACT_WRITEOUT], 1);
 	ASSERT_EQ(fe.n_wait, 2);
-	EXPECT_EQ(fe.wait_pfn[0], P_DIRTY);
-	EXPECT_EQ(fe.wait_ns[0], 10 * MS);
-	EXPECT_EQ(fe.wait_pfn[1], P_WB);
-	EXPECT_EQ(fe.wait_ns[1], 990 * MS);
-	EXPECT_EQ(fe.wait_timeout[1], 0);
+	EXPECT_EQ(fe.wait_pfn[0], P_WB);
+	EXPECT_EQ(fe.wait_ns[0], 1000 * MS);
+	EXPECT_EQ(fe.wait_timeout[0], 0);
+	EXPECT_EQ(fe.wait_pfn[1], P_DIRTY);
+	EXPECT_EQ(fe.wait_ns[1], 0);
 	EXPECT_EQ(r.st[MM_STAT_COMPACT_WB_WAIT], 2);
 	EXPECT_EQ(r.rec.wb_waits, 2);
 	EXPECT_EQ(r.rec.wb_wait_ns, 1000 * MS);
-	EXPECT_EQ(r.rec.wb_wait_max_us, 990000);
+	EXPECT_EQ(r.rec.wb_wait_max_us, 1000000);
 	EXPECT_EQ(fe.n_copy, 3);
 	EXPECT(block0_free(&fe));
 	EXPECT_GE(mm_fragmentation_index(fe.mm, 9), -1000);
@@ -285,7 +287,8 @@ TEST(mode_31_sync_writes_out_and_waits_from_pass_3)
 	fakeenv_destroy(&fe);
 }
 
-/* A bounded wait gives up on a slow frame: that page fails, the rest still migrate. */
+/* A bounded wait gives up on a slow frame: that page fails, the rest still migrate (the
+ * writeback page is waited on first, 50 ms, then the page written out is done). */
 TEST(mode_31_sync_bounded_wait)
 {
 	struct fakeenv fe;
@@ -297,8 +300,10 @@ TEST(mode_31_sync_bounded_wait)
 	EXPECT_EQ(r.st[MM_STAT_PGMIGRATE_FAIL], 1);
 	EXPECT_EQ(fe.n_wait_timeout, 1);
 	ASSERT_EQ(fe.n_wait, 2);
-	EXPECT_EQ(fe.wait_timeout[1], 50 * MS);
-	EXPECT_EQ(fe.wait_ns[1], 50 * MS);
+	EXPECT_EQ(fe.wait_pfn[0], P_WB);
+	EXPECT_EQ(fe.wait_timeout[0], 50 * MS);
+	EXPECT_EQ(fe.wait_ns[0], 50 * MS);
+	EXPECT_EQ(fe.wait_ns[1], 0);
 	EXPECT_EQ(where_file(&fe, 11), P_WB);
 	EXPECT(mm_frame_under_writeback(fe.mm, P_WB));
 	EXPECT(!block0_free(&fe));
@@ -521,44 +526,166 @@ TEST(targets_are_used_in_each_eras_order)
 	}
 }
 
+/* The owner of the page now at pfn (a foreign page keeps its owner through migration). */
+static uint64_t owner_at(struct fakeenv *fe, uint32_t pfn)
+{
+	return pfn_frame(fe->mm, pfn)->owner & ~MM_OWNER_FOREIGN;
+}
+
+/* Which source gets which target. Every era's migrate scanner list_adds each page it isolates
+ * and migrate_pages walks the list from its head, so the page isolated last is migrated first
+ * and gets the first target (3.1 mm/compaction.c isolate_migratepages and mm/migrate.c
+ * migrate_pages; 6.1 and 6.12 isolate_migratepages_block and migrate_pages_batch). 40 foreign
+ * pages at pfns 0..39 (owner 100 + pfn) move as two lists, 0..31 and 32..39. Targets as in
+ * targets_are_used_in_each_eras_order: 6.12 3584..3599 then 3072 up, 6.1 3135 down; 3.1 (the
+ * pool_with_targets layout, direct compaction) 4094 down. */
+TEST(sources_migrate_last_isolated_first)
+{
+	static const char *const specs[] = {"modern-always:proactiveness=90",
+					    "linux-6.1:proactiveness=90", "linux-3.1"};
+	/* the first target of the first list, that list's last, the second list's first */
+	static const uint32_t first[] = {3584, 3135, 4094}, last[] = {3087, 3104},
+			      second[] = {3088, 3103};
+
+	for (int i = 0; i < 3; i++) {
+		struct fakeenv fe;
+		struct run r;
+		char err[256];
+
+		if (i < 2) {
+			ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)),
+				  0);
+			for (uint32_t p = 512; p < 4096; p++)
+				if (!(p >= 3584 && p < 3600) && !(p >= 3072 && p < 3136))
+					ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_UNMOVABLE, 0), 0);
+		} else {
+			pool_with_targets(&fe, specs[i]);
+		}
+		for (uint32_t p = 0; p < 40; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, 100 + p), 0);
+		if (i < 2)
+			EXPECT_EQ(proactive_compact_node(fe.mm, NULL), 1);
+		else
+			compact(&fe, MM_MIGRATE_ASYNC, &r); /* runs on until the scanners meet */
+		EXPECT(block0_free(&fe));
+		EXPECT_EQ(owner_at(&fe, first[i]), 131);
+		if (i < 2) { /* 3.1's order within its block: the next test */
+			EXPECT_EQ(owner_at(&fe, last[i]), 100);
+			EXPECT_EQ(owner_at(&fe, second[i]), 139);
+		}
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* 3.x targets are one list of order-0 pages: isolate_freepages_block splits each free block it
+ * finds (split_free_page) and list_adds its pages in ascending order, and compaction_alloc
+ * takes the head (3.1 and 3.5 mm/compaction.c), so a block is used from its last free page
+ * down: block 7's 511 free pages (4094 down) take the 40 sources, the first list's 32 (31 down
+ * to 0) on 4094..4063, the second's (39 down to 32) on 4062..4055. */
+TEST(targets_3x_are_used_from_the_last_page_down)
+{
+	static const char *const specs[] = {"linux-3.1", "linux-3.2", "linux-3.3"};
+
+	for (int i = 0; i < 3; i++) {
+		struct fakeenv fe;
+		struct run r;
+		char err[256];
+
+		pool_with_targets(&fe, specs[i]);
+		for (uint32_t p = 0; p < 40; p++)
+			ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_FOREIGN, 100 + p), 0);
+		compact(&fe, MM_MIGRATE_ASYNC, &r);
+		EXPECT(block0_free(&fe));
+		for (uint32_t p = 0; p < 32; p++)
+			EXPECT_EQ(owner_at(&fe, 4063 + p), 100 + p);
+		for (uint32_t p = 32; p < 40; p++)
+			EXPECT_EQ(owner_at(&fe, 4055 + (p - 32)), 100 + p);
+		for (uint32_t p = 3584; p < 4055; p++)
+			EXPECT_EQ(pfn_frame(fe.mm, p)->state, FS_FREE);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
 /* compact_init_migrate_pfn is 0 until the first skip-bit flush (the zone is zeroed; only 6.12
  * and 6.1 __reset_isolation_suitable set it), so in a zone that does not start at pfn 0 a
  * compaction is not whole_zone before then, and scanners that meet give PARTIAL_SKIPPED
  * (compact_finished), not COMPLETE. DMA [0, 2048) unmovable; DMA32 [2048, 4096): each block's
  * first frame unmovable, the rest free, nothing to move. */
+/* DMA [0, 2048) unmovable; DMA32 [2048, 4096): each block's first frame unmovable, the rest
+ * free, nothing to move. */
+static void two_zone_pool(struct fakeenv *fe, const char *spec)
+{
+	struct mm_snapshot_zone z[2] = {
+	    {.name = "DMA", .start = 0, .end = 2048, .wmark = {10, 12, 14}},
+	    {.name = "DMA32", .start = 2048, .end = 4096, .wmark = {20, 25, 30}}};
+	struct mm_snapshot_run r[1 + 4 * 10];
+	uint32_t wm[3] = {20, 25, 30};
+	struct mm_snapshot snap;
+	unsigned n = 0;
+	char err[256];
+
+	r[n++] = (struct mm_snapshot_run){.kind = MM_SNAP_UNMOVABLE, .len = 2048};
+	for (int b = 0; b < 4; b++) {
+		r[n++] = (struct mm_snapshot_run){.kind = MM_SNAP_UNMOVABLE, .len = 1};
+		for (unsigned o = 0; o < 9; o++)
+			r[n++] = (struct mm_snapshot_run){
+			    .kind = MM_SNAP_FREE, .len = 1U << o, .order = (uint8_t)o};
+	}
+	ASSERT_EQ(fakeenv_init(fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_begin(fe->mm, &snap), 0);
+	ASSERT_EQ(mm_snapshot_zones(&snap, z, 2, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_runs(&snap, r, n, err, sizeof(err)), 0);
+	ASSERT_EQ(mm_snapshot_end(&snap, wm, err, sizeof(err)), 0);
+}
+
 TEST(init_migrate_pfn_is_zero_until_a_flush)
 {
 	static const char *const specs[] = {"modern-always", "linux-6.1"};
 
 	for (int i = 0; i < 2; i++) {
-		struct mm_snapshot_zone z[2] = {
-		    {.name = "DMA", .start = 0, .end = 2048, .wmark = {10, 12, 14}},
-		    {.name = "DMA32", .start = 2048, .end = 4096, .wmark = {20, 25, 30}}};
-		struct mm_snapshot_run r[1 + 4 * 10];
-		uint32_t wm[3] = {20, 25, 30};
-		struct mm_snapshot snap;
 		struct fakeenv fe;
-		unsigned n = 0;
 		struct run res;
-		char err[256];
 
-		r[n++] = (struct mm_snapshot_run){.kind = MM_SNAP_UNMOVABLE, .len = 2048};
-		for (int b = 0; b < 4; b++) {
-			r[n++] = (struct mm_snapshot_run){.kind = MM_SNAP_UNMOVABLE, .len = 1};
-			for (unsigned o = 0; o < 9; o++)
-				r[n++] = (struct mm_snapshot_run){
-				    .kind = MM_SNAP_FREE, .len = 1U << o, .order = (uint8_t)o};
-		}
-		ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)), 0);
-		ASSERT_EQ(mm_snapshot_begin(fe.mm, &snap), 0);
-		ASSERT_EQ(mm_snapshot_zones(&snap, z, 2, err, sizeof(err)), 0);
-		ASSERT_EQ(mm_snapshot_runs(&snap, r, n, err, sizeof(err)), 0);
-		ASSERT_EQ(mm_snapshot_end(&snap, wm, err, sizeof(err)), 0);
+		two_zone_pool(&fe, specs[i]);
 		EXPECT_EQ(fe.mm->compact_init_migrate_pfn, 0);
 		compact(&fe, MM_MIGRATE_SYNC_LIGHT, &res);
 		EXPECT_EQ(res.result, MM_COMPACT_PARTIAL_SKIPPED);
 		EXPECT_EQ(res.st[MM_STAT_PGMIGRATE_SUCCESS], 0);
 		EXPECT(fe.mm->compact_blockskip_flush);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* 6.12 and 6.1 reset_isolation_suitable flush every populated zone of the node, each behind
+ * its own compact_blockskip_flush. Compaction here visits the main zone only, so a lower zone
+ * never gets a skip bit nor a request, and flushing the main zone is flushing them all;
+ * mm_check says so (-34 for a lower zone's block marked skipped). */
+TEST(skip_bits_live_in_the_main_zone_only)
+{
+	static const char *const specs[] = {"modern-always", "linux-6.1"};
+
+	for (int i = 0; i < 2; i++) {
+		struct fakeenv fe;
+		struct run res;
+		unsigned main_marked = 0;
+		char err[256];
+
+		two_zone_pool(&fe, specs[i]);
+		compact(&fe, MM_MIGRATE_SYNC_LIGHT, &res);
+		for (uint32_t b = 0; b < 8; b++)
+			if (pageblock_skip(fe.mm, b * 512))
+				EXPECT_GE(b * 512, fe.mm->zone_start_pfn);
+		for (uint32_t b = 4; b < 8; b++)
+			main_marked += pageblock_skip(fe.mm, b * 512);
+		EXPECT_GT(main_marked, 0);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		reset_isolation_suitable(fe.mm); /* the request is the main zone's */
+		EXPECT(!fe.mm->compact_blockskip_flush);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		set_pageblock_skip(fe.mm, 512);
+		EXPECT_EQ(mm_check(fe.mm, err, sizeof(err)), -34);
 		fakeenv_destroy(&fe);
 	}
 }

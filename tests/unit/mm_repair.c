@@ -466,10 +466,11 @@ static int repair_during_migration(struct fakeenv *fe, uint64_t owner, uint32_t 
 
 /* A compaction whose migrate_anon hook runs while the model is repaired: it abandons as
  * contended, touching nothing it held; the page is where the hook put it, exactly once; the
- * batch's other pages are back where they belong. */
+ * batch's other pages are back where they belong. The list runs from the page isolated last
+ * (list_add), so pfns[0], the highest, migrates first, and the page-cache page below them last. */
 static void repair_while_migrating(int hook_ret)
 {
-	static const uint32_t pfns[] = {13, 15, 17};
+	static const uint32_t pfns[] = {17, 15, 13};
 	static const uint64_t owners[] = {SLOT(1) | 0x100, SLOT(1) | 0x101, SLOT(2) | 0x100};
 	struct repairing r = {.ret = hook_ret};
 	struct fakeenv fe;
@@ -478,7 +479,7 @@ static void repair_while_migrating(int hook_ret)
 	unsigned found[3] = {0};
 
 	craft(&fe, "linux-3.2", pfns, owners, 3);
-	ASSERT_EQ(mm_debug_place(fe.mm, 20, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 20)), 0);
+	ASSERT_EQ(mm_debug_place(fe.mm, 10, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 20)), 0);
 	fe.on_migrate = repair_during_migration;
 	fe.user = &r;
 	EXPECT_EQ(compact(&fe, MM_MIGRATE_ASYNC), MM_COMPACT_CONTENDED);
@@ -545,7 +546,7 @@ TEST(repair_during_migrate_anon_that_refused)
  * exactly once, where the hook left it. */
 static void repair_while_batch_migrating(int hook_ret)
 {
-	static const uint32_t pfns[] = {13, 15, 17};
+	static const uint32_t pfns[] = {17, 15, 13};
 	static const uint64_t owners[] = {SLOT(1) | 0x100, SLOT(1) | 0x101, SLOT(2) | 0x100};
 	struct repairing r = {.ret = hook_ret};
 	struct fakeenv fe;
@@ -553,7 +554,7 @@ static void repair_while_batch_migrating(int hook_ret)
 	unsigned found[3] = {0};
 
 	craft_env(&fe, "modern-always", &fe_ops_batch, pfns, owners, 3);
-	ASSERT_EQ(mm_debug_place(fe.mm, 20, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 20)), 0);
+	ASSERT_EQ(mm_debug_place(fe.mm, 10, DBG_FILE_CLEAN, MM_OWNER_FILE(1, 20)), 0);
 	check(&fe);
 	fe.on_migrate = repair_during_migration;
 	fe.user = &r;
