@@ -3,7 +3,9 @@
 #                              oracle's workload suite: core/oracle/workloads)
 #   P/lib/thpemu               libthpemu.so: a private library (it is only ever LD_PRELOADed by
 #                              `thpemu run`, nothing links it), so it stays out of the linker's
-#                              path, as Debian keeps a package's private objects in /usr/lib/PKG
+#                              path, as Debian keeps a package's private objects in /usr/lib/PKG;
+#                              libthpemu-jemalloc.so (where built: the jemalloc `thpemu run`
+#                              preloads, core/preload/jemalloc/jemalloc.c), private the same way
 #   P/lib/thpemu/plugins       the example policy plugins (demo/plugins)
 #   P/lib/thpemu/thpemu-snapshot  `thpemu snapshot`, static, to copy into a guest (not run here)
 #   P/lib/thpemu/thpemu-wl-static  the workload suite, static, for the guests `thpemu oracle` boots
@@ -11,9 +13,10 @@
 #   P/share/pkgconfig          thpemu.pc (headers only: arch-independent), prefix = its own place
 #   P/share/man/man1           thpemu.1, thpemu-COMMAND.1, thpemu-fusedev.1, thpemu-replayer.1,
 #                              usemem.1, made from --help by help2man at build time
-# Nothing names P: `thpemu` finds libthpemu.so from /proc/self/exe (beside it in build/, else
-# ../lib/thpemu), its helpers beside it, and every installed ELF carries RUNPATH
-# $ORIGIN/../lib/thpemu, so a copied or moved tree works (tests/integration/install.sh).
+# Nothing names P: `thpemu` finds libthpemu.so and libthpemu-jemalloc.so from /proc/self/exe
+# (beside it in build/, else ../lib/thpemu), its helpers beside it, and every installed ELF
+# carries RUNPATH $ORIGIN/../lib/thpemu, so a copied or moved tree works
+# (tests/integration/install.sh).
 set(THPEMU_PRIVLIBDIR lib/thpemu)
 set(_thpemu_exes thpemu_cli thpemu_replayer thpemu_fusedev usemem)
 foreach(t ${_thpemu_exes} thpemu_preload)
@@ -24,6 +27,9 @@ set_target_properties(thpemu_preload PROPERTIES INSTALL_RPATH "$ORIGIN")
 
 install(TARGETS ${_thpemu_exes} RUNTIME DESTINATION bin)
 install(TARGETS thpemu_preload LIBRARY DESTINATION ${THPEMU_PRIVLIBDIR})
+if(TARGET thpemu_jemalloc)
+  install(TARGETS thpemu_jemalloc LIBRARY DESTINATION ${THPEMU_PRIVLIBDIR})
+endif()
 install(TARGETS thpemu_snapshot_static RUNTIME DESTINATION ${THPEMU_PRIVLIBDIR})
 file(GLOB _plugin_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/demo/plugins/*.c)
 foreach(src ${_plugin_srcs})

@@ -367,29 +367,42 @@ static int make_run_dir(struct run_ctx *rc)
 	return 0;
 }
 
+/* The jemalloc to preload: libthpemu-jemalloc.so (Debian's jemalloc without its C++ part, built
+ * from libjemalloc-dev: no libstdc++ to load in every process), beside libthpemu.so, else
+ * Debian's libjemalloc.so.2. NULL if neither is there. */
+static const char *find_jemalloc(char *buf, size_t len)
+{
+	char why[3 * PATH_MAX];
+
+	if (prog_find_lib("libthpemu-jemalloc.so", buf, len, why, sizeof(why)) == 0)
+		return buf;
+	return access(THPEMU_JEMALLOC_PATH, R_OK) == 0 ? THPEMU_JEMALLOC_PATH : NULL;
+}
+
 /* LD_PRELOAD = libthpemu.so [jemalloc] [whatever was there]. */
 static int set_preload(struct run_ctx *rc)
 {
-	char lib[PATH_MAX], val[3 * PATH_MAX], why[3 * PATH_MAX];
+	char lib[PATH_MAX], jbuf[PATH_MAX], val[3 * PATH_MAX], why[3 * PATH_MAX];
 	const char *old = getenv("LD_PRELOAD");
-	const char *jem = THPEMU_JEMALLOC_PATH;
+	const char *jem = NULL;
 
 	if (prog_find_lib("libthpemu.so", lib, sizeof(lib), why, sizeof(why)) < 0) {
 		prog_error("run", "%s", why);
 		return -1;
 	}
-	if (rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC && access(jem, R_OK) < 0) {
-		prog_error("run",
-			   "--allocator jemalloc: %s is missing (install libjemalloc2); "
-			   "glibc malloc stays unmanaged",
-			   jem);
-		rc->cfg.allocator = CONFIG_ALLOC_NONE;
-		setenv("THPEMU_ALLOCATOR", "none", 1);
+	if (rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC) {
+		jem = find_jemalloc(jbuf, sizeof(jbuf));
+		if (!jem) {
+			prog_error("run",
+				   "--allocator jemalloc: neither libthpemu-jemalloc.so nor %s is "
+				   "there (install libjemalloc2); glibc malloc stays unmanaged",
+				   THPEMU_JEMALLOC_PATH);
+			rc->cfg.allocator = CONFIG_ALLOC_NONE;
+			setenv("THPEMU_ALLOCATOR", "none", 1);
+		}
 	}
-	snprintf(val, sizeof(val), "%s%s%s%s%s", lib,
-		 rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC ? " " : "",
-		 rc->cfg.allocator == CONFIG_ALLOC_JEMALLOC ? jem : "", old && *old ? " " : "",
-		 old ? old : "");
+	snprintf(val, sizeof(val), "%s%s%s%s%s", lib, jem ? " " : "", jem ? jem : "",
+		 old && *old ? " " : "", old ? old : "");
 	return setenv("LD_PRELOAD", val, 1);
 }
 

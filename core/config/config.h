@@ -121,7 +121,9 @@ struct config {
 	  "event (both counted and reported)")                     \
 	X(ALLOCATOR, "--allocator", "A", words, allocator, "jemalloc", 0, 0, config_alloc_words,   \
 	  CONFIG_LAUNCHER, "jemalloc or none",                                                     \
-	  "allocator `thpemu run` preloads after the library (glibc malloc never reaches mmap)")   \
+	  "allocator `thpemu run` preloads after the library (glibc malloc never reaches mmap); "  \
+	  "jemalloc: libthpemu-jemalloc.so, jemalloc without its C++ part, else Debian's "         \
+	  "libjemalloc.so.2")                                                                      \
 	X(HANDLERS, "--handlers", "N", uint, handlers, "auto", 1, CONFIG_MAX_HANDLERS,             \
 	  config_auto_words, 0, "auto or 1..64",                                                   \
 	  "fault handler threads at most, made as faults overlap (auto: CPUs + 2, 3..16)")         \

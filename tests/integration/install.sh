@@ -198,6 +198,12 @@ thpemu run --quiet -- cat /proc/self/maps >"$T_TMP/maps" 2>"$T_TMP/maps.err" ||
 lib=$(awk '/libthpemu\.so/ {print $6; exit}' "$T_TMP/maps")
 [ "$lib" = "$copy/lib/thpemu/libthpemu.so" ] || fail "the managed program mapped libthpemu.so from '$lib'"
 say "a managed program preloads $lib"
+if [ -e "$THPEMU_BUILD_DIR/libthpemu-jemalloc.so" ]; then
+	jem=$(awk '/libthpemu-jemalloc\.so/ {print $6; exit}' "$T_TMP/maps")
+	[ "$jem" = "$copy/lib/thpemu/libthpemu-jemalloc.so" ] ||
+		fail "the managed program mapped libthpemu-jemalloc.so from '$jem'"
+	say "and its jemalloc $jem"
+fi
 # plugin=NAME live: libthpemu.so in the program resolves it too (lib/thpemu/plugins beside it)
 thpemu run --quiet --policy-plugin huge_big_regions -- usemem --size 8M --quiet \
 	>"$T_TMP/pl.out" 2>"$T_TMP/pl.err" || fail "run --policy-plugin huge_big_regions: $(cat "$T_TMP/pl.err")"

@@ -4,7 +4,11 @@
 #      as unmanaged for that reason; a read-write mapping and a PROT_NONE | MAP_NORESERVE
 #      reservation made accessible with mprotect (as V8 and the JVM commit heaps) are managed,
 #      their data intact; the managed share is what the sizes make it;
-#   2. the same with jemalloc: malloc's memory moves into managed mappings;
+#   2. the same with jemalloc: malloc's memory moves into managed mappings; the jemalloc is
+#      libthpemu-jemalloc.so where the build made it (Debian's without its C++ part: no
+#      libstdc++ in a C program's maps), and a C++ program's heap (cmake -P making an 80 MB
+#      string: operator new is then libstdc++'s, whose malloc is jemalloc's) is managed as well,
+#      where --allocator none leaves it unmanaged;
 #   3. a program whose memory is nearly all brk gets a warning naming the reason;
 #   4. node (V8 reserves its heap PROT_NONE and commits it with mprotect): at least 80 % of its
 #      anonymous memory is managed on an allocation-heavy script.
@@ -49,6 +53,32 @@ expect_eq "memmix output (jemalloc)" "$(cat "$T_TMP/out")" "memmix: ok"
 ge "managed bytes (jemalloc)" "$(json "$rep" .memory.anon_managed_bytes)" $((150 * MiB))
 le "brk bytes (jemalloc: sbrk only)" "$(json "$rep" .memory.unmanaged_by_reason.brk)" $((70 * MiB))
 say "jemalloc: managed share $(json "$rep" .memory.managed_share)"
+
+"$THPEMU" run --quiet -- cat /proc/self/maps >"$T_TMP/maps" || fail "cat under thpemu run"
+if [ -e "$THPEMU_BUILD_DIR/libthpemu-jemalloc.so" ]; then
+	grep -q "/libthpemu-jemalloc\.so$" "$T_TMP/maps" ||
+		fail "thpemu run did not preload libthpemu-jemalloc.so: $(grep '\.so' "$T_TMP/maps")"
+	! grep -q "libstdc++" "$T_TMP/maps" || fail "a C program under thpemu run maps libstdc++"
+	say "jemalloc: libthpemu-jemalloc.so, no libstdc++"
+else
+	grep -q "/libjemalloc\.so\.2$" "$T_TMP/maps" || fail "thpemu run preloaded no jemalloc"
+	say "jemalloc: Debian's libjemalloc.so.2 (libthpemu-jemalloc.so not built)"
+fi
+if command -v cmake >/dev/null; then
+	printf '%s\n' 'string(REPEAT "0123456789" 8000000 s)' 'string(LENGTH "${s}" n)' \
+		'message("length ${n}")' >"$T_TMP/big.cmake"
+	for a in jemalloc none; do
+		rep="$T_OUT/cmake.$a.json"
+		"$THPEMU" run --quiet --allocator $a --report "$rep" -- cmake -P "$T_TMP/big.cmake" \
+			>"$T_TMP/out" 2>&1 || fail "cmake -P under thpemu run: $(cat "$T_TMP/out")"
+		expect_eq "cmake -P output ($a)" "$(cat "$T_TMP/out")" "length 80000000"
+	done
+	ge "a C++ heap's managed bytes (jemalloc)" \
+		"$(json "$T_OUT/cmake.jemalloc.json" .memory.anon_managed_bytes)" $((160 * MiB))
+	le "a C++ heap's managed bytes (none)" \
+		"$(json "$T_OUT/cmake.none.json" .memory.anon_managed_bytes)" $((16 * MiB))
+	say "C++ (cmake -P): managed share $(json "$T_OUT/cmake.jemalloc.json" .memory.managed_share), none $(json "$T_OUT/cmake.none.json" .memory.managed_share)"
+fi
 
 # nearly all brk: a warning says so, and why
 "$THPEMU" run --allocator none -- perl -e \
