@@ -790,16 +790,57 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 	return 0;
 }
 
+/* The program's arguments as the C library handed them to the library's constructor (ELF
+ * constructors get argc, argv, envp from glibc's _dl_init), or NULL. */
+static char *const *id_argv;
+
+void uffd_stats_identify_args(char *const *argv)
+{
+	id_argv = argv;
+}
+
+/* The arguments as /proc/self/cmdline gives them before the program could change them (the
+ * kernel's copy of the same strings, each ended by a NUL: fs/proc/base.c, get_mm_cmdline), cut
+ * and joined as read_small_file does: no file opened. */
+static void cmdline_from_args(char *const *argv, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *argv && n < cap - 1; argv++) {
+		size_t len = strlen(*argv) + 1; /* its NUL too */
+
+		if (len > cap - 1 - n)
+			len = cap - 1 - n;
+		memcpy(buf + n, *argv, len);
+		n += len;
+	}
+	buf[n] = '\0';
+	for (size_t i = 0; n && i < n - 1; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	if (n && buf[n - 1] == '\0')
+		buf[n - 1] = '\0';
+}
+
 void uffd_stats_identify(struct uffd_stats *st)
 {
+	char name[17] = ""; /* PR_GET_NAME writes 16 bytes, the NUL included */
 	ssize_t n;
 
 	st->pid = getpid();
 	st->ppid = getppid();
 	n = readlink("/proc/self/exe", st->exe, sizeof(st->exe) - 1);
 	st->exe[n > 0 ? n : 0] = '\0';
-	read_small_file("/proc/self/comm", st->comm, sizeof(st->comm), ' ');
-	read_small_file("/proc/self/cmdline", st->cmdline, sizeof(st->cmdline), ' ');
+	/* the calling thread's name: the constructor runs on the main thread, whose name
+	 * /proc/self/comm shows */
+	if (sys_call6(SYS_prctl, PR_GET_NAME, (long)name, 0, 0, 0, 0) == 0)
+		snprintf(st->comm, sizeof(st->comm), "%.15s", name);
+	else
+		read_small_file("/proc/self/comm", st->comm, sizeof(st->comm), ' ');
+	if (id_argv)
+		cmdline_from_args(id_argv, st->cmdline, sizeof(st->cmdline));
+	else
+		read_small_file("/proc/self/cmdline", st->cmdline, sizeof(st->cmdline), ' ');
 }
 
 /* A fork child is its parent's image: the same executable and argument memory, so only its pids
