@@ -187,14 +187,22 @@ static int writeout_held(struct run_host *h, uint64_t owner, uint32_t pfn)
 
 /* The missing records made again (run_host_spares). Each under a temporary name, sized, then
  * renamed into place: a process never claims a file shorter than its record. A run shorter than
- * a keeper tick makes none (each costs an inode, and an unlink at the end). */
+ * a keeper tick, or of a single process so far, makes none (each costs an inode, and an unlink at
+ * the end). */
 static void spares_top_up(struct run_host *h)
 {
 	char path[sizeof(h->spare_dir) + 32], tmp[sizeof(h->spare_dir) + 32];
 	uint64_t from = __atomic_load_n(&h->spares_from_ns, __ATOMIC_ACQUIRE);
 	unsigned made = 0;
+	int64_t live;
 
 	if (!from || clock_now_ns() < from)
+		return;
+	/* a run that has had one process so far (no fork, no exec: live and reaped together)
+	 * would claim none */
+	live = (int64_t)__atomic_load_n(&h->m.hdr->nslots_live, __ATOMIC_ACQUIRE) -
+	       (int64_t)h->spare_slots0;
+	if (live + (int64_t)(h->reaped - h->spare_reaped0) < 2)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s/.spare-new", h->spare_dir);
 	for (unsigned k = 0; k < UFFD_STATS_SPARES && made < SPARES_PER_TURN; k++) {
@@ -220,6 +228,9 @@ void run_host_spares(struct run_host *h, const char *dir)
 {
 	if (snprintf(h->spare_dir, sizeof(h->spare_dir), "%s", dir) >= (int)sizeof(h->spare_dir))
 		return;
+	/* the machine's own before the program starts (read again by the keeper, once enabled) */
+	h->spare_slots0 = __atomic_load_n(&h->m.hdr->nslots_live, __ATOMIC_ACQUIRE);
+	h->spare_reaped0 = h->reaped;
 	__atomic_store_n(&h->spares_from_ns, clock_now_ns() + KEEPER_SLICE_NS, __ATOMIC_RELEASE);
 }
 
