@@ -212,7 +212,7 @@ struct uffd_stats {
 	uint64_t start_mono_ns, last_update_mono_ns;
 	uint64_t pool_bytes;
 	char exe[256];
-	char comm[16];	    /* /proc/self/comm when the library started (the program's name) */
+	char comm[16];	    /* the program's name when the library started (its main thread's) */
 	char cmdline[1024]; /* argv joined by spaces, truncated */
 	char policy[352];   /* canonical spec (mm_policy_format; plugin=PATH included) */
 	char note[256];	    /* first warning (why unmanaged, pool exhausted, ...) */
