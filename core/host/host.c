@@ -180,7 +180,6 @@ static int writeout_held(struct run_host *h, uint64_t owner, uint32_t pfn)
 	return rc == -EBUSY ? -EAGAIN : rc;
 }
 
-/* Requests to the machine itself (slot 0: writeout), and the reaping of dead processes. */
 /* At most this many records made a turn of the keeper (about 0.3 ms each on ext4): reaping and
  * the machine's requests wait no longer. */
 #define SPARES_PER_TURN 4
@@ -234,6 +233,7 @@ void run_host_spares(struct run_host *h, const char *dir)
 	__atomic_store_n(&h->spares_from_ns, clock_now_ns() + KEEPER_SLICE_NS, __ATOMIC_RELEASE);
 }
 
+/* Requests to the machine itself (slot 0: writeout), and the reaping of dead processes. */
 static void *keeper_main(void *arg)
 {
 	struct run_host *h = arg;
