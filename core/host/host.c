@@ -2,10 +2,12 @@
 #include "host/host.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "io/rqshare.h"
 #include "report/run.h"
@@ -178,6 +180,59 @@ static int writeout_held(struct run_host *h, uint64_t owner, uint32_t pfn)
 	return rc == -EBUSY ? -EAGAIN : rc;
 }
 
+/* At most this many records made a turn of the keeper (about 0.3 ms each on ext4): reaping and
+ * the machine's requests wait no longer. */
+#define SPARES_PER_TURN 4
+
+/* The missing records made again (run_host_spares). Each under a temporary name, sized, then
+ * renamed into place: a process never claims a file shorter than its record. A run shorter than
+ * a keeper tick, or of a single process so far, makes none (each costs an inode, and an unlink at
+ * the end). */
+static void spares_top_up(struct run_host *h)
+{
+	char path[sizeof(h->spare_dir) + 32], tmp[sizeof(h->spare_dir) + 32];
+	uint64_t from = __atomic_load_n(&h->spares_from_ns, __ATOMIC_ACQUIRE);
+	unsigned made = 0;
+	int64_t live;
+
+	if (!from || clock_now_ns() < from)
+		return;
+	/* a run that has had one process so far (no fork, no exec: live and reaped together)
+	 * would claim none */
+	live = (int64_t)__atomic_load_n(&h->m.hdr->nslots_live, __ATOMIC_ACQUIRE) -
+	       (int64_t)h->spare_slots0;
+	if (live + (int64_t)(h->reaped - h->spare_reaped0) < 2)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s/.spare-new", h->spare_dir);
+	for (unsigned k = 0; k < UFFD_STATS_SPARES && made < SPARES_PER_TURN; k++) {
+		int fd;
+
+		snprintf(path, sizeof(path), UFFD_STATS_SPARE_FMT, h->spare_dir, k);
+		if (faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			continue;
+		fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd < 0)
+			return;
+		if (ftruncate(fd, (off_t)UFFD_STATS_FILE_LEN) < 0 || rename(tmp, path) < 0) {
+			close(fd);
+			unlink(tmp);
+			return;
+		}
+		close(fd);
+		made++;
+	}
+}
+
+void run_host_spares(struct run_host *h, const char *dir)
+{
+	if (snprintf(h->spare_dir, sizeof(h->spare_dir), "%s", dir) >= (int)sizeof(h->spare_dir))
+		return;
+	/* the machine's own before the program starts (read again by the keeper, once enabled) */
+	h->spare_slots0 = __atomic_load_n(&h->m.hdr->nslots_live, __ATOMIC_ACQUIRE);
+	h->spare_reaped0 = h->reaped;
+	__atomic_store_n(&h->spares_from_ns, clock_now_ns() + KEEPER_SLICE_NS, __ATOMIC_RELEASE);
+}
+
 /* Requests to the machine itself (slot 0: writeout), and the reaping of dead processes. */
 static void *keeper_main(void *arg)
 {
@@ -198,6 +253,7 @@ static void *keeper_main(void *arg)
 			machine_serve_done(&h->m, 0, rc);
 		}
 		h->reaped += machine_reap(&h->m, release_slot, h);
+		spares_top_up(h);
 	}
 	return NULL;
 }

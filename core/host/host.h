@@ -52,6 +52,12 @@ struct run_host {
 	bool khugepaged_started;
 	pthread_mutex_t cov_lock;
 	struct obs_coverage cov;
+	/* records made ahead for the run's processes (run_host_spares): in this directory, from
+	 * this time on (CLOCK_MONOTONIC ns, 0: none) */
+	char spare_dir[4096];
+	uint64_t spares_from_ns;
+	uint32_t spare_slots0;	/* live slots when it was asked for (the machine's own) */
+	uint64_t spare_reaped0; /* ... and processes reaped by then */
 };
 
 #define RUN_HOST_COV_INTERVAL (10 * 1000000ULL) /* wall time; thinned past 2000 samples */
@@ -59,6 +65,10 @@ struct run_host {
 /* Create the machine for cfg (pool, policy, fragment, device, dirty) and start its threads;
  * sets THPEMU_MACHINE for the processes started afterwards. 0, or -errno with err set. */
 int run_host_start(struct run_host *h, const struct config *cfg, char *err, size_t errlen);
+/* Keep statistics records made ahead in dir, the run directory (report/stats.h:
+ * UFFD_STATS_SPARES), from one keeper tick on: a process that starts then claims one instead of
+ * creating its own. Called once, after run_host_start. */
+void run_host_spares(struct run_host *h, const char *dir);
 /* Stop the dirtier and the flusher (writes in flight get drain_ns) and the threads; the
  * machine's state stays readable. */
 void run_host_stop(struct run_host *h, uint64_t drain_ns);

@@ -727,20 +727,45 @@ static void read_small_file(const char *path, char *buf, size_t cap, char sep)
 		buf[n - 1] = '\0';
 }
 
+/* PATH made from a spare record of the run's host (UFFD_STATS_SPARES, report/stats.h), open;
+ * or -errno: none there (not a run's machine, the run younger than a keeper tick, a burst of
+ * processes took it), or PATH exists (an exec'd program's predecessor, a reused pid). Renamed
+ * before it is opened: a spare the host made again meanwhile under the same name is never
+ * opened by two processes, and the renamed file is this pid's alone. */
+static int stats_claim_spare(const char *dir, const char *path, int pid)
+{
+	char spare[600];
+	int fd;
+
+	snprintf(spare, sizeof(spare), UFFD_STATS_SPARE_FMT, dir,
+		 (unsigned)pid % UFFD_STATS_SPARES);
+	if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) < 0)
+		return -errno;
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	return fd < 0 ? -errno : fd;
+}
+
 static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 {
 	char path[600];
+	int pid = (int)getpid(), rc = 0;
 	long p;
 
 	lv->stats_fd = -1;
-	lv->stats_len = (sizeof(struct uffd_stats) + UFFD_PAGE_SIZE - 1) & ~(UFFD_PAGE_SIZE - 1);
+	lv->stats_len = UFFD_STATS_FILE_LEN;
 	if (lv->cfg.run_dir[0]) {
-		snprintf(path, sizeof(path), "%s/%d.stats", lv->cfg.run_dir, (int)getpid());
-		uffd_stats_keep_previous(lv->cfg.run_dir, (int)getpid());
-		lv->stats_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		int rc =
-		    lv->stats_fd < 0 ? -errno : sys_ftruncate(lv->stats_fd, (long)lv->stats_len);
-
+		snprintf(path, sizeof(path), "%s/%d.stats", lv->cfg.run_dir, pid);
+		lv->stats_fd = stats_claim_spare(lv->cfg.run_dir, path, pid);
+		if (lv->stats_fd == -EEXIST) { /* the record of this pid's previous program */
+			uffd_stats_keep_previous(lv->cfg.run_dir, pid);
+			lv->stats_fd = stats_claim_spare(lv->cfg.run_dir, path, pid);
+		}
+		if (lv->stats_fd < 0) { /* no spare: made here, as long as the record */
+			uffd_stats_keep_previous(lv->cfg.run_dir, pid);
+			lv->stats_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			rc = lv->stats_fd < 0 ? -errno
+					      : sys_ftruncate(lv->stats_fd, (long)lv->stats_len);
+		}
 		if (rc < 0) {
 			snprintf(err, errlen, "cannot create %s: %s", path, strerror(-rc));
 			if (lv->stats_fd >= 0)
@@ -765,16 +790,57 @@ static int stats_map(struct uffd_live *lv, char *err, size_t errlen)
 	return 0;
 }
 
+/* The program's arguments as the C library handed them to the library's constructor (ELF
+ * constructors get argc, argv, envp from glibc's _dl_init), or NULL. */
+static char *const *id_argv;
+
+void uffd_stats_identify_args(char *const *argv)
+{
+	id_argv = argv;
+}
+
+/* The arguments as /proc/self/cmdline gives them before the program could change them (the
+ * kernel's copy of the same strings, each ended by a NUL: fs/proc/base.c, get_mm_cmdline), cut
+ * and joined as read_small_file does: no file opened. */
+static void cmdline_from_args(char *const *argv, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *argv && n < cap - 1; argv++) {
+		size_t len = strlen(*argv) + 1; /* its NUL too */
+
+		if (len > cap - 1 - n)
+			len = cap - 1 - n;
+		memcpy(buf + n, *argv, len);
+		n += len;
+	}
+	buf[n] = '\0';
+	for (size_t i = 0; n && i < n - 1; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	if (n && buf[n - 1] == '\0')
+		buf[n - 1] = '\0';
+}
+
 void uffd_stats_identify(struct uffd_stats *st)
 {
+	char name[17] = ""; /* PR_GET_NAME writes 16 bytes, the NUL included */
 	ssize_t n;
 
 	st->pid = getpid();
 	st->ppid = getppid();
 	n = readlink("/proc/self/exe", st->exe, sizeof(st->exe) - 1);
 	st->exe[n > 0 ? n : 0] = '\0';
-	read_small_file("/proc/self/comm", st->comm, sizeof(st->comm), ' ');
-	read_small_file("/proc/self/cmdline", st->cmdline, sizeof(st->cmdline), ' ');
+	/* the calling thread's name: the constructor runs on the main thread, whose name
+	 * /proc/self/comm shows */
+	if (sys_call6(SYS_prctl, PR_GET_NAME, (long)name, 0, 0, 0, 0) == 0)
+		snprintf(st->comm, sizeof(st->comm), "%.15s", name);
+	else
+		read_small_file("/proc/self/comm", st->comm, sizeof(st->comm), ' ');
+	if (id_argv)
+		cmdline_from_args(id_argv, st->cmdline, sizeof(st->cmdline));
+	else
+		read_small_file("/proc/self/cmdline", st->cmdline, sizeof(st->cmdline), ' ');
 }
 
 /* A fork child is its parent's image: the same executable and argument memory, so only its pids

@@ -101,7 +101,7 @@ static int join_mapped(struct uffd_live *lv, char *err, size_t errlen)
 	}
 	lv->mach.repair = repair_mm;
 	lv->mach.repair_arg = lv->mm;
-	rc = machine_slot_take(&lv->mach);
+	rc = machine_slot_take_named(&lv->mach, lv->stats->comm); /* identified: stats_init */
 	if (rc < 0) {
 		snprintf(err, errlen, "machine %s: no free process slot (%d processes)",
 			 lv->cfg.machine, MACHINE_MAX_PROCS - 1);

@@ -50,8 +50,11 @@ static inline void uffd_stat_max(uint64_t *c, uint64_t v)
  * an earlier process that had this pid (its exit hook ran: it did not exec): it is kept as it
  * is, a process of its own. */
 void uffd_stats_keep_previous(const char *dir, int pid);
-/* Fill the record's identity from /proc/self: pid, ppid, exe, comm, cmdline. */
+/* Fill the record's identity: pid, ppid, exe (/proc/self/exe), comm (the calling thread's
+ * name), cmdline (the arguments given to uffd_stats_identify_args, else /proc/self/cmdline). */
 void uffd_stats_identify(struct uffd_stats *st);
+/* The program's argv as the library's constructor received it (NULL-terminated, kept). */
+void uffd_stats_identify_args(char *const *argv);
 
 /* ---- the live emulator ----------------------------------------------------------------------- */
 

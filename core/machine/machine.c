@@ -425,12 +425,20 @@ bool machine_host_gone(const struct machine *m)
 
 int machine_slot_take(struct machine *m)
 {
-	struct machine_hdr *h = m->hdr;
-	int pid = sys_getpid(), ppid = sys_getppid();
-	uint64_t start = clock_now_ns();
 	char comm[16];
 
 	read_comm(comm); /* before taking one: keep the TAKING window short */
+	return machine_slot_take_named(m, comm);
+}
+
+int machine_slot_take_named(struct machine *m, const char *name)
+{
+	struct machine_hdr *h = m->hdr;
+	int pid = sys_getpid(), ppid = sys_getppid();
+	uint64_t start = clock_now_ns();
+	char comm[16] = "";
+
+	strncpy(comm, name, sizeof(comm) - 1);
 	for (int i = 1; i < MACHINE_MAX_PROCS; i++) {
 		struct machine_slot *s = &h->slot[i];
 		uint32_t free_state = MACHINE_SLOT_FREE;

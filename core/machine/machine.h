@@ -279,6 +279,8 @@ bool machine_host_gone(const struct machine *m);
 
 /* Take a slot for the calling process (pid, ppid, comm from /proc). Returns 1.., or -ENOSPC. */
 int machine_slot_take(struct machine *m);
+/* The same with the process's name given (its first 15 bytes): no /proc read. */
+int machine_slot_take_named(struct machine *m, const char *name);
 /* The process is leaving (exit, detach): the host releases the slot's frames. Stop the slot's
  * agent first. */
 void machine_slot_leave(struct machine *m, int slot);

@@ -617,13 +617,18 @@ static const char *cannot_serve(char *buf, size_t len)
 	return NULL;
 }
 
-__attribute__((constructor)) static void shim_init(void)
+/* glibc calls an object's constructors with the program's argc, argv and envp (elf/dl-init.c:
+ * call_init): the record's command line is taken from argv, without reading /proc. */
+__attribute__((constructor)) static void shim_init(int argc, char **argv, char **envp)
 {
 	struct config cfg;
 	char err[512] = "";
 	const char *why;
 
+	(void)envp;
 	__atomic_store_n(&shim_state, SHIM_INITIALISING, __ATOMIC_RELEASE);
+	if (argc > 0 && argv)
+		uffd_stats_identify_args(argv);
 	uffd_tls_passthrough++;
 	shim_deepbind_init(); /* managed or not, a preloaded allocator is there */
 	if (getauxval(AT_SECURE)) {

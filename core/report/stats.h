@@ -117,6 +117,17 @@ extern const char *const uffd_host_help[];
 #define UFFD_STATS_VERSION 18
 #define UFFD_STALL_RECS	   256 /* stall events kept per process (more are only counted) */
 
+/* Records made ahead: the host of a `thpemu run` keeps RUN_DIR/.spare.K (K below
+ * UFFD_STATS_SPARES) made, each a zeroed file of the record's length, UFFD_STATS_FILE_LEN
+ * (core/host/host.c: spares_top_up), once the run has lived a keeper tick; a process starting
+ * claims the one of its pid (K = pid % UFFD_STATS_SPARES) by renaming it to PID.stats
+ * (core/live/live.c: stats_map), which costs it a rename instead of an inode's creation and
+ * sizing. The name has no ".stats" in it: nothing reads a spare as a record. Their number is
+ * prime, so that pids a process's threads space out evenly still spread over every spare. */
+#define UFFD_STATS_SPARES    17
+#define UFFD_STATS_SPARE_FMT "%s/.spare.%u"
+#define UFFD_STATS_FILE_LEN  ((sizeof(struct uffd_stats) + 4095) & ~(size_t)4095)
+
 /* One fault slower than the stall threshold, as the handler saw it. Captured stacks (stallcap.c)
  * go to a file at exit; these records stand in when a process never got there. */
 struct uffd_stall_rec {
@@ -201,7 +212,7 @@ struct uffd_stats {
 	uint64_t start_mono_ns, last_update_mono_ns;
 	uint64_t pool_bytes;
 	char exe[256];
-	char comm[16];	    /* /proc/self/comm when the library started (the program's name) */
+	char comm[16];	    /* the program's name when the library started (its main thread's) */
 	char cmdline[1024]; /* argv joined by spaces, truncated */
 	char policy[352];   /* canonical spec (mm_policy_format; plugin=PATH included) */
 	char note[256];	    /* first warning (why unmanaged, pool exhausted, ...) */
