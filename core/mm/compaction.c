@@ -316,20 +316,19 @@ static void isolate_frame(struct mm *mm, struct compact_control *cc, uint32_t pf
 	/* list_add(&page->lru, &cc->migratepages): at the head, so the list runs from the page
 	 * isolated last to the first, and migrate_pages and putback_movable_pages walk it from
 	 * the head (3.1 mm/compaction.c isolate_migratepages, 3.5's isolate_migratepages_range,
-	 * 6.1 and 6.12 isolate_migratepages_block; 3.1 mm/migrate.c migrate_pages, 6.1 and 6.12
-	 * migrate_pages_batch: list_for_each_entry_safe). The first source migrated is the last
-	 * isolated, and it gets the first target compaction_alloc hands out. */
-	memmove(&cc->migratepages[1], &cc->migratepages[0],
-		cc->nr_migratepages * sizeof(cc->migratepages[0]));
-	cc->migratepages[0] = pfn;
-	cc->nr_migratepages++;
+	 * 6.1 and 6.12 isolate_migratepages_block; 3.1 and v6.1 mm/migrate.c migrate_pages, 6.12
+	 * and Debian's 6.1.y migrate_pages_batch: list_for_each_entry_safe). The first source
+	 * migrated is the last isolated, and it gets the first target compaction_alloc hands
+	 * out. Here the head is the array's end until migrate_frames turns it round, once. */
+	cc->migratepages[cc->nr_migratepages++] = pfn;
 	count_event(mm, MM_STAT_COMPACT_ISOLATED, 1);
 }
 
-/* putback_movable_pages (putback_lru_pages in 3.x): the list from its head. */
+/* putback_movable_pages (putback_lru_pages in 3.x): the list from its head, the last isolated
+ * (before migrate_frames, which alone puts back after it has turned the list round). */
 static void putback_migratepages(struct mm *mm, struct compact_control *cc)
 {
-	for (unsigned i = 0; i < cc->nr_migratepages; i++)
+	for (unsigned i = cc->nr_migratepages; i-- > 0;)
 		putback_frame(mm, cc->migratepages[i]);
 	cc->nr_migratepages = 0;
 }

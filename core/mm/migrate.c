@@ -624,6 +624,13 @@ __stall_frame int migrate_frames(struct mm *mm, struct compact_control *cc, unsi
 	bool batch = era_modern(mm) && !era_6_1(mm) && mm_has_migrate_anon_batch(mm);
 	int ret = 0, done[CC_MIGRATE_MAX];
 
+	/* isolate_frame appended each source: the list's head, the last isolated, comes first */
+	for (unsigned i = 0; i < n / 2; i++) {
+		uint32_t t = cc->migratepages[i];
+
+		cc->migratepages[i] = cc->migratepages[n - 1 - i];
+		cc->migratepages[n - 1 - i] = t;
+	}
 	for (cc->pass = 0; cc->pass < mm->cfg.policy.migrate_passes && retry; cc->pass++) {
 		unsigned keep = 0;
 
