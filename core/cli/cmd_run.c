@@ -368,14 +368,19 @@ static int make_run_dir(struct run_ctx *rc)
 }
 
 /* The jemalloc to preload: libthpemu-jemalloc.so (Debian's jemalloc without its C++ part, built
- * from libjemalloc-dev: no libstdc++ to load in every process), beside libthpemu.so, else
- * Debian's libjemalloc.so.2. NULL if neither is there. */
+ * from libjemalloc-dev: no libstdc++ to load in every process), beside libthpemu.so in a build
+ * that made it, else Debian's libjemalloc.so.2. NULL if neither is there. */
 static const char *find_jemalloc(char *buf, size_t len)
 {
+#ifdef THPEMU_JEMALLOC_LIB
 	char why[3 * PATH_MAX];
 
 	if (prog_find_lib("libthpemu-jemalloc.so", buf, len, why, sizeof(why)) == 0)
 		return buf;
+#else
+	(void)buf;
+	(void)len;
+#endif
 	return access(THPEMU_JEMALLOC_PATH, R_OK) == 0 ? THPEMU_JEMALLOC_PATH : NULL;
 }
 

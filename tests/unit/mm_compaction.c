@@ -608,11 +608,6 @@ TEST(targets_3x_are_used_from_the_last_page_down)
 	}
 }
 
-/* compact_init_migrate_pfn is 0 until the first skip-bit flush (the zone is zeroed; only 6.12
- * and 6.1 __reset_isolation_suitable set it), so in a zone that does not start at pfn 0 a
- * compaction is not whole_zone before then, and scanners that meet give PARTIAL_SKIPPED
- * (compact_finished), not COMPLETE. DMA [0, 2048) unmovable; DMA32 [2048, 4096): each block's
- * first frame unmovable, the rest free, nothing to move. */
 /* DMA [0, 2048) unmovable; DMA32 [2048, 4096): each block's first frame unmovable, the rest
  * free, nothing to move. */
 static void two_zone_pool(struct fakeenv *fe, const char *spec)
@@ -640,6 +635,10 @@ static void two_zone_pool(struct fakeenv *fe, const char *spec)
 	ASSERT_EQ(mm_snapshot_end(&snap, wm, err, sizeof(err)), 0);
 }
 
+/* compact_init_migrate_pfn is 0 until the first skip-bit flush (the zone is zeroed; only 6.12
+ * and 6.1 __reset_isolation_suitable set it), so in a zone that does not start at pfn 0 a
+ * compaction is not whole_zone before then, and scanners that meet give PARTIAL_SKIPPED
+ * (compact_finished), not COMPLETE. The pool of two_zone_pool. */
 TEST(init_migrate_pfn_is_zero_until_a_flush)
 {
 	static const char *const specs[] = {"modern-always", "linux-6.1"};
