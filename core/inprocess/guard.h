@@ -122,6 +122,9 @@ int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void
 			void *(*fn)(void *), void *arg, const char *name);
 /* pthread_join a thread made by guard_thread_create, and give its stack back. */
 int guard_thread_join(pthread_t th, struct guard_thread *t);
+/* The same if the thread is gone within ns (0: now, without waiting): 0, -EBUSY or -ETIMEDOUT
+ * while it still runs (its C library teardown included). */
+int guard_thread_timedjoin(pthread_t th, struct guard_thread *t, uint64_t ns);
 /* Does the C library count this process's threads, so that the emulator's can be left out of the
  * count? (glibc: yes; without it a program whose last thread leaves with pthread_exit would stay
  * alive as long as the emulator's threads.) */

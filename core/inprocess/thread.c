@@ -189,6 +189,26 @@ int guard_thread_join(pthread_t th, struct guard_thread *t)
 	return -rc;
 }
 
+int guard_thread_timedjoin(pthread_t th, struct guard_thread *t, uint64_t ns)
+{
+	struct timespec ts;
+	uint64_t at;
+	int rc;
+
+	if (ns) {
+		clock_gettime(CLOCK_REALTIME, &ts); /* pthread_timedjoin_np's clock */
+		at = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + ns;
+		ts.tv_sec = (time_t)(at / 1000000000ULL);
+		ts.tv_nsec = (long)(at % 1000000000ULL);
+		rc = pthread_timedjoin_np(th, NULL, &ts);
+	} else {
+		rc = pthread_tryjoin_np(th, NULL);
+	}
+	if (rc == 0)
+		stack_free(t);
+	return -rc;
+}
+
 int guard_thread_create(pthread_t *th, struct guard_thread *t, void (*wake)(void *), void *wake_arg,
 			void *(*fn)(void *), void *arg, const char *name)
 {

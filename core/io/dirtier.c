@@ -267,6 +267,6 @@ void *io_dirtier_main(void *arg)
 	else
 		writer(io);
 	guard_thread_leave(&io->dirtier_gt);
-	io_thread_fini(io);
+	io_dirtier_returns(io);
 	return NULL;
 }

@@ -32,8 +32,9 @@
  * with -ETIMEDOUT and the request is abandoned: no frame stays pinned forever, whatever the
  * device does. The bytes of an abandoned write on the device are undefined.
  *
- * Threads: the flusher (owns the ring or the model) and the dirtier; both block every signal,
- * call env->thread_init first and env->thread_fini last, just before they return. io_writeout() and
+ * Threads: the flusher (owns the ring or the model) and the dirtier; both block every signal and
+ * call env->thread_init first; env->thread_gone is called for each once it is gone (joined: the
+ * dirtier by the flusher within a tick of its end, the flusher by io_stop). io_writeout() and
  * io_copy_file_page() are mm hooks called from fault handler threads: they take only io's own locks
  * (never one an application thread can hold), never allocate and never block on the device.
  *
@@ -182,11 +183,13 @@ struct io_env {
 	struct mm *mm;
 	struct waitq *wq; /* the writeback wait queues the mm wait hook sleeps on */
 	struct io_stats *stats;
-	/* Called first on every io thread (e.g. to mark it as an emulator thread), and last, just
-	 * before the thread returns (to unmark it: the dirtier ends when its work is done, long
-	 * before the process). Either may be NULL. */
+	/* thread_init is called first on every io thread (e.g. to mark it as an emulator thread);
+	 * thread_gone, on another thread, once that thread is gone - its C library teardown after
+	 * its start routine, which may still run code of the program's (its allocator), done - with
+	 * the id it had (to unmark it: the dirtier ends when its work is done, long before the
+	 * process, and its id may be given to another thread later). Either may be NULL. */
 	void (*thread_init)(void *arg);
-	void (*thread_fini)(void *arg);
+	void (*thread_gone)(void *arg, int tid);
 	void *arg;
 	void *call; /* the `call` argument io passes to mm (its hooks get it back) */
 	/* The page-cache data arena (mm_nr_frames * 4 KiB, 4 KiB aligned), or NULL: io maps its

@@ -184,7 +184,12 @@ struct io {
 
 	/* threads */
 	pthread_t flusher, dirtier;
-	bool flusher_started, dirtier_started;
+	bool flusher_started;
+	/* the dirtier is joined by whoever holds join_lock: the flusher once the dirtier has
+	 * returned (dirtier_returned), without waiting, or io_stop */
+	pthread_mutex_t join_lock;
+	bool dirtier_started;	      /* join_lock */
+	atomic_bool dirtier_returned; /* its start routine is done; its teardown may still run */
 	struct guard_thread flusher_gt, dirtier_gt; /* credential replication (core/inprocess) */
 	atomic_bool stopping;			    /* dirtier and new submissions stop */
 	atomic_bool flusher_stop;
@@ -238,8 +243,8 @@ void io_unmap(void *p, size_t len);
  * catalogue lookup allocates, and the allocator may be the program's): strerrordesc_np(). */
 void io_note(struct io *io, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void io_block_signals_and_init(struct io *io);
-/* An io thread's last call before it returns: env->thread_fini. */
-void io_thread_fini(struct io *io);
+/* The dirtier's last store before it returns (the flusher joins it from then on). */
+void io_dirtier_returns(struct io *io);
 void *io_dirtier_main(void *arg);
 
 static inline void io_stat_add(uint64_t *c, uint64_t n)

@@ -62,10 +62,43 @@ void io_block_signals_and_init(struct io *io)
 		io->env.thread_init(io->env.arg);
 }
 
-void io_thread_fini(struct io *io)
+/* An io thread is gone: joined, so its C library teardown after its start routine returned
+ * (glibc's nptl/pthread_create.c: start_thread runs the TLS destructors, the thread-specific
+ * data's and __libc_thread_freeres, which calls free, the program's allocator if it has its own)
+ * is over. The join returns once the kernel cleared the thread's id word (kernel/fork.c:
+ * mm_release, from do_exit's exit_mm, every era), after its last user-mode instruction and
+ * before its id is freed (kernel/exit.c: release_task, later in do_exit): the id is not anyone
+ * else's yet. */
+static void thread_gone(struct io *io, struct guard_thread *gt)
 {
-	if (io->env.thread_fini)
-		io->env.thread_fini(io->env.arg);
+	if (io->env.thread_gone)
+		io->env.thread_gone(io->env.arg, __atomic_load_n(&gt->tid, __ATOMIC_ACQUIRE));
+}
+
+void io_dirtier_returns(struct io *io)
+{
+	atomic_store_explicit(&io->dirtier_returned, true, memory_order_release);
+}
+
+/* Join the dirtier if it is gone within ns (0: now; the flusher, which never waits for it: if
+ * io_stop holds the lock, it joins it); true if it is gone (or was never made). */
+static bool join_dirtier(struct io *io, uint64_t ns)
+{
+	bool gone = true;
+
+	if (ns)
+		pthread_mutex_lock(&io->join_lock);
+	else if (pthread_mutex_trylock(&io->join_lock) != 0)
+		return false;
+	if (io->dirtier_started) {
+		gone = guard_thread_timedjoin(io->dirtier, &io->dirtier_gt, ns) == 0;
+		if (gone) {
+			io->dirtier_started = false;
+			thread_gone(io, &io->dirtier_gt);
+		}
+	}
+	pthread_mutex_unlock(&io->join_lock);
+	return gone;
 }
 
 void *io_page(struct io *io, uint32_t pfn)
@@ -676,11 +709,13 @@ static void *flusher_main(void *arg)
 			writeback_pass(io, now);
 		check_timeouts(io);
 		rq_stats_publish(io);
+		/* a dirtier whose total is done: its id leaves with it (a tick after it ends) */
+		if (atomic_load_explicit(&io->dirtier_returned, memory_order_acquire))
+			join_dirtier(io, 0);
 		io->be->wait(io, IO_TICK_NS);
 	}
 	flusher_shutdown(io);
 	guard_thread_leave(&io->flusher_gt);
-	io_thread_fini(io);
 	return NULL;
 }
 
@@ -1032,6 +1067,7 @@ int io_create(const struct io_config *cfg, const struct io_env *env, struct io *
 		 io->carry_pfn, io->carry_owner, IO_CARRY_MAX);
 	pthread_mutex_init(&io->q_lock, NULL);
 	pthread_mutex_init(&io->files_lock, NULL);
+	pthread_mutex_init(&io->join_lock, NULL);
 	io_files_init(io);
 	rc = arena_init(io, env->arena);
 	if (rc < 0) {
@@ -1085,31 +1121,12 @@ int io_start(struct io *io)
 	io->flusher_started = true;
 	if (!io->cfg.dirty)
 		return 0;
+	pthread_mutex_lock(&io->join_lock); /* the flusher may look for it already */
 	rc = guard_thread_create(&io->dirtier, &io->dirtier_gt, io_thread_ping, io, io_dirtier_main,
 				 io, "thpemu-dirty");
-	if (rc < 0)
-		return rc;
-	io->dirtier_started = true;
-	return 0;
-}
-
-/* Join the dirtier within ns; false if it is still busy (e.g. blocked in reclaim on a page whose
- * write the device has not completed). */
-static bool join_dirtier(struct io *io, uint64_t ns)
-{
-	struct timespec ts;
-	uint64_t t;
-
-	if (!io->dirtier_started)
-		return true;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + ns;
-	ts.tv_sec = (time_t)(t / 1000000000ULL);
-	ts.tv_nsec = (long)(t % 1000000000ULL);
-	if (pthread_timedjoin_np(io->dirtier, NULL, &ts) != 0)
-		return false;
-	io->dirtier_started = false;
-	return true;
+	io->dirtier_started = rc == 0;
+	pthread_mutex_unlock(&io->join_lock);
+	return rc < 0 ? rc : 0;
 }
 
 void io_stop(struct io *io, uint64_t drain_ns)
@@ -1120,18 +1137,21 @@ void io_stop(struct io *io, uint64_t drain_ns)
 		return;
 	wake_sleepers(io);
 	/* the flusher keeps completing writes meanwhile; if the dirtier still waits on one when
-	 * the drain time is up, stopping the flusher ends every page in flight and wakes it */
-	joined = join_dirtier(io, drain_ns);
+	 * the drain time is up, stopping the flusher ends every page in flight and wakes it (e.g.
+	 * blocked in reclaim on a page whose write the device has not completed) */
+	joined = join_dirtier(io, drain_ns ? drain_ns : 1);
 	io->drain_deadline = joined ? clock_now_ns() + drain_ns : 0;
 	atomic_store_explicit(&io->flusher_stop, true, memory_order_release);
 	if (io->be) /* none when io_create failed before the backend was up */
 		io->be->kick(io);
-	if (io->flusher_started)
-		guard_thread_join(io->flusher, &io->flusher_gt);
+	if (io->flusher_started && guard_thread_join(io->flusher, &io->flusher_gt) == 0)
+		thread_gone(io, &io->flusher_gt);
 	io->flusher_started = false;
-	if (io->dirtier_started)
-		guard_thread_join(io->dirtier, &io->dirtier_gt);
+	pthread_mutex_lock(&io->join_lock);
+	if (io->dirtier_started && guard_thread_join(io->dirtier, &io->dirtier_gt) == 0)
+		thread_gone(io, &io->dirtier_gt);
 	io->dirtier_started = false;
+	pthread_mutex_unlock(&io->join_lock);
 }
 
 void io_destroy(struct io *io)
@@ -1149,6 +1169,7 @@ void io_destroy(struct io *io)
 	io_unmap(io->reqs, io->nreqs * sizeof(*io->reqs));
 	pthread_mutex_destroy(&io->q_lock);
 	pthread_mutex_destroy(&io->files_lock);
+	pthread_mutex_destroy(&io->join_lock);
 	io_unmap(io, sizeof(*io));
 }
 

@@ -22,20 +22,19 @@
 #define IO_EXIT_DRAIN_NS 1000000000ULL /* at exit, wait this long for writes in flight */
 
 /* An io thread (the flusher, the dirtier) starts: thpemu's own, its faults served outside the
- * emulated kernel, for as long as it runs (io_stop may leave one finishing a write after the
- * exit hook). */
+ * emulated kernel, for as long as it runs, its C library teardown included. */
 static void io_thread_init(void *arg)
 {
 	uffd_tls_passthrough = 1; /* io threads' own mappings are never managed */
 	uffd_own_thread_enter();
 }
 
-/* ... and ends (the dirtier when a finite --dirty total is written, long before the process):
- * its id leaves the table, which would otherwise serve every fault of a later thread given the
- * same id (pid_max wraps) outside the emulated kernel. */
-static void io_thread_fini(void *arg)
+/* ... and is gone (the dirtier when a finite --dirty total is written, long before the process;
+ * joined by the flusher): its id leaves the table, which would otherwise serve every fault of a
+ * later thread given the same id (pid_max wraps) outside the emulated kernel. */
+static void io_thread_gone(void *arg, int tid)
 {
-	uffd_own_thread_leave();
+	uffd_own_thread_gone(tid);
 }
 
 static int copy_file(void *arg, uint64_t owner, uint32_t from, uint32_t to)
@@ -62,7 +61,7 @@ void uffd_io_start(struct uffd_live *lv)
 	    .wq = lv->wq,
 	    .stats = &lv->stats->io,
 	    .thread_init = io_thread_init,
-	    .thread_fini = io_thread_fini,
+	    .thread_gone = io_thread_gone,
 	    .call = &lv->workers[lv->nworkers], /* io's mm calls never migrate program pages */
 	};
 	struct io_config ic;

@@ -446,6 +446,11 @@ void uffd_own_thread_leave(void)
 	own_tid_remove((int32_t)sys_gettid());
 }
 
+void uffd_own_thread_gone(int tid)
+{
+	own_tid_remove((int32_t)tid);
+}
+
 bool uffd_own_thread_is(int tid)
 {
 	uint32_t hi = __atomic_load_n(&own_hi, __ATOMIC_ACQUIRE);

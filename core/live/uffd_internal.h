@@ -532,14 +532,16 @@ void uffd_trace_event(struct uffd_live *lv, unsigned type, uintptr_t addr, uint6
  * calls uffd_thread_started first thing (it also records it with core/inprocess) and
  * uffd_thread_leave on its way out, and is joined with uffd_thread_join, which takes it out of
  * the table (its C library teardown, after uffd_thread_leave, allocates and frees); core/io's
- * threads are entered by their thread_init hook and leave by their thread_fini hook (iolive.c),
- * just before they return, and core/preload's machine-stop thread enters and leaves itself
- * (uffd.h). UFFD_OWN_TIDS is twice what a process can have (64 handlers, a few others); a thread
- * that found no room would stay the program's. */
+ * threads are entered by their thread_init hook and taken out by their thread_gone hook once
+ * joined (iolive.c: uffd_own_thread_gone), and core/preload's machine-stop thread enters and
+ * leaves itself (uffd.h). UFFD_OWN_TIDS is twice what a process can have (64 handlers, a few
+ * others); a thread that found no room would stay the program's. */
 #define UFFD_OWN_TIDS 128
 void uffd_thread_started(struct guard_thread *gt);
 void uffd_thread_leave(struct guard_thread *gt);
 int uffd_thread_join(pthread_t th, struct guard_thread *gt);
+/* Thread tid of ours is gone (joined): out of the table. */
+void uffd_own_thread_gone(int tid);
 bool uffd_own_thread_is(int tid);
 /* A fork child: none of the parent's threads is here. */
 void uffd_own_threads_forget(void);

@@ -23,7 +23,8 @@ foreach(p never always)
 endforeach()
 foreach(t threads stress badenv nonroot fork exit usemem signals exec api memory mremap machine make
           collapse collapse_swap split mthp host_fault thread_exit mlock dlopen debuggers own_uffd
-          addresses census thp_prctl zeropage shmem shmem_collapse shmem_hole zero_reuse exit_work)
+          addresses census thp_prctl zeropage shmem shmem_collapse shmem_hole zero_reuse exit_work
+          thread_teardown)
   thpemu_add_test(NAME integration/live_${t}
                   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/live_${t}.sh
                   LABELS integration needs-uffd needs-root)

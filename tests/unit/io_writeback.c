@@ -3,8 +3,9 @@
  * completion and wake their waiters, writeout() starts one page, errors end writeback with the
  * error and are counted, a dead device is timed out instead of pinning pages forever, and the
  * in-process model paces completions in real time; an arena given by the caller holds the
- * pages' bytes and is left alone; each io thread calls the thread_init hook first and the
- * thread_fini hook as it ends (the dirtier when its total is done). */
+ * pages' bytes and is left alone; each io thread calls the thread_init hook first, and the
+ * thread_gone hook is called with its id once it is gone, its C library teardown done (the
+ * dirtier's soon after its total is done). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +34,14 @@ struct tenv {
 	pthread_mutex_t lock;
 	struct io_stats st;
 	uint64_t wait_calls, wait_ns;
-	uint32_t inits, finis; /* io_env thread_init / thread_fini calls (atomic) */
+	uint32_t inits, gones; /* io_env thread_init / thread_gone calls (atomic) */
+	/* per io thread, by thread_init: its id, its name, its teardown done (a thread-specific
+	 * value's destructor ran: glibc's start_thread, after the start routine); gone_early:
+	 * thread_gone calls made before that (atomic) */
+	int tid[4];
+	char name[4][16];
+	uint32_t torn[4];
+	uint32_t gone_early, gone_unknown;
 };
 
 static uint64_t t_now(void *priv, void *call)
@@ -84,14 +94,44 @@ static void t_cost(void *priv, void *call, enum mm_cost what, uint64_t n)
 {
 }
 
-static void t_thread_init(void *arg)
+static pthread_key_t teardown_key;
+static pthread_once_t teardown_once = PTHREAD_ONCE_INIT;
+
+static void t_torn(void *slot)
 {
-	__atomic_fetch_add(&((struct tenv *)arg)->inits, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n((uint32_t *)slot, 1, __ATOMIC_RELEASE);
 }
 
-static void t_thread_fini(void *arg)
+static void teardown_key_make(void)
 {
-	__atomic_fetch_add(&((struct tenv *)arg)->finis, 1, __ATOMIC_ACQ_REL);
+	pthread_key_create(&teardown_key, t_torn);
+}
+
+static void t_thread_init(void *arg)
+{
+	struct tenv *t = arg;
+	uint32_t i = __atomic_fetch_add(&t->inits, 1, __ATOMIC_ACQ_REL);
+
+	if (i >= 4)
+		return;
+	prctl(PR_GET_NAME, t->name[i]);
+	__atomic_store_n(&t->tid[i], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	pthread_once(&teardown_once, teardown_key_make);
+	pthread_setspecific(teardown_key, &t->torn[i]);
+}
+
+static void t_thread_gone(void *arg, int tid)
+{
+	struct tenv *t = arg;
+	int i = 0;
+
+	while (i < 4 && __atomic_load_n(&t->tid[i], __ATOMIC_ACQUIRE) != tid)
+		i++;
+	if (i == 4 || tid <= 0)
+		__atomic_fetch_add(&t->gone_unknown, 1, __ATOMIC_ACQ_REL);
+	else if (!__atomic_load_n(&t->torn[i], __ATOMIC_ACQUIRE))
+		__atomic_fetch_add(&t->gone_early, 1, __ATOMIC_ACQ_REL);
+	__atomic_fetch_add(&t->gones, 1, __ATOMIC_ACQ_REL);
 }
 
 static const struct mm_env_ops t_ops = {
@@ -109,6 +149,15 @@ static struct tenv te;
 static void *given_arena; /* io_env.arena for the next setup() */
 static bool rq_3x;	  /* io_config.rq_3x for the next setup() */
 
+/* The io thread named name in te (its index), or -1. */
+static int t_thread_named(const char *name)
+{
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(te.name[i], name))
+			return i;
+	return -1;
+}
+
 /* An mm of pool bytes and an engine on dir ("" = the model of device spec dev). */
 static void setup(const char *dev, const char *dir, const char *dirty, uint64_t pool)
 {
@@ -119,7 +168,7 @@ static void setup(const char *dev, const char *dir, const char *dirty, uint64_t 
 			      .wq = &te.wq,
 			      .arena = given_arena,
 			      .thread_init = t_thread_init,
-			      .thread_fini = t_thread_fini,
+			      .thread_gone = t_thread_gone,
 			      .arg = &te};
 	char err[256];
 
@@ -573,21 +622,48 @@ TEST(the_reader_fills_clean_page_cache)
 	teardown();
 }
 
-/* The io_env hooks bracket each io thread's life: the dirtier calls thread_fini when its finite
- * total is done, with the flusher still running; the flusher when io stops. */
-TEST(io_threads_call_fini_as_they_end)
+/* The io_env hooks bracket each io thread's life: thread_init first on it; thread_gone with its id
+ * once it is gone - after its C library teardown (here a thread-specific value's destructor),
+ * which runs code the program may own (its allocator's free) and must still be thpemu's -, the
+ * dirtier's soon after its finite total is done, with the flusher still running; the flusher's
+ * when io stops. */
+TEST(io_threads_are_gone_before_thread_gone)
 {
 	uint64_t t0 = clock_now_ns();
+	int d, f;
 
 	setup("none:latency=1ms", "", "read,total=1M,file=1M", 64 << 20);
-	while (__atomic_load_n(&te.finis, __ATOMIC_ACQUIRE) == 0 &&
+	while (__atomic_load_n(&te.gones, __ATOMIC_ACQUIRE) == 0 &&
 	       clock_now_ns() - t0 < 30000000000ULL)
 		usleep(10000);
 	EXPECT_EQ(__atomic_load_n(&te.inits, __ATOMIC_ACQUIRE), 2);
-	EXPECT_EQ(__atomic_load_n(&te.finis, __ATOMIC_ACQUIRE), 1); /* the dirtier only */
+	EXPECT_EQ(__atomic_load_n(&te.gones, __ATOMIC_ACQUIRE), 1); /* the dirtier only */
+	d = t_thread_named("thpemu-dirty");
+	f = t_thread_named("thpemu-flush");
+	ASSERT(d >= 0 && f >= 0);
+	EXPECT_EQ(__atomic_load_n(&te.torn[d], __ATOMIC_ACQUIRE), 1);
+	EXPECT_EQ(__atomic_load_n(&te.torn[f], __ATOMIC_ACQUIRE), 0);
 	EXPECT_EQ(te.st.bytes_read, 1 << 20);
 	io_stop(te.io, 1000000000ULL);
-	EXPECT_EQ(__atomic_load_n(&te.finis, __ATOMIC_ACQUIRE), 2);
+	EXPECT_EQ(__atomic_load_n(&te.gones, __ATOMIC_ACQUIRE), 2);
+	EXPECT_EQ(__atomic_load_n(&te.torn[f], __ATOMIC_ACQUIRE), 1);
+	EXPECT_EQ(__atomic_load_n(&te.gone_early, __ATOMIC_ACQUIRE), 0);
+	EXPECT_EQ(__atomic_load_n(&te.gone_unknown, __ATOMIC_ACQUIRE), 0);
+	teardown();
+}
+
+/* A dirtier still running when io stops (an endless one) is joined there, its hook called once,
+ * after its teardown, like the flusher's. */
+TEST(io_stop_joins_a_running_dirtier)
+{
+	setup("none:latency=1ms", "", "read,stream,file=1M", 64 << 20);
+	usleep(100000);
+	EXPECT_EQ(__atomic_load_n(&te.gones, __ATOMIC_ACQUIRE), 0);
+	io_stop(te.io, 1000000000ULL);
+	EXPECT_EQ(__atomic_load_n(&te.inits, __ATOMIC_ACQUIRE), 2);
+	EXPECT_EQ(__atomic_load_n(&te.gones, __ATOMIC_ACQUIRE), 2);
+	EXPECT_EQ(__atomic_load_n(&te.gone_early, __ATOMIC_ACQUIRE), 0);
+	EXPECT_EQ(__atomic_load_n(&te.gone_unknown, __ATOMIC_ACQUIRE), 0);
 	teardown();
 }
 
