@@ -906,9 +906,9 @@ static int run_main(int argc, char **argv)
 	}
 	rc.hosting = !rc.machine && start_host(&rc);
 	if (rc.hosting) {
-		run_host_spares(&rc.host, rc.run_dir);
 		run_device_join(&rc.dev, getenv("THPEMU_MACHINE"), rc.quiet);
-		run_host_coverage_start(&rc.host); /* from the program's start */
+		run_host_spares(&rc.host, rc.run_dir); /* the device's slot is the machine's own */
+		run_host_coverage_start(&rc.host);     /* from the program's start */
 	}
 	if (rc.is_static && !rc.quiet)
 		fprintf(stderr,

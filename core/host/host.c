@@ -201,7 +201,7 @@ static void spares_top_up(struct run_host *h)
 	 * would claim none */
 	live = (int64_t)__atomic_load_n(&h->m.hdr->nslots_live, __ATOMIC_ACQUIRE) -
 	       (int64_t)h->spare_slots0;
-	if (live + (int64_t)(h->reaped - h->spare_reaped0) < 2)
+	if (live + (int64_t)h->reaped < 2) /* none of the run's processes is reaped before it */
 		return;
 	snprintf(tmp, sizeof(tmp), "%s/.spare-new", h->spare_dir);
 	for (unsigned k = 0; k < UFFD_STATS_SPARES && made < SPARES_PER_TURN; k++) {
@@ -229,7 +229,6 @@ void run_host_spares(struct run_host *h, const char *dir)
 		return;
 	/* the machine's own before the program starts (read again by the keeper, once enabled) */
 	h->spare_slots0 = __atomic_load_n(&h->m.hdr->nslots_live, __ATOMIC_ACQUIRE);
-	h->spare_reaped0 = h->reaped;
 	__atomic_store_n(&h->spares_from_ns, clock_now_ns() + KEEPER_SLICE_NS, __ATOMIC_RELEASE);
 }
 

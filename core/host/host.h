@@ -56,8 +56,7 @@ struct run_host {
 	 * this time on (CLOCK_MONOTONIC ns, 0: none) */
 	char spare_dir[4096];
 	uint64_t spares_from_ns;
-	uint32_t spare_slots0;	/* live slots when it was asked for (the machine's own) */
-	uint64_t spare_reaped0; /* ... and processes reaped by then */
+	uint32_t spare_slots0; /* live slots when it was asked for (the machine's own) */
 };
 
 #define RUN_HOST_COV_INTERVAL (10 * 1000000ULL) /* wall time; thinned past 2000 samples */

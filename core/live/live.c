@@ -740,6 +740,7 @@ static void read_small_file(const char *path, char *buf, size_t cap, char sep)
 static int stats_claim_spare(const char *dir, const char *path, int pid)
 {
 	char spare[600];
+	struct stat st;
 	int fd;
 
 	snprintf(spare, sizeof(spare), UFFD_STATS_SPARE_FMT, dir,
@@ -747,7 +748,17 @@ static int stats_claim_spare(const char *dir, const char *path, int pid)
 	if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) < 0)
 		return -errno;
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	/* a record of another build's length, or a file someone else left in a directory given
+	 * by hand (THPEMU_RUN_DIR): made here instead (a short file would fault past its end) */
+	if (fstat(fd, &st) < 0 || st.st_size != (off_t)UFFD_STATS_FILE_LEN ||
+	    st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+		sys_close(fd);
+		unlink(path);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 static int stats_map(struct uffd_live *lv, char *err, size_t errlen)

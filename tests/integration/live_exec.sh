@@ -44,6 +44,20 @@ top=$(json "$rep" '.processes[] | select(.exec_predecessors == 1) | .pid')
 expect_eq "exec'd from" "$(json "$rep" ".processes[] | select(.pid == $top) | .exec_from")" sh
 expect_eq "its command" "$(json "$rep" ".processes[] | select(.pid == $top) | .cmdline")" \
 	"$USEMEM --size 16M --quiet"
+# the same after the run has had a second process for longer than the host's keeper takes to make
+# every statistics record ahead (core/host/host.c: spares_top_up): the exec'd program finds sh's
+# record under its pid, keeps it as its predecessor's and claims one made ahead
+rep2="$T_OUT/exec_spare.json"
+"$THPEMU" run --policy modern-always --pool 256M --report "$rep2" -- \
+	sh -c "sleep 0.6; exec \"$USEMEM\" --size 8M --quiet" >"$T_TMP/out2" 2>"$T_TMP/err2" ||
+	fail "sh + sleep + usemem failed: $(cat "$T_TMP/err2")"
+top2=$(json "$rep2" '.processes[] | select(.comm == "usemem") | .pid')
+expect_eq "after a keeper's spares: exec'd from" \
+	"$(json "$rep2" ".processes[] | select(.pid == $top2) | \"\\(.exec_predecessors) \\(.exec_from)\"")" "1 sh"
+expect_eq "after a keeper's spares: its command" \
+	"$(json "$rep2" ".processes[] | select(.pid == $top2) | .cmdline")" "$USEMEM --size 8M --quiet"
+[ "$(json "$rep2" ".processes[] | select(.pid == $top2) | .faults.huge")" -ge 4 ] ||
+	fail "after a keeper's spares: the 8M usemem took fewer than 4 huge faults"
 child=$(json "$rep" ".processes[] | select(.pid != $top)")
 expect_eq "the child's parent" "$(jq -r .ppid <<<"$child")" "$top"
 expect_eq "the child's predecessors" "$(jq -r .exec_predecessors <<<"$child")" 0
