@@ -23,7 +23,6 @@
  * emulated device's filesystem has no ->migratepage (VFAT), so dirty file frames need writeout.
  */
 #include <errno.h>
-#include <string.h>
 
 #include "mm/compaction.h"
 
