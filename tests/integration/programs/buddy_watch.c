@@ -7,7 +7,6 @@
  * with ZONE "all" for a node's sum, then "reads N". integration/snapshot runs it beside a
  * snapshot pass: buddyinfo's first and last reads alone miss a count that left their range and
  * came back while other programs allocated and freed. */
-#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,8 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ORDERS	 11
-#define MAX_ROWS 64 /* zones and nodes */
+#include "snapshot/snapshot.h"
+
+#define ORDERS	 SNAP_NR_ORDERS
+#define MAX_ROWS (2 * SNAP_MAX_ZONES) /* zones and nodes */
 
 struct row {
 	int node;
@@ -30,6 +31,8 @@ struct row {
 static struct row rows[MAX_ROWS];
 static unsigned nrows;
 static volatile sig_atomic_t stop;
+static struct snap_zone zones[SNAP_MAX_ZONES]; /* zoneinfo's: every zone buddyinfo may list */
+static unsigned nzones;
 
 static void on_stop(int sig)
 {
@@ -60,52 +63,31 @@ static void note(struct row *r, const uint64_t *b)
 	r->seen++;
 }
 
-/* One read: every zone's line, and each node's sum. */
+/* One read: every zone's line (the snapshot's own parser, core/snapshot/procfs.c), and each
+ * node's sum. */
 static int read_once(void)
 {
 	static char text[64 * 1024];
-	uint64_t sum[MAX_ROWS][ORDERS];
-	int sum_node[MAX_ROWS];
+	uint64_t sum[SNAP_MAX_ZONES][ORDERS];
+	int sum_node[SNAP_MAX_ZONES];
 	unsigned nsum = 0;
-	int fd = open("/proc/buddyinfo", O_RDONLY | O_CLOEXEC);
-	ssize_t n, len = 0;
-	char *line, *save;
 
-	if (fd < 0)
+	if (snap_read_text("/proc/buddyinfo", text, sizeof(text)) < 0)
 		return -1;
-	while ((n = read(fd, text + len, sizeof(text) - 1 - (size_t)len)) > 0)
-		len += n;
-	close(fd);
-	text[len] = '\0';
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (unsigned z = 0; z < nzones; z++) {
 		uint64_t b[ORDERS];
-		char zone[16];
-		int node, at, k;
 		unsigned s;
 
-		if (sscanf(line, "Node %d, zone %15s%n", &node, zone, &at) != 2)
-			continue;
-		for (k = 0; k < ORDERS; k++) {
-			int used;
-			unsigned long long v;
-
-			if (sscanf(line + at, "%llu%n", &v, &used) != 1)
-				break;
-			b[k] = v;
-			at += used;
-		}
-		if (k != ORDERS)
-			continue;
-		note(row_of(node, zone), b);
-		for (s = 0; s < nsum && sum_node[s] != node; s++)
+		if (snap_parse_buddyinfo(text, zones[z].node, zones[z].name, b) < 0)
+			continue; /* not populated: buddyinfo lists no line for it */
+		note(row_of(zones[z].node, zones[z].name), b);
+		for (s = 0; s < nsum && sum_node[s] != zones[z].node; s++)
 			;
 		if (s == nsum) {
-			if (nsum == MAX_ROWS)
-				continue;
-			sum_node[nsum++] = node;
+			sum_node[nsum++] = zones[z].node;
 			memset(sum[s], 0, sizeof(sum[s]));
 		}
-		for (k = 0; k < ORDERS; k++)
+		for (unsigned k = 0; k < ORDERS; k++)
 			sum[s][k] += b[k];
 	}
 	for (unsigned s = 0; s < nsum; s++)
@@ -128,6 +110,13 @@ int main(void)
 	unsigned reads = 0;
 	time_t end = time(NULL) + 600;
 
+	static char info[1 << 20];
+
+	if (snap_read_text("/proc/zoneinfo", info, sizeof(info)) < 0 ||
+	    snap_parse_zoneinfo(info, zones, SNAP_MAX_ZONES, &nzones) < 0) {
+		fprintf(stderr, "buddy_watch: cannot read /proc/zoneinfo\n");
+		return 1;
+	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM); /* never left behind by a test that failed */
