@@ -8,7 +8,9 @@
 #      libthpemu-jemalloc.so where the build made it (Debian's without its C++ part: no
 #      libstdc++ in a C program's maps), and a C++ program's heap (cmake -P making an 80 MB
 #      string: operator new is then libstdc++'s, whose malloc is jemalloc's) is managed as well,
-#      where --allocator none leaves it unmanaged;
+#      where --allocator none leaves it unmanaged; memmix first allocates, writes and frees a
+#      block from every function of glibc's replaceable set (pvalloc, which jemalloc lacks,
+#      crashed it in free before libthpemu.so defined it);
 #   3. a program whose memory is nearly all brk gets a warning naming the reason;
 #   4. node (V8 reserves its heap PROT_NONE and commits it with mprotect): at least 80 % of its
 #      anonymous memory is managed on an allocation-heavy script.

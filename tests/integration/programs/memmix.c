@@ -7,11 +7,16 @@
  * read-write mapping, and RESERVE_MB reserved PROT_NONE | MAP_NORESERVE whose first half is
  * later made read-write with mprotect(2) and touched (as V8 and the JVM commit their heaps).
  * Every page gets a pattern; after HOLD_MS (for the census to see it all) every page is checked.
- * Prints "memmix: ok" or the first bad page; exit 0 when all is intact.
+ * First, each function of glibc's replaceable allocator set (the glibc manual, "Replacing
+ * malloc") allocates, is written and freed: one the preloaded allocator lacks would return
+ * memory its free does not own. Prints "memmix: ok" or what went wrong; exit 0 when all is
+ * intact.
  */
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +41,49 @@ static int check(const unsigned char *p, size_t len, unsigned tag, const char *w
 	return 0;
 }
 
+/* One block from each allocation function, aligned as it promises, written, resized, freed. */
+static int allocators(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t size = 1; size <= 3 * page; size = size * 3 + 7) {
+		void *pm = NULL;
+		struct {
+			const char *name;
+			void *p;
+			size_t align;
+		} b[] = {
+		    {"malloc", malloc(size), 1},
+		    {"calloc", calloc(1, size), 1},
+		    {"realloc", realloc(NULL, size), 1},
+		    {"aligned_alloc", aligned_alloc(64, (size + 63) & ~(size_t)63), 64},
+		    {"memalign", memalign(256, size), 256},
+		    {"posix_memalign", posix_memalign(&pm, 128, size) == 0 ? pm : NULL, 128},
+		    {"valloc", valloc(size), page},
+		    {"pvalloc", pvalloc(size), page},
+		};
+
+		for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+			unsigned char *q;
+
+			if (!b[i].p || (uintptr_t)b[i].p % b[i].align ||
+			    malloc_usable_size(b[i].p) < size) {
+				printf("memmix: %s(%zu) gave %p\n", b[i].name, size, b[i].p);
+				return 1;
+			}
+			memset(b[i].p, 0xa5, size);
+			q = realloc(b[i].p, size * 2);
+			if (!q || q[size - 1] != 0xa5) {
+				printf("memmix: realloc of %s(%zu) lost its data\n", b[i].name,
+				       size);
+				return 1;
+			}
+			free(q);
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long brk_mb, malloc_mb, mmap_mb, reserve_mb, hold_ms;
@@ -53,6 +101,8 @@ int main(int argc, char **argv)
 	mmap_mb = strtoul(argv[3], NULL, 10);
 	reserve_mb = strtoul(argv[4], NULL, 10);
 	hold_ms = strtoul(argv[5], NULL, 10);
+	if (allocators())
+		return 1;
 
 	heap = sbrk((intptr_t)(brk_mb * MB));
 	if (heap == (void *)-1) {
