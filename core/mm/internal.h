@@ -233,6 +233,12 @@ struct mm {
 	bool boost_wake;       /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
 	unsigned kswapd_order; /* highest order asked of kswapd since it last slept */
 	unsigned kswapd_failures;
+	/* 3.x zone->pages_scanned and zone->all_unreclaimable (vmscan.c zone_scan): LRU pages
+	 * scanned since a page was last freed, reset lazily when MM_STAT_PGFREE has moved past
+	 * pages_scanned_pgfree; the flag set by kswapd after a pass over an unreclaimable zone */
+	uint64_t pages_scanned;
+	uint64_t pages_scanned_pgfree;
+	bool all_unreclaimable;
 	bool kcompactd_awake;
 	unsigned kcompactd_max_order;
 	uint64_t proactive_next_ns; /* when proactive compaction next checks (0 = at once) */

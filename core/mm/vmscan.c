@@ -4,7 +4,8 @@
  * Mirrors mm/vmscan.c of Linux 3.1, 3.2, 3.3 and 6.12:
  *  - do_try_to_free_pages' priority loop (DEF_PRIORITY 12 .. 0), nr_to_reclaim =
  *    SWAP_CLUSTER_MAX counted per pass, get_scan_count's lru >> priority (forced to
- *    SWAP_CLUSTER_MAX when 0 for 3.x kswapd only: force_scan), shrink_zones'
+ *    SWAP_CLUSTER_MAX when 0 for 3.1/3.2 kswapd, and 3.3 kswapd over an all_unreclaimable
+ *    zone: force_scan), shrink_zones'
  *    costly-order skip (3.2: compaction_suitable || compaction_deferred; 3.3:
  *    compaction_ready; 6.12: compaction_ready), shrink_zone / shrink_node with
  *    should_continue_reclaim (reclaim/compaction keeps going until 2 << order pages are
@@ -365,12 +366,47 @@ static uint32_t isolate_lumpy_neighbours(struct mm *mm, struct scan_control *sc,
 	return n;
 }
 
+/* 3.x zone->pages_scanned: shrink_inactive_list and shrink_active_list add the pages
+ * isolate_lru_pages scanned (global reclaim, kswapd's and direct), and free_one_page /
+ * free_pcppages_bulk (mm/page_alloc.c, 3.1.3, 3.2.0, 3.3.8) clear it and
+ * zone->all_unreclaimable on every free to the buddy allocator ("to hold off the 'all pages
+ * are pinned' detection logic"). The model clears both lazily: when MM_STAT_PGFREE, which
+ * free_frames counts, has moved since the last look. */
+static void zone_scan_sync(struct mm *mm)
+{
+	if (mm->stats[MM_STAT_PGFREE] != mm->pages_scanned_pgfree) {
+		mm->pages_scanned_pgfree = mm->stats[MM_STAT_PGFREE];
+		mm->pages_scanned = 0;
+		mm->all_unreclaimable = false;
+	}
+}
+
+static void zone_scanned(struct mm *mm, uint32_t n)
+{
+	zone_scan_sync(mm);
+	mm->pages_scanned += n;
+}
+
+/* 3.x mm/vmscan.c zone_reclaimable: pages_scanned < zone_reclaimable_pages * 6, the
+ * reclaimable pages being the file LRU's (anon's only with swap, which the model has not). */
+static bool zone_reclaimable(struct mm *mm)
+{
+	zone_scan_sync(mm);
+	return mm->pages_scanned < ((uint64_t)mm->nr_lru[0] + mm->nr_lru[1]) * 6;
+}
+
+static bool zone_all_unreclaimable(struct mm *mm)
+{
+	zone_scan_sync(mm);
+	return mm->all_unreclaimable;
+}
+
 /* isolate_lru_pages from the inactive list: up to nr pages from the tail (3.x high-order
  * reclaim adds each one's block neighbours). Returns the number taken. */
 static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32_t nr,
 				  uint32_t *pfns)
 {
-	uint32_t head = sentinel(mm, SENT_LRU_INACTIVE), taken = 0;
+	uint32_t head = sentinel(mm, SENT_LRU_INACTIVE), taken = 0, scan = 0;
 	bool lumpy = !era_modern(mm) && sc->order > 0;
 
 	if (nr > SWAP_CLUSTER_MAX)
@@ -395,15 +431,18 @@ static uint32_t isolate_lru_pages(struct mm *mm, struct scan_control *sc, uint32
 		mm->nr_isolated += taken;
 		if (taken)
 			flist_cut(mm, last, first);
+		if (!era_modern(mm))
+			zone_scanned(mm, taken);
 		return taken;
 	}
-	for (uint32_t scan = 0; scan < nr && !flist_empty(mm, head); scan++) {
+	for (; scan < nr && !flist_empty(mm, head); scan++) {
 		uint32_t pfn = pfn_frame(mm, head)->prev;
 
 		isolate_for_reclaim(mm, pfn, pfns, &taken);
 		if (lumpy)
 			scan += isolate_lumpy_neighbours(mm, sc, pfn, pfns, &taken);
 	}
+	zone_scanned(mm, scan); /* lumpy: 3.x only; its scan counts the neighbours taken */
 	return taken;
 }
 
@@ -473,7 +512,7 @@ static void shrink_inactive_list(struct mm *mm, struct scan_control *sc, uint32_
 /* shrink_active_list: deactivate up to nr frames from the active tail. */
 static void shrink_active_list(struct mm *mm, uint32_t nr)
 {
-	uint32_t head = sentinel(mm, SENT_LRU_ACTIVE), first = MM_NO_PFN, last = MM_NO_PFN;
+	uint32_t head = sentinel(mm, SENT_LRU_ACTIVE), first = MM_NO_PFN, last = MM_NO_PFN, n = 0;
 
 	/* each page from the active tail to the inactive head, one by one, leaves the run in
 	 * its order: it moves as one chain */
@@ -487,7 +526,10 @@ static void shrink_active_list(struct mm *mm, uint32_t nr)
 			last = pfn;
 		first = pfn;
 		pfn = f->prev;
+		n++;
 	}
+	if (!era_modern(mm))
+		zone_scanned(mm, n);
 	if (first == MM_NO_PFN)
 		return;
 	flist_cut(mm, first, last);
@@ -568,20 +610,33 @@ static bool skip_zone_for_compaction(struct mm *mm, struct scan_control *sc)
 }
 
 /* get_scan_count's force_scan: may a pass whose lru >> priority is 0 scan SWAP_CLUSTER_MAX
- * anyway? 3.1 and 3.2 mm/vmscan.c get_scan_count: kswapd and memcg reclaim only ("For global
- * direct reclaim, it can visit next zone and tend not to have problems"); 3.3 (b95a2f2d "mm:
- * vmscan: convert global reclaim to per-memcg LRU lists") narrows kswapd's to an
- * all_unreclaimable zone, which the model does not distinguish (kswapd keeps it). So a 3.x
- * direct reclaim pass over fewer than 1 << priority inactive pages scans nothing, reclaims
- * nothing, and should_continue_reclaim stops it (no __GFP_REPEAT). 6.1 and 6.12 mm/vmscan.c
- * get_scan_count have no force_scan: after "scan >>= sc->priority" the only floor is
+ * anyway?
+ *  - 3.1 and 3.2 (mm/vmscan.c get_scan_count, 3.1.3 and 3.2.0): global kswapd always
+ *    ("if (scanning_global_lru(sc) && current_is_kswapd()) force_scan = true;") and memcg
+ *    reclaim; never global direct reclaim ("Global direct reclaim can go to the next zone and
+ *    tends to have no problems"). 3.1 takes SWAP_CLUSTER_MAX split by the anon/file fractions
+ *    (nr_force_scan[], all of it file without swap), 3.2 SWAP_CLUSTER_MAX scaled by the same
+ *    fraction (1 for file without swap): both 32 file pages here.
+ *  - 3.3 (3.3.8 get_scan_count, from b95a2f2d "mm: vmscan: convert global reclaim to per-memcg
+ *    LRU lists", v3.3-rc1): "if (current_is_kswapd() && mz->zone->all_unreclaimable)
+ *    force_scan = true;" - kswapd forces only over a zone that balance_pgdat found
+ *    unreclaimable (zone_reclaimable: pages_scanned >= 6 x reclaimable pages since the last
+ *    free) and that no page has been freed to since; direct reclaim never.
+ * So a 3.x direct reclaim pass over fewer than 1 << priority inactive pages scans nothing,
+ * reclaims nothing, and should_continue_reclaim stops it (no __GFP_REPEAT), and so does 3.3
+ * kswapd's over a reclaimable zone. 6.1 and 6.12 mm/vmscan.c get_scan_count have no
+ * force_scan at all: after "scan >>= sc->priority" the only floor is
  * "if (!scan && !mem_cgroup_online(memcg)) scan = min(lruvec_size, SWAP_CLUSTER_MAX)", for a
  * deleted cgroup (the root memcg the model stands for is always online; the max(scan,
  * SWAP_CLUSTER_MAX) before the shift is for memory.min/low protection, not modelled), so
  * neither kswapd nor direct reclaim scans a list shorter than 1 << priority. */
-static bool force_scan(const struct mm *mm, const struct scan_control *sc)
+static bool force_scan(struct mm *mm, const struct scan_control *sc)
 {
-	return sc->kswapd && !era_modern(mm);
+	if (!sc->kswapd || era_modern(mm))
+		return false;
+	if (mm->cfg.policy.era == MM_ERA_3_3)
+		return zone_all_unreclaimable(mm);
+	return true;
 }
 
 /* shrink_zone / shrink_node at sc->priority: passes over lru >> priority, each stopping (below
@@ -765,6 +820,13 @@ __stall_frame static uint32_t balance_pgdat(struct mm *mm, unsigned order, void 
 		 * kswapd_shrink_node: the high watermark, per pass */
 		sc.nr_to_reclaim = modern ? high : UINT32_MAX;
 		shrink_node(mm, &sc);
+		/* 3.x (3.1.3, 3.2.0, 3.3.8 balance_pgdat): "if (nr_slab == 0 &&
+		 * !zone_reclaimable(zone)) zone->all_unreclaimable = 1;" (no 3.x shrinker is
+		 * modelled: nr_slab is 0). Only 3.3's force_scan reads the flag; its other uses
+		 * (balance_pgdat and shrink_zones skipping such a zone below DEF_PRIORITY,
+		 * sleeping_prematurely counting it balanced) are not modelled, in any era. */
+		if (!modern && !zone_reclaimable(mm))
+			mm->all_unreclaimable = true;
 		round_scanned += sc.nr_scanned - before;
 		if (sc.order && sc.nr_reclaimed >= 2U << sc.order)
 			sc.order = 0;

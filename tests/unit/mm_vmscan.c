@@ -287,13 +287,14 @@ static void kswapd_fill(struct fakeenv *fe, const char *spec, uint32_t every, in
 }
 
 /* All clean: at 16 MiB a priority-12 pass scans the forced SWAP_CLUSTER_MAX (the inactive
- * list >> 12 is 0; get_scan_count's force_scan for kswapd) and reclaims all 32, so each round
- * ends with "goto loop_again" at DEF_PRIORITY and kswapd balances in one run with passes of
- * 32 only. Without the restart its next passes would be at priorities 11, 10, 9 (1, 3 and 7
- * pages: list >> priority) and it would nap after the one at 9. The same in all three eras. */
+ * list >> 12 is 0; 3.1/3.2 get_scan_count's force_scan for kswapd) and reclaims all 32, so each
+ * round ends with "goto loop_again" at DEF_PRIORITY and kswapd balances in one run with passes
+ * of 32 only. Without the restart its next passes would be at priorities 11, 10, 9 (1, 3 and 7
+ * pages: list >> priority) and it would nap after the one at 9. 3.3's kswapd forces only over
+ * an all_unreclaimable zone (kswapd_forces_a_short_list_only_when_unreclaimable_in_3_3). */
 TEST(kswapd_loop_again_restarts_at_def_priority)
 {
-	static const char *const eras[] = {"linux-3.1", "linux-3.2", "linux-3.3"};
+	static const char *const eras[] = {"linux-3.1", "linux-3.2"};
 
 	for (unsigned i = 0; i < sizeof(eras) / sizeof(eras[0]); i++) {
 		struct fakeenv fe;
@@ -311,6 +312,77 @@ TEST(kswapd_loop_again_restarts_at_def_priority)
 		EXPECT_GE(stat(&fe, MM_STAT_PGSCAN_KSWAPD), 3 * 32);
 		EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_KSWAPD), stat(&fe, MM_STAT_PGSCAN_KSWAPD));
 		EXPECT_EQ(fe.n_throttle_kind[MM_WAIT_RECLAIM_CONGESTED], 0);
+		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+		fakeenv_destroy(&fe);
+	}
+}
+
+/* kswapd over a short list that reclaim cannot free: a 16 MiB pool of page cache all under
+ * writeback that does not complete (an order-0 kswapd keeps such pages and does not wait on
+ * them), filled to just above MIN, nothing freed. Each kswapd run is one sweep of priorities 12
+ * to 0 that reclaims nothing (then "goto loop_again"): S = sum of lru >> p over p = 11..0, plus
+ * SWAP_CLUSTER_MAX when the priority-12 pass (lru >> 12 = 0) is forced. 3.1 and 3.2 (3.1.3 /
+ * 3.2.0 mm/vmscan.c get_scan_count: "scanning_global_lru(sc) && current_is_kswapd()") force
+ * every sweep. 3.3 (3.3.8 get_scan_count, b95a2f2d: "current_is_kswapd() &&
+ * mz->zone->all_unreclaimable") forces only once balance_pgdat has found the zone
+ * unreclaimable after a pass (zone_reclaimable: pages_scanned, the LRU pages scanned since the
+ * last page freed, >= 6 x the file LRU), so from the sweep after the one in which the count
+ * passed 6 x lru; with the 3.1/3.2 rule 3.3 would force from the first. */
+static void kswapd_fill_writeback(struct fakeenv *fe, const char *spec)
+{
+	struct mm_counts c;
+	char err[256];
+	uint32_t pfn = 0;
+
+	ASSERT_EQ(fakeenv_init(fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	for (mm_get_counts(fe->mm, &c); c.free > c.wmark_min + 2; mm_get_counts(fe->mm, &c)) {
+		ASSERT_EQ(mm_debug_place(fe->mm, pfn, DBG_FILE_WRITEBACK, own(pfn)), 0);
+		pfn++;
+	}
+	mm_lock(fe->mm);
+	wakeup_kswapd(fe->mm, 0, 0);
+	mm_unlock(fe->mm);
+	ASSERT(fe->mm->kswapd_awake);
+}
+
+TEST(kswapd_forces_a_short_list_only_when_unreclaimable_in_3_3)
+{
+	static const char *const eras[] = {"linux-3.1", "linux-3.2", "linux-3.3"};
+
+	for (unsigned i = 0; i < sizeof(eras) / sizeof(eras[0]); i++) {
+		struct fakeenv fe;
+		char err[256];
+		uint64_t lru, sweep = 0, prev = 0, freed;
+		unsigned first_forced = 0, crossed = 0;
+
+		kswapd_fill_writeback(&fe, eras[i]);
+		freed = stat(&fe, MM_STAT_PGFREE);
+		lru = fe.mm->nr_lru[0];
+		ASSERT_LT(lru, 4096); /* lru >> 12 is 0 */
+		ASSERT_GE(lru, 2048); /* lru >> 11 is not */
+		for (int p = 11; p >= 0; p--)
+			sweep += lru >> p;
+		for (unsigned run = 1; run <= 6; run++) {
+			uint64_t scanned;
+
+			mm_background(fe.mm, NULL);
+			scanned = stat(&fe, MM_STAT_PGSCAN_KSWAPD) - prev;
+			prev += scanned;
+			ASSERT(scanned == sweep || scanned == sweep + 32);
+			if (scanned == sweep + 32 && !first_forced)
+				first_forced = run;
+			if (first_forced)
+				EXPECT_EQ(scanned, sweep + 32); /* it stays until a page is freed */
+			if (!crossed && prev >= 6 * lru)
+				crossed = run;
+			EXPECT(fe.mm->kswapd_awake);
+		}
+		EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_KSWAPD), 0);
+		EXPECT_EQ(stat(&fe, MM_STAT_PGFREE), freed); /* no page freed: nothing cleared it */
+		ASSERT_GT(crossed, 0);
+		ASSERT_LT(crossed, 5);
+		EXPECT_EQ(first_forced, i < 2 ? 1 : crossed + 1);
+		EXPECT(fe.mm->all_unreclaimable);
 		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 		fakeenv_destroy(&fe);
 	}
