@@ -30,8 +30,10 @@ int oracle_boot_opt(struct oracle_boot_opts *o, int argc, char **argv, int *i, c
 		    size_t errlen)
 {
 	static const char *const with_value[] = {
-	    "--kernel", "--mem",  "--mode",    "--smp",	 "--boots",	      "--seed", "--timeout",
-	    "--cache",	"--qemu", "--busybox", "--disk", "--disk-write-rate", NULL};
+	    "--kernel",		 "--mem",  "--mode",	"--smp",
+	    "--boots",		 "--jobs", "--seed",	"--timeout",
+	    "--cache",		 "--qemu", "--busybox", "--disk",
+	    "--disk-write-rate", NULL};
 	struct oracle_run_cfg *c = o->cfg;
 	const char *a = argv[*i], *v = NULL;
 	uint64_t n;
@@ -83,6 +85,10 @@ int oracle_boot_opt(struct oracle_boot_opts *o, int argc, char **argv, int *i, c
 		if (oracle_opt_uint(a, v, 1, (uint64_t)o->boots_max, &n, err, errlen))
 			return -1;
 		c->boots = (int)n;
+	} else if (!strcmp(a, "--jobs")) {
+		if (oracle_opt_uint(a, v, 1, ORACLE_MAX_JOBS, &n, err, errlen))
+			return -1;
+		c->jobs = (int)n;
 	} else if (!strcmp(a, "--seed")) {
 		if (oracle_opt_uint(a, v, 1, 1ULL << 40, &c->seed, err, errlen))
 			return -1;

@@ -233,6 +233,9 @@ struct oracle_run_cfg {
 	bool pinned;
 	const char *accel; /* tcg, kvm, auto */
 	int boots;
+	/* Boots side by side, 1..ORACLE_MAX_JOBS; 0: oracle_jobs_default. Their results are
+	 * handled in boot order (the line, the JSON, on_boot), the same as one at a time. */
+	int jobs;
 	uint64_t seed;
 	uint64_t timeout_ns;
 	uint64_t disk;	   /* bytes, 0: none */
@@ -254,6 +257,13 @@ struct oracle_run_cfg {
 	void *on_boot_arg;
 };
 
+#define ORACLE_MAX_JOBS 64
+
+/* --jobs by default: the online CPUs when pinned (a pinned guest counts instructions, so a
+ * boot beside another gives the same results); 1 in free mode (real time: a boot beside
+ * another would see a slower machine). */
+int oracle_jobs_default(bool pinned);
+
 /* Run it all, writing the JSON to json (may be NULL) and a line per boot to stdout.
  * 0 all boots ended with the workload's status 0; 1 otherwise (the JSON says why); -errno
  * before any boot (err set). */
@@ -262,8 +272,8 @@ int oracle_run(const struct oracle_run_cfg *cfg, FILE *json, char *err, size_t e
 /* ---- the boot options of thpemu oracle and thpemu fidelity (bootopt.c) ------------------------
  */
 
-/* What the two commands share: --kernel, --mem, --mode, --smp, --boots, --seed, --timeout,
- * --cache, --qemu, --busybox, --offline. What differs between them is a bound. */
+/* What the two commands share: --kernel, --mem, --mode, --smp, --boots, --jobs, --seed,
+ * --timeout, --cache, --qemu, --busybox, --offline. What differs between them is a bound. */
 struct oracle_boot_opts {
 	const char *cmd;	    /* "oracle", "fidelity": for "see thpemu CMD --help" */
 	struct oracle_run_cfg *cfg; /* the values go here */

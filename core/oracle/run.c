@@ -1,8 +1,10 @@
 /* An oracle run: one kernel, one workload, one set of settings, N boots (a seed each), one JSON
- * (core/oracle/README.md, "JSON"). The boots run one at a time: each is a whole machine
- * emulated on the host's CPUs. */
+ * (core/oracle/README.md, "JSON"). Each boot is a whole machine emulated on one host CPU
+ * (TCG, one vCPU when pinned): --jobs of them run side by side, their results handled in boot
+ * order. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -420,44 +422,169 @@ static void save_snapshot(const struct run *run, int i, const struct oracle_resu
 	}
 }
 
-static int one_boot(struct run *run, struct json_w *w, int i, char *err, size_t errlen)
+/* One boot's qemu, its console into result r and its log file; what oracle_qemu_boot
+ * returns. Touches nothing shared: boots of a run may go side by side (boot_worker). */
+static int do_boot(const struct run *run, int i, struct oracle_result *r, struct oracle_boot_out *o,
+		   char *err, size_t errlen)
 {
 	uint64_t seed = run->cfg->seed + (uint64_t)i;
 	struct oracle_boot_cfg b;
-	struct oracle_boot_out o;
-	struct oracle_result r;
-	char logpath[PATH_MAX], why[512], snap[PATH_MAX] = "";
-	const char *status;
+	char logpath[PATH_MAX];
 	FILE *log;
 	int rc;
 
 	oracle_fmt(logpath, sizeof(logpath), "%s/boot-%d.log", run->dir, i + 1);
 	log = fopen(logpath, "we");
-	oracle_result_init(&r);
+	oracle_result_init(r);
 	boot_cfg(run, seed, log, &b);
-	rc = oracle_qemu_boot(&b, &r, &o, err, errlen);
+	rc = oracle_qemu_boot(&b, r, o, err, errlen);
 	if (log)
 		fclose(log);
+	return rc;
+}
+
+/* What follows boot i, in boot order whatever order the boots ended in: its line, its JSON,
+ * the tally, its snapshot and the caller's on_boot; r is freed. */
+static int after_boot(struct run *run, struct json_w *w, int i, int rc, struct oracle_result *r,
+		      const struct oracle_boot_out *o, char *err)
+{
+	uint64_t seed = run->cfg->seed + (uint64_t)i;
+	char why[512], snap[PATH_MAX] = "";
+	const char *status;
+
 	if (rc) {
-		oracle_result_free(&r);
+		oracle_result_free(r);
 		return rc;
 	}
-	status = boot_status(&r, &o, why, sizeof(why));
-	if (o.how == ORACLE_BOOT_FAILED)
+	status = boot_status(r, o, why, sizeof(why));
+	if (o->how == ORACLE_BOOT_FAILED)
 		snprintf(why, sizeof(why), "%s", err);
 	if (!run->cfg->quiet)
-		print_boot(run, i, seed, status, why, &r, &o);
+		print_boot(run, i, seed, status, why, r, o);
 	if (w)
-		json_boot(w, i, seed, status, why, &r, &o);
-	tally(run, &r, status);
-	note_thp_off(run, &r);
+		json_boot(w, i, seed, status, why, r, o);
+	tally(run, r, status);
+	note_thp_off(run, r);
 	if (run->cfg->snapshot_helper)
-		save_snapshot(run, i, &r, snap, sizeof(snap));
+		save_snapshot(run, i, r, snap, sizeof(snap));
 	if (run->cfg->on_boot)
-		run->cfg->on_boot(run->cfg->on_boot_arg, i, seed, status, &r,
-				  snap[0] ? snap : NULL);
-	oracle_result_free(&r);
-	return o.how == ORACLE_BOOT_INTERRUPTED ? -EINTR : 0;
+		run->cfg->on_boot(run->cfg->on_boot_arg, i, seed, status, r, snap[0] ? snap : NULL);
+	oracle_result_free(r);
+	return o->how == ORACLE_BOOT_INTERRUPTED ? -EINTR : 0;
+}
+
+/* ---- boots side by side (--jobs) ---------------------------------------------------------- */
+
+struct slot {
+	struct oracle_result r;
+	struct oracle_boot_out o;
+	char err[512];
+	int rc;
+	bool done;
+};
+
+struct pool {
+	struct run *run;
+	struct slot *slot;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int next;  /* the next boot to start */
+	bool stop; /* start no more: interrupted, qemu not started, or the run is over */
+};
+
+/* A worker: takes the next boot not started until there are none or the run stops. */
+static void *boot_worker(void *arg)
+{
+	struct pool *p = arg;
+
+	for (;;) {
+		struct slot *s;
+		int i;
+
+		pthread_mutex_lock(&p->lock);
+		if (oracle_interrupted && !p->stop) {
+			p->stop = true;
+			pthread_cond_broadcast(&p->cond);
+		}
+		if (p->stop || p->next >= p->run->cfg->boots) {
+			pthread_mutex_unlock(&p->lock);
+			return NULL;
+		}
+		i = p->next++;
+		pthread_mutex_unlock(&p->lock);
+		s = &p->slot[i];
+		s->rc = do_boot(p->run, i, &s->r, &s->o, s->err, sizeof(s->err));
+		pthread_mutex_lock(&p->lock);
+		s->done = true;
+		if (s->rc || s->o.how == ORACLE_BOOT_INTERRUPTED)
+			p->stop = true;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/* Every boot with up to jobs qemus at once; each boot's results handled (after_boot) in boot
+ * order as soon as it and those before it have ended, as one at a time would. A pinned boot's
+ * guest counts instructions, not host time (-icount, qemu.c), so its results do not depend on
+ * what runs beside it. The first boot that failed to start or was interrupted ends the run
+ * there, as it would one at a time: the boots after it are not reported. */
+static int boots_parallel(struct run *run, struct json_w *w, int jobs, int *done, char *err,
+			  size_t errlen)
+{
+	struct pool p = {.run = run};
+	pthread_t th[ORACLE_MAX_JOBS];
+	int n = 0, rc = 0, i;
+
+	p.slot = calloc((size_t)run->cfg->boots, sizeof(*p.slot));
+	if (!p.slot) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.cond, NULL);
+	for (; n < jobs; n++)
+		if (pthread_create(&th[n], NULL, boot_worker, &p))
+			break;
+	if (!n) {
+		snprintf(err, errlen, "no thread for a boot: %s", strerror(errno ? errno : EAGAIN));
+		rc = -EAGAIN;
+	}
+	for (i = 0; i < run->cfg->boots && !rc; i++) {
+		struct slot *s = &p.slot[i];
+
+		pthread_mutex_lock(&p.lock);
+		while (!s->done && !(p.stop && i >= p.next))
+			pthread_cond_wait(&p.cond, &p.lock);
+		pthread_mutex_unlock(&p.lock);
+		if (!s->done) /* never started: an earlier boot stopped the run */
+			break;
+		rc = after_boot(run, w, i, s->rc, &s->r, &s->o, s->err);
+		if (rc && rc != -EINTR)
+			snprintf(err, errlen, "%s", s->err);
+		s->done = false; /* handled: its result is freed */
+		++*done;
+	}
+	pthread_mutex_lock(&p.lock);
+	p.stop = true;
+	pthread_mutex_unlock(&p.lock);
+	for (int k = 0; k < n; k++)
+		pthread_join(th[k], NULL);
+	for (int k = 0; k < run->cfg->boots; k++)
+		if (p.slot[k].done)
+			oracle_result_free(&p.slot[k].r);
+	pthread_cond_destroy(&p.cond);
+	pthread_mutex_destroy(&p.lock);
+	free(p.slot);
+	return rc;
+}
+
+int oracle_jobs_default(bool pinned)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (!pinned || n < 1)
+		return 1;
+	return n > ORACLE_MAX_JOBS ? ORACLE_MAX_JOBS : (int)n;
 }
 
 static void json_summary(struct json_w *w, const struct run *run, int boots)
@@ -479,7 +606,7 @@ int oracle_run(const struct oracle_run_cfg *cfg, FILE *json, char *err, size_t e
 {
 	struct run *run = calloc(1, sizeof(*run));
 	struct json_w w;
-	int rc, boots = 0;
+	int rc, boots = 0, jobs;
 	double t0 = now_s();
 
 	if (!run)
@@ -502,8 +629,20 @@ int oracle_run(const struct oracle_run_cfg *cfg, FILE *json, char *err, size_t e
 		json_config(&w, run);
 		jw_arr_begin(&w, "boots");
 	}
-	for (int i = 0; i < cfg->boots && !rc; i++, boots++)
-		rc = one_boot(run, json ? &w : NULL, i, err, errlen);
+	jobs = cfg->jobs ? cfg->jobs : oracle_jobs_default(cfg->pinned);
+	if (jobs > cfg->boots)
+		jobs = cfg->boots;
+	if (jobs > 1) {
+		rc = boots_parallel(run, json ? &w : NULL, jobs, &boots, err, errlen);
+	} else {
+		for (int i = 0; i < cfg->boots && !rc; i++, boots++) {
+			struct oracle_boot_out o;
+			struct oracle_result r;
+
+			rc = do_boot(run, i, &r, &o, err, errlen);
+			rc = after_boot(run, json ? &w : NULL, i, rc, &r, &o, err);
+		}
+	}
 	if (rc == -EINTR) {
 		snprintf(err, errlen, "interrupted after %d boot%s", boots, boots == 1 ? "" : "s");
 	}

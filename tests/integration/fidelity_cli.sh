@@ -19,6 +19,7 @@ bad_usage "--kernel: '5.10'" fidelity --kernel 5.10 --workload fragfault
 bad_usage "--mem: '128M'" fidelity --mem 128M --workload fragfault
 bad_usage "--mode: 'fast'" fidelity --mode fast --workload fragfault
 bad_usage "--boots: '0'" fidelity --boots 0 --workload fragfault
+bad_usage "--jobs: '65' is not an integer 1..64" fidelity --jobs 65 --workload fragfault
 bad_usage "--runs: '33'" fidelity --runs 33 --workload fragfault
 bad_usage "--timeout: '5'" fidelity --timeout 5 --workload fragfault
 bad_usage "--enabled: enabled: 'sometimes'" fidelity --enabled sometimes --workload fragfault

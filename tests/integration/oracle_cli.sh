@@ -20,6 +20,8 @@ bad_usage "--mem: '100M'" oracle --mem 100M --workload fragfault
 bad_usage "--mode: 'fast'" oracle --mode fast --workload fragfault
 bad_usage "--smp: '0'" oracle --smp 0 --workload fragfault
 bad_usage "--boots: '0'" oracle --boots 0 --workload fragfault
+bad_usage "--jobs: '0' is not an integer 1..64" oracle --jobs 0 --workload fragfault
+bad_usage "--jobs: 'x' is not an integer 1..64" oracle --jobs x --workload fragfault
 bad_usage "--timeout: '5'" oracle --timeout 5 --workload fragfault
 bad_usage "unknown setting 'vm.drop_caches'" oracle --set vm.drop_caches=3 --workload fragfault
 bad_usage "enabled: 'sometimes' is not one of always|madvise|never" \

@@ -8,8 +8,9 @@
 #   an mlocked filler, compact_unevictable_allowed=0, defrag=always
 #                                          compaction stalls and (nearly) always fails, some
 #                                          faults fall back
-# and a pinned boot repeated with its seed gives the same counters. Kernels are fetched into
-# $THPEMU_ORACLE_CACHE (default ~/.cache/thpemu/oracle) once; later runs use the cache.
+# and a pinned boot repeated with its seed, beside another (--jobs 2), gives the same counters.
+# Kernels are fetched into $THPEMU_ORACLE_CACHE (default ~/.cache/thpemu/oracle) once; later
+# runs use the cache.
 . "$(dirname "$0")/lib.sh"
 need_cmd jq
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (qemu-system-x86)"
@@ -67,12 +68,14 @@ for k in 6.12 6.1; do
 		"$(v "unevictable-$k" 'settings_applied["vm.compact_unevictable_allowed"]')" ok
 done
 
-# determinism: the same pinned boot again, byte for byte in its counters and outcomes
+# determinism: the same pinned boot again, byte for byte in its counters and outcomes, this
+# time beside another boot (seed 2, --jobs 2: a pinned guest counts instructions, not host time)
 mkdir -p "$T_OUT/nofrag-6.1-again"
-boot "nofrag-6.1-again" 6.1 --enabled always --defrag always "${thp[@]}" \
+boot "nofrag-6.1-again" 6.1 --boots 2 --jobs 2 --enabled always --defrag always "${thp[@]}" \
 	--workload fragfault --fill 0 --region 32M
 for f in vmstat vmstat_program extents summary; do
-	expect_eq "pinned 6.1 repeated: $f" "$(v nofrag-6.1-again "$f" | md5sum)" \
+	expect_eq "pinned 6.1 repeated beside another: $f" "$(v nofrag-6.1-again "$f" | md5sum)" \
 		"$(v nofrag-6.1 "$f" | md5sum)"
 done
+expect_eq "--jobs 2: the boots in order" "$(json "$T_OUT/nofrag-6.1-again.json" '[.boots[].seed] | join(",")')" "1,2"
 say "ok in $((SECONDS - t0)) s"
