@@ -368,9 +368,14 @@ static enum isolate_result isolate_migratepages_3x(struct mm *mm, struct compact
 	return ISOLATE_SUCCESS;
 }
 
-/* update_cached_migrate: where the next async / sync compaction starts. */
+/* update_cached_migrate (6.1 and 6.12 mm/compaction.c): where the next async / sync compaction
+ * starts. Its first step is "pfn = pageblock_end_pfn(pfn)", ALIGN(pfn + 1, pageblock_nr_pages),
+ * and every caller passes a block's end (isolate_migratepages_block's low_pfn == end_pfn, or
+ * isolate_migratepages' block_end_pfn): the cached position lands at the end of the block
+ * after the one finished, so the next compaction starts a block further on. */
 static void update_cached_migrate(struct mm *mm, struct compact_control *cc, uint32_t pfn)
 {
+	pfn = pageblock_start(pfn) + MM_HPAGE_NR;
 	if (pfn > mm->compact_cached_migrate_pfn[0])
 		mm->compact_cached_migrate_pfn[0] = pfn;
 	if (cc->mode != MM_MIGRATE_ASYNC && pfn > mm->compact_cached_migrate_pfn[1])
@@ -1215,11 +1220,28 @@ static bool migrate_batch_modern(struct mm *mm, struct compact_control *cc, uint
 	return false;
 }
 
+/* check_drain (6.1 and 6.12 compact_zone): the kernel frees migrated sources to the per-cpu
+ * lists (migrate_folio_done -> folio_put -> free_unref_page), which compact_zone drains
+ * (lru_add_drain_cpu_zone) only once the migrate scanner has left the cc->order-aligned block
+ * of the last migration; the drain's __free_one_page is where a freed block is captured
+ * (compaction_capture). The model frees a source to the buddy allocator at once and captures
+ * there, so a capture counts for the loop only from the drain on. Returns whether the
+ * capture is seen now. */
+static bool check_drain(struct compact_control *cc, uint32_t *last_migrated)
+{
+	if (cc->order > 0 && *last_migrated != MM_NO_PFN &&
+	    *last_migrated < (cc->migrate_pfn & ~((1U << cc->order) - 1))) {
+		*last_migrated = MM_NO_PFN; /* "No more flushing until we migrate again" */
+		return cc->capc && cc->capc->pfn != MM_NO_PFN;
+	}
+	return false;
+}
+
 static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_control *cc)
 {
 	enum mm_compact_result ret;
 	uint32_t last_migrated = MM_NO_PFN;
-	bool update_cached;
+	bool update_cached, captured = false;
 
 	if (cc->order >= 0 && !cc->proactive) {
 		uint32_t mark = wmark_pages(mm, (enum wmark)(cc->alloc_flags & ALLOC_WMARK_MASK));
@@ -1251,7 +1273,7 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 			if (update_cached)
 				mm->compact_cached_migrate_pfn[1] =
 				    mm->compact_cached_migrate_pfn[0];
-			continue;
+			goto drain; /* "there might still be unflushed migrations" */
 		case ISOLATE_SUCCESS:
 			update_cached = false;
 			last_migrated = pageblock_start(cc->migrate_pfn ? cc->migrate_pfn - 1 : 0);
@@ -1261,7 +1283,16 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 			goto rescan;
 		if (cc->contended)
 			goto out;
-		if (cc->capc && cc->capc->pfn != MM_NO_PFN) {
+		/* 6.12 stops on a captured page before check_drain: a capture made in the drain is
+		 * seen after the next batch, which the scanner isolates from the next block */
+		if (!era_6_1(mm) && captured) {
+			ret = MM_COMPACT_SUCCESS;
+			break;
+		}
+	drain:
+		captured = captured || check_drain(cc, &last_migrated);
+		/* 6.1 stops on it after check_drain, in the iteration whose drain made it */
+		if (era_6_1(mm) && captured) {
 			ret = MM_COMPACT_SUCCESS;
 			break;
 		}
