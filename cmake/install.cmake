@@ -14,16 +14,22 @@
 #   P/share/man/man1           thpemu.1, thpemu-COMMAND.1, thpemu-fusedev.1, thpemu-replayer.1,
 #                              usemem.1, made from --help by help2man at build time
 # Nothing names P: `thpemu` finds libthpemu.so and libthpemu-jemalloc.so from /proc/self/exe
-# (beside it in build/, else ../lib/thpemu), its helpers beside it, and every installed ELF
+# (beside it in build/, else ../lib/thpemu), its helpers beside it, and every installed program
 # carries RUNPATH $ORIGIN/../lib/thpemu, so a copied or moved tree works
 # (tests/integration/install.sh).
 set(THPEMU_PRIVLIBDIR lib/thpemu)
 set(_thpemu_exes thpemu_cli thpemu_replayer thpemu_fusedev usemem)
-foreach(t ${_thpemu_exes} thpemu_preload)
+foreach(t ${_thpemu_exes})
   set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../${THPEMU_PRIVLIBDIR}")
 endforeach()
-# libthpemu.so sits in lib/thpemu itself: its own RUNPATH is $ORIGIN
-set_target_properties(thpemu_preload PROPERTIES INSTALL_RPATH "$ORIGIN")
+# libthpemu.so needs only system libraries (liburing, libunwind, libm, libc): no RUNPATH, in the
+# build tree or installed. The loader searches a RUNPATH's directories (and their glibc-hwcaps,
+# tls and x86_64 subdirectories) for every library it needs before its cache: $ORIGIN cost every
+# managed process 30 failed opens, and in the build tree the install RUNPATH's placeholder
+# (CMake pads the build RUNPATH with ':' to the install one's length) is a list of empty entries,
+# each the current directory (glibc elf/dl-load.c: fillin_rpath), where a liburing.so.2 would be
+# loaded into every managed process.
+set_target_properties(thpemu_preload PROPERTIES SKIP_BUILD_RPATH ON)
 
 install(TARGETS ${_thpemu_exes} RUNTIME DESTINATION bin)
 install(TARGETS thpemu_preload LIBRARY DESTINATION ${THPEMU_PRIVLIBDIR})

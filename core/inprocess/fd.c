@@ -37,6 +37,7 @@ static int window;		   /* the soft limit is raised by us (atomic) */
 static uint64_t window_soft;	   /* the program's soft limit meanwhile */
 static uint64_t nr_open = 1048576; /* fs.nr_open: the most a hard limit can be */
 static uint64_t lowered_from;	   /* the program's soft limit before guard_fd_init lowered it */
+static int batch; /* the window is a batch's (guard_fd_batch_begin): writers' lock */
 
 struct rlim64 {
 	uint64_t cur, max;
@@ -206,12 +207,57 @@ bool guard_fd_is_ours(int fd)
 	return false;
 }
 
+/* The program's soft limit back (a batch's window closes; writers' lock held). */
+static void batch_end_locked(void)
+{
+	struct rlim64 cur;
+
+	if (!batch)
+		return;
+	if (raw_prlimit(0, RLIMIT_NOFILE, NULL, &cur) == 0) {
+		cur.cur = window_soft;
+		raw_prlimit(0, RLIMIT_NOFILE, &cur, NULL);
+	}
+	batch = 0;
+	__atomic_store_n(&window, 0, __ATOMIC_RELEASE);
+}
+
+void guard_fd_batch_begin(void)
+{
+	struct rlim64 old, raised;
+
+	lock();
+	if (!batch && __atomic_load_n(&zone_on, __ATOMIC_ACQUIRE) &&
+	    raw_prlimit(0, RLIMIT_NOFILE, NULL, &old) == 0) {
+		window_soft = old.cur;
+		__atomic_store_n(&window, 1, __ATOMIC_RELEASE);
+		raised.cur = old.max;
+		raised.max = old.max;
+		if (raw_prlimit(0, RLIMIT_NOFILE, &raised, NULL) == 0)
+			batch = 1;
+		else
+			__atomic_store_n(&window, 0, __ATOMIC_RELEASE);
+	}
+	unlock();
+}
+
+void guard_fd_batch_end(void)
+{
+	lock();
+	batch_end_locked();
+	unlock();
+}
+
 /* Duplicate fd into the zone (writers' lock held). Returns the new descriptor or -errno. */
 static int dup_up_locked(int fd)
 {
 	struct rlim64 old, raised;
 	long nfd, rc;
 
+	if (batch) { /* raised already */
+		nfd = sys_call3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, zone_lo);
+		goto check;
+	}
 	rc = raw_prlimit(0, RLIMIT_NOFILE, NULL, &old);
 	if (rc < 0)
 		return (int)rc;
@@ -224,6 +270,7 @@ static int dup_up_locked(int fd)
 	if (rc == 0)
 		raw_prlimit(0, RLIMIT_NOFILE, &old, NULL);
 	__atomic_store_n(&window, 0, __ATOMIC_RELEASE);
+check:
 	if (nfd >= 0 && (unsigned)nfd >= zone_hi) { /* cannot happen below the hard limit */
 		sys_close((int)nfd);
 		nfd = -EMFILE;
@@ -364,6 +411,7 @@ void guard_fd_fork_child(void)
 		}
 		__atomic_store_n(&window, 0, __ATOMIC_RELEASE);
 	}
+	batch = 0;
 	unlock();
 }
 
@@ -469,9 +517,11 @@ int guard_prlimit(int pid, int resource, const struct rlimit *new_lim, struct rl
 					(struct rlim64 *)(void *)old_lim);
 	if (new_lim && new_lim->rlim_cur > new_lim->rlim_max)
 		return -EINVAL;
-	if (new_lim)
+	if (new_lim) {
 		lock(); /* only a change serialises with dup_up_locked: a get may run in a handler
 			 */
+		batch_end_locked(); /* the change applies to the program's own limit */
+	}
 	rc = raw_prlimit(0, RLIMIT_NOFILE, NULL, &cur);
 	if (rc == 0 && new_lim) {
 		nl.cur = new_lim->rlim_cur;

@@ -52,6 +52,13 @@ void guard_fd_fini(void);
  * use from now on (fd itself when there is no zone or the zone is full), or -errno with fd
  * closed. */
 int guard_fd_own(int fd);
+/* Keep the soft limit raised for the descriptors guard_fd_own moves until guard_fd_batch_end:
+ * one raise and one lowering for a start-up's several descriptors instead of a pair each. For
+ * a thread the program's threads do not run beside (a constructor, the atfork child handler):
+ * meanwhile an open of theirs could take a number above their soft limit. A program's
+ * setrlimit ends the batch first; a fork child ends its parent's. */
+void guard_fd_batch_begin(void);
+void guard_fd_batch_end(void);
 /* Open path (read-only, close-on-exec) straight into the zone, tracked: the descriptor the
  * emulator reads a file of its own through (/proc/self/smaps, statm, maps). A descriptor held in
  * the program's range for the length of the reads could be closed by the program (bash closes a

@@ -1221,6 +1221,10 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	lv->cfg = *cfg;
 	lv->uffd = lv->ctl_fd = lv->pagemap_fd = lv->stats_fd = -1;
 	lv->child_of_fork = parent != NULL;
+	/* the userfaultfd, pagemap and libunwind's pipe move to the zone under one raise of the
+	 * soft limit (a constructor or the atfork child handler: the program's threads do not run)
+	 */
+	guard_fd_batch_begin();
 
 	lv->nworkers = cfg->handlers ? cfg->handlers
 		       : parent	     ? parent->nworkers /* the same CPUs (no affinity read) */
@@ -1296,6 +1300,8 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 		uffd_note(lv, "stall stacks unavailable (libunwind): stalls are only counted");
 	if (rc == 0)
 		rc = uffd_trace_start(lv, err, errlen);
+	guard_fd_batch_end(); /* before any thread of ours: they read files while the program runs
+			       */
 	if (rc == 0)
 		rc = start_threads(lv);
 	if (rc < 0) {
@@ -1313,6 +1319,7 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	return 0;
 
 destroy:
+	guard_fd_batch_end();
 	uffd_live_destroy(lv);
 	return rc;
 }

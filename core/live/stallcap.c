@@ -450,7 +450,16 @@ static void *watchdog_main(void *arg)
 
 	uffd_tls_passthrough = 1;
 	uffd_thread_started(&sc->gt);
-	obs_unwind_thread_init(NULL, 0);
+	/* its stack's bounds from its maker, as a handler's (uffd_stallcap_thread_init), not from
+	 * pthread_getattr_np, which allocates (the affinity mask) through the program's allocator:
+	 * under jemalloc the watchdog's first allocation made the process an arena of its own,
+	 * whose mutexes every later fork locks and unlocks (jemalloc's prefork/postfork handlers)
+	 */
+	if (sc->gt.stack)
+		obs_unwind_thread_init((char *)sc->gt.stack + UFFD_PAGE_SIZE,
+				       sc->gt.stack_len - UFFD_PAGE_SIZE);
+	else
+		obs_unwind_thread_init(NULL, 0);
 	while (!__atomic_load_n(&sc->stop, __ATOMIC_ACQUIRE)) {
 		guard_thread_sync(&sc->gt);
 		scan(sc);

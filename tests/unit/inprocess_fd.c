@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,6 +179,49 @@ TEST(a_stale_close_never_takes_the_emulators_descriptor)
 	EXPECT_EQ(lost, 0);
 	EXPECT_EQ(bad_emulator_reads, 0);
 	EXPECT(rounds > 0 && emulator_reads > 0);
+}
+
+/* Start-up's descriptors move to the zone under one raise of the soft limit (guard_fd_batch_*):
+ * they land above the program's soft limit, the program is shown its own limit meanwhile and has
+ * it back afterwards; a setrlimit of the program inside a batch ends it and stays. */
+TEST(a_batch_moves_descriptors_under_one_raise)
+{
+	struct rlimit real, seen, want, after;
+	int a, b, c;
+
+	if (guard_fd_init() < 0) {
+		printf("# no descriptor zone here (hard limit too low): skipped\n");
+		return;
+	}
+	ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &real), 0); /* not interposed here: the raw limit */
+	ASSERT(real.rlim_cur > 3);
+	guard_fd_batch_begin();
+	a = guard_fd_own(dup(0));
+	b = guard_fd_own(dup(0));
+	ASSERT(a >= 0 && b >= 0);
+	EXPECT((rlim_t)a >= real.rlim_cur && (rlim_t)b >= real.rlim_cur);
+	EXPECT(guard_fd_is_ours(a) && guard_fd_is_ours(b));
+	ASSERT_EQ(guard_prlimit(0, RLIMIT_NOFILE, NULL, &seen), 0);
+	EXPECT_EQ(seen.rlim_cur, real.rlim_cur);
+	guard_fd_batch_end();
+	ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &after), 0);
+	EXPECT_EQ(after.rlim_cur, real.rlim_cur);
+
+	guard_fd_batch_begin();
+	want.rlim_cur = real.rlim_cur - 1;
+	want.rlim_max = seen.rlim_max; /* the program's view of the hard limit */
+	EXPECT_EQ(guard_prlimit(0, RLIMIT_NOFILE, &want, NULL), 0);
+	c = guard_fd_own(dup(0)); /* moved the single way: the batch is over */
+	EXPECT(c >= 0 && (rlim_t)c >= real.rlim_cur && guard_fd_is_ours(c));
+	guard_fd_batch_end();
+	ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &after), 0);
+	EXPECT_EQ(after.rlim_cur, want.rlim_cur);
+
+	want.rlim_cur = real.rlim_cur;
+	EXPECT_EQ(guard_prlimit(0, RLIMIT_NOFILE, &want, NULL), 0);
+	guard_fd_close(a);
+	guard_fd_close(b);
+	guard_fd_close(c);
 }
 
 TEST_MAIN()
