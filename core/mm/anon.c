@@ -67,7 +67,7 @@ void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call)
  * the block is merged and queued by its last page's __free_one_page exactly as it is when
  * freed at its order: the run goes back as its largest aligned blocks (at most a pageblock),
  * ascending. The caller has taken the frames off nr_anon / nr_foreign. */
-static void free_plain_blocks(struct mm *mm, uint32_t a, uint32_t b)
+void free_plain_blocks(struct mm *mm, uint32_t a, uint32_t b)
 {
 	while (a < b) {
 		unsigned k = 0;

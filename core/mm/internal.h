@@ -650,6 +650,9 @@ void pc_rebuild_ring(struct mm *mm);
 void frame_free_owned(struct mm *mm, uint32_t pfn, struct capture_control *capc);
 /* anon.c: the plain anon frames [a, b) (FS_ANON, not isolated) freed as one by one ascending */
 void free_plain_run(struct mm *mm, uint32_t a, uint32_t b);
+/* free_plain_run's frees without its counts: the frames [a, b), allocated, to the buddy as their
+ * frees one by one in ascending order leave it (the caller has counted them out). */
+void free_plain_blocks(struct mm *mm, uint32_t a, uint32_t b);
 
 /* ---- compaction.c / migrate.c / vmscan.c ---------------------------------------------------- */
 

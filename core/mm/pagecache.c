@@ -396,36 +396,70 @@ out_unlock:
 	mm_unlock(mm);
 }
 
+/* Page-cache frames freed one after another whose frames are consecutive and ascending, not yet
+ * given to the buddy: nothing else frees or allocates until they go (run_flush), so they go as
+ * one run (free_plain_blocks) and leave the buddy as the frees one by one would. */
+struct free_run {
+	uint32_t pfn, n;
+};
+
+static void run_flush(struct mm *mm, struct free_run *run)
+{
+	if (run->n)
+		free_plain_blocks(mm, run->pfn, run->pfn + run->n);
+	run->n = 0;
+}
+
 /* delete_from_page_cache of owner's page, if cached (lock held): pc_lookup and pc_delete in
- * one walk of its chain (the link to the first frame of owner's is the one pc_delete finds). */
-static void pagecache_remove_locked(struct mm *mm, uint64_t owner)
+ * one walk of its chain (the link to the first frame of owner's is the one pc_delete finds).
+ * With run, a page release_if_gone would free joins the run (off the LRU and counted now). */
+static void pagecache_remove_locked(struct mm *mm, uint64_t owner, struct free_run *run)
 {
 	uint32_t *link = pc_bucket(mm, owner), p;
+	struct mm_frame *f;
 
 	while (*link && pfn_frame(mm, *link - 1)->owner != owner)
 		link = &pfn_frame(mm, *link - 1)->hnext;
 	if (!*link)
 		return;
 	p = *link - 1;
-	*link = pfn_frame(mm, p)->hnext;
-	pfn_frame(mm, p)->hnext = 0;
+	f = pfn_frame(mm, p);
+	*link = f->hnext;
+	f->hnext = 0;
 	clear_page_dirty(mm, p); /* truncation cancels dirty data */
-	pfn_frame(mm, p)->flags |= FF_GONE;
+	f->flags |= FF_GONE;
+	if (run && f->state == FS_FILE && !(f->flags & (FF_LOCKED | FF_ISOLATED)) &&
+	    !frame_under_wb(f)) {
+		/* release_if_gone -> lru_del, frame_free_owned, the free deferred */
+		lru_del(mm, p);
+		mm->nr_file--;
+		if (run->n && p != run->pfn + run->n)
+			run_flush(mm, run);
+		if (!run->n)
+			run->pfn = p;
+		run->n++;
+		return;
+	}
+	if (run)
+		run_flush(mm, run); /* whatever is freed next goes after the run */
 	release_if_gone(mm, p);
 }
 
 void mm_pagecache_remove(struct mm *mm, uint64_t owner)
 {
 	mm_lock(mm);
-	pagecache_remove_locked(mm, owner);
+	pagecache_remove_locked(mm, owner, NULL);
 	mm_unlock(mm);
 }
 
 void mm_pagecache_remove_range(struct mm *mm, uint64_t owner, uint32_t n)
 {
+	struct free_run run = {0};
+
 	mm_lock(mm);
 	for (uint32_t i = 0; i < n; i++)
-		pagecache_remove_locked(mm, owner + i);
+		pagecache_remove_locked(mm, owner + i, &run);
+	run_flush(mm, &run);
 	mm_unlock(mm);
 }
 

@@ -251,7 +251,8 @@ TEST(block_device_page_cache_is_unmovable)
 
 /* mm_pagecache_remove_range(owner, n) leaves the pool as n calls of mm_pagecache_remove do:
  * pages of several files sharing hash chains, some absent, some dirty, some under writeback
- * (freed later), removed in ranges that start and end anywhere. */
+ * (freed later), one file read in order (its frames consecutive: they go back as runs), removed
+ * in ranges that start and end anywhere. */
 TEST(remove_range_is_the_removes_one_by_one)
 {
 	struct fakeenv one, ranged;
@@ -281,11 +282,25 @@ TEST(remove_range_is_the_removes_one_by_one)
 					  mm_writeback_begin_one(ranged.mm, pfn[1]));
 			}
 		}
+		for (uint32_t i = 0; i < 600; i++) { /* file 4 read in order: consecutive frames */
+			uint32_t pfn[2];
+
+			for (int j = 0; j < 2; j++) {
+				bool created;
+
+				if (mm_pagecache_get(fe[j]->mm, MM_OWNER_FILE(4, i), true, &pfn[j],
+						     &created, NULL))
+					pfn[j] = MM_NO_PFN;
+				else
+					mm_pagecache_put(fe[j]->mm, pfn[j], false);
+			}
+			ASSERT_EQ(pfn[0], pfn[1]);
+		}
 		for (int k = 0; k < 40; k++) {
 			uint32_t id, a, n;
 
 			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-			id = 1 + (uint32_t)((x >> 60) % 3);
+			id = 1 + (uint32_t)((x >> 60) % 4);
 			a = (uint32_t)((x >> 33) % 900);
 			n = (uint32_t)((x >> 13) % 300);
 			for (uint32_t i = 0; i < n; i++)
