@@ -410,9 +410,11 @@ static void run_flush(struct mm *mm, struct free_run *run)
 	run->n = 0;
 }
 
-/* delete_from_page_cache of owner's page, if cached (lock held): pc_lookup and pc_delete in
- * one walk of its chain (the link to the first frame of owner's is the one pc_delete finds).
- * With run, a page release_if_gone would free joins the run (off the LRU and counted now). */
+/* delete_from_page_cache of owner's page, if cached (lock held; 3.x mm/truncate.c
+ * truncate_inode_pages_range page by page, 6.12 delete_from_page_cache_batch): pc_lookup and
+ * pc_delete in one walk of its chain (the link to the first frame of owner's is the one pc_delete
+ * finds). With run, a page release_if_gone would free joins the run (off the LRU and counted now).
+ */
 static void pagecache_remove_locked(struct mm *mm, uint64_t owner, struct free_run *run)
 {
 	uint32_t *link = pc_bucket(mm, owner), p;
