@@ -43,6 +43,7 @@ void as_region_attach(struct as_region *r, void *mem)
 	r->xstate = (uint8_t *)(r->pfn + r->npages);
 	r->xadv = r->xstate + round8(r->nexts);
 	r->single = false;
+	r->mthp_seen = false;
 	for (uint32_t e = 0; e < r->nexts; e++)
 		r->xstate[e] = as_ext_inside(r, e) ? AS_X_EMPTY : AS_X_SMALL;
 }
@@ -260,6 +261,8 @@ void as_release(const struct as_env *env, struct as_region *r, uint32_t p0, uint
 	struct free_batch b = {0};
 	uint32_t e0 = as_ext_of(r, a0);
 	uint64_t gone = 0; /* extents e0 + i whose THP went back whole, unmapped */
+	const bool single = r->single;
+	const bool folios = !single || __atomic_load_n(&r->mthp_seen, __ATOMIC_RELAXED);
 
 	if (p0 >= p1)
 		return;
@@ -277,14 +280,32 @@ void as_release(const struct as_env *env, struct as_region *r, uint32_t p0, uint
 			p = as_page_of(r, as_ext_addr(r, e0 + x)) + MM_HPAGE_NR - 1;
 			continue;
 		}
-		pfn = release_page(r, p, unmap, c);
+		if (single && p + 8 <= p1) {
+			/* eight pages unmapped before (a hole punched earlier): nothing to do */
+			uint64_t w8;
 
+			memcpy(&w8, r->pstate + p, sizeof(w8));
+			if (w8 == 0x0101010101010101ULL * AS_P_GONE) {
+				p += 7;
+				continue;
+			}
+		}
+		if (single && r->pstate[p] == AS_P_PRESENT) {
+			/* release_page's PRESENT case, in one thread's region */
+			pfn = r->pfn[p] - 1;
+			r->pstate[p] = unmap ? AS_P_GONE : AS_P_EMPTY;
+			r->pfn[p] = 0;
+			c->pages_freed++;
+		} else {
+			pfn = release_page(r, p, unmap, c);
+		}
 		if (pfn == MM_NO_PFN)
 			continue;
 		/* the head of an mTHP folio wholly in the range: released as one batch, the folio
 		 * goes back whole at its order (6.12 zap_pte_range, folio_remove_rmap_ptes); a part
-		 * of one goes back page by page (partially mapped: deferred split, mm/mthp.c) */
-		k = env->folio_order ? env->folio_order(env->arg, pfn) : 0;
+		 * of one goes back page by page (partially mapped: deferred split, mm/mthp.c). One
+		 * thread's region that never mapped an mTHP folio holds none: nothing to ask */
+		k = env->folio_order && folios ? env->folio_order(env->arg, pfn) : 0;
 		if (k && !(pfn & ((1U << k) - 1)) && p + (1U << k) <= p1) {
 			uint32_t n = 1U << k, i;
 
@@ -526,6 +547,8 @@ void as_transfer(const struct as_env *env, const struct as_region *r, struct as_
 		as_pstate_set(s, q, successor_state(r, q, &pfn));
 		as_pfn_set(s, q, pfn);
 	}
+	if (__atomic_load_n(&r->mthp_seen, __ATOMIC_RELAXED)) /* its folios moved with the pages */
+		__atomic_store_n(&s->mthp_seen, true, __ATOMIC_RELAXED);
 	for (uint32_t e = 0; e < s->nexts; e++)
 		as_xstate_set(s, e, AS_X_SMALL);
 	transfer_extents(env, r, s, (intptr_t)(s->lo - r->lo), c);
@@ -637,6 +660,7 @@ void as_fault_mthp(struct as_region *r, uint32_t p, unsigned order, uint32_t hea
 {
 	uint32_t p0 = as_page_of(r, as_page_addr(r, p) & ~((uintptr_t)(MM_PAGE_SIZE << order) - 1));
 
+	__atomic_store_n(&r->mthp_seen, true, __ATOMIC_RELAXED);
 	set_pages(r, p0, 1U << order, AS_P_PRESENT, head);
 	if (extent)
 		as_xstate_set(r, as_ext_of(r, as_page_addr(r, p)), AS_X_SMALL);

@@ -85,7 +85,10 @@ enum as_ext_state {
 	uint8_t *xadv;	 /* per extent: enum mm_vma_advice | AS_ADV_SPLIT */                       \
 	bool single;	 /* only one thread ever reads or writes the arrays (the simulator's       \
 			  * users set it after as_region_attach): runs of pages change with        \
-			  * memset instead of an atomic store per page */
+			  * memset instead of an atomic store per page */                          \
+	bool mthp_seen;	 /* a page of it has mapped an mTHP folio (as_fault_mthp, or the region    \
+			  * it succeeds): until then a single region's release asks mm no          \
+			  * folio order */
 
 struct as_region {
 	AS_REGION_MEMBERS

@@ -66,15 +66,9 @@ void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call)
  * unlinked again when its last page merges them (a list unlink leaves the others in order), so
  * the block is merged and queued by its last page's __free_one_page exactly as it is when
  * freed at its order: the run goes back as its largest aligned blocks (at most a pageblock),
- * ascending. */
-void free_plain_run(struct mm *mm, uint32_t a, uint32_t b)
+ * ascending. The caller has taken the frames off nr_anon / nr_foreign. */
+void free_plain_blocks(struct mm *mm, uint32_t a, uint32_t b)
 {
-	for (uint32_t p = a; p < b; p++) {
-		if (pfn_frame(mm, p)->owner & MM_OWNER_FOREIGN)
-			mm->nr_foreign--;
-		else
-			mm->nr_anon--;
-	}
 	while (a < b) {
 		unsigned k = 0;
 
@@ -86,24 +80,58 @@ void free_plain_run(struct mm *mm, uint32_t a, uint32_t b)
 	}
 }
 
+void free_plain_run(struct mm *mm, uint32_t a, uint32_t b)
+{
+	for (uint32_t p = a; p < b; p++) {
+		if (pfn_frame(mm, p)->owner & MM_OWNER_FOREIGN)
+			mm->nr_foreign--;
+		else
+			mm->nr_anon--;
+	}
+	free_plain_blocks(mm, a, b);
+}
+
+/* The walk below reads each frame once: the plain frames [run, p) are counted as it goes
+ * (foreign of them), and go back with their counts when something else interrupts them. */
+static void flush_plain(struct mm *mm, uint32_t run, uint32_t p, uint32_t foreign)
+{
+	mm->nr_foreign -= foreign;
+	mm->nr_anon -= p - run - foreign;
+	free_plain_blocks(mm, run, p);
+}
+
 void mm_anon_free_run(struct mm *mm, uint32_t pfn, uint32_t n, void *call)
 {
-	uint32_t run = pfn, end;
+	uint32_t run = pfn, end, foreign = 0;
 
 	(void)call;
 	mm_lock(mm);
 	end = pfn >= mm->nr_frames ? pfn : n < mm->nr_frames - pfn ? pfn + n : mm->nr_frames;
-	for (uint32_t p = pfn; p < end; p++) {
+	for (uint32_t p = pfn; p < end;) {
 		const struct mm_frame *f = pfn_frame(mm, p);
+		uint32_t q = p + 1;
 
-		if (f->state == FS_ANON && !(f->flags & FF_ISOLATED))
+		if (f->state == FS_ANON && !(f->flags & FF_ISOLATED)) {
+			foreign += (f->owner & MM_OWNER_FOREIGN) != 0;
+			p++;
 			continue;
-		/* anything else takes mm_anon_free's own path, after the run before it */
-		free_plain_run(mm, run, p);
-		anon_free_base(mm, p);
-		run = p + 1;
+		}
+		/* anything else takes mm_anon_free's own path, after the run before it; the
+		 * subpages of one PTE-mapped THP in a row are unmapped together */
+		flush_plain(mm, run, p, foreign);
+		foreign = 0;
+		if (f->state == FS_HUGE) {
+			uint32_t head = pageblock_start(p), stop = head + MM_HPAGE_NR;
+
+			while (q < end && q < stop && pfn_frame(mm, q)->state == FS_HUGE)
+				q++;
+			thp_unmap_subpages(mm, head, p, q);
+		} else {
+			anon_free_base(mm, p);
+		}
+		run = p = q;
 	}
-	free_plain_run(mm, run, end);
+	flush_plain(mm, run, end, foreign);
 	mm_unlock(mm);
 }
 

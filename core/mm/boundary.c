@@ -140,7 +140,8 @@ void mm_meta_free(struct mm *mm, void *p, size_t len)
 
 /* ---- The lock, the clock, costs, trace points ------------------------------------------------ */
 
-void mm_lock(struct mm *mm)
+/* mm_lock and mm_unlock (internal.h) when the mm may have a lock; mm_unlock has counted. */
+void mm_lock_env(struct mm *mm)
 {
 	const struct mm_env *e = env_of(mm);
 
@@ -148,11 +149,10 @@ void mm_lock(struct mm *mm)
 		e->ops->lock(e->priv);
 }
 
-void mm_unlock(struct mm *mm)
+void mm_unlock_env(struct mm *mm)
 {
 	const struct mm_env *e = env_of(mm);
 
-	mm->unlocks++;
 	if (e->ops->unlock)
 		e->ops->unlock(e->priv);
 }

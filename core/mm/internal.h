@@ -486,8 +486,23 @@ int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen);
 
 /* Locking and hooks (env.c). Every hook is called through these wrappers, which find the
  * environment of the calling process (mm->env, or its mm_attach binding of a shared mm). */
-void mm_lock(struct mm *mm);
-void mm_unlock(struct mm *mm);
+void mm_lock_env(struct mm *mm);
+void mm_unlock_env(struct mm *mm);
+/* A private mm whose environment has no lock (the simulator's one thread) takes none: inline,
+ * because mm takes and drops it on every call (a page-cache lookup, a free). */
+static inline void mm_lock(struct mm *mm)
+{
+	if (__builtin_expect(!mm->cfg.shared && !mm->env.ops->lock, 1))
+		return;
+	mm_lock_env(mm);
+}
+static inline void mm_unlock(struct mm *mm)
+{
+	mm->unlocks++;
+	if (__builtin_expect(!mm->cfg.shared && !mm->env.ops->unlock, 1))
+		return;
+	mm_unlock_env(mm);
+}
 uint64_t mm_now(struct mm *mm, void *call);
 void mm_charge(struct mm *mm, void *call, enum mm_cost what, uint64_t n);
 void mm_trace(struct mm *mm, void *call, enum mm_trace_kind kind, unsigned order, uint64_t a,
@@ -619,6 +634,10 @@ void wake_all_kswapds(struct mm *mm, struct alloc_ctx *ac);
 uint32_t alloc_pages_mpol(struct mm *mm, struct alloc_ctx *ac);
 uint32_t alloc_pages_one_pass(struct mm *mm, struct alloc_ctx *ac); /* no NUMA first pass */
 uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort);
+/* alloc_base_page in two halves: the fast path (get_page_from_freelist at LOW, which reads only
+ * ac->fc->call), then the slow path when it failed (ac->fc wholly initialised by then). */
+uint32_t alloc_base_page_fast(struct mm *mm, struct alloc_ctx *ac);
+uint32_t alloc_base_page_slow(struct mm *mm, struct alloc_ctx *ac, bool last_resort);
 
 /* ---- pagecache.c ----------------------------------------------------------------------------- */
 
@@ -637,6 +656,9 @@ void pc_rebuild_ring(struct mm *mm);
 void frame_free_owned(struct mm *mm, uint32_t pfn, struct capture_control *capc);
 /* anon.c: the plain anon frames [a, b) (FS_ANON, not isolated) freed as one by one ascending */
 void free_plain_run(struct mm *mm, uint32_t a, uint32_t b);
+/* free_plain_run's frees without its counts: the frames [a, b), allocated, to the buddy as their
+ * frees one by one in ascending order leave it (the caller has counted them out). */
+void free_plain_blocks(struct mm *mm, uint32_t a, uint32_t b);
 
 /* ---- compaction.c / migrate.c / vmscan.c ---------------------------------------------------- */
 
@@ -692,6 +714,7 @@ void thp_queue_del(struct mm *mm, uint32_t head);
 unsigned split_free_unmapped(struct mm *mm, uint32_t head, uint32_t n, const uint64_t *unmapped);
 void thp_forget(struct mm *mm, uint32_t head); /* a THP goes back whole: off the queue, counts */
 void thp_unmap_subpage(struct mm *mm, uint32_t pfn);
+void thp_unmap_subpages(struct mm *mm, uint32_t head, uint32_t p, uint32_t q); /* [p, q) */
 bool thp_pmd_split(struct mm *mm, uint32_t head);
 void thp_new_mapped(struct mm *mm, uint32_t head); /* a PMD maps a new THP (fault, collapse) */
 unsigned shrink_thp(struct mm *mm, int prio, void *call, bool *stale);

@@ -693,6 +693,9 @@ void mm_pagecache_put(struct mm *mm, uint32_t pfn, bool dirtied);
 /* Drop owner from the page cache (delete/truncate). A frame under writeback is freed when its
  * writeback ends. */
 void mm_pagecache_remove(struct mm *mm, uint64_t owner);
+/* mm_pagecache_remove(owner + i) for i = 0 .. n - 1, in order (a file's pages [index, index + n),
+ * the index not crossing its 36 bits), under one lock. */
+void mm_pagecache_remove_range(struct mm *mm, uint64_t owner, uint32_t n);
 /* Move up to max dirty frames, oldest-dirtied first, to WRITEBACK and return them (pfns and
  * owners). The caller submits their I/O and calls mm_writeback_end() for each. */
 unsigned mm_writeback_begin(struct mm *mm, unsigned max, uint32_t *pfns, uint64_t *owners);

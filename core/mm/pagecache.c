@@ -270,7 +270,7 @@ void putback_frame(struct mm *mm, uint32_t pfn)
  * GFP_USER). The model's gfp bits have no __GFP_MOVABLE: the migratetype carries it. */
 static int pagecache_create(struct mm *mm, uint64_t owner, bool bdev, uint32_t *pfn, void *call)
 {
-	struct fault_ctx fc = {.call = call};
+	struct fault_ctx fc; /* the fast path reads only its call: zeroed for the slow one */
 	struct alloc_ctx ac = {
 	    .order = 0,
 	    .mt = bdev ? MM_MT_UNMOVABLE : MM_MT_MOVABLE,
@@ -278,8 +278,14 @@ static int pagecache_create(struct mm *mm, uint64_t owner, bool bdev, uint32_t *
 	    .fc = &fc,
 	};
 	uint64_t unlocks = mm->unlocks;
-	uint32_t p = alloc_base_page(mm, &ac, false), raced = MM_NO_PFN;
+	uint32_t p, raced = MM_NO_PFN;
 
+	fc.call = call;
+	p = alloc_base_page_fast(mm, &ac);
+	if (p == MM_NO_PFN) {
+		fc = (struct fault_ctx){.call = call};
+		p = alloc_base_page_slow(mm, &ac, false);
+	}
 	if (p == MM_NO_PFN)
 		return -ENOMEM;
 	/* reclaim may have dropped the lock (and the pool may have been repaired meanwhile: p
@@ -390,18 +396,72 @@ out_unlock:
 	mm_unlock(mm);
 }
 
+/* Page-cache frames freed one after another whose frames are consecutive and ascending, not yet
+ * given to the buddy: nothing else frees or allocates until they go (run_flush), so they go as
+ * one run (free_plain_blocks) and leave the buddy as the frees one by one would. */
+struct free_run {
+	uint32_t pfn, n;
+};
+
+static void run_flush(struct mm *mm, struct free_run *run)
+{
+	if (run->n)
+		free_plain_blocks(mm, run->pfn, run->pfn + run->n);
+	run->n = 0;
+}
+
+/* delete_from_page_cache of owner's page, if cached (lock held; 3.x mm/truncate.c
+ * truncate_inode_pages_range page by page, 6.12 delete_from_page_cache_batch): pc_lookup and
+ * pc_delete in one walk of its chain (the link to the first frame of owner's is the one pc_delete
+ * finds). With run, a page release_if_gone would free joins the run (off the LRU and counted now).
+ */
+static void pagecache_remove_locked(struct mm *mm, uint64_t owner, struct free_run *run)
+{
+	uint32_t *link = pc_bucket(mm, owner), p;
+	struct mm_frame *f;
+
+	while (*link && pfn_frame(mm, *link - 1)->owner != owner)
+		link = &pfn_frame(mm, *link - 1)->hnext;
+	if (!*link)
+		return;
+	p = *link - 1;
+	f = pfn_frame(mm, p);
+	*link = f->hnext;
+	f->hnext = 0;
+	clear_page_dirty(mm, p); /* truncation cancels dirty data */
+	f->flags |= FF_GONE;
+	if (run && f->state == FS_FILE && !(f->flags & (FF_LOCKED | FF_ISOLATED)) &&
+	    !frame_under_wb(f)) {
+		/* release_if_gone -> lru_del, frame_free_owned, the free deferred */
+		lru_del(mm, p);
+		mm->nr_file--;
+		if (run->n && p != run->pfn + run->n)
+			run_flush(mm, run);
+		if (!run->n)
+			run->pfn = p;
+		run->n++;
+		return;
+	}
+	if (run)
+		run_flush(mm, run); /* whatever is freed next goes after the run */
+	release_if_gone(mm, p);
+}
+
 void mm_pagecache_remove(struct mm *mm, uint64_t owner)
 {
-	uint32_t p;
+	mm_lock(mm);
+	pagecache_remove_locked(mm, owner, NULL);
+	mm_unlock(mm);
+}
+
+void mm_pagecache_remove_range(struct mm *mm, uint64_t owner, uint32_t n)
+{
+	struct free_run run = {0};
 
 	mm_lock(mm);
-	p = pc_lookup(mm, owner);
-	if (p != MM_NO_PFN) {
-		pc_delete(mm, p);
-		clear_page_dirty(mm, p); /* truncation cancels dirty data */
-		pfn_frame(mm, p)->flags |= FF_GONE;
-		release_if_gone(mm, p);
-	}
+	for (uint32_t i = 0; i < n; i++)
+		pagecache_remove_locked(mm, owner + i, &run);
+	run_flush(mm, &run);
 	mm_unlock(mm);
 }
 

@@ -312,14 +312,28 @@ uint32_t alloc_pages_mpol(struct mm *mm, struct alloc_ctx *ac)
  * OOM-kill rather than fail the fault). Slow steps are recorded in the fault record. */
 uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
 {
-	/* vm.defrag_mode: alloc_flags_nofragment and gfp_to_alloc_flags (6.15) set
-	 * ALLOC_NOFRAGMENT for every allocation, fast path and slow path */
-	unsigned nofrag = defrag_mode(mm) ? ALLOC_NOFRAGMENT : 0;
-	unsigned alloc_flags = WMARK_MIN | nofrag;
-	uint32_t pfn = get_page_from_freelist(mm, ac, WMARK_LOW | nofrag);
+	uint32_t pfn = alloc_base_page_fast(mm, ac);
 
 	if (pfn != MM_NO_PFN)
 		return pfn;
+	return alloc_base_page_slow(mm, ac, last_resort);
+}
+
+uint32_t alloc_base_page_fast(struct mm *mm, struct alloc_ctx *ac)
+{
+	/* vm.defrag_mode: alloc_flags_nofragment and gfp_to_alloc_flags (6.15) set
+	 * ALLOC_NOFRAGMENT for every allocation, fast path and slow path */
+	unsigned nofrag = defrag_mode(mm) ? ALLOC_NOFRAGMENT : 0;
+
+	return get_page_from_freelist(mm, ac, WMARK_LOW | nofrag);
+}
+
+uint32_t alloc_base_page_slow(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
+{
+	unsigned nofrag = defrag_mode(mm) ? ALLOC_NOFRAGMENT : 0;
+	unsigned alloc_flags = WMARK_MIN | nofrag;
+	uint32_t pfn;
+
 	if (ac->gfp & GFP_KSWAPD_RECLAIM) {
 		alloc_flags |= ALLOC_KSWAPD;
 		wake_all_kswapds(mm, ac);

@@ -156,6 +156,39 @@ void thp_unmap_subpage(struct mm *mm, uint32_t pfn)
 	thp_queue_add(mm, head, true);
 }
 
+/* thp_unmap_subpage(pfn) for pfn = p .. q - 1, subpages of the THP at head, in one step (6.12
+ * mm/memory.c zap_pte_range batches a folio's PTEs the same way: folio_remove_rmap_ptes, then
+ * one deferred_split_folio): the subpages are flagged, the folio's mapped count drops by the
+ * number newly unmapped, and the folio goes back whole if that was its last one, else is
+ * queued (once: the queueing of the later subpages one by one changes nothing). */
+void thp_unmap_subpages(struct mm *mm, uint32_t head, uint32_t p, uint32_t q)
+{
+	struct mm_frame *hf = pfn_frame(mm, head);
+	uint32_t n = 0;
+
+	if (!(hf->flags & FF_THP_PTE))
+		return;
+	for (uint32_t i = p; i < q; i++) {
+		struct mm_frame *f = pfn_frame(mm, i);
+
+		if (f->flags & FF_THP_UNMAPPED)
+			continue;
+		f->flags |= FF_THP_UNMAPPED;
+		n++;
+	}
+	if (n == 0)
+		return;
+	hf->hnext += n;
+	if (hf->hnext == MM_HPAGE_NR) {
+		thp_forget(mm, head);
+		mm->nr_anon -= MM_HPAGE_NR;
+		mm->nr_anon_huge -= MM_HPAGE_NR;
+		free_frames(mm, head, MM_HPAGE_ORDER, NULL);
+		return;
+	}
+	thp_queue_add(mm, head, true);
+}
+
 int mm_anon_split_folio(struct mm *mm, uint32_t head)
 {
 	int ret = -EINVAL;

@@ -62,8 +62,7 @@ void file_delete(struct sim_world *w, uint32_t id)
 
 	if (!f || !f->live)
 		return;
-	for (uint32_t i = 0; i < f->npages; i++)
-		mm_pagecache_remove(w->mm, MM_OWNER_FILE(id, i));
+	mm_pagecache_remove_range(w->mm, MM_OWNER_FILE(id, 0), f->npages);
 	f->live = false;
 	free(f->dpfn); /* its entry on the dirty list is skipped */
 	f->dpfn = NULL;

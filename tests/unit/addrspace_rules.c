@@ -788,4 +788,135 @@ TEST(single_region_steps_as_a_shared_one)
 	}
 }
 
+/* What a release gave back, call by call (frame, order or run length, kind), and the folio
+ * orders of the frames the test mapped as mTHP folios (mm_anon_folio_order's answer). */
+struct frees {
+	unsigned n;
+	uint32_t pfn[8192], len[8192];
+	uint8_t kind[8192]; /* 0 free_frame, 1 free_run */
+	uint8_t folio[1 << 18];
+};
+
+static void frees_free(void *arg, uint32_t pfn, unsigned order)
+{
+	struct frees *f = arg;
+
+	if (f->n < 8192) {
+		f->pfn[f->n] = pfn;
+		f->len[f->n] = order;
+		f->kind[f->n++] = 0;
+	}
+}
+
+static void frees_run(void *arg, uint32_t pfn, uint32_t n)
+{
+	struct frees *f = arg;
+
+	if (f->n < 8192) {
+		f->pfn[f->n] = pfn;
+		f->len[f->n] = n;
+		f->kind[f->n++] = 1;
+	}
+}
+
+static unsigned frees_folio(void *arg, uint32_t pfn)
+{
+	const struct frees *f = arg;
+
+	return pfn < (1U << 18) ? f->folio[pfn] : 0;
+}
+
+/* A region one thread owns releases its pages with the same calls, in the same order, as a
+ * shared one: the inlined PRESENT case, the skipped runs of GONE pages, and no folio question
+ * until the region has mapped an mTHP folio (with_mthp: some steps map them, and from then on
+ * the single region asks as the shared one always does). */
+static void single_release_run(bool with_mthp)
+{
+	uintptr_t lo = BASE + 3 * PG, hi = BASE + 6 * HP - 5 * PG;
+	struct as_region *sh = region(BASE, lo, hi), *one = region(BASE, lo, hi);
+	static struct frees fr[2];
+	uint64_t x = with_mthp ? 1234567ULL : 7654321ULL;
+	uint32_t next_pfn = 1;
+	unsigned folios = 0;
+
+	memset(fr, 0, sizeof(fr));
+	one->single = true;
+	for (unsigned step = 0; step < 3000; step++) {
+		uint32_t p = (uint32_t)(xorshift(&x) % sh->npages);
+		uint32_t e = as_ext_of(sh, as_page_addr(sh, p));
+		unsigned op = (unsigned)(xorshift(&x) % 8);
+		uint32_t n = (uint32_t)(xorshift(&x) % (op == 6 ? 3 * MM_HPAGE_NR : 300));
+		uint32_t p1 = p + n > sh->npages ? sh->npages : p + n;
+		struct as_region *rs[2] = {sh, one};
+		struct as_counts c[2] = {{0}, {0}};
+		uint16_t o = as_mthp_orders(sh, p);
+		uint32_t g = p;
+
+		while (g < sh->npages && AS_P_STATE(as_pstate(sh, g)) == AS_P_GONE)
+			g++; /* op 7 maps the hole at p again */
+		/* frames handed out in ascending order, so neighbouring faults make runs */
+		uint32_t huge = (next_pfn + MM_HPAGE_NR - 1) & ~(MM_HPAGE_NR - 1);
+
+		if (huge + 2 * MM_HPAGE_NR >= (1U << 18))
+			next_pfn = huge = MM_HPAGE_NR;
+		for (int i = 0; i < 2; i++) {
+			struct as_region *r = rs[i];
+			const struct as_env env = {&fr[i], frees_free,	rec_split,
+						   NULL,   frees_folio, frees_run};
+
+			fr[i].n = 0;
+			if (op <= 1 && AS_X_STATE(as_xstate(r, e)) == AS_X_EMPTY &&
+			    as_ext_inside(r, e)) {
+				as_fault_huge(r, e, huge);
+			} else if (op == 2 && with_mthp &&
+				   AS_P_STATE(as_pstate(r, p)) == AS_P_EMPTY && o) {
+				unsigned k = 31 - (unsigned)__builtin_clz(o);
+				uint32_t head = (next_pfn + (1U << k) - 1) & ~((1U << k) - 1);
+
+				for (uint32_t j = 0; j < (1U << k); j++)
+					fr[i].folio[head + j] = (uint8_t)k;
+				as_fault_mthp(r, p, k, head, true);
+				folios += i;
+			} else if ((op == 2 || op == 3) &&
+				   AS_P_STATE(as_pstate(r, p)) == AS_P_EMPTY &&
+				   AS_X_STATE(as_xstate(r, e)) != AS_X_HUGE) {
+				as_fault_base(r, p, next_pfn, true);
+			} else if (op >= 4 && op <= 6) {
+				as_release(&env, r, p, p1, op == 6, &c[i]);
+			} else if (op == 7 && g > p) {
+				as_revive(r, p, g);
+			}
+		}
+		if (op <= 1)
+			next_pfn = huge + MM_HPAGE_NR;
+		else if (op == 2 && with_mthp && o)
+			next_pfn = ((next_pfn + (1U << (31 - __builtin_clz(o))) - 1) &
+				    ~((1U << (31 - __builtin_clz(o))) - 1)) +
+				   (1U << (31 - __builtin_clz(o)));
+		else if (op <= 3)
+			next_pfn++;
+		EXPECT_EQ(c[0].pages_freed, c[1].pages_freed);
+		EXPECT_EQ(c[0].huge_splits, c[1].huge_splits);
+		ASSERT_EQ(fr[0].n, fr[1].n);
+		ASSERT_EQ(memcmp(fr[0].pfn, fr[1].pfn, fr[0].n * sizeof(uint32_t)), 0);
+		ASSERT_EQ(memcmp(fr[0].len, fr[1].len, fr[0].n * sizeof(uint32_t)), 0);
+		ASSERT_EQ(memcmp(fr[0].kind, fr[1].kind, fr[0].n), 0);
+		ASSERT_EQ(memcmp(sh->pstate, one->pstate, sh->npages), 0);
+		ASSERT_EQ(memcmp(sh->pfn, one->pfn, sh->npages * sizeof(uint32_t)), 0);
+		ASSERT_EQ(memcmp(sh->xstate, one->xstate, sh->nexts), 0);
+	}
+	EXPECT_EQ(one->mthp_seen, with_mthp);
+	EXPECT_EQ(folios > 50, with_mthp);
+}
+
+TEST(single_region_releases_as_a_shared_one)
+{
+	single_release_run(false);
+}
+
+TEST(single_region_with_mthp_releases_as_a_shared_one)
+{
+	single_release_run(true);
+}
+
 TEST_MAIN()

@@ -407,4 +407,69 @@ TEST(free_run_is_the_frees_one_by_one_modern)
 	free_run_as_one_by_one("modern-always");
 }
 
+/* The same for runs over the subpages of THPs (6.12: a partial munmap splits the PMD only, the
+ * folio stays whole and PTE-mapped; deferred split): mm_anon_free_run unmaps the subpages of one
+ * THP in a row together, flagging them, queueing the folio once as partially mapped, or freeing
+ * it whole with its last subpage, as the frees one by one do. Runs cross from one THP into the
+ * next, over PMD-mapped ones (nothing to do), base frames of a split one and free frames. */
+TEST(free_run_unmaps_thp_subpages_as_one_by_one)
+{
+	struct fakeenv one, run;
+	uint64_t sa[MM_STAT_NR], sb[MM_STAT_NR];
+	struct rng r;
+	char err[256];
+	uint32_t nthp = 0, heads[64];
+
+	ASSERT_EQ(fakeenv_init(&one, "modern-always", 64 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(fakeenv_init(&run, "modern-always", 64 * MIB, false, err, sizeof(err)), 0);
+	rng_seed(&r, 11);
+	for (uint64_t e = 1; e <= 24; e++) {
+		struct mm_fault_req req = {
+		    .owner = e << 9, .extent_owner = e << 9, .huge_ok = true, .write = true};
+		struct mm_fault_res ra, rb;
+
+		ASSERT_EQ(mm_fault(one.mm, &req, &ra, NULL), 0);
+		ASSERT_EQ(mm_fault(run.mm, &req, &rb, NULL), 0);
+		ASSERT_EQ(ra.outcome, MM_FAULT_HUGE);
+		ASSERT_EQ(ra.pfn, rb.pfn);
+		heads[nthp++] = ra.pfn;
+		if (e % 4 == 0)
+			continue; /* PMD-mapped: a subpage free is a caller's bug, ignored */
+		ASSERT_EQ(mm_anon_split(one.mm, ra.pfn), 0); /* __split_huge_pmd */
+		ASSERT_EQ(mm_anon_split(run.mm, rb.pfn), 0);
+		if (e % 4 == 3) { /* split whole: base frames */
+			ASSERT_EQ(mm_anon_split_folio(one.mm, ra.pfn), 0);
+			ASSERT_EQ(mm_anon_split_folio(run.mm, rb.pfn), 0);
+		}
+	}
+	for (int k = 0; k < 120; k++) {
+		uint32_t a = heads[rng_below(&r, nthp)] + (uint32_t)rng_below(&r, MM_HPAGE_NR);
+		uint32_t n = 1 + (uint32_t)rng_below(&r, k % 3 ? 200 : 1100);
+
+		for (uint32_t i = 0; i < n; i++)
+			mm_anon_free(one.mm, a + i, 0, NULL);
+		mm_anon_free_run(run.mm, a, n, NULL);
+		if (k % 10 == 9 || k == 119) {
+			uint32_t qa = sentinel(one.mm, SENT_SPLIT_QUEUE),
+				 qb = sentinel(run.mm, SENT_SPLIT_QUEUE);
+			uint32_t pa = pfn_frame(one.mm, qa)->next, pb = pfn_frame(run.mm, qb)->next;
+
+			expect_same_pools(one.mm, run.mm);
+			for (; pa != qa && pb != qb;
+			     pa = pfn_frame(one.mm, pa)->next, pb = pfn_frame(run.mm, pb)->next)
+				EXPECT_EQ(pa, pb); /* the deferred split queue, in order */
+			EXPECT_EQ(pa == qa, pb == qb);
+			mm_get_stats(one.mm, sa);
+			mm_get_stats(run.mm, sb);
+			EXPECT_EQ(memcmp(sa, sb, sizeof(sa)), 0);
+			ASSERT_EQ(mm_check(one.mm, err, sizeof(err)), 0);
+			ASSERT_EQ(mm_check(run.mm, err, sizeof(err)), 0);
+		}
+	}
+	mm_get_stats(run.mm, sb);
+	EXPECT(sb[MM_STAT_THP_DEFERRED_SPLIT_PAGE] > 0);
+	fakeenv_destroy(&one);
+	fakeenv_destroy(&run);
+}
+
 TEST_MAIN()

@@ -249,4 +249,97 @@ TEST(block_device_page_cache_is_unmovable)
 	}
 }
 
+/* mm_pagecache_remove_range(owner, n) leaves the pool as n calls of mm_pagecache_remove do:
+ * pages of several files sharing hash chains, some absent, some dirty, some under writeback
+ * (freed later), one file read in order (its frames consecutive: they go back as runs), removed
+ * in ranges that start and end anywhere. */
+TEST(remove_range_is_the_removes_one_by_one)
+{
+	struct fakeenv one, ranged;
+	struct fakeenv *fe[2] = {&one, &ranged};
+	uint64_t x = 99;
+	char err[256];
+
+	ASSERT_EQ(fakeenv_init(&one, "linux-3.3", 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(fakeenv_init(&ranged, "linux-3.3", 16 * MIB, false, err, sizeof(err)), 0);
+	for (int round = 0; round < 6; round++) {
+		for (int k = 0; k < 1500; k++) {
+			uint32_t pfn[2];
+
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			for (int i = 0; i < 2; i++) {
+				uint64_t o = MM_OWNER_FILE(1 + (x >> 60) % 3, (x >> 33) % 900);
+				bool created;
+
+				if (mm_pagecache_get(fe[i]->mm, o, true, &pfn[i], &created, NULL))
+					pfn[i] = MM_NO_PFN;
+				else
+					mm_pagecache_put(fe[i]->mm, pfn[i], (x >> 20) % 2);
+			}
+			ASSERT_EQ(pfn[0], pfn[1]);
+			if (pfn[0] != MM_NO_PFN && (x >> 24) % 16 == 0) {
+				EXPECT_EQ(mm_writeback_begin_one(one.mm, pfn[0]),
+					  mm_writeback_begin_one(ranged.mm, pfn[1]));
+			}
+		}
+		for (uint32_t i = 0; i < 600; i++) { /* file 4 read in order: consecutive frames */
+			uint32_t pfn[2];
+
+			for (int j = 0; j < 2; j++) {
+				bool created;
+
+				if (mm_pagecache_get(fe[j]->mm, MM_OWNER_FILE(4, i), true, &pfn[j],
+						     &created, NULL))
+					pfn[j] = MM_NO_PFN;
+				else
+					mm_pagecache_put(fe[j]->mm, pfn[j], false);
+			}
+			ASSERT_EQ(pfn[0], pfn[1]);
+		}
+		for (int k = 0; k < 40; k++) {
+			uint32_t id, a, n;
+
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			id = 1 + (uint32_t)((x >> 60) % 4);
+			a = (uint32_t)((x >> 33) % 900);
+			n = (uint32_t)((x >> 13) % 300);
+			for (uint32_t i = 0; i < n; i++)
+				mm_pagecache_remove(one.mm, MM_OWNER_FILE(id, a + i));
+			mm_pagecache_remove_range(ranged.mm, MM_OWNER_FILE(id, a), n);
+		}
+		for (uint32_t p = 0; p < one.mm->nr_frames; p++) { /* some writebacks end */
+			if (mm_frame_under_writeback(one.mm, p) && p % 3 == (uint32_t)round % 3) {
+				mm_writeback_end(one.mm, p, 0);
+				mm_writeback_end(ranged.mm, p, 0);
+			}
+		}
+		{
+			struct mm_counts ca, cb;
+			unsigned differ = 0;
+
+			memset(&ca, 0, sizeof(ca));
+			memset(&cb, 0, sizeof(cb));
+			mm_get_counts(one.mm, &ca);
+			mm_get_counts(ranged.mm, &cb);
+			EXPECT_EQ(memcmp(&ca, &cb, sizeof(ca)), 0);
+			for (uint32_t p = 0; p < one.mm->nr_frames; p++) {
+				const struct mm_frame *fa = pfn_frame(one.mm, p),
+						      *fb = pfn_frame(ranged.mm, p);
+
+				differ += fa->owner != fb->owner || fa->state != fb->state ||
+					  fa->flags != fb->flags || fa->hnext != fb->hnext ||
+					  fa->next != fb->next || fa->prev != fb->prev;
+			}
+			EXPECT_EQ(differ, 0);
+			EXPECT_EQ(memcmp(one.mm->pc_hash, ranged.mm->pc_hash,
+					 (one.mm->pc_hash_mask + 1) * sizeof(*one.mm->pc_hash)),
+				  0);
+			ASSERT_EQ(mm_check(one.mm, err, sizeof(err)), 0);
+			ASSERT_EQ(mm_check(ranged.mm, err, sizeof(err)), 0);
+		}
+	}
+	fakeenv_destroy(&one);
+	fakeenv_destroy(&ranged);
+}
+
 TEST_MAIN()
