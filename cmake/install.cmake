@@ -19,8 +19,11 @@
 # (tests/integration/install.sh).
 set(THPEMU_PRIVLIBDIR lib/thpemu)
 set(_thpemu_exes thpemu_cli thpemu_replayer thpemu_fusedev usemem)
+# In the build tree they need only system libraries and get no RUNPATH (SKIP_BUILD_RPATH): the
+# placeholder CMake would write there is the list of empty entries described below.
 foreach(t ${_thpemu_exes})
-  set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../${THPEMU_PRIVLIBDIR}")
+  set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../${THPEMU_PRIVLIBDIR}"
+                                        SKIP_BUILD_RPATH ON)
 endforeach()
 # libthpemu.so needs only system libraries (liburing, libunwind, libm, libc): no RUNPATH, in the
 # build tree or installed. The loader searches a RUNPATH's directories (and their glibc-hwcaps,

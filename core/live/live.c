@@ -1222,8 +1222,9 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 	lv->uffd = lv->ctl_fd = lv->pagemap_fd = lv->stats_fd = -1;
 	lv->child_of_fork = parent != NULL;
 	/* the userfaultfd, pagemap and libunwind's pipe move to the zone under one raise of the
-	 * soft limit (a constructor or the atfork child handler: the program's threads do not run)
-	 */
+	 * soft limit (a constructor or the atfork child handler, where the program's threads do
+	 * not run; a raw clone child's first call, where they may: a descriptor of the program's
+	 * made meanwhile could take a zone number, as during any single raise) */
 	guard_fd_batch_begin();
 
 	lv->nworkers = cfg->handlers ? cfg->handlers
@@ -1298,10 +1299,10 @@ static int live_create(const struct config *cfg, const struct uffd_live *parent,
 		rc = uffd_probe_init(lv);
 	if (rc == 0 && uffd_stallcap_start(lv) < 0)
 		uffd_note(lv, "stall stacks unavailable (libunwind): stalls are only counted");
+	guard_fd_batch_end(); /* before any thread of ours (the trace writer's, the handlers'): they
+			       * open files while the program runs */
 	if (rc == 0)
 		rc = uffd_trace_start(lv, err, errlen);
-	guard_fd_batch_end(); /* before any thread of ours: they read files while the program runs
-			       */
 	if (rc == 0)
 		rc = start_threads(lv);
 	if (rc < 0) {

@@ -59,8 +59,9 @@ void mm_anon_free(struct mm *mm, uint32_t pfn, unsigned order, void *call)
 	mm_unlock(mm);
 }
 
-/* Give back the consecutive plain base frames [a, b) (FS_ANON, not isolated), as freeing them
- * one by one in ascending order would (mm/memory.c zap_pte_range frees page by page; the buddy
+/* Give back the consecutive plain base frames [a, b) (FS_ANON, or FS_FILE from a deleted file's
+ * page cache; not isolated), as freeing them one by one in ascending order would (mm/memory.c
+ * zap_pte_range, mm/filemap.c delete_from_page_cache_batch free page by page; the buddy
  * outcome does not depend on how the pages are grouped). One by one, the pages freed so far of
  * an aligned block of the run merge only inside that block, and the pieces they queue are
  * unlinked again when its last page merges them (a list unlink leaves the others in order), so

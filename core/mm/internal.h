@@ -233,9 +233,10 @@ struct mm {
 	bool boost_wake;       /* ZONE_BOOSTED_WATERMARK: wake kswapd after this alloc */
 	unsigned kswapd_order; /* highest order asked of kswapd since it last slept */
 	unsigned kswapd_failures;
-	/* 3.x zone->pages_scanned and zone->all_unreclaimable (vmscan.c zone_scan): LRU pages
-	 * scanned since a page was last freed, reset lazily when MM_STAT_PGFREE has moved past
-	 * pages_scanned_pgfree; the flag set by kswapd after a pass over an unreclaimable zone */
+	/* 3.x zone->pages_scanned and zone->all_unreclaimable (vmscan.c zone_scan_sync,
+	 * zone_scanned): LRU pages scanned since a page was last freed, reset lazily when
+	 * MM_STAT_PGFREE has moved past pages_scanned_pgfree; the flag set by kswapd after a pass
+	 * over an unreclaimable zone */
 	uint64_t pages_scanned;
 	uint64_t pages_scanned_pgfree;
 	bool all_unreclaimable;
@@ -484,7 +485,7 @@ static inline bool thp_pmd_enabled(const struct mm_policy *p)
 /* policy.c: 0, or -EINVAL with a reason when a hand-built policy cannot run. */
 int mm_policy_validate(const struct mm_policy *p, char *err, size_t errlen);
 
-/* Locking and hooks (env.c). Every hook is called through these wrappers, which find the
+/* Locking and hooks (boundary.c). Every hook is called through these wrappers, which find the
  * environment of the calling process (mm->env, or its mm_attach binding of a shared mm). */
 void mm_lock_env(struct mm *mm);
 void mm_unlock_env(struct mm *mm);

@@ -281,7 +281,20 @@ static pid_t spawn(const struct oracle_argv *a, int out[2], int errp[2])
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0)
 		_exit(127);
 	execvp(a->argv[0], a->argv);
-	fprintf(stderr, "exec %s: %s\n", a->argv[0], strerror(errno));
+	/* the parent may be a boot worker of a threaded run (--jobs): after fork only
+	 * async-signal-safe calls, so the errno in digits rather than strerror's text */
+	{
+		char num[12];
+		int e = errno, k = (int)sizeof(num);
+
+		num[--k] = '\n';
+		do
+			num[--k] = (char)('0' + e % 10);
+		while ((e /= 10) && k > 0);
+		if (write(2, "exec ", 5) < 0 || write(2, a->argv[0], strlen(a->argv[0])) < 0 ||
+		    write(2, ": errno ", 8) < 0 || write(2, num + k, sizeof(num) - (size_t)k) < 0)
+			_exit(127);
+	}
 	_exit(127);
 }
 

@@ -429,7 +429,7 @@ static int do_boot(const struct run *run, int i, struct oracle_result *r, struct
 {
 	uint64_t seed = run->cfg->seed + (uint64_t)i;
 	struct oracle_boot_cfg b;
-	char logpath[PATH_MAX];
+	char logpath[PATH_MAX], diskpath[PATH_MAX];
 	FILE *log;
 	int rc;
 
@@ -437,7 +437,27 @@ static int do_boot(const struct run *run, int i, struct oracle_result *r, struct
 	log = fopen(logpath, "we");
 	oracle_result_init(r);
 	boot_cfg(run, seed, log, &b);
+	/* each boot writes a disk of its own, empty as the run's first (a boot beside it must not
+	 * open the same image, nor a later one find the last one's file system) */
+	if (b.disk) {
+		int fd;
+
+		oracle_fmt(diskpath, sizeof(diskpath), "%s/disk-%d.img", run->dir, i + 1);
+		fd = open(diskpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || ftruncate(fd, (off_t)run->cfg->disk) < 0) {
+			snprintf(err, errlen, "'%s': %s", diskpath, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			if (log)
+				fclose(log);
+			return -EIO;
+		}
+		close(fd);
+		b.disk = diskpath;
+	}
 	rc = oracle_qemu_boot(&b, r, o, err, errlen);
+	if (b.disk)
+		unlink(diskpath);
 	if (log)
 		fclose(log);
 	return rc;
@@ -533,7 +553,7 @@ static int boots_parallel(struct run *run, struct json_w *w, int jobs, int *done
 {
 	struct pool p = {.run = run};
 	pthread_t th[ORACLE_MAX_JOBS];
-	int n = 0, rc = 0, i;
+	int n = 0, rc = 0, i, prc = 0;
 
 	p.slot = calloc((size_t)run->cfg->boots, sizeof(*p.slot));
 	if (!p.slot) {
@@ -543,10 +563,10 @@ static int boots_parallel(struct run *run, struct json_w *w, int jobs, int *done
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_cond_init(&p.cond, NULL);
 	for (; n < jobs; n++)
-		if (pthread_create(&th[n], NULL, boot_worker, &p))
+		if ((prc = pthread_create(&th[n], NULL, boot_worker, &p)) != 0)
 			break;
 	if (!n) {
-		snprintf(err, errlen, "no thread for a boot: %s", strerror(errno ? errno : EAGAIN));
+		snprintf(err, errlen, "no thread for a boot: %s", strerror(prc));
 		rc = -EAGAIN;
 	}
 	for (i = 0; i < run->cfg->boots && !rc; i++) {

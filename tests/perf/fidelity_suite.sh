@@ -150,7 +150,10 @@ share() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f %%", 100 * a 
 
 [ "$dry" = 1 ] ||
 	printf '%-32s %6s %9s %5s %5s %8s %10s  %s\n' cell close "in range" OFF n/a inside wall status
-tc=0 ti=0 to=0 tn=0 failed=0 shown=0 t_all=$SECONDS
+tc=0 ti=0 to=0 tn=0 failed=0 shown=0 t_all=$SECONDS stop=0
+# thpemu fidelity ends an interrupted cell with status 1, not by the signal, so bash would go on
+# to the next cell: an interrupt ends the suite after the cell it came in
+trap 'stop=1' INT TERM
 [ -n "$tally" ] || [ "$dry" = 1 ] || : >"$out/summary.tsv"
 for r in "${runs[@]}"; do
 	IFS='|' read -r m k c <<<"$r"
@@ -164,6 +167,10 @@ for r in "${runs[@]}"; do
 		mapfile -t argv < <(cmd "$m" "$k" "$c")
 		"${argv[@]}" >"$out/$name.txt" 2>"$out/$name.err" || status="exit $?"
 		secs=$((SECONDS - t0))
+		if [ "$stop" = 1 ]; then
+			echo "$me: interrupted in $name; the cells before it are in $out" >&2
+			exit 130
+		fi
 	else
 		# an earlier run's cell: its status and time from summary.tsv; one it did not run
 		# (no JSON, no row) is not listed
@@ -173,7 +180,7 @@ for r in "${runs[@]}"; do
 		[ -n "$row" ] || status=ok secs=0
 		shown=$((shown + 1))
 	fi
-	read -r vc vi vo vn < <(jq -r '.verdicts | "\(.close) \(."in range") \(.OFF) \(."n/a")"' \
+	read -r vc vi vo vn < <(jq -r '.verdicts // {} | "\(.close // 0) \(."in range" // 0) \(.OFF // 0) \(."n/a" // 0)"' \
 		"$json" 2>/dev/null || echo "0 0 0 0")
 	[ -s "$json" ] || [ "$status" != ok ] || status="no JSON"
 	[ "$status" = ok ] || failed=$((failed + 1))

@@ -375,7 +375,10 @@ TEST(kswapd_forces_a_short_list_only_when_unreclaimable_in_3_3)
 				EXPECT_EQ(scanned, sweep + 32); /* it stays until a page is freed */
 			if (!crossed && prev >= 6 * lru)
 				crossed = run;
-			EXPECT(fe.mm->kswapd_awake);
+			/* not asserted: kswapd_awake. 3.x balance_pgdat skips an all_unreclaimable
+			 * zone below DEF_PRIORITY and counts it balanced, so the real kswapd makes
+			 * one forced pass over it and sleeps; the model sweeps on
+			 * (core/mm/README.md, departures) */
 		}
 		EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_KSWAPD), 0);
 		EXPECT_EQ(stat(&fe, MM_STAT_PGFREE), freed); /* no page freed: nothing cleared it */
