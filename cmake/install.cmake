@@ -19,11 +19,12 @@
 # (tests/integration/install.sh).
 set(THPEMU_PRIVLIBDIR lib/thpemu)
 set(_thpemu_exes thpemu_cli thpemu_replayer thpemu_fusedev usemem)
-# In the build tree they need only system libraries and get no RUNPATH (SKIP_BUILD_RPATH): the
-# placeholder CMake would write there is the list of empty entries described below.
+# They carry it in the build tree too (BUILD_WITH_INSTALL_RPATH; there it names a directory that
+# does not exist): else CMake pads the build tree's RUNPATH to the install one's length with the
+# list of empty entries described below, each the current directory.
 foreach(t ${_thpemu_exes})
   set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../${THPEMU_PRIVLIBDIR}"
-                                        SKIP_BUILD_RPATH ON)
+                                        BUILD_WITH_INSTALL_RPATH ON)
 endforeach()
 # libthpemu.so needs only system libraries (liburing, libunwind, libm, libc): no RUNPATH, in the
 # build tree or installed. The loader searches a RUNPATH's directories (and their glibc-hwcaps,

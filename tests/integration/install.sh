@@ -33,6 +33,16 @@ ls "$copy"/lib/thpemu/plugins/*.so >/dev/null 2>&1 || fail "no plugins in lib/th
 export PATH="$copy/bin:$PATH"
 [ "$(command -v thpemu)" = "$copy/bin/thpemu" ] || fail "PATH does not pick the copy's thpemu"
 
+# --- no program or library of the build tree has an empty RUNPATH entry: the loader reads one
+# as the current directory, where a file of anyone's would be loaded into it (CMake pads a build
+# RUNPATH with them unless told not to: cmake/install.cmake)
+for f in "$THPEMU_BUILD_DIR"/thpemu "$THPEMU_BUILD_DIR"/thpemu-* "$THPEMU_BUILD_DIR"/usemem \
+	"$THPEMU_BUILD_DIR"/libthpemu*.so; do
+	[ -f "$f" ] && [ -x "$f" ] || continue
+	rp=$(readelf -d "$f" | sed -n 's/.*R\(UN\)*PATH.*\[\(.*\)\]$/\2/p')
+	case ":$rp:" in *::*) [ -z "$rp" ] || fail "$f: an empty RUNPATH entry ($rp)" ;; esac
+done
+
 # --- nothing points back at the build tree or the removed install
 for f in "$copy"/bin/* "$copy"/lib/thpemu/libthpemu.so; do
 	rp=$(readelf -d "$f" | grep -E 'RUNPATH|RPATH' || true)
