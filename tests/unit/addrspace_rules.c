@@ -907,6 +907,37 @@ static void single_release_run(bool with_mthp)
 	}
 	EXPECT_EQ(one->mthp_seen, with_mthp);
 	EXPECT_EQ(folios > 50, with_mthp);
+
+	/* a remap moves the pages (as_transfer) into a new region of the same phase: the single
+	 * region's successor holds its mTHP folios too (mthp_seen moves with them) and releases
+	 * them all as the shared one's successor does, whole folios at their order */
+	struct as_region *sh2 = region(BASE + 8 * HP, lo + 8 * HP, hi + 8 * HP);
+	struct as_region *one2 = region(BASE + 8 * HP, lo + 8 * HP, hi + 8 * HP);
+	struct as_region *from[2] = {sh, one}, *to[2] = {sh2, one2};
+	struct as_counts c[2] = {{0}, {0}};
+	unsigned folio_frees = 0;
+
+	one2->single = true;
+	for (int i = 0; i < 2; i++) {
+		const struct as_env env = {&fr[i], frees_free,	rec_split,
+					   NULL,   frees_folio, frees_run};
+
+		fr[i].n = 0;
+		as_transfer(&env, from[i], to[i], &c[i]);
+		as_release(&env, to[i], 0, to[i]->npages, true, &c[i]);
+	}
+	EXPECT_EQ(one2->mthp_seen, with_mthp);
+	EXPECT_EQ(c[0].pages_freed, c[1].pages_freed);
+	EXPECT_EQ(c[0].huge_splits, c[1].huge_splits);
+	ASSERT_EQ(fr[0].n, fr[1].n);
+	ASSERT_EQ(memcmp(fr[0].pfn, fr[1].pfn, fr[0].n * sizeof(uint32_t)), 0);
+	ASSERT_EQ(memcmp(fr[0].len, fr[1].len, fr[0].n * sizeof(uint32_t)), 0);
+	ASSERT_EQ(memcmp(fr[0].kind, fr[1].kind, fr[0].n), 0);
+	ASSERT_EQ(memcmp(sh2->pstate, one2->pstate, sh2->npages), 0);
+	for (unsigned j = 0; j < fr[0].n; j++)
+		folio_frees +=
+		    fr[0].kind[j] == 0 && fr[0].len[j] > 0 && fr[0].len[j] < MM_HPAGE_ORDER;
+	EXPECT_EQ(folio_frees > 0, with_mthp); /* whole mTHP folios went over and back */
 }
 
 TEST(single_region_releases_as_a_shared_one)

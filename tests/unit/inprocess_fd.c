@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,13 +183,26 @@ TEST(a_stale_close_never_takes_the_emulators_descriptor)
 	EXPECT(rounds > 0 && emulator_reads > 0);
 }
 
+/* The process's RLIMIT_NOFILE as the kernel holds it (prlimit64 itself, no library in between). */
+static struct rlimit raw_nofile(void)
+{
+	struct rlimit r = {0, 0};
+
+	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &r) != 0)
+		r.rlim_cur = r.rlim_max = 0;
+	return r;
+}
+
 /* Start-up's descriptors move to the zone under one raise of the soft limit (guard_fd_batch_*):
+ * the kernel's soft limit is raised to the hard one for the whole batch (not per descriptor),
  * they land above the program's soft limit, the program is shown its own limit meanwhile and has
- * it back afterwards; a setrlimit of the program inside a batch ends it and stays. */
+ * it back afterwards; a fork child ends its parent's batch (the parent's stays); a setrlimit of
+ * the program inside a batch ends it and stays. */
 TEST(a_batch_moves_descriptors_under_one_raise)
 {
-	struct rlimit real, seen, want, after;
-	int a, b, c;
+	struct rlimit real, seen, want, after, raw;
+	int a, b, c, status;
+	pid_t pid;
 
 	if (guard_fd_init() < 0) {
 		printf("# no descriptor zone here (hard limit too low): skipped\n");
@@ -195,15 +210,40 @@ TEST(a_batch_moves_descriptors_under_one_raise)
 	}
 	ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &real), 0); /* not interposed here: the raw limit */
 	ASSERT(real.rlim_cur > 3);
+	ASSERT(real.rlim_cur < real.rlim_max); /* guard_fd_init left the zone above it */
 	guard_fd_batch_begin();
+	raw = raw_nofile();
+	EXPECT_EQ(raw.rlim_cur, real.rlim_max); /* raised once, at the start */
 	a = guard_fd_own(dup(0));
+	raw = raw_nofile();
+	EXPECT_EQ(raw.rlim_cur, real.rlim_max); /* still raised between two moves */
 	b = guard_fd_own(dup(0));
 	ASSERT(a >= 0 && b >= 0);
 	EXPECT((rlim_t)a >= real.rlim_cur && (rlim_t)b >= real.rlim_cur);
 	EXPECT(guard_fd_is_ours(a) && guard_fd_is_ours(b));
+	raw = raw_nofile();
+	EXPECT_EQ(raw.rlim_cur, real.rlim_max);
 	ASSERT_EQ(guard_prlimit(0, RLIMIT_NOFILE, NULL, &seen), 0);
-	EXPECT_EQ(seen.rlim_cur, real.rlim_cur);
+	EXPECT_EQ(seen.rlim_cur, real.rlim_cur); /* the program's view: its own limit */
+
+	/* a fork child (atfork: prepare, then child/parent) has the program's soft limit back */
+	guard_fd_fork_prepare();
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		guard_fd_fork_child();
+		raw = raw_nofile();
+		_exit(raw.rlim_cur == real.rlim_cur ? 0 : 1);
+	}
+	guard_fd_fork_parent();
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	raw = raw_nofile();
+	EXPECT_EQ(raw.rlim_cur, real.rlim_max); /* the parent's batch goes on */
+
 	guard_fd_batch_end();
+	raw = raw_nofile();
+	EXPECT_EQ(raw.rlim_cur, real.rlim_cur);
 	ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &after), 0);
 	EXPECT_EQ(after.rlim_cur, real.rlim_cur);
 

@@ -252,16 +252,16 @@ TEST(block_device_page_cache_is_unmovable)
 /* mm_pagecache_remove_range(owner, n) leaves the pool as n calls of mm_pagecache_remove do:
  * pages of several files sharing hash chains, some absent, some dirty, some under writeback
  * (freed later), one file read in order (its frames consecutive: they go back as runs), removed
- * in ranges that start and end anywhere. */
-TEST(remove_range_is_the_removes_one_by_one)
+ * in ranges that start and end anywhere; under an old era's rules and a modern one's. */
+static void remove_range_as_one_by_one(const char *spec)
 {
 	struct fakeenv one, ranged;
 	struct fakeenv *fe[2] = {&one, &ranged};
 	uint64_t x = 99;
 	char err[256];
 
-	ASSERT_EQ(fakeenv_init(&one, "linux-3.3", 16 * MIB, false, err, sizeof(err)), 0);
-	ASSERT_EQ(fakeenv_init(&ranged, "linux-3.3", 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(fakeenv_init(&one, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	ASSERT_EQ(fakeenv_init(&ranged, spec, 16 * MIB, false, err, sizeof(err)), 0);
 	for (int round = 0; round < 6; round++) {
 		for (int k = 0; k < 1500; k++) {
 			uint32_t pfn[2];
@@ -340,6 +340,16 @@ TEST(remove_range_is_the_removes_one_by_one)
 	}
 	fakeenv_destroy(&one);
 	fakeenv_destroy(&ranged);
+}
+
+TEST(remove_range_is_the_removes_one_by_one) /* linux-3.3 */
+{
+	remove_range_as_one_by_one("linux-3.3");
+}
+
+TEST(remove_range_is_the_removes_one_by_one_modern)
+{
+	remove_range_as_one_by_one("modern-always");
 }
 
 TEST_MAIN()
