@@ -1260,6 +1260,8 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 	mm_trace(mm, cc->fc->call, MM_TRACE_COMPACTION_BEGIN, (unsigned)cc->order, cc->migrate_pfn,
 		 cc->free_pfn, mm->nr_frames, cc->mode);
 	while ((ret = compact_finished_modern(mm, cc)) == MM_COMPACT_CONTINUE) {
+		uint32_t iteration_start = cc->migrate_pfn;
+
 		cc->finish_pageblock =
 		    last_migrated != MM_NO_PFN &&
 		    pageblock_start(last_migrated) == pageblock_start(cc->migrate_pfn);
@@ -1276,7 +1278,17 @@ static enum mm_compact_result compact_zone_modern(struct mm *mm, struct compact_
 			goto drain; /* "there might still be unflushed migrations" */
 		case ISOLATE_SUCCESS:
 			update_cached = false;
-			last_migrated = pageblock_start(cc->migrate_pfn ? cc->migrate_pfn - 1 : 0);
+			/* 6.12 compact_zone: "last_migrated_pfn = max(cc->zone->zone_start_pfn,
+			 * pageblock_start_pfn(cc->migrate_pfn - 1))", the block the batch came
+			 * from; 6.1: "last_migrated_pfn = iteration_start_pfn", where this
+			 * iteration's scan began - an earlier block when isolate_migratepages
+			 * skipped or jumped (fast_find_migrateblock), so check_drain drains right
+			 * after that batch. (6.1 reads pfn 0 as none; a real zone never starts
+			 * there, the pool does.) */
+			last_migrated =
+			    era_6_1(mm)
+				? iteration_start
+				: pageblock_start(cc->migrate_pfn ? cc->migrate_pfn - 1 : 0);
 			break;
 		}
 		if (migrate_batch_modern(mm, cc, &last_migrated, &ret))

@@ -209,6 +209,52 @@ TEST(modern_async_resumes_past_merged_holes)
 	fakeenv_destroy(&fe);
 }
 
+/* The drain after a scan that jumped: blocks 0-3 are UNMOVABLE blocks full of kernel pages (async
+ * direct compaction's suitable_migration_source passes over them without scanning), block 4 holds
+ * 32 program pages and is otherwise free (above fast_find_migrateblock's search limit), blocks 5-7
+ * are free but for a kernel page each (the targets). One async order-9 compaction isolates the 32
+ * in the same isolate_migratepages call that jumped there. 6.1 compact_zone sets
+ * "last_migrated_pfn = iteration_start_pfn", in block 0, so check_drain drains after that batch:
+ * block 4 is captured at once. 6.12 sets it to the batch's own block ("pageblock_start_pfn(
+ * cc->migrate_pfn - 1)"), so it drains only once the scanner has left block 4. */
+static uint64_t scanned_after_a_jump(const char *spec, uint64_t *migrated)
+{
+	struct fakeenv fe;
+	struct run r;
+	char err[256];
+	uint64_t scanned;
+
+	ASSERT_EQ(fakeenv_init(&fe, spec, 16 * MIB, false, err, sizeof(err)), 0);
+	for (uint32_t pfn = 0; pfn < 2048; pfn++)
+		ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_UNMOVABLE, 0), 0);
+	for (uint32_t b = 0; b < 4; b++)
+		set_pageblock_mt(fe.mm, b * 512, MM_MT_UNMOVABLE);
+	for (uint32_t p = 2048; p < 2080; p++)
+		ASSERT_EQ(mm_debug_place(fe.mm, p, DBG_ANON, ANON_OWNER + p), 0);
+	for (uint32_t b = 5; b < 8; b++)
+		ASSERT_EQ(mm_debug_place(fe.mm, b * 512 + 511, DBG_UNMOVABLE, 0), 0);
+	compact(&fe, MM_MIGRATE_ASYNC, &r);
+	EXPECT_EQ(r.result, MM_COMPACT_SUCCESS);
+	EXPECT_EQ(r.captured, 2048);
+	*migrated = r.st[MM_STAT_PGMIGRATE_SUCCESS];
+	scanned = r.st[MM_STAT_COMPACT_MIGRATE_SCANNED];
+	fakeenv_destroy(&fe);
+	return scanned;
+}
+
+TEST(a_batch_after_a_jump_drains_at_once_in_6_1_only)
+{
+	/* 6.1: the batch and the scan up to it, no second look at block 4 (with 6.12's
+	 * last_migrated_pfn the 6.1 model steps over block 4's free run too: 55) */
+	uint64_t migrated;
+
+	EXPECT_EQ(scanned_after_a_jump("linux-6.1", &migrated), 54);
+	EXPECT_EQ(migrated, 32);
+	/* 6.12 also migrates a batch more before it sees the capture (above) */
+	EXPECT_GT(scanned_after_a_jump("modern-always", &migrated), 55);
+	EXPECT_EQ(migrated, 64);
+}
+
 /* A program page that will not move (its owner answers -EBUSY). */
 static int refuse_pfn_5(struct fakeenv *fe, uint64_t owner, uint32_t from, uint32_t to)
 {
