@@ -509,7 +509,8 @@ struct pool {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int next;  /* the next boot to start */
-	bool stop; /* start no more: interrupted, qemu not started, or the run is over */
+	bool stop; /* start no more: interrupted, qemu not set going (do_boot's rc), or the run is
+		      over */
 };
 
 /* A worker: takes the next boot not started until there are none or the run stops. */
@@ -546,7 +547,7 @@ static void *boot_worker(void *arg)
 /* Every boot with up to jobs qemus at once; each boot's results handled (after_boot) in boot
  * order as soon as it and those before it have ended, as one at a time would. A pinned boot's
  * guest counts instructions, not host time (-icount, qemu.c), so its results do not depend on
- * what runs beside it. The first boot that failed to start or was interrupted ends the run
+ * what runs beside it. The first boot that could not be set going or was interrupted ends the run
  * there, as it would one at a time: the boots after it are not reported. */
 static int boots_parallel(struct run *run, struct json_w *w, int jobs, int *done, char *err,
 			  size_t errlen)
