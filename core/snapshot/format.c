@@ -255,20 +255,31 @@ static bool get_orders(const char *s, uint64_t *v)
 	return true;
 }
 
-/* "name value name value ...": the values in the order names gives them. */
-static bool get_named(const char *s, const char *const *names, unsigned n, uint64_t *v)
+/* "NAME VALUE" pairs in names' order; the first `need` of them required, the rest optional (a
+ * later writer's, 0 when absent). */
+static bool get_named_min(const char *s, const char *const *names, unsigned n, unsigned need,
+			  uint64_t *v)
 {
 	char name[32];
 	unsigned long long x;
 	int off;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (sscanf(s, " %31s %llu%n", name, &x, &off) != 2 || strcmp(name, names[i]))
-			return false;
+		if (sscanf(s, " %31s %llu%n", name, &x, &off) != 2 || strcmp(name, names[i])) {
+			if (i < need)
+				return false;
+			v[i] = 0;
+			continue;
+		}
 		v[i] = x;
 		s += off;
 	}
 	return true;
+}
+
+static bool get_named(const char *s, const char *const *names, unsigned n, uint64_t *v)
+{
+	return get_named_min(s, names, n, n, v);
 }
 
 /* A zone line: the file's next zone (version 1 has one). */
@@ -376,7 +387,8 @@ static bool header_line(const char *key, const char *v, struct snap_header *h)
 	else if (!strcmp(key, "pagetypeinfo-free"))
 		return header_pti_free(v, h);
 	else if (!strcmp(key, "classes"))
-		return get_named(v, snap_class_name, SNAP_NR_CLASSES, h->classes);
+		return get_named_min(v, snap_class_name, SNAP_NR_CLASSES, SNAP_FLAGLESS,
+				     h->classes); /* flagless: a later writer's */
 	else if (!strcmp(key, "file-active"))
 		return sscanf(v, "%llu", &a) == 1 && ((h->file_active = a), true);
 	else if (!strcmp(key, "buddy-flags"))
@@ -525,7 +537,7 @@ static int parse_run(struct snap_reader *r, const struct snap_header *h, struct 
 	uint64_t pages;
 
 	if (class_of(r->cur[0], run))
-		return fail(r, -EINVAL, err, errlen, "not a run (F<order>|A|U|C|D|W|S|K|H|R N)");
+		return fail(r, -EINVAL, err, errlen, "not a run (F<order>|A|U|C|D|W|S|K|H|R|Z N)");
 	if (run->cls == SNAP_FREE &&
 	    (sscanf(r->cur + 1, "%u %llu", &order, &n) != 2 || order > SNAP_MAX_ORDER))
 		return fail(r, -EINVAL, err, errlen, "a free run is F<order 0..10> BLOCKS");

@@ -15,7 +15,14 @@
  *  - a pfn without an online memmap reads 0, not NOPAGE (kpage_read); a hole inside an online
  *    section is PG_reserved (init_unavailable_range);
  *  - pages on the per-cpu free lists, and kernel allocations without a page type, have no
- *    flags at all.
+ *    flags at all; and neither is mapped. /proc/kpagecount is the mapcount, not the refcount
+ *    (6.1 kpagecount_read: page_mapcount, 0 for slab and typed pages; 6.12: the folio's
+ *    folio_precise_page_mapcount), so it reads 0 for both: a pcp page (free_unref_page ->
+ *    free_pages_prepare, 6.1 and 6.12 mm/page_alloc.c, clears every flag of
+ *    PAGE_FLAGS_CHECK_AT_PREP and finds the page unmapped before free_unref_page_commit lists
+ *    it) and, say, a vmalloc or pipe page (refcount 1, mapped nowhere in user space) read the
+ *    same words. A page without flags that is mapped (a driver's page in a VM_MIXEDMAP) is
+ *    kernel memory; the others are SNAP_FLAGLESS, the per-cpu free pages among them.
  */
 #include <string.h>
 
@@ -49,10 +56,11 @@ enum {
 /* Bits that say nothing about who owns a page (idle tracking, architecture bits). */
 #define KPF_NO_OWNER (BIT(KPF_IDLE) | BIT(KPF_ARCH) | BIT(KPF_ARCH_2) | BIT(KPF_ARCH_3))
 
-const char snap_class_letter[SNAP_NR_CLASSES] = {'F', 'A', 'U', 'C', 'D', 'W', 'S', 'K', 'H', 'R'};
+const char snap_class_letter[SNAP_NR_CLASSES] = {'F', 'A', 'U', 'C', 'D', 'W',
+						 'S', 'K', 'H', 'R', 'Z'};
 const char *const snap_class_name[SNAP_NR_CLASSES] = {
-    "free",	      "anon", "unevictable", "file", "file-dirty",
-    "file-writeback", "slab", "kernel",	     "huge", "reserved"};
+    "free", "anon",   "unevictable", "file",	 "file-dirty", "file-writeback",
+    "slab", "kernel", "huge",	     "reserved", "flagless"};
 
 static uint8_t file_class(uint64_t f)
 {
@@ -65,15 +73,16 @@ static uint8_t file_class(uint64_t f)
 	return (f & BIT(KPF_ACTIVE)) ? (uint8_t)(c | SNAP_ACTIVE) : c;
 }
 
-/* One page, its folio aside (huge is true for a page of a THP of order >= 9). */
-static uint8_t page_class(uint64_t f, bool huge)
+/* One page, its folio aside (huge is true for a page of a THP of order >= 9; mapcount is its
+ * kpagecount). */
+static uint8_t page_class(uint64_t f, uint64_t mapcount, bool huge)
 {
 	if (f & (BIT(KPF_NOPAGE) | BIT(KPF_RESERVED) | BIT(KPF_HWPOISON)))
 		return SNAP_RESERVED;
 	if (f & BIT(KPF_BUDDY))
 		return SNAP_X_BUDDY;
 	if (!(f & ~KPF_NO_OWNER))
-		return SNAP_X_ZERO;
+		return mapcount ? SNAP_KERNEL : SNAP_X_ZERO;
 	if (f & BIT(KPF_SLAB))
 		return SNAP_SLAB;
 	if (f & BIT(KPF_HUGE))
@@ -97,7 +106,7 @@ static uint64_t folio_len(const uint64_t *kpf, uint64_t n, uint64_t i)
 	return j - i;
 }
 
-void snap_kpf_classify(const uint64_t *kpf, uint64_t n, uint8_t *out)
+void snap_kpf_classify(const uint64_t *kpf, const uint64_t *kpc, uint64_t n, uint8_t *out)
 {
 	for (uint64_t i = 0; i < n;) {
 		uint64_t len = 1;
@@ -108,7 +117,7 @@ void snap_kpf_classify(const uint64_t *kpf, uint64_t n, uint8_t *out)
 			huge = len >= SNAP_PAGEBLOCK_NR;
 		}
 		for (uint64_t j = i; j < i + len; j++)
-			out[j] = page_class(kpf[j], huge);
+			out[j] = page_class(kpf[j], kpc ? kpc[j] : 0, huge);
 		i += len;
 	}
 }
@@ -205,7 +214,7 @@ static uint64_t resolve_heads(uint8_t *pfn, uint64_t n, const uint64_t want[SNAP
 
 /* Pages without flags: a whole pageblock of them (or of holes) is memory the kernel has no
  * page for there (an offline section, memory not initialised yet: pagetypeinfo does not count
- * the block either), anything else kernel memory. */
+ * the block either), anything else flagless (per-cpu free pages and kernel memory). */
 static void resolve_zero(uint8_t *pfn, uint64_t n)
 {
 	const uint8_t hole = SNAP_BYTE(SNAP_RESERVED, SNAP_HOLE);
@@ -217,7 +226,7 @@ static void resolve_zero(uint8_t *pfn, uint64_t n)
 			zero += pfn[p] == SNAP_X_ZERO || pfn[p] == hole;
 		for (uint64_t p = b; p < b + SNAP_PAGEBLOCK_NR; p++)
 			if (pfn[p] == SNAP_X_ZERO)
-				pfn[p] = zero == SNAP_PAGEBLOCK_NR ? hole : SNAP_KERNEL;
+				pfn[p] = zero == SNAP_PAGEBLOCK_NR ? hole : SNAP_FLAGLESS;
 	}
 }
 

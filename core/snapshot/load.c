@@ -8,8 +8,14 @@
  * order-9 halves, which mm merges back when both land side by side) and classes become mm's
  * kinds: free; anon -> phantom anon; unevictable -> phantom anon marked unevictable; clean file;
  * dirty or writeback file -> dirty (the pool has nobody to end a writeback it did not start:
- * writeback starts again); slab, kernel, huge, reserved -> unmovable. Watermarks are the zone's
- * (scaled with a sample).
+ * writeback starts again); slab, kernel, huge, reserved -> unmovable; flagless -> free, one page
+ * at a time, merged with its buddies (mm_snapshot_runs merges as __free_one_page does): the
+ * per-cpu free pages among them are free to the kernel and go to the buddy allocator at its
+ * first drain (drain_all_pages, drain_local_pages -> free_pcppages_bulk -> __free_one_page,
+ * 6.1 and 6.12 mm/page_alloc.c; compaction drains at its first check_drain); the pool has no
+ * per-cpu lists, so they are free from the start. The kernel allocations among them, which
+ * kpageflags and kpagecount cannot tell apart, are freed with them: at most flagless - pcp
+ * pages (the header's counts). Watermarks are the zone's (scaled with a sample).
  *
  * System calls only and no allocation: the preload library loads a snapshot in its
  * constructor.
@@ -48,6 +54,7 @@ static const uint8_t kind_of[SNAP_NR_CLASSES] = {
     [SNAP_KERNEL] = MM_SNAP_UNMOVABLE,
     [SNAP_HUGE] = MM_SNAP_UNMOVABLE,
     [SNAP_RESERVED] = MM_SNAP_UNMOVABLE,
+    [SNAP_FLAGLESS] = MM_SNAP_FREE,
 };
 
 /* The snapshot pageblock that pool block j is. */

@@ -60,7 +60,7 @@ static void block_stats(const uint8_t *pfn, uint64_t idx, struct block *b)
 	for (uint64_t p = idx * SNAP_PAGEBLOCK_NR; p < (idx + 1) * SNAP_PAGEBLOCK_NR; p++) {
 		unsigned c = pfn[p] & SNAP_CLASS_MASK, hi = pfn[p] >> 4;
 
-		if (c == SNAP_KERNEL)
+		if (c == SNAP_KERNEL || c == SNAP_FLAGLESS)
 			b->kernel++;
 		else if (c == SNAP_SLAB)
 			b->slab++;

@@ -45,9 +45,11 @@ enum snap_class {
 	SNAP_FILE_DIRTY,  /* D: dirty page cache */
 	SNAP_FILE_WB,	  /* W: page cache under writeback */
 	SNAP_SLAB,	  /* S: slab */
-	SNAP_KERNEL,	  /* K: other kernel memory (page tables, no flags at all, per-cpu lists) */
+	SNAP_KERNEL,	  /* K: other kernel memory (page tables, mapped pages without flags) */
 	SNAP_HUGE,	  /* H: an anonymous THP of order >= 9 or a hugetlb page */
 	SNAP_RESERVED,	  /* R: reserved, a hole, not the zone's, or never given to the kernel */
+	SNAP_FLAGLESS,	  /* Z: no flags, mapped nowhere, among others: free on a per-cpu list, or
+			   * a kernel allocation without a page type (nothing tells them apart) */
 	SNAP_NR_CLASSES,
 };
 #define SNAP_CLASS_MASK 0x0f
@@ -126,17 +128,19 @@ void snap_free(struct snap *s);
 /* ---- kpf.c: the class rules and free blocks (pure) ---------------------------------------- */
 
 /* Internal classes of the first pass (above SNAP_NR_CLASSES): a page kpageflags marks BUDDY,
- * and a page with no flags at all (a free block's tail before 6.17, kernel memory, a hole). */
+ * and a page with no flags at all and a kpagecount of 0 (a free block's tail before 6.17, a
+ * page on a per-cpu free list, kernel memory, a hole). */
 #define SNAP_X_BUDDY 14
 #define SNAP_X_ZERO  15
-/* The class of each of n pages from their kpageflags (pfns pfn0.., pfn0 aligned to a pageblock
- * and n a multiple of one, so that a THP is whole): out[i] is a class byte or SNAP_X_*. */
-void snap_kpf_classify(const uint64_t *kpf, uint64_t n, uint8_t *out);
+/* The class of each of n pages from their kpageflags and kpagecount words (pfns pfn0.., pfn0
+ * aligned to a pageblock and n a multiple of one, so that a THP is whole): out[i] is a class
+ * byte or SNAP_X_*. kpc NULL: every count 0. */
+void snap_kpf_classify(const uint64_t *kpf, const uint64_t *kpc, uint64_t n, uint8_t *out);
 /* Resolve the first pass over a whole range (base aligned to 2^SNAP_MAX_ORDER, n a multiple of
  * a pageblock): free blocks (buddy_all: every free page is BUDDY, the blocks are the greedy
  * aligned decomposition of each run; else only heads are, and orders are chosen to match
  * buddyinfo `want`), then SNAP_X_ZERO pages: whole pageblocks of them holes (reserved), the rest
- * kernel.
+ * SNAP_FLAGLESS.
  * Returns the heads that got no order from want (0 when the counts matched). */
 uint64_t snap_resolve(uint8_t *pfn, uint64_t n, bool buddy_all,
 		      const uint64_t want[SNAP_NR_ORDERS]);

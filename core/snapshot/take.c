@@ -1,4 +1,5 @@
-/* Taking a snapshot: one pass over a zone's /proc/kpageflags between two reads of
+/* Taking a snapshot: one pass over a zone's /proc/kpageflags (and /proc/kpagecount) between two
+ * reads of
  * /proc/buddyinfo, repeated while buddyinfo moves during the pass (a busy machine allocates and
  * frees while 8 bytes per pfn are read: 0.2 s per million pfns); the pass whose two reads agree,
  * or else the one where they differ least, is kept, and both reads go into the header.
@@ -30,6 +31,7 @@ struct take {
 	unsigned nz;
 	uint8_t *best; /* the kept pass's first-pass classes */
 	uint64_t best_moved;
+	int kpc_fd; /* /proc/kpagecount, or -1: every count 0 */
 };
 
 static const char *proc_path(struct take *t, const char *name)
@@ -108,8 +110,9 @@ static int read_pagetypeinfo(struct take *t, char *err, size_t errlen)
 	return 0;
 }
 
-/* Every pfn of the range through kpageflags into first-pass classes; the range's pfns outside
- * the zone are reserved. Returns the pages marked BUDDY, or -errno. */
+/* Every pfn of the range through kpageflags and kpagecount (kpf: two chunks, the flags and the
+ * counts) into first-pass classes; the range's pfns outside the zone are reserved. Returns the
+ * pages marked BUDDY, or -errno. */
 static int64_t read_kpageflags(struct take *t, int fd, uint64_t *kpf, uint8_t *out, char *err,
 			       size_t errlen)
 {
@@ -127,7 +130,16 @@ static int64_t read_kpageflags(struct take *t, int fd, uint64_t *kpf, uint8_t *o
 			}
 			memset((char *)kpf + r, 0, n * 8 - (size_t)r);
 		}
-		snap_kpf_classify(kpf, n, out + i);
+		if (t->kpc_fd >= 0) {
+			r = pread(t->kpc_fd, kpf + CHUNK_PFNS, n * 8,
+				  (off_t)((h->base_pfn + i) * 8));
+			if (r < 0) {
+				snprintf(err, errlen, "/proc/kpagecount: %s", strerror(errno));
+				return -errno;
+			}
+			memset((char *)(kpf + CHUNK_PFNS) + r, 0, n * 8 - (size_t)r);
+		}
+		snap_kpf_classify(kpf, t->kpc_fd >= 0 ? kpf + CHUNK_PFNS : NULL, n, out + i);
 		for (uint64_t j = 0; j < n; j++) {
 			uint64_t pfn = h->base_pfn + i + j;
 
@@ -182,9 +194,13 @@ static int64_t one_pass(struct take *t, int fd, uint64_t *kpf, uint8_t *cls, cha
 static int passes(struct take *t, char *err, size_t errlen)
 {
 	unsigned max = t->o->max_attempts ? t->o->max_attempts : 3;
-	uint64_t *kpf = malloc(CHUNK_PFNS * 8);
+	uint64_t *kpf = malloc(2 * CHUNK_PFNS * 8);
 	uint8_t *cls = malloc(t->s->h.nr_pfns);
-	int fd = open(proc_path(t, "kpageflags"), O_RDONLY | O_CLOEXEC), rc = 0;
+	int fd, rc = 0;
+
+	/* the same CONFIG_PROC_PAGE_MONITOR as kpageflags; a made-up /proc may lack it */
+	t->kpc_fd = open(proc_path(t, "kpagecount"), O_RDONLY | O_CLOEXEC);
+	fd = open(proc_path(t, "kpageflags"), O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
 		rc = -errno;
@@ -205,6 +221,8 @@ static int passes(struct take *t, char *err, size_t errlen)
 	}
 	if (fd >= 0)
 		close(fd);
+	if (t->kpc_fd >= 0)
+		close(t->kpc_fd);
 	free(kpf);
 	free(cls);
 	return rc;

@@ -36,7 +36,7 @@ static uint8_t one(uint64_t flags)
 {
 	uint8_t out;
 
-	snap_kpf_classify(&flags, 1, &out);
+	snap_kpf_classify(&flags, NULL, 1, &out);
 	return out;
 }
 
@@ -80,7 +80,7 @@ TEST(thp_order)
 	k[1024] = B(LRU) | B(UPTODATE) | B(HEAD) | B(THP);
 	for (int i = 1025; i < 1536; i++)
 		k[i] = B(LRU) | B(UPTODATE) | B(TAIL) | B(THP);
-	snap_kpf_classify(k, 2048, out);
+	snap_kpf_classify(k, NULL, 2048, out);
 	EXPECT_EQ(out[0], SNAP_HUGE);
 	EXPECT_EQ(out[511], SNAP_HUGE);
 	EXPECT_EQ(out[512], SNAP_ANON);
@@ -150,7 +150,7 @@ TEST(free_heads_match_buddyinfo)
 	EXPECT_EQ(h.free_blocks[0], 1);
 	/* buddyinfo says two order-0 and one order-1: the room-2 head gets order 1 (the least room
 	 * that fits goes first: the room-1 head), the others order 0; its spare zero pages are
-	 * kernel */
+	 * flagless (a per-cpu free page or kernel memory) */
 	memset(pfn, SNAP_KERNEL, n);
 	pfn[0] = SNAP_X_BUDDY;
 	memset(pfn + 1, SNAP_X_ZERO, 3);
@@ -164,7 +164,7 @@ TEST(free_heads_match_buddyinfo)
 	EXPECT_EQ(order_at(pfn, 8), 1);
 	EXPECT_EQ(order_at(pfn, 0), 0);
 	EXPECT_EQ(order_at(pfn, 16), 0);
-	EXPECT_EQ(pfn[1], SNAP_KERNEL);
+	EXPECT_EQ(pfn[1], SNAP_FLAGLESS);
 	/* buddyinfo moved: a head it does not count keeps order 0 and is reported */
 	memset(pfn, SNAP_KERNEL, n);
 	pfn[0] = pfn[4] = SNAP_X_BUDDY;
@@ -176,7 +176,7 @@ TEST(free_heads_match_buddyinfo)
 	free(pfn);
 }
 
-/* A pageblock of pages without flags is a hole; a few among others are kernel memory. */
+/* A pageblock of pages without flags is a hole; a few among others are flagless. */
 TEST(zero_pages)
 {
 	uint64_t n = 1024, want[SNAP_NR_ORDERS] = {0};
@@ -188,9 +188,52 @@ TEST(zero_pages)
 	snap_resolve(pfn, n, true, want);
 	EXPECT_EQ(pfn[0], SNAP_BYTE(SNAP_RESERVED, SNAP_HOLE));
 	EXPECT_EQ(pfn[511], SNAP_BYTE(SNAP_RESERVED, SNAP_HOLE));
-	EXPECT_EQ(pfn[512], SNAP_KERNEL);
+	EXPECT_EQ(pfn[512], SNAP_FLAGLESS);
 	EXPECT_EQ(pfn[600], SNAP_SLAB);
 	free(pfn);
+}
+
+/* kpagecount is the mapcount (6.1 and 6.12 fs/proc/page.c kpagecount_read): a page without
+ * flags that is mapped is kernel memory; one that is not (a per-cpu free page: free_pages_prepare
+ * cleared its flags and found _mapcount -1) stays without flags, and among other pages becomes
+ * flagless, as a vmalloc page (refcount 1, no mapping) would: the words cannot tell them apart.
+ * A free block's tail (heads-only marking) has no flags and count 0 too and stays free. */
+TEST(kpagecount_and_pages_without_flags)
+{
+	uint64_t n = 1024, want[SNAP_NR_ORDERS] = {[1] = 1};
+	uint64_t *k = calloc(n, 8), *c = calloc(n, 8);
+	uint8_t *out = malloc(n);
+
+	ASSERT(k != NULL && c != NULL && out != NULL);
+	for (uint64_t i = 0; i < n; i++) {
+		k[i] = B(ANON) | B(LRU) | B(MMAP);
+		c[i] = 1;
+	}
+	k[2] = B(BUDDY); /* an order-1 block, its tail without flags (heads only) */
+	k[3] = 0, c[3] = 0;
+	k[10] = 0, c[10] = 0;			       /* per-cpu free, or unmapped kernel memory */
+	k[11] = B(IDLE), c[11] = 0;		       /* idle says nothing about an owner */
+	k[12] = 0, c[12] = 1;			       /* mapped without flags: kernel */
+	k[13] = B(ANON) | B(LRU) | B(MMAP), c[13] = 0; /* unmapped anon is anon */
+	snap_kpf_classify(k, c, n, out);
+	EXPECT_EQ(out[3], SNAP_X_ZERO);
+	EXPECT_EQ(out[10], SNAP_X_ZERO);
+	EXPECT_EQ(out[11], SNAP_X_ZERO);
+	EXPECT_EQ(out[12], SNAP_KERNEL);
+	EXPECT_EQ(out[13], SNAP_ANON);
+	/* without kpagecount every count is 0 */
+	snap_kpf_classify(k, NULL, n, out);
+	EXPECT_EQ(out[12], SNAP_X_ZERO);
+	snap_kpf_classify(k, c, n, out);
+	EXPECT_EQ(snap_resolve(out, n, false, want), 0);
+	EXPECT_EQ(order_at(out, 2), 1);
+	EXPECT_EQ(out[3], SNAP_BYTE(SNAP_FREE, SNAP_TAIL));
+	EXPECT_EQ(out[10], SNAP_FLAGLESS);
+	EXPECT_EQ(out[11], SNAP_FLAGLESS);
+	EXPECT_EQ(out[12], SNAP_KERNEL);
+	free(k);
+	free(c);
+	free(out);
 }
 
 TEST(which_buddy_marking)

@@ -2,6 +2,7 @@
  * block's order, every pageblock's type and the zone's watermarks; a smaller pool samples it in
  * 4 MiB units; a larger one is refused; --fragment dispatches snapshot:FILE and recipes. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,6 +153,82 @@ TEST(smaller_pool_samples)
 	mm_get_counts(fe.mm, &c);
 	EXPECT_EQ(c.nr_free[10], 1);
 	EXPECT_EQ(c.nr_free[9], 1);
+	fakeenv_destroy(&fe);
+	unlink(path);
+}
+
+/* Flagless pages (per-cpu free pages among them) load free, one page at a time merged with
+ * their buddies as the kernel's first drain would (free_pcppages_bulk -> __free_one_page): two
+ * beside an order-1 block make an order-2 block, two alone an order-1 block, one between
+ * kernel pages stays order 0. */
+TEST(flagless_pages_load_free)
+{
+	struct snap s = {0};
+	struct fakeenv fe;
+	struct mm_counts c;
+	uint8_t *p = malloc(NPFN);
+	FILE *f;
+	int fd;
+
+	s.h.zone = (struct snap_zone){.name = "Normal", .spanned = NPFN, .wmark = {50, 60, 70}};
+	s.h.nr_pfns = NPFN;
+	s.pfn = p;
+	s.block_mt = calloc(NPFN / SNAP_PAGEBLOCK_NR, 1);
+	ASSERT(p != NULL && s.block_mt != NULL);
+	fill(p, 0, NPFN, SNAP_KERNEL);
+	fill(p, 0, 2, SNAP_FLAGLESS);
+	free_block(p, 2, 1);
+	fill(p, 8, 1, SNAP_FLAGLESS);
+	fill(p, 10, 2, SNAP_FLAGLESS);
+	snap_count(p, NPFN, &s.h);
+	EXPECT_EQ(s.h.classes[SNAP_FLAGLESS], 5);
+	snprintf(path, sizeof(path), "/tmp/snapshot_load.XXXXXX");
+	fd = mkstemp(path);
+	ASSERT(fd >= 0);
+	f = fdopen(fd, "w");
+	ASSERT(f != NULL);
+	ASSERT_EQ(snap_write(f, &s), 0);
+	fclose(f);
+	snap_free(&s);
+	load(&fe, 16 * MIB, 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free, 7);
+	EXPECT_EQ(c.nr_free[2], 1);
+	EXPECT_EQ(c.nr_free[1], 1);
+	EXPECT_EQ(c.nr_free[0], 1);
+	EXPECT_EQ(frame_order(pfn_frame(fe.mm, 0)), 2);
+	EXPECT_EQ(frame_order(pfn_frame(fe.mm, 10)), 1);
+	EXPECT_EQ(c.unmovable, NPFN - 7);
+	fakeenv_destroy(&fe);
+	unlink(path);
+}
+
+/* A file of an older writer (its classes line without "flagless", no Z runs) loads as before. */
+TEST(older_file_loads_as_before)
+{
+	struct fakeenv fe;
+	struct mm_counts c;
+	char buf[1 << 16], *q;
+	ssize_t n;
+	int fd;
+
+	write_snapshot();
+	fd = open(path, O_RDWR);
+	ASSERT(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	ASSERT(n > 0 && n < (ssize_t)sizeof(buf) - 1);
+	buf[n] = '\0';
+	q = strstr(buf, " flagless 0\n");
+	ASSERT(q != NULL);
+	memmove(q, q + strlen(" flagless 0"), strlen(q + strlen(" flagless 0")) + 1);
+	ASSERT_EQ(ftruncate(fd, 0), 0);
+	ASSERT_EQ(pwrite(fd, buf, strlen(buf), 0), (ssize_t)strlen(buf));
+	close(fd);
+	load(&fe, 16 * MIB, 0);
+	mm_get_counts(fe.mm, &c);
+	EXPECT_EQ(c.free, 2 + 64 + 128 + 256 + 2048);
+	EXPECT_EQ(c.nr_free[10], 2);
+	EXPECT_EQ(c.unmovable, 2 + 8 + 8 + 8 + 512);
 	fakeenv_destroy(&fe);
 	unlink(path);
 }
