@@ -36,6 +36,13 @@ static int rec_split(void *arg, uint32_t head)
 	return r->refuse_split ? -EINVAL : 0;
 }
 
+/* A split the release asks for, allowed, for an env whose arg is not a struct rec. */
+static int split_allowed(void *arg, uint32_t head)
+{
+	(void)arg, (void)head;
+	return 0;
+}
+
 static struct rec R;
 static const struct as_env ENV = {&R, rec_free, rec_split, NULL, NULL, NULL};
 
@@ -663,7 +670,7 @@ TEST(release_consecutive_frames_as_runs_in_page_order)
 	struct as_region *r = region(BASE, BASE, BASE + HP);
 	struct as_counts c = {0};
 	struct seq q = {0};
-	const struct as_env env = {&q, seq_free, rec_split, NULL, NULL, seq_run};
+	const struct as_env env = {&q, seq_free, split_allowed, NULL, NULL, seq_run};
 	static const uint32_t want_pfn[] = {100, 300, 110, 200, 7};
 	static const uint32_t want_len[] = {10, 5, 1, 10, 1};
 
@@ -693,7 +700,7 @@ TEST(release_unmapped_thps_then_pages)
 	struct as_region *r = region(BASE, BASE, BASE + 3 * HP);
 	struct as_counts c = {0};
 	struct seq q = {0};
-	const struct as_env env = {&q, seq_free, rec_split, NULL, NULL, seq_run};
+	const struct as_env env = {&q, seq_free, split_allowed, NULL, NULL, seq_run};
 
 	make_huge(r, 0, 4096);
 	make_base(r, MM_HPAGE_NR + 3, 77);
@@ -861,7 +868,7 @@ static void single_release_run(bool with_mthp)
 			next_pfn = huge = MM_HPAGE_NR;
 		for (int i = 0; i < 2; i++) {
 			struct as_region *r = rs[i];
-			const struct as_env env = {&fr[i], frees_free,	rec_split,
+			const struct as_env env = {&fr[i], frees_free,	split_allowed,
 						   NULL,   frees_folio, frees_run};
 
 			fr[i].n = 0;
@@ -919,7 +926,7 @@ static void single_release_run(bool with_mthp)
 
 	one2->single = true;
 	for (int i = 0; i < 2; i++) {
-		const struct as_env env = {&fr[i], frees_free,	rec_split,
+		const struct as_env env = {&fr[i], frees_free,	split_allowed,
 					   NULL,   frees_folio, frees_run};
 
 		fr[i].n = 0;
