@@ -45,8 +45,9 @@ static int check(const unsigned char *p, size_t len, unsigned tag, const char *w
 static int allocators(void)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int bad = 0;
 
-	for (size_t size = 1; size <= 3 * page; size = size * 3 + 7) {
+	for (size_t size = 1; size <= 3 * page && !bad; size = size * 3 + 7) {
 		void *pm = NULL;
 		struct {
 			const char *name;
@@ -63,25 +64,36 @@ static int allocators(void)
 		    {"pvalloc", pvalloc(size), page},
 		};
 
+		/* every block is freed, whatever went wrong with one */
 		for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
 			unsigned char *q;
 
-			if (!b[i].p || (uintptr_t)b[i].p % b[i].align ||
+			if (bad || !b[i].p || (uintptr_t)b[i].p % b[i].align ||
 			    malloc_usable_size(b[i].p) < size) {
-				printf("memmix: %s(%zu) gave %p\n", b[i].name, size, b[i].p);
-				return 1;
+				if (!bad)
+					printf("memmix: %s(%zu) gave %p\n", b[i].name, size,
+					       b[i].p);
+				bad = 1;
+				free(b[i].p);
+				continue;
 			}
 			memset(b[i].p, 0xa5, size);
 			q = realloc(b[i].p, size * 2);
-			if (!q || q[size - 1] != 0xa5) {
+			if (!q) {
+				printf("memmix: realloc of %s(%zu) failed\n", b[i].name, size);
+				bad = 1;
+				free(b[i].p);
+				continue;
+			}
+			if (q[size - 1] != 0xa5) {
 				printf("memmix: realloc of %s(%zu) lost its data\n", b[i].name,
 				       size);
-				return 1;
+				bad = 1;
 			}
 			free(q);
 		}
 	}
-	return 0;
+	return bad;
 }
 
 int main(int argc, char **argv)
