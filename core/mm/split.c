@@ -137,23 +137,11 @@ static unsigned split_folio_locked(struct mm *mm, uint32_t head)
 
 /* A subpage of a PTE-mapped THP is unmapped by its owner (zap_pte_range ->
  * __folio_remove_rmap): the folio becomes partially mapped and is queued
- * (deferred_split_folio(folio, true)); the last subpage frees it whole. */
+ * (deferred_split_folio(folio, true)); the last subpage frees it whole. A run of one: nothing
+ * for a THP mapped by a PMD (a caller's bug) or a subpage unmapped already. */
 void thp_unmap_subpage(struct mm *mm, uint32_t pfn)
 {
-	uint32_t head = pageblock_start(pfn);
-	struct mm_frame *f = pfn_frame(mm, pfn), *hf = pfn_frame(mm, head);
-
-	if (!(hf->flags & FF_THP_PTE) || (f->flags & FF_THP_UNMAPPED))
-		return; /* mapped by a PMD (a caller's bug), or freed already */
-	f->flags |= FF_THP_UNMAPPED;
-	if (++hf->hnext == MM_HPAGE_NR) {
-		thp_forget(mm, head);
-		mm->nr_anon -= MM_HPAGE_NR;
-		mm->nr_anon_huge -= MM_HPAGE_NR;
-		free_frames(mm, head, MM_HPAGE_ORDER, NULL);
-		return;
-	}
-	thp_queue_add(mm, head, true);
+	thp_unmap_subpages(mm, pageblock_start(pfn), pfn, pfn + 1);
 }
 
 /* thp_unmap_subpage(pfn) for pfn = p .. q - 1, subpages of the THP at head, in one step (6.12
