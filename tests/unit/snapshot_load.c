@@ -28,14 +28,28 @@ static void free_block(uint8_t *p, uint64_t at, unsigned order)
 	memset(p + at + 1, SNAP_BYTE(SNAP_FREE, SNAP_TAIL), (1ULL << order) - 1);
 }
 
+/* s into a new temporary file, named in path; s freed. */
+static void write_to_path(struct snap *s)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/snapshot_load.XXXXXX");
+	fd = mkstemp(path);
+	ASSERT(fd >= 0);
+	f = fdopen(fd, "w");
+	ASSERT(f != NULL);
+	ASSERT_EQ(snap_write(f, s), 0);
+	fclose(f);
+	snap_free(s);
+}
+
 /* Block 0: every class; 1: kernel; 2-3: an order-10 block; 4: anon; 5: file; 6-7: order 10.
  * With two zones: "DMA" the first 8 MiB (lowmem_reserve 300), "Normal" the rest. */
 static void write_snapshot_zones(bool two)
 {
 	struct snap s = {0};
 	uint8_t *p = malloc(NPFN);
-	FILE *f;
-	int fd;
 
 	s.h.zone = (struct snap_zone){.name = "Normal", .spanned = NPFN, .wmark = {50, 60, 70}};
 	s.h.nr_pfns = NPFN;
@@ -72,14 +86,7 @@ static void write_snapshot_zones(bool two)
 	fill(p, 2560, 512, SNAP_FILE);
 	free_block(p, 3072, 10);
 	snap_count(p, NPFN, &s.h);
-	snprintf(path, sizeof(path), "/tmp/snapshot_load.XXXXXX");
-	fd = mkstemp(path);
-	ASSERT(fd >= 0);
-	f = fdopen(fd, "w");
-	ASSERT(f != NULL);
-	ASSERT_EQ(snap_write(f, &s), 0);
-	fclose(f);
-	snap_free(&s);
+	write_to_path(&s);
 }
 
 static void write_snapshot(void)
@@ -167,8 +174,6 @@ TEST(flagless_pages_load_free)
 	struct fakeenv fe;
 	struct mm_counts c;
 	uint8_t *p = malloc(NPFN);
-	FILE *f;
-	int fd;
 
 	s.h.zone = (struct snap_zone){.name = "Normal", .spanned = NPFN, .wmark = {50, 60, 70}};
 	s.h.nr_pfns = NPFN;
@@ -182,14 +187,7 @@ TEST(flagless_pages_load_free)
 	fill(p, 10, 2, SNAP_FLAGLESS);
 	snap_count(p, NPFN, &s.h);
 	EXPECT_EQ(s.h.classes[SNAP_FLAGLESS], 5);
-	snprintf(path, sizeof(path), "/tmp/snapshot_load.XXXXXX");
-	fd = mkstemp(path);
-	ASSERT(fd >= 0);
-	f = fdopen(fd, "w");
-	ASSERT(f != NULL);
-	ASSERT_EQ(snap_write(f, &s), 0);
-	fclose(f);
-	snap_free(&s);
+	write_to_path(&s);
 	load(&fe, 16 * MIB, 0);
 	mm_get_counts(fe.mm, &c);
 	EXPECT_EQ(c.free, 7);
