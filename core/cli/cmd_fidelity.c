@@ -115,7 +115,9 @@ static void usage(FILE *f)
 	    "                        --mode, --smp, --boots, --seed, --at, the workload and\n"
 	    "                        its arguments, --enabled, --defrag, --set, --disk,\n"
 	    "                        --disk-write-rate): else refused, naming what differs\n"
-	    "  --quiet               no progress lines on stderr\n\n"
+	    "  --quiet               no progress lines on stderr\n"
+	    "  --check               check the options (and --real-from's run) and exit: 0 when\n"
+	    "                        they would run; no tool looked for, nothing written\n\n"
 	    "Needs root for thpemu's side (userfaultfd; the workload reads /proc/kpageflags), "
 	    "qemu\n"
 	    "and a static busybox for the real side. Exit status: 0 every boot and run ended well\n"
@@ -162,7 +164,7 @@ struct fopts {
 	struct oracle_settings extra; /* --set: both sides */
 	char extra_policy[256];	      /* their policy keys, ",key=value..." */
 	int nset, runs;
-	bool quiet;
+	bool quiet, check;
 	char builtin[PATH_MAX], helper[PATH_MAX], wl_dyn[PATH_MAX], self[PATH_MAX], dyn[PATH_MAX];
 	char busybox[PATH_MAX], cache[PATH_MAX], dir[PATH_MAX];
 	bool made_dir;
@@ -284,6 +286,8 @@ static int option(struct fopts *o, int argc, char **argv, int *i)
 					 o->real_from);
 	} else if (!strcmp(a, "--quiet")) {
 		o->quiet = true;
+	} else if (!strcmp(a, "--check")) {
+		o->check = true;
 	} else {
 		prog_usage_error(CMD, "unknown option '%s' (see thpemu fidelity --help)", a);
 	}
@@ -1225,6 +1229,11 @@ static int fidelity_main(int argc, char **argv)
 	check_workload(o);
 	if (o->real_from)
 		check_real_from(o);
+	if (o->check) { /* the options are good: nothing opened, nothing run */
+		free(o->t);
+		free(o);
+		return 0;
+	}
 	if (o->keep)
 		cli_output_dir(CMD, "--keep", o->keep);
 	cli_distinct_paths(CMD, "--json", o->json, "--html", o->html);

@@ -49,6 +49,7 @@ struct workload {
 	char *argv[MAX_WARGS + 1];
 	int argc;
 	char line[1024];
+	char words[1024]; /* line split at spaces: what argv points into */
 };
 
 struct matrix {
@@ -59,7 +60,8 @@ struct matrix {
 	unsigned runs;
 	uint64_t seed;
 	const char *out, *sbatch_args;
-	bool slurm, wait, dry_run;
+	bool slurm, wait, dry_run, seed_given;
+	bool fidelity; /* the cells are thpemu fidelity comparisons (m->wl: NAME=OPTIONS) */
 	char dir[PATH_MAX];
 };
 
@@ -73,9 +75,13 @@ static void usage(FILE *f)
 	    "                     (--workload 'NAME=CMD ARGS'... | --workloads FILE) --runs N\n"
 	    "                     --out DIR [--seed N] [--slurm [--sbatch-args ARGS] [--wait]]\n"
 	    "                     [--dry-run]\n"
+	    "       thpemu matrix (--fidelity 'NAME=OPTIONS'... | --fidelity-cells FILE) --out "
+	    "DIR\n"
+	    "                     [--slurm [--sbatch-args ARGS] [--wait]] [--dry-run]\n"
 	    "       thpemu matrix --run-cell DIR INDEX\n\n"
 	    "Expands policies x workloads x runs into independent cells and runs them: here, one\n"
-	    "at a time, or as a Slurm job array. 'thpemu report DIR' compares the results.\n\n"
+	    "at a time, or as a Slurm job array. 'thpemu report DIR' compares the results.\n"
+	    "Or each cell is one 'thpemu fidelity' comparison (real kernels against thpemu).\n\n"
 	    "  --policy SPEC       one policy, as a side of 'thpemu ab': comma-separated "
 	    "KEY=VALUE\n"
 	    "                      of 'thpemu run' options without dashes, and label=NAME\n"
@@ -89,6 +95,14 @@ static void usage(FILE *f)
 	    "                      repeat it for each workload\n"
 	    "  --workloads FILE    workloads one a line in the same form ('#' comments, blank "
 	    "lines)\n"
+	    "  --fidelity 'NAME=OPTIONS'\n"
+	    "                      one cell instead: 'thpemu fidelity OPTIONS' (split at "
+	    "spaces),\n"
+	    "                      its JSON the cell's result; the options are checked first\n"
+	    "                      (thpemu fidelity --check); repeat it for each cell. Without\n"
+	    "                      --policy, --runs and --seed (a cell has its own --boots,\n"
+	    "                      --runs, --seed)\n"
+	    "  --fidelity-cells FILE  fidelity cells one a line in the same form\n"
 	    "  --runs N            runs of each policy on each workload (1..%d)\n"
 	    "  --out DIR           the matrix directory: DIR/cells/NNNN.json (what each cell is),\n"
 	    "                      DIR/results/NNNN.json (its report, saying which policy, "
@@ -152,6 +166,8 @@ static bool name_ok(const char *s, size_t n)
 	return true;
 }
 
+/* A workload, 'NAME=CMD ARGS'; or with m->fidelity a fidelity cell, 'NAME=OPTIONS' (its
+ * options checked by thpemu fidelity --check after the parse). */
 static void add_workload(struct matrix *m, const char *opt, const char *spec)
 {
 	struct workload *w;
@@ -171,7 +187,8 @@ static void add_workload(struct matrix *m, const char *opt, const char *spec)
 	if (strlen(eq + 1) >= sizeof(w->line))
 		prog_usage_error(CMD, "%s: the command of '%s' is too long", opt, w->name);
 	snprintf(w->line, sizeof(w->line), "%s", eq + 1);
-	p = strdup(w->line);
+	memcpy(w->words, w->line, sizeof(w->words));
+	p = w->words;
 	while ((tok = strsep(&p, " \t"))) {
 		if (!*tok)
 			continue;
@@ -181,23 +198,35 @@ static void add_workload(struct matrix *m, const char *opt, const char *spec)
 		w->argv[w->argc++] = tok;
 	}
 	if (!w->argc)
-		prog_usage_error(CMD, "%s: workload '%s' has no command", opt, w->name);
+		prog_usage_error(CMD, "%s: %s '%s' has no %s", opt,
+				 m->fidelity ? "cell" : "workload", w->name,
+				 m->fidelity ? "option" : "command");
 	for (int i = 0; i < m->nwl; i++)
 		if (!strcmp(m->wl[i].name, w->name))
-			prog_usage_error(CMD, "%s: workload '%s' is given twice", opt, w->name);
+			prog_usage_error(CMD, "%s: %s '%s' is given twice", opt,
+					 m->fidelity ? "cell" : "workload", w->name);
+	for (int i = 0; m->fidelity && i < w->argc && strcmp(w->argv[i], "--workload"); i++)
+		if (!strcmp(w->argv[i], "--json"))
+			prog_usage_error(
+			    CMD, "%s: cell '%s': --json is the matrix's (DIR/results/NNNN.json)",
+			    opt, w->name);
+	if (m->fidelity) {
+		m->nwl++;
+		return;
+	}
 	if ((rc = cli_find_program(w->argv[0])) < 0)
 		prog_usage_error(CMD, "%s: workload '%s': cannot run '%s': %s", opt, w->name,
 				 w->argv[0], strerror(-rc));
 	m->nwl++;
 }
 
-static void read_workloads(struct matrix *m, const char *path)
+static void read_workloads(struct matrix *m, const char *opt, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	char line[1200];
 
 	if (!f)
-		prog_usage_error(CMD, "--workloads: cannot read '%s': %s", path, strerror(errno));
+		prog_usage_error(CMD, "%s: cannot read '%s': %s", opt, path, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		char *s = line;
 
@@ -205,7 +234,7 @@ static void read_workloads(struct matrix *m, const char *path)
 		while (*s == ' ' || *s == '\t')
 			s++;
 		if (*s && *s != '#')
-			add_workload(m, "--workloads", s);
+			add_workload(m, opt, s);
 	}
 	fclose(f);
 }
@@ -264,24 +293,53 @@ static void parse(int argc, char **argv, struct matrix *m)
 			}
 			free(dup);
 		} else if (!strcmp(name, "--workload")) {
+			if (m->fidelity)
+				prog_usage_error(CMD,
+						 "--workload: a matrix of fidelity cells cannot "
+						 "hold workloads (one or the other)");
 			add_workload(m, name, v);
 		} else if (!strcmp(name, "--workloads")) {
-			read_workloads(m, v);
+			read_workloads(m, name, v);
+		} else if (!strcmp(name, "--fidelity") || !strcmp(name, "--fidelity-cells")) {
+			if (m->nwl && !m->fidelity)
+				prog_usage_error(CMD,
+						 "%s: a matrix of workloads cannot hold fidelity "
+						 "cells (one or the other)",
+						 name);
+			m->fidelity = true;
+			if (!strcmp(name, "--fidelity"))
+				add_workload(m, name, v);
+			else
+				read_workloads(m, name, v);
 		} else if (!strcmp(name, "--runs")) {
 			m->runs = (unsigned)parse_uint(name, v, 1, MAX_RUNS);
 		} else if (!strcmp(name, "--seed")) {
 			m->seed = cli_run_seed(CMD, v); /* each run's --seed */
+			m->seed_given = true;
 		} else if (!strcmp(name, "--out")) {
 			m->out = v;
 		} else if (!strcmp(name, "--sbatch-args")) {
 			m->sbatch_args = v;
 		} else {
-			prog_usage_error(CMD,
-					 "unknown option '%s' (accepted: --policy, --policies, "
-					 "--workload, --workloads, --runs, --out, --seed, --slurm, "
-					 "--sbatch-args, --wait, --dry-run, --run-cell)",
-					 name);
+			prog_usage_error(
+			    CMD,
+			    "unknown option '%s' (accepted: --policy, --policies, "
+			    "--workload, --workloads, --fidelity, --fidelity-cells, --runs, "
+			    "--out, --seed, --slurm, --sbatch-args, --wait, --dry-run, "
+			    "--run-cell)",
+			    name);
 		}
+	}
+	if (m->fidelity) {
+		if (m->npol || m->runs || m->seed_given)
+			prog_usage_error(CMD,
+					 "%s does not go with fidelity cells (each has its own "
+					 "--boots, --runs and --seed; its policy is the kernel's)",
+					 m->npol   ? "--policy"
+					 : m->runs ? "--runs"
+						   : "--seed");
+		m->npol = 1; /* one cell a fidelity comparison */
+		m->runs = 1;
 	}
 	if (!m->npol)
 		prog_usage_error(CMD, "no policy given (--policy SPEC or --policies P1,P2)");
@@ -299,6 +357,58 @@ static void parse(int argc, char **argv, struct matrix *m)
 		    m->npol, m->nwl, m->runs, MAX_CELLS);
 	if (!m->slurm && (m->wait || m->sbatch_args))
 		prog_usage_error(CMD, "%s goes with --slurm", m->wait ? "--wait" : "--sbatch-args");
+}
+
+/* Each fidelity cell's options as thpemu fidelity reads them (its --check: nothing run, no tool
+ * looked for, so a cell may name paths of the nodes that will run it only if they exist here
+ * too): a bad one ends the matrix with its message, exit 2, before any cell is written. */
+static void check_fidelity_cells(const struct matrix *m)
+{
+	char self[PATH_MAX + 16], msg[1024];
+
+	snprintf(self, sizeof(self), "%s/thpemu", prog_self_dir());
+	for (int c = 0; c < m->nwl; c++) {
+		const struct workload *w = &m->wl[c];
+		char *argv[MAX_WARGS + 4];
+		int p[2], n = 0, status = -1;
+		ssize_t got, len = 0;
+		pid_t pid;
+
+		argv[n++] = self;
+		argv[n++] = "fidelity";
+		argv[n++] = "--check";
+		for (int i = 0; i < w->argc; i++)
+			argv[n++] = w->argv[i];
+		argv[n] = NULL;
+		if (pipe2(p, O_CLOEXEC) < 0)
+			prog_usage_error(CMD, "--fidelity: cannot check cell '%s': %s", w->name,
+					 strerror(errno));
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			dup2(p[1], 1);
+			dup2(p[1], 2);
+			execv(self, argv);
+			_exit(127);
+		}
+		close(p[1]);
+		while (pid > 0 && (got = read(p[0], msg + len, sizeof(msg) - 1 - (size_t)len)) != 0)
+			if (got > 0)
+				len += got;
+			else if (errno != EINTR)
+				break;
+		close(p[0]);
+		msg[len] = '\0';
+		while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			continue;
+		msg[strcspn(msg, "\n")] = '\0';
+		prog_usage_error(CMD, "--fidelity: cell '%s': %s", w->name,
+				 !strncmp(msg, "thpemu fidelity: ", 17) ? msg + 17
+				 : *msg					? msg
+					: "thpemu fidelity did not run");
+	}
 }
 
 /* ---- cells -------------------------------------------------------------------------------- */
@@ -319,6 +429,11 @@ static json_t *strs(char *const *v, int n)
 
 static json_t *make_cell(const struct matrix *m, unsigned idx)
 {
+	if (m->fidelity)
+		return json_pack("{s:s, s:s, s:I, s:{s:s, s:o}}", "kind", "matrix-cell", "version",
+				 THPEMU_VERSION, "index", (json_int_t)idx, "fidelity", "name",
+				 m->wl[idx].name, "options",
+				 strs(m->wl[idx].argv, m->wl[idx].argc));
 	unsigned per_run = (unsigned)(m->npol * m->nwl), run = idx / per_run + 1;
 	const struct workload *w = &m->wl[idx % per_run / (unsigned)m->npol];
 	const struct cli_side *p = &m->pol[idx % (unsigned)m->npol];
@@ -436,7 +551,7 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 	char cpath[PATH_MAX + 32], rpath[PATH_MAX + 32], tmp[PATH_MAX + 64], stalls[PATH_MAX + 64];
 	char logp[PATH_MAX + 64], self[PATH_MAX + 16], host[256] = "", *argv[256];
 	char werr[2 * PATH_MAX];
-	json_t *cell, *args, *cmd, *rep, *meta;
+	json_t *cell, *args, *cmd, *rep, *meta, *fid;
 	json_error_t jerr;
 	int n = 0, status, fd, lock, rc = 1;
 	pid_t pid;
@@ -449,28 +564,36 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 		return 0;
 	}
 	cell = json_load_file(cpath, 0, &jerr);
-	args = json_object_get(cell, "run_args");
-	cmd = json_object_get(json_object_get(cell, "workload"), "command");
-	if (!cell || !json_is_array(args) || !json_is_array(cmd) ||
+	fid = json_object_get(cell, "fidelity"); /* a thpemu fidelity comparison */
+	args = json_object_get(fid ? fid : cell, fid ? "options" : "run_args");
+	cmd = json_object_get(json_object_get(cell, "workload"), "command"); /* NULL: fidelity */
+	if (!cell || !json_is_array(args) || (!fid && !json_is_array(cmd)) ||
 	    json_array_size(args) + json_array_size(cmd) > 240) {
 		prog_error(CMD, "cell %u: '%s' is not a matrix cell (%s)", idx, cpath, jerr.text);
 		json_decref(cell);
 		return 1;
 	}
 	snprintf(self, sizeof(self), "%s/thpemu", prog_self_dir());
-	snprintf(tmp, sizeof(tmp), "%s/logs/%04u.report.json", dir, idx);
+	snprintf(tmp, sizeof(tmp), "%s/logs/%04u.%s.json", dir, idx, fid ? "fidelity" : "report");
 	snprintf(stalls, sizeof(stalls), "%s/logs/%04u.stalls.txt", dir, idx);
 	snprintf(logp, sizeof(logp), "%s/logs/%04u.out", dir, idx);
 	argv[n++] = self;
-	argv[n++] = "run";
-	argv[n++] = "--quiet";
-	argv[n++] = "--report";
-	argv[n++] = tmp;
-	argv[n++] = "--stall-report";
-	argv[n++] = stalls;
+	if (fid) { /* our --json first: what follows --workload is the workload's */
+		argv[n++] = "fidelity";
+		argv[n++] = "--json";
+		argv[n++] = tmp;
+	} else {
+		argv[n++] = "run";
+		argv[n++] = "--quiet";
+		argv[n++] = "--report";
+		argv[n++] = tmp;
+		argv[n++] = "--stall-report";
+		argv[n++] = stalls;
+	}
 	for (size_t i = 0; i < json_array_size(args); i++)
 		argv[n++] = (char *)json_string_value(json_array_get(args, i));
-	argv[n++] = "--";
+	if (!fid)
+		argv[n++] = "--";
 	for (size_t i = 0; i < json_array_size(cmd); i++)
 		argv[n++] = (char *)json_string_value(json_array_get(cmd, i));
 	argv[n] = NULL;
@@ -487,7 +610,10 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 		json_decref(cell);
 		return 1;
 	}
-	if (verbose)
+	if (verbose && fid)
+		fprintf(stderr, "matrix: cell %04u: fidelity %s\n", idx,
+			prog_esc(jstr(fid, "name")));
+	else if (verbose)
 		fprintf(stderr, "matrix: cell %04u: %s on %s, run %lld\n", idx,
 			prog_esc(jstr(json_object_get(cell, "policy"), "label")),
 			prog_esc(jstr(json_object_get(cell, "workload"), "name")),
@@ -513,15 +639,22 @@ static int run_cell(const char *dir, unsigned idx, bool verbose)
 				       : WEXITSTATUS(status);
 	rep = status == 0 ? json_load_file(tmp, 0, NULL) : NULL;
 	if (!json_is_object(rep)) {
-		prog_error(CMD, "cell %u failed (exit status %d); its output: %s", idx, status,
-			   logp);
+		/* thpemu fidelity writes its table when a boot or run failed (exit 1): kept */
+		prog_error(CMD, "cell %u failed (exit status %d); its output: %s%s%s", idx, status,
+			   logp, fid && access(tmp, F_OK) == 0 ? ", its table: " : "",
+			   fid && access(tmp, F_OK) == 0 ? tmp : "");
 		goto out;
 	}
-	meta = json_pack("{s:I, s:s, s:O, s:O, s:I, s:I, s:s}", "cell", (json_int_t)idx, "host",
-			 host, "policy", json_object_get(cell, "policy"), "workload",
-			 json_object_get(cell, "workload"), "run",
-			 json_integer_value(json_object_get(cell, "run")), "seed",
-			 json_integer_value(json_object_get(cell, "seed")), "cell_file", cpath);
+	if (fid)
+		meta = json_pack("{s:I, s:s, s:O, s:s}", "cell", (json_int_t)idx, "host", host,
+				 "fidelity", fid, "cell_file", cpath);
+	else
+		meta = json_pack("{s:I, s:s, s:O, s:O, s:I, s:I, s:s}", "cell", (json_int_t)idx,
+				 "host", host, "policy", json_object_get(cell, "policy"),
+				 "workload", json_object_get(cell, "workload"), "run",
+				 json_integer_value(json_object_get(cell, "run")), "seed",
+				 json_integer_value(json_object_get(cell, "seed")), "cell_file",
+				 cpath);
 	json_object_set_new(rep, "matrix", meta);
 	if (write_json_atomic(rpath, rep, werr, sizeof(werr)) < 0) {
 		prog_error(CMD, "cell %u: %s", idx, werr);
@@ -646,17 +779,27 @@ static int matrix_main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "--run-cell"))
 		return run_cell_main(argc, argv);
 	parse(argc, argv, &m);
+	if (m.fidelity)
+		check_fidelity_cells(&m);
 	ncells = (unsigned)m.npol * (unsigned)m.nwl * m.runs;
 	write_cells(&m, ncells);
-	printf("thpemu matrix: %d policies x %d workloads x %u runs = %u cells in %s\n", m.npol,
-	       m.nwl, m.runs, ncells, prog_esc(m.dir));
+	if (m.fidelity)
+		printf("thpemu matrix: %u fidelity cell%s in %s\n", ncells, ncells == 1 ? "" : "s",
+		       prog_esc(m.dir));
+	else
+		printf("thpemu matrix: %d policies x %d workloads x %u runs = %u cells in %s\n",
+		       m.npol, m.nwl, m.runs, ncells, prog_esc(m.dir));
 	if (m.dry_run && !m.slurm) {
 		for (unsigned i = 0; i < ncells; i++) {
 			unsigned per = (unsigned)(m.npol * m.nwl);
 
-			printf("  cell %04u: run %u, workload %s, policy %s\n", i, i / per + 1,
-			       prog_esc(m.wl[i % per / (unsigned)m.npol].name),
-			       prog_esc(m.pol[i % (unsigned)m.npol].label));
+			if (m.fidelity)
+				printf("  cell %04u: fidelity %s: %s\n", i, prog_esc(m.wl[i].name),
+				       prog_esc(m.wl[i].line));
+			else
+				printf("  cell %04u: run %u, workload %s, policy %s\n", i,
+				       i / per + 1, prog_esc(m.wl[i % per / (unsigned)m.npol].name),
+				       prog_esc(m.pol[i % (unsigned)m.npol].label));
 		}
 		return 0;
 	}
@@ -678,8 +821,14 @@ static int matrix_main(int argc, char **argv)
 			rc |= run_cell(m.dir, i, true);
 	}
 	have = count_results(m.dir, ncells);
-	printf("thpemu matrix: %u of %u cells have a result; compare them: thpemu report %s\n",
-	       have, ncells, prog_esc(m.dir));
+	if (m.fidelity) /* each result a fidelity table (kind "fidelity"), its text in logs/ */
+		printf("thpemu matrix: %u of %u cells have a result (DIR/results/NNNN.json, their "
+		       "tables DIR/logs/NNNN.out) in %s\n",
+		       have, ncells, prog_esc(m.dir));
+	else
+		printf("thpemu matrix: %u of %u cells have a result; compare them: thpemu report "
+		       "%s\n",
+		       have, ncells, prog_esc(m.dir));
 	if (interrupted)
 		return 128 + interrupted;
 	return have == ncells ? 0 : 1;

@@ -243,6 +243,19 @@ static void load_matrix_dir(const char *dir, struct rd_run **runs, size_t *n, FI
 	if (!cells)
 		prog_usage_error(
 		    CMD, "'%s' is a directory but not a thpemu matrix (no cells/ in it)", dir);
+	if (nc) { /* a matrix of thpemu fidelity comparisons holds no run to compare */
+		json_t *c;
+
+		snprintf(path, sizeof(path), "%s/cells/%s", dir, cells[0]);
+		c = json_load_file(path, 0, NULL);
+		if (json_object_get(c, "fidelity"))
+			prog_usage_error(CMD,
+					 "'%s' is a matrix of thpemu fidelity cells: each result "
+					 "is a fidelity table (results/NNNN.json, its text "
+					 "logs/NNNN.out), not a run to compare",
+					 dir);
+		json_decref(c);
+	}
 	for (size_t i = 0; i < nr; i++) {
 		snprintf(path, sizeof(path), "%s/results/%s", dir, res[i]);
 		if (rd_load(path, runs, n, err, sizeof(err)) < 0)

@@ -31,6 +31,30 @@ bad_usage "--set: give defrag with --defrag" fidelity --set defrag=never --workl
 bad_usage "--set: unknown setting 'bogus'" fidelity --set bogus=1 --workload fragfault
 bad_usage "--set: vm.compact_unevictable_allowed: '2'" \
 	fidelity --set vm.compact_unevictable_allowed=2 --workload unevictable
+# --check: the same checks, then exit 0 with nothing looked for (no qemu here) or written; and
+# thpemu matrix refuses a fidelity cell the same checks refuse, in one line, before writing any
+"$THPEMU" fidelity --check --qemu /nonexistent/qemu --json "$T_TMP/c.json" --defrag always,never \
+	--workload fragfault --fill 90% >"$T_TMP/c.out" 2>&1 || fail "--check of good options: exit $?: $(cat "$T_TMP/c.out")"
+[ ! -s "$T_TMP/c.out" ] && [ ! -e "$T_TMP/c.json" ] || fail "--check wrote something: $(cat "$T_TMP/c.out")"
+bad_usage "--defrag: defrag: 'often'" fidelity --check --defrag often --workload fragfault
+bad_usage "thpemu matrix: --fidelity: cell 'a': --mem: '128M'" \
+	matrix --out "$T_TMP/m" --fidelity "a=--mem 128M --workload fragfault"
+bad_usage "--fidelity: cell 'a': --json is the matrix's" \
+	matrix --out "$T_TMP/m" --fidelity "a=--json x.json --workload fragfault"
+bad_usage "--runs does not go with fidelity cells" \
+	matrix --out "$T_TMP/m" --runs 2 --fidelity "a=--workload fragfault"
+bad_usage "--fidelity: cell 'a' is given twice" \
+	matrix --out "$T_TMP/m" --fidelity "a=--workload fragfault" --fidelity "a=--workload mthp"
+bad_usage "--workload: a matrix of fidelity cells cannot hold workloads" \
+	matrix --out "$T_TMP/m" --fidelity "a=--workload fragfault" --workload "b=/bin/true"
+[ ! -e "$T_TMP/m" ] || fail "thpemu matrix wrote a refused matrix"
+"$THPEMU" matrix --out "$T_TMP/m" --dry-run --fidelity "ff=--defrag always,never --workload fragfault" \
+	--fidelity "ts=--kernel 6.1 --at start --workload thpscale --anon 90%" >"$T_TMP/m.out" 2>&1 ||
+	fail "matrix --dry-run of two fidelity cells: exit $?: $(cat "$T_TMP/m.out")"
+expect_eq "matrix: the second cell's options" \
+	"$(json "$T_TMP/m/cells/0001.json" '.fidelity.options | join(" ")')" "--kernel 6.1 --at start --workload thpscale --anon 90%"
+grep -q "^  cell 0000: fidelity ff: --defrag always,never --workload fragfault$" "$T_TMP/m.out" ||
+	fail "matrix --dry-run does not list the cells: $(cat "$T_TMP/m.out")"
 # a program of your own: static for the guest, --dynamic for thpemu's side, at start
 FT="$THPEMU_BUILD_DIR/fragtouch"
 bad_usage "--workload: '/bin/true' is not static: the guest has no libc" fidelity --workload /bin/true

@@ -102,6 +102,20 @@ bad_usage "(--seed 1 there, 3 here): its real side is not this one's" \
 	"${again[@]}" --seed 3 --workload fragfault --fill 0 --region 32M
 bad_usage "(the workload's arguments --fill 0 --region 32M there, --fill 0 --region 64M here)" \
 	"${again[@]}" --workload fragfault --fill 0 --region 64M
+# the same comparison as a cell of thpemu matrix (the form a suite takes to a Slurm array): its
+# result is the fidelity JSON with the cell's facts, its table in the cell's log; a cell whose
+# options thpemu fidelity refuses is refused before any cell is written
+"$THPEMU" matrix --fidelity "nofrag=${again[*]:1} --workload fragfault --fill 0 --region 32M" \
+	--out "$T_OUT/matrix" >"$T_OUT/matrix.txt" 2>&1 || fail "matrix: exit $?: $(tail -3 "$T_OUT/matrix.txt")"
+expect_eq "matrix: the cell's kept boots" "$(jq -S -c '.settings[0].real' "$T_OUT/matrix/results/0000.json")" \
+	"$(jq -S -c '.settings[0].real' "$T_OUT/nofrag.json")"
+expect_eq "matrix: the cell's name" "$(json "$T_OUT/matrix/results/0000.json" .matrix.fidelity.name)" nofrag
+grep -q "^  huge % at first touch " "$T_OUT/matrix/logs/0000.out" ||
+	fail "matrix: no table in the cell's log: $(tail -3 "$T_OUT/matrix/logs/0000.out")"
+bad_usage "thpemu matrix: --fidelity: cell 'x': --defrag:" matrix --out "$T_OUT/matrix2" \
+	--fidelity "x=--offline --defrag sometimes --workload fragfault"
+[ ! -e "$T_OUT/matrix2/cells" ] || fail "matrix: a refused cell was written"
+bad_usage "thpemu report: '$T_OUT/matrix' is a matrix of thpemu fidelity cells" report "$T_OUT/matrix"
 mkdir -p "$T_OUT/unev"
 fid unev --defrag always --set vm.compact_unevictable_allowed=0 --workload unevictable --region 64M
 expect_eq "unev: boots" "$(setting unev 0 '[.real[] | select(.status == "ok")] | length')" 2
