@@ -4,7 +4,9 @@
 # both as root with state, spool, logs and pid files in $T_TMP — runs a 2 policies x 1 workload
 # x 2 runs matrix as a job array (thpemu matrix --slurm --wait), and thpemu report merges the
 # cells' results: every cell has a result, each says which policy, workload, run and host it
-# was, and the merged report compares both policies. The daemons are stopped at exit.
+# was, and the merged report compares both policies; then one cell of the fidelity suite
+# (tests/perf/fidelity_suite.sh --slurm: a real kernel booted under qemu, and thpemu) runs as an
+# array task through the same matrix machinery. The daemons are stopped at exit.
 # Packages (Debian 12, .ci/deps): slurmctld slurmd slurm-client munge.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -123,3 +125,26 @@ grep -q "workload small: A = modern-always (2 runs), B = modern-never (2 runs)" 
 	"$T_OUT/report.txt" || fail "report: no comparison of both policies"
 grep -qE '^Amean +huge-pct' "$T_OUT/report.txt" || fail "report: no huge-pct row"
 say "ok: 4 cells as a Slurm array, merged report in $T_OUT/report.txt"
+
+# the fidelity suite's cells through the same array: one cell of the suite (mthp, 6.12, 512 MiB,
+# one boot and one run) as a fidelity cell of thpemu matrix, run by a Slurm task; its result is
+# the fidelity JSON (one setting of one boot), linked as the suite's cell JSON, and its row
+# is that JSON's verdicts
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (qemu-system-x86)"
+[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 ||
+	skip "/bin/busybox is not a static busybox (busybox-static)"
+"$THPEMU" oracle --fetch-only --kernel 6.12 >"$T_OUT/fetch.txt" 2>&1 ||
+	fail "fetching 6.12: $(tail -1 "$T_OUT/fetch.txt")"
+t=$SECONDS
+timeout 200 bash "$THPEMU_SOURCE_DIR/tests/perf/fidelity_suite.sh" --slurm --offline --kernels 6.12 \
+	--mem 512M --boots 1 --cells mthp --timeout 150s --out "$T_OUT/suite" >"$T_OUT/suite.txt" 2>&1 ||
+	fail "the suite through Slurm: exit $?: $(tail -5 "$T_OUT/suite.txt"); $(cat "$T_OUT"/suite/matrix/logs/slurm-* 2>/dev/null | tail -5)"
+j=$T_OUT/suite/512M-6.12-mthp.json
+expect_eq "suite: the cell's JSON is the matrix's result" "$(readlink "$j")" matrix/results/0000.json
+expect_eq "suite: the cell" "$(json "$j" .matrix.fidelity.name)" 512M-6.12-mthp
+expect_eq "suite: one setting of one boot" "$(json "$j" '[(.settings | length), (.settings[0].real | length)] | join(" ")')" "1 1"
+ls "$T_OUT"/suite/matrix/logs/slurm-*_0.out >/dev/null 2>&1 || fail "suite: the cell did not run as an array task"
+v=$(json "$j" '.verdicts | "\(.close) +\(."in range") +\(.OFF) +\(."n/a")"')
+grep -qE "^512M-6.12-mthp +$v .* ok$" "$T_OUT/suite.txt" ||
+	fail "suite: the cell's row is not its JSON's verdicts ($v): $(cat "$T_OUT/suite.txt")"
+say "ok: the suite's cell as a Slurm task in $((SECONDS - t)) s: $(grep '^all ' "$T_OUT/suite.txt")"

@@ -16,9 +16,16 @@
 #     --timeout DUR   per boot, passed to thpemu fidelity (default 30m)
 #     --offline       passed to thpemu fidelity (the cached kernels only)
 #     --tally DIR     run nothing: the per-cell rows and totals of an earlier --out DIR
+#     --slurm         run the cells as a Slurm job array, one task a cell, through thpemu
+#                     matrix (its fidelity cells in DIR/matrix; DIR and the build must be at
+#                     the same paths on the nodes); waits for the array, then the rows
+#     --sbatch-args ARGS  more sbatch options for --slurm (thpemu matrix --sbatch-args)
 #     --dry-run       print each cell's command, run nothing
 #     --list          the cells, the kernels each runs on and their options
 # A cell runs on the kernels of its own that are asked for (mthp, shrinker and writer: 6.12).
+# Here the cells run one after the other, each printing its row as it ends; with --slurm each is
+# a cell of a thpemu matrix (DIR/matrix/cells.txt the cells, DIR/NAME.json a link to its result),
+# and an interrupted or partly failed array resumes when the same command runs again.
 # Exit status: 0 every cell ran and ended well; 1 a cell failed (its rows count as what its
 # JSON holds, none without one); 2 bad usage (one line naming the option), before any work.
 # Environment: THPEMU_BUILD_DIR (default: build/ of the source tree): thpemu, and fragtouch and
@@ -61,6 +68,7 @@ cell_field() { # cell_field NAME 2|3
 in_list() { case ",$2," in *",$1,"*) return 0 ;; esac; return 1; }
 
 kernels=6.12,6.1 mems=512M,1G boots=5 jobs='' cells='' out='' timeout=30m offline='' tally='' dry=0
+slurm=0 sbatch_args=''
 need() { [ $# -ge 2 ] && [ -n "$2" ] || usage_error "$1 needs a value (see $me --help)"; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -72,6 +80,8 @@ while [ $# -gt 0 ]; do
 	--out) need "$@"; out=$2; shift ;;
 	--timeout) need "$@"; timeout=$2; shift ;;
 	--tally) need "$@"; tally=$2; shift ;;
+	--sbatch-args) need "$@"; sbatch_args=$2; shift ;;
+	--slurm) slurm=1 ;;
 	--offline) offline=--offline ;;
 	--dry-run) dry=1 ;;
 	--list)
@@ -110,6 +120,8 @@ for c in "${C[@]}"; do
 	cell_field "$c" 2 >/dev/null || usage_error "--cells: '$c' is not a cell ($(cell_names | paste -sd' '))"
 done
 [ -z "$tally" ] || [ -d "$tally" ] || usage_error "--tally: '$tally' is not a directory (an earlier --out DIR)"
+[ -z "$sbatch_args" ] || [ "$slurm" = 1 ] || usage_error "--sbatch-args goes with --slurm"
+[ -z "$tally" ] || [ "$slurm" = 0 ] || usage_error "--tally runs nothing: it does not go with --slurm"
 
 # The cells to run, in order: size, kernel, cell.
 runs=()
@@ -133,20 +145,57 @@ else
 	fi
 fi
 
-# cmd SIZE KERNEL CELL: the cell's thpemu fidelity command, one word a line
-cmd() {
+# opts SIZE KERNEL CELL [JSON]: the cell's thpemu fidelity options, one word a line
+opts() {
 	local o
 	o=$(cell_field "$3" 3)
 	o=${o//FRAGTOUCH/$B/fragtouch}
 	# shellcheck disable=SC2086 # the cell's options split into words (no glob in any)
-	printf '%s\n' "$B/thpemu" fidelity $offline --kernel "$2" --mem "$1" --boots "$boots" \
-		--runs "$boots" ${jobs:+--jobs "$jobs"} --timeout "$timeout" \
-		--json "$out/$1-$2-$3.json" $o
+	printf '%s\n' $offline --kernel "$2" --mem "$1" --boots "$boots" --runs "$boots" \
+		${jobs:+--jobs "$jobs"} --timeout "$timeout" ${4:+--json "$4"} $o
+}
+# cmd SIZE KERNEL CELL: the cell's thpemu fidelity command, one word a line
+cmd() {
+	printf '%s\n' "$B/thpemu" fidelity
+	opts "$@" "$out/$1-$2-$3.json"
 }
 # wall SECONDS: 1h02m03s
 wall() { printf '%dh%02dm%02ds' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); }
 # share INSIDE ALL: a percentage, one decimal
 share() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f %%", 100 * a / b; else print "n/a" }'; }
+
+# --slurm: the cells as a thpemu matrix of fidelity cells, run as a job array (sbatch --wait);
+# then each cell's result is linked as DIR/NAME.json and its row made as --tally makes it
+if [ "$slurm" = 1 ]; then
+	mkdir -p "$out/matrix" || exit 1
+	for r in "${runs[@]}"; do
+		IFS='|' read -r m k c <<<"$r"
+		echo "$m-$k-$c=$(opts "$m" "$k" "$c" | paste -sd' ')"
+	done >"$out/matrix/cells.txt"
+	margs=(matrix --fidelity-cells "$out/matrix/cells.txt" --out "$out/matrix" --slurm)
+	if [ "$dry" = 1 ]; then margs+=(--dry-run); else margs+=(--wait); fi
+	[ -z "$sbatch_args" ] || margs+=(--sbatch-args "$sbatch_args")
+	t_slurm=$SECONDS
+	"$B/thpemu" "${margs[@]}"
+	mrc=$?
+	[ $mrc = 2 ] && exit 2 # a cell refused (its line said why), before anything was submitted
+	[ "$dry" = 0 ] || exit "$mrc"
+	: >"$out/summary.tsv"
+	i=0
+	for r in "${runs[@]}"; do
+		IFS='|' read -r m k c <<<"$r"
+		res=$out/matrix/results/$(printf %04d $i).json i=$((i + 1))
+		if [ -e "$res" ]; then
+			ln -sfn "matrix/results/${res##*/}" "$out/$m-$k-$c.json"
+			printf '%s\tok\t0\n' "$m-$k-$c"
+		else
+			rm -f "$out/$m-$k-$c.json"
+			printf '%s\tno result (matrix/logs/%s)\t0\n' "$m-$k-$c" "$(printf %04d $((i - 1))).out"
+		fi
+	done | awk -F'\t' '{ print $1 "\t0\t0\t0\t0\t" $2 "\t" $3 }' >"$out/summary.tsv"
+	tally=$out
+	echo "$me: the array ended after $(wall $((SECONDS - t_slurm))) (thpemu matrix exit $mrc)"
+fi
 
 [ "$dry" = 1 ] ||
 	printf '%-32s %6s %9s %5s %5s %8s %10s  %s\n' cell close "in range" OFF n/a inside wall status
@@ -186,13 +235,15 @@ for r in "${runs[@]}"; do
 	[ "$status" = ok ] || failed=$((failed + 1))
 	tc=$((tc + vc)) ti=$((ti + vi)) to=$((to + vo)) tn=$((tn + vn))
 	printf '%-32s %6d %9d %5d %5d %8s %10s  %s\n' "$name" "$vc" "$vi" "$vo" "$vn" \
-		"$(share $((vc + vi)) $((vc + vi + vo + vn)))" "$(wall "$secs")" "$status"
+		"$(share $((vc + vi)) $((vc + vi + vo + vn)))" \
+		"$([ "$slurm" = 1 ] && echo - || wall "$secs")" "$status"
 	[ -n "$tally" ] || printf '%s\t%d\t%d\t%d\t%d\t%s\t%d\n' "$name" "$vc" "$vi" "$vo" "$vn" \
 		"$status" "$secs" >>"$out/summary.tsv"
 done
 [ "$dry" = 0 ] || exit 0
 tw=$((SECONDS - t_all))
 [ -z "$tally" ] || tw=$(awk -F'\t' '{ s += $7 } END { print s + 0 }' "$out/summary.tsv" 2>/dev/null)
+[ "$slurm" = 0 ] || tw=$((SECONDS - t_slurm)) # the array's, its tasks side by side
 printf '%-32s %6d %9d %5d %5d %8s %10s  %s\n' all "$tc" "$ti" "$to" "$tn" \
 	"$(share $((tc + ti)) $((tc + ti + to + tn)))" "$(wall "$tw")" \
 	"$([ $failed = 0 ] && echo ok || echo "$failed failed")"

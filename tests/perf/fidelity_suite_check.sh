@@ -34,6 +34,8 @@ refused --cells --cells fragfault,nosuch
 refused --cells --kernels 6.1 --cells mthp
 refused --tally --tally "$T_TMP/none"
 refused --bogus --bogus
+refused --sbatch-args --sbatch-args --exclusive
+refused --slurm --slurm --tally "$T_TMP"
 bash "$S" --help | grep -q -- '--tally DIR' || fail "--help does not list --tally"
 [ "$(bash "$S" --list | wc -l)" = 10 ] || fail "--list: not ten cells: $(bash "$S" --list)"
 n=$(bash "$S" --dry-run --boots 2 --jobs 2 | grep -c 'fidelity --kernel')
@@ -42,7 +44,15 @@ n=$(bash "$S" --dry-run --boots 2 --jobs 2 | grep -c 'fidelity --kernel')
 bash "$S" --dry-run --boots 2 --jobs 2 --cells fragfault --kernels 6.1 --mem 1G |
 	grep -q -- '--kernel 6.1 --mem 1G --boots 2 --runs 2 --jobs 2 .*--workload fragfault$' ||
 	fail "--dry-run: $(bash "$S" --dry-run --cells fragfault --kernels 6.1 --mem 1G)"
-say "options: refusals, --list, --dry-run"
+# --slurm --dry-run: the cells as a thpemu matrix of fidelity cells, sbatch not run
+out=$(bash "$S" --slurm --dry-run --boots 2 --cells fragfault,mthp --kernels 6.12 --mem 512M \
+	--out "$T_TMP/sl" 2>&1) || fail "--slurm --dry-run: exit $?: $out"
+expect_eq "--slurm: the matrix's cells" "$(cut -d= -f1 "$T_TMP/sl/matrix/cells.txt" | paste -sd,)" \
+	512M-6.12-fragfault,512M-6.12-mthp
+expect_eq "--slurm: the second cell's options" "$(jq -r '.fidelity.options | join(" ")' "$T_TMP/sl/matrix/cells/0001.json")" \
+	"--kernel 6.12 --mem 512M --boots 2 --runs 2 --timeout 30m $(bash "$S" --list | awk '$1 == "mthp" { $1 = $2 = ""; print substr($0, 3) }')"
+grep -q -- "--array=0-1" "$T_TMP/sl/matrix/matrix.sbatch" || fail "--slurm: no array of two tasks"
+say "options: refusals, --list, --dry-run, --slurm --dry-run"
 
 # --tally: two made-up cells (one failed), the totals their sums
 mkdir -p "$T_TMP/kept"
