@@ -835,5 +835,6 @@ static int matrix_main(int argc, char **argv)
 }
 
 CLI_COMMAND(matrix, "matrix",
-	    "policy x workload x run matrices: cells run one at a time here, or as a Slurm array",
+	    "policy x workload x run matrices, or fidelity cells: run one at a time here, or as a "
+	    "Slurm array",
 	    matrix_main)
