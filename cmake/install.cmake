@@ -26,7 +26,8 @@ foreach(t ${_thpemu_exes})
   set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../${THPEMU_PRIVLIBDIR}"
                                         BUILD_WITH_INSTALL_RPATH ON)
 endforeach()
-# libthpemu.so needs only system libraries (liburing, libunwind, libm, libc): no RUNPATH, in the
+# libthpemu.so needs only system libraries (libunwind, libm, libc; liburing where its archive is
+# not installed): no RUNPATH, in the
 # build tree or installed. The loader searches a RUNPATH's directories (and their glibc-hwcaps,
 # tls and x86_64 subdirectories) for every library it needs before its cache: $ORIGIN cost every
 # managed process 30 failed opens, and in the build tree the install RUNPATH's placeholder

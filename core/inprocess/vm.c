@@ -21,6 +21,19 @@
  * marked ("dd" in /proc/PID/smaps VmFlags, a VMA that never merges with the program's) for the
  * memory census (core/live/census.c), which tells it from the program's memory.
  *
+ * A piece of the arena is made readable and writable in place (mprotect), not mapped again over
+ * the reservation: the reservation is already DONTDUMP and NORESERVE, and mprotect keeps a VMA's
+ * other flags (mm/mprotect.c: mprotect_fixup, 3.x-6.18: newflags are the old ones with the
+ * protection bits replaced), so one system call instead of an mmap(MAP_FIXED) - which first
+ * unmaps that part of the reservation - and a madvise(MADV_DONTDUMP): a short process makes
+ * a dozen pieces at start. A reserved range was never written since it was reserved (made anew,
+ * PROT_NONE, on every free): its pages are zero as a fresh mapping's. Every piece is NORESERVE
+ * then, as most were asked to be: not charged to the commit (mprotect_fixup charges a private
+ * writable range only without VM_NORESERVE; under overcommit_memory=2 MAP_NORESERVE is ignored,
+ * mm/mmap.c: do_mmap, so the reservation has no VM_NORESERVE there and mprotect charges the piece
+ * as mmap did). A piece asking for more (MAP_POPULATE), or where mprotect fails (the range is no
+ * longer the reservation), is mapped over as before.
+ *
  * Raw system calls only; a spin lock (no lock the program can hold); no allocation.
  */
 #include "inprocess/guard.h"
@@ -170,6 +183,12 @@ long guard_vm_map(size_t len, size_t align, int flags, unsigned how)
 	if (arena_lo)
 		at = find_gap(len, align);
 	if (at && insert(at, at + len, how)) {
+		if (!(flags & ~MAP_NORESERVE) && sys_mprotect((void *)at, len, prot) == 0) {
+			unlock();
+			if (how & GUARD_VM_DONTFORK)
+				sys_madvise((void *)at, len, MADV_DONTFORK);
+			return (long)at;
+		}
 		p = sys_mmap((void *)at, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | flags,
 			     -1, 0);
 		if (sys_is_err(p)) { /* the reservation stays as it was */
@@ -221,7 +240,12 @@ void guard_vm_unmap(void *addr, size_t len)
 		return;
 	}
 	lock();
-	reserve(lo, hi, MAP_FIXED);
+	if (reserve(lo, hi, MAP_FIXED) < 0) {
+		/* still mapped with its contents (no VMA left: max_map_count): still in use, so
+		 * that no piece made in place later finds it written */
+		unlock();
+		return;
+	}
 	for (unsigned i = 0; i < nblocks;) {
 		struct block *b = &blocks[i];
 
@@ -293,12 +317,14 @@ void guard_vm_fork_child(bool real_fork)
 	/* the parent's MADV_DONTFORK mappings are holes here, its threads' stacks copies no one
 	 * uses: ours again, free */
 	for (unsigned i = 0; i < nblocks;) {
-		if (blocks[i].how & GUARD_VM_DONTFORK) {
-			reserve(blocks[i].lo, blocks[i].hi, MAP_FIXED_NOREPLACE);
+		/* a range that could not be reserved again stays in use: a piece is made in place
+		 * only over the reservation */
+		if ((blocks[i].how & GUARD_VM_DONTFORK) &&
+		    reserve(blocks[i].lo, blocks[i].hi, MAP_FIXED_NOREPLACE) == 0) {
 			drop(i);
-		} else if ((blocks[i].how & GUARD_VM_PARENT_ONLY) && real_fork) {
+		} else if ((blocks[i].how & GUARD_VM_PARENT_ONLY) && real_fork &&
+			   reserve(blocks[i].lo, blocks[i].hi, MAP_FIXED) == 0) {
 			/* (after a raw clone glibc still lists the parent's threads: kept) */
-			reserve(blocks[i].lo, blocks[i].hi, MAP_FIXED);
 			drop(i);
 		} else {
 			i++;

@@ -251,8 +251,9 @@ static bool shmem_vma(const struct vma *v)
 		strncmp(v->name, "[anon_shmem:", 12) == 0);
 }
 
-/* false: the light census cannot tell this VMA's reason (it needs VmFlags) */
-static bool account(struct uffd_live *lv, struct uffd_census *c, const struct vma *v)
+/* false: the light census cannot tell this VMA's reason (it needs VmFlags). pid: this process's,
+ * asked once a census (a getpid a VMA was some 25 system calls of a short process's exit). */
+static bool account(struct uffd_live *lv, struct uffd_census *c, const struct vma *v, int32_t pid)
 {
 	/* shared memory: its proportional share (Pss), so that the processes mapping one segment
 	 * sum to the segment once, as a machine's total does (host.c) */
@@ -277,7 +278,7 @@ static bool account(struct uffd_live *lv, struct uffd_census *c, const struct vm
 	m.start = v->lo;
 	m.size = v->hi - v->lo;
 	m.anon = anon;
-	m.pid = (int32_t)sys_getpid();
+	m.pid = pid;
 	m.why = why_not(lv, v);
 	/* unseen or small without "nh" may be a stack (MAP_STACK) with it */
 	if (v->flags_unknown && (m.why == UFFD_WHY_unseen || m.why == UFFD_WHY_small))
@@ -289,7 +290,7 @@ static bool account(struct uffd_live *lv, struct uffd_census *c, const struct vm
 }
 
 static void line(struct uffd_live *lv, struct uffd_census *c, struct vma *v, bool *open,
-		 const char *s)
+		 const char *s, int32_t pid)
 {
 	uint64_t kb;
 
@@ -298,7 +299,7 @@ static void line(struct uffd_live *lv, struct uffd_census *c, struct vma *v, boo
 
 		if (parse_header(s, &next)) {
 			if (*open)
-				(void)account(lv, c, v);
+				(void)account(lv, c, v, pid);
 			*v = next;
 			*open = true;
 			return;
@@ -458,19 +459,20 @@ struct full {
 	struct uffd_census *c;
 	struct vma v;
 	bool open;
+	int32_t pid;
 };
 
 static void full_line(void *arg, const char *s)
 {
 	struct full *f = arg;
 
-	line(f->lv, f->c, &f->v, &f->open, s);
+	line(f->lv, f->c, &f->v, &f->open, s, f->pid);
 }
 
 /* false: smaps could not be opened */
 static bool census_full(struct uffd_live *lv, struct uffd_census *c, char *buf)
 {
-	struct full f = {.lv = lv, .c = c};
+	struct full f = {.lv = lv, .c = c, .pid = (int32_t)sys_getpid()};
 	int fd = guard_fd_open("/proc/self/smaps");
 
 	if (fd < 0)
@@ -478,7 +480,7 @@ static bool census_full(struct uffd_live *lv, struct uffd_census *c, char *buf)
 	memset(c, 0, sizeof(*c));
 	(void)each_line(fd, buf, full_line, &f); /* what was read of it, after a read error too */
 	if (f.open)
-		(void)account(lv, c, &f.v);
+		(void)account(lv, c, &f.v, f.pid);
 	return true;
 }
 
@@ -526,6 +528,7 @@ struct light {
 	unsigned n, i;	/* regions in r, the next one */
 	bool fall_back; /* something only smaps shows */
 	int err;	/* the scan's error */
+	int32_t pid;
 	bool machine;
 	uint64_t prev_lo, prev_hi; /* the VMA before */
 	char prev_perms[5];
@@ -648,7 +651,7 @@ static void light_line(void *arg, const char *s)
 		return;
 	}
 	v.own = guard_vm_owns((const void *)(uintptr_t)v.lo);
-	if (!account(l->lv, l->c, &v))
+	if (!account(l->lv, l->c, &v, l->pid))
 		l->fall_back = true;
 }
 
@@ -830,6 +833,7 @@ static bool census_light(struct uffd_live *lv, struct uffd_census *c, char *buf)
 	l->lv = lv;
 	l->c = c;
 	l->fd = lv->pagemap_fd;
+	l->pid = (int32_t)sys_getpid();
 	if (each_line(fd, buf, light_line, l) < 0 || l->fall_back) {
 		/* no PAGEMAP_SCAN here (before 6.7), or a user space below the scan's end */
 		if (l->err == -EINVAL || l->err == -ENOTTY || l->err == -EFAULT)
@@ -845,7 +849,7 @@ static bool census_light(struct uffd_live *lv, struct uffd_census *c, char *buf)
 				return false;
 			l->seg.pss_kb = (uint64_t)kb;
 		}
-		(void)account(lv, c, &l->seg);
+		(void)account(lv, c, &l->seg, l->pid);
 	}
 	return true;
 }

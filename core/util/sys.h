@@ -150,6 +150,11 @@ static inline long sys_mremap(void *old, size_t oldlen, size_t newlen, int flags
 			 SYS_ARG(new_addr), 0);
 }
 
+static inline int sys_mprotect(void *addr, size_t len, int prot)
+{
+	return (int)sys_call3(SYS_mprotect, addr, len, prot);
+}
+
 static inline int sys_madvise(void *addr, size_t len, int advice)
 {
 	return (int)sys_call3(SYS_madvise, addr, len, advice);

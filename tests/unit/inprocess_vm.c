@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -44,6 +45,49 @@ TEST(mappings_come_from_the_arena_and_stay_reserved_when_freed)
 	EXPECT_EQ(guard_vm_map(3 * MB, 0, MAP_NORESERVE, 0), a); /* the lowest gap, reused */
 	guard_vm_unmap((void *)a, 3 * MB);
 	guard_vm_unmap((void *)b, 64 * 1024);
+}
+
+/* The VmFlags line of the smaps entry holding p has "dd" (MADV_DONTDUMP): 1, 0, or -1. */
+static int dontdump(uintptr_t p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+	int r = -1;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a VMA's first line */
+			in = p >= lo && p < hi;
+		if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			r = strstr(line, " dd") != NULL;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return r;
+}
+
+/* A piece is made in place over the reservation (mprotect): what a freed piece held is gone, and
+ * the piece is the emulator's own (DONTDUMP) as a mapping made over it was. */
+TEST(a_piece_made_again_is_zero_writable_and_dontdump)
+{
+	long a = guard_vm_map(256 * 1024, 0, 0, 0), b;
+
+	ASSERT(!sys_is_err(a));
+	EXPECT_EQ(dontdump((uintptr_t)a), 1);
+	memset((void *)a, 0x5a, 256 * 1024);
+	guard_vm_unmap((void *)a, 256 * 1024);
+	b = guard_vm_map(128 * 1024, 0, MAP_NORESERVE, 0); /* the lowest gap: where a was */
+	ASSERT_EQ(b, a);
+	for (size_t i = 0; i < 128 * 1024; i += 4096)
+		EXPECT_EQ(((volatile char *)b)[i + 17], 0);
+	((char *)b)[128 * 1024 - 1] = 1; /* writable */
+	EXPECT_EQ(dontdump((uintptr_t)b), 1);
+	EXPECT_EQ(dontdump((uintptr_t)b + 128 * 1024), 1); /* the reservation above it too */
+	guard_vm_unmap((void *)b, 128 * 1024);
 }
 
 TEST(a_mapping_larger_than_the_arena_goes_outside_it)
