@@ -117,7 +117,8 @@ static void usage(FILE *f)
 	    "                        --disk-write-rate): else refused, naming what differs\n"
 	    "  --quiet               no progress lines on stderr\n"
 	    "  --check               check the options (and --real-from's run) and exit: 0 when\n"
-	    "                        they would run; no tool looked for, nothing written\n\n"
+	    "                        they would run; no tool looked for, nothing written\n"
+	    "                        (--json, --html and --keep neither opened nor made)\n\n"
 	    "Needs root for thpemu's side (userfaultfd; the workload reads /proc/kpageflags), "
 	    "qemu\n"
 	    "and a static busybox for the real side. Exit status: 0 every boot and run ended well\n"
@@ -1229,6 +1230,7 @@ static int fidelity_main(int argc, char **argv)
 	check_workload(o);
 	if (o->real_from)
 		check_real_from(o);
+	cli_distinct_paths(CMD, "--json", o->json, "--html", o->html);
 	if (o->check) { /* the options are good: nothing opened, nothing run */
 		free(o->t);
 		free(o);
@@ -1236,7 +1238,6 @@ static int fidelity_main(int argc, char **argv)
 	}
 	if (o->keep)
 		cli_output_dir(CMD, "--keep", o->keep);
-	cli_distinct_paths(CMD, "--json", o->json, "--html", o->html);
 	if (o->json)
 		out = cli_output_open(CMD, "--json", o->json);
 	if (o->html)

@@ -1,8 +1,10 @@
-/* thpemu matrix: a policy x workload x run matrix as independent, self-describing cells.
+/* thpemu matrix: a policy x workload x run matrix as independent, self-describing cells; or
+ * cells that are each one thpemu fidelity comparison.
  *
  *   thpemu matrix --policy SPEC... | --policies P1,P2  --workload 'NAME=CMD ARGS'... |
  *                 --workloads FILE  --runs N --out DIR [--seed N] [--slurm [--sbatch-args ARGS]
  *                 [--wait]] [--dry-run]
+ *   thpemu matrix --fidelity 'NAME=OPTIONS'... | --fidelity-cells FILE  --out DIR [--slurm ...]
  *   thpemu matrix --run-cell DIR INDEX
  *
  * Each cell is one JSON file DIR/cells/NNNN.json naming its policy (an ab-style spec, spec.c),
@@ -38,7 +40,7 @@
 
 #define CMD	      "matrix"
 #define MAX_POLICIES  32
-#define MAX_WORKLOADS 64
+#define MAX_WORKLOADS 256 /* workloads, or fidelity cells */
 #define MAX_WARGS     64
 #define MAX_RUNS      1000
 #define MAX_CELLS     20000
@@ -102,7 +104,7 @@ static void usage(FILE *f)
 	    "                      (thpemu fidelity --check); repeat it for each cell. Without\n"
 	    "                      --policy, --runs and --seed (a cell has its own --boots,\n"
 	    "                      --runs, --seed)\n"
-	    "  --fidelity-cells FILE  fidelity cells one a line in the same form\n"
+	    "  --fidelity-cells FILE  fidelity cells one a line in the same form (at most %d)\n"
 	    "  --runs N            runs of each policy on each workload (1..%d)\n"
 	    "  --out DIR           the matrix directory: DIR/cells/NNNN.json (what each cell is),\n"
 	    "                      DIR/results/NNNN.json (its report, saying which policy, "
@@ -133,7 +135,7 @@ static void usage(FILE *f)
 	    "/tmp/thpemu-matrix.lock), whichever matrix or Slurm task it belongs to. Cells that\n"
 	    "have a result are skipped, so running the same matrix again resumes it.\n"
 	    "Exit status: 0; 1 if a cell failed or has no result; 2 for a bad option.\n",
-	    NAME_MAX_LEN, MAX_RUNS);
+	    NAME_MAX_LEN, MAX_WORKLOADS, MAX_RUNS);
 }
 
 /* ---- options ------------------------------------------------------------------------------ */
@@ -176,7 +178,8 @@ static void add_workload(struct matrix *m, const char *opt, const char *spec)
 	int rc;
 
 	if (m->nwl == MAX_WORKLOADS)
-		prog_usage_error(CMD, "%s: at most %d workloads", opt, MAX_WORKLOADS);
+		prog_usage_error(CMD, "%s: at most %d %s", opt, MAX_WORKLOADS,
+				 m->fidelity ? "fidelity cells" : "workloads");
 	if (!eq || !name_ok(spec, (size_t)(eq - spec)))
 		prog_usage_error(CMD,
 				 "%s: '%s' is not NAME=CMD ARGS (NAME: 1..%d of A-Za-z0-9._-, e.g. "
@@ -205,11 +208,17 @@ static void add_workload(struct matrix *m, const char *opt, const char *spec)
 		if (!strcmp(m->wl[i].name, w->name))
 			prog_usage_error(CMD, "%s: %s '%s' is given twice", opt,
 					 m->fidelity ? "cell" : "workload", w->name);
-	for (int i = 0; m->fidelity && i < w->argc && strcmp(w->argv[i], "--workload"); i++)
-		if (!strcmp(w->argv[i], "--json"))
+	for (int i = 0; m->fidelity && i < w->argc && strcmp(w->argv[i], "--workload"); i++) {
+		const char *a = w->argv[i];
+
+		if (!strcmp(a, "--check") || !strcmp(a, "--help") || !strcmp(a, "-h"))
+			prog_usage_error(CMD, "%s: cell '%s': %s runs no comparison", opt, w->name,
+					 a);
+		if (!strcmp(a, "--json"))
 			prog_usage_error(
 			    CMD, "%s: cell '%s': --json is the matrix's (DIR/results/NNNN.json)",
 			    opt, w->name);
+	}
 	if (m->fidelity) {
 		m->nwl++;
 		return;
@@ -299,6 +308,10 @@ static void parse(int argc, char **argv, struct matrix *m)
 						 "hold workloads (one or the other)");
 			add_workload(m, name, v);
 		} else if (!strcmp(name, "--workloads")) {
+			if (m->fidelity)
+				prog_usage_error(CMD,
+						 "--workloads: a matrix of fidelity cells cannot "
+						 "hold workloads (one or the other)");
 			read_workloads(m, name, v);
 		} else if (!strcmp(name, "--fidelity") || !strcmp(name, "--fidelity-cells")) {
 			if (m->nwl && !m->fidelity)
@@ -381,7 +394,7 @@ static void check_fidelity_cells(const struct matrix *m)
 			argv[n++] = w->argv[i];
 		argv[n] = NULL;
 		if (pipe2(p, O_CLOEXEC) < 0)
-			prog_usage_error(CMD, "--fidelity: cannot check cell '%s': %s", w->name,
+			prog_usage_error(CMD, "fidelity cell '%s': cannot check it: %s", w->name,
 					 strerror(errno));
 		fflush(NULL);
 		pid = fork();
@@ -404,7 +417,7 @@ static void check_fidelity_cells(const struct matrix *m)
 		if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 			continue;
 		msg[strcspn(msg, "\n")] = '\0';
-		prog_usage_error(CMD, "--fidelity: cell '%s': %s", w->name,
+		prog_usage_error(CMD, "fidelity cell '%s': %s", w->name,
 				 !strncmp(msg, "thpemu fidelity: ", 17) ? msg + 17
 				 : *msg					? msg
 					: "thpemu fidelity did not run");
@@ -772,12 +785,13 @@ static void on_signal(int sig)
 
 static int matrix_main(int argc, char **argv)
 {
-	struct matrix m = {.seed = 1};
+	static struct matrix m; /* 256 workloads of 2 KiB: not on the stack */
 	unsigned ncells, have;
 	int rc = 0;
 
 	if (argc >= 2 && !strcmp(argv[1], "--run-cell"))
 		return run_cell_main(argc, argv);
+	m.seed = 1;
 	parse(argc, argv, &m);
 	if (m.fidelity)
 		check_fidelity_cells(&m);

@@ -37,7 +37,7 @@ bad_usage "--set: vm.compact_unevictable_allowed: '2'" \
 	--workload fragfault --fill 90% >"$T_TMP/c.out" 2>&1 || fail "--check of good options: exit $?: $(cat "$T_TMP/c.out")"
 [ ! -s "$T_TMP/c.out" ] && [ ! -e "$T_TMP/c.json" ] || fail "--check wrote something: $(cat "$T_TMP/c.out")"
 bad_usage "--defrag: defrag: 'often'" fidelity --check --defrag often --workload fragfault
-bad_usage "thpemu matrix: --fidelity: cell 'a': --mem: '128M'" \
+bad_usage "thpemu matrix: fidelity cell 'a': --mem: '128M'" \
 	matrix --out "$T_TMP/m" --fidelity "a=--mem 128M --workload fragfault"
 bad_usage "--fidelity: cell 'a': --json is the matrix's" \
 	matrix --out "$T_TMP/m" --fidelity "a=--json x.json --workload fragfault"
@@ -47,6 +47,12 @@ bad_usage "--fidelity: cell 'a' is given twice" \
 	matrix --out "$T_TMP/m" --fidelity "a=--workload fragfault" --fidelity "a=--workload mthp"
 bad_usage "--workload: a matrix of fidelity cells cannot hold workloads" \
 	matrix --out "$T_TMP/m" --fidelity "a=--workload fragfault" --workload "b=/bin/true"
+bad_usage "--workloads: a matrix of fidelity cells cannot hold workloads" \
+	matrix --out "$T_TMP/m" --fidelity "a=--workload fragfault" --workloads /dev/null
+bad_usage "--fidelity: cell 'a': --check runs no comparison" \
+	matrix --out "$T_TMP/m" --fidelity "a=--check --workload fragfault"
+bad_usage "--json and --html name the same file" \
+	fidelity --check --json "$T_TMP/x.json" --html "$T_TMP/x.json" --workload fragfault
 [ ! -e "$T_TMP/m" ] || fail "thpemu matrix wrote a refused matrix"
 "$THPEMU" matrix --out "$T_TMP/m" --dry-run --fidelity "ff=--defrag always,never --workload fragfault" \
 	--fidelity "ts=--kernel 6.1 --at start --workload thpscale --anon 90%" >"$T_TMP/m.out" 2>&1 ||

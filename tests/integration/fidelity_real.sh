@@ -112,7 +112,7 @@ expect_eq "matrix: the cell's kept boots" "$(jq -S -c '.settings[0].real' "$T_OU
 expect_eq "matrix: the cell's name" "$(json "$T_OUT/matrix/results/0000.json" .matrix.fidelity.name)" nofrag
 grep -q "^  huge % at first touch " "$T_OUT/matrix/logs/0000.out" ||
 	fail "matrix: no table in the cell's log: $(tail -3 "$T_OUT/matrix/logs/0000.out")"
-bad_usage "thpemu matrix: --fidelity: cell 'x': --defrag:" matrix --out "$T_OUT/matrix2" \
+bad_usage "thpemu matrix: fidelity cell 'x': --defrag:" matrix --out "$T_OUT/matrix2" \
 	--fidelity "x=--offline --defrag sometimes --workload fragfault"
 [ ! -e "$T_OUT/matrix2/cells" ] || fail "matrix: a refused cell was written"
 bad_usage "thpemu report: '$T_OUT/matrix' is a matrix of thpemu fidelity cells" report "$T_OUT/matrix"

@@ -133,6 +133,8 @@ for m in "${M[@]}"; do
 	done
 done
 [ ${#runs[@]} -gt 0 ] || usage_error "--cells: none of '$cells' runs on --kernels $kernels"
+[ "$slurm" = 0 ] || [ ${#runs[@]} -le 256 ] ||
+	usage_error "--slurm: ${#runs[@]} cells, a matrix holds at most 256 (fewer --mem, --kernels or --cells)"
 
 if [ -n "$tally" ]; then
 	out=$tally
@@ -164,36 +166,45 @@ wall() { printf '%dh%02dm%02ds' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60));
 # share INSIDE ALL: a percentage, one decimal
 share() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f %%", 100 * a / b; else print "n/a" }'; }
 
-# --slurm: the cells as a thpemu matrix of fidelity cells, run as a job array (sbatch --wait);
-# then each cell's result is linked as DIR/NAME.json and its row made as --tally makes it
+# --slurm: the cells as a thpemu matrix of fidelity cells, run as a job array (sbatch --wait).
+# Each cell's JSON is then a link to its result, or, for a comparison that ended with a failed
+# boot or run (no result), to the table the matrix kept in its log; the rows are made below as
+# here. The cells file is written aside and kept only once thpemu matrix has taken it.
+declare -A sstatus=()
 if [ "$slurm" = 1 ]; then
-	mkdir -p "$out/matrix" || exit 1
+	mkdir -p "$out" || exit 1 # --dry-run too: thpemu matrix --dry-run writes the cells
+	cf=$(mktemp) || exit 1
 	for r in "${runs[@]}"; do
 		IFS='|' read -r m k c <<<"$r"
 		echo "$m-$k-$c=$(opts "$m" "$k" "$c" | paste -sd' ')"
-	done >"$out/matrix/cells.txt"
-	margs=(matrix --fidelity-cells "$out/matrix/cells.txt" --out "$out/matrix" --slurm)
+	done >"$cf"
+	margs=(matrix --fidelity-cells "$cf" --out "$out/matrix" --slurm)
 	if [ "$dry" = 1 ]; then margs+=(--dry-run); else margs+=(--wait); fi
 	[ -z "$sbatch_args" ] || margs+=(--sbatch-args "$sbatch_args")
 	t_slurm=$SECONDS
 	"$B/thpemu" "${margs[@]}"
 	mrc=$?
-	[ $mrc = 2 ] && exit 2 # a cell refused (its line said why), before anything was submitted
+	if [ $mrc = 2 ]; then # a cell refused (its line said why), before anything was written
+		rm -f "$cf"
+		exit 2
+	fi
+	mv "$cf" "$out/matrix/cells.txt" || exit 1
 	[ "$dry" = 0 ] || exit "$mrc"
-	: >"$out/summary.tsv"
 	i=0
 	for r in "${runs[@]}"; do
 		IFS='|' read -r m k c <<<"$r"
-		res=$out/matrix/results/$(printf %04d $i).json i=$((i + 1))
-		if [ -e "$res" ]; then
-			ln -sfn "matrix/results/${res##*/}" "$out/$m-$k-$c.json"
-			printf '%s\tok\t0\n' "$m-$k-$c"
+		n=$(printf %04d $i) i=$((i + 1))
+		if [ -e "$out/matrix/results/$n.json" ]; then
+			ln -sfn "matrix/results/$n.json" "$out/$m-$k-$c.json"
+			sstatus[$m-$k-$c]=ok
+		elif [ -s "$out/matrix/logs/$n.fidelity.json" ]; then
+			ln -sfn "matrix/logs/$n.fidelity.json" "$out/$m-$k-$c.json"
+			sstatus[$m-$k-$c]="failed (matrix/logs/$n.out)"
 		else
 			rm -f "$out/$m-$k-$c.json"
-			printf '%s\tno result (matrix/logs/%s)\t0\n' "$m-$k-$c" "$(printf %04d $((i - 1))).out"
+			sstatus[$m-$k-$c]="no result (matrix/logs/$n.out)"
 		fi
-	done | awk -F'\t' '{ print $1 "\t0\t0\t0\t0\t" $2 "\t" $3 }' >"$out/summary.tsv"
-	tally=$out
+	done
 	echo "$me: the array ended after $(wall $((SECONDS - t_slurm))) (thpemu matrix exit $mrc)"
 fi
 
@@ -211,7 +222,9 @@ for r in "${runs[@]}"; do
 		cmd "$m" "$k" "$c" | paste -sd' '
 		continue
 	fi
-	if [ -z "$tally" ]; then
+	if [ "$slurm" = 1 ]; then
+		status=${sstatus[$name]} secs=0 # the array's tasks ran side by side: no time of one
+	elif [ -z "$tally" ]; then
 		rm -f "$json"
 		mapfile -t argv < <(cmd "$m" "$k" "$c")
 		"${argv[@]}" >"$out/$name.txt" 2>"$out/$name.err" || status="exit $?"

@@ -11,6 +11,8 @@ need_cmd jq
 S=$THPEMU_SOURCE_DIR/tests/perf/fidelity_suite.sh
 cd "$T_TMP" || fail "cd $T_TMP"
 
+# row NAME: the row of cell NAME (or all) in $out
+row() { printf '%s\n' "$out" | awk -v n="$1" '$1 == n'; }
 # refused NAME OPTION...: exit 2, one line naming the option, no directory made
 refused() {
 	local opt=$1 out rc
@@ -54,6 +56,35 @@ expect_eq "--slurm: the second cell's options" "$(jq -r '.fidelity.options | joi
 grep -q -- "--array=0-1" "$T_TMP/sl/matrix/matrix.sbatch" || fail "--slurm: no array of two tasks"
 say "options: refusals, --list, --dry-run, --slurm --dry-run"
 
+# --slurm's tally, with an sbatch of our own in PATH that ends the array as a cluster might: the
+# first cell with a result, the second failed (thpemu fidelity exit 1: no result, its table kept
+# in the matrix's log); each cell's rows are its JSON's, the failed one's counted, as here
+mkdir -p "$T_TMP/fakebin"
+cat >"$T_TMP/fakebin/sbatch" <<'SB'
+#!/bin/sh
+for a; do script=$a; done
+d=$(dirname "$script")
+echo '{"kind": "fidelity", "verdicts": {"n/a": 1, "close": 30, "in range": 2, "OFF": 7}}' >"$d/results/0000.json"
+echo '{"kind": "fidelity", "verdicts": {"n/a": 0, "close": 6, "in range": 0, "OFF": 4}}' >"$d/logs/0001.fidelity.json"
+echo "Submitted batch job 1"
+exit 1
+SB
+chmod +x "$T_TMP/fakebin/sbatch"
+out=$(PATH=$T_TMP/fakebin:$PATH bash "$S" --slurm --boots 2 --cells fragfault,mthp --kernels 6.12 \
+	--mem 512M --out "$T_TMP/fs" 2>&1)
+rc=$?
+printf '%s\n' "$out" >"$T_OUT/slurm-tally.txt"
+[ $rc = 1 ] || fail "--slurm with a failed cell: exit $rc, not 1: $out"
+[[ "$(row 512M-6.12-fragfault)" =~ ^512M-6.12-fragfault\ +30\ +2\ +7\ +1\ +80.0\ %\ +-\ +ok$ ]] ||
+	fail "--slurm: the cell with a result: $(row 512M-6.12-fragfault)"
+[[ "$(row 512M-6.12-mthp)" =~ \ 6\ +0\ +4\ +0\ +60.0\ %\ +-\ +failed\ \(matrix/logs/0001.out\)$ ]] ||
+	fail "--slurm: the failed cell: $(row 512M-6.12-mthp)"
+[[ "$(row all)" =~ ^all\ +36\ +2\ +11\ +1\ +76.0\ %\ .*\ 1\ failed$ ]] || fail "--slurm: the total: $(row all)"
+expect_eq "--slurm: the failed cell's JSON" "$(readlink "$T_TMP/fs/512M-6.12-mthp.json")" matrix/logs/0001.fidelity.json
+out=$(bash "$S" --tally "$T_TMP/fs")
+[[ "$(row all)" =~ ^all\ +36\ +2\ +11\ +1\ +76.0\ %\ .*\ 1\ failed$ ]] || fail "--tally of the --slurm run: $(row all)"
+say "--slurm: a cell with a result and a failed one, tallied"
+
 # --tally: two made-up cells (one failed), the totals their sums
 mkdir -p "$T_TMP/kept"
 echo '{"kind": "fidelity", "verdicts": {"n/a": 1, "close": 30, "in range": 2, "OFF": 7}}' \
@@ -66,7 +97,6 @@ out=$(bash "$S" --tally "$T_TMP/kept")
 rc=$?
 [ $rc = 1 ] || fail "--tally with a failed cell: exit $rc, not 1: $out"
 printf '%s\n' "$out" >"$T_OUT/tally.txt"
-row() { printf '%s\n' "$out" | awk -v n="$1" '$1 == n'; }
 [[ "$(row 512M-6.12-fragfault)" =~ ^512M-6.12-fragfault\ +30\ +2\ +7\ +1\ +80.0\ %\ +0h10m00s\ +ok$ ]] ||
 	fail "--tally: fragfault's row: $(row 512M-6.12-fragfault)"
 [[ "$(row 1G-6.1-unevictable)" =~ \ 6\ +0\ +4\ +0\ +60.0\ %\ +0h05m00s\ +exit\ 1$ ]] ||
