@@ -311,8 +311,9 @@ uint32_t alloc_pages_mpol(struct mm *mm, struct alloc_ctx *ac)
 }
 
 /* An order-0 allocation (program base page, page cache, recipe frames): LOW, wake kswapd, MIN,
- * direct reclaim; a program fault may then dip below MIN (where the kernel would loop and
- * OOM-kill rather than fail the fault). Slow steps are recorded in the fault record. */
+ * direct reclaim (3.x: repeated while it makes progress, rebalance_3x); a program fault may then
+ * dip below MIN (where the kernel would swap or OOM-kill rather than fail the fault). Slow
+ * steps are recorded in the fault record. */
 uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
 {
 	uint32_t pfn = alloc_base_page_fast(mm, ac);
