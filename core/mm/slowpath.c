@@ -143,17 +143,20 @@ __stall_frame static uint32_t __alloc_pages_direct_compact(struct mm *mm, struct
 }
 
 /* __alloc_pages_direct_reclaim: reclaim, then one freelist attempt (the drain-and-retry of
- * per-cpu lists has nothing to drain here). */
+ * per-cpu lists has nothing to drain here). *progress (if given) is did_some_progress:
+ * try_to_free_pages' pages reclaimed. */
 __stall_frame static uint32_t __alloc_pages_direct_reclaim(struct mm *mm, struct alloc_ctx *ac,
-							   unsigned alloc_flags)
+							   unsigned alloc_flags, uint32_t *progress)
 {
 	struct fault_ctx *fc = ac->fc;
 	struct step_clock clk;
-	uint32_t pfn;
+	uint32_t pfn, reclaimed;
 	uint64_t dt;
 
 	step_start(mm, fc, &clk);
-	try_to_free_pages(mm, ac);
+	reclaimed = try_to_free_pages(mm, ac);
+	if (progress)
+		*progress = reclaimed;
 	pfn = get_page_from_freelist(mm, ac, alloc_flags);
 	fault_step(fc, MM_STEP_RECLAIM, pfn != MM_NO_PFN);
 	dt = step_end(mm, fc, &clk, MM_CAUSE_RECLAIM);
@@ -192,7 +195,7 @@ static uint32_t slowpath_3x(struct mm *mm, struct alloc_ctx *ac)
 	if (res == MM_COMPACT_DEFERRED && p->deferred_skips_reclaim &&
 	    !(ac->gfp & GFP_KSWAPD_RECLAIM))
 		return MM_NO_PFN;
-	pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
+	pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags, NULL);
 	if (pfn != MM_NO_PFN || second_mode(p, ac) < 0)
 		return pfn;
 	return __alloc_pages_direct_compact(mm, ac, alloc_flags,
@@ -249,7 +252,7 @@ static uint32_t slowpath_modern(struct mm *mm, struct alloc_ctx *ac)
 	pfn = freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
 	if (pfn != MM_NO_PFN || !can_direct_reclaim)
 		return pfn;
-	pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
+	pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags, NULL);
 	if (pfn != MM_NO_PFN)
 		return pfn;
 	if (prio >= 0)
@@ -308,8 +311,9 @@ uint32_t alloc_pages_mpol(struct mm *mm, struct alloc_ctx *ac)
 }
 
 /* An order-0 allocation (program base page, page cache, recipe frames): LOW, wake kswapd, MIN,
- * direct reclaim; a program fault may then dip below MIN (where the kernel would loop and
- * OOM-kill rather than fail the fault). Slow steps are recorded in the fault record. */
+ * direct reclaim (3.x: repeated while it makes progress, rebalance_3x); a program fault may then
+ * dip below MIN (where the kernel would swap or OOM-kill rather than fail the fault). Slow
+ * steps are recorded in the fault record. */
 uint32_t alloc_base_page(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
 {
 	uint32_t pfn = alloc_base_page_fast(mm, ac);
@@ -328,6 +332,44 @@ uint32_t alloc_base_page_fast(struct mm *mm, struct alloc_ctx *ac)
 	return get_page_from_freelist(mm, ac, WMARK_LOW | nofrag);
 }
 
+/* 3.x should_alloc_retry (3.1, 3.2 and 3.3 mm/page_alloc.c): never for __GFP_NORETRY; always
+ * for order <= PAGE_ALLOC_COSTLY_ORDER ("means __GFP_NOFAIL"). The costly orders retry only
+ * with __GFP_REPEAT or __GFP_NOFAIL, which no modelled caller passes. */
+static bool should_alloc_retry_3x(unsigned gfp, unsigned order)
+{
+	return !(gfp & GFP_NORETRY) && order <= COSTLY_ORDER;
+}
+
+/* The order-0 part of the 3.x __alloc_pages_slowpath (3.1, 3.2 and 3.3 mm/page_alloc.c; order
+ * 0 skips __alloc_pages_direct_compact): from `rebalance:`, a freelist attempt at MIN, direct
+ * reclaim; while reclaim made progress (did_some_progress: pages reclaimed) and
+ * should_alloc_retry holds, wait_iff_congested(preferred_zone, BLK_RW_ASYNC, HZ/50) and `goto
+ * rebalance`. With no progress the kernel goes to __alloc_pages_may_oom and restarts after the
+ * OOM killer has run (a NORETRY caller fails); no swap and no OOM killer are modelled, so that
+ * exit is the model's last resort as before: a program fault dips below MIN, other callers
+ * fail. Departure: do_try_to_free_pages' "don't OOM" 1 (nothing reclaimed, but no zone
+ * all_unreclaimable) is not modelled: progress is the pages reclaimed. */
+static uint32_t rebalance_3x(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags,
+			     bool last_resort)
+{
+	uint32_t pfn, progress;
+
+	for (;;) {
+		pfn = freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
+		if (pfn != MM_NO_PFN || !(ac->gfp & GFP_DIRECT_RECLAIM))
+			break;
+		pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags, &progress);
+		if (pfn != MM_NO_PFN || !progress || !should_alloc_retry_3x(ac->gfp, ac->order))
+			break;
+		if (mm->cfg.policy.reclaim_throttles && mm->zone_congested)
+			throttle_nap(mm, ac->fc, MM_WAIT_RECLAIM_CONGESTED, NSEC_PER_HZ_50, true,
+				     MM_CAUSE_RECLAIM_THROTTLE);
+	}
+	if (pfn != MM_NO_PFN || !last_resort)
+		return pfn;
+	return get_page_from_freelist(mm, ac, ALLOC_NO_WATERMARKS);
+}
+
 uint32_t alloc_base_page_slow(struct mm *mm, struct alloc_ctx *ac, bool last_resort)
 {
 	unsigned nofrag = defrag_mode(mm) ? ALLOC_NOFRAGMENT : 0;
@@ -338,11 +380,13 @@ uint32_t alloc_base_page_slow(struct mm *mm, struct alloc_ctx *ac, bool last_res
 		alloc_flags |= ALLOC_KSWAPD;
 		wake_all_kswapds(mm, ac);
 	}
+	if (!era_modern(mm))
+		return rebalance_3x(mm, ac, alloc_flags, last_resort);
 	pfn = freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
 	if (pfn != MM_NO_PFN)
 		return pfn;
 	if (ac->gfp & GFP_DIRECT_RECLAIM) {
-		pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags);
+		pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags, NULL);
 		if (pfn != MM_NO_PFN)
 			return pfn;
 		pfn = defrag_mode_drop(mm, ac, alloc_flags);

@@ -696,10 +696,11 @@ static void quarter_clean_pool(struct fakeenv *fe)
  * reclaim on a 640 MiB pool of page cache where one page in four is clean (direct reclaim
  * keeps the dirty ones): priority 12 scans lru >> 12 and reclaims a quarter of it, priority 11
  * the same from lru >> 11, still under 32 in all; priority 10 then scans batch after batch
- * until that pass has itself reclaimed 32, so the call reclaims what 12 and 11 did plus 32. A
+ * until that pass has itself reclaimed 32, so one call reclaims what 12 and 11 did plus 32. A
  * call-wide count would stop in priority 10's first batch, at 32 in all. */
 TEST(nr_to_reclaim_counts_per_pass)
 {
+	struct alloc_ctx ac = {.order = 0, .mt = MM_MT_MOVABLE, .gfp = GFP_HIGHUSER_MOVABLE};
 	struct fakeenv fe;
 	char err[256];
 	uint32_t lru, first, n12;
@@ -713,7 +714,11 @@ TEST(nr_to_reclaim_counts_per_pass)
 	first += clean_in(n12, (lru - first) >> 11);
 	ASSERT_LT(first, 32);
 	ASSERT_GE((lru - first) >> 10, 4 * 32); /* priority 10 reaches 32 in its pass */
-	small_alloc(&fe, 0);
+	/* one call: an allocation would call again, free being still under MIN (3.x
+	 * should_alloc_retry, order0_allocation_retries_reclaim_while_it_progresses_in_3x) */
+	mm_lock(fe.mm);
+	try_to_free_pages(fe.mm, &ac);
+	mm_unlock(fe.mm);
 	EXPECT_EQ(stat(&fe, MM_STAT_PGSTEAL_DIRECT), first + 32);
 	ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 	fakeenv_destroy(&fe);
@@ -751,6 +756,59 @@ TEST(direct_reclaim_does_not_force_scan_a_short_list)
 		EXPECT_EQ(stat(&fe, MM_STAT_PGSCAN_DIRECT), 40);
 		ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
 		fakeenv_destroy(&fe);
+	}
+}
+
+/* 3.x __alloc_pages_slowpath retries an order-0 allocation while direct reclaim makes progress
+ * (should_alloc_retry: order <= PAGE_ALLOC_COSTLY_ORDER, no __GFP_NORETRY; `goto rebalance`
+ * after wait_iff_congested). A 16 MiB pool 100 pages below MIN, 400 clean page-cache pages
+ * behind it: one direct reclaim takes its 32-odd pages and leaves free below MIN, so a
+ * page-cache allocation (no last resort) fails after one call in 6.1 and 6.12 (their
+ * should_reclaim_retry loop is not modelled) and, in 3.x, calls reclaim again until a page is
+ * free above MIN. With nothing left to reclaim (no progress: the kernel's OOM path) the 3.x
+ * loop ends after one call. */
+TEST(order0_allocation_retries_reclaim_while_it_progresses_in_3x)
+{
+	static const char *const specs[] = {"linux-3.1:kswapd=no", "linux-3.2:kswapd=no",
+					    "linux-3.3:kswapd=no", "linux-6.1:kswapd=no",
+					    "modern-always:kswapd=no"};
+
+	for (unsigned i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		bool modern = i >= 3;
+
+		for (int empty = 0; empty < 2; empty++) {
+			struct fakeenv fe;
+			struct mm_counts c;
+			char err[256];
+			uint32_t pfn = 0, got;
+			bool created;
+			int rc;
+
+			ASSERT_EQ(fakeenv_init(&fe, specs[i], 16 * MIB, false, err, sizeof(err)),
+				  0);
+			for (; !empty && pfn < 400; pfn++)
+				ASSERT_EQ(mm_debug_place(fe.mm, pfn, DBG_FILE_CLEAN, own(pfn)), 0);
+			for (mm_get_counts(fe.mm, &c); c.free + 100 > c.wmark_min;
+			     mm_get_counts(fe.mm, &c))
+				ASSERT_EQ(mm_debug_place(fe.mm, pfn++, DBG_UNMOVABLE, 0), 0);
+			rc = mm_pagecache_get(fe.mm, MM_OWNER_FILE(9, 0), true, &got, &created,
+					      NULL);
+			if (rc == 0)
+				mm_pagecache_put(fe.mm, got, false);
+			mm_get_counts(fe.mm, &c);
+			if (empty || modern) {
+				EXPECT_EQ(rc, -ENOMEM);
+				EXPECT_EQ(stat(&fe, MM_STAT_ALLOCSTALL), 1);
+				EXPECT_LT(c.free, c.wmark_min);
+			} else {
+				EXPECT_EQ(rc, 0);
+				EXPECT_GE(stat(&fe, MM_STAT_ALLOCSTALL), 3);
+				EXPECT_GT(stat(&fe, MM_STAT_PGSTEAL_DIRECT), 100);
+				EXPECT_GE(c.free, c.wmark_min);
+			}
+			ASSERT_EQ(mm_check(fe.mm, err, sizeof(err)), 0);
+			fakeenv_destroy(&fe);
+		}
 	}
 }
 
