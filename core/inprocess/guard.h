@@ -182,6 +182,9 @@ bool guard_prctl_is_cred(int option);
  * first call: the emulator never takes an address the program could have had. The address, or
  * -errno. */
 long guard_vm_map(size_t len, size_t align, int flags, unsigned how);
+/* An mlockall is in force (true) or was undone by munlockall (false): pieces are then mapped
+ * anew, not made in place (vm.c). */
+void guard_vm_lock_all(bool on);
 /* Give [addr, addr + len) back: reserved again if in the arena, else unmapped. */
 void guard_vm_unmap(void *addr, size_t len);
 /* Is addr in the arena? */

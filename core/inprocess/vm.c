@@ -31,8 +31,14 @@
  * then, as most were asked to be: not charged to the commit (mprotect_fixup charges a private
  * writable range only without VM_NORESERVE; under overcommit_memory=2 MAP_NORESERVE is ignored,
  * mm/mmap.c: do_mmap, so the reservation has no VM_NORESERVE there and mprotect charges the piece
- * as mmap did). A piece asking for more (MAP_POPULATE), or where mprotect fails (the range is no
- * longer the reservation), is mapped over as before.
+ * as mmap did). mprotect fails only as the mapping would (ENOMEM: the commit, RLIMIT_DATA,
+ * max_map_count), so a failed piece is not mapped over (where a failed MAP_FIXED may leave a
+ * hole, kernels before 6.12): the range stays reserved and free. Mapped over as before: a piece
+ * asking for more (MAP_POPULATE); a piece of 2 MiB or more (mprotect leaves the page tables an
+ * earlier piece there left, and a page table in a 2 MiB span keeps it from one huge mapping;
+ * mmap(MAP_FIXED) frees them, mm/mmap.c: unmap_region -> free_pgtables); and every piece while
+ * an mlockall is in force (the reservation's VM_LOCKED is then whatever the lock found,
+ * where a new mapping's follows MCL_FUTURE, mm/mmap.c: do_mmap's mm->def_flags).
  *
  * Raw system calls only; a spin lock (no lock the program can hold); no allocation.
  */
@@ -43,8 +49,9 @@
 
 #include "util/sys.h"
 
-#define PAGE	   4096UL
-#define MAX_BLOCKS 512
+#define PAGE	     4096UL
+#define MAX_BLOCKS   512
+#define IN_PLACE_MAX (2UL << 20) /* a piece this big or bigger is mapped over (above) */
 
 struct block {
 	uintptr_t lo, hi;
@@ -158,6 +165,13 @@ static void drop(unsigned i)
 	nblocks--;
 }
 
+static bool locked_all; /* an mlockall in force (guard_vm_lock_all) */
+
+void guard_vm_lock_all(bool on)
+{
+	__atomic_store_n(&locked_all, on, __ATOMIC_RELAXED);
+}
+
 static long map_outside(size_t len, int prot, int flags)
 {
 	long p = sys_mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
@@ -183,15 +197,27 @@ long guard_vm_map(size_t len, size_t align, int flags, unsigned how)
 	if (arena_lo)
 		at = find_gap(len, align);
 	if (at && insert(at, at + len, how)) {
-		if (!(flags & ~MAP_NORESERVE) && sys_mprotect((void *)at, len, prot) == 0) {
-			unlock();
-			if (how & GUARD_VM_DONTFORK)
-				sys_madvise((void *)at, len, MADV_DONTFORK);
-			return (long)at;
+		if (!(flags & ~MAP_NORESERVE) && len < IN_PLACE_MAX &&
+		    !__atomic_load_n(&locked_all, __ATOMIC_RELAXED)) {
+			p = sys_mprotect((void *)at, len, prot);
+			if (p == 0) {
+				unlock();
+				if (how & GUARD_VM_DONTFORK)
+					sys_madvise((void *)at, len, MADV_DONTFORK);
+				return (long)at;
+			}
+		} else {
+			p = sys_mmap((void *)at, len, prot,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | flags, -1, 0);
+			/* a failed MAP_FIXED may have unmapped the range (before 6.12): reserved
+			 * again, else kept in use, so that nothing is made in place over a hole */
+			if (sys_is_err(p) && reserve(at, at + len, MAP_FIXED) < 0) {
+				unlock();
+				return p;
+			}
 		}
-		p = sys_mmap((void *)at, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | flags,
-			     -1, 0);
-		if (sys_is_err(p)) { /* the reservation stays as it was */
+		if (sys_is_err(p)) { /* the range is reserved (a part mprotect made writable
+				      * before it failed is still unwritten) and free */
 			for (unsigned i = 0; i < nblocks; i++)
 				if (blocks[i].lo == at) {
 					drop(i);

@@ -317,6 +317,8 @@ EXPORT int setns(int fd, int nstype)
  * mapping is populated through it: core/live/mapops.c). */
 static long after_lock(long r, bool all, int flags)
 {
+	if (r == 0 && all)
+		guard_vm_lock_all(flags != -1);
 	if (r == 0 && !uffd_tls_passthrough)
 		shim_mlocked(all, flags);
 	return r;
