@@ -12,9 +12,10 @@
 #     3.3 (sync-light) not slower than 3.2;
 #   - 3.3's compaction never waits on writeback.
 # Printed, not asserted (the model does not meet them; those result files say why): the
-# factor-of-two bands of both ratios, 3.2/3.1 in 0.25-1.0 and 3.3/3.1 in 0.03-0.12 (with the
-# reader's page cache unmovable 3.3/3.1 sits at the band's edge: 0.027-0.038 over seeds 1-3),
-# 3.3 faster than 3.2, and 3.1's and 3.2's compaction writeback waits.
+# factor-of-two bands of both ratios, 3.2/3.1 in 0.25-1.0 (0.040-0.055 over seeds 1-3 at 256M:
+# no swap, so alloc fills the pool and every 3.x THP compaction is skipped at the watermark,
+# 2026-12-07-wbcp-order0-retry.md) and 3.3/3.1 in 0.03-0.12 (0.042-0.050 there), 3.3 faster than
+# 3.2, and 3.1's and 3.2's compaction writeback waits.
 . "$(dirname "$0")/lib.sh"
 need_cmd jq
 
