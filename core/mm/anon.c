@@ -226,8 +226,9 @@ int mm_anon_split(struct mm *mm, uint32_t head)
 	return ret;
 }
 
-/* An allocation of the rest of the system: GFP_KERNEL-like (LOW, MIN, reclaim, MIN; no dip
- * below MIN), so recipes cannot starve the pool's reserves. */
+/* An allocation of the rest of the system: GFP_KERNEL-like (LOW, MIN, reclaim, MIN, the 3.x
+ * retries of alloc_base_page_slow; no dip below MIN), so recipes cannot starve the pool's
+ * reserves. */
 static uint32_t alloc_other(struct mm *mm, unsigned order, enum mm_migratetype mt, void *call)
 {
 	struct fault_ctx fc = {.call = call};

@@ -347,20 +347,30 @@ static bool should_alloc_retry_3x(unsigned gfp, unsigned order)
  * rebalance`. With no progress the kernel goes to __alloc_pages_may_oom and restarts after the
  * OOM killer has run (a NORETRY caller fails); no swap and no OOM killer are modelled, so that
  * exit is the model's last resort as before: a program fault dips below MIN, other callers
- * fail. Departure: do_try_to_free_pages' "don't OOM" 1 (nothing reclaimed, but no zone
- * all_unreclaimable) is not modelled: progress is the pages reclaimed. */
+ * fail. Only a __GFP_FS caller without __GFP_NORETRY goes to the OOM path; any other order-0
+ * mask retries without progress too (should_alloc_retry). Departures: do_try_to_free_pages'
+ * "don't OOM" 1 (nothing reclaimed, but no zone all_unreclaimable) is not modelled: progress is
+ * the pages reclaimed; and the rounds are bounded (REBALANCE_MAX_ROUNDS): in the kernel what
+ * ends a loop whose freed pages others keep taking is the OOM killer's fatal signal
+ * (TIF_MEMDIE), which is not modelled - as throttle_isolated's bound of naps stands in for it. */
+#define REBALANCE_MAX_ROUNDS 100
 static uint32_t rebalance_3x(struct mm *mm, struct alloc_ctx *ac, unsigned alloc_flags,
 			     bool last_resort)
 {
 	uint32_t pfn, progress;
 
-	for (;;) {
+	for (unsigned round = 0;; round++) {
 		pfn = freelist_step(mm, ac, alloc_flags, MM_STEP_FREELIST_MIN);
 		if (pfn != MM_NO_PFN || !(ac->gfp & GFP_DIRECT_RECLAIM))
 			break;
 		pfn = __alloc_pages_direct_reclaim(mm, ac, alloc_flags, &progress);
-		if (pfn != MM_NO_PFN || !progress || !should_alloc_retry_3x(ac->gfp, ac->order))
+		if (pfn != MM_NO_PFN || round + 1 == REBALANCE_MAX_ROUNDS)
 			break;
+		if (!progress && (ac->gfp & GFP_FS) && !(ac->gfp & GFP_NORETRY))
+			break; /* __alloc_pages_may_oom: the model's last resort below */
+		if (!should_alloc_retry_3x(ac->gfp, ac->order))
+			break;
+		/* a stale nap (the pool changed while it slept) is what the next round reads */
 		if (mm->cfg.policy.reclaim_throttles && mm->zone_congested)
 			throttle_nap(mm, ac->fc, MM_WAIT_RECLAIM_CONGESTED, NSEC_PER_HZ_50, true,
 				     MM_CAUSE_RECLAIM_THROTTLE);
