@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "inprocess/guard.h"
 #include "live_fixture.h"
 
 static uint64_t mk_stall_ns = 1000000000ULL; /* the stall threshold mk() configures */
@@ -551,8 +552,13 @@ TEST(live_own_threads_faults_are_served_outside)
 		if (c == 0) {
 			char r = 'y';
 
-			/* the parent's table, copied; then the child path (no machine: NULL) */
+			/* the parent's table, copied; then the child path (no machine: NULL), after
+			 * what child_of runs first: a handler of the parent may have been inside
+			 * the arena's lock when the address space was copied, and only
+			 * guard_fork_child frees it (else this child spun in it for ever, outliving
+			 * the test) */
 			if (uffd_own_thread_is(lv->workers[0].tid)) {
+				guard_fork_child(true);
 				uffd_live_forked_child(lv);
 				r = uffd_own_thread_is(lv->workers[0].tid) ? 'y' : 'n';
 			}
