@@ -723,9 +723,13 @@ bool machine_serve_wait(struct machine *m, int slot, const uint32_t *stop, uint6
 		uint32_t r;
 		uint64_t rel = 0;
 
+		/* the word first, then stop: a kick sets stop before it changes the word, so either
+		 * this reads the changed word and then sees stop, or the word changes after this
+		 * read and the futex wait below returns at once (read the other way round, a kick
+		 * between the two reads was lost: the wait slept on the changed word for ever) */
+		r = ld(&mb->req_seq);
 		if ((stop && ld(stop)) || ld(&s->state) != MACHINE_SLOT_LIVE)
 			return false;
-		r = ld(&mb->req_seq);
 		if (r & 1) {
 			uint32_t o = ld(&mb->op), f = ld(&mb->from), t = ld(&mb->to);
 			uint64_t ow = ld(&mb->owner);
