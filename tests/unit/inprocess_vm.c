@@ -47,27 +47,30 @@ TEST(mappings_come_from_the_arena_and_stay_reserved_when_freed)
 	guard_vm_unmap((void *)b, 64 * 1024);
 }
 
-/* The VmFlags line of the smaps entry holding p has "dd" (MADV_DONTDUMP): 1, 0, or -1. */
-static int dontdump(uintptr_t p)
+/* The line starting with key in the smaps entry holding p, into line (len bytes): true if found. */
+static bool smaps_line(uintptr_t p, const char *key, char *line, size_t len)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	bool in = false;
-	int r = -1;
+	bool in = false, found = false;
 
-	while (f && fgets(line, sizeof(line), f)) {
+	while (f && !found && fgets(line, (int)len, f)) {
 		unsigned long lo, hi;
 
 		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a VMA's first line */
 			in = p >= lo && p < hi;
-		if (in && strncmp(line, "VmFlags:", 8) == 0) {
-			r = strstr(line, " dd") != NULL;
-			break;
-		}
+		found = in && strncmp(line, key, strlen(key)) == 0;
 	}
 	if (f)
 		fclose(f);
-	return r;
+	return found;
+}
+
+/* The VmFlags line of the smaps entry holding p has "dd" (MADV_DONTDUMP): 1, 0, or -1. */
+static int dontdump(uintptr_t p)
+{
+	char line[512];
+
+	return smaps_line(p, "VmFlags:", line, sizeof(line)) ? strstr(line, " dd") != NULL : -1;
 }
 
 /* A piece is made in place over the reservation (mprotect): what a freed piece held is gone, and
@@ -93,21 +96,11 @@ TEST(a_piece_made_again_is_zero_writable_and_dontdump)
 /* AnonHugePages of the smaps entry holding p, in kB (-1: none found). */
 static long anon_huge_kb(uintptr_t p)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[512];
-	bool in = false;
 	long kb = -1;
 
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
-			in = p >= lo && p < hi;
-		if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	}
-	if (f)
-		fclose(f);
+	if (smaps_line(p, "AnonHugePages:", line, sizeof(line)))
+		sscanf(line, "AnonHugePages: %ld kB", &kb);
 	return kb;
 }
 
